@@ -1,0 +1,16 @@
+# One INTERFACE target carries the project's warning, architecture and sanitizer flags; every
+# tapdiff target links it.
+add_library(tapdiff_warnings INTERFACE)
+target_compile_options(tapdiff_warnings INTERFACE
+  -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wnon-virtual-dtor -Wimplicit-fallthrough -Wswitch)
+if(TAPDIFF_WERROR)
+  target_compile_options(tapdiff_warnings INTERFACE -Werror)
+endif()
+if(TAPDIFF_ARCH)
+  target_compile_options(tapdiff_warnings INTERFACE -march=${TAPDIFF_ARCH})
+endif()
+if(TAPDIFF_SANITIZE)
+  target_compile_options(tapdiff_warnings INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer
+                         -fno-sanitize-recover=undefined)
+  target_link_options(tapdiff_warnings INTERFACE -fsanitize=address,undefined)
+endif()

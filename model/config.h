@@ -1,0 +1,45 @@
+#pragma once
+// What the network is: the hyper-parameters of a Llama-family decoder, whatever file it came from.
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace tapdiff::model {
+
+// How RoPE pairs the channels of one head (d = head_dim):
+//  interleaved: (x[2i], x[2i+1]) rotate together (GGUF `llama`, Meta's original checkpoints);
+//  rotate_half: (x[i], x[i + d/2]) rotate together (Hugging Face, GGUF `qwen2`).
+// Both use the angle pos * base^(-2i/d) for pair i.
+enum class RopeStyle : std::uint8_t { interleaved, rotate_half };
+
+struct ModelConfig {
+  std::string arch = "llama";  // llama | mistral | qwen2
+  int n_layers = 0;
+  int dim = 0;         // residual stream width
+  int n_heads = 0;     // query heads
+  int n_kv_heads = 0;  // key/value heads (GQA: n_heads % n_kv_heads == 0)
+  int head_dim = 0;
+  int ffn_dim = 0;
+  int vocab = 0;
+  int context_length = 0;  // trained context; 0 = unknown
+  int sliding_window = 0;  // attention window in tokens; 0 = full causal attention
+  double rope_base = 10000.0;
+  double norm_eps = 1e-5;
+  RopeStyle rope_style = RopeStyle::interleaved;
+  bool tied_output = false;  // logits use the embedding matrix
+  bool qkv_bias = false;     // q/k/v projections carry a bias (Qwen2)
+  int bos_token = -1;        // -1 = none
+  int eos_token = -1;
+
+  int q_dim() const { return n_heads * head_dim; }
+  int kv_dim() const { return n_kv_heads * head_dim; }
+
+  // Throws FormatError("<source>: ...") when the numbers cannot describe a working model.
+  void validate(const std::string& source) const;
+};
+
+std::string_view rope_style_name(RopeStyle style);
+nlohmann::json to_json(const ModelConfig& config);
+
+}  // namespace tapdiff::model

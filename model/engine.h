@@ -1,0 +1,77 @@
+#pragma once
+// The seams between the graph, the engines and the observers (taps).
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+
+#include "model/graph.h"
+#include "model/host_tensor.h"
+
+namespace tapdiff::model {
+
+// One forward pass over a chunk of consecutive token rows of one sequence: a prefill chunk or a
+// decode step (rows == 1).
+struct ChunkInfo {
+  int index = 0;      // 0, 1, ... over the whole run (prefill chunks, then decode steps)
+  int first_pos = 0;  // position of the chunk's first row in the sequence
+  int rows = 0;
+  bool decode = false;
+};
+
+// Where an op's output lives in a run: its tensor and the chunk it was computed in.
+struct TapKey {
+  TensorId id;
+  ChunkInfo chunk;
+};
+
+// An observer after every step. wants() is asked first, so an engine keeps unwatched outputs
+// where they are (on the GPU); record() then receives each wanted output, [chunk.rows, width].
+class Tap {
+ public:
+  virtual ~Tap() = default;
+  virtual bool wants(const TapKey& key) const = 0;
+  virtual void record(const TapKey& key, const HostTensor& value) = 0;
+  // Called after every record() of the chunk has happened; a writer makes the chunk durable here.
+  virtual void end_chunk(const ChunkInfo& chunk, std::span<const std::int32_t> tokens) {
+    (void)chunk;
+    (void)tokens;
+  }
+};
+
+// A tap that wants nothing.
+class NullTap final : public Tap {
+ public:
+  bool wants(const TapKey&) const override { return false; }
+  void record(const TapKey&, const HostTensor&) override {}
+};
+
+// Receives a wanted op output; an engine may call it during execute() or later, but before
+// end_chunk() returns.
+using Deliver = std::function<void(const HostTensor&)>;
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual std::string name() const = 0;           // "ref", "vulkan"
+  virtual std::string device() const = 0;         // "CPU (Eigen, 2 threads)", GPU name
+  virtual std::string compute_dtype() const = 0;  // "f32", "f64", "f16"
+  virtual std::string kernel(Op op) const = 0;    // the kernel variant that runs op
+  virtual Scalar scalar() const = 0;              // type of tensors read() returns
+
+  virtual void reset() = 0;  // empty KV cache
+  virtual void begin_chunk(std::span<const std::int32_t> tokens, const ChunkInfo& chunk) = 0;
+  // Runs one step; when deliver is set, the step's output reaches it by end_chunk().
+  virtual void execute(const Step& step, const Deliver& deliver) = 0;
+  virtual void end_chunk() = 0;
+
+  // Host copy of the latest value of an op output of the current chunk ([rows, width]).
+  virtual HostTensor read(const TensorId& id) = 0;
+  // Teacher forcing: replace an op output of the current chunk.
+  virtual void write(const TensorId& id, const HostTensor& value) = 0;
+  // The KV cache of a layer: rows [0, n_past) of K (after RoPE) or V, [n_past, kv_dim].
+  virtual HostTensor read_kv(int layer, bool value) = 0;
+  virtual void write_kv(int layer, bool value, const HostTensor& rows) = 0;
+};
+
+}  // namespace tapdiff::model

@@ -1,0 +1,43 @@
+#pragma once
+// The forward pass of a Llama-family decoder, written down once as an ordered list of steps.
+// Both engines execute this list; neither decides the order or the data flow.
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "model/ops.h"
+
+namespace tapdiff::model {
+
+// The output of one op at one layer (layer -1 for embed, n_layers for final_norm and logits).
+struct TensorId {
+  Op op = Op::embed;
+  int layer = -1;
+  friend bool operator==(const TensorId&, const TensorId&) = default;
+};
+std::string to_string(const TensorId& id);  // "3/q_proj"
+
+// One op of the graph with the tensors it reads (the KV cache is implicit for attn: it appends
+// rope_k and v_proj of the chunk to the layer's cache and attends over the whole cache).
+struct Step {
+  Op op = Op::embed;
+  int layer = -1;
+  std::vector<TensorId> inputs;
+  TensorId output() const { return {op, layer}; }
+};
+
+class Graph {
+ public:
+  explicit Graph(const ModelConfig& config);
+  const std::vector<Step>& steps() const { return steps_; }
+  int n_layers() const { return n_layers_; }
+  // Number of columns of an op's output for this model (dim, q_dim, kv_dim, ffn_dim or vocab).
+  int width(Op op) const;
+
+ private:
+  ModelConfig config_;
+  int n_layers_ = 0;
+  std::vector<Step> steps_;
+};
+
+}  // namespace tapdiff::model

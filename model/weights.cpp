@@ -1,0 +1,104 @@
+#include "model/weights.h"
+
+#include <openssl/evp.h>
+
+#include <array>
+#include <memory>
+
+#include "model/errors.h"
+#include "model/mapped_file.h"
+
+namespace tapdiff::model {
+
+std::string_view weight_kind_name(WeightKind kind) {
+  switch (kind) {
+    case WeightKind::token_embd: return "token_embd";
+    case WeightKind::attn_norm: return "attn_norm";
+    case WeightKind::wq: return "wq";
+    case WeightKind::wk: return "wk";
+    case WeightKind::wv: return "wv";
+    case WeightKind::bq: return "bq";
+    case WeightKind::bk: return "bk";
+    case WeightKind::bv: return "bv";
+    case WeightKind::wo: return "wo";
+    case WeightKind::ffn_norm: return "ffn_norm";
+    case WeightKind::ffn_gate: return "ffn_gate";
+    case WeightKind::ffn_up: return "ffn_up";
+    case WeightKind::ffn_down: return "ffn_down";
+    case WeightKind::output_norm: return "output_norm";
+    case WeightKind::output: return "output";
+  }
+  return "?";
+}
+
+bool is_per_layer(WeightKind kind) {
+  return kind != WeightKind::token_embd && kind != WeightKind::output_norm && kind != WeightKind::output;
+}
+
+Model::Model(std::filesystem::path path, ModelConfig config) : path_(std::move(path)), config_(std::move(config)) {}
+Model::~Model() = default;
+
+const WeightTensor* Model::find(WeightKind kind, int layer) const {
+  auto it = tensors_.find({kind, is_per_layer(kind) ? layer : -1});
+  return it == tensors_.end() ? nullptr : &it->second;
+}
+
+const WeightTensor& Model::weight(WeightKind kind, int layer) const {
+  if (const WeightTensor* t = find(kind, layer)) return *t;
+  throw FormatError(fmt::format("{}: missing tensor: expected {}{} for this {} model, found none", path_.string(),
+                                weight_kind_name(kind), is_per_layer(kind) ? fmt::format(" of layer {}", layer) : "",
+                                config_.arch));
+}
+
+const MappedFile& Model::adopt(std::unique_ptr<MappedFile> file) {
+  files_.push_back(std::move(file));
+  return *files_.back();
+}
+
+void Model::add(WeightKind kind, int layer, WeightTensor tensor) {
+  tensors_[{kind, is_per_layer(kind) ? layer : -1}] = std::move(tensor);
+}
+
+void Model::validate() const {
+  const ModelConfig& c = config_;
+  auto check = [&](WeightKind kind, int layer, std::int64_t rows, std::int64_t cols) {
+    const WeightTensor& t = weight(kind, layer);
+    if (t.rows != rows || t.cols != cols)
+      throw FormatError(fmt::format("{}: tensor '{}' has shape [{}, {}], but the config implies [{}, {}]",
+                                    path_.string(), t.name, t.rows, t.cols, rows, cols));
+  };
+  check(WeightKind::token_embd, -1, c.vocab, c.dim);
+  check(WeightKind::output_norm, -1, 1, c.dim);
+  if (!c.tied_output) check(WeightKind::output, -1, c.vocab, c.dim);
+  for (int l = 0; l < c.n_layers; ++l) {
+    check(WeightKind::attn_norm, l, 1, c.dim);
+    check(WeightKind::wq, l, c.q_dim(), c.dim);
+    check(WeightKind::wk, l, c.kv_dim(), c.dim);
+    check(WeightKind::wv, l, c.kv_dim(), c.dim);
+    if (c.qkv_bias) {
+      check(WeightKind::bq, l, 1, c.q_dim());
+      check(WeightKind::bk, l, 1, c.kv_dim());
+      check(WeightKind::bv, l, 1, c.kv_dim());
+    }
+    check(WeightKind::wo, l, c.dim, c.q_dim());
+    check(WeightKind::ffn_norm, l, 1, c.dim);
+    check(WeightKind::ffn_gate, l, c.ffn_dim, c.dim);
+    check(WeightKind::ffn_up, l, c.ffn_dim, c.dim);
+    check(WeightKind::ffn_down, l, c.dim, c.ffn_dim);
+  }
+}
+
+const std::string& Model::sha256() const {
+  if (!sha256_.empty()) return sha256_;
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
+  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1)
+    throw EnvironmentError("sha256: OpenSSL could not start a digest");
+  for (const auto& file : files_) EVP_DigestUpdate(ctx.get(), file->bytes().data(), file->size());
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int len = 0;
+  EVP_DigestFinal_ex(ctx.get(), digest.data(), &len);
+  for (unsigned int i = 0; i < len; ++i) sha256_ += fmt::format("{:02x}", digest[i]);
+  return sha256_;
+}
+
+}  // namespace tapdiff::model

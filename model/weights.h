@@ -1,0 +1,104 @@
+#pragma once
+// A loaded model: its config, its weight tensors (views into memory-mapped files, never copied),
+// and the tokenizer vocabulary when the file carries one.
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/config.h"
+#include "model/dtype.h"
+
+namespace tapdiff::model {
+
+// The weights of a Llama-family decoder, named once. Per-layer kinds use layer >= 0; the others
+// use layer -1.
+enum class WeightKind : std::uint8_t {
+  token_embd,   // [vocab, dim]
+  attn_norm,    // [dim]
+  wq,           // [q_dim, dim]
+  wk,           // [kv_dim, dim]
+  wv,           // [kv_dim, dim]
+  bq,           // [q_dim]   (qkv_bias only)
+  bk,           // [kv_dim]  (qkv_bias only)
+  bv,           // [kv_dim]  (qkv_bias only)
+  wo,           // [dim, q_dim]
+  ffn_norm,     // [dim]
+  ffn_gate,     // [ffn_dim, dim]
+  ffn_up,       // [ffn_dim, dim]
+  ffn_down,     // [dim, ffn_dim]
+  output_norm,  // [dim]
+  output,       // [vocab, dim] (absent when tied_output)
+};
+std::string_view weight_kind_name(WeightKind kind);
+bool is_per_layer(WeightKind kind);
+
+// One weight tensor as stored: row-major [rows, cols] (cols contiguous; a 1-D tensor has rows = 1).
+// For matrices rows = output features and cols = input features, so y = W x.
+struct WeightTensor {
+  std::string name;  // name in the file, for messages
+  DType dtype = DType::f32;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  std::span<const std::byte> bytes;  // rows * row_bytes(dtype, cols) bytes inside a mapped file
+
+  const std::byte* row(std::int64_t r) const { return bytes.data() + static_cast<std::size_t>(r) * row_bytes(dtype, cols); }
+};
+
+// The tokenizer vocabulary as GGUF stores it (tokenizer.ggml.*).
+struct Vocabulary {
+  std::string model;  // "llama" (SentencePiece-style) or "gpt2" (byte-level BPE)
+  std::vector<std::string> tokens;
+  std::vector<float> scores;         // may be empty
+  std::vector<std::int32_t> types;   // 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte; may be empty
+  std::vector<std::string> merges;   // gpt2 only
+  int bos = -1, eos = -1, unk = -1;
+  bool add_bos = true;
+  bool add_space_prefix = true;
+};
+
+class MappedFile;  // model/mapped_file.h
+
+class Model {
+ public:
+  Model(std::filesystem::path path, ModelConfig config);
+  ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  const ModelConfig& config() const { return config_; }
+  const std::optional<Vocabulary>& vocabulary() const { return vocabulary_; }
+
+  // The tensor, or FormatError naming the file and the missing tensor.
+  const WeightTensor& weight(WeightKind kind, int layer = -1) const;
+  const WeightTensor* find(WeightKind kind, int layer = -1) const;
+  // sha256 of the model file (of every file, in order, for multi-file models), computed on first use.
+  const std::string& sha256() const;
+
+  // For loaders: take ownership of a mapping and register tensors that point into it.
+  const MappedFile& adopt(std::unique_ptr<MappedFile> file);
+  void add(WeightKind kind, int layer, WeightTensor tensor);
+  void set_vocabulary(Vocabulary vocab) { vocabulary_ = std::move(vocab); }
+  // Checks that every tensor the config needs is present with the shape the config implies.
+  void validate() const;
+
+ private:
+  std::filesystem::path path_;
+  ModelConfig config_;
+  std::optional<Vocabulary> vocabulary_;
+  std::vector<std::unique_ptr<MappedFile>> files_;
+  std::map<std::pair<WeightKind, int>, WeightTensor> tensors_;
+  mutable std::string sha256_;
+};
+
+// Loads a GGUF file or a Hugging Face folder (config.json + *.safetensors); FormatError on bad input.
+std::unique_ptr<Model> load_model(const std::filesystem::path& path);
+
+}  // namespace tapdiff::model
