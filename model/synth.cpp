@@ -1,1 +1,228 @@
-// placeholder: being written
+#include "model/synth.h"
+
+#include <cmath>
+#include <map>
+#include <numbers>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "model/errors.h"
+#include "model/gguf_writer.h"
+
+namespace tapdiff::model {
+namespace {
+
+// splitmix64: a tiny, well-mixed, platform-independent generator.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+std::uint64_t hash_name(std::uint64_t seed, const std::string& name) {
+  std::uint64_t h = mix(seed);
+  for (unsigned char c : name) h = mix(h ^ c);
+  return h;
+}
+
+// Standard normal samples from a counter-based stream (Box-Muller): row r of a tensor depends
+// only on (tensor seed, r), so rows can be generated in parallel and still be deterministic.
+class Normal {
+ public:
+  explicit Normal(std::uint64_t seed) : state_(seed) {}
+  double operator()() {
+    const double u1 = (static_cast<double>(mix(state_++) >> 11) + 1.0) * 0x1.0p-53;  // (0, 1]
+    const double u2 = static_cast<double>(mix(state_++) >> 11) * 0x1.0p-53;          // [0, 1)
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+  }
+
+ private:
+  std::uint64_t state_;
+};
+
+struct TensorPlan {
+  std::string name;
+  std::int64_t rows, cols;
+  double mean, stddev;
+  bool matrix;  // stored in the chosen dtype (else f32)
+};
+
+std::vector<TensorPlan> plan_tensors(const ModelConfig& c) {
+  const double depth = 2.0 * c.n_layers;
+  std::vector<TensorPlan> plan;
+  auto matrix = [&](std::string name, int rows, int cols, double var) {
+    plan.push_back({std::move(name), rows, cols, 0.0, std::sqrt(var), true});
+  };
+  auto vector = [&](std::string name, int n, double mean, double stddev) {
+    plan.push_back({std::move(name), 1, n, mean, stddev, false});
+  };
+  matrix("token_embd.weight", c.vocab, c.dim, 1.0);
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::string b = fmt::format("blk.{}.", l);
+    vector(b + "attn_norm.weight", c.dim, 1.0, 0.1);
+    matrix(b + "attn_q.weight", c.q_dim(), c.dim, 1.0 / c.dim);
+    matrix(b + "attn_k.weight", c.kv_dim(), c.dim, 1.0 / c.dim);
+    matrix(b + "attn_v.weight", c.kv_dim(), c.dim, 1.0 / c.dim);
+    if (c.qkv_bias) {
+      vector(b + "attn_q.bias", c.q_dim(), 0.0, 0.1);
+      vector(b + "attn_k.bias", c.kv_dim(), 0.0, 0.1);
+      vector(b + "attn_v.bias", c.kv_dim(), 0.0, 0.1);
+    }
+    matrix(b + "attn_output.weight", c.dim, c.q_dim(), 1.0 / (c.q_dim() * depth));
+    vector(b + "ffn_norm.weight", c.dim, 1.0, 0.1);
+    matrix(b + "ffn_gate.weight", c.ffn_dim, c.dim, 1.0 / c.dim);
+    matrix(b + "ffn_up.weight", c.ffn_dim, c.dim, 1.0 / c.dim);
+    matrix(b + "ffn_down.weight", c.dim, c.ffn_dim, 1.0 / (c.ffn_dim * depth));
+  }
+  vector("output_norm.weight", c.dim, 1.0, 0.1);
+  if (!c.tied_output) matrix("output.weight", c.vocab, c.dim, 1.0 / c.dim);
+  return plan;
+}
+
+// Channels carrying outliers: spread deterministically over the residual stream.
+std::set<std::int64_t> outlier_set(const SynthOptions& o) {
+  std::set<std::int64_t> channels;
+  for (int i = 0; i < o.outlier_channels; ++i)
+    channels.insert(static_cast<std::int64_t>(mix(o.seed + 7919u * static_cast<unsigned>(i)) %
+                                              static_cast<std::uint64_t>(o.config.dim)));
+  return channels;
+}
+
+std::vector<float> generate(const TensorPlan& t, const SynthOptions& o, const std::set<std::int64_t>& outliers) {
+  std::vector<float> values(static_cast<std::size_t>(t.rows * t.cols));
+  const std::uint64_t tensor_seed = hash_name(o.seed, t.name);
+  const bool embedding = t.name == "token_embd.weight";
+  const bool norm = t.name.find("norm.weight") != std::string::npos;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t r = 0; r < t.rows; ++r) {
+    Normal normal(mix(tensor_seed + static_cast<std::uint64_t>(r)) * 2654435761u);
+    float* row = values.data() + r * t.cols;
+    for (std::int64_t c = 0; c < t.cols; ++c) {
+      double v = t.mean + t.stddev * normal();
+      if (outliers.count(c) != 0) v = embedding ? v * o.outlier_scale : norm ? v / o.outlier_scale : v;
+      row[c] = static_cast<float>(v);
+    }
+  }
+  return values;
+}
+
+void add_config(GgufWriter& w, const ModelConfig& c) {
+  const std::string a = c.arch;
+  w.add_string("general.architecture", a);
+  w.add_string("general.name", "tapdiff synth");
+  w.add_u32(a + ".block_count", static_cast<std::uint32_t>(c.n_layers));
+  w.add_u32(a + ".embedding_length", static_cast<std::uint32_t>(c.dim));
+  w.add_u32(a + ".attention.head_count", static_cast<std::uint32_t>(c.n_heads));
+  w.add_u32(a + ".attention.head_count_kv", static_cast<std::uint32_t>(c.n_kv_heads));
+  w.add_u32(a + ".attention.key_length", static_cast<std::uint32_t>(c.head_dim));
+  w.add_u32(a + ".attention.value_length", static_cast<std::uint32_t>(c.head_dim));
+  w.add_u32(a + ".feed_forward_length", static_cast<std::uint32_t>(c.ffn_dim));
+  w.add_u32(a + ".context_length", static_cast<std::uint32_t>(c.context_length));
+  w.add_u32(a + ".rope.dimension_count", static_cast<std::uint32_t>(c.head_dim));
+  w.add_f32(a + ".rope.freq_base", static_cast<float>(c.rope_base));
+  w.add_f32(a + ".attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
+  w.add_u32(a + ".vocab_size", static_cast<std::uint32_t>(c.vocab));
+}
+
+void add_vocabulary(GgufWriter& w, int vocab) {
+  SynthVocabulary v = synth_vocabulary(vocab);
+  w.add_string("tokenizer.ggml.model", "llama");
+  w.add_string_array("tokenizer.ggml.tokens", v.tokens);
+  w.add_f32_array("tokenizer.ggml.scores", v.scores);
+  w.add_i32_array("tokenizer.ggml.token_type", v.types);
+  w.add_u32("tokenizer.ggml.unknown_token_id", 0);
+  if (vocab > 1) w.add_u32("tokenizer.ggml.bos_token_id", 1);
+  if (vocab > 2) w.add_u32("tokenizer.ggml.eos_token_id", 2);
+}
+
+}  // namespace
+
+ModelConfig synth_shape(const std::string& name) {
+  auto shape = [](int layers, int dim, int heads, int kv_heads, int head_dim, int ffn, int vocab, int context) {
+    ModelConfig c;
+    c.n_layers = layers, c.dim = dim, c.n_heads = heads, c.n_kv_heads = kv_heads, c.head_dim = head_dim;
+    c.ffn_dim = ffn, c.vocab = vocab, c.context_length = context, c.bos_token = 1, c.eos_token = 2;
+    return c;
+  };
+  if (name == "tiny") return shape(2, 64, 4, 2, 16, 176, 512, 2048);
+  if (name == "small") return shape(4, 256, 8, 4, 32, 688, 2048, 4096);
+  if (name == "tinyllama") return shape(22, 2048, 32, 4, 64, 5632, 32000, 2048);
+  if (name == "llama3-8b") {
+    ModelConfig c = shape(32, 4096, 32, 8, 128, 14336, 128256, 8192);
+    c.rope_base = 500000.0;
+    return c;
+  }
+  throw UsageError(fmt::format("unknown synth shape '{}': expected tiny, small, tinyllama or llama3-8b", name));
+}
+
+SynthVocabulary synth_vocabulary(int vocab) {
+  SynthVocabulary v;
+  auto add = [&](std::string piece, float score, std::int32_t type) {
+    if (static_cast<int>(v.tokens.size()) >= vocab) return;
+    v.tokens.push_back(std::move(piece)), v.scores.push_back(score), v.types.push_back(type);
+  };
+  add("<unk>", 0, 2), add("<s>", 0, 3), add("</s>", 0, 3);
+  for (int b = 0; b < 256; ++b) add(fmt::format("<0x{:02X}>", b), 0, 6);
+  std::set<std::string> seen;
+  auto piece = [&](const std::string& p) {
+    if (seen.insert(p).second) add(p, -static_cast<float>(v.tokens.size()), 1);
+  };
+  piece("\xE2\x96\x81");  // "▁", the SentencePiece space
+  for (char ch = ' ' + 1; ch <= '~'; ++ch) piece(std::string(1, ch));
+  static const char* const kWords[] = {
+      "the", "a", "and", "to", "of", "in", "is", "it", "was", "that", "he", "she", "for", "on", "with", "as",
+      "at", "by", "his", "her", "they", "be", "this", "from", "or", "had", "not", "but", "what", "all", "were",
+      "when", "we", "there", "can", "an", "your", "which", "their", "said", "if", "do", "will", "each", "about",
+      "how", "up", "out", "them", "then", "many", "some", "so", "these", "would", "other", "into", "has", "more",
+      "time", "two", "like", "him", "see", "could", "no", "way", "my", "than", "been", "who", "its", "now",
+      "people", "over", "down", "only", "very", "just", "day", "one", "upon", "once", "little", "girl", "boy",
+      "dog", "cat", "fox", "quick", "brown", "jumps", "lazy", "play", "happy", "big", "red", "ball", "story",
+      "code", "return", "int", "for", "while", "def", "class", "write", "list", "function", "explain"};
+  for (const char* word : kWords) {
+    const std::string w = std::string("\xE2\x96\x81") + word;
+    for (std::size_t len = 4; len <= w.size(); ++len) piece(w.substr(0, len));  // "▁t", "▁th", "▁the"
+  }
+  for (int i = 0; static_cast<int>(v.tokens.size()) < vocab; ++i) piece(fmt::format("\xE2\x96\x81tok{}", i));
+  return v;
+}
+
+void write_synth_model(const std::filesystem::path& path, const SynthOptions& options) {
+  ModelConfig c = options.config;
+  if (c.arch != "llama" && c.arch != "qwen2")
+    throw UsageError(fmt::format("synth: --arch must be llama or qwen2, found '{}'", c.arch));
+  c.rope_style = c.arch == "qwen2" ? RopeStyle::rotate_half : RopeStyle::interleaved;
+  c.qkv_bias = c.arch == "qwen2";
+  c.validate("synth");
+  if (block_size(options.dtype) > 1 && (c.dim % block_size(options.dtype) != 0 || c.q_dim() % block_size(options.dtype) != 0 ||
+                                        c.ffn_dim % block_size(options.dtype) != 0))
+    throw UsageError(fmt::format("synth: {} needs dim, heads*head_dim and ffn to be multiples of {}, found {}, {}, {}",
+                                 dtype_name(options.dtype), block_size(options.dtype), c.dim, c.q_dim(), c.ffn_dim));
+  GgufWriter writer(path);
+  add_config(writer, c);
+  add_vocabulary(writer, c.vocab);
+  const std::vector<TensorPlan> plan = plan_tensors(c);
+  for (const TensorPlan& t : plan) {
+    if (t.matrix)
+      writer.add_tensor(t.name, options.dtype, {t.cols, t.rows});
+    else
+      writer.add_tensor(t.name, DType::f32, {t.cols});
+  }
+  const std::set<std::int64_t> outliers = outlier_set(options);
+  for (const TensorPlan& t : plan) {
+    const std::vector<float> values = generate(t, options, outliers);
+    const DType dtype = t.matrix ? options.dtype : DType::f32;
+    std::vector<std::byte> bytes(static_cast<std::size_t>(t.rows) * row_bytes(dtype, t.cols));
+#pragma omp parallel for schedule(static)
+    for (std::int64_t r = 0; r < t.rows; ++r)
+      quantize_row(dtype, values.data() + r * t.cols, bytes.data() + static_cast<std::size_t>(r) * row_bytes(dtype, t.cols),
+                   t.cols);
+    writer.write_tensor_data(bytes);
+  }
+  writer.finish();
+}
+
+}  // namespace tapdiff::model

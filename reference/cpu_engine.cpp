@@ -1,1 +1,255 @@
-// placeholder: being written
+#include "reference/cpu_engine.h"
+
+#include <omp.h>
+
+#include <array>
+#include <optional>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "model/errors.h"
+#include "reference/kernels.h"
+#include "reference/weight_matrix.h"
+
+namespace tapdiff::reference {
+namespace {
+
+using model::HostTensor;
+using model::Op;
+using model::TensorId;
+using model::WeightKind;
+
+template <typename S>
+struct LayerWeights {
+  WeightMatrix<S> attn_norm, wq, wk, wv, wo, ffn_norm, gate, up, down;
+  std::optional<Vec<S>> bq, bk, bv;  // qkv_bias models only
+};
+
+template <typename S>
+class CpuEngine final : public model::Engine {
+ public:
+  CpuEngine(const model::Model& model, int threads);
+
+  std::string name() const override { return "ref"; }
+  std::string device() const override {
+    return fmt::format("CPU (Eigen {}.{}.{}, {} threads)", EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION,
+                       EIGEN_MINOR_VERSION, threads_);
+  }
+  std::string compute_dtype() const override { return scalar() == model::Scalar::f32 ? "f32" : "f64"; }
+  std::string kernel(Op op) const override;
+  model::Scalar scalar() const override { return sizeof(S) == 4 ? model::Scalar::f32 : model::Scalar::f64; }
+
+  void reset() override { n_past_ = 0; }
+  void begin_chunk(std::span<const std::int32_t> tokens, const model::ChunkInfo& chunk) override;
+  void execute(const model::Step& step, const model::Deliver& deliver) override;
+  void end_chunk() override { n_past_ = chunk_.first_pos + chunk_.rows; }
+
+  HostTensor read(const TensorId& id) override { return to_host(slot(id)); }
+  void write(const TensorId& id, const HostTensor& value) override;
+  HostTensor read_kv(int layer, bool value) override;
+  void write_kv(int layer, bool value, const HostTensor& rows) override;
+
+ private:
+  const Mat<S>& slot(const TensorId& id) const;
+  Mat<S>& output(const model::Step& step);
+  void run(const model::Step& step, Mat<S>& out);
+  void attend(int layer, Mat<S>& out);
+  void append_kv(int layer);
+  static HostTensor to_host(const Mat<S>& m);
+  static Mat<S> from_host(const HostTensor& t);
+
+  model::ModelConfig config_;
+  int threads_;
+  WeightMatrix<S> token_embd_, output_norm_, output_;
+  std::vector<LayerWeights<S>> layers_;
+  std::vector<Mat<S>> k_cache_, v_cache_;  // per layer [capacity, kv_dim]; rows [0, n_past) valid
+  std::array<Mat<S>, model::kOpCount> slots_;   // latest output of each op  [T, width]
+  std::array<Mat<S>, model::kOpCount> scratch_;  // previous buffers of the slots, reused
+  std::array<int, model::kOpCount> slot_layer_{};  // the layer each slot's content belongs to
+  std::vector<std::int32_t> tokens_;
+  model::ChunkInfo chunk_;
+  int n_past_ = 0;
+};
+
+template <typename S>
+std::optional<Vec<S>> optional_vector(const model::Model& m, WeightKind kind, int layer) {
+  const model::WeightTensor* t = m.find(kind, layer);
+  if (t == nullptr) return std::nullopt;
+  return Vec<S>(WeightMatrix<S>(*t).vector());
+}
+
+template <typename S>
+CpuEngine<S>::CpuEngine(const model::Model& m, int threads)
+    : config_(m.config()), threads_(threads > 0 ? threads : omp_get_max_threads()) {
+  omp_set_num_threads(threads_);
+  Eigen::setNbThreads(threads_);
+  token_embd_ = WeightMatrix<S>(m.weight(WeightKind::token_embd));
+  output_norm_ = WeightMatrix<S>(m.weight(WeightKind::output_norm));
+  if (!config_.tied_output) output_ = WeightMatrix<S>(m.weight(WeightKind::output));
+  layers_.resize(static_cast<std::size_t>(config_.n_layers));
+  for (int l = 0; l < config_.n_layers; ++l) {
+    LayerWeights<S>& w = layers_[static_cast<std::size_t>(l)];
+    auto load = [&](WeightKind kind) { return WeightMatrix<S>(m.weight(kind, l)); };
+    w.attn_norm = load(WeightKind::attn_norm), w.ffn_norm = load(WeightKind::ffn_norm);
+    w.wq = load(WeightKind::wq), w.wk = load(WeightKind::wk), w.wv = load(WeightKind::wv);
+    w.wo = load(WeightKind::wo);
+    w.gate = load(WeightKind::ffn_gate), w.up = load(WeightKind::ffn_up), w.down = load(WeightKind::ffn_down);
+    w.bq = optional_vector<S>(m, WeightKind::bq, l);
+    w.bk = optional_vector<S>(m, WeightKind::bk, l);
+    w.bv = optional_vector<S>(m, WeightKind::bv, l);
+  }
+  k_cache_.resize(layers_.size());
+  v_cache_.resize(layers_.size());
+  slot_layer_.fill(-2);
+}
+
+template <typename S>
+std::string CpuEngine<S>::kernel(Op op) const {
+  switch (model::op_class(op)) {
+    case model::OpClass::gemm: return "eigen-gemm";
+    case model::OpClass::attention: return "eigen-attention-per-head";
+    case model::OpClass::embedding:
+    case model::OpClass::norm:
+    case model::OpClass::rope:
+    case model::OpClass::residual:
+    case model::OpClass::activation: return "eigen-rowwise";
+  }
+  return "?";
+}
+
+template <typename S>
+void CpuEngine<S>::begin_chunk(std::span<const std::int32_t> tokens, const model::ChunkInfo& chunk) {
+  if (chunk.first_pos != n_past_)
+    throw UsageError(fmt::format("chunk {} starts at position {}, but the KV cache holds {} rows", chunk.index,
+                                 chunk.first_pos, n_past_));
+  tokens_.assign(tokens.begin(), tokens.end());
+  chunk_ = chunk;
+}
+
+template <typename S>
+const Mat<S>& CpuEngine<S>::slot(const TensorId& id) const {
+  const auto i = static_cast<std::size_t>(id.op);
+  TAPDIFF_ASSERT(slot_layer_[i] == id.layer, "{} asked, but the slot holds layer {}", model::to_string(id),
+                 slot_layer_[i]);
+  return slots_[i];
+}
+
+template <typename S>
+Mat<S>& CpuEngine<S>::output(const model::Step& step) {
+  const auto i = static_cast<std::size_t>(step.op);
+  slot_layer_[i] = step.layer;
+  return slots_[i];
+}
+
+template <typename S>
+void CpuEngine<S>::execute(const model::Step& step, const model::Deliver& deliver) {
+  // Computed into the op's scratch buffer, then swapped in: buffers are reused across layers.
+  Mat<S>& scratch = scratch_[static_cast<std::size_t>(step.op)];
+  run(step, scratch);
+  Mat<S>& dst = output(step);
+  dst.swap(scratch);
+  if (deliver) deliver(to_host(dst));
+}
+
+template <typename S>
+void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
+  const auto in = [&](std::size_t i) -> const Mat<S>& { return slot(step.inputs[i]); };
+  const int l = step.layer;
+  const LayerWeights<S>* w = l >= 0 && l < config_.n_layers ? &layers_[static_cast<std::size_t>(l)] : nullptr;
+  const auto bias = [](const std::optional<Vec<S>>& b) { return b ? &*b : nullptr; };
+  switch (step.op) {
+    case Op::embed: embed<S>(token_embd_.matrix(), tokens_, out); return;
+    case Op::attn_norm: rms_norm<S>(in(0), w->attn_norm.vector(), config_.norm_eps, out); return;
+    case Op::q_proj: matmul<S>(in(0), w->wq.matrix(), bias(w->bq), out); return;
+    case Op::k_proj: matmul<S>(in(0), w->wk.matrix(), bias(w->bk), out); return;
+    case Op::v_proj: matmul<S>(in(0), w->wv.matrix(), bias(w->bv), out); return;
+    case Op::rope_q:
+    case Op::rope_k:
+      rope<S>(in(0), config_.head_dim, chunk_.first_pos, config_.rope_base, config_.rope_style, out);
+      return;
+    case Op::attn: attend(l, out); return;
+    case Op::o_proj: matmul<S>(in(0), w->wo.matrix(), nullptr, out); return;
+    case Op::attn_residual:
+    case Op::ffn_residual: out = in(0) + in(1); return;
+    case Op::ffn_norm: rms_norm<S>(in(0), w->ffn_norm.vector(), config_.norm_eps, out); return;
+    case Op::ffn_gate: matmul<S>(in(0), w->gate.matrix(), nullptr, out); return;
+    case Op::ffn_up: matmul<S>(in(0), w->up.matrix(), nullptr, out); return;
+    case Op::ffn_act: silu_mul<S>(in(0), in(1), out); return;
+    case Op::ffn_down: matmul<S>(in(0), w->down.matrix(), nullptr, out); return;
+    case Op::final_norm: rms_norm<S>(in(0), output_norm_.vector(), config_.norm_eps, out); return;
+    case Op::logits:
+      matmul<S>(in(0), config_.tied_output ? token_embd_.matrix() : output_.matrix(), nullptr, out);
+      return;
+  }
+}
+
+// Appends the chunk's K (after RoPE) and V rows to the layer's cache at [first_pos, first_pos + T).
+template <typename S>
+void CpuEngine<S>::append_kv(int layer) {
+  const Mat<S>& k = slot({Op::rope_k, layer});
+  const Mat<S>& v = slot({Op::v_proj, layer});
+  const Eigen::Index need = chunk_.first_pos + k.rows();
+  for (Mat<S>* cache : {&k_cache_[static_cast<std::size_t>(layer)], &v_cache_[static_cast<std::size_t>(layer)]}) {
+    if (cache->rows() < need) cache->conservativeResize(std::max<Eigen::Index>(need, 2 * cache->rows()), k.cols());
+  }
+  k_cache_[static_cast<std::size_t>(layer)].middleRows(chunk_.first_pos, k.rows()) = k;
+  v_cache_[static_cast<std::size_t>(layer)].middleRows(chunk_.first_pos, v.rows()) = v;
+}
+
+template <typename S>
+void CpuEngine<S>::attend(int layer, Mat<S>& out) {
+  append_kv(layer);
+  attention<S>(slot({Op::rope_q, layer}), k_cache_[static_cast<std::size_t>(layer)],
+               v_cache_[static_cast<std::size_t>(layer)], chunk_.first_pos, config_.n_heads, config_.n_kv_heads,
+               config_.head_dim, config_.sliding_window, out);
+}
+
+template <typename S>
+void CpuEngine<S>::write(const TensorId& id, const HostTensor& value) {
+  const model::Step step{id.op, id.layer, {}};
+  output(step) = from_host(value);
+}
+
+template <typename S>
+HostTensor CpuEngine<S>::read_kv(int layer, bool value) {
+  const Mat<S>& cache = (value ? v_cache_ : k_cache_).at(static_cast<std::size_t>(layer));
+  return to_host(cache.topRows(n_past_));
+}
+
+template <typename S>
+void CpuEngine<S>::write_kv(int layer, bool value, const HostTensor& rows) {
+  Mat<S>& cache = (value ? v_cache_ : k_cache_).at(static_cast<std::size_t>(layer));
+  cache = from_host(rows);
+  n_past_ = static_cast<int>(rows.rows());
+}
+
+template <typename S>
+HostTensor CpuEngine<S>::to_host(const Mat<S>& m) {
+  HostTensor t(sizeof(S) == 4 ? model::Scalar::f32 : model::Scalar::f64, m.rows(), m.cols());
+  if constexpr (sizeof(S) == 4)
+    std::copy_n(m.data(), m.size(), t.f32().data());
+  else
+    std::copy_n(m.data(), m.size(), t.f64().data());
+  return t;
+}
+
+template <typename S>
+Mat<S> CpuEngine<S>::from_host(const HostTensor& t) {
+  const HostTensor converted = t.to(sizeof(S) == 4 ? model::Scalar::f32 : model::Scalar::f64);
+  Mat<S> m(t.rows(), t.cols());
+  if constexpr (sizeof(S) == 4)
+    std::copy_n(converted.f32().data(), m.size(), m.data());
+  else
+    std::copy_n(converted.f64().data(), m.size(), m.data());
+  return m;
+}
+
+}  // namespace
+
+std::unique_ptr<model::Engine> make_cpu_engine(const model::Model& m, const CpuEngineOptions& options) {
+  if (options.scalar == model::Scalar::f32) return std::make_unique<CpuEngine<float>>(m, options.threads);
+  return std::make_unique<CpuEngine<double>>(m, options.threads);
+}
+
+}  // namespace tapdiff::reference

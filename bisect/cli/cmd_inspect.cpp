@@ -1,0 +1,165 @@
+// tapdiff inspect: what a dump holds, op by op (RMS, max|x|, NaN/Inf), top-k tokens at chosen
+// positions, and the values of one tensor slice.
+#include <algorithm>
+#include <fstream>
+#include <numeric>
+#include <optional>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "bisect/cli/commands.h"
+#include "bisect/cli/prompt_input.h"
+#include "bisect/tensor_stats.h"
+#include "dumps/dump_reader.h"
+#include "model/errors.h"
+
+namespace tapdiff::cli {
+namespace {
+
+struct InspectArgs {
+  std::string dump;
+  std::string positions;  // e.g. "0,5,-1" (negative counts from the end)
+  int top_k = 0;
+  std::string slice;      // "LAYER/OP"
+  std::string rows = "0:4";
+  std::string cols = "0:8";
+  std::string vocab;      // GGUF file for token text (default: the dump's model, if it exists)
+  std::string json;
+};
+
+constexpr std::int64_t kBlockRows = 256;  // rows read at a time: memory stays bounded
+
+model::TensorId parse_tensor_name(const std::string& text) {
+  const std::size_t slash = text.find('/');
+  const auto op = slash == std::string::npos ? std::nullopt : model::op_from_name(text.substr(slash + 1));
+  int layer = 0;
+  try {
+    layer = std::stoi(text.substr(0, slash));
+  } catch (const std::exception&) {
+    throw UsageError(fmt::format("--slice: expected LAYER/OP such as 3/q_proj, found '{}'", text));
+  }
+  if (!op) throw UsageError(fmt::format("--slice: expected LAYER/OP with an op name from the graph, found '{}'", text));
+  return {*op, layer};
+}
+
+// "a:b" -> [a, b) clamped to [0, n).
+std::pair<std::int64_t, std::int64_t> parse_range(const std::string& text, std::int64_t n, const char* option) {
+  const std::size_t colon = text.find(':');
+  try {
+    const std::int64_t a = std::stoll(text.substr(0, colon));
+    const std::int64_t b = colon == std::string::npos ? a + 1 : std::stoll(text.substr(colon + 1));
+    return {std::clamp<std::int64_t>(a, 0, n), std::clamp<std::int64_t>(b, 0, n)};
+  } catch (const std::exception&) {
+    throw UsageError(fmt::format("{}: expected FIRST:END, found '{}'", option, text));
+  }
+}
+
+nlohmann::json stats_table(const dumps::DumpReader& dump) {
+  fmt::print("{:>5}  {:<14} {:<10} {:>12}  {:>11} {:>11}  {:>6} {:>6}\n", "layer", "op", "class", "shape", "rms",
+             "max|x|", "nan", "inf");
+  nlohmann::json table = nlohmann::json::array();
+  for (const model::TensorId& id : dump.tensors()) {
+    bisect::TensorStats stats;
+    std::int64_t width = 0;
+    for (std::int64_t first = 0; first < dump.rows(); first += kBlockRows) {
+      const model::HostTensor block = dump.read(id, first, std::min(kBlockRows, dump.rows() - first));
+      width = block.cols();
+      stats.add(block, first);
+    }
+    const auto cls = model::op_class_name(model::op_class(id.op));
+    fmt::print("{:>5}  {:<14} {:<10} {:>12}  {:>11.4g} {:>11.4g}  {:>6} {:>6}\n", id.layer, model::op_name(id.op), cls,
+               fmt::format("{}x{}", dump.rows(), width), stats.rms(), stats.max_abs(), stats.nan(), stats.inf());
+    table.push_back({{"layer", id.layer}, {"op", model::op_name(id.op)}, {"class", cls}, {"rows", dump.rows()},
+                     {"width", width}, {"rms", stats.rms()}, {"max_abs", stats.max_abs()},
+                     {"max_at", {stats.max_row(), stats.max_col()}}, {"nan", stats.nan()}, {"inf", stats.inf()}});
+  }
+  return table;
+}
+
+std::optional<model::Tokenizer> dump_tokenizer(const InspectArgs& a, const dumps::DumpReader& dump) {
+  const std::string source = a.vocab.empty() ? dump.metadata().model_path : a.vocab;
+  if (source.empty() || !std::filesystem::exists(source)) return std::nullopt;
+  PromptOptions options;
+  options.vocab = std::filesystem::is_directory(source) ? "" : source;
+  if (options.vocab.empty()) return std::nullopt;
+  return load_tokenizer(options, *model::load_model(source));
+}
+
+void print_top_k(const InspectArgs& a, const dumps::DumpReader& dump, const std::optional<model::Tokenizer>& tok) {
+  const int n_layers = dumps::config_from_json(dump.metadata().model_config, a.dump).n_layers;
+  const model::TensorId logits{model::Op::logits, n_layers};
+  if (!dump.has(logits)) throw UsageError(fmt::format("{}: --top-k needs the logits tensor, which this dump lacks", a.dump));
+  std::vector<std::int32_t> tokens = dump.tokens();
+  for (std::int32_t p : parse_int_list(a.positions.empty() ? "-1" : a.positions, "--positions", true)) {
+    const std::int64_t row = p < 0 ? dump.rows() + p : p;
+    if (row < 0 || row >= dump.rows())
+      throw UsageError(fmt::format("--positions: {} is outside the dump's {} rows", p, dump.rows()));
+    const model::HostTensor values = dump.read(logits, row, 1);
+    std::vector<std::int64_t> ids(static_cast<std::size_t>(values.cols()));
+    std::iota(ids.begin(), ids.end(), 0);
+    const auto k = std::min<std::size_t>(static_cast<std::size_t>(a.top_k), ids.size());
+    std::partial_sort(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k), ids.end(),
+                      [&](auto x, auto y) { return values.at(0, x) > values.at(0, y); });
+    fmt::print("\nposition {} (input token {}): top {}\n", row, tokens.at(static_cast<std::size_t>(row)), k);
+    for (std::size_t i = 0; i < k; ++i) {
+      const auto id = static_cast<std::int32_t>(ids[i]);
+      fmt::print("  {:>7}  {:>11.5f}  {}\n", id, values.at(0, id),
+                 tok ? fmt::format("{:?}", tok->decode_token(id, 0)) : std::string());
+    }
+  }
+}
+
+void print_slice(const InspectArgs& a, const dumps::DumpReader& dump) {
+  const model::TensorId id = parse_tensor_name(a.slice);
+  if (!dump.has(id)) throw UsageError(fmt::format("{}: no tensor {} in this dump", a.dump, a.slice));
+  const auto [r0, r1] = parse_range(a.rows, dump.rows(), "--rows");
+  const model::HostTensor block = dump.read(id, r0, r1 - r0);
+  const auto [c0, c1] = parse_range(a.cols, block.cols(), "--cols");
+  fmt::print("\n{} rows [{}, {}) cols [{}, {}) of {}x{}\n", a.slice, r0, r1, c0, c1, dump.rows(), block.cols());
+  for (std::int64_t r = 0; r < block.rows(); ++r) {
+    std::string line = fmt::format("  {:>6}:", r0 + r);
+    for (std::int64_t c = c0; c < c1; ++c) line += fmt::format(" {:>11.5g}", block.at(r, c));
+    fmt::print("{}\n", line);
+  }
+}
+
+void inspect(const InspectArgs& a) {
+  const dumps::DumpReader dump(a.dump);
+  const dumps::RunMetadata& meta = dump.metadata();
+  fmt::print("dump     {} (schema {}, {})\n", a.dump, dumps::kSchemaVersion,
+             dump.complete() ? "complete" : "INCOMPLETE: the run stopped early");
+  fmt::print("engine   {} on {}, {}; stored as {}\n", meta.engine, meta.device, meta.compute_dtype, meta.storage_dtype);
+  fmt::print("model    {} (sha256 {})\n", meta.model_path, meta.model_sha256.substr(0, 16));
+  fmt::print("rows     {} ({} prompt tokens, chunk {})\n\n", dump.rows(), meta.prompt_tokens.size(), meta.chunk_size);
+  nlohmann::json report = {{"dump", a.dump}, {"complete", dump.complete()}, {"rows", dump.rows()}};
+  report["tensors"] = stats_table(dump);
+  if (a.top_k > 0) print_top_k(a, dump, dump_tokenizer(a, dump));
+  if (!a.slice.empty()) print_slice(a, dump);
+  if (!a.json.empty()) {
+    std::ofstream out(a.json);
+    if (!out) throw EnvironmentError(fmt::format("--json {}: cannot create the file", a.json));
+    out << report.dump(2) << "\n";
+  }
+}
+
+}  // namespace
+
+void add_inspect_command(CLI::App& app, CliContext& context) {
+  auto args = std::make_shared<InspectArgs>();
+  CLI::App* cmd = app.add_subcommand("inspect", "Per-op statistics, top-k tokens and tensor slices of a dump");
+  cmd->add_option("dump", args->dump, "HDF5 dump written by tapdiff run (or a compatible writer)")->required();
+  cmd->add_option("--top-k", args->top_k, "Show the K most likely tokens at --positions")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--positions", args->positions, "Positions for --top-k, e.g. 0,5,-1 (default: the last)");
+  cmd->add_option("--slice", args->slice, "Print values of one tensor, LAYER/OP (e.g. 0/q_proj)");
+  cmd->add_option("--rows", args->rows, "Rows of --slice, FIRST:END")->capture_default_str();
+  cmd->add_option("--cols", args->cols, "Columns of --slice, FIRST:END")->capture_default_str();
+  cmd->add_option("--vocab", args->vocab, "GGUF file whose vocabulary names the tokens (default: the dump's model)");
+  cmd->add_option("--json", args->json, "Write the statistics table as JSON");
+  cmd->callback([args, &context] {
+    inspect(*args);
+    context.exit_code = 0;
+  });
+}
+
+}  // namespace tapdiff::cli

@@ -1,0 +1,149 @@
+// tapdiff run: run a model on one engine, tap every op, optionally dump to HDF5 and generate.
+#include <fstream>
+#include <optional>
+
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "bisect/cli/commands.h"
+#include "bisect/cli/engine_factory.h"
+#include "bisect/cli/model_source.h"
+#include "bisect/cli/prompt_input.h"
+#include "dumps/dump_writer.h"
+#include "model/errors.h"
+#include "model/runner.h"
+
+namespace tapdiff::cli {
+namespace {
+
+struct RunArgs {
+  std::string model = kDefaultModel;
+  EngineChoice engine;
+  PromptOptions prompt;
+  int chunk = 0;
+  int generate = 0;
+  bool stop_at_eos = false;
+  std::string dump;
+  std::string taps = "all";
+  std::string dump_dtype;  // default: the engine's
+  std::string json;
+  std::string command_line;
+};
+
+dumps::RunMetadata describe_run(const RunArgs& a, const model::Model& m, const model::Engine& engine,
+                                const std::vector<std::int32_t>& prompt) {
+  dumps::RunMetadata meta;
+  meta.tool_version = TAPDIFF_VERSION;
+  meta.engine = engine.name();
+  meta.device = engine.device();
+  meta.compute_dtype = engine.compute_dtype();
+  for (model::Op op : model::kAllOps) meta.kernels[std::string(model::op_name(op))] = engine.kernel(op);
+  meta.model_path = m.path().string();
+  meta.model_sha256 = m.sha256();
+  meta.model_config = model::to_json(m.config());
+  meta.prompt_tokens = prompt;
+  meta.chunk_size = a.chunk > 0 ? a.chunk : static_cast<int>(prompt.size());
+  meta.command_line = a.command_line;
+  meta.storage_dtype = a.dump_dtype.empty() ? engine.compute_dtype() : a.dump_dtype;
+  meta.created = dumps::utc_now_iso8601();
+  return meta;
+}
+
+nlohmann::json summarize(const model::Engine& engine, const model::Model& m, const std::vector<std::int32_t>& prompt,
+                         const model::RunResult& r, const std::optional<model::Tokenizer>& tokenizer, int chunk) {
+  const int decoded = r.decode_steps;
+  return {{"engine", engine.name()},
+          {"device", engine.device()},
+          {"dtype", engine.compute_dtype()},
+          {"model", m.path().string()},
+          {"chunk", chunk > 0 ? chunk : static_cast<int>(prompt.size())},
+          {"prompt", prompt},
+          {"prompt_text", tokenizer ? nlohmann::json(tokenizer->decode(prompt)) : nlohmann::json()},
+          {"generated", r.generated},
+          {"text", tokenizer ? nlohmann::json(describe_tokens(r.generated, tokenizer, prompt.back())) : nlohmann::json()},
+          {"timings",
+           {{"prefill_seconds", r.prefill_seconds},
+            {"prefill_tokens_per_second", r.prefill_seconds > 0 ? static_cast<double>(prompt.size()) / r.prefill_seconds : 0.0},
+            {"prefill_chunks", r.prefill_chunks},
+            {"decode_steps", decoded},
+            {"decode_seconds", r.decode_seconds},
+            {"decode_ms_per_token", decoded > 0 ? 1e3 * r.decode_seconds / decoded : 0.0}}}};
+}
+
+void print_summary(const nlohmann::json& s, const model::Model& m) {
+  const auto& c = m.config();
+  fmt::print("model    {} ({}, {} layers, dim {}, heads {}/{}, vocab {})\n", m.path().string(), c.arch, c.n_layers,
+             c.dim, c.n_heads, c.n_kv_heads, c.vocab);
+  fmt::print("engine   {} on {}, {}\n", s["engine"].get<std::string>(), s["device"].get<std::string>(),
+             s["dtype"].get<std::string>());
+  fmt::print("prompt   {} tokens, chunk {}\n", s["prompt"].size(), s["chunk"].get<int>());
+  const auto& t = s["timings"];
+  fmt::print("prefill  {:.3f} s ({:.1f} tokens/s)\n", t["prefill_seconds"].get<double>(),
+             t["prefill_tokens_per_second"].get<double>());
+  if (!s["generated"].empty()) {
+    fmt::print("decode   {} steps, {:.2f} ms/token\n", t["decode_steps"].get<int>(), t["decode_ms_per_token"].get<double>());
+    fmt::print("tokens   {}\n", fmt::join(s["generated"].get<std::vector<int>>(), " "));
+    if (!s["text"].is_null())
+      fmt::print("text     {}{}\n", s["prompt_text"].get<std::string>(), s["text"].get<std::string>());
+  }
+}
+
+void run(const RunArgs& a) {
+  const auto m = open_model(a.model);
+  const auto tokenizer = load_tokenizer(a.prompt, *m);
+  const auto prompt = resolve_prompt(a.prompt, tokenizer);
+  const auto engine = make_engine(a.engine, *m);
+  const model::Graph graph(m->config());
+  model::RunOptions options;
+  options.chunk = a.chunk;
+  options.generate = a.generate;
+  options.stop_at_eos = a.stop_at_eos;
+  options.eos_token = tokenizer ? tokenizer->eos() : m->config().eos_token;
+
+  std::optional<dumps::DumpWriter> writer;
+  model::NullTap no_tap;
+  if (!a.dump.empty()) {
+    const dumps::RunMetadata meta = describe_run(a, *m, *engine, prompt);
+    const auto storage = dumps::storage_from_name(meta.storage_dtype);
+    if (!storage) throw UsageError(fmt::format("--dump-dtype: expected f32, f64 or f16, found '{}'", a.dump_dtype));
+    writer.emplace(a.dump, meta, graph, dumps::TapFilter(a.taps), *storage);
+  }
+  model::Tap& tap = writer ? static_cast<model::Tap&>(*writer) : no_tap;
+  const model::RunResult result = model::run_sequence(*engine, graph, prompt, options, tap);
+  const nlohmann::json summary = summarize(*engine, *m, prompt, result, tokenizer, a.chunk);
+  if (writer) writer->finish(summary);
+  print_summary(summary, *m);
+  if (!a.dump.empty()) fmt::print("dump     {}\n", a.dump);
+  if (!a.json.empty()) {
+    std::ofstream out(a.json);
+    if (!out) throw EnvironmentError(fmt::format("--json {}: cannot create the file", a.json));
+    out << summary.dump(2) << "\n";
+  }
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, CliContext& context) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* cmd = app.add_subcommand("run", "Run a model on one engine, tapping every op (optionally to an HDF5 dump)");
+  cmd->add_option("--model", args->model, "GGUF file, Hugging Face folder, or synth:SHAPE[:DTYPE]")->capture_default_str();
+  cmd->add_option("--engine", args->engine.name, "Engine: ref")->capture_default_str();
+  cmd->add_option("--dtype", args->engine.dtype, "Compute dtype: f32 or f64 (ref)")->capture_default_str();
+  cmd->add_option("--threads", args->engine.threads, "CPU threads (0 = all)");
+  add_prompt_options(*cmd, args->prompt);
+  cmd->add_option("--chunk", args->chunk, "Prefill chunk size in tokens (0 = whole prompt)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--generate", args->generate, "Greedy tokens to generate")->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--stop-at-eos", args->stop_at_eos, "Stop generating at the EOS token");
+  cmd->add_option("--dump", args->dump, "Write every tapped op output to this HDF5 file");
+  cmd->add_option("--taps", args->taps, "Which ops to dump: all, layers, none, or a regex over LAYER/OP")->capture_default_str();
+  cmd->add_option("--dump-dtype", args->dump_dtype, "Storage type of the dump: f32, f64 or f16 (default: compute dtype)");
+  cmd->add_option("--json", args->json, "Write the run's summary as JSON");
+  cmd->callback([args, &context] {
+    args->command_line = context.command_line;
+    run(*args);
+    context.exit_code = 0;
+  });
+}
+
+}  // namespace tapdiff::cli

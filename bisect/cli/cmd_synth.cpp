@@ -1,0 +1,77 @@
+// tapdiff synth: write a deterministic random-weight Llama-family model as GGUF.
+#include <fmt/core.h>
+
+#include "bisect/cli/commands.h"
+#include "model/errors.h"
+#include "model/synth.h"
+
+namespace tapdiff::cli {
+namespace {
+
+struct SynthArgs {
+  std::string out;
+  std::string shape = "tiny";
+  std::string dtype = "f32";
+  std::string arch = "llama";
+  int layers = 0, dim = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0, vocab = 0, context = 0;
+  double rope_base = 0;
+  std::uint64_t seed = 1;
+  int outliers = 0;
+  double outlier_scale = 30;
+  bool tied = false;
+};
+
+void run_synth(const SynthArgs& a) {
+  model::SynthOptions o;
+  o.config = model::synth_shape(a.shape);
+  auto set = [](int& field, int value) {
+    if (value > 0) field = value;
+  };
+  set(o.config.n_layers, a.layers), set(o.config.dim, a.dim), set(o.config.n_heads, a.heads);
+  set(o.config.n_kv_heads, a.kv_heads), set(o.config.head_dim, a.head_dim), set(o.config.ffn_dim, a.ffn);
+  set(o.config.vocab, a.vocab), set(o.config.context_length, a.context);
+  if (a.heads > 0 && a.kv_heads == 0) o.config.n_kv_heads = a.heads;
+  if (a.rope_base > 0) o.config.rope_base = a.rope_base;
+  o.config.arch = a.arch;
+  o.config.tied_output = a.tied;
+  const auto dtype = model::dtype_from_name(a.dtype);
+  if (!dtype) throw UsageError(fmt::format("--dtype: expected f32, f16, bf16, q8_0 or q4_0, found '{}'", a.dtype));
+  o.dtype = *dtype;
+  o.seed = a.seed;
+  o.outlier_channels = a.outliers;
+  o.outlier_scale = a.outlier_scale;
+  model::write_synth_model(a.out, o);
+  const auto& c = o.config;
+  fmt::print("wrote {}: {} {} layers, dim {}, heads {}/{} of {}, ffn {}, vocab {}, {} weights, seed {}\n", a.out,
+             c.arch, c.n_layers, c.dim, c.n_heads, c.n_kv_heads, c.head_dim, c.ffn_dim, c.vocab, a.dtype, a.seed);
+}
+
+}  // namespace
+
+void add_synth_command(CLI::App& app, CliContext& context) {
+  auto args = std::make_shared<SynthArgs>();
+  CLI::App* cmd = app.add_subcommand("synth", "Write a deterministic random-weight Llama model (GGUF)");
+  cmd->add_option("-o,--out", args->out, "Output GGUF file")->required();
+  cmd->add_option("--shape", args->shape, "Starting shape: tiny, small, tinyllama, llama3-8b")->capture_default_str();
+  cmd->add_option("--layers", args->layers, "Number of layers");
+  cmd->add_option("--dim", args->dim, "Residual stream width");
+  cmd->add_option("--heads", args->heads, "Query heads");
+  cmd->add_option("--kv-heads", args->kv_heads, "Key/value heads (default: --heads)");
+  cmd->add_option("--head-dim", args->head_dim, "Channels per head");
+  cmd->add_option("--ffn", args->ffn, "FFN hidden width");
+  cmd->add_option("--vocab", args->vocab, "Vocabulary size");
+  cmd->add_option("--context", args->context, "Context length recorded in the file");
+  cmd->add_option("--rope-base", args->rope_base, "RoPE base (theta)");
+  cmd->add_option("--arch", args->arch, "llama (interleaved RoPE) or qwen2 (rotate-half RoPE, QKV bias)")->capture_default_str();
+  cmd->add_option("--dtype", args->dtype, "Matrix storage: f32, f16, bf16, q8_0, q4_0")->capture_default_str();
+  cmd->add_option("--seed", args->seed, "Random seed")->capture_default_str();
+  cmd->add_option("--outliers", args->outliers, "Residual channels with large activations")->capture_default_str();
+  cmd->add_option("--outlier-scale", args->outlier_scale, "Magnitude of the outlier channels")->capture_default_str();
+  cmd->add_flag("--tied", args->tied, "Tie the output matrix to the embedding");
+  cmd->callback([args, &context] {
+    run_synth(*args);
+    context.exit_code = 0;
+  });
+}
+
+}  // namespace tapdiff::cli

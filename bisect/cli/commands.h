@@ -1,0 +1,19 @@
+#pragma once
+// The subcommands of the tapdiff binary. Each adds itself to the app; its callback stores the
+// process exit code in the context (0 ok, 1 divergence) and throws for bad input.
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace tapdiff::cli {
+
+struct CliContext {
+  std::string command_line;  // the whole invocation, recorded in dumps and reports
+  int exit_code = 0;
+};
+
+void add_synth_command(CLI::App& app, CliContext& context);
+void add_run_command(CLI::App& app, CliContext& context);
+void add_inspect_command(CLI::App& app, CliContext& context);
+
+}  // namespace tapdiff::cli

@@ -1,0 +1,87 @@
+#include "bisect/cli/prompt_input.h"
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "model/errors.h"
+
+namespace tapdiff::cli {
+
+void add_prompt_options(CLI::App& command, PromptOptions& options) {
+  auto* prompt = command.add_option("--prompt", options.prompt, "Prompt text (tokenized with the model's vocabulary)");
+  auto* tokens = command.add_option("--tokens", options.tokens, "Prompt token ids, e.g. 1,403,407");
+  auto* file = command.add_option("--prompt-file", options.prompt_file, "File whose text is the prompt");
+  prompt->excludes(tokens, file);
+  tokens->excludes(file);
+  command.add_option("--vocab", options.vocab, "GGUF file whose vocabulary tokenizes the prompt (for models without one)");
+  command.add_flag("--no-bos", options.no_bos, "Do not prepend the BOS token to a text prompt");
+}
+
+std::optional<model::Tokenizer> load_tokenizer(const PromptOptions& options, const model::Model& m) {
+  if (!options.vocab.empty()) {
+    const auto source = model::load_model(options.vocab);
+    if (!source->vocabulary())
+      throw UsageError(fmt::format("--vocab {}: expected a GGUF file with tokenizer.ggml.* keys, found none", options.vocab));
+    return model::Tokenizer(*source->vocabulary());
+  }
+  if (m.vocabulary()) return model::Tokenizer(*m.vocabulary());
+  return std::nullopt;
+}
+
+std::vector<std::int32_t> parse_int_list(const std::string& text, const std::string& option, bool allow_negative) {
+  std::vector<std::int32_t> ids;
+  std::string item;
+  std::istringstream in(text);
+  while (in >> item) {
+    std::istringstream parts(item);
+    std::string part;
+    while (std::getline(parts, part, ',')) {
+      if (part.empty()) continue;
+      std::int32_t id = 0;
+      const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), id);
+      if (ec != std::errc() || end != part.data() + part.size() || (id < 0 && !allow_negative))
+        throw UsageError(fmt::format("{}: expected a list of {}integers, found '{}'", option,
+                                     allow_negative ? "" : "non-negative ", part));
+      ids.push_back(id);
+    }
+  }
+  return ids;
+}
+
+std::vector<std::int32_t> resolve_prompt(const PromptOptions& options, const std::optional<model::Tokenizer>& tokenizer) {
+  if (!options.tokens.empty()) {
+    auto ids = parse_int_list(options.tokens, "--tokens");
+    if (ids.empty()) throw UsageError("--tokens: expected at least one token id, found none");
+    return ids;
+  }
+  std::string text = options.prompt;
+  if (!options.prompt_file.empty()) {
+    std::ifstream in(options.prompt_file, std::ios::binary);
+    if (!in) throw UsageError(fmt::format("--prompt-file {}: cannot open the file", options.prompt_file));
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  } else if (text.empty()) {
+    throw UsageError("no prompt: give --prompt TEXT, --tokens IDS or --prompt-file FILE");
+  }
+  if (!tokenizer)
+    throw UsageError("the model carries no tokenizer vocabulary: pass --tokens, or --vocab FILE.gguf to tokenize text");
+  auto ids = tokenizer->encode(text, !options.no_bos);
+  if (ids.empty()) throw UsageError("the prompt text encodes to no tokens");
+  return ids;
+}
+
+std::string describe_tokens(const std::vector<std::int32_t>& ids, const std::optional<model::Tokenizer>& tokenizer,
+                            std::int32_t previous) {
+  if (!tokenizer) return fmt::format("[{}]", fmt::join(ids, ", "));
+  std::string text;
+  for (std::int32_t id : ids) {
+    text += tokenizer->decode_token(id, previous);
+    previous = id;
+  }
+  return text;
+}
+
+}  // namespace tapdiff::cli

@@ -1,0 +1,42 @@
+#pragma once
+// The prompt of a run, from --prompt TEXT, --tokens IDS or --prompt-file FILE, as token ids; and
+// the tokenizer that turns ids back into text.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "model/tokenizer.h"
+#include "model/weights.h"
+
+namespace tapdiff::cli {
+
+struct PromptOptions {
+  std::string prompt;
+  std::string tokens;
+  std::string prompt_file;
+  std::string vocab;  // a GGUF file whose vocabulary to use (for models that carry none)
+  bool no_bos = false;
+};
+
+// Adds --prompt/--tokens/--prompt-file (mutually exclusive), --vocab and --no-bos to a command.
+void add_prompt_options(CLI::App& command, PromptOptions& options);
+
+// The model's tokenizer, or the one of --vocab; nullopt when neither carries a vocabulary.
+std::optional<model::Tokenizer> load_tokenizer(const PromptOptions& options, const model::Model& model);
+
+// Token ids of the prompt. UsageError when no prompt was given, when a text prompt needs a
+// tokenizer and there is none, or when --tokens is not a list of integers.
+std::vector<std::int32_t> resolve_prompt(const PromptOptions& options, const std::optional<model::Tokenizer>& tokenizer);
+
+// "1,403, 407" or "1 403 407" -> integers; UsageError naming the option and the bad item
+// (negative values only when allow_negative, for positions counted from the end).
+std::vector<std::int32_t> parse_int_list(const std::string& text, const std::string& option, bool allow_negative = false);
+
+// Text of the ids, or "[ids]" without a tokenizer.
+std::string describe_tokens(const std::vector<std::int32_t>& ids, const std::optional<model::Tokenizer>& tokenizer,
+                            std::int32_t previous = -1);
+
+}  // namespace tapdiff::cli

@@ -1,0 +1,49 @@
+#pragma once
+// Deterministic random-weight Llama-family models of any shape, written as GGUF, so tests and
+// benchmarks never need a download. The same options always give the same bytes.
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "model/config.h"
+#include "model/dtype.h"
+
+namespace tapdiff::model {
+
+struct SynthOptions {
+  // arch "llama" (interleaved RoPE) or "qwen2" (rotate-half RoPE, QKV bias); the config's
+  // rope_style and qkv_bias follow the arch.
+  ModelConfig config;
+  DType dtype = DType::f32;   // storage type of the matrices (norm weights and biases stay f32)
+  std::uint64_t seed = 1;
+  int outlier_channels = 0;   // residual-stream channels carrying large activations
+  double outlier_scale = 30;  // their magnitude relative to the other channels
+};
+
+// Scales (Xavier-like, so activations stay O(1) through depth, as in trained models):
+//   token_embd ~ N(0, 1);  wq, wk, wv, ffn_gate, ffn_up ~ N(0, 1/in);
+//   wo, ffn_down ~ N(0, 1/(in * 2 * n_layers)) (residual branches shrink with depth);
+//   norm weights ~ 1 + N(0, 0.1^2);  biases ~ N(0, 0.1^2);  output ~ N(0, 1/dim).
+// Outlier channels: their embedding columns are multiplied by outlier_scale and their norm
+// weights divided by it, the pattern trained models show.
+void write_synth_model(const std::filesystem::path& path, const SynthOptions& options);
+
+// Named shapes for `synth:NAME` (FormatError-free; UsageError for an unknown name):
+//   tiny      dim 64, 2 layers, 4/2 heads of 16, ffn 176, vocab 512, context 2048
+//   small     dim 256, 4 layers, 8/4 heads of 32, ffn 688, vocab 2048, context 4096
+//   tinyllama dim 2048, 22 layers, 32/4 heads of 64, ffn 5632, vocab 32000, context 2048
+//   llama3-8b dim 4096, 32 layers, 32/8 heads of 128, ffn 14336, vocab 128256, context 8192, base 5e5
+ModelConfig synth_shape(const std::string& name);
+
+// The vocabulary written with synth models: <unk> <s> </s>, 256 byte tokens, printable ASCII
+// pieces, then word pieces (with all their prefixes, so SentencePiece merges reach them), then
+// filler pieces up to vocab. Exposed for tests.
+struct SynthVocabulary {
+  std::vector<std::string> tokens;
+  std::vector<float> scores;
+  std::vector<std::int32_t> types;
+};
+SynthVocabulary synth_vocabulary(int vocab);
+
+}  // namespace tapdiff::model

@@ -1,0 +1,131 @@
+#include "reference/kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "model/errors.h"
+
+namespace tapdiff::reference {
+namespace {
+
+// Below this many multiply-adds a parallel region costs more than it saves.
+constexpr double kParallelWork = 1 << 18;
+
+}  // namespace
+
+template <typename S>
+void embed(const ConstMatMap<S>& table, std::span<const std::int32_t> tokens, Mat<S>& out) {
+  out.resize(static_cast<Eigen::Index>(tokens.size()), table.cols());
+  for (std::size_t t = 0; t < tokens.size(); ++t) {
+    if (tokens[t] < 0 || tokens[t] >= table.rows())
+      throw UsageError(fmt::format("token id {} is outside the model's vocabulary of {} tokens", tokens[t],
+                                   table.rows()));
+    out.row(static_cast<Eigen::Index>(t)) = table.row(tokens[t]);
+  }
+}
+
+template <typename S>
+void rms_norm(const Mat<S>& x, const Eigen::Map<const Vec<S>>& w, double eps, Mat<S>& out) {
+  out.resize(x.rows(), x.cols());
+  for (Eigen::Index t = 0; t < x.rows(); ++t) {
+    const S mean_square = x.row(t).squaredNorm() / static_cast<S>(x.cols());
+    const S scale = S(1) / std::sqrt(mean_square + static_cast<S>(eps));
+    out.row(t) = (x.row(t) * scale).cwiseProduct(w);
+  }
+}
+
+template <typename S>
+void matmul(const Mat<S>& x, const ConstMatMap<S>& w, const Vec<S>* bias, Mat<S>& out) {
+  out.resize(x.rows(), w.rows());
+  constexpr Eigen::Index kSmallT = 4;
+  if (x.rows() <= kSmallT) {
+    // Matrix-vector products: Eigen runs them on one thread, so split the weight rows.
+    constexpr Eigen::Index kBlock = 64;
+    const Eigen::Index blocks = (w.rows() + kBlock - 1) / kBlock;
+    const bool parallel = static_cast<double>(w.size()) * static_cast<double>(x.rows()) > kParallelWork;
+#pragma omp parallel for schedule(static) if (parallel)
+    for (Eigen::Index b = 0; b < blocks; ++b) {
+      const Eigen::Index first = b * kBlock;
+      const Eigen::Index n = std::min(kBlock, w.rows() - first);
+      out.middleCols(first, n).noalias() = x * w.middleRows(first, n).transpose();
+    }
+  } else {
+    out.noalias() = x * w.transpose();
+  }
+  if (bias != nullptr) out.rowwise() += *bias;
+}
+
+template <typename S>
+void rope(const Mat<S>& x, int head_dim, int first_pos, double base, model::RopeStyle style, Mat<S>& out) {
+  out = x;
+  const int half = head_dim / 2;
+  const Eigen::Index heads = x.cols() / head_dim;
+  std::vector<S> cos_t(static_cast<std::size_t>(half)), sin_t(static_cast<std::size_t>(half));
+  for (Eigen::Index t = 0; t < x.rows(); ++t) {
+    const double pos = static_cast<double>(first_pos + t);
+    for (int i = 0; i < half; ++i) {
+      const double angle = pos * std::pow(base, -2.0 * i / head_dim);
+      cos_t[static_cast<std::size_t>(i)] = static_cast<S>(std::cos(angle));
+      sin_t[static_cast<std::size_t>(i)] = static_cast<S>(std::sin(angle));
+    }
+    for (Eigen::Index h = 0; h < heads; ++h) {
+      S* row = out.row(t).data() + h * head_dim;
+      for (int i = 0; i < half; ++i) {
+        // The pair that rotates together: adjacent channels, or channel i with channel i + d/2.
+        const int a = style == model::RopeStyle::interleaved ? 2 * i : i;
+        const int b = style == model::RopeStyle::interleaved ? 2 * i + 1 : i + half;
+        const S c = cos_t[static_cast<std::size_t>(i)], s = sin_t[static_cast<std::size_t>(i)];
+        const S x0 = row[a], x1 = row[b];
+        row[a] = x0 * c - x1 * s;
+        row[b] = x0 * s + x1 * c;
+      }
+    }
+  }
+}
+
+template <typename S>
+void attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, int first_pos, int n_heads,
+               int n_kv_heads, int head_dim, int window, Mat<S>& out) {
+  const Eigen::Index T = q.rows();
+  const Eigen::Index P = first_pos + T;
+  const int group = n_heads / n_kv_heads;
+  const S scale = static_cast<S>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+  out.resize(T, static_cast<Eigen::Index>(n_heads) * head_dim);
+  const bool parallel = static_cast<double>(T) * static_cast<double>(P) * n_heads * head_dim > kParallelWork;
+#pragma omp parallel for schedule(dynamic) if (parallel)
+  for (int h = 0; h < n_heads; ++h) {
+    const Eigen::Index qc = static_cast<Eigen::Index>(h) * head_dim;
+    const Eigen::Index kc = static_cast<Eigen::Index>(h / group) * head_dim;
+    Mat<S> scores = (q.middleCols(qc, head_dim) * k_cache.block(0, kc, P, head_dim).transpose()) * scale;  // [T, P]
+    for (Eigen::Index t = 0; t < T; ++t) {
+      const Eigen::Index pos = first_pos + t;
+      const Eigen::Index lo = window > 0 ? std::max<Eigen::Index>(0, pos - window + 1) : 0;
+      auto row = scores.row(t);
+      row.head(lo).setConstant(S(0));
+      row.tail(P - pos - 1).setConstant(S(0));
+      auto live = row.segment(lo, pos - lo + 1);
+      live = (live.array() - live.maxCoeff()).exp().matrix();
+      live /= live.sum();
+    }
+    out.middleCols(qc, head_dim).noalias() = scores * v_cache.block(0, kc, P, head_dim);
+  }
+}
+
+template <typename S>
+void silu_mul(const Mat<S>& gate, const Mat<S>& up, Mat<S>& out) {
+  out = (gate.array() / (S(1) + (-gate.array()).exp()) * up.array()).matrix();
+}
+
+#define TAPDIFF_INSTANTIATE(S)                                                                              \
+  template void embed<S>(const ConstMatMap<S>&, std::span<const std::int32_t>, Mat<S>&);                    \
+  template void rms_norm<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, double, Mat<S>&);               \
+  template void matmul<S>(const Mat<S>&, const ConstMatMap<S>&, const Vec<S>*, Mat<S>&);                    \
+  template void rope<S>(const Mat<S>&, int, int, double, model::RopeStyle, Mat<S>&);                        \
+  template void attention<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, int, int, int, int, int, Mat<S>&); \
+  template void silu_mul<S>(const Mat<S>&, const Mat<S>&, Mat<S>&);
+TAPDIFF_INSTANTIATE(float)
+TAPDIFF_INSTANTIATE(double)
+#undef TAPDIFF_INSTANTIATE
+
+}  // namespace tapdiff::reference

@@ -1,0 +1,56 @@
+#include "tests/reference_fixtures.h"
+
+#include <map>
+
+#include "model/synth.h"
+#include "reference/cpu_engine.h"
+
+namespace tapdiff::testing {
+
+std::filesystem::path synth_model_path(const std::string& shape, const std::string& dtype, int context) {
+  static std::map<std::string, std::filesystem::path> written;
+  const std::string key = shape + "-" + dtype + "-" + std::to_string(context);
+  if (auto it = written.find(key); it != written.end()) return it->second;
+  const auto dir = std::filesystem::temp_directory_path() / "tapdiff-tests" / "models";
+  std::filesystem::create_directories(dir);
+  const auto path = dir / ("synth-" + key + ".gguf");
+  model::SynthOptions options;
+  options.config = model::synth_shape(shape);
+  if (context > 0) options.config.context_length = context;
+  options.dtype = *model::dtype_from_name(dtype);
+  model::write_synth_model(path, options);
+  written[key] = path;
+  return path;
+}
+
+std::vector<std::int32_t> stories_golden_tokens() {
+  return {432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401, 396, 267, 337, 410, 408, 419, 292,
+          411, 322, 265, 282, 295, 433, 426, 385, 328, 432, 358, 394, 261, 370, 432, 352, 266, 268, 388, 426,
+          338, 391, 266, 267, 337, 335, 312, 432, 398, 312, 286, 267, 414, 270, 333, 415, 426, 13,  438, 310};
+}
+
+std::unique_ptr<TappedRun> run_reference(const model::Model& m, const std::vector<std::int32_t>& tokens,
+                                         model::Scalar scalar, int chunk, int generate,
+                                         std::function<bool(const model::TensorId&)> filter) {
+  auto run = std::make_unique<TappedRun>();
+  run->tap = model::MemoryTap(std::move(filter));
+  const auto engine = reference::make_cpu_engine(m, {scalar, 0});
+  const model::Graph graph(m.config());
+  model::RunOptions options;
+  options.chunk = chunk;
+  options.generate = generate;
+  run->result = model::run_sequence(*engine, graph, tokens, options, run->tap);
+  return run;
+}
+
+double nmse(const model::HostTensor& a, const model::HostTensor& b) {
+  double err = 0, ref = 0;
+  for (std::int64_t r = 0; r < a.rows(); ++r)
+    for (std::int64_t c = 0; c < a.cols(); ++c) {
+      const double x = a.at(r, c), d = x - b.at(r, c);
+      err += d * d, ref += x * x;
+    }
+  return ref > 0 ? err / ref : err;
+}
+
+}  // namespace tapdiff::testing

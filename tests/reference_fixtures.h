@@ -1,0 +1,32 @@
+#pragma once
+// Models and runs shared by the reference-engine tests.
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+#include "model/memory_tap.h"
+#include "model/runner.h"
+#include "model/weights.h"
+
+namespace tapdiff::testing {
+
+// A synth model of the given shape name written once per test process into the temp folder.
+std::filesystem::path synth_model_path(const std::string& shape, const std::string& dtype = "f32",
+                                       int context = 0);
+
+// The 60 greedy tokens after "Once upon a time" listed in ../shared/models/README.md.
+std::vector<std::int32_t> stories_golden_tokens();
+
+// Runs the reference engine over tokens with the given chunking, taps the ops the filter keeps.
+struct TappedRun {
+  model::MemoryTap tap;
+  model::RunResult result;
+};
+std::unique_ptr<TappedRun> run_reference(const model::Model& m, const std::vector<std::int32_t>& tokens,
+                                         model::Scalar scalar, int chunk, int generate,
+                                         std::function<bool(const model::TensorId&)> filter = {});
+
+// sum (a-b)^2 / sum a^2 over two tensors of the same shape.
+double nmse(const model::HostTensor& a, const model::HostTensor& b);
+
+}  // namespace tapdiff::testing
