@@ -1,1 +1,457 @@
-// placeholder: being written
+#include "model/tokenizer.h"
+
+#include <optional>
+#include <queue>
+
+#include <fmt/core.h>
+
+#include "model/errors.h"
+
+namespace tapdiff::model {
+namespace {
+
+constexpr std::string_view kSpmSpace = "\xE2\x96\x81";  // U+2581 "▁", SentencePiece's space
+
+// ---- UTF-8 -------------------------------------------------------------------------------------
+
+bool is_continuation(unsigned char b) { return (b & 0xC0) == 0x80; }
+
+// The byte length of the UTF-8 character at s[i]: 1 for ASCII and for any malformed sequence
+// (a stray continuation byte, a truncated or bad lead), so that every byte belongs to one char.
+std::size_t utf8_length(std::string_view s, std::size_t i) {
+  const auto lead = static_cast<unsigned char>(s[i]);
+  std::size_t n = 1;
+  if ((lead & 0xE0) == 0xC0)
+    n = 2;
+  else if ((lead & 0xF0) == 0xE0)
+    n = 3;
+  else if ((lead & 0xF8) == 0xF0)
+    n = 4;
+  if (i + n > s.size()) return 1;
+  for (std::size_t k = 1; k < n; ++k)
+    if (!is_continuation(static_cast<unsigned char>(s[i + k]))) return 1;
+  return n;
+}
+
+std::vector<std::size_t> utf8_lengths(std::string_view s) {
+  std::vector<std::size_t> lengths;
+  lengths.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); i += lengths.back()) lengths.push_back(utf8_length(s, i));
+  return lengths;
+}
+
+// The code point at s[i] (of utf8_length(s, i) bytes); U+FFFD for a malformed byte.
+char32_t utf8_decode(std::string_view s, std::size_t i) {
+  const std::size_t n = utf8_length(s, i);
+  const auto lead = static_cast<unsigned char>(s[i]);
+  if (n == 1) return lead < 0x80 ? char32_t{lead} : char32_t{0xFFFD};
+  char32_t cp = lead & (0x7Fu >> n);
+  for (std::size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3Fu);
+  return cp;
+}
+
+std::string utf8_encode(char32_t cp) {
+  std::string out;
+  auto put = [&](char32_t bits) { out += static_cast<char>(static_cast<unsigned char>(bits)); };
+  if (cp < 0x80) {
+    put(cp);
+  } else if (cp < 0x800) {
+    put(0xC0 | (cp >> 6)), put(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    put(0xE0 | (cp >> 12)), put(0x80 | ((cp >> 6) & 0x3F)), put(0x80 | (cp & 0x3F));
+  } else {
+    put(0xF0 | (cp >> 18)), put(0x80 | ((cp >> 12) & 0x3F)), put(0x80 | ((cp >> 6) & 0x3F)), put(0x80 | (cp & 0x3F));
+  }
+  return out;
+}
+
+// The byte of a "<0xXX>" piece, or nullopt for any other text.
+std::optional<std::uint8_t> parse_byte_piece(std::string_view piece) {
+  if (piece.size() != 6 || piece.substr(0, 3) != "<0x" || piece[5] != '>') return std::nullopt;
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  const int hi = hex(piece[3]), lo = hex(piece[4]);
+  if (hi < 0 || lo < 0) return std::nullopt;
+  return static_cast<std::uint8_t>(hi * 16 + lo);
+}
+
+// ---- BPE merging -------------------------------------------------------------------------------
+
+// A run of text in a doubly linked list of adjacent symbols; size 0 once merged into its left.
+struct Symbol {
+  int prev;
+  int next;
+  std::size_t begin;
+  std::size_t size;
+};
+
+// A proposed merge of symbol `left` with its right neighbour; `size` is their total size when
+// proposed, so a proposal made stale by a later merge (sizes only grow) is recognised and dropped.
+struct Candidate {
+  double score;
+  int left;
+  std::size_t size;
+};
+
+// Highest score first; the leftmost on ties.
+struct CandidateOrder {
+  bool operator()(const Candidate& a, const Candidate& b) const {
+    return a.score < b.score || (a.score == b.score && a.left > b.left);
+  }
+};
+
+// Splits `text` into symbols of the given byte lengths, then repeatedly merges the adjacent pair
+// with the best score(left, right) (nullopt: that pair never merges) until no pair scores.
+// Returns the final symbols in order. O(n log n) in the number of symbols.
+template <class PairScore>
+std::vector<std::string_view> merge_pairs(std::string_view text, std::span<const std::size_t> lengths,
+                                          const PairScore& score) {
+  const int n = static_cast<int>(lengths.size());
+  std::vector<Symbol> syms;
+  syms.reserve(lengths.size());
+  std::size_t begin = 0;
+  for (int i = 0; i < n; ++i) {
+    const std::size_t len = lengths[static_cast<std::size_t>(i)];
+    syms.push_back({i - 1, i + 1 < n ? i + 1 : -1, begin, len});
+    begin += len;
+  }
+  auto at = [&](int i) -> Symbol& { return syms[static_cast<std::size_t>(i)]; };
+  auto view = [&](int i) { return text.substr(at(i).begin, at(i).size); };
+
+  std::priority_queue<Candidate, std::vector<Candidate>, CandidateOrder> queue;
+  auto propose = [&](int left) {
+    if (left < 0 || at(left).next < 0) return;
+    const int right = at(left).next;
+    if (auto s = score(view(left), view(right))) queue.push({*s, left, at(left).size + at(right).size});
+  };
+  for (int i = 0; i + 1 < n; ++i) propose(i);
+
+  while (!queue.empty()) {
+    const Candidate c = queue.top();
+    queue.pop();
+    Symbol& l = at(c.left);
+    if (l.size == 0 || l.next < 0) continue;
+    Symbol& r = at(l.next);
+    if (l.size + r.size != c.size) continue;
+    l.size += r.size;
+    r.size = 0;
+    l.next = r.next;
+    if (l.next >= 0) at(l.next).prev = c.left;
+    propose(l.prev);
+    propose(c.left);
+  }
+
+  std::vector<std::string_view> out;
+  for (int i = n > 0 ? 0 : -1; i >= 0; i = at(i).next) out.push_back(view(i));
+  return out;
+}
+
+// ---- GPT-2 pre-tokenization --------------------------------------------------------------------
+
+enum class CharClass : std::uint8_t { letter, digit, space, other };
+
+// An approximation of the Unicode classes GPT-2's split uses (\p{L}, \p{N}, \s): exact for ASCII;
+// for the rest, white space, punctuation, symbols and emoji by range, and letters otherwise.
+CharClass classify(char32_t c) {
+  if (c < 0x80) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return CharClass::letter;
+    if (c >= '0' && c <= '9') return CharClass::digit;
+    if (c == ' ' || (c >= '\t' && c <= '\r')) return CharClass::space;
+    return CharClass::other;
+  }
+  if (c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
+      c == 0x202F || c == 0x205F || c == 0x3000)
+    return CharClass::space;
+  if (c == 0xB2 || c == 0xB3 || c == 0xB9 || (c >= 0xBC && c <= 0xBE) || (c >= 0xFF10 && c <= 0xFF19))
+    return CharClass::digit;
+  if (c < 0xC0) return (c == 0xAA || c == 0xB5 || c == 0xBA) ? CharClass::letter : CharClass::other;
+  const bool other = c == 0xD7 || c == 0xF7 || (c >= 0x0300 && c <= 0x036F) || (c >= 0x2000 && c <= 0x2BFF) ||
+                     (c >= 0x3000 && c <= 0x303F) || (c >= 0xE000 && c <= 0xF8FF) || (c >= 0xFE00 && c <= 0xFE4F) ||
+                     (c >= 0xFF00 && c <= 0xFF0F) || (c >= 0xFFF0 && c <= 0xFFFF) || (c >= 0x1F000 && c <= 0x1FAFF);
+  return other ? CharClass::other : CharClass::letter;
+}
+
+CharClass class_at(std::string_view s, std::size_t i) { return classify(utf8_decode(s, i)); }
+
+// The end of the run of characters of class k that starts at s[i].
+std::size_t run_end(std::string_view s, std::size_t i, CharClass k) {
+  while (i < s.size() && class_at(s, i) == k) i += utf8_length(s, i);
+  return i;
+}
+
+// The length of a contraction ('s 't 're 've 'm 'll 'd, case-sensitive) at s[i], or 0.
+std::size_t contraction_length(std::string_view s, std::size_t i) {
+  if (s[i] != '\'') return 0;
+  for (std::string_view c : {"re", "ve", "ll", "s", "t", "m", "d"})
+    if (s.substr(i + 1, c.size()) == c) return 1 + c.size();
+  return 0;
+}
+
+// Splits text as GPT-2's pattern does:
+//   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+// The pieces cover the text exactly, in order.
+std::vector<std::string_view> pretokenize_gpt2(std::string_view s) {
+  std::vector<std::string_view> words;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    if (const std::size_t n = contraction_length(s, i)) {
+      words.push_back(s.substr(i, n));
+      i += n;
+      continue;
+    }
+    std::size_t start = i;
+    if (class_at(s, i) == CharClass::space) {
+      std::size_t end = i, last = i;
+      for (; end < s.size() && class_at(s, end) == CharClass::space; end += utf8_length(s, end)) last = end;
+      if (end == s.size()) {  // trailing white space: one word
+        words.push_back(s.substr(i));
+        break;
+      }
+      // White space before a non-space: all of it but the last char, then that char alone unless
+      // it is a ' ', which prefixes the next word.
+      if (last > i) words.push_back(s.substr(i, last - i));
+      if (s[last] != ' ') {
+        words.push_back(s.substr(last, end - last));
+        i = end;
+        continue;
+      }
+      start = last, i = last + 1;
+    }
+    const std::size_t end = run_end(s, i, class_at(s, i));
+    words.push_back(s.substr(start, end - start));
+    i = end;
+  }
+  return words;
+}
+
+// GPT-2's reversible map from bytes to printable code points: printable Latin-1 bytes map to
+// themselves, the others to U+0100 onwards in byte order.
+char32_t gpt2_byte_char(std::uint8_t b, int& next_extra) {
+  const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
+  return printable ? char32_t{b} : static_cast<char32_t>(256 + next_extra++);
+}
+
+}  // namespace
+
+// ---- construction ------------------------------------------------------------------------------
+
+Tokenizer::Tokenizer(const Vocabulary& vocab) : vocab_(vocab) {
+  if (vocab_.model == "llama") {
+    kind_ = Kind::spm;
+  } else if (vocab_.model == "gpt2") {
+    kind_ = Kind::bpe;
+  } else {
+    throw UsageError(
+        fmt::format("[tokenizer] tokenizer model '{}' is not supported: expected 'llama' or 'gpt2'", vocab_.model));
+  }
+  check_vocab();
+  byte_ids_.fill(-1);
+  for (std::int32_t id = 0; id < size(); ++id) {
+    const std::string& piece = vocab_.tokens[static_cast<std::size_t>(id)];
+    const TokenType t = type(id);
+    if (t == TokenType::normal || t == TokenType::user_defined) pieces_.emplace(piece, id);
+    if (t == TokenType::byte) {
+      if (auto b = parse_byte_piece(piece); b && byte_ids_[*b] < 0) byte_ids_[*b] = id;
+    }
+  }
+  if (kind_ == Kind::bpe) build_bpe_tables();
+}
+
+void Tokenizer::check_vocab() const {
+  const std::size_t n = vocab_.tokens.size();
+  if (n == 0) throw FormatError("[tokenizer] the vocabulary has no tokens");
+  if (!vocab_.scores.empty() && vocab_.scores.size() != n)
+    throw FormatError(fmt::format("[tokenizer] the vocabulary has {} tokens but {} scores", n, vocab_.scores.size()));
+  if (!vocab_.types.empty() && vocab_.types.size() != n)
+    throw FormatError(
+        fmt::format("[tokenizer] the vocabulary has {} tokens but {} token types", n, vocab_.types.size()));
+  const std::pair<const char*, int> ids[] = {{"bos", vocab_.bos}, {"eos", vocab_.eos}, {"unk", vocab_.unk}};
+  for (const auto& [name, id] : ids)
+    if (id < -1 || id >= static_cast<int>(n))
+      throw FormatError(
+          fmt::format("[tokenizer] {} token id {} is out of range: the vocabulary has {} tokens", name, id, n));
+}
+
+void Tokenizer::build_bpe_tables() {
+  int next_extra = 0;
+  for (int b = 0; b < 256; ++b) {
+    const auto byte = static_cast<std::uint8_t>(b);
+    byte_chars_[byte] = utf8_encode(gpt2_byte_char(byte, next_extra));
+    char_bytes_.emplace(byte_chars_[byte], byte);
+  }
+  for (std::size_t rank = 0; rank < vocab_.merges.size(); ++rank) {
+    const std::string& merge = vocab_.merges[rank];
+    const std::size_t space = merge.find(' ');
+    if (space == 0 || space == std::string::npos || space + 1 == merge.size())
+      throw FormatError(
+          fmt::format("[tokenizer] merge {} is '{}': expected two pieces separated by one space", rank, merge));
+    merge_ranks_.emplace(merge, static_cast<std::int32_t>(rank));
+  }
+}
+
+TokenType Tokenizer::type(std::int32_t id) const {
+  if (id < 0 || id >= size())
+    throw UsageError(fmt::format("[tokenizer] token id {} is out of range: the vocabulary has {} tokens", id, size()));
+  if (!vocab_.types.empty()) {
+    const std::int32_t t = vocab_.types[static_cast<std::size_t>(id)];
+    return t >= 1 && t <= 6 ? static_cast<TokenType>(t) : TokenType::normal;
+  }
+  // No types in the file: infer them from the special ids and the byte-piece spelling.
+  if (id == vocab_.bos || id == vocab_.eos) return TokenType::control;
+  if (id == vocab_.unk) return TokenType::unknown;
+  if (kind_ == Kind::spm && parse_byte_piece(vocab_.tokens[static_cast<std::size_t>(id)])) return TokenType::byte;
+  return TokenType::normal;
+}
+
+std::int32_t Tokenizer::find_piece(std::string_view piece) const {
+  const auto it = pieces_.find(piece);
+  return it == pieces_.end() ? -1 : it->second;
+}
+
+// Without scores in the file, earlier pieces merge first.
+double Tokenizer::spm_score(std::int32_t id) const {
+  return vocab_.scores.empty() ? -static_cast<double>(id) : vocab_.scores[static_cast<std::size_t>(id)];
+}
+
+void Tokenizer::throw_unencodable(std::string_view text) const {
+  throw UsageError(fmt::format(
+      "[tokenizer] cannot encode '{}': it is no piece of the vocabulary, which has no byte tokens and no unk token",
+      text));
+}
+
+// ---- encoding ----------------------------------------------------------------------------------
+
+std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_bos) const {
+  std::vector<std::int32_t> ids;
+  if (add_bos && vocab_.bos >= 0) ids.push_back(vocab_.bos);
+  if (text.empty()) return ids;
+  if (kind_ == Kind::spm)
+    encode_spm(text, ids);
+  else
+    encode_bpe(text, ids);
+  return ids;
+}
+
+// SentencePiece BPE: merge UTF-8 characters, best-scoring resulting piece first. A character that
+// is no piece (merges only ever produce pieces) becomes its byte tokens, or one unk.
+void Tokenizer::encode_spm(std::string_view text, std::vector<std::int32_t>& out) const {
+  std::string norm;
+  norm.reserve(text.size() + text.size() / 2 + kSpmSpace.size());
+  if (vocab_.add_space_prefix) norm += kSpmSpace;
+  for (char c : text) {
+    if (c == ' ')
+      norm += kSpmSpace;
+    else
+      norm += c;
+  }
+  const std::vector<std::size_t> lengths = utf8_lengths(norm);
+  auto score = [this](std::string_view left, std::string_view right) -> std::optional<double> {
+    const std::int32_t id = find_piece(std::string_view(left.data(), left.size() + right.size()));
+    return id < 0 ? std::nullopt : std::optional<double>(spm_score(id));
+  };
+  for (std::string_view symbol : merge_pairs(norm, lengths, score)) {
+    if (const std::int32_t id = find_piece(symbol); id >= 0) {
+      out.push_back(id);
+      continue;
+    }
+    bool all_bytes = true;
+    for (char c : symbol) all_bytes = all_bytes && byte_ids_[static_cast<unsigned char>(c)] >= 0;
+    if (all_bytes) {
+      for (char c : symbol) out.push_back(byte_ids_[static_cast<unsigned char>(c)]);
+    } else if (vocab_.unk >= 0) {
+      out.push_back(vocab_.unk);
+    } else {
+      throw_unencodable(symbol);
+    }
+  }
+}
+
+void Tokenizer::encode_bpe(std::string_view text, std::vector<std::int32_t>& out) const {
+  for (std::string_view word : pretokenize_gpt2(text)) encode_bpe_word(word, out);
+}
+
+// Byte-level BPE of one pre-tokenized word: its bytes as GPT-2 stand-in characters, merged by rank.
+void Tokenizer::encode_bpe_word(std::string_view word, std::vector<std::int32_t>& out) const {
+  std::string mapped;
+  std::vector<std::size_t> lengths;
+  lengths.reserve(word.size());
+  for (char c : word) {
+    const std::string& ch = byte_chars_[static_cast<unsigned char>(c)];
+    mapped += ch;
+    lengths.push_back(ch.size());
+  }
+  std::string key;
+  auto score = [&](std::string_view left, std::string_view right) -> std::optional<double> {
+    key.assign(left).append(1, ' ').append(right);
+    const auto it = merge_ranks_.find(key);
+    return it == merge_ranks_.end() ? std::nullopt : std::optional<double>(-static_cast<double>(it->second));
+  };
+  for (std::string_view symbol : merge_pairs(mapped, lengths, score)) {
+    if (const std::int32_t id = find_piece(symbol); id >= 0)
+      out.push_back(id);
+    else if (vocab_.unk >= 0)
+      out.push_back(vocab_.unk);
+    else
+      throw_unencodable(decode_bpe_piece(symbol));
+  }
+}
+
+// ---- decoding ----------------------------------------------------------------------------------
+
+std::string Tokenizer::decode_bpe_piece(std::string_view piece) const {
+  std::string out;
+  for (std::size_t i = 0; i < piece.size();) {
+    const std::size_t n = utf8_length(piece, i);
+    const auto it = char_bytes_.find(std::string(piece.substr(i, n)));
+    if (it != char_bytes_.end())
+      out += static_cast<char>(it->second);
+    else
+      out += piece.substr(i, n);
+    i += n;
+  }
+  return out;
+}
+
+std::string Tokenizer::decode_token(std::int32_t id, std::int32_t previous) const {
+  const TokenType t = type(id);  // checks the id
+  const std::string& piece = vocab_.tokens[static_cast<std::size_t>(id)];
+  switch (t) {
+    case TokenType::control:
+    case TokenType::unused: return {};
+    case TokenType::user_defined: return piece;
+    case TokenType::byte:
+      if (auto b = parse_byte_piece(piece)) return std::string(1, static_cast<char>(*b));
+      return piece;
+    case TokenType::normal:
+    case TokenType::unknown: break;
+  }
+  if (kind_ == Kind::bpe) return decode_bpe_piece(piece);
+  std::string text;
+  for (std::size_t i = 0; i < piece.size();) {
+    if (piece.compare(i, kSpmSpace.size(), kSpmSpace) == 0) {
+      text += ' ';
+      i += kSpmSpace.size();
+    } else {
+      text += piece[i++];
+    }
+  }
+  const bool at_start = previous < 0 || previous == vocab_.bos;
+  if (at_start && vocab_.add_space_prefix && !text.empty() && text.front() == ' ') text.erase(0, 1);
+  return text;
+}
+
+std::string Tokenizer::decode(std::span<const std::int32_t> ids) const {
+  std::string text;
+  std::int32_t previous = -1;
+  for (std::int32_t id : ids) {
+    text += decode_token(id, previous);
+    previous = id;
+  }
+  return text;
+}
+
+}  // namespace tapdiff::model

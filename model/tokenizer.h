@@ -1,0 +1,79 @@
+#pragma once
+// Text <-> token ids for the vocabularies GGUF files carry (tokenizer.ggml.*).
+//
+// model "llama": SentencePiece-style BPE over UTF-8 characters, as llama.cpp's SPM tokenizer and
+//   llama2.c do it. ' ' becomes U+2581 "▁", a "▁" is prepended when add_space_prefix is set, and
+//   adjacent symbols merge, best piece score first (leftmost on ties); characters that are not a
+//   piece fall back to byte tokens <0xXX> (or to unk when the vocabulary has none).
+// model "gpt2": byte-level BPE with ranked merges ("a b" strings), after a GPT-2 style
+//   pre-tokenization (contractions, letters, digits, other, whitespace). The split classifies
+//   ASCII exactly and non-ASCII code points by a few ranges (punctuation, symbols, emoji, spaces
+//   are not letters; everything else is), an approximation of \p{L} and \p{N}.
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "model/weights.h"
+
+namespace tapdiff::model {
+
+// GGUF tokenizer.ggml.token_type values.
+enum class TokenType : std::int32_t { normal = 1, unknown = 2, control = 3, user_defined = 4, unused = 5, byte = 6 };
+
+class Tokenizer {
+ public:
+  // FormatError when the vocabulary is inconsistent (sizes, ids out of range, bad merges);
+  // UsageError when its model is neither "llama" nor "gpt2".
+  explicit Tokenizer(const Vocabulary& vocab);
+
+  // The ids of `text` (UTF-8; invalid bytes are encoded as bytes), with BOS first when add_bos
+  // and the vocabulary has a BOS. Control pieces are never produced from text.
+  std::vector<std::int32_t> encode(std::string_view text, bool add_bos) const;
+  // The bytes of one token in a stream: control and unused tokens give "", byte tokens their byte
+  // (possibly a fragment of a UTF-8 character), unk its piece text (e.g. "<unk>"). For "llama",
+  // "▁" gives ' ' and, with add_space_prefix, the leading space is dropped when previous is BOS or
+  // negative (the start), undoing the encoder's prefix. For "gpt2", the byte stand-ins give bytes.
+  // UsageError when id is not a token id.
+  std::string decode_token(std::int32_t id, std::int32_t previous = -1) const;
+  // decode_token over the ids, each with the one before it as previous.
+  std::string decode(std::span<const std::int32_t> ids) const;
+
+  int bos() const { return vocab_.bos; }
+  int eos() const { return vocab_.eos; }
+  int size() const { return static_cast<int>(vocab_.tokens.size()); }
+  TokenType type(std::int32_t id) const;
+
+ private:
+  struct StringHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  using PieceMap = std::unordered_map<std::string, std::int32_t, StringHash, std::equal_to<>>;
+
+  enum class Kind : std::uint8_t { spm, bpe };
+
+  void check_vocab() const;
+  void build_bpe_tables();
+  void encode_spm(std::string_view text, std::vector<std::int32_t>& out) const;
+  void encode_bpe(std::string_view text, std::vector<std::int32_t>& out) const;
+  void encode_bpe_word(std::string_view word, std::vector<std::int32_t>& out) const;
+  std::string decode_bpe_piece(std::string_view piece) const;
+  std::int32_t find_piece(std::string_view piece) const;  // -1 when not a mergeable piece
+  double spm_score(std::int32_t id) const;
+  [[noreturn]] void throw_unencodable(std::string_view text) const;
+
+  Vocabulary vocab_;
+  Kind kind_ = Kind::spm;
+  PieceMap pieces_;                                           // text -> id of normal and user-defined pieces
+  std::array<std::int32_t, 256> byte_ids_;                    // byte -> id of its <0xXX> token, or -1 (spm)
+  PieceMap merge_ranks_;                                      // "left right" -> rank, lower merges first (bpe)
+  std::array<std::string, 256> byte_chars_;                   // byte -> its GPT-2 unicode stand-in, UTF-8 (bpe)
+  std::unordered_map<std::string, std::uint8_t> char_bytes_;  // the inverse of byte_chars_ (bpe)
+};
+
+}  // namespace tapdiff::model

@@ -1,0 +1,313 @@
+#include "model/tokenizer.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <sstream>
+
+#include "model/errors.h"
+#include "model/weights.h"
+#include "tests/test_support.h"
+
+namespace tapdiff::model {
+namespace {
+
+using Ids = std::vector<std::int32_t>;
+
+constexpr std::int32_t kUnk = 0, kBos = 1, kEos = 2, kFirstByte = 3;
+
+// A "llama" vocabulary laid out as stories260K's: <unk> <s> </s>, the 256 byte tokens <0xXX>
+// (when with_bytes), then `pieces` with their scores. Types are given unless infer_types.
+Vocabulary spm_vocab(const std::vector<std::pair<std::string, float>>& pieces, bool with_bytes = true,
+                     bool infer_types = false) {
+  Vocabulary v;
+  v.model = "llama";
+  v.bos = kBos, v.eos = kEos, v.unk = kUnk;
+  auto add = [&](std::string text, float score, std::int32_t type) {
+    v.tokens.push_back(std::move(text)), v.scores.push_back(score), v.types.push_back(type);
+  };
+  add("<unk>", 0, 2), add("<s>", 0, 3), add("</s>", 0, 3);
+  if (with_bytes)
+    for (int b = 0; b < 256; ++b) add(fmt::format("<0x{:02X}>", b), 0, 6);
+  for (const auto& [text, score] : pieces) add(text, score, 1);
+  if (infer_types) v.types.clear();
+  return v;
+}
+
+// The id of a piece in the vocabulary.
+std::int32_t id_of(const Vocabulary& v, std::string_view piece) {
+  for (std::size_t i = 0; i < v.tokens.size(); ++i)
+    if (v.tokens[i] == piece) return static_cast<std::int32_t>(i);
+  ADD_FAILURE() << "no piece " << piece;
+  return -1;
+}
+
+std::int32_t byte_id(unsigned char b) { return kFirstByte + b; }
+
+Vocabulary no_prefix(Vocabulary v) {
+  v.add_space_prefix = false;
+  return v;
+}
+
+}  // namespace
+
+TEST(Tokenizer, MergesTheHighestScoringPairFirst) {
+  const auto bc_first = no_prefix(spm_vocab({{"a", -1}, {"b", -1}, {"c", -1}, {"ab", -5}, {"bc", -2}}));
+  EXPECT_EQ(Tokenizer(bc_first).encode("abc", false), (Ids{id_of(bc_first, "a"), id_of(bc_first, "bc")}));
+
+  const auto ab_first = no_prefix(spm_vocab({{"a", -1}, {"b", -1}, {"c", -1}, {"ab", -2}, {"bc", -5}}));
+  EXPECT_EQ(Tokenizer(ab_first).encode("abc", false), (Ids{id_of(ab_first, "ab"), id_of(ab_first, "c")}));
+
+  // Merges chain: "ab" then "ab"+"c", even though "abc" scores worse than "bc".
+  const auto chain = no_prefix(spm_vocab({{"a", -1}, {"b", -1}, {"c", -1}, {"ab", -2}, {"bc", -5}, {"abc", -9}}));
+  EXPECT_EQ(Tokenizer(chain).encode("abc", false), (Ids{id_of(chain, "abc")}));
+}
+
+TEST(Tokenizer, BreaksScoreTiesLeftmostFirst) {
+  const auto v = no_prefix(spm_vocab({{"a", -1}, {"b", -1}, {"ab", -3}, {"ba", -3}}));
+  const Tokenizer t(v);
+  EXPECT_EQ(t.encode("aba", false), (Ids{id_of(v, "ab"), id_of(v, "a")}));
+  EXPECT_EQ(t.encode("bab", false), (Ids{id_of(v, "ba"), id_of(v, "b")}));
+  EXPECT_EQ(t.encode("abab", false), (Ids{id_of(v, "ab"), id_of(v, "ab")}));
+}
+
+TEST(Tokenizer, AddsTheSpacePrefixAndBos) {
+  const auto v = spm_vocab({{"▁", -1}, {"h", -1}, {"i", -1}, {"hi", -2}, {"▁hi", -3}});
+  const Tokenizer t(v);
+  const std::int32_t hi = id_of(v, "▁hi");
+  EXPECT_EQ(t.encode("hi hi", true), (Ids{kBos, hi, hi}));
+  EXPECT_EQ(t.encode("hi hi", false), (Ids{hi, hi}));
+  EXPECT_EQ(t.encode("", true), (Ids{kBos}));
+  EXPECT_TRUE(t.encode("", false).empty());
+  EXPECT_EQ(t.encode("hi", true), Tokenizer(no_prefix(v)).encode(" hi", true));
+  EXPECT_EQ(Tokenizer(no_prefix(v)).encode("hi", true), (Ids{kBos, id_of(v, "hi")}));
+  EXPECT_EQ(t.bos(), kBos);
+  EXPECT_EQ(t.eos(), kEos);
+  EXPECT_EQ(t.size(), 3 + 256 + 5);
+}
+
+TEST(Tokenizer, FallsBackToBytesForUnknownCharacters) {
+  const auto v = no_prefix(spm_vocab({{"a", -1}, {"é", -1}}));
+  const Tokenizer t(v);
+  // "é" is a piece; "ü" (C3 BC) and the emoji (F0 9F 98 80) are not.
+  EXPECT_EQ(t.encode("aéü😀", false), (Ids{id_of(v, "a"), id_of(v, "é"), byte_id(0xC3), byte_id(0xBC), byte_id(0xF0),
+                                          byte_id(0x9F), byte_id(0x98), byte_id(0x80)}));
+  // A malformed byte is encoded as itself.
+  EXPECT_EQ(t.encode("a\xC3", false), (Ids{id_of(v, "a"), byte_id(0xC3)}));
+}
+
+TEST(Tokenizer, FallsBackToUnkWithoutByteTokens) {
+  auto v = no_prefix(spm_vocab({{"a", -1}}, /*with_bytes=*/false));
+  EXPECT_EQ(Tokenizer(v).encode("aéa😀", false), (Ids{3, kUnk, 3, kUnk}));
+  v.unk = -1;
+  v.types[0] = 1;
+  EXPECT_THROW(Tokenizer(v).encode("aé", false), UsageError);
+}
+
+TEST(Tokenizer, NeverProducesControlPiecesFromText) {
+  // "<s>" is BOS (control); the text "<s>" must merge to normal pieces only.
+  const auto v = no_prefix(spm_vocab({{"<", -1}, {"s", -1}, {">", -1}, {"<s", -2}, {"s>", -3}}));
+  EXPECT_EQ(Tokenizer(v).encode("<s>", false), (Ids{id_of(v, "<s"), id_of(v, ">")}));
+  // The same when the types are inferred from the special ids.
+  const auto inferred = no_prefix(spm_vocab({{"<", -1}, {"s", -1}, {">", -1}, {"<s", -2}}, true, true));
+  const Tokenizer t(inferred);
+  EXPECT_EQ(t.encode("<s>", false), (Ids{id_of(inferred, "<s"), id_of(inferred, ">")}));
+  EXPECT_EQ(t.type(kBos), TokenType::control);
+  EXPECT_EQ(t.type(kUnk), TokenType::unknown);
+  EXPECT_EQ(t.type(byte_id(0x41)), TokenType::byte);
+  EXPECT_EQ(t.encode("\x01", false), (Ids{byte_id(0x01)}));
+}
+
+TEST(Tokenizer, DecodesPiecesBytesAndControlTokens) {
+  const auto v = spm_vocab({{"▁", -1}, {"▁Once", -2}, {"▁upon", -3}, {"ily", -4}});
+  const Tokenizer t(v);
+  const std::int32_t once = id_of(v, "▁Once"), upon = id_of(v, "▁upon");
+  EXPECT_EQ(t.decode(Ids{kBos, once, upon, kEos}), "Once upon");
+  EXPECT_EQ(t.decode(Ids{once, upon}), "Once upon");
+  EXPECT_EQ(t.decode_token(once, kBos), "Once");
+  EXPECT_EQ(t.decode_token(once), "Once");
+  EXPECT_EQ(t.decode_token(once, upon), " Once");
+  EXPECT_EQ(t.decode_token(kEos, once), "");
+  // Byte tokens reassemble UTF-8: "é" is C3 A9, "\nL" is 0A 4C.
+  EXPECT_EQ(t.decode(Ids{kBos, byte_id(0xC3), byte_id(0xA9), byte_id(0x0A), byte_id(0x4C), id_of(v, "ily")}),
+            "é\nLily");
+  EXPECT_EQ(t.decode_token(byte_id(0x0A), upon), "\n");
+  // Without the space prefix, the leading space is the text's own.
+  EXPECT_EQ(Tokenizer(no_prefix(v)).decode(Ids{kBos, once}), " Once");
+}
+
+TEST(Tokenizer, RejectsInvalidIdsNamingTheVocabSize) {
+  const Tokenizer t(spm_vocab({{"a", -1}}));
+  for (std::int32_t id : {-1, 260, 100000}) {
+    try {
+      (void)t.decode_token(id);
+      ADD_FAILURE() << "no error for id " << id;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(fmt::format("token id {} ", id)), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("260 tokens"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW((void)t.decode(Ids{3, 999}), UsageError);
+}
+
+TEST(Tokenizer, RejectsUnknownModelsAndInconsistentVocabularies) {
+  auto v = spm_vocab({{"a", -1}});
+  v.model = "wordpiece";
+  try {
+    Tokenizer t(v);
+    ADD_FAILURE() << "no error for model wordpiece";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("'wordpiece'"), std::string::npos) << e.what();
+  }
+  v = spm_vocab({{"a", -1}});
+  v.scores.pop_back();
+  EXPECT_THROW(Tokenizer{v}, FormatError);
+  v = spm_vocab({{"a", -1}});
+  v.eos = 1000;
+  EXPECT_THROW(Tokenizer{v}, FormatError);
+}
+
+TEST(Tokenizer, RoundTripsAsciiAndUtf8) {
+  // Single characters only (plus "▁"): every merge-free text must still round-trip.
+  const auto v = spm_vocab({{"▁", -1}, {"a", -1}, {"b", -1}, {"▁a", -2}, {"ab", -3}, {"é", -1}});
+  const Tokenizer t(v);
+  for (std::string_view text : {"a b", "ab ab  ba", " leading space", "trailing  ", "naïve café", "日本語 テキスト",
+                                "emoji 😀🎉 mix", "tabs\tand\nnewlines\r\n", "\x7F\x01 ctrl"}) {
+    EXPECT_EQ(t.decode(t.encode(text, true)), text);
+    EXPECT_EQ(t.decode(t.encode(text, false)), text);
+  }
+}
+
+TEST(Tokenizer, EncodesALongInputQuickly) {
+  auto pieces = std::vector<std::pair<std::string, float>>{{"▁", -1}};
+  for (char c = 'a'; c <= 'z'; ++c) pieces.push_back({std::string(1, c), -1});
+  for (std::string_view w : {"▁th", "▁the", "he", "an", "▁an", "and", "▁and", "in", "ing", "er", "on"})
+    pieces.push_back({std::string(w), -static_cast<float>(pieces.size())});
+  const Tokenizer t(spm_vocab(pieces));
+  std::string text;
+  for (int i = 0; text.size() < 100000; ++i) text += (i % 7 == 0) ? "the café and 😀 ring\n" : "onerinthe ";
+  const auto start = std::chrono::steady_clock::now();
+  const Ids ids = t.encode(text, true);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 5.0);  // O(n log n): milliseconds; quadratic merging would take minutes
+  EXPECT_LT(ids.size(), text.size());
+  EXPECT_EQ(t.decode(ids), text);
+}
+
+// ---- gpt2 (byte-level BPE) ----
+
+namespace {
+
+// A "gpt2" vocabulary: the 256 byte stand-in characters (in GPT-2's byte order), then the merge
+// results, then a control "<|endoftext|>".
+Vocabulary gpt2_vocab(const std::vector<std::string>& merges) {
+  Vocabulary v;
+  v.model = "gpt2";
+  v.add_space_prefix = false;
+  // GPT-2's table: printable Latin-1 bytes as themselves, others from U+0100 in byte order.
+  int extra = 0;
+  for (int b = 0; b < 256; ++b) {
+    const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+    const char32_t cp = printable ? static_cast<char32_t>(b) : static_cast<char32_t>(256 + extra++);
+    std::string s;
+    if (cp < 0x80)
+      s += static_cast<char>(cp);
+    else
+      s += static_cast<char>(0xC0 | (cp >> 6)), s += static_cast<char>(0x80 | (cp & 0x3F));
+    v.tokens.push_back(s);
+  }
+  for (const std::string& m : merges) v.tokens.push_back(m.substr(0, m.find(' ')) + m.substr(m.find(' ') + 1));
+  v.merges = merges;
+  v.tokens.push_back("<|endoftext|>");
+  v.types.assign(v.tokens.size(), 1);
+  v.types.back() = 3;
+  v.bos = v.eos = static_cast<int>(v.tokens.size()) - 1;
+  return v;
+}
+
+std::vector<std::string> pieces_of(const Tokenizer& t, const Vocabulary& v, std::string_view text) {
+  std::vector<std::string> out;
+  for (std::int32_t id : t.encode(text, false)) out.push_back(v.tokens[static_cast<std::size_t>(id)]);
+  return out;
+}
+
+}  // namespace
+
+TEST(Tokenizer, Gpt2MergesByRankWithinWords) {
+  // "Ġ" is the stand-in for ' '.
+  const auto v = gpt2_vocab({"l l", "h e", "he ll", "hell o", "Ġ w", "o r", "Ġw or", "Ġ Ġ", "t '"});
+  const Tokenizer t(v);
+  EXPECT_EQ(pieces_of(t, v, "hello world"), (std::vector<std::string>{"hello", "Ġwor", "l", "d"}));
+  // Pre-tokenization: contractions split off, runs of spaces keep their last space for the next word.
+  EXPECT_EQ(pieces_of(t, v, "it's"), (std::vector<std::string>{"i", "t", "'", "s"}));
+  EXPECT_EQ(pieces_of(t, v, "a   world"), (std::vector<std::string>{"a", "ĠĠ", "Ġwor", "l", "d"}));
+  EXPECT_EQ(pieces_of(t, v, "a\n\nb"), (std::vector<std::string>{"a", "Ċ", "Ċ", "b"}));
+  EXPECT_EQ(t.encode("hello", true).front(), t.bos());
+}
+
+TEST(Tokenizer, Gpt2RoundTripsAnyText) {
+  const auto v = gpt2_vocab({"l l", "h e", "he ll", "Ġ w", "Ã ©"});
+  const Tokenizer t(v);
+  for (std::string_view text : {"hello world", "it's  a\ttest\n\n", "café 😀 日本", "x\xC3", "  123 abc!!"}) {
+    EXPECT_EQ(t.decode(t.encode(text, false)), text);
+  }
+  EXPECT_EQ(pieces_of(t, v, "é"), (std::vector<std::string>{"Ã©"}));
+  EXPECT_EQ(t.decode_token(t.bos()), "");
+}
+
+// ---- the real stories260K vocabulary ----
+
+namespace {
+
+Tokenizer stories_tokenizer() {
+  const auto m = load_model(testing::stories_gguf());
+  if (!m->vocabulary()) throw FormatError("stories260K.gguf has no vocabulary");
+  return Tokenizer(*m->vocabulary());
+}
+
+}  // namespace
+
+TEST(Tokenizer, StoriesEncodesThePrompt) {
+  TAPDIFF_REQUIRE_STORIES();
+  const Tokenizer t = stories_tokenizer();
+  EXPECT_EQ(t.size(), 512);
+  EXPECT_EQ(t.encode("Once upon a time", true), (Ids{1, 403, 407, 261, 378}));
+  EXPECT_EQ(t.decode(Ids{1, 403, 407, 261, 378}), "Once upon a time");
+}
+
+TEST(Tokenizer, StoriesDecodesTheGreedyContinuation) {
+  TAPDIFF_REQUIRE_STORIES();
+  const Tokenizer t = stories_tokenizer();
+  Ids ids{1, 403, 407, 261, 378};
+  std::istringstream generated(
+      "432 383 286 261 376 298 315 421 395 317 426 338 401 396 267 337 410 408 419 292 411 322 265 282 295 433 426 "
+      "385 328 432 358 394 261 370 432 352 266 268 388 426 338 391 266 267 337 335 312 432 398 312 286 267 414 270 "
+      "333 415 426 13 438 310");
+  for (std::int32_t id = 0; generated >> id;) ids.push_back(id);
+  ASSERT_EQ(ids.size(), 65u);
+  const std::string expected =
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the park. One day, she saw "
+      "a big, red ball. She wanted to play with it, but it was too high.\nLily";
+  EXPECT_EQ(t.decode(ids), expected);
+  std::string streamed;
+  for (std::size_t i = 0; i < ids.size(); ++i) streamed += t.decode_token(ids[i], i == 0 ? -1 : ids[i - 1]);
+  EXPECT_EQ(streamed, expected);
+  EXPECT_EQ(t.encode(expected, true).front(), 1);
+  EXPECT_EQ(t.decode(t.encode(expected, true)), expected);
+}
+
+TEST(Tokenizer, StoriesRoundTripsALongInput) {
+  TAPDIFF_REQUIRE_STORIES();
+  const Tokenizer t = stories_tokenizer();
+  std::string text;
+  for (int i = 0; text.size() < 50000; ++i)
+    text += (i % 5 == 0) ? "Lily said, “Wow — a café!” 😀\n" : "Once upon a time, there was a little dog. ";
+  const auto start = std::chrono::steady_clock::now();
+  const Ids ids = t.encode(text, true);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 5.0);
+  EXPECT_LT(ids.size(), text.size() / 2);
+  EXPECT_EQ(t.decode(ids), text);
+}
+
+}  // namespace tapdiff::model
