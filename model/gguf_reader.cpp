@@ -1,1 +1,541 @@
-// placeholder: being written
+#include "model/gguf_reader.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <bit>
+#include <charconv>
+#include <cstring>
+#include <limits>
+#include <unordered_set>
+
+#include "model/errors.h"
+#include "model/mapped_file.h"
+
+namespace tapdiff::model {
+namespace {
+
+// Throws FormatError(message) with control characters (from names and strings in a corrupt
+// file) escaped as \xNN, so that every message stays one line.
+[[noreturn]] void throw_format(const std::string& message) {
+  std::string out;
+  for (const char ch : message) {
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F)
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(ch));
+    else
+      out += ch;
+  }
+  throw FormatError(out);
+}
+
+}  // namespace
+
+namespace gguf {
+
+namespace {
+// Per value type id 0..12: its name and its smallest encoding (to bound counts read from a file).
+constexpr std::pair<std::string_view, std::uint64_t> kValueTypes[] = {
+    {"u8", 1},   {"i8", 1},     {"u16", 2},    {"i16", 2}, {"u32", 4}, {"i32", 4}, {"f32", 4},
+    {"bool", 1}, {"string", 8}, {"array", 12}, {"u64", 8}, {"i64", 8}, {"f64", 8}};
+}  // namespace
+
+std::string_view value_type_name(ValueType t) {
+  const auto i = static_cast<std::size_t>(t);
+  return i < std::size(kValueTypes) ? kValueTypes[i].first : "?";
+}
+
+std::uint32_t ggml_type(DType t) {
+  switch (t) {
+    case DType::f32: return 0;
+    case DType::f16: return 1;
+    case DType::q4_0: return 2;
+    case DType::q8_0: return 8;
+    case DType::bf16: return 30;
+  }
+  return 0;
+}
+
+std::optional<DType> dtype_from_ggml_type(std::uint32_t id) {
+  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_0})
+    if (ggml_type(t) == id) return t;
+  return std::nullopt;
+}
+
+}  // namespace gguf
+
+namespace {
+
+using gguf::ValueType;
+constexpr int kMaxArrayDepth = 4;
+constexpr std::uint32_t kMaxDims = 4;
+
+std::uint64_t min_value_bytes(ValueType t) { return gguf::kValueTypes[static_cast<std::size_t>(t)].second; }
+
+// Reads little-endian values from the mapped bytes; every read is bounds-checked.
+class Cursor {
+ public:
+  Cursor(std::span<const std::byte> data, std::string file) : data_(data), file_(std::move(file)) {}
+
+  std::uint64_t pos() const { return pos_; }
+  std::uint64_t remaining() const { return data_.size() - pos_; }
+  const std::string& file() const { return file_; }
+
+  template <class T>
+  T read(std::string_view what) {
+    need(sizeof(T), what);
+    T v;
+    std::memcpy(&v, data_.data() + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return v;
+  }
+
+  std::string read_string(std::string_view what) {
+    const auto n = read<std::uint64_t>(what);
+    need(n, what);
+    std::string s(reinterpret_cast<const char*>(data_.data() + pos_), n);
+    pos_ += n;
+    return s;
+  }
+
+  // A count of items of at least `item_bytes` each; FormatError when they cannot fit in the file.
+  std::uint64_t read_count(std::string_view what, std::uint64_t item_bytes) {
+    const auto n = read<std::uint64_t>(what);
+    if (n > remaining() / item_bytes) {
+      const std::uint64_t end = n > (std::numeric_limits<std::uint64_t>::max() - pos_) / item_bytes
+                                    ? std::numeric_limits<std::uint64_t>::max()
+                                    : pos_ + n * item_bytes;
+      fail("truncated or corrupt: {} is {}, so its items need at least bytes [{}, {}) but the file has {} bytes", what,
+           n, pos_, end, data_.size());
+    }
+    return n;
+  }
+
+  template <class... Args>
+  [[noreturn]] void fail(fmt::format_string<Args...> f, Args&&... args) const {
+    throw_format(fmt::format("{}: {}", file_, fmt::format(f, std::forward<Args>(args)...)));
+  }
+
+ private:
+  void need(std::uint64_t n, std::string_view what) const {
+    if (n > remaining())
+      throw_format(fmt::format("{}: truncated: {} needs bytes [{}, {}) but the file has {} bytes", file_, what, pos_,
+                               n > std::numeric_limits<std::uint64_t>::max() - pos_ ? n : pos_ + n, data_.size()));
+  }
+
+  std::span<const std::byte> data_;
+  std::string file_;
+  std::uint64_t pos_ = 0;
+};
+
+GgufValue read_value(Cursor& c, ValueType type, const std::string& key, int depth);
+
+ValueType read_type(Cursor& c, const std::string& key) {
+  const auto id = c.read<std::uint32_t>(fmt::format("the value type of metadata '{}'", key));
+  if (id > static_cast<std::uint32_t>(ValueType::f64))
+    c.fail("metadata '{}': expected a value type 0..12, found {}", key, id);
+  return static_cast<ValueType>(id);
+}
+
+GgufValue read_array(Cursor& c, const std::string& key, int depth) {
+  if (depth >= kMaxArrayDepth) c.fail("metadata '{}': arrays nested deeper than {}", key, kMaxArrayDepth);
+  GgufValue v;
+  v.type = ValueType::array;
+  v.element_type = read_type(c, key);
+  const std::uint64_t n = c.read_count(fmt::format("the length of array '{}'", key), min_value_bytes(v.element_type));
+  std::vector<GgufValue> items;
+  items.reserve(n);
+  for (std::uint64_t i = 0; i < n; ++i) items.push_back(read_value(c, v.element_type, key, depth + 1));
+  v.value = std::move(items);
+  return v;
+}
+
+GgufValue read_value(Cursor& c, ValueType type, const std::string& key, int depth) {
+  const std::string what = fmt::format("the value of metadata '{}'", key);
+  GgufValue v;
+  v.type = type;
+  switch (type) {
+    case ValueType::u8: v.value = std::uint64_t{c.read<std::uint8_t>(what)}; break;
+    case ValueType::u16: v.value = std::uint64_t{c.read<std::uint16_t>(what)}; break;
+    case ValueType::u32: v.value = std::uint64_t{c.read<std::uint32_t>(what)}; break;
+    case ValueType::u64: v.value = c.read<std::uint64_t>(what); break;
+    case ValueType::i8: v.value = std::int64_t{c.read<std::int8_t>(what)}; break;
+    case ValueType::i16: v.value = std::int64_t{c.read<std::int16_t>(what)}; break;
+    case ValueType::i32: v.value = std::int64_t{c.read<std::int32_t>(what)}; break;
+    case ValueType::i64: v.value = c.read<std::int64_t>(what); break;
+    case ValueType::f32: v.value = double{c.read<float>(what)}; break;
+    case ValueType::f64: v.value = c.read<double>(what); break;
+    case ValueType::boolean: v.value = c.read<std::uint8_t>(what) != 0; break;
+    case ValueType::string: v.value = c.read_string(what); break;
+    case ValueType::array: return read_array(c, key, depth);
+  }
+  return v;
+}
+
+// a * b, or nullopt when it exceeds `limit`.
+std::optional<std::uint64_t> checked_mul(std::uint64_t a, std::uint64_t b, std::uint64_t limit) {
+  if (a != 0 && b > limit / a) return std::nullopt;
+  return a * b;
+}
+
+GgufTensorInfo read_tensor_info(Cursor& c, std::size_t index) {
+  GgufTensorInfo t;
+  t.name = c.read_string(fmt::format("the name of tensor #{}", index));
+  const auto n_dims = c.read<std::uint32_t>(fmt::format("the dimension count of tensor '{}'", t.name));
+  if (n_dims < 1 || n_dims > kMaxDims)
+    c.fail("tensor '{}': expected 1 to {} dimensions, found {}", t.name, kMaxDims, n_dims);
+  for (std::uint32_t d = 0; d < n_dims; ++d) {
+    const auto ne = c.read<std::uint64_t>(fmt::format("the shape of tensor '{}'", t.name));
+    if (ne > (std::uint64_t{1} << 40))
+      c.fail("tensor '{}': expected dimensions up to 2^40, found {} in dimension {}", t.name, ne, d);
+    t.ne.push_back(static_cast<std::int64_t>(ne));
+  }
+  const auto type = c.read<std::uint32_t>(fmt::format("the type of tensor '{}'", t.name));
+  const auto dtype = gguf::dtype_from_ggml_type(type);
+  if (!dtype)
+    c.fail("unknown/unsupported tensor type {} for tensor '{}' (expected F32 0, F16 1, Q4_0 2, Q8_0 8 or BF16 30)",
+           type, t.name);
+  t.dtype = *dtype;
+  t.offset = c.read<std::uint64_t>(fmt::format("the data offset of tensor '{}'", t.name));
+  return t;
+}
+
+// Points t.bytes at its data, checking alignment, block size and the file bounds.
+void locate_tensor(const Cursor& c, GgufTensorInfo& t, std::span<const std::byte> file, std::uint64_t data_offset,
+                   std::uint32_t alignment) {
+  if (t.offset % alignment != 0)
+    c.fail("tensor '{}': expected a data offset aligned to {}, found {}", t.name, alignment, t.offset);
+  if (t.ne[0] % block_size(t.dtype) != 0)
+    c.fail("tensor '{}': expected a row length that is a multiple of {} for {}, found {}", t.name, block_size(t.dtype),
+           dtype_name(t.dtype), t.ne[0]);
+  const std::uint64_t size = file.size();
+  constexpr std::uint64_t kLimit = std::uint64_t{1} << 62;  // keeps the sums below from overflowing
+  std::optional<std::uint64_t> bytes = row_bytes(t.dtype, t.ne[0]);
+  for (std::size_t d = 1; d < t.ne.size() && bytes; ++d)
+    bytes = checked_mul(*bytes, static_cast<std::uint64_t>(t.ne[d]), kLimit);
+  if (!bytes || t.offset > kLimit || data_offset + t.offset + *bytes > size)
+    c.fail("truncated: tensor '{}' of shape [{}] {} needs bytes [{}, {}) but the file has {} bytes", t.name,
+           fmt::join(t.ne, ", "), dtype_name(t.dtype), data_offset + std::min(t.offset, kLimit),
+           bytes ? fmt::format("{}", data_offset + std::min(t.offset, kLimit) + *bytes) : std::string("beyond 2^62"),
+           size);
+  t.bytes = file.subspan(data_offset + t.offset, *bytes);
+}
+
+bool is_integer_type(ValueType t) {
+  return t != ValueType::f32 && t != ValueType::f64 && t != ValueType::boolean && t != ValueType::string &&
+         t != ValueType::array;
+}
+
+}  // namespace
+
+bool GgufValue::is_integer() const {
+  return std::holds_alternative<std::uint64_t>(value) || std::holds_alternative<std::int64_t>(value);
+}
+
+std::string GgufValue::to_string(std::size_t max_items) const {
+  if (const auto* items = array()) {
+    std::string s = fmt::format("[{} x {}]", gguf::value_type_name(element_type), items->size());
+    for (std::size_t i = 0; i < items->size() && i < max_items; ++i) s += " " + (*items)[i].to_string(max_items);
+    return items->size() > max_items ? s + " ..." : s;
+  }
+  return std::visit(
+      [](const auto& x) -> std::string {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, std::string>)
+          return fmt::format("{:?}", x);
+        else if constexpr (std::is_same_v<T, std::vector<GgufValue>>)
+          return "[]";
+        else
+          return fmt::format("{}", x);
+      },
+      value);
+}
+
+GgufFile::GgufFile(const std::filesystem::path& path) : path_(path), file_(std::make_unique<MappedFile>(path)) {
+  const std::span<const std::byte> bytes = file_->bytes();
+  file_size_ = bytes.size();
+  Cursor c(bytes, path.string());
+  const auto magic = c.read<std::array<char, 4>>("the GGUF magic");
+  if (std::string_view(magic.data(), 4) != "GGUF")
+    c.fail("expected the magic 'GGUF', found {:?}", std::string_view(magic.data(), 4));
+  version_ = c.read<std::uint32_t>("the GGUF version");
+  if (version_ != 2 && version_ != 3) c.fail("unsupported GGUF version {} (expected 2 or 3)", version_);
+  const std::uint64_t n_tensors = c.read_count("the tensor count", 32);
+  const std::uint64_t n_kv = c.read_count("the metadata count", 13);
+  std::unordered_set<std::string> keys;
+  for (std::uint64_t i = 0; i < n_kv; ++i) {
+    std::string key = c.read_string(fmt::format("the key of metadata #{}", i));
+    const ValueType type = read_type(c, key);
+    GgufValue value = read_value(c, type, key, 0);
+    if (!keys.insert(key).second) c.fail("metadata key '{}' appears twice", key);
+    metadata_.emplace_back(std::move(key), std::move(value));
+  }
+  if (const auto a = get_int("general.alignment")) {
+    if (*a <= 0 || *a > (1 << 20) || !std::has_single_bit(static_cast<std::uint64_t>(*a)))
+      c.fail("general.alignment: expected a power of two up to 2^20, found {}", *a);
+    alignment_ = static_cast<std::uint32_t>(*a);
+  }
+  std::unordered_set<std::string> names;
+  for (std::uint64_t i = 0; i < n_tensors; ++i) {
+    tensors_.push_back(read_tensor_info(c, i));
+    if (!names.insert(tensors_.back().name).second) c.fail("tensor '{}' appears twice", tensors_.back().name);
+  }
+  data_offset_ = (c.pos() + alignment_ - 1) / alignment_ * alignment_;
+  for (GgufTensorInfo& t : tensors_) locate_tensor(c, t, bytes, data_offset_, alignment_);
+}
+
+GgufFile::~GgufFile() = default;
+
+std::unique_ptr<MappedFile> GgufFile::release_mapping() { return std::move(file_); }
+
+const GgufValue* GgufFile::find(std::string_view key) const {
+  for (const auto& [k, v] : metadata_)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+const GgufTensorInfo* GgufFile::find_tensor(std::string_view name) const {
+  for (const auto& t : tensors_)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+void GgufFile::wrong_type(std::string_view key, const GgufValue& v, std::string_view expected) const {
+  throw_format(fmt::format("{}: metadata '{}': expected {}, found {} {}", path_.string(), key, expected,
+                           gguf::value_type_name(v.type), v.to_string(4)));
+}
+
+std::optional<std::int64_t> GgufFile::get_int(std::string_view key) const {
+  const GgufValue* v = find(key);
+  if (v == nullptr) return std::nullopt;
+  if (const auto* i = std::get_if<std::int64_t>(&v->value)) return *i;
+  const auto* u = std::get_if<std::uint64_t>(&v->value);
+  if (u == nullptr || *u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+    wrong_type(key, *v, "an integer");
+  return static_cast<std::int64_t>(*u);
+}
+
+std::optional<double> GgufFile::get_float(std::string_view key) const {
+  const GgufValue* v = find(key);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_float()) wrong_type(key, *v, "f32 or f64");
+  return std::get<double>(v->value);
+}
+
+std::optional<bool> GgufFile::get_bool(std::string_view key) const {
+  const GgufValue* v = find(key);
+  if (v == nullptr) return std::nullopt;
+  if (v->type != ValueType::boolean) wrong_type(key, *v, "bool");
+  return std::get<bool>(v->value);
+}
+
+std::optional<std::string> GgufFile::get_string(std::string_view key) const {
+  const GgufValue* v = find(key);
+  if (v == nullptr) return std::nullopt;
+  if (v->type != ValueType::string) wrong_type(key, *v, "string");
+  return std::get<std::string>(v->value);
+}
+
+const GgufValue* GgufFile::find_array(std::string_view key, bool (*element_ok)(ValueType),
+                                      std::string_view expected) const {
+  const GgufValue* v = find(key);
+  if (v == nullptr) return nullptr;
+  if (v->type != ValueType::array || !element_ok(v->element_type)) wrong_type(key, *v, expected);
+  return v;
+}
+
+std::optional<std::vector<std::string>> GgufFile::get_string_array(std::string_view key) const {
+  const GgufValue* v = find_array(
+      key, [](ValueType t) { return t == ValueType::string; }, "an array of strings");
+  if (v == nullptr) return std::nullopt;
+  std::vector<std::string> out;
+  out.reserve(v->array()->size());
+  for (const GgufValue& item : *v->array()) out.push_back(std::get<std::string>(item.value));
+  return out;
+}
+
+std::optional<std::vector<float>> GgufFile::get_float_array(std::string_view key) const {
+  const GgufValue* v = find_array(
+      key, [](ValueType t) { return t == ValueType::f32 || t == ValueType::f64; }, "an array of floats");
+  if (v == nullptr) return std::nullopt;
+  std::vector<float> out;
+  out.reserve(v->array()->size());
+  for (const GgufValue& item : *v->array()) out.push_back(static_cast<float>(std::get<double>(item.value)));
+  return out;
+}
+
+std::optional<std::vector<std::int32_t>> GgufFile::get_int_array(std::string_view key) const {
+  const GgufValue* v = find_array(key, is_integer_type, "an array of integers");
+  if (v == nullptr) return std::nullopt;
+  std::vector<std::int32_t> out;
+  out.reserve(v->array()->size());
+  for (const GgufValue& item : *v->array()) {
+    const auto* i = std::get_if<std::int64_t>(&item.value);
+    const auto* u = std::get_if<std::uint64_t>(&item.value);
+    const bool fits =
+        i ? (*i >= std::numeric_limits<std::int32_t>::min() && *i <= std::numeric_limits<std::int32_t>::max())
+          : (*u <= static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max()));
+    if (!fits) wrong_type(key, item, "an array of 32-bit integers");
+    out.push_back(static_cast<std::int32_t>(i ? *i : static_cast<std::int64_t>(*u)));
+  }
+  return out;
+}
+
+namespace {
+
+constexpr int kIntMax = std::numeric_limits<int>::max();
+
+struct NamedWeight {
+  WeightKind kind;
+  int layer;  // -1 for whole-model tensors
+};
+
+// The WeightKind of a GGUF tensor name, or nullopt for a tensor the model does not use.
+std::optional<NamedWeight> gguf_weight(std::string_view name) {
+  static constexpr std::pair<std::string_view, WeightKind> kGlobal[] = {{"token_embd.weight", WeightKind::token_embd},
+                                                                        {"output_norm.weight", WeightKind::output_norm},
+                                                                        {"output.weight", WeightKind::output}};
+  static constexpr std::pair<std::string_view, WeightKind> kLayer[] = {{"attn_norm.weight", WeightKind::attn_norm},
+                                                                       {"attn_q.weight", WeightKind::wq},
+                                                                       {"attn_k.weight", WeightKind::wk},
+                                                                       {"attn_v.weight", WeightKind::wv},
+                                                                       {"attn_q.bias", WeightKind::bq},
+                                                                       {"attn_k.bias", WeightKind::bk},
+                                                                       {"attn_v.bias", WeightKind::bv},
+                                                                       {"attn_output.weight", WeightKind::wo},
+                                                                       {"ffn_norm.weight", WeightKind::ffn_norm},
+                                                                       {"ffn_gate.weight", WeightKind::ffn_gate},
+                                                                       {"ffn_up.weight", WeightKind::ffn_up},
+                                                                       {"ffn_down.weight", WeightKind::ffn_down}};
+  for (const auto& [n, kind] : kGlobal)
+    if (name == n) return NamedWeight{kind, -1};
+  if (!name.starts_with("blk.")) return std::nullopt;
+  name.remove_prefix(4);
+  int layer = 0;
+  const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), layer);
+  if (ec != std::errc{} || end == name.data() || end == name.data() + name.size() || *end != '.') return std::nullopt;
+  name.remove_prefix(static_cast<std::size_t>(end - name.data()) + 1);
+  for (const auto& [n, kind] : kLayer)
+    if (name == n) return NamedWeight{kind, layer};
+  return std::nullopt;
+}
+
+// An int metadata value in [0, INT_MAX], `fallback` when absent (nullopt: required).
+int int_key(const GgufFile& f, const std::string& key, std::optional<int> fallback) {
+  const auto v = f.get_int(key);
+  if (!v && !fallback)
+    throw_format(fmt::format("{}: missing metadata key '{}' (expected an integer)", f.path().string(), key));
+  if (!v) return *fallback;
+  if (*v < 0 || *v > kIntMax)
+    throw_format(fmt::format("{}: metadata '{}': expected an integer in [0, {}], found {}", f.path().string(), key,
+                             kIntMax, *v));
+  return static_cast<int>(*v);
+}
+
+// A token id, or -1 when absent or "none" (GGUF writes 0xFFFFFFFF for none).
+int token_id(const GgufFile& f, const std::string& key) {
+  const auto v = f.get_int(key);
+  return v && *v >= 0 && *v <= kIntMax ? static_cast<int>(*v) : -1;
+}
+
+// The tensor as [rows, cols]: ne[0] = cols, ne[1] = rows, any further dimensions must be 1.
+WeightTensor to_weight(const GgufFile& f, const GgufTensorInfo& t) {
+  for (std::size_t d = 2; d < t.ne.size(); ++d)
+    if (t.ne[d] != 1)
+      throw_format(
+          fmt::format("{}: tensor '{}': expected a matrix (dimensions after the second of 1), found "
+                      "shape [{}]",
+                      f.path().string(), t.name, fmt::join(t.ne, ", ")));
+  return WeightTensor{t.name, t.dtype, t.ne.size() > 1 ? t.ne[1] : 1, t.ne[0], t.bytes};
+}
+
+ModelConfig gguf_config(const GgufFile& f) {
+  const std::string file = f.path().string();
+  ModelConfig c;
+  const auto arch = f.get_string("general.architecture");
+  if (!arch) throw_format(fmt::format("{}: missing metadata key 'general.architecture'", file));
+  if (*arch != "llama" && *arch != "mistral" && *arch != "qwen2")
+    throw_format(fmt::format("{}: general.architecture: expected llama, mistral or qwen2, found '{}'", file, *arch));
+  c.arch = *arch;
+  auto key = [&](std::string_view k) { return c.arch + "." + std::string(k); };
+  c.n_layers = int_key(f, key("block_count"), std::nullopt);
+  c.dim = int_key(f, key("embedding_length"), std::nullopt);
+  c.n_heads = int_key(f, key("attention.head_count"), std::nullopt);
+  c.n_kv_heads = int_key(f, key("attention.head_count_kv"), c.n_heads);
+  c.head_dim = int_key(f, key("attention.key_length"), c.n_heads > 0 ? c.dim / c.n_heads : 0);
+  c.ffn_dim = int_key(f, key("feed_forward_length"), std::nullopt);
+  c.context_length = int_key(f, key("context_length"), 0);
+  c.sliding_window = int_key(f, key("attention.sliding_window"), 0);
+  c.rope_base = f.get_float(key("rope.freq_base")).value_or(10000.0);
+  c.norm_eps = f.get_float(key("attention.layer_norm_rms_epsilon")).value_or(1e-5);
+  c.rope_style = c.arch == "qwen2" ? RopeStyle::rotate_half : RopeStyle::interleaved;
+  const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
+  if (embd == nullptr) throw_format(fmt::format("{}: missing tensor: expected token_embd.weight, found none", file));
+  const WeightTensor e = to_weight(f, *embd);
+  if (e.rows > kIntMax) throw_format(fmt::format("{}: token_embd.weight has {} rows: too many", file, e.rows));
+  c.vocab = static_cast<int>(e.rows);
+  if (const auto v = f.get_int(key("vocab_size")); v && *v != c.vocab)
+    throw_format(fmt::format("{}: {} is {}, but token_embd.weight has {} rows", file, key("vocab_size"), *v, c.vocab));
+  c.tied_output = f.find_tensor("output.weight") == nullptr;
+  c.qkv_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
+  c.bos_token = token_id(f, "tokenizer.ggml.bos_token_id");
+  c.eos_token = token_id(f, "tokenizer.ggml.eos_token_id");
+  return c;
+}
+
+void add_weights(const GgufFile& f, const ModelConfig& c, Model& model) {
+  for (const GgufTensorInfo& t : f.tensors()) {
+    const auto named = gguf_weight(t.name);
+    if (!named) continue;  // e.g. rope_freqs.weight: not part of this model's computation
+    if (named->layer >= c.n_layers)
+      throw_format(fmt::format("{}: tensor '{}' belongs to layer {}, but {}.block_count is {}", f.path().string(),
+                               t.name, named->layer, c.arch, c.n_layers));
+    model.add(named->kind, named->layer, to_weight(f, t));
+  }
+}
+
+// tokenizer.ggml.*, or nullopt when the file has no token list.
+std::optional<Vocabulary> gguf_vocabulary(const GgufFile& f, const ModelConfig& c) {
+  auto tokens = f.get_string_array("tokenizer.ggml.tokens");
+  if (!tokens) return std::nullopt;
+  Vocabulary v;
+  v.model = f.get_string("tokenizer.ggml.model").value_or("llama");
+  v.tokens = std::move(*tokens);
+  v.scores = f.get_float_array("tokenizer.ggml.scores").value_or(std::vector<float>{});
+  v.types = f.get_int_array("tokenizer.ggml.token_type").value_or(std::vector<std::int32_t>{});
+  v.merges = f.get_string_array("tokenizer.ggml.merges").value_or(std::vector<std::string>{});
+  v.bos = c.bos_token;
+  v.eos = c.eos_token;
+  v.unk = token_id(f, "tokenizer.ggml.unknown_token_id");
+  v.add_bos = f.get_bool("tokenizer.ggml.add_bos_token").value_or(true);
+  v.add_space_prefix = f.get_bool("tokenizer.ggml.add_space_prefix").value_or(v.model == "llama");
+  auto check = [&](std::size_t n, std::string_view what) {
+    if (n != 0 && n != v.tokens.size())
+      throw_format(fmt::format("{}: {}: expected {} entries (one per token), found {}", f.path().string(), what,
+                               v.tokens.size(), n));
+  };
+  check(v.scores.size(), "tokenizer.ggml.scores");
+  check(v.types.size(), "tokenizer.ggml.token_type");
+  if (v.tokens.size() != static_cast<std::size_t>(c.vocab))
+    throw_format(
+        fmt::format("{}: tokenizer.ggml.tokens: expected {} tokens (the rows of token_embd.weight), "
+                    "found {}",
+                    f.path().string(), c.vocab, v.tokens.size()));
+  return v;
+}
+
+}  // namespace
+
+std::unique_ptr<Model> read_gguf(const std::filesystem::path& path) {
+  GgufFile file(path);
+  const ModelConfig config = gguf_config(file);
+  config.validate(path.string());
+  auto model = std::make_unique<Model>(path, config);
+  add_weights(file, config, *model);
+  if (auto vocab = gguf_vocabulary(file, config)) model->set_vocabulary(std::move(*vocab));
+  model->adopt(file.release_mapping());
+  model->validate();
+  return model;
+}
+
+}  // namespace tapdiff::model

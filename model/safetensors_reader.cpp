@@ -1,1 +1,360 @@
-// placeholder: being written
+#include "model/safetensors_reader.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <charconv>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "model/errors.h"
+#include "model/mapped_file.h"
+
+namespace tapdiff::model {
+namespace {
+
+using nlohmann::json;
+constexpr std::uint64_t kMaxHeaderBytes = 100u << 20;  // the safetensors format's own limit
+constexpr int kIntMax = std::numeric_limits<int>::max();
+
+// Bytes per element of every safetensors dtype (0 for an unknown name).
+std::size_t element_bytes(std::string_view dtype) {
+  static constexpr std::pair<std::string_view, std::size_t> kSizes[] = {
+      {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E5M2", 1}, {"F8_E4M3", 1}, {"I16", 2}, {"U16", 2}, {"F16", 2},
+      {"BF16", 2}, {"I32", 4}, {"U32", 4}, {"F32", 4},     {"F64", 8},     {"I64", 8}, {"U64", 8}};
+  for (const auto& [name, size] : kSizes)
+    if (name == dtype) return size;
+  return 0;
+}
+
+std::optional<DType> model_dtype(std::string_view dtype) {
+  if (dtype == "F32") return DType::f32;
+  if (dtype == "F16") return DType::f16;
+  if (dtype == "BF16") return DType::bf16;
+  return std::nullopt;
+}
+
+// A JSON value for a one-line message: compact, control characters replaced, at most ~80 chars.
+std::string brief(const json& j) {
+  std::string s = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (s.size() > 80) s = s.substr(0, 77) + "...";
+  return s;
+}
+
+// Throws FormatError(message) with control characters (from names and strings in a corrupt
+// file) escaped as \xNN, so that every message stays one line.
+[[noreturn]] void throw_format(const std::string& message) {
+  std::string out;
+  for (const char ch : message) {
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F)
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(ch));
+    else
+      out += ch;
+  }
+  throw FormatError(out);
+}
+
+json parse_json(std::string_view text, const std::string& source, std::string_view what) {
+  try {
+    return json::parse(text.begin(), text.end());
+  } catch (const json::exception& e) {
+    throw_format(fmt::format("{}: expected {} in JSON, found a parse error: {}", source, what, e.what()));
+  }
+}
+
+json read_json_file(const std::filesystem::path& path, std::string_view what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw EnvironmentError(fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return parse_json(buffer.str(), path.string(), what);
+}
+
+}  // namespace
+
+SafetensorsFile::SafetensorsFile(const std::filesystem::path& path)
+    : path_(path), file_(std::make_unique<MappedFile>(path)) {
+  const std::span<const std::byte> bytes = file_->bytes();
+  const std::string file = path.string();
+  if (bytes.size() < 8)
+    throw_format(fmt::format("{}: truncated: the header length needs bytes [0, 8) but the file has {} bytes", file,
+                             bytes.size()));
+  std::uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  if (n > kMaxHeaderBytes)
+    throw_format(fmt::format("{}: expected a header length up to {} bytes, found {}", file, kMaxHeaderBytes, n));
+  if (n > bytes.size() - 8)
+    throw_format(fmt::format("{}: truncated: the JSON header needs bytes [8, {}) but the file has {} bytes", file,
+                             8 + n, bytes.size()));
+  const json header =
+      parse_json(std::string_view(reinterpret_cast<const char*>(bytes.data() + 8), n), file, "a safetensors header");
+  if (!header.is_object())
+    throw_format(fmt::format("{}: expected a JSON object as the header, found {}", file, brief(header)));
+  const std::span<const std::byte> data = bytes.subspan(8 + n);
+  for (const auto& [name, entry] : header.items()) {
+    if (name != "__metadata__") {
+      parse_entry(name, entry, data);
+    } else if (entry.is_object()) {
+      for (const auto& [k, v] : entry.items()) metadata_[k] = v.is_string() ? v.get<std::string>() : v.dump();
+    }
+  }
+}
+
+// One tensor entry {dtype, shape, data_offsets}; its bytes must lie inside `data`.
+void SafetensorsFile::parse_entry(const std::string& name, const json& entry, std::span<const std::byte> data) {
+  auto fail = [&](std::string_view expected, const std::string& found) {
+    throw_format(fmt::format("{}: tensor '{}': expected {}, found {}", path_.string(), name, expected, found));
+  };
+  if (!entry.is_object() || !entry.contains("dtype") || !entry["dtype"].is_string() || !entry.contains("shape") ||
+      !entry["shape"].is_array() || !entry.contains("data_offsets") || !entry["data_offsets"].is_array())
+    fail("an object with dtype, shape and data_offsets", brief(entry));
+  SafetensorsTensor t;
+  t.name = name;
+  t.dtype_name = entry["dtype"].get<std::string>();
+  t.dtype = model_dtype(t.dtype_name);
+  const std::size_t elem = element_bytes(t.dtype_name);
+  if (elem == 0) fail("a safetensors dtype (F32, F16, BF16, I8, ...)", fmt::format("dtype '{}'", t.dtype_name));
+  std::uint64_t count = 1;
+  const std::uint64_t limit = data.size();
+  for (const json& d : entry["shape"]) {
+    if (!d.is_number_unsigned()) fail("a shape of non-negative integers", brief(entry["shape"]));
+    const auto n = d.get<std::uint64_t>();
+    count = n != 0 && count > limit / n ? limit + 1 : count * n;  // saturates above the data size
+    t.shape.push_back(static_cast<std::int64_t>(std::min<std::uint64_t>(n, std::uint64_t{1} << 62)));
+  }
+  const json& off = entry["data_offsets"];
+  if (off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned() ||
+      off[0].get<std::uint64_t>() > off[1].get<std::uint64_t>())
+    fail("data_offsets [begin, end] with begin <= end", brief(off));
+  const auto begin = off[0].get<std::uint64_t>(), end = off[1].get<std::uint64_t>();
+  if (count > limit || count * elem != end - begin)
+    fail(fmt::format("{} bytes of data ({} of shape [{}]) in data_offsets", count > limit ? 0 : count * elem,
+                     t.dtype_name, fmt::join(t.shape, ", ")),
+         fmt::format("[{}, {}]", begin, end));
+  const std::uint64_t header_end = file_->size() - data.size();  // 8 + header length
+  if (end > data.size())
+    throw_format(fmt::format("{}: truncated: tensor '{}' needs bytes [{}, {}) but the file has {} bytes",
+                             path_.string(), name, header_end + begin, header_end + end, file_->size()));
+  t.bytes = data.subspan(begin, end - begin);
+  tensors_.push_back(std::move(t));
+}
+
+SafetensorsFile::~SafetensorsFile() = default;
+
+const SafetensorsTensor* SafetensorsFile::find(std::string_view name) const {
+  for (const auto& t : tensors_)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+std::unique_ptr<MappedFile> SafetensorsFile::release_mapping() { return std::move(file_); }
+
+namespace {
+
+// Typed access to config.json keys; null counts as absent.
+class HfKeys {
+ public:
+  HfKeys(const json& j, const std::string& source) : j_(j), source_(source) {}
+
+  const json* find(const char* key) const {
+    const auto it = j_.find(key);
+    return it == j_.end() || it->is_null() ? nullptr : &*it;
+  }
+  int integer(const char* key, std::optional<int> fallback = std::nullopt) const {
+    const json* v = find(key);
+    if (v == nullptr) {
+      if (fallback) return *fallback;
+      fail(key, "an integer", "no such key");
+    }
+    if (!v->is_number_integer() || v->get<std::int64_t>() < 0 || v->get<std::int64_t>() > kIntMax)
+      fail(key, "a non-negative integer", brief(*v));
+    return v->get<int>();
+  }
+  double number(const char* key, std::optional<double> fallback = std::nullopt) const {
+    const json* v = find(key);
+    if (v == nullptr) {
+      if (fallback) return *fallback;
+      fail(key, "a number", "no such key");
+    }
+    if (!v->is_number()) fail(key, "a number", brief(*v));
+    return v->get<double>();
+  }
+  bool boolean(const char* key, bool fallback) const {
+    const json* v = find(key);
+    if (v == nullptr) return fallback;
+    if (!v->is_boolean()) fail(key, "true or false", brief(*v));
+    return v->get<bool>();
+  }
+  // A token id, or the first of an array of ids; -1 when absent.
+  int token(const char* key) const {
+    const json* v = find(key);
+    if (v != nullptr && v->is_array()) v = v->empty() ? nullptr : &v->front();
+    if (v == nullptr) return -1;
+    if (!v->is_number_integer() || v->get<std::int64_t>() < 0 || v->get<std::int64_t>() > kIntMax)
+      fail(key, "a token id or an array of them", brief(*v));
+    return v->get<int>();
+  }
+  [[noreturn]] void fail(const char* key, std::string_view expected, const std::string& found) const {
+    throw_format(fmt::format("{}: '{}': expected {}, found {}", source_, key, expected, found));
+  }
+
+ private:
+  const json& j_;
+  const std::string& source_;
+};
+
+struct NamedWeight {
+  WeightKind kind;
+  int layer;
+};
+
+// The WeightKind of a Hugging Face tensor name, or nullopt for a tensor the model does not use.
+std::optional<NamedWeight> hf_weight(std::string_view name) {
+  static constexpr std::pair<std::string_view, WeightKind> kGlobal[] = {
+      {"model.embed_tokens.weight", WeightKind::token_embd},
+      {"model.norm.weight", WeightKind::output_norm},
+      {"lm_head.weight", WeightKind::output}};
+  static constexpr std::pair<std::string_view, WeightKind> kLayer[] = {
+      {"input_layernorm.weight", WeightKind::attn_norm},
+      {"self_attn.q_proj.weight", WeightKind::wq},
+      {"self_attn.k_proj.weight", WeightKind::wk},
+      {"self_attn.v_proj.weight", WeightKind::wv},
+      {"self_attn.q_proj.bias", WeightKind::bq},
+      {"self_attn.k_proj.bias", WeightKind::bk},
+      {"self_attn.v_proj.bias", WeightKind::bv},
+      {"self_attn.o_proj.weight", WeightKind::wo},
+      {"post_attention_layernorm.weight", WeightKind::ffn_norm},
+      {"mlp.gate_proj.weight", WeightKind::ffn_gate},
+      {"mlp.up_proj.weight", WeightKind::ffn_up},
+      {"mlp.down_proj.weight", WeightKind::ffn_down}};
+  for (const auto& [n, kind] : kGlobal)
+    if (name == n) return NamedWeight{kind, -1};
+  constexpr std::string_view kPrefix = "model.layers.";
+  if (!name.starts_with(kPrefix)) return std::nullopt;
+  name.remove_prefix(kPrefix.size());
+  int layer = 0;
+  const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), layer);
+  if (ec != std::errc{} || end == name.data() || end == name.data() + name.size() || *end != '.') return std::nullopt;
+  name.remove_prefix(static_cast<std::size_t>(end - name.data()) + 1);
+  for (const auto& [n, kind] : kLayer)
+    if (name == n) return NamedWeight{kind, layer};
+  return std::nullopt;
+}
+
+// The tensor as [rows, cols]: the last dimension is cols, the one before rows, earlier ones must be 1.
+WeightTensor to_weight(const SafetensorsFile& f, const SafetensorsTensor& t) {
+  auto fail = [&](std::string_view expected, const std::string& found) {
+    throw_format(fmt::format("{}: tensor '{}': expected {}, found {}", f.path().string(), t.name, expected, found));
+  };
+  if (!t.dtype) fail("dtype F32, F16 or BF16", fmt::format("dtype {}", t.dtype_name));
+  const std::size_t n = t.shape.size();
+  for (std::size_t d = 0; d + 2 < n; ++d)
+    if (t.shape[d] != 1) fail("a vector or a matrix", fmt::format("shape [{}]", fmt::join(t.shape, ", ")));
+  if (n == 0) fail("a vector or a matrix", "a scalar");
+  return WeightTensor{t.name, *t.dtype, n >= 2 ? t.shape[n - 2] : 1, t.shape[n - 1], t.bytes};
+}
+
+// The safetensors files of the folder: model.safetensors, or the shards its index names (sorted).
+std::vector<std::filesystem::path> shard_paths(const std::filesystem::path& folder, json* weight_map) {
+  const auto single = folder / "model.safetensors";
+  const auto index = folder / "model.safetensors.index.json";
+  if (!std::filesystem::exists(index)) {
+    if (std::filesystem::exists(single)) return {single};
+    throw_format(
+        fmt::format("{}: expected model.safetensors or model.safetensors.index.json, found neither", folder.string()));
+  }
+  const json j = read_json_file(index, "an index");
+  if (!j.contains("weight_map") || !j["weight_map"].is_object())
+    throw_format(fmt::format("{}: expected a 'weight_map' object, found {}", index.string(), brief(j)));
+  std::set<std::string> names;
+  for (const auto& [tensor, shard] : j["weight_map"].items()) {
+    if (!shard.is_string() || shard.get<std::string>().find('/') != std::string::npos)
+      throw_format(fmt::format("{}: weight_map['{}']: expected a file name in this folder, found {}", index.string(),
+                               tensor, brief(shard)));
+    names.insert(shard.get<std::string>());
+  }
+  *weight_map = j["weight_map"];
+  std::vector<std::filesystem::path> paths;
+  for (const std::string& n : names) {
+    paths.push_back(folder / n);
+    if (!std::filesystem::exists(paths.back()))
+      throw_format(
+          fmt::format("{}: expected the shard {} named in its weight_map, found no such file", index.string(), n));
+  }
+  return paths;
+}
+
+}  // namespace
+
+ModelConfig hf_config(const json& j, const std::string& source) {
+  if (!j.is_object()) throw_format(fmt::format("{}: expected a JSON object, found {}", source, brief(j)));
+  const HfKeys k(j, source);
+  ModelConfig c;
+  const json* type = k.find("model_type");
+  if (type == nullptr) k.fail("model_type", "llama, mistral or qwen2", "no such key");
+  if (!type->is_string() || (*type != "llama" && *type != "mistral" && *type != "qwen2"))
+    k.fail("model_type", "llama, mistral or qwen2", brief(*type));
+  if (const json* scaling = k.find("rope_scaling"))
+    throw_format(
+        fmt::format("{}: rope_scaling {} is not supported (expected null or absent)", source, brief(*scaling)));
+  c.arch = type->get<std::string>();
+  c.dim = k.integer("hidden_size");
+  c.n_layers = k.integer("num_hidden_layers");
+  c.n_heads = k.integer("num_attention_heads");
+  c.n_kv_heads = k.integer("num_key_value_heads", c.n_heads);
+  c.head_dim = k.integer("head_dim", c.n_heads > 0 ? c.dim / c.n_heads : 0);
+  c.ffn_dim = k.integer("intermediate_size");
+  c.vocab = k.integer("vocab_size");
+  c.norm_eps = k.number("rms_norm_eps");
+  c.rope_base = k.number("rope_theta", 10000.0);
+  c.context_length = k.integer("max_position_embeddings", 0);
+  c.rope_style = RopeStyle::rotate_half;
+  c.tied_output = k.boolean("tie_word_embeddings", false);
+  if (c.arch == "mistral" || (c.arch == "qwen2" && k.boolean("use_sliding_window", false)))
+    c.sliding_window = k.integer("sliding_window", 0);
+  c.qkv_bias = c.arch == "qwen2" || (c.arch == "llama" && k.boolean("attention_bias", false));
+  c.bos_token = k.token("bos_token_id");
+  c.eos_token = k.token("eos_token_id");
+  return c;
+}
+
+std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
+  const auto config_path = folder / "config.json";
+  if (!std::filesystem::exists(config_path))
+    throw_format(fmt::format("{}: expected a Hugging Face folder with config.json, found none", folder.string()));
+  ModelConfig config = hf_config(read_json_file(config_path, "a model config"), config_path.string());
+  json weight_map;
+  std::vector<std::unique_ptr<SafetensorsFile>> files;
+  for (const auto& p : shard_paths(folder, &weight_map)) files.push_back(std::make_unique<SafetensorsFile>(p));
+  std::unordered_map<std::string, std::pair<const SafetensorsFile*, const SafetensorsTensor*>> by_name;
+  for (const auto& f : files)
+    for (const auto& t : f->tensors())
+      if (!by_name.emplace(t.name, std::pair{f.get(), &t}).second)
+        throw_format(fmt::format("{}: tensor '{}' appears in two shards", f->path().string(), t.name));
+  for (const auto& [tensor, shard] : weight_map.items())
+    if (!by_name.contains(tensor) || by_name[tensor].first->path().filename() != shard.get<std::string>())
+      throw_format(fmt::format("{}: tensor '{}' listed in model.safetensors.index.json is missing",
+                               (folder / shard.get<std::string>()).string(), tensor));
+  config.tied_output = config.tied_output || !by_name.contains("lm_head.weight");
+  config.validate(config_path.string());
+  auto model = std::make_unique<Model>(folder, config);
+  for (const auto& [name, where] : by_name) {
+    const auto named = hf_weight(name);
+    if (!named || (named->kind == WeightKind::output && config.tied_output)) continue;
+    if (named->layer >= config.n_layers)
+      throw_format(fmt::format("{}: tensor '{}' belongs to layer {}, but num_hidden_layers is {}",
+                               where.first->path().string(), name, named->layer, config.n_layers));
+    model->add(named->kind, named->layer, to_weight(*where.first, *where.second));
+  }
+  for (auto& f : files) model->adopt(f->release_mapping());
+  model->validate();
+  return model;
+}
+
+}  // namespace tapdiff::model
