@@ -1,1 +1,435 @@
-// placeholder: being written
+#include "dumps/h5.h"
+
+#include <algorithm>
+#include <bit>
+#include <filesystem>
+
+#include <fmt/core.h>
+
+#include "model/errors.h"
+
+namespace tapdiff::dumps::h5 {
+namespace {
+
+// HDF5 prints its error stack to stderr by default; we report through exceptions instead.
+void quiet() {
+  static const bool once = [] {
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    return true;
+  }();
+  (void)once;
+}
+
+template <class Error>
+[[noreturn]] void fail(const std::string& where, std::string_view what) {
+  const std::string reason = last_error();
+  if (reason.empty()) throw Error(fmt::format("{}: {}", where, what));
+  throw Error(fmt::format("{}: {} (HDF5: {})", where, what, reason));
+}
+
+// Returns id, or throws Error naming where and what when HDF5 signalled failure (< 0).
+template <class Error = EnvironmentError>
+hid_t need(hid_t id, const std::string& where, std::string_view what) {
+  if (id < 0) fail<Error>(where, what);
+  return id;
+}
+
+hid_t make_half_type() {
+  quiet();
+  // As h5py and numpy define float16: 1 sign, 5 exponent (bias 15), 10 mantissa bits.
+  const hid_t type = H5Tcopy(H5T_IEEE_F32LE);
+  H5Tset_fields(type, 15, 10, 5, 0, 10);
+  H5Tset_size(type, 2);
+  H5Tset_ebias(type, 15);
+  return type;
+}
+
+hid_t half_type() {
+  static const hid_t type = make_half_type();
+  return type;
+}
+
+// Variable-length string type of the given character set (UTF-8 for what we write).
+Id string_type(H5T_cset_t cset, std::size_t size) {
+  Id type(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(type.get(), size);
+  H5Tset_cset(type.get(), cset);
+  return type;
+}
+
+std::string_view class_name(H5T_class_t cls) {
+  switch (cls) {
+    case H5T_INTEGER: return "an integer";
+    case H5T_FLOAT: return "a float";
+    case H5T_STRING: return "a string";
+    case H5T_ENUM: return "an enum";
+    case H5T_COMPOUND: return "a compound";
+    case H5T_ARRAY: return "an array type";
+    default: return "another HDF5 type";
+  }
+}
+
+Id scalar_space() { return Id(H5Screate(H5S_SCALAR), H5Sclose); }
+
+// Creation properties that leave out modification times, so identical runs give identical files.
+Id no_times(hid_t plist_class) {
+  Id plist(H5Pcreate(plist_class), H5Pclose);
+  H5Pset_obj_track_times(plist.get(), false);
+  return plist;
+}
+
+}  // namespace
+
+hid_t file_type(Type type) {
+  quiet();
+  switch (type) {
+    case Type::i32: return H5T_STD_I32LE;
+    case Type::u8: return H5T_STD_U8LE;
+    case Type::f16: return half_type();
+    case Type::f32: return H5T_IEEE_F32LE;
+    case Type::f64: return H5T_IEEE_F64LE;
+  }
+  return H5I_INVALID_HID;
+}
+
+hid_t memory_type(Type type) {
+  quiet();
+  switch (type) {
+    case Type::i32: return H5T_NATIVE_INT32;
+    case Type::u8: return H5T_NATIVE_UINT8;
+    case Type::f16: return half_type();
+    case Type::f32: return H5T_NATIVE_FLOAT;
+    case Type::f64: return H5T_NATIVE_DOUBLE;
+  }
+  return H5I_INVALID_HID;
+}
+
+std::string last_error() {
+  std::string message;
+  auto innermost = [](unsigned n, const H5E_error2_t* error, void* out) -> herr_t {
+    if (n == 0 && error->desc != nullptr) *static_cast<std::string*>(out) = error->desc;
+    return 0;
+  };
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, innermost, &message);
+  return message;
+}
+
+// --- Id ---------------------------------------------------------------------------------------
+
+Id::Id(Id&& other) noexcept : id_(other.id_), close_(other.close_) { other.id_ = H5I_INVALID_HID; }
+
+Id& Id::operator=(Id&& other) noexcept {
+  if (this != &other) {
+    reset();
+    id_ = other.id_;
+    close_ = other.close_;
+    other.id_ = H5I_INVALID_HID;
+  }
+  return *this;
+}
+
+void Id::reset() {
+  if (id_ >= 0 && close_ != nullptr) close_(id_);
+  id_ = H5I_INVALID_HID;
+}
+
+hid_t Id::release() {
+  const hid_t id = id_;
+  id_ = H5I_INVALID_HID;
+  return id;
+}
+
+// --- Object: attributes ---------------------------------------------------------------------
+
+std::string Object::where(std::string_view child) const {
+  if (child.empty()) return fmt::format("{}: {}", file_, path_);
+  return fmt::format("{}: {}{}{}", file_, path_, path_ == "/" ? "" : "/", child);
+}
+
+bool Object::has_attribute(const std::string& name) const {
+  const htri_t found = H5Aexists(id(), name.c_str());
+  if (found < 0) fail<FormatError>(where(), fmt::format("cannot look up attribute '{}'", name));
+  return found > 0;
+}
+
+Id Object::open_attribute(const std::string& name) const {
+  if (!has_attribute(name)) throw FormatError(fmt::format("{} has no attribute '{}'", where(), name));
+  return Id(need<FormatError>(H5Aopen(id(), name.c_str(), H5P_DEFAULT), where(),
+                              fmt::format("cannot open attribute '{}'", name)),
+            H5Aclose);
+}
+
+Id Object::writable_attribute(const std::string& name, hid_t type, hsize_t count) const {
+  Id space = count == 1 ? scalar_space() : Id(H5Screate_simple(1, &count, nullptr), H5Sclose);
+  if (has_attribute(name)) {
+    Id attr(H5Aopen(id(), name.c_str(), H5P_DEFAULT), H5Aclose);
+    Id old_type(H5Aget_type(attr.get()), H5Tclose);
+    Id old_space(H5Aget_space(attr.get()), H5Sclose);
+    if (H5Tequal(old_type.get(), type) > 0 && H5Sextent_equal(old_space.get(), space.get()) > 0) return attr;
+    attr.reset();
+    need(H5Adelete(id(), name.c_str()), where(), fmt::format("cannot replace attribute '{}'", name));
+  }
+  return Id(need(H5Acreate2(id(), name.c_str(), type, space.get(), H5P_DEFAULT, H5P_DEFAULT), where(),
+                 fmt::format("cannot create attribute '{}'", name)),
+            H5Aclose);
+}
+
+void Object::set_string(const std::string& name, std::string_view value) const {
+  const Id type = string_type(H5T_CSET_UTF8, H5T_VARIABLE);
+  const Id attr = writable_attribute(name, type.get(), 1);
+  const std::string text(value);
+  const char* data = text.c_str();
+  need(H5Awrite(attr.get(), type.get(), &data), where(), fmt::format("cannot write attribute '{}'", name));
+}
+
+void Object::set_int(const std::string& name, std::int64_t value) const {
+  const Id attr = writable_attribute(name, H5T_STD_I64LE, 1);
+  need(H5Awrite(attr.get(), H5T_NATIVE_INT64, &value), where(), fmt::format("cannot write attribute '{}'", name));
+}
+
+void Object::set_double(const std::string& name, double value) const {
+  const Id attr = writable_attribute(name, H5T_IEEE_F64LE, 1);
+  need(H5Awrite(attr.get(), H5T_NATIVE_DOUBLE, &value), where(), fmt::format("cannot write attribute '{}'", name));
+}
+
+void Object::set_ints(const std::string& name, std::span<const std::int32_t> values) const {
+  const Id attr = writable_attribute(name, H5T_STD_I32LE, values.size());
+  need(H5Awrite(attr.get(), H5T_NATIVE_INT32, values.data()), where(),
+       fmt::format("cannot write attribute '{}'", name));
+}
+
+namespace {
+
+// The attribute's element count, checking that its class is one of the accepted ones.
+hsize_t checked_count(hid_t attr, const std::string& where, const std::string& name,
+                      std::initializer_list<H5T_class_t> accepted, std::string_view expected) {
+  const Id type(H5Aget_type(attr), H5Tclose);
+  const H5T_class_t cls = H5Tget_class(type.get());
+  if (std::find(accepted.begin(), accepted.end(), cls) == accepted.end())
+    throw FormatError(fmt::format("{}: attribute '{}': expected {}, found {}", where, name, expected, class_name(cls)));
+  const Id space(H5Aget_space(attr), H5Sclose);
+  const hssize_t count = H5Sget_simple_extent_npoints(space.get());
+  if (count < 0) fail<FormatError>(where, fmt::format("cannot read the shape of attribute '{}'", name));
+  return static_cast<hsize_t>(count);
+}
+
+void require_single(hsize_t count, const std::string& where, const std::string& name) {
+  if (count != 1)
+    throw FormatError(fmt::format("{}: attribute '{}': expected a single value, found {} values", where, name, count));
+}
+
+}  // namespace
+
+std::string Object::get_string(const std::string& name) const {
+  const Id attr = open_attribute(name);
+  require_single(checked_count(attr.get(), where(), name, {H5T_STRING}, "a string"), where(), name);
+  const Id stored(H5Aget_type(attr.get()), H5Tclose);
+  const std::string what = fmt::format("cannot read attribute '{}'", name);
+  if (H5Tis_variable_str(stored.get()) > 0) {
+    const Id type = string_type(H5Tget_cset(stored.get()), H5T_VARIABLE);
+    char* data = nullptr;
+    need<FormatError>(H5Aread(attr.get(), type.get(), &data), where(), what);
+    std::string text = data != nullptr ? data : "";
+    H5free_memory(data);
+    return text;
+  }
+  const std::size_t size = H5Tget_size(stored.get());  // fixed length, maybe without a NUL
+  const Id type = string_type(H5Tget_cset(stored.get()), size + 1);
+  std::string text(size + 1, '\0');
+  need<FormatError>(H5Aread(attr.get(), type.get(), text.data()), where(), what);
+  text.resize(text.find('\0'));
+  return text;
+}
+
+std::int64_t Object::get_int(const std::string& name) const {
+  const Id attr = open_attribute(name);
+  require_single(checked_count(attr.get(), where(), name, {H5T_INTEGER}, "an integer"), where(), name);
+  std::int64_t value = 0;
+  need<FormatError>(H5Aread(attr.get(), H5T_NATIVE_INT64, &value), where(),
+                    fmt::format("cannot read attribute '{}'", name));
+  return value;
+}
+
+double Object::get_double(const std::string& name) const {
+  const Id attr = open_attribute(name);
+  require_single(checked_count(attr.get(), where(), name, {H5T_FLOAT, H5T_INTEGER}, "a number"), where(), name);
+  double value = 0;
+  need<FormatError>(H5Aread(attr.get(), H5T_NATIVE_DOUBLE, &value), where(),
+                    fmt::format("cannot read attribute '{}'", name));
+  return value;
+}
+
+std::vector<std::int32_t> Object::get_ints(const std::string& name) const {
+  const Id attr = open_attribute(name);
+  const hsize_t count = checked_count(attr.get(), where(), name, {H5T_INTEGER}, "integers");
+  std::vector<std::int32_t> values(count);
+  if (count > 0)
+    need<FormatError>(H5Aread(attr.get(), H5T_NATIVE_INT32, values.data()), where(),
+                      fmt::format("cannot read attribute '{}'", name));
+  return values;
+}
+
+// --- DataSet ----------------------------------------------------------------------------------
+
+std::vector<hsize_t> DataSet::extent() const {
+  const Id space(need<FormatError>(H5Dget_space(id()), where(), "cannot read the dataset's shape"), H5Sclose);
+  const int rank = H5Sget_simple_extent_ndims(space.get());
+  std::vector<hsize_t> dims(static_cast<std::size_t>(std::max(rank, 0)));
+  if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  return dims;
+}
+
+void DataSet::set_extent(std::span<const hsize_t> dims) const {
+  need(H5Dset_extent(id(), dims.data()), where(), fmt::format("cannot extend to {} rows", dims[0]));
+}
+
+H5T_class_t DataSet::type_class() const {
+  const Id type(H5Dget_type(id()), H5Tclose);
+  return H5Tget_class(type.get());
+}
+
+std::size_t DataSet::type_size() const {
+  const Id type(H5Dget_type(id()), H5Tclose);
+  return H5Tget_size(type.get());
+}
+
+bool DataSet::is_f16() const {
+  const Id type(H5Dget_type(id()), H5Tclose);
+  return H5Tequal(type.get(), half_type()) > 0;
+}
+
+std::pair<Id, Id> DataSet::row_selection(hsize_t first, hsize_t count) const {
+  Id file_space(need(H5Dget_space(id()), where(), "cannot read the dataset's shape"), H5Sclose);
+  const int rank = H5Sget_simple_extent_ndims(file_space.get());
+  TAPDIFF_ASSERT(rank == 1 || rank == 2, "{}: rank {} dataset", where(), rank);
+  hsize_t dims[2] = {0, 1};
+  H5Sget_simple_extent_dims(file_space.get(), dims, nullptr);
+  TAPDIFF_ASSERT(first + count <= dims[0], "{}: rows [{}, {}) outside {} rows", where(), first, first + count, dims[0]);
+  const hsize_t start[2] = {first, 0};
+  const hsize_t size[2] = {count, dims[1]};
+  need(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, size, nullptr), where(),
+       "cannot select rows");
+  Id memory_space(H5Screate_simple(rank, size, nullptr), H5Sclose);
+  return {std::move(file_space), std::move(memory_space)};
+}
+
+void DataSet::write_rows(hsize_t first, hsize_t count, hid_t mem_type, const void* data) const {
+  if (count == 0) return;
+  const auto [file_space, memory_space] = row_selection(first, count);
+  need(H5Dwrite(id(), mem_type, memory_space.get(), file_space.get(), H5P_DEFAULT, data), where(),
+       fmt::format("cannot write rows [{}, {})", first, first + count));
+}
+
+void DataSet::read_rows(hsize_t first, hsize_t count, hid_t mem_type, void* data) const {
+  if (count == 0) return;
+  const auto [file_space, memory_space] = row_selection(first, count);
+  need<FormatError>(H5Dread(id(), mem_type, memory_space.get(), file_space.get(), H5P_DEFAULT, data), where(),
+                    fmt::format("cannot read rows [{}, {})", first, first + count));
+}
+
+// --- Group ------------------------------------------------------------------------------------
+
+std::string Group::child_path(const std::string& name) const {
+  return path() == "/" ? "/" + name : path() + "/" + name;
+}
+
+bool Group::contains(const std::string& name) const {
+  const htri_t found = H5Lexists(id(), name.c_str(), H5P_DEFAULT);
+  if (found < 0) fail<FormatError>(where(), fmt::format("cannot look up '{}'", name));
+  return found > 0;
+}
+
+std::vector<std::string> Group::children() const {
+  H5G_info_t info{};
+  need<FormatError>(H5Gget_info(id(), &info), where(), "cannot list the group");
+  std::vector<std::string> names;
+  for (hsize_t i = 0; i < info.nlinks; ++i) {
+    const ssize_t size = H5Lget_name_by_idx(id(), ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
+    if (size < 0) fail<FormatError>(where(), "cannot list the group");
+    std::string name(static_cast<std::size_t>(size) + 1, '\0');
+    H5Lget_name_by_idx(id(), ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size(), H5P_DEFAULT);
+    name.resize(static_cast<std::size_t>(size));
+    names.push_back(std::move(name));
+  }
+  return names;
+}
+
+Group Group::create_group(const std::string& name) const {
+  const Id gcpl = no_times(H5P_GROUP_CREATE);
+  Id group(
+      need(H5Gcreate2(id(), name.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT), where(name), "cannot create group"),
+      H5Gclose);
+  return Group(std::move(group), file(), child_path(name));
+}
+
+Group Group::open_group(const std::string& name) const {
+  if (!contains(name)) throw FormatError(fmt::format("{}: missing group", where(name)));
+  Id group(need<FormatError>(H5Gopen2(id(), name.c_str(), H5P_DEFAULT), where(name), "expected a group"), H5Gclose);
+  return Group(std::move(group), file(), child_path(name));
+}
+
+namespace {
+
+Id access_properties(std::size_t cache_bytes) {
+  Id dapl(H5Pcreate(H5P_DATASET_ACCESS), H5Pclose);
+  // 101 hash slots (a prime) is plenty: rows are written in order, so few chunks are live.
+  if (cache_bytes > 0) H5Pset_chunk_cache(dapl.get(), 101, cache_bytes, 1.0);
+  return dapl;
+}
+
+}  // namespace
+
+DataSet Group::create_dataset(const std::string& name, Type type, const Layout& layout) const {
+  const int rank = static_cast<int>(layout.dims.size());
+  TAPDIFF_ASSERT(rank == 1 || rank == 2, "{}: rank {} dataset", where(name), rank);
+  const Id dcpl = no_times(H5P_DATASET_CREATE);
+  std::vector<hsize_t> max_dims = layout.dims;
+  if (!layout.chunk.empty()) {
+    TAPDIFF_ASSERT(layout.chunk.size() == layout.dims.size(), "{}: chunk rank", where(name));
+    H5Pset_chunk(dcpl.get(), rank, layout.chunk.data());
+    max_dims[0] = H5S_UNLIMITED;
+  }
+  if (layout.fill != nullptr) H5Pset_fill_value(dcpl.get(), memory_type(type), layout.fill);
+  const Id space(H5Screate_simple(rank, layout.dims.data(), max_dims.data()), H5Sclose);
+  const Id dapl = access_properties(layout.cache_bytes);
+  Id dataset(need(H5Dcreate2(id(), name.c_str(), file_type(type), space.get(), H5P_DEFAULT, dcpl.get(), dapl.get()),
+                  where(name), "cannot create dataset"),
+             H5Dclose);
+  return DataSet(std::move(dataset), file(), child_path(name));
+}
+
+DataSet Group::open_dataset(const std::string& name, std::size_t cache_bytes) const {
+  if (!contains(name)) throw FormatError(fmt::format("{}: missing dataset", where(name)));
+  const Id dapl = access_properties(cache_bytes);
+  Id dataset(need<FormatError>(H5Dopen2(id(), name.c_str(), dapl.get()), where(name), "expected a dataset"), H5Dclose);
+  return DataSet(std::move(dataset), file(), child_path(name));
+}
+
+// --- File -------------------------------------------------------------------------------------
+
+File File::create(const std::string& path) {
+  quiet();
+  const hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  if (id < 0) fail<EnvironmentError>(path, "cannot create the HDF5 file");
+  return File(Id(id, H5Fclose), path);
+}
+
+File File::open(const std::string& path, Mode mode) {
+  quiet();
+  const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
+  if (is_hdf5 < 0) fail<EnvironmentError>(path, "cannot read the file");
+  if (is_hdf5 == 0) throw FormatError(fmt::format("{}: not an HDF5 file", path));
+  const unsigned flags = mode == Mode::read ? H5F_ACC_RDONLY : H5F_ACC_RDWR;
+  const hid_t id = H5Fopen(path.c_str(), flags, H5P_DEFAULT);
+  if (id < 0) fail<FormatError>(path, "cannot open the HDF5 file");  // signature present: damaged
+  return File(Id(id, H5Fclose), path);
+}
+
+void File::flush() const { need(H5Fflush(id(), H5F_SCOPE_LOCAL), file(), "cannot flush the file"); }
+
+void File::close() {
+  const hid_t id = handle().release();
+  if (id >= 0 && H5Fclose(id) < 0) fail<EnvironmentError>(file(), "cannot close the file");
+}
+
+}  // namespace tapdiff::dumps::h5

@@ -1,0 +1,69 @@
+#pragma once
+// Reads a dump written by DumpWriter or by any writer following docs/dump-format.md (h5py).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "dumps/h5.h"
+#include "dumps/schema.h"
+#include "model/graph.h"
+#include "model/host_tensor.h"
+
+namespace tapdiff::dumps {
+
+class DumpReader {
+ public:
+  // Opens and checks the whole layout. UsageError when path does not exist; FormatError naming
+  // path when it is not HDF5, not a tapdiff dump (no schema_version), of another schema version,
+  // or inconsistent with itself: a tap of unknown op or misplaced layer, a width that does not
+  // match model_config, fewer rows than rows(), provenance datasets of different lengths.
+  explicit DumpReader(const std::string& path);
+
+  const std::string& path() const { return path_; }
+  const RunMetadata& metadata() const { return metadata_; }
+  const model::ModelConfig& config() const { return config_; }  // the fields widths need
+  bool complete() const { return complete_; }                   // finish() ran; absent attribute: true
+  // Rows that hold valid data: rows_complete when present, else the provenance length.
+  std::int64_t rows() const { return rows_; }
+
+  // Tapped op outputs in graph order (layer ascending, embed first, logits last).
+  const std::vector<model::TensorId>& tensors() const { return tensors_; }
+  bool has(const model::TensorId& id) const;
+  // Rows [first_row, first_row + count) clamped to rows(): [n, width], f64 when stored as f64,
+  // else f32 (f16 storage widens exactly). UsageError naming the file when id is not tapped.
+  model::HostTensor read(const model::TensorId& id, std::int64_t first_row, std::int64_t count) const;
+
+  // Per-row provenance, rows() entries each.
+  const std::vector<std::int32_t>& positions() const { return positions_; }
+  const std::vector<std::int32_t>& chunks() const { return chunks_; }
+  const std::vector<std::uint8_t>& decode_flags() const { return decode_; }
+  const std::vector<std::int32_t>& tokens() const { return tokens_; }
+  const nlohmann::json& summary() const { return summary_; }  // null when absent
+
+  // Why a and b do not describe the same run, or nullopt when they do: different models
+  // (sha256, or model_config when a sha256 is empty), then different positions or tokens over
+  // the rows both hold. One line naming both files.
+  static std::optional<std::string> mismatch(const DumpReader& a, const DumpReader& b);
+
+ private:
+  void check_schema_version() const;
+  void read_provenance();
+  void read_taps();
+  void check_tap(const model::TensorId& id, const h5::DataSet& data) const;
+
+  std::string path_;
+  h5::File file_;
+  RunMetadata metadata_;
+  model::ModelConfig config_;
+  bool complete_ = true;
+  std::int64_t rows_ = 0;
+  std::vector<model::TensorId> tensors_;
+  std::vector<std::int32_t> positions_, chunks_, tokens_;
+  std::vector<std::uint8_t> decode_;
+  nlohmann::json summary_;
+};
+
+}  // namespace tapdiff::dumps

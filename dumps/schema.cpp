@@ -1,0 +1,141 @@
+#include "dumps/schema.h"
+
+#include <ctime>
+
+#include <fmt/core.h>
+
+#include "dumps/h5.h"
+#include "model/errors.h"
+
+namespace tapdiff::dumps {
+
+std::string_view storage_name(StorageType type) {
+  switch (type) {
+    case StorageType::f32: return "f32";
+    case StorageType::f64: return "f64";
+    case StorageType::f16: return "f16";
+  }
+  return "?";
+}
+
+std::optional<StorageType> storage_from_name(std::string_view name) {
+  for (StorageType type : {StorageType::f32, StorageType::f64, StorageType::f16})
+    if (storage_name(type) == name) return type;
+  return std::nullopt;
+}
+
+std::string utc_now_iso8601() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32] = {};
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+std::string tap_path(const model::TensorId& id) {
+  return fmt::format("/{}/{}/{}", names::kTaps, id.layer, model::op_name(id.op));
+}
+
+model::ModelConfig config_from_json(const nlohmann::json& config, const std::string& source) {
+  if (!config.is_object())
+    throw FormatError(fmt::format("{}: model_config: expected a JSON object, found '{}'", source, config.dump()));
+  auto field = [&](const char* key, int fallback) {
+    if (!config.contains(key)) {
+      if (fallback > 0) return fallback;
+      throw FormatError(fmt::format("{}: model_config: missing '{}'", source, key));
+    }
+    const nlohmann::json& value = config.at(key);
+    if (!value.is_number_integer() || value.get<std::int64_t>() < 1 || value.get<std::int64_t>() > INT32_MAX)
+      throw FormatError(
+          fmt::format("{}: model_config.{}: expected a positive integer, found {}", source, key, value.dump()));
+    return value.get<int>();
+  };
+  model::ModelConfig out;
+  out.n_layers = field("n_layers", 0);
+  out.dim = field("dim", 0);
+  out.n_heads = field("n_heads", 0);
+  out.n_kv_heads = field("n_kv_heads", out.n_heads);
+  out.head_dim = field("head_dim", out.dim / out.n_heads);
+  out.ffn_dim = field("ffn_dim", 0);
+  out.vocab = field("vocab", 0);
+  if (config.contains("arch") && config.at("arch").is_string()) out.arch = config.at("arch").get<std::string>();
+  return out;
+}
+
+void write_metadata(const h5::Group& root, const RunMetadata& m) {
+  root.set_int(names::kSchemaVersion, kSchemaVersion);
+  root.set_string("tool_version", m.tool_version);
+  root.set_string("engine", m.engine);
+  root.set_string("device", m.device);
+  root.set_string("compute_dtype", m.compute_dtype);
+  root.set_string("kernels", nlohmann::json(m.kernels).dump());
+  root.set_string("model_path", m.model_path);
+  root.set_string("model_sha256", m.model_sha256);
+  root.set_string(names::kModelConfig, m.model_config.dump());
+  root.set_int("chunk_size", m.chunk_size);
+  root.set_string("command_line", m.command_line);
+  root.set_string("created", m.created);
+  root.set_string(names::kStorageDtype, m.storage_dtype);
+  const h5::DataSet prompt =
+      root.create_dataset(names::kPromptTokens, h5::Type::i32, h5::Layout::fixed({m.prompt_tokens.size()}));
+  prompt.write_rows(0, m.prompt_tokens.size(), h5::memory_type(h5::Type::i32), m.prompt_tokens.data());
+}
+
+namespace {
+
+std::string optional_string(const h5::Group& root, const char* name) {
+  return root.has_attribute(name) ? root.get_string(name) : std::string();
+}
+
+nlohmann::json parse_json_attribute(const h5::Group& root, const char* name) {
+  const std::string text = root.get_string(name);
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw FormatError(fmt::format("{}: attribute '{}': expected JSON, found '{}' ({})", root.file(), name,
+                                  text.substr(0, 80), e.what()));
+  }
+}
+
+std::map<std::string, std::string> read_kernels(const h5::Group& root) {
+  std::map<std::string, std::string> kernels;
+  if (!root.has_attribute("kernels")) return kernels;
+  const nlohmann::json json = parse_json_attribute(root, "kernels");
+  if (!json.is_object())
+    throw FormatError(
+        fmt::format("{}: attribute 'kernels': expected a JSON object, found {}", root.file(), json.dump()));
+  for (const auto& [op, variant] : json.items())
+    kernels[op] = variant.is_string() ? variant.get<std::string>() : variant.dump();
+  return kernels;
+}
+
+}  // namespace
+
+RunMetadata read_metadata(const h5::Group& root) {
+  RunMetadata m;
+  m.tool_version = optional_string(root, "tool_version");
+  m.engine = optional_string(root, "engine");
+  m.device = optional_string(root, "device");
+  m.compute_dtype = optional_string(root, "compute_dtype");
+  m.kernels = read_kernels(root);
+  m.model_path = optional_string(root, "model_path");
+  m.model_sha256 = optional_string(root, "model_sha256");
+  m.model_config = parse_json_attribute(root, names::kModelConfig);
+  m.chunk_size = root.has_attribute("chunk_size") ? static_cast<int>(root.get_int("chunk_size")) : 0;
+  m.command_line = optional_string(root, "command_line");
+  m.created = optional_string(root, "created");
+  m.storage_dtype = optional_string(root, names::kStorageDtype);
+  if (root.contains(names::kPromptTokens)) {
+    const h5::DataSet prompt = root.open_dataset(names::kPromptTokens);
+    const std::vector<hsize_t> extent = prompt.extent();
+    if (extent.size() != 1)
+      throw FormatError(fmt::format("{}: /{}: expected a 1-D dataset, found rank {}", root.file(), names::kPromptTokens,
+                                    extent.size()));
+    m.prompt_tokens.resize(extent[0]);
+    prompt.read_rows(0, extent[0], h5::memory_type(h5::Type::i32), m.prompt_tokens.data());
+  }
+  return m;
+}
+
+}  // namespace tapdiff::dumps

@@ -1,0 +1,36 @@
+#pragma once
+// Which op outputs a run taps, from the --taps option.
+#include <cstdint>
+#include <optional>
+#include <regex>
+#include <string>
+
+#include "model/graph.h"
+
+namespace tapdiff::dumps {
+
+// --taps values:
+//   all     every op of the graph
+//   layers  embed, each layer's ffn_residual, final_norm and logits (the residual stream)
+//   none    nothing
+//   REGEX   ops whose "LAYER/OP" name ("3/q_proj", "-1/embed", "5/logits") contains a match
+//           (std::regex ECMAScript, regex_search): "^0/", "rope_[qk]$", "^(2|3)/attn$"
+class TapFilter {
+ public:
+  enum class Kind : std::uint8_t { all, layers, none, regex };
+
+  TapFilter() = default;  // all
+  // UsageError("--taps: ...") naming the regex and its error when spec is not a valid regex.
+  explicit TapFilter(const std::string& spec);
+
+  bool matches(const model::TensorId& id) const;
+  Kind kind() const { return kind_; }
+  const std::string& spec() const { return spec_; }
+
+ private:
+  Kind kind_ = Kind::all;
+  std::string spec_ = "all";
+  std::optional<std::regex> regex_;
+};
+
+}  // namespace tapdiff::dumps
