@@ -454,4 +454,15 @@ std::string Tokenizer::decode(std::span<const std::int32_t> ids) const {
   return text;
 }
 
+std::string valid_utf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); i += utf8_length(text, i)) {
+    const char32_t cp = utf8_decode(text, i);
+    const bool scalar = cp <= 0x10FFFF && (cp < 0xD800 || cp > 0xDFFF);
+    out += utf8_encode(scalar ? cp : char32_t{0xFFFD});
+  }
+  return out;
+}
+
 }  // namespace tapdiff::model

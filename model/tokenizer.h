@@ -76,4 +76,8 @@ class Tokenizer {
   std::unordered_map<std::string, std::uint8_t> char_bytes_;  // the inverse of byte_chars_ (bpe)
 };
 
+// text with every malformed UTF-8 sequence (a lone byte token's fragment, a surrogate) replaced by
+// U+FFFD, for display and JSON; decode() itself returns the exact bytes.
+std::string valid_utf8(std::string_view text);
+
 }  // namespace tapdiff::model

@@ -59,9 +59,10 @@ nlohmann::json summarize(const model::Engine& engine, const model::Model& m, con
           {"model", m.path().string()},
           {"chunk", chunk > 0 ? chunk : static_cast<int>(prompt.size())},
           {"prompt", prompt},
-          {"prompt_text", tokenizer ? nlohmann::json(tokenizer->decode(prompt)) : nlohmann::json()},
+          {"prompt_text", tokenizer ? nlohmann::json(model::valid_utf8(tokenizer->decode(prompt))) : nlohmann::json()},
           {"generated", r.generated},
-          {"text", tokenizer ? nlohmann::json(describe_tokens(r.generated, tokenizer, prompt.back())) : nlohmann::json()},
+          {"text", tokenizer ? nlohmann::json(model::valid_utf8(describe_tokens(r.generated, tokenizer, prompt.back())))
+                            : nlohmann::json()},
           {"timings",
            {{"prefill_seconds", r.prefill_seconds},
             {"prefill_tokens_per_second", r.prefill_seconds > 0 ? static_cast<double>(prompt.size()) / r.prefill_seconds : 0.0},
