@@ -29,9 +29,14 @@ struct SynthOptions {
 // weights divided by it, the pattern trained models show.
 void write_synth_model(const std::filesystem::path& path, const SynthOptions& options);
 
+// A short hex digest of everything that determines the bytes write_synth_model writes (options
+// and generator version): equal digests, equal files. Names cached synth models.
+std::string synth_digest(const SynthOptions& options);
+
 // Named shapes for `synth:NAME` (FormatError-free; UsageError for an unknown name):
-//   tiny      dim 64, 2 layers, 4/2 heads of 16, ffn 176, vocab 512, context 2048
-//   small     dim 256, 4 layers, 8/4 heads of 32, ffn 688, vocab 2048, context 4096
+//   tiny      dim 64, 2 layers, 4/2 heads of 16, ffn 192, vocab 512, context 2048
+//   small     dim 256, 4 layers, 8/4 heads of 32, ffn 704, vocab 2048, context 4096
+// (every width a multiple of 32, so each shape can be written in every dtype).
 //   tinyllama dim 2048, 22 layers, 32/4 heads of 64, ffn 5632, vocab 32000, context 2048
 //   llama3-8b dim 4096, 32 layers, 32/8 heads of 128, ffn 14336, vocab 128256, context 8192, base 5e5
 ModelConfig synth_shape(const std::string& name);

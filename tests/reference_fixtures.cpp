@@ -1,6 +1,6 @@
 #include "tests/reference_fixtures.h"
 
-#include <map>
+#include <unistd.h>
 
 #include "model/synth.h"
 #include "reference/cpu_engine.h"
@@ -8,18 +8,18 @@
 namespace tapdiff::testing {
 
 std::filesystem::path synth_model_path(const std::string& shape, const std::string& dtype, int context) {
-  static std::map<std::string, std::filesystem::path> written;
-  const std::string key = shape + "-" + dtype + "-" + std::to_string(context);
-  if (auto it = written.find(key); it != written.end()) return it->second;
-  const auto dir = std::filesystem::temp_directory_path() / "tapdiff-tests" / "models";
-  std::filesystem::create_directories(dir);
-  const auto path = dir / ("synth-" + key + ".gguf");
   model::SynthOptions options;
   options.config = model::synth_shape(shape);
   if (context > 0) options.config.context_length = context;
   options.dtype = *model::dtype_from_name(dtype);
-  model::write_synth_model(path, options);
-  written[key] = path;
+  const auto dir = std::filesystem::temp_directory_path() / "tapdiff-tests" / "models";
+  const auto path = dir / ("synth-" + shape + "-" + dtype + "-" + model::synth_digest(options) + ".gguf");
+  if (std::filesystem::exists(path)) return path;
+  // Tests run as parallel processes: write under a private name, then rename atomically.
+  std::filesystem::create_directories(dir);
+  const auto partial = path.string() + ".partial-" + std::to_string(::getpid());
+  model::write_synth_model(partial, options);
+  std::filesystem::rename(partial, path);
   return path;
 }
 

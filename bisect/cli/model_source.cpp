@@ -34,7 +34,7 @@ std::filesystem::path resolve_model_path(const std::string& spec) {
   if (!dtype) throw UsageError(fmt::format("--model {}: unknown dtype '{}' (f32, f16, bf16, q8_0, q4_0)", spec, dtype_name));
   options.dtype = *dtype;
   const std::filesystem::path dir = cache_dir();
-  const std::filesystem::path path = dir / fmt::format("synth-{}-{}-v1.gguf", shape, dtype_name);
+  const std::filesystem::path path = dir / fmt::format("synth-{}-{}-{}.gguf", shape, dtype_name, model::synth_digest(options));
   if (std::filesystem::exists(path)) return path;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
