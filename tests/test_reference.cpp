@@ -5,7 +5,9 @@
 #include <cmath>
 
 #include "model/errors.h"
+#include "model/synth.h"
 #include "reference/cpu_engine.h"
+#include "reference/kernels.h"
 #include "tests/reference_fixtures.h"
 #include "tests/test_support.h"
 
@@ -113,6 +115,91 @@ TEST(ReferenceEngine, TokenOutsideTheVocabularyIsAClearError) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("token id 100000"), std::string::npos) << e.what();
   }
+}
+
+// Attention written as plainly as possible: for each head, row and visible key, in double.
+reference::Mat<double> naive_attention(const reference::Mat<double>& q, const reference::Mat<double>& k,
+                                       const reference::Mat<double>& v, int first_pos, int heads, int kv_heads,
+                                       int hd, int window) {
+  reference::Mat<double> out = reference::Mat<double>::Zero(q.rows(), q.cols());
+  for (int h = 0; h < heads; ++h) {
+    const int g = h / (heads / kv_heads);
+    for (Eigen::Index t = 0; t < q.rows(); ++t) {
+      const Eigen::Index pos = first_pos + t;
+      std::vector<double> w;
+      std::vector<Eigen::Index> keys;
+      for (Eigen::Index j = 0; j <= pos; ++j) {
+        if (window > 0 && pos - j >= window) continue;
+        double dot = 0;
+        for (int c = 0; c < hd; ++c) dot += q(t, h * hd + c) * k(j, g * hd + c);
+        w.push_back(dot / std::sqrt(static_cast<double>(hd)));
+        keys.push_back(j);
+      }
+      const double mx = *std::max_element(w.begin(), w.end());
+      double sum = 0;
+      for (double& x : w) sum += (x = std::exp(x - mx));
+      for (std::size_t i = 0; i < keys.size(); ++i)
+        for (int c = 0; c < hd; ++c) out(t, h * hd + c) += w[i] / sum * v(keys[i], g * hd + c);
+    }
+  }
+  return out;
+}
+
+TEST(ReferenceKernels, AttentionMatchesANaiveLoopWithGqaOffsetAndSlidingWindow) {
+  const int heads = 6, kv_heads = 2, hd = 8, first_pos = 5, T = 7, P = first_pos + T;
+  const reference::Mat<double> q = reference::Mat<double>::Random(T, heads * hd);
+  const reference::Mat<double> k = reference::Mat<double>::Random(P, kv_heads * hd);
+  const reference::Mat<double> v = reference::Mat<double>::Random(P, kv_heads * hd);
+  for (int window : {0, 1, 4}) {
+    reference::Mat<double> out;
+    reference::attention<double>(q, k, v, first_pos, heads, kv_heads, hd, window, out);
+    EXPECT_LT((out - naive_attention(q, k, v, first_pos, heads, kv_heads, hd, window)).cwiseAbs().maxCoeff(), 1e-12)
+        << "window " << window;
+  }
+}
+
+TEST(ReferenceKernels, RopeConventionsPairDifferentChannels) {
+  // One head of 4 channels at position 1, base 1: pair 0 rotates by 1 rad, pair 1 by 1 rad too.
+  reference::Mat<double> x(1, 4);
+  x << 1, 2, 3, 4;
+  reference::Mat<double> inter, half;
+  reference::rope<double>(x, 4, 1, 1.0000001, model::RopeStyle::interleaved, inter);
+  reference::rope<double>(x, 4, 1, 1.0000001, model::RopeStyle::rotate_half, half);
+  const double c = std::cos(1.0), s = std::sin(1.0);
+  EXPECT_NEAR(inter(0, 0), 1 * c - 2 * s, 1e-6);  // (x0, x1) rotate together
+  EXPECT_NEAR(inter(0, 1), 1 * s + 2 * c, 1e-6);
+  EXPECT_NEAR(half(0, 0), 1 * c - 3 * s, 1e-6);   // (x0, x2) rotate together
+  EXPECT_NEAR(half(0, 2), 1 * s + 3 * c, 1e-6);
+}
+
+TEST(ReferenceEngine, Qwen2StyleModelIsChunkInvariant) {
+  const auto dir = temp_dir("qwen2");
+  model::SynthOptions options;
+  options.config = model::synth_shape("tiny");
+  options.config.arch = "qwen2";
+  options.config.rope_base = 1e6;
+  model::write_synth_model(dir / "q.gguf", options);
+  const auto m = model::load_model(dir / "q.gguf");
+  ASSERT_TRUE(m->config().qkv_bias);
+  ASSERT_EQ(m->config().rope_style, model::RopeStyle::rotate_half);
+  const auto tokens = synth_prompt(40, m->config().vocab, 11);
+  const TensorId logits{Op::logits, m->config().n_layers};
+  const auto whole = run_reference(*m, tokens, Scalar::f64, 0, 0);
+  const auto chunked = run_reference(*m, tokens, Scalar::f64, 7, 0);
+  EXPECT_LT(nmse(whole->tap.get(logits), chunked->tap.get(logits)), 1e-24);
+}
+
+TEST(ReferenceEngine, Stories260KGgufAndHfLayoutsGiveTheSameLogits) {
+  TAPDIFF_REQUIRE_STORIES();
+  const auto gguf = model::load_model(stories_gguf());
+  const auto hf = model::load_model(stories_hf());
+  const auto tokens = synth_prompt(50, 512, 13);
+  const TensorId logits{Op::logits, 5};
+  const auto only = [&](const TensorId& id) { return id == logits; };
+  const auto a = run_reference(*gguf, tokens, Scalar::f64, 16, 0, only);
+  const auto b = run_reference(*hf, tokens, Scalar::f64, 16, 0, only);
+  // Interleaved-pair RoPE on the GGUF rows and rotate-half on the permuted HF rows is the same math.
+  EXPECT_LT(nmse(a->tap.get(logits), b->tap.get(logits)), 1e-24);
 }
 
 }  // namespace
