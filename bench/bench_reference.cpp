@@ -6,8 +6,8 @@
 #include <thread>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <CLI/CLI.hpp>
 
 #include "bisect/cli/model_source.h"
 #include "model/runner.h"

@@ -4,8 +4,8 @@
 //   tapdiff_noise_floor [--model SPEC] (--prompt T | --tokens L | --prompt-file F) [--chunk N]
 #include <map>
 
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <CLI/CLI.hpp>
 
 #include "bisect/cli/model_source.h"
 #include "bisect/cli/prompt_input.h"
@@ -50,8 +50,9 @@ int main(int argc, char** argv) {
   fmt::print("| op | class | worst layer | NMSE | max rel | max abs |\n|---|---|---|---|---|---|\n");
   for (const auto& [op_index, w] : per_op) {
     const auto op = static_cast<model::Op>(op_index);
-    fmt::print("| {} | {} | {} | {:.2e} | {:.2e} | {:.2e} |\n", model::op_name(op), model::op_class_name(model::op_class(op)),
-               w.layer, w.metrics.nmse, w.metrics.max_rel, w.metrics.max_abs);
+    fmt::print("| {} | {} | {} | {:.2e} | {:.2e} | {:.2e} |\n", model::op_name(op),
+               model::op_class_name(model::op_class(op)), w.layer, w.metrics.nmse, w.metrics.max_rel,
+               w.metrics.max_abs);
   }
   return 0;
 }

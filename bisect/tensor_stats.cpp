@@ -8,8 +8,8 @@ namespace {
 
 template <typename T>
 void accumulate(std::span<const T> values, std::int64_t cols, std::int64_t first_row, std::int64_t& finite,
-                std::int64_t& nan, std::int64_t& inf, double& sum, double& sum_sq, double& max_abs, std::int64_t& max_row,
-                std::int64_t& max_col) {
+                std::int64_t& nan, std::int64_t& inf, double& sum, double& sum_sq, double& max_abs,
+                std::int64_t& max_row, std::int64_t& max_col) {
   for (std::size_t i = 0; i < values.size(); ++i) {
     const double x = static_cast<double>(values[i]);
     if (std::isnan(x)) {

@@ -17,9 +17,9 @@ class TensorStats {
   std::int64_t finite() const { return finite_; }
   std::int64_t nan() const { return nan_; }
   std::int64_t inf() const { return inf_; }
-  double rms() const;      // over finite values
+  double rms() const;  // over finite values
   double max_abs() const { return max_abs_; }
-  double mean() const;     // over finite values
+  double mean() const;                               // over finite values
   std::int64_t max_row() const { return max_row_; }  // -1 when no finite value
   std::int64_t max_col() const { return max_col_; }
 

@@ -16,16 +16,16 @@ enum class DType : std::uint8_t { f32, f16, bf16, q8_0, q4_0 };
 
 std::string_view dtype_name(DType t);
 std::optional<DType> dtype_from_name(std::string_view name);  // "f32", "f16", "bf16", "q8_0", "q4_0"
-int block_size(DType t);                                       // elements per block (1 for plain types)
-std::size_t block_bytes(DType t);                              // bytes per block
+int block_size(DType t);                                      // elements per block (1 for plain types)
+std::size_t block_bytes(DType t);                             // bytes per block
 // Bytes of a row of n elements; n must be a multiple of block_size(t) (FormatError otherwise is the
 // loader's job: this asserts).
 std::size_t row_bytes(DType t, std::int64_t n);
 
 float f16_to_f32(std::uint16_t h);
-std::uint16_t f32_to_f16(float f);    // round to nearest even, overflow to inf
+std::uint16_t f32_to_f16(float f);  // round to nearest even, overflow to inf
 float bf16_to_f32(std::uint16_t h);
-std::uint16_t f32_to_bf16(float f);   // round to nearest even
+std::uint16_t f32_to_bf16(float f);  // round to nearest even
 
 // dst[0..n) = the n elements of one row stored as t at src.
 void dequantize_row(DType t, const std::byte* src, float* dst, std::int64_t n);

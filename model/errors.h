@@ -30,7 +30,7 @@ class EnvironmentError : public std::runtime_error {
 
 }  // namespace tapdiff
 
-#define TAPDIFF_ASSERT(cond, ...)                                                          \
-  do {                                                                                     \
+#define TAPDIFF_ASSERT(cond, ...)                                                                  \
+  do {                                                                                             \
     if (!(cond)) ::tapdiff::assertion_failed(#cond, __FILE__, __LINE__, fmt::format(__VA_ARGS__)); \
   } while (0)

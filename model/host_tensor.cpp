@@ -33,8 +33,8 @@ std::span<const double> HostTensor::f64() const {
 }
 
 double HostTensor::at(std::int64_t row, std::int64_t col) const {
-  TAPDIFF_ASSERT(row >= 0 && row < rows_ && col >= 0 && col < cols_, "index ({}, {}) outside [{}, {}]", row,
-                 col, rows_, cols_);
+  TAPDIFF_ASSERT(row >= 0 && row < rows_ && col >= 0 && col < cols_, "index ({}, {}) outside [{}, {}]", row, col, rows_,
+                 cols_);
   const auto i = static_cast<std::size_t>(row * cols_ + col);
   return std::visit([i](const auto& v) { return static_cast<double>(v[i]); }, data_);
 }
@@ -57,10 +57,12 @@ HostTensor HostTensor::to(Scalar scalar) const {
   HostTensor out(scalar, rows_, cols_);
   std::visit(
       [&](const auto& src) {
-        std::visit([&](auto& dst) {
-          using T = typename std::decay_t<decltype(dst)>::value_type;
-          std::transform(src.begin(), src.end(), dst.begin(), [](auto x) { return static_cast<T>(x); });
-        }, out.data_);
+        std::visit(
+            [&](auto& dst) {
+              using T = typename std::decay_t<decltype(dst)>::value_type;
+              std::transform(src.begin(), src.end(), dst.begin(), [](auto x) { return static_cast<T>(x); });
+            },
+            out.data_);
       },
       data_);
   return out;

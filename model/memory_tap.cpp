@@ -13,8 +13,8 @@ void MemoryTap::record(const TapKey& k, const HostTensor& value) {
     return;
   }
   HostTensor& old = it->second;
-  TAPDIFF_ASSERT(old.cols() == value.cols() && old.scalar() == value.scalar(), "{}: width {} then {}",
-                 to_string(k.id), old.cols(), value.cols());
+  TAPDIFF_ASSERT(old.cols() == value.cols() && old.scalar() == value.scalar(), "{}: width {} then {}", to_string(k.id),
+                 old.cols(), value.cols());
   HostTensor grown(old.scalar(), old.rows() + value.rows(), old.cols());
   if (old.scalar() == Scalar::f32) {
     std::copy(old.f32().begin(), old.f32().end(), grown.f32().begin());

@@ -15,8 +15,8 @@ constexpr std::array<OpClass, kOpCount> kOpClasses = {
 #undef TAPDIFF_OP
 };
 
-constexpr std::array<std::string_view, kOpClassCount> kClassNames = {
-    "embedding", "norm", "gemm", "rope", "attention", "residual", "activation"};
+constexpr std::array<std::string_view, kOpClassCount> kClassNames = {"embedding", "norm",     "gemm",      "rope",
+                                                                     "attention", "residual", "activation"};
 static_assert(static_cast<int>(OpClass::activation) + 1 == kOpClassCount);
 
 }  // namespace

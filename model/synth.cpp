@@ -175,14 +175,16 @@ SynthVocabulary synth_vocabulary(int vocab) {
   piece("\xE2\x96\x81");  // "▁", the SentencePiece space
   for (char ch = ' ' + 1; ch <= '~'; ++ch) piece(std::string(1, ch));
   static const char* const kWords[] = {
-      "the", "a", "and", "to", "of", "in", "is", "it", "was", "that", "he", "she", "for", "on", "with", "as",
-      "at", "by", "his", "her", "they", "be", "this", "from", "or", "had", "not", "but", "what", "all", "were",
-      "when", "we", "there", "can", "an", "your", "which", "their", "said", "if", "do", "will", "each", "about",
-      "how", "up", "out", "them", "then", "many", "some", "so", "these", "would", "other", "into", "has", "more",
-      "time", "two", "like", "him", "see", "could", "no", "way", "my", "than", "been", "who", "its", "now",
-      "people", "over", "down", "only", "very", "just", "day", "one", "upon", "once", "little", "girl", "boy",
-      "dog", "cat", "fox", "quick", "brown", "jumps", "lazy", "play", "happy", "big", "red", "ball", "story",
-      "code", "return", "int", "for", "while", "def", "class", "write", "list", "function", "explain"};
+      "the",   "a",      "and",   "to",    "of",    "in",    "is",     "it",     "was",  "that",     "he",
+      "she",   "for",    "on",    "with",  "as",    "at",    "by",     "his",    "her",  "they",     "be",
+      "this",  "from",   "or",    "had",   "not",   "but",   "what",   "all",    "were", "when",     "we",
+      "there", "can",    "an",    "your",  "which", "their", "said",   "if",     "do",   "will",     "each",
+      "about", "how",    "up",    "out",   "them",  "then",  "many",   "some",   "so",   "these",    "would",
+      "other", "into",   "has",   "more",  "time",  "two",   "like",   "him",    "see",  "could",    "no",
+      "way",   "my",     "than",  "been",  "who",   "its",   "now",    "people", "over", "down",     "only",
+      "very",  "just",   "day",   "one",   "upon",  "once",  "little", "girl",   "boy",  "dog",      "cat",
+      "fox",   "quick",  "brown", "jumps", "lazy",  "play",  "happy",  "big",    "red",  "ball",     "story",
+      "code",  "return", "int",   "for",   "while", "def",   "class",  "write",  "list", "function", "explain"};
   for (const char* word : kWords) {
     const std::string w = std::string("\xE2\x96\x81") + word;
     for (std::size_t len = 4; len <= w.size(); ++len) piece(w.substr(0, len));  // "▁t", "▁th", "▁the"
@@ -205,8 +207,9 @@ void write_synth_model(const std::filesystem::path& path, const SynthOptions& op
   c.rope_style = c.arch == "qwen2" ? RopeStyle::rotate_half : RopeStyle::interleaved;
   c.qkv_bias = c.arch == "qwen2";
   c.validate("synth");
-  if (block_size(options.dtype) > 1 && (c.dim % block_size(options.dtype) != 0 || c.q_dim() % block_size(options.dtype) != 0 ||
-                                        c.ffn_dim % block_size(options.dtype) != 0))
+  if (block_size(options.dtype) > 1 &&
+      (c.dim % block_size(options.dtype) != 0 || c.q_dim() % block_size(options.dtype) != 0 ||
+       c.ffn_dim % block_size(options.dtype) != 0))
     throw UsageError(fmt::format("synth: {} needs dim, heads*head_dim and ffn to be multiples of {}, found {}, {}, {}",
                                  dtype_name(options.dtype), block_size(options.dtype), c.dim, c.q_dim(), c.ffn_dim));
   GgufWriter writer(path);
@@ -226,8 +229,8 @@ void write_synth_model(const std::filesystem::path& path, const SynthOptions& op
     std::vector<std::byte> bytes(static_cast<std::size_t>(t.rows) * row_bytes(dtype, t.cols));
 #pragma omp parallel for schedule(static)
     for (std::int64_t r = 0; r < t.rows; ++r)
-      quantize_row(dtype, values.data() + r * t.cols, bytes.data() + static_cast<std::size_t>(r) * row_bytes(dtype, t.cols),
-                   t.cols);
+      quantize_row(dtype, values.data() + r * t.cols,
+                   bytes.data() + static_cast<std::size_t>(r) * row_bytes(dtype, t.cols), t.cols);
     writer.write_tensor_data(bytes);
   }
   writer.finish();

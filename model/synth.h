@@ -15,7 +15,7 @@ struct SynthOptions {
   // arch "llama" (interleaved RoPE) or "qwen2" (rotate-half RoPE, QKV bias); the config's
   // rope_style and qkv_bias follow the arch.
   ModelConfig config;
-  DType dtype = DType::f32;   // storage type of the matrices (norm weights and biases stay f32)
+  DType dtype = DType::f32;  // storage type of the matrices (norm weights and biases stay f32)
   std::uint64_t seed = 1;
   int outlier_channels = 0;   // residual-stream channels carrying large activations
   double outlier_scale = 30;  // their magnitude relative to the other channels

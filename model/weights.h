@@ -48,16 +48,18 @@ struct WeightTensor {
   std::int64_t cols = 0;
   std::span<const std::byte> bytes;  // rows * row_bytes(dtype, cols) bytes inside a mapped file
 
-  const std::byte* row(std::int64_t r) const { return bytes.data() + static_cast<std::size_t>(r) * row_bytes(dtype, cols); }
+  const std::byte* row(std::int64_t r) const {
+    return bytes.data() + static_cast<std::size_t>(r) * row_bytes(dtype, cols);
+  }
 };
 
 // The tokenizer vocabulary as GGUF stores it (tokenizer.ggml.*).
 struct Vocabulary {
   std::string model;  // "llama" (SentencePiece-style) or "gpt2" (byte-level BPE)
   std::vector<std::string> tokens;
-  std::vector<float> scores;         // may be empty
-  std::vector<std::int32_t> types;   // 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte; may be empty
-  std::vector<std::string> merges;   // gpt2 only
+  std::vector<float> scores;        // may be empty
+  std::vector<std::int32_t> types;  // 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte; may be empty
+  std::vector<std::string> merges;  // gpt2 only
   int bos = -1, eos = -1, unk = -1;
   bool add_bos = true;
   bool add_space_prefix = true;

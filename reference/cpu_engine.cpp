@@ -63,9 +63,9 @@ class CpuEngine final : public model::Engine {
   int threads_;
   WeightMatrix<S> token_embd_, output_norm_, output_;
   std::vector<LayerWeights<S>> layers_;
-  std::vector<Mat<S>> k_cache_, v_cache_;  // per layer [capacity, kv_dim]; rows [0, n_past) valid
-  std::array<Mat<S>, model::kOpCount> slots_;   // latest output of each op  [T, width]
-  std::array<Mat<S>, model::kOpCount> scratch_;  // previous buffers of the slots, reused
+  std::vector<Mat<S>> k_cache_, v_cache_;          // per layer [capacity, kv_dim]; rows [0, n_past) valid
+  std::array<Mat<S>, model::kOpCount> slots_;      // latest output of each op  [T, width]
+  std::array<Mat<S>, model::kOpCount> scratch_;    // previous buffers of the slots, reused
   std::array<int, model::kOpCount> slot_layer_{};  // the layer each slot's content belongs to
   std::vector<std::int32_t> tokens_;
   model::ChunkInfo chunk_;

@@ -19,8 +19,8 @@ void embed(const ConstMatMap<S>& table, std::span<const std::int32_t> tokens, Ma
   out.resize(static_cast<Eigen::Index>(tokens.size()), table.cols());
   for (std::size_t t = 0; t < tokens.size(); ++t) {
     if (tokens[t] < 0 || tokens[t] >= table.rows())
-      throw UsageError(fmt::format("token id {} is outside the model's vocabulary of {} tokens", tokens[t],
-                                   table.rows()));
+      throw UsageError(
+          fmt::format("token id {} is outside the model's vocabulary of {} tokens", tokens[t], table.rows()));
     out.row(static_cast<Eigen::Index>(t)) = table.row(tokens[t]);
   }
 }
@@ -117,11 +117,11 @@ void silu_mul(const Mat<S>& gate, const Mat<S>& up, Mat<S>& out) {
   out = (gate.array() / (S(1) + (-gate.array()).exp()) * up.array()).matrix();
 }
 
-#define TAPDIFF_INSTANTIATE(S)                                                                              \
-  template void embed<S>(const ConstMatMap<S>&, std::span<const std::int32_t>, Mat<S>&);                    \
-  template void rms_norm<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, double, Mat<S>&);               \
-  template void matmul<S>(const Mat<S>&, const ConstMatMap<S>&, const Vec<S>*, Mat<S>&);                    \
-  template void rope<S>(const Mat<S>&, int, int, double, model::RopeStyle, Mat<S>&);                        \
+#define TAPDIFF_INSTANTIATE(S)                                                                               \
+  template void embed<S>(const ConstMatMap<S>&, std::span<const std::int32_t>, Mat<S>&);                     \
+  template void rms_norm<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, double, Mat<S>&);                \
+  template void matmul<S>(const Mat<S>&, const ConstMatMap<S>&, const Vec<S>*, Mat<S>&);                     \
+  template void rope<S>(const Mat<S>&, int, int, double, model::RopeStyle, Mat<S>&);                         \
   template void attention<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, int, int, int, int, int, Mat<S>&); \
   template void silu_mul<S>(const Mat<S>&, const Mat<S>&, Mat<S>&);
 TAPDIFF_INSTANTIATE(float)

@@ -10,7 +10,6 @@ namespace tapdiff::testing {
 
 using model::DType;
 
-
 namespace {
 
 // The tensors of `t` in llama.cpp's order, with their GGUF shapes (ne[0] contiguous).
@@ -95,8 +94,6 @@ std::map<std::string, std::vector<float>> write_tiny_gguf(const std::filesystem:
   w.finish();
   return values;
 }
-
-
 
 void write_safetensors(const std::filesystem::path& path, const std::vector<StEntry>& tensors) {
   nlohmann::json header = {{"__metadata__", {{"format", "pt"}}}};

@@ -11,8 +11,7 @@
 namespace tapdiff::testing {
 
 // A synth model of the given shape name written once per test process into the temp folder.
-std::filesystem::path synth_model_path(const std::string& shape, const std::string& dtype = "f32",
-                                       int context = 0);
+std::filesystem::path synth_model_path(const std::string& shape, const std::string& dtype = "f32", int context = 0);
 
 // The 60 greedy tokens after "Once upon a time" listed in ../shared/models/README.md.
 std::vector<std::int32_t> stories_golden_tokens();

@@ -17,9 +17,7 @@
 namespace tapdiff::testing {
 namespace {
 
-int count_lines(const std::string& text) {
-  return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
-}
+int count_lines(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
 
 std::string read_file(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -51,8 +49,9 @@ TEST(Cli, BadOptionsExitWithCode2) {
 TEST(Cli, RunWritesJsonSummaryAndADumpThatInspectReads) {
   const auto dir = temp_dir("run");
   const auto model = synth_model_path("tiny");
-  const auto r = run_tapdiff("run --model '" + model.string() + "' --prompt 'the quick brown fox' --chunk 2 --generate 5 " +
-                             "--dump '" + (dir / "a.h5").string() + "' --json '" + (dir / "a.json").string() + "'");
+  const auto r =
+      run_tapdiff("run --model '" + model.string() + "' --prompt 'the quick brown fox' --chunk 2 --generate 5 " +
+                  "--dump '" + (dir / "a.h5").string() + "' --json '" + (dir / "a.json").string() + "'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto summary = nlohmann::json::parse(read_file(dir / "a.json"));
   EXPECT_EQ(summary["engine"], "ref");
@@ -74,8 +73,11 @@ TEST(Cli, RunWritesJsonSummaryAndADumpThatInspectReads) {
 TEST(Cli, SynthIsDeterministicAndSeedsDiffer) {
   const auto dir = temp_dir("synth");
   for (const char* name : {"a", "b"})
-    ASSERT_EQ(run_tapdiff(std::string("synth --shape tiny --dtype q8_0 -o '") + (dir / name).string() + ".gguf'").exit_code, 0);
-  ASSERT_EQ(run_tapdiff("synth --shape tiny --dtype q8_0 --seed 2 -o '" + (dir / "c.gguf").string() + "'").exit_code, 0);
+    ASSERT_EQ(
+        run_tapdiff(std::string("synth --shape tiny --dtype q8_0 -o '") + (dir / name).string() + ".gguf'").exit_code,
+        0);
+  ASSERT_EQ(run_tapdiff("synth --shape tiny --dtype q8_0 --seed 2 -o '" + (dir / "c.gguf").string() + "'").exit_code,
+            0);
   EXPECT_EQ(read_file(dir / "a.gguf"), read_file(dir / "b.gguf"));
   EXPECT_NE(read_file(dir / "a.gguf"), read_file(dir / "c.gguf"));
 }
@@ -83,8 +85,8 @@ TEST(Cli, SynthIsDeterministicAndSeedsDiffer) {
 TEST(Cli, GoldenTokensOfStories260KThroughTheBinary) {
   TAPDIFF_REQUIRE_STORIES();
   const auto dir = temp_dir("stories");
-  const auto r = run_tapdiff("run --model '" + stories_gguf().string() + "' --prompt 'Once upon a time' --generate 60 --json '" +
-                             (dir / "s.json").string() + "'");
+  const auto r = run_tapdiff("run --model '" + stories_gguf().string() +
+                             "' --prompt 'Once upon a time' --generate 60 --json '" + (dir / "s.json").string() + "'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto summary = nlohmann::json::parse(read_file(dir / "s.json"));
   EXPECT_EQ(summary["prompt"].get<std::vector<int>>(), (std::vector<int>{1, 403, 407, 261, 378}));

@@ -37,7 +37,8 @@ std::string golden_case_name(const ::testing::TestParamInfo<StoriesGolden::Param
 }
 
 INSTANTIATE_TEST_SUITE_P(AllLayoutsDtypesAndChunks, StoriesGolden,
-                         ::testing::Combine(::testing::Values("gguf", "hf"), ::testing::Values(Scalar::f32, Scalar::f64),
+                         ::testing::Combine(::testing::Values("gguf", "hf"),
+                                            ::testing::Values(Scalar::f32, Scalar::f64),
                                             ::testing::Values(1, 2, 3, 7, 0)),
                          golden_case_name);
 
@@ -119,8 +120,8 @@ TEST(ReferenceEngine, TokenOutsideTheVocabularyIsAClearError) {
 
 // Attention written as plainly as possible: for each head, row and visible key, in double.
 reference::Mat<double> naive_attention(const reference::Mat<double>& q, const reference::Mat<double>& k,
-                                       const reference::Mat<double>& v, int first_pos, int heads, int kv_heads,
-                                       int hd, int window) {
+                                       const reference::Mat<double>& v, int first_pos, int heads, int kv_heads, int hd,
+                                       int window) {
   reference::Mat<double> out = reference::Mat<double>::Zero(q.rows(), q.cols());
   for (int h = 0; h < heads; ++h) {
     const int g = h / (heads / kv_heads);
@@ -168,7 +169,7 @@ TEST(ReferenceKernels, RopeConventionsPairDifferentChannels) {
   const double c = std::cos(1.0), s = std::sin(1.0);
   EXPECT_NEAR(inter(0, 0), 1 * c - 2 * s, 1e-6);  // (x0, x1) rotate together
   EXPECT_NEAR(inter(0, 1), 1 * s + 2 * c, 1e-6);
-  EXPECT_NEAR(half(0, 0), 1 * c - 3 * s, 1e-6);   // (x0, x2) rotate together
+  EXPECT_NEAR(half(0, 0), 1 * c - 3 * s, 1e-6);  // (x0, x2) rotate together
   EXPECT_NEAR(half(0, 2), 1 * s + 3 * c, 1e-6);
 }
 

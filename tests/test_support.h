@@ -23,8 +23,8 @@ CommandResult run_tapdiff(const std::string& args);
 }  // namespace tapdiff::testing
 
 // Skips the current test with a clear message when the shared stories260K model is absent.
-#define TAPDIFF_REQUIRE_STORIES()                                                              \
-  do {                                                                                         \
-    if (::tapdiff::testing::stories_gguf().empty())                                            \
-      GTEST_SKIP() << "../shared/models/stories260K is absent: skipping the real-model test";  \
+#define TAPDIFF_REQUIRE_STORIES()                                                             \
+  do {                                                                                        \
+    if (::tapdiff::testing::stories_gguf().empty())                                           \
+      GTEST_SKIP() << "../shared/models/stories260K is absent: skipping the real-model test"; \
   } while (0)

@@ -312,8 +312,8 @@ TEST(Tokenizer, StoriesRoundTripsALongInput) {
 
 TEST(Tokenizer, ValidUtf8ReplacesMalformedSequencesOnly) {
   EXPECT_EQ(valid_utf8("caf\xC3\xA9 \xF0\x9F\x98\x80"), "caf\xC3\xA9 \xF0\x9F\x98\x80");
-  EXPECT_EQ(valid_utf8("a\xC3"), "a\xEF\xBF\xBD");          // a lead byte without its continuation
-  EXPECT_EQ(valid_utf8("\x8C!"), "\xEF\xBF\xBD!");           // a stray continuation byte
+  EXPECT_EQ(valid_utf8("a\xC3"), "a\xEF\xBF\xBD");        // a lead byte without its continuation
+  EXPECT_EQ(valid_utf8("\x8C!"), "\xEF\xBF\xBD!");        // a stray continuation byte
   EXPECT_EQ(valid_utf8("\xED\xA0\x80"), "\xEF\xBF\xBD");  // an encoded surrogate
 }
 

@@ -21,10 +21,10 @@ struct InspectArgs {
   std::string dump;
   std::string positions;  // e.g. "0,5,-1" (negative counts from the end)
   int top_k = 0;
-  std::string slice;      // "LAYER/OP"
+  std::string slice;  // "LAYER/OP"
   std::string rows = "0:4";
   std::string cols = "0:8";
-  std::string vocab;      // GGUF file for token text (default: the dump's model, if it exists)
+  std::string vocab;  // GGUF file for token text (default: the dump's model, if it exists)
   std::string json;
 };
 
@@ -70,9 +70,16 @@ nlohmann::json stats_table(const dumps::DumpReader& dump) {
     const auto cls = model::op_class_name(model::op_class(id.op));
     fmt::print("{:>5}  {:<14} {:<10} {:>12}  {:>11.4g} {:>11.4g}  {:>6} {:>6}\n", id.layer, model::op_name(id.op), cls,
                fmt::format("{}x{}", dump.rows(), width), stats.rms(), stats.max_abs(), stats.nan(), stats.inf());
-    table.push_back({{"layer", id.layer}, {"op", model::op_name(id.op)}, {"class", cls}, {"rows", dump.rows()},
-                     {"width", width}, {"rms", stats.rms()}, {"max_abs", stats.max_abs()},
-                     {"max_at", {stats.max_row(), stats.max_col()}}, {"nan", stats.nan()}, {"inf", stats.inf()}});
+    table.push_back({{"layer", id.layer},
+                     {"op", model::op_name(id.op)},
+                     {"class", cls},
+                     {"rows", dump.rows()},
+                     {"width", width},
+                     {"rms", stats.rms()},
+                     {"max_abs", stats.max_abs()},
+                     {"max_at", {stats.max_row(), stats.max_col()}},
+                     {"nan", stats.nan()},
+                     {"inf", stats.inf()}});
   }
   return table;
 }
@@ -89,7 +96,8 @@ std::optional<model::Tokenizer> dump_tokenizer(const InspectArgs& a, const dumps
 void print_top_k(const InspectArgs& a, const dumps::DumpReader& dump, const std::optional<model::Tokenizer>& tok) {
   const int n_layers = dumps::config_from_json(dump.metadata().model_config, a.dump).n_layers;
   const model::TensorId logits{model::Op::logits, n_layers};
-  if (!dump.has(logits)) throw UsageError(fmt::format("{}: --top-k needs the logits tensor, which this dump lacks", a.dump));
+  if (!dump.has(logits))
+    throw UsageError(fmt::format("{}: --top-k needs the logits tensor, which this dump lacks", a.dump));
   std::vector<std::int32_t> tokens = dump.tokens();
   for (std::int32_t p : parse_int_list(a.positions.empty() ? "-1" : a.positions, "--positions", true)) {
     const std::int64_t row = p < 0 ? dump.rows() + p : p;
@@ -149,7 +157,8 @@ void add_inspect_command(CLI::App& app, CliContext& context) {
   auto args = std::make_shared<InspectArgs>();
   CLI::App* cmd = app.add_subcommand("inspect", "Per-op statistics, top-k tokens and tensor slices of a dump");
   cmd->add_option("dump", args->dump, "HDF5 dump written by tapdiff run (or a compatible writer)")->required();
-  cmd->add_option("--top-k", args->top_k, "Show the K most likely tokens at --positions")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--top-k", args->top_k, "Show the K most likely tokens at --positions")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--positions", args->positions, "Positions for --top-k, e.g. 0,5,-1 (default: the last)");
   cmd->add_option("--slice", args->slice, "Print values of one tensor, LAYER/OP (e.g. 0/q_proj)");
   cmd->add_option("--rows", args->rows, "Rows of --slice, FIRST:END")->capture_default_str();

@@ -62,7 +62,8 @@ void add_synth_command(CLI::App& app, CliContext& context) {
   cmd->add_option("--vocab", args->vocab, "Vocabulary size");
   cmd->add_option("--context", args->context, "Context length recorded in the file");
   cmd->add_option("--rope-base", args->rope_base, "RoPE base (theta)");
-  cmd->add_option("--arch", args->arch, "llama (interleaved RoPE) or qwen2 (rotate-half RoPE, QKV bias)")->capture_default_str();
+  cmd->add_option("--arch", args->arch, "llama (interleaved RoPE) or qwen2 (rotate-half RoPE, QKV bias)")
+      ->capture_default_str();
   cmd->add_option("--dtype", args->dtype, "Matrix storage: f32, f16, bf16, q8_0, q4_0")->capture_default_str();
   cmd->add_option("--seed", args->seed, "Random seed")->capture_default_str();
   cmd->add_option("--outliers", args->outliers, "Residual channels with large activations")->capture_default_str();

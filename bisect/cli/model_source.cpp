@@ -31,14 +31,17 @@ std::filesystem::path resolve_model_path(const std::string& spec) {
   model::SynthOptions options;
   options.config = model::synth_shape(shape);
   const auto dtype = model::dtype_from_name(dtype_name);
-  if (!dtype) throw UsageError(fmt::format("--model {}: unknown dtype '{}' (f32, f16, bf16, q8_0, q4_0)", spec, dtype_name));
+  if (!dtype)
+    throw UsageError(fmt::format("--model {}: unknown dtype '{}' (f32, f16, bf16, q8_0, q4_0)", spec, dtype_name));
   options.dtype = *dtype;
   const std::filesystem::path dir = cache_dir();
-  const std::filesystem::path path = dir / fmt::format("synth-{}-{}-{}.gguf", shape, dtype_name, model::synth_digest(options));
+  const std::filesystem::path path =
+      dir / fmt::format("synth-{}-{}-{}.gguf", shape, dtype_name, model::synth_digest(options));
   if (std::filesystem::exists(path)) return path;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) throw EnvironmentError(fmt::format("{}: cannot create the model cache folder: {}", dir.string(), ec.message()));
+  if (ec)
+    throw EnvironmentError(fmt::format("{}: cannot create the model cache folder: {}", dir.string(), ec.message()));
   // Written under a temporary name and renamed, so a concurrent or interrupted run never sees half a file.
   const std::filesystem::path partial = path.string() + fmt::format(".partial-{}", ::getpid());
   model::write_synth_model(partial, options);
@@ -46,6 +49,8 @@ std::filesystem::path resolve_model_path(const std::string& spec) {
   return path;
 }
 
-std::unique_ptr<model::Model> open_model(const std::string& spec) { return model::load_model(resolve_model_path(spec)); }
+std::unique_ptr<model::Model> open_model(const std::string& spec) {
+  return model::load_model(resolve_model_path(spec));
+}
 
 }  // namespace tapdiff::cli

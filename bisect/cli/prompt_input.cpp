@@ -17,7 +17,8 @@ void add_prompt_options(CLI::App& command, PromptOptions& options) {
   auto* file = command.add_option("--prompt-file", options.prompt_file, "File whose text is the prompt");
   prompt->excludes(tokens, file);
   tokens->excludes(file);
-  command.add_option("--vocab", options.vocab, "GGUF file whose vocabulary tokenizes the prompt (for models without one)");
+  command.add_option("--vocab", options.vocab,
+                     "GGUF file whose vocabulary tokenizes the prompt (for models without one)");
   command.add_flag("--no-bos", options.no_bos, "Do not prepend the BOS token to a text prompt");
 }
 
@@ -25,7 +26,8 @@ std::optional<model::Tokenizer> load_tokenizer(const PromptOptions& options, con
   if (!options.vocab.empty()) {
     const auto source = model::load_model(options.vocab);
     if (!source->vocabulary())
-      throw UsageError(fmt::format("--vocab {}: expected a GGUF file with tokenizer.ggml.* keys, found none", options.vocab));
+      throw UsageError(
+          fmt::format("--vocab {}: expected a GGUF file with tokenizer.ggml.* keys, found none", options.vocab));
     return model::Tokenizer(*source->vocabulary());
   }
   if (m.vocabulary()) return model::Tokenizer(*m.vocabulary());
@@ -52,7 +54,8 @@ std::vector<std::int32_t> parse_int_list(const std::string& text, const std::str
   return ids;
 }
 
-std::vector<std::int32_t> resolve_prompt(const PromptOptions& options, const std::optional<model::Tokenizer>& tokenizer) {
+std::vector<std::int32_t> resolve_prompt(const PromptOptions& options,
+                                         const std::optional<model::Tokenizer>& tokenizer) {
   if (!options.tokens.empty()) {
     auto ids = parse_int_list(options.tokens, "--tokens");
     if (ids.empty()) throw UsageError("--tokens: expected at least one token id, found none");

@@ -29,11 +29,13 @@ std::optional<model::Tokenizer> load_tokenizer(const PromptOptions& options, con
 
 // Token ids of the prompt. UsageError when no prompt was given, when a text prompt needs a
 // tokenizer and there is none, or when --tokens is not a list of integers.
-std::vector<std::int32_t> resolve_prompt(const PromptOptions& options, const std::optional<model::Tokenizer>& tokenizer);
+std::vector<std::int32_t> resolve_prompt(const PromptOptions& options,
+                                         const std::optional<model::Tokenizer>& tokenizer);
 
 // "1,403, 407" or "1 403 407" -> integers; UsageError naming the option and the bad item
 // (negative values only when allow_negative, for positions counted from the end).
-std::vector<std::int32_t> parse_int_list(const std::string& text, const std::string& option, bool allow_negative = false);
+std::vector<std::int32_t> parse_int_list(const std::string& text, const std::string& option,
+                                         bool allow_negative = false);
 
 // Text of the ids, or "[ids]" without a tokenizer.
 std::string describe_tokens(const std::vector<std::int32_t>& ids, const std::optional<model::Tokenizer>& tokenizer,
