@@ -15,5 +15,6 @@ struct CliContext {
 void add_synth_command(CLI::App& app, CliContext& context);
 void add_run_command(CLI::App& app, CliContext& context);
 void add_inspect_command(CLI::App& app, CliContext& context);
+void add_compare_command(CLI::App& app, CliContext& context);
 
 }  // namespace tapdiff::cli

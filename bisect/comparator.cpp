@@ -1,0 +1,340 @@
+#include "bisect/comparator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <future>
+#include <numeric>
+#include <utility>
+
+#include <fmt/core.h>
+
+#include "model/errors.h"
+
+namespace tapdiff::bisect {
+
+using model::Scalar;
+
+// --- rows ------------------------------------------------------------------------------------
+
+RunRows run_rows(const dumps::DumpReader& dump) {
+  return {dump.positions(), dump.chunks(), dump.tokens(), dump.decode_flags()};
+}
+
+namespace {
+
+bool chunk_start(const RunRows& run, std::size_t row) { return row == 0 || run.chunks[row - 1] != run.chunks[row]; }
+
+// Rows of a run ordered by position, the first row of each position only.
+std::vector<std::size_t> rows_by_position(const RunRows& run) {
+  TAPDIFF_ASSERT(run.chunks.size() == run.positions.size() && run.tokens.size() == run.positions.size() &&
+                     run.decode.size() == run.positions.size(),
+                 "provenance of {} rows", run.positions.size());
+  std::vector<std::size_t> order(run.positions.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t x, std::size_t y) { return run.positions[x] < run.positions[y]; });
+  const auto last = std::unique(order.begin(), order.end(),
+                                [&](std::size_t x, std::size_t y) { return run.positions[x] == run.positions[y]; });
+  order.erase(last, order.end());
+  return order;
+}
+
+}  // namespace
+
+RowAlignment align_rows(const RunRows& a, const RunRows& b, std::int64_t max_rows) {
+  const std::vector<std::size_t> oa = rows_by_position(a), ob = rows_by_position(b);
+  RowAlignment out;
+  std::size_t i = 0, j = 0;
+  while (i < oa.size() || j < ob.size()) {
+    if (j == ob.size() || (i < oa.size() && a.positions[oa[i]] < b.positions[ob[j]])) {
+      ++out.only_a, ++i;
+      continue;
+    }
+    if (i == oa.size() || b.positions[ob[j]] < a.positions[oa[i]]) {
+      ++out.only_b, ++j;
+      continue;
+    }
+    const std::size_t ra = oa[i++], rb = ob[j++];
+    if (!out.token_mismatch_position && a.tokens[ra] != b.tokens[rb]) {
+      out.token_mismatch_position = a.positions[ra];
+      out.token_mismatch_in_prompt = a.decode[ra] == 0 || b.decode[rb] == 0;
+    }
+    if (out.token_mismatch_position) {
+      ++out.after_mismatch;
+    } else if (max_rows > 0 && std::cmp_greater_equal(out.rows.size(), max_rows)) {
+      ++out.beyond_max_rows;
+    } else {
+      out.rows.push_back({a.positions[ra], a.chunks[ra], b.chunks[rb], chunk_start(a, ra), chunk_start(b, rb),
+                          a.decode[ra] != 0 || b.decode[rb] != 0});
+      out.row_a.push_back(static_cast<std::int64_t>(ra));
+      out.row_b.push_back(static_cast<std::int64_t>(rb));
+    }
+  }
+  return out;
+}
+
+std::vector<RowInfo> same_rows(const RunRows& run) {
+  std::vector<RowInfo> rows;
+  for (std::size_t r = 0; r < run.positions.size(); ++r) {
+    const bool start = chunk_start(run, r);
+    rows.push_back({run.positions[r], run.chunks[r], run.chunks[r], start, start, run.decode[r] != 0});
+  }
+  return rows;
+}
+
+HeadLayout head_layout(model::Op op, const model::ModelConfig& config) {
+  switch (op) {
+    case model::Op::q_proj:
+    case model::Op::rope_q:
+    case model::Op::attn: return {config.n_heads, config.head_dim};
+    case model::Op::k_proj:
+    case model::Op::v_proj:
+    case model::Op::rope_k: return {config.n_kv_heads, config.head_dim};
+    case model::Op::embed:
+    case model::Op::attn_norm:
+    case model::Op::o_proj:
+    case model::Op::attn_residual:
+    case model::Op::ffn_norm:
+    case model::Op::ffn_gate:
+    case model::Op::ffn_up:
+    case model::Op::ffn_act:
+    case model::Op::ffn_down:
+    case model::Op::ffn_residual:
+    case model::Op::final_norm:
+    case model::Op::logits: return {};
+  }
+  return {};
+}
+
+// --- one op ------------------------------------------------------------------------------------
+
+namespace {
+
+constexpr std::int64_t kAround = 4;  // neighbours kept on each side of the worst element
+
+// err[c] += sum over rows of (a - b)^2, ref[c] += sum of a^2, over the elements finite in both.
+template <class A, class B>
+void add_columns(std::span<const A> a, std::span<const B> b, std::vector<double>& err, std::vector<double>& ref) {
+  const std::size_t cols = err.size();
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double x = a[i], d = x - static_cast<double>(b[i]);
+    if (!std::isfinite(d)) continue;
+    err[i % cols] += d * d, ref[i % cols] += x * x;
+  }
+}
+
+void add_columns(const model::HostTensor& a, const model::HostTensor& b, std::vector<double>& err,
+                 std::vector<double>& ref) {
+  const bool fa = a.scalar() == Scalar::f32, fb = b.scalar() == Scalar::f32;
+  if (fa && fb) add_columns(a.f32(), b.f32(), err, ref);
+  if (fa && !fb) add_columns(a.f32(), b.f64(), err, ref);
+  if (!fa && fb) add_columns(a.f64(), b.f32(), err, ref);
+  if (!fa && !fb) add_columns(a.f64(), b.f64(), err, ref);
+}
+
+}  // namespace
+
+OpAccumulator::OpAccumulator(const model::TensorId& id, HeadLayout layout, Tolerance tolerance) {
+  result_.id = id;
+  result_.layout = layout;
+  result_.tolerance = std::move(tolerance);
+}
+
+void OpAccumulator::add(const model::HostTensor& a, const model::HostTensor& b, std::int64_t first_index) {
+  TAPDIFF_ASSERT(a.rows() == b.rows() && a.cols() == b.cols(), "{}: blocks [{}, {}] and [{}, {}]",
+                 model::to_string(result_.id), a.rows(), a.cols(), b.rows(), b.cols());
+  TAPDIFF_ASSERT(first_index >= 0, "{}: first index {}", model::to_string(result_.id), first_index);
+  const auto end = static_cast<std::size_t>(first_index + a.rows());
+  if (result_.rows.size() < end) result_.rows.resize(end);
+  // The whole-op metrics on a second thread while this one does the rows: the two passes of
+  // MetricsAccumulator are the cost of a comparison (the dump reads are a few percent).
+  auto whole = std::async(std::launch::async, [&] { total_.add(a, b, first_index); });
+  for (std::int64_t r = 0; r < a.rows(); ++r) add_row(a.slice_rows(r, 1), b.slice_rows(r, 1), first_index + r);
+  if (result_.layout.has_heads()) {
+    if (col_err_.empty()) col_err_.assign(static_cast<std::size_t>(a.cols()), 0.0), col_ref_ = col_err_;
+    add_columns(a, b, col_err_, col_ref_);
+  }
+  whole.get();
+}
+
+void OpAccumulator::add_row(const model::HostTensor& a, const model::HostTensor& b, std::int64_t index) {
+  MetricsAccumulator one;
+  one.add(a, b, index);
+  const Metrics m = one.result();
+  RowError& row = result_.rows[static_cast<std::size_t>(index)];
+  row.nmse = static_cast<float>(m.nmse);
+  row.max_abs = static_cast<float>(m.max_abs);
+  row.nonfinite = static_cast<std::int32_t>(m.nonfinite);
+  row.over = !check(result_.tolerance.bound, m).empty();
+  // The worst element: the largest |a - b|, the lowest (row, column) on ties, whatever the order
+  // blocks arrive in.
+  WorstElement& w = result_.worst;
+  if (m.worst_row < 0 || m.max_abs < worst_abs_ || (m.max_abs == worst_abs_ && index > w.index)) return;
+  worst_abs_ = m.max_abs;
+  w.index = index, w.col = m.worst_col, w.a = m.worst_a, w.b = m.worst_b;
+  w.around_first_col = std::max<std::int64_t>(0, w.col - kAround);
+  const std::int64_t last = std::min(a.cols(), w.col + kAround + 1);
+  w.around_a.clear(), w.around_b.clear();
+  for (std::int64_t c = w.around_first_col; c < last; ++c)
+    w.around_a.push_back(a.at(0, c)), w.around_b.push_back(b.at(0, c));
+}
+
+OpResult OpAccumulator::finish(std::span<const RowInfo> rows) {
+  OpResult& r = result_;
+  TAPDIFF_ASSERT(r.rows.size() == rows.size(), "{}: {} rows accumulated, {} compared", model::to_string(r.id),
+                 r.rows.size(), rows.size());
+  r.metrics = total_.result();
+  r.violations = check(r.tolerance.bound, r.metrics);
+  WorstElement& w = r.worst;
+  if (w.index >= 0) {
+    w.position = rows[static_cast<std::size_t>(w.index)].position;
+    w.head = r.layout.has_heads() ? static_cast<int>(w.col / r.layout.head_dim) : -1;
+    w.channel = r.layout.has_heads() ? w.col % r.layout.head_dim : w.col;
+  }
+  r.rows_over = std::count_if(r.rows.begin(), r.rows.end(), [](const RowError& e) { return e.over; });
+  if (!r.pass()) {
+    const auto bad = std::find_if(r.rows.begin(), r.rows.end(), [](const RowError& e) { return e.over; });
+    // A tensor can break a bound no row breaks alone (cosine); then its worst row stands for it.
+    r.first_bad = bad != r.rows.end() ? bad - r.rows.begin() : std::max<std::int64_t>(w.index, 0);
+    r.first_bad_row = rows[static_cast<std::size_t>(r.first_bad)];
+  }
+  if (r.layout.has_heads() && !col_err_.empty()) {
+    const auto heads = static_cast<std::size_t>(r.layout.heads), hd = static_cast<std::size_t>(r.layout.head_dim);
+    r.head_err.assign(heads, 0.0), r.head_ref.assign(heads, 0.0), r.channel_err.assign(hd, 0.0);
+    for (std::size_t c = 0; c < col_err_.size(); ++c) {
+      r.head_err[c / hd] += col_err_[c], r.head_ref[c / hd] += col_ref_[c], r.channel_err[c % hd] += col_err_[c];
+    }
+  }
+  return std::move(result_);
+}
+
+OpResult compare_op(const model::TensorId& id, const model::HostTensor& a, const model::HostTensor& b,
+                    std::span<const RowInfo> rows, HeadLayout layout, const Tolerance& tolerance) {
+  OpAccumulator acc(id, layout, tolerance);
+  acc.add(a, b, 0);
+  return acc.finish(rows);
+}
+
+std::int64_t block_rows(std::int64_t width, std::size_t block_bytes) {
+  const auto row_bytes = static_cast<std::size_t>(std::max<std::int64_t>(width, 1)) * sizeof(double);
+  return std::clamp<std::int64_t>(static_cast<std::int64_t>(block_bytes / row_bytes), 1, kMaxBlockRows);
+}
+
+OpResult compare_tensor(const model::TensorId& id, int width, const TensorSource& a, const TensorSource& b,
+                        const RowAlignment& alignment, HeadLayout layout, const Tolerance& tolerance,
+                        std::size_t block_bytes) {
+  OpAccumulator acc(id, layout, tolerance);
+  const std::int64_t block = block_rows(width, block_bytes);
+  const auto n = static_cast<std::int64_t>(alignment.rows.size());
+  const auto at = [](const std::vector<std::int64_t>& v, std::int64_t i) { return v[static_cast<std::size_t>(i)]; };
+  for (std::int64_t i = 0; i < n;) {
+    // A run of rows consecutive in both files, at most one block long.
+    std::int64_t j = i + 1;
+    while (j < n && j - i < block && at(alignment.row_a, j) == at(alignment.row_a, j - 1) + 1 &&
+           at(alignment.row_b, j) == at(alignment.row_b, j - 1) + 1)
+      ++j;
+    const model::HostTensor block_a = a.read(id, at(alignment.row_a, i), j - i);
+    const model::HostTensor block_b = b.read(id, at(alignment.row_b, i), j - i);
+    TAPDIFF_ASSERT(block_a.rows() == j - i && block_b.rows() == j - i, "{}: read {} and {} rows of {}",
+                   model::to_string(id), block_a.rows(), block_b.rows(), j - i);
+    acc.add(block_a, block_b, i);
+    i = j;
+  }
+  return acc.finish(alignment.rows);
+}
+
+// --- two dumps ---------------------------------------------------------------------------------
+
+TokenComparison compare_tokens(const nlohmann::json& summary_a, const nlohmann::json& summary_b) {
+  TokenComparison t;
+  auto generated = [](const nlohmann::json& s) -> std::optional<std::vector<std::int32_t>> {
+    if (!s.is_object() || !s.contains("generated") || !s["generated"].is_array()) return std::nullopt;
+    std::vector<std::int32_t> out;
+    for (const auto& v : s["generated"])
+      if (v.is_number_integer()) out.push_back(v.get<std::int32_t>());
+    return out;
+  };
+  t.a = generated(summary_a), t.b = generated(summary_b);
+  if (t.a && t.b) {
+    const std::size_t n = std::min(t.a->size(), t.b->size());
+    for (std::size_t i = 0; i < n && !t.first_mismatch_step; ++i)
+      if ((*t.a)[i] != (*t.b)[i]) t.first_mismatch_step = static_cast<std::int64_t>(i);
+  }
+  return t;
+}
+
+namespace {
+
+// The rule of DumpReader::mismatch: sha256 when both have one, else the model_config.
+bool same_model(const dumps::RunMetadata& a, const dumps::RunMetadata& b) {
+  if (!a.model_sha256.empty() && !b.model_sha256.empty()) return a.model_sha256 == b.model_sha256;
+  return a.model_config == b.model_config;
+}
+
+std::string shape_of(const model::ModelConfig& c) {
+  return fmt::format("n_layers={} dim={} heads={}/{} head_dim={} ffn_dim={} vocab={}", c.n_layers, c.dim, c.n_heads,
+                     c.n_kv_heads, c.head_dim, c.ffn_dim, c.vocab);
+}
+
+std::int64_t element_bytes(const dumps::RunMetadata& m) {
+  return m.storage_dtype == "f16" ? 2 : m.storage_dtype == "f64" ? 8 : 4;
+}
+
+RunInfo run_info(const dumps::DumpReader& d) { return {d.path(), d.metadata(), d.rows(), d.complete()}; }
+
+}  // namespace
+
+void check_comparable(const dumps::DumpReader& a, const dumps::DumpReader& b, const RowAlignment& alignment) {
+  const std::string both = fmt::format("cannot compare {} with {}", a.path(), b.path());
+  if (!same_model(a.metadata(), b.metadata()))
+    throw UsageError(fmt::format("{}: {}", both, dumps::DumpReader::mismatch(a, b).value_or("different models")));
+  if (shape_of(a.config()) != shape_of(b.config()))
+    throw UsageError(fmt::format("{}: different model configs: {} has {}, {} has {}", both, a.path(),
+                                 shape_of(a.config()), b.path(), shape_of(b.config())));
+  if (alignment.token_mismatch_position && alignment.token_mismatch_in_prompt)
+    throw UsageError(
+        fmt::format("{}: {}", both,
+                    dumps::DumpReader::mismatch(a, b).value_or(fmt::format(
+                        "different tokens: the prompts differ at position {}", *alignment.token_mismatch_position))));
+  if (alignment.rows.empty())
+    throw UsageError(fmt::format("{}: no position is held by both runs ({} has {} rows, {} has {})", both, a.path(),
+                                 a.rows(), b.path(), b.rows()));
+}
+
+CompareResult compare_dumps(const dumps::DumpReader& a, const dumps::DumpReader& b, const Tolerances& tolerances,
+                            const CompareOptions& options) {
+  CompareResult r;
+  r.alignment = align_rows(run_rows(a), run_rows(b), options.max_rows);
+  check_comparable(a, b, r.alignment);
+  r.a = run_info(a), r.b = run_info(b), r.config = a.config();
+  r.dtype = b.metadata().compute_dtype.empty() ? "f32" : b.metadata().compute_dtype;
+  r.builtin_dtype = Tolerances::coarsest_dtype(
+      {a.metadata().compute_dtype, b.metadata().compute_dtype, a.metadata().storage_dtype, b.metadata().storage_dtype});
+  r.tolerance_source = tolerances.source();
+  r.tokens = compare_tokens(a.summary(), b.summary());
+  std::vector<model::TensorId> ids;
+  for (const model::TensorId& id : a.tensors())
+    if (options.taps.matches(id)) (b.has(id) ? ids : r.only_a).push_back(id);
+  for (const model::TensorId& id : b.tensors())
+    if (options.taps.matches(id) && !a.has(id)) r.only_b.push_back(id);
+  if (ids.empty())
+    throw UsageError(fmt::format("cannot compare {} with {}: no tensor is tapped in both dumps{}", a.path(), b.path(),
+                                 options.taps.kind() == dumps::TapFilter::Kind::all
+                                     ? ""
+                                     : fmt::format(" and selected by --taps '{}'", options.taps.spec())));
+  const model::Graph graph(r.config);
+  const DumpSource source_a(a), source_b(b);
+  const std::int64_t bytes_per_value = element_bytes(a.metadata()) + element_bytes(b.metadata());
+  const auto n_rows = static_cast<std::int64_t>(r.alignment.rows.size());
+  for (const model::TensorId& id : ids) {
+    const int width = graph.width(id.op);
+    r.ops.push_back(compare_tensor(id, width, source_a, source_b, r.alignment, head_layout(id.op, r.config),
+                                   tolerances.lookup(id, r.dtype, r.builtin_dtype), options.block_bytes));
+    if (!r.first && !r.ops.back().pass()) r.first = r.ops.size() - 1;
+    r.bytes_read += n_rows * width * bytes_per_value;
+    if (options.progress) options.progress({r.ops.size(), ids.size(), r.bytes_read, id});
+  }
+  return r;
+}
+
+}  // namespace tapdiff::bisect

@@ -1,0 +1,218 @@
+#pragma once
+// Compares run B against reference run A op by op, in graph order, row block by row block: memory
+// is bounded by one block of rows of the widest tensor, never by the file. Rows are aligned by
+// position (whatever the chunking of each run) up to the first fed-token difference.
+//
+// Two ways in, one core:
+//   - OpAccumulator / compare_op: in-memory tensors, fed as they come (the in-process bisect
+//     feeds each chunk's rows of both engines, no files);
+//   - compare_dumps: two HDF5 dumps, read through TensorSource in blocks.
+// A divergence is a result (OpResult::pass() false), never an exception; exceptions are for
+// runs that cannot be compared (different models or prompts: UsageError).
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "bisect/metrics.h"
+#include "bisect/tolerances.h"
+#include "dumps/dump_reader.h"
+#include "dumps/tap_filter.h"
+#include "model/config.h"
+#include "model/graph.h"
+#include "model/host_tensor.h"
+
+namespace tapdiff::bisect {
+
+// One position both runs computed, and where each run computed it.
+struct RowInfo {
+  std::int32_t position = 0;
+  std::int32_t chunk_a = 0, chunk_b = 0;              // forward pass (ChunkInfo::index) in each run
+  bool chunk_start_a = false, chunk_start_b = false;  // the first row of that forward pass
+  bool decode = false;                                // a decode step in either run
+};
+
+// Per-row provenance of one run (views of DumpReader's /rows vectors, or of a live run's).
+struct RunRows {
+  std::span<const std::int32_t> positions, chunks, tokens;
+  std::span<const std::uint8_t> decode;
+};
+RunRows run_rows(const dumps::DumpReader& dump);
+
+// The rows that are compared: positions both runs hold, ascending, before the first position
+// whose fed token differs (later rows saw different inputs or KV caches), at most max_rows.
+struct RowAlignment {
+  std::vector<RowInfo> rows;
+  std::vector<std::int64_t> row_a, row_b;  // row index of rows[i] in each run
+  std::int64_t only_a = 0, only_b = 0;     // positions that one run holds and the other does not
+  // First common position whose fed token differs; it and every later position are left out.
+  std::optional<std::int32_t> token_mismatch_position;
+  bool token_mismatch_in_prompt = false;  // that row is a prefill row in either run: different prompts
+  std::int64_t after_mismatch = 0;        // common positions left out because of it
+  std::int64_t beyond_max_rows = 0;       // common positions left out by max_rows
+};
+// max_rows <= 0: no limit. A position held twice by one run counts once (its first row).
+RowAlignment align_rows(const RunRows& a, const RunRows& b, std::int64_t max_rows = 0);
+// Rows of one run compared with itself (the live path, where both engines run the same chunks).
+std::vector<RowInfo> same_rows(const RunRows& run);
+
+// How an op's columns split into heads: heads * head_dim == width, or heads == 0 for ops whose
+// columns are plain channels (dim, ffn_dim, vocab wide).
+struct HeadLayout {
+  int heads = 0;
+  int head_dim = 0;
+  bool has_heads() const { return heads > 0; }
+};
+// q_proj, rope_q, attn: n_heads; k_proj, v_proj, rope_k: n_kv_heads; every other op: none.
+HeadLayout head_layout(model::Op op, const model::ModelConfig& config);
+
+// Per compared row: enough to find the first bad position and to plot error against position.
+struct RowError {
+  float nmse = 0;     // of the row alone
+  float max_abs = 0;  // of the row alone
+  std::int32_t nonfinite = 0;
+  bool over = false;  // the row alone breaks the op's tolerance
+};
+
+// The largest |a - b| and its surroundings in both runs.
+struct WorstElement {
+  std::int64_t index = -1;  // into the compared rows; -1 when nothing finite was compared
+  std::int32_t position = -1;
+  std::int64_t col = -1;
+  int head = -1;              // col / head_dim for ops with heads, else -1
+  std::int64_t channel = -1;  // col % head_dim for ops with heads, else col
+  double a = 0, b = 0;
+  std::int64_t around_first_col = 0;  // around_a/b hold columns [around_first_col, + size)
+  std::vector<double> around_a, around_b;
+};
+
+struct OpResult {
+  model::TensorId id;
+  Metrics metrics;  // over every compared row
+  Tolerance tolerance;
+  std::vector<Violation> violations;  // empty: within tolerance
+  WorstElement worst;
+  std::int64_t first_bad = -1;  // index of the first row over tolerance; -1 when the op passes
+  RowInfo first_bad_row;        // that row: position, chunk of each run, chunk start (when first_bad >= 0)
+  std::int64_t rows_over = 0;
+  std::vector<RowError> rows;  // one per compared row
+  HeadLayout layout;
+  std::vector<double> head_err, head_ref;  // per head: sum (a-b)^2, sum a^2 (finite elements)
+  std::vector<double> channel_err;         // per channel of a head, sum (a-b)^2 over all heads
+
+  bool pass() const { return violations.empty(); }
+  model::OpClass op_class() const { return model::op_class(id.op); }
+};
+
+// Accumulates one op's comparison over blocks of compared rows, in any order of blocks.
+class OpAccumulator {
+ public:
+  OpAccumulator(const model::TensorId& id, HeadLayout layout, Tolerance tolerance);
+  // Rows [first_index, first_index + n) of the compared rows: a and b [n, width], f32 or f64.
+  void add(const model::HostTensor& a, const model::HostTensor& b, std::int64_t first_index);
+  // rows: the compared rows (positions for the worst element and the first bad row); every
+  // index in [0, rows.size()) must have been added.
+  OpResult finish(std::span<const RowInfo> rows);
+
+ private:
+  void add_row(const model::HostTensor& a, const model::HostTensor& b, std::int64_t index);
+
+  OpResult result_;
+  MetricsAccumulator total_;
+  double worst_abs_ = -1;
+  std::vector<double> col_err_, col_ref_;  // heads ops only
+};
+
+// The comparison of whole in-memory tensors [rows.size(), width] of one op.
+OpResult compare_op(const model::TensorId& id, const model::HostTensor& a, const model::HostTensor& b,
+                    std::span<const RowInfo> rows, HeadLayout layout, const Tolerance& tolerance);
+
+// Where a run's op outputs come from, rows at a time.
+class TensorSource {
+ public:
+  virtual ~TensorSource() = default;
+  // Rows [first_row, first_row + count): [count, width], f32 or f64.
+  virtual model::HostTensor read(const model::TensorId& id, std::int64_t first_row, std::int64_t count) const = 0;
+};
+
+class DumpSource final : public TensorSource {
+ public:
+  explicit DumpSource(const dumps::DumpReader& dump) : dump_(dump) {}
+  model::HostTensor read(const model::TensorId& id, std::int64_t first_row, std::int64_t count) const override {
+    return dump_.read(id, first_row, count);
+  }
+
+ private:
+  const dumps::DumpReader& dump_;
+};
+
+inline constexpr std::size_t kDefaultBlockBytes = std::size_t{16} << 20;
+inline constexpr std::int64_t kMaxBlockRows = 256;
+// Rows read at a time of a tensor `width` wide, so a block of one run holds at most block_bytes
+// (elements counted as 8 bytes): in [1, kMaxBlockRows].
+std::int64_t block_rows(std::int64_t width, std::size_t block_bytes = kDefaultBlockBytes);
+
+// One op of two sources over the aligned rows, streamed in blocks of block_rows(width) rows.
+OpResult compare_tensor(const model::TensorId& id, int width, const TensorSource& a, const TensorSource& b,
+                        const RowAlignment& alignment, HeadLayout layout, const Tolerance& tolerance,
+                        std::size_t block_bytes = kDefaultBlockBytes);
+
+// --- two dumps ------------------------------------------------------------------------------
+
+struct CompareProgress {
+  std::size_t done = 0, total = 0;  // ops
+  std::int64_t bytes = 0;           // dump data read so far, both files
+  model::TensorId id;               // the op just finished
+};
+
+struct CompareOptions {
+  dumps::TapFilter taps;      // which tensors to compare (default: all both dumps hold)
+  std::int64_t max_rows = 0;  // compare at most this many positions; <= 0: all
+  std::size_t block_bytes = kDefaultBlockBytes;
+  std::function<void(const CompareProgress&)> progress;  // after each op, when set
+};
+
+// The generated tokens of both runs (the dumps' summary "generated").
+struct TokenComparison {
+  std::optional<std::vector<std::int32_t>> a, b;    // nullopt when a dump has no summary
+  std::optional<std::int64_t> first_mismatch_step;  // first index where they differ; nullopt when equal
+};
+TokenComparison compare_tokens(const nlohmann::json& summary_a, const nlohmann::json& summary_b);
+
+struct RunInfo {
+  std::string path;
+  dumps::RunMetadata metadata;
+  std::int64_t rows = 0;
+  bool complete = true;
+};
+
+struct CompareResult {
+  RunInfo a, b;
+  model::ModelConfig config;
+  std::string dtype;             // B's compute dtype, what tolerance rules match
+  std::string builtin_dtype;     // the coarsest compute/storage dtype of both runs: the built-in defaults' dtype
+  std::string tolerance_source;  // the tolerance file, or "" for the built-in defaults
+  RowAlignment alignment;
+  std::vector<OpResult> ops;                    // graph order
+  std::vector<model::TensorId> only_a, only_b;  // tapped in one dump only (not compared)
+  std::optional<std::size_t> first;             // index into ops of the first op past tolerance
+  TokenComparison tokens;
+  std::int64_t bytes_read = 0;
+
+  bool match() const { return !first.has_value(); }
+};
+
+// UsageError naming both files when a and b are not two runs of one model on one prompt:
+// different models (DumpReader::mismatch), model configs of other widths, different prompt tokens.
+// Decode rows fed different tokens are no error: align_rows stops before them.
+void check_comparable(const dumps::DumpReader& a, const dumps::DumpReader& b, const RowAlignment& alignment);
+
+// Compares every tensor both dumps hold (and options.taps selects), in graph order.
+// UsageError when they cannot be compared or have nothing in common to compare.
+CompareResult compare_dumps(const dumps::DumpReader& a, const dumps::DumpReader& b, const Tolerances& tolerances,
+                            const CompareOptions& options = {});
+
+}  // namespace tapdiff::bisect

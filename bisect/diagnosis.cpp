@@ -1,0 +1,181 @@
+#include "bisect/diagnosis.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include "bisect/report_format.h"
+
+namespace tapdiff::bisect {
+namespace {
+
+constexpr std::size_t kMinGrowthRows = 8;  // rows past the first bad one needed to judge growth
+constexpr double kGrowthRho = 0.8;         // Spearman rho above which error "grows with position"
+constexpr double kHeadFactor = 10;         // a head carries the error above 10x the median head
+constexpr double kPatternShare = 1e-2;     // the quiet half holds < 1% of the loud half's error
+
+std::vector<double> ranks(std::span<const double> v) {
+  std::vector<std::size_t> order(v.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return v[a] < v[b]; });
+  std::vector<double> r(v.size());
+  for (std::size_t i = 0; i < order.size();) {
+    std::size_t j = i;
+    while (j + 1 < order.size() && v[order[j + 1]] == v[order[i]]) ++j;
+    const double average = 0.5 * static_cast<double>(i + j);  // ties share their average rank
+    for (std::size_t k = i; k <= j; ++k) r[order[k]] = average;
+    i = j + 1;
+  }
+  return r;
+}
+
+std::string chunk_start_text(const RowInfo& row) {
+  std::vector<std::string> runs;
+  if (row.chunk_start_a && row.chunk_a > 0) runs.push_back(fmt::format("chunk {} of A", row.chunk_a));
+  if (row.chunk_start_b && row.chunk_b > 0) runs.push_back(fmt::format("chunk {} of B", row.chunk_b));
+  return fmt::format("{}", fmt::join(runs, " and "));
+}
+
+void chunk_start(const OpResult& op, const RowInfo& first, std::vector<Diagnosis>& out) {
+  if (first.decode) return;  // every decode step is its own chunk: no prefill boundary to blame
+  const std::string where = chunk_start_text(first);
+  if (where.empty()) return;
+  out.push_back({"chunk-start",
+                 fmt::format("{} first breaks its tolerance at position {}, the first row of {}: a chunked-prefill "
+                             "boundary (KV cache offset, positions or mask of a later chunk)",
+                             model::to_string(op.id), first.position, where),
+                 {{"position", first.position}, {"chunk_a", first.chunk_a}, {"chunk_b", first.chunk_b}}});
+}
+
+void position_zero(const OpResult& op, std::span<const RowInfo> rows, std::vector<Diagnosis>& out) {
+  if (rows.size() < 2 || rows[0].position != 0 || op.rows[0].over) return;
+  const auto later = static_cast<std::int64_t>(rows.size() - 1);
+  if (2 * op.rows_over < later) return;  // at least half the later positions must be over
+  out.push_back({"position-zero-exact",
+                 fmt::format("position 0 is within tolerance (nmse {}) but {} of the {} later positions are not: "
+                             "suspect something that depends on the position (RoPE angle, causal mask)",
+                             short_number(op.rows[0].nmse), op.rows_over, later),
+                 {{"nmse_position_0", op.rows[0].nmse}, {"rows_over", op.rows_over}, {"later_rows", later}}});
+}
+
+void growth(const OpResult& op, std::span<const RowInfo> rows, std::vector<Diagnosis>& out) {
+  const auto from = static_cast<std::size_t>(op.first_bad);
+  if (rows.size() - from < kMinGrowthRows) return;
+  std::vector<double> pos, err;
+  for (std::size_t i = from; i < rows.size(); ++i)
+    pos.push_back(rows[i].position), err.push_back(static_cast<double>(op.rows[i].nmse));
+  const double rho = spearman(pos, err);
+  if (!(rho > kGrowthRho)) return;
+  out.push_back({"grows-with-position",
+                 fmt::format("the error of {} grows with position: Spearman rho {:.2f} between position and row "
+                             "NMSE over the {} rows from position {}",
+                             model::to_string(op.id), rho, pos.size(), rows[from].position),
+                 {{"spearman", rho}, {"rows", pos.size()}, {"from_position", rows[from].position}}});
+}
+
+void decode_only(const OpResult& op, std::span<const RowInfo> rows, std::vector<Diagnosis>& out) {
+  bool prefill_rows = false, prefill_over = false;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (!rows[i].decode) prefill_rows = true, prefill_over = prefill_over || op.rows[i].over;
+  if (!prefill_rows || prefill_over || op.rows_over == 0) return;
+  out.push_back({"decode-only",
+                 fmt::format("only decode rows of {} break the tolerance ({} rows); every prefill row is within it",
+                             model::to_string(op.id), op.rows_over),
+                 {{"rows_over", op.rows_over}}});
+}
+
+void some_heads(const OpResult& op, std::vector<Diagnosis>& out) {
+  if (op.head_err.size() < 2) return;
+  std::vector<double> sorted = op.head_err;
+  std::sort(sorted.begin(), sorted.end());
+  const std::size_t n = sorted.size();
+  const double median = n % 2 != 0 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  std::vector<int> loud;
+  for (std::size_t h = 0; h < n; ++h)
+    if (op.head_err[h] > kHeadFactor * median) loud.push_back(static_cast<int>(h));
+  if (loud.empty() || 2 * loud.size() >= n) return;
+  out.push_back({"some-heads",
+                 fmt::format("the error of {} is concentrated in head{} {} of {} (each above {}x the median head's "
+                             "squared error {})",
+                             model::to_string(op.id), loud.size() > 1 ? "s" : "", fmt::join(loud, ", "), n, kHeadFactor,
+                             short_number(median)),
+                 {{"heads", loud}, {"n_heads", n}, {"head_err", op.head_err}, {"median", median}}});
+}
+
+// Which of two halves of the channels of a head carries the error, if only one does.
+void pair_pattern(const OpResult& op, std::vector<Diagnosis>& out) {
+  const std::size_t hd = op.channel_err.size();
+  if (hd < 2) return;
+  double even = 0, odd = 0, low = 0, high = 0;
+  for (std::size_t c = 0; c < hd; ++c) {
+    (c % 2 == 0 ? even : odd) += op.channel_err[c];
+    (c < hd / 2 ? low : high) += op.channel_err[c];
+  }
+  auto report = [&](double a, double b, const char* name_a, const char* name_b, const char* pairing) {
+    const double loud = std::max(a, b), quiet = std::min(a, b);
+    if (!(loud > 0) || quiet >= kPatternShare * loud) return;
+    out.push_back({"pair-pattern",
+                   fmt::format("only the {} channels of each head of {} carry the error (the {} ones hold {} of it): "
+                               "suspect the RoPE pairing, {}",
+                               a > b ? name_a : name_b, model::to_string(op.id), a > b ? name_b : name_a,
+                               short_number(quiet / loud), pairing),
+                   {{"channels", a > b ? name_a : name_b}, {"share", quiet / loud}}});
+  };
+  report(even, odd, "even", "odd", "interleaved pairs (2i, 2i+1)");
+  report(low, high, "first-half", "second-half", "rotate-half pairs (i, i + head_dim/2)");
+}
+
+}  // namespace
+
+double spearman(std::span<const double> x, std::span<const double> y) {
+  if (x.size() != y.size() || x.size() < 2) return 0;
+  const std::vector<double> rx = ranks(x), ry = ranks(y);
+  const double mean = 0.5 * static_cast<double>(x.size() - 1);
+  double sxy = 0, sxx = 0, syy = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double dx = rx[i] - mean, dy = ry[i] - mean;
+    sxy += dx * dy, sxx += dx * dx, syy += dy * dy;
+  }
+  return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : 0;
+}
+
+std::vector<Diagnosis> diagnose_op(const OpResult& op, std::span<const RowInfo> rows) {
+  std::vector<Diagnosis> out;
+  if (op.pass() || op.first_bad < 0 || rows.size() != op.rows.size()) return out;
+  chunk_start(op, op.first_bad_row, out);
+  position_zero(op, rows, out);
+  growth(op, rows, out);
+  decode_only(op, rows, out);
+  some_heads(op, out);
+  pair_pattern(op, out);
+  return out;
+}
+
+std::vector<Diagnosis> diagnose(const CompareResult& result) {
+  std::vector<Diagnosis> out;
+  if (result.first) out = diagnose_op(result.ops[*result.first], result.alignment.rows);
+  const auto nonfinite =
+      std::find_if(result.ops.begin(), result.ops.end(), [](const OpResult& op) { return op.metrics.nonfinite > 0; });
+  if (nonfinite != result.ops.end())
+    out.push_back({"nonfinite",
+                   fmt::format("{} has {} NaN/Inf value{} where the other run has a different value (the first op "
+                               "with any); from there on they spread",
+                               model::to_string(nonfinite->id), nonfinite->metrics.nonfinite,
+                               nonfinite->metrics.nonfinite == 1 ? "" : "s"),
+                   {{"layer", nonfinite->id.layer},
+                    {"op", model::op_name(nonfinite->id.op)},
+                    {"count", nonfinite->metrics.nonfinite}}});
+  const RowAlignment& al = result.alignment;
+  if (al.token_mismatch_position)
+    out.push_back({"generation-diverged",
+                   fmt::format("the runs fed different tokens from position {} on (their generations parted): "
+                               "the {} rows from there were not compared",
+                               *al.token_mismatch_position, al.after_mismatch),
+                   {{"position", *al.token_mismatch_position}, {"rows_left_out", al.after_mismatch}}});
+  return out;
+}
+
+}  // namespace tapdiff::bisect

@@ -1,0 +1,33 @@
+#pragma once
+// Cheap diagnoses of where in the tensor a divergence lives, from what a comparison keeps (per-row
+// errors, per-head and per-channel sums, provenance). Each is a named code with its evidence; the
+// catalogue and the exact tests are in docs/tolerances.md ("Diagnosis codes").
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bisect/comparator.h"
+
+namespace tapdiff::bisect {
+
+struct Diagnosis {
+  std::string code;         // chunk-start, position-zero-exact, nonfinite, grows-with-position, decode-only,
+                            // some-heads, pair-pattern, generation-diverged
+  std::string text;         // one sentence with the evidence
+  nlohmann::json evidence;  // the numbers behind it
+};
+
+// Diagnoses of one op's comparison (the symptom: the first op past tolerance). Empty when it passes.
+std::vector<Diagnosis> diagnose_op(const OpResult& op, std::span<const RowInfo> rows);
+
+// Diagnoses of a whole comparison: those of the first failing op, non-finite values in any op,
+// and rows left out because the runs generated different tokens.
+std::vector<Diagnosis> diagnose(const CompareResult& result);
+
+// Spearman's rank correlation of x and y (average ranks for ties); 0 when either is constant or
+// fewer than two values.
+double spearman(std::span<const double> x, std::span<const double> y);
+
+}  // namespace tapdiff::bisect

@@ -1,0 +1,214 @@
+// `tapdiff compare` as a user runs it: exit codes, the terminal verdict, the JSON contract, JUnit
+// XML and the self-contained HTML report.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "dumps/dump_reader.h"
+#include "dumps/h5.h"
+#include "dumps/schema.h"
+#include "tests/reference_fixtures.h"
+#include "tests/test_support.h"
+
+namespace tapdiff::testing {
+namespace {
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+std::string quoted(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Tags nest and close properly, attribute values are quoted, no raw '<' or '&' in text: enough of
+// XML well-formedness to catch an unescaped message.
+bool well_formed(const std::string& xml) {
+  std::vector<std::string> open;
+  std::size_t i = 0;
+  while ((i = xml.find('<', i)) != std::string::npos) {
+    const std::size_t end = xml.find('>', i);
+    if (end == std::string::npos) return false;
+    std::string tag = xml.substr(i + 1, end - i - 1);
+    if (tag.find('<') != std::string::npos || count(tag, "\"") % 2 != 0) return false;
+    if (tag[0] == '/') {
+      if (open.empty() || open.back() != tag.substr(1)) return false;
+      open.pop_back();
+    } else if (tag[0] != '?' && tag.back() != '/') {
+      open.push_back(tag.substr(0, tag.find(' ')));
+    }
+    const std::size_t next = xml.find('<', end);
+    const std::string text = xml.substr(end + 1, next == std::string::npos ? std::string::npos : next - end - 1);
+    for (std::size_t amp = text.find('&'); amp != std::string::npos; amp = text.find('&', amp + 1))
+      if (text.find(';', amp) == std::string::npos) return false;
+    i = end;
+  }
+  return open.empty();
+}
+
+// A golden dump of synth:tiny (48 prompt tokens in chunks of 16, 3 generated) and a copy.
+struct Dumps {
+  std::filesystem::path dir, a, b;
+  explicit Dumps(const std::string& name) : dir(temp_dir(name)), a(dir / "a.h5"), b(dir / "b.h5") {
+    std::string tokens;
+    for (int i = 0; i < 48; ++i) tokens += (i > 0 ? "," : "") + std::to_string(1 + (i * 37) % 500);
+    const auto r = run_tapdiff("run --model " + quoted(synth_model_path("tiny")) + " --tokens " + tokens +
+                               " --chunk 16 --generate 3 --dump " + quoted(a));
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    std::filesystem::copy_file(a, b);
+  }
+  // Adds delta to one element of B's layer/op at (row, col).
+  void corrupt(const std::string& tap, std::int64_t row, std::int64_t col, float delta) const {
+    const dumps::h5::File file = dumps::h5::File::open(b.string(), dumps::h5::File::Mode::write);
+    const dumps::h5::DataSet data = file.open_dataset("taps/" + tap);
+    std::vector<float> values(data.extent()[1]);
+    const hid_t f32 = dumps::h5::memory_type(dumps::h5::Type::f32);
+    data.read_rows(static_cast<hsize_t>(row), 1, f32, values.data());
+    values[static_cast<std::size_t>(col)] += delta;
+    data.write_rows(static_cast<hsize_t>(row), 1, f32, values.data());
+  }
+  CommandResult compare(const std::string& options = "") const {
+    return run_tapdiff("compare " + quoted(a) + " " + quoted(b) + " " + options);
+  }
+};
+
+TEST(CompareCli, IdenticalDumpsMatchWithExitCode0) {
+  const Dumps d("same");
+  const auto r = d.compare("--json " + quoted(d.dir / "r.json"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("match: 33 ops within tolerance over 50 positions\n", 0), 0u) << r.output;
+  EXPECT_EQ(r.output.find('\033'), std::string::npos) << "colour on a pipe";
+  const auto json = nlohmann::json::parse(slurp(d.dir / "r.json"));
+  EXPECT_EQ(json["verdict"], "match");
+  EXPECT_TRUE(json["first"].is_null());
+  EXPECT_TRUE(json["culprit"].is_null());
+  EXPECT_TRUE(json["diagnosis"].is_array());
+  EXPECT_TRUE(json["tokens"]["first_mismatch_step"].is_null());
+  EXPECT_EQ(json["tokens"]["a"].size(), 3u);
+  EXPECT_EQ(json["ops"].size(), 33u);
+  EXPECT_EQ(json["ops"][0]["layer"], -1);
+  EXPECT_EQ(json["ops"][0]["op"], "embed");
+  EXPECT_EQ(json["ops"][32]["layer"], 2);  // logits: layer = n_layers
+  EXPECT_EQ(json["ops"][32]["op"], "logits");
+}
+
+TEST(CompareCli, ACorruptedElementDivergesWithExitCode1AndTheJsonContract) {
+  const Dumps d("corrupt");
+  d.corrupt("1/rope_q", 37, 2 * 16 + 5, 0.5f);  // position 37, head 2, channel 5
+  const auto r = d.compare("--json " + quoted(d.dir / "r.json") + " --junit " + quoted(d.dir / "r.xml") + " --html " +
+                           quoted(d.dir / "r.html"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.output.rfind("diverged at layer 1 rope_q (rope): nmse ", 0), 0u) << r.output;
+  EXPECT_NE(r.output.find("first at position 37 (chunk 2), worst at position 37 head 2 channel 5: "), std::string::npos)
+      << r.output;
+
+  const auto json = nlohmann::json::parse(slurp(d.dir / "r.json"));
+  EXPECT_EQ(json["verdict"], "diverged");
+  const auto& first = json["first"];
+  EXPECT_EQ(first["layer"], 1);
+  EXPECT_EQ(first["op"], "rope_q");
+  EXPECT_EQ(first["class"], "rope");
+  EXPECT_EQ(first["position"], 37);
+  EXPECT_EQ(first["chunk"], 2);
+  EXPECT_GT(first["metrics"]["nmse"].get<double>(), 1e-8);
+  EXPECT_EQ(first["worst"]["head"], 2);
+  EXPECT_EQ(first["worst"]["channel"], 5);
+  EXPECT_NEAR(first["worst"]["b"].get<double>() - first["worst"]["a"].get<double>(), 0.5, 1e-6);
+  EXPECT_EQ(first["per_position"].size(), 50u);
+  EXPECT_TRUE(json["culprit"].is_null());
+  EXPECT_TRUE(json["culprit_note"].is_string());
+  ASSERT_TRUE(json["diagnosis"].is_array());
+  for (const auto& diagnosis : json["diagnosis"]) {
+    EXPECT_TRUE(diagnosis["code"].is_string());
+    EXPECT_TRUE(diagnosis["text"].is_string());
+  }
+  EXPECT_EQ(json["summary"]["failing"], 1);
+  int failing = 0;
+  for (const auto& op : json["ops"]) failing += op["pass"].get<bool>() ? 0 : 1;
+  EXPECT_EQ(failing, 1);
+
+  const std::string xml = slurp(d.dir / "r.xml");
+  EXPECT_TRUE(well_formed(xml)) << xml;
+  EXPECT_EQ(xml.rfind("<?xml", 0), 0u);
+  EXPECT_EQ(count(xml, "<testsuite "), 1u);
+  EXPECT_EQ(count(xml, "<testcase "), 33u);
+  EXPECT_EQ(count(xml, "<failure "), 1u);
+  EXPECT_NE(xml.find("tests=\"33\" failures=\"1\""), std::string::npos);
+  EXPECT_NE(xml.find("<testcase name=\"1/rope_q\" classname=\"tapdiff.rope\">\n      <failure message=\"nmse "),
+            std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find(" &gt; 1e-8\""), std::string::npos) << xml;
+
+  const std::string html = slurp(d.dir / "r.html");
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_EQ(html.find("http"), std::string::npos) << "the report must not reach the network";
+  EXPECT_EQ(html.find("<script src"), std::string::npos);
+  EXPECT_NE(html.find("<svg width="), std::string::npos);
+  EXPECT_NE(html.find("class='heatmap'"), std::string::npos);
+  EXPECT_NE(html.find("class='plot'"), std::string::npos);
+  EXPECT_NE(html.find("diverged at layer 1 rope_q"), std::string::npos);
+  EXPECT_EQ(count(html, "stroke='#000'"), 1u);  // one heatmap cell past tolerance
+}
+
+TEST(CompareCli, TapsAndMaxRowsNarrowTheComparison) {
+  const Dumps d("narrow");
+  d.corrupt("1/rope_q", 37, 0, 0.5f);
+  EXPECT_EQ(d.compare("--taps '^0/'").exit_code, 0);
+  EXPECT_EQ(d.compare("--max-rows 30").exit_code, 0);
+  const auto r = d.compare("--taps 'rope_q$'");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("diverged at layer 1 rope_q"), std::string::npos) << r.output;
+}
+
+TEST(CompareCli, ToleranceFilesDecide) {
+  const Dumps d("tolerance");
+  d.corrupt("0/ffn_up", 3, 1, 1e-4f);
+  std::ofstream(d.dir / "loose.toml") << "[op.ffn_up]\nmax_abs = 1e-3\n";
+  std::ofstream(d.dir / "strict.toml") << "[op.ffn_up]\nmax_abs = 1e-6\n";
+  EXPECT_EQ(d.compare("--tolerances " + quoted(d.dir / "loose.toml")).exit_code, 0);
+  const auto r = d.compare("--tolerances " + quoted(d.dir / "strict.toml"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("diverged at layer 0 ffn_up (gemm): max_abs "), std::string::npos) << r.output;
+}
+
+TEST(CompareCli, BadInputExitsWithCode2AndSaysWhy) {
+  const Dumps d("bad");
+  // A run of the same model fed other tokens.
+  const auto other = d.dir / "other.h5";
+  ASSERT_EQ(run_tapdiff("run --model " + quoted(synth_model_path("tiny")) + " --tokens 1,2,3 --dump " + quoted(other))
+                .exit_code,
+            0);
+  auto r = run_tapdiff("compare " + quoted(d.a) + " " + quoted(other));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("different tokens"), std::string::npos) << r.output;
+  // A run of another model.
+  const auto small = d.dir / "small.h5";
+  ASSERT_EQ(run_tapdiff("run --model " + quoted(synth_model_path("small")) + " --tokens 1,2,3 --dump " + quoted(small))
+                .exit_code,
+            0);
+  r = run_tapdiff("compare " + quoted(d.a) + " " + quoted(small));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("different models"), std::string::npos) << r.output;
+  // Missing and unreadable files, a bad tolerance file.
+  r = d.compare("--tolerances " + quoted(d.dir / "none.toml"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("none.toml: no such tolerance file"), std::string::npos) << r.output;
+  std::ofstream(d.dir / "bad.toml") << "[op.rope_x]\nnmse = 1\n";
+  r = d.compare("--tolerances " + quoted(d.dir / "bad.toml"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("bad.toml:1:5: op.rope_x"), std::string::npos) << r.output;
+  EXPECT_EQ(run_tapdiff("compare " + quoted(d.a) + " " + quoted(d.dir / "absent.h5")).exit_code, 2);
+  std::ofstream(d.dir / "text.h5") << "not hdf5";
+  EXPECT_EQ(run_tapdiff("compare " + quoted(d.a) + " " + quoted(d.dir / "text.h5")).exit_code, 2);
+  EXPECT_EQ(run_tapdiff("compare " + quoted(d.a)).exit_code, 2);  // B missing
+}
+
+}  // namespace
+}  // namespace tapdiff::testing
