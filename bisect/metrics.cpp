@@ -2,23 +2,41 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
+#include <type_traits>
 
 #include "model/errors.h"
 
 namespace tapdiff::bisect {
 
-void MetricsAccumulator::add(const model::HostTensor& a, const model::HostTensor& b, std::int64_t first_row) {
-  TAPDIFF_ASSERT(a.rows() == b.rows() && a.cols() == b.cols(), "shapes [{}, {}] and [{}, {}]", a.rows(), a.cols(),
-                 b.rows(), b.cols());
-  for (std::int64_t r = 0; r < a.rows(); ++r) {
+namespace {
+
+template <typename T>
+std::span<const T> values(const model::HostTensor& t) {
+  if constexpr (std::is_same_v<T, float>)
+    return t.f32();
+  else
+    return t.f64();
+}
+
+}  // namespace
+
+template <typename TA, typename TB>
+void MetricsAccumulator::add_rows(const model::HostTensor& a, const model::HostTensor& b, std::int64_t first_row) {
+  const std::span<const TA> va = values<TA>(a);
+  const std::span<const TB> vb = values<TB>(b);
+  const auto cols = static_cast<std::size_t>(a.cols());
+  for (std::size_t r = 0; r < static_cast<std::size_t>(a.rows()); ++r) {
+    const TA* ra = va.data() + r * cols;
+    const TB* rb = vb.data() + r * cols;
     double row_sq = 0;
-    for (std::int64_t c = 0; c < a.cols(); ++c) {
-      const double x = a.at(r, c);
+    for (std::size_t c = 0; c < cols; ++c) {
+      const double x = static_cast<double>(ra[c]);
       if (std::isfinite(x)) row_sq += x * x;
     }
-    const double row_rms = a.cols() > 0 ? std::sqrt(row_sq / static_cast<double>(a.cols())) : 0.0;
-    for (std::int64_t c = 0; c < a.cols(); ++c) {
-      const double x = a.at(r, c), y = b.at(r, c);
+    const double row_rms = cols > 0 ? std::sqrt(row_sq / static_cast<double>(cols)) : 0.0;
+    for (std::size_t c = 0; c < cols; ++c) {
+      const double x = static_cast<double>(ra[c]), y = static_cast<double>(rb[c]);
       if (!std::isfinite(x) || !std::isfinite(y)) {
         // The same NaN/Inf pattern in both is agreement; anything else is a mismatch.
         const bool same = (std::isnan(x) && std::isnan(y)) || (std::isinf(x) && x == y);
@@ -30,10 +48,21 @@ void MetricsAccumulator::add(const model::HostTensor& a, const model::HostTensor
       const double floor = std::max(std::abs(x), row_rms);
       if (floor > 0) max_rel_ = std::max(max_rel_, d / floor);
       if (d > max_abs_ || worst_row_ < 0) {
-        max_abs_ = d, worst_row_ = first_row + r, worst_col_ = c, worst_a_ = x, worst_b_ = y;
+        max_abs_ = d, worst_row_ = first_row + static_cast<std::int64_t>(r);
+        worst_col_ = static_cast<std::int64_t>(c), worst_a_ = x, worst_b_ = y;
       }
     }
   }
+}
+
+void MetricsAccumulator::add(const model::HostTensor& a, const model::HostTensor& b, std::int64_t first_row) {
+  TAPDIFF_ASSERT(a.rows() == b.rows() && a.cols() == b.cols(), "shapes [{}, {}] and [{}, {}]", a.rows(), a.cols(),
+                 b.rows(), b.cols());
+  using model::Scalar;
+  if (a.scalar() == Scalar::f32 && b.scalar() == Scalar::f32) return add_rows<float, float>(a, b, first_row);
+  if (a.scalar() == Scalar::f32) return add_rows<float, double>(a, b, first_row);
+  if (b.scalar() == Scalar::f32) return add_rows<double, float>(a, b, first_row);
+  add_rows<double, double>(a, b, first_row);
 }
 
 Metrics MetricsAccumulator::result() const {

@@ -26,6 +26,9 @@ class MetricsAccumulator {
   Metrics result() const;
 
  private:
+  template <typename TA, typename TB>
+  void add_rows(const model::HostTensor& a, const model::HostTensor& b, std::int64_t first_row);
+
   std::int64_t count_ = 0, nonfinite_ = 0;
   double sum_sq_err_ = 0, sum_sq_a_ = 0, sum_sq_b_ = 0, dot_ = 0, max_abs_ = 0;
   std::int64_t worst_row_ = -1, worst_col_ = -1;
