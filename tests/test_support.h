@@ -2,6 +2,7 @@
 // Helpers shared by the tests: paths to the shared models and the tapdiff binary, temp folders,
 // running the CLI.
 #include <filesystem>
+#include <optional>
 #include <string>
 
 namespace tapdiff::testing {
@@ -19,6 +20,19 @@ struct CommandResult {
 };
 // Runs the tapdiff binary with the given arguments (a shell-quoted string).
 CommandResult run_tapdiff(const std::string& args);
+
+// Sets an environment variable for its lifetime (so child processes see it), then restores it.
+class ScopedEnv {
+ public:
+  ScopedEnv(std::string name, const std::string& value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> saved_;
+};
 
 }  // namespace tapdiff::testing
 

@@ -62,10 +62,11 @@ nlohmann::json summarize(const model::Engine& engine, const model::Model& m, con
           {"prompt_text", tokenizer ? nlohmann::json(model::valid_utf8(tokenizer->decode(prompt))) : nlohmann::json()},
           {"generated", r.generated},
           {"text", tokenizer ? nlohmann::json(model::valid_utf8(describe_tokens(r.generated, tokenizer, prompt.back())))
-                            : nlohmann::json()},
+                             : nlohmann::json()},
           {"timings",
            {{"prefill_seconds", r.prefill_seconds},
-            {"prefill_tokens_per_second", r.prefill_seconds > 0 ? static_cast<double>(prompt.size()) / r.prefill_seconds : 0.0},
+            {"prefill_tokens_per_second",
+             r.prefill_seconds > 0 ? static_cast<double>(prompt.size()) / r.prefill_seconds : 0.0},
             {"prefill_chunks", r.prefill_chunks},
             {"decode_steps", decoded},
             {"decode_seconds", r.decode_seconds},
@@ -83,7 +84,8 @@ void print_summary(const nlohmann::json& s, const model::Model& m) {
   fmt::print("prefill  {:.3f} s ({:.1f} tokens/s)\n", t["prefill_seconds"].get<double>(),
              t["prefill_tokens_per_second"].get<double>());
   if (!s["generated"].empty()) {
-    fmt::print("decode   {} steps, {:.2f} ms/token\n", t["decode_steps"].get<int>(), t["decode_ms_per_token"].get<double>());
+    fmt::print("decode   {} steps, {:.2f} ms/token\n", t["decode_steps"].get<int>(),
+               t["decode_ms_per_token"].get<double>());
     fmt::print("tokens   {}\n", fmt::join(s["generated"].get<std::vector<int>>(), " "));
     if (!s["text"].is_null())
       fmt::print("text     {}{}\n", s["prompt_text"].get<std::string>(), s["text"].get<std::string>());
@@ -128,17 +130,23 @@ void run(const RunArgs& a) {
 void add_run_command(CLI::App& app, CliContext& context) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand("run", "Run a model on one engine, tapping every op (optionally to an HDF5 dump)");
-  cmd->add_option("--model", args->model, "GGUF file, Hugging Face folder, or synth:SHAPE[:DTYPE]")->capture_default_str();
-  cmd->add_option("--engine", args->engine.name, "Engine: ref")->capture_default_str();
-  cmd->add_option("--dtype", args->engine.dtype, "Compute dtype: f32 or f64 (ref)")->capture_default_str();
+  cmd->add_option("--model", args->model, "GGUF file, Hugging Face folder, or synth:SHAPE[:DTYPE]")
+      ->capture_default_str();
+  cmd->add_option("--engine", args->engine.name, "Engine: ref or vulkan")->capture_default_str();
+  cmd->add_option("--dtype", args->engine.dtype, "Compute dtype: f32 or f64 (ref), f32 (vulkan)")
+      ->capture_default_str();
   cmd->add_option("--threads", args->engine.threads, "CPU threads (0 = all)");
+  add_vulkan_options(*cmd, args->engine);
   add_prompt_options(*cmd, args->prompt);
-  cmd->add_option("--chunk", args->chunk, "Prefill chunk size in tokens (0 = whole prompt)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--chunk", args->chunk, "Prefill chunk size in tokens (0 = whole prompt)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--generate", args->generate, "Greedy tokens to generate")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--stop-at-eos", args->stop_at_eos, "Stop generating at the EOS token");
   cmd->add_option("--dump", args->dump, "Write every tapped op output to this HDF5 file");
-  cmd->add_option("--taps", args->taps, "Which ops to dump: all, layers, none, or a regex over LAYER/OP")->capture_default_str();
-  cmd->add_option("--dump-dtype", args->dump_dtype, "Storage type of the dump: f32, f64 or f16 (default: compute dtype)");
+  cmd->add_option("--taps", args->taps, "Which ops to dump: all, layers, none, or a regex over LAYER/OP")
+      ->capture_default_str();
+  cmd->add_option("--dump-dtype", args->dump_dtype,
+                  "Storage type of the dump: f32, f64 or f16 (default: compute dtype)");
   cmd->add_option("--json", args->json, "Write the run's summary as JSON");
   cmd->callback([args, &context] {
     args->command_line = context.command_line;

@@ -16,5 +16,6 @@ void add_synth_command(CLI::App& app, CliContext& context);
 void add_run_command(CLI::App& app, CliContext& context);
 void add_inspect_command(CLI::App& app, CliContext& context);
 void add_compare_command(CLI::App& app, CliContext& context);
+void add_devices_command(CLI::App& app, CliContext& context);
 
 }  // namespace tapdiff::cli

@@ -2,10 +2,19 @@
 
 #include <fmt/core.h>
 
+#include "gpu/vulkan_engine.h"
 #include "model/errors.h"
 #include "reference/cpu_engine.h"
 
 namespace tapdiff::cli {
+
+void add_vulkan_options(CLI::App& cmd, EngineChoice& choice) {
+  cmd.add_option("--device", choice.device, "Vulkan device: index or name substring (see `tapdiff devices`)");
+  cmd.add_option("--kernels", choice.kernels,
+                 "Vulkan kernel overrides: matmul=auto|tiled|matvec,matvec=auto|subgroup|shared");
+  cmd.add_option("--max-context", choice.max_context, "Vulkan KV-cache limit in positions (0 = grow as needed)")
+      ->check(CLI::NonNegativeNumber);
+}
 
 std::unique_ptr<model::Engine> make_engine(const EngineChoice& choice, const model::Model& m) {
   if (choice.name == "ref") {
@@ -19,7 +28,18 @@ std::unique_ptr<model::Engine> make_engine(const EngineChoice& choice, const mod
       throw UsageError(fmt::format("--dtype {}: the ref engine computes in f32 or f64", choice.dtype));
     return reference::make_cpu_engine(m, options);
   }
-  throw UsageError(fmt::format("--engine {}: expected ref (the Vulkan engine is not built yet)", choice.name));
+  if (choice.name == "vulkan") {
+    if (choice.dtype != "f32")
+      throw UsageError(
+          fmt::format("--dtype {}: the vulkan engine computes in f32 (f16 is not built yet)", choice.dtype));
+    gpu::VulkanEngineOptions options;
+    options.device = choice.device;
+    options.kernels = choice.kernels;
+    options.max_context = choice.max_context;
+    options.print_validation = true;  // TAPDIFF_VK_VALIDATION=1 turns the layer on
+    return gpu::make_vulkan_engine(m, options);
+  }
+  throw UsageError(fmt::format("--engine {}: expected ref or vulkan", choice.name));
 }
 
 }  // namespace tapdiff::cli

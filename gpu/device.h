@@ -1,0 +1,38 @@
+#pragma once
+// The logical device with one compute queue, and the choice of memory types.
+#include <cstdint>
+
+#include "gpu/device_info.h"
+
+namespace tapdiff::gpu {
+
+class Instance;
+
+class Device {
+ public:
+  // EnvironmentError when the device offers less than Vulkan 1.2 or no compute queue (naming the
+  // device and what it offers).
+  Device(const Instance& instance, DeviceInfo info);
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  VkDevice handle() const { return device_; }
+  VkQueue queue() const { return queue_; }
+  std::uint32_t queue_family() const { return static_cast<std::uint32_t>(info_.compute_queue_family); }
+  const DeviceInfo& info() const { return info_; }
+
+  // Index of a memory type allowed by type_bits with every `required` flag, preferring one that
+  // also has every `preferred` flag; -1 when none has the required flags.
+  int memory_type(std::uint32_t type_bits, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred) const;
+  // The heap of a memory type, for messages.
+  std::uint64_t heap_size(int memory_type) const;
+
+ private:
+  DeviceInfo info_;
+  VkPhysicalDeviceMemoryProperties memory_{};
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+};
+
+}  // namespace tapdiff::gpu

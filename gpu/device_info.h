@@ -1,0 +1,65 @@
+#pragma once
+// What a physical device is and offers, as `tapdiff devices` lists it and as kernel selection
+// reads it; and the choice of a device for `--device N|NAME`.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpu/vk_api.h"
+
+namespace tapdiff::gpu {
+
+struct MemoryHeap {
+  std::uint64_t size = 0;
+  bool device_local = false;
+};
+
+struct DeviceInfo {
+  int index = 0;  // position in vkEnumeratePhysicalDevices order, what --device N names
+  VkPhysicalDevice handle = VK_NULL_HANDLE;
+  std::string name;
+  VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
+  std::string driver;  // driver name and info ("llvmpipe, Mesa 22.3.6 (LLVM 15.0.6)")
+  std::uint32_t api_version = 0;
+  std::vector<MemoryHeap> heaps;
+  int compute_queue_family = -1;  // -1: none
+
+  // Subgroups (core 1.1 properties).
+  std::uint32_t subgroup_size = 0;
+  bool subgroup_arithmetic = false;  // subgroupAdd etc. in compute shaders
+
+  // Features that later precision modes and kernels need (queried only for Vulkan >= 1.2 devices).
+  bool shader_float16 = false;
+  bool storage_buffer_16bit = false;
+  bool shader_int8 = false;
+  bool storage_buffer_8bit = false;
+  bool cooperative_matrix = false;  // VK_KHR_cooperative_matrix or VK_NV_cooperative_matrix
+  bool push_descriptor = false;     // VK_KHR_push_descriptor
+
+  // Limits the engine sizes its buffers and dispatches by.
+  std::uint64_t max_storage_buffer_range = 0;
+  std::uint64_t min_storage_buffer_offset_alignment = 0;
+  std::uint64_t max_memory_allocation_size = 0;
+  std::uint32_t max_workgroup_invocations = 0;
+  std::uint32_t max_workgroup_size_x = 0;
+  std::uint32_t max_workgroup_count[3] = {0, 0, 0};
+  std::uint32_t max_shared_memory = 0;
+  std::uint32_t max_push_constants = 0;
+};
+
+std::string_view device_type_name(VkPhysicalDeviceType type);  // "discrete GPU", "CPU", ...
+std::string version_string(std::uint32_t api_version);         // "1.3.230"
+
+DeviceInfo query_device(VkPhysicalDevice device, int index);
+
+// Several lines describing a device for `tapdiff devices`.
+std::string describe(const DeviceInfo& info);
+// One line: "llvmpipe (LLVM 15.0.6, 256 bits) (CPU, llvmpipe, Mesa 22.3.6, Vulkan 1.3.230)".
+std::string summary(const DeviceInfo& info);
+
+// The device a request names: "" prefers a discrete GPU, then an integrated one, then any;
+// "N" is an index; anything else a case-insensitive substring of the name. UsageError when the
+// request matches none (the message lists the devices), EnvironmentError when there are none.
+const DeviceInfo& select_device(const std::vector<DeviceInfo>& devices, const std::string& request);
+
+}  // namespace tapdiff::gpu

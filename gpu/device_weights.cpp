@@ -1,0 +1,92 @@
+#include "gpu/device_weights.h"
+
+#include <algorithm>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "gpu/device.h"
+#include "gpu/stream.h"
+#include "model/errors.h"
+
+namespace tapdiff::gpu {
+namespace {
+
+constexpr std::uint64_t kWeightBlock = 256ull << 20;
+constexpr std::uint64_t kStagingLimit = 64ull << 20;  // flush the upload stream past this much
+
+constexpr model::WeightKind kGlobalKinds[] = {model::WeightKind::token_embd, model::WeightKind::output_norm,
+                                              model::WeightKind::output};
+constexpr model::WeightKind kLayerKinds[] = {
+    model::WeightKind::attn_norm, model::WeightKind::wq,       model::WeightKind::wk,     model::WeightKind::wv,
+    model::WeightKind::bq,        model::WeightKind::bk,       model::WeightKind::bv,     model::WeightKind::wo,
+    model::WeightKind::ffn_norm,  model::WeightKind::ffn_gate, model::WeightKind::ffn_up, model::WeightKind::ffn_down};
+
+bool is_vector(model::WeightKind kind) {
+  switch (kind) {
+    case model::WeightKind::attn_norm:
+    case model::WeightKind::ffn_norm:
+    case model::WeightKind::output_norm:
+    case model::WeightKind::bq:
+    case model::WeightKind::bk:
+    case model::WeightKind::bv: return true;
+    case model::WeightKind::token_embd:
+    case model::WeightKind::wq:
+    case model::WeightKind::wk:
+    case model::WeightKind::wv:
+    case model::WeightKind::wo:
+    case model::WeightKind::ffn_gate:
+    case model::WeightKind::ffn_up:
+    case model::WeightKind::ffn_down:
+    case model::WeightKind::output: return false;
+  }
+  return false;
+}
+
+}  // namespace
+
+DeviceWeights::DeviceWeights(const Device& device, Stream& stream, const model::Model& m)
+    : arena_(device, "weights", MemoryKind::device_local, kWeightBlock) {
+  for (model::WeightKind kind : kGlobalKinds)
+    if (const model::WeightTensor* t = m.find(kind)) upload(stream, kind, -1, *t);
+  for (int l = 0; l < m.config().n_layers; ++l)
+    for (model::WeightKind kind : kLayerKinds)
+      if (const model::WeightTensor* t = m.find(kind, l)) upload(stream, kind, l, *t);
+  stream.trim();
+}
+
+void DeviceWeights::upload(Stream& stream, model::WeightKind kind, int layer, const model::WeightTensor& t) {
+  DeviceWeight w{t.name, {}, t.dtype, t.rows, t.cols, static_cast<std::uint32_t>(model::row_bytes(t.dtype, t.cols))};
+  std::vector<float> widened;
+  std::span<const std::byte> bytes = t.bytes;
+  if (is_vector(kind) && t.dtype != model::DType::f32) {
+    widened.resize(static_cast<std::size_t>(t.rows * t.cols));
+    for (std::int64_t r = 0; r < t.rows; ++r)
+      model::dequantize_row(t.dtype, t.row(r), widened.data() + r * t.cols, t.cols);
+    bytes = std::as_bytes(std::span<const float>(widened));
+    w.dtype = model::DType::f32;
+    w.row_bytes = static_cast<std::uint32_t>(t.cols * 4);
+  }
+  w.region = arena_.allocate(bytes.size(), fmt::format("weights of {}", t.name));
+  // Pieces of at most kStagingLimit, flushed as they accumulate, bound the staging memory.
+  for (std::uint64_t off = 0; off < bytes.size();) {
+    const std::uint64_t n = std::min<std::uint64_t>(kStagingLimit, bytes.size() - off);
+    stream.upload(bytes.data() + off, n, w.region.sub(off, n));
+    off += n, staged_ += n;
+    if (staged_ >= kStagingLimit) stream.flush(), staged_ = 0;
+  }
+  weights_.emplace(std::make_pair(kind, layer), std::move(w));
+}
+
+const DeviceWeight* DeviceWeights::find(model::WeightKind kind, int layer) const {
+  const auto it = weights_.find({kind, layer});
+  return it == weights_.end() ? nullptr : &it->second;
+}
+
+const DeviceWeight& DeviceWeights::get(model::WeightKind kind, int layer) const {
+  const DeviceWeight* w = find(kind, layer);
+  TAPDIFF_ASSERT(w != nullptr, "weight {} of layer {} not on the device", model::weight_kind_name(kind), layer);
+  return *w;
+}
+
+}  // namespace tapdiff::gpu

@@ -1,0 +1,58 @@
+#pragma once
+// The Vulkan instance, optionally with the Khronos validation layer and a debug-utils messenger
+// that collects every warning and error it reports (tests fail on any).
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "gpu/vk_api.h"
+
+namespace tapdiff::gpu {
+
+struct InstanceOptions {
+  bool validation = false;      // VK_LAYER_KHRONOS_validation with synchronization validation
+  bool print_messages = false;  // also print each validation message to stderr as it arrives
+};
+
+// Whether TAPDIFF_VK_VALIDATION=1 is set in the environment.
+bool validation_requested_by_environment();
+
+// Validation messages (warnings and errors), collected from the layer's callback thread.
+class MessageLog {
+ public:
+  explicit MessageLog(bool print) : print_(print) {}
+  void add(std::string message);
+  std::vector<std::string> messages() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::string> messages_;
+  bool print_;
+};
+
+class Instance {
+ public:
+  // EnvironmentError when there is no loader, the loader offers less than Vulkan 1.2, or
+  // validation was asked for and the layer is not installed.
+  explicit Instance(const InstanceOptions& options);
+  ~Instance();
+  Instance(const Instance&) = delete;
+  Instance& operator=(const Instance&) = delete;
+
+  VkInstance handle() const { return instance_; }
+  bool validation() const { return messenger_ != VK_NULL_HANDLE; }
+  std::vector<VkPhysicalDevice> physical_devices() const;
+  std::vector<std::string> messages() const { return log_->messages(); }
+
+ private:
+  void create_instance(bool validation);
+  void create_messenger();
+
+  std::unique_ptr<MessageLog> log_;  // its address is the messenger's user data
+  VkInstance instance_ = VK_NULL_HANDLE;
+  VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+  PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger_ = nullptr;
+};
+
+}  // namespace tapdiff::gpu

@@ -1,0 +1,245 @@
+#include "gpu/kernels.h"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <span>
+
+#include <fmt/core.h>
+
+#include "gpu/device.h"
+#include "gpu/pipelines.h"
+#include "gpu/stream.h"
+#include "model/errors.h"
+
+namespace tapdiff::gpu {
+namespace {
+
+// Push-constant blocks, laid out as the shaders declare them (std430 scalars).
+struct EmbedPush {
+  std::uint32_t rows, dim, row_bytes;
+};
+struct NormPush {
+  std::uint32_t rows, dim;
+  float eps;
+};
+struct MatmulPush {
+  std::uint32_t rows, k, n, row_bytes, has_bias;
+};
+struct RopePush {
+  std::uint32_t rows, width, head_dim, rotate_half;
+};
+struct AttentionPush {
+  std::uint32_t rows, first_pos, heads, group, head_dim, window, q_stride, kv_stride;
+  float scale;
+};
+struct CountPush {
+  std::uint32_t n;
+};
+
+constexpr std::uint32_t kTile = 64;              // matmul_tiled.comp: BM = BN
+constexpr std::uint32_t kTiledThreads = 256;     // matmul_tiled.comp: local_size_x
+constexpr std::uint32_t kTiledShared = 8192;     // matmul_tiled.comp: xs + ws bytes
+constexpr std::uint32_t kAttentionChannels = 4;  // attention.comp: CHANNELS
+constexpr std::uint32_t kMaxHeadDim = 256;       // attention.comp: MAX_HEAD_DIM
+
+std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
+std::uint32_t dtype_code(model::DType t) { return static_cast<std::uint32_t>(t); }  // dequant.glsl DTYPE_*
+std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+
+std::uint32_t floor_pow2(std::uint32_t v) {
+  std::uint32_t p = 1;
+  while (p * 2 <= v) p *= 2;
+  return p;
+}
+
+std::string with_dtype(std::string_view variant, model::DType t) {
+  return fmt::format("{}/{}", variant, model::dtype_name(t));
+}
+
+}  // namespace
+
+KernelOverrides parse_kernel_overrides(const std::string& text) {
+  KernelOverrides o;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    const std::size_t end = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, end - start);
+    start = end + 1;
+    const std::size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (key == "matmul" && (value == "auto" || value == "tiled" || value == "matvec")) {
+      o.matmul = value == "tiled"    ? KernelOverrides::Matmul::tiled
+                 : value == "matvec" ? KernelOverrides::Matmul::matvec
+                                     : KernelOverrides::Matmul::automatic;
+    } else if (key == "matvec" && (value == "auto" || value == "subgroup" || value == "shared")) {
+      o.matvec = value == "subgroup" ? KernelOverrides::Matvec::subgroup
+                 : value == "shared" ? KernelOverrides::Matvec::shared
+                                     : KernelOverrides::Matvec::automatic;
+    } else {
+      throw UsageError(
+          fmt::format("--kernels: expected matmul=auto|tiled|matvec or matvec=auto|subgroup|shared "
+                      "(comma-separated), found '{}'",
+                      item));
+    }
+  }
+  return o;
+}
+
+Kernels::Kernels(const Device& device, Pipelines& pipelines, const KernelOverrides& overrides)
+    : device_(&device), pipelines_(&pipelines), overrides_(overrides) {
+  const DeviceInfo& d = device.info();
+  wg_ = floor_pow2(std::min({256u, d.max_workgroup_invocations, d.max_workgroup_size_x}));
+  attention_wg_ = std::min(64u, wg_);
+  tiled_ok_ = d.max_workgroup_invocations >= kTiledThreads && d.max_workgroup_size_x >= kTiledThreads &&
+              d.max_shared_memory >= kTiledShared;
+  if (overrides.matmul == KernelOverrides::Matmul::tiled && !tiled_ok_)
+    throw UsageError(fmt::format("--kernels matmul=tiled: {} cannot run 256-invocation workgroups", d.name));
+  if (overrides.matvec == KernelOverrides::Matvec::subgroup && !d.subgroup_arithmetic)
+    throw UsageError(
+        fmt::format("--kernels matvec=subgroup: {} has no subgroup arithmetic in compute shaders", d.name));
+}
+
+Kernels::Grid Kernels::fold(std::uint64_t groups) const {
+  const std::uint64_t max_x = device_->info().max_workgroup_count[0];
+  const std::uint64_t x = std::min(groups, max_x);
+  const std::uint64_t y = x == 0 ? 0 : ceil_div(groups, x);
+  TAPDIFF_ASSERT(y <= device_->info().max_workgroup_count[1], "{} workgroups exceed the device's grid", groups);
+  return {static_cast<std::uint32_t>(x), static_cast<std::uint32_t>(y)};
+}
+
+void Kernels::dispatch(Stream& s, Shader shader, std::uint32_t dtype, std::initializer_list<Region> bindings,
+                       const void* push, std::uint32_t push_bytes, Grid grid) {
+  if (grid.x == 0 || grid.y == 0) return;
+  const std::span<const Region> all(bindings.begin(), bindings.size());
+  TAPDIFF_ASSERT(all.size() == shader_code(shader).bindings, "{} bindings for {}", all.size(),
+                 shader_code(shader).name);
+  s.order(all.first(all.size() - 1), all.last(1));  // the output is the last binding
+  const std::uint32_t spec[] = {dtype, shader == Shader::attention ? attention_wg_ : wg_};
+  const Pipeline& p = pipelines_->get(shader, spec);
+  const VkCommandBuffer cmd = s.cmd();
+  const VkDescriptorSet set = s.descriptor_sets().allocate(p.set_layout, all);
+  std::array<std::byte, kPushConstantBytes> data{};
+  TAPDIFF_ASSERT(push_bytes <= data.size(), "{} bytes of push constants", push_bytes);
+  std::memcpy(data.data(), push, push_bytes);
+  vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+  vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
+  vkCmdPushConstants(cmd, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushConstantBytes, data.data());
+  vkCmdDispatch(cmd, grid.x, grid.y, 1);
+}
+
+std::string Kernels::embed(Stream& s, const DeviceWeight& table, const Region& tokens, const Region& out, int rows) {
+  const EmbedPush push{u32(rows), u32(table.cols), table.row_bytes};
+  dispatch(s, Shader::embed, dtype_code(table.dtype), {table.region, tokens, out}, &push, sizeof push,
+           fold(ceil_div(static_cast<std::uint64_t>(rows) * push.dim, wg_)));
+  return with_dtype("embed-gather", table.dtype);
+}
+
+std::string Kernels::rms_norm(Stream& s, const Region& x, const DeviceWeight& w, float eps, const Region& out,
+                              int rows) {
+  TAPDIFF_ASSERT(w.dtype == model::DType::f32, "norm weight {} as {}", w.name, model::dtype_name(w.dtype));
+  const NormPush push{u32(rows), u32(w.cols), eps};
+  dispatch(s, Shader::rms_norm, 0, {x, w.region, out}, &push, sizeof push, fold(static_cast<std::uint64_t>(rows)));
+  return "rms_norm-tree";
+}
+
+bool Kernels::use_tiled(int rows) const {
+  switch (overrides_.matmul) {
+    case KernelOverrides::Matmul::tiled: return true;
+    case KernelOverrides::Matmul::matvec: return false;
+    case KernelOverrides::Matmul::automatic: return rows > 1 && tiled_ok_;
+  }
+  return false;
+}
+
+Shader Kernels::matvec_shader() const {
+  switch (overrides_.matvec) {
+    case KernelOverrides::Matvec::subgroup: return Shader::matvec_subgroup;
+    case KernelOverrides::Matvec::shared: return Shader::matvec_shared;
+    case KernelOverrides::Matvec::automatic:
+      return device_->info().subgroup_arithmetic ? Shader::matvec_subgroup : Shader::matvec_shared;
+  }
+  return Shader::matvec_shared;
+}
+
+std::string Kernels::matmul(Stream& s, const Region& x, const DeviceWeight& w, const DeviceWeight* bias,
+                            const Region& out, int rows) {
+  TAPDIFF_ASSERT(bias == nullptr || bias->dtype == model::DType::f32, "bias {} as {}", bias->name,
+                 model::dtype_name(bias->dtype));
+  const MatmulPush push{u32(rows), u32(w.cols), u32(w.rows), w.row_bytes, bias != nullptr ? 1u : 0u};
+  // Without a bias the weights stand in for the unused binding (never read).
+  const Region& b = bias != nullptr ? bias->region : w.region;
+  if (use_tiled(rows)) {
+    const Grid grid{u32(static_cast<std::int64_t>(ceil_div(push.n, kTile))),
+                    u32(static_cast<std::int64_t>(ceil_div(push.rows, kTile)))};
+    dispatch(s, Shader::matmul_tiled, dtype_code(w.dtype), {w.region, x, b, out}, &push, sizeof push, grid);
+    return with_dtype("matmul-tiled-64x64", w.dtype);
+  }
+  const Shader shader = matvec_shader();
+  dispatch(s, shader, dtype_code(w.dtype), {w.region, x, b, out}, &push, sizeof push,
+           fold(static_cast<std::uint64_t>(rows) * push.n));
+  return with_dtype(shader == Shader::matvec_subgroup ? "matvec-subgroup" : "matvec-shared", w.dtype);
+}
+
+std::string Kernels::rope(Stream& s, const Region& x, const Region& table, const Region& out, int rows, int width,
+                          int head_dim, model::RopeStyle style) {
+  const RopePush push{u32(rows), u32(width), u32(head_dim), style == model::RopeStyle::rotate_half ? 1u : 0u};
+  dispatch(s, Shader::rope, 0, {x, table, out}, &push, sizeof push,
+           fold(ceil_div(static_cast<std::uint64_t>(rows) * push.width / 2, wg_)));
+  return "rope-table";
+}
+
+std::string Kernels::attention(Stream& s, const AttentionShape& a, float scale, const Region& q, const Region& k,
+                               const Region& v, const Region& out) {
+  TAPDIFF_ASSERT(a.head_dim <= max_head_dim(), "head_dim {} in the attention kernel", a.head_dim);
+  const AttentionPush push{u32(a.rows),
+                           u32(a.first_pos),
+                           u32(a.heads),
+                           u32(a.heads / a.kv_heads),
+                           u32(a.head_dim),
+                           u32(a.window),
+                           u32(a.heads * a.head_dim),
+                           u32(a.kv_heads * a.head_dim),
+                           scale};
+  dispatch(s, Shader::attention, 0, {q, k, v, out}, &push, sizeof push,
+           fold(static_cast<std::uint64_t>(a.rows) * push.heads));
+  return "attention-two-pass";
+}
+
+std::string Kernels::add(Stream& s, const Region& a, const Region& b, const Region& out, std::int64_t n) {
+  const CountPush push{u32(n)};
+  dispatch(s, Shader::add, 0, {a, b, out}, &push, sizeof push, fold(ceil_div(push.n, wg_)));
+  return "add";
+}
+
+std::string Kernels::silu_mul(Stream& s, const Region& gate, const Region& up, const Region& out, std::int64_t n) {
+  const CountPush push{u32(n)};
+  dispatch(s, Shader::silu_mul, 0, {gate, up, out}, &push, sizeof push, fold(ceil_div(push.n, wg_)));
+  return "silu_mul";
+}
+
+int Kernels::max_head_dim() const {
+  return static_cast<int>(std::min(kMaxHeadDim, kAttentionChannels * attention_wg_));
+}
+
+std::vector<std::string> Kernels::planned(model::OpClass cls, model::DType weight_dtype) const {
+  switch (cls) {
+    case model::OpClass::embedding: return {with_dtype("embed-gather", weight_dtype)};
+    case model::OpClass::norm: return {"rms_norm-tree"};
+    case model::OpClass::gemm: {
+      std::vector<std::string> names;
+      if (use_tiled(2)) names.push_back(with_dtype("matmul-tiled-64x64", weight_dtype));
+      if (!use_tiled(1) || !use_tiled(2))
+        names.push_back(
+            with_dtype(matvec_shader() == Shader::matvec_subgroup ? "matvec-subgroup" : "matvec-shared", weight_dtype));
+      return names;
+    }
+    case model::OpClass::rope: return {"rope-table"};
+    case model::OpClass::attention: return {"attention-two-pass"};
+    case model::OpClass::residual: return {"add"};
+    case model::OpClass::activation: return {"silu_mul"};
+  }
+  return {};
+}
+
+}  // namespace tapdiff::gpu

@@ -1,0 +1,98 @@
+#pragma once
+// The kernel variants of each op class and how each is recorded: pipeline, bindings, push
+// constants and grid. A variant is chosen per call by device capability, the chunk's rows and the
+// user's overrides; its name is returned so the engine can report which kernel ran.
+//
+// Variants (f32 compute):
+//   embedding   embed-gather/DTYPE
+//   norm        rms_norm-tree                      one workgroup per row
+//   gemm        matmul-tiled-64x64/DTYPE           rows > 1 (needs 256-invocation workgroups)
+//               matvec-subgroup/DTYPE              rows == 1, subgroupAdd in compute shaders
+//               matvec-shared/DTYPE                rows == 1, shared-memory tree otherwise
+//   rope        rope-table                         host cos/sin table
+//   attention   attention-two-pass                 one workgroup per (row, head)
+//   residual    add
+//   activation  silu_mul
+// Later variants (cooperative matrices, f16 compute) join here, selected the same way.
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "gpu/device_weights.h"
+#include "gpu/memory.h"
+#include "gpu/shaders.h"
+#include "model/config.h"
+#include "model/ops.h"
+
+namespace tapdiff::gpu {
+
+class Device;
+class Pipelines;
+class Stream;
+
+// What --kernels may force: "matmul=auto|tiled|matvec,matvec=auto|subgroup|shared".
+struct KernelOverrides {
+  enum class Matmul : std::uint8_t { automatic, tiled, matvec } matmul = Matmul::automatic;
+  enum class Matvec : std::uint8_t { automatic, subgroup, shared } matvec = Matvec::automatic;
+};
+// UsageError naming the bad key or value and the choices.
+KernelOverrides parse_kernel_overrides(const std::string& text);
+
+// The attention of one chunk: rows of queries at positions first_pos.. over cache rows [0, first_pos + rows).
+struct AttentionShape {
+  int rows = 0;
+  int first_pos = 0;
+  int heads = 0;
+  int kv_heads = 0;
+  int head_dim = 0;
+  int window = 0;  // 0: none
+};
+
+class Kernels {
+ public:
+  // UsageError when an override asks for a variant the device cannot run.
+  Kernels(const Device& device, Pipelines& pipelines, const KernelOverrides& overrides);
+
+  // Each records one op (its barrier included) and returns the variant's name.
+  // tokens [rows] int32 -> out [rows, dim]
+  std::string embed(Stream& s, const DeviceWeight& table, const Region& tokens, const Region& out, int rows);
+  // x [rows, dim], w f32 [dim] -> out [rows, dim]
+  std::string rms_norm(Stream& s, const Region& x, const DeviceWeight& w, float eps, const Region& out, int rows);
+  // x [rows, w.cols] -> out [rows, w.rows], + bias [w.rows] when given (f32)
+  std::string matmul(Stream& s, const Region& x, const DeviceWeight& w, const DeviceWeight* bias, const Region& out,
+                     int rows);
+  // x [rows, width] rotated per head by the table [rows, head_dim / 2] of (cos, sin) -> out
+  std::string rope(Stream& s, const Region& x, const Region& table, const Region& out, int rows, int width,
+                   int head_dim, model::RopeStyle style);
+  // q [rows, heads * hd], k/v cache [first_pos + rows, kv_heads * hd] -> out [rows, heads * hd]
+  std::string attention(Stream& s, const AttentionShape& shape, float scale, const Region& q, const Region& k,
+                        const Region& v, const Region& out);
+  // out = a + b and out = silu(a) * b over n values
+  std::string add(Stream& s, const Region& a, const Region& b, const Region& out, std::int64_t n);
+  std::string silu_mul(Stream& s, const Region& gate, const Region& up, const Region& out, std::int64_t n);
+
+  // The largest head_dim the attention kernel takes on this device.
+  int max_head_dim() const;
+  // The variants an op class may run on this device with these overrides (all row counts).
+  std::vector<std::string> planned(model::OpClass cls, model::DType weight_dtype) const;
+
+ private:
+  struct Grid {
+    std::uint32_t x = 0, y = 0;
+  };
+  Grid fold(std::uint64_t groups) const;  // groups -> (x, y) within maxComputeWorkGroupCount
+  void dispatch(Stream& s, Shader shader, std::uint32_t dtype, std::initializer_list<Region> bindings, const void* push,
+                std::uint32_t push_bytes, Grid grid);
+  bool use_tiled(int rows) const;
+  Shader matvec_shader() const;
+
+  const Device* device_;
+  Pipelines* pipelines_;
+  KernelOverrides overrides_;
+  std::uint32_t wg_;            // workgroup size of the 1-D kernels: a power of two <= 256
+  std::uint32_t attention_wg_;  // attention's: 64 or less
+  bool tiled_ok_;               // the device runs 256-invocation workgroups with 8 KiB shared
+};
+
+}  // namespace tapdiff::gpu

@@ -1,0 +1,70 @@
+#pragma once
+// Compute pipelines made from the embedded SPIR-V, cached by (shader, specialization constants),
+// and descriptor sets of storage buffers from pools that are reset after each submit.
+#include <cstdint>
+#include <map>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "gpu/memory.h"
+#include "gpu/shaders.h"
+
+namespace tapdiff::gpu {
+
+class Device;
+
+struct Pipeline {
+  VkPipeline pipeline = VK_NULL_HANDLE;
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
+};
+
+class Pipelines {
+ public:
+  explicit Pipelines(const Device& device) : device_(&device) {}
+  ~Pipelines();
+  Pipelines(const Pipelines&) = delete;
+  Pipelines& operator=(const Pipelines&) = delete;
+
+  // The pipeline of `shader` with specialization constant i = spec[i], made on first use. The
+  // reference stays valid for the life of this object.
+  const Pipeline& get(Shader shader, std::span<const std::uint32_t> spec);
+  std::size_t size() const { return pipelines_.size(); }
+
+ private:
+  struct Layout {
+    VkDescriptorSetLayout set = VK_NULL_HANDLE;
+    VkPipelineLayout pipeline = VK_NULL_HANDLE;
+  };
+  const Layout& layout(std::uint32_t bindings);
+  VkShaderModule module(Shader shader);
+
+  const Device* device_;
+  std::map<std::uint32_t, Layout> layouts_;  // by number of storage-buffer bindings
+  std::map<Shader, VkShaderModule> modules_;
+  std::map<std::pair<Shader, std::vector<std::uint32_t>>, Pipeline> pipelines_;
+};
+
+// Descriptor sets for one submit at a time: allocate() takes sets from a list of pools (a new
+// pool when all are full); reset() returns them all once the submit that used them completed.
+class DescriptorSets {
+ public:
+  explicit DescriptorSets(const Device& device) : device_(&device) {}
+  ~DescriptorSets();
+  DescriptorSets(const DescriptorSets&) = delete;
+  DescriptorSets& operator=(const DescriptorSets&) = delete;
+
+  // A set of `layout` with regions[i] bound as the storage buffer of binding i.
+  VkDescriptorSet allocate(VkDescriptorSetLayout layout, std::span<const Region> regions);
+  void reset();
+
+ private:
+  VkDescriptorPool new_pool();
+
+  const Device* device_;
+  std::vector<VkDescriptorPool> pools_;
+  std::size_t current_ = 0;
+};
+
+}  // namespace tapdiff::gpu

@@ -1,0 +1,32 @@
+#pragma once
+// The compute shaders embedded in the binary (SPIR-V compiled from shaders/*.comp at build time).
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace tapdiff::gpu {
+
+enum class Shader : std::uint8_t {
+  embed,            // embed.comp
+  rms_norm,         // rms_norm.comp
+  matmul_tiled,     // matmul_tiled.comp
+  matvec_subgroup,  // matvec.comp with SUBGROUP
+  matvec_shared,    // matvec.comp
+  rope,             // rope.comp
+  attention,        // attention.comp
+  add,              // add.comp
+  silu_mul,         // silu_mul.comp
+};
+
+struct ShaderCode {
+  std::string_view name;
+  std::span<const std::uint32_t> spirv;
+  std::uint32_t bindings;  // storage buffers 0 .. bindings-1: inputs first, the output last
+};
+
+const ShaderCode& shader_code(Shader shader);
+
+// Bytes of the push-constant range every pipeline layout declares (each shader uses a prefix).
+inline constexpr std::uint32_t kPushConstantBytes = 64;
+
+}  // namespace tapdiff::gpu

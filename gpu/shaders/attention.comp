@@ -1,0 +1,95 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// attention-two-pass: causal grouped-query attention of the chunk's queries over the KV cache.
+//   q [T, heads * d] (after RoPE), k, v [>= first_pos + T, kv_heads * d] -> out [T, heads * d]
+// One workgroup per (row t, head h); query head h reads KV head h / group. Row t sits at
+// position pos = first_pos + t and sees cache rows j in [lo, pos], lo = max(0, pos - window + 1)
+// when window > 0, else 0 (the mask is offset by first_pos: earlier chunks are all visible).
+//   s_j = (q . k_j) * scale;  p_j = exp(s_j - max_j s_j);  out = sum_j p_j v_j / sum_j p_j
+// Pass 1 finds the max over the scores, pass 2 recomputes each score in the same way and sums
+// p_j and p_j v_j over tiles of WG keys. Every sum has a fixed order: deterministic.
+// head_dim <= 4 * WG (and <= 256).
+layout(local_size_x_id = 1) in;
+layout(std430, binding = 0) readonly buffer Query { float q[]; };
+layout(std430, binding = 1) readonly buffer KeyCache { float kc[]; };
+layout(std430, binding = 2) readonly buffer ValueCache { float vc[]; };
+layout(std430, binding = 3) writeonly buffer Output { float y[]; };
+layout(push_constant) uniform Push {
+  uint rows;
+  uint first_pos;
+  uint heads;
+  uint group;      // heads / kv_heads
+  uint head_dim;
+  uint window;     // 0: no sliding window
+  uint q_stride;   // heads * head_dim
+  uint kv_stride;  // kv_heads * head_dim
+  float scale;     // 1 / sqrt(head_dim), rounded from double on the host
+} pc;
+#include "common.glsl"
+
+const uint MAX_HEAD_DIM = 256u;
+const uint CHANNELS = 4u;  // head channels per invocation at most
+shared float qs[MAX_HEAD_DIM];
+shared float ps[gl_WorkGroupSize.x];
+shared float red[gl_WorkGroupSize.x];
+
+float score(uint key_base) {
+  float s = 0.0;
+  for (uint d = 0u; d < pc.head_dim; ++d) s += qs[d] * kc[key_base + d];
+  return s * pc.scale;
+}
+
+// Tree reduction of red[] (max or sum); the result is left in red[0].
+void reduce(bool take_max) {
+  const uint lid = gl_LocalInvocationID.x;
+  for (uint n = gl_WorkGroupSize.x / 2u; n > 0u; n >>= 1) {
+    if (lid < n) red[lid] = take_max ? max(red[lid], red[lid + n]) : red[lid] + red[lid + n];
+    barrier();
+  }
+}
+
+void main() {
+  const uint g = group_index();
+  if (g >= pc.rows * pc.heads) return;  // uniform over the workgroup
+  const uint WG = gl_WorkGroupSize.x, lid = gl_LocalInvocationID.x;
+  const uint t = g / pc.heads, h = g - t * pc.heads;
+  const uint kv_col = (h / pc.group) * pc.head_dim;
+  const uint pos = pc.first_pos + t;
+  const uint lo = (pc.window > 0u && pos + 1u > pc.window) ? pos + 1u - pc.window : 0u;
+  const uint out_base = t * pc.q_stride + h * pc.head_dim;
+  for (uint d = lid; d < pc.head_dim; d += WG) qs[d] = q[out_base + d];
+  barrier();
+
+  float m = uintBitsToFloat(0xFF800000u);  // -inf
+  for (uint j = lo + lid; j <= pos; j += WG) m = max(m, score(j * pc.kv_stride + kv_col));
+  red[lid] = m;
+  barrier();
+  reduce(true);
+  const float m_all = red[0];
+  barrier();
+
+  float l = 0.0;
+  float acc[CHANNELS] = float[CHANNELS](0.0, 0.0, 0.0, 0.0);
+  for (uint j0 = lo; j0 <= pos; j0 += WG) {
+    const uint j = j0 + lid;
+    const float p = j <= pos ? exp(score(j * pc.kv_stride + kv_col) - m_all) : 0.0;
+    ps[lid] = p;
+    l += p;
+    barrier();
+    const uint n = min(WG, pos + 1u - j0);
+    for (uint c = 0u; c < CHANNELS; ++c) {
+      const uint d = lid + c * WG;
+      if (d >= pc.head_dim) break;
+      for (uint jj = 0u; jj < n; ++jj) acc[c] += ps[jj] * vc[(j0 + jj) * pc.kv_stride + kv_col + d];
+    }
+    barrier();
+  }
+  red[lid] = l;
+  barrier();
+  reduce(false);
+  const float l_all = red[0];
+  for (uint c = 0u; c < CHANNELS; ++c) {
+    const uint d = lid + c * WG;
+    if (d < pc.head_dim) y[out_base + d] = acc[c] / l_all;
+  }
+}

@@ -1,0 +1,34 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// rms_norm: out[t] = x[t] * (1 / sqrt(mean(x[t]^2) + eps)) * w      x [T, dim], w [dim] (f32)
+// One workgroup per row; each invocation sums the squares of a strided slice of the row, then a
+// shared-memory tree in a fixed order: deterministic. Workgroup size: a power of two.
+layout(local_size_x_id = 1) in;
+layout(std430, binding = 0) readonly buffer Input { float x[]; };
+layout(std430, binding = 1) readonly buffer Weight { float w[]; };
+layout(std430, binding = 2) writeonly buffer Output { float y[]; };
+layout(push_constant) uniform Push {
+  uint rows;
+  uint dim;
+  float eps;
+} pc;
+#include "common.glsl"
+
+shared float partial[gl_WorkGroupSize.x];
+
+void main() {
+  const uint t = group_index();
+  if (t >= pc.rows) return;  // uniform over the workgroup
+  const uint lid = gl_LocalInvocationID.x;
+  const uint base = t * pc.dim;
+  float sum = 0.0;
+  for (uint c = lid; c < pc.dim; c += gl_WorkGroupSize.x) sum += x[base + c] * x[base + c];
+  partial[lid] = sum;
+  barrier();
+  for (uint n = gl_WorkGroupSize.x / 2u; n > 0u; n >>= 1) {
+    if (lid < n) partial[lid] += partial[lid + n];
+    barrier();
+  }
+  const float scale = 1.0 / sqrt(partial[0] / float(pc.dim) + pc.eps);
+  for (uint c = lid; c < pc.dim; c += gl_WorkGroupSize.x) y[base + c] = (x[base + c] * scale) * w[c];
+}

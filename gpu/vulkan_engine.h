@@ -1,0 +1,48 @@
+#pragma once
+// The Vulkan compute engine: the graph of model/graph.h on a GPU (or Mesa lavapipe), f32
+// compute, weights dequantized in the kernels, KV cache on the device, one command buffer per
+// chunk. Untapped op outputs never leave the device.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpu/device_info.h"
+#include "model/engine.h"
+#include "model/weights.h"
+
+namespace tapdiff::gpu {
+
+struct VulkanEngineOptions {
+  std::string device;              // "" = prefer a discrete GPU, then integrated, then any; "N"; or a name substring
+  std::string kernels;             // overrides, "matmul=tiled|matvec,matvec=subgroup|shared" (kernels.h)
+  int max_context = 0;             // KV-cache limit in positions; 0 = grow as needed
+  std::optional<bool> validation;  // Khronos validation layer; default: TAPDIFF_VK_VALIDATION=1
+  bool print_validation = false;   // print validation messages to stderr as they arrive
+};
+
+struct VulkanEngineStats {
+  std::uint64_t submits = 0;   // command buffers submitted (weights upload included)
+  std::uint64_t barriers = 0;  // memory barriers recorded
+  std::uint64_t pipelines = 0;
+  std::uint64_t weight_bytes = 0;
+};
+
+class VulkanEngine : public model::Engine {
+ public:
+  // Warnings and errors the validation layer reported so far (always empty without validation).
+  virtual std::vector<std::string> validation_messages() const = 0;
+  virtual bool validation_enabled() const = 0;
+  virtual VulkanEngineStats stats() const = 0;
+  virtual const DeviceInfo& device_info() const = 0;
+};
+
+// Uploads the model's weights; the model need not outlive the engine. EnvironmentError without a
+// usable Vulkan device or memory, UsageError for a --device that names none (listing them).
+std::unique_ptr<VulkanEngine> make_vulkan_engine(const model::Model& model, const VulkanEngineOptions& options);
+
+// Every Vulkan device on this machine, in --device index order. EnvironmentError without a loader.
+std::vector<DeviceInfo> list_devices();
+
+}  // namespace tapdiff::gpu

@@ -1,0 +1,291 @@
+// The Vulkan engine as a whole: the real model's golden tokens at every chunking, a whole synth
+// model against the reference op by op, the KV cache through read_kv/write_kv, the barriers it
+// records, clear errors (device requests, memory limits), validation messages being caught, and
+// the CLI (`tapdiff devices`, `tapdiff run --engine vulkan` with its dump metadata).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <optional>
+
+#include <fmt/core.h>
+
+#include "dumps/dump_reader.h"
+#include "gpu/device.h"
+#include "gpu/instance.h"
+#include "gpu/memory.h"
+#include "gpu/vk_error.h"
+#include "gpu/vulkan_engine.h"
+#include "model/errors.h"
+#include "reference/cpu_engine.h"
+#include "tests/reference_fixtures.h"
+#include "tests/test_support.h"
+
+namespace tapdiff::testing {
+namespace {
+
+using model::HostTensor;
+using model::Op;
+using model::TensorId;
+
+const std::vector<std::int32_t> kOnceUponATime = {1, 403, 407, 261, 378};
+
+// An engine with the validation layer on; expect_clean() fails the test on any message.
+std::unique_ptr<gpu::VulkanEngine> vulkan_engine(const model::Model& m, const std::string& device = "") {
+  gpu::VulkanEngineOptions options;
+  options.validation = true;
+  options.device = device;
+  return gpu::make_vulkan_engine(m, options);
+}
+
+void expect_clean(const gpu::VulkanEngine& engine) {
+  EXPECT_TRUE(engine.validation_enabled());
+  for (const std::string& msg : engine.validation_messages()) ADD_FAILURE() << msg;
+}
+
+std::vector<std::int32_t> synth_prompt(int n, int vocab, std::uint32_t seed) {
+  std::vector<std::int32_t> tokens{1};
+  std::uint32_t x = seed;
+  while (static_cast<int>(tokens.size()) < n) {
+    x = x * 1664525u + 1013904223u;
+    tokens.push_back(static_cast<std::int32_t>(3 + (x >> 8) % static_cast<std::uint32_t>(vocab - 3)));
+  }
+  return tokens;
+}
+
+class VulkanStoriesGolden : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+
+TEST_P(VulkanStoriesGolden, GreedyTokensMatchTheKnownOutput) {
+  TAPDIFF_REQUIRE_STORIES();
+  const auto& [layout, chunk] = GetParam();
+  const auto m = model::load_model(layout == "gguf" ? stories_gguf() : stories_hf());
+  const auto engine = vulkan_engine(*m);
+  model::RunOptions options;
+  options.chunk = chunk;
+  options.generate = 60;
+  model::NullTap tap;
+  const model::RunResult r = model::run_sequence(*engine, model::Graph(m->config()), kOnceUponATime, options, tap);
+  EXPECT_EQ(r.generated, stories_golden_tokens());
+  expect_clean(*engine);
+}
+
+INSTANTIATE_TEST_SUITE_P(LayoutsAndChunks, VulkanStoriesGolden,
+                         ::testing::Combine(::testing::Values("gguf", "hf"), ::testing::Values(1, 3, 16, 0)),
+                         [](const auto& p) {
+                           const int chunk = std::get<1>(p.param);
+                           return std::get<0>(p.param) + (chunk > 0 ? "_chunk" + std::to_string(chunk) : "_whole");
+                         });
+
+// Every tapped op of synth:small over a 100-token prompt in chunks of 33, against the reference.
+TEST(VulkanEngine, WholeSynthModelMatchesTheReferenceInEveryOp) {
+  const auto m = model::load_model(synth_model_path("small"));
+  const auto tokens = synth_prompt(100, m->config().vocab, 11);
+  const auto ref = run_reference(*m, tokens, model::Scalar::f32, 33, 0);
+  const auto engine = vulkan_engine(*m);
+  model::MemoryTap tap;
+  model::RunOptions options;
+  options.chunk = 33;
+  const model::Graph graph(m->config());
+  model::run_sequence(*engine, graph, tokens, options, tap);
+  std::map<std::string, double> worst;  // per op class
+  for (const model::Step& step : graph.steps()) {
+    ASSERT_EQ(tap.get(step.output()).rows(), 100) << model::to_string(step.output());
+    const double e = nmse(ref->tap.get(step.output()), tap.get(step.output()));
+    EXPECT_LE(e, 1e-9) << model::to_string(step.output()) << " (" << engine->kernel(step.op) << ")";
+    double& w = worst[std::string(model::op_class_name(model::op_class(step.op)))];
+    w = std::max(w, e);
+  }
+  std::string line;
+  for (const auto& [cls, e] : worst) line += fmt::format(" {} {:.1e}", cls, e);
+  std::printf("synth:small, 100 tokens, chunk 33: worst NMSE per op class:%s\n", line.c_str());
+  expect_clean(*engine);
+}
+
+// Barriers only where data flows: q/k/v (and gate/up) read one input and run without one between them.
+TEST(VulkanEngine, RecordsFewerBarriersThanDispatches) {
+  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto engine = vulkan_engine(*m);
+  const model::Graph graph(m->config());
+  const auto before = engine->stats();
+  model::NullTap tap;
+  model::run_chunk(*engine, graph, std::vector<std::int32_t>{1, 2, 3, 4}, {0, 0, 4, false}, tap);
+  const auto after = engine->stats();
+  EXPECT_EQ(after.submits - before.submits, 1u);  // one command buffer per chunk
+  const auto barriers = after.barriers - before.barriers;
+  const auto per_layer = 15u;  // steps per layer; attn adds two copies
+  EXPECT_LT(barriers, per_layer * static_cast<unsigned>(m->config().n_layers)) << barriers << " barriers";
+  EXPECT_GT(barriers, 10u * static_cast<unsigned>(m->config().n_layers)) << barriers << " barriers";
+  expect_clean(*engine);
+}
+
+TEST(VulkanEngine, KvCacheReadsBackAsTheReferenceAndRoundTrips) {
+  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto tokens = synth_prompt(9, m->config().vocab, 3);
+  const auto cpu = reference::make_cpu_engine(*m, {model::Scalar::f32, 1});
+  const auto engine = vulkan_engine(*m);
+  const model::Graph graph(m->config());
+  model::NullTap tap;
+  model::RunOptions options;
+  options.chunk = 4;
+  model::run_sequence(*cpu, graph, tokens, options, tap);
+  model::run_sequence(*engine, graph, tokens, options, tap);
+  for (int l = 0; l < m->config().n_layers; ++l)
+    for (bool value : {false, true}) {
+      const HostTensor a = cpu->read_kv(l, value), b = engine->read_kv(l, value);
+      ASSERT_EQ(b.rows(), 9);
+      EXPECT_LE(nmse(a, b), 1e-9) << "layer " << l << (value ? " V" : " K");
+    }
+  // Teacher-forced cache: the reference's cache written into a fresh engine reads back exactly,
+  // and the next chunk attends over it as the reference does.
+  const auto fresh = vulkan_engine(*m);
+  for (int l = 0; l < m->config().n_layers; ++l)
+    for (bool value : {false, true}) {
+      const HostTensor rows = cpu->read_kv(l, value);
+      fresh->write_kv(l, value, rows);
+      EXPECT_EQ(nmse(rows, fresh->read_kv(l, value)), 0.0);
+    }
+  model::MemoryTap a, b;
+  const std::vector<std::int32_t> next{5, 6};
+  model::run_chunk(*cpu, graph, next, {1, 9, 2, false}, a);
+  model::run_chunk(*fresh, graph, next, {1, 9, 2, false}, b);
+  const TensorId logits{Op::logits, m->config().n_layers};
+  EXPECT_LE(nmse(a.get(logits), b.get(logits)), 1e-9);
+  expect_clean(*engine);
+  expect_clean(*fresh);
+}
+
+TEST(VulkanEngine, ImpossibleDeviceRequestIsAClearError) {
+  const auto m = model::load_model(synth_model_path("tiny"));
+  for (const std::string request : {"99", "no-such-gpu"}) {
+    try {
+      vulkan_engine(*m, request);
+      FAIL() << "expected an error for --device " << request;
+    } catch (const UsageError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("--device " + request), std::string::npos) << what;
+      EXPECT_NE(what.find("[0] "), std::string::npos) << what;  // lists the devices there are
+    }
+  }
+}
+
+TEST(VulkanEngine, KvCacheLimitIsAClearError) {
+  const auto m = model::load_model(synth_model_path("tiny"));
+  gpu::VulkanEngineOptions options;
+  options.validation = true;
+  options.max_context = 4;
+  const auto engine = gpu::make_vulkan_engine(*m, options);
+  model::NullTap tap;
+  try {
+    model::run_chunk(*engine, model::Graph(m->config()), synth_prompt(6, m->config().vocab, 1), {0, 0, 6, false}, tap);
+    FAIL() << "expected an error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("at most 4 positions"), std::string::npos) << e.what();
+  }
+  expect_clean(*engine);
+}
+
+// Memory requests past the device's limits fail with the request, the size and the limit named.
+TEST(VulkanMemory, RequestsPastTheDeviceLimitsAreClearErrors) {
+  const gpu::Instance instance({true, false});
+  const std::vector<gpu::DeviceInfo> devices = [&] {
+    std::vector<gpu::DeviceInfo> d;
+    for (VkPhysicalDevice p : instance.physical_devices())
+      d.push_back(gpu::query_device(p, static_cast<int>(d.size())));
+    return d;
+  }();
+  const gpu::Device device(instance, gpu::select_device(devices, ""));
+  gpu::Arena arena(device, "weights", gpu::MemoryKind::device_local, 1 << 20);
+  try {
+    arena.allocate(device.info().max_storage_buffer_range + 4, "weights of blk.3.ffn_up.weight");
+    FAIL() << "expected an error";
+  } catch (const EnvironmentError& e) {
+    EXPECT_NE(std::string(e.what()).find("weights of blk.3.ffn_up.weight"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("binds at most"), std::string::npos) << e.what();
+  }
+  try {
+    gpu::Block block(device, gpu::MemoryKind::device_local, device.info().max_memory_allocation_size + 1, "a test");
+    FAIL() << "expected an error";
+  } catch (const EnvironmentError& e) {
+    EXPECT_NE(std::string(e.what()).find("allocating"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(gpu::result_name(VK_ERROR_OUT_OF_DEVICE_MEMORY), "VK_ERROR_OUT_OF_DEVICE_MEMORY");
+  for (const std::string& msg : instance.messages()) ADD_FAILURE() << msg;
+}
+
+// The messenger does catch what the layer reports (else "no messages" would prove nothing).
+TEST(VulkanValidation, AnInvalidCallIsReported) {
+  const gpu::Instance instance({true, false});
+  std::vector<gpu::DeviceInfo> devices;
+  for (VkPhysicalDevice p : instance.physical_devices()) devices.push_back(gpu::query_device(p, 0));
+  const gpu::Device device(instance, gpu::select_device(devices, ""));
+  VkBufferCreateInfo info{};
+  info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
+  info.size = 0;  // VUID-VkBufferCreateInfo-size-00912: size must be greater than 0
+  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  VkBuffer buffer = VK_NULL_HANDLE;
+  if (gpu::vkCreateBuffer(device.handle(), &info, nullptr, &buffer) == VK_SUCCESS && buffer != VK_NULL_HANDLE)
+    gpu::vkDestroyBuffer(device.handle(), buffer, nullptr);
+  const auto messages = instance.messages();
+  ASSERT_FALSE(messages.empty());
+  EXPECT_NE(messages.front().find("00912"), std::string::npos) << messages.front();
+}
+
+TEST(VulkanCli, DevicesListsLavapipeOrAGpu) {
+  const CommandResult r = run_tapdiff("devices");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("[0] "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("subgroup size"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("default device: [0]"), std::string::npos) << r.output;
+}
+
+TEST(VulkanCli, RunRecordsDeviceAndKernelsInTheDump) {
+  const auto dir = temp_dir("vulkan-run");
+  const std::string dump = (dir / "vk.h5").string();
+  const CommandResult r = run_tapdiff(
+      "run --engine vulkan --device 0 --model synth:tiny --tokens 1,5,9,12 --chunk 3 "
+      "--generate 3 --dump '" +
+      dump + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("validation"), std::string::npos) << r.output;
+  const dumps::DumpReader reader(dump);
+  const auto& meta = reader.metadata();
+  EXPECT_EQ(meta.engine, "vulkan");
+  const gpu::DeviceInfo first = gpu::list_devices().front();
+  EXPECT_NE(meta.device.find(first.name), std::string::npos) << meta.device;
+  EXPECT_NE(meta.kernels.at("q_proj").find("matmul-tiled-64x64/f32"), std::string::npos) << meta.kernels.at("q_proj");
+  EXPECT_EQ(meta.kernels.at("attn"), "attention-two-pass");
+
+  const CommandResult bad = run_tapdiff("run --engine vulkan --device 99 --model synth:tiny --tokens 1,5");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--device 99"), std::string::npos) << bad.output;
+}
+
+// The loader honours VK_ICD_FILENAMES / VK_DRIVER_FILES: pointing them nowhere hides every driver.
+TEST(VulkanCli, NoVulkanDriverIsAClearErrorWithExitCode3) {
+  CommandResult r;
+  {
+    // A GPU machine may set these: they are restored afterwards.
+    const ScopedEnv icd("VK_ICD_FILENAMES", "/nonexistent/tapdiff_icd.json");
+    const ScopedEnv driver("VK_DRIVER_FILES", "/nonexistent/tapdiff_icd.json");
+    r = run_tapdiff("run --engine vulkan --model synth:tiny --tokens 1,5");
+  }
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("needs a Vulkan 1.2 driver"), std::string::npos) << r.output;
+}
+
+TEST(VulkanCli, AChunkPastTheGpuTimeoutIsAClearErrorNotAHang) {
+  {
+    const ScopedEnv timeout("TAPDIFF_GPU_TIMEOUT_S", "1e-9");
+    const CommandResult r = run_tapdiff("run --engine vulkan --model synth:tiny --tokens 1,5,6,7");
+    EXPECT_EQ(r.exit_code, 3) << r.output;
+    EXPECT_NE(r.output.find("did not finish a chunk within"), std::string::npos) << r.output;
+  }
+  const ScopedEnv bad("TAPDIFF_GPU_TIMEOUT_S", "soon");
+  const CommandResult r = run_tapdiff("run --engine vulkan --model synth:tiny --tokens 1,5,6,7");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("TAPDIFF_GPU_TIMEOUT_S"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace tapdiff::testing

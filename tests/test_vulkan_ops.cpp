@@ -1,0 +1,206 @@
+// Op conformance of the Vulkan engine, in the spirit of llama.cpp's test-backend-ops: every op
+// kernel against the reference op on the same random inputs (teacher forcing: both engines get
+// the inputs by write(), run the one op, and are read back), over awkward shapes: T = 1, 2, 3, 5,
+// 7, 33, 100; a 2-token chunk then a 5-token chunk on one KV cache; decode steps after a prefill;
+// heads/KV heads 8/4, 6/6, 32/8, 32/4; head_dim 8, 16, 64, 128; widths that are multiples of no
+// tile size; every weight dtype; both RoPE conventions, QKV bias, a sliding window, tied output;
+// and the forced kernel variants.
+//
+// Bound: NMSE <= 1e-9 per op in f32, for every op. Both engines compute in f32 from identical
+// (bit-exact) dequantized weights, so what differs is only the order of f32 roundings (sums over
+// K of a GEMM, the softmax sum, exp/sqrt/division accurate to a few ulp): relative errors of
+// ~1e-7 * sqrt(K), an NMSE below ~1e-12 for every op here; the 1e-9 bound leaves room and still
+// catches any real bug (a wrong mask entry or head mapping gives NMSE >> 1e-4).
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <map>
+#include <random>
+
+#include <fmt/core.h>
+
+#include "gpu/vulkan_engine.h"
+#include "model/errors.h"
+#include "model/synth.h"
+#include "reference/cpu_engine.h"
+#include "tests/reference_fixtures.h"
+#include "tests/test_support.h"
+
+namespace tapdiff::testing {
+namespace {
+
+using model::DType;
+using model::HostTensor;
+using model::Op;
+using model::TensorId;
+
+constexpr double kMaxNmse = 1e-9;
+
+struct OpCase {
+  std::string name;
+  int heads, kv_heads, head_dim, dim, ffn, vocab;
+  DType dtype = DType::f32;
+  std::vector<std::vector<int>> chunkings;  // chunk sizes run one after another on one KV cache
+  std::string arch = "llama";
+  int window = 0;
+  bool tied = false;
+  std::string kernels;  // --kernels overrides
+};
+
+std::ostream& operator<<(std::ostream& os, const OpCase& c) { return os << c.name; }
+
+OpCase op_case(std::string name, std::array<int, 6> shape, DType dtype, std::vector<std::vector<int>> chunkings,
+               std::string arch = "llama", int window = 0, bool tied = false, std::string kernels = "") {
+  const auto [heads, kv_heads, head_dim, dim, ffn, vocab] = shape;
+  return {std::move(name), heads,  kv_heads, head_dim,          dim, ffn, vocab, dtype, std::move(chunkings),
+          std::move(arch), window, tied,     std::move(kernels)};
+}
+
+// A 1-layer synth model of the case's shape (the per-op kernels do not depend on depth).
+std::filesystem::path write_case_model(const OpCase& c) {
+  model::SynthOptions o;
+  o.config.arch = c.arch;
+  o.config.n_layers = 1;
+  o.config.n_heads = c.heads, o.config.n_kv_heads = c.kv_heads, o.config.head_dim = c.head_dim;
+  o.config.dim = c.dim, o.config.ffn_dim = c.ffn, o.config.vocab = c.vocab;
+  o.config.context_length = 2048;
+  o.config.tied_output = c.tied;
+  o.config.rope_base = c.arch == "qwen2" ? 1e6 : 1e4;
+  o.dtype = c.dtype;
+  const auto dir = std::filesystem::temp_directory_path() / "tapdiff-tests" / "vulkan-ops";
+  std::filesystem::create_directories(dir);
+  const auto path = dir / (c.name + ".gguf");
+  model::write_synth_model(path, o);
+  return path;
+}
+
+// The same weights under another config (the sliding window has no synth option).
+std::unique_ptr<model::Model> with_window(const model::Model& base, int window) {
+  model::ModelConfig config = base.config();
+  config.sliding_window = window;
+  auto m = std::make_unique<model::Model>(base.path(), config);
+  for (int l = -1; l < config.n_layers; ++l)
+    for (int k = 0; k <= static_cast<int>(model::WeightKind::output); ++k)
+      if (const auto* t = base.find(static_cast<model::WeightKind>(k), l))
+        m->add(static_cast<model::WeightKind>(k), l, *t);
+  return m;
+}
+
+HostTensor random_tensor(std::mt19937_64& rng, std::int64_t rows, std::int64_t cols) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  HostTensor t(model::Scalar::f32, rows, cols);
+  for (float& v : t.f32()) v = normal(rng);
+  return t;
+}
+
+// Runs the chunks one after another on one KV cache; in each, every step of the graph gets fresh
+// random inputs on both engines and its output is compared. worst[op] collects the largest NMSE.
+void compare_chunks(model::Engine& cpu, model::Engine& gpu, const model::Graph& graph, const std::vector<int>& chunks,
+                    int vocab, std::mt19937_64& rng, std::map<std::string, double>& worst) {
+  cpu.reset(), gpu.reset();
+  int pos = 0;
+  for (std::size_t ci = 0; ci < chunks.size(); ++ci) {
+    const int rows = chunks[ci];
+    std::vector<std::int32_t> tokens(static_cast<std::size_t>(rows));
+    for (auto& t : tokens) t = static_cast<std::int32_t>(rng() % static_cast<std::uint64_t>(vocab));
+    const model::ChunkInfo chunk{static_cast<int>(ci), pos, rows, ci > 0 && rows == 1};
+    cpu.begin_chunk(tokens, chunk), gpu.begin_chunk(tokens, chunk);
+    for (const model::Step& step : graph.steps()) {
+      for (const TensorId& in : step.inputs) {
+        const HostTensor x = random_tensor(rng, rows, graph.width(in.op));
+        cpu.write(in, x), gpu.write(in, x);
+      }
+      cpu.execute(step, {}), gpu.execute(step, {});
+      const double e = nmse(cpu.read(step.output()), gpu.read(step.output()));
+      EXPECT_LE(e, kMaxNmse) << model::to_string(step.output()) << " chunk " << ci << " of "
+                             << ::testing::PrintToString(chunks) << " (rows " << rows << ", first_pos " << pos
+                             << "), kernel " << gpu.kernel(step.op);
+      double& w = worst[std::string(model::op_name(step.op))];
+      w = std::max(w, e);
+    }
+    cpu.end_chunk(), gpu.end_chunk();
+    pos += rows;
+  }
+}
+
+class VulkanOps : public ::testing::TestWithParam<OpCase> {};
+
+TEST_P(VulkanOps, EveryOpMatchesTheReferenceOnRandomInputs) {
+  const OpCase& c = GetParam();
+  const auto base = model::load_model(write_case_model(c));
+  const auto m = c.window > 0 ? with_window(*base, c.window) : nullptr;
+  const model::Model& model = m ? *m : *base;
+  const model::Graph graph(model.config());
+  const auto cpu = reference::make_cpu_engine(model, {model::Scalar::f32, 1});
+  gpu::VulkanEngineOptions options;
+  options.validation = true;
+  options.kernels = c.kernels;
+  const auto gpu = gpu::make_vulkan_engine(model, options);
+
+  std::mt19937_64 rng(12345);
+  std::map<std::string, double> worst;  // per op
+  for (const std::vector<int>& chunks : c.chunkings) compare_chunks(*cpu, *gpu, graph, chunks, c.vocab, rng, worst);
+  std::string line;
+  for (const auto& [op, e] : worst) line += fmt::format(" {} {:.1e}", op, e);
+  std::printf("[%s] worst NMSE per op:%s\n", c.name.c_str(), line.c_str());
+  for (const std::string& msg : gpu->validation_messages()) ADD_FAILURE() << msg;
+}
+
+const std::vector<std::vector<int>> kAllRows = {{1}, {2}, {3}, {5}, {7}, {33}, {100}, {2, 5}, {7, 1, 1}};
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, VulkanOps,
+    ::testing::Values(
+        // {heads, kv_heads, head_dim, dim, ffn, vocab}: widths off every tile (64) and, where the
+        // dtype allows, block (32) size
+        op_case("gqa8x4_hd16_f32_all_rows", {8, 4, 16, 72, 136, 301}, DType::f32, kAllRows),
+        op_case("mha6x6_hd8_f16", {6, 6, 8, 40, 100, 259}, DType::f16, {{1}, {5}, {33}, {2, 5}}),
+        op_case("gqa32x8_hd64_bf16", {32, 8, 64, 96, 200, 300}, DType::bf16, {{1}, {7}, {2, 5}}),
+        op_case("gqa32x4_hd128_q8_0", {32, 4, 128, 96, 160, 300}, DType::q8_0, {{3}, {33}, {2, 5}}),
+        op_case("gqa8x4_hd16_q4_0_tied", {8, 4, 16, 96, 224, 300}, DType::q4_0, {{1}, {5}, {100}, {2, 5}}, "llama", 0,
+                true),
+        op_case("qwen2_rotate_half_bias", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {7}, {2, 5}}, "qwen2"),
+        op_case("sliding_window_3", {8, 4, 16, 72, 136, 301}, DType::f32, {{7}, {2, 5}, {5, 1, 1, 1}}, "llama", 3),
+        op_case("forced_matvec_shared", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {5}, {2, 5}}, "llama", 0, false,
+                "matmul=matvec,matvec=shared"),
+        op_case("forced_matvec_subgroup_q4_0", {8, 4, 16, 96, 224, 300}, DType::q4_0, {{3}, {2, 5}}, "llama", 0, false,
+                "matmul=matvec,matvec=subgroup"),
+        op_case("forced_tiled_q8_0", {6, 6, 16, 96, 160, 300}, DType::q8_0, {{1}, {2, 5}}, "llama", 0, false,
+                "matmul=tiled")),
+    [](const ::testing::TestParamInfo<OpCase>& p) { return p.param.name; });
+
+// The variant that ran is reported per op: a tile for prefill, a matrix-vector kernel for decode.
+TEST(VulkanKernels, GemmVariantDependsOnRowsAndIsReported) {
+  const auto m = model::load_model(synth_model_path("tiny"));
+  gpu::VulkanEngineOptions options;
+  options.validation = true;
+  const auto gpu = gpu::make_vulkan_engine(*m, options);
+  const std::string planned = gpu->kernel(Op::q_proj);
+  EXPECT_NE(planned.find("matmul-tiled-64x64/f32"), std::string::npos) << planned;
+  EXPECT_NE(planned.find("matvec-"), std::string::npos) << planned;
+  const model::Graph graph(m->config());
+  model::NullTap tap;
+  model::run_chunk(*gpu, graph, std::vector<std::int32_t>{1, 2, 3}, {0, 0, 3, false}, tap);
+  EXPECT_EQ(gpu->kernel(Op::q_proj), "matmul-tiled-64x64/f32");
+  model::run_chunk(*gpu, graph, std::vector<std::int32_t>{4}, {1, 3, 1, true}, tap);
+  EXPECT_EQ(gpu->kernel(Op::q_proj), "matmul-tiled-64x64/f32, matvec-subgroup/f32");  // lavapipe has subgroup adds
+  EXPECT_EQ(gpu->kernel(Op::attn), "attention-two-pass");
+  EXPECT_EQ(gpu->kernel(Op::embed), "embed-gather/f32");
+  for (const std::string& msg : gpu->validation_messages()) ADD_FAILURE() << msg;
+}
+
+TEST(VulkanKernels, UnknownKernelOverrideIsAUsageError) {
+  const auto m = model::load_model(synth_model_path("tiny"));
+  gpu::VulkanEngineOptions options;
+  options.kernels = "matmul=fast";
+  try {
+    gpu::make_vulkan_engine(*m, options);
+    FAIL() << "expected an error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("matmul=fast"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace tapdiff::testing
