@@ -26,6 +26,10 @@ class EnvironmentError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Throws FormatError(message) with control characters (from names and strings in a corrupt file)
+// escaped as \xNN, so that every message stays one line.
+[[noreturn]] void throw_format_error(const std::string& message);
+
 [[noreturn]] void assertion_failed(const char* expr, const char* file, int line, const std::string& what);
 
 }  // namespace tapdiff

@@ -14,23 +14,6 @@
 #include "model/mapped_file.h"
 
 namespace tapdiff::model {
-namespace {
-
-// Throws FormatError(message) with control characters (from names and strings in a corrupt
-// file) escaped as \xNN, so that every message stays one line.
-[[noreturn]] void throw_format(const std::string& message) {
-  std::string out;
-  for (const char ch : message) {
-    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F)
-      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(ch));
-    else
-      out += ch;
-  }
-  throw FormatError(out);
-}
-
-}  // namespace
-
 namespace gguf {
 
 namespace {
@@ -113,14 +96,15 @@ class Cursor {
 
   template <class... Args>
   [[noreturn]] void fail(fmt::format_string<Args...> f, Args&&... args) const {
-    throw_format(fmt::format("{}: {}", file_, fmt::format(f, std::forward<Args>(args)...)));
+    throw_format_error(fmt::format("{}: {}", file_, fmt::format(f, std::forward<Args>(args)...)));
   }
 
  private:
   void need(std::uint64_t n, std::string_view what) const {
     if (n > remaining())
-      throw_format(fmt::format("{}: truncated: {} needs bytes [{}, {}) but the file has {} bytes", file_, what, pos_,
-                               n > std::numeric_limits<std::uint64_t>::max() - pos_ ? n : pos_ + n, data_.size()));
+      throw_format_error(fmt::format("{}: truncated: {} needs bytes [{}, {}) but the file has {} bytes", file_, what,
+                                     pos_, n > std::numeric_limits<std::uint64_t>::max() - pos_ ? n : pos_ + n,
+                                     data_.size()));
   }
 
   std::span<const std::byte> data_;
@@ -301,8 +285,8 @@ const GgufTensorInfo* GgufFile::find_tensor(std::string_view name) const {
 }
 
 void GgufFile::wrong_type(std::string_view key, const GgufValue& v, std::string_view expected) const {
-  throw_format(fmt::format("{}: metadata '{}': expected {}, found {} {}", path_.string(), key, expected,
-                           gguf::value_type_name(v.type), v.to_string(4)));
+  throw_format_error(fmt::format("{}: metadata '{}': expected {}, found {} {}", path_.string(), key, expected,
+                                 gguf::value_type_name(v.type), v.to_string(4)));
 }
 
 std::optional<std::int64_t> GgufFile::get_int(std::string_view key) const {
@@ -424,11 +408,11 @@ std::optional<NamedWeight> gguf_weight(std::string_view name) {
 int int_key(const GgufFile& f, const std::string& key, std::optional<int> fallback) {
   const auto v = f.get_int(key);
   if (!v && !fallback)
-    throw_format(fmt::format("{}: missing metadata key '{}' (expected an integer)", f.path().string(), key));
+    throw_format_error(fmt::format("{}: missing metadata key '{}' (expected an integer)", f.path().string(), key));
   if (!v) return *fallback;
   if (*v < 0 || *v > kIntMax)
-    throw_format(fmt::format("{}: metadata '{}': expected an integer in [0, {}], found {}", f.path().string(), key,
-                             kIntMax, *v));
+    throw_format_error(fmt::format("{}: metadata '{}': expected an integer in [0, {}], found {}", f.path().string(),
+                                   key, kIntMax, *v));
   return static_cast<int>(*v);
 }
 
@@ -442,7 +426,7 @@ int token_id(const GgufFile& f, const std::string& key) {
 WeightTensor to_weight(const GgufFile& f, const GgufTensorInfo& t) {
   for (std::size_t d = 2; d < t.ne.size(); ++d)
     if (t.ne[d] != 1)
-      throw_format(
+      throw_format_error(
           fmt::format("{}: tensor '{}': expected a matrix (dimensions after the second of 1), found "
                       "shape [{}]",
                       f.path().string(), t.name, fmt::join(t.ne, ", ")));
@@ -453,9 +437,10 @@ ModelConfig gguf_config(const GgufFile& f) {
   const std::string file = f.path().string();
   ModelConfig c;
   const auto arch = f.get_string("general.architecture");
-  if (!arch) throw_format(fmt::format("{}: missing metadata key 'general.architecture'", file));
+  if (!arch) throw_format_error(fmt::format("{}: missing metadata key 'general.architecture'", file));
   if (*arch != "llama" && *arch != "mistral" && *arch != "qwen2")
-    throw_format(fmt::format("{}: general.architecture: expected llama, mistral or qwen2, found '{}'", file, *arch));
+    throw_format_error(
+        fmt::format("{}: general.architecture: expected llama, mistral or qwen2, found '{}'", file, *arch));
   c.arch = *arch;
   auto key = [&](std::string_view k) { return c.arch + "." + std::string(k); };
   c.n_layers = int_key(f, key("block_count"), std::nullopt);
@@ -470,12 +455,14 @@ ModelConfig gguf_config(const GgufFile& f) {
   c.norm_eps = f.get_float(key("attention.layer_norm_rms_epsilon")).value_or(1e-5);
   c.rope_style = c.arch == "qwen2" ? RopeStyle::rotate_half : RopeStyle::interleaved;
   const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
-  if (embd == nullptr) throw_format(fmt::format("{}: missing tensor: expected token_embd.weight, found none", file));
+  if (embd == nullptr)
+    throw_format_error(fmt::format("{}: missing tensor: expected token_embd.weight, found none", file));
   const WeightTensor e = to_weight(f, *embd);
-  if (e.rows > kIntMax) throw_format(fmt::format("{}: token_embd.weight has {} rows: too many", file, e.rows));
+  if (e.rows > kIntMax) throw_format_error(fmt::format("{}: token_embd.weight has {} rows: too many", file, e.rows));
   c.vocab = static_cast<int>(e.rows);
   if (const auto v = f.get_int(key("vocab_size")); v && *v != c.vocab)
-    throw_format(fmt::format("{}: {} is {}, but token_embd.weight has {} rows", file, key("vocab_size"), *v, c.vocab));
+    throw_format_error(
+        fmt::format("{}: {} is {}, but token_embd.weight has {} rows", file, key("vocab_size"), *v, c.vocab));
   c.tied_output = f.find_tensor("output.weight") == nullptr;
   c.qkv_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
   c.bos_token = token_id(f, "tokenizer.ggml.bos_token_id");
@@ -488,8 +475,8 @@ void add_weights(const GgufFile& f, const ModelConfig& c, Model& model) {
     const auto named = gguf_weight(t.name);
     if (!named) continue;  // e.g. rope_freqs.weight: not part of this model's computation
     if (named->layer >= c.n_layers)
-      throw_format(fmt::format("{}: tensor '{}' belongs to layer {}, but {}.block_count is {}", f.path().string(),
-                               t.name, named->layer, c.arch, c.n_layers));
+      throw_format_error(fmt::format("{}: tensor '{}' belongs to layer {}, but {}.block_count is {}", f.path().string(),
+                                     t.name, named->layer, c.arch, c.n_layers));
     model.add(named->kind, named->layer, to_weight(f, t));
   }
 }
@@ -511,13 +498,13 @@ std::optional<Vocabulary> gguf_vocabulary(const GgufFile& f, const ModelConfig& 
   v.add_space_prefix = f.get_bool("tokenizer.ggml.add_space_prefix").value_or(v.model == "llama");
   auto check = [&](std::size_t n, std::string_view what) {
     if (n != 0 && n != v.tokens.size())
-      throw_format(fmt::format("{}: {}: expected {} entries (one per token), found {}", f.path().string(), what,
-                               v.tokens.size(), n));
+      throw_format_error(fmt::format("{}: {}: expected {} entries (one per token), found {}", f.path().string(), what,
+                                     v.tokens.size(), n));
   };
   check(v.scores.size(), "tokenizer.ggml.scores");
   check(v.types.size(), "tokenizer.ggml.token_type");
   if (v.tokens.size() != static_cast<std::size_t>(c.vocab))
-    throw_format(
+    throw_format_error(
         fmt::format("{}: tokenizer.ggml.tokens: expected {} tokens (the rows of token_embd.weight), "
                     "found {}",
                     f.path().string(), c.vocab, v.tokens.size()));

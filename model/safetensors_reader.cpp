@@ -47,24 +47,11 @@ std::string brief(const json& j) {
   return s;
 }
 
-// Throws FormatError(message) with control characters (from names and strings in a corrupt
-// file) escaped as \xNN, so that every message stays one line.
-[[noreturn]] void throw_format(const std::string& message) {
-  std::string out;
-  for (const char ch : message) {
-    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F)
-      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(ch));
-    else
-      out += ch;
-  }
-  throw FormatError(out);
-}
-
 json parse_json(std::string_view text, const std::string& source, std::string_view what) {
   try {
     return json::parse(text.begin(), text.end());
   } catch (const json::exception& e) {
-    throw_format(fmt::format("{}: expected {} in JSON, found a parse error: {}", source, what, e.what()));
+    throw_format_error(fmt::format("{}: expected {} in JSON, found a parse error: {}", source, what, e.what()));
   }
 }
 
@@ -83,19 +70,19 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path)
   const std::span<const std::byte> bytes = file_->bytes();
   const std::string file = path.string();
   if (bytes.size() < 8)
-    throw_format(fmt::format("{}: truncated: the header length needs bytes [0, 8) but the file has {} bytes", file,
-                             bytes.size()));
+    throw_format_error(fmt::format("{}: truncated: the header length needs bytes [0, 8) but the file has {} bytes",
+                                   file, bytes.size()));
   std::uint64_t n = 0;
   std::memcpy(&n, bytes.data(), 8);
   if (n > kMaxHeaderBytes)
-    throw_format(fmt::format("{}: expected a header length up to {} bytes, found {}", file, kMaxHeaderBytes, n));
+    throw_format_error(fmt::format("{}: expected a header length up to {} bytes, found {}", file, kMaxHeaderBytes, n));
   if (n > bytes.size() - 8)
-    throw_format(fmt::format("{}: truncated: the JSON header needs bytes [8, {}) but the file has {} bytes", file,
-                             8 + n, bytes.size()));
+    throw_format_error(fmt::format("{}: truncated: the JSON header needs bytes [8, {}) but the file has {} bytes", file,
+                                   8 + n, bytes.size()));
   const json header =
       parse_json(std::string_view(reinterpret_cast<const char*>(bytes.data() + 8), n), file, "a safetensors header");
   if (!header.is_object())
-    throw_format(fmt::format("{}: expected a JSON object as the header, found {}", file, brief(header)));
+    throw_format_error(fmt::format("{}: expected a JSON object as the header, found {}", file, brief(header)));
   const std::span<const std::byte> data = bytes.subspan(8 + n);
   for (const auto& [name, entry] : header.items()) {
     if (name != "__metadata__") {
@@ -109,7 +96,7 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path)
 // One tensor entry {dtype, shape, data_offsets}; its bytes must lie inside `data`.
 void SafetensorsFile::parse_entry(const std::string& name, const json& entry, std::span<const std::byte> data) {
   auto fail = [&](std::string_view expected, const std::string& found) {
-    throw_format(fmt::format("{}: tensor '{}': expected {}, found {}", path_.string(), name, expected, found));
+    throw_format_error(fmt::format("{}: tensor '{}': expected {}, found {}", path_.string(), name, expected, found));
   };
   if (!entry.is_object() || !entry.contains("dtype") || !entry["dtype"].is_string() || !entry.contains("shape") ||
       !entry["shape"].is_array() || !entry.contains("data_offsets") || !entry["data_offsets"].is_array())
@@ -139,8 +126,8 @@ void SafetensorsFile::parse_entry(const std::string& name, const json& entry, st
          fmt::format("[{}, {}]", begin, end));
   const std::uint64_t header_end = file_->size() - data.size();  // 8 + header length
   if (end > data.size())
-    throw_format(fmt::format("{}: truncated: tensor '{}' needs bytes [{}, {}) but the file has {} bytes",
-                             path_.string(), name, header_end + begin, header_end + end, file_->size()));
+    throw_format_error(fmt::format("{}: truncated: tensor '{}' needs bytes [{}, {}) but the file has {} bytes",
+                                   path_.string(), name, header_end + begin, header_end + end, file_->size()));
   t.bytes = data.subspan(begin, end - begin);
   tensors_.push_back(std::move(t));
 }
@@ -201,7 +188,7 @@ class HfKeys {
     return v->get<int>();
   }
   [[noreturn]] void fail(const char* key, std::string_view expected, const std::string& found) const {
-    throw_format(fmt::format("{}: '{}': expected {}, found {}", source_, key, expected, found));
+    throw_format_error(fmt::format("{}: '{}': expected {}, found {}", source_, key, expected, found));
   }
 
  private:
@@ -250,7 +237,8 @@ std::optional<NamedWeight> hf_weight(std::string_view name) {
 // The tensor as [rows, cols]: the last dimension is cols, the one before rows, earlier ones must be 1.
 WeightTensor to_weight(const SafetensorsFile& f, const SafetensorsTensor& t) {
   auto fail = [&](std::string_view expected, const std::string& found) {
-    throw_format(fmt::format("{}: tensor '{}': expected {}, found {}", f.path().string(), t.name, expected, found));
+    throw_format_error(
+        fmt::format("{}: tensor '{}': expected {}, found {}", f.path().string(), t.name, expected, found));
   };
   if (!t.dtype) fail("dtype F32, F16 or BF16", fmt::format("dtype {}", t.dtype_name));
   const std::size_t n = t.shape.size();
@@ -266,17 +254,17 @@ std::vector<std::filesystem::path> shard_paths(const std::filesystem::path& fold
   const auto index = folder / "model.safetensors.index.json";
   if (!std::filesystem::exists(index)) {
     if (std::filesystem::exists(single)) return {single};
-    throw_format(
+    throw_format_error(
         fmt::format("{}: expected model.safetensors or model.safetensors.index.json, found neither", folder.string()));
   }
   const json j = read_json_file(index, "an index");
   if (!j.contains("weight_map") || !j["weight_map"].is_object())
-    throw_format(fmt::format("{}: expected a 'weight_map' object, found {}", index.string(), brief(j)));
+    throw_format_error(fmt::format("{}: expected a 'weight_map' object, found {}", index.string(), brief(j)));
   std::set<std::string> names;
   for (const auto& [tensor, shard] : j["weight_map"].items()) {
     if (!shard.is_string() || shard.get<std::string>().find('/') != std::string::npos)
-      throw_format(fmt::format("{}: weight_map['{}']: expected a file name in this folder, found {}", index.string(),
-                               tensor, brief(shard)));
+      throw_format_error(fmt::format("{}: weight_map['{}']: expected a file name in this folder, found {}",
+                                     index.string(), tensor, brief(shard)));
     names.insert(shard.get<std::string>());
   }
   *weight_map = j["weight_map"];
@@ -284,7 +272,7 @@ std::vector<std::filesystem::path> shard_paths(const std::filesystem::path& fold
   for (const std::string& n : names) {
     paths.push_back(folder / n);
     if (!std::filesystem::exists(paths.back()))
-      throw_format(
+      throw_format_error(
           fmt::format("{}: expected the shard {} named in its weight_map, found no such file", index.string(), n));
   }
   return paths;
@@ -293,7 +281,7 @@ std::vector<std::filesystem::path> shard_paths(const std::filesystem::path& fold
 }  // namespace
 
 ModelConfig hf_config(const json& j, const std::string& source) {
-  if (!j.is_object()) throw_format(fmt::format("{}: expected a JSON object, found {}", source, brief(j)));
+  if (!j.is_object()) throw_format_error(fmt::format("{}: expected a JSON object, found {}", source, brief(j)));
   const HfKeys k(j, source);
   ModelConfig c;
   const json* type = k.find("model_type");
@@ -301,7 +289,7 @@ ModelConfig hf_config(const json& j, const std::string& source) {
   if (!type->is_string() || (*type != "llama" && *type != "mistral" && *type != "qwen2"))
     k.fail("model_type", "llama, mistral or qwen2", brief(*type));
   if (const json* scaling = k.find("rope_scaling"))
-    throw_format(
+    throw_format_error(
         fmt::format("{}: rope_scaling {} is not supported (expected null or absent)", source, brief(*scaling)));
   c.arch = type->get<std::string>();
   c.dim = k.integer("hidden_size");
@@ -327,7 +315,7 @@ ModelConfig hf_config(const json& j, const std::string& source) {
 std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
   const auto config_path = folder / "config.json";
   if (!std::filesystem::exists(config_path))
-    throw_format(fmt::format("{}: expected a Hugging Face folder with config.json, found none", folder.string()));
+    throw_format_error(fmt::format("{}: expected a Hugging Face folder with config.json, found none", folder.string()));
   ModelConfig config = hf_config(read_json_file(config_path, "a model config"), config_path.string());
   json weight_map;
   std::vector<std::unique_ptr<SafetensorsFile>> files;
@@ -336,11 +324,11 @@ std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
   for (const auto& f : files)
     for (const auto& t : f->tensors())
       if (!by_name.emplace(t.name, std::pair{f.get(), &t}).second)
-        throw_format(fmt::format("{}: tensor '{}' appears in two shards", f->path().string(), t.name));
+        throw_format_error(fmt::format("{}: tensor '{}' appears in two shards", f->path().string(), t.name));
   for (const auto& [tensor, shard] : weight_map.items())
     if (!by_name.contains(tensor) || by_name[tensor].first->path().filename() != shard.get<std::string>())
-      throw_format(fmt::format("{}: tensor '{}' listed in model.safetensors.index.json is missing",
-                               (folder / shard.get<std::string>()).string(), tensor));
+      throw_format_error(fmt::format("{}: tensor '{}' listed in model.safetensors.index.json is missing",
+                                     (folder / shard.get<std::string>()).string(), tensor));
   config.tied_output = config.tied_output || !by_name.contains("lm_head.weight");
   config.validate(config_path.string());
   auto model = std::make_unique<Model>(folder, config);
@@ -348,8 +336,8 @@ std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
     const auto named = hf_weight(name);
     if (!named || (named->kind == WeightKind::output && config.tied_output)) continue;
     if (named->layer >= config.n_layers)
-      throw_format(fmt::format("{}: tensor '{}' belongs to layer {}, but num_hidden_layers is {}",
-                               where.first->path().string(), name, named->layer, config.n_layers));
+      throw_format_error(fmt::format("{}: tensor '{}' belongs to layer {}, but num_hidden_layers is {}",
+                                     where.first->path().string(), name, named->layer, config.n_layers));
     model->add(named->kind, named->layer, to_weight(*where.first, *where.second));
   }
   for (auto& f : files) model->adopt(f->release_mapping());

@@ -23,6 +23,16 @@ std::filesystem::path synth_model_path(const std::string& shape, const std::stri
   return path;
 }
 
+std::vector<std::int32_t> synth_prompt(int n, int vocab, std::uint32_t seed) {
+  std::vector<std::int32_t> tokens{1};
+  std::uint32_t x = seed;
+  while (static_cast<int>(tokens.size()) < n) {
+    x = x * 1664525u + 1013904223u;
+    tokens.push_back(static_cast<std::int32_t>(3 + (x >> 8) % static_cast<std::uint32_t>(vocab - 3)));
+  }
+  return tokens;
+}
+
 std::vector<std::int32_t> stories_golden_tokens() {
   return {432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401, 396, 267, 337, 410, 408, 419, 292,
           411, 322, 265, 282, 295, 433, 426, 385, 328, 432, 358, 394, 261, 370, 432, 352, 266, 268, 388, 426,

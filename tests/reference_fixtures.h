@@ -13,6 +13,9 @@ namespace tapdiff::testing {
 // A synth model of the given shape name written once per test process into the temp folder.
 std::filesystem::path synth_model_path(const std::string& shape, const std::string& dtype = "f32", int context = 0);
 
+// n deterministic token ids: BOS, then pseudo-random ids in [3, vocab).
+std::vector<std::int32_t> synth_prompt(int n, int vocab, std::uint32_t seed);
+
 // The 60 greedy tokens after "Once upon a time" listed in ../shared/models/README.md.
 std::vector<std::int32_t> stories_golden_tokens();
 

@@ -42,16 +42,6 @@ INSTANTIATE_TEST_SUITE_P(AllLayoutsDtypesAndChunks, StoriesGolden,
                                             ::testing::Values(1, 2, 3, 7, 0)),
                          golden_case_name);
 
-std::vector<std::int32_t> synth_prompt(int n, int vocab, std::uint32_t seed) {
-  std::vector<std::int32_t> tokens{1};
-  std::uint32_t x = seed;
-  while (static_cast<int>(tokens.size()) < n) {
-    x = x * 1664525u + 1013904223u;
-    tokens.push_back(static_cast<std::int32_t>(3 + (x >> 8) % static_cast<std::uint32_t>(vocab - 3)));
-  }
-  return tokens;
-}
-
 TEST(ReferenceEngine, ChunkedPrefillEqualsUnchunkedPrefill) {
   const auto m = model::load_model(synth_model_path("small"));
   const auto tokens = synth_prompt(300, m->config().vocab, 7);

@@ -44,16 +44,6 @@ void expect_clean(const gpu::VulkanEngine& engine) {
   for (const std::string& msg : engine.validation_messages()) ADD_FAILURE() << msg;
 }
 
-std::vector<std::int32_t> synth_prompt(int n, int vocab, std::uint32_t seed) {
-  std::vector<std::int32_t> tokens{1};
-  std::uint32_t x = seed;
-  while (static_cast<int>(tokens.size()) < n) {
-    x = x * 1664525u + 1013904223u;
-    tokens.push_back(static_cast<std::int32_t>(3 + (x >> 8) % static_cast<std::uint32_t>(vocab - 3)));
-  }
-  return tokens;
-}
-
 class VulkanStoriesGolden : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
 
 TEST_P(VulkanStoriesGolden, GreedyTokensMatchTheKnownOutput) {
