@@ -4,11 +4,11 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 
 #include <fmt/core.h>
 
 #include "bisect/cli/commands.h"
+#include "bisect/cli/output_file.h"
 #include "bisect/comparator.h"
 #include "bisect/diagnosis.h"
 #include "bisect/report_html.h"
@@ -28,13 +28,6 @@ struct CompareArgs {
   std::string taps = "all";
   std::int64_t max_rows = 0;
 };
-
-void write_text(const std::string& path, const std::string& option, const std::string& text) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw EnvironmentError(fmt::format("{} {}: cannot create the file", option, path));
-  out << text;
-  if (!out.flush()) throw EnvironmentError(fmt::format("{} {}: cannot write the file", option, path));
-}
 
 // A progress line on stderr, redrawn at most ten times a second, only when stderr is a terminal.
 class Progress {

@@ -1,7 +1,6 @@
 // tapdiff inspect: what a dump holds, op by op (RMS, max|x|, NaN/Inf), top-k tokens at chosen
 // positions, and the values of one tensor slice.
 #include <algorithm>
-#include <fstream>
 #include <numeric>
 #include <optional>
 
@@ -9,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bisect/cli/commands.h"
+#include "bisect/cli/output_file.h"
 #include "bisect/cli/prompt_input.h"
 #include "bisect/tensor_stats.h"
 #include "dumps/dump_reader.h"
@@ -144,11 +144,7 @@ void inspect(const InspectArgs& a) {
   report["tensors"] = stats_table(dump);
   if (a.top_k > 0) print_top_k(a, dump, dump_tokenizer(a, dump));
   if (!a.slice.empty()) print_slice(a, dump);
-  if (!a.json.empty()) {
-    std::ofstream out(a.json);
-    if (!out) throw EnvironmentError(fmt::format("--json {}: cannot create the file", a.json));
-    out << report.dump(2) << "\n";
-  }
+  if (!a.json.empty()) write_text(a.json, "--json", report.dump(2) + "\n");
 }
 
 }  // namespace

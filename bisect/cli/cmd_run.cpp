@@ -1,5 +1,4 @@
 // tapdiff run: run a model on one engine, tap every op, optionally dump to HDF5 and generate.
-#include <fstream>
 #include <optional>
 
 #include <fmt/core.h>
@@ -9,6 +8,7 @@
 #include "bisect/cli/commands.h"
 #include "bisect/cli/engine_factory.h"
 #include "bisect/cli/model_source.h"
+#include "bisect/cli/output_file.h"
 #include "bisect/cli/prompt_input.h"
 #include "dumps/dump_writer.h"
 #include "model/errors.h"
@@ -118,11 +118,7 @@ void run(const RunArgs& a) {
   if (writer) writer->finish(summary);
   print_summary(summary, *m);
   if (!a.dump.empty()) fmt::print("dump     {}\n", a.dump);
-  if (!a.json.empty()) {
-    std::ofstream out(a.json);
-    if (!out) throw EnvironmentError(fmt::format("--json {}: cannot create the file", a.json));
-    out << summary.dump(2) << "\n";
-  }
+  if (!a.json.empty()) write_text(a.json, "--json", summary.dump(2) + "\n");
 }
 
 }  // namespace
