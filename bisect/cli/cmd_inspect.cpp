@@ -86,11 +86,8 @@ nlohmann::json stats_table(const dumps::DumpReader& dump) {
 
 std::optional<model::Tokenizer> dump_tokenizer(const InspectArgs& a, const dumps::DumpReader& dump) {
   const std::string source = a.vocab.empty() ? dump.metadata().model_path : a.vocab;
-  if (source.empty() || !std::filesystem::exists(source)) return std::nullopt;
-  PromptOptions options;
-  options.vocab = std::filesystem::is_directory(source) ? "" : source;
-  if (options.vocab.empty()) return std::nullopt;
-  return load_tokenizer(options, *model::load_model(source));
+  if (source.empty() || !std::filesystem::exists(source) || std::filesystem::is_directory(source)) return std::nullopt;
+  return tokenizer_from_file(source);
 }
 
 void print_top_k(const InspectArgs& a, const dumps::DumpReader& dump, const std::optional<model::Tokenizer>& tok) {

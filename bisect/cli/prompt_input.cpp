@@ -22,14 +22,15 @@ void add_prompt_options(CLI::App& command, PromptOptions& options) {
   command.add_flag("--no-bos", options.no_bos, "Do not prepend the BOS token to a text prompt");
 }
 
+model::Tokenizer tokenizer_from_file(const std::string& path) {
+  const auto source = model::load_model(path);
+  if (!source->vocabulary())
+    throw UsageError(fmt::format("--vocab {}: expected a GGUF file with tokenizer.ggml.* keys, found none", path));
+  return model::Tokenizer(*source->vocabulary());
+}
+
 std::optional<model::Tokenizer> load_tokenizer(const PromptOptions& options, const model::Model& m) {
-  if (!options.vocab.empty()) {
-    const auto source = model::load_model(options.vocab);
-    if (!source->vocabulary())
-      throw UsageError(
-          fmt::format("--vocab {}: expected a GGUF file with tokenizer.ggml.* keys, found none", options.vocab));
-    return model::Tokenizer(*source->vocabulary());
-  }
+  if (!options.vocab.empty()) return tokenizer_from_file(options.vocab);
   if (m.vocabulary()) return model::Tokenizer(*m.vocabulary());
   return std::nullopt;
 }

@@ -24,6 +24,9 @@ struct PromptOptions {
 // Adds --prompt/--tokens/--prompt-file (mutually exclusive), --vocab and --no-bos to a command.
 void add_prompt_options(CLI::App& command, PromptOptions& options);
 
+// The tokenizer of a GGUF file's vocabulary; UsageError when the file carries none.
+model::Tokenizer tokenizer_from_file(const std::string& path);
+
 // The model's tokenizer, or the one of --vocab; nullopt when neither carries a vocabulary.
 std::optional<model::Tokenizer> load_tokenizer(const PromptOptions& options, const model::Model& model);
 
