@@ -164,8 +164,9 @@ void OpAccumulator::add_row(const model::HostTensor& a, const model::HostTensor&
   RowError& row = result_.rows[static_cast<std::size_t>(index)];
   row.nmse = static_cast<float>(m.nmse);
   row.max_abs = static_cast<float>(m.max_abs);
+  row.max_rel = static_cast<float>(m.max_rel);
+  row.cosine = static_cast<float>(m.cosine);
   row.nonfinite = static_cast<std::int32_t>(m.nonfinite);
-  row.over = !check(result_.tolerance.bound, m).empty();
   // The worst element: the largest |a - b|, the lowest (row, column) on ties, whatever the order
   // blocks arrive in.
   WorstElement& w = result_.worst;
@@ -190,6 +191,12 @@ OpResult OpAccumulator::finish(std::span<const RowInfo> rows) {
     w.position = rows[static_cast<std::size_t>(w.index)].position;
     w.head = r.layout.has_heads() ? static_cast<int>(w.col / r.layout.head_dim) : -1;
     w.channel = r.layout.has_heads() ? w.col % r.layout.head_dim : w.col;
+  }
+  for (RowError& row : r.rows) {
+    Metrics m;
+    m.nmse = row.nmse, m.max_abs = row.max_abs, m.max_rel = row.max_rel, m.cosine = row.cosine;
+    m.nonfinite = row.nonfinite;
+    row.over = !check(r.tolerance.bound, m).empty();
   }
   r.rows_over = std::count_if(r.rows.begin(), r.rows.end(), [](const RowError& e) { return e.over; });
   if (!r.pass()) {

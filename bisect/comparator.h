@@ -15,6 +15,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bisect/metrics.h"
@@ -73,8 +74,10 @@ HeadLayout head_layout(model::Op op, const model::ModelConfig& config);
 struct RowError {
   float nmse = 0;     // of the row alone
   float max_abs = 0;  // of the row alone
+  float max_rel = 0;  // of the row alone
+  float cosine = 1;   // of the row alone
   std::int32_t nonfinite = 0;
-  bool over = false;  // the row alone breaks the op's tolerance
+  bool over = false;  // the row alone breaks the op's tolerance (judged by OpAccumulator::finish)
 };
 
 // The largest |a - b| and its surroundings in both runs.
@@ -111,10 +114,12 @@ struct OpResult {
 class OpAccumulator {
  public:
   OpAccumulator(const model::TensorId& id, HeadLayout layout, Tolerance tolerance);
+  // The tolerance may change until finish() (the live bisect learns calibrated floors as it goes).
+  void set_tolerance(Tolerance tolerance) { result_.tolerance = std::move(tolerance); }
   // Rows [first_index, first_index + n) of the compared rows: a and b [n, width], f32 or f64.
   void add(const model::HostTensor& a, const model::HostTensor& b, std::int64_t first_index);
   // rows: the compared rows (positions for the worst element and the first bad row); every
-  // index in [0, rows.size()) must have been added.
+  // index in [0, rows.size()) must have been added. Judges the op and each row by the tolerance.
   OpResult finish(std::span<const RowInfo> rows);
 
  private:

@@ -178,4 +178,38 @@ std::vector<Diagnosis> diagnose(const CompareResult& result) {
   return out;
 }
 
+std::vector<Diagnosis> diagnose(const BisectResult& result) {
+  std::vector<Diagnosis> out;
+  auto add_new = [&out](const std::vector<Diagnosis>& more) {
+    for (const Diagnosis& d : more)
+      if (std::none_of(out.begin(), out.end(), [&](const Diagnosis& o) { return o.code == d.code; })) out.push_back(d);
+  };
+  if (result.culprit) add_new(diagnose_op(result.local[*result.culprit], result.local_rows));
+  add_new(diagnose(result.run));
+  if (result.run.first && result.symptom_local && !result.symptom_is_culprit()) {
+    const OpResult& symptom = result.run.ops[*result.run.first];
+    const OpResult& local = result.local[*result.symptom_local];
+    if (local.pass())
+      out.push_back({"inherits-error",
+                     fmt::format("{} is past tolerance only through its inputs: run on A's inputs its own error is "
+                                 "nmse {} (tolerance {})",
+                                 model::to_string(symptom.id), short_number(local.metrics.nmse),
+                                 local.tolerance.bound.nmse ? short_number(*local.tolerance.bound.nmse) : "none"),
+                     {{"op", model::to_string(symptom.id)}, {"local_nmse", local.metrics.nmse}}});
+  }
+  if (result.run.first && !result.culprit)
+    out.push_back({"accumulated",
+                   "no op's own error is past its tolerance when it runs on A's inputs: the divergence accumulates "
+                   "from errors each within tolerance",
+                   {{"scanned_rows", result.local_rows.size()}}});
+  const TokenImpact& t = result.tokens;
+  if (t.early_eos_b())
+    out.push_back({"early-eos",
+                   fmt::format("engine B generates EOS at step {}{}", *t.eos_step_b,
+                               t.eos_step_a ? fmt::format(", engine A only at step {}", *t.eos_step_a)
+                                            : std::string(", engine A not at all")),
+                   {{"step_b", *t.eos_step_b}, {"step_a", t.eos_step_a ? nlohmann::json(*t.eos_step_a) : nullptr}}});
+  return out;
+}
+
 }  // namespace tapdiff::bisect

@@ -8,13 +8,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bisect/bisect.h"
 #include "bisect/comparator.h"
 
 namespace tapdiff::bisect {
 
 struct Diagnosis {
   std::string code;         // chunk-start, position-zero-exact, nonfinite, grows-with-position, decode-only,
-                            // some-heads, pair-pattern, generation-diverged
+                            // some-heads, pair-pattern, generation-diverged; bisect only: inherits-error,
+                            // accumulated, early-eos
   std::string text;         // one sentence with the evidence
   nlohmann::json evidence;  // the numbers behind it
 };
@@ -25,6 +27,11 @@ std::vector<Diagnosis> diagnose_op(const OpResult& op, std::span<const RowInfo> 
 // Diagnoses of a whole comparison: those of the first failing op, non-finite values in any op,
 // and rows left out because the runs generated different tokens.
 std::vector<Diagnosis> diagnose(const CompareResult& result);
+
+// Diagnoses of an in-process bisection: those of the culprit's local error (where the op itself is
+// wrong), then those of the symptom not already given, whether the symptom inherits its error, an
+// error that no single op owns (accumulated), and an early EOS of engine B.
+std::vector<Diagnosis> diagnose(const BisectResult& result);
 
 // Spearman's rank correlation of x and y (average ranks for ties); 0 when either is constant or
 // fewer than two values.

@@ -168,12 +168,14 @@ std::string position_plot_svg(const OpResult& op, std::span<const RowInfo> rows)
   return s + fmt::format("<polyline fill='none' stroke='#1565c0' stroke-width='1.2' points='{}'/>\n</svg>\n", poly);
 }
 
-std::string html_report(const CompareResult& r, const std::vector<Diagnosis>& diagnoses) {
+std::string html_report(const CompareResult& r, const std::vector<Diagnosis>& diagnoses,
+                        const std::string& culprit_html) {
   std::string s = fmt::format(
-      "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>tapdiff compare: "
+      "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>tapdiff: "
       "{}</title><style>{}</style></head><body>\n",
       r.match() ? "match" : "diverged", kStyle);
   s += fmt::format("<h1 class='{}'>{}</h1>\n", r.match() ? "match" : "diverged", xml_escape(verdict_line(r)));
+  s += culprit_html;
   s += fmt::format(
       "<p>A = <code>{}</code> (reference), B = <code>{}</code>; {} positions compared; tolerances: {} (B computes "
       "in {}, built-in defaults for {}).</p>\n",
@@ -198,9 +200,10 @@ std::string html_report(const CompareResult& r, const std::vector<Diagnosis>& di
   }
   if (!r.match()) s += "<h2>Ops past tolerance</h2>\n" + failing_table(r);
   s += "<h2>Runs</h2>\n" + meta_table(r);
-  return s +
-         "<p><small>culprit: not isolated; comparing two dumps cannot run an op on the reference's inputs (use "
-         "tapdiff bisect).</small></p>\n</body></html>\n";
+  if (culprit_html.empty())
+    s += "<p><small>culprit: not isolated; comparing two dumps cannot run an op on the reference's inputs (use "
+         "tapdiff bisect).</small></p>\n";
+  return s + "</body></html>\n";
 }
 
 }  // namespace tapdiff::bisect

@@ -11,7 +11,10 @@
 
 namespace tapdiff::bisect {
 
-std::string html_report(const CompareResult& result, const std::vector<Diagnosis>& diagnoses);
+// culprit_html: the bisect's culprit and token sections (HTML); empty for compare, which says why
+// it cannot isolate a culprit.
+std::string html_report(const CompareResult& result, const std::vector<Diagnosis>& diagnoses,
+                        const std::string& culprit_html = {});
 
 // The pieces, each an <svg> element.
 std::string heatmap_svg(const CompareResult& result);

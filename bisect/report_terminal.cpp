@@ -92,14 +92,14 @@ std::string verdict_line(const CompareResult& r) {
 }
 
 std::string terminal_report(const CompareResult& r, const std::vector<Diagnosis>& diagnoses, bool color,
-                            std::size_t max_table) {
+                            std::size_t max_table, const TerminalExtras& extras) {
   const char* on = color ? (r.match() ? kGreen : kRed) : "";
   const char* off = color ? kReset : "";
   const char* dim = color ? kDim : "";
-  std::string out = fmt::format("{}{}{}\n", on, verdict_line(r), off);
+  std::string out = fmt::format("{}{}{}\n", on, verdict_line(r), off) + extras.after_verdict;
   if (!r.match()) out += neighbours(r.ops[*r.first].worst) + table(r, max_table);
   for (const Diagnosis& d : diagnoses) out += fmt::format("  {}: {}\n", d.code, d.text);
-  out += tokens_text(r.tokens);
+  out += extras.tokens ? *extras.tokens : tokens_text(r.tokens);
   const RowAlignment& al = r.alignment;
   out += fmt::format("{}rows     {} positions compared", dim, al.rows.size());
   if (al.token_mismatch_position)

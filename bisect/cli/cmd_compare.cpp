@@ -2,13 +2,13 @@
 // tolerances; exit 0 when every op is within tolerance, 1 on a divergence, 2 for bad input.
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 
 #include <fmt/core.h>
 
 #include "bisect/cli/commands.h"
 #include "bisect/cli/output_file.h"
+#include "bisect/cli/progress_line.h"
 #include "bisect/comparator.h"
 #include "bisect/diagnosis.h"
 #include "bisect/report_html.h"
@@ -29,32 +29,6 @@ struct CompareArgs {
   std::int64_t max_rows = 0;
 };
 
-// A progress line on stderr, redrawn at most ten times a second, only when stderr is a terminal.
-class Progress {
- public:
-  Progress() : enabled_(::isatty(STDERR_FILENO) != 0), start_(Clock::now()) {}
-  ~Progress() {
-    if (drawn_) std::fputs("\r\033[K", stderr);
-  }
-  Progress(const Progress&) = delete;
-  Progress& operator=(const Progress&) = delete;
-
-  void operator()(const bisect::CompareProgress& p) {
-    if (!enabled_) return;
-    const auto now = Clock::now();
-    if (drawn_ && now - last_ < std::chrono::milliseconds(100) && p.done < p.total) return;
-    last_ = now, drawn_ = true;
-    const double seconds = std::chrono::duration<double>(now - start_).count();
-    fmt::print(stderr, "\r\033[K{}", bisect::progress_line(p, seconds));
-    std::fflush(stderr);
-  }
-
- private:
-  using Clock = std::chrono::steady_clock;
-  bool enabled_ = false, drawn_ = false;
-  Clock::time_point start_, last_;
-};
-
 int compare(const CompareArgs& args) {
   // Everything that can be refused is checked before the long part: the tolerance file first.
   const bisect::Tolerances tolerances =
@@ -66,8 +40,10 @@ int compare(const CompareArgs& args) {
   options.max_rows = args.max_rows;
   bisect::CompareResult result;
   {
-    Progress progress;
-    options.progress = [&progress](const bisect::CompareProgress& p) { progress(p); };
+    ProgressLine progress;
+    options.progress = [&progress](const bisect::CompareProgress& p) {
+      progress.update([&p](double seconds) { return bisect::progress_line(p, seconds); }, p.done == p.total);
+    };
     result = bisect::compare_dumps(a, b, tolerances, options);
   }
   const std::vector<bisect::Diagnosis> diagnoses = bisect::diagnose(result);

@@ -16,6 +16,7 @@ void add_synth_command(CLI::App& app, CliContext& context);
 void add_run_command(CLI::App& app, CliContext& context);
 void add_inspect_command(CLI::App& app, CliContext& context);
 void add_compare_command(CLI::App& app, CliContext& context);
+void add_bisect_command(CLI::App& app, CliContext& context);
 void add_devices_command(CLI::App& app, CliContext& context);
 
 }  // namespace tapdiff::cli

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   tapdiff::cli::add_run_command(app, context);
   tapdiff::cli::add_inspect_command(app, context);
   tapdiff::cli::add_compare_command(app, context);
+  tapdiff::cli::add_bisect_command(app, context);
   tapdiff::cli::add_devices_command(app, context);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,90 @@
+#pragma once
+// The in-process bisection: engine A (the truth), engine B (under test) and, in calibrated mode, a
+// floor engine (the reference in B's precision) run the same tokens in lockstep, compared op by op
+// as they go; no dump files are needed.
+//
+//   pass 1, free run: every op of B against A end to end, and the floor's error against A, which
+//     calibrates each op's tolerance. The first op past tolerance is the symptom.
+//   pass 2, forced scan (only when pass 1 diverged): every op of B and of the floor engine run on
+//     A's inputs (lockstep.h, Drive::forced), over the chunks up to the symptom's: each op's local
+//     error. The first op whose local error is past its (locally calibrated) tolerance is the
+//     culprit; the symptom's own local error says whether it is itself wrong or inherits error.
+//   token impact: the greedy tokens of both engines, the first step where they part, the top-k
+//     logits of both there (under the same history), and an early EOS.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "bisect/comparator.h"
+#include "bisect/lockstep.h"
+#include "bisect/tolerances.h"
+#include "dumps/schema.h"
+#include "model/engine.h"
+#include "model/graph.h"
+
+namespace tapdiff::bisect {
+
+struct BisectProgress {
+  int pass = 1;               // 1 free run, 2 forced scan, 3 free generation of B
+  int chunk = 0, chunks = 0;  // forward passes done / planned in this pass
+};
+
+struct BisectOptions {
+  int chunk = 0;     // prefill chunk size; 0 = the whole prompt
+  int generate = 0;  // greedy tokens after the prompt (the next-token prediction is compared even at 0)
+  int eos_token = -1;
+  int top_k = 5;
+  // Calibrated mode when set (needs a floor engine): op tolerance = k x max(floor nmse, min floor).
+  // Otherwise every op is held to tolerances.lookup (the table, or the built-in default).
+  std::optional<Calibration> calibration = Calibration{};
+  Tolerances tolerances;
+  std::string dtype = "f32";    // B's compute dtype: what tolerance rules match
+  model::Tap* tap_a = nullptr;  // receives A's and B's op outputs of pass 1 (--dump-dir)
+  model::Tap* tap_b = nullptr;
+  std::function<void(const BisectProgress&)> progress;
+};
+
+struct TopToken {
+  std::int32_t id = 0;
+  double logit = 0;
+};
+
+struct TokenImpact {
+  std::vector<std::int32_t> a, b;  // greedy tokens of each engine running freely (at least the next one)
+  std::optional<std::int64_t> first_mismatch_step;
+  std::vector<TopToken> top_a, top_b;                  // top-k logits of both at that step, under A's history
+  std::optional<std::int64_t> eos_step_a, eos_step_b;  // first EOS in each generation
+  bool early_eos_b() const { return eos_step_b && (!eos_step_a || *eos_step_b < *eos_step_a); }
+};
+
+struct BisectResult {
+  CompareResult run;                         // pass 1: B against A, every op, with the calibrated tolerances
+  std::vector<OpResult> local;               // pass 2: local errors, graph order (empty when pass 1 matched)
+  std::vector<RowInfo> local_rows;           // the rows pass 2 scanned
+  std::optional<std::size_t> culprit;        // index into local of the first op past its local tolerance
+  std::optional<std::size_t> symptom_local;  // index into local of the symptom op
+  TokenImpact tokens;
+  double seconds_free = 0, seconds_forced = 0;
+
+  bool match() const { return run.match(); }
+  // The symptom is itself wrong (its own local error is past tolerance), not only inheriting error.
+  bool symptom_is_culprit() const { return symptom_local && culprit && *symptom_local == *culprit; }
+};
+
+// Runs the bisection of B against A on prompt. engines.floor must be set in calibrated mode.
+// Every engine must run the same model (config).
+BisectResult run_bisect(const model::ModelConfig& config, const LockstepEngines& engines,
+                        std::span<const std::int32_t> prompt, const BisectOptions& options);
+
+// What a dump or a report records about an engine's run: engine, device, dtypes, kernel variants per
+// op, model config, prompt and chunking (the caller adds paths, versions and times).
+dumps::RunMetadata engine_metadata(const model::Engine& engine, const model::ModelConfig& config,
+                                   std::span<const std::int32_t> prompt, int chunk);
+
+// The k largest values of row `row` of logits (ties: lowest id first).
+std::vector<TopToken> top_k(const model::HostTensor& logits, std::int64_t row, int k);
+
+}  // namespace tapdiff::bisect

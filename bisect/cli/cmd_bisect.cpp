@@ -1,0 +1,189 @@
+// tapdiff bisect: run engine A (the f64 reference, the truth) and engine B in one process on the
+// same tokens, compare every op as they go, then isolate the culprit on A's inputs; exit 0 when
+// every op is within tolerance, 1 on a divergence, 2 for bad input, 3 for the environment.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+
+#include <fmt/core.h>
+
+#include "bisect/bisect.h"
+#include "bisect/cli/commands.h"
+#include "bisect/cli/engine_factory.h"
+#include "bisect/cli/model_source.h"
+#include "bisect/cli/output_file.h"
+#include "bisect/cli/progress_line.h"
+#include "bisect/cli/prompt_input.h"
+#include "bisect/diagnosis.h"
+#include "bisect/report_bisect.h"
+#include "bisect/report_junit.h"
+#include "dumps/dump_writer.h"
+#include "model/errors.h"
+
+namespace tapdiff::cli {
+namespace {
+
+EngineChoice vulkan_choice() {
+  EngineChoice choice;
+  choice.name = "vulkan";
+  return choice;
+}
+
+EngineChoice reference_choice(const std::string& dtype, int threads) {
+  EngineChoice choice;
+  choice.dtype = dtype;
+  choice.threads = threads;
+  return choice;
+}
+
+struct BisectArgs {
+  std::string model = kDefaultModel;
+  std::string engine_a = "ref";
+  EngineChoice engine_b = vulkan_choice();
+  PromptOptions prompt;
+  int chunk = 0;
+  int generate = 0;
+  int top_k = 5;
+  std::string tolerances;
+  bool no_calibrate = false;
+  double k = bisect::Calibration{}.k;
+  double min_floor = bisect::Calibration{}.min_floor_nmse;
+  std::string json, junit, html, dump_dir;
+  std::string taps = "all";
+  std::string command_line;
+};
+
+// A dump of one engine's free run, for --dump-dir.
+std::optional<dumps::DumpWriter> open_dump(const BisectArgs& a, const std::string& name, const model::Model& m,
+                                           const model::Engine& engine, const std::vector<std::int32_t>& prompt,
+                                           const model::Graph& graph) {
+  if (a.dump_dir.empty()) return std::nullopt;
+  dumps::RunMetadata meta = bisect::engine_metadata(engine, m.config(), prompt, a.chunk);
+  meta.tool_version = TAPDIFF_VERSION;
+  meta.model_path = m.path().string();
+  meta.model_sha256 = m.sha256();
+  meta.command_line = a.command_line;
+  meta.created = dumps::utc_now_iso8601();
+  const auto storage = dumps::storage_from_name(meta.storage_dtype);
+  if (!storage) throw UsageError(fmt::format("{}: no dump storage type for dtype {}", name, meta.storage_dtype));
+  return std::make_optional<dumps::DumpWriter>((std::filesystem::path(a.dump_dir) / name).string(), meta, graph,
+                                               dumps::TapFilter(a.taps), *storage);
+}
+
+nlohmann::json dump_summary(const std::vector<std::int32_t>& generated) { return {{"generated", generated}}; }
+
+int bisect_command(const BisectArgs& a) {
+  if (a.engine_a != "ref")
+    throw UsageError(fmt::format("--engine-a {}: engine A is the truth, the f64 reference: expected ref", a.engine_a));
+  // Everything that can be refused is checked before the long part.
+  const bisect::Tolerances table =
+      a.tolerances.empty() ? bisect::Tolerances() : bisect::Tolerances::from_file(a.tolerances);
+  if (!a.dump_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(a.dump_dir, ec);
+    if (ec) throw UsageError(fmt::format("--dump-dir {}: cannot create the folder: {}", a.dump_dir, ec.message()));
+  }
+  const auto m = open_model(a.model);
+  const auto tokenizer = load_tokenizer(a.prompt, *m);
+  const auto prompt = resolve_prompt(a.prompt, tokenizer);
+  const model::Graph graph(m->config());
+
+  const auto truth = make_engine(reference_choice("f64", a.engine_b.threads), *m);
+  const bool calibrated = !a.no_calibrate;
+  std::unique_ptr<model::Engine> floor;
+  if (calibrated) floor = make_engine(reference_choice(a.engine_b.dtype, a.engine_b.threads), *m);
+  const auto b = make_engine(a.engine_b, *m);
+
+  bisect::BisectOptions options;
+  options.chunk = a.chunk;
+  options.generate = a.generate;
+  options.top_k = a.top_k;
+  options.eos_token = tokenizer ? tokenizer->eos() : m->config().eos_token;
+  options.dtype = a.engine_b.dtype;
+  options.tolerances = table;
+  if (calibrated)
+    options.calibration = bisect::Calibration{a.k, a.min_floor};
+  else
+    options.calibration.reset();
+  auto dump_a = open_dump(a, "a.h5", *m, *truth, prompt, graph);
+  auto dump_b = open_dump(a, "b.h5", *m, *b, prompt, graph);
+  if (dump_a) options.tap_a = &*dump_a;
+  if (dump_b) options.tap_b = &*dump_b;
+
+  bisect::BisectResult result;
+  {
+    ProgressLine progress;
+    options.progress = [&progress](const bisect::BisectProgress& p) {
+      progress.update([&p](double seconds) { return bisect::bisect_progress_line(p, seconds); });
+    };
+    result = bisect::run_bisect(m->config(), {*truth, floor.get(), *b}, prompt, options);
+  }
+  for (bisect::RunInfo* run : {&result.run.a, &result.run.b}) {
+    run->metadata.model_path = m->path().string();
+    run->metadata.model_sha256 = m->sha256();
+    run->metadata.command_line = a.command_line;
+    run->metadata.tool_version = TAPDIFF_VERSION;
+  }
+  if (dump_a) dump_a->finish(dump_summary(result.tokens.a)), result.run.a.path = a.dump_dir + "/a.h5";
+  if (dump_b) dump_b->finish(dump_summary(result.tokens.b)), result.run.b.path = a.dump_dir + "/b.h5";
+
+  const bisect::TokenText text = [&tokenizer](std::int32_t id) {
+    return tokenizer ? model::valid_utf8(tokenizer->decode(std::vector<std::int32_t>{id})) : std::string();
+  };
+  const std::vector<bisect::Diagnosis> diagnoses = bisect::diagnose(result);
+  if (!a.json.empty()) write_text(a.json, "--json", bisect::bisect_json(result, diagnoses, text).dump(2) + "\n");
+  if (!a.junit.empty()) write_text(a.junit, "--junit", bisect::junit_xml(result.run));
+  if (!a.html.empty()) write_text(a.html, "--html", bisect::bisect_html(result, diagnoses, text));
+  fmt::print("{}", bisect::bisect_terminal_report(result, diagnoses, text, ::isatty(STDOUT_FILENO) != 0));
+  std::fflush(stdout);
+  return result.match() ? 0 : 1;
+}
+
+}  // namespace
+
+void add_bisect_command(CLI::App& app, CliContext& context) {
+  auto args = std::make_shared<BisectArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "bisect",
+      "Run the f64 reference and an engine in one process, find the first op past tolerance and the op that causes "
+      "it (exit 0 match, 1 diverged)");
+  cmd->add_option("--model", args->model, "GGUF file, Hugging Face folder, or synth:SHAPE[:DTYPE]")
+      ->capture_default_str();
+  cmd->add_option("--engine-a", args->engine_a, "Engine A, the truth: ref (computes in f64)")->capture_default_str();
+  cmd->add_option("--engine-b", args->engine_b.name, "Engine B, under test: vulkan or ref")->capture_default_str();
+  cmd->add_option("--dtype", args->engine_b.dtype, "Compute dtype of engine B (and of the calibration reference)")
+      ->capture_default_str();
+  cmd->add_option("--threads", args->engine_b.threads, "CPU threads of the reference engines (0 = all)");
+  add_vulkan_options(*cmd, args->engine_b);
+  add_prompt_options(*cmd, args->prompt);
+  cmd->add_option("--chunk", args->chunk, "Prefill chunk size in tokens (0 = whole prompt)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--generate", args->generate, "Greedy tokens to generate (the next token is compared even at 0)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--top-k", args->top_k, "Logits shown where the tokens part")->check(CLI::PositiveNumber);
+  cmd->add_option("--tolerances", args->tolerances,
+                  "TOML tolerance file (docs/tolerances.md), used for ops without a calibrated floor, or for all "
+                  "with --no-calibrate");
+  cmd->add_flag("--no-calibrate", args->no_calibrate,
+                "Hold ops to the tolerance table instead of k x the measured noise floor");
+  cmd->add_option("--k", args->k, "Calibrated mode: an op diverges past k x its noise floor")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--min-floor", args->min_floor, "Calibrated mode: the smallest floor NMSE trusted")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--json", args->json, "Write the full report as JSON");
+  cmd->add_option("--junit", args->junit, "Write a JUnit XML report (one testcase per layer/op)");
+  cmd->add_option("--html", args->html, "Write a self-contained HTML report");
+  cmd->add_option("--dump-dir", args->dump_dir, "Keep both engines' free-run dumps here (a.h5, b.h5)");
+  cmd->add_option("--taps", args->taps, "Which ops --dump-dir keeps: all, layers, or a regex over LAYER/OP")
+      ->capture_default_str();
+  cmd->callback([args, &context] {
+    args->command_line = context.command_line;
+    context.exit_code = bisect_command(*args);
+  });
+}
+
+}  // namespace tapdiff::cli

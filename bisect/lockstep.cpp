@@ -1,0 +1,83 @@
+#include "bisect/lockstep.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "model/errors.h"
+
+namespace tapdiff::bisect {
+namespace {
+
+// The index of the step that produces id.
+std::size_t producer(const model::Graph& graph, const model::TensorId& id) {
+  const auto& steps = graph.steps();
+  const auto it = std::find_if(steps.begin(), steps.end(), [&](const model::Step& s) { return s.output() == id; });
+  TAPDIFF_ASSERT(it != steps.end(), "no step produces {}", model::to_string(id));
+  return static_cast<std::size_t>(it - steps.begin());
+}
+
+model::HostTensor run_step(model::Engine& engine, const model::Step& step) {
+  engine.execute(step, {});
+  return engine.read(step.output());
+}
+
+}  // namespace
+
+Lockstep::Lockstep(const model::Graph& graph, Drive drive, LockstepEngines engines)
+    : graph_(graph), drive_(drive), engines_(engines) {
+  const auto& steps = graph.steps();
+  producers_.resize(steps.size());
+  last_use_.resize(steps.size());
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    last_use_[i] = i;
+    for (const model::TensorId& in : steps[i].inputs) {
+      producers_[i].push_back(producer(graph, in));
+      last_use_[producers_[i].back()] = i;
+    }
+  }
+}
+
+void Lockstep::reset() {
+  engines_.truth.reset();
+  if (engines_.floor) engines_.floor->reset();
+  engines_.b.reset();
+}
+
+void Lockstep::chunk(std::span<const std::int32_t> tokens, const model::ChunkInfo& chunk, const StepObserver& observe) {
+  TAPDIFF_ASSERT(static_cast<int>(tokens.size()) == chunk.rows, "chunk of {} rows given {} tokens", chunk.rows,
+                 tokens.size());
+  model::Engine* const followers[] = {engines_.floor, &engines_.b};
+  engines_.truth.begin_chunk(tokens, chunk);
+  for (model::Engine* e : followers)
+    if (e) e->begin_chunk(tokens, chunk);
+  const auto& steps = graph_.steps();
+  // Forced: the truth's outputs that a later step of this chunk still reads.
+  std::vector<std::optional<model::HostTensor>> held(drive_ == Drive::forced ? steps.size() : 0);
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const model::Step& step = steps[i];
+    model::HostTensor truth = run_step(engines_.truth, step);
+    if (drive_ == Drive::forced) {
+      for (std::size_t k = 0; k < step.inputs.size(); ++k) {
+        const std::optional<model::HostTensor>& value = held[producers_[i][k]];
+        TAPDIFF_ASSERT(value.has_value(), "{} reads {}, which is no longer held", model::to_string(step.output()),
+                       model::to_string(step.inputs[k]));
+        for (model::Engine* e : followers)
+          if (e) e->write(step.inputs[k], *value);
+      }
+    }
+    std::optional<model::HostTensor> floor;
+    if (engines_.floor) floor = run_step(*engines_.floor, step);
+    const model::HostTensor b = run_step(engines_.b, step);
+    observe({step, chunk, truth, floor ? &*floor : nullptr, b});
+    if (drive_ == Drive::forced) {
+      for (std::size_t j = 0; j < i; ++j)
+        if (held[j] && last_use_[j] <= i) held[j].reset();
+      if (last_use_[i] > i) held[i] = std::move(truth);
+    }
+  }
+  engines_.truth.end_chunk();
+  for (model::Engine* e : followers)
+    if (e) e->end_chunk();
+}
+
+}  // namespace tapdiff::bisect

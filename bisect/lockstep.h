@@ -1,0 +1,57 @@
+#pragma once
+// Several engines run the same chunk step by step, so their outputs of each op can be compared the
+// moment they exist: nothing is kept beyond one op's output per engine (and, when forcing, the
+// truth's outputs that later steps still read).
+//
+// Two ways to drive engine B (and the floor engine, which stands for B's precision):
+//   - free: every engine computes every op from its own previous outputs (the end-to-end run);
+//   - forced: before each step, the step's inputs are overwritten with the truth's values
+//     (Engine::write), so an op's difference from the truth is its own, local error. Attention
+//     appends the forced K/V rows to the engine's own cache through its own append path, so a
+//     bug in the engine's cache bookkeeping counts as attention's local error.
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "model/engine.h"
+#include "model/graph.h"
+#include "model/host_tensor.h"
+
+namespace tapdiff::bisect {
+
+enum class Drive { free, forced };
+
+struct LockstepEngines {
+  model::Engine& truth;  // engine A: the reference every other engine is measured against
+  model::Engine* floor;  // the reference in B's precision (calibrated mode); null: none
+  model::Engine& b;      // the engine under test
+};
+
+// One step's outputs of every engine, [chunk.rows, width] each.
+struct StepOutputs {
+  const model::Step& step;
+  const model::ChunkInfo& chunk;
+  const model::HostTensor& truth;
+  const model::HostTensor* floor;  // null without a floor engine
+  const model::HostTensor& b;
+};
+using StepObserver = std::function<void(const StepOutputs&)>;
+
+class Lockstep {
+ public:
+  Lockstep(const model::Graph& graph, Drive drive, LockstepEngines engines);
+
+  void reset();  // empties every engine's KV cache
+  // One forward pass of every engine over tokens; observe sees every step's outputs in graph order.
+  void chunk(std::span<const std::int32_t> tokens, const model::ChunkInfo& chunk, const StepObserver& observe);
+
+ private:
+  const model::Graph& graph_;
+  Drive drive_;
+  LockstepEngines engines_;
+  std::vector<std::vector<std::size_t>> producers_;  // per step: the steps whose outputs it reads
+  std::vector<std::size_t> last_use_;                // per step: the index of the last step that reads its output
+};
+
+}  // namespace tapdiff::bisect

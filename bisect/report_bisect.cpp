@@ -1,0 +1,154 @@
+#include "bisect/report_bisect.h"
+
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include "bisect/report_format.h"
+#include "bisect/report_html.h"
+#include "bisect/report_json.h"
+#include "bisect/report_terminal.h"
+
+namespace tapdiff::bisect {
+namespace {
+
+using nlohmann::json;
+
+std::string op_title(const OpResult& op) {
+  return fmt::format("layer {} {} ({})", op.id.layer, model::op_name(op.id.op), model::op_class_name(op.op_class()));
+}
+
+// Where the local error of an op first shows and where it is largest.
+std::string local_where(const OpResult& op) {
+  std::string s;
+  if (op.first_bad >= 0) {
+    const RowInfo& row = op.first_bad_row;
+    s = fmt::format(", first at position {} ({}chunk {})", row.position, row.decode ? "decode step, " : "",
+                    row.chunk_b);
+  }
+  const WorstElement& w = op.worst;
+  if (w.index >= 0)
+    s += fmt::format(", worst at position {}{} channel {}", w.position,
+                     w.head >= 0 ? fmt::format(" head {}", w.head) : std::string(), w.channel);
+  return s;
+}
+
+std::string culprit_text(const BisectResult& r) {
+  if (r.match()) return {};
+  if (!r.culprit) return "no op is past its tolerance on A's inputs: the error accumulates (see the diagnosis)";
+  const OpResult& op = r.local[*r.culprit];
+  return fmt::format("{}: its own error on A's inputs {}{}", op_title(op), op.violations.front().text(),
+                     local_where(op));
+}
+
+std::string symptom_text(const BisectResult& r) {
+  if (!r.run.first || !r.symptom_local) return {};
+  const OpResult& local = r.local[*r.symptom_local];
+  if (r.symptom_is_culprit()) return fmt::format("{} is itself wrong", op_title(local));
+  if (local.pass())
+    return fmt::format("{} inherits its error: on A's inputs its own nmse is {} (tolerance {})", op_title(local),
+                       short_number(local.metrics.nmse), describe(local.tolerance.bound));
+  return fmt::format("{} is also wrong on A's inputs, but an earlier op is the first", op_title(local));
+}
+
+json top_json(const std::vector<TopToken>& top, const TokenText& text) {
+  json out = json::array();
+  for (const TopToken& t : top) out.push_back({{"id", t.id}, {"logit", t.logit}, {"text", text(t.id)}});
+  return out;
+}
+
+std::string top_text(const std::vector<TopToken>& top, const TokenText& text) {
+  std::vector<std::string> items;
+  for (const TopToken& t : top) items.push_back(fmt::format("{} {:?} {:.4f}", t.id, text(t.id), t.logit));
+  return fmt::format("{}", fmt::join(items, ", "));
+}
+
+std::string tokens_summary(const TokenImpact& t, const TokenText& text) {
+  std::string out;
+  if (!t.first_mismatch_step) {
+    out =
+        fmt::format("tokens   the same {} greedy token{} from both engines\n", t.a.size(), t.a.size() == 1 ? "" : "s");
+  } else {
+    const auto s = static_cast<std::size_t>(*t.first_mismatch_step);
+    out = fmt::format("tokens   the greedy tokens part at step {}: A {} {:?} vs B {} {:?}\n", s, t.a[s], text(t.a[s]),
+                      t.b[s], text(t.b[s]));
+    out += fmt::format("         top-{} of A there: {}\n", t.top_a.size(), top_text(t.top_a, text));
+    out += fmt::format("         top-{} of B there: {}\n", t.top_b.size(), top_text(t.top_b, text));
+  }
+  if (t.early_eos_b()) out += fmt::format("         B stops early: EOS at step {}\n", *t.eos_step_b);
+  return out;
+}
+
+}  // namespace
+
+json bisect_json(const BisectResult& r, const std::vector<Diagnosis>& diagnoses, const TokenText& text) {
+  json out = report_json(r.run, diagnoses);
+  out.erase("culprit_note");
+  out["command"] = "bisect";
+  if (r.culprit) {
+    const OpResult& op = r.local[*r.culprit];
+    json c = op_json(op);
+    c["position"] = op.first_bad >= 0 ? json(op.first_bad_row.position) : json(nullptr);
+    c["chunk"] = op.first_bad >= 0 ? json(op.first_bad_row.chunk_b) : json(nullptr);
+    c["text"] = culprit_text(r);
+    out["culprit"] = std::move(c);
+  }
+  if (r.run.first && r.symptom_local) {
+    const OpResult& local = r.local[*r.symptom_local];
+    out["isolation"] = {{"layer", local.id.layer},
+                        {"op", model::op_name(local.id.op)},
+                        {"local_metrics", metrics_json(local.metrics)},
+                        {"local_pass", local.pass()},
+                        {"itself_wrong", !local.pass()},
+                        {"text", symptom_text(r)}};
+  } else {
+    out["isolation"] = nullptr;
+  }
+  json local = json::array();
+  for (const OpResult& op : r.local) local.push_back(op_json(op));
+  out["local"] = std::move(local);
+  out["local_positions"] = r.local_rows.size();
+  const TokenImpact& t = r.tokens;
+  json& tokens = out["tokens"];
+  tokens["top_a"] = top_json(t.top_a, text);
+  tokens["top_b"] = top_json(t.top_b, text);
+  tokens["eos_step_a"] = t.eos_step_a ? json(*t.eos_step_a) : json(nullptr);
+  tokens["eos_step_b"] = t.eos_step_b ? json(*t.eos_step_b) : json(nullptr);
+  tokens["early_eos_b"] = t.early_eos_b();
+  json text_a = json::array(), text_b = json::array();
+  for (std::int32_t id : t.a) text_a.push_back(text(id));
+  for (std::int32_t id : t.b) text_b.push_back(text(id));
+  tokens["text_a"] = std::move(text_a);
+  tokens["text_b"] = std::move(text_b);
+  out["timings"] = {{"free_run_seconds", r.seconds_free}, {"forced_scan_seconds", r.seconds_forced}};
+  return out;
+}
+
+std::string bisect_terminal_report(const BisectResult& r, const std::vector<Diagnosis>& diagnoses,
+                                   const TokenText& text, bool color) {
+  TerminalExtras extras;
+  if (!r.match()) {
+    extras.after_verdict = fmt::format("culprit  {}\n", culprit_text(r));
+    if (const std::string s = symptom_text(r); !s.empty()) extras.after_verdict += fmt::format("symptom  {}\n", s);
+  }
+  extras.tokens = tokens_summary(r.tokens, text);
+  return terminal_report(r.run, diagnoses, color, 8, extras) +
+         fmt::format("time     free run {:.2f} s, forced scan {:.2f} s\n", r.seconds_free, r.seconds_forced);
+}
+
+std::string bisect_html(const BisectResult& r, const std::vector<Diagnosis>& diagnoses, const TokenText& text) {
+  std::string s;
+  if (!r.match()) {
+    s += fmt::format("<p><b>culprit</b>: {}</p>\n", xml_escape(culprit_text(r)));
+    if (const std::string symptom = symptom_text(r); !symptom.empty())
+      s += fmt::format("<p><b>symptom</b>: {}</p>\n", xml_escape(symptom));
+  }
+  s += fmt::format("<pre>{}</pre>\n", xml_escape(tokens_summary(r.tokens, text)));
+  return html_report(r.run, diagnoses, s);
+}
+
+std::string bisect_progress_line(const BisectProgress& p, double seconds) {
+  const char* what = p.pass == 1 ? "free run" : p.pass == 2 ? "forced scan" : "free generation of B";
+  return fmt::format("bisect {:<20} chunk {:>4}/{}  {:.1f} s", what, p.chunk, p.chunks, seconds);
+}
+
+}  // namespace tapdiff::bisect
