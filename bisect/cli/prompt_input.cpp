@@ -1,5 +1,6 @@
 #include "bisect/cli/prompt_input.h"
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <sstream>
@@ -20,6 +21,10 @@ void add_prompt_options(CLI::App& command, PromptOptions& options) {
   command.add_option("--vocab", options.vocab,
                      "GGUF file whose vocabulary tokenizes the prompt (for models without one)");
   command.add_flag("--no-bos", options.no_bos, "Do not prepend the BOS token to a text prompt");
+  command
+      .add_option("--prompt-length", options.length,
+                  "Repeat the prompt (text joined by newlines) and cut it to exactly N tokens")
+      ->check(CLI::PositiveNumber);
 }
 
 model::Tokenizer tokenizer_from_file(const std::string& path) {
@@ -55,12 +60,23 @@ std::vector<std::int32_t> parse_int_list(const std::string& text, const std::str
   return ids;
 }
 
+namespace {
+
+std::vector<std::int32_t> cut(std::vector<std::int32_t> ids, int length) {
+  if (length > 0) ids.resize(static_cast<std::size_t>(length));
+  return ids;
+}
+
+}  // namespace
+
 std::vector<std::int32_t> resolve_prompt(const PromptOptions& options,
                                          const std::optional<model::Tokenizer>& tokenizer) {
+  const auto want = static_cast<std::size_t>(std::max(options.length, 0));
   if (!options.tokens.empty()) {
     auto ids = parse_int_list(options.tokens, "--tokens");
     if (ids.empty()) throw UsageError("--tokens: expected at least one token id, found none");
-    return ids;
+    for (std::size_t i = 0; ids.size() < want; ++i) ids.push_back(ids[i]);
+    return cut(std::move(ids), options.length);
   }
   std::string text = options.prompt;
   if (!options.prompt_file.empty()) {
@@ -74,7 +90,14 @@ std::vector<std::int32_t> resolve_prompt(const PromptOptions& options,
     throw UsageError("the model carries no tokenizer vocabulary: pass --tokens, or --vocab FILE.gguf to tokenize text");
   auto ids = tokenizer->encode(text, !options.no_bos);
   if (ids.empty()) throw UsageError("the prompt text encodes to no tokens");
-  return ids;
+  if (ids.size() < want) {
+    // Enough copies of the text, tokenized as one text, so the joins tokenize as they would in it.
+    const std::size_t copies = want / ids.size() + 2;
+    std::string repeated = text;
+    for (std::size_t i = 1; i < copies; ++i) repeated += "\n" + text;
+    ids = tokenizer->encode(repeated, !options.no_bos);
+  }
+  return cut(std::move(ids), options.length);
 }
 
 std::string describe_tokens(const std::vector<std::int32_t>& ids, const std::optional<model::Tokenizer>& tokenizer,

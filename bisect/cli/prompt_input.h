@@ -19,9 +19,11 @@ struct PromptOptions {
   std::string prompt_file;
   std::string vocab;  // a GGUF file whose vocabulary to use (for models that carry none)
   bool no_bos = false;
+  int length = 0;  // > 0: the prompt repeated (text: joined by newlines) and cut to exactly this many tokens
 };
 
-// Adds --prompt/--tokens/--prompt-file (mutually exclusive), --vocab and --no-bos to a command.
+// Adds --prompt/--tokens/--prompt-file (mutually exclusive), --vocab, --no-bos and --prompt-length
+// to a command.
 void add_prompt_options(CLI::App& command, PromptOptions& options);
 
 // The tokenizer of a GGUF file's vocabulary; UsageError when the file carries none.
@@ -30,7 +32,7 @@ model::Tokenizer tokenizer_from_file(const std::string& path);
 // The model's tokenizer, or the one of --vocab; nullopt when neither carries a vocabulary.
 std::optional<model::Tokenizer> load_tokenizer(const PromptOptions& options, const model::Model& model);
 
-// Token ids of the prompt. UsageError when no prompt was given, when a text prompt needs a
+// Token ids of the prompt (--prompt-length applied). UsageError when no prompt was given, when a text prompt needs a
 // tokenizer and there is none, or when --tokens is not a list of integers.
 std::vector<std::int32_t> resolve_prompt(const PromptOptions& options,
                                          const std::optional<model::Tokenizer>& tokenizer);
