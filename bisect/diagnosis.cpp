@@ -128,6 +128,25 @@ void pair_pattern(const OpResult& op, std::vector<Diagnosis>& out) {
   report(low, high, "first-half", "second-half", "rotate-half pairs (i, i + head_dim/2)");
 }
 
+// The largest finite magnitude of a compute dtype (f64 for unknown ones: never near).
+double dtype_limit(std::string_view dtype) {
+  if (dtype == "f16") return 65504.0;
+  if (dtype == "bf16" || dtype == "f32") return 3.4028234663852886e38;
+  return 1.7976931348623157e308;
+}
+
+// B's worst value is within a factor 2 of its dtype's largest finite value: overflow territory.
+void near_limit(const OpResult& op, std::string_view dtype, std::vector<Diagnosis>& out) {
+  const double limit = dtype_limit(dtype), value = std::abs(op.worst.b);
+  if (op.worst.index < 0 || !(value >= 0.5 * limit)) return;
+  out.push_back(
+      {"near-dtype-limit",
+       fmt::format("{} reaches {} in B at position {}, within a factor 2 of the largest {} value ({}): "
+                   "suspect overflow (a softmax without its max, an unscaled sum)",
+                   model::to_string(op.id), short_number(op.worst.b), op.worst.position, dtype, short_number(limit)),
+       {{"value", op.worst.b}, {"limit", limit}, {"position", op.worst.position}}});
+}
+
 }  // namespace
 
 double spearman(std::span<const double> x, std::span<const double> y) {
@@ -156,7 +175,10 @@ std::vector<Diagnosis> diagnose_op(const OpResult& op, std::span<const RowInfo> 
 
 std::vector<Diagnosis> diagnose(const CompareResult& result) {
   std::vector<Diagnosis> out;
-  if (result.first) out = diagnose_op(result.ops[*result.first], result.alignment.rows);
+  if (result.first) {
+    out = diagnose_op(result.ops[*result.first], result.alignment.rows);
+    near_limit(result.ops[*result.first], result.dtype, out);
+  }
   const auto nonfinite =
       std::find_if(result.ops.begin(), result.ops.end(), [](const OpResult& op) { return op.metrics.nonfinite > 0; });
   if (nonfinite != result.ops.end())

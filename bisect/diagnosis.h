@@ -15,7 +15,8 @@ namespace tapdiff::bisect {
 
 struct Diagnosis {
   std::string code;         // chunk-start, position-zero-exact, nonfinite, grows-with-position, decode-only,
-                            // some-heads, pair-pattern, generation-diverged; bisect only: inherits-error,
+                            // some-heads, pair-pattern, near-dtype-limit, generation-diverged; bisect only:
+                            // inherits-error,
                             // accumulated, early-eos
   std::string text;         // one sentence with the evidence
   nlohmann::json evidence;  // the numbers behind it

@@ -264,6 +264,22 @@ TEST(Diagnosis, DecodeOnlyAndChunkStart) {
   EXPECT_FALSE(has(codes, "decode-only"));
 }
 
+TEST(Diagnosis, AValueNearTheDtypeLimit) {
+  const HostTensor a = filled(4, 8, base);
+  const HostTensor b = filled(4, 8, [](auto r, auto c) { return r == 2 && c == 3 ? 60000.0 : base(r, c); });
+  CompareResult r;
+  r.alignment.rows = rows_of(4);
+  r.ops.push_back(compare_op({Op::attn, 0}, a, b, r.alignment.rows, {}, {{1e-8, {}, {}, {}}, "t"}));
+  r.first = 0;
+  r.dtype = "f16";
+  auto has_code = [](const std::vector<Diagnosis>& d, const std::string& code) {
+    return std::any_of(d.begin(), d.end(), [&](const Diagnosis& x) { return x.code == code; });
+  };
+  EXPECT_TRUE(has_code(diagnose(r), "near-dtype-limit"));
+  r.dtype = "f32";  // 60000 is nowhere near the f32 limit
+  EXPECT_FALSE(has_code(diagnose(r), "near-dtype-limit"));
+}
+
 // --- two dumps ------------------------------------------------------------------------------------
 
 TEST(CompareDumps, SameRunTwiceMatchesWithEveryMetricExactlyZero) {
