@@ -15,6 +15,7 @@ namespace {
 constexpr std::size_t kMinGrowthRows = 8;  // rows past the first bad one needed to judge growth
 constexpr double kGrowthRho = 0.8;         // Spearman rho above which error "grows with position"
 constexpr double kHeadFactor = 10;         // a head carries the error above 10x the median head
+constexpr double kQuietHeadShare = 1e-4;   // a head below 1e-4 of the worst head's error is untouched
 constexpr double kPatternShare = 1e-2;     // the quiet half holds < 1% of the loud half's error
 
 std::vector<double> ranks(std::span<const double> v) {
@@ -93,16 +94,29 @@ void some_heads(const OpResult& op, std::vector<Diagnosis>& out) {
   std::sort(sorted.begin(), sorted.end());
   const std::size_t n = sorted.size();
   const double median = n % 2 != 0 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
-  std::vector<int> loud;
+  std::vector<int> loud, quiet;
   for (std::size_t h = 0; h < n; ++h)
     if (op.head_err[h] > kHeadFactor * median) loud.push_back(static_cast<int>(h));
-  if (loud.empty() || 2 * loud.size() >= n) return;
+  if (!loud.empty() && 2 * loud.size() < n) {
+    out.push_back({"some-heads",
+                   fmt::format("the error of {} is concentrated in head{} {} of {} (each above {}x the median head's "
+                               "squared error {})",
+                               model::to_string(op.id), loud.size() > 1 ? "s" : "", fmt::join(loud, ", "), n,
+                               kHeadFactor, short_number(median)),
+                   {{"heads", loud}, {"n_heads", n}, {"head_err", op.head_err}, {"median", median}}});
+    return;
+  }
+  // Or most heads are wrong but some are untouched (a head mapping that is right for a few heads).
+  loud.clear();
+  for (std::size_t h = 0; h < n; ++h)
+    (op.head_err[h] < kQuietHeadShare * sorted.back() ? quiet : loud).push_back(static_cast<int>(h));
+  if (loud.empty() || quiet.empty()) return;
   out.push_back({"some-heads",
-                 fmt::format("the error of {} is concentrated in head{} {} of {} (each above {}x the median head's "
-                             "squared error {})",
-                             model::to_string(op.id), loud.size() > 1 ? "s" : "", fmt::join(loud, ", "), n, kHeadFactor,
-                             short_number(median)),
-                 {{"heads", loud}, {"n_heads", n}, {"head_err", op.head_err}, {"median", median}}});
+                 fmt::format("only some heads of {} carry the error: head{} {} of {} hold less than {} of the worst "
+                             "head's squared error, heads {} carry it",
+                             model::to_string(op.id), quiet.size() > 1 ? "s" : "", fmt::join(quiet, ", "), n,
+                             short_number(kQuietHeadShare), fmt::join(loud, ", ")),
+                 {{"heads", loud}, {"quiet_heads", quiet}, {"n_heads", n}, {"head_err", op.head_err}}});
 }
 
 // Which of two halves of the channels of a head carries the error, if only one does.

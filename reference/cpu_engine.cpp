@@ -4,12 +4,14 @@
 
 #include <array>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include <fmt/core.h>
 
 #include "model/errors.h"
 #include "reference/kernels.h"
+#include "reference/round_f16.h"
 #include "reference/weight_matrix.h"
 
 namespace tapdiff::reference {
@@ -29,14 +31,14 @@ struct LayerWeights {
 template <typename S>
 class CpuEngine final : public model::Engine {
  public:
-  CpuEngine(const model::Model& model, int threads);
+  CpuEngine(const model::Model& model, int threads, bool f16);
 
   std::string name() const override { return "ref"; }
   std::string device() const override {
     return fmt::format("CPU (Eigen {}.{}.{}, {} threads)", EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION,
                        EIGEN_MINOR_VERSION, threads_);
   }
-  std::string compute_dtype() const override { return scalar() == model::Scalar::f32 ? "f32" : "f64"; }
+  std::string compute_dtype() const override { return f16_ ? "f16" : scalar() == model::Scalar::f32 ? "f32" : "f64"; }
   std::string kernel(Op op) const override;
   model::Scalar scalar() const override { return sizeof(S) == 4 ? model::Scalar::f32 : model::Scalar::f64; }
 
@@ -56,11 +58,13 @@ class CpuEngine final : public model::Engine {
   void run(const model::Step& step, Mat<S>& out);
   void attend(int layer, Mat<S>& out);
   void append_kv(int layer);
+  void round_if_f16(Mat<S>& m) const;
   static HostTensor to_host(const Mat<S>& m);
   static Mat<S> from_host(const HostTensor& t);
 
   model::ModelConfig config_;
   int threads_;
+  bool f16_;  // the f16 emulation (S = float only)
   WeightMatrix<S> token_embd_, output_norm_, output_;
   std::vector<LayerWeights<S>> layers_;
   std::vector<Mat<S>> k_cache_, v_cache_;          // per layer [capacity, kv_dim]; rows [0, n_past) valid
@@ -73,31 +77,32 @@ class CpuEngine final : public model::Engine {
 };
 
 template <typename S>
-std::optional<Vec<S>> optional_vector(const model::Model& m, WeightKind kind, int layer) {
+std::optional<Vec<S>> optional_vector(const model::Model& m, WeightKind kind, int layer, bool round_f16) {
   const model::WeightTensor* t = m.find(kind, layer);
   if (t == nullptr) return std::nullopt;
-  return Vec<S>(WeightMatrix<S>(*t).vector());
+  return Vec<S>(WeightMatrix<S>(*t, round_f16).vector());
 }
 
 template <typename S>
-CpuEngine<S>::CpuEngine(const model::Model& m, int threads)
-    : config_(m.config()), threads_(threads > 0 ? threads : omp_get_max_threads()) {
+CpuEngine<S>::CpuEngine(const model::Model& m, int threads, bool f16)
+    : config_(m.config()), threads_(threads > 0 ? threads : omp_get_max_threads()), f16_(f16) {
+  TAPDIFF_ASSERT((!f16_ || std::is_same_v<S, float>), "the f16 emulation computes in f32");
   omp_set_num_threads(threads_);
   Eigen::setNbThreads(threads_);
-  token_embd_ = WeightMatrix<S>(m.weight(WeightKind::token_embd));
-  output_norm_ = WeightMatrix<S>(m.weight(WeightKind::output_norm));
-  if (!config_.tied_output) output_ = WeightMatrix<S>(m.weight(WeightKind::output));
+  token_embd_ = WeightMatrix<S>(m.weight(WeightKind::token_embd), f16_);
+  output_norm_ = WeightMatrix<S>(m.weight(WeightKind::output_norm), f16_);
+  if (!config_.tied_output) output_ = WeightMatrix<S>(m.weight(WeightKind::output), f16_);
   layers_.resize(static_cast<std::size_t>(config_.n_layers));
   for (int l = 0; l < config_.n_layers; ++l) {
     LayerWeights<S>& w = layers_[static_cast<std::size_t>(l)];
-    auto load = [&](WeightKind kind) { return WeightMatrix<S>(m.weight(kind, l)); };
+    auto load = [&](WeightKind kind) { return WeightMatrix<S>(m.weight(kind, l), f16_); };
     w.attn_norm = load(WeightKind::attn_norm), w.ffn_norm = load(WeightKind::ffn_norm);
     w.wq = load(WeightKind::wq), w.wk = load(WeightKind::wk), w.wv = load(WeightKind::wv);
     w.wo = load(WeightKind::wo);
     w.gate = load(WeightKind::ffn_gate), w.up = load(WeightKind::ffn_up), w.down = load(WeightKind::ffn_down);
-    w.bq = optional_vector<S>(m, WeightKind::bq, l);
-    w.bk = optional_vector<S>(m, WeightKind::bk, l);
-    w.bv = optional_vector<S>(m, WeightKind::bv, l);
+    w.bq = optional_vector<S>(m, WeightKind::bq, l, f16_);
+    w.bk = optional_vector<S>(m, WeightKind::bk, l, f16_);
+    w.bv = optional_vector<S>(m, WeightKind::bv, l, f16_);
   }
   k_cache_.resize(layers_.size());
   v_cache_.resize(layers_.size());
@@ -106,14 +111,15 @@ CpuEngine<S>::CpuEngine(const model::Model& m, int threads)
 
 template <typename S>
 std::string CpuEngine<S>::kernel(Op op) const {
+  const std::string rounding = f16_ ? "+round-f16" : "";
   switch (model::op_class(op)) {
-    case model::OpClass::gemm: return "eigen-gemm";
-    case model::OpClass::attention: return "eigen-attention-per-head";
+    case model::OpClass::gemm: return "eigen-gemm" + rounding;
+    case model::OpClass::attention: return "eigen-attention-per-head" + rounding;
     case model::OpClass::embedding:
     case model::OpClass::norm:
     case model::OpClass::rope:
     case model::OpClass::residual:
-    case model::OpClass::activation: return "eigen-rowwise";
+    case model::OpClass::activation: return "eigen-rowwise" + rounding;
   }
   return "?";
 }
@@ -145,8 +151,11 @@ Mat<S>& CpuEngine<S>::output(const model::Step& step) {
 template <typename S>
 void CpuEngine<S>::execute(const model::Step& step, const model::Deliver& deliver) {
   // Computed into the op's scratch buffer, then swapped in: buffers are reused across layers.
+  // The f16 emulation rounds here, once per op, so the kernels stay f32 and the KV cache receives
+  // the rounded rope_k and v_proj.
   Mat<S>& scratch = scratch_[static_cast<std::size_t>(step.op)];
   run(step, scratch);
+  round_if_f16(scratch);
   Mat<S>& dst = output(step);
   dst.swap(scratch);
   if (deliver) deliver(to_host(dst));
@@ -208,7 +217,9 @@ void CpuEngine<S>::attend(int layer, Mat<S>& out) {
 template <typename S>
 void CpuEngine<S>::write(const TensorId& id, const HostTensor& value) {
   const model::Step step{id.op, id.layer, {}};
-  output(step) = from_host(value);
+  Mat<S>& dst = output(step);
+  dst = from_host(value);
+  round_if_f16(dst);
 }
 
 template <typename S>
@@ -221,7 +232,17 @@ template <typename S>
 void CpuEngine<S>::write_kv(int layer, bool value, const HostTensor& rows) {
   Mat<S>& cache = (value ? v_cache_ : k_cache_).at(static_cast<std::size_t>(layer));
   cache = from_host(rows);
+  round_if_f16(cache);
   n_past_ = static_cast<int>(rows.rows());
+}
+
+// An f16 engine's buffers hold f16 values only: whatever enters one (an op's output, a
+// teacher-forced value) is rounded.
+template <typename S>
+void CpuEngine<S>::round_if_f16(Mat<S>& m) const {
+  if constexpr (std::is_same_v<S, float>) {
+    if (f16_) round_to_f16(std::span<float>(m.data(), static_cast<std::size_t>(m.size())));
+  }
 }
 
 template <typename S>
@@ -248,8 +269,10 @@ Mat<S> CpuEngine<S>::from_host(const HostTensor& t) {
 }  // namespace
 
 std::unique_ptr<model::Engine> make_cpu_engine(const model::Model& m, const CpuEngineOptions& options) {
-  if (options.scalar == model::Scalar::f32) return std::make_unique<CpuEngine<float>>(m, options.threads);
-  return std::make_unique<CpuEngine<double>>(m, options.threads);
+  if (options.f16 && options.scalar != model::Scalar::f32)
+    throw UsageError("the reference's f16 emulation computes in f32 (rounding to f16 after every op), not f64");
+  if (options.scalar == model::Scalar::f32) return std::make_unique<CpuEngine<float>>(m, options.threads, options.f16);
+  return std::make_unique<CpuEngine<double>>(m, options.threads, false);
 }
 
 }  // namespace tapdiff::reference

@@ -1,5 +1,6 @@
 #pragma once
-// The Eigen CPU reference engine: the numerical truth, in f32 or f64 ("golden") arithmetic.
+// The Eigen CPU reference engine: the numerical truth, in f32 or f64 ("golden") arithmetic, and
+// the emulation of an f16 engine (the noise floor an f16 engine is held to).
 #include <memory>
 
 #include "model/engine.h"
@@ -10,6 +11,11 @@ namespace tapdiff::reference {
 struct CpuEngineOptions {
   model::Scalar scalar = model::Scalar::f32;
   int threads = 0;  // 0 = all hardware threads
+  // f32 arithmetic inside each op, with the weights (once, at load), every op output and every
+  // teacher-forced value rounded to f16: what an f16 engine with f32 accumulation can at best
+  // compute. compute_dtype() is then "f16"; tensors read back are f32 holding f16 values.
+  // Needs scalar f32 (UsageError otherwise).
+  bool f16 = false;
 };
 
 // The engine borrows the model: the model must outlive it.

@@ -1,7 +1,8 @@
 #pragma once
 // A weight tensor seen as an Eigen matrix of the engine's scalar type: a zero-copy view into the
 // memory-mapped file when the stored type already is that scalar (f32 weights, f32 engine),
-// otherwise a dequantized copy made once at load.
+// otherwise a dequantized copy made once at load. With round_f16 the copy holds the dequantized
+// values rounded to f16 (the f16 emulation's weights), whatever the stored type.
 #include "model/weights.h"
 #include "reference/eigen_types.h"
 
@@ -11,7 +12,7 @@ template <typename S>
 class WeightMatrix {
  public:
   WeightMatrix() = default;
-  explicit WeightMatrix(const model::WeightTensor& tensor);
+  explicit WeightMatrix(const model::WeightTensor& tensor, bool round_f16 = false);
 
   ConstMatMap<S> matrix() const { return ConstMatMap<S>(data_, rows_, cols_); }  // [rows, cols]
   // A 1-D tensor (rows == 1) as a row vector.

@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include "model/synth.h"
-#include "reference/cpu_engine.h"
 
 namespace tapdiff::testing {
 
@@ -33,6 +32,8 @@ std::vector<std::int32_t> synth_prompt(int n, int vocab, std::uint32_t seed) {
   return tokens;
 }
 
+std::vector<std::int32_t> stories_golden_prompt() { return {1, 403, 407, 261, 378}; }
+
 std::vector<std::int32_t> stories_golden_tokens() {
   return {432, 383, 286, 261, 376, 298, 315, 421, 395, 317, 426, 338, 401, 396, 267, 337, 410, 408, 419, 292,
           411, 322, 265, 282, 295, 433, 426, 385, 328, 432, 358, 394, 261, 370, 432, 352, 266, 268, 388, 426,
@@ -42,9 +43,15 @@ std::vector<std::int32_t> stories_golden_tokens() {
 std::unique_ptr<TappedRun> run_reference(const model::Model& m, const std::vector<std::int32_t>& tokens,
                                          model::Scalar scalar, int chunk, int generate,
                                          std::function<bool(const model::TensorId&)> filter) {
+  return run_reference(m, tokens, reference::CpuEngineOptions{scalar, 0}, chunk, generate, std::move(filter));
+}
+
+std::unique_ptr<TappedRun> run_reference(const model::Model& m, const std::vector<std::int32_t>& tokens,
+                                         const reference::CpuEngineOptions& engine_options, int chunk, int generate,
+                                         std::function<bool(const model::TensorId&)> filter) {
   auto run = std::make_unique<TappedRun>();
   run->tap = model::MemoryTap(std::move(filter));
-  const auto engine = reference::make_cpu_engine(m, {scalar, 0});
+  const auto engine = reference::make_cpu_engine(m, engine_options);
   const model::Graph graph(m.config());
   model::RunOptions options;
   options.chunk = chunk;

@@ -7,6 +7,7 @@
 #include "model/memory_tap.h"
 #include "model/runner.h"
 #include "model/weights.h"
+#include "reference/cpu_engine.h"
 
 namespace tapdiff::testing {
 
@@ -16,6 +17,8 @@ std::filesystem::path synth_model_path(const std::string& shape, const std::stri
 // n deterministic token ids: BOS, then pseudo-random ids in [3, vocab).
 std::vector<std::int32_t> synth_prompt(int n, int vocab, std::uint32_t seed);
 
+// "Once upon a time" as stories260K's tokenizer encodes it: BOS + 4 pieces.
+std::vector<std::int32_t> stories_golden_prompt();
 // The 60 greedy tokens after "Once upon a time" listed in ../shared/models/README.md.
 std::vector<std::int32_t> stories_golden_tokens();
 
@@ -26,6 +29,10 @@ struct TappedRun {
 };
 std::unique_ptr<TappedRun> run_reference(const model::Model& m, const std::vector<std::int32_t>& tokens,
                                          model::Scalar scalar, int chunk, int generate,
+                                         std::function<bool(const model::TensorId&)> filter = {});
+// The same with any engine options (the f16 emulation).
+std::unique_ptr<TappedRun> run_reference(const model::Model& m, const std::vector<std::int32_t>& tokens,
+                                         const reference::CpuEngineOptions& engine, int chunk, int generate,
                                          std::function<bool(const model::TensorId&)> filter = {});
 
 // sum (a-b)^2 / sum a^2 over two tensors of the same shape.

@@ -249,6 +249,25 @@ TEST(Diagnosis, SomeHeadsAndPairPatterns) {
   EXPECT_FALSE(has(codes, "grows-with-position"));
 }
 
+TEST(Diagnosis, MostHeadsWrongButSomeUntouched) {
+  const auto flat = [](std::int64_t, std::int64_t c) { return 1.0 + 0.1 * static_cast<double>(c); };
+  const HostTensor a = filled(8, 32, flat);
+  // Heads 1, 2 and 3 of 4 wrong by different amounts, head 0 exact: no head stands out from the
+  // median, but head 0 is untouched.
+  const HostTensor b = filled(8, 32, [&](auto r, auto c) { return flat(r, c) + 0.01 * static_cast<double>(c / 8); });
+  const OpResult op = compare_op({Op::attn, 0}, a, b, rows_of(8), {4, 8}, {{1e-8, {}, {}, {}}, "t"});
+  const auto d = diagnose_op(op, rows_of(8));
+  const auto it = std::find_if(d.begin(), d.end(), [](auto& x) { return x.code == "some-heads"; });
+  ASSERT_NE(it, d.end());
+  EXPECT_EQ(it->evidence["quiet_heads"], nlohmann::json::array({0}));
+  EXPECT_EQ(it->evidence["heads"], nlohmann::json::array({1, 2, 3}));
+  // Every head wrong alike: no some-heads.
+  const HostTensor all = filled(8, 32, [&](auto r, auto c) { return flat(r, c) + 0.01; });
+  EXPECT_FALSE(has(codes_of(compare_op({Op::attn, 0}, a, all, rows_of(8), {4, 8}, {{1e-8, {}, {}, {}}, "t"}),
+                            rows_of(8)),
+                   "some-heads"));
+}
+
 TEST(Diagnosis, DecodeOnlyAndChunkStart) {
   const HostTensor a = filled(10, 8, base);
   const HostTensor b = filled(10, 8, [](auto r, auto c) { return base(r, c) + (r >= 7 ? 0.1 : 0.0); });

@@ -8,6 +8,9 @@
 #include <cstdlib>
 #include <memory>
 
+#include "dumps/dump_writer.h"
+#include "dumps/tap_filter.h"
+
 namespace tapdiff::testing {
 
 std::filesystem::path stories_gguf() {
@@ -31,7 +34,11 @@ std::filesystem::path temp_dir(const std::string& name) {
 }
 
 CommandResult run_tapdiff(const std::string& args) {
-  const std::string command = std::string("'") + TAPDIFF_BINARY + "' " + args + " 2>&1";
+  return run_command(std::string("'") + TAPDIFF_BINARY + "' " + args);
+}
+
+CommandResult run_command(const std::string& command_line) {
+  const std::string command = command_line + " 2>&1";
   CommandResult result;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return result;
@@ -41,6 +48,12 @@ CommandResult run_tapdiff(const std::string& args) {
   const int status = ::pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
+}
+
+std::string python_with_h5py() {
+  for (const char* python : {"python3", "/usr/bin/python3"})
+    if (std::system((std::string(python) + " -c 'import h5py, numpy' >/dev/null 2>&1").c_str()) == 0) return python;
+  return {};
 }
 
 ScopedEnv::ScopedEnv(std::string name, const std::string& value) : name_(std::move(name)) {
@@ -53,6 +66,96 @@ ScopedEnv::~ScopedEnv() {
     ::setenv(name_.c_str(), saved_->c_str(), 1);
   else
     ::unsetenv(name_.c_str());
+}
+
+// --- A fake run for the dump tests ---------------------------------------------------------------
+
+model::ModelConfig fake_config() {
+  model::ModelConfig c;
+  c.n_layers = 2;
+  c.dim = 8;
+  c.n_heads = 2;
+  c.n_kv_heads = 1;
+  c.head_dim = 4;
+  c.ffn_dim = 12;
+  c.vocab = 16;
+  return c;
+}
+
+double fake_value(const model::TensorId& id, int pos, int col) {
+  const double v = (id.layer + 1) * 64 + static_cast<int>(id.op) * 3 + pos + col * 0.25;
+  return col % 2 != 0 ? -v : v;
+}
+
+model::HostTensor fake_tensor(const model::Graph& graph, const model::TensorId& id, const model::ChunkInfo& chunk,
+                              model::Scalar scalar, double extra) {
+  model::HostTensor t(scalar, chunk.rows, graph.width(id.op));
+  for (std::int64_t r = 0; r < t.rows(); ++r)
+    for (std::int64_t c = 0; c < t.cols(); ++c) {
+      const double v = fake_value(id, chunk.first_pos + static_cast<int>(r), static_cast<int>(c)) + extra;
+      const auto i = static_cast<std::size_t>(r * t.cols() + c);
+      if (scalar == model::Scalar::f32)
+        t.f32()[i] = static_cast<float>(v);
+      else
+        t.f64()[i] = v;
+    }
+  return t;
+}
+
+void feed_fake_run(model::Tap& tap, const model::Graph& graph, const FakeRun& run, std::size_t n_chunks,
+                   model::Scalar scalar, int partial_ops, double extra) {
+  for (std::size_t k = 0; k < n_chunks + (partial_ops > 0 ? 1 : 0); ++k) {
+    const model::ChunkInfo& chunk = run.chunks[k];
+    int recorded = 0;
+    for (const model::Step& step : graph.steps()) {
+      const model::TapKey key{step.output(), chunk};
+      if (k == n_chunks && recorded == partial_ops) break;
+      if (!tap.wants(key)) continue;
+      tap.record(key, fake_tensor(graph, key.id, chunk, scalar, extra));
+      ++recorded;
+    }
+    if (k < n_chunks)
+      tap.end_chunk(chunk,
+                    std::span(run.tokens)
+                        .subspan(static_cast<std::size_t>(chunk.first_pos), static_cast<std::size_t>(chunk.rows)));
+  }
+}
+
+dumps::RunMetadata fake_metadata(const model::ModelConfig& config) {
+  dumps::RunMetadata m;
+  m.tool_version = "0.1.0";
+  m.engine = "fake";
+  m.device = "test device";
+  m.compute_dtype = "f32";
+  m.kernels = {{"q_proj", "tiled"}, {"attn", "naive"}};
+  m.model_path = "/models/tiny.gguf";
+  m.model_sha256 = std::string(64, 'a');
+  m.model_config = model::to_json(config);
+  m.prompt_tokens = FakeRun{}.prompt();
+  m.chunk_size = 3;
+  m.command_line = "tapdiff run --chunk 3";
+  return m;
+}
+
+void write_fake_dump(const std::string& path, dumps::StorageType storage, const std::string& taps, model::Scalar scalar,
+                     dumps::RunMetadata metadata, std::vector<std::int32_t> tokens) {
+  const model::Graph graph(fake_config());
+  FakeRun run;
+  run.tokens = std::move(tokens);
+  dumps::DumpWriter writer(path, std::move(metadata), graph, dumps::TapFilter(taps), storage);
+  feed_fake_run(writer, graph, run, run.chunks.size(), scalar);
+  writer.finish({{"generated", {4, 6, 8}}});
+}
+
+std::string dump_path(const std::string& name) {
+  static std::string test;
+  static std::filesystem::path dir;
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  if (info == nullptr || info->name() != test) {
+    test = info != nullptr ? info->name() : "";
+    dir = temp_dir("dumps");
+  }
+  return (dir / name).string();
 }
 
 }  // namespace tapdiff::testing
