@@ -109,14 +109,15 @@ Kernels::Grid Kernels::fold(std::uint64_t groups) const {
 }
 
 void Kernels::dispatch(Stream& s, Shader shader, std::uint32_t dtype, std::initializer_list<Region> bindings,
-                       const void* push, std::uint32_t push_bytes, Grid grid) {
+                       const void* push, std::uint32_t push_bytes, Grid grid, std::uint32_t faults) {
   if (grid.x == 0 || grid.y == 0) return;
   const std::span<const Region> all(bindings.begin(), bindings.size());
   TAPDIFF_ASSERT(all.size() == shader_code(shader).bindings, "{} bindings for {}", all.size(),
                  shader_code(shader).name);
   s.order(all.first(all.size() - 1), all.last(1));  // the output is the last binding
-  const std::uint32_t spec[] = {dtype, shader == Shader::attention ? attention_wg_ : wg_};
-  const Pipeline& p = pipelines_->get(shader, spec);
+  const std::uint32_t spec[] = {dtype, shader == Shader::attention ? attention_wg_ : wg_, faults};
+  // Constant 2 only with a fault: the clean pipelines are made exactly as they were before faults.
+  const Pipeline& p = pipelines_->get(shader, std::span<const std::uint32_t>(spec).first(faults != 0 ? 3 : 2));
   const VkCommandBuffer cmd = s.cmd();
   const VkDescriptorSet set = s.descriptor_sets().allocate(p.set_layout, all);
   std::array<std::byte, kPushConstantBytes> data{};
@@ -135,11 +136,12 @@ std::string Kernels::embed(Stream& s, const DeviceWeight& table, const Region& t
   return with_dtype("embed-gather", table.dtype);
 }
 
-std::string Kernels::rms_norm(Stream& s, const Region& x, const DeviceWeight& w, float eps, const Region& out,
-                              int rows) {
+std::string Kernels::rms_norm(Stream& s, const Region& x, const DeviceWeight& w, float eps, const Region& out, int rows,
+                              std::uint32_t faults) {
   TAPDIFF_ASSERT(w.dtype == model::DType::f32, "norm weight {} as {}", w.name, model::dtype_name(w.dtype));
   const NormPush push{u32(rows), u32(w.cols), eps};
-  dispatch(s, Shader::rms_norm, 0, {x, w.region, out}, &push, sizeof push, fold(static_cast<std::uint64_t>(rows)));
+  dispatch(s, Shader::rms_norm, 0, {x, w.region, out}, &push, sizeof push, fold(static_cast<std::uint64_t>(rows)),
+           faults);
   return "rms_norm-tree";
 }
 
@@ -163,7 +165,7 @@ Shader Kernels::matvec_shader() const {
 }
 
 std::string Kernels::matmul(Stream& s, const Region& x, const DeviceWeight& w, const DeviceWeight* bias,
-                            const Region& out, int rows) {
+                            const Region& out, int rows, std::uint32_t faults) {
   TAPDIFF_ASSERT(bias == nullptr || bias->dtype == model::DType::f32, "bias {} as {}", bias->name,
                  model::dtype_name(bias->dtype));
   const MatmulPush push{u32(rows), u32(w.cols), u32(w.rows), w.row_bytes, bias != nullptr ? 1u : 0u};
@@ -172,12 +174,12 @@ std::string Kernels::matmul(Stream& s, const Region& x, const DeviceWeight& w, c
   if (use_tiled(rows)) {
     const Grid grid{u32(static_cast<std::int64_t>(ceil_div(push.n, kTile))),
                     u32(static_cast<std::int64_t>(ceil_div(push.rows, kTile)))};
-    dispatch(s, Shader::matmul_tiled, dtype_code(w.dtype), {w.region, x, b, out}, &push, sizeof push, grid);
+    dispatch(s, Shader::matmul_tiled, dtype_code(w.dtype), {w.region, x, b, out}, &push, sizeof push, grid, faults);
     return with_dtype("matmul-tiled-64x64", w.dtype);
   }
   const Shader shader = matvec_shader();
   dispatch(s, shader, dtype_code(w.dtype), {w.region, x, b, out}, &push, sizeof push,
-           fold(static_cast<std::uint64_t>(rows) * push.n));
+           fold(static_cast<std::uint64_t>(rows) * push.n), faults);
   return with_dtype(shader == Shader::matvec_subgroup ? "matvec-subgroup" : "matvec-shared", w.dtype);
 }
 
@@ -190,7 +192,7 @@ std::string Kernels::rope(Stream& s, const Region& x, const Region& table, const
 }
 
 std::string Kernels::attention(Stream& s, const AttentionShape& a, float scale, const Region& q, const Region& k,
-                               const Region& v, const Region& out) {
+                               const Region& v, const Region& out, std::uint32_t faults) {
   TAPDIFF_ASSERT(a.head_dim <= max_head_dim(), "head_dim {} in the attention kernel", a.head_dim);
   const AttentionPush push{u32(a.rows),
                            u32(a.first_pos),
@@ -202,7 +204,7 @@ std::string Kernels::attention(Stream& s, const AttentionShape& a, float scale, 
                            u32(a.kv_heads * a.head_dim),
                            scale};
   dispatch(s, Shader::attention, 0, {q, k, v, out}, &push, sizeof push,
-           fold(static_cast<std::uint64_t>(a.rows) * push.heads));
+           fold(static_cast<std::uint64_t>(a.rows) * push.heads), faults);
   return "attention-two-pass";
 }
 
@@ -212,9 +214,10 @@ std::string Kernels::add(Stream& s, const Region& a, const Region& b, const Regi
   return "add";
 }
 
-std::string Kernels::silu_mul(Stream& s, const Region& gate, const Region& up, const Region& out, std::int64_t n) {
+std::string Kernels::silu_mul(Stream& s, const Region& gate, const Region& up, const Region& out, std::int64_t n,
+                              std::uint32_t faults) {
   const CountPush push{u32(n)};
-  dispatch(s, Shader::silu_mul, 0, {gate, up, out}, &push, sizeof push, fold(ceil_div(push.n, wg_)));
+  dispatch(s, Shader::silu_mul, 0, {gate, up, out}, &push, sizeof push, fold(ceil_div(push.n, wg_)), faults);
   return "silu_mul";
 }
 

@@ -14,6 +14,10 @@
 //   residual    add
 //   activation  silu_mul
 // Later variants (cooperative matrices, f16 compute) join here, selected the same way.
+//
+// Faults (--inject, gpu/faults.h): rms_norm, matmul, attention and silu_mul take a set of the
+// kFault* bits below as specialization constant 2 of their shader (shaders/faults.glsl); 0 builds
+// the clean pipeline, exactly as without faults.
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -39,6 +43,14 @@ struct KernelOverrides {
 // UsageError naming the bad key or value and the choices.
 KernelOverrides parse_kernel_overrides(const std::string& text);
 
+// Bits of specialization constant 2, as shaders/faults.glsl names them.
+inline constexpr std::uint32_t kFaultNormEpsOutsideSqrt = 1;   // rms_norm: x / (sqrt(mean(x^2)) + eps)
+inline constexpr std::uint32_t kFaultGemmF16Accumulate = 1;    // matmul: f16 running sums
+inline constexpr std::uint32_t kFaultSiluHardSigmoid = 1;      // silu_mul: sigmoid ~ clamp(0.5 + x/4, 0, 1)
+inline constexpr std::uint32_t kFaultAttentionChunkMask = 1;   // attention: keys of the row's own chunk only
+inline constexpr std::uint32_t kFaultAttentionHeadModulo = 2;  // attention: KV head h % kv_heads
+inline constexpr std::uint32_t kFaultAttentionNoMax = 4;       // attention: exp(s) without the row max
+
 // The attention of one chunk: rows of queries at positions first_pos.. over cache rows [0, first_pos + rows).
 struct AttentionShape {
   int rows = 0;
@@ -54,23 +66,26 @@ class Kernels {
   // UsageError when an override asks for a variant the device cannot run.
   Kernels(const Device& device, Pipelines& pipelines, const KernelOverrides& overrides);
 
-  // Each records one op (its barrier included) and returns the variant's name.
+  // Each records one op (its barrier included) and returns the variant's name; `faults` is a set
+  // of the kFault* bits of the op's kernel (0: the clean kernel).
   // tokens [rows] int32 -> out [rows, dim]
   std::string embed(Stream& s, const DeviceWeight& table, const Region& tokens, const Region& out, int rows);
   // x [rows, dim], w f32 [dim] -> out [rows, dim]
-  std::string rms_norm(Stream& s, const Region& x, const DeviceWeight& w, float eps, const Region& out, int rows);
+  std::string rms_norm(Stream& s, const Region& x, const DeviceWeight& w, float eps, const Region& out, int rows,
+                       std::uint32_t faults);
   // x [rows, w.cols] -> out [rows, w.rows], + bias [w.rows] when given (f32)
   std::string matmul(Stream& s, const Region& x, const DeviceWeight& w, const DeviceWeight* bias, const Region& out,
-                     int rows);
+                     int rows, std::uint32_t faults);
   // x [rows, width] rotated per head by the table [rows, head_dim / 2] of (cos, sin) -> out
   std::string rope(Stream& s, const Region& x, const Region& table, const Region& out, int rows, int width,
                    int head_dim, model::RopeStyle style);
   // q [rows, heads * hd], k/v cache [first_pos + rows, kv_heads * hd] -> out [rows, heads * hd]
   std::string attention(Stream& s, const AttentionShape& shape, float scale, const Region& q, const Region& k,
-                        const Region& v, const Region& out);
+                        const Region& v, const Region& out, std::uint32_t faults);
   // out = a + b and out = silu(a) * b over n values
   std::string add(Stream& s, const Region& a, const Region& b, const Region& out, std::int64_t n);
-  std::string silu_mul(Stream& s, const Region& gate, const Region& up, const Region& out, std::int64_t n);
+  std::string silu_mul(Stream& s, const Region& gate, const Region& up, const Region& out, std::int64_t n,
+                       std::uint32_t faults);
 
   // The largest head_dim the attention kernel takes on this device.
   int max_head_dim() const;
@@ -83,7 +98,7 @@ class Kernels {
   };
   Grid fold(std::uint64_t groups) const;  // groups -> (x, y) within maxComputeWorkGroupCount
   void dispatch(Stream& s, Shader shader, std::uint32_t dtype, std::initializer_list<Region> bindings, const void* push,
-                std::uint32_t push_bytes, Grid grid);
+                std::uint32_t push_bytes, Grid grid, std::uint32_t faults = 0);
   bool use_tiled(int rows) const;
   Shader matvec_shader() const;
 

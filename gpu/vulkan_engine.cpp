@@ -9,6 +9,7 @@
 
 #include "gpu/device.h"
 #include "gpu/device_weights.h"
+#include "gpu/faults.h"
 #include "gpu/instance.h"
 #include "gpu/kernels.h"
 #include "gpu/kv_cache.h"
@@ -51,6 +52,10 @@ std::vector<float> rope_table(int first_pos, int rows, int head_dim, double base
   return table;
 }
 
+model::RopeStyle flipped(model::RopeStyle style) {
+  return style == model::RopeStyle::rotate_half ? model::RopeStyle::interleaved : model::RopeStyle::rotate_half;
+}
+
 HostTensor host_tensor(const std::byte* data, std::int64_t rows, std::int64_t cols) {
   HostTensor t(model::Scalar::f32, rows, cols);
   std::memcpy(t.f32().data(), data, static_cast<std::size_t>(rows * cols) * sizeof(float));
@@ -90,6 +95,8 @@ class Engine final : public VulkanEngine {
   Region input(const TensorId& id) const;
   std::string run(const model::Step& step, const Region& out);
   std::string attend(int layer, const Region& out);
+  void upload_rope_tables();
+  std::uint32_t kernel_faults(Op op, int layer) const;
   const DeviceWeight& matrix(Op op, int layer) const;
   const DeviceWeight* bias(Op op, int layer) const;
   model::DType weight_dtype(Op op) const;
@@ -97,6 +104,7 @@ class Engine final : public VulkanEngine {
 
   model::ModelConfig config_;
   model::Graph graph_;
+  FaultSet faults_;  // --inject
   std::unique_ptr<Instance> instance_;
   std::unique_ptr<Device> device_;
   std::unique_ptr<Pipelines> pipelines_;
@@ -104,19 +112,30 @@ class Engine final : public VulkanEngine {
   std::unique_ptr<DeviceWeights> weights_;
   std::unique_ptr<Kernels> kernels_;
   std::unique_ptr<KvCache> kv_;
-  std::unique_ptr<Arena> activations_;             // slots, tokens and the RoPE table, sized for capacity_ rows
+  std::unique_ptr<Arena> activations_;             // slots, tokens and the RoPE tables, sized for capacity_ rows
   std::array<Region, model::kOpCount> slots_{};    // per op [capacity_, width]; overwritten per layer
   std::array<int, model::kOpCount> slot_layer_{};  // the layer each slot's content belongs to
   std::array<std::vector<std::string>, model::kOpCount> ran_;  // variants that ran, per op
   Region tokens_;                                              // [capacity_] int32
-  Region rope_table_;                                          // [capacity_, head_dim / 2] (cos, sin)
+  // [capacity_, head_dim / 2] (cos, sin) each: the chunk's distinct RoPE tables (more than one only
+  // where --inject moves a layer's positions or base), and the one each layer uses.
+  std::vector<Region> rope_tables_;
+  std::vector<std::size_t> rope_table_of_;
   int capacity_ = 0;
   model::ChunkInfo chunk_;
   bool in_chunk_ = false;
   int n_past_ = 0;
 };
 
-Engine::Engine(const model::Model& m, const VulkanEngineOptions& options) : config_(m.config()), graph_(m.config()) {
+Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
+    : config_(m.config()),
+      graph_(m.config()),
+      faults_(parse_faults(options.inject, m.config().n_layers)),
+      rope_table_of_(static_cast<std::size_t>(m.config().n_layers)) {
+  // At most one table per layer that a fault moves, plus the model's.
+  std::size_t tables = 1;
+  for (int l = 0; l < config_.n_layers; ++l) tables += moves_rope_table(faults_, l) ? 1 : 0;
+  rope_tables_.resize(tables);
   InstanceOptions instance_options;
   instance_options.validation = options.validation.value_or(validation_requested_by_environment());
   instance_options.print_messages = options.print_validation;
@@ -173,10 +192,19 @@ model::DType Engine::weight_dtype(Op op) const {
   return matrix(op, op == Op::logits || op == Op::embed ? -1 : 0).dtype;
 }
 
-// The variants that ran for the op so far; before any ran, every variant it may run here.
+// The variants that ran for the op so far; before any ran, every variant it may run here, with the
+// faults planted in it.
 std::string Engine::kernel(Op op) const {
-  const std::vector<std::string>& ran = ran_[static_cast<std::size_t>(op)];
-  const std::vector<std::string> names = ran.empty() ? kernels_->planned(model::op_class(op), weight_dtype(op)) : ran;
+  std::vector<std::string> names = ran_[static_cast<std::size_t>(op)];
+  if (names.empty()) {
+    const std::vector<std::string> planned = kernels_->planned(model::op_class(op), weight_dtype(op));
+    names = planned;
+    for (int l = 0; l < config_.n_layers; ++l)
+      for (const std::string& p : planned)
+        if (const std::string faulty = p + faults_.label(op, l);
+            faulty != p && std::find(names.begin(), names.end(), faulty) == names.end())
+          names.push_back(faulty);
+  }
   std::string out;
   for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
   return out;
@@ -199,8 +227,9 @@ void Engine::reserve_rows(int rows) {
         activations_->allocate(bytes, fmt::format("the {} activations ({} rows)", model::op_name(op), capacity));
   }
   tokens_ = activations_->allocate(static_cast<std::uint64_t>(capacity) * 4, "the chunk's tokens");
-  rope_table_ = activations_->allocate(
-      static_cast<std::uint64_t>(capacity) * static_cast<std::uint64_t>(config_.head_dim) * 4, "the RoPE table");
+  for (Region& table : rope_tables_)
+    table = activations_->allocate(
+        static_cast<std::uint64_t>(capacity) * static_cast<std::uint64_t>(config_.head_dim) * 4, "the RoPE table");
   capacity_ = capacity;
 }
 
@@ -220,8 +249,22 @@ void Engine::begin_chunk(std::span<const std::int32_t> tokens, const model::Chun
   in_chunk_ = true;
   slot_layer_.fill(-2);
   stream_->upload(tokens.data(), tokens.size_bytes(), tokens_);
-  const std::vector<float> table = rope_table(chunk.first_pos, chunk.rows, config_.head_dim, config_.rope_base);
-  stream_->upload(table.data(), table.size() * sizeof(float), rope_table_);
+  upload_rope_tables();
+}
+
+// One table per distinct (first position, base) among the layers: without --inject, the model's.
+void Engine::upload_rope_tables() {
+  std::vector<RopeTablePlan> plans;
+  for (int l = 0; l < config_.n_layers; ++l) {
+    const RopeTablePlan plan = rope_table_plan(faults_, l, chunk_, config_.rope_base);
+    const auto at = static_cast<std::size_t>(std::find(plans.begin(), plans.end(), plan) - plans.begin());
+    rope_table_of_[static_cast<std::size_t>(l)] = at;
+    if (at < plans.size()) continue;
+    TAPDIFF_ASSERT(at < rope_tables_.size(), "RoPE table {} of {}", at, rope_tables_.size());
+    plans.push_back(plan);
+    const std::vector<float> table = rope_table(plan.first_pos, chunk_.rows, config_.head_dim, plan.base);
+    stream_->upload(table.data(), table.size() * sizeof(float), rope_tables_[at]);
+  }
 }
 
 Region Engine::slot(Op op) const {
@@ -238,7 +281,7 @@ Region Engine::input(const TensorId& id) const {
 void Engine::execute(const model::Step& step, const model::Deliver& deliver) {
   TAPDIFF_ASSERT(in_chunk_, "execute {} outside a chunk", model::to_string(step.output()));
   const Region out = slot(step.op);
-  const std::string variant = run(step, out);
+  const std::string variant = run(step, out) + faults_.label(step.op, step.layer);
   slot_layer_[static_cast<std::size_t>(step.op)] = step.layer;
   std::vector<std::string>& ran = ran_[static_cast<std::size_t>(step.op)];
   if (std::find(ran.begin(), ran.end(), variant) == ran.end()) ran.push_back(variant);
@@ -253,15 +296,29 @@ const DeviceWeight& Engine::norm_weight(Op op, int layer) const {
   return weights_->get(WeightKind::output_norm);
 }
 
+// The kFault* bits (kernels.h) that --inject plants in the kernel of a step.
+std::uint32_t Engine::kernel_faults(Op op, int layer) const {
+  const auto bit = [&](Fault f, std::uint32_t b) { return faults_.active(f, layer) ? b : 0u; };
+  if (op == Op::attn_norm || op == Op::ffn_norm) return bit(Fault::rmsnorm_eps, kFaultNormEpsOutsideSqrt);
+  if (op == Op::ffn_down) return bit(Fault::gemm_f16_accum, kFaultGemmF16Accumulate);
+  if (op == Op::ffn_act) return bit(Fault::silu_approx, kFaultSiluHardSigmoid);
+  if (op == Op::attn)
+    return bit(Fault::mask_kv_offset, kFaultAttentionChunkMask) | bit(Fault::gqa_head_map, kFaultAttentionHeadModulo) |
+           bit(Fault::softmax_no_max, kFaultAttentionNoMax);
+  return 0;
+}
+
 std::string Engine::run(const model::Step& step, const Region& out) {
   const auto in = [&](std::size_t i) { return input(step.inputs[i]); };
   const int rows = chunk_.rows;
   const float eps = static_cast<float>(config_.norm_eps);
+  const std::uint32_t faults = kernel_faults(step.op, step.layer);
   switch (step.op) {
     case Op::embed: return kernels_->embed(*stream_, matrix(Op::embed, -1), tokens_, out, rows);
     case Op::attn_norm:
     case Op::ffn_norm:
-    case Op::final_norm: return kernels_->rms_norm(*stream_, in(0), norm_weight(step.op, step.layer), eps, out, rows);
+    case Op::final_norm:
+      return kernels_->rms_norm(*stream_, in(0), norm_weight(step.op, step.layer), eps, out, rows, faults);
     case Op::q_proj:
     case Op::k_proj:
     case Op::v_proj:
@@ -270,15 +327,20 @@ std::string Engine::run(const model::Step& step, const Region& out) {
     case Op::ffn_up:
     case Op::ffn_down:
     case Op::logits:
-      return kernels_->matmul(*stream_, in(0), matrix(step.op, step.layer), bias(step.op, step.layer), out, rows);
+      return kernels_->matmul(*stream_, in(0), matrix(step.op, step.layer), bias(step.op, step.layer), out, rows,
+                              faults);
     case Op::rope_q:
-    case Op::rope_k:
-      return kernels_->rope(*stream_, in(0), rope_table_, out, rows, graph_.width(step.op), config_.head_dim,
-                            config_.rope_style);
+    case Op::rope_k: {
+      const model::RopeStyle style =
+          faults_.active(Fault::rope_pairing, step.layer) ? flipped(config_.rope_style) : config_.rope_style;
+      return kernels_->rope(*stream_, in(0), rope_tables_[rope_table_of_[static_cast<std::size_t>(step.layer)]], out,
+                            rows, graph_.width(step.op), config_.head_dim, style);
+    }
     case Op::attn: return attend(step.layer, out);
     case Op::attn_residual:
     case Op::ffn_residual: return kernels_->add(*stream_, in(0), in(1), out, std::int64_t{rows} * config_.dim);
-    case Op::ffn_act: return kernels_->silu_mul(*stream_, in(0), in(1), out, std::int64_t{rows} * config_.ffn_dim);
+    case Op::ffn_act:
+      return kernels_->silu_mul(*stream_, in(0), in(1), out, std::int64_t{rows} * config_.ffn_dim, faults);
   }
   return {};
 }
@@ -291,9 +353,20 @@ std::string Engine::attend(int layer, const Region& out) {
   stream_->copy(input({Op::v_proj, layer}), kv_->rows(layer, true, first, rows));
   const AttentionShape shape{
       rows, first, config_.n_heads, config_.n_kv_heads, config_.head_dim, config_.sliding_window};
-  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(config_.head_dim)));
-  return kernels_->attention(*stream_, shape, scale, input({Op::rope_q, layer}),
-                             kv_->rows(layer, false, 0, first + rows), kv_->rows(layer, true, 0, first + rows), out);
+  // attn-scale (--inject): 1/d where 1/sqrt(d) is due.
+  const auto d = static_cast<double>(config_.head_dim);
+  const auto scale = static_cast<float>(1.0 / (faults_.active(Fault::attn_scale, layer) ? d : std::sqrt(d)));
+  const std::string variant =
+      kernels_->attention(*stream_, shape, scale, input({Op::rope_q, layer}), kv_->rows(layer, false, 0, first + rows),
+                          kv_->rows(layer, true, 0, first + rows), out, kernel_faults(Op::attn, layer));
+  if (faults_.active(Fault::kv_stale_chunk, layer) && !chunk_.decode) {
+    // kv-stale-chunk (--inject): the prefill chunk's rows are zeroed once its own attention has read
+    // them, as if the cache write had never persisted.
+    const std::vector<float> zeros(static_cast<std::size_t>(rows) * static_cast<std::size_t>(config_.kv_dim()));
+    for (bool value : {false, true})
+      stream_->upload(zeros.data(), zeros.size() * sizeof(float), kv_->rows(layer, value, first, rows));
+  }
+  return variant;
 }
 
 void Engine::end_chunk() {

@@ -20,6 +20,7 @@ struct VulkanEngineOptions {
   int max_context = 0;             // KV-cache limit in positions; 0 = grow as needed
   std::optional<bool> validation;  // Khronos validation layer; default: TAPDIFF_VK_VALIDATION=1
   bool print_validation = false;   // print validation messages to stderr as they arrive
+  std::string inject;              // faults to plant, "NAME[@LAYER][,...]" (gpu/faults.h); "" = none
 };
 
 struct VulkanEngineStats {
@@ -39,7 +40,8 @@ class VulkanEngine : public model::Engine {
 };
 
 // Uploads the model's weights; the model need not outlive the engine. EnvironmentError without a
-// usable Vulkan device or memory, UsageError for a --device that names none (listing them).
+// usable Vulkan device or memory, UsageError for a --device that names none (listing them) or an
+// --inject that parse_faults refuses.
 std::unique_ptr<VulkanEngine> make_vulkan_engine(const model::Model& model, const VulkanEngineOptions& options);
 
 // Every Vulkan device on this machine, in --device index order. EnvironmentError without a loader.

@@ -18,5 +18,6 @@ void add_inspect_command(CLI::App& app, CliContext& context);
 void add_compare_command(CLI::App& app, CliContext& context);
 void add_bisect_command(CLI::App& app, CliContext& context);
 void add_devices_command(CLI::App& app, CliContext& context);
+void add_faults_command(CLI::App& app, CliContext& context);
 
 }  // namespace tapdiff::cli

@@ -14,18 +14,26 @@ void add_vulkan_options(CLI::App& cmd, EngineChoice& choice) {
                  "Vulkan kernel overrides: matmul=auto|tiled|matvec,matvec=auto|subgroup|shared");
   cmd.add_option("--max-context", choice.max_context, "Vulkan KV-cache limit in positions (0 = grow as needed)")
       ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--inject", choice.inject,
+                 "Plant faults in the vulkan engine: NAME[@LAYER][,...]; see `tapdiff faults`");
 }
 
 std::unique_ptr<model::Engine> make_engine(const EngineChoice& choice, const model::Model& m) {
+  if (choice.name != "vulkan" && !choice.inject.empty())
+    throw UsageError(
+        fmt::format("--inject {}: expected --engine vulkan (faults live in its kernels), found --engine {}",
+                    choice.inject, choice.name));
   if (choice.name == "ref") {
     reference::CpuEngineOptions options;
     options.threads = choice.threads;
-    if (choice.dtype == "f32")
+    if (choice.dtype == "f32" || choice.dtype == "f16")  // f16: f32 rounded to f16 after every op
       options.scalar = model::Scalar::f32;
     else if (choice.dtype == "f64")
       options.scalar = model::Scalar::f64;
     else
-      throw UsageError(fmt::format("--dtype {}: the ref engine computes in f32 or f64", choice.dtype));
+      throw UsageError(fmt::format(
+          "--dtype {}: the ref engine computes in f32, f64 or f16 (f32 rounded to f16 after every op)", choice.dtype));
+    options.f16 = choice.dtype == "f16";
     return reference::make_cpu_engine(m, options);
   }
   if (choice.name == "vulkan") {
@@ -36,6 +44,7 @@ std::unique_ptr<model::Engine> make_engine(const EngineChoice& choice, const mod
     options.device = choice.device;
     options.kernels = choice.kernels;
     options.max_context = choice.max_context;
+    options.inject = choice.inject;
     options.print_validation = true;  // TAPDIFF_VK_VALIDATION=1 turns the layer on
     return gpu::make_vulkan_engine(m, options);
   }

@@ -12,18 +12,19 @@ namespace tapdiff::cli {
 
 struct EngineChoice {
   std::string name = "ref";   // ref | vulkan
-  std::string dtype = "f32";  // ref: f32 | f64; vulkan: f32
+  std::string dtype = "f32";  // ref: f32 | f64 | f16 (f32 rounded to f16 after every op); vulkan: f32
   int threads = 0;            // CPU threads, 0 = all
   std::string device;         // vulkan: "" (prefer a discrete GPU), an index, or a name substring
   std::string kernels;        // vulkan: kernel overrides, e.g. "matmul=matvec,matvec=shared"
   int max_context = 0;        // vulkan: KV-cache limit in positions, 0 = grow as needed
+  std::string inject;         // vulkan: faults to plant, "NAME[@LAYER][,...]" (gpu/faults.h)
 };
 
-// Adds --device, --kernels and --max-context (the Vulkan engine's options) to a command.
+// Adds --device, --kernels, --max-context and --inject (the Vulkan engine's options) to a command.
 void add_vulkan_options(CLI::App& cmd, EngineChoice& choice);
 
-// UsageError for an unknown engine or a dtype the engine does not support; EnvironmentError when
-// the Vulkan engine has no usable device.
+// UsageError for an unknown engine, a dtype the engine does not support, or --inject for an engine
+// other than vulkan; EnvironmentError when the Vulkan engine has no usable device.
 std::unique_ptr<model::Engine> make_engine(const EngineChoice& choice, const model::Model& model);
 
 }  // namespace tapdiff::cli

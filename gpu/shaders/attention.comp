@@ -9,6 +9,8 @@
 // Pass 1 finds the max over the scores, pass 2 recomputes each score in the same way and sums
 // p_j and p_j v_j over tiles of WG keys. Every sum has a fixed order: deterministic.
 // head_dim <= 4 * WG (and <= 256).
+// Faults (faults.glsl): mask-kv-offset sees keys [max(lo, first_pos), pos] only; gqa-head-map
+// reads KV head h % kv_heads; softmax-no-max takes p_j = exp(s_j).
 layout(local_size_x_id = 1) in;
 layout(std430, binding = 0) readonly buffer Query { float q[]; };
 layout(std430, binding = 1) readonly buffer KeyCache { float kc[]; };
@@ -26,6 +28,7 @@ layout(push_constant) uniform Push {
   float scale;     // 1 / sqrt(head_dim), rounded from double on the host
 } pc;
 #include "common.glsl"
+#include "faults.glsl"
 
 const uint MAX_HEAD_DIM = 256u;
 const uint CHANNELS = 4u;  // head channels per invocation at most
@@ -53,9 +56,11 @@ void main() {
   if (g >= pc.rows * pc.heads) return;  // uniform over the workgroup
   const uint WG = gl_WorkGroupSize.x, lid = gl_LocalInvocationID.x;
   const uint t = g / pc.heads, h = g - t * pc.heads;
-  const uint kv_col = (h / pc.group) * pc.head_dim;
+  const uint kv_head = planted(FAULT_ATTENTION_HEAD_MODULO) ? h % (pc.heads / pc.group) : h / pc.group;
+  const uint kv_col = kv_head * pc.head_dim;
   const uint pos = pc.first_pos + t;
-  const uint lo = (pc.window > 0u && pos + 1u > pc.window) ? pos + 1u - pc.window : 0u;
+  const uint causal_lo = (pc.window > 0u && pos + 1u > pc.window) ? pos + 1u - pc.window : 0u;
+  const uint lo = planted(FAULT_ATTENTION_CHUNK_MASK) ? max(causal_lo, pc.first_pos) : causal_lo;
   const uint out_base = t * pc.q_stride + h * pc.head_dim;
   for (uint d = lid; d < pc.head_dim; d += WG) qs[d] = q[out_base + d];
   barrier();
@@ -65,7 +70,7 @@ void main() {
   red[lid] = m;
   barrier();
   reduce(true);
-  const float m_all = red[0];
+  const float m_all = planted(FAULT_ATTENTION_NO_MAX) ? 0.0 : red[0];
   barrier();
 
   float l = 0.0;

@@ -4,7 +4,8 @@
 // A workgroup of 256 computes a 64 x 64 tile of Y (rows m0.., columns n0..), each invocation a
 // 4 x 4 block of it. K advances in slices of 16: the X and W tiles of the slice are staged in
 // shared memory (W dequantized on the way), then every invocation accumulates over the slice.
-// Each output is one f32 sum over k in increasing order: deterministic.
+// Each output is one f32 sum over k in increasing order: deterministic. (gemm-f16-accum, faults.glsl:
+// every partial sum rounded to f16.)
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer Weights { uint w_words[]; };
 layout(std430, binding = 1) readonly buffer Input { float x[]; };
@@ -19,6 +20,7 @@ layout(push_constant) uniform Push {
 } pc;
 #include "common.glsl"
 #include "dequant.glsl"
+#include "faults.glsl"
 
 const uint BM = 64u, BN = 64u, BK = 16u, TM = 4u, TN = 4u, THREADS = 256u;
 shared float xs[BK][BM];  // xs[kk][r] = X[m0 + r, k0 + kk]
@@ -47,7 +49,7 @@ void main() {
       for (uint i = 0u; i < TM; ++i) a[i] = xs[kk][ty * TM + i];
       for (uint j = 0u; j < TN; ++j) b[j] = ws[kk][tx * TN + j];
       for (uint i = 0u; i < TM; ++i)
-        for (uint j = 0u; j < TN; ++j) acc[i][j] += a[i] * b[j];
+        for (uint j = 0u; j < TN; ++j) acc[i][j] = accumulate(acc[i][j], a[i] * b[j]);
     }
     barrier();
   }

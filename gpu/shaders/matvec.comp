@@ -5,6 +5,7 @@
 // Each invocation sums x[t, k] * W[n, k] over k = lid, lid + WG, ...; the partial sums are then
 // reduced with subgroupAdd and a sequential sum over the subgroups (SUBGROUP defined), or with a
 // shared-memory tree (otherwise; WG a power of two). Both orders are fixed: deterministic.
+// (gemm-f16-accum, faults.glsl: every partial sum rounded to f16, the reductions' included.)
 #ifdef SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -23,6 +24,7 @@ layout(push_constant) uniform Push {
 } pc;
 #include "common.glsl"
 #include "dequant.glsl"
+#include "faults.glsl"
 
 shared float partial[gl_WorkGroupSize.x];
 
@@ -33,21 +35,21 @@ void main() {
   const uint lid = gl_LocalInvocationID.x;
   const uint row = n * pc.row_bytes, xb = t * pc.k;
   float sum = 0.0;
-  for (uint k = lid; k < pc.k; k += gl_WorkGroupSize.x) sum += x[xb + k] * weight_at(row, k);
+  for (uint k = lid; k < pc.k; k += gl_WorkGroupSize.x) sum = accumulate(sum, x[xb + k] * weight_at(row, k));
 #ifdef SUBGROUP
-  sum = subgroupAdd(sum);
+  sum = accumulator(subgroupAdd(sum));
   if (subgroupElect()) partial[gl_SubgroupID] = sum;
   barrier();
   if (lid == 0u) {
     float total = 0.0;
-    for (uint s = 0u; s < gl_NumSubgroups; ++s) total += partial[s];
+    for (uint s = 0u; s < gl_NumSubgroups; ++s) total = accumulate(total, partial[s]);
     y[g] = pc.has_bias != 0u ? total + bias[n] : total;
   }
 #else
   partial[lid] = sum;
   barrier();
   for (uint s = gl_WorkGroupSize.x / 2u; s > 0u; s >>= 1) {
-    if (lid < s) partial[lid] += partial[lid + s];
+    if (lid < s) partial[lid] = accumulate(partial[lid], partial[lid + s]);
     barrier();
   }
   if (lid == 0u) y[g] = pc.has_bias != 0u ? partial[0] + bias[n] : partial[0];

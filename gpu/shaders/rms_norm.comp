@@ -3,6 +3,7 @@
 // rms_norm: out[t] = x[t] * (1 / sqrt(mean(x[t]^2) + eps)) * w      x [T, dim], w [dim] (f32)
 // One workgroup per row; each invocation sums the squares of a strided slice of the row, then a
 // shared-memory tree in a fixed order: deterministic. Workgroup size: a power of two.
+// (rmsnorm-eps, faults.glsl: out[t] = x[t] / (sqrt(mean(x[t]^2)) + eps) * w.)
 layout(local_size_x_id = 1) in;
 layout(std430, binding = 0) readonly buffer Input { float x[]; };
 layout(std430, binding = 1) readonly buffer Weight { float w[]; };
@@ -13,6 +14,7 @@ layout(push_constant) uniform Push {
   float eps;
 } pc;
 #include "common.glsl"
+#include "faults.glsl"
 
 shared float partial[gl_WorkGroupSize.x];
 
@@ -29,6 +31,7 @@ void main() {
     if (lid < n) partial[lid] += partial[lid + n];
     barrier();
   }
-  const float scale = 1.0 / sqrt(partial[0] / float(pc.dim) + pc.eps);
+  const float scale = planted(FAULT_NORM_EPS_OUTSIDE_SQRT) ? 1.0 / (sqrt(partial[0] / float(pc.dim)) + pc.eps)
+                                                           : 1.0 / sqrt(partial[0] / float(pc.dim) + pc.eps);
   for (uint c = lid; c < pc.dim; c += gl_WorkGroupSize.x) y[base + c] = (x[base + c] * scale) * w[c];
 }

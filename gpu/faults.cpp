@@ -1,0 +1,197 @@
+#include "gpu/faults.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include "model/errors.h"
+
+namespace tapdiff::gpu {
+namespace {
+
+using model::Op;
+using model::OpClass;
+
+constexpr double kWrongBaseFactor = 100;  // rope-base: 1e4 read as 1e6
+
+// In the order of the Fault enum.
+const std::array<FaultInfo, kFaultCount> kCatalogue = {{
+    {Fault::rope_off_by_one,
+     "rope-off-by-one",
+     "RoPE rotates row t by the angle of position t + 1",
+     "positions counted from 1, or n_past incremented before the rotation instead of after",
+     {Op::rope_q, Op::rope_k},
+     OpClass::rope,
+     ""},
+    {Fault::rope_chunk_reset,
+     "rope-chunk-reset",
+     "positions restart at 0 in every prefill chunk after the first (decode steps are right)",
+     "chunked prefill passing the position within the chunk instead of within the sequence",
+     {Op::rope_q, Op::rope_k},
+     OpClass::rope,
+     "chunk-start"},
+    {Fault::rope_pairing,
+     "rope-pairing",
+     "RoPE rotates rotate-half pairs (i, i + d/2) where the model needs interleaved pairs (2i, 2i + 1), or the "
+     "reverse",
+     "a checkpoint converted between Meta and Hugging Face layouts without permuting wq/wk",
+     {Op::rope_q, Op::rope_k},
+     OpClass::rope,
+     "position-zero-exact"},
+    {Fault::rope_base,
+     "rope-base",
+     "RoPE angles use base x 100 (1e6 where the model says 1e4)",
+     "rope_theta read from the wrong config key, or a default that does not fit the model",
+     {Op::rope_q, Op::rope_k},
+     OpClass::rope,
+     "grows-with-position"},
+    {Fault::mask_kv_offset,
+     "mask-kv-offset",
+     "the causal mask is built for the chunk alone: a row attends to its own chunk's keys only",
+     "a causal mask of [T, T] where it must be [T, n_past + T] (the KV offset forgotten)",
+     {Op::attn},
+     OpClass::attention,
+     "chunk-start"},
+    {Fault::kv_stale_chunk,
+     "kv-stale-chunk",
+     "a prefill chunk's K/V rows are left as zeros in the cache after its attention",
+     "a KV-cache write that goes to a scratch buffer, is skipped, or is overwritten before the next chunk",
+     {Op::attn},
+     OpClass::attention,
+     "chunk-start"},
+    {Fault::gqa_head_map,
+     "gqa-head-map",
+     "query head h reads KV head h % n_kv_heads instead of h / (n_heads / n_kv_heads)",
+     "grouped-query attention indexing KV heads round-robin instead of in blocks",
+     {Op::attn},
+     OpClass::attention,
+     "some-heads"},
+    {Fault::softmax_no_max,
+     "softmax-no-max",
+     "softmax exponentiates the scores without subtracting the row max",
+     "a naive softmax without the max trick: exp overflows (inf/inf = NaN) once a score passes ~88 in f32",
+     {Op::attn},
+     OpClass::attention,
+     "nonfinite"},
+    {Fault::gemm_f16_accum,
+     "gemm-f16-accum",
+     "ffn_down accumulates its dot products in f16 (every partial sum rounded)",
+     "an f16 GEMM path with half accumulators (f16 compute type on tensor cores) on the matrix with the longest K",
+     {Op::ffn_down},
+     OpClass::gemm,
+     ""},
+    {Fault::rmsnorm_eps,
+     "rmsnorm-eps",
+     "RMS norm divides by sqrt(mean(x^2)) + eps instead of sqrt(mean(x^2) + eps)",
+     "LayerNorm-style epsilon placement carried over to RMSNorm",
+     {Op::attn_norm, Op::ffn_norm},
+     OpClass::norm,
+     ""},
+    {Fault::silu_approx,
+     "silu-approx",
+     "SiLU uses the hard sigmoid clamp(0.5 + x/4, 0, 1)",
+     "a fast activation approximation that does not hold outside a small range",
+     {Op::ffn_act},
+     OpClass::activation,
+     ""},
+    {Fault::attn_scale,
+     "attn-scale",
+     "scores are scaled by 1/head_dim instead of 1/sqrt(head_dim)",
+     "the muP scale 1/d used in a model trained with 1/sqrt(d), or sqrt applied twice",
+     {Op::attn},
+     OpClass::attention,
+     "position-zero-exact"},
+    {Fault::decode_position,
+     "decode-position",
+     "decode steps rotate at position n_past - 1 instead of n_past",
+     "the decode loop passing the last cached position instead of the new token's",
+     {Op::rope_q, Op::rope_k},
+     OpClass::rope,
+     "decode-only"},
+}};
+
+std::string valid_names() {
+  std::vector<std::string_view> names;
+  for (const FaultInfo& f : kCatalogue) names.push_back(f.name);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+const FaultInfo& find_fault(std::string_view name) {
+  for (const FaultInfo& f : kCatalogue)
+    if (f.name == name) return f;
+  throw UsageError(
+      fmt::format("--inject: expected a fault name ({}; see `tapdiff faults`), found '{}'", valid_names(), name));
+}
+
+}  // namespace
+
+std::span<const FaultInfo> fault_catalogue() { return kCatalogue; }
+
+const FaultInfo& fault_info(Fault fault) { return kCatalogue[static_cast<std::size_t>(fault)]; }
+
+bool FaultSet::active(Fault fault, int layer) const {
+  const auto i = static_cast<std::size_t>(fault);
+  return every_layer_[i] || std::find(layers_[i].begin(), layers_[i].end(), layer) != layers_[i].end();
+}
+
+bool FaultSet::empty() const {
+  for (std::size_t i = 0; i < kFaultCount; ++i)
+    if (every_layer_[i] || !layers_[i].empty()) return false;
+  return true;
+}
+
+std::string FaultSet::label(Op op, int layer) const {
+  std::string out;
+  for (const FaultInfo& f : kCatalogue) {
+    if (!active(f.fault, layer) || std::find(f.ops.begin(), f.ops.end(), op) == f.ops.end()) continue;
+    out += every_layer_[static_cast<std::size_t>(f.fault)] ? fmt::format("+inject:{}", f.name)
+                                                           : fmt::format("+inject:{}@{}", f.name, layer);
+  }
+  return out;
+}
+
+FaultSet parse_faults(std::string_view spec, int n_layers) {
+  FaultSet set;
+  std::size_t start = 0;
+  while (start < spec.size()) {
+    const std::size_t end = std::min(spec.find(',', start), spec.size());
+    const std::string_view item = spec.substr(start, end - start);
+    start = end + 1;
+    const std::size_t at = item.find('@');
+    const FaultInfo& f = find_fault(item.substr(0, at));
+    const auto i = static_cast<std::size_t>(f.fault);
+    if (at == std::string_view::npos) {
+      set.every_layer_[i] = true;
+      continue;
+    }
+    const std::string_view digits = item.substr(at + 1);
+    int layer = -1;
+    const auto [rest, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), layer);
+    if (ec != std::errc() || rest != digits.data() + digits.size() || digits.empty())
+      throw UsageError(fmt::format("--inject: expected NAME or NAME@LAYER, found '{}'", item));
+    if (layer < 0 || layer >= n_layers)
+      throw UsageError(fmt::format("--inject {}: expected a layer in [0, {}) (the model has {} layers), found {}", item,
+                                   n_layers, n_layers, layer));
+    set.layers_[i].push_back(layer);
+  }
+  return set;
+}
+
+bool moves_rope_table(const FaultSet& faults, int layer) {
+  for (Fault f : {Fault::rope_off_by_one, Fault::rope_chunk_reset, Fault::rope_base, Fault::decode_position})
+    if (faults.active(f, layer)) return true;
+  return false;
+}
+
+RopeTablePlan rope_table_plan(const FaultSet& faults, int layer, const model::ChunkInfo& chunk, double base) {
+  RopeTablePlan plan{chunk.first_pos, base};
+  if (faults.active(Fault::rope_chunk_reset, layer) && chunk.index > 0 && !chunk.decode) plan.first_pos = 0;
+  if (faults.active(Fault::decode_position, layer) && chunk.decode) plan.first_pos -= 1;
+  if (faults.active(Fault::rope_off_by_one, layer)) plan.first_pos += 1;
+  if (faults.active(Fault::rope_base, layer)) plan.base *= kWrongBaseFactor;
+  return plan;
+}
+
+}  // namespace tapdiff::gpu

@@ -1,0 +1,80 @@
+#pragma once
+// The fault catalogue of `--inject`: realistic bugs planted in the real code paths of the Vulkan
+// engine (a specialization constant that takes a branch in a shader, or the engine's bookkeeping
+// of RoPE positions, the KV cache and the attention scale), never an edit of the outputs. Each
+// entry says what goes wrong, the bug it mirrors, the op(s) where it first shows and the
+// diagnosis tapdiff should give, so `tapdiff faults`, the tests and docs/faults.md share one list.
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/engine.h"
+#include "model/ops.h"
+
+namespace tapdiff::gpu {
+
+enum class Fault : std::uint8_t {
+  rope_off_by_one,
+  rope_chunk_reset,
+  rope_pairing,
+  rope_base,
+  mask_kv_offset,
+  kv_stale_chunk,
+  gqa_head_map,
+  softmax_no_max,
+  gemm_f16_accum,
+  rmsnorm_eps,
+  silu_approx,
+  attn_scale,
+  decode_position,
+};
+inline constexpr int kFaultCount = 13;
+
+struct FaultInfo {
+  Fault fault;
+  std::string_view name;       // as --inject spells it: "rope-off-by-one"
+  std::string_view effect;     // what goes wrong
+  std::string_view mirrors;    // the real-world bug it stands for
+  std::vector<model::Op> ops;  // where it first shows, in graph order (the first is the first to differ)
+  model::OpClass op_class;     // the class of those ops
+  std::string_view diagnosis;  // the code bisect/diagnosis.h should give; empty when none applies
+};
+
+// Every fault, in the order of the Fault enum.
+std::span<const FaultInfo> fault_catalogue();
+const FaultInfo& fault_info(Fault fault);
+
+// Faults planted per layer: a fault named alone applies at every layer.
+class FaultSet {
+ public:
+  bool active(Fault fault, int layer) const;
+  bool empty() const;
+  // "+inject:NAME[@LAYER]" for each fault active at `layer` that shows first in `op` (fault_info's
+  // ops), as --inject named it; appended to the kernel variant the engine reports. Empty if none.
+  std::string label(model::Op op, int layer) const;
+
+ private:
+  friend FaultSet parse_faults(std::string_view spec, int n_layers);
+  std::array<bool, kFaultCount> every_layer_{};
+  std::array<std::vector<int>, kFaultCount> layers_;
+};
+
+// "NAME[@LAYER][,NAME[@LAYER]...]"; "" plants nothing. UsageError for an unknown name (listing the
+// valid ones), a malformed item, or a layer outside [0, n_layers).
+FaultSet parse_faults(std::string_view spec, int n_layers);
+
+// The first position and the base of the RoPE table a layer uses in a chunk, after the faults that
+// live in the table (rope-off-by-one, rope-chunk-reset, rope-base, decode-position).
+struct RopeTablePlan {
+  int first_pos = 0;
+  double base = 0;
+  friend bool operator==(const RopeTablePlan&, const RopeTablePlan&) = default;
+};
+RopeTablePlan rope_table_plan(const FaultSet& faults, int layer, const model::ChunkInfo& chunk, double base);
+// Whether any of those faults is planted at the layer (its plan may differ from the model's).
+bool moves_rope_table(const FaultSet& faults, int layer);
+
+}  // namespace tapdiff::gpu

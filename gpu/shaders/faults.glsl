@@ -1,0 +1,20 @@
+// Faults planted by `tapdiff --inject` (gpu/faults.h), for the shaders that can carry one.
+// Specialization constant 2 holds a set of the bits below (kernels.h mirrors them); 0, the
+// default, is the clean kernel: every fault branch tests a constant, so the driver compiles it
+// away and the clean kernels run exactly the code they ran before faults existed.
+layout(constant_id = 2) const uint FAULTS = 0u;
+
+const uint FAULT_NORM_EPS_OUTSIDE_SQRT = 1u;  // rms_norm.comp: x / (sqrt(mean(x^2)) + eps)
+const uint FAULT_GEMM_F16_ACCUMULATE = 1u;    // matmul_tiled.comp, matvec.comp: f16 running sums
+const uint FAULT_SILU_HARD_SIGMOID = 1u;      // silu_mul.comp: sigmoid ~ clamp(0.5 + x/4, 0, 1)
+const uint FAULT_ATTENTION_CHUNK_MASK = 1u;   // attention.comp: keys of the row's own chunk only
+const uint FAULT_ATTENTION_HEAD_MODULO = 2u;  // attention.comp: KV head h % kv_heads
+const uint FAULT_ATTENTION_NO_MAX = 4u;       // attention.comp: exp(s) without the row max
+
+bool planted(uint fault) { return (FAULTS & fault) != 0u; }
+
+// A running sum of a dot product as the accumulator holds it: rounded to f16 under gemm-f16-accum.
+float accumulator(float s) {
+  return planted(FAULT_GEMM_F16_ACCUMULATE) ? unpackHalf2x16(packHalf2x16(vec2(s, 0.0))).x : s;
+}
+float accumulate(float sum, float term) { return accumulator(sum + term); }

@@ -1,0 +1,454 @@
+// The fault catalogue of --inject (gpu/faults.h): each fault, planted at layer 0 and at a middle
+// layer of a 4-layer model, leaves every op before its target op bit-identical to a clean run of
+// the same engine (deterministic kernels) and makes the target op differ, in the rows where the
+// bug acts and only there. Also: the parser's errors, the reported kernel variants, the ref
+// engine refusing --inject, and `tapdiff faults`.
+//
+// Runs: a 40-token prompt in chunks of 16 (rows 0-15, 16-31, 32-39), then 3 decode steps (rows
+// 40-42) with fixed tokens, so the clean and the injected run see the same tokens throughout.
+// "Differs": NMSE over the rows where the fault acts > 1e-6, except where noted at kCases.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "dumps/dump_reader.h"
+#include "gpu/faults.h"
+#include "gpu/vulkan_engine.h"
+#include "model/errors.h"
+#include "model/synth.h"
+#include "tests/reference_fixtures.h"
+#include "tests/test_support.h"
+
+namespace tapdiff::testing {
+namespace {
+
+using gpu::Fault;
+using model::HostTensor;
+using model::Op;
+using model::TensorId;
+
+constexpr int kLayers = 4;
+constexpr int kMiddleLayer = 2;
+constexpr int kPrompt = 40;
+constexpr int kChunk = 16;
+constexpr int kTotal = 43;  // the prompt and 3 decode steps
+constexpr double kDiffers = 1e-6;
+
+struct Rows {
+  int begin, end;
+};
+constexpr Rows kAll{0, kTotal}, kChunk0{0, kChunk}, kFirstOfChunk1{kChunk, kChunk + 1}, kPrefill{0, kPrompt},
+    kDecode{kPrompt, kTotal}, kPosition0{0, 1}, kAfterPosition0{1, kTotal}, kAfterChunk0{kChunk, kTotal};
+
+// synth:tiny's widths (4/2 heads of 16) with 4 layers, so a middle layer has clean layers on both sides.
+const std::filesystem::path& fault_model() {
+  static const std::filesystem::path path = [] {
+    model::SynthOptions options;
+    options.config = model::synth_shape("tiny");
+    options.config.n_layers = kLayers;
+    const auto file = temp_dir("fault-model") / "tiny-4-layers.gguf";
+    model::write_synth_model(file, options);
+    return file;
+  }();
+  return path;
+}
+
+std::unique_ptr<gpu::VulkanEngine> engine_with(const model::Model& m, const std::string& inject,
+                                               const std::string& kernels = "") {
+  gpu::VulkanEngineOptions options;
+  options.validation = true;
+  options.inject = inject;
+  options.kernels = kernels;
+  return gpu::make_vulkan_engine(m, options);
+}
+
+void expect_clean(const gpu::VulkanEngine& engine) {
+  EXPECT_TRUE(engine.validation_enabled());
+  for (const std::string& msg : engine.validation_messages()) ADD_FAILURE() << msg;
+}
+
+// The prompt in chunks of kChunk, then decode steps fed the fixed tokens after it; every op tapped.
+std::unique_ptr<model::MemoryTap> run_tapped(model::Engine& engine, const model::Graph& graph) {
+  const std::vector<std::int32_t> tokens = synth_prompt(kTotal, 512, 7);
+  const std::span<const std::int32_t> all(tokens);
+  auto tap = std::make_unique<model::MemoryTap>();
+  engine.reset();
+  int index = 0;
+  for (int first = 0; first < kPrompt; first += kChunk) {
+    const int rows = std::min(kChunk, kPrompt - first);
+    model::run_chunk(engine, graph, all.subspan(first, rows), {index++, first, rows, false}, *tap);
+  }
+  for (int pos = kPrompt; pos < kTotal; ++pos)
+    model::run_chunk(engine, graph, all.subspan(pos, 1), {index++, pos, 1, true}, *tap);
+  return tap;
+}
+
+struct Fixture {
+  std::unique_ptr<model::Model> model;
+  model::Graph graph;
+  std::unique_ptr<model::MemoryTap> clean;
+};
+
+// The model and its clean run, once per process.
+const Fixture& fixture() {
+  static const Fixture f = [] {
+    auto m = model::load_model(fault_model());
+    model::Graph graph(m->config());
+    const auto engine = engine_with(*m, "");
+    auto clean = run_tapped(*engine, graph);
+    expect_clean(*engine);
+    return Fixture{std::move(m), std::move(graph), std::move(clean)};
+  }();
+  return f;
+}
+
+bool identical(const HostTensor& a, const HostTensor& b, Rows rows, int col_begin = 0, int col_end = -1) {
+  if (col_end < 0) col_end = static_cast<int>(a.cols());
+  for (int r = rows.begin; r < rows.end; ++r) {
+    const std::size_t at =
+        static_cast<std::size_t>(r) * static_cast<std::size_t>(a.cols()) + static_cast<std::size_t>(col_begin);
+    const auto bytes = static_cast<std::size_t>(col_end - col_begin) * sizeof(float);
+    if (std::memcmp(a.f32().data() + at, b.f32().data() + at, bytes) != 0) return false;
+  }
+  return true;
+}
+
+double nmse_of(const HostTensor& a, const HostTensor& b, Rows rows) {
+  return nmse(a.slice_rows(rows.begin, rows.end - rows.begin), b.slice_rows(rows.begin, rows.end - rows.begin));
+}
+
+struct Differs {
+  Rows rows;
+  double above = kDiffers;  // NMSE bound
+};
+
+// What a fault does to its target op(s), beyond leaving every earlier op alone.
+struct FaultCase {
+  Fault fault;
+  std::vector<Differs> differ;  // each: NMSE over the rows > the bound, in every target op
+  std::vector<Rows> same;       // each: bit-identical rows in every target op
+};
+
+std::ostream& operator<<(std::ostream& os, const FaultCase& c) { return os << gpu::fault_info(c.fault).name; }
+
+// Two bounds are lower, for what the fault really does on this model:
+// - gemm-f16-accum in decode rows: a matvec kernel rounds fewer, shorter sums per output (one
+//   product per invocation where K = 192 < its 256 invocations, then the reduction's partial sums)
+//   than the tiled kernel's 192 running sums: NMSE ~6e-7 against ~4e-6.
+// - rmsnorm-eps: 1/(sqrt(m) + eps) against 1/sqrt(m + eps) is a relative change of
+//   eps/sqrt(m) - eps/(2m) = 5e-6 for these activations (m ~ 1, eps 1e-5): NMSE ~2.5e-11. It grows
+//   where activations are small, as trained models' embeddings are (RmsnormEpsShowsOnSmallActivations).
+const std::vector<FaultCase> kCases = {
+    {Fault::rope_off_by_one, {{kAll}}, {}},
+    {Fault::rope_chunk_reset, {{kFirstOfChunk1}, {{kChunk, kPrompt}}}, {kChunk0, kDecode}},
+    {Fault::rope_pairing, {{kAfterPosition0}}, {kPosition0}},
+    {Fault::rope_base, {{kAfterPosition0}}, {kPosition0}},
+    {Fault::mask_kv_offset, {{kFirstOfChunk1}, {kAfterChunk0}}, {kChunk0}},
+    {Fault::kv_stale_chunk, {{kFirstOfChunk1}, {kAfterChunk0}}, {kChunk0}},
+    {Fault::gqa_head_map, {{kAll}}, {}},
+    {Fault::softmax_no_max, {}, {}},  // rounding only (NMSE ~2e-14) below overflow: see SoftmaxNoMax below
+    {Fault::gemm_f16_accum, {{kPrefill}, {kDecode, 1e-7}}, {}},
+    {Fault::rmsnorm_eps, {{kAll, 1e-11}}, {}},
+    {Fault::silu_approx, {{kAll}}, {}},
+    {Fault::attn_scale, {{kAfterPosition0}}, {kPosition0}},
+    {Fault::decode_position, {{kDecode}, {{kPrompt, kPrompt + 1}}}, {kPrefill}},
+};
+
+class PlantedFault : public ::testing::TestWithParam<std::tuple<FaultCase, int>> {};
+
+TEST_P(PlantedFault, LeavesEarlierOpsBitIdenticalAndChangesItsTarget) {
+  const auto& [c, layer] = GetParam();
+  const gpu::FaultInfo& info = gpu::fault_info(c.fault);
+  const Fixture& f = fixture();
+  const std::string spec = fmt::format("{}@{}", info.name, layer);
+  const auto engine = engine_with(*f.model, spec);
+  const auto injected = run_tapped(*engine, f.graph);
+  expect_clean(*engine);
+
+  const TensorId first_target{info.ops.front(), layer};
+  bool before = true;
+  for (const model::Step& step : f.graph.steps()) {
+    if (step.output() == first_target) before = false;
+    if (!before) break;
+    EXPECT_TRUE(identical(f.clean->get(step.output()), injected->get(step.output()), kAll))
+        << model::to_string(step.output()) << " precedes " << model::to_string(first_target);
+  }
+  EXPECT_FALSE(before) << "no step " << model::to_string(first_target);
+
+  for (Op op : info.ops) {
+    const TensorId id{op, layer};
+    const HostTensor &a = f.clean->get(id), &b = injected->get(id);
+    for (const Rows& rows : c.same)
+      EXPECT_TRUE(identical(a, b, rows)) << model::to_string(id) << " rows " << rows.begin << "-" << rows.end - 1;
+    for (const Differs& d : c.differ) {
+      const double e = nmse_of(a, b, d.rows);
+      EXPECT_GT(e, d.above) << model::to_string(id) << " rows " << d.rows.begin << "-" << d.rows.end - 1;
+      std::printf("%s: %s rows %d-%d NMSE %.2e\n", spec.c_str(), model::to_string(id).c_str(), d.rows.begin,
+                  d.rows.end - 1, e);
+    }
+    if (c.differ.empty())
+      std::printf("%s: %s rows 0-%d NMSE %.2e\n", spec.c_str(), model::to_string(id).c_str(), kTotal - 1, nmse(a, b));
+    EXPECT_NE(engine->kernel(op).find("+inject:" + spec), std::string::npos) << engine->kernel(op);
+  }
+}
+
+std::string case_name(const ::testing::TestParamInfo<PlantedFault::ParamType>& p) {
+  std::string name(gpu::fault_info(std::get<0>(p.param).fault).name);
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name + "_layer" + std::to_string(std::get<1>(p.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(Catalogue, PlantedFault,
+                         ::testing::Combine(::testing::ValuesIn(kCases), ::testing::Values(0, kMiddleLayer)),
+                         case_name);
+
+TEST(PlantedFault, EveryFaultHasACase) {
+  ASSERT_EQ(kCases.size(), static_cast<std::size_t>(gpu::kFaultCount));
+  for (std::size_t i = 0; i < kCases.size(); ++i) EXPECT_EQ(static_cast<std::size_t>(kCases[i].fault), i);
+}
+
+// gqa-head-map with 4 query heads on 2 KV heads: heads 0 and 3 read their own KV head either way
+// (0/2 = 0 % 2, 3/2 = 3 % 2); heads 1 and 2 read the other one.
+TEST(PlantedFault, GqaHeadMapChangesOnlyTheHeadsItRemaps) {
+  const Fixture& f = fixture();
+  const auto& c = f.model->config();
+  ASSERT_EQ(c.n_heads, 4);
+  ASSERT_EQ(c.n_kv_heads, 2);
+  const auto engine = engine_with(*f.model, fmt::format("gqa-head-map@{}", kMiddleLayer));
+  const auto injected = run_tapped(*engine, f.graph);
+  const TensorId attn{Op::attn, kMiddleLayer};
+  const HostTensor &a = f.clean->get(attn), &b = injected->get(attn);
+  const int group = c.n_heads / c.n_kv_heads;
+  for (int h = 0; h < c.n_heads; ++h) {
+    const int begin = h * c.head_dim, end = begin + c.head_dim;
+    if (h / group == h % c.n_kv_heads) {
+      EXPECT_TRUE(identical(a, b, kAll, begin, end)) << "head " << h;
+    } else {
+      EXPECT_FALSE(identical(a, b, kPosition0, begin, end)) << "head " << h;
+    }
+  }
+  expect_clean(*engine);
+}
+
+// rope-base: row 0 is exact (angle 0 at any base) and the error grows with position.
+TEST(PlantedFault, RopeBaseErrorGrowsWithPosition) {
+  const Fixture& f = fixture();
+  const auto engine = engine_with(*f.model, "rope-base@0");
+  const auto injected = run_tapped(*engine, f.graph);
+  const TensorId rope{Op::rope_q, 0};
+  const double early = nmse_of(f.clean->get(rope), injected->get(rope), {1, 9});
+  const double late = nmse_of(f.clean->get(rope), injected->get(rope), {32, 40});
+  EXPECT_GT(late, 10 * early) << "rows 1-8 " << early << ", rows 32-39 " << late;
+  std::printf("rope-base@0: 0/rope_q NMSE rows 1-8 %.2e, rows 32-39 %.2e\n", early, late);
+  expect_clean(*engine);
+}
+
+// Chunk 0 (kChunk rows) on an engine with `inject`, with `value` written over the output of
+// `forced` once computed (teacher forcing); returns the output of `want`.
+HostTensor forced_chunk(const std::string& inject, const TensorId& forced, const HostTensor& value,
+                        const TensorId& want) {
+  const Fixture& f = fixture();
+  const auto engine = engine_with(*f.model, inject);
+  const std::vector<std::int32_t> tokens = synth_prompt(kChunk, 512, 7);
+  HostTensor out;
+  engine->begin_chunk(tokens, {0, 0, kChunk, false});
+  for (const model::Step& step : f.graph.steps()) {
+    engine->execute(step, step.output() == want ? model::Deliver([&out](const HostTensor& t) { out = t; }) : nullptr);
+    if (step.output() == forced) engine->write(forced, value);
+  }
+  engine->end_chunk();
+  expect_clean(*engine);
+  return out;
+}
+
+// The clean run's chunk-0 rows of an op output, times factor.
+HostTensor scaled(const TensorId& id, float factor) {
+  HostTensor t = fixture().clean->get(id).slice_rows(0, kChunk);
+  for (float& v : t.f32()) v *= factor;
+  return t;
+}
+
+std::int64_t nonfinite(const HostTensor& t) {
+  return std::count_if(t.f32().begin(), t.f32().end(), [](float v) { return !std::isfinite(v); });
+}
+
+// softmax-no-max: on these small scores exp never overflows, so the fault is exact but for rounding;
+// with a teacher-forced rope_q 1000x larger, the scores pass 88 and the faulty kernel gives
+// inf/inf = NaN where the clean one stays finite.
+TEST(PlantedFault, SoftmaxNoMaxTurnsLargeScoresNonFinite) {
+  const TensorId rope_q{Op::rope_q, kMiddleLayer}, attn{Op::attn, kMiddleLayer};
+  const HostTensor large = scaled(rope_q, 1000);
+  EXPECT_EQ(nonfinite(forced_chunk("", rope_q, large, attn)), 0);
+  const std::int64_t faulty =
+      nonfinite(forced_chunk(fmt::format("softmax-no-max@{}", kMiddleLayer), rope_q, large, attn));
+  EXPECT_GT(faulty, 0);
+  std::printf("softmax-no-max@%d, rope_q x 1000: %lld non-finite values in attn\n", kMiddleLayer,
+              static_cast<long long>(faulty));
+}
+
+// rmsnorm-eps on embeddings of standard deviation 0.01, as trained models' are (teacher forced):
+// with mean(x^2) = 1e-4, eps = 1e-5 inside or outside the root is a ~5% change.
+TEST(PlantedFault, RmsnormEpsShowsOnSmallActivations) {
+  const TensorId embed{Op::embed, -1}, norm{Op::attn_norm, 0};
+  const HostTensor small = scaled(embed, 0.01f);
+  const double e = nmse(forced_chunk("", embed, small, norm), forced_chunk("rmsnorm-eps@0", embed, small, norm));
+  EXPECT_GT(e, kDiffers);
+  std::printf("rmsnorm-eps@0, embeddings x 0.01: 0/attn_norm NMSE %.2e\n", e);
+}
+
+// gemm-f16-accum in each GEMM variant (forced by --kernels) over one 5-row chunk.
+TEST(PlantedFault, GemmF16AccumIsPlantedInEveryMatmulVariant) {
+  const Fixture& f = fixture();
+  const std::vector<std::int32_t> tokens = synth_prompt(5, 512, 7);
+  const TensorId act{Op::ffn_act, 1}, down{Op::ffn_down, 1};
+  auto run = [&](const std::string& inject, const std::string& kernels) {
+    const auto engine = engine_with(*f.model, inject, kernels);
+    model::MemoryTap tap([&](const TensorId& id) { return id == act || id == down; });
+    model::run_chunk(*engine, f.graph, tokens, {0, 0, 5, false}, tap);
+    expect_clean(*engine);
+    return std::make_pair(tap, engine->kernel(Op::ffn_down));
+  };
+  for (const std::string kernels : {"matmul=tiled", "matmul=matvec,matvec=shared", "matmul=matvec,matvec=subgroup"}) {
+    const auto engine = engine_with(*f.model, "");
+    if (kernels.ends_with("subgroup") && !engine->device_info().subgroup_arithmetic) continue;
+    const auto [clean, clean_kernel] = run("", kernels);
+    const auto [faulty, faulty_kernel] = run("gemm-f16-accum@1", kernels);
+    EXPECT_TRUE(identical(clean.get(act), faulty.get(act), {0, 5})) << kernels;
+    const double e = nmse(clean.get(down), faulty.get(down));
+    EXPECT_GT(e, 1e-7) << kernels;
+    EXPECT_EQ(faulty_kernel, clean_kernel + ", " + clean_kernel + "+inject:gemm-f16-accum@1");  // layers 0, 1
+    std::printf("gemm-f16-accum@1, %s: 1/ffn_down NMSE %.2e (%s)\n", kernels.c_str(), e, faulty_kernel.c_str());
+  }
+}
+
+// NAME alone plants the fault in every layer; the reported variant names it without a layer.
+TEST(PlantedFault, ANameAlonePlantsInEveryLayer) {
+  const Fixture& f = fixture();
+  const auto engine = engine_with(*f.model, "silu-approx");
+  EXPECT_EQ(engine->kernel(Op::ffn_act), "silu_mul, silu_mul+inject:silu-approx");  // before a run: planned
+  const auto injected = run_tapped(*engine, f.graph);
+  EXPECT_EQ(engine->kernel(Op::ffn_act), "silu_mul+inject:silu-approx");
+  EXPECT_EQ(engine->kernel(Op::ffn_up).find("inject"), std::string::npos) << engine->kernel(Op::ffn_up);
+  for (int l = 0; l < kLayers; ++l) {
+    const TensorId id{Op::ffn_act, l};
+    EXPECT_GT(nmse(f.clean->get(id), injected->get(id)), kDiffers) << model::to_string(id);
+  }
+  expect_clean(*engine);
+}
+
+TEST(PlantedFault, ReportsTheInjectedVariantNextToTheCleanOne) {
+  const Fixture& f = fixture();
+  const auto engine = engine_with(*f.model, "gqa-head-map@3,attn-scale@0");
+  EXPECT_EQ(engine->kernel(Op::attn),
+            "attention-two-pass, attention-two-pass+inject:attn-scale@0, attention-two-pass+inject:gqa-head-map@3");
+  run_tapped(*engine, f.graph);
+  EXPECT_EQ(engine->kernel(Op::attn),
+            "attention-two-pass+inject:attn-scale@0, attention-two-pass, attention-two-pass+inject:gqa-head-map@3");
+  EXPECT_EQ(engine->kernel(Op::rope_q), "rope-table");
+  expect_clean(*engine);
+}
+
+TEST(FaultParser, PlantsPerLayerOrEveryLayer) {
+  const gpu::FaultSet set = gpu::parse_faults("rope-base@2,attn-scale@0,silu-approx", 4);
+  EXPECT_TRUE(set.active(Fault::rope_base, 2));
+  EXPECT_FALSE(set.active(Fault::rope_base, 1));
+  EXPECT_TRUE(set.active(Fault::attn_scale, 0));
+  EXPECT_FALSE(set.active(Fault::attn_scale, 3));
+  for (int l = 0; l < 4; ++l) EXPECT_TRUE(set.active(Fault::silu_approx, l));
+  EXPECT_FALSE(set.active(Fault::gqa_head_map, 0));
+  EXPECT_EQ(set.label(Op::rope_k, 2), "+inject:rope-base@2");
+  EXPECT_EQ(set.label(Op::ffn_act, 1), "+inject:silu-approx");
+  EXPECT_EQ(set.label(Op::attn, 2), "");
+  EXPECT_TRUE(gpu::parse_faults("", 4).empty());
+  EXPECT_FALSE(set.empty());
+}
+
+TEST(FaultParser, BadSpecsAreUsageErrorsNamingTheChoices) {
+  auto error = [](const std::string& spec) {
+    try {
+      gpu::parse_faults(spec, 4);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string unknown = error("rope-base@1,rope-bass@1");
+  EXPECT_NE(unknown.find("'rope-bass'"), std::string::npos) << unknown;
+  for (const gpu::FaultInfo& f : gpu::fault_catalogue()) EXPECT_NE(unknown.find(f.name), std::string::npos) << unknown;
+  const std::string layer = error("attn-scale@4");
+  EXPECT_NE(layer.find("[0, 4)"), std::string::npos) << layer;
+  EXPECT_NE(layer.find("found 4"), std::string::npos) << layer;
+  for (const std::string bad : {"attn-scale@", "attn-scale@x", "attn-scale@1x", "attn-scale,,silu-approx"})
+    EXPECT_NE(error(bad).find("expected"), std::string::npos) << bad << ": " << error(bad);
+  EXPECT_NE(error("attn-scale@-1").find("[0, 4)"), std::string::npos);
+}
+
+TEST(FaultCatalogue, IsCompleteAndConsistent) {
+  const std::vector<std::string> codes = {"",
+                                          "chunk-start",
+                                          "position-zero-exact",
+                                          "grows-with-position",
+                                          "decode-only",
+                                          "some-heads",
+                                          "pair-pattern",
+                                          "nonfinite"};
+  ASSERT_EQ(gpu::fault_catalogue().size(), static_cast<std::size_t>(gpu::kFaultCount));
+  for (std::size_t i = 0; i < gpu::fault_catalogue().size(); ++i) {
+    const gpu::FaultInfo& f = gpu::fault_catalogue()[i];
+    EXPECT_EQ(static_cast<std::size_t>(f.fault), i) << f.name;
+    EXPECT_FALSE(f.effect.empty() || f.mirrors.empty() || f.ops.empty()) << f.name;
+    for (Op op : f.ops) EXPECT_EQ(model::op_class(op), f.op_class) << f.name;
+    EXPECT_NE(std::find(codes.begin(), codes.end(), f.diagnosis), codes.end()) << f.diagnosis;
+  }
+}
+
+TEST(FaultCli, RefEngineRefusesInject) {
+  const CommandResult r = run_tapdiff("run --model synth:tiny --tokens 1,5 --inject attn-scale");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--inject attn-scale: expected --engine vulkan"), std::string::npos) << r.output;
+  const CommandResult bad = run_tapdiff("run --engine vulkan --model synth:tiny --tokens 1,5 --inject attn-scale@2");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("[0, 2)"), std::string::npos) << bad.output;
+}
+
+TEST(FaultCli, FaultsListsTheCatalogueAndWritesJson) {
+  const auto json = temp_dir("faults") / "faults.json";
+  const CommandResult r = run_tapdiff("faults --json '" + json.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(json);
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  ASSERT_EQ(doc.at("faults").size(), static_cast<std::size_t>(gpu::kFaultCount));
+  for (std::size_t i = 0; i < doc.at("faults").size(); ++i) {
+    const gpu::FaultInfo& f = gpu::fault_catalogue()[i];
+    const nlohmann::json& entry = doc.at("faults")[i];
+    EXPECT_EQ(entry.at("name"), f.name);
+    EXPECT_EQ(entry.at("diagnosis"), f.diagnosis);
+    EXPECT_EQ(entry.at("ops").front(), model::op_name(f.ops.front()));
+    EXPECT_NE(r.output.find(std::string(f.name)), std::string::npos) << f.name;
+    EXPECT_NE(r.output.find(std::string(f.mirrors)), std::string::npos) << f.name;
+  }
+  EXPECT_NE(r.output.find("gqa-head-map       shows in attn (attention)"), std::string::npos) << r.output;
+}
+
+TEST(FaultCli, RunWithInjectRecordsTheFaultInTheDump) {
+  const auto dump = temp_dir("inject-run") / "vk.h5";
+  const CommandResult r = run_tapdiff(
+      "run --engine vulkan --model synth:tiny --tokens 1,5,9,12 --chunk 2 --generate 2 --inject gqa-head-map@1 "
+      "--dump '" +
+      dump.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find("validation"), std::string::npos) << r.output;
+  const dumps::DumpReader reader(dump.string());
+  EXPECT_EQ(reader.metadata().kernels.at("attn"), "attention-two-pass, attention-two-pass+inject:gqa-head-map@1");
+  EXPECT_NE(reader.metadata().command_line.find("--inject gqa-head-map@1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tapdiff::testing
