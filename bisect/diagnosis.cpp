@@ -14,6 +14,7 @@ namespace {
 
 constexpr std::size_t kMinGrowthRows = 8;  // rows past the first bad one needed to judge growth
 constexpr double kGrowthRho = 0.8;         // Spearman rho above which error "grows with position"
+constexpr double kRise = 4;                // ... or the median row error after the first 8 bad rows is 4x theirs
 constexpr double kHeadFactor = 10;         // a head carries the error above 10x the median head
 constexpr double kQuietHeadShare = 1e-4;   // a head below 1e-4 of the worst head's error is untouched
 constexpr double kPatternShare = 1e-2;     // the quiet half holds < 1% of the loud half's error
@@ -62,6 +63,13 @@ void position_zero(const OpResult& op, std::span<const RowInfo> rows, std::vecto
                  {{"nmse_position_0", op.rows[0].nmse}, {"rows_over", op.rows_over}, {"later_rows", later}}});
 }
 
+// Mean of v[from, to).
+double mean(std::span<const double> v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return v.empty() ? 0 : sum / static_cast<double>(v.size());
+}
+
 void growth(const OpResult& op, std::span<const RowInfo> rows, std::vector<Diagnosis>& out) {
   const auto from = static_cast<std::size_t>(op.first_bad);
   if (rows.size() - from < kMinGrowthRows) return;
@@ -69,12 +77,27 @@ void growth(const OpResult& op, std::span<const RowInfo> rows, std::vector<Diagn
   for (std::size_t i = from; i < rows.size(); ++i)
     pos.push_back(rows[i].position), err.push_back(static_cast<double>(op.rows[i].nmse));
   const double rho = spearman(pos, err);
-  if (!(rho > kGrowthRho)) return;
-  out.push_back({"grows-with-position",
-                 fmt::format("the error of {} grows with position: Spearman rho {:.2f} between position and row "
-                             "NMSE over the {} rows from position {}",
-                             model::to_string(op.id), rho, pos.size(), rows[from].position),
-                 {{"spearman", rho}, {"rows", pos.size()}, {"from_position", rows[from].position}}});
+  // An error that grows and then saturates (a wrong RoPE base: the angle error grows with position
+  // until the rotation is random) ranks poorly over a long prompt: then ask for a clear rise from
+  // the first kMinGrowthRows rows to the median of the rest.
+  const double early = mean(std::span(err).first(kMinGrowthRows));
+  std::vector<double> rest(err.begin() + static_cast<std::ptrdiff_t>(kMinGrowthRows), err.end());
+  std::nth_element(rest.begin(), rest.begin() + static_cast<std::ptrdiff_t>(rest.size() / 2), rest.end());
+  const double later = rest.empty() ? 0 : rest[rest.size() / 2];
+  const bool rises = rest.size() >= kMinGrowthRows && later >= kRise * early && early > 0;
+  if (!(rho > kGrowthRho) && !rises) return;
+  out.push_back(
+      {"grows-with-position",
+       fmt::format("the error of {} grows with position: Spearman rho {:.2f} between position and row "
+                   "NMSE over the {} rows from position {}; mean row NMSE {} over its first {} rows, median {} "
+                   "after them",
+                   model::to_string(op.id), rho, pos.size(), rows[from].position, short_number(early), kMinGrowthRows,
+                   short_number(later)),
+       {{"spearman", rho},
+        {"rows", pos.size()},
+        {"from_position", rows[from].position},
+        {"early_nmse", early},
+        {"later_median_nmse", later}}});
 }
 
 void decode_only(const OpResult& op, std::span<const RowInfo> rows, std::vector<Diagnosis>& out) {

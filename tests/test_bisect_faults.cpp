@@ -1,0 +1,77 @@
+// The fast subset of the fault matrix (docs/faults.md): every planted fault of gpu/faults.h, at the
+// middle layer of synth:tiny on lavapipe, is named by `bisect` as the culprit (its layer and one of
+// its ops) with the diagnosis the catalogue promises. softmax-no-max changes nothing where scores
+// stay far below exp's overflow, so there it must be silent (a "match"), not a false alarm.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include <fmt/core.h>
+
+#include "bisect/bisect.h"
+#include "bisect/diagnosis.h"
+#include "gpu/faults.h"
+#include "gpu/vulkan_engine.h"
+#include "reference/cpu_engine.h"
+#include "tests/reference_fixtures.h"
+
+namespace tapdiff::testing {
+namespace {
+
+class BisectFault : public ::testing::TestWithParam<gpu::Fault> {};
+
+TEST_P(BisectFault, IsTheCulpritWithItsDiagnosis) {
+  const gpu::FaultInfo& info = gpu::fault_info(GetParam());
+  const auto m = model::load_model(synth_model_path("tiny"));
+  const int layer = m->config().n_layers / 2;
+  const auto truth = reference::make_cpu_engine(*m, {model::Scalar::f64, 0});
+  const auto floor = reference::make_cpu_engine(*m, {model::Scalar::f32, 0});
+  gpu::VulkanEngineOptions options;
+  options.inject = fmt::format("{}@{}", info.name, layer);
+  const auto b = gpu::make_vulkan_engine(*m, options);
+  bisect::BisectOptions bisect_options;
+  const bool chunked = info.diagnosis == "chunk-start";
+  bisect_options.chunk = chunked ? 16 : 0;
+  bisect_options.generate = 3;
+  const auto prompt = synth_prompt(64, m->config().vocab, 11);
+  const bisect::BisectResult r = bisect::run_bisect(m->config(), {*truth, floor.get(), *b}, prompt, bisect_options);
+  if (GetParam() == gpu::Fault::softmax_no_max) {
+    EXPECT_TRUE(r.match()) << "scores are far below 88 here: the max subtraction changes only rounding";
+    return;
+  }
+  ASSERT_FALSE(r.match());
+  ASSERT_TRUE(r.culprit) << "no culprit for " << info.name;
+  const bisect::OpResult& culprit = r.local[*r.culprit];
+  EXPECT_EQ(culprit.id.layer, layer) << info.name;
+  EXPECT_NE(std::find(info.ops.begin(), info.ops.end(), culprit.id.op), info.ops.end())
+      << info.name << ": culprit " << model::to_string(culprit.id);
+  // Every op of every earlier layer is clean end to end.
+  for (const bisect::OpResult& op : r.run.ops) {
+    if (op.id.layer < layer) {
+      EXPECT_TRUE(op.pass()) << info.name << ": " << model::to_string(op.id);
+    }
+  }
+  if (!info.diagnosis.empty()) {
+    std::vector<std::string> codes;
+    for (const auto& d : bisect::diagnose(r)) codes.push_back(d.code);
+    EXPECT_NE(std::find(codes.begin(), codes.end(), info.diagnosis), codes.end())
+        << info.name << ": expected " << info.diagnosis;
+  }
+  EXPECT_EQ(b->validation_messages(), std::vector<std::string>{});
+}
+
+std::vector<gpu::Fault> all_faults() {
+  std::vector<gpu::Fault> out;
+  for (const gpu::FaultInfo& f : gpu::fault_catalogue()) out.push_back(f.fault);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Catalogue, BisectFault, ::testing::ValuesIn(all_faults()),
+                         [](const ::testing::TestParamInfo<gpu::Fault>& p) {
+                           std::string name(gpu::fault_info(p.param).name);
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace tapdiff::testing
