@@ -77,6 +77,7 @@ void write_metadata(const h5::Group& root, const RunMetadata& m) {
   root.set_string("command_line", m.command_line);
   root.set_string("created", m.created);
   root.set_string(names::kStorageDtype, m.storage_dtype);
+  if (!m.compression.empty()) root.set_string(names::kCompression, m.compression);
   const h5::DataSet prompt =
       root.create_dataset(names::kPromptTokens, h5::Type::i32, h5::Layout::fixed({m.prompt_tokens.size()}));
   prompt.write_rows(0, m.prompt_tokens.size(), h5::memory_type(h5::Type::i32), m.prompt_tokens.data());
@@ -126,6 +127,7 @@ RunMetadata read_metadata(const h5::Group& root) {
   m.command_line = optional_string(root, "command_line");
   m.created = optional_string(root, "created");
   m.storage_dtype = optional_string(root, names::kStorageDtype);
+  m.compression = optional_string(root, names::kCompression);
   if (root.contains(names::kPromptTokens)) {
     const h5::DataSet prompt = root.open_dataset(names::kPromptTokens);
     const std::vector<hsize_t> extent = prompt.extent();

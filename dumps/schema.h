@@ -34,6 +34,7 @@ inline constexpr const char* kRowsComplete = "rows_complete";
 inline constexpr const char* kSummary = "summary";
 inline constexpr const char* kModelConfig = "model_config";
 inline constexpr const char* kStorageDtype = "storage_dtype";
+inline constexpr const char* kCompression = "compression";
 // Per tap dataset.
 inline constexpr const char* kLayer = "layer";
 inline constexpr const char* kOp = "op";
@@ -61,6 +62,7 @@ struct RunMetadata {
   std::string command_line;
   std::string created;        // ISO 8601 UTC, "2024-05-01T12:34:56Z"
   std::string storage_dtype;  // f32 | f64 | f16
+  std::string compression;    // filters of the tap datasets: "none", "shuffle+gzip-<level>"; "" when absent
 };
 
 // Now, as ISO 8601 UTC to the second.

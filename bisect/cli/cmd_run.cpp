@@ -27,6 +27,7 @@ struct RunArgs {
   std::string dump;
   std::string taps = "all";
   std::string dump_dtype;  // default: the engine's
+  int compress = 0;        // gzip level of the dump's tap datasets; 0: none
   std::string json;
   std::string command_line;
 };
@@ -110,7 +111,8 @@ void run(const RunArgs& a) {
     const dumps::RunMetadata meta = describe_run(a, *m, *engine, prompt);
     const auto storage = dumps::storage_from_name(meta.storage_dtype);
     if (!storage) throw UsageError(fmt::format("--dump-dtype: expected f32, f64 or f16, found '{}'", a.dump_dtype));
-    writer.emplace(a.dump, meta, graph, dumps::TapFilter(a.taps), *storage);
+    writer.emplace(a.dump, meta, graph, dumps::TapFilter(a.taps),
+                   dumps::WriterOptions{.storage = *storage, .compress_level = a.compress});
   }
   model::Tap& tap = writer ? static_cast<model::Tap&>(*writer) : no_tap;
   const model::RunResult result = model::run_sequence(*engine, graph, prompt, options, tap);
@@ -129,7 +131,7 @@ void add_run_command(CLI::App& app, CliContext& context) {
   cmd->add_option("--model", args->model, "GGUF file, Hugging Face folder, or synth:SHAPE[:DTYPE]")
       ->capture_default_str();
   cmd->add_option("--engine", args->engine.name, "Engine: ref or vulkan")->capture_default_str();
-  cmd->add_option("--dtype", args->engine.dtype, "Compute dtype: f32 or f64 (ref), f32 (vulkan)")
+  cmd->add_option("--dtype", args->engine.dtype, "Compute dtype: f32, f64 or f16 (ref), f32 (vulkan)")
       ->capture_default_str();
   cmd->add_option("--threads", args->engine.threads, "CPU threads (0 = all)");
   add_vulkan_options(*cmd, args->engine);
@@ -143,6 +145,19 @@ void add_run_command(CLI::App& app, CliContext& context) {
       ->capture_default_str();
   cmd->add_option("--dump-dtype", args->dump_dtype,
                   "Storage type of the dump: f32, f64 or f16 (default: compute dtype)");
+  const CLI::Validator gzip_level(
+      [](std::string& text) {
+        const bool ok = text.size() == 1 && text[0] >= '1' && text[0] <= '9';
+        return ok ? std::string()
+                  : fmt::format("expected a gzip level from 1 (fastest) to 9 (smallest), found '{}'", text);
+      },
+      "1-9");
+  cmd->add_option("--compress", args->compress,
+                  "Compress the dump's tap datasets: HDF5 shuffle + gzip at LEVEL 1-9 (1 when no LEVEL is given)")
+      ->expected(0, 1)
+      ->default_str("1")
+      ->option_text("[=LEVEL]")
+      ->check(gzip_level);
   cmd->add_option("--json", args->json, "Write the run's summary as JSON");
   cmd->callback([args, &context] {
     args->command_line = context.command_line;

@@ -1,0 +1,249 @@
+#include "dumps/dump_file.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <utility>
+
+#include <fmt/core.h>
+
+#include "model/dtype.h"
+#include "model/errors.h"
+
+namespace tapdiff::dumps {
+namespace {
+
+// Shape of the HDF5 chunks of a tap dataset: [min(kMaxChunkRows, kChunkElements / width) or 1,
+// width], 64 KiB of f32 at most unless one row is larger. Every flush (one per ended chunk of
+// the run) rewrites each dataset's partly filled HDF5 chunk whole, so a decode step costs about
+// chunk_rows times its own bytes: small chunks keep decode with every op tapped cheap, and reads
+// of whole sequences still take few, large requests.
+constexpr hsize_t kChunkElements = hsize_t{1} << 14;
+constexpr hsize_t kMaxChunkRows = 64;
+constexpr hsize_t kProvenanceChunk = 1024;  // entries per chunk of a /rows dataset
+
+h5::Type element_type(StorageType storage) {
+  switch (storage) {
+    case StorageType::f32: return h5::Type::f32;
+    case StorageType::f64: return h5::Type::f64;
+    case StorageType::f16: return h5::Type::f16;
+  }
+  return h5::Type::f32;
+}
+
+std::size_t element_bytes(StorageType storage) {
+  switch (storage) {
+    case StorageType::f32: return 4;
+    case StorageType::f64: return 8;
+    case StorageType::f16: return 2;
+  }
+  return 4;
+}
+
+// Fill value NaN in the storage type's memory representation, so rows never written show.
+const void* nan_fill(StorageType storage) {
+  static const float f32 = std::numeric_limits<float>::quiet_NaN();
+  static const double f64 = std::numeric_limits<double>::quiet_NaN();
+  static const std::uint16_t f16 = 0x7e00;
+  switch (storage) {
+    case StorageType::f32: return &f32;
+    case StorageType::f64: return &f64;
+    case StorageType::f16: return &f16;
+  }
+  return nullptr;
+}
+
+h5::File create_file(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty() && !std::filesystem::is_directory(parent))
+    throw EnvironmentError(
+        fmt::format("{}: cannot create the dump: folder '{}' does not exist", path, parent.string()));
+  return h5::File::create(path);
+}
+
+// HDF5 may be built without a filter, or with a decoder only; a compressed dump needs both
+// filters able to encode.
+void require_encoder(const std::string& path, H5Z_filter_t filter, const char* name) {
+  unsigned flags = 0;
+  if (H5Zfilter_avail(filter) <= 0 || H5Zget_filter_info(filter, &flags) < 0 ||
+      (flags & H5Z_FILTER_CONFIG_ENCODE_ENABLED) == 0)
+    throw EnvironmentError(
+        fmt::format("{}: cannot compress the dump: expected HDF5's {} filter, found this HDF5 library cannot write it",
+                    path, name));
+}
+
+// A compressed tap dataset: what h5::Group::create_dataset makes of layout (chunked, extendible
+// along rows, no modification times, a chunk cache of layout.cache_bytes), with the shuffle
+// filter (bytes of equal significance side by side, which deflate then finds alike) and deflate.
+// Filters are fixed when a dataset is created, and h5::Layout has no field for them.
+h5::DataSet create_compressed_dataset(const h5::Group& group, const std::string& name, h5::Type type,
+                                      const h5::Layout& layout, int level) {
+  const h5::Id dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  const int rank = static_cast<int>(layout.dims.size());
+  H5Pset_obj_track_times(dcpl.get(), false);
+  H5Pset_chunk(dcpl.get(), rank, layout.chunk.data());
+  H5Pset_fill_value(dcpl.get(), h5::memory_type(type), layout.fill);
+  H5Pset_shuffle(dcpl.get());
+  H5Pset_deflate(dcpl.get(), static_cast<unsigned>(level));
+  std::vector<hsize_t> max_dims = layout.dims;
+  max_dims[0] = H5S_UNLIMITED;
+  const h5::Id space(H5Screate_simple(rank, layout.dims.data(), max_dims.data()), H5Sclose);
+  const h5::Id dapl(H5Pcreate(H5P_DATASET_ACCESS), H5Pclose);
+  H5Pset_chunk_cache(dapl.get(), 101, layout.cache_bytes, 1.0);
+  const std::string path = fmt::format("{}/{}", group.path(), name);
+  const hid_t id =
+      H5Dcreate2(group.id(), name.c_str(), h5::file_type(type), space.get(), H5P_DEFAULT, dcpl.get(), dapl.get());
+  if (id < 0)
+    throw EnvironmentError(
+        fmt::format("{}: {}: cannot create dataset (HDF5: {})", group.file(), path, h5::last_error()));
+  return h5::DataSet(h5::Id(id, H5Dclose), group.file(), path);
+}
+
+}  // namespace
+
+void quiet_hdf5_errors_on_this_thread() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+
+std::string compression_name(int level) { return level > 0 ? fmt::format("shuffle+gzip-{}", level) : "none"; }
+
+DumpFile::DumpFile(const std::string& path, const RunMetadata& metadata, const std::vector<TapSpec>& taps,
+                   StorageType storage, int compress_level)
+    : path_(path), storage_(storage) {
+  TAPDIFF_ASSERT(compress_level >= 0 && compress_level <= 9, "{}: gzip level {}", path, compress_level);
+  if (compress_level > 0) {
+    require_encoder(path, H5Z_FILTER_SHUFFLE, "shuffle");
+    require_encoder(path, H5Z_FILTER_DEFLATE, "deflate (gzip)");
+  }
+  file_.emplace(create_file(path));
+  write_metadata(*file_, metadata);
+  file_->set_int(names::kComplete, 0);
+  file_->set_int(names::kRowsComplete, 0);
+  create_taps(metadata, taps, compress_level);
+  create_provenance();
+  file_->flush();
+}
+
+DumpFile::~DumpFile() {
+  taps_.clear();
+  provenance_.reset();
+  file_.reset();  // closing errors cannot be reported from here
+}
+
+void DumpFile::create_taps(const RunMetadata& metadata, const std::vector<TapSpec>& taps, int compress_level) {
+  const h5::Group root = file_->create_group(names::kTaps);
+  std::map<int, h5::Group> layers;
+  for (const TapSpec& spec : taps) {
+    const model::TensorId id = spec.id;
+    const auto width = static_cast<hsize_t>(spec.width);
+    if (!layers.contains(id.layer)) layers.emplace(id.layer, root.create_group(std::to_string(id.layer)));
+    const hsize_t chunk_rows = std::clamp<hsize_t>(kChunkElements / width, 1, kMaxChunkRows);
+    const std::size_t chunk_bytes = chunk_rows * width * element_bytes(storage_);
+    const h5::Layout layout =
+        h5::Layout::extendible({0, width}, {chunk_rows, width}, nan_fill(storage_), chunk_bytes + 4096);
+    const std::string name(model::op_name(id.op));
+    const h5::Group& group = layers.at(id.layer);
+    h5::DataSet data = compress_level > 0
+                           ? create_compressed_dataset(group, name, element_type(storage_), layout, compress_level)
+                           : group.create_dataset(name, element_type(storage_), layout);
+    const auto kernel = metadata.kernels.find(name);
+    data.set_int(names::kLayer, id.layer);
+    data.set_string(names::kOp, name);
+    data.set_string(names::kClass, model::op_class_name(model::op_class(id.op)));
+    data.set_string(names::kKernel, kernel != metadata.kernels.end() ? kernel->second : "");
+    taps_.push_back({width, 0, std::move(data)});
+  }
+}
+
+void DumpFile::create_provenance() {
+  const h5::Group rows = file_->create_group(names::kRows);
+  auto make = [&](const char* name, h5::Type type) {
+    return rows.create_dataset(name, type, h5::Layout::extendible({0}, {kProvenanceChunk}));
+  };
+  provenance_.emplace(Provenance{make(names::kPosition, h5::Type::i32), make(names::kChunk, h5::Type::i32),
+                                 make(names::kDecode, h5::Type::u8), make(names::kToken, h5::Type::i32)});
+}
+
+std::pair<hid_t, const void*> DumpFile::stored(model::Scalar scalar, std::span<const std::byte> values) {
+  // values come from a HostTensor or a copy of its bytes: aligned for their type.
+  const std::span<const float> f32(reinterpret_cast<const float*>(values.data()), values.size() / sizeof(float));
+  const std::span<const double> f64(reinterpret_cast<const double*>(values.data()), values.size() / sizeof(double));
+  const bool is_f32 = scalar == model::Scalar::f32;
+  switch (storage_) {
+    case StorageType::f32:
+      if (is_f32) return {h5::memory_type(h5::Type::f32), f32.data()};
+      scratch_f32_.resize(f64.size());
+      std::transform(f64.begin(), f64.end(), scratch_f32_.begin(), [](double x) { return static_cast<float>(x); });
+      return {h5::memory_type(h5::Type::f32), scratch_f32_.data()};
+    case StorageType::f64:
+      if (!is_f32) return {h5::memory_type(h5::Type::f64), f64.data()};
+      scratch_f64_.assign(f32.begin(), f32.end());
+      return {h5::memory_type(h5::Type::f64), scratch_f64_.data()};
+    case StorageType::f16:
+      if (is_f32) {
+        scratch_f16_.resize(f32.size());
+        std::transform(f32.begin(), f32.end(), scratch_f16_.begin(), model::f32_to_f16);
+      } else {  // through f32: a double rounding, off by one f16 ulp at worst
+        scratch_f16_.resize(f64.size());
+        std::transform(f64.begin(), f64.end(), scratch_f16_.begin(),
+                       [](double x) { return model::f32_to_f16(static_cast<float>(x)); });
+      }
+      return {h5::memory_type(h5::Type::f16), scratch_f16_.data()};
+  }
+  return {H5I_INVALID_HID, nullptr};
+}
+
+void DumpFile::write_tap(std::size_t slot, model::Scalar scalar, std::int64_t rows, std::span<const std::byte> values) {
+  TapDataset& tap = taps_.at(slot);
+  const auto n = static_cast<hsize_t>(rows);
+  TAPDIFF_ASSERT(values.size() == n * tap.width * (scalar == model::Scalar::f32 ? 4 : 8),
+                 "{}: {} bytes for {} rows of width {}", path_, values.size(), rows, tap.width);
+  const hsize_t end = rows_ + n;
+  const hsize_t extent[2] = {end, tap.width};
+  tap.data.set_extent(extent);
+  const auto [memory_type, data] = stored(scalar, values);
+  tap.data.write_rows(rows_, n, memory_type, data);
+  tap.rows = end;
+}
+
+void DumpFile::append_provenance(const model::ChunkInfo& chunk, std::span<const std::int32_t> tokens) {
+  const auto n = static_cast<std::size_t>(chunk.rows);
+  std::vector<std::int32_t> positions(n), chunks(n, chunk.index);
+  std::vector<std::uint8_t> decode(n, chunk.decode ? 1 : 0);
+  for (std::size_t i = 0; i < n; ++i) positions[i] = chunk.first_pos + static_cast<std::int32_t>(i);
+  const hsize_t end = rows_ + n;
+  auto append = [&](const h5::DataSet& data, h5::Type type, const void* values) {
+    data.set_extent(std::span(&end, 1));
+    data.write_rows(rows_, n, h5::memory_type(type), values);
+  };
+  append(provenance_->position, h5::Type::i32, positions.data());
+  append(provenance_->chunk, h5::Type::i32, chunks.data());
+  append(provenance_->decode, h5::Type::u8, decode.data());
+  append(provenance_->token, h5::Type::i32, tokens.data());
+}
+
+void DumpFile::end_chunk(const model::ChunkInfo& chunk, std::span<const std::int32_t> tokens) {
+  const hsize_t end = rows_ + static_cast<hsize_t>(chunk.rows);
+  for (TapDataset& tap : taps_) {  // an op not delivered in this chunk: NaN rows keep alignment
+    if (tap.rows == end) continue;
+    const hsize_t extent[2] = {end, tap.width};
+    tap.data.set_extent(extent);
+    tap.rows = end;
+  }
+  append_provenance(chunk, tokens);
+  file_->flush();  // the data first, then the count that vouches for it
+  rows_ = end;
+  file_->set_int(names::kRowsComplete, static_cast<std::int64_t>(rows_));
+  file_->flush();
+}
+
+void DumpFile::finish(const nlohmann::json& summary) {
+  file_->set_string(names::kSummary, summary.dump());
+  file_->set_int(names::kRowsComplete, static_cast<std::int64_t>(rows_));
+  file_->set_int(names::kComplete, 1);
+  taps_.clear();
+  provenance_.reset();
+  file_->close();
+  file_.reset();
+}
+
+}  // namespace tapdiff::dumps
