@@ -263,9 +263,9 @@ TEST(Diagnosis, MostHeadsWrongButSomeUntouched) {
   EXPECT_EQ(it->evidence["heads"], nlohmann::json::array({1, 2, 3}));
   // Every head wrong alike: no some-heads.
   const HostTensor all = filled(8, 32, [&](auto r, auto c) { return flat(r, c) + 0.01; });
-  EXPECT_FALSE(has(codes_of(compare_op({Op::attn, 0}, a, all, rows_of(8), {4, 8}, {{1e-8, {}, {}, {}}, "t"}),
-                            rows_of(8)),
-                   "some-heads"));
+  EXPECT_FALSE(
+      has(codes_of(compare_op({Op::attn, 0}, a, all, rows_of(8), {4, 8}, {{1e-8, {}, {}, {}}, "t"}), rows_of(8)),
+          "some-heads"));
 }
 
 TEST(Diagnosis, DecodeOnlyAndChunkStart) {
