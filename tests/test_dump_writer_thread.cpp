@@ -427,6 +427,11 @@ std::string fail_in_child(const std::string& path, bool background) {
 std::string without_hdf5_detail(const std::string& message) { return message.substr(0, message.find(" (HDF5: ")); }
 
 TEST(DumpWriterThread, AWriteFailureOnTheThreadIsRethrownOnTheCallersThread) {
+#if defined(__SANITIZE_ADDRESS__)
+  // The forked child's file-size limit also stops AddressSanitizer's runtime, which then exits the
+  // child before the writer fails; the normal build runs this test.
+  GTEST_SKIP() << "RLIMIT_FSIZE in a forked child does not work under AddressSanitizer";
+#endif
   const auto dir = testing::temp_dir("dumps");
   const std::string threaded = (dir / "threaded.h5").string();
   const std::string caller = (dir / "caller.h5").string();
