@@ -2,13 +2,9 @@
 // datasets, read back bit for bit by DumpReader and by h5py, smaller than the plain dump.
 #include <gtest/gtest.h>
 #include <hdf5.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
 #include <bit>
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -139,16 +135,8 @@ TEST(DumpCompressionCli, BadLevelIsAUsageErrorWithExit2) {
 
 // --- h5py --------------------------------------------------------------------------------------
 
-// A python3 that imports h5py and numpy (the one on PATH may be a virtualenv without them).
-std::string python_with_h5py() {
-  for (const char* python : {"python3", "/usr/bin/python3"})
-    if (std::system((std::string(python) + " -c 'import h5py, numpy' >/dev/null 2>&1").c_str()) == 0) return python;
-  return {};
-}
-
 TEST_F(DumpCompression, H5pyReadsTheCompressedDumpBitForBit) {
-  const std::string python = python_with_h5py();
-  if (python.empty()) GTEST_SKIP() << "python3 with h5py and numpy is not importable: skipping the h5py check";
+  TAPDIFF_REQUIRE_H5PY(python);
   const std::string script = path("compare.py");
   std::ofstream(script) << R"(
 import json, sys, h5py, numpy as np
@@ -161,14 +149,10 @@ with h5py.File(sys.argv[1], "r") as plain, h5py.File(sys.argv[2], "r") as gz:
                       "level": d.compression_opts, "shuffle": bool(d.shuffle), "shape": list(d.shape),
                       "value": float(d[7, 11]), "attr": gz.attrs["compression"]}))
 )";
-  const std::string command = python + " '" + script + "' '" + path("plain.h5") + "' '" + path("gzip.h5") + "' 2>&1";
-  std::string output;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::array<char, 4096> buffer{};
-  for (std::size_t n = 0; (n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0;) output.append(buffer.data(), n);
-  ASSERT_EQ(::pclose(pipe), 0) << output;
-  const nlohmann::json out = nlohmann::json::parse(output);
+  const testing::CommandResult py =
+      testing::run_command(python + " '" + script + "' '" + path("plain.h5") + "' '" + path("gzip.h5") + "'");
+  ASSERT_EQ(py.exit_code, 0) << py.output;
+  const nlohmann::json out = nlohmann::json::parse(py.output);
   const DumpReader reader(path("gzip.h5"));
   EXPECT_EQ(out["datasets"], reader.tensors().size());
   EXPECT_EQ(out["same"], true);

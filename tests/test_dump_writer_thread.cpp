@@ -321,33 +321,13 @@ TEST(DumpWriterThread, ProcessKilledWhileTheThreadWritesKeepsTheEndedChunks) {
   const model::ModelConfig c = config(64, 8000);
   std::vector<ChunkInfo> run = chunks(40);
   run.push_back({40, rows_of(run), 256, false});
-  std::array<int, 2> ready{};
-  ASSERT_EQ(::pipe(ready.data()), 0);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::close(ready[0]);
-    ::alarm(60);  // never outlive a broken parent
-    try {
-      const Graph graph(c);
-      DumpWriter writer(path, metadata(c), graph, TapFilter("all"));
-      feed(writer, graph, run, 1000);  // every op of the last chunk, not ended
-      const char byte = 'r';
-      if (::write(ready[1], &byte, 1) == 1)
-        for (;;) ::pause();
-    } catch (...) {
-    }
-    ::_exit(1);
-  }
-  ::close(ready[1]);
-  char byte = 0;
-  const ssize_t got = ::read(ready[0], &byte, 1);
-  ::close(ready[0]);
-  ::kill(child, SIGKILL);
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  ASSERT_EQ(got, 1) << "the child failed before the last chunk";
-  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  const testing::KilledChild child = testing::kill_after([&] {
+    const Graph graph(c);
+    DumpWriter writer(path, metadata(c), graph, TapFilter("all"));
+    feed(writer, graph, run, 1000);  // every op of the last chunk, not ended
+  });
+  ASSERT_TRUE(child.reached) << "the child failed before the last chunk";
+  ASSERT_TRUE(child.killed);
 
   const DumpReader reader(path);
   EXPECT_FALSE(reader.complete());

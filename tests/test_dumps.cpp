@@ -1,11 +1,7 @@
 // The HDF5 dump: wrapper, tap filter, writer and reader, incomplete files, run matching. (Reading
 // and writing dumps with h5py: test_dumps_h5py.cpp; the fake run both use: test_support.h.)
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <array>
 #include <cmath>
 #include <fstream>
 
@@ -287,33 +283,13 @@ TEST(DumpWriter, DestroyedBeforeAnyChunkShowsEveryTapWithNoRows) {
 // A child process writes 2 chunks and half of the 3rd, then dies by SIGKILL: no destructor runs.
 TEST(DumpWriter, ProcessKilledMidChunkLeavesTheFinishedChunks) {
   const std::string path = dump_path("killed.h5");
-  std::array<int, 2> ready{};
-  ASSERT_EQ(::pipe(ready.data()), 0);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::close(ready[0]);
-    ::alarm(60);  // never outlive a broken parent
-    try {
-      const Graph graph(fake_config());
-      DumpWriter writer(path, fake_metadata(fake_config()), graph, TapFilter("all"));
-      feed_fake_run(writer, graph, FakeRun{}, 2, Scalar::f32, 20);
-      const char byte = 'r';
-      if (::write(ready[1], &byte, 1) == 1)
-        for (;;) ::pause();
-    } catch (...) {
-    }
-    ::_exit(1);
-  }
-  ::close(ready[1]);
-  char byte = 0;
-  const ssize_t got = ::read(ready[0], &byte, 1);
-  ::close(ready[0]);
-  ::kill(child, SIGKILL);
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  ASSERT_EQ(got, 1) << "the child failed before the 3rd chunk";
-  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  const KilledChild child = kill_after([&] {
+    const Graph graph(fake_config());
+    DumpWriter writer(path, fake_metadata(fake_config()), graph, TapFilter("all"));
+    feed_fake_run(writer, graph, FakeRun{}, 2, Scalar::f32, 20);
+  });
+  ASSERT_TRUE(child.reached) << "the child failed before the 3rd chunk";
+  ASSERT_TRUE(child.killed);
 
   const DumpReader reader(path);
   EXPECT_FALSE(reader.complete());

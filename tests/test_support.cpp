@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -48,6 +50,33 @@ CommandResult run_command(const std::string& command_line) {
   const int status = ::pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
+}
+
+KilledChild kill_after(const std::function<void()>& work) {
+  std::array<int, 2> ready{};
+  if (::pipe(ready.data()) != 0) return {};
+  const pid_t child = ::fork();
+  if (child < 0) return {};
+  if (child == 0) {
+    ::close(ready[0]);
+    ::alarm(60);  // never outlive a broken parent
+    try {
+      work();
+      const char byte = 'r';
+      if (::write(ready[1], &byte, 1) == 1)
+        for (;;) ::pause();
+    } catch (...) {
+    }
+    ::_exit(1);
+  }
+  ::close(ready[1]);
+  char byte = 0;
+  const ssize_t got = ::read(ready[0], &byte, 1);
+  ::close(ready[0]);
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return {got == 1, WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL};
 }
 
 std::string python_with_h5py() {

@@ -3,6 +3,7 @@
 // running the CLI and other commands, and a fake run for the dump tests.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,15 @@ CommandResult run_tapdiff(const std::string& args);
 // A python3 that imports h5py and numpy (the one on PATH may be a virtualenv without them), or ""
 // when there is none.
 std::string python_with_h5py();
+
+// Runs work() in a forked child which then signals the parent and waits to be killed with SIGKILL
+// (no destructor, no atexit handler runs: a crash mid-run). reached: the child got through work()
+// without throwing; killed: it died by that SIGKILL.
+struct KilledChild {
+  bool reached = false;
+  bool killed = false;
+};
+KilledChild kill_after(const std::function<void()>& work);
 
 // Sets an environment variable for its lifetime (so child processes see it), then restores it.
 class ScopedEnv {
