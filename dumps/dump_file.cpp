@@ -73,33 +73,6 @@ void require_encoder(const std::string& path, H5Z_filter_t filter, const char* n
                     path, name));
 }
 
-// A compressed tap dataset: what h5::Group::create_dataset makes of layout (chunked, extendible
-// along rows, no modification times, a chunk cache of layout.cache_bytes), with the shuffle
-// filter (bytes of equal significance side by side, which deflate then finds alike) and deflate.
-// Filters are fixed when a dataset is created, and h5::Layout has no field for them.
-h5::DataSet create_compressed_dataset(const h5::Group& group, const std::string& name, h5::Type type,
-                                      const h5::Layout& layout, int level) {
-  const h5::Id dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
-  const int rank = static_cast<int>(layout.dims.size());
-  H5Pset_obj_track_times(dcpl.get(), false);
-  H5Pset_chunk(dcpl.get(), rank, layout.chunk.data());
-  H5Pset_fill_value(dcpl.get(), h5::memory_type(type), layout.fill);
-  H5Pset_shuffle(dcpl.get());
-  H5Pset_deflate(dcpl.get(), static_cast<unsigned>(level));
-  std::vector<hsize_t> max_dims = layout.dims;
-  max_dims[0] = H5S_UNLIMITED;
-  const h5::Id space(H5Screate_simple(rank, layout.dims.data(), max_dims.data()), H5Sclose);
-  const h5::Id dapl(H5Pcreate(H5P_DATASET_ACCESS), H5Pclose);
-  H5Pset_chunk_cache(dapl.get(), 101, layout.cache_bytes, 1.0);
-  const std::string path = fmt::format("{}/{}", group.path(), name);
-  const hid_t id =
-      H5Dcreate2(group.id(), name.c_str(), h5::file_type(type), space.get(), H5P_DEFAULT, dcpl.get(), dapl.get());
-  if (id < 0)
-    throw EnvironmentError(
-        fmt::format("{}: {}: cannot create dataset (HDF5: {})", group.file(), path, h5::last_error()));
-  return h5::DataSet(h5::Id(id, H5Dclose), group.file(), path);
-}
-
 }  // namespace
 
 void quiet_hdf5_errors_on_this_thread() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
@@ -138,13 +111,10 @@ void DumpFile::create_taps(const RunMetadata& metadata, const std::vector<TapSpe
     if (!layers.contains(id.layer)) layers.emplace(id.layer, root.create_group(std::to_string(id.layer)));
     const hsize_t chunk_rows = std::clamp<hsize_t>(kChunkElements / width, 1, kMaxChunkRows);
     const std::size_t chunk_bytes = chunk_rows * width * element_bytes(storage_);
-    const h5::Layout layout =
-        h5::Layout::extendible({0, width}, {chunk_rows, width}, nan_fill(storage_), chunk_bytes + 4096);
+    h5::Layout layout = h5::Layout::extendible({0, width}, {chunk_rows, width}, nan_fill(storage_), chunk_bytes + 4096);
+    layout.gzip_level = compress_level;
     const std::string name(model::op_name(id.op));
-    const h5::Group& group = layers.at(id.layer);
-    h5::DataSet data = compress_level > 0
-                           ? create_compressed_dataset(group, name, element_type(storage_), layout, compress_level)
-                           : group.create_dataset(name, element_type(storage_), layout);
+    h5::DataSet data = layers.at(id.layer).create_dataset(name, element_type(storage_), layout);
     const auto kernel = metadata.kernels.find(name);
     data.set_int(names::kLayer, id.layer);
     data.set_string(names::kOp, name);

@@ -388,6 +388,11 @@ DataSet Group::create_dataset(const std::string& name, Type type, const Layout& 
     TAPDIFF_ASSERT(layout.chunk.size() == layout.dims.size(), "{}: chunk rank", where(name));
     H5Pset_chunk(dcpl.get(), rank, layout.chunk.data());
     max_dims[0] = H5S_UNLIMITED;
+    if (layout.gzip_level > 0) {
+      // Shuffle puts bytes of equal significance side by side, which deflate then finds alike.
+      H5Pset_shuffle(dcpl.get());
+      H5Pset_deflate(dcpl.get(), static_cast<unsigned>(layout.gzip_level));
+    }
   }
   if (layout.fill != nullptr) H5Pset_fill_value(dcpl.get(), memory_type(type), layout.fill);
   const Id space(H5Screate_simple(rank, layout.dims.data(), max_dims.data()), H5Sclose);

@@ -89,11 +89,12 @@ struct Layout {
   std::vector<hsize_t> chunk;   // empty: contiguous and fixed; else chunked and unlimited along rows
   const void* fill = nullptr;   // fill value, in memory_type(type); null: HDF5's default (zero)
   std::size_t cache_bytes = 0;  // raw-data chunk cache of this handle; 0: HDF5's default (1 MiB)
+  int gzip_level = 0;           // chunked only; 1-9: the shuffle filter, then deflate at this level
 
-  static Layout fixed(std::vector<hsize_t> dims) { return {std::move(dims), {}, nullptr, 0}; }
+  static Layout fixed(std::vector<hsize_t> dims) { return {std::move(dims), {}, nullptr, 0, 0}; }
   static Layout extendible(std::vector<hsize_t> dims, std::vector<hsize_t> chunk, const void* fill = nullptr,
                            std::size_t cache_bytes = 0) {
-    return {std::move(dims), std::move(chunk), fill, cache_bytes};
+    return {std::move(dims), std::move(chunk), fill, cache_bytes, 0};
   }
 };
 
