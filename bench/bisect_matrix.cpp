@@ -105,9 +105,8 @@ std::string judge(const Case& c, const bisect::BisectResult& r, const std::vecto
   return op_ok ? "ok" : "class";
 }
 
-std::string row_of(const Case& c, int length, const bisect::BisectResult& r, double seconds) {
-  std::vector<std::string> codes;
-  for (const auto& d : bisect::diagnose(r)) codes.push_back(d.code);
+std::string row_of(const Case& c, int length, const bisect::BisectResult& r, const std::vector<std::string>& codes,
+                   double seconds) {
   const std::string codes_text = codes.empty() ? "-" : fmt::format("{}", fmt::join(codes, " "));
   const std::string chunk = c.chunk > 0 ? std::to_string(c.chunk) : "whole";
   const std::string first = r.run.first ? op_name(r.run.ops[*r.run.first]) : "-";
@@ -189,12 +188,12 @@ int main(int argc, char** argv) {
       const auto start = std::chrono::steady_clock::now();
       const bisect::BisectResult r = bisect::run_bisect(m->config(), {*truth, floor.get(), b}, c.prompt, options);
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const std::string row = row_of(c, length, r, seconds);
+      std::vector<std::string> codes;
+      for (const auto& d : bisect::diagnose(r)) codes.push_back(d.code);
+      const std::string row = row_of(c, length, r, codes, seconds);
       fmt::print("{}", row);
       std::fflush(stdout);
       table += row;
-      std::vector<std::string> codes;
-      for (const auto& d : bisect::diagnose(r)) codes.push_back(d.code);
       ++results[c.fault ? judge(c, r, codes) : r.match() ? "match" : "diverged"];
     };
     auto prompt_of = [&](const std::filesystem::path& path, int length) {

@@ -16,6 +16,7 @@
 #include "bisect/cli/output_file.h"
 #include "bisect/cli/progress_line.h"
 #include "bisect/cli/prompt_input.h"
+#include "bisect/cli/run_context.h"
 #include "bisect/diagnosis.h"
 #include "bisect/report_bisect.h"
 #include "bisect/report_junit.h"
@@ -61,11 +62,7 @@ std::optional<dumps::DumpWriter> open_dump(const BisectArgs& a, const std::strin
                                            const model::Graph& graph) {
   if (a.dump_dir.empty()) return std::nullopt;
   dumps::RunMetadata meta = bisect::engine_metadata(engine, m.config(), prompt, a.chunk);
-  meta.tool_version = TAPDIFF_VERSION;
-  meta.model_path = m.path().string();
-  meta.model_sha256 = m.sha256();
-  meta.command_line = a.command_line;
-  meta.created = dumps::utc_now_iso8601();
+  add_run_context(meta, m, a.command_line);
   const auto storage = dumps::storage_from_name(meta.storage_dtype);
   if (!storage) throw UsageError(fmt::format("{}: no dump storage type for dtype {}", name, meta.storage_dtype));
   return std::make_optional<dumps::DumpWriter>((std::filesystem::path(a.dump_dir) / name).string(), meta, graph,
@@ -120,12 +117,7 @@ int bisect_command(const BisectArgs& a) {
     };
     result = bisect::run_bisect(m->config(), {*truth, floor.get(), *b}, prompt, options);
   }
-  for (bisect::RunInfo* run : {&result.run.a, &result.run.b}) {
-    run->metadata.model_path = m->path().string();
-    run->metadata.model_sha256 = m->sha256();
-    run->metadata.command_line = a.command_line;
-    run->metadata.tool_version = TAPDIFF_VERSION;
-  }
+  for (bisect::RunInfo* run : {&result.run.a, &result.run.b}) add_run_context(run->metadata, *m, a.command_line);
   if (dump_a) dump_a->finish(dump_summary(result.tokens.a)), result.run.a.path = a.dump_dir + "/a.h5";
   if (dump_b) dump_b->finish(dump_summary(result.tokens.b)), result.run.b.path = a.dump_dir + "/b.h5";
 

@@ -5,11 +5,13 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "bisect/bisect.h"
 #include "bisect/cli/commands.h"
 #include "bisect/cli/engine_factory.h"
 #include "bisect/cli/model_source.h"
 #include "bisect/cli/output_file.h"
 #include "bisect/cli/prompt_input.h"
+#include "bisect/cli/run_context.h"
 #include "dumps/dump_writer.h"
 #include "model/errors.h"
 #include "model/runner.h"
@@ -34,20 +36,9 @@ struct RunArgs {
 
 dumps::RunMetadata describe_run(const RunArgs& a, const model::Model& m, const model::Engine& engine,
                                 const std::vector<std::int32_t>& prompt) {
-  dumps::RunMetadata meta;
-  meta.tool_version = TAPDIFF_VERSION;
-  meta.engine = engine.name();
-  meta.device = engine.device();
-  meta.compute_dtype = engine.compute_dtype();
-  for (model::Op op : model::kAllOps) meta.kernels[std::string(model::op_name(op))] = engine.kernel(op);
-  meta.model_path = m.path().string();
-  meta.model_sha256 = m.sha256();
-  meta.model_config = model::to_json(m.config());
-  meta.prompt_tokens = prompt;
-  meta.chunk_size = a.chunk > 0 ? a.chunk : static_cast<int>(prompt.size());
-  meta.command_line = a.command_line;
-  meta.storage_dtype = a.dump_dtype.empty() ? engine.compute_dtype() : a.dump_dtype;
-  meta.created = dumps::utc_now_iso8601();
+  dumps::RunMetadata meta = bisect::engine_metadata(engine, m.config(), prompt, a.chunk);
+  add_run_context(meta, m, a.command_line);
+  if (!a.dump_dtype.empty()) meta.storage_dtype = a.dump_dtype;
   return meta;
 }
 
