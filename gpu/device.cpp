@@ -8,13 +8,22 @@
 
 namespace tapdiff::gpu {
 
-Device::Device(const Instance&, DeviceInfo info) : info_(std::move(info)) {
-  if (info_.api_version < VK_API_VERSION_1_2)
+void check_device_offers(const DeviceInfo& info, const DeviceNeeds& needs) {
+  if (info.api_version < VK_API_VERSION_1_2)
     throw EnvironmentError(fmt::format("Vulkan device {}: tapdiff needs Vulkan 1.2, the device offers {}",
-                                       summary(info_), version_string(info_.api_version)));
-  if (info_.compute_queue_family < 0)
+                                       summary(info), version_string(info.api_version)));
+  if (info.compute_queue_family < 0)
     throw EnvironmentError(
-        fmt::format("Vulkan device {}: tapdiff needs a compute queue, the device has none", summary(info_)));
+        fmt::format("Vulkan device {}: tapdiff needs a compute queue, the device has none", summary(info)));
+  if (needs.storage_16bit && !info.storage_buffer_16bit)
+    throw EnvironmentError(
+        fmt::format("Vulkan device {}: --dtype f16 needs the storageBuffer16BitAccess feature (f16 activation "
+                    "buffers); the device does not offer it (use --dtype f32)",
+                    summary(info)));
+}
+
+Device::Device(const Instance&, DeviceInfo info, const DeviceNeeds& needs) : info_(std::move(info)) {
+  check_device_offers(info_, needs);
   vkGetPhysicalDeviceMemoryProperties(info_.handle, &memory_);
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo queue{};
@@ -23,10 +32,13 @@ Device::Device(const Instance&, DeviceInfo info) : info_(std::move(info)) {
   queue.queueCount = 1;
   queue.pQueuePriorities = &priority;
   // The f32 kernels need no optional feature: weights are read as 32-bit words and unpacked in
-  // the shaders. (f16 compute will enable shaderFloat16 + storageBuffer16BitAccess here, with an
-  // error naming the feature and the device when absent.)
+  // the shaders. The f16 ones store activations as 16-bit values (arithmetic stays f32).
+  VkPhysicalDeviceVulkan11Features v11{};
+  v11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
+  v11.storageBuffer16BitAccess = needs.storage_16bit ? VK_TRUE : VK_FALSE;
   VkDeviceCreateInfo create{};
   create.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
+  create.pNext = &v11;
   create.queueCreateInfoCount = 1;
   create.pQueueCreateInfos = &queue;
   check(vkCreateDevice(info_.handle, &create, nullptr, &device_), "vkCreateDevice",

@@ -8,11 +8,19 @@ namespace tapdiff::gpu {
 
 class Instance;
 
+// Optional device features the engine's kernels use.
+struct DeviceNeeds {
+  bool storage_16bit = false;  // storageBuffer16BitAccess: f16 activation buffers (--dtype f16)
+};
+
+// EnvironmentError when the device lacks Vulkan 1.2, a compute queue or a feature of `needs`,
+// naming the device, what was needed (and what for) and what it offers.
+void check_device_offers(const DeviceInfo& info, const DeviceNeeds& needs);
+
 class Device {
  public:
-  // EnvironmentError when the device offers less than Vulkan 1.2 or no compute queue (naming the
-  // device and what it offers).
-  Device(const Instance& instance, DeviceInfo info);
+  // Opens the device with the features of `needs` enabled; check_device_offers' errors first.
+  Device(const Instance& instance, DeviceInfo info, const DeviceNeeds& needs = {});
   ~Device();
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;

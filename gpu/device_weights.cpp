@@ -7,6 +7,7 @@
 
 #include "gpu/device.h"
 #include "gpu/stream.h"
+#include "model/dtype.h"
 #include "model/errors.h"
 
 namespace tapdiff::gpu {
@@ -45,8 +46,8 @@ bool is_vector(model::WeightKind kind) {
 
 }  // namespace
 
-DeviceWeights::DeviceWeights(const Device& device, Stream& stream, const model::Model& m)
-    : arena_(device, "weights", MemoryKind::device_local, kWeightBlock) {
+DeviceWeights::DeviceWeights(const Device& device, Stream& stream, const model::Model& m, bool f16)
+    : f16_(f16), arena_(device, "weights", MemoryKind::device_local, kWeightBlock) {
   for (model::WeightKind kind : kGlobalKinds)
     if (const model::WeightTensor* t = m.find(kind)) upload(stream, kind, -1, *t);
   for (int l = 0; l < m.config().n_layers; ++l)
@@ -57,17 +58,32 @@ DeviceWeights::DeviceWeights(const Device& device, Stream& stream, const model::
 
 void DeviceWeights::upload(Stream& stream, model::WeightKind kind, int layer, const model::WeightTensor& t) {
   DeviceWeight w{t.name, {}, t.dtype, t.rows, t.cols, static_cast<std::uint32_t>(model::row_bytes(t.dtype, t.cols))};
-  std::vector<float> widened;
   std::span<const std::byte> bytes = t.bytes;
-  if (is_vector(kind) && t.dtype != model::DType::f32) {
+  std::vector<float> widened;      // 1-D tensors as f32
+  std::vector<std::uint16_t> f16;  // F32 and BF16 matrices under f16 weights
+  const bool convert = is_vector(kind) ? t.dtype != model::DType::f32 || f16_
+                                       : f16_ && (t.dtype == model::DType::f32 || t.dtype == model::DType::bf16);
+  if (convert) {
     widened.resize(static_cast<std::size_t>(t.rows * t.cols));
     for (std::int64_t r = 0; r < t.rows; ++r)
       model::dequantize_row(t.dtype, t.row(r), widened.data() + r * t.cols, t.cols);
+  }
+  if (convert && is_vector(kind)) {
+    if (f16_)
+      for (float& v : widened) v = model::f16_to_f32(model::f32_to_f16(v));
     bytes = std::as_bytes(std::span<const float>(widened));
     w.dtype = model::DType::f32;
     w.row_bytes = static_cast<std::uint32_t>(t.cols * 4);
+  } else if (convert) {
+    f16.resize(widened.size());
+    std::transform(widened.begin(), widened.end(), f16.begin(), model::f32_to_f16);
+    widened = {};
+    bytes = std::as_bytes(std::span<const std::uint16_t>(f16));
+    w.dtype = model::DType::f16;
+    w.row_bytes = static_cast<std::uint32_t>(t.cols * 2);
   }
   w.region = arena_.allocate(bytes.size(), fmt::format("weights of {}", t.name));
+  stored_ += bytes.size();
   // Pieces of at most kStagingLimit, flushed as they accumulate, bound the staging memory.
   for (std::uint64_t off = 0; off < bytes.size();) {
     const std::uint64_t n = std::min<std::uint64_t>(kStagingLimit, bytes.size() - off);

@@ -2,6 +2,9 @@
 // The model's weights on the device, uploaded once. Matrices keep their stored bytes (F32, F16,
 // BF16, Q8_0, Q4_0: the kernels dequantize); 1-D tensors (norm weights, biases) are widened to f32
 // on the host, an exact conversion, so the kernels that read them need no dequantization.
+// With f16 weights (--dtype f16) every weight is an f16 value: F32 and BF16 matrices are stored as
+// F16 (rounded to nearest even on the host), 1-D tensors are rounded to f16 values (kept in f32),
+// F16 matrices stay, and Q8_0/Q4_0 stay quantized (the f16 kernels round what they dequantize).
 #include <cstdint>
 #include <map>
 #include <string>
@@ -27,18 +30,20 @@ struct DeviceWeight {
 class DeviceWeights {
  public:
   // Uploads every tensor of the model through the stream (flushing as staging fills).
-  DeviceWeights(const Device& device, Stream& stream, const model::Model& model);
+  DeviceWeights(const Device& device, Stream& stream, const model::Model& model, bool f16);
 
   const DeviceWeight& get(model::WeightKind kind, int layer = -1) const;
   const DeviceWeight* find(model::WeightKind kind, int layer = -1) const;
-  std::uint64_t bytes() const { return arena_.reserved_bytes(); }
+  std::uint64_t bytes() const { return stored_; }  // of the tensors as stored on the device
 
  private:
   void upload(Stream& stream, model::WeightKind kind, int layer, const model::WeightTensor& tensor);
 
+  bool f16_;
   Arena arena_;
   std::map<std::pair<model::WeightKind, int>, DeviceWeight> weights_;
   std::uint64_t staged_ = 0;  // bytes staged since the last flush
+  std::uint64_t stored_ = 0;
 };
 
 }  // namespace tapdiff::gpu

@@ -53,10 +53,6 @@ std::uint32_t floor_pow2(std::uint32_t v) {
   return p;
 }
 
-std::string with_dtype(std::string_view variant, model::DType t) {
-  return fmt::format("{}/{}", variant, model::dtype_name(t));
-}
-
 }  // namespace
 
 KernelOverrides parse_kernel_overrides(const std::string& text) {
@@ -112,8 +108,8 @@ void Kernels::dispatch(Stream& s, Shader shader, std::uint32_t dtype, std::initi
                        const void* push, std::uint32_t push_bytes, Grid grid, std::uint32_t faults) {
   if (grid.x == 0 || grid.y == 0) return;
   const std::span<const Region> all(bindings.begin(), bindings.size());
-  TAPDIFF_ASSERT(all.size() == shader_code(shader).bindings, "{} bindings for {}", all.size(),
-                 shader_code(shader).name);
+  const ShaderCode& code = shader_code(shader, pipelines_->activations());
+  TAPDIFF_ASSERT(all.size() == code.bindings, "{} bindings for {}", all.size(), code.name);
   s.order(all.first(all.size() - 1), all.last(1));  // the output is the last binding
   const std::uint32_t spec[] = {dtype, shader == Shader::attention ? attention_wg_ : wg_, faults};
   // Constant 2 only with a fault: the clean pipelines are made exactly as they were before faults.
@@ -133,7 +129,7 @@ std::string Kernels::embed(Stream& s, const DeviceWeight& table, const Region& t
   const EmbedPush push{u32(rows), u32(table.cols), table.row_bytes};
   dispatch(s, Shader::embed, dtype_code(table.dtype), {table.region, tokens, out}, &push, sizeof push,
            fold(ceil_div(static_cast<std::uint64_t>(rows) * push.dim, wg_)));
-  return with_dtype("embed-gather", table.dtype);
+  return named("embed-gather", table.dtype);
 }
 
 std::string Kernels::rms_norm(Stream& s, const Region& x, const DeviceWeight& w, float eps, const Region& out, int rows,
@@ -142,7 +138,7 @@ std::string Kernels::rms_norm(Stream& s, const Region& x, const DeviceWeight& w,
   const NormPush push{u32(rows), u32(w.cols), eps};
   dispatch(s, Shader::rms_norm, 0, {x, w.region, out}, &push, sizeof push, fold(static_cast<std::uint64_t>(rows)),
            faults);
-  return "rms_norm-tree";
+  return named("rms_norm-tree");
 }
 
 bool Kernels::use_tiled(int rows) const {
@@ -175,12 +171,12 @@ std::string Kernels::matmul(Stream& s, const Region& x, const DeviceWeight& w, c
     const Grid grid{u32(static_cast<std::int64_t>(ceil_div(push.n, kTile))),
                     u32(static_cast<std::int64_t>(ceil_div(push.rows, kTile)))};
     dispatch(s, Shader::matmul_tiled, dtype_code(w.dtype), {w.region, x, b, out}, &push, sizeof push, grid, faults);
-    return with_dtype("matmul-tiled-64x64", w.dtype);
+    return named("matmul-tiled-64x64", w.dtype);
   }
   const Shader shader = matvec_shader();
   dispatch(s, shader, dtype_code(w.dtype), {w.region, x, b, out}, &push, sizeof push,
            fold(static_cast<std::uint64_t>(rows) * push.n), faults);
-  return with_dtype(shader == Shader::matvec_subgroup ? "matvec-subgroup" : "matvec-shared", w.dtype);
+  return named(shader == Shader::matvec_subgroup ? "matvec-subgroup" : "matvec-shared", w.dtype);
 }
 
 std::string Kernels::rope(Stream& s, const Region& x, const Region& table, const Region& out, int rows, int width,
@@ -188,7 +184,7 @@ std::string Kernels::rope(Stream& s, const Region& x, const Region& table, const
   const RopePush push{u32(rows), u32(width), u32(head_dim), style == model::RopeStyle::rotate_half ? 1u : 0u};
   dispatch(s, Shader::rope, 0, {x, table, out}, &push, sizeof push,
            fold(ceil_div(static_cast<std::uint64_t>(rows) * push.width / 2, wg_)));
-  return "rope-table";
+  return named("rope-table");
 }
 
 std::string Kernels::attention(Stream& s, const AttentionShape& a, float scale, const Region& q, const Region& k,
@@ -205,20 +201,26 @@ std::string Kernels::attention(Stream& s, const AttentionShape& a, float scale, 
                            scale};
   dispatch(s, Shader::attention, 0, {q, k, v, out}, &push, sizeof push,
            fold(static_cast<std::uint64_t>(a.rows) * push.heads), faults);
-  return "attention-two-pass";
+  return named("attention-two-pass");
 }
 
 std::string Kernels::add(Stream& s, const Region& a, const Region& b, const Region& out, std::int64_t n) {
   const CountPush push{u32(n)};
   dispatch(s, Shader::add, 0, {a, b, out}, &push, sizeof push, fold(ceil_div(push.n, wg_)));
-  return "add";
+  return named("add");
 }
 
 std::string Kernels::silu_mul(Stream& s, const Region& gate, const Region& up, const Region& out, std::int64_t n,
                               std::uint32_t faults) {
   const CountPush push{u32(n)};
   dispatch(s, Shader::silu_mul, 0, {gate, up, out}, &push, sizeof push, fold(ceil_div(push.n, wg_)), faults);
-  return "silu_mul";
+  return named("silu_mul");
+}
+
+std::string Kernels::named(std::string_view variant, std::optional<model::DType> weights) const {
+  const std::string_view activations = pipelines_->activations() == Activations::f16 ? ".f16" : "";
+  return weights ? fmt::format("{}{}/{}", variant, activations, model::dtype_name(*weights))
+                 : fmt::format("{}{}", variant, activations);
 }
 
 int Kernels::max_head_dim() const {
@@ -227,20 +229,20 @@ int Kernels::max_head_dim() const {
 
 std::vector<std::string> Kernels::planned(model::OpClass cls, model::DType weight_dtype) const {
   switch (cls) {
-    case model::OpClass::embedding: return {with_dtype("embed-gather", weight_dtype)};
-    case model::OpClass::norm: return {"rms_norm-tree"};
+    case model::OpClass::embedding: return {named("embed-gather", weight_dtype)};
+    case model::OpClass::norm: return {named("rms_norm-tree")};
     case model::OpClass::gemm: {
       std::vector<std::string> names;
-      if (use_tiled(2)) names.push_back(with_dtype("matmul-tiled-64x64", weight_dtype));
+      if (use_tiled(2)) names.push_back(named("matmul-tiled-64x64", weight_dtype));
       if (!use_tiled(1) || !use_tiled(2))
         names.push_back(
-            with_dtype(matvec_shader() == Shader::matvec_subgroup ? "matvec-subgroup" : "matvec-shared", weight_dtype));
+            named(matvec_shader() == Shader::matvec_subgroup ? "matvec-subgroup" : "matvec-shared", weight_dtype));
       return names;
     }
-    case model::OpClass::rope: return {"rope-table"};
-    case model::OpClass::attention: return {"attention-two-pass"};
-    case model::OpClass::residual: return {"add"};
-    case model::OpClass::activation: return {"silu_mul"};
+    case model::OpClass::rope: return {named("rope-table")};
+    case model::OpClass::attention: return {named("attention-two-pass")};
+    case model::OpClass::residual: return {named("add")};
+    case model::OpClass::activation: return {named("silu_mul")};
   }
   return {};
 }

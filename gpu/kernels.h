@@ -3,7 +3,9 @@
 // constants and grid. A variant is chosen per call by device capability, the chunk's rows and the
 // user's overrides; its name is returned so the engine can report which kernel ran.
 //
-// Variants (f32 compute):
+// Variants (f32 arithmetic; DTYPE: the weights as stored on the device). With f16 activations
+// (--dtype f16: shaders.h Activations) each name carries ".f16" after the variant, as in
+// "matmul-tiled-64x64.f16/q8_0".
 //   embedding   embed-gather/DTYPE
 //   norm        rms_norm-tree                      one workgroup per row
 //   gemm        matmul-tiled-64x64/DTYPE           rows > 1 (needs 256-invocation workgroups)
@@ -13,14 +15,16 @@
 //   attention   attention-two-pass                 one workgroup per (row, head)
 //   residual    add
 //   activation  silu_mul
-// Later variants (cooperative matrices, f16 compute) join here, selected the same way.
+// Later variants (cooperative matrices) join here, selected the same way.
 //
 // Faults (--inject, gpu/faults.h): rms_norm, matmul, attention and silu_mul take a set of the
 // kFault* bits below as specialization constant 2 of their shader (shaders/faults.glsl); 0 builds
 // the clean pipeline, exactly as without faults.
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpu/device_weights.h"
@@ -100,6 +104,8 @@ class Kernels {
   void dispatch(Stream& s, Shader shader, std::uint32_t dtype, std::initializer_list<Region> bindings, const void* push,
                 std::uint32_t push_bytes, Grid grid, std::uint32_t faults = 0);
   bool use_tiled(int rows) const;
+  // The name of a variant as reported: activation type, then weight storage for the ops with weights.
+  std::string named(std::string_view variant, std::optional<model::DType> weights = std::nullopt) const;
   Shader matvec_shader() const;
 
   const Device* device_;

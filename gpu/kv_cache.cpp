@@ -15,8 +15,8 @@ constexpr std::uint64_t kKvBlock = 256ull << 20;
 
 }  // namespace
 
-KvCache::KvCache(const Device& device, int n_layers, int kv_dim, int max_rows)
-    : device_(&device), n_layers_(n_layers), kv_dim_(kv_dim), max_rows_(max_rows) {}
+KvCache::KvCache(const Device& device, int n_layers, int kv_dim, std::uint32_t element_bytes, int max_rows)
+    : device_(&device), n_layers_(n_layers), kv_dim_(kv_dim), element_bytes_(element_bytes), max_rows_(max_rows) {}
 
 void KvCache::reserve(Stream& stream, int rows) {
   if (rows <= capacity_) return;
@@ -27,7 +27,8 @@ void KvCache::reserve(Stream& stream, int rows) {
                     max_rows_, rows - 1));
   int capacity = std::max({rows, 2 * capacity_, kMinRows});
   if (max_rows_ > 0) capacity = std::min(capacity, max_rows_);
-  const std::uint64_t bytes = static_cast<std::uint64_t>(capacity) * static_cast<std::uint64_t>(kv_dim_) * 4;
+  const std::uint64_t bytes =
+      static_cast<std::uint64_t>(capacity) * static_cast<std::uint64_t>(kv_dim_) * element_bytes_;
   auto arena = std::make_unique<Arena>(*device_, "KV cache", MemoryKind::device_local, kKvBlock);
   std::vector<Region> k, v;
   for (int l = 0; l < n_layers_; ++l) {
@@ -51,7 +52,7 @@ Region KvCache::rows(int layer, bool value, int first, int count) const {
   TAPDIFF_ASSERT(layer >= 0 && layer < n_layers_ && first >= 0 && first + count <= capacity_,
                  "KV rows [{}, {}) of layer {} (capacity {})", first, first + count, layer, capacity_);
   const Region& whole = (value ? v_ : k_)[static_cast<std::size_t>(layer)];
-  const auto row = static_cast<std::uint64_t>(kv_dim_) * 4;
+  const auto row = static_cast<std::uint64_t>(kv_dim_) * element_bytes_;
   return whole.sub(static_cast<std::uint64_t>(first) * row, static_cast<std::uint64_t>(count) * row);
 }
 

@@ -1,6 +1,8 @@
 #pragma once
-// The KV cache on the device: per layer, K (after RoPE) and V as [capacity, kv_dim] f32. It
-// grows by reallocation and copy (capacity doubles) up to an optional limit.
+// The KV cache on the device: per layer, K (after RoPE) and V as [capacity, kv_dim] activations
+// (f32 or f16, element_bytes each). It grows by reallocation and copy (capacity doubles) up to an
+// optional limit.
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -14,7 +16,7 @@ class Stream;
 class KvCache {
  public:
   // max_rows: 0 = no limit but the device's.
-  KvCache(const Device& device, int n_layers, int kv_dim, int max_rows);
+  KvCache(const Device& device, int n_layers, int kv_dim, std::uint32_t element_bytes, int max_rows);
 
   // Makes room for rows [0, rows); what the cache held moves with it (copies recorded in the
   // stream; the old buffers live until it completes). UsageError past max_rows.
@@ -27,6 +29,7 @@ class KvCache {
   const Device* device_;
   int n_layers_;
   int kv_dim_;
+  std::uint32_t element_bytes_;
   int max_rows_;
   int capacity_ = 0;
   std::unique_ptr<Arena> arena_;

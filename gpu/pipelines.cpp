@@ -55,7 +55,7 @@ const Pipelines::Layout& Pipelines::layout(std::uint32_t bindings) {
 
 VkShaderModule Pipelines::module(Shader shader) {
   if (auto it = modules_.find(shader); it != modules_.end()) return it->second;
-  const ShaderCode& code = shader_code(shader);
+  const ShaderCode& code = shader_code(shader, activations_);
   VkShaderModuleCreateInfo info{};
   info.sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO;
   info.codeSize = code.spirv.size_bytes();
@@ -69,7 +69,7 @@ VkShaderModule Pipelines::module(Shader shader) {
 const Pipeline& Pipelines::get(Shader shader, std::span<const std::uint32_t> spec) {
   auto key = std::make_pair(shader, std::vector<std::uint32_t>(spec.begin(), spec.end()));
   if (auto it = pipelines_.find(key); it != pipelines_.end()) return it->second;
-  const ShaderCode& code = shader_code(shader);
+  const ShaderCode& code = shader_code(shader, activations_);
   const Layout& l = layout(code.bindings);
   std::vector<VkSpecializationMapEntry> entries(spec.size());
   for (std::uint32_t i = 0; i < spec.size(); ++i) entries[i] = {i, i * 4u, 4u};

@@ -1,5 +1,6 @@
 #pragma once
-// Compute pipelines made from the embedded SPIR-V, cached by (shader, specialization constants),
+// Compute pipelines made from the embedded SPIR-V of one activation type (shaders.h), cached by
+// (shader, specialization constants),
 // and descriptor sets of storage buffers from pools that are reset after each submit.
 #include <cstdint>
 #include <map>
@@ -22,7 +23,7 @@ struct Pipeline {
 
 class Pipelines {
  public:
-  explicit Pipelines(const Device& device) : device_(&device) {}
+  Pipelines(const Device& device, Activations activations) : device_(&device), activations_(activations) {}
   ~Pipelines();
   Pipelines(const Pipelines&) = delete;
   Pipelines& operator=(const Pipelines&) = delete;
@@ -31,6 +32,7 @@ class Pipelines {
   // reference stays valid for the life of this object.
   const Pipeline& get(Shader shader, std::span<const std::uint32_t> spec);
   std::size_t size() const { return pipelines_.size(); }
+  Activations activations() const { return activations_; }
 
  private:
   struct Layout {
@@ -41,6 +43,7 @@ class Pipelines {
   VkShaderModule module(Shader shader);
 
   const Device* device_;
+  Activations activations_;
   std::map<std::uint32_t, Layout> layouts_;  // by number of storage-buffer bindings
   std::map<Shader, VkShaderModule> modules_;
   std::map<std::pair<Shader, std::vector<std::uint32_t>>, Pipeline> pipelines_;

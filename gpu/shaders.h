@@ -1,5 +1,6 @@
 #pragma once
-// The compute shaders embedded in the binary (SPIR-V compiled from shaders/*.comp at build time).
+// The compute shaders embedded in the binary (SPIR-V compiled from shaders/*.comp at build time),
+// each in two builds: f32 activations and f16 activations (shaders/activations.glsl).
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -18,13 +19,18 @@ enum class Shader : std::uint8_t {
   silu_mul,         // silu_mul.comp
 };
 
+// How activation buffers (op outputs, the KV cache) store their elements: --dtype f32 or f16.
+enum class Activations : std::uint8_t { f32, f16 };
+
+inline std::uint32_t activation_bytes(Activations a) { return a == Activations::f16 ? 2 : 4; }
+
 struct ShaderCode {
   std::string_view name;
   std::span<const std::uint32_t> spirv;
   std::uint32_t bindings;  // storage buffers 0 .. bindings-1: inputs first, the output last
 };
 
-const ShaderCode& shader_code(Shader shader);
+const ShaderCode& shader_code(Shader shader, Activations activations);
 
 // Bytes of the push-constant range every pipeline layout declares (each shader uses a prefix).
 inline constexpr std::uint32_t kPushConstantBytes = 64;

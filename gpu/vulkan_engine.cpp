@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstring>
 
 #include <fmt/core.h>
 
 #include "gpu/device.h"
 #include "gpu/device_weights.h"
 #include "gpu/faults.h"
+#include "gpu/host_activations.h"
 #include "gpu/instance.h"
 #include "gpu/kernels.h"
 #include "gpu/kv_cache.h"
@@ -56,12 +56,6 @@ model::RopeStyle flipped(model::RopeStyle style) {
   return style == model::RopeStyle::rotate_half ? model::RopeStyle::interleaved : model::RopeStyle::rotate_half;
 }
 
-HostTensor host_tensor(const std::byte* data, std::int64_t rows, std::int64_t cols) {
-  HostTensor t(model::Scalar::f32, rows, cols);
-  std::memcpy(t.f32().data(), data, static_cast<std::size_t>(rows * cols) * sizeof(float));
-  return t;
-}
-
 class Engine final : public VulkanEngine {
  public:
   Engine(const model::Model& m, const VulkanEngineOptions& options);
@@ -69,7 +63,7 @@ class Engine final : public VulkanEngine {
 
   std::string name() const override { return "vulkan"; }
   std::string device() const override { return summary(device_->info()); }
-  std::string compute_dtype() const override { return "f32"; }
+  std::string compute_dtype() const override { return activation_type_ == Activations::f16 ? "f16" : "f32"; }
   std::string kernel(Op op) const override;
   model::Scalar scalar() const override { return model::Scalar::f32; }
 
@@ -101,10 +95,14 @@ class Engine final : public VulkanEngine {
   const DeviceWeight* bias(Op op, int layer) const;
   model::DType weight_dtype(Op op) const;
   const DeviceWeight& norm_weight(Op op, int layer) const;
+  std::uint64_t activation_bytes(std::int64_t rows, std::int64_t cols) const;
+  HostTensor download_now(const Region& r, std::int64_t rows, std::int64_t cols);
+  void upload(const HostTensor& value, const Region& r);
 
   model::ModelConfig config_;
   model::Graph graph_;
   FaultSet faults_;  // --inject
+  Activations activation_type_;
   std::unique_ptr<Instance> instance_;
   std::unique_ptr<Device> device_;
   std::unique_ptr<Pipelines> pipelines_;
@@ -131,6 +129,7 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
     : config_(m.config()),
       graph_(m.config()),
       faults_(parse_faults(options.inject, m.config().n_layers)),
+      activation_type_(options.f16 ? Activations::f16 : Activations::f32),
       rope_table_of_(static_cast<std::size_t>(m.config().n_layers)) {
   // At most one table per layer that a fault moves, plus the model's.
   std::size_t tables = 1;
@@ -140,15 +139,17 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
   instance_options.validation = options.validation.value_or(validation_requested_by_environment());
   instance_options.print_messages = options.print_validation;
   instance_ = std::make_unique<Instance>(instance_options);
-  device_ = std::make_unique<Device>(*instance_, select_device(devices_of(*instance_), options.device));
-  pipelines_ = std::make_unique<Pipelines>(*device_);
+  device_ = std::make_unique<Device>(*instance_, select_device(devices_of(*instance_), options.device),
+                                     DeviceNeeds{options.f16});
+  pipelines_ = std::make_unique<Pipelines>(*device_, activation_type_);
   stream_ = std::make_unique<Stream>(*device_);
   kernels_ = std::make_unique<Kernels>(*device_, *pipelines_, parse_kernel_overrides(options.kernels));
   if (config_.head_dim > kernels_->max_head_dim())
     throw UsageError(fmt::format("{}: head_dim {}: the Vulkan attention kernel handles head_dim up to {}",
                                  m.path().string(), config_.head_dim, kernels_->max_head_dim()));
-  weights_ = std::make_unique<DeviceWeights>(*device_, *stream_, m);
-  kv_ = std::make_unique<KvCache>(*device_, config_.n_layers, config_.kv_dim(), options.max_context);
+  weights_ = std::make_unique<DeviceWeights>(*device_, *stream_, m, options.f16);
+  kv_ = std::make_unique<KvCache>(*device_, config_.n_layers, config_.kv_dim(), gpu::activation_bytes(activation_type_),
+                                  options.max_context);
   activations_ = std::make_unique<Arena>(*device_, "activations", MemoryKind::device_local, kActivationBlock);
   slot_layer_.fill(-2);
 }
@@ -222,7 +223,7 @@ void Engine::reserve_rows(int rows) {
   activations_->release();  // nothing in flight: the stream is idle between chunks
   capacity_ = 0;            // until every slot is allocated again
   for (Op op : model::kAllOps) {
-    const auto bytes = static_cast<std::uint64_t>(capacity) * static_cast<std::uint64_t>(graph_.width(op)) * 4;
+    const std::uint64_t bytes = activation_bytes(capacity, graph_.width(op));
     slots_[static_cast<std::size_t>(op)] =
         activations_->allocate(bytes, fmt::format("the {} activations ({} rows)", model::op_name(op), capacity));
   }
@@ -267,9 +268,12 @@ void Engine::upload_rope_tables() {
   }
 }
 
+std::uint64_t Engine::activation_bytes(std::int64_t rows, std::int64_t cols) const {
+  return static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(cols) * gpu::activation_bytes(activation_type_);
+}
+
 Region Engine::slot(Op op) const {
-  const auto bytes = static_cast<std::uint64_t>(chunk_.rows) * static_cast<std::uint64_t>(graph_.width(op)) * 4;
-  return slots_[static_cast<std::size_t>(op)].sub(0, bytes);
+  return slots_[static_cast<std::size_t>(op)].sub(0, activation_bytes(chunk_.rows, graph_.width(op)));
 }
 
 Region Engine::input(const TensorId& id) const {
@@ -287,7 +291,9 @@ void Engine::execute(const model::Step& step, const model::Deliver& deliver) {
   if (std::find(ran.begin(), ran.end(), variant) == ran.end()) ran.push_back(variant);
   if (!deliver) return;
   const std::int64_t rows = chunk_.rows, cols = graph_.width(step.op);
-  stream_->download(out, [deliver, rows, cols](const std::byte* data) { deliver(host_tensor(data, rows, cols)); });
+  stream_->download(out, [deliver, rows, cols, a = activation_type_](const std::byte* data) {
+    deliver(activations_to_host(data, rows, cols, a));
+  });
 }
 
 const DeviceWeight& Engine::norm_weight(Op op, int layer) const {
@@ -362,9 +368,8 @@ std::string Engine::attend(int layer, const Region& out) {
   if (faults_.active(Fault::kv_stale_chunk, layer) && !chunk_.decode) {
     // kv-stale-chunk (--inject): the prefill chunk's rows are zeroed once its own attention has read
     // them, as if the cache write had never persisted.
-    const std::vector<float> zeros(static_cast<std::size_t>(rows) * static_cast<std::size_t>(config_.kv_dim()));
-    for (bool value : {false, true})
-      stream_->upload(zeros.data(), zeros.size() * sizeof(float), kv_->rows(layer, value, first, rows));
+    const std::vector<std::byte> zeros(activation_bytes(rows, config_.kv_dim()));
+    for (bool value : {false, true}) stream_->upload(zeros.data(), zeros.size(), kv_->rows(layer, value, first, rows));
   }
   return variant;
 }
@@ -376,35 +381,38 @@ void Engine::end_chunk() {
   n_past_ = chunk_.first_pos + chunk_.rows;
 }
 
-HostTensor Engine::read(const TensorId& id) {
-  const Region r = input(id);
+// Downloads a region now: mid-chunk too, the rest of the chunk goes on in a new command buffer.
+HostTensor Engine::download_now(const Region& r, std::int64_t rows, std::int64_t cols) {
   HostTensor result;
-  const std::int64_t rows = chunk_.rows, cols = graph_.width(id.op);
-  stream_->download(r, [&result, rows, cols](const std::byte* data) { result = host_tensor(data, rows, cols); });
-  stream_->flush();  // mid-chunk too: the rest of the chunk goes on in a new command buffer
+  stream_->download(r, [&result, rows, cols, a = activation_type_](const std::byte* data) {
+    result = activations_to_host(data, rows, cols, a);
+  });
+  stream_->flush();
   return result;
 }
+
+// Records the upload of a value into a region in the activations' layout; flushed between chunks.
+void Engine::upload(const HostTensor& value, const Region& r) {
+  const std::vector<std::byte> bytes = activations_to_device(value, activation_type_);
+  stream_->upload(bytes.data(), bytes.size(), r);
+  if (!in_chunk_) stream_->flush();
+}
+
+HostTensor Engine::read(const TensorId& id) { return download_now(input(id), chunk_.rows, graph_.width(id.op)); }
 
 void Engine::write(const TensorId& id, const HostTensor& value) {
   if (chunk_.rows == 0) throw UsageError(fmt::format("write {}: no chunk has begun", model::to_string(id)));
   if (value.rows() != chunk_.rows || value.cols() != graph_.width(id.op))
     throw UsageError(fmt::format("write {}: expected [{}, {}] for the current chunk, found [{}, {}]",
                                  model::to_string(id), chunk_.rows, graph_.width(id.op), value.rows(), value.cols()));
-  const HostTensor f32 = value.to(model::Scalar::f32);
-  stream_->upload(f32.f32().data(), f32.f32().size_bytes(), slot(id.op));
   slot_layer_[static_cast<std::size_t>(id.op)] = id.layer;
-  if (!in_chunk_) stream_->flush();
+  upload(value, slot(id.op));
 }
 
 HostTensor Engine::read_kv(int layer, bool value) {
   TAPDIFF_ASSERT(layer >= 0 && layer < config_.n_layers, "KV cache of layer {}", layer);
   if (n_past_ == 0) return HostTensor(model::Scalar::f32, 0, config_.kv_dim());
-  HostTensor result;
-  const std::int64_t rows = n_past_, cols = config_.kv_dim();
-  stream_->download(kv_->rows(layer, value, 0, n_past_),
-                    [&result, rows, cols](const std::byte* data) { result = host_tensor(data, rows, cols); });
-  stream_->flush();
-  return result;
+  return download_now(kv_->rows(layer, value, 0, n_past_), n_past_, config_.kv_dim());
 }
 
 void Engine::write_kv(int layer, bool value, const HostTensor& rows) {
@@ -414,10 +422,8 @@ void Engine::write_kv(int layer, bool value, const HostTensor& rows) {
         fmt::format("write_kv layer {}: expected rows of {} values, found {}", layer, config_.kv_dim(), rows.cols()));
   const int n = static_cast<int>(rows.rows());
   kv_->reserve(*stream_, n);
-  const HostTensor f32 = rows.to(model::Scalar::f32);
-  if (n > 0) stream_->upload(f32.f32().data(), f32.f32().size_bytes(), kv_->rows(layer, value, 0, n));
+  if (n > 0) upload(rows, kv_->rows(layer, value, 0, n));
   n_past_ = n;
-  if (!in_chunk_) stream_->flush();
 }
 
 }  // namespace

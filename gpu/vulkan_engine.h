@@ -1,7 +1,9 @@
 #pragma once
 // The Vulkan compute engine: the graph of model/graph.h on a GPU (or Mesa lavapipe), f32
-// compute, weights dequantized in the kernels, KV cache on the device, one command buffer per
-// chunk. Untapped op outputs never leave the device.
+// arithmetic, weights dequantized in the kernels, KV cache on the device, one command buffer per
+// chunk. Untapped op outputs never leave the device. In f16 mode weights and activations (op
+// outputs, the KV cache) are stored as f16 and every sum still accumulates in f32: the engine the
+// reference's f16 emulation (reference/cpu_engine.h) bounds.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -21,13 +23,14 @@ struct VulkanEngineOptions {
   std::optional<bool> validation;  // Khronos validation layer; default: TAPDIFF_VK_VALIDATION=1
   bool print_validation = false;   // print validation messages to stderr as they arrive
   std::string inject;              // faults to plant, "NAME[@LAYER][,...]" (gpu/faults.h); "" = none
+  bool f16 = false;                // --dtype f16: f16 weights and activations (needs storageBuffer16BitAccess)
 };
 
 struct VulkanEngineStats {
   std::uint64_t submits = 0;   // command buffers submitted (weights upload included)
   std::uint64_t barriers = 0;  // memory barriers recorded
   std::uint64_t pipelines = 0;
-  std::uint64_t weight_bytes = 0;
+  std::uint64_t weight_bytes = 0;  // the weights as stored on the device
 };
 
 class VulkanEngine : public model::Engine {
@@ -40,7 +43,7 @@ class VulkanEngine : public model::Engine {
 };
 
 // Uploads the model's weights; the model need not outlive the engine. EnvironmentError without a
-// usable Vulkan device or memory, UsageError for a --device that names none (listing them) or an
+// usable Vulkan device or memory or a feature f16 needs, UsageError for a --device that names none (listing them) or an
 // --inject that parse_faults refuses.
 std::unique_ptr<VulkanEngine> make_vulkan_engine(const model::Model& model, const VulkanEngineOptions& options);
 

@@ -32,10 +32,12 @@ using model::TensorId;
 const std::vector<std::int32_t> kOnceUponATime = {1, 403, 407, 261, 378};
 
 // An engine with the validation layer on; expect_clean() fails the test on any message.
-std::unique_ptr<gpu::VulkanEngine> vulkan_engine(const model::Model& m, const std::string& device = "") {
+std::unique_ptr<gpu::VulkanEngine> vulkan_engine(const model::Model& m, const std::string& device = "",
+                                                 bool f16 = false) {
   gpu::VulkanEngineOptions options;
   options.validation = true;
   options.device = device;
+  options.f16 = f16;
   return gpu::make_vulkan_engine(m, options);
 }
 
@@ -44,13 +46,16 @@ void expect_clean(const gpu::VulkanEngine& engine) {
   for (const std::string& msg : engine.validation_messages()) ADD_FAILURE() << msg;
 }
 
-class VulkanStoriesGolden : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+// f32, and f16 (weights and activations): f16 keeps all 60 tokens on this model, whose smallest
+// top-2 logit gap along the way (0.071, docs/tolerances.md) is far above f16's logit error.
+class VulkanStoriesGolden : public ::testing::TestWithParam<std::tuple<std::string, int, std::string>> {};
 
 TEST_P(VulkanStoriesGolden, GreedyTokensMatchTheKnownOutput) {
   TAPDIFF_REQUIRE_STORIES();
-  const auto& [layout, chunk] = GetParam();
+  const auto& [layout, chunk, dtype] = GetParam();
   const auto m = model::load_model(layout == "gguf" ? stories_gguf() : stories_hf());
-  const auto engine = vulkan_engine(*m);
+  const auto engine = vulkan_engine(*m, "", dtype == "f16");
+  ASSERT_EQ(engine->compute_dtype(), dtype);
   model::RunOptions options;
   options.chunk = chunk;
   options.generate = 60;
@@ -60,11 +65,13 @@ TEST_P(VulkanStoriesGolden, GreedyTokensMatchTheKnownOutput) {
   expect_clean(*engine);
 }
 
-INSTANTIATE_TEST_SUITE_P(LayoutsAndChunks, VulkanStoriesGolden,
-                         ::testing::Combine(::testing::Values("gguf", "hf"), ::testing::Values(1, 3, 16, 0)),
+INSTANTIATE_TEST_SUITE_P(LayoutsChunksDtypes, VulkanStoriesGolden,
+                         ::testing::Combine(::testing::Values("gguf", "hf"), ::testing::Values(1, 3, 16, 0),
+                                            ::testing::Values("f32", "f16")),
                          [](const auto& p) {
                            const int chunk = std::get<1>(p.param);
-                           return std::get<0>(p.param) + (chunk > 0 ? "_chunk" + std::to_string(chunk) : "_whole");
+                           return std::get<0>(p.param) + (chunk > 0 ? "_chunk" + std::to_string(chunk) : "_whole") +
+                                  "_" + std::get<2>(p.param);
                          });
 
 // Every tapped op of synth:small over a 100-token prompt in chunks of 33, against the reference.
@@ -89,6 +96,38 @@ TEST(VulkanEngine, WholeSynthModelMatchesTheReferenceInEveryOp) {
   std::string line;
   for (const auto& [cls, e] : worst) line += fmt::format(" {} {:.1e}", cls, e);
   std::printf("synth:small, 100 tokens, chunk 33: worst NMSE per op class:%s\n", line.c_str());
+  expect_clean(*engine);
+}
+
+// f16 on the whole model: against the f64 truth, every op of the Vulkan f16 engine stays within
+// a small multiple of the error of the reference's f16 emulation (the floor an f16 engine is held
+// to by `bisect`'s calibration), over 100 tokens in chunks of 33 and 4 decode steps.
+TEST(VulkanEngine, WholeSynthModelInF16StaysAtTheF16Floor) {
+  const auto m = model::load_model(synth_model_path("small"));
+  const auto tokens = synth_prompt(100, m->config().vocab, 11);
+  const auto truth = run_reference(*m, tokens, model::Scalar::f64, 33, 4);
+  reference::CpuEngineOptions emulation{model::Scalar::f32, 0};
+  emulation.f16 = true;
+  const auto floor = run_reference(*m, tokens, emulation, 33, 4);
+  const auto engine = vulkan_engine(*m, "", true);
+  model::MemoryTap tap;
+  model::RunOptions options;
+  options.chunk = 33;
+  options.generate = 4;
+  const model::Graph graph(m->config());
+  const model::RunResult r = model::run_sequence(*engine, graph, tokens, options, tap);
+  EXPECT_EQ(r.generated, truth->result.generated);
+  double worst_ratio = 0, worst_floor = 0;
+  for (const model::Step& step : graph.steps()) {
+    const TensorId id = step.output();
+    const double own = nmse(truth->tap.get(id), tap.get(id)), base = nmse(truth->tap.get(id), floor->tap.get(id));
+    EXPECT_LE(own, 4 * base + 1e-12) << model::to_string(id) << ": f16 engine " << own << ", f16 emulation " << base;
+    EXPECT_GT(own, 0) << model::to_string(id) << ": an f16 engine cannot be exact";
+    worst_ratio = std::max(worst_ratio, own / std::max(base, 1e-30));
+    worst_floor = std::max(worst_floor, base);
+  }
+  std::printf("synth:small f16, 104 positions: worst engine/emulation NMSE ratio %.2f (emulation up to %.1e)\n",
+              worst_ratio, worst_floor);
   expect_clean(*engine);
 }
 
@@ -157,6 +196,26 @@ TEST(VulkanEngine, ImpossibleDeviceRequestIsAClearError) {
       EXPECT_NE(what.find("[0] "), std::string::npos) << what;  // lists the devices there are
     }
   }
+}
+
+// A device without 16-bit storage cannot run --dtype f16: the error names the feature and the device.
+TEST(VulkanEngine, MissingF16FeatureIsAClearError) {
+  gpu::DeviceInfo info;
+  info.name = "Example GPU";
+  info.api_version = VK_API_VERSION_1_2;
+  info.compute_queue_family = 0;
+  EXPECT_NO_THROW(gpu::check_device_offers(info, {}));
+  try {
+    gpu::check_device_offers(info, gpu::DeviceNeeds{true});
+    FAIL() << "expected an error";
+  } catch (const EnvironmentError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("storageBuffer16BitAccess"), std::string::npos) << what;
+    EXPECT_NE(what.find("Example GPU"), std::string::npos) << what;
+    EXPECT_NE(what.find("--dtype f16"), std::string::npos) << what;
+  }
+  info.storage_buffer_16bit = true;
+  EXPECT_NO_THROW(gpu::check_device_offers(info, gpu::DeviceNeeds{true}));
 }
 
 TEST(VulkanEngine, KvCacheLimitIsAClearError) {
@@ -249,6 +308,31 @@ TEST(VulkanCli, RunRecordsDeviceAndKernelsInTheDump) {
   const CommandResult bad = run_tapdiff("run --engine vulkan --device 99 --model synth:tiny --tokens 1,5");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_NE(bad.output.find("--device 99"), std::string::npos) << bad.output;
+}
+
+// --dtype f16 is recorded in the dump (compute dtype, kernel names), an unsupported dtype is a
+// usage error, and `bisect` finds the f16 engine within the f16-calibrated tolerances.
+TEST(VulkanCli, F16RunIsRecordedAndBisectsClean) {
+  const auto dir = temp_dir("vulkan-run-f16");
+  const std::string dump = (dir / "vk16.h5").string();
+  const CommandResult r = run_tapdiff(
+      "run --engine vulkan --dtype f16 --model synth:tiny --tokens 1,5,9,12 --chunk 3 --generate 3 --dump '" + dump +
+      "'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const dumps::DumpReader reader(dump);
+  EXPECT_EQ(reader.metadata().compute_dtype, "f16");
+  EXPECT_EQ(reader.metadata().storage_dtype, "f16");
+  EXPECT_EQ(reader.metadata().kernels.at("attn"), "attention-two-pass.f16");
+
+  const CommandResult bad = run_tapdiff("run --engine vulkan --dtype f64 --model synth:tiny --tokens 1,5");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("f32 or f16"), std::string::npos) << bad.output;
+
+  const CommandResult bisect = run_tapdiff(
+      "bisect --engine-b vulkan --dtype f16 --model synth:small --tokens 1,5,9,12,40,41,42,7,8,9,10,11 --chunk 5 "
+      "--generate 4");
+  EXPECT_EQ(bisect.exit_code, 0) << bisect.output;
+  EXPECT_NE(bisect.output.find("calibrated against ref f16"), std::string::npos) << bisect.output;
 }
 
 // The loader honours VK_ICD_FILENAMES / VK_DRIVER_FILES: pointing them nowhere hides every driver.

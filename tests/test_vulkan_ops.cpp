@@ -11,6 +11,15 @@
 // K of a GEMM, the softmax sum, exp/sqrt/division accurate to a few ulp): relative errors of
 // ~1e-7 * sqrt(K), an NMSE below ~1e-12 for every op here; the 1e-9 bound leaves room and still
 // catches any real bug (a wrong mask entry or head mapping gives NMSE >> 1e-4).
+//
+// f16 (--dtype f16, the *_act_f16 cases) against the reference's f16 emulation: both read the
+// same f16 inputs and f16 weights, compute in f32 and round the output to f16. The f32 results
+// differ by ~1e-7 relative as above; an element comes out different only where that difference
+// straddles an f16 rounding boundary, and then by one f16 ulp (2^-11 to 2^-10 relative), so most
+// ops agree exactly (NMSE 0). But one such flip in a small output weighs a lot: in a decode row of
+// n = 200 values, one element at 3x the rms off by 2^-10 relative gives (3 * 2^-10)^2 / 200 = 4e-8.
+// Bound: 1e-7. A real bug lands far above it (>> 1e-4), and so does an op that accumulates in f16
+// instead of f32 (relative errors of 2^-11 * sqrt(K): NMSE ~ 1e-5 for K = 96).
 #include <gtest/gtest.h>
 
 #include <array>
@@ -36,6 +45,7 @@ using model::Op;
 using model::TensorId;
 
 constexpr double kMaxNmse = 1e-9;
+constexpr double kMaxNmseF16 = 1e-7;
 
 struct OpCase {
   std::string name;
@@ -46,6 +56,7 @@ struct OpCase {
   int window = 0;
   bool tied = false;
   std::string kernels;  // --kernels overrides
+  bool f16 = false;     // --dtype f16 against the reference's f16 emulation
 };
 
 std::ostream& operator<<(std::ostream& os, const OpCase& c) { return os << c.name; }
@@ -55,6 +66,13 @@ OpCase op_case(std::string name, std::array<int, 6> shape, DType dtype, std::vec
   const auto [heads, kv_heads, head_dim, dim, ffn, vocab] = shape;
   return {std::move(name), heads,  kv_heads, head_dim,          dim, ffn, vocab, dtype, std::move(chunkings),
           std::move(arch), window, tied,     std::move(kernels)};
+}
+
+// The case with f16 weights and activations.
+OpCase act_f16(OpCase c) {
+  c.name += "_act_f16";
+  c.f16 = true;
+  return c;
 }
 
 // A 1-layer synth model of the case's shape (the per-op kernels do not depend on depth).
@@ -97,7 +115,7 @@ HostTensor random_tensor(std::mt19937_64& rng, std::int64_t rows, std::int64_t c
 // Runs the chunks one after another on one KV cache; in each, every step of the graph gets fresh
 // random inputs on both engines and its output is compared. worst[op] collects the largest NMSE.
 void compare_chunks(model::Engine& cpu, model::Engine& gpu, const model::Graph& graph, const std::vector<int>& chunks,
-                    int vocab, std::mt19937_64& rng, std::map<std::string, double>& worst) {
+                    int vocab, double bound, std::mt19937_64& rng, std::map<std::string, double>& worst) {
   cpu.reset(), gpu.reset();
   int pos = 0;
   for (std::size_t ci = 0; ci < chunks.size(); ++ci) {
@@ -113,9 +131,9 @@ void compare_chunks(model::Engine& cpu, model::Engine& gpu, const model::Graph& 
       }
       cpu.execute(step, {}), gpu.execute(step, {});
       const double e = nmse(cpu.read(step.output()), gpu.read(step.output()));
-      EXPECT_LE(e, kMaxNmse) << model::to_string(step.output()) << " chunk " << ci << " of "
-                             << ::testing::PrintToString(chunks) << " (rows " << rows << ", first_pos " << pos
-                             << "), kernel " << gpu.kernel(step.op);
+      EXPECT_LE(e, bound) << model::to_string(step.output()) << " chunk " << ci << " of "
+                          << ::testing::PrintToString(chunks) << " (rows " << rows << ", first_pos " << pos
+                          << "), kernel " << gpu.kernel(step.op);
       double& w = worst[std::string(model::op_name(step.op))];
       w = std::max(w, e);
     }
@@ -132,15 +150,19 @@ TEST_P(VulkanOps, EveryOpMatchesTheReferenceOnRandomInputs) {
   const auto m = c.window > 0 ? with_window(*base, c.window) : nullptr;
   const model::Model& model = m ? *m : *base;
   const model::Graph graph(model.config());
-  const auto cpu = reference::make_cpu_engine(model, {model::Scalar::f32, 1});
+  reference::CpuEngineOptions cpu_options{model::Scalar::f32, 1};
+  cpu_options.f16 = c.f16;
+  const auto cpu = reference::make_cpu_engine(model, cpu_options);
   gpu::VulkanEngineOptions options;
   options.validation = true;
   options.kernels = c.kernels;
+  options.f16 = c.f16;
   const auto gpu = gpu::make_vulkan_engine(model, options);
 
   std::mt19937_64 rng(12345);
   std::map<std::string, double> worst;  // per op
-  for (const std::vector<int>& chunks : c.chunkings) compare_chunks(*cpu, *gpu, graph, chunks, c.vocab, rng, worst);
+  for (const std::vector<int>& chunks : c.chunkings)
+    compare_chunks(*cpu, *gpu, graph, chunks, c.vocab, c.f16 ? kMaxNmseF16 : kMaxNmse, rng, worst);
   std::string line;
   for (const auto& [op, e] : worst) line += fmt::format(" {} {:.1e}", op, e);
   std::printf("[%s] worst NMSE per op:%s\n", c.name.c_str(), line.c_str());
@@ -167,7 +189,18 @@ INSTANTIATE_TEST_SUITE_P(
         op_case("forced_matvec_subgroup_q4_0", {8, 4, 16, 96, 224, 300}, DType::q4_0, {{3}, {2, 5}}, "llama", 0, false,
                 "matmul=matvec,matvec=subgroup"),
         op_case("forced_tiled_q8_0", {6, 6, 16, 96, 160, 300}, DType::q8_0, {{1}, {2, 5}}, "llama", 0, false,
-                "matmul=tiled")),
+                "matmul=tiled"),
+        // f16 weights and activations: f32 and bf16 matrices stored as f16, F16 kept, Q8_0 and Q4_0
+        // rounded as dequantized
+        act_f16(op_case("gqa8x4_hd16_f32", {8, 4, 16, 72, 136, 301}, DType::f32, kAllRows)),
+        act_f16(op_case("gqa32x8_hd64_bf16", {32, 8, 64, 96, 200, 300}, DType::bf16, {{1}, {7}, {2, 5}})),
+        act_f16(op_case("mha6x6_hd8_f16", {6, 6, 8, 40, 100, 259}, DType::f16, {{1}, {33}, {2, 5}})),
+        act_f16(op_case("gqa32x4_hd128_q8_0", {32, 4, 128, 96, 160, 300}, DType::q8_0, {{3}, {33}, {2, 5}})),
+        act_f16(op_case("gqa8x4_hd16_q4_0_tied", {8, 4, 16, 96, 224, 300}, DType::q4_0, {{1}, {100}, {2, 5}}, "llama",
+                        0, true)),
+        act_f16(op_case("qwen2_rotate_half_bias", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {7}, {2, 5}}, "qwen2")),
+        act_f16(op_case("forced_matvec_shared", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {2, 5}}, "llama", 0, false,
+                        "matmul=matvec,matvec=shared"))),
     [](const ::testing::TestParamInfo<OpCase>& p) { return p.param.name; });
 
 // The variant that ran is reported per op: a tile for prefill, a matrix-vector kernel for decode.
@@ -188,6 +221,30 @@ TEST(VulkanKernels, GemmVariantDependsOnRowsAndIsReported) {
   EXPECT_EQ(gpu->kernel(Op::attn), "attention-two-pass");
   EXPECT_EQ(gpu->kernel(Op::embed), "embed-gather/f32");
   for (const std::string& msg : gpu->validation_messages()) ADD_FAILURE() << msg;
+}
+
+// With f16 activations every variant's name carries ".f16"; after the slash, the weights as
+// stored: synth:tiny's f32 matrices are held as f16, in about half the bytes.
+TEST(VulkanKernels, F16EngineNamesItsVariantsAndStoresF16Weights) {
+  const auto m = model::load_model(synth_model_path("tiny"));
+  gpu::VulkanEngineOptions options;
+  options.validation = true;
+  const auto f32 = gpu::make_vulkan_engine(*m, options);
+  options.f16 = true;
+  const auto f16 = gpu::make_vulkan_engine(*m, options);
+  EXPECT_EQ(f16->compute_dtype(), "f16");
+  EXPECT_EQ(f32->compute_dtype(), "f32");
+  model::NullTap tap;
+  model::run_chunk(*f16, model::Graph(m->config()), std::vector<std::int32_t>{1, 2, 3}, {0, 0, 3, false}, tap);
+  EXPECT_EQ(f16->kernel(Op::q_proj), "matmul-tiled-64x64.f16/f16");
+  EXPECT_EQ(f16->kernel(Op::embed), "embed-gather.f16/f16");
+  EXPECT_EQ(f16->kernel(Op::attn), "attention-two-pass.f16");
+  EXPECT_EQ(f16->kernel(Op::attn_norm), "rms_norm-tree.f16");
+  const double ratio = static_cast<double>(f16->stats().weight_bytes) / static_cast<double>(f32->stats().weight_bytes);
+  EXPECT_GT(ratio, 0.45);
+  EXPECT_LT(ratio, 0.55);
+  for (const auto* e : {f32.get(), f16.get()})
+    for (const std::string& msg : e->validation_messages()) ADD_FAILURE() << msg;
 }
 
 TEST(VulkanKernels, UnknownKernelOverrideIsAUsageError) {

@@ -122,7 +122,7 @@ void add_run_command(CLI::App& app, CliContext& context) {
   cmd->add_option("--model", args->model, "GGUF file, Hugging Face folder, or synth:SHAPE[:DTYPE]")
       ->capture_default_str();
   cmd->add_option("--engine", args->engine.name, "Engine: ref or vulkan")->capture_default_str();
-  cmd->add_option("--dtype", args->engine.dtype, "Compute dtype: f32, f64 or f16 (ref), f32 (vulkan)")
+  cmd->add_option("--dtype", args->engine.dtype, "Compute dtype: f32, f64 or f16 (ref), f32 or f16 (vulkan)")
       ->capture_default_str();
   cmd->add_option("--threads", args->engine.threads, "CPU threads (0 = all)");
   add_vulkan_options(*cmd, args->engine);

@@ -1,5 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#include "activations.glsl"
 // attention-two-pass: causal grouped-query attention of the chunk's queries over the KV cache.
 //   q [T, heads * d] (after RoPE), k, v [>= first_pos + T, kv_heads * d] -> out [T, heads * d]
 // One workgroup per (row t, head h); query head h reads KV head h / group. Row t sits at
@@ -12,10 +13,10 @@
 // Faults (faults.glsl): mask-kv-offset sees keys [max(lo, first_pos), pos] only; gqa-head-map
 // reads KV head h % kv_heads; softmax-no-max takes p_j = exp(s_j).
 layout(local_size_x_id = 1) in;
-layout(std430, binding = 0) readonly buffer Query { float q[]; };
-layout(std430, binding = 1) readonly buffer KeyCache { float kc[]; };
-layout(std430, binding = 2) readonly buffer ValueCache { float vc[]; };
-layout(std430, binding = 3) writeonly buffer Output { float y[]; };
+layout(std430, binding = 0) readonly buffer Query { act_t q[]; };
+layout(std430, binding = 1) readonly buffer KeyCache { act_t kc[]; };
+layout(std430, binding = 2) readonly buffer ValueCache { act_t vc[]; };
+layout(std430, binding = 3) writeonly buffer Output { act_t y[]; };
 layout(push_constant) uniform Push {
   uint rows;
   uint first_pos;
@@ -38,7 +39,7 @@ shared float red[gl_WorkGroupSize.x];
 
 float score(uint key_base) {
   float s = 0.0;
-  for (uint d = 0u; d < pc.head_dim; ++d) s += qs[d] * kc[key_base + d];
+  for (uint d = 0u; d < pc.head_dim; ++d) s += qs[d] * float(kc[key_base + d]);
   return s * pc.scale;
 }
 
@@ -62,7 +63,7 @@ void main() {
   const uint causal_lo = (pc.window > 0u && pos + 1u > pc.window) ? pos + 1u - pc.window : 0u;
   const uint lo = planted(FAULT_ATTENTION_CHUNK_MASK) ? max(causal_lo, pc.first_pos) : causal_lo;
   const uint out_base = t * pc.q_stride + h * pc.head_dim;
-  for (uint d = lid; d < pc.head_dim; d += WG) qs[d] = q[out_base + d];
+  for (uint d = lid; d < pc.head_dim; d += WG) qs[d] = float(q[out_base + d]);
   barrier();
 
   float m = uintBitsToFloat(0xFF800000u);  // -inf
@@ -85,7 +86,7 @@ void main() {
     for (uint c = 0u; c < CHANNELS; ++c) {
       const uint d = lid + c * WG;
       if (d >= pc.head_dim) break;
-      for (uint jj = 0u; jj < n; ++jj) acc[c] += ps[jj] * vc[(j0 + jj) * pc.kv_stride + kv_col + d];
+      for (uint jj = 0u; jj < n; ++jj) acc[c] += ps[jj] * float(vc[(j0 + jj) * pc.kv_stride + kv_col + d]);
     }
     barrier();
   }
@@ -95,6 +96,6 @@ void main() {
   const float l_all = red[0];
   for (uint c = 0u; c < CHANNELS; ++c) {
     const uint d = lid + c * WG;
-    if (d < pc.head_dim) y[out_base + d] = acc[c] / l_all;
+    if (d < pc.head_dim) y[out_base + d] = to_act(acc[c] / l_all);
   }
 }

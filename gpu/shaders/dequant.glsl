@@ -5,7 +5,9 @@
 //   Q4_0 block (18 bytes): f16 d, 16 bytes of nibbles; x = d * (nibble - 8), byte j holds element
 //                          j (low nibble) and j + 16 (high nibble)
 // Each product d * q is one correctly rounded f32 multiply, as on the CPU, so the values match
-// the reference bit for bit.
+// the reference bit for bit. In the f16 pipelines (ACT_F16) weights are f16 values: the host
+// stores f32 and bf16 matrices as f16, and the products d * q are rounded to f16 here, as the
+// reference's f16 emulation rounds its dequantized weights.
 
 const uint DTYPE_F32 = 0u;
 const uint DTYPE_F16 = 1u;
@@ -32,8 +34,9 @@ float half_bits_to_float(uint h) {
   return uintBitsToFloat(sign | ((e + 112u) << 23) | (m << 13));
 }
 
-// Element k of the weight row that starts at byte `row` of w_words.
-float weight_at(uint row, uint k) {
+// Element k of the weight row that starts at byte `row` of w_words, as stored (stored_weight_at)
+// and as the kernels use it (weight_at).
+float stored_weight_at(uint row, uint k) {
   if (DTYPE == DTYPE_F32) return uintBitsToFloat(w_words[(row >> 2) + k]);
   if (DTYPE == DTYPE_F16) return half_bits_to_float(w_u16(row + 2u * k));
   if (DTYPE == DTYPE_BF16) return uintBitsToFloat(w_u16(row + 2u * k) << 16);
@@ -47,4 +50,11 @@ float weight_at(uint row, uint k) {
   const uint byte = w_u8(block + 2u + (j & 15u));
   const uint nibble = j < 16u ? (byte & 15u) : (byte >> 4);
   return half_bits_to_float(w_u16(block)) * float(int(nibble) - 8);
+}
+
+float weight_at(uint row, uint k) {
+#ifdef ACT_F16
+  if (DTYPE == DTYPE_Q8_0 || DTYPE == DTYPE_Q4_0) return round_f16(stored_weight_at(row, k));
+#endif
+  return stored_weight_at(row, k);
 }

@@ -15,6 +15,6 @@ bool planted(uint fault) { return (FAULTS & fault) != 0u; }
 
 // A running sum of a dot product as the accumulator holds it: rounded to f16 under gemm-f16-accum.
 float accumulator(float s) {
-  return planted(FAULT_GEMM_F16_ACCUMULATE) ? unpackHalf2x16(packHalf2x16(vec2(s, 0.0))).x : s;
+  return planted(FAULT_GEMM_F16_ACCUMULATE) ? round_f16(s) : s;
 }
 float accumulate(float sum, float term) { return accumulator(sum + term); }

@@ -1,5 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#include "activations.glsl"
 // matmul-tiled-64x64: Y[T, N] = X[T, K] W[N, K]^T (+ bias[N])     W stored as DTYPE
 // A workgroup of 256 computes a 64 x 64 tile of Y (rows m0.., columns n0..), each invocation a
 // 4 x 4 block of it. K advances in slices of 16: the X and W tiles of the slice are staged in
@@ -8,9 +9,9 @@
 // every partial sum rounded to f16.)
 layout(local_size_x = 256) in;
 layout(std430, binding = 0) readonly buffer Weights { uint w_words[]; };
-layout(std430, binding = 1) readonly buffer Input { float x[]; };
+layout(std430, binding = 1) readonly buffer Input { act_t x[]; };
 layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
-layout(std430, binding = 3) writeonly buffer Output { float y[]; };
+layout(std430, binding = 3) writeonly buffer Output { act_t y[]; };
 layout(push_constant) uniform Push {
   uint rows;       // T
   uint k;          // K
@@ -37,7 +38,7 @@ void main() {
   for (uint k0 = 0u; k0 < pc.k; k0 += BK) {
     for (uint e = lid; e < BM * BK; e += THREADS) {
       const uint r = e / BK, kk = e % BK, t = m0 + r, k = k0 + kk;
-      xs[kk][r] = (t < pc.rows && k < pc.k) ? x[t * pc.k + k] : 0.0;
+      xs[kk][r] = (t < pc.rows && k < pc.k) ? float(x[t * pc.k + k]) : 0.0;
     }
     for (uint e = lid; e < BN * BK; e += THREADS) {
       const uint c = e / BK, kk = e % BK, n = n0 + c, k = k0 + kk;
@@ -57,7 +58,7 @@ void main() {
     const uint t = m0 + ty * TM + i;
     for (uint j = 0u; j < TN; ++j) {
       const uint n = n0 + tx * TN + j;
-      if (t < pc.rows && n < pc.n) y[t * pc.n + n] = pc.has_bias != 0u ? acc[i][j] + bias[n] : acc[i][j];
+      if (t < pc.rows && n < pc.n) y[t * pc.n + n] = to_act(pc.has_bias != 0u ? acc[i][j] + bias[n] : acc[i][j]);
     }
   }
 }

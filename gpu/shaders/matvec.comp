@@ -1,5 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#include "activations.glsl"
 // matvec-subgroup / matvec-shared: Y[T, N] = X[T, K] W[N, K]^T (+ bias[N]), one workgroup per
 // output element (t, n) (groups ordered n fastest), for T == 1 (decode) where a tile would idle.
 // Each invocation sums x[t, k] * W[n, k] over k = lid, lid + WG, ...; the partial sums are then
@@ -12,9 +13,9 @@
 #endif
 layout(local_size_x_id = 1) in;
 layout(std430, binding = 0) readonly buffer Weights { uint w_words[]; };
-layout(std430, binding = 1) readonly buffer Input { float x[]; };
+layout(std430, binding = 1) readonly buffer Input { act_t x[]; };
 layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
-layout(std430, binding = 3) writeonly buffer Output { float y[]; };
+layout(std430, binding = 3) writeonly buffer Output { act_t y[]; };
 layout(push_constant) uniform Push {
   uint rows;
   uint k;
@@ -35,7 +36,7 @@ void main() {
   const uint lid = gl_LocalInvocationID.x;
   const uint row = n * pc.row_bytes, xb = t * pc.k;
   float sum = 0.0;
-  for (uint k = lid; k < pc.k; k += gl_WorkGroupSize.x) sum = accumulate(sum, x[xb + k] * weight_at(row, k));
+  for (uint k = lid; k < pc.k; k += gl_WorkGroupSize.x) sum = accumulate(sum, float(x[xb + k]) * weight_at(row, k));
 #ifdef SUBGROUP
   sum = accumulator(subgroupAdd(sum));
   if (subgroupElect()) partial[gl_SubgroupID] = sum;
@@ -43,7 +44,7 @@ void main() {
   if (lid == 0u) {
     float total = 0.0;
     for (uint s = 0u; s < gl_NumSubgroups; ++s) total = accumulate(total, partial[s]);
-    y[g] = pc.has_bias != 0u ? total + bias[n] : total;
+    y[g] = to_act(pc.has_bias != 0u ? total + bias[n] : total);
   }
 #else
   partial[lid] = sum;
@@ -52,6 +53,6 @@ void main() {
     if (lid < s) partial[lid] = accumulate(partial[lid], partial[lid + s]);
     barrier();
   }
-  if (lid == 0u) y[g] = pc.has_bias != 0u ? partial[0] + bias[n] : partial[0];
+  if (lid == 0u) y[g] = to_act(pc.has_bias != 0u ? partial[0] + bias[n] : partial[0]);
 #endif
 }

@@ -1,13 +1,14 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#include "activations.glsl"
 // rms_norm: out[t] = x[t] * (1 / sqrt(mean(x[t]^2) + eps)) * w      x [T, dim], w [dim] (f32)
 // One workgroup per row; each invocation sums the squares of a strided slice of the row, then a
 // shared-memory tree in a fixed order: deterministic. Workgroup size: a power of two.
 // (rmsnorm-eps, faults.glsl: out[t] = x[t] / (sqrt(mean(x[t]^2)) + eps) * w.)
 layout(local_size_x_id = 1) in;
-layout(std430, binding = 0) readonly buffer Input { float x[]; };
+layout(std430, binding = 0) readonly buffer Input { act_t x[]; };
 layout(std430, binding = 1) readonly buffer Weight { float w[]; };
-layout(std430, binding = 2) writeonly buffer Output { float y[]; };
+layout(std430, binding = 2) writeonly buffer Output { act_t y[]; };
 layout(push_constant) uniform Push {
   uint rows;
   uint dim;
@@ -24,7 +25,10 @@ void main() {
   const uint lid = gl_LocalInvocationID.x;
   const uint base = t * pc.dim;
   float sum = 0.0;
-  for (uint c = lid; c < pc.dim; c += gl_WorkGroupSize.x) sum += x[base + c] * x[base + c];
+  for (uint c = lid; c < pc.dim; c += gl_WorkGroupSize.x) {
+    const float v = float(x[base + c]);
+    sum += v * v;
+  }
   partial[lid] = sum;
   barrier();
   for (uint n = gl_WorkGroupSize.x / 2u; n > 0u; n >>= 1) {
@@ -33,5 +37,5 @@ void main() {
   }
   const float scale = planted(FAULT_NORM_EPS_OUTSIDE_SQRT) ? 1.0 / (sqrt(partial[0] / float(pc.dim)) + pc.eps)
                                                            : 1.0 / sqrt(partial[0] / float(pc.dim) + pc.eps);
-  for (uint c = lid; c < pc.dim; c += gl_WorkGroupSize.x) y[base + c] = (x[base + c] * scale) * w[c];
+  for (uint c = lid; c < pc.dim; c += gl_WorkGroupSize.x) y[base + c] = to_act((float(x[base + c]) * scale) * w[c]);
 }
