@@ -133,7 +133,8 @@ int main(int argc, char** argv) {
   Args a;
   CLI::App app{"tapdiff bisect over models x engines x prompts x lengths x chunk sizes (x planted faults)"};
   app.add_option("--model", a.models, "Model spec (GGUF, HF folder, synth:SHAPE); repeatable")->required();
-  app.add_option("--engines", a.engines, "Engines B: ref (f32) and/or vulkan (faults: vulkan only)")
+  app.add_option("--engines", a.engines,
+                 "Engines B as NAME[:DTYPE]: ref, vulkan, vulkan:f16, ref:f16 (faults: vulkan f32 only)")
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--templates", a.templates, "Folder of prompt templates (*.txt)")->capture_default_str();
@@ -168,10 +169,15 @@ int main(int argc, char** argv) {
     const auto tokenizer = cli::load_tokenizer({}, *m);
     if (!tokenizer) throw UsageError(fmt::format("{}: the matrix needs a model with a tokenizer vocabulary", spec));
     const std::string model_name = std::filesystem::path(spec).filename().string();
-    cli::EngineChoice truth_choice, floor_choice;
-    truth_choice.dtype = "f64", truth_choice.threads = floor_choice.threads = a.threads;
+    cli::EngineChoice truth_choice;
+    truth_choice.dtype = "f64", truth_choice.threads = a.threads;
     const auto truth = cli::make_engine(truth_choice, *m);
-    const auto floor = cli::make_engine(floor_choice, *m);
+    std::map<std::string, std::unique_ptr<model::Engine>> floors;  // the reference in each B dtype
+    auto floor_of = [&](const std::string& dtype) -> model::Engine& {
+      auto& f = floors[dtype];
+      if (!f) f = cli::make_engine(cli::reference_choice(dtype, a.threads), *m);
+      return *f;
+    };
     const int context = m->config().context_length;
     std::vector<int> lengths;
     for (int length : a.lengths)
@@ -180,13 +186,13 @@ int main(int argc, char** argv) {
       else
         lengths.push_back(length);
 
-    auto run = [&](Case& c, model::Engine& b, int length) {
+    auto run = [&](Case& c, model::Engine& b, model::Engine& floor, int length) {
       bisect::BisectOptions options;
       options.chunk = c.chunk;
       options.generate = a.generate;
       options.eos_token = tokenizer->eos();
       const auto start = std::chrono::steady_clock::now();
-      const bisect::BisectResult r = bisect::run_bisect(m->config(), {*truth, floor.get(), b}, c.prompt, options);
+      const bisect::BisectResult r = bisect::run_bisect(m->config(), {*truth, &floor, b}, c.prompt, options);
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       std::vector<std::string> codes;
       for (const auto& d : bisect::diagnose(r)) codes.push_back(d.code);
@@ -206,7 +212,9 @@ int main(int argc, char** argv) {
     if (faults.empty()) {
       for (const std::string& engine : a.engines) {
         cli::EngineChoice b_choice;
-        b_choice.name = engine, b_choice.threads = a.threads;
+        const std::size_t colon = engine.find(':');
+        b_choice.name = engine.substr(0, colon), b_choice.threads = a.threads;
+        if (colon != std::string::npos) b_choice.dtype = engine.substr(colon + 1);
         const auto b = cli::make_engine(b_choice, *m);
         devices += fmt::format("- {}: {} on {}\n", spec, b->name(), b->device());
         for (const auto& path : templates)
@@ -214,7 +222,7 @@ int main(int argc, char** argv) {
             for (int chunk : a.chunks) {
               if (chunk >= length) continue;  // the same run as the whole prompt
               Case c{model_name, engine, "", path.stem().string(), prompt_of(path, length), chunk};
-              run(c, *b, length);
+              run(c, *b, floor_of(b_choice.dtype), length);
             }
       }
       continue;
@@ -239,7 +247,7 @@ int main(int argc, char** argv) {
             if ((chunk > 0) == needs_chunks(*fault) && chunk < length) chunks.push_back(chunk);
           for (int chunk : chunks) {
             Case c{model_name, "vulkan", b_choice.inject, path.stem().string(), prompt, chunk, fault, layer};
-            run(c, *b, length);
+            run(c, *b, floor_of("f32"), length);
           }
         }
       }

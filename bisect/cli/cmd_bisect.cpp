@@ -32,13 +32,6 @@ EngineChoice vulkan_choice() {
   return choice;
 }
 
-EngineChoice reference_choice(const std::string& dtype, int threads) {
-  EngineChoice choice;
-  choice.dtype = dtype;
-  choice.threads = threads;
-  return choice;
-}
-
 struct BisectArgs {
   std::string model = kDefaultModel;
   std::string engine_a = "ref";

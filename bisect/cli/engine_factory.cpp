@@ -18,6 +18,13 @@ void add_vulkan_options(CLI::App& cmd, EngineChoice& choice) {
                  "Plant faults in the vulkan engine: NAME[@LAYER][,...]; see `tapdiff faults`");
 }
 
+EngineChoice reference_choice(const std::string& dtype, int threads) {
+  EngineChoice choice;
+  choice.dtype = dtype;
+  choice.threads = threads;
+  return choice;
+}
+
 std::unique_ptr<model::Engine> make_engine(const EngineChoice& choice, const model::Model& m) {
   if (choice.name != "vulkan" && !choice.inject.empty())
     throw UsageError(

@@ -20,6 +20,9 @@ struct EngineChoice {
   std::string inject;         // vulkan: faults to plant, "NAME[@LAYER][,...]" (gpu/faults.h)
 };
 
+// The reference engine in a dtype (the truth in f64, a calibration floor in B's dtype).
+EngineChoice reference_choice(const std::string& dtype, int threads);
+
 // Adds --device, --kernels, --max-context and --inject (the Vulkan engine's options) to a command.
 void add_vulkan_options(CLI::App& cmd, EngineChoice& choice);
 
