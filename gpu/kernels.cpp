@@ -30,7 +30,7 @@ struct RopePush {
   std::uint32_t rows, width, head_dim, rotate_half;
 };
 struct AttentionPush {
-  std::uint32_t rows, first_pos, heads, group, head_dim, window, q_stride, kv_stride;
+  std::uint32_t rows, heads, group, head_dim, window, q_stride, kv_stride;
   float scale;
 };
 struct CountPush {
@@ -188,10 +188,9 @@ std::string Kernels::rope(Stream& s, const Region& x, const Region& table, const
 }
 
 std::string Kernels::attention(Stream& s, const AttentionShape& a, float scale, const Region& q, const Region& k,
-                               const Region& v, const Region& out, std::uint32_t faults) {
+                               const Region& v, const Region& row_table, const Region& out, std::uint32_t faults) {
   TAPDIFF_ASSERT(a.head_dim <= max_head_dim(), "head_dim {} in the attention kernel", a.head_dim);
   const AttentionPush push{u32(a.rows),
-                           u32(a.first_pos),
                            u32(a.heads),
                            u32(a.heads / a.kv_heads),
                            u32(a.head_dim),
@@ -199,7 +198,7 @@ std::string Kernels::attention(Stream& s, const AttentionShape& a, float scale, 
                            u32(a.heads * a.head_dim),
                            u32(a.kv_heads * a.head_dim),
                            scale};
-  dispatch(s, Shader::attention, 0, {q, k, v, out}, &push, sizeof push,
+  dispatch(s, Shader::attention, 0, {q, k, v, row_table, out}, &push, sizeof push,
            fold(static_cast<std::uint64_t>(a.rows) * push.heads), faults);
   return named("attention-two-pass");
 }

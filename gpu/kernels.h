@@ -55,10 +55,10 @@ inline constexpr std::uint32_t kFaultAttentionChunkMask = 1;   // attention: key
 inline constexpr std::uint32_t kFaultAttentionHeadModulo = 2;  // attention: KV head h % kv_heads
 inline constexpr std::uint32_t kFaultAttentionNoMax = 4;       // attention: exp(s) without the row max
 
-// The attention of one chunk: rows of queries at positions first_pos.. over cache rows [0, first_pos + rows).
+// The attention of one pass: `rows` queries, each at its own position over its own sequence's
+// cache rows (the row table of Kernels::attention).
 struct AttentionShape {
   int rows = 0;
-  int first_pos = 0;
   int heads = 0;
   int kv_heads = 0;
   int head_dim = 0;
@@ -83,9 +83,11 @@ class Kernels {
   // x [rows, width] rotated per head by the table [rows, head_dim / 2] of (cos, sin) -> out
   std::string rope(Stream& s, const Region& x, const Region& table, const Region& out, int rows, int width,
                    int head_dim, model::RopeStyle style);
-  // q [rows, heads * hd], k/v cache [first_pos + rows, kv_heads * hd] -> out [rows, heads * hd]
+  // q [rows, heads * hd], k/v cache [cache rows, kv_heads * hd], row table [rows] of uint32 x 4
+  // (cache row of the sequence's position 0, position, first position of the row's chunk, 0)
+  // -> out [rows, heads * hd]
   std::string attention(Stream& s, const AttentionShape& shape, float scale, const Region& q, const Region& k,
-                        const Region& v, const Region& out, std::uint32_t faults);
+                        const Region& v, const Region& row_table, const Region& out, std::uint32_t faults);
   // out = a + b and out = silu(a) * b over n values
   std::string add(Stream& s, const Region& a, const Region& b, const Region& out, std::int64_t n);
   std::string silu_mul(Stream& s, const Region& gate, const Region& up, const Region& out, std::int64_t n,

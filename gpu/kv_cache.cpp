@@ -18,27 +18,34 @@ constexpr std::uint64_t kKvBlock = 256ull << 20;
 KvCache::KvCache(const Device& device, int n_layers, int kv_dim, std::uint32_t element_bytes, int max_rows)
     : device_(&device), n_layers_(n_layers), kv_dim_(kv_dim), element_bytes_(element_bytes), max_rows_(max_rows) {}
 
-void KvCache::reserve(Stream& stream, int rows) {
-  if (rows <= capacity_) return;
+void KvCache::reserve(Stream& stream, int sequences, int rows) {
+  if (rows <= capacity_ && sequences <= sequences_) return;
   if (max_rows_ > 0 && rows > max_rows_)
     throw UsageError(
         fmt::format("the Vulkan engine's KV cache holds at most {} positions (--max-context); position {} "
                     "was asked for",
                     max_rows_, rows - 1));
-  int capacity = std::max({rows, 2 * capacity_, kMinRows});
+  int capacity = rows <= capacity_ ? capacity_ : std::max({rows, 2 * capacity_, kMinRows});
   if (max_rows_ > 0) capacity = std::min(capacity, max_rows_);
-  const std::uint64_t bytes =
-      static_cast<std::uint64_t>(capacity) * static_cast<std::uint64_t>(kv_dim_) * element_bytes_;
+  sequences = std::max(sequences, sequences_);
+  const std::uint64_t row_bytes = static_cast<std::uint64_t>(kv_dim_) * element_bytes_;
+  const std::uint64_t bytes = static_cast<std::uint64_t>(sequences) * static_cast<std::uint64_t>(capacity) * row_bytes;
   auto arena = std::make_unique<Arena>(*device_, "KV cache", MemoryKind::device_local, kKvBlock);
+  const std::string what = sequences > 1 ? fmt::format("{} sequences of {} positions", sequences, capacity)
+                                         : fmt::format("{} positions", capacity);
   std::vector<Region> k, v;
   for (int l = 0; l < n_layers_; ++l) {
-    k.push_back(arena->allocate(bytes, fmt::format("the K cache of layer {} ({} positions)", l, capacity)));
-    v.push_back(arena->allocate(bytes, fmt::format("the V cache of layer {} ({} positions)", l, capacity)));
+    k.push_back(arena->allocate(bytes, fmt::format("the K cache of layer {} ({})", l, what)));
+    v.push_back(arena->allocate(bytes, fmt::format("the V cache of layer {} ({})", l, what)));
   }
-  for (std::size_t l = 0; l < k_.size(); ++l) {
-    stream.copy(k_[l], k[l]);
-    stream.copy(v_[l], v[l]);
-  }
+  const std::uint64_t old_segment = static_cast<std::uint64_t>(capacity_) * row_bytes;
+  const std::uint64_t new_segment = static_cast<std::uint64_t>(capacity) * row_bytes;
+  for (std::size_t l = 0; l < k_.size(); ++l)
+    for (int s = 0; s < sequences_; ++s) {
+      const auto at = static_cast<std::uint64_t>(s);
+      stream.copy(k_[l].sub(at * old_segment, old_segment), k[l].sub(at * new_segment, old_segment));
+      stream.copy(v_[l].sub(at * old_segment, old_segment), v[l].sub(at * new_segment, old_segment));
+    }
   if (arena_) {
     retired_.push_back(std::move(arena_));
     stream.on_complete([this] { retired_.clear(); });
@@ -46,14 +53,21 @@ void KvCache::reserve(Stream& stream, int rows) {
   arena_ = std::move(arena);
   k_ = std::move(k), v_ = std::move(v);
   capacity_ = capacity;
+  sequences_ = sequences;
 }
 
-Region KvCache::rows(int layer, bool value, int first, int count) const {
-  TAPDIFF_ASSERT(layer >= 0 && layer < n_layers_ && first >= 0 && first + count <= capacity_,
-                 "KV rows [{}, {}) of layer {} (capacity {})", first, first + count, layer, capacity_);
-  const Region& whole = (value ? v_ : k_)[static_cast<std::size_t>(layer)];
+Region KvCache::rows(int layer, bool value, int sequence, int first, int count) const {
+  TAPDIFF_ASSERT(sequence >= 0 && sequence < sequences_ && first >= 0 && first + count <= capacity_,
+                 "KV rows [{}, {}) of sequence {} (capacity {} x {} sequences)", first, first + count, sequence,
+                 capacity_, sequences_);
   const auto row = static_cast<std::uint64_t>(kv_dim_) * element_bytes_;
-  return whole.sub(static_cast<std::uint64_t>(first) * row, static_cast<std::uint64_t>(count) * row);
+  return all(layer, value)
+      .sub(static_cast<std::uint64_t>(base(sequence) + first) * row, static_cast<std::uint64_t>(count) * row);
+}
+
+Region KvCache::all(int layer, bool value) const {
+  TAPDIFF_ASSERT(layer >= 0 && layer < n_layers_ && !k_.empty(), "KV cache of layer {}", layer);
+  return (value ? v_ : k_)[static_cast<std::size_t>(layer)];
 }
 
 }  // namespace tapdiff::gpu

@@ -1,7 +1,9 @@
 #pragma once
-// The KV cache on the device: per layer, K (after RoPE) and V as [capacity, kv_dim] activations
-// (f32 or f16, element_bytes each). It grows by reallocation and copy (capacity doubles) up to an
-// optional limit.
+// The KV cache on the device: per layer, K (after RoPE) and V of every sequence of a batch, as
+// activations (f32 or f16, element_bytes each). One buffer per layer and K/V holds a segment of
+// capacity() rows per sequence: row r of sequence s is buffer row s * capacity() + r, so one
+// attention dispatch reads every sequence's keys. It grows by reallocation and copy (capacity
+// doubles) up to an optional limit per sequence.
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -15,15 +17,19 @@ class Stream;
 
 class KvCache {
  public:
-  // max_rows: 0 = no limit but the device's.
+  // max_rows: positions per sequence, 0 = no limit but the device's.
   KvCache(const Device& device, int n_layers, int kv_dim, std::uint32_t element_bytes, int max_rows);
 
-  // Makes room for rows [0, rows); what the cache held moves with it (copies recorded in the
-  // stream; the old buffers live until it completes). UsageError past max_rows.
-  void reserve(Stream& stream, int rows);
-  int capacity() const { return capacity_; }
-  // Rows [first, first + count) of a layer's K (value = false) or V (value = true) [count, kv_dim].
-  Region rows(int layer, bool value, int first, int count) const;
+  // Makes room for `sequences` sequences of rows [0, rows) each; what the cache held moves with
+  // it, each sequence's rows into its new segment (copies recorded in the stream; the old buffers
+  // live until it completes). UsageError past max_rows.
+  void reserve(Stream& stream, int sequences, int rows);
+  int capacity() const { return capacity_; }  // rows per sequence
+  int base(int sequence) const { return sequence * capacity_; }
+  // Rows [first, first + count) of one sequence in a layer's K (value = false) or V (value = true).
+  Region rows(int layer, bool value, int sequence, int first, int count) const;
+  // The whole buffer of a layer's K or V: every sequence's segment.
+  Region all(int layer, bool value) const;
 
  private:
   const Device* device_;
@@ -32,8 +38,9 @@ class KvCache {
   std::uint32_t element_bytes_;
   int max_rows_;
   int capacity_ = 0;
+  int sequences_ = 0;
   std::unique_ptr<Arena> arena_;
-  std::vector<Region> k_, v_;                    // per layer, the whole [capacity, kv_dim]
+  std::vector<Region> k_, v_;                    // per layer, [sequences_ * capacity_, kv_dim]
   std::vector<std::unique_ptr<Arena>> retired_;  // buffers the cache moved out of
 };
 

@@ -34,23 +34,29 @@ std::vector<DeviceInfo> devices_of(const Instance& instance) {
   return devices;
 }
 
-// cos and sin of angle = pos * base^(-2i/d) for the chunk's positions, [rows, d/2] of (cos, sin):
-// computed in double and rounded to f32, the same expression as reference::rope.
-std::vector<float> rope_table(int first_pos, int rows, int head_dim, double base) {
+// Appends cos and sin of angle = pos * base^(-2i/d) for positions first_pos .. first_pos + rows - 1,
+// [rows, d/2] of (cos, sin): computed in double and rounded to f32, the same expression as
+// reference::rope.
+void append_rope_table(std::vector<float>& table, int first_pos, int rows, int head_dim, double base) {
   const int half = head_dim / 2;
-  std::vector<float> table(static_cast<std::size_t>(rows) * static_cast<std::size_t>(half) * 2);
   for (int t = 0; t < rows; ++t) {
     const double pos = static_cast<double>(first_pos + t);
     for (int i = 0; i < half; ++i) {
       const double angle = pos * std::pow(base, -2.0 * i / head_dim);
-      const std::size_t at =
-          2 * (static_cast<std::size_t>(t) * static_cast<std::size_t>(half) + static_cast<std::size_t>(i));
-      table[at] = static_cast<float>(std::cos(angle));
-      table[at + 1] = static_cast<float>(std::sin(angle));
+      table.push_back(static_cast<float>(std::cos(angle)));
+      table.push_back(static_cast<float>(std::sin(angle)));
     }
   }
-  return table;
 }
+
+// A sequence's rows in the current pass: rows [row0, row0 + rows) of every op output.
+struct Part {
+  int sequence = 0;
+  int first_pos = 0;
+  int rows = 0;
+  int row0 = 0;
+  bool decode = false;
+};
 
 model::RopeStyle flipped(model::RopeStyle style) {
   return style == model::RopeStyle::rotate_half ? model::RopeStyle::interleaved : model::RopeStyle::rotate_half;
@@ -69,6 +75,8 @@ class Engine final : public VulkanEngine {
 
   void reset() override;
   void begin_chunk(std::span<const std::int32_t> tokens, const model::ChunkInfo& chunk) override;
+  void set_sequences(int n) override;
+  void begin_batch(int index, std::span<const BatchPart> parts) override;
   void execute(const model::Step& step, const model::Deliver& deliver) override;
   void end_chunk() override;
   HostTensor read(const TensorId& id) override;
@@ -90,6 +98,8 @@ class Engine final : public VulkanEngine {
   std::string run(const model::Step& step, const Region& out);
   std::string attend(int layer, const Region& out);
   void upload_rope_tables();
+  void upload_row_table();
+  model::ChunkInfo chunk_of(const Part& part) const { return {chunk_.index, part.first_pos, part.rows, part.decode}; }
   std::uint32_t kernel_faults(Op op, int layer) const;
   const DeviceWeight& matrix(Op op, int layer) const;
   const DeviceWeight* bias(Op op, int layer) const;
@@ -115,14 +125,16 @@ class Engine final : public VulkanEngine {
   std::array<int, model::kOpCount> slot_layer_{};  // the layer each slot's content belongs to
   std::array<std::vector<std::string>, model::kOpCount> ran_;  // variants that ran, per op
   Region tokens_;                                              // [capacity_] int32
+  Region row_table_;  // [capacity_] of (cache row of position 0, position, chunk's first position, 0), attention's
   // [capacity_, head_dim / 2] (cos, sin) each: the chunk's distinct RoPE tables (more than one only
   // where --inject moves a layer's positions or base), and the one each layer uses.
   std::vector<Region> rope_tables_;
   std::vector<std::size_t> rope_table_of_;
   int capacity_ = 0;
-  model::ChunkInfo chunk_;
+  model::ChunkInfo chunk_;   // the pass: index, total rows, decode when every part is a decode step
+  std::vector<Part> parts_;  // its sequences
   bool in_chunk_ = false;
-  int n_past_ = 0;
+  std::vector<int> n_past_ = {0};  // per sequence
 };
 
 Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
@@ -213,8 +225,14 @@ std::string Engine::kernel(Op op) const {
 
 void Engine::reset() {
   stream_->abandon();
-  n_past_ = 0;
+  std::fill(n_past_.begin(), n_past_.end(), 0);
   in_chunk_ = false;
+}
+
+void Engine::set_sequences(int n) {
+  if (n < 1) throw UsageError(fmt::format("a batch of {} sequences: expected at least 1", n));
+  reset();
+  n_past_.assign(static_cast<std::size_t>(n), 0);
 }
 
 void Engine::reserve_rows(int rows) {
@@ -228,6 +246,7 @@ void Engine::reserve_rows(int rows) {
         activations_->allocate(bytes, fmt::format("the {} activations ({} rows)", model::op_name(op), capacity));
   }
   tokens_ = activations_->allocate(static_cast<std::uint64_t>(capacity) * 4, "the chunk's tokens");
+  row_table_ = activations_->allocate(static_cast<std::uint64_t>(capacity) * 16, "the attention row table");
   for (Region& table : rope_tables_)
     table = activations_->allocate(
         static_cast<std::uint64_t>(capacity) * static_cast<std::uint64_t>(config_.head_dim) * 4, "the RoPE table");
@@ -235,36 +254,77 @@ void Engine::reserve_rows(int rows) {
 }
 
 void Engine::begin_chunk(std::span<const std::int32_t> tokens, const model::ChunkInfo& chunk) {
-  if (chunk.first_pos != n_past_)
-    throw UsageError(fmt::format("chunk {} starts at position {}, but the KV cache holds {} rows", chunk.index,
-                                 chunk.first_pos, n_past_));
   TAPDIFF_ASSERT(static_cast<int>(tokens.size()) == chunk.rows && chunk.rows > 0, "chunk of {} rows given {} tokens",
                  chunk.rows, tokens.size());
-  for (std::int32_t t : tokens)
-    if (t < 0 || t >= config_.vocab)
-      throw UsageError(fmt::format("token id {} is outside the model's vocabulary of {} tokens", t, config_.vocab));
+  const BatchPart part{0, tokens, chunk.first_pos, chunk.decode};
+  begin_batch(chunk.index, std::span<const BatchPart>(&part, 1));
+}
+
+void Engine::begin_batch(int index, std::span<const BatchPart> parts) {
+  TAPDIFF_ASSERT(!parts.empty(), "a pass without rows");
+  std::vector<Part> planned;
+  std::vector<std::int32_t> tokens;
+  int longest = 0;
+  bool decode = true;
+  for (const BatchPart& p : parts) {
+    if (p.sequence < 0 || p.sequence >= static_cast<int>(n_past_.size()))
+      throw UsageError(fmt::format("sequence {} of a batch of {}", p.sequence, n_past_.size()));
+    if (std::any_of(planned.begin(), planned.end(), [&](const Part& q) { return q.sequence == p.sequence; }))
+      throw UsageError(fmt::format("sequence {} appears twice in one pass", p.sequence));
+    const int held = n_past_[static_cast<std::size_t>(p.sequence)];
+    if (p.first_pos != held)
+      throw UsageError(fmt::format("{}chunk {} starts at position {}, but the KV cache holds {} rows",
+                                   n_past_.size() > 1 ? fmt::format("sequence {}: ", p.sequence) : "", index,
+                                   p.first_pos, held));
+    TAPDIFF_ASSERT(!p.tokens.empty(), "sequence {} has no rows in pass {}", p.sequence, index);
+    for (std::int32_t t : p.tokens)
+      if (t < 0 || t >= config_.vocab)
+        throw UsageError(fmt::format("token id {} is outside the model's vocabulary of {} tokens", t, config_.vocab));
+    const auto rows = static_cast<int>(p.tokens.size());
+    planned.push_back({p.sequence, p.first_pos, rows, static_cast<int>(tokens.size()), p.decode});
+    tokens.insert(tokens.end(), p.tokens.begin(), p.tokens.end());
+    longest = std::max(longest, p.first_pos + rows);
+    decode = decode && p.decode;
+  }
   stream_->abandon();  // only after an error left a chunk half recorded
-  reserve_rows(chunk.rows);
-  kv_->reserve(*stream_, chunk.first_pos + chunk.rows);
-  chunk_ = chunk;
+  const auto rows = static_cast<int>(tokens.size());
+  reserve_rows(rows);
+  kv_->reserve(*stream_, static_cast<int>(n_past_.size()), longest);
+  parts_ = std::move(planned);
+  chunk_ = {index, parts_.front().first_pos, rows, decode};
   in_chunk_ = true;
   slot_layer_.fill(-2);
-  stream_->upload(tokens.data(), tokens.size_bytes(), tokens_);
+  stream_->upload(tokens.data(), tokens.size() * sizeof(std::int32_t), tokens_);
+  upload_row_table();
   upload_rope_tables();
 }
 
-// One table per distinct (first position, base) among the layers: without --inject, the model's.
+void Engine::upload_row_table() {
+  std::vector<std::uint32_t> table;
+  for (const Part& p : parts_)
+    for (int t = 0; t < p.rows; ++t)
+      table.insert(table.end(),
+                   {static_cast<std::uint32_t>(kv_->base(p.sequence)), static_cast<std::uint32_t>(p.first_pos + t),
+                    static_cast<std::uint32_t>(p.first_pos), 0u});
+  stream_->upload(table.data(), table.size() * sizeof(std::uint32_t), row_table_);
+}
+
+// One table per distinct plan among the layers (each part's first position and base): without
+// --inject, the model's.
 void Engine::upload_rope_tables() {
-  std::vector<RopeTablePlan> plans;
+  std::vector<std::vector<RopeTablePlan>> plans;
   for (int l = 0; l < config_.n_layers; ++l) {
-    const RopeTablePlan plan = rope_table_plan(faults_, l, chunk_, config_.rope_base);
+    std::vector<RopeTablePlan> plan;
+    for (const Part& p : parts_) plan.push_back(rope_table_plan(faults_, l, chunk_of(p), config_.rope_base));
     const auto at = static_cast<std::size_t>(std::find(plans.begin(), plans.end(), plan) - plans.begin());
     rope_table_of_[static_cast<std::size_t>(l)] = at;
     if (at < plans.size()) continue;
     TAPDIFF_ASSERT(at < rope_tables_.size(), "RoPE table {} of {}", at, rope_tables_.size());
-    plans.push_back(plan);
-    const std::vector<float> table = rope_table(plan.first_pos, chunk_.rows, config_.head_dim, plan.base);
+    std::vector<float> table;
+    for (std::size_t i = 0; i < parts_.size(); ++i)
+      append_rope_table(table, plan[i].first_pos, parts_[i].rows, config_.head_dim, plan[i].base);
     stream_->upload(table.data(), table.size() * sizeof(float), rope_tables_[at]);
+    plans.push_back(std::move(plan));
   }
 }
 
@@ -351,26 +411,33 @@ std::string Engine::run(const model::Step& step, const Region& out) {
   return {};
 }
 
-// Appends the chunk's K (after RoPE) and V rows to the layer's cache at [first_pos, first_pos + T),
-// then attends over cache rows [0, first_pos + T).
+// Appends each sequence's K (after RoPE) and V rows of the pass to its cache at [first_pos,
+// first_pos + rows), then attends: each row over its own sequence's rows [0, position].
 std::string Engine::attend(int layer, const Region& out) {
-  const int first = chunk_.first_pos, rows = chunk_.rows;
-  stream_->copy(input({Op::rope_k, layer}), kv_->rows(layer, false, first, rows));
-  stream_->copy(input({Op::v_proj, layer}), kv_->rows(layer, true, first, rows));
-  const AttentionShape shape{
-      rows, first, config_.n_heads, config_.n_kv_heads, config_.head_dim, config_.sliding_window};
+  const Region k_rows = input({Op::rope_k, layer}), v_rows = input({Op::v_proj, layer});
+  const int kv_dim = config_.kv_dim();
+  for (const Part& p : parts_) {
+    const std::uint64_t at = activation_bytes(p.row0, kv_dim), bytes = activation_bytes(p.rows, kv_dim);
+    stream_->copy(k_rows.sub(at, bytes), kv_->rows(layer, false, p.sequence, p.first_pos, p.rows));
+    stream_->copy(v_rows.sub(at, bytes), kv_->rows(layer, true, p.sequence, p.first_pos, p.rows));
+  }
+  const AttentionShape shape{chunk_.rows, config_.n_heads, config_.n_kv_heads, config_.head_dim,
+                             config_.sliding_window};
   // attn-scale (--inject): 1/d where 1/sqrt(d) is due.
   const auto d = static_cast<double>(config_.head_dim);
   const auto scale = static_cast<float>(1.0 / (faults_.active(Fault::attn_scale, layer) ? d : std::sqrt(d)));
-  const std::string variant =
-      kernels_->attention(*stream_, shape, scale, input({Op::rope_q, layer}), kv_->rows(layer, false, 0, first + rows),
-                          kv_->rows(layer, true, 0, first + rows), out, kernel_faults(Op::attn, layer));
-  if (faults_.active(Fault::kv_stale_chunk, layer) && !chunk_.decode) {
-    // kv-stale-chunk (--inject): the prefill chunk's rows are zeroed once its own attention has read
-    // them, as if the cache write had never persisted.
-    const std::vector<std::byte> zeros(activation_bytes(rows, config_.kv_dim()));
-    for (bool value : {false, true}) stream_->upload(zeros.data(), zeros.size(), kv_->rows(layer, value, first, rows));
-  }
+  const std::string variant = kernels_->attention(
+      *stream_, shape, scale, input({Op::rope_q, layer}), kv_->all(layer, false), kv_->all(layer, true),
+      row_table_.sub(0, static_cast<std::uint64_t>(chunk_.rows) * 16), out, kernel_faults(Op::attn, layer));
+  if (faults_.active(Fault::kv_stale_chunk, layer))
+    for (const Part& p : parts_) {
+      if (p.decode) continue;
+      // kv-stale-chunk (--inject): the prefill chunk's rows are zeroed once its own attention has
+      // read them, as if the cache write had never persisted.
+      const std::vector<std::byte> zeros(activation_bytes(p.rows, kv_dim));
+      for (bool value : {false, true})
+        stream_->upload(zeros.data(), zeros.size(), kv_->rows(layer, value, p.sequence, p.first_pos, p.rows));
+    }
   return variant;
 }
 
@@ -378,7 +445,7 @@ void Engine::end_chunk() {
   TAPDIFF_ASSERT(in_chunk_, "end_chunk without begin_chunk");
   in_chunk_ = false;
   stream_->flush();
-  n_past_ = chunk_.first_pos + chunk_.rows;
+  for (const Part& p : parts_) n_past_[static_cast<std::size_t>(p.sequence)] = p.first_pos + p.rows;
 }
 
 // Downloads a region now: mid-chunk too, the rest of the chunk goes on in a new command buffer.
@@ -411,8 +478,9 @@ void Engine::write(const TensorId& id, const HostTensor& value) {
 
 HostTensor Engine::read_kv(int layer, bool value) {
   TAPDIFF_ASSERT(layer >= 0 && layer < config_.n_layers, "KV cache of layer {}", layer);
-  if (n_past_ == 0) return HostTensor(model::Scalar::f32, 0, config_.kv_dim());
-  return download_now(kv_->rows(layer, value, 0, n_past_), n_past_, config_.kv_dim());
+  const int held = n_past_.front();
+  if (held == 0) return HostTensor(model::Scalar::f32, 0, config_.kv_dim());
+  return download_now(kv_->rows(layer, value, 0, 0, held), held, config_.kv_dim());
 }
 
 void Engine::write_kv(int layer, bool value, const HostTensor& rows) {
@@ -421,9 +489,9 @@ void Engine::write_kv(int layer, bool value, const HostTensor& rows) {
     throw UsageError(
         fmt::format("write_kv layer {}: expected rows of {} values, found {}", layer, config_.kv_dim(), rows.cols()));
   const int n = static_cast<int>(rows.rows());
-  kv_->reserve(*stream_, n);
-  if (n > 0) upload(rows, kv_->rows(layer, value, 0, n));
-  n_past_ = n;
+  kv_->reserve(*stream_, static_cast<int>(n_past_.size()), n);
+  if (n > 0) upload(rows, kv_->rows(layer, value, 0, 0, n));
+  n_past_.front() = n;
 }
 
 }  // namespace

@@ -1,25 +1,28 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "activations.glsl"
-// attention-two-pass: causal grouped-query attention of the chunk's queries over the KV cache.
-//   q [T, heads * d] (after RoPE), k, v [>= first_pos + T, kv_heads * d] -> out [T, heads * d]
-// One workgroup per (row t, head h); query head h reads KV head h / group. Row t sits at
-// position pos = first_pos + t and sees cache rows j in [lo, pos], lo = max(0, pos - window + 1)
-// when window > 0, else 0 (the mask is offset by first_pos: earlier chunks are all visible).
+// attention-two-pass: causal grouped-query attention of a pass's queries over the KV cache.
+//   q [T, heads * d] (after RoPE), k, v [cache rows, kv_heads * d], rows [T] -> out [T, heads * d]
+// The T rows may belong to several sequences (a ragged batch): rows[t] = (base, pos, chunk_first)
+// says that row t is at position pos of a sequence whose cache rows start at row `base` of k and
+// v, in a chunk that starts at position chunk_first. One workgroup per (row t, head h); query
+// head h reads KV head h / group. Row t sees its sequence's positions j in [lo, pos],
+// lo = max(0, pos - window + 1) when window > 0, else 0 (the mask is offset by the position:
+// earlier chunks are all visible), at cache rows base + j.
 //   s_j = (q . k_j) * scale;  p_j = exp(s_j - max_j s_j);  out = sum_j p_j v_j / sum_j p_j
 // Pass 1 finds the max over the scores, pass 2 recomputes each score in the same way and sums
 // p_j and p_j v_j over tiles of WG keys. Every sum has a fixed order: deterministic.
 // head_dim <= 4 * WG (and <= 256).
-// Faults (faults.glsl): mask-kv-offset sees keys [max(lo, first_pos), pos] only; gqa-head-map
+// Faults (faults.glsl): mask-kv-offset sees keys [max(lo, chunk_first), pos] only; gqa-head-map
 // reads KV head h % kv_heads; softmax-no-max takes p_j = exp(s_j).
 layout(local_size_x_id = 1) in;
 layout(std430, binding = 0) readonly buffer Query { act_t q[]; };
 layout(std430, binding = 1) readonly buffer KeyCache { act_t kc[]; };
 layout(std430, binding = 2) readonly buffer ValueCache { act_t vc[]; };
-layout(std430, binding = 3) writeonly buffer Output { act_t y[]; };
+layout(std430, binding = 3) readonly buffer Rows { uvec4 row_info[]; };  // (base, pos, chunk_first, 0)
+layout(std430, binding = 4) writeonly buffer Output { act_t y[]; };
 layout(push_constant) uniform Push {
   uint rows;
-  uint first_pos;
   uint heads;
   uint group;      // heads / kv_heads
   uint head_dim;
@@ -59,15 +62,16 @@ void main() {
   const uint t = g / pc.heads, h = g - t * pc.heads;
   const uint kv_head = planted(FAULT_ATTENTION_HEAD_MODULO) ? h % (pc.heads / pc.group) : h / pc.group;
   const uint kv_col = kv_head * pc.head_dim;
-  const uint pos = pc.first_pos + t;
+  const uvec4 info = row_info[t];
+  const uint base = info.x, pos = info.y;
   const uint causal_lo = (pc.window > 0u && pos + 1u > pc.window) ? pos + 1u - pc.window : 0u;
-  const uint lo = planted(FAULT_ATTENTION_CHUNK_MASK) ? max(causal_lo, pc.first_pos) : causal_lo;
+  const uint lo = planted(FAULT_ATTENTION_CHUNK_MASK) ? max(causal_lo, info.z) : causal_lo;
   const uint out_base = t * pc.q_stride + h * pc.head_dim;
   for (uint d = lid; d < pc.head_dim; d += WG) qs[d] = float(q[out_base + d]);
   barrier();
 
   float m = uintBitsToFloat(0xFF800000u);  // -inf
-  for (uint j = lo + lid; j <= pos; j += WG) m = max(m, score(j * pc.kv_stride + kv_col));
+  for (uint j = lo + lid; j <= pos; j += WG) m = max(m, score((base + j) * pc.kv_stride + kv_col));
   red[lid] = m;
   barrier();
   reduce(true);
@@ -78,7 +82,7 @@ void main() {
   float acc[CHANNELS] = float[CHANNELS](0.0, 0.0, 0.0, 0.0);
   for (uint j0 = lo; j0 <= pos; j0 += WG) {
     const uint j = j0 + lid;
-    const float p = j <= pos ? exp(score(j * pc.kv_stride + kv_col) - m_all) : 0.0;
+    const float p = j <= pos ? exp(score((base + j) * pc.kv_stride + kv_col) - m_all) : 0.0;
     ps[lid] = p;
     l += p;
     barrier();
@@ -86,7 +90,7 @@ void main() {
     for (uint c = 0u; c < CHANNELS; ++c) {
       const uint d = lid + c * WG;
       if (d >= pc.head_dim) break;
-      for (uint jj = 0u; jj < n; ++jj) acc[c] += ps[jj] * float(vc[(j0 + jj) * pc.kv_stride + kv_col + d]);
+      for (uint jj = 0u; jj < n; ++jj) acc[c] += ps[jj] * float(vc[(base + j0 + jj) * pc.kv_stride + kv_col + d]);
     }
     barrier();
   }
