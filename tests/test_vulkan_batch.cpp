@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <fstream>
 #include <memory>
 
 #include "gpu/batch_runner.h"
@@ -12,6 +13,7 @@
 #include "model/memory_tap.h"
 #include "model/runner.h"
 #include "tests/reference_fixtures.h"
+#include "tests/test_support.h"
 
 namespace tapdiff::testing {
 namespace {
@@ -140,6 +142,34 @@ TEST(VulkanBatch, BadBatchesAreUsageErrors) {
     EXPECT_NE(std::string(e.what()).find("sequence 1"), std::string::npos) << e.what();
   }
   EXPECT_THROW(engine->set_sequences(0), UsageError);
+}
+
+// `run --batch-prompts`: one dump per sequence, each comparing clean against the reference run
+// of that prompt alone; the wrong engine and a bad line are usage errors naming what is wrong.
+TEST(VulkanBatchCli, BatchPromptsWriteOneDumpPerSequence) {
+  const auto dir = temp_dir("vulkan-batch-cli");
+  const std::string prompts = (dir / "prompts.txt").string(), dump = (dir / "batch.h5").string();
+  std::ofstream(prompts) << "tokens: 1, 5, 9, 12, 40\n\ntokens: 7\ntokens: 3 4 5 6 7 8 9 10 11 12 13\n";
+  const CommandResult r = run_tapdiff("run --engine vulkan --model synth:tiny --batch-prompts '" + prompts +
+                                      "' --chunk 4 --generate 3 --dump '" + dump + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("3 sequences"), std::string::npos) << r.output;
+  const std::string alone = (dir / "alone.h5").string();
+  ASSERT_EQ(run_tapdiff("run --model synth:tiny --tokens 3,4,5,6,7,8,9,10,11,12,13 --chunk 4 --generate 3 --dump '" +
+                        alone + "'")
+                .exit_code,
+            0);
+  const CommandResult cmp = run_tapdiff("compare '" + alone + "' '" + (dir / "batch.seq2.h5").string() + "'");
+  EXPECT_EQ(cmp.exit_code, 0) << cmp.output;
+  EXPECT_NE(cmp.output.find("the same 3 generated tokens"), std::string::npos) << cmp.output;
+
+  const CommandResult ref = run_tapdiff("run --model synth:tiny --batch-prompts '" + prompts + "'");
+  EXPECT_EQ(ref.exit_code, 2) << ref.output;
+  EXPECT_NE(ref.output.find("--engine vulkan"), std::string::npos) << ref.output;
+  std::ofstream(prompts) << "tokens: 1, 2\ntokens: 1, x\n";
+  const CommandResult bad = run_tapdiff("run --engine vulkan --model synth:tiny --batch-prompts '" + prompts + "'");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("line 2"), std::string::npos) << bad.output;
 }
 
 }  // namespace

@@ -1,4 +1,6 @@
 // tapdiff run: run a model on one engine, tap every op, optionally dump to HDF5 and generate.
+#include <filesystem>
+#include <memory>
 #include <optional>
 
 #include <fmt/core.h>
@@ -13,6 +15,7 @@
 #include "bisect/cli/prompt_input.h"
 #include "bisect/cli/run_context.h"
 #include "dumps/dump_writer.h"
+#include "gpu/batch_runner.h"
 #include "model/errors.h"
 #include "model/runner.h"
 
@@ -23,6 +26,7 @@ struct RunArgs {
   std::string model = kDefaultModel;
   EngineChoice engine;
   PromptOptions prompt;
+  std::string batch_prompts;  // a ragged batch, one prompt per line (vulkan)
   int chunk = 0;
   int generate = 0;
   bool stop_at_eos = false;
@@ -84,11 +88,83 @@ void print_summary(const nlohmann::json& s, const model::Model& m) {
   }
 }
 
+std::unique_ptr<dumps::DumpWriter> open_dump(const RunArgs& a, const std::string& path, const model::Model& m,
+                                             const model::Engine& engine, const model::Graph& graph,
+                                             const std::vector<std::int32_t>& prompt) {
+  const dumps::RunMetadata meta = describe_run(a, m, engine, prompt);
+  const auto storage = dumps::storage_from_name(meta.storage_dtype);
+  if (!storage) throw UsageError(fmt::format("--dump-dtype: expected f32, f64 or f16, found '{}'", a.dump_dtype));
+  return std::make_unique<dumps::DumpWriter>(path, meta, graph, dumps::TapFilter(a.taps),
+                                             dumps::WriterOptions{.storage = *storage, .compress_level = a.compress});
+}
+
+// out.h5 -> out.seq3.h5: the dump of sequence 3 of a batch.
+std::string sequence_dump_path(const std::string& dump, std::size_t sequence) {
+  const std::filesystem::path p(dump);
+  return (p.parent_path() / fmt::format("{}.seq{}{}", p.stem().string(), sequence, p.extension().string())).string();
+}
+
+// --batch-prompts: every prompt in one ragged batch on the Vulkan engine; one dump per sequence.
+void run_batch(const RunArgs& a, const model::Model& m, const std::optional<model::Tokenizer>& tokenizer,
+               model::Engine& engine) {
+  auto* vulkan = dynamic_cast<gpu::VulkanEngine*>(&engine);
+  if (vulkan == nullptr)
+    throw UsageError(
+        fmt::format("--batch-prompts: expected --engine vulkan (ragged batches run there), found "
+                    "--engine {}",
+                    engine.name()));
+  const auto prompts = resolve_batch_prompts(a.batch_prompts, a.prompt, tokenizer);
+  const model::Graph graph(m.config());
+  std::vector<std::unique_ptr<dumps::DumpWriter>> writers;
+  std::vector<model::Tap*> taps;
+  for (std::size_t s = 0; !a.dump.empty() && s < prompts.size(); ++s) {
+    writers.push_back(open_dump(a, sequence_dump_path(a.dump, s), m, engine, graph, prompts[s]));
+    taps.push_back(writers.back().get());
+  }
+  gpu::BatchRunOptions options;
+  options.chunk = a.chunk;
+  options.generate = a.generate;
+  options.stop_at_eos = a.stop_at_eos;
+  options.eos_token = tokenizer ? tokenizer->eos() : m.config().eos_token;
+  const gpu::BatchRunResult batch = gpu::run_batch(*vulkan, graph, prompts, options, taps);
+  nlohmann::json sequences = nlohmann::json::array();
+  for (std::size_t s = 0; s < prompts.size(); ++s) {
+    const gpu::BatchSequenceResult& r = batch.sequences[s];
+    const model::RunResult run{r.generated, batch.prefill_seconds, batch.decode_seconds, r.prefill_chunks,
+                               r.decode_steps};
+    sequences.push_back(summarize(engine, m, prompts[s], run, tokenizer, a.chunk));
+    if (!writers.empty()) writers[s]->finish(sequences.back());
+  }
+  const auto& c = m.config();
+  fmt::print("model    {} ({}, {} layers, dim {}, heads {}/{}, vocab {})\n", m.path().string(), c.arch, c.n_layers,
+             c.dim, c.n_heads, c.n_kv_heads, c.vocab);
+  fmt::print("engine   {} on {}, {}\n", engine.name(), engine.device(), engine.compute_dtype());
+  fmt::print("batch    {} sequences in {} passes (chunk {}): prefill {:.3f} s, decode {:.3f} s\n", prompts.size(),
+             batch.passes, a.chunk > 0 ? fmt::to_string(a.chunk) : "whole", batch.prefill_seconds,
+             batch.decode_seconds);
+  for (std::size_t s = 0; s < prompts.size(); ++s) {
+    const auto& q = sequences[s];
+    fmt::print("seq {:<4} {} tokens -> {}\n", s, prompts[s].size(),
+               fmt::join(q["generated"].get<std::vector<int>>(), " "));
+    if (!q["text"].is_null() && !q["generated"].empty()) fmt::print("         {}\n", q["text"].get<std::string>());
+    if (!a.dump.empty()) fmt::print("         dump {}\n", sequence_dump_path(a.dump, s));
+  }
+  if (!a.json.empty())
+    write_text(a.json, "--json",
+               nlohmann::json{{"passes", batch.passes},
+                              {"prefill_seconds", batch.prefill_seconds},
+                              {"decode_seconds", batch.decode_seconds},
+                              {"sequences", sequences}}
+                       .dump(2) +
+                   "\n");
+}
+
 void run(const RunArgs& a) {
   const auto m = open_model(a.model);
   const auto tokenizer = load_tokenizer(a.prompt, *m);
-  const auto prompt = resolve_prompt(a.prompt, tokenizer);
   const auto engine = make_engine(a.engine, *m);
+  if (!a.batch_prompts.empty()) return run_batch(a, *m, tokenizer, *engine);
+  const auto prompt = resolve_prompt(a.prompt, tokenizer);
   const model::Graph graph(m->config());
   model::RunOptions options;
   options.chunk = a.chunk;
@@ -96,15 +172,9 @@ void run(const RunArgs& a) {
   options.stop_at_eos = a.stop_at_eos;
   options.eos_token = tokenizer ? tokenizer->eos() : m->config().eos_token;
 
-  std::optional<dumps::DumpWriter> writer;
+  std::unique_ptr<dumps::DumpWriter> writer;
   model::NullTap no_tap;
-  if (!a.dump.empty()) {
-    const dumps::RunMetadata meta = describe_run(a, *m, *engine, prompt);
-    const auto storage = dumps::storage_from_name(meta.storage_dtype);
-    if (!storage) throw UsageError(fmt::format("--dump-dtype: expected f32, f64 or f16, found '{}'", a.dump_dtype));
-    writer.emplace(a.dump, meta, graph, dumps::TapFilter(a.taps),
-                   dumps::WriterOptions{.storage = *storage, .compress_level = a.compress});
-  }
+  if (!a.dump.empty()) writer = open_dump(a, a.dump, *m, *engine, graph, prompt);
   model::Tap& tap = writer ? static_cast<model::Tap&>(*writer) : no_tap;
   const model::RunResult result = model::run_sequence(*engine, graph, prompt, options, tap);
   const nlohmann::json summary = summarize(*engine, *m, prompt, result, tokenizer, a.chunk);
@@ -127,6 +197,12 @@ void add_run_command(CLI::App& app, CliContext& context) {
   cmd->add_option("--threads", args->engine.threads, "CPU threads (0 = all)");
   add_vulkan_options(*cmd, args->engine);
   add_prompt_options(*cmd, args->prompt);
+  cmd->add_option("--batch-prompts", args->batch_prompts,
+                  "Run a ragged batch (vulkan): one prompt per line, text or 'tokens: 1,5,9'; --dump writes "
+                  "NAME.seqN.h5 per sequence")
+      ->excludes("--prompt")
+      ->excludes("--tokens")
+      ->excludes("--prompt-file");
   cmd->add_option("--chunk", args->chunk, "Prefill chunk size in tokens (0 = whole prompt)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--generate", args->generate, "Greedy tokens to generate")->check(CLI::NonNegativeNumber);

@@ -100,6 +100,33 @@ std::vector<std::int32_t> resolve_prompt(const PromptOptions& options,
   return cut(std::move(ids), options.length);
 }
 
+std::vector<std::vector<std::int32_t>> resolve_batch_prompts(const std::string& path, const PromptOptions& options,
+                                                             const std::optional<model::Tokenizer>& tokenizer) {
+  std::ifstream in(path);
+  if (!in) throw UsageError(fmt::format("--batch-prompts {}: cannot open the file", path));
+  std::vector<std::vector<std::int32_t>> prompts;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    PromptOptions one = options;
+    one.prompt_file.clear();
+    constexpr std::string_view kIds = "tokens:";
+    if (line.rfind(kIds, 0) == 0)
+      one.tokens = line.substr(kIds.size()), one.prompt.clear();
+    else
+      one.prompt = line, one.tokens.clear();
+    try {
+      prompts.push_back(resolve_prompt(one, tokenizer));
+    } catch (const UsageError& e) {
+      throw UsageError(fmt::format("--batch-prompts {}, line {}: {}", path, number, e.what()));
+    }
+  }
+  if (prompts.empty())
+    throw UsageError(fmt::format("--batch-prompts {}: expected one prompt per line, found none", path));
+  return prompts;
+}
+
 std::string describe_tokens(const std::vector<std::int32_t>& ids, const std::optional<model::Tokenizer>& tokenizer,
                             std::int32_t previous) {
   if (!tokenizer) return fmt::format("[{}]", fmt::join(ids, ", "));

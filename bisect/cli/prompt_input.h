@@ -37,6 +37,12 @@ std::optional<model::Tokenizer> load_tokenizer(const PromptOptions& options, con
 std::vector<std::int32_t> resolve_prompt(const PromptOptions& options,
                                          const std::optional<model::Tokenizer>& tokenizer);
 
+// The prompts of a ragged batch (--batch-prompts FILE): one per non-empty line, text, or token ids
+// after "tokens:" ("tokens: 1, 403, 407"); --vocab, --no-bos and --prompt-length apply to each.
+// UsageError naming the file (and line) when it cannot be read, holds no prompt, or a line fails.
+std::vector<std::vector<std::int32_t>> resolve_batch_prompts(const std::string& path, const PromptOptions& options,
+                                                             const std::optional<model::Tokenizer>& tokenizer);
+
 // "1,403, 407" or "1 403 407" -> integers; UsageError naming the option and the bad item
 // (negative values only when allow_negative, for positions counted from the end).
 std::vector<std::int32_t> parse_int_list(const std::string& text, const std::string& option,
