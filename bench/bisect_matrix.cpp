@@ -28,6 +28,7 @@
 #include "bisect/diagnosis.h"
 #include "gpu/faults.h"
 #include "model/errors.h"
+#include "model/per_sequence_engine.h"
 
 using namespace tapdiff;
 
@@ -48,7 +49,7 @@ struct Args {
 // One bisection of the matrix.
 struct Case {
   std::string model, engine, inject, prompt_name;
-  std::vector<std::int32_t> prompt;
+  model::Prompts prompts;  // one, or a ragged batch
   int chunk = 0;
   const gpu::FaultInfo* fault = nullptr;
   int layer = -1;  // the planted layer
@@ -80,6 +81,17 @@ bool needs_chunks(const gpu::FaultInfo& f) {
          f.fault == gpu::Fault::kv_stale_chunk;
 }
 
+// Faults that act only between the sequences of a ragged batch.
+bool needs_batch(const gpu::FaultInfo& f) { return f.fault == gpu::Fault::batch_seq_leak; }
+constexpr std::size_t kBatchPrompts = 3;  // a batch fault's batch: the prompt, then two shorter ones
+
+// The reference in `choice`, one engine per sequence.
+std::unique_ptr<model::Engine> per_sequence(const cli::EngineChoice& choice, const model::Model& m) {
+  std::vector<std::unique_ptr<model::Engine>> engines;
+  for (std::size_t s = 0; s < kBatchPrompts; ++s) engines.push_back(cli::make_engine(choice, m));
+  return std::make_unique<model::PerSequenceEngine>(std::move(engines));
+}
+
 std::vector<const gpu::FaultInfo*> selected_faults(const std::string& spec) {
   std::vector<const gpu::FaultInfo*> out;
   for (const gpu::FaultInfo& f : gpu::fault_catalogue())
@@ -105,8 +117,8 @@ std::string judge(const Case& c, const bisect::BisectResult& r, const std::vecto
   return op_ok ? "ok" : "class";
 }
 
-std::string row_of(const Case& c, int length, const bisect::BisectResult& r, const std::vector<std::string>& codes,
-                   double seconds) {
+std::string row_of(const Case& c, const std::string& length, const bisect::BisectResult& r,
+                   const std::vector<std::string>& codes, double seconds) {
   const std::string codes_text = codes.empty() ? "-" : fmt::format("{}", fmt::join(codes, " "));
   const std::string chunk = c.chunk > 0 ? std::to_string(c.chunk) : "whole";
   const std::string first = r.run.first ? op_name(r.run.ops[*r.run.first]) : "-";
@@ -186,13 +198,15 @@ int main(int argc, char** argv) {
       else
         lengths.push_back(length);
 
-    auto run = [&](Case& c, model::Engine& b, model::Engine& floor, int length) {
+    std::unique_ptr<model::Engine> batch_truth, batch_floor;  // for batch faults, made when first needed
+    auto run = [&](Case& c, model::Engine& b, model::Engine& floor, const std::string& length) {
+      model::Engine& engine_a = c.prompts.size() > 1 ? *batch_truth : *truth;
       bisect::BisectOptions options;
       options.chunk = c.chunk;
       options.generate = a.generate;
       options.eos_token = tokenizer->eos();
       const auto start = std::chrono::steady_clock::now();
-      const bisect::BisectResult r = bisect::run_bisect(m->config(), {*truth, &floor, b}, c.prompt, options);
+      const bisect::BisectResult r = bisect::run_bisect(m->config(), {engine_a, &floor, b}, c.prompts, options);
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       std::vector<std::string> codes;
       for (const auto& d : bisect::diagnose(r)) codes.push_back(d.code);
@@ -221,8 +235,8 @@ int main(int argc, char** argv) {
           for (int length : lengths)
             for (int chunk : a.chunks) {
               if (chunk >= length) continue;  // the same run as the whole prompt
-              Case c{model_name, engine, "", path.stem().string(), prompt_of(path, length), chunk};
-              run(c, *b, floor_of(b_choice.dtype), length);
+              Case c{model_name, engine, "", path.stem().string(), {prompt_of(path, length)}, chunk};
+              run(c, *b, floor_of(b_choice.dtype), std::to_string(length));
             }
       }
       continue;
@@ -240,14 +254,27 @@ int main(int argc, char** argv) {
         if (devices.find(spec) == std::string::npos)
           devices += fmt::format("- {}: {} on {}\n", spec, b->name(), b->device());
         for (int length : lengths) {
-          const auto& path = templates[rotation++ % templates.size()];
-          const std::vector<std::int32_t> prompt = prompt_of(path, length);
+          const std::size_t first_template = rotation++;
+          const std::size_t n_prompts = needs_batch(*fault) ? kBatchPrompts : 1;
+          model::Prompts prompts;
+          std::vector<std::string> names, lengths_text;
+          for (std::size_t k = 0; k < n_prompts; ++k) {  // prompt k of a batch: length / (k + 1) tokens
+            const auto& path = templates[(first_template + k) % templates.size()];
+            const int tokens = length / static_cast<int>(k + 1);
+            prompts.push_back(prompt_of(path, tokens));
+            names.push_back(path.stem().string()), lengths_text.push_back(std::to_string(tokens));
+          }
+          if (n_prompts > 1 && !batch_truth) {
+            batch_truth = per_sequence(truth_choice, *m);
+            batch_floor = per_sequence(cli::reference_choice("f32", a.threads), *m);
+          }
           std::vector<int> chunks;
           for (int chunk : a.chunks)
             if ((chunk > 0) == needs_chunks(*fault) && chunk < length) chunks.push_back(chunk);
           for (int chunk : chunks) {
-            Case c{model_name, "vulkan", b_choice.inject, path.stem().string(), prompt, chunk, fault, layer};
-            run(c, *b, floor_of("f32"), length);
+            Case c{model_name, "vulkan", b_choice.inject, fmt::format("{}", fmt::join(names, "+")),
+                   prompts,    chunk,    fault,           layer};
+            run(c, *b, n_prompts > 1 ? *batch_floor : floor_of("f32"), fmt::format("{}", fmt::join(lengths_text, "+")));
           }
         }
       }

@@ -8,7 +8,6 @@
 
 #include "bisect/report_format.h"
 #include "model/errors.h"
-#include "model/runner.h"
 
 namespace tapdiff::bisect {
 namespace {
@@ -37,9 +36,10 @@ class PassComparison {
     if (out.floor) floors_[i].add(out.truth, *out.floor, next_row_);
   }
 
-  void end_chunk(const ChunkInfo& chunk) {
+  // The rows of one part of the pass just added: a chunk of `sequence`.
+  void add_rows(const ChunkInfo& chunk, int sequence) {
     for (int t = 0; t < chunk.rows; ++t)
-      rows_.push_back({chunk.first_pos + t, chunk.index, chunk.index, t == 0, t == 0, chunk.decode});
+      rows_.push_back({chunk.first_pos + t, chunk.index, chunk.index, t == 0, t == 0, chunk.decode, sequence});
     next_row_ += chunk.rows;
   }
 
@@ -68,13 +68,85 @@ class PassComparison {
   std::int64_t next_row_ = 0;
 };
 
-// The prediction of both engines after a chunk: the last row of their logits.
+// The prediction of both engines after a pass: the last row of a sequence's logits.
 struct Prediction {
   std::vector<TopToken> a, b;
 };
 
+// A forward pass of the bisection: its parts and what each is to its sequence alone.
+struct PlannedPass {
+  std::vector<model::BatchPart> parts;
+  std::vector<ChunkInfo> local;  // set when the free run runs it
+};
+
+// One sequence's free run: the tokens fed (the prompt, then A's greedy tokens, which the decode
+// parts view: reserved up front, never reallocated) and the latest prediction.
+struct SequenceRun {
+  std::vector<std::int32_t> fed;
+  Prediction prediction;
+  bool finished = false;
+};
+
+void check_batch(const LockstepEngines& engines, const model::Prompts& prompts, const BisectOptions& options) {
+  if (prompts.empty()) throw UsageError("no prompt: give at least one");
+  for (std::size_t s = 0; s < prompts.size(); ++s)
+    if (prompts[s].empty())
+      throw UsageError(prompts.size() == 1 ? std::string("the prompt has no tokens: give at least one")
+                                           : fmt::format("prompt {} of the batch has no tokens", s + 1));
+  if (options.calibration && !engines.floor)
+    throw UsageError("calibrated tolerances need a floor engine (the reference in the engine's precision)");
+  if (prompts.size() == 1) return;
+  for (const model::Engine* e : {&engines.truth, engines.floor, &engines.b})
+    if (e && !e->runs_batches())
+      throw UsageError(
+          fmt::format("a batch of {} prompts: engine {} does not run ragged batches", prompts.size(), e->name()));
+  if (options.tap_a || options.tap_b)
+    throw UsageError("dumps of a bisection (--dump-dir) take one prompt, not a batch");
+}
+
 void report(const BisectOptions& options, int pass, int chunk, int chunks) {
   if (options.progress) options.progress({pass, chunk, chunks});
+}
+
+// The pass of the free run in which row's chunk ran.
+std::size_t pass_of(const std::vector<PlannedPass>& passes, const RowInfo& row) {
+  for (std::size_t i = 0; i < passes.size(); ++i)
+    for (std::size_t p = 0; p < passes[i].parts.size(); ++p)
+      if (passes[i].parts[p].sequence == row.sequence && passes[i].local[p].index == row.chunk_b) return i;
+  TAPDIFF_ASSERT(false, "no pass ran chunk {} of sequence {}", row.chunk_b, row.sequence);
+  return 0;
+}
+
+// The sequence whose token impact the report shows: where the symptom first shows, else the first
+// whose greedy tokens part, else the first.
+std::size_t shown_sequence(const BisectResult& result) {
+  if (result.run.first) return static_cast<std::size_t>(result.run.ops[*result.run.first].first_bad_row.sequence);
+  const auto& t = result.sequence_tokens;
+  const auto parted =
+      std::find_if(t.begin(), t.end(), [](const TokenImpact& x) { return x.first_mismatch_step.has_value(); });
+  return parted == t.end() ? 0 : static_cast<std::size_t>(parted - t.begin());
+}
+
+// B's own greedy tokens after the step where they part from A's, for every sequence where they do.
+void generate_b_freely(model::Engine& b, const model::Graph& graph, const model::Prompts& prompts,
+                       const BisectOptions& options, std::vector<TokenImpact>& tokens) {
+  const bool needed = std::any_of(tokens.begin(), tokens.end(), [&](const TokenImpact& t) {
+    return t.first_mismatch_step && *t.first_mismatch_step + 1 < options.generate;
+  });
+  if (!needed) return;
+  report(options, 3, 0, 1);
+  model::BatchRunOptions free;
+  free.chunk = options.chunk;
+  free.generate = options.generate;
+  const model::BatchRunResult run = model::run_batch(b, graph, prompts, free);
+  for (std::size_t s = 0; s < tokens.size(); ++s) {
+    TokenImpact& t = tokens[s];
+    if (!t.first_mismatch_step) continue;
+    t.b = run.sequences[s].generated;
+    const auto eos = std::find(t.b.begin(), t.b.end(), options.eos_token);
+    if (eos != t.b.end()) t.eos_step_b = eos - t.b.begin();
+  }
+  report(options, 3, 1, 1);
 }
 
 }  // namespace
@@ -109,73 +181,100 @@ std::vector<TopToken> top_k(const HostTensor& logits, std::int64_t row, int k) {
 
 BisectResult run_bisect(const model::ModelConfig& config, const LockstepEngines& engines,
                         std::span<const std::int32_t> prompt, const BisectOptions& options) {
-  if (prompt.empty()) throw UsageError("the prompt has no tokens: give at least one");
-  if (options.calibration && !engines.floor)
-    throw UsageError("calibrated tolerances need a floor engine (the reference in the engine's precision)");
+  return run_bisect(config, engines, model::Prompts{{prompt.begin(), prompt.end()}}, options);
+}
+
+BisectResult run_bisect(const model::ModelConfig& config, const LockstepEngines& engines, const model::Prompts& prompts,
+                        const BisectOptions& options) {
+  check_batch(engines, prompts, options);
   const model::Graph graph(config);
+  const auto n_seqs = static_cast<int>(prompts.size());
   BisectResult result;
-  const int n = static_cast<int>(prompt.size());
-  const int chunk_size = options.chunk > 0 ? options.chunk : n;
-  const int prefill_chunks = (n + chunk_size - 1) / chunk_size;
-  const int planned = prefill_chunks + std::max(options.generate - 1, 0);
+  result.sequence_tokens.resize(prompts.size());
+  std::vector<SequenceRun> seqs(prompts.size());
+  for (std::size_t s = 0; s < prompts.size(); ++s) {
+    result.prompt_lengths.push_back(prompts[s].size());
+    seqs[s].fed.reserve(prompts[s].size() + static_cast<std::size_t>(std::max(options.generate, 1)));
+    seqs[s].fed.assign(prompts[s].begin(), prompts[s].end());
+  }
+  std::vector<PlannedPass> passes;
+  for (auto& parts : model::prefill_passes(prompts, options.chunk)) passes.push_back({std::move(parts), {}});
+  const std::size_t prefill_passes = passes.size();
+  const int planned = static_cast<int>(prefill_passes) + std::max(options.generate - 1, 0);
 
   // --- pass 1: free run ---
   auto start = std::chrono::steady_clock::now();
-  std::vector<std::int32_t> fed(prompt.begin(), prompt.end());  // every token fed, decode steps included
-  std::vector<ChunkInfo> chunks;
   PassComparison free_pass(graph, config);
-  Prediction prediction;
+  const PlannedPass* current = nullptr;
   const StepObserver observe = [&](const StepOutputs& out) {
     free_pass.add(out);
-    const model::TapKey key{out.step.output(), out.chunk};
+    const model::TapKey key{out.step.output(), out.chunk};  // taps: one sequence, whose chunks are the passes
     if (options.tap_a && options.tap_a->wants(key)) options.tap_a->record(key, out.truth);
     if (options.tap_b && options.tap_b->wants(key)) options.tap_b->record(key, out.b);
-    if (out.step.op == Op::logits) {
-      prediction.a = top_k(out.truth, out.truth.rows() - 1, options.top_k);
-      prediction.b = top_k(out.b, out.b.rows() - 1, options.top_k);
+    if (out.step.op != Op::logits) return;
+    std::int64_t row = 0;
+    for (const ChunkInfo& part : current->local) {
+      row += part.rows;
+      Prediction& p = seqs[static_cast<std::size_t>(current->parts[&part - current->local.data()].sequence)].prediction;
+      p.a = top_k(out.truth, row - 1, options.top_k);
+      p.b = top_k(out.b, row - 1, options.top_k);
     }
   };
   Lockstep free_run(graph, Drive::free, engines);
-  free_run.reset();
-  auto run_chunk = [&](Lockstep& lockstep, const ChunkInfo& chunk, const StepObserver& observer) {
-    const auto tokens = std::span<const std::int32_t>(fed).subspan(static_cast<std::size_t>(chunk.first_pos),
-                                                                   static_cast<std::size_t>(chunk.rows));
-    lockstep.chunk(tokens, chunk, observer);
+  free_run.reset(n_seqs);
+  model::SequenceChunks sequence_chunks(prompts.size());
+  auto run_free = [&](std::size_t index) {
+    PlannedPass& pass = passes[index];
+    pass.local = sequence_chunks.next(pass.parts);
+    current = &pass;
+    free_run.pass(static_cast<int>(index), pass.parts, observe);
+    for (std::size_t i = 0; i < pass.parts.size(); ++i) {
+      free_pass.add_rows(pass.local[i], pass.parts[i].sequence);
+      if (options.tap_a) options.tap_a->end_chunk(pass.local[i], pass.parts[i].tokens);
+      if (options.tap_b) options.tap_b->end_chunk(pass.local[i], pass.parts[i].tokens);
+    }
+    report(options, 1, static_cast<int>(index) + 1, planned);
   };
-  auto end_chunk = [&](const ChunkInfo& chunk) {
-    free_pass.end_chunk(chunk);
-    const auto tokens = std::span<const std::int32_t>(fed).subspan(static_cast<std::size_t>(chunk.first_pos),
-                                                                   static_cast<std::size_t>(chunk.rows));
-    if (options.tap_a) options.tap_a->end_chunk(chunk, tokens);
-    if (options.tap_b) options.tap_b->end_chunk(chunk, tokens);
-    chunks.push_back(chunk);
-    report(options, 1, static_cast<int>(chunks.size()), planned);
-  };
-  for (int first = 0; first < n; first += chunk_size) {
-    const ChunkInfo chunk{static_cast<int>(chunks.size()), first, std::min(chunk_size, n - first), false};
-    run_chunk(free_run, chunk, observe);
-    end_chunk(chunk);
-  }
-  TokenImpact& tokens = result.tokens;
-  for (int step = 0;; ++step) {
-    const std::int32_t next_a = prediction.a.front().id, next_b = prediction.b.front().id;
+  // After a pass that ended the sequence's prompt or decoded it: the greedy token of each engine.
+  auto next_token = [&](std::size_t s) {
+    SequenceRun& seq = seqs[s];
+    TokenImpact& tokens = result.sequence_tokens[s];
+    const auto step = static_cast<std::int64_t>(tokens.a.size());
+    const std::int32_t next_a = seq.prediction.a.front().id, next_b = seq.prediction.b.front().id;
     tokens.a.push_back(next_a);
     if (next_a == options.eos_token && !tokens.eos_step_a) tokens.eos_step_a = step;
     if (!tokens.first_mismatch_step) {
       tokens.b.push_back(next_b);  // same history so far: B's free run makes the same choice
       if (next_b == options.eos_token && !tokens.eos_step_b) tokens.eos_step_b = step;
-      if (next_a != next_b) tokens.first_mismatch_step = step, tokens.top_a = prediction.a, tokens.top_b = prediction.b;
+      if (next_a != next_b)
+        tokens.first_mismatch_step = step, tokens.top_a = seq.prediction.a, tokens.top_b = seq.prediction.b;
     }
-    if (step + 1 >= options.generate) break;
-    fed.push_back(next_a);
-    const ChunkInfo chunk{static_cast<int>(chunks.size()), static_cast<int>(fed.size()) - 1, 1, true};
-    run_chunk(free_run, chunk, observe);
-    end_chunk(chunk);
+    if (step + 1 >= options.generate)
+      seq.finished = true;
+    else
+      seq.fed.push_back(next_a);
+  };
+  for (std::size_t i = 0; i < prefill_passes; ++i) {
+    run_free(i);
+    for (const model::BatchPart& part : passes[i].parts)
+      if (part.first_pos + part.tokens.size() == prompts[static_cast<std::size_t>(part.sequence)].size())
+        next_token(static_cast<std::size_t>(part.sequence));
+  }
+  for (;;) {
+    PlannedPass decode;
+    for (std::size_t s = 0; s < seqs.size(); ++s)
+      if (!seqs[s].finished)
+        decode.parts.push_back({static_cast<int>(s), std::span<const std::int32_t>(&seqs[s].fed.back(), 1),
+                                static_cast<int>(seqs[s].fed.size()) - 1, true});
+    if (decode.parts.empty()) break;
+    passes.push_back(std::move(decode));
+    run_free(passes.size() - 1);
+    for (const model::BatchPart& part : passes.back().parts) next_token(static_cast<std::size_t>(part.sequence));
   }
 
   CompareResult& run = result.run;
-  run.a.metadata = engine_metadata(engines.truth, config, prompt, options.chunk);
-  run.b.metadata = engine_metadata(engines.b, config, prompt, options.chunk);
+  run.a.metadata = engine_metadata(engines.truth, config, prompts.front(), options.chunk);
+  run.b.metadata = engine_metadata(engines.b, config, prompts.front(), options.chunk);
   run.a.rows = run.b.rows = static_cast<std::int64_t>(free_pass.rows().size());
   run.config = config;
   run.dtype = options.dtype;
@@ -193,32 +292,24 @@ BisectResult run_bisect(const model::ModelConfig& config, const LockstepEngines&
   if (first != run.ops.end()) run.first = static_cast<std::size_t>(first - run.ops.begin());
   result.seconds_free = seconds_since(start);
 
-  // B's own greedy tokens after the step where it parts from A.
-  if (tokens.first_mismatch_step && *tokens.first_mismatch_step + 1 < options.generate) {
-    report(options, 3, 0, 1);
-    model::RunOptions free;
-    free.chunk = options.chunk;
-    free.generate = options.generate;
-    model::NullTap none;
-    tokens.b = model::run_sequence(engines.b, graph, prompt, free, none).generated;
-    const auto eos = std::find(tokens.b.begin(), tokens.b.end(), options.eos_token);
-    if (eos != tokens.b.end()) tokens.eos_step_b = eos - tokens.b.begin();
-    report(options, 3, 1, 1);
-  }
-  run.tokens.a = tokens.a, run.tokens.b = tokens.b, run.tokens.first_mismatch_step = tokens.first_mismatch_step;
+  generate_b_freely(engines.b, graph, prompts, options, result.sequence_tokens);
+  result.tokens_sequence = shown_sequence(result);
+  result.tokens = result.sequence_tokens[result.tokens_sequence];
+  run.tokens.a = result.tokens.a, run.tokens.b = result.tokens.b;
+  run.tokens.first_mismatch_step = result.tokens.first_mismatch_step;
   if (run.match()) return result;
 
-  // --- pass 2: forced scan, up to the chunk where the symptom first shows ---
+  // --- pass 2: forced scan, up to the pass where the symptom first shows ---
   start = std::chrono::steady_clock::now();
-  const int last_chunk = run.ops[*run.first].first_bad_row.chunk_b;
+  const std::size_t last_pass = pass_of(passes, run.ops[*run.first].first_bad_row);
   PassComparison forced_pass(graph, config);
   Lockstep forced(graph, Drive::forced, engines);
-  forced.reset();
-  for (const ChunkInfo& chunk : chunks) {
-    if (chunk.index > last_chunk) break;
-    run_chunk(forced, chunk, [&](const StepOutputs& out) { forced_pass.add(out); });
-    forced_pass.end_chunk(chunk);
-    report(options, 2, chunk.index + 1, last_chunk + 1);
+  forced.reset(n_seqs);
+  for (std::size_t i = 0; i <= last_pass; ++i) {
+    const PlannedPass& pass = passes[i];
+    forced.pass(static_cast<int>(i), pass.parts, [&](const StepOutputs& out) { forced_pass.add(out); });
+    for (std::size_t p = 0; p < pass.parts.size(); ++p) forced_pass.add_rows(pass.local[p], pass.parts[p].sequence);
+    report(options, 2, static_cast<int>(i) + 1, static_cast<int>(last_pass) + 1);
   }
   result.local = forced_pass.finish(options, engines.floor != nullptr);
   result.local_rows = forced_pass.rows();

@@ -11,6 +11,9 @@
 //     culprit; the symptom's own local error says whether it is itself wrong or inherits error.
 //   token impact: the greedy tokens of both engines, the first step where they part, the top-k
 //     logits of both there (under the same history), and an early EOS.
+// A ragged batch (several prompts) runs the same way: B runs the batch in one pass per step, A and
+// the floor run each sequence alone (model::PerSequenceEngine), and every row is compared with
+// its sequence's; token impact is per sequence.
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -22,6 +25,7 @@
 #include "bisect/lockstep.h"
 #include "bisect/tolerances.h"
 #include "dumps/schema.h"
+#include "model/batch_runner.h"
 #include "model/engine.h"
 #include "model/graph.h"
 
@@ -66,7 +70,10 @@ struct BisectResult {
   std::vector<RowInfo> local_rows;           // the rows pass 2 scanned
   std::optional<std::size_t> culprit;        // index into local of the first op past its local tolerance
   std::optional<std::size_t> symptom_local;  // index into local of the symptom op
-  TokenImpact tokens;
+  TokenImpact tokens;  // of sequence tokens_sequence: where the symptom shows, else the first whose tokens part, else 0
+  std::size_t tokens_sequence = 0;
+  std::vector<TokenImpact> sequence_tokens;  // per sequence of the batch (one for a single prompt)
+  std::vector<std::size_t> prompt_lengths;   // per sequence
   double seconds_free = 0, seconds_forced = 0;
 
   bool match() const { return run.match(); }
@@ -74,8 +81,11 @@ struct BisectResult {
   bool symptom_is_culprit() const { return symptom_local && culprit && *symptom_local == *culprit; }
 };
 
-// Runs the bisection of B against A on prompt. engines.floor must be set in calibrated mode.
-// Every engine must run the same model (config).
+// Runs the bisection of B against A on the prompts, one sequence each (a ragged batch when more
+// than one: every engine must then run batches, model::Engine::runs_batches; taps only for one).
+// engines.floor must be set in calibrated mode. Every engine must run the same model (config).
+BisectResult run_bisect(const model::ModelConfig& config, const LockstepEngines& engines, const model::Prompts& prompts,
+                        const BisectOptions& options);
 BisectResult run_bisect(const model::ModelConfig& config, const LockstepEngines& engines,
                         std::span<const std::int32_t> prompt, const BisectOptions& options);
 

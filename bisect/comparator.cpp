@@ -16,6 +16,10 @@ using model::Scalar;
 
 // --- rows ------------------------------------------------------------------------------------
 
+bool is_batch(std::span<const RowInfo> rows) {
+  return std::any_of(rows.begin(), rows.end(), [](const RowInfo& r) { return r.sequence > 0; });
+}
+
 RunRows run_rows(const dumps::DumpReader& dump) {
   return {dump.positions(), dump.chunks(), dump.tokens(), dump.decode_flags()};
 }
@@ -189,6 +193,7 @@ OpResult OpAccumulator::finish(std::span<const RowInfo> rows) {
   WorstElement& w = r.worst;
   if (w.index >= 0) {
     w.position = rows[static_cast<std::size_t>(w.index)].position;
+    w.sequence = rows[static_cast<std::size_t>(w.index)].sequence;
     w.head = r.layout.has_heads() ? static_cast<int>(w.col / r.layout.head_dim) : -1;
     w.channel = r.layout.has_heads() ? w.col % r.layout.head_dim : w.col;
   }

@@ -34,7 +34,11 @@ struct RowInfo {
   std::int32_t chunk_a = 0, chunk_b = 0;              // forward pass (ChunkInfo::index) in each run
   bool chunk_start_a = false, chunk_start_b = false;  // the first row of that forward pass
   bool decode = false;                                // a decode step in either run
+  std::int32_t sequence = 0;                          // the sequence of a ragged batch (bisect); 0 otherwise
 };
+
+// Rows of several sequences (a ragged batch in bisect).
+bool is_batch(std::span<const RowInfo> rows);
 
 // Per-row provenance of one run (views of DumpReader's /rows vectors, or of a live run's).
 struct RunRows {
@@ -84,6 +88,7 @@ struct RowError {
 struct WorstElement {
   std::int64_t index = -1;  // into the compared rows; -1 when nothing finite was compared
   std::int32_t position = -1;
+  std::int32_t sequence = 0;  // of a ragged batch (bisect)
   std::int64_t col = -1;
   int head = -1;              // col / head_dim for ops with heads, else -1
   std::int64_t channel = -1;  // col % head_dim for ops with heads, else col

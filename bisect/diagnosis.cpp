@@ -184,6 +184,51 @@ void near_limit(const OpResult& op, std::string_view dtype, std::vector<Diagnosi
        {{"value", op.worst.b}, {"limit", limit}, {"position", op.worst.position}}});
 }
 
+// The rows over tolerance per sequence of a batch (empty for a single sequence).
+std::vector<std::int64_t> rows_over_per_sequence(const OpResult& op, std::span<const RowInfo> rows) {
+  std::int32_t last = 0;
+  for (const RowInfo& r : rows) last = std::max(last, r.sequence);
+  if (last == 0) return {};
+  std::vector<std::int64_t> over(static_cast<std::size_t>(last) + 1, 0);
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (op.rows[i].over) ++over[static_cast<std::size_t>(rows[i].sequence)];
+  return over;
+}
+
+void some_sequences(const OpResult& op, std::span<const RowInfo> rows, std::vector<Diagnosis>& out) {
+  const std::vector<std::int64_t> over = rows_over_per_sequence(op, rows);
+  std::vector<int> bad, clean;
+  for (std::size_t s = 0; s < over.size(); ++s) (over[s] > 0 ? bad : clean).push_back(static_cast<int>(s));
+  if (bad.empty() || clean.empty()) return;
+  out.push_back(
+      {"some-sequences",
+       fmt::format("only some sequences of the batch break the tolerance of {}: sequence{} {} of {} ({} "
+                   "rows past it), while sequence{} {} stay{} within it: suspect the batch bookkeeping (KV "
+                   "segments, per-sequence positions or masks)",
+                   model::to_string(op.id), bad.size() > 1 ? "s" : "", fmt::join(bad, ", "), over.size(), op.rows_over,
+                   clean.size() > 1 ? "s" : "", fmt::join(clean, ", "), clean.size() > 1 ? "" : "s"),
+       {{"sequences", bad}, {"clean_sequences", clean}, {"rows_over", over}}});
+}
+
+// The op's comparison over the rows of one sequence of a batch only, so the per-position
+// diagnoses see one sequence's positions.
+std::pair<OpResult, std::vector<RowInfo>> one_sequence(const OpResult& op, std::span<const RowInfo> rows,
+                                                       std::int32_t sequence) {
+  OpResult only = op;
+  only.rows.clear();
+  only.rows_over = 0;
+  only.first_bad = -1;
+  std::vector<RowInfo> kept;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].sequence != sequence) continue;
+    if (op.rows[i].over && only.first_bad < 0) only.first_bad = static_cast<std::int64_t>(kept.size());
+    only.rows_over += op.rows[i].over ? 1 : 0;
+    only.rows.push_back(op.rows[i]);
+    kept.push_back(rows[i]);
+  }
+  return {std::move(only), std::move(kept)};
+}
+
 }  // namespace
 
 double spearman(std::span<const double> x, std::span<const double> y) {
@@ -198,9 +243,11 @@ double spearman(std::span<const double> x, std::span<const double> y) {
   return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : 0;
 }
 
-std::vector<Diagnosis> diagnose_op(const OpResult& op, std::span<const RowInfo> rows) {
+std::vector<Diagnosis> diagnose_op(const OpResult& whole, std::span<const RowInfo> all_rows) {
   std::vector<Diagnosis> out;
-  if (op.pass() || op.first_bad < 0 || rows.size() != op.rows.size()) return out;
+  if (whole.pass() || whole.first_bad < 0 || all_rows.size() != whole.rows.size()) return out;
+  some_sequences(whole, all_rows, out);
+  const auto [op, rows] = one_sequence(whole, all_rows, whole.first_bad_row.sequence);
   chunk_start(op, op.first_bad_row, out);
   position_zero(op, rows, out);
   growth(op, rows, out);

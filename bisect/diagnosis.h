@@ -16,6 +16,7 @@ namespace tapdiff::bisect {
 struct Diagnosis {
   std::string code;         // chunk-start, position-zero-exact, nonfinite, grows-with-position, decode-only,
                             // some-heads, pair-pattern, near-dtype-limit, generation-diverged; bisect only:
+                            // some-sequences (a batch),
                             // inherits-error,
                             // accumulated, early-eos
   std::string text;         // one sentence with the evidence
@@ -23,6 +24,8 @@ struct Diagnosis {
 };
 
 // Diagnoses of one op's comparison (the symptom: the first op past tolerance). Empty when it passes.
+// In a batch: whether only some sequences break the tolerance, then the per-position diagnoses
+// over the rows of the sequence where the op first breaks it.
 std::vector<Diagnosis> diagnose_op(const OpResult& op, std::span<const RowInfo> rows);
 
 // Diagnoses of a whole comparison: those of the first failing op, non-finite values in any op,

@@ -37,19 +37,21 @@ Lockstep::Lockstep(const model::Graph& graph, Drive drive, LockstepEngines engin
   }
 }
 
-void Lockstep::reset() {
-  engines_.truth.reset();
-  if (engines_.floor) engines_.floor->reset();
-  engines_.b.reset();
+void Lockstep::reset(int sequences) {
+  engines_.truth.set_sequences(sequences);
+  if (engines_.floor) engines_.floor->set_sequences(sequences);
+  engines_.b.set_sequences(sequences);
 }
 
-void Lockstep::chunk(std::span<const std::int32_t> tokens, const model::ChunkInfo& chunk, const StepObserver& observe) {
-  TAPDIFF_ASSERT(static_cast<int>(tokens.size()) == chunk.rows, "chunk of {} rows given {} tokens", chunk.rows,
-                 tokens.size());
+void Lockstep::pass(int index, std::span<const model::BatchPart> parts, const StepObserver& observe) {
+  TAPDIFF_ASSERT(!parts.empty(), "a pass without parts");
+  model::ChunkInfo chunk{index, parts.front().first_pos, 0, true};
+  for (const model::BatchPart& p : parts)
+    chunk.rows += static_cast<int>(p.tokens.size()), chunk.decode = chunk.decode && p.decode;
   model::Engine* const followers[] = {engines_.floor, &engines_.b};
-  engines_.truth.begin_chunk(tokens, chunk);
+  engines_.truth.begin_batch(index, parts);
   for (model::Engine* e : followers)
-    if (e) e->begin_chunk(tokens, chunk);
+    if (e) e->begin_batch(index, parts);
   const auto& steps = graph_.steps();
   // Forced: the truth's outputs that a later step of this chunk still reads.
   std::vector<std::optional<model::HostTensor>> held(drive_ == Drive::forced ? steps.size() : 0);

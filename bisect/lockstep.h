@@ -42,9 +42,12 @@ class Lockstep {
  public:
   Lockstep(const model::Graph& graph, Drive drive, LockstepEngines engines);
 
-  void reset();  // empties every engine's KV cache
-  // One forward pass of every engine over tokens; observe sees every step's outputs in graph order.
-  void chunk(std::span<const std::int32_t> tokens, const model::ChunkInfo& chunk, const StepObserver& observe);
+  // Empties every engine's KV caches and makes room for `sequences` (model::Engine::set_sequences).
+  void reset(int sequences = 1);
+  // One forward pass of every engine over the parts of a ragged batch (model::Engine::begin_batch);
+  // observe sees every step's outputs, [every part's rows, width], in graph order, with chunk
+  // describing the whole pass (its index, the first part's position, the total rows).
+  void pass(int index, std::span<const model::BatchPart> parts, const StepObserver& observe);
 
  private:
   const model::Graph& graph_;

@@ -18,16 +18,18 @@ std::string op_title(const OpResult& op) {
 }
 
 // Where the local error of an op first shows and where it is largest.
-std::string local_where(const OpResult& op) {
+std::string local_where(const OpResult& op, bool batch) {
   std::string s;
   if (op.first_bad >= 0) {
     const RowInfo& row = op.first_bad_row;
-    s = fmt::format(", first at position {} ({}chunk {})", row.position, row.decode ? "decode step, " : "",
-                    row.chunk_b);
+    s = fmt::format(", first at position {} ({}{}chunk {})", row.position,
+                    batch ? fmt::format("sequence {}, ", row.sequence) : std::string(),
+                    row.decode ? "decode step, " : "", row.chunk_b);
   }
   const WorstElement& w = op.worst;
   if (w.index >= 0)
-    s += fmt::format(", worst at position {}{} channel {}", w.position,
+    s += fmt::format(", worst at position {}{}{} channel {}", w.position,
+                     batch ? fmt::format(" of sequence {}", w.sequence) : std::string(),
                      w.head >= 0 ? fmt::format(" head {}", w.head) : std::string(), w.channel);
   return s;
 }
@@ -37,7 +39,7 @@ std::string culprit_text(const BisectResult& r) {
   if (!r.culprit) return "no op is past its tolerance on A's inputs: the error accumulates (see the diagnosis)";
   const OpResult& op = r.local[*r.culprit];
   return fmt::format("{}: its own error on A's inputs {}{}", op_title(op), op.violations.front().text(),
-                     local_where(op));
+                     local_where(op, r.sequence_tokens.size() > 1));
 }
 
 std::string symptom_text(const BisectResult& r) {
@@ -62,20 +64,69 @@ std::string top_text(const std::vector<TopToken>& top, const TokenText& text) {
   return fmt::format("{}", fmt::join(items, ", "));
 }
 
-std::string tokens_summary(const TokenImpact& t, const TokenText& text) {
+std::string tokens_summary(const BisectResult& r, const TokenText& text) {
+  const TokenImpact& t = r.tokens;
+  const std::string of =
+      r.sequence_tokens.size() > 1 ? fmt::format("of sequence {}: ", r.tokens_sequence) : std::string();
   std::string out;
   if (!t.first_mismatch_step) {
-    out =
-        fmt::format("tokens   the same {} greedy token{} from both engines\n", t.a.size(), t.a.size() == 1 ? "" : "s");
+    out = fmt::format("tokens   {}the same {} greedy token{} from both engines\n", of, t.a.size(),
+                      t.a.size() == 1 ? "" : "s");
   } else {
     const auto s = static_cast<std::size_t>(*t.first_mismatch_step);
-    out = fmt::format("tokens   the greedy tokens part at step {}: A {} {:?} vs B {} {:?}\n", s, t.a[s], text(t.a[s]),
-                      t.b[s], text(t.b[s]));
+    out = fmt::format("tokens   {}the greedy tokens part at step {}: A {} {:?} vs B {} {:?}\n", of, s, t.a[s],
+                      text(t.a[s]), t.b[s], text(t.b[s]));
     out += fmt::format("         top-{} of A there: {}\n", t.top_a.size(), top_text(t.top_a, text));
     out += fmt::format("         top-{} of B there: {}\n", t.top_b.size(), top_text(t.top_b, text));
   }
   if (t.early_eos_b()) out += fmt::format("         B stops early: EOS at step {}\n", *t.eos_step_b);
   return out;
+}
+
+// How each sequence's greedy tokens went, in a few words.
+std::string sequence_tokens_text(const TokenImpact& t) {
+  if (!t.first_mismatch_step) return fmt::format("the same {} greedy token{}", t.a.size(), t.a.size() == 1 ? "" : "s");
+  const auto s = static_cast<std::size_t>(*t.first_mismatch_step);
+  return fmt::format("tokens part at step {}: A {} vs B {}", s, t.a[s], t.b[s]);
+}
+
+// The rows of each sequence past the symptom op's tolerance (all 0 on a match).
+std::vector<std::int64_t> symptom_rows_over(const BisectResult& r) {
+  std::vector<std::int64_t> over(r.sequence_tokens.size(), 0);
+  if (!r.run.first) return over;
+  const OpResult& op = r.run.ops[*r.run.first];
+  const auto& rows = r.run.alignment.rows;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (op.rows[i].over) ++over[static_cast<std::size_t>(rows[i].sequence)];
+  return over;
+}
+
+// A batch's sequences, one line each ("" for a single prompt).
+std::string batch_summary(const BisectResult& r) {
+  if (r.sequence_tokens.size() < 2) return {};
+  const std::vector<std::int64_t> over = symptom_rows_over(r);
+  std::string out = fmt::format("batch    {} sequences, engine B in one batch, A each alone\n", over.size());
+  for (std::size_t s = 0; s < over.size(); ++s)
+    out += fmt::format("  seq {:<3} {:>5} tokens  {:>5} rows past tolerance{}  {}\n", s, r.prompt_lengths[s], over[s],
+                       r.run.first ? " at the symptom" : "", sequence_tokens_text(r.sequence_tokens[s]));
+  return out;
+}
+
+json batch_json(const BisectResult& r) {
+  if (r.sequence_tokens.size() < 2) return nullptr;
+  const std::vector<std::int64_t> over = symptom_rows_over(r);
+  json sequences = json::array();
+  for (std::size_t s = 0; s < over.size(); ++s) {
+    const TokenImpact& t = r.sequence_tokens[s];
+    sequences.push_back({{"sequence", s},
+                         {"prompt_tokens", r.prompt_lengths[s]},
+                         {"symptom_rows_over", over[s]},
+                         {"first_mismatch_step", t.first_mismatch_step ? json(*t.first_mismatch_step) : json(nullptr)},
+                         {"a", t.a},
+                         {"b", t.b},
+                         {"early_eos_b", t.early_eos_b()}});
+  }
+  return {{"sequences", std::move(sequences)}};
 }
 
 }  // namespace
@@ -119,6 +170,8 @@ json bisect_json(const BisectResult& r, const std::vector<Diagnosis>& diagnoses,
   for (std::int32_t id : t.b) text_b.push_back(text(id));
   tokens["text_a"] = std::move(text_a);
   tokens["text_b"] = std::move(text_b);
+  tokens["sequence"] = r.tokens_sequence;
+  out["batch"] = batch_json(r);
   out["timings"] = {{"free_run_seconds", r.seconds_free}, {"forced_scan_seconds", r.seconds_forced}};
   return out;
 }
@@ -130,7 +183,7 @@ std::string bisect_terminal_report(const BisectResult& r, const std::vector<Diag
     extras.after_verdict = fmt::format("culprit  {}\n", culprit_text(r));
     if (const std::string s = symptom_text(r); !s.empty()) extras.after_verdict += fmt::format("symptom  {}\n", s);
   }
-  extras.tokens = tokens_summary(r.tokens, text);
+  extras.tokens = tokens_summary(r, text) + batch_summary(r);
   return terminal_report(r.run, diagnoses, color, 8, extras) +
          fmt::format("time     free run {:.2f} s, forced scan {:.2f} s\n", r.seconds_free, r.seconds_forced);
 }
@@ -142,7 +195,7 @@ std::string bisect_html(const BisectResult& r, const std::vector<Diagnosis>& dia
     if (const std::string symptom = symptom_text(r); !symptom.empty())
       s += fmt::format("<p><b>symptom</b>: {}</p>\n", xml_escape(symptom));
   }
-  s += fmt::format("<pre>{}</pre>\n", xml_escape(tokens_summary(r.tokens, text)));
+  s += fmt::format("<pre>{}</pre>\n", xml_escape(tokens_summary(r, text) + batch_summary(r)));
   return html_report(r.run, diagnoses, s);
 }
 

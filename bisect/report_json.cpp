@@ -17,6 +17,7 @@ json bound_json(const Tolerance& t) {
 json worst_json(const WorstElement& w) {
   if (w.index < 0) return nullptr;
   return {{"position", w.position},
+          {"sequence", w.sequence},
           {"head", w.head},
           {"channel", w.channel},
           {"col", w.col},
@@ -65,12 +66,16 @@ json first_json(const OpResult& op, std::span<const RowInfo> rows) {
   out["chunk_b"] = row.chunk_b;
   out["chunk_start"] = (row.chunk_start_a && row.chunk_a > 0) || (row.chunk_start_b && row.chunk_b > 0);
   out["decode"] = row.decode;
+  out["sequence"] = row.sequence;
+  const bool batch = is_batch(rows);
   json per_position = json::array();
-  for (std::size_t i = 0; i < rows.size(); ++i)
+  for (std::size_t i = 0; i < rows.size(); ++i) {
     per_position.push_back({{"position", rows[i].position},
                             {"nmse", op.rows[i].nmse},
                             {"max_abs", op.rows[i].max_abs},
                             {"over", op.rows[i].over}});
+    if (batch) per_position.back()["sequence"] = rows[i].sequence;
+  }
   out["per_position"] = std::move(per_position);
   return out;
 }

@@ -15,7 +15,8 @@ constexpr const char* kGreen = "\033[1;32m";
 constexpr const char* kDim = "\033[2m";
 constexpr const char* kReset = "\033[0m";
 
-std::string where_in_run(const RowInfo& row) {
+std::string where_in_run(const RowInfo& row, bool batch) {
+  if (batch) return fmt::format("sequence {}, {}", row.sequence, where_in_run(row, false));
   if (row.decode) return fmt::format("decode step, chunk {}", row.chunk_b);
   if (row.chunk_start_b && row.chunk_b > 0) return fmt::format("chunk {} start", row.chunk_b);
   if (row.chunk_start_a && row.chunk_a > 0)
@@ -23,11 +24,12 @@ std::string where_in_run(const RowInfo& row) {
   return fmt::format("chunk {}", row.chunk_b);
 }
 
-std::string worst_text(const WorstElement& w) {
+std::string worst_text(const WorstElement& w, bool batch) {
   if (w.index < 0) return "no finite element compared";
   const std::string head = w.head >= 0 ? fmt::format(" head {}", w.head) : "";
+  const std::string sequence = batch ? fmt::format(" of sequence {}", w.sequence) : "";
   const auto [a, b] = distinct_numbers(w.a, w.b);
-  return fmt::format("worst at position {}{} channel {}: {} vs {}", w.position, head, w.channel, a, b);
+  return fmt::format("worst at position {}{}{} channel {}: {} vs {}", w.position, sequence, head, w.channel, a, b);
 }
 
 // The values around the worst element in both runs, one line each, with the digits that differ.
@@ -86,9 +88,10 @@ std::string verdict_line(const CompareResult& r) {
     return fmt::format("match: {} ops within tolerance over {} positions", r.ops.size(), r.alignment.rows.size());
   const OpResult& op = r.ops[*r.first];
   const RowInfo& row = op.first_bad_row;
+  const bool batch = is_batch(r.alignment.rows);
   return fmt::format("diverged at layer {} {} ({}): {}, first at position {} ({}), {}", op.id.layer,
                      model::op_name(op.id.op), model::op_class_name(op.op_class()), op.violations.front().text(),
-                     row.position, where_in_run(row), worst_text(op.worst));
+                     row.position, where_in_run(row, batch), worst_text(op.worst, batch));
 }
 
 std::string terminal_report(const CompareResult& r, const std::vector<Diagnosis>& diagnoses, bool color,

@@ -110,6 +110,14 @@ const std::array<FaultInfo, kFaultCount> kCatalogue = {{
      {Op::rope_q, Op::rope_k},
      OpClass::rope,
      "decode-only"},
+    {Fault::batch_seq_leak,
+     "batch-seq-leak",
+     "in a ragged batch, a sequence's attention also sees the last 4 cache rows of the sequence before it in the "
+     "pass (a single sequence is unaffected)",
+     "a packed KV cache where a sequence's first visible row is computed a few rows too early, into its neighbour",
+     {Op::attn},
+     OpClass::attention,
+     "some-sequences"},
 }};
 
 std::string valid_names() {

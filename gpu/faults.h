@@ -30,8 +30,9 @@ enum class Fault : std::uint8_t {
   silu_approx,
   attn_scale,
   decode_position,
+  batch_seq_leak,
 };
-inline constexpr int kFaultCount = 13;
+inline constexpr int kFaultCount = 14;
 
 struct FaultInfo {
   Fault fault;

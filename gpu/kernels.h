@@ -54,6 +54,7 @@ inline constexpr std::uint32_t kFaultSiluHardSigmoid = 1;      // silu_mul: sigm
 inline constexpr std::uint32_t kFaultAttentionChunkMask = 1;   // attention: keys of the row's own chunk only
 inline constexpr std::uint32_t kFaultAttentionHeadModulo = 2;  // attention: KV head h % kv_heads
 inline constexpr std::uint32_t kFaultAttentionNoMax = 4;       // attention: exp(s) without the row max
+inline constexpr std::uint32_t kFaultAttentionBatchLeak = 8;   // attention: + the previous sequence's last rows
 
 // The attention of one pass: `rows` queries, each at its own position over its own sequence's
 // cache rows (the row table of Kernels::attention).

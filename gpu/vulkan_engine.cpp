@@ -20,6 +20,7 @@
 namespace tapdiff::gpu {
 namespace {
 
+using model::BatchPart;
 using model::HostTensor;
 using model::Op;
 using model::TensorId;
@@ -75,6 +76,7 @@ class Engine final : public VulkanEngine {
 
   void reset() override;
   void begin_chunk(std::span<const std::int32_t> tokens, const model::ChunkInfo& chunk) override;
+  bool runs_batches() const override { return true; }
   void set_sequences(int n) override;
   void begin_batch(int index, std::span<const BatchPart> parts) override;
   void execute(const model::Step& step, const model::Deliver& deliver) override;
@@ -125,7 +127,7 @@ class Engine final : public VulkanEngine {
   std::array<int, model::kOpCount> slot_layer_{};  // the layer each slot's content belongs to
   std::array<std::vector<std::string>, model::kOpCount> ran_;  // variants that ran, per op
   Region tokens_;                                              // [capacity_] int32
-  Region row_table_;  // [capacity_] of (cache row of position 0, position, chunk's first position, 0), attention's
+  Region row_table_;  // [capacity_] of (cache row of position 0, position, chunk's first position, leak), attention's
   // [capacity_, head_dim / 2] (cos, sin) each: the chunk's distinct RoPE tables (more than one only
   // where --inject moves a layer's positions or base), and the one each layer uses.
   std::vector<Region> rope_tables_;
@@ -299,13 +301,22 @@ void Engine::begin_batch(int index, std::span<const BatchPart> parts) {
   upload_rope_tables();
 }
 
+// Per row: (cache row of its sequence's position 0, position, chunk's first position, leak), where
+// leak = (end << 3) | rows: the cache rows [end - rows, end) that the sequence before it in the pass
+// holds last (at most kLeakRows; 0 for the first). Only the planted batch-seq-leak reads the leak.
 void Engine::upload_row_table() {
+  constexpr int kLeakRows = 4;
   std::vector<std::uint32_t> table;
-  for (const Part& p : parts_)
+  std::uint32_t leak = 0;
+  for (const Part& p : parts_) {
     for (int t = 0; t < p.rows; ++t)
       table.insert(table.end(),
                    {static_cast<std::uint32_t>(kv_->base(p.sequence)), static_cast<std::uint32_t>(p.first_pos + t),
-                    static_cast<std::uint32_t>(p.first_pos), 0u});
+                    static_cast<std::uint32_t>(p.first_pos), leak});
+    const int held = p.first_pos + p.rows;
+    leak = static_cast<std::uint32_t>(kv_->base(p.sequence) + held) << 3 |
+           static_cast<std::uint32_t>(std::min(held, kLeakRows));
+  }
   stream_->upload(table.data(), table.size() * sizeof(std::uint32_t), row_table_);
 }
 
@@ -370,7 +381,7 @@ std::uint32_t Engine::kernel_faults(Op op, int layer) const {
   if (op == Op::ffn_act) return bit(Fault::silu_approx, kFaultSiluHardSigmoid);
   if (op == Op::attn)
     return bit(Fault::mask_kv_offset, kFaultAttentionChunkMask) | bit(Fault::gqa_head_map, kFaultAttentionHeadModulo) |
-           bit(Fault::softmax_no_max, kFaultAttentionNoMax);
+           bit(Fault::softmax_no_max, kFaultAttentionNoMax) | bit(Fault::batch_seq_leak, kFaultAttentionBatchLeak);
   return 0;
 }
 

@@ -27,14 +27,6 @@ struct VulkanEngineOptions {
   bool f16 = false;                // --dtype f16: f16 weights and activations (needs storageBuffer16BitAccess)
 };
 
-// One sequence's rows in a pass of a ragged batch.
-struct BatchPart {
-  int sequence = 0;
-  std::span<const std::int32_t> tokens;
-  int first_pos = 0;    // the rows the sequence's KV cache holds
-  bool decode = false;  // a decode step (faults that act on decode steps look at it)
-};
-
 struct VulkanEngineStats {
   std::uint64_t submits = 0;   // command buffers submitted (weights upload included)
   std::uint64_t barriers = 0;  // memory barriers recorded
@@ -49,15 +41,6 @@ class VulkanEngine : public model::Engine {
   virtual bool validation_enabled() const = 0;
   virtual VulkanEngineStats stats() const = 0;
   virtual const DeviceInfo& device_info() const = 0;
-
-  // Ragged batches. set_sequences(n) empties the KV caches and makes room for n sequences, each
-  // with its own cache and positions (1 after construction). begin_batch() starts a forward pass
-  // over the parts' rows, concatenated in their order: every op output is [total rows, width]
-  // and execute() / end_chunk() work as for a chunk. begin_chunk() is a pass over sequence 0
-  // alone; read_kv() / write_kv() address sequence 0. UsageError for a sequence out of range or
-  // named twice, or a part that does not continue its sequence's cache.
-  virtual void set_sequences(int n) = 0;
-  virtual void begin_batch(int index, std::span<const BatchPart> parts) = 0;
 };
 
 // Uploads the model's weights; the model need not outlive the engine. EnvironmentError without a

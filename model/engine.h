@@ -19,6 +19,14 @@ struct ChunkInfo {
   bool decode = false;
 };
 
+// One sequence's rows in a pass of a ragged batch (Engine::begin_batch).
+struct BatchPart {
+  int sequence = 0;
+  std::span<const std::int32_t> tokens;
+  int first_pos = 0;    // the rows the sequence's KV cache holds
+  bool decode = false;  // a decode step (faults that act on decode steps look at it)
+};
+
 // Where an op's output lives in a run: its tensor and the chunk it was computed in.
 struct TapKey {
   TensorId id;
@@ -64,6 +72,18 @@ class Engine {
   // Runs one step; when deliver is set, the step's output reaches it by end_chunk().
   virtual void execute(const Step& step, const Deliver& deliver) = 0;
   virtual void end_chunk() = 0;
+
+  // Ragged batches, for engines that run them (the others take one sequence only and throw
+  // UsageError naming the engine otherwise).
+  // set_sequences(n) empties the KV caches and makes room for n sequences, each with its own cache
+  // and positions (1 after construction). begin_batch() starts a forward pass over the parts' rows,
+  // concatenated in their order: every op output is [total rows, width] and execute() / read() /
+  // write() / end_chunk() work as for a chunk. begin_chunk() is a pass over sequence 0 alone;
+  // read_kv() / write_kv() address sequence 0. UsageError for a sequence out of range or named
+  // twice, or a part that does not continue its sequence's cache.
+  virtual bool runs_batches() const { return false; }
+  virtual void set_sequences(int n);
+  virtual void begin_batch(int index, std::span<const BatchPart> parts);
 
   // Host copy of the latest value of an op output of the current chunk ([rows, width]).
   virtual HostTensor read(const TensorId& id) = 0;

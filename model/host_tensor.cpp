@@ -53,6 +53,18 @@ HostTensor HostTensor::slice_rows(std::int64_t first, std::int64_t count) const 
   return out;
 }
 
+void HostTensor::set_rows(std::int64_t first, const HostTensor& rows) {
+  TAPDIFF_ASSERT(rows.scalar() == scalar() && rows.cols_ == cols_ && first >= 0 && first + rows.rows_ <= rows_,
+                 "{} rows of {} columns at row {} of a [{}, {}] tensor", rows.rows_, rows.cols_, first, rows_, cols_);
+  std::visit(
+      [&](auto& dst) {
+        using T = typename std::decay_t<decltype(dst)>::value_type;
+        const auto& src = std::get<std::vector<T>>(rows.data_);
+        std::copy(src.begin(), src.end(), dst.begin() + first * cols_);
+      },
+      data_);
+}
+
 HostTensor HostTensor::to(Scalar scalar) const {
   HostTensor out(scalar, rows_, cols_);
   std::visit(

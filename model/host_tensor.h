@@ -29,6 +29,8 @@ class HostTensor {
   double at(std::int64_t row, std::int64_t col) const;
   // Rows [first, first + count) as a new tensor of the same type.
   HostTensor slice_rows(std::int64_t first, std::int64_t count) const;
+  // Overwrites rows [first, first + rows.rows()) with rows (same type and columns).
+  void set_rows(std::int64_t first, const HostTensor& rows);
   // A copy converted to the given type.
   HostTensor to(Scalar scalar) const;
 

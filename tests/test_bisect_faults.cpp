@@ -2,6 +2,8 @@
 // middle layer of synth:tiny on lavapipe, is named by `bisect` as the culprit (its layer and one of
 // its ops) with the diagnosis the catalogue promises. softmax-no-max changes nothing where scores
 // stay far below exp's overflow, so there it must be silent (a "match"), not a false alarm.
+// batch-seq-leak acts only in a ragged batch: it is bisected on a batch of three prompts, engine B
+// running them together and the reference each alone.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,11 +14,22 @@
 #include "bisect/diagnosis.h"
 #include "gpu/faults.h"
 #include "gpu/vulkan_engine.h"
+#include "model/per_sequence_engine.h"
 #include "reference/cpu_engine.h"
 #include "tests/reference_fixtures.h"
+#include "tests/vulkan_fixtures.h"
 
 namespace tapdiff::testing {
 namespace {
+
+// The reference in `scalar`, one engine per prompt when there are several.
+std::unique_ptr<model::Engine> per_sequence_reference(const model::Model& m, model::Scalar scalar,
+                                                      std::size_t prompts) {
+  std::vector<std::unique_ptr<model::Engine>> engines;
+  for (std::size_t s = 0; s < prompts; ++s) engines.push_back(reference::make_cpu_engine(m, {scalar, 0}));
+  if (prompts == 1) return std::move(engines.front());
+  return std::make_unique<model::PerSequenceEngine>(std::move(engines));
+}
 
 class BisectFault : public ::testing::TestWithParam<gpu::Fault> {};
 
@@ -24,17 +37,21 @@ TEST_P(BisectFault, IsTheCulpritWithItsDiagnosis) {
   const gpu::FaultInfo& info = gpu::fault_info(GetParam());
   const auto m = model::load_model(synth_model_path("tiny"));
   const int layer = m->config().n_layers / 2;
-  const auto truth = reference::make_cpu_engine(*m, {model::Scalar::f64, 0});
-  const auto floor = reference::make_cpu_engine(*m, {model::Scalar::f32, 0});
+  const bool batched = info.diagnosis == "some-sequences";
+  const model::Prompts prompts =
+      batched ? model::Prompts{synth_prompt(64, m->config().vocab, 11), synth_prompt(40, m->config().vocab, 12),
+                               synth_prompt(23, m->config().vocab, 13)}
+              : model::Prompts{synth_prompt(64, m->config().vocab, 11)};
+  const auto truth = per_sequence_reference(*m, model::Scalar::f64, prompts.size());
+  const auto floor = per_sequence_reference(*m, model::Scalar::f32, prompts.size());
   gpu::VulkanEngineOptions options;
   options.inject = fmt::format("{}@{}", info.name, layer);
-  const auto b = gpu::make_vulkan_engine(*m, options);
+  const auto b = validated_vulkan_engine(*m, options);
   bisect::BisectOptions bisect_options;
   const bool chunked = info.diagnosis == "chunk-start";
   bisect_options.chunk = chunked ? 16 : 0;
   bisect_options.generate = 3;
-  const auto prompt = synth_prompt(64, m->config().vocab, 11);
-  const bisect::BisectResult r = bisect::run_bisect(m->config(), {*truth, floor.get(), *b}, prompt, bisect_options);
+  const bisect::BisectResult r = bisect::run_bisect(m->config(), {*truth, floor.get(), *b}, prompts, bisect_options);
   if (GetParam() == gpu::Fault::softmax_no_max) {
     EXPECT_TRUE(r.match()) << "scores are far below 88 here: the max subtraction changes only rounding";
     return;
@@ -57,7 +74,11 @@ TEST_P(BisectFault, IsTheCulpritWithItsDiagnosis) {
     EXPECT_NE(std::find(codes.begin(), codes.end(), info.diagnosis), codes.end())
         << info.name << ": expected " << info.diagnosis;
   }
-  EXPECT_EQ(b->validation_messages(), std::vector<std::string>{});
+  if (batched) {
+    EXPECT_EQ(r.run.ops[*r.run.first].first_bad_row.sequence, 1) << "the first sequence has no neighbour before it";
+    EXPECT_FALSE(r.sequence_tokens[0].first_mismatch_step);
+  }
+  expect_clean(*b);
 }
 
 std::vector<gpu::Fault> all_faults() {

@@ -21,10 +21,12 @@
 #include "dumps/dump_reader.h"
 #include "gpu/faults.h"
 #include "gpu/vulkan_engine.h"
+#include "model/batch_runner.h"
 #include "model/errors.h"
 #include "model/synth.h"
 #include "tests/reference_fixtures.h"
 #include "tests/test_support.h"
+#include "tests/vulkan_fixtures.h"
 
 namespace tapdiff::testing {
 namespace {
@@ -63,15 +65,9 @@ const std::filesystem::path& fault_model() {
 std::unique_ptr<gpu::VulkanEngine> engine_with(const model::Model& m, const std::string& inject,
                                                const std::string& kernels = "") {
   gpu::VulkanEngineOptions options;
-  options.validation = true;
   options.inject = inject;
   options.kernels = kernels;
-  return gpu::make_vulkan_engine(m, options);
-}
-
-void expect_clean(const gpu::VulkanEngine& engine) {
-  EXPECT_TRUE(engine.validation_enabled());
-  for (const std::string& msg : engine.validation_messages()) ADD_FAILURE() << msg;
+  return validated_vulkan_engine(m, options);
 }
 
 // The prompt in chunks of kChunk, then decode steps fed the fixed tokens after it; every op tapped.
@@ -159,6 +155,7 @@ const std::vector<FaultCase> kCases = {
     {Fault::silu_approx, {{kAll}}, {}},
     {Fault::attn_scale, {{kAfterPosition0}}, {kPosition0}},
     {Fault::decode_position, {{kDecode}, {{kPrompt, kPrompt + 1}}}, {kPrefill}},
+    {Fault::batch_seq_leak, {}, {kAll}},  // one sequence: no neighbour to leak from (BatchSeqLeak below)
 };
 
 class PlantedFault : public ::testing::TestWithParam<std::tuple<FaultCase, int>> {};
@@ -235,6 +232,48 @@ TEST(PlantedFault, GqaHeadMapChangesOnlyTheHeadsItRemaps) {
     }
   }
   expect_clean(*engine);
+}
+
+// batch-seq-leak in a ragged batch of three prompts (chunks of 16, 3 generated tokens): the first
+// sequence has no neighbour before it and stays bit-identical to the clean batch; the attention of
+// the other two reads their neighbour's last rows and differs from the first row on. Ops before
+// the attention of the planted layer are identical in every sequence. Prompt rows only: the
+// generated tokens, and so the decode rows' inputs, may differ.
+TEST(PlantedFault, BatchSeqLeakChangesEverySequenceButTheFirst) {
+  const Fixture& f = fixture();
+  const model::Prompts prompts{synth_prompt(40, 512, 7), synth_prompt(21, 512, 8), synth_prompt(33, 512, 9)};
+  model::BatchRunOptions options;
+  options.chunk = kChunk;
+  options.generate = 3;
+  auto run = [&](const std::string& inject) {
+    std::vector<std::unique_ptr<model::MemoryTap>> taps;
+    std::vector<model::Tap*> tap_ptrs;
+    for (std::size_t s = 0; s < prompts.size(); ++s)
+      taps.push_back(std::make_unique<model::MemoryTap>()), tap_ptrs.push_back(taps.back().get());
+    const auto engine = engine_with(*f.model, inject);
+    model::run_batch(*engine, f.graph, prompts, options, tap_ptrs);
+    expect_clean(*engine);
+    return taps;
+  };
+  const auto clean = run("");
+  const auto leaky = run(fmt::format("batch-seq-leak@{}", kMiddleLayer));
+  const TensorId attn{Op::attn, kMiddleLayer};
+  for (std::size_t s = 0; s < prompts.size(); ++s) {
+    const Rows all{0, static_cast<int>(prompts[s].size())};
+    for (const model::Step& step : f.graph.steps()) {
+      if (step.output() == attn) break;
+      EXPECT_TRUE(identical(clean[s]->get(step.output()), leaky[s]->get(step.output()), all))
+          << "sequence " << s << " " << model::to_string(step.output());
+    }
+    const HostTensor &a = clean[s]->get(attn), &b = leaky[s]->get(attn);
+    if (s == 0) {
+      EXPECT_TRUE(identical(a, b, all));
+    } else {
+      EXPECT_GT(nmse_of(a, b, all), kDiffers) << "sequence " << s;
+      EXPECT_GT(nmse_of(a, b, kPosition0), kDiffers) << "sequence " << s << " position 0";
+      std::printf("batch-seq-leak@%d: sequence %zu attn NMSE %.2e\n", kMiddleLayer, s, nmse_of(a, b, all));
+    }
+  }
 }
 
 // rope-base: row 0 is exact (angle 0 at any base) and the error grows with position.
@@ -391,14 +430,9 @@ TEST(FaultParser, BadSpecsAreUsageErrorsNamingTheChoices) {
 }
 
 TEST(FaultCatalogue, IsCompleteAndConsistent) {
-  const std::vector<std::string> codes = {"",
-                                          "chunk-start",
-                                          "position-zero-exact",
-                                          "grows-with-position",
-                                          "decode-only",
-                                          "some-heads",
-                                          "pair-pattern",
-                                          "nonfinite"};
+  const std::vector<std::string> codes = {
+      "",           "chunk-start",  "position-zero-exact", "grows-with-position", "decode-only",
+      "some-heads", "pair-pattern", "nonfinite",           "some-sequences"};
   ASSERT_EQ(gpu::fault_catalogue().size(), static_cast<std::size_t>(gpu::kFaultCount));
   for (std::size_t i = 0; i < gpu::fault_catalogue().size(); ++i) {
     const gpu::FaultInfo& f = gpu::fault_catalogue()[i];

@@ -7,25 +7,20 @@
 #include <fstream>
 #include <memory>
 
-#include "gpu/batch_runner.h"
 #include "gpu/vulkan_engine.h"
+#include "model/batch_runner.h"
 #include "model/errors.h"
 #include "model/memory_tap.h"
 #include "model/runner.h"
 #include "tests/reference_fixtures.h"
 #include "tests/test_support.h"
+#include "tests/vulkan_fixtures.h"
 
 namespace tapdiff::testing {
 namespace {
 
 using model::Op;
 using model::TensorId;
-
-std::unique_ptr<gpu::VulkanEngine> validated_engine(const model::Model& m) {
-  gpu::VulkanEngineOptions options;
-  options.validation = true;
-  return gpu::make_vulkan_engine(m, options);
-}
 
 bool logits_only(const TensorId& id) { return id.op == Op::logits; }
 
@@ -35,20 +30,20 @@ double expect_batch_matches_alone(const model::Model& m, const std::vector<std::
                                   int chunk, int generate) {
   const model::Graph graph(m.config());
   const TensorId logits{Op::logits, m.config().n_layers};
-  const auto batch_engine = validated_engine(m);
+  const auto batch_engine = validated_vulkan_engine(m);
   std::vector<std::unique_ptr<model::MemoryTap>> taps;
   std::vector<model::Tap*> tap_ptrs;
   for (std::size_t s = 0; s < prompts.size(); ++s) {
     taps.push_back(std::make_unique<model::MemoryTap>(logits_only));
     tap_ptrs.push_back(taps.back().get());
   }
-  gpu::BatchRunOptions options;
+  model::BatchRunOptions options;
   options.chunk = chunk;
   options.generate = generate;
-  const gpu::BatchRunResult batch = gpu::run_batch(*batch_engine, graph, prompts, options, tap_ptrs);
+  const model::BatchRunResult batch = model::run_batch(*batch_engine, graph, prompts, options, tap_ptrs);
   EXPECT_EQ(batch.sequences.size(), prompts.size());
 
-  const auto alone_engine = validated_engine(m);
+  const auto alone_engine = validated_vulkan_engine(m);
   double worst = 0;
   for (std::size_t s = 0; s < prompts.size(); ++s) {
     model::MemoryTap alone_tap(logits_only);
@@ -68,8 +63,8 @@ double expect_batch_matches_alone(const model::Model& m, const std::vector<std::
     EXPECT_LE(e, 1e-9) << "sequence " << s << " (" << prompts[s].size() << " tokens)";
     worst = std::max(worst, e);
   }
-  for (const auto* e : {batch_engine.get(), alone_engine.get()})
-    for (const std::string& msg : e->validation_messages()) ADD_FAILURE() << msg;
+  expect_clean(*batch_engine);
+  expect_clean(*alone_engine);
   return worst;
 }
 
@@ -102,16 +97,15 @@ TEST(VulkanBatch, BatchSizesFrom3To15WithMixedLengthsMatchAlone) {
 TEST(VulkanBatch, F16RaggedBatchMatchesAlone) {
   const auto m = model::load_model(synth_model_path("tiny"));
   gpu::VulkanEngineOptions options;
-  options.validation = true;
   options.f16 = true;
-  const auto batch_engine = gpu::make_vulkan_engine(*m, options);
-  const auto alone_engine = gpu::make_vulkan_engine(*m, options);
+  const auto batch_engine = validated_vulkan_engine(*m, options);
+  const auto alone_engine = validated_vulkan_engine(*m, options);
   const model::Graph graph(m->config());
   std::vector<std::vector<std::int32_t>> prompts;
   for (int length : {7, 40, 3, 19}) prompts.push_back(synth_prompt(length, m->config().vocab, 7));
-  gpu::BatchRunOptions batch_options;
+  model::BatchRunOptions batch_options;
   batch_options.chunk = 8, batch_options.generate = 6;
-  const gpu::BatchRunResult batch = gpu::run_batch(*batch_engine, graph, prompts, batch_options);
+  const model::BatchRunResult batch = model::run_batch(*batch_engine, graph, prompts, batch_options);
   for (std::size_t s = 0; s < prompts.size(); ++s) {
     model::NullTap tap;
     model::RunOptions run_options;
@@ -124,17 +118,17 @@ TEST(VulkanBatch, F16RaggedBatchMatchesAlone) {
 
 TEST(VulkanBatch, BadBatchesAreUsageErrors) {
   const auto m = model::load_model(synth_model_path("tiny"));
-  const auto engine = validated_engine(*m);
+  const auto engine = validated_vulkan_engine(*m);
   const model::Graph graph(m->config());
-  EXPECT_THROW(gpu::run_batch(*engine, graph, {}, {}), UsageError);
-  EXPECT_THROW(gpu::run_batch(*engine, graph, {{1, 2}, {}}, {}), UsageError);
+  EXPECT_THROW(model::run_batch(*engine, graph, {}, {}), UsageError);
+  EXPECT_THROW(model::run_batch(*engine, graph, {{1, 2}, {}}, {}), UsageError);
   engine->set_sequences(2);
   const std::vector<std::int32_t> tokens{1, 2};
-  const std::vector<gpu::BatchPart> twice{{0, tokens, 0, false}, {0, tokens, 0, false}};
+  const std::vector<model::BatchPart> twice{{0, tokens, 0, false}, {0, tokens, 0, false}};
   EXPECT_THROW(engine->begin_batch(0, twice), UsageError);
-  const std::vector<gpu::BatchPart> past{{2, tokens, 0, false}};
+  const std::vector<model::BatchPart> past{{2, tokens, 0, false}};
   EXPECT_THROW(engine->begin_batch(0, past), UsageError);
-  const std::vector<gpu::BatchPart> gap{{1, tokens, 5, false}};
+  const std::vector<model::BatchPart> gap{{1, tokens, 5, false}};
   try {
     engine->begin_batch(0, gap);
     FAIL() << "expected an error";

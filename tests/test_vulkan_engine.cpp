@@ -21,6 +21,7 @@
 #include "reference/cpu_engine.h"
 #include "tests/reference_fixtures.h"
 #include "tests/test_support.h"
+#include "tests/vulkan_fixtures.h"
 
 namespace tapdiff::testing {
 namespace {
@@ -35,15 +36,9 @@ const std::vector<std::int32_t> kOnceUponATime = {1, 403, 407, 261, 378};
 std::unique_ptr<gpu::VulkanEngine> vulkan_engine(const model::Model& m, const std::string& device = "",
                                                  bool f16 = false) {
   gpu::VulkanEngineOptions options;
-  options.validation = true;
   options.device = device;
   options.f16 = f16;
-  return gpu::make_vulkan_engine(m, options);
-}
-
-void expect_clean(const gpu::VulkanEngine& engine) {
-  EXPECT_TRUE(engine.validation_enabled());
-  for (const std::string& msg : engine.validation_messages()) ADD_FAILURE() << msg;
+  return validated_vulkan_engine(m, options);
 }
 
 // f32, and f16 (weights and activations): f16 keeps all 60 tokens on this model, whose smallest
@@ -221,9 +216,8 @@ TEST(VulkanEngine, MissingF16FeatureIsAClearError) {
 TEST(VulkanEngine, KvCacheLimitIsAClearError) {
   const auto m = model::load_model(synth_model_path("tiny"));
   gpu::VulkanEngineOptions options;
-  options.validation = true;
   options.max_context = 4;
-  const auto engine = gpu::make_vulkan_engine(*m, options);
+  const auto engine = validated_vulkan_engine(*m, options);
   model::NullTap tap;
   try {
     model::run_chunk(*engine, model::Graph(m->config()), synth_prompt(6, m->config().vocab, 1), {0, 0, 6, false}, tap);

@@ -22,6 +22,7 @@
 #include "bisect/report_junit.h"
 #include "dumps/dump_writer.h"
 #include "model/errors.h"
+#include "model/per_sequence_engine.h"
 
 namespace tapdiff::cli {
 namespace {
@@ -62,6 +63,15 @@ std::optional<dumps::DumpWriter> open_dump(const BisectArgs& a, const std::strin
                                                dumps::TapFilter(a.taps), *storage);
 }
 
+// Engine A or the floor engine: the reference, one engine per sequence for a batch.
+std::unique_ptr<model::Engine> reference_engine(const EngineChoice& choice, const model::Model& m,
+                                                std::size_t sequences) {
+  if (sequences == 1) return make_engine(choice, m);
+  std::vector<std::unique_ptr<model::Engine>> engines;
+  for (std::size_t s = 0; s < sequences; ++s) engines.push_back(make_engine(choice, m));
+  return std::make_unique<model::PerSequenceEngine>(std::move(engines));
+}
+
 nlohmann::json dump_summary(const std::vector<std::int32_t>& generated) { return {{"generated", generated}}; }
 
 int bisect_command(const BisectArgs& a) {
@@ -77,13 +87,17 @@ int bisect_command(const BisectArgs& a) {
   }
   const auto m = open_model(a.model);
   const auto tokenizer = load_tokenizer(a.prompt, *m);
-  const auto prompt = resolve_prompt(a.prompt, tokenizer);
+  const model::Prompts prompts = a.prompt.batch_file.empty() ? model::Prompts{resolve_prompt(a.prompt, tokenizer)}
+                                                             : resolve_batch_prompts(a.prompt, tokenizer);
+  if (prompts.size() > 1 && !a.dump_dir.empty())
+    throw UsageError("--dump-dir keeps the dumps of one prompt: it does not take --batch-prompts");
+  const std::vector<std::int32_t>& prompt = prompts.front();
   const model::Graph graph(m->config());
 
-  const auto truth = make_engine(reference_choice("f64", a.engine_b.threads), *m);
+  const auto truth = reference_engine(reference_choice("f64", a.engine_b.threads), *m, prompts.size());
   const bool calibrated = !a.no_calibrate;
   std::unique_ptr<model::Engine> floor;
-  if (calibrated) floor = make_engine(reference_choice(a.engine_b.dtype, a.engine_b.threads), *m);
+  if (calibrated) floor = reference_engine(reference_choice(a.engine_b.dtype, a.engine_b.threads), *m, prompts.size());
   const auto b = make_engine(a.engine_b, *m);
 
   bisect::BisectOptions options;
@@ -108,7 +122,7 @@ int bisect_command(const BisectArgs& a) {
     options.progress = [&progress](const bisect::BisectProgress& p) {
       progress.update([&p](double seconds) { return bisect::bisect_progress_line(p, seconds); });
     };
-    result = bisect::run_bisect(m->config(), {*truth, floor.get(), *b}, prompt, options);
+    result = bisect::run_bisect(m->config(), {*truth, floor.get(), *b}, prompts, options);
   }
   for (bisect::RunInfo* run : {&result.run.a, &result.run.b}) add_run_context(run->metadata, *m, a.command_line);
   if (dump_a) dump_a->finish(dump_summary(result.tokens.a)), result.run.a.path = a.dump_dir + "/a.h5";
@@ -143,6 +157,8 @@ void add_bisect_command(CLI::App& app, CliContext& context) {
   cmd->add_option("--threads", args->engine_b.threads, "CPU threads of the reference engines (0 = all)");
   add_vulkan_options(*cmd, args->engine_b);
   add_prompt_options(*cmd, args->prompt);
+  add_batch_prompts_option(*cmd, args->prompt,
+                           "engine B runs them as one batch, the reference each alone (one engine per sequence)");
   cmd->add_option("--chunk", args->chunk, "Prefill chunk size in tokens (0 = whole prompt)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--generate", args->generate, "Greedy tokens to generate (the next token is compared even at 0)")

@@ -15,7 +15,7 @@
 #include "bisect/cli/prompt_input.h"
 #include "bisect/cli/run_context.h"
 #include "dumps/dump_writer.h"
-#include "gpu/batch_runner.h"
+#include "model/batch_runner.h"
 #include "model/errors.h"
 #include "model/runner.h"
 
@@ -26,7 +26,6 @@ struct RunArgs {
   std::string model = kDefaultModel;
   EngineChoice engine;
   PromptOptions prompt;
-  std::string batch_prompts;  // a ragged batch, one prompt per line (vulkan)
   int chunk = 0;
   int generate = 0;
   bool stop_at_eos = false;
@@ -107,13 +106,10 @@ std::string sequence_dump_path(const std::string& dump, std::size_t sequence) {
 // --batch-prompts: every prompt in one ragged batch on the Vulkan engine; one dump per sequence.
 void run_batch(const RunArgs& a, const model::Model& m, const std::optional<model::Tokenizer>& tokenizer,
                model::Engine& engine) {
-  auto* vulkan = dynamic_cast<gpu::VulkanEngine*>(&engine);
-  if (vulkan == nullptr)
-    throw UsageError(
-        fmt::format("--batch-prompts: expected --engine vulkan (ragged batches run there), found "
-                    "--engine {}",
-                    engine.name()));
-  const auto prompts = resolve_batch_prompts(a.batch_prompts, a.prompt, tokenizer);
+  if (!engine.runs_batches())
+    throw UsageError(fmt::format(
+        "--batch-prompts: expected --engine vulkan (ragged batches run there), found --engine {}", engine.name()));
+  const auto prompts = resolve_batch_prompts(a.prompt, tokenizer);
   const model::Graph graph(m.config());
   std::vector<std::unique_ptr<dumps::DumpWriter>> writers;
   std::vector<model::Tap*> taps;
@@ -121,15 +117,15 @@ void run_batch(const RunArgs& a, const model::Model& m, const std::optional<mode
     writers.push_back(open_dump(a, sequence_dump_path(a.dump, s), m, engine, graph, prompts[s]));
     taps.push_back(writers.back().get());
   }
-  gpu::BatchRunOptions options;
+  model::BatchRunOptions options;
   options.chunk = a.chunk;
   options.generate = a.generate;
   options.stop_at_eos = a.stop_at_eos;
   options.eos_token = tokenizer ? tokenizer->eos() : m.config().eos_token;
-  const gpu::BatchRunResult batch = gpu::run_batch(*vulkan, graph, prompts, options, taps);
+  const model::BatchRunResult batch = model::run_batch(engine, graph, prompts, options, taps);
   nlohmann::json sequences = nlohmann::json::array();
   for (std::size_t s = 0; s < prompts.size(); ++s) {
-    const gpu::BatchSequenceResult& r = batch.sequences[s];
+    const model::BatchSequenceResult& r = batch.sequences[s];
     const model::RunResult run{r.generated, batch.prefill_seconds, batch.decode_seconds, r.prefill_chunks,
                                r.decode_steps};
     sequences.push_back(summarize(engine, m, prompts[s], run, tokenizer, a.chunk));
@@ -163,7 +159,7 @@ void run(const RunArgs& a) {
   const auto m = open_model(a.model);
   const auto tokenizer = load_tokenizer(a.prompt, *m);
   const auto engine = make_engine(a.engine, *m);
-  if (!a.batch_prompts.empty()) return run_batch(a, *m, tokenizer, *engine);
+  if (!a.prompt.batch_file.empty()) return run_batch(a, *m, tokenizer, *engine);
   const auto prompt = resolve_prompt(a.prompt, tokenizer);
   const model::Graph graph(m->config());
   model::RunOptions options;
@@ -197,12 +193,7 @@ void add_run_command(CLI::App& app, CliContext& context) {
   cmd->add_option("--threads", args->engine.threads, "CPU threads (0 = all)");
   add_vulkan_options(*cmd, args->engine);
   add_prompt_options(*cmd, args->prompt);
-  cmd->add_option("--batch-prompts", args->batch_prompts,
-                  "Run a ragged batch (vulkan): one prompt per line, text or 'tokens: 1,5,9'; --dump writes "
-                  "NAME.seqN.h5 per sequence")
-      ->excludes("--prompt")
-      ->excludes("--tokens")
-      ->excludes("--prompt-file");
+  add_batch_prompts_option(*cmd, args->prompt, "runs on vulkan; --dump writes NAME.seqN.h5 per sequence");
   cmd->add_option("--chunk", args->chunk, "Prefill chunk size in tokens (0 = whole prompt)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--generate", args->generate, "Greedy tokens to generate")->check(CLI::NonNegativeNumber);

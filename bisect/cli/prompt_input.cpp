@@ -27,6 +27,15 @@ void add_prompt_options(CLI::App& command, PromptOptions& options) {
       ->check(CLI::PositiveNumber);
 }
 
+void add_batch_prompts_option(CLI::App& command, PromptOptions& options, const std::string& what) {
+  command
+      .add_option("--batch-prompts", options.batch_file,
+                  fmt::format("A ragged batch: one prompt per line, text or 'tokens: 1,5,9'; {}", what))
+      ->excludes("--prompt")
+      ->excludes("--tokens")
+      ->excludes("--prompt-file");
+}
+
 model::Tokenizer tokenizer_from_file(const std::string& path) {
   const auto source = model::load_model(path);
   if (!source->vocabulary())
@@ -100,8 +109,9 @@ std::vector<std::int32_t> resolve_prompt(const PromptOptions& options,
   return cut(std::move(ids), options.length);
 }
 
-std::vector<std::vector<std::int32_t>> resolve_batch_prompts(const std::string& path, const PromptOptions& options,
+std::vector<std::vector<std::int32_t>> resolve_batch_prompts(const PromptOptions& options,
                                                              const std::optional<model::Tokenizer>& tokenizer) {
+  const std::string& path = options.batch_file;
   std::ifstream in(path);
   if (!in) throw UsageError(fmt::format("--batch-prompts {}: cannot open the file", path));
   std::vector<std::vector<std::int32_t>> prompts;

@@ -19,12 +19,17 @@ struct PromptOptions {
   std::string prompt_file;
   std::string vocab;  // a GGUF file whose vocabulary to use (for models that carry none)
   bool no_bos = false;
-  int length = 0;  // > 0: the prompt repeated (text: joined by newlines) and cut to exactly this many tokens
+  int length = 0;          // > 0: the prompt repeated (text: joined by newlines) and cut to exactly this many tokens
+  std::string batch_file;  // --batch-prompts: a ragged batch, one prompt per line (commands that run batches)
 };
 
 // Adds --prompt/--tokens/--prompt-file (mutually exclusive), --vocab, --no-bos and --prompt-length
 // to a command.
 void add_prompt_options(CLI::App& command, PromptOptions& options);
+
+// Adds --batch-prompts FILE, exclusive with --prompt/--tokens/--prompt-file (after add_prompt_options);
+// `what` says what the command does with a batch.
+void add_batch_prompts_option(CLI::App& command, PromptOptions& options, const std::string& what);
 
 // The tokenizer of a GGUF file's vocabulary; UsageError when the file carries none.
 model::Tokenizer tokenizer_from_file(const std::string& path);
@@ -40,7 +45,7 @@ std::vector<std::int32_t> resolve_prompt(const PromptOptions& options,
 // The prompts of a ragged batch (--batch-prompts FILE): one per non-empty line, text, or token ids
 // after "tokens:" ("tokens: 1, 403, 407"); --vocab, --no-bos and --prompt-length apply to each.
 // UsageError naming the file (and line) when it cannot be read, holds no prompt, or a line fails.
-std::vector<std::vector<std::int32_t>> resolve_batch_prompts(const std::string& path, const PromptOptions& options,
+std::vector<std::vector<std::int32_t>> resolve_batch_prompts(const PromptOptions& options,
                                                              const std::optional<model::Tokenizer>& tokenizer);
 
 // "1,403, 407" or "1 403 407" -> integers; UsageError naming the option and the bad item

@@ -14,12 +14,14 @@
 // p_j and p_j v_j over tiles of WG keys. Every sum has a fixed order: deterministic.
 // head_dim <= 4 * WG (and <= 256).
 // Faults (faults.glsl): mask-kv-offset sees keys [max(lo, chunk_first), pos] only; gqa-head-map
-// reads KV head h % kv_heads; softmax-no-max takes p_j = exp(s_j).
+// reads KV head h % kv_heads; softmax-no-max takes p_j = exp(s_j); batch-seq-leak also sees, before
+// its own keys, the last (w & 7) cache rows before row (w >> 3): the end of the previous sequence
+// in the pass, which the row table's fourth field gives (0 for a pass's first sequence).
 layout(local_size_x_id = 1) in;
 layout(std430, binding = 0) readonly buffer Query { act_t q[]; };
 layout(std430, binding = 1) readonly buffer KeyCache { act_t kc[]; };
 layout(std430, binding = 2) readonly buffer ValueCache { act_t vc[]; };
-layout(std430, binding = 3) readonly buffer Rows { uvec4 row_info[]; };  // (base, pos, chunk_first, 0)
+layout(std430, binding = 3) readonly buffer Rows { uvec4 row_info[]; };  // (base, pos, chunk_first, leak)
 layout(std430, binding = 4) writeonly buffer Output { act_t y[]; };
 layout(push_constant) uniform Push {
   uint rows;
@@ -39,6 +41,11 @@ const uint CHANNELS = 4u;  // head channels per invocation at most
 shared float qs[MAX_HEAD_DIM];
 shared float ps[gl_WorkGroupSize.x];
 shared float red[gl_WorkGroupSize.x];
+
+// The keys of this workgroup's row, in order: `leaked` rows ending at cache row leak_end (only
+// under batch-seq-leak), then the row's own positions [lo, pos] at cache rows base + j.
+uint base_row, first_key, leaked, leak_end;
+uint key_row(uint i) { return i < leaked ? leak_end - leaked + i : base_row + first_key + (i - leaked); }
 
 float score(uint key_base) {
   float s = 0.0;
@@ -63,15 +70,19 @@ void main() {
   const uint kv_head = planted(FAULT_ATTENTION_HEAD_MODULO) ? h % (pc.heads / pc.group) : h / pc.group;
   const uint kv_col = kv_head * pc.head_dim;
   const uvec4 info = row_info[t];
-  const uint base = info.x, pos = info.y;
+  const uint pos = info.y;
   const uint causal_lo = (pc.window > 0u && pos + 1u > pc.window) ? pos + 1u - pc.window : 0u;
-  const uint lo = planted(FAULT_ATTENTION_CHUNK_MASK) ? max(causal_lo, info.z) : causal_lo;
+  base_row = info.x;
+  first_key = planted(FAULT_ATTENTION_CHUNK_MASK) ? max(causal_lo, info.z) : causal_lo;
+  leaked = planted(FAULT_ATTENTION_BATCH_LEAK) ? info.w & 7u : 0u;
+  leak_end = info.w >> 3;
+  const uint keys = leaked + pos + 1u - first_key;
   const uint out_base = t * pc.q_stride + h * pc.head_dim;
   for (uint d = lid; d < pc.head_dim; d += WG) qs[d] = float(q[out_base + d]);
   barrier();
 
   float m = uintBitsToFloat(0xFF800000u);  // -inf
-  for (uint j = lo + lid; j <= pos; j += WG) m = max(m, score((base + j) * pc.kv_stride + kv_col));
+  for (uint i = lid; i < keys; i += WG) m = max(m, score(key_row(i) * pc.kv_stride + kv_col));
   red[lid] = m;
   barrier();
   reduce(true);
@@ -80,17 +91,17 @@ void main() {
 
   float l = 0.0;
   float acc[CHANNELS] = float[CHANNELS](0.0, 0.0, 0.0, 0.0);
-  for (uint j0 = lo; j0 <= pos; j0 += WG) {
-    const uint j = j0 + lid;
-    const float p = j <= pos ? exp(score((base + j) * pc.kv_stride + kv_col) - m_all) : 0.0;
+  for (uint i0 = 0u; i0 < keys; i0 += WG) {
+    const uint i = i0 + lid;
+    const float p = i < keys ? exp(score(key_row(i) * pc.kv_stride + kv_col) - m_all) : 0.0;
     ps[lid] = p;
     l += p;
     barrier();
-    const uint n = min(WG, pos + 1u - j0);
+    const uint n = min(WG, keys - i0);
     for (uint c = 0u; c < CHANNELS; ++c) {
       const uint d = lid + c * WG;
       if (d >= pc.head_dim) break;
-      for (uint jj = 0u; jj < n; ++jj) acc[c] += ps[jj] * float(vc[(base + j0 + jj) * pc.kv_stride + kv_col + d]);
+      for (uint jj = 0u; jj < n; ++jj) acc[c] += ps[jj] * float(vc[key_row(i0 + jj) * pc.kv_stride + kv_col + d]);
     }
     barrier();
   }

@@ -10,6 +10,7 @@ const uint FAULT_SILU_HARD_SIGMOID = 1u;      // silu_mul.comp: sigmoid ~ clamp(
 const uint FAULT_ATTENTION_CHUNK_MASK = 1u;   // attention.comp: keys of the row's own chunk only
 const uint FAULT_ATTENTION_HEAD_MODULO = 2u;  // attention.comp: KV head h % kv_heads
 const uint FAULT_ATTENTION_NO_MAX = 4u;       // attention.comp: exp(s) without the row max
+const uint FAULT_ATTENTION_BATCH_LEAK = 8u;   // attention.comp: + the previous sequence's last rows
 
 bool planted(uint fault) { return (FAULTS & fault) != 0u; }
 

@@ -1,0 +1,17 @@
+#include "tests/vulkan_fixtures.h"
+
+#include <gtest/gtest.h>
+
+namespace tapdiff::testing {
+
+std::unique_ptr<gpu::VulkanEngine> validated_vulkan_engine(const model::Model& m, gpu::VulkanEngineOptions options) {
+  options.validation = true;
+  return gpu::make_vulkan_engine(m, options);
+}
+
+void expect_clean(const gpu::VulkanEngine& engine) {
+  EXPECT_TRUE(engine.validation_enabled());
+  for (const std::string& msg : engine.validation_messages()) ADD_FAILURE() << msg;
+}
+
+}  // namespace tapdiff::testing

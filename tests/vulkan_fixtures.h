@@ -1,0 +1,18 @@
+#pragma once
+// The Vulkan engine as the tests run it: with the Khronos validation layer on, and a check that
+// the layer reported nothing.
+#include <memory>
+
+#include "gpu/vulkan_engine.h"
+#include "model/weights.h"
+
+namespace tapdiff::testing {
+
+// The validation layer is on whatever TAPDIFF_VK_VALIDATION says; the other options as given.
+std::unique_ptr<gpu::VulkanEngine> validated_vulkan_engine(const model::Model& m,
+                                                           gpu::VulkanEngineOptions options = {});
+
+// Fails the test on any validation message, and when the layer is off.
+void expect_clean(const gpu::VulkanEngine& engine);
+
+}  // namespace tapdiff::testing
