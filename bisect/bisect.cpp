@@ -303,11 +303,18 @@ BisectResult run_bisect(const model::ModelConfig& config, const LockstepEngines&
   start = std::chrono::steady_clock::now();
   const std::size_t last_pass = pass_of(passes, run.ops[*run.first].first_bad_row);
   PassComparison forced_pass(graph, config);
+  std::optional<AttentionUniformity> uniformity;
+  if (n_seqs == 1 && config.sliding_window == 0) uniformity.emplace(config);
+  const StepObserver observe_forced = [&](const StepOutputs& out) {
+    forced_pass.add(out);
+    if (uniformity && out.step.op == Op::v_proj) uniformity->add_values(out.step.layer, out.truth);
+    if (uniformity && out.step.op == Op::attn) uniformity->add_attention(out.step.layer, out.truth, out.b);
+  };
   Lockstep forced(graph, Drive::forced, engines);
   forced.reset(n_seqs);
   for (std::size_t i = 0; i <= last_pass; ++i) {
     const PlannedPass& pass = passes[i];
-    forced.pass(static_cast<int>(i), pass.parts, [&](const StepOutputs& out) { forced_pass.add(out); });
+    forced.pass(static_cast<int>(i), pass.parts, observe_forced);
     for (std::size_t p = 0; p < pass.parts.size(); ++p) forced_pass.add_rows(pass.local[p], pass.parts[p].sequence);
     report(options, 2, static_cast<int>(i) + 1, static_cast<int>(last_pass) + 1);
   }
@@ -317,6 +324,7 @@ BisectResult run_bisect(const model::ModelConfig& config, const LockstepEngines&
       std::find_if(result.local.begin(), result.local.end(), [](const OpResult& op) { return !op.pass(); });
   if (culprit != result.local.end()) result.culprit = static_cast<std::size_t>(culprit - result.local.begin());
   result.symptom_local = *run.first;  // both passes compare every step, in graph order
+  for (int l = 0; uniformity && l < config.n_layers; ++l) result.attention_uniformity.push_back(uniformity->stats(l));
   result.seconds_forced = seconds_since(start);
   return result;
 }

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bisect/attention_uniformity.h"
 #include "bisect/comparator.h"
 #include "bisect/lockstep.h"
 #include "bisect/tolerances.h"
@@ -74,6 +75,9 @@ struct BisectResult {
   std::size_t tokens_sequence = 0;
   std::vector<TokenImpact> sequence_tokens;  // per sequence of the batch (one for a single prompt)
   std::vector<std::size_t> prompt_lengths;   // per sequence
+  // Per layer, pass 2: how close each engine's attention is to uniform weights (one sequence
+  // without a sliding window only; empty otherwise).
+  std::vector<UniformityStats> attention_uniformity;
   double seconds_free = 0, seconds_forced = 0;
 
   bool match() const { return run.match(); }

@@ -229,6 +229,22 @@ std::pair<OpResult, std::vector<RowInfo>> one_sequence(const OpResult& op, std::
   return {std::move(only), std::move(kept)};
 }
 
+// The culprit (else the symptom) is an attention op whose output sits on the plain mean of the
+// values, where the truth's does not: the scores stopped mattering.
+void attention_uniform(const BisectResult& r, std::vector<Diagnosis>& out) {
+  const OpResult* op = r.culprit ? &r.local[*r.culprit] : r.run.first ? &r.run.ops[*r.run.first] : nullptr;
+  if (!op || op->id.op != model::Op::attn || r.attention_uniformity.empty()) return;
+  const UniformityStats& s = r.attention_uniformity[static_cast<std::size_t>(op->id.layer)];
+  if (!s.collapsed()) return;
+  out.push_back(
+      {"attention-uniform",
+       fmt::format("on A's inputs, {} of B is the plain mean of the values over the visible positions "
+                   "(squared distance {} against A's {}): the attention weights collapsed to uniform, as "
+                   "when the scores are all equal (a zero scale, scores lost before the softmax)",
+                   model::to_string(op->id), short_number(s.b_to_uniform), short_number(s.a_to_uniform)),
+       {{"b_to_uniform", s.b_to_uniform}, {"a_to_uniform", s.a_to_uniform}, {"b_to_a", s.b_to_a}, {"rows", s.rows}}});
+}
+
 }  // namespace
 
 double spearman(std::span<const double> x, std::span<const double> y) {
@@ -290,6 +306,7 @@ std::vector<Diagnosis> diagnose(const BisectResult& result) {
     for (const Diagnosis& d : more)
       if (std::none_of(out.begin(), out.end(), [&](const Diagnosis& o) { return o.code == d.code; })) out.push_back(d);
   };
+  attention_uniform(result, out);
   if (result.culprit) add_new(diagnose_op(result.local[*result.culprit], result.local_rows));
   add_new(diagnose(result.run));
   if (result.run.first && result.symptom_local && !result.symptom_is_culprit()) {

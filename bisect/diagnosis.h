@@ -16,7 +16,7 @@ namespace tapdiff::bisect {
 struct Diagnosis {
   std::string code;         // chunk-start, position-zero-exact, nonfinite, grows-with-position, decode-only,
                             // some-heads, pair-pattern, near-dtype-limit, generation-diverged; bisect only:
-                            // some-sequences (a batch),
+                            // some-sequences (a batch), attention-uniform,
                             // inherits-error,
                             // accumulated, early-eos
   std::string text;         // one sentence with the evidence

@@ -118,6 +118,14 @@ const std::array<FaultInfo, kFaultCount> kCatalogue = {{
      {Op::attn},
      OpClass::attention,
      "some-sequences"},
+    {Fault::attn_scale_int,
+     "attn-scale-int",
+     "the score scale is 1 / int(sqrt(head_dim)) in integer arithmetic: 0, so every score is 0 and attention "
+     "averages the values uniformly",
+     "an integer division in the softmax scale (1 / (int)sqrt(d)), or a scale that is never set and stays 0",
+     {Op::attn},
+     OpClass::attention,
+     "attention-uniform"},
 }};
 
 std::string valid_names() {

@@ -31,8 +31,9 @@ enum class Fault : std::uint8_t {
   attn_scale,
   decode_position,
   batch_seq_leak,
+  attn_scale_int,
 };
-inline constexpr int kFaultCount = 14;
+inline constexpr int kFaultCount = 15;
 
 struct FaultInfo {
   Fault fault;

@@ -103,6 +103,7 @@ class Engine final : public VulkanEngine {
   void upload_row_table();
   model::ChunkInfo chunk_of(const Part& part) const { return {chunk_.index, part.first_pos, part.rows, part.decode}; }
   std::uint32_t kernel_faults(Op op, int layer) const;
+  float attention_scale(int layer) const;
   const DeviceWeight& matrix(Op op, int layer) const;
   const DeviceWeight* bias(Op op, int layer) const;
   model::DType weight_dtype(Op op) const;
@@ -385,6 +386,15 @@ std::uint32_t Engine::kernel_faults(Op op, int layer) const {
   return 0;
 }
 
+// 1/sqrt(head_dim); attn-scale (--inject): 1/head_dim; attn-scale-int: 1 / int(sqrt(head_dim)) in
+// integer arithmetic, which is 0 for any head_dim > 1.
+float Engine::attention_scale(int layer) const {
+  const int d = config_.head_dim;
+  if (faults_.active(Fault::attn_scale_int, layer)) return static_cast<float>(1 / static_cast<int>(std::sqrt(d)));
+  if (faults_.active(Fault::attn_scale, layer)) return static_cast<float>(1.0 / d);
+  return static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+}
+
 std::string Engine::run(const model::Step& step, const Region& out) {
   const auto in = [&](std::size_t i) { return input(step.inputs[i]); };
   const int rows = chunk_.rows;
@@ -434,9 +444,7 @@ std::string Engine::attend(int layer, const Region& out) {
   }
   const AttentionShape shape{chunk_.rows, config_.n_heads, config_.n_kv_heads, config_.head_dim,
                              config_.sliding_window};
-  // attn-scale (--inject): 1/d where 1/sqrt(d) is due.
-  const auto d = static_cast<double>(config_.head_dim);
-  const auto scale = static_cast<float>(1.0 / (faults_.active(Fault::attn_scale, layer) ? d : std::sqrt(d)));
+  const auto scale = attention_scale(layer);
   const std::string variant = kernels_->attention(
       *stream_, shape, scale, input({Op::rope_q, layer}), kv_->all(layer, false), kv_->all(layer, true),
       row_table_.sub(0, static_cast<std::uint64_t>(chunk_.rows) * 16), out, kernel_faults(Op::attn, layer));

@@ -156,6 +156,7 @@ const std::vector<FaultCase> kCases = {
     {Fault::attn_scale, {{kAfterPosition0}}, {kPosition0}},
     {Fault::decode_position, {{kDecode}, {{kPrompt, kPrompt + 1}}}, {kPrefill}},
     {Fault::batch_seq_leak, {}, {kAll}},  // one sequence: no neighbour to leak from (BatchSeqLeak below)
+    {Fault::attn_scale_int, {{kAfterPosition0}}, {kPosition0}},
 };
 
 class PlantedFault : public ::testing::TestWithParam<std::tuple<FaultCase, int>> {};
@@ -432,7 +433,7 @@ TEST(FaultParser, BadSpecsAreUsageErrorsNamingTheChoices) {
 TEST(FaultCatalogue, IsCompleteAndConsistent) {
   const std::vector<std::string> codes = {
       "",           "chunk-start",  "position-zero-exact", "grows-with-position", "decode-only",
-      "some-heads", "pair-pattern", "nonfinite",           "some-sequences"};
+      "some-heads", "pair-pattern", "nonfinite",           "some-sequences",      "attention-uniform"};
   ASSERT_EQ(gpu::fault_catalogue().size(), static_cast<std::size_t>(gpu::kFaultCount));
   for (std::size_t i = 0; i < gpu::fault_catalogue().size(); ++i) {
     const gpu::FaultInfo& f = gpu::fault_catalogue()[i];
