@@ -7,6 +7,7 @@
 #include <fmt/core.h>
 
 #include "bisect/report_format.h"
+#include "dumps/tap_filter.h"
 #include "model/errors.h"
 
 namespace tapdiff::bisect {
@@ -24,9 +25,13 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 // engine against the truth per op (its metrics calibrate the op's tolerance), and the rows.
 class PassComparison {
  public:
-  PassComparison(const model::Graph& graph, const model::ModelConfig& config) : graph_(graph) {
-    for (const model::Step& step : graph.steps())
+  // observed: the steps compared (all when empty); finish() judges those only.
+  PassComparison(const model::Graph& graph, const model::ModelConfig& config, const StepFilter& observed = {})
+      : graph_(graph) {
+    for (const model::Step& step : graph.steps()) {
       ops_.emplace_back(step.output(), head_layout(step.op, config), Tolerance{});
+      compared_.push_back(!observed || observed(step));
+    }
     floors_.resize(graph.steps().size());
   }
 
@@ -50,6 +55,7 @@ class PassComparison {
     if (calibrated) tolerances.set_calibration(*options.calibration);
     std::vector<OpResult> out;
     for (std::size_t i = 0; i < ops_.size(); ++i) {
+      if (!compared_[i]) continue;
       const model::TensorId id = graph_.steps()[i].output();
       if (calibrated) tolerances.set_floor(id, floors_[i].result());
       ops_[i].set_tolerance(tolerances.lookup(id, options.dtype));
@@ -64,6 +70,7 @@ class PassComparison {
   const model::Graph& graph_;
   std::vector<OpAccumulator> ops_;
   std::vector<MetricsAccumulator> floors_;
+  std::vector<bool> compared_;
   std::vector<RowInfo> rows_;
   std::int64_t next_row_ = 0;
 };
@@ -87,7 +94,9 @@ struct SequenceRun {
   bool finished = false;
 };
 
-void check_batch(const LockstepEngines& engines, const model::Prompts& prompts, const BisectOptions& options) {
+void check_request(const LockstepEngines& engines, const model::Prompts& prompts, const BisectOptions& options) {
+  if (options.layers_first && (options.tap_a || options.tap_b))
+    throw UsageError("--layers-first compares the layer outputs first: it does not keep dumps (--dump-dir)");
   if (prompts.empty()) throw UsageError("no prompt: give at least one");
   for (std::size_t s = 0; s < prompts.size(); ++s)
     if (prompts[s].empty())
@@ -149,47 +158,13 @@ void generate_b_freely(model::Engine& b, const model::Graph& graph, const model:
   report(options, 3, 1, 1);
 }
 
-}  // namespace
-
-dumps::RunMetadata engine_metadata(const model::Engine& engine, const model::ModelConfig& config,
-                                   std::span<const std::int32_t> prompt, int chunk) {
-  dumps::RunMetadata m;
-  m.engine = engine.name();
-  m.device = engine.device();
-  m.compute_dtype = engine.compute_dtype();
-  for (Op op : model::kAllOps) m.kernels[std::string(model::op_name(op))] = engine.kernel(op);
-  m.model_config = model::to_json(config);
-  m.prompt_tokens.assign(prompt.begin(), prompt.end());
-  m.chunk_size = chunk > 0 ? chunk : static_cast<int>(prompt.size());
-  m.storage_dtype = engine.compute_dtype();
-  return m;
-}
-
-std::vector<TopToken> top_k(const HostTensor& logits, std::int64_t row, int k) {
-  TAPDIFF_ASSERT(row >= 0 && row < logits.rows(), "row {} of {} logits rows", row, logits.rows());
-  std::vector<TopToken> all(static_cast<std::size_t>(logits.cols()));
-  for (std::int64_t c = 0; c < logits.cols(); ++c)
-    all[static_cast<std::size_t>(c)] = {static_cast<std::int32_t>(c), logits.at(row, c)};
-  const auto n =
-      static_cast<std::ptrdiff_t>(std::min<std::size_t>(static_cast<std::size_t>(std::max(k, 1)), all.size()));
-  std::partial_sort(all.begin(), all.begin() + n, all.end(), [](const TopToken& x, const TopToken& y) {
-    return x.logit > y.logit || (x.logit == y.logit && x.id < y.id);
-  });
-  all.resize(static_cast<std::size_t>(n));
-  return all;
-}
-
-BisectResult run_bisect(const model::ModelConfig& config, const LockstepEngines& engines,
-                        std::span<const std::int32_t> prompt, const BisectOptions& options) {
-  return run_bisect(config, engines, model::Prompts{{prompt.begin(), prompt.end()}}, options);
-}
-
-BisectResult run_bisect(const model::ModelConfig& config, const LockstepEngines& engines, const model::Prompts& prompts,
-                        const BisectOptions& options) {
-  check_batch(engines, prompts, options);
-  const model::Graph graph(config);
+// Pass 1, the free run, over the whole schedule (prefill passes, then decode passes fed A's greedy
+// tokens): fills result's run comparison (the observed steps only; all when observed is empty),
+// token impact per sequence and prompt lengths. Returns the passes it ran, for pass 2.
+std::vector<PlannedPass> run_free_pass(const model::ModelConfig& config, const model::Graph& graph,
+                                       const LockstepEngines& engines, const model::Prompts& prompts,
+                                       const BisectOptions& options, const StepFilter& observed, BisectResult& result) {
   const auto n_seqs = static_cast<int>(prompts.size());
-  BisectResult result;
   result.sequence_tokens.resize(prompts.size());
   std::vector<SequenceRun> seqs(prompts.size());
   for (std::size_t s = 0; s < prompts.size(); ++s) {
@@ -202,9 +177,7 @@ BisectResult run_bisect(const model::ModelConfig& config, const LockstepEngines&
   const std::size_t prefill_passes = passes.size();
   const int planned = static_cast<int>(prefill_passes) + std::max(options.generate - 1, 0);
 
-  // --- pass 1: free run ---
-  auto start = std::chrono::steady_clock::now();
-  PassComparison free_pass(graph, config);
+  PassComparison free_pass(graph, config, observed);
   const PlannedPass* current = nullptr;
   const StepObserver observe = [&](const StepOutputs& out) {
     free_pass.add(out);
@@ -220,7 +193,7 @@ BisectResult run_bisect(const model::ModelConfig& config, const LockstepEngines&
       p.b = top_k(out.b, row - 1, options.top_k);
     }
   };
-  Lockstep free_run(graph, Drive::free, engines);
+  Lockstep free_run(graph, Drive::free, engines, observed);
   free_run.reset(n_seqs);
   model::SequenceChunks sequence_chunks(prompts.size());
   auto run_free = [&](std::size_t index) {
@@ -290,7 +263,65 @@ BisectResult run_bisect(const model::ModelConfig& config, const LockstepEngines&
   run.ops = free_pass.finish(options, engines.floor != nullptr);
   const auto first = std::find_if(run.ops.begin(), run.ops.end(), [](const OpResult& op) { return !op.pass(); });
   if (first != run.ops.end()) run.first = static_cast<std::size_t>(first - run.ops.begin());
+  return passes;
+}
+
+}  // namespace
+
+dumps::RunMetadata engine_metadata(const model::Engine& engine, const model::ModelConfig& config,
+                                   std::span<const std::int32_t> prompt, int chunk) {
+  dumps::RunMetadata m;
+  m.engine = engine.name();
+  m.device = engine.device();
+  m.compute_dtype = engine.compute_dtype();
+  for (Op op : model::kAllOps) m.kernels[std::string(model::op_name(op))] = engine.kernel(op);
+  m.model_config = model::to_json(config);
+  m.prompt_tokens.assign(prompt.begin(), prompt.end());
+  m.chunk_size = chunk > 0 ? chunk : static_cast<int>(prompt.size());
+  m.storage_dtype = engine.compute_dtype();
+  return m;
+}
+
+std::vector<TopToken> top_k(const HostTensor& logits, std::int64_t row, int k) {
+  TAPDIFF_ASSERT(row >= 0 && row < logits.rows(), "row {} of {} logits rows", row, logits.rows());
+  std::vector<TopToken> all(static_cast<std::size_t>(logits.cols()));
+  for (std::int64_t c = 0; c < logits.cols(); ++c)
+    all[static_cast<std::size_t>(c)] = {static_cast<std::int32_t>(c), logits.at(row, c)};
+  const auto n =
+      static_cast<std::ptrdiff_t>(std::min<std::size_t>(static_cast<std::size_t>(std::max(k, 1)), all.size()));
+  std::partial_sort(all.begin(), all.begin() + n, all.end(), [](const TopToken& x, const TopToken& y) {
+    return x.logit > y.logit || (x.logit == y.logit && x.id < y.id);
+  });
+  all.resize(static_cast<std::size_t>(n));
+  return all;
+}
+
+BisectResult run_bisect(const model::ModelConfig& config, const LockstepEngines& engines,
+                        std::span<const std::int32_t> prompt, const BisectOptions& options) {
+  return run_bisect(config, engines, model::Prompts{{prompt.begin(), prompt.end()}}, options);
+}
+
+BisectResult run_bisect(const model::ModelConfig& config, const LockstepEngines& engines, const model::Prompts& prompts,
+                        const BisectOptions& options) {
+  check_request(engines, prompts, options);
+  const model::Graph graph(config);
+  const auto n_seqs = static_cast<int>(prompts.size());
+  BisectResult result;
+  auto start = std::chrono::steady_clock::now();
+  std::vector<PlannedPass> passes;
+  if (options.layers_first) {
+    const dumps::TapFilter layers("layers");
+    passes = run_free_pass(
+        config, graph, engines, prompts, options,
+        [&layers](const model::Step& step) { return layers.matches(step.output()); }, result);
+    result.layers_only = result.run.match();
+  }
+  if (!result.layers_only) {
+    result = BisectResult{};
+    passes = run_free_pass(config, graph, engines, prompts, options, {}, result);
+  }
   result.seconds_free = seconds_since(start);
+  CompareResult& run = result.run;
 
   generate_b_freely(engines.b, graph, prompts, options, result.sequence_tokens);
   result.tokens_sequence = shown_sequence(result);
@@ -300,6 +331,7 @@ BisectResult run_bisect(const model::ModelConfig& config, const LockstepEngines&
   if (run.match()) return result;
 
   // --- pass 2: forced scan, up to the pass where the symptom first shows ---
+  // (pass 1 compared every op: a layers-first pass that diverged was repeated in full)
   start = std::chrono::steady_clock::now();
   const std::size_t last_pass = pass_of(passes, run.ops[*run.first].first_bad_row);
   PassComparison forced_pass(graph, config);

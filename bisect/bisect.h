@@ -3,7 +3,8 @@
 // floor engine (the reference in B's precision) run the same tokens in lockstep, compared op by op
 // as they go; no dump files are needed.
 //
-//   pass 1, free run: every op of B against A end to end, and the floor's error against A, which
+//   pass 1, free run (with layers_first: the layer outputs first, every op only if one diverges):
+//     every op of B against A end to end, and the floor's error against A, which
 //     calibrates each op's tolerance. The first op past tolerance is the symptom.
 //   pass 2, forced scan (only when pass 1 diverged): every op of B and of the floor engine run on
 //     A's inputs (lockstep.h, Drive::forced), over the chunks up to the symptom's: each op's local
@@ -46,7 +47,11 @@ struct BisectOptions {
   // Otherwise every op is held to tolerances.lookup (the table, or the built-in default).
   std::optional<Calibration> calibration = Calibration{};
   Tolerances tolerances;
-  std::string dtype = "f32";    // B's compute dtype: what tolerance rules match
+  std::string dtype = "f32";  // B's compute dtype: what tolerance rules match
+  // Pass 1 compares the layer outputs only (embed, each ffn_residual, final_norm, logits), so
+  // engine B's other ops never leave it; when one diverges, pass 1 is repeated with every op.
+  // Not with taps.
+  bool layers_first = false;
   model::Tap* tap_a = nullptr;  // receives A's and B's op outputs of pass 1 (--dump-dir)
   model::Tap* tap_b = nullptr;
   std::function<void(const BisectProgress&)> progress;
@@ -79,6 +84,7 @@ struct BisectResult {
   // without a sliding window only; empty otherwise).
   std::vector<UniformityStats> attention_uniformity;
   double seconds_free = 0, seconds_forced = 0;
+  bool layers_only = false;  // --layers-first and the layer outputs matched: run.ops holds those only
 
   bool match() const { return run.match(); }
   // The symptom is itself wrong (its own local error is past tolerance), not only inheriting error.

@@ -23,8 +23,9 @@ model::HostTensor run_step(model::Engine& engine, const model::Step& step) {
 
 }  // namespace
 
-Lockstep::Lockstep(const model::Graph& graph, Drive drive, LockstepEngines engines)
-    : graph_(graph), drive_(drive), engines_(engines) {
+Lockstep::Lockstep(const model::Graph& graph, Drive drive, LockstepEngines engines, StepFilter observed)
+    : graph_(graph), drive_(drive), engines_(engines), observed_(std::move(observed)) {
+  TAPDIFF_ASSERT(!observed_ || drive == Drive::free, "a forced lockstep observes every step");
   const auto& steps = graph.steps();
   producers_.resize(steps.size());
   last_use_.resize(steps.size());
@@ -57,6 +58,11 @@ void Lockstep::pass(int index, std::span<const model::BatchPart> parts, const St
   std::vector<std::optional<model::HostTensor>> held(drive_ == Drive::forced ? steps.size() : 0);
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const model::Step& step = steps[i];
+    if (observed_ && !observed_(step)) {
+      for (model::Engine* e : {&engines_.truth, engines_.floor, &engines_.b})
+        if (e) e->execute(step, {});
+      continue;
+    }
     model::HostTensor truth = run_step(engines_.truth, step);
     if (drive_ == Drive::forced) {
       for (std::size_t k = 0; k < step.inputs.size(); ++k) {

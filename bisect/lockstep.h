@@ -37,10 +37,14 @@ struct StepOutputs {
   const model::HostTensor& b;
 };
 using StepObserver = std::function<void(const StepOutputs&)>;
+using StepFilter = std::function<bool(const model::Step&)>;
 
 class Lockstep {
  public:
-  Lockstep(const model::Graph& graph, Drive drive, LockstepEngines engines);
+  // observed: the steps whose outputs are read and observed (all when empty; free drive only: a
+  // forced step needs every input read). The others only execute, so their outputs stay where
+  // the engine keeps them (a GPU engine then need not finish each op before the next).
+  Lockstep(const model::Graph& graph, Drive drive, LockstepEngines engines, StepFilter observed = {});
 
   // Empties every engine's KV caches and makes room for `sequences` (model::Engine::set_sequences).
   void reset(int sequences = 1);
@@ -55,6 +59,7 @@ class Lockstep {
   LockstepEngines engines_;
   std::vector<std::vector<std::size_t>> producers_;  // per step: the steps whose outputs it reads
   std::vector<std::size_t> last_use_;                // per step: the index of the last step that reads its output
+  StepFilter observed_;
 };
 
 }  // namespace tapdiff::bisect

@@ -172,6 +172,7 @@ json bisect_json(const BisectResult& r, const std::vector<Diagnosis>& diagnoses,
   tokens["text_b"] = std::move(text_b);
   tokens["sequence"] = r.tokens_sequence;
   out["batch"] = batch_json(r);
+  out["layers_only"] = r.layers_only;
   out["timings"] = {{"free_run_seconds", r.seconds_free}, {"forced_scan_seconds", r.seconds_forced}};
   return out;
 }
@@ -183,7 +184,9 @@ std::string bisect_terminal_report(const BisectResult& r, const std::vector<Diag
     extras.after_verdict = fmt::format("culprit  {}\n", culprit_text(r));
     if (const std::string s = symptom_text(r); !s.empty()) extras.after_verdict += fmt::format("symptom  {}\n", s);
   }
-  extras.tokens = tokens_summary(r, text) + batch_summary(r);
+  extras.tokens =
+      tokens_summary(r, text) + batch_summary(r) +
+      (r.layers_only ? "layers   --layers-first: the layer outputs matched, so only they were compared\n" : "");
   return terminal_report(r.run, diagnoses, color, 8, extras) +
          fmt::format("time     free run {:.2f} s, forced scan {:.2f} s\n", r.seconds_free, r.seconds_forced);
 }

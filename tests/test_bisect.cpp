@@ -147,6 +147,40 @@ TEST(Bisect, APlantedErrorIsTheCulpritAtItsPositionHeadAndChannel) {
   EXPECT_TRUE(has_code(r.diagnoses, "some-heads"));
 }
 
+// --layers-first: on a clean run only the layer outputs are compared (embed, each ffn_residual,
+// final_norm, logits); with a planted fault the free run is repeated with every op, and the
+// symptom and culprit are those of the plain bisection. (Not rope-off-by-one: shifting q and k
+// alike leaves every attention score, so every layer output, as it was.)
+TEST(Bisect, LayersFirstComparesLayerOutputsThenEveryOpOnADivergence) {
+  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto truth = reference(*m, model::Scalar::f64);
+  const auto floor = reference(*m, model::Scalar::f32);
+  const auto prompt = synth_prompt(40, m->config().vocab, 5);
+  BisectOptions options;
+  options.chunk = 16;
+  options.generate = 2;
+  options.layers_first = true;
+  gpu::VulkanEngineOptions clean_options;
+  const auto clean = gpu::make_vulkan_engine(*m, clean_options);
+  const BisectResult match = bisect::run_bisect(m->config(), {*truth, floor.get(), *clean}, prompt, options);
+  EXPECT_TRUE(match.match());
+  EXPECT_TRUE(match.layers_only);
+  EXPECT_EQ(match.run.ops.size(), static_cast<std::size_t>(m->config().n_layers + 3));
+
+  gpu::VulkanEngineOptions faulty;
+  faulty.inject = "gqa-head-map@1";
+  const auto b = gpu::make_vulkan_engine(*m, faulty);
+  const BisectResult layers_first = bisect::run_bisect(m->config(), {*truth, floor.get(), *b}, prompt, options);
+  options.layers_first = false;
+  const BisectResult plain = bisect::run_bisect(m->config(), {*truth, floor.get(), *b}, prompt, options);
+  ASSERT_FALSE(layers_first.match());
+  EXPECT_FALSE(layers_first.layers_only);
+  EXPECT_EQ(layers_first.run.ops.size(), plain.run.ops.size());
+  ASSERT_TRUE(layers_first.culprit && plain.culprit);
+  EXPECT_EQ(layers_first.run.ops[*layers_first.run.first].id, plain.run.ops[*plain.run.first].id);
+  EXPECT_EQ(layers_first.local[*layers_first.culprit].id, (TensorId{Op::attn, 1}));
+}
+
 TEST(Bisect, AnErrorInTheKvPathShowsInAttentionOfTheNextChunk) {
   // rope_k of layer 0 perturbed at position 10: the cache row it writes is read by every later row.
   const TensorId target{Op::rope_k, 0};

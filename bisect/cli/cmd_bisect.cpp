@@ -43,6 +43,7 @@ struct BisectArgs {
   int top_k = 5;
   std::string tolerances;
   bool no_calibrate = false;
+  bool layers_first = false;
   double k = bisect::Calibration{}.k;
   double min_floor = bisect::Calibration{}.min_floor_nmse;
   std::string json, junit, html, dump_dir;
@@ -106,6 +107,7 @@ int bisect_command(const BisectArgs& a) {
   options.top_k = a.top_k;
   options.eos_token = tokenizer ? tokenizer->eos() : m->config().eos_token;
   options.dtype = a.engine_b.dtype;
+  options.layers_first = a.layers_first;
   options.tolerances = table;
   if (calibrated)
     options.calibration = bisect::Calibration{a.k, a.min_floor};
@@ -175,6 +177,8 @@ void add_bisect_command(CLI::App& app, CliContext& context) {
   cmd->add_option("--min-floor", args->min_floor, "Calibrated mode: the smallest floor NMSE trusted")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  cmd->add_flag("--layers-first", args->layers_first,
+                "Compare the layer outputs first (fewer read-backs from engine B), every op only when one diverges");
   cmd->add_option("--json", args->json, "Write the full report as JSON");
   cmd->add_option("--junit", args->junit, "Write a JUnit XML report (one testcase per layer/op)");
   cmd->add_option("--html", args->html, "Write a self-contained HTML report");
