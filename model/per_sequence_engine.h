@@ -41,7 +41,7 @@ class PerSequenceEngine final : public Engine {
 
   std::vector<std::unique_ptr<Engine>> engines_;
   int sequences_ = 1;
-  std::vector<int> next_chunk_;  // per sequence: its next chunk's index
+  std::vector<int> next_chunk_;   // per sequence: its next chunk's index
   std::vector<BatchPart> parts_;  // the current pass
 };
 

@@ -74,8 +74,7 @@ TEST(BisectBatch, EnginesThatCannotRunTheBatchAreRefused) {
   }
   const auto one = reference_per_sequence(*m, model::Scalar::f64, 1);
   EXPECT_THROW(one->set_sequences(2), UsageError);
-  EXPECT_THROW(bisect::run_bisect(m->config(), {*truth, nullptr, *b}, model::Prompts{{1, 2}, {}}, options),
-               UsageError);
+  EXPECT_THROW(bisect::run_bisect(m->config(), {*truth, nullptr, *b}, model::Prompts{{1, 2}, {}}, options), UsageError);
 }
 
 // `bisect --batch-prompts`: the planted batch-seq-leak is the culprit, first showing in sequence 1
