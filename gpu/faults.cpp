@@ -6,6 +6,7 @@
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
+#include "model/comma_list.h"
 #include "model/errors.h"
 
 namespace tapdiff::gpu {
@@ -170,11 +171,7 @@ std::string FaultSet::label(Op op, int layer) const {
 
 FaultSet parse_faults(std::string_view spec, int n_layers) {
   FaultSet set;
-  std::size_t start = 0;
-  while (start < spec.size()) {
-    const std::size_t end = std::min(spec.find(',', start), spec.size());
-    const std::string_view item = spec.substr(start, end - start);
-    start = end + 1;
+  for (const std::string_view item : model::split_commas(spec)) {
     const std::size_t at = item.find('@');
     const FaultInfo& f = find_fault(item.substr(0, at));
     const auto i = static_cast<std::size_t>(f.fault);

@@ -10,6 +10,7 @@
 #include "gpu/device.h"
 #include "gpu/pipelines.h"
 #include "gpu/stream.h"
+#include "model/comma_list.h"
 #include "model/errors.h"
 
 namespace tapdiff::gpu {
@@ -57,13 +58,9 @@ std::uint32_t floor_pow2(std::uint32_t v) {
 
 KernelOverrides parse_kernel_overrides(const std::string& text) {
   KernelOverrides o;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    const std::size_t end = std::min(text.find(',', start), text.size());
-    const std::string item = text.substr(start, end - start);
-    start = end + 1;
+  for (const std::string_view item : model::split_commas(text)) {
     const std::size_t eq = item.find('=');
-    const std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    const std::string_view key = item.substr(0, eq), value = eq == std::string_view::npos ? "" : item.substr(eq + 1);
     if (key == "matmul" && (value == "auto" || value == "tiled" || value == "matvec")) {
       o.matmul = value == "tiled"    ? KernelOverrides::Matmul::tiled
                  : value == "matvec" ? KernelOverrides::Matmul::matvec
