@@ -158,12 +158,19 @@ void generate_b_freely(model::Engine& b, const model::Graph& graph, const model:
   report(options, 3, 1, 1);
 }
 
+// The passes a free run ran, for pass 2 to run again, and the tokens their decode parts view (each
+// sequence's prompt and the greedy tokens fed after it; moving the Schedule keeps them in place).
+struct Schedule {
+  model::Prompts fed;
+  std::vector<PlannedPass> passes;
+};
+
 // Pass 1, the free run, over the whole schedule (prefill passes, then decode passes fed A's greedy
 // tokens): fills result's run comparison (the observed steps only; all when observed is empty),
-// token impact per sequence and prompt lengths. Returns the passes it ran, for pass 2.
-std::vector<PlannedPass> run_free_pass(const model::ModelConfig& config, const model::Graph& graph,
-                                       const LockstepEngines& engines, const model::Prompts& prompts,
-                                       const BisectOptions& options, const StepFilter& observed, BisectResult& result) {
+// token impact per sequence and prompt lengths.
+Schedule run_free_pass(const model::ModelConfig& config, const model::Graph& graph, const LockstepEngines& engines,
+                       const model::Prompts& prompts, const BisectOptions& options, const StepFilter& observed,
+                       BisectResult& result) {
   const auto n_seqs = static_cast<int>(prompts.size());
   result.sequence_tokens.resize(prompts.size());
   std::vector<SequenceRun> seqs(prompts.size());
@@ -263,7 +270,9 @@ std::vector<PlannedPass> run_free_pass(const model::ModelConfig& config, const m
   run.ops = free_pass.finish(options, engines.floor != nullptr);
   const auto first = std::find_if(run.ops.begin(), run.ops.end(), [](const OpResult& op) { return !op.pass(); });
   if (first != run.ops.end()) run.first = static_cast<std::size_t>(first - run.ops.begin());
-  return passes;
+  Schedule schedule{{}, std::move(passes)};
+  for (SequenceRun& seq : seqs) schedule.fed.push_back(std::move(seq.fed));
+  return schedule;
 }
 
 }  // namespace
@@ -308,17 +317,17 @@ BisectResult run_bisect(const model::ModelConfig& config, const LockstepEngines&
   const auto n_seqs = static_cast<int>(prompts.size());
   BisectResult result;
   auto start = std::chrono::steady_clock::now();
-  std::vector<PlannedPass> passes;
+  Schedule schedule;
   if (options.layers_first) {
     const dumps::TapFilter layers("layers");
-    passes = run_free_pass(
+    schedule = run_free_pass(
         config, graph, engines, prompts, options,
         [&layers](const model::Step& step) { return layers.matches(step.output()); }, result);
     result.layers_only = result.run.match();
   }
   if (!result.layers_only) {
     result = BisectResult{};
-    passes = run_free_pass(config, graph, engines, prompts, options, {}, result);
+    schedule = run_free_pass(config, graph, engines, prompts, options, {}, result);
   }
   result.seconds_free = seconds_since(start);
   CompareResult& run = result.run;
@@ -333,6 +342,7 @@ BisectResult run_bisect(const model::ModelConfig& config, const LockstepEngines&
   // --- pass 2: forced scan, up to the pass where the symptom first shows ---
   // (pass 1 compared every op: a layers-first pass that diverged was repeated in full)
   start = std::chrono::steady_clock::now();
+  const std::vector<PlannedPass>& passes = schedule.passes;
   const std::size_t last_pass = pass_of(passes, run.ops[*run.first].first_bad_row);
   PassComparison forced_pass(graph, config);
   std::optional<AttentionUniformity> uniformity;
