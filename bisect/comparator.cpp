@@ -127,14 +127,19 @@ void add_columns(std::span<const A> a, std::span<const B> b, std::vector<double>
   }
 }
 
-void add_columns(const model::HostTensor& a, const model::HostTensor& b, std::vector<double>& err,
-                 std::vector<double>& ref) {
+// The same over rows [begin, end) of the block.
+void add_columns(const model::HostTensor& a, const model::HostTensor& b, std::int64_t begin, std::int64_t end,
+                 std::vector<double>& err, std::vector<double>& ref) {
+  const auto at = static_cast<std::size_t>(begin * a.cols()), n = static_cast<std::size_t>((end - begin) * a.cols());
   const bool fa = a.scalar() == Scalar::f32, fb = b.scalar() == Scalar::f32;
-  if (fa && fb) add_columns(a.f32(), b.f32(), err, ref);
-  if (fa && !fb) add_columns(a.f32(), b.f64(), err, ref);
-  if (!fa && fb) add_columns(a.f64(), b.f32(), err, ref);
-  if (!fa && !fb) add_columns(a.f64(), b.f64(), err, ref);
+  if (fa && fb) add_columns(a.f32().subspan(at, n), b.f32().subspan(at, n), err, ref);
+  if (fa && !fb) add_columns(a.f32().subspan(at, n), b.f64().subspan(at, n), err, ref);
+  if (!fa && fb) add_columns(a.f64().subspan(at, n), b.f32().subspan(at, n), err, ref);
+  if (!fa && !fb) add_columns(a.f64().subspan(at, n), b.f64().subspan(at, n), err, ref);
 }
+
+// A block this large (elements) is split over two threads.
+constexpr std::int64_t kParallelElements = std::int64_t{1} << 16;
 
 }  // namespace
 
@@ -150,21 +155,33 @@ void OpAccumulator::add(const model::HostTensor& a, const model::HostTensor& b, 
   TAPDIFF_ASSERT(first_index >= 0, "{}: first index {}", model::to_string(result_.id), first_index);
   const auto end = static_cast<std::size_t>(first_index + a.rows());
   if (result_.rows.size() < end) result_.rows.resize(end);
-  // The whole-op metrics on a second thread while this one does the rows: the two passes of
-  // MetricsAccumulator are the cost of a comparison (the dump reads are a few percent).
-  auto whole = std::async(std::launch::async, [&] { total_.add(a, b, first_index); });
-  for (std::int64_t r = 0; r < a.rows(); ++r) add_row(a.slice_rows(r, 1), b.slice_rows(r, 1), first_index + r);
-  if (result_.layout.has_heads()) {
-    if (col_err_.empty()) col_err_.assign(static_cast<std::size_t>(a.cols()), 0.0), col_ref_ = col_err_;
-    add_columns(a, b, col_err_, col_ref_);
+  // One pass over the elements, the cost of a comparison (the dump reads are a few percent):
+  // each row's own metrics, and for ops with heads the per-column sums; a large block is split
+  // by rows over two threads. The op's metrics are the rows' merged in row order.
+  const std::int64_t n = a.rows();
+  const bool heads = result_.layout.has_heads();
+  if (heads && col_err_.empty()) col_err_.assign(static_cast<std::size_t>(a.cols()), 0.0), col_ref_ = col_err_;
+  std::vector<MetricsAccumulator> per_row(static_cast<std::size_t>(n));
+  auto share = [&](std::int64_t begin, std::int64_t stop, std::vector<double>& err, std::vector<double>& ref) {
+    for (std::int64_t r = begin; r < stop; ++r) per_row[static_cast<std::size_t>(r)].add(a, b, first_index, r, r + 1);
+    if (heads) add_columns(a, b, begin, stop, err, ref);
+  };
+  const std::int64_t half = n * a.cols() >= kParallelElements ? n / 2 : n;
+  std::vector<double> err2(heads && half < n ? col_err_.size() : 0, 0.0), ref2 = err2;
+  std::future<void> second;
+  if (half < n) second = std::async(std::launch::async, [&] { share(half, n, err2, ref2); });
+  share(0, half, col_err_, col_ref_);
+  if (second.valid()) second.get();
+  for (std::size_t c = 0; c < err2.size(); ++c) col_err_[c] += err2[c], col_ref_[c] += ref2[c];
+  for (std::int64_t r = 0; r < n; ++r) {
+    const MetricsAccumulator& row = per_row[static_cast<std::size_t>(r)];
+    total_.merge(row);
+    add_row(row.result(), a, b, r, first_index + r);
   }
-  whole.get();
 }
 
-void OpAccumulator::add_row(const model::HostTensor& a, const model::HostTensor& b, std::int64_t index) {
-  MetricsAccumulator one;
-  one.add(a, b, index);
-  const Metrics m = one.result();
+void OpAccumulator::add_row(const Metrics& m, const model::HostTensor& a, const model::HostTensor& b,
+                            std::int64_t block_row, std::int64_t index) {
   RowError& row = result_.rows[static_cast<std::size_t>(index)];
   row.nmse = static_cast<float>(m.nmse);
   row.max_abs = static_cast<float>(m.max_abs);
@@ -181,7 +198,7 @@ void OpAccumulator::add_row(const model::HostTensor& a, const model::HostTensor&
   const std::int64_t last = std::min(a.cols(), w.col + kAround + 1);
   w.around_a.clear(), w.around_b.clear();
   for (std::int64_t c = w.around_first_col; c < last; ++c)
-    w.around_a.push_back(a.at(0, c)), w.around_b.push_back(b.at(0, c));
+    w.around_a.push_back(a.at(block_row, c)), w.around_b.push_back(b.at(block_row, c));
 }
 
 OpResult OpAccumulator::finish(std::span<const RowInfo> rows) {

@@ -128,7 +128,9 @@ class OpAccumulator {
   OpResult finish(std::span<const RowInfo> rows);
 
  private:
-  void add_row(const model::HostTensor& a, const model::HostTensor& b, std::int64_t index);
+  // Row block_row of the block a/b, row `index` of the compared rows, whose metrics are m.
+  void add_row(const Metrics& m, const model::HostTensor& a, const model::HostTensor& b, std::int64_t block_row,
+               std::int64_t index);
 
   OpResult result_;
   MetricsAccumulator total_;

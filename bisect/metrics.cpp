@@ -22,11 +22,12 @@ std::span<const T> values(const model::HostTensor& t) {
 }  // namespace
 
 template <typename TA, typename TB>
-void MetricsAccumulator::add_rows(const model::HostTensor& a, const model::HostTensor& b, std::int64_t first_row) {
+void MetricsAccumulator::add_rows(const model::HostTensor& a, const model::HostTensor& b, std::int64_t first_row,
+                                  std::size_t begin, std::size_t end) {
   const std::span<const TA> va = values<TA>(a);
   const std::span<const TB> vb = values<TB>(b);
   const auto cols = static_cast<std::size_t>(a.cols());
-  for (std::size_t r = 0; r < static_cast<std::size_t>(a.rows()); ++r) {
+  for (std::size_t r = begin; r < end; ++r) {
     const TA* ra = va.data() + r * cols;
     const TB* rb = vb.data() + r * cols;
     double row_sq = 0;
@@ -56,13 +57,30 @@ void MetricsAccumulator::add_rows(const model::HostTensor& a, const model::HostT
 }
 
 void MetricsAccumulator::add(const model::HostTensor& a, const model::HostTensor& b, std::int64_t first_row) {
+  add(a, b, first_row, 0, a.rows());
+}
+
+void MetricsAccumulator::add(const model::HostTensor& a, const model::HostTensor& b, std::int64_t first_row,
+                             std::int64_t begin, std::int64_t end) {
   TAPDIFF_ASSERT(a.rows() == b.rows() && a.cols() == b.cols(), "shapes [{}, {}] and [{}, {}]", a.rows(), a.cols(),
                  b.rows(), b.cols());
+  TAPDIFF_ASSERT(0 <= begin && begin <= end && end <= a.rows(), "rows [{}, {}) of {}", begin, end, a.rows());
   using model::Scalar;
-  if (a.scalar() == Scalar::f32 && b.scalar() == Scalar::f32) return add_rows<float, float>(a, b, first_row);
-  if (a.scalar() == Scalar::f32) return add_rows<float, double>(a, b, first_row);
-  if (b.scalar() == Scalar::f32) return add_rows<double, float>(a, b, first_row);
-  add_rows<double, double>(a, b, first_row);
+  const auto r0 = static_cast<std::size_t>(begin), r1 = static_cast<std::size_t>(end);
+  if (a.scalar() == Scalar::f32 && b.scalar() == Scalar::f32) return add_rows<float, float>(a, b, first_row, r0, r1);
+  if (a.scalar() == Scalar::f32) return add_rows<float, double>(a, b, first_row, r0, r1);
+  if (b.scalar() == Scalar::f32) return add_rows<double, float>(a, b, first_row, r0, r1);
+  add_rows<double, double>(a, b, first_row, r0, r1);
+}
+
+void MetricsAccumulator::merge(const MetricsAccumulator& o) {
+  count_ += o.count_, nonfinite_ += o.nonfinite_;
+  sum_sq_err_ += o.sum_sq_err_, sum_sq_a_ += o.sum_sq_a_, sum_sq_b_ += o.sum_sq_b_, dot_ += o.dot_;
+  max_rel_ = std::max(max_rel_, o.max_rel_);
+  if (o.worst_row_ >= 0 && (o.max_abs_ > max_abs_ || worst_row_ < 0)) {  // the first largest, as add() keeps
+    max_abs_ = o.max_abs_, worst_row_ = o.worst_row_, worst_col_ = o.worst_col_;
+    worst_a_ = o.worst_a_, worst_b_ = o.worst_b_;
+  }
 }
 
 Metrics MetricsAccumulator::result() const {

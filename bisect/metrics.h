@@ -23,11 +23,17 @@ class MetricsAccumulator {
  public:
   // Adds a block of rows of both tensors (same shape); first_row is their row index in the whole.
   void add(const model::HostTensor& a, const model::HostTensor& b, std::int64_t first_row);
+  // Adds rows [begin, end) of the block only (first_row: the whole's index of the block's row 0).
+  void add(const model::HostTensor& a, const model::HostTensor& b, std::int64_t first_row, std::int64_t begin,
+           std::int64_t end);
+  // Adds the elements another accumulator saw, as if they came after this one's.
+  void merge(const MetricsAccumulator& other);
   Metrics result() const;
 
  private:
   template <typename TA, typename TB>
-  void add_rows(const model::HostTensor& a, const model::HostTensor& b, std::int64_t first_row);
+  void add_rows(const model::HostTensor& a, const model::HostTensor& b, std::int64_t first_row, std::size_t begin,
+                std::size_t end);
 
   std::int64_t count_ = 0, nonfinite_ = 0;
   double sum_sq_err_ = 0, sum_sq_a_ = 0, sum_sq_b_ = 0, dot_ = 0, max_abs_ = 0;
