@@ -1,5 +1,7 @@
 #include "gpu/device.h"
 
+#include <vector>
+
 #include <fmt/core.h>
 
 #include "gpu/instance.h"
@@ -22,8 +24,56 @@ void check_device_offers(const DeviceInfo& info, const DeviceNeeds& needs) {
                     summary(info)));
 }
 
-Device::Device(const Instance&, DeviceInfo info, const DeviceNeeds& needs) : info_(std::move(info)) {
+namespace {
+
+// Why the cooperative-matrix GEMM cannot run on this device in this mode; "" when it can.
+std::string why_no_cooperative_matrix(const Instance& instance, const DeviceInfo& info, const DeviceNeeds& needs) {
+  if (!needs.storage_16bit) return "the cooperative-matrix GEMM runs in the f16 mode only (--dtype f16)";
+  if (!info.nv_cooperative_matrix)
+    return fmt::format("{} does not offer VK_NV_cooperative_matrix in compute shaders", info.name);
+  if (!info.shader_float16 || !info.vulkan_memory_model)
+    return fmt::format("{} offers VK_NV_cooperative_matrix but not shaderFloat16 and vulkanMemoryModel", info.name);
+  const CooperativeMatrixShapes shapes = query_cooperative_matrix_shapes(instance.handle(), info);
+  if (!shapes.f16_16x16x16)
+    return fmt::format(
+        "{} does not list 16x16x16 subgroup cooperative matrices of f16 with both f32 and f16 sums (it lists: {})",
+        info.name, shapes.listed.empty() ? "none" : shapes.listed);
+  return "";
+}
+
+// The feature structs and extensions vkCreateDevice enables, chained from `v11`. The f32 kernels
+// need no optional feature: weights are read as 32-bit words and unpacked in the shaders. The f16
+// ones store activations as 16-bit values (arithmetic stays f32); the cooperative-matrix GEMM also
+// declares f16 values, cooperative matrices and the Vulkan memory model (which glslang's
+// cooperative-matrix loads and stores require). Without it the device is created exactly as before
+// the GEMM existed.
+struct EnabledFeatures {
+  EnabledFeatures(const DeviceNeeds& needs, bool cooperative_matrix) {
+    coop.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
+    coop.cooperativeMatrix = VK_TRUE;
+    v12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
+    v12.pNext = &coop;
+    v12.shaderFloat16 = VK_TRUE;
+    v12.vulkanMemoryModel = VK_TRUE;
+    v11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
+    v11.pNext = cooperative_matrix ? &v12 : nullptr;
+    v11.storageBuffer16BitAccess = needs.storage_16bit ? VK_TRUE : VK_FALSE;
+    if (cooperative_matrix) extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+  }
+  EnabledFeatures(const EnabledFeatures&) = delete;  // the chain points into this object
+  EnabledFeatures& operator=(const EnabledFeatures&) = delete;
+
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{};
+  VkPhysicalDeviceVulkan12Features v12{};
+  VkPhysicalDeviceVulkan11Features v11{};
+  std::vector<const char*> extensions;
+};
+
+}  // namespace
+
+Device::Device(const Instance& instance, DeviceInfo info, const DeviceNeeds& needs) : info_(std::move(info)) {
   check_device_offers(info_, needs);
+  cooperative_matrix_missing_ = why_no_cooperative_matrix(instance, info_, needs);
   vkGetPhysicalDeviceMemoryProperties(info_.handle, &memory_);
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo queue{};
@@ -31,16 +81,14 @@ Device::Device(const Instance&, DeviceInfo info, const DeviceNeeds& needs) : inf
   queue.queueFamilyIndex = queue_family();
   queue.queueCount = 1;
   queue.pQueuePriorities = &priority;
-  // The f32 kernels need no optional feature: weights are read as 32-bit words and unpacked in
-  // the shaders. The f16 ones store activations as 16-bit values (arithmetic stays f32).
-  VkPhysicalDeviceVulkan11Features v11{};
-  v11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
-  v11.storageBuffer16BitAccess = needs.storage_16bit ? VK_TRUE : VK_FALSE;
+  const EnabledFeatures features(needs, cooperative_matrix());
   VkDeviceCreateInfo create{};
   create.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
-  create.pNext = &v11;
+  create.pNext = &features.v11;
   create.queueCreateInfoCount = 1;
   create.pQueueCreateInfos = &queue;
+  create.enabledExtensionCount = static_cast<std::uint32_t>(features.extensions.size());
+  create.ppEnabledExtensionNames = features.extensions.data();
   check(vkCreateDevice(info_.handle, &create, nullptr, &device_), "vkCreateDevice",
         [&] { return fmt::format("opening {}", summary(info_)); });
   vkGetDeviceQueue(device_, queue_family(), 0, &queue_);

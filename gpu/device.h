@@ -1,6 +1,7 @@
 #pragma once
 // The logical device with one compute queue, and the choice of memory types.
 #include <cstdint>
+#include <string>
 
 #include "gpu/device_info.h"
 
@@ -10,7 +11,9 @@ class Instance;
 
 // Optional device features the engine's kernels use.
 struct DeviceNeeds {
-  bool storage_16bit = false;  // storageBuffer16BitAccess: f16 activation buffers (--dtype f16)
+  // storageBuffer16BitAccess: f16 activation buffers (--dtype f16). Also what the f16 mode's
+  // cooperative-matrix GEMM needs, where the device offers it (Device::cooperative_matrix).
+  bool storage_16bit = false;
 };
 
 // EnvironmentError when the device lacks Vulkan 1.2, a compute queue or a feature of `needs`,
@@ -29,6 +32,11 @@ class Device {
   VkQueue queue() const { return queue_; }
   std::uint32_t queue_family() const { return static_cast<std::uint32_t>(info_.compute_queue_family); }
   const DeviceInfo& info() const { return info_; }
+  // Whether VK_NV_cooperative_matrix is enabled with shaderFloat16 and the Vulkan memory model, all
+  // that shaders/matmul_coop.comp declares: in f16 mode, on a device that offers them and lists the
+  // kernel's matrix shapes. Otherwise why not, a phrase for messages (empty when enabled).
+  bool cooperative_matrix() const { return cooperative_matrix_missing_.empty(); }
+  const std::string& cooperative_matrix_missing() const { return cooperative_matrix_missing_; }
 
   // Index of a memory type allowed by type_bits with every `required` flag, preferring one that
   // also has every `preferred` flag; -1 when none has the required flags.
@@ -38,6 +46,7 @@ class Device {
 
  private:
   DeviceInfo info_;
+  std::string cooperative_matrix_missing_;
   VkPhysicalDeviceMemoryProperties memory_{};
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;

@@ -71,6 +71,46 @@ void query_features(VkPhysicalDevice device, DeviceInfo& info) {
   info.shader_int8 = v12.shaderInt8 == VK_TRUE;
   info.storage_buffer_8bit = v12.storageBuffer8BitAccess == VK_TRUE;
   info.storage_buffer_16bit = v11.storageBuffer16BitAccess == VK_TRUE;
+  info.vulkan_memory_model = v12.vulkanMemoryModel == VK_TRUE;
+}
+
+// The feature and the shader stages of VK_NV_cooperative_matrix; their structs may only be chained
+// where the device has the extension.
+bool nv_cooperative_matrix_usable(VkPhysicalDevice device) {
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV features{};
+  features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
+  VkPhysicalDeviceFeatures2 features2{};
+  features2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+  features2.pNext = &features;
+  vkGetPhysicalDeviceFeatures2(device, &features2);
+  VkPhysicalDeviceCooperativeMatrixPropertiesNV props{};
+  props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV;
+  VkPhysicalDeviceProperties2 props2{};
+  props2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+  props2.pNext = &props;
+  vkGetPhysicalDeviceProperties2(device, &props2);
+  return features.cooperativeMatrix == VK_TRUE &&
+         (props.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
+}
+
+std::string_view component_name(VkComponentTypeNV type) {
+  switch (type) {
+    case VK_COMPONENT_TYPE_FLOAT16_NV: return "f16";
+    case VK_COMPONENT_TYPE_FLOAT32_NV: return "f32";
+    case VK_COMPONENT_TYPE_FLOAT64_NV: return "f64";
+    case VK_COMPONENT_TYPE_SINT8_NV: return "s8";
+    case VK_COMPONENT_TYPE_SINT32_NV: return "s32";
+    case VK_COMPONENT_TYPE_UINT8_NV: return "u8";
+    case VK_COMPONENT_TYPE_UINT32_NV: return "u32";
+    default: return "other";
+  }
+}
+
+// Whether p is the kernel's 16x16x16 f16 multiply with `sums` as C and result type.
+bool is_f16_16x16x16(const VkCooperativeMatrixPropertiesNV& p, VkComponentTypeNV sums) {
+  return p.MSize == 16 && p.NSize == 16 && p.KSize == 16 && p.scope == VK_SCOPE_SUBGROUP_NV &&
+         p.AType == VK_COMPONENT_TYPE_FLOAT16_NV && p.BType == VK_COMPONENT_TYPE_FLOAT16_NV && p.CType == sums &&
+         p.DType == sums;
 }
 
 void query_memory_and_queues(VkPhysicalDevice device, DeviceInfo& info) {
@@ -142,10 +182,36 @@ DeviceInfo query_device(VkPhysicalDevice device, int index) {
   query_features(device, info);
   query_memory_and_queues(device, info);
   for (const std::string& e : device_extensions(device)) {
-    if (e == "VK_KHR_cooperative_matrix" || e == "VK_NV_cooperative_matrix") info.cooperative_matrix = true;
+    if (e == "VK_KHR_cooperative_matrix" || e == VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)
+      info.cooperative_matrix = true;
+    if (e == VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME && info.api_version >= VK_API_VERSION_1_2)
+      info.nv_cooperative_matrix = nv_cooperative_matrix_usable(device);
     if (e == VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME) info.push_descriptor = true;
   }
   return info;
+}
+
+CooperativeMatrixShapes query_cooperative_matrix_shapes(VkInstance instance, const DeviceInfo& info) {
+  CooperativeMatrixShapes shapes;
+  if (!info.nv_cooperative_matrix) return shapes;
+  const auto query = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
+  TAPDIFF_ASSERT(query != nullptr, "{} offers VK_NV_cooperative_matrix without its entry point", info.name);
+  std::uint32_t n = 0;
+  check(query(info.handle, &n, nullptr), "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
+  std::vector<VkCooperativeMatrixPropertiesNV> props(n);
+  for (auto& p : props) p.sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
+  check(query(info.handle, &n, props.data()), "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
+  bool f32_sums = false, f16_sums = false;
+  for (const auto& p : props) {
+    f32_sums = f32_sums || is_f16_16x16x16(p, VK_COMPONENT_TYPE_FLOAT32_NV);
+    f16_sums = f16_sums || is_f16_16x16x16(p, VK_COMPONENT_TYPE_FLOAT16_NV);
+    shapes.listed += fmt::format("{}{}x{}x{} {}*{}+{}{}", shapes.listed.empty() ? "" : ", ", p.MSize, p.NSize, p.KSize,
+                                 component_name(p.AType), component_name(p.BType), component_name(p.CType),
+                                 p.scope == VK_SCOPE_SUBGROUP_NV ? "" : " (not subgroup scope)");
+  }
+  shapes.f16_16x16x16 = f32_sums && f16_sums;
+  return shapes;
 }
 
 std::string summary(const DeviceInfo& d) {

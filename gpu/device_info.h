@@ -33,8 +33,10 @@ struct DeviceInfo {
   bool storage_buffer_16bit = false;
   bool shader_int8 = false;
   bool storage_buffer_8bit = false;
-  bool cooperative_matrix = false;  // VK_KHR_cooperative_matrix or VK_NV_cooperative_matrix
-  bool push_descriptor = false;     // VK_KHR_push_descriptor
+  bool vulkan_memory_model = false;
+  bool cooperative_matrix = false;     // VK_KHR_cooperative_matrix or VK_NV_cooperative_matrix
+  bool nv_cooperative_matrix = false;  // VK_NV_cooperative_matrix, its feature on, in compute shaders
+  bool push_descriptor = false;        // VK_KHR_push_descriptor
 
   // Limits the engine sizes its buffers and dispatches by.
   std::uint64_t max_storage_buffer_range = 0;
@@ -51,6 +53,18 @@ std::string_view device_type_name(VkPhysicalDeviceType type);  // "discrete GPU"
 std::string version_string(std::uint32_t api_version);         // "1.3.230"
 
 DeviceInfo query_device(VkPhysicalDevice device, int index);
+
+// The VK_NV_cooperative_matrix shapes the cooperative-matrix GEMM (shaders/matmul_coop.comp) uses.
+struct CooperativeMatrixShapes {
+  // 16x16x16 at subgroup scope, f16 A and B, listed with f32 C and result (the kernel's sums) and
+  // with f16 C and result (its gemm-f16-accum fault).
+  bool f16_16x16x16 = false;
+  std::string listed;  // every shape the device lists, for messages: "16x8x16 f16*f16+f32, ..."
+};
+
+// What a device with nv_cooperative_matrix lists (nothing for one without). The query is an
+// extension entry point, which the loader gives only through an instance.
+CooperativeMatrixShapes query_cooperative_matrix_shapes(VkInstance instance, const DeviceInfo& info);
 
 // Several lines describing a device for `tapdiff devices`.
 std::string describe(const DeviceInfo& info);

@@ -41,6 +41,11 @@ struct CountPush {
 constexpr std::uint32_t kTile = 64;              // matmul_tiled.comp: BM = BN
 constexpr std::uint32_t kTiledThreads = 256;     // matmul_tiled.comp: local_size_x
 constexpr std::uint32_t kTiledShared = 8192;     // matmul_tiled.comp: xs + ws bytes
+constexpr std::uint32_t kCoopRows = 64;          // matmul_coop.comp: BM
+constexpr std::uint32_t kCoopCols = 128;         // matmul_coop.comp: BN
+constexpr std::uint32_t kCoopThreads = 128;      // matmul_coop.comp: local_size_x, 4 subgroups ...
+constexpr std::uint32_t kCoopSubgroup = 32;      // ... of this size
+constexpr std::uint32_t kCoopShared = 22528;     // matmul_coop.comp: tiles + sums_out bytes
 constexpr std::uint32_t kAttentionChannels = 4;  // attention.comp: CHANNELS
 constexpr std::uint32_t kMaxHeadDim = 256;       // attention.comp: MAX_HEAD_DIM
 
@@ -54,6 +59,21 @@ std::uint32_t floor_pow2(std::uint32_t v) {
   return p;
 }
 
+// Why matmul_coop.comp cannot run on this device in this mode; "" when it can. The kernel is laid
+// out for 4 subgroups of 32 (the subgroup size of every device that offers the NV extension).
+std::string coop_missing(const Device& device) {
+  if (!device.cooperative_matrix()) return device.cooperative_matrix_missing();
+  const DeviceInfo& d = device.info();
+  if (d.subgroup_size != kCoopSubgroup)
+    return fmt::format("{} runs subgroups of {}; the cooperative-matrix GEMM is laid out for {}", d.name,
+                       d.subgroup_size, kCoopSubgroup);
+  if (d.max_workgroup_invocations < kCoopThreads || d.max_workgroup_size_x < kCoopThreads ||
+      d.max_shared_memory < kCoopShared)
+    return fmt::format("{} cannot run {}-invocation workgroups with {} bytes of shared memory", d.name, kCoopThreads,
+                       kCoopShared);
+  return "";
+}
+
 }  // namespace
 
 KernelOverrides parse_kernel_overrides(const std::string& text) {
@@ -61,8 +81,9 @@ KernelOverrides parse_kernel_overrides(const std::string& text) {
   for (const std::string_view item : model::split_commas(text)) {
     const std::size_t eq = item.find('=');
     const std::string_view key = item.substr(0, eq), value = eq == std::string_view::npos ? "" : item.substr(eq + 1);
-    if (key == "matmul" && (value == "auto" || value == "tiled" || value == "matvec")) {
+    if (key == "matmul" && (value == "auto" || value == "tiled" || value == "coop" || value == "matvec")) {
       o.matmul = value == "tiled"    ? KernelOverrides::Matmul::tiled
+                 : value == "coop"   ? KernelOverrides::Matmul::coop
                  : value == "matvec" ? KernelOverrides::Matmul::matvec
                                      : KernelOverrides::Matmul::automatic;
     } else if (key == "matvec" && (value == "auto" || value == "subgroup" || value == "shared")) {
@@ -71,7 +92,7 @@ KernelOverrides parse_kernel_overrides(const std::string& text) {
                                      : KernelOverrides::Matvec::automatic;
     } else {
       throw UsageError(
-          fmt::format("--kernels: expected matmul=auto|tiled|matvec or matvec=auto|subgroup|shared "
+          fmt::format("--kernels: expected matmul=auto|tiled|coop|matvec or matvec=auto|subgroup|shared "
                       "(comma-separated), found '{}'",
                       item));
     }
@@ -86,8 +107,11 @@ Kernels::Kernels(const Device& device, Pipelines& pipelines, const KernelOverrid
   attention_wg_ = std::min(64u, wg_);
   tiled_ok_ = d.max_workgroup_invocations >= kTiledThreads && d.max_workgroup_size_x >= kTiledThreads &&
               d.max_shared_memory >= kTiledShared;
+  coop_missing_ = coop_missing(device);
   if (overrides.matmul == KernelOverrides::Matmul::tiled && !tiled_ok_)
     throw UsageError(fmt::format("--kernels matmul=tiled: {} cannot run 256-invocation workgroups", d.name));
+  if (overrides.matmul == KernelOverrides::Matmul::coop && !coop_missing_.empty())
+    throw UsageError(fmt::format("--kernels matmul=coop: {}", coop_missing_));
   if (overrides.matvec == KernelOverrides::Matvec::subgroup && !d.subgroup_arithmetic)
     throw UsageError(
         fmt::format("--kernels matvec=subgroup: {} has no subgroup arithmetic in compute shaders", d.name));
@@ -99,6 +123,11 @@ Kernels::Grid Kernels::fold(std::uint64_t groups) const {
   const std::uint64_t y = x == 0 ? 0 : ceil_div(groups, x);
   TAPDIFF_ASSERT(y <= device_->info().max_workgroup_count[1], "{} workgroups exceed the device's grid", groups);
   return {static_cast<std::uint32_t>(x), static_cast<std::uint32_t>(y)};
+}
+
+Kernels::Grid Kernels::tile_grid(std::uint32_t rows, std::uint32_t cols, std::uint32_t tile_rows,
+                                 std::uint32_t tile_cols) {
+  return {static_cast<std::uint32_t>(ceil_div(cols, tile_cols)), static_cast<std::uint32_t>(ceil_div(rows, tile_rows))};
 }
 
 void Kernels::dispatch(Stream& s, Shader shader, std::uint32_t dtype, std::initializer_list<Region> bindings,
@@ -138,13 +167,16 @@ std::string Kernels::rms_norm(Stream& s, const Region& x, const DeviceWeight& w,
   return named("rms_norm-tree");
 }
 
-bool Kernels::use_tiled(int rows) const {
+Kernels::Gemm Kernels::gemm_variant(int rows) const {
   switch (overrides_.matmul) {
-    case KernelOverrides::Matmul::tiled: return true;
-    case KernelOverrides::Matmul::matvec: return false;
-    case KernelOverrides::Matmul::automatic: return rows > 1 && tiled_ok_;
+    case KernelOverrides::Matmul::tiled: return Gemm::tiled;
+    case KernelOverrides::Matmul::coop: return Gemm::coop;
+    case KernelOverrides::Matmul::matvec: return Gemm::matvec;
+    case KernelOverrides::Matmul::automatic:
+      if (rows <= 1) return Gemm::matvec;
+      return coop_missing_.empty() ? Gemm::coop : tiled_ok_ ? Gemm::tiled : Gemm::matvec;
   }
-  return false;
+  return Gemm::matvec;
 }
 
 Shader Kernels::matvec_shader() const {
@@ -164,16 +196,32 @@ std::string Kernels::matmul(Stream& s, const Region& x, const DeviceWeight& w, c
   const MatmulPush push{u32(rows), u32(w.cols), u32(w.rows), w.row_bytes, bias != nullptr ? 1u : 0u};
   // Without a bias the weights stand in for the unused binding (never read).
   const Region& b = bias != nullptr ? bias->region : w.region;
-  if (use_tiled(rows)) {
-    const Grid grid{u32(static_cast<std::int64_t>(ceil_div(push.n, kTile))),
-                    u32(static_cast<std::int64_t>(ceil_div(push.rows, kTile)))};
-    dispatch(s, Shader::matmul_tiled, dtype_code(w.dtype), {w.region, x, b, out}, &push, sizeof push, grid, faults);
-    return named("matmul-tiled-64x64", w.dtype);
+  const std::initializer_list<Region> bindings = {w.region, x, b, out};
+  const Gemm gemm = gemm_variant(rows);
+  switch (gemm) {
+    case Gemm::tiled:
+      dispatch(s, Shader::matmul_tiled, dtype_code(w.dtype), bindings, &push, sizeof push,
+               tile_grid(push.rows, push.n, kTile, kTile), faults);
+      break;
+    case Gemm::coop:
+      dispatch(s, Shader::matmul_coop, dtype_code(w.dtype), bindings, &push, sizeof push,
+               tile_grid(push.rows, push.n, kCoopRows, kCoopCols), faults);
+      break;
+    case Gemm::matvec:
+      dispatch(s, matvec_shader(), dtype_code(w.dtype), bindings, &push, sizeof push,
+               fold(static_cast<std::uint64_t>(rows) * push.n), faults);
+      break;
   }
-  const Shader shader = matvec_shader();
-  dispatch(s, shader, dtype_code(w.dtype), {w.region, x, b, out}, &push, sizeof push,
-           fold(static_cast<std::uint64_t>(rows) * push.n), faults);
-  return named(shader == Shader::matvec_subgroup ? "matvec-subgroup" : "matvec-shared", w.dtype);
+  return gemm_name(gemm, w.dtype);
+}
+
+std::string Kernels::gemm_name(Gemm gemm, model::DType weights) const {
+  switch (gemm) {
+    case Gemm::tiled: return named("matmul-tiled-64x64", weights);
+    case Gemm::coop: return named("matmul-coop-64x128", weights);
+    case Gemm::matvec: break;
+  }
+  return named(matvec_shader() == Shader::matvec_subgroup ? "matvec-subgroup" : "matvec-shared", weights);
 }
 
 std::string Kernels::rope(Stream& s, const Region& x, const Region& table, const Region& out, int rows, int width,
@@ -228,11 +276,11 @@ std::vector<std::string> Kernels::planned(model::OpClass cls, model::DType weigh
     case model::OpClass::embedding: return {named("embed-gather", weight_dtype)};
     case model::OpClass::norm: return {named("rms_norm-tree")};
     case model::OpClass::gemm: {
-      std::vector<std::string> names;
-      if (use_tiled(2)) names.push_back(named("matmul-tiled-64x64", weight_dtype));
-      if (!use_tiled(1) || !use_tiled(2))
-        names.push_back(
-            named(matvec_shader() == Shader::matvec_subgroup ? "matvec-subgroup" : "matvec-shared", weight_dtype));
+      std::vector<std::string> names;  // prefill's variant first, then decode's if it differs
+      for (const int rows : {2, 1}) {
+        std::string name = gemm_name(gemm_variant(rows), weight_dtype);
+        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(std::move(name));
+      }
       return names;
     }
     case model::OpClass::rope: return {named("rope-table")};

@@ -8,14 +8,15 @@
 // "matmul-tiled-64x64.f16/q8_0".
 //   embedding   embed-gather/DTYPE
 //   norm        rms_norm-tree                      one workgroup per row
-//   gemm        matmul-tiled-64x64/DTYPE           rows > 1 (needs 256-invocation workgroups)
+//   gemm        matmul-coop-64x128.f16/DTYPE       f16 mode, rows > 1, tensor cores: where the device
+//                                                  offers VK_NV_cooperative_matrix (Device) in subgroups of 32
+//               matmul-tiled-64x64/DTYPE           rows > 1 otherwise (needs 256-invocation workgroups)
 //               matvec-subgroup/DTYPE              rows == 1, subgroupAdd in compute shaders
 //               matvec-shared/DTYPE                rows == 1, shared-memory tree otherwise
 //   rope        rope-table                         host cos/sin table
 //   attention   attention-two-pass                 one workgroup per (row, head)
 //   residual    add
 //   activation  silu_mul
-// Later variants (cooperative matrices) join here, selected the same way.
 //
 // Faults (--inject, gpu/faults.h): rms_norm, matmul, attention and silu_mul take a set of the
 // kFault* bits below as specialization constant 2 of their shader (shaders/faults.glsl); 0 builds
@@ -39,9 +40,9 @@ class Device;
 class Pipelines;
 class Stream;
 
-// What --kernels may force: "matmul=auto|tiled|matvec,matvec=auto|subgroup|shared".
+// What --kernels may force: "matmul=auto|tiled|coop|matvec,matvec=auto|subgroup|shared".
 struct KernelOverrides {
-  enum class Matmul : std::uint8_t { automatic, tiled, matvec } matmul = Matmul::automatic;
+  enum class Matmul : std::uint8_t { automatic, tiled, coop, matvec } matmul = Matmul::automatic;
   enum class Matvec : std::uint8_t { automatic, subgroup, shared } matvec = Matvec::automatic;
 };
 // UsageError naming the bad key or value and the choices.
@@ -49,7 +50,7 @@ KernelOverrides parse_kernel_overrides(const std::string& text);
 
 // Bits of specialization constant 2, as shaders/faults.glsl names them.
 inline constexpr std::uint32_t kFaultNormEpsOutsideSqrt = 1;   // rms_norm: x / (sqrt(mean(x^2)) + eps)
-inline constexpr std::uint32_t kFaultGemmF16Accumulate = 1;    // matmul: f16 running sums
+inline constexpr std::uint32_t kFaultGemmF16Accumulate = 1;    // matmul: f16 running sums (coop: f16 sum matrices)
 inline constexpr std::uint32_t kFaultSiluHardSigmoid = 1;      // silu_mul: sigmoid ~ clamp(0.5 + x/4, 0, 1)
 inline constexpr std::uint32_t kFaultAttentionChunkMask = 1;   // attention: keys of the row's own chunk only
 inline constexpr std::uint32_t kFaultAttentionHeadModulo = 2;  // attention: KV head h % kv_heads
@@ -104,9 +105,13 @@ class Kernels {
     std::uint32_t x = 0, y = 0;
   };
   Grid fold(std::uint64_t groups) const;  // groups -> (x, y) within maxComputeWorkGroupCount
+  // One group per output tile of a [rows, cols] matrix: x across the columns, y down the rows.
+  static Grid tile_grid(std::uint32_t rows, std::uint32_t cols, std::uint32_t tile_rows, std::uint32_t tile_cols);
   void dispatch(Stream& s, Shader shader, std::uint32_t dtype, std::initializer_list<Region> bindings, const void* push,
                 std::uint32_t push_bytes, Grid grid, std::uint32_t faults = 0);
-  bool use_tiled(int rows) const;
+  enum class Gemm : std::uint8_t { tiled, coop, matvec };
+  Gemm gemm_variant(int rows) const;
+  std::string gemm_name(Gemm gemm, model::DType weights) const;
   // The name of a variant as reported: activation type, then weight storage for the ops with weights.
   std::string named(std::string_view variant, std::optional<model::DType> weights = std::nullopt) const;
   Shader matvec_shader() const;
@@ -117,6 +122,7 @@ class Kernels {
   std::uint32_t wg_;            // workgroup size of the 1-D kernels: a power of two <= 256
   std::uint32_t attention_wg_;  // attention's: 64 or less
   bool tiled_ok_;               // the device runs 256-invocation workgroups with 8 KiB shared
+  std::string coop_missing_;    // why the cooperative-matrix GEMM cannot run here; "" when it can
 };
 
 }  // namespace tapdiff::gpu

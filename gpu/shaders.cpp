@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "model/errors.h"
+
 namespace tapdiff::gpu {
 namespace {
 
@@ -12,6 +14,7 @@ namespace {
 #include "attention_spv.h"
 #include "embed_f16_spv.h"
 #include "embed_spv.h"
+#include "matmul_coop_f16_spv.h"
 #include "matmul_tiled_f16_spv.h"
 #include "matmul_tiled_spv.h"
 #include "matvec_shared_f16_spv.h"
@@ -25,12 +28,14 @@ namespace {
 #include "silu_mul_f16_spv.h"
 #include "silu_mul_spv.h"
 
-// In the order of the Shader enum: f32 activations, then f16.
-const std::array<std::array<ShaderCode, 9>, 2> kShaders = {{
+// In the order of the Shader enum: f32 activations, then f16. The cooperative-matrix GEMM exists in
+// f16 only: its tensor cores multiply f16 values.
+const std::array<std::array<ShaderCode, 10>, 2> kShaders = {{
     {{
         {"embed", embed_spv, 3},
         {"rms_norm", rms_norm_spv, 3},
         {"matmul_tiled", matmul_tiled_spv, 4},
+        {"matmul_coop", {}, 4},
         {"matvec_subgroup", matvec_subgroup_spv, 4},
         {"matvec_shared", matvec_shared_spv, 4},
         {"rope", rope_spv, 3},
@@ -42,6 +47,7 @@ const std::array<std::array<ShaderCode, 9>, 2> kShaders = {{
         {"embed_f16", embed_f16_spv, 3},
         {"rms_norm_f16", rms_norm_f16_spv, 3},
         {"matmul_tiled_f16", matmul_tiled_f16_spv, 4},
+        {"matmul_coop_f16", matmul_coop_f16_spv, 4},
         {"matvec_subgroup_f16", matvec_subgroup_f16_spv, 4},
         {"matvec_shared_f16", matvec_shared_f16_spv, 4},
         {"rope_f16", rope_f16_spv, 3},
@@ -54,7 +60,9 @@ const std::array<std::array<ShaderCode, 9>, 2> kShaders = {{
 }  // namespace
 
 const ShaderCode& shader_code(Shader shader, Activations activations) {
-  return kShaders[activations == Activations::f16 ? 1 : 0][static_cast<std::size_t>(shader)];
+  const ShaderCode& code = kShaders[activations == Activations::f16 ? 1 : 0][static_cast<std::size_t>(shader)];
+  TAPDIFF_ASSERT(!code.spirv.empty(), "shader {} has no build for these activations", code.name);
+  return code;
 }
 
 }  // namespace tapdiff::gpu

@@ -11,6 +11,7 @@ enum class Shader : std::uint8_t {
   embed,            // embed.comp
   rms_norm,         // rms_norm.comp
   matmul_tiled,     // matmul_tiled.comp
+  matmul_coop,      // matmul_coop.comp (f16 activations only)
   matvec_subgroup,  // matvec.comp with SUBGROUP
   matvec_shared,    // matvec.comp
   rope,             // rope.comp
@@ -26,10 +27,11 @@ inline std::uint32_t activation_bytes(Activations a) { return a == Activations::
 
 struct ShaderCode {
   std::string_view name;
-  std::span<const std::uint32_t> spirv;
-  std::uint32_t bindings;  // storage buffers 0 .. bindings-1: inputs first, the output last
+  std::span<const std::uint32_t> spirv;  // empty: no build for this activation type
+  std::uint32_t bindings;                // storage buffers 0 .. bindings-1: inputs first, the output last
 };
 
+// Asserts that the shader has a build for `activations`.
 const ShaderCode& shader_code(Shader shader, Activations activations);
 
 // Bytes of the push-constant range every pipeline layout declares (each shader uses a prefix).

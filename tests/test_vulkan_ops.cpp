@@ -4,7 +4,8 @@
 // 7, 33, 100; a 2-token chunk then a 5-token chunk on one KV cache; decode steps after a prefill;
 // heads/KV heads 8/4, 6/6, 32/8, 32/4; head_dim 8, 16, 64, 128; widths that are multiples of no
 // tile size; every weight dtype; both RoPE conventions, QKV bias, a sliding window, tied output;
-// and the forced kernel variants.
+// and the forced kernel variants. The cooperative-matrix GEMM (f16 only) runs where the device has
+// VK_NV_cooperative_matrix; elsewhere (lavapipe) its cases are skipped, saying why.
 //
 // Bound: NMSE <= 1e-9 per op in f32, for every op. Both engines compute in f32 from identical
 // (bit-exact) dequantized weights, so what differs is only the order of f32 roundings (sums over
@@ -22,6 +23,7 @@
 // instead of f32 (relative errors of 2^-11 * sqrt(K): NMSE ~ 1e-5 for K = 96).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <map>
@@ -112,6 +114,22 @@ HostTensor random_tensor(std::mt19937_64& rng, std::int64_t rows, std::int64_t c
   return t;
 }
 
+// Gives every engine the same fresh random inputs of `step` (rows of the current chunk), runs the
+// step on each and returns their outputs, in the engines' order.
+std::vector<HostTensor> run_step(std::initializer_list<model::Engine*> engines, const model::Graph& graph,
+                                 const model::Step& step, int rows, std::mt19937_64& rng) {
+  for (const TensorId& in : step.inputs) {
+    const HostTensor x = random_tensor(rng, rows, graph.width(in.op));
+    for (model::Engine* e : engines) e->write(in, x);
+  }
+  std::vector<HostTensor> outputs;
+  for (model::Engine* e : engines) {
+    e->execute(step, {});
+    outputs.push_back(e->read(step.output()));
+  }
+  return outputs;
+}
+
 // Runs the chunks one after another on one KV cache; in each, every step of the graph gets fresh
 // random inputs on both engines and its output is compared. worst[op] collects the largest NMSE.
 void compare_chunks(model::Engine& cpu, model::Engine& gpu, const model::Graph& graph, const std::vector<int>& chunks,
@@ -125,12 +143,8 @@ void compare_chunks(model::Engine& cpu, model::Engine& gpu, const model::Graph& 
     const model::ChunkInfo chunk{static_cast<int>(ci), pos, rows, ci > 0 && rows == 1};
     cpu.begin_chunk(tokens, chunk), gpu.begin_chunk(tokens, chunk);
     for (const model::Step& step : graph.steps()) {
-      for (const TensorId& in : step.inputs) {
-        const HostTensor x = random_tensor(rng, rows, graph.width(in.op));
-        cpu.write(in, x), gpu.write(in, x);
-      }
-      cpu.execute(step, {}), gpu.execute(step, {});
-      const double e = nmse(cpu.read(step.output()), gpu.read(step.output()));
+      const std::vector<HostTensor> out = run_step({&cpu, &gpu}, graph, step, rows, rng);
+      const double e = nmse(out[0], out[1]);
       EXPECT_LE(e, bound) << model::to_string(step.output()) << " chunk " << ci << " of "
                           << ::testing::PrintToString(chunks) << " (rows " << rows << ", first_pos " << pos
                           << "), kernel " << gpu.kernel(step.op);
@@ -142,10 +156,35 @@ void compare_chunks(model::Engine& cpu, model::Engine& gpu, const model::Graph& 
   }
 }
 
+// The UsageError's message when making an engine of `m` with these options fails with one; "" when
+// the engine is made.
+std::string usage_error_of(const model::Model& m, const gpu::VulkanEngineOptions& options) {
+  try {
+    gpu::make_vulkan_engine(m, options);
+    return "";
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+}
+
+// Why this device cannot run the cooperative-matrix GEMM, as forcing it says; "" when it can.
+const std::string& coop_gemm_missing() {
+  static const std::string why = [] {
+    gpu::VulkanEngineOptions options;
+    options.f16 = true;
+    options.kernels = "matmul=coop";
+    return usage_error_of(*model::load_model(synth_model_path("tiny")), options);
+  }();
+  return why;
+}
+
+bool forces_coop(const OpCase& c) { return c.kernels.find("matmul=coop") != std::string::npos; }
+
 class VulkanOps : public ::testing::TestWithParam<OpCase> {};
 
 TEST_P(VulkanOps, EveryOpMatchesTheReferenceOnRandomInputs) {
   const OpCase& c = GetParam();
+  if (forces_coop(c) && !coop_gemm_missing().empty()) GTEST_SKIP() << coop_gemm_missing();
   const auto base = model::load_model(write_case_model(c));
   const auto m = c.window > 0 ? with_window(*base, c.window) : nullptr;
   const model::Model& model = m ? *m : *base;
@@ -200,7 +239,22 @@ INSTANTIATE_TEST_SUITE_P(
                         0, true)),
         act_f16(op_case("qwen2_rotate_half_bias", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {7}, {2, 5}}, "qwen2")),
         act_f16(op_case("forced_matvec_shared", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {2, 5}}, "llama", 0, false,
-                        "matmul=matvec,matvec=shared"))),
+                        "matmul=matvec,matvec=shared")),
+        // The cooperative-matrix GEMM on every weight dtype (its tiles: 64 rows x 128 columns, K in
+        // slices of 32): rows from 1 to 100, widths off every tile, K = 40, 48 and 100 (not multiples
+        // of 8: the element-wise path), QKV bias
+        act_f16(op_case("coop_gqa8x4_hd16_f32", {8, 4, 16, 72, 136, 301}, DType::f32, kAllRows, "llama", 0, false,
+                        "matmul=coop")),
+        act_f16(op_case("coop_mha6x6_hd8_f16", {6, 6, 8, 40, 100, 259}, DType::f16, {{1}, {33}, {100}, {2, 5}}, "llama",
+                        0, false, "matmul=coop")),
+        act_f16(op_case("coop_gqa32x8_hd64_bf16", {32, 8, 64, 96, 200, 300}, DType::bf16, {{7}, {65}, {2, 5}}, "llama",
+                        0, false, "matmul=coop")),
+        act_f16(op_case("coop_gqa32x4_hd128_q8_0", {32, 4, 128, 96, 160, 300}, DType::q8_0, {{3}, {33}, {2, 5}},
+                        "llama", 0, false, "matmul=coop")),
+        act_f16(op_case("coop_gqa8x4_hd16_q4_0_tied", {8, 4, 16, 96, 224, 300}, DType::q4_0, {{1}, {100}, {2, 5}},
+                        "llama", 0, true, "matmul=coop")),
+        act_f16(op_case("coop_qwen2_rotate_half_bias", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {7}, {2, 5}},
+                        "qwen2", 0, false, "matmul=coop"))),
     [](const ::testing::TestParamInfo<OpCase>& p) { return p.param.name; });
 
 // The variant that ran is reported per op: a tile for prefill, a matrix-vector kernel for decode.
@@ -236,7 +290,8 @@ TEST(VulkanKernels, F16EngineNamesItsVariantsAndStoresF16Weights) {
   EXPECT_EQ(f32->compute_dtype(), "f32");
   model::NullTap tap;
   model::run_chunk(*f16, model::Graph(m->config()), std::vector<std::int32_t>{1, 2, 3}, {0, 0, 3, false}, tap);
-  EXPECT_EQ(f16->kernel(Op::q_proj), "matmul-tiled-64x64.f16/f16");
+  EXPECT_EQ(f16->kernel(Op::q_proj),
+            coop_gemm_missing().empty() ? "matmul-coop-64x128.f16/f16" : "matmul-tiled-64x64.f16/f16");
   EXPECT_EQ(f16->kernel(Op::embed), "embed-gather.f16/f16");
   EXPECT_EQ(f16->kernel(Op::attn), "attention-two-pass.f16");
   EXPECT_EQ(f16->kernel(Op::attn_norm), "rms_norm-tree.f16");
@@ -251,12 +306,80 @@ TEST(VulkanKernels, UnknownKernelOverrideIsAUsageError) {
   const auto m = model::load_model(synth_model_path("tiny"));
   gpu::VulkanEngineOptions options;
   options.kernels = "matmul=fast";
-  try {
-    gpu::make_vulkan_engine(*m, options);
-    FAIL() << "expected an error";
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("matmul=fast"), std::string::npos) << e.what();
-  }
+  const std::string error = usage_error_of(*m, options);
+  EXPECT_NE(error.find("matmul=fast"), std::string::npos) << error;
+  EXPECT_NE(error.find("matmul=auto|tiled|coop|matvec"), std::string::npos) << error;
+}
+
+// The cooperative-matrix GEMM multiplies f16 values: forcing it in f32 mode is an error on any device.
+TEST(VulkanKernels, ForcingCoopGemmInF32ModeIsAUsageError) {
+  const auto m = model::load_model(synth_model_path("tiny"));
+  gpu::VulkanEngineOptions options;
+  options.kernels = "matmul=coop";
+  const std::string error = usage_error_of(*m, options);
+  EXPECT_NE(error.find("--kernels matmul=coop: "), std::string::npos) << error;
+  EXPECT_NE(error.find("f16 mode only (--dtype f16)"), std::string::npos) << error;
+}
+
+// On a device without VK_NV_cooperative_matrix (lavapipe) forcing it in f16 mode is an error that
+// names the device and the extension, and `auto` keeps the tiled GEMM.
+TEST(VulkanKernels, ForcingCoopGemmWithoutTheExtensionIsAUsageError) {
+  const auto m = model::load_model(synth_model_path("tiny"));
+  gpu::VulkanEngineOptions options;
+  options.f16 = true;
+  options.validation = true;
+  const auto automatic = gpu::make_vulkan_engine(*m, options);
+  if (automatic->device_info().nv_cooperative_matrix) GTEST_SKIP() << "this device offers VK_NV_cooperative_matrix";
+  EXPECT_EQ(automatic->kernel(Op::q_proj).find("matmul-coop"), std::string::npos) << automatic->kernel(Op::q_proj);
+  options.kernels = "matmul=coop";
+  const std::string error = usage_error_of(*m, options);
+  EXPECT_NE(error.find("--kernels matmul=coop: " + automatic->device_info().name +
+                       " does not offer VK_NV_cooperative_matrix"),
+            std::string::npos)
+      << error;
+  for (const std::string& msg : automatic->validation_messages()) ADD_FAILURE() << msg;
+}
+
+// gemm-f16-accum in the cooperative-matrix GEMM: f16 sum matrices put ffn_down, where the fault is
+// planted, far outside the f16 bound, while the clean kernel on the same inputs stays within it. The
+// tensor cores round the f16 sums once per 16 values of K, so K = 1000 (63 roundings of ~2^-12
+// relative: NMSE ~ 3e-6) makes the fault plain.
+TEST(VulkanKernels, CoopGemmWithF16SumsMissesTheF16Bound) {
+  if (!coop_gemm_missing().empty()) GTEST_SKIP() << coop_gemm_missing();
+  const OpCase c = act_f16(op_case("coop_f16_sums", {8, 4, 16, 72, 1000, 301}, DType::f32, {}));
+  const auto m = model::load_model(write_case_model(c));
+  const model::Graph graph(m->config());
+  reference::CpuEngineOptions cpu_options{model::Scalar::f32, 1};
+  cpu_options.f16 = true;
+  const auto cpu = reference::make_cpu_engine(*m, cpu_options);
+  gpu::VulkanEngineOptions options;
+  options.validation = true;
+  options.f16 = true;
+  options.kernels = "matmul=coop";
+  const auto clean = gpu::make_vulkan_engine(*m, options);
+  options.inject = "gemm-f16-accum";
+  const auto faulty = gpu::make_vulkan_engine(*m, options);
+
+  const int rows = 70;  // two tiles of rows
+  const std::vector<std::int32_t> tokens(static_cast<std::size_t>(rows), 1);
+  const std::initializer_list<model::Engine*> engines = {cpu.get(), clean.get(), faulty.get()};
+  for (model::Engine* e : engines) e->begin_chunk(tokens, {0, 0, rows, false});
+  const auto down = std::find_if(graph.steps().begin(), graph.steps().end(),
+                                 [](const model::Step& s) { return s.op == Op::ffn_down; });
+  ASSERT_NE(down, graph.steps().end());
+  std::mt19937_64 rng(99);
+  const auto out = run_step(engines, graph, *down, rows, rng);
+  for (model::Engine* e : engines) e->end_chunk();
+  const double clean_nmse = nmse(out[0], out[1]), faulty_nmse = nmse(out[0], out[2]);
+  std::printf("ffn_down NMSE vs the f16 reference: clean %.1e, f16 sums %.1e\n", clean_nmse, faulty_nmse);
+  EXPECT_LE(clean_nmse, kMaxNmseF16);
+  EXPECT_GT(faulty_nmse, 10 * kMaxNmseF16);
+  EXPECT_LT(faulty_nmse, 1e-3);  // still the product, rounded more often
+  const std::string ran = faulty->kernel(Op::ffn_down);
+  EXPECT_NE(ran.find("matmul-coop-64x128.f16/f16"), std::string::npos) << ran;
+  EXPECT_NE(ran.find("+inject:gemm-f16-accum"), std::string::npos) << ran;
+  for (const auto* e : {clean.get(), faulty.get()})
+    for (const std::string& msg : e->validation_messages()) ADD_FAILURE() << msg;
 }
 
 }  // namespace

@@ -1,0 +1,195 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_NV_cooperative_matrix : require
+#include "activations.glsl"
+// matmul-coop-64x128: Y[T, N] = X[T, K] W[N, K]^T (+ bias[N]) on tensor cores (f16 pipelines only)
+// A workgroup of 4 subgroups of 32 computes a 64 x 128 tile of Y (rows m0.., columns n0..); the
+// subgroups form a 2 x 2 grid, each owning 32 x 64 of the tile as 2 x 4 cooperative matrices of
+// 16 x 16 f32 sums. K advances in slices of 32: the X rows and W rows of the slice are staged in
+// shared memory as f16 (W dequantized on the way, the f16 values weight_at computes), then each
+// subgroup multiplies 16 x 16 x 16 f16 fragments into its sums. While one slice is multiplied the
+// next is already read from memory into registers.
+//
+// Numerics are those of the f16 mode: f16 inputs (their products are exact in f32), f32 sums, the
+// bias added after the sum, and each output rounded once with round_f16 (to_act). Only the order
+// of the f32 additions inside the tensor cores differs from the other kernels: fixed, so runs are
+// deterministic. (gemm-f16-accum, faults.glsl: the sums are f16 cooperative matrices instead, the
+// accumulator rounded to f16 by every multiply-add.)
+//
+// Needs (gpu/device.cpp and kernels.cpp check them before choosing this kernel): subgroups of
+// 32, so that 128 invocations make 4 of them; and a device that lists 16x16x16 subgroup matrices
+// of f16 A/B with f32 C/D and with f16 C/D (VK_NV_cooperative_matrix).
+#ifndef ACT_F16
+#error matmul_coop.comp is built for f16 activations only (f32 mode keeps matmul_tiled)
+#endif
+layout(local_size_x = 128) in;
+// Bindings 0 and 1 are each declared twice: scalars for any shape, 16-byte chunks for the fast path.
+layout(std430, binding = 0) readonly buffer Weights { uint w_words[]; };
+layout(std430, binding = 0) readonly buffer WeightChunks { uvec4 w_chunks[]; };
+layout(std430, binding = 1) readonly buffer Input { float16_t x[]; };
+layout(std430, binding = 1) readonly buffer InputChunks { uvec4 x_chunks[]; };
+layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
+layout(std430, binding = 3) writeonly buffer Output { act_t y[]; };
+layout(push_constant) uniform Push {
+  uint rows;       // T
+  uint k;          // K
+  uint n;          // N
+  uint row_bytes;  // bytes of one W row as stored
+  uint has_bias;
+} pc;
+#include "common.glsl"
+#include "dequant.glsl"
+#include "faults.glsl"
+
+#define F16_MATRIX fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
+#define F32_MATRIX fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
+
+const uint FRAG = 16u;                      // cooperative matrices are FRAG x FRAG
+const uint SUBGROUPS_M = 2u, SUBGROUPS_N = 2u;
+const uint FM = 2u, FN = 4u;                // fragments per subgroup along T and N
+const uint BM = SUBGROUPS_M * FM * FRAG;    // 64 rows of Y per workgroup
+const uint BN = SUBGROUPS_N * FN * FRAG;    // 128 columns
+const uint BK = 32u;
+const uint THREADS = 128u;
+const uint CHUNK = 8u;                      // f16 values per 16-byte chunk
+const uint CHUNKS_PER_ROW = BK / CHUNK;
+const uint CHUNKS = (BM + BN) * CHUNKS_PER_ROW / THREADS;  // staged per invocation: 6
+// Halves per staged row: coopMatLoadNV wants the row start and stride 32-byte aligned (a row of
+// a 16 x 16 f16 matrix); 48 = 96 bytes, an odd multiple of 32, costs at most 2-way bank conflicts.
+const uint STRIDE = BK + 16u;
+
+// One K slice: rows 0 .. BM-1 hold X[m0 + r, k0 ..], rows BM .. BM+BN-1 hold W[n0 + c, k0 ..].
+shared float16_t tiles[(BM + BN) * STRIDE];
+// Per subgroup, one 16 x 16 fragment of sums on its way to Y (row-major).
+shared float sums_out[SUBGROUPS_M * SUBGROUPS_N * FRAG * FRAG];
+
+uint m0, n0;
+F32_MATRIX acc[FM][FN];      // the sums of the clean kernel
+F16_MATRIX acc_f16[FM][FN];  // the sums of gemm-f16-accum (compiled away in the clean kernel)
+uvec4 staged[CHUNKS];        // the next slice, read ahead
+
+// The f16 bit pattern of v, which must be an f16 value (as weight_at's are): exact, subnormals
+// included, with no f32 -> f16 conversion whose rounding or flushing a driver chooses.
+uint f16_bits(float v) {
+  const uint u = floatBitsToUint(v);
+  const uint sign = (u >> 16) & 0x8000u;
+  const float a = abs(v);
+  if (a < 6.103515625e-05) return sign | uint(a * 16777216.0);  // zero or subnormal: m * 2^-24
+  const uint e = (u >> 23) & 0xFFu;
+  if (e == 0xFFu) return sign | 0x7C00u | ((u >> 13) & 0x3FFu);  // inf, nan
+  return sign | ((e - 112u) << 10) | ((u >> 13) & 0x3FFu);
+}
+
+uint x_bits(uint t, uint k) { return k < pc.k ? packFloat2x16(f16vec2(x[t * pc.k + k], float16_t(0.0))) : 0u; }
+
+uint w_bits(uint n, uint k) {
+  if (k >= pc.k) return 0u;
+  const uint row = n * pc.row_bytes;
+  return DTYPE == DTYPE_F16 ? w_u16(row + 2u * k) : f16_bits(weight_at(row, k));
+}
+
+// X[t, k .. k+7] as 8 f16 bit patterns, 2 per word; zeros past the edges. Rows of a multiple of 8
+// values are read as whole 16-byte chunks.
+uvec4 x_chunk(uint t, uint k) {
+  if (t >= pc.rows || k >= pc.k) return uvec4(0u);
+  if (pc.k % CHUNK == 0u) return x_chunks[(t * pc.k + k) / CHUNK];
+  uvec4 c;
+  [[unroll]] for (uint i = 0u; i < 4u; ++i) c[i] = x_bits(t, k + 2u * i) | (x_bits(t, k + 2u * i + 1u) << 16);
+  return c;
+}
+
+// W[n, k .. k+7] likewise, dequantized (the same values as weight_at's).
+uvec4 w_chunk(uint n, uint k) {
+  if (n >= pc.n || k >= pc.k) return uvec4(0u);
+  if (DTYPE == DTYPE_F16 && pc.row_bytes % 16u == 0u) return w_chunks[(n * pc.row_bytes + 2u * k) / 16u];
+  uvec4 c;
+  [[unroll]] for (uint i = 0u; i < 4u; ++i) c[i] = w_bits(n, k + 2u * i) | (w_bits(n, k + 2u * i + 1u) << 16);
+  return c;
+}
+
+// Reads this invocation's chunks of the slice at k0 into `staged`.
+void read_slice(uint k0) {
+  [[unroll]] for (uint i = 0u; i < CHUNKS; ++i) {
+    const uint c = gl_LocalInvocationIndex + i * THREADS;
+    const uint r = c / CHUNKS_PER_ROW, k = k0 + (c % CHUNKS_PER_ROW) * CHUNK;
+    staged[i] = r < BM ? x_chunk(m0 + r, k) : w_chunk(n0 + r - BM, k);
+  }
+}
+
+void stage_slice() {
+  [[unroll]] for (uint i = 0u; i < CHUNKS; ++i) {
+    const uint c = gl_LocalInvocationIndex + i * THREADS;
+    const uint at = (c / CHUNKS_PER_ROW) * STRIDE + (c % CHUNKS_PER_ROW) * CHUNK;
+    [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+      const f16vec2 h = unpackFloat2x16(staged[i][j]);
+      tiles[at + 2u * j] = h.x;
+      tiles[at + 2u * j + 1u] = h.y;
+    }
+  }
+}
+
+void multiply_add(uint i, uint j, F16_MATRIX a, F16_MATRIX b) {
+  if (planted(FAULT_GEMM_F16_ACCUMULATE))
+    acc_f16[i][j] = coopMatMulAddNV(a, b, acc_f16[i][j]);
+  else
+    acc[i][j] = coopMatMulAddNV(a, b, acc[i][j]);
+}
+
+// The staged slice times the subgroup's fragments: A = X rows (row-major), B = W^T (W rows are
+// B's columns, so column-major).
+void multiply_slice(uint sm, uint sn) {
+  [[unroll]] for (uint kk = 0u; kk < BK; kk += FRAG) {
+    F16_MATRIX a[FM], b[FN];
+    [[unroll]] for (uint i = 0u; i < FM; ++i)
+      coopMatLoadNV(a[i], tiles, ((sm * FM + i) * FRAG) * STRIDE + kk, STRIDE, false);
+    [[unroll]] for (uint j = 0u; j < FN; ++j)
+      coopMatLoadNV(b[j], tiles, (BM + (sn * FN + j) * FRAG) * STRIDE + kk, STRIDE, true);
+    [[unroll]] for (uint i = 0u; i < FM; ++i)
+      [[unroll]] for (uint j = 0u; j < FN; ++j) multiply_add(i, j, a[i], b[j]);
+  }
+}
+
+// Y[t0 .., n0 ..] of one fragment of sums: + bias, rounded once, inside the edges only.
+void store_fragment(F32_MATRIX sums, uint t0, uint c0) {
+  const uint base = gl_SubgroupID * FRAG * FRAG;
+  coopMatStoreNV(sums, sums_out, base, FRAG, false);
+  subgroupBarrier();
+  for (uint e = gl_SubgroupInvocationID; e < FRAG * FRAG; e += gl_SubgroupSize) {
+    const uint t = t0 + e / FRAG, n = c0 + e % FRAG;
+    const float s = sums_out[base + e];
+    if (t < pc.rows && n < pc.n) y[t * pc.n + n] = to_act(pc.has_bias != 0u ? s + bias[n] : s);
+  }
+  subgroupBarrier();  // read before the next fragment overwrites
+}
+
+void main() {
+  m0 = gl_WorkGroupID.y * BM;
+  n0 = gl_WorkGroupID.x * BN;
+  const uint sm = gl_SubgroupID / SUBGROUPS_N, sn = gl_SubgroupID % SUBGROUPS_N;
+  [[unroll]] for (uint i = 0u; i < FM; ++i)
+    [[unroll]] for (uint j = 0u; j < FN; ++j) {
+      if (planted(FAULT_GEMM_F16_ACCUMULATE))
+        acc_f16[i][j] = F16_MATRIX(0.0);
+      else
+        acc[i][j] = F32_MATRIX(0.0);
+    }
+
+  read_slice(0u);
+  for (uint k0 = 0u; k0 < pc.k; k0 += BK) {
+    stage_slice();
+    barrier();
+    if (k0 + BK < pc.k) read_slice(k0 + BK);
+    multiply_slice(sm, sn);
+    barrier();  // every subgroup is done with the slice before the next one is staged
+  }
+
+  [[unroll]] for (uint i = 0u; i < FM; ++i)
+    [[unroll]] for (uint j = 0u; j < FN; ++j) {
+      const F32_MATRIX sums = planted(FAULT_GEMM_F16_ACCUMULATE) ? F32_MATRIX(acc_f16[i][j]) : acc[i][j];
+      store_fragment(sums, m0 + (sm * FM + i) * FRAG, n0 + (sn * FN + j) * FRAG);
+    }
+}
