@@ -37,6 +37,7 @@
 #include "reference/cpu_engine.h"
 #include "tests/reference_fixtures.h"
 #include "tests/test_support.h"
+#include "tests/vulkan_fixtures.h"
 
 namespace tapdiff::testing {
 namespace {
@@ -193,10 +194,9 @@ TEST_P(VulkanOps, EveryOpMatchesTheReferenceOnRandomInputs) {
   cpu_options.f16 = c.f16;
   const auto cpu = reference::make_cpu_engine(model, cpu_options);
   gpu::VulkanEngineOptions options;
-  options.validation = true;
   options.kernels = c.kernels;
   options.f16 = c.f16;
-  const auto gpu = gpu::make_vulkan_engine(model, options);
+  const auto gpu = validated_vulkan_engine(model, options);
 
   std::mt19937_64 rng(12345);
   std::map<std::string, double> worst;  // per op
@@ -205,7 +205,7 @@ TEST_P(VulkanOps, EveryOpMatchesTheReferenceOnRandomInputs) {
   std::string line;
   for (const auto& [op, e] : worst) line += fmt::format(" {} {:.1e}", op, e);
   std::printf("[%s] worst NMSE per op:%s\n", c.name.c_str(), line.c_str());
-  for (const std::string& msg : gpu->validation_messages()) ADD_FAILURE() << msg;
+  expect_clean(*gpu);
 }
 
 const std::vector<std::vector<int>> kAllRows = {{1}, {2}, {3}, {5}, {7}, {33}, {100}, {2, 5}, {7, 1, 1}};
@@ -261,8 +261,7 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(VulkanKernels, GemmVariantDependsOnRowsAndIsReported) {
   const auto m = model::load_model(synth_model_path("tiny"));
   gpu::VulkanEngineOptions options;
-  options.validation = true;
-  const auto gpu = gpu::make_vulkan_engine(*m, options);
+  const auto gpu = validated_vulkan_engine(*m, options);
   const std::string planned = gpu->kernel(Op::q_proj);
   EXPECT_NE(planned.find("matmul-tiled-64x64/f32"), std::string::npos) << planned;
   EXPECT_NE(planned.find("matvec-"), std::string::npos) << planned;
@@ -274,7 +273,7 @@ TEST(VulkanKernels, GemmVariantDependsOnRowsAndIsReported) {
   EXPECT_EQ(gpu->kernel(Op::q_proj), "matmul-tiled-64x64/f32, matvec-subgroup/f32");  // lavapipe has subgroup adds
   EXPECT_EQ(gpu->kernel(Op::attn), "attention-two-pass");
   EXPECT_EQ(gpu->kernel(Op::embed), "embed-gather/f32");
-  for (const std::string& msg : gpu->validation_messages()) ADD_FAILURE() << msg;
+  expect_clean(*gpu);
 }
 
 // With f16 activations every variant's name carries ".f16"; after the slash, the weights as
@@ -282,10 +281,9 @@ TEST(VulkanKernels, GemmVariantDependsOnRowsAndIsReported) {
 TEST(VulkanKernels, F16EngineNamesItsVariantsAndStoresF16Weights) {
   const auto m = model::load_model(synth_model_path("tiny"));
   gpu::VulkanEngineOptions options;
-  options.validation = true;
-  const auto f32 = gpu::make_vulkan_engine(*m, options);
+  const auto f32 = validated_vulkan_engine(*m, options);
   options.f16 = true;
-  const auto f16 = gpu::make_vulkan_engine(*m, options);
+  const auto f16 = validated_vulkan_engine(*m, options);
   EXPECT_EQ(f16->compute_dtype(), "f16");
   EXPECT_EQ(f32->compute_dtype(), "f32");
   model::NullTap tap;
@@ -298,8 +296,8 @@ TEST(VulkanKernels, F16EngineNamesItsVariantsAndStoresF16Weights) {
   const double ratio = static_cast<double>(f16->stats().weight_bytes) / static_cast<double>(f32->stats().weight_bytes);
   EXPECT_GT(ratio, 0.45);
   EXPECT_LT(ratio, 0.55);
-  for (const auto* e : {f32.get(), f16.get()})
-    for (const std::string& msg : e->validation_messages()) ADD_FAILURE() << msg;
+  expect_clean(*f32);
+  expect_clean(*f16);
 }
 
 TEST(VulkanKernels, UnknownKernelOverrideIsAUsageError) {
@@ -327,8 +325,7 @@ TEST(VulkanKernels, ForcingCoopGemmWithoutTheExtensionIsAUsageError) {
   const auto m = model::load_model(synth_model_path("tiny"));
   gpu::VulkanEngineOptions options;
   options.f16 = true;
-  options.validation = true;
-  const auto automatic = gpu::make_vulkan_engine(*m, options);
+  const auto automatic = validated_vulkan_engine(*m, options);
   if (automatic->device_info().nv_cooperative_matrix) GTEST_SKIP() << "this device offers VK_NV_cooperative_matrix";
   EXPECT_EQ(automatic->kernel(Op::q_proj).find("matmul-coop"), std::string::npos) << automatic->kernel(Op::q_proj);
   options.kernels = "matmul=coop";
@@ -337,7 +334,7 @@ TEST(VulkanKernels, ForcingCoopGemmWithoutTheExtensionIsAUsageError) {
                        " does not offer VK_NV_cooperative_matrix"),
             std::string::npos)
       << error;
-  for (const std::string& msg : automatic->validation_messages()) ADD_FAILURE() << msg;
+  expect_clean(*automatic);
 }
 
 // gemm-f16-accum in the cooperative-matrix GEMM: f16 sum matrices put ffn_down, where the fault is
@@ -353,12 +350,11 @@ TEST(VulkanKernels, CoopGemmWithF16SumsMissesTheF16Bound) {
   cpu_options.f16 = true;
   const auto cpu = reference::make_cpu_engine(*m, cpu_options);
   gpu::VulkanEngineOptions options;
-  options.validation = true;
   options.f16 = true;
   options.kernels = "matmul=coop";
-  const auto clean = gpu::make_vulkan_engine(*m, options);
+  const auto clean = validated_vulkan_engine(*m, options);
   options.inject = "gemm-f16-accum";
-  const auto faulty = gpu::make_vulkan_engine(*m, options);
+  const auto faulty = validated_vulkan_engine(*m, options);
 
   const int rows = 70;  // two tiles of rows
   const std::vector<std::int32_t> tokens(static_cast<std::size_t>(rows), 1);
@@ -378,8 +374,8 @@ TEST(VulkanKernels, CoopGemmWithF16SumsMissesTheF16Bound) {
   const std::string ran = faulty->kernel(Op::ffn_down);
   EXPECT_NE(ran.find("matmul-coop-64x128.f16/f16"), std::string::npos) << ran;
   EXPECT_NE(ran.find("+inject:gemm-f16-accum"), std::string::npos) << ran;
-  for (const auto* e : {clean.get(), faulty.get()})
-    for (const std::string& msg : e->validation_messages()) ADD_FAILURE() << msg;
+  expect_clean(*clean);
+  expect_clean(*faulty);
 }
 
 }  // namespace
