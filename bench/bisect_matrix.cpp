@@ -87,9 +87,7 @@ constexpr std::size_t kBatchPrompts = 3;  // a batch fault's batch: the prompt, 
 
 // The reference in `choice`, one engine per sequence.
 std::unique_ptr<model::Engine> per_sequence(const cli::EngineChoice& choice, const model::Model& m) {
-  std::vector<std::unique_ptr<model::Engine>> engines;
-  for (std::size_t s = 0; s < kBatchPrompts; ++s) engines.push_back(cli::make_engine(choice, m));
-  return std::make_unique<model::PerSequenceEngine>(std::move(engines));
+  return model::engine_per_sequence(kBatchPrompts, [&] { return cli::make_engine(choice, m); });
 }
 
 std::vector<const gpu::FaultInfo*> selected_faults(const std::string& spec) {

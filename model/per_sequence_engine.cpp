@@ -77,4 +77,12 @@ void PerSequenceEngine::write(const TensorId& id, const HostTensor& value) {
   TAPDIFF_ASSERT(row == value.rows(), "{} rows written to a pass of {}", value.rows(), row);
 }
 
+std::unique_ptr<Engine> engine_per_sequence(std::size_t sequences,
+                                            const std::function<std::unique_ptr<Engine>()>& make) {
+  if (sequences == 1) return make();
+  std::vector<std::unique_ptr<Engine>> engines;
+  for (std::size_t s = 0; s < sequences; ++s) engines.push_back(make());
+  return std::make_unique<PerSequenceEngine>(std::move(engines));
+}
+
 }  // namespace tapdiff::model

@@ -2,6 +2,7 @@
 // A ragged batch run as each sequence alone: one engine per sequence, every pass split into its
 // parts, each part a chunk of its own sequence's engine. How an engine that runs one sequence (the
 // reference) takes part in a batched comparison: its outputs are what each sequence gives alone.
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -44,5 +45,10 @@ class PerSequenceEngine final : public Engine {
   std::vector<int> next_chunk_;   // per sequence: its next chunk's index
   std::vector<BatchPart> parts_;  // the current pass
 };
+
+// The engine for a run of `sequences` sequences, from a maker of engines that run one: the one
+// engine itself for a single sequence, else a PerSequenceEngine of one per sequence.
+std::unique_ptr<Engine> engine_per_sequence(std::size_t sequences,
+                                            const std::function<std::unique_ptr<Engine>()>& make);
 
 }  // namespace tapdiff::model

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include "model/per_sequence_engine.h"
 #include "model/synth.h"
 
 namespace tapdiff::testing {
@@ -68,6 +69,11 @@ double nmse(const model::HostTensor& a, const model::HostTensor& b) {
       err += d * d, ref += x * x;
     }
   return ref > 0 ? err / ref : err;
+}
+
+std::unique_ptr<model::Engine> reference_per_sequence(const model::Model& m, model::Scalar scalar,
+                                                      std::size_t sequences) {
+  return model::engine_per_sequence(sequences, [&] { return reference::make_cpu_engine(m, {scalar, 0}); });
 }
 
 }  // namespace tapdiff::testing

@@ -35,6 +35,11 @@ std::unique_ptr<TappedRun> run_reference(const model::Model& m, const std::vecto
                                          const reference::CpuEngineOptions& engine, int chunk, int generate,
                                          std::function<bool(const model::TensorId&)> filter = {});
 
+// The reference engine in `scalar` for `sequences` sequences: one engine, or one per sequence of a
+// batch (model::engine_per_sequence).
+std::unique_ptr<model::Engine> reference_per_sequence(const model::Model& m, model::Scalar scalar,
+                                                      std::size_t sequences);
+
 // sum (a-b)^2 / sum a^2 over two tensors of the same shape.
 double nmse(const model::HostTensor& a, const model::HostTensor& b);
 

@@ -20,12 +20,6 @@
 namespace tapdiff::testing {
 namespace {
 
-std::unique_ptr<model::Engine> reference_per_sequence(const model::Model& m, model::Scalar scalar, std::size_t n) {
-  std::vector<std::unique_ptr<model::Engine>> engines;
-  for (std::size_t s = 0; s < n; ++s) engines.push_back(reference::make_cpu_engine(m, {scalar, 0}));
-  return std::make_unique<model::PerSequenceEngine>(std::move(engines));
-}
-
 // Four prompts of 50, 17, 33 and 1 tokens in chunks of 16, 3 generated tokens each: every op
 // matches under calibrated tolerances, each sequence's greedy tokens are the same in both engines,
 // and every row of every sequence is compared (prompt rows and 2 decode rows each).
@@ -72,8 +66,10 @@ TEST(BisectBatch, EnginesThatCannotRunTheBatchAreRefused) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("engine ref does not run ragged batches"), std::string::npos) << e.what();
   }
-  const auto one = reference_per_sequence(*m, model::Scalar::f64, 1);
-  EXPECT_THROW(one->set_sequences(2), UsageError);
+  std::vector<std::unique_ptr<model::Engine>> engines;
+  engines.push_back(reference::make_cpu_engine(*m, {model::Scalar::f64, 0}));
+  model::PerSequenceEngine one(std::move(engines));
+  EXPECT_THROW(one.set_sequences(2), UsageError);
   EXPECT_THROW(bisect::run_bisect(m->config(), {*truth, nullptr, *b}, model::Prompts{{1, 2}, {}}, options), UsageError);
 }
 

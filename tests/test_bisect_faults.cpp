@@ -15,22 +15,12 @@
 #include "bisect/diagnosis.h"
 #include "gpu/faults.h"
 #include "gpu/vulkan_engine.h"
-#include "model/per_sequence_engine.h"
 #include "reference/cpu_engine.h"
 #include "tests/reference_fixtures.h"
 #include "tests/vulkan_fixtures.h"
 
 namespace tapdiff::testing {
 namespace {
-
-// The reference in `scalar`, one engine per prompt when there are several.
-std::unique_ptr<model::Engine> per_sequence_reference(const model::Model& m, model::Scalar scalar,
-                                                      std::size_t prompts) {
-  std::vector<std::unique_ptr<model::Engine>> engines;
-  for (std::size_t s = 0; s < prompts; ++s) engines.push_back(reference::make_cpu_engine(m, {scalar, 0}));
-  if (prompts == 1) return std::move(engines.front());
-  return std::make_unique<model::PerSequenceEngine>(std::move(engines));
-}
 
 class BisectFault : public ::testing::TestWithParam<gpu::Fault> {};
 
@@ -43,8 +33,8 @@ TEST_P(BisectFault, IsTheCulpritWithItsDiagnosis) {
       batched ? model::Prompts{synth_prompt(64, m->config().vocab, 11), synth_prompt(40, m->config().vocab, 12),
                                synth_prompt(23, m->config().vocab, 13)}
               : model::Prompts{synth_prompt(64, m->config().vocab, 11)};
-  const auto truth = per_sequence_reference(*m, model::Scalar::f64, prompts.size());
-  const auto floor = per_sequence_reference(*m, model::Scalar::f32, prompts.size());
+  const auto truth = reference_per_sequence(*m, model::Scalar::f64, prompts.size());
+  const auto floor = reference_per_sequence(*m, model::Scalar::f32, prompts.size());
   gpu::VulkanEngineOptions options;
   options.inject = fmt::format("{}@{}", info.name, layer);
   const auto b = validated_vulkan_engine(*m, options);

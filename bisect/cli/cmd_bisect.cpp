@@ -67,10 +67,7 @@ std::optional<dumps::DumpWriter> open_dump(const BisectArgs& a, const std::strin
 // Engine A or the floor engine: the reference, one engine per sequence for a batch.
 std::unique_ptr<model::Engine> reference_engine(const EngineChoice& choice, const model::Model& m,
                                                 std::size_t sequences) {
-  if (sequences == 1) return make_engine(choice, m);
-  std::vector<std::unique_ptr<model::Engine>> engines;
-  for (std::size_t s = 0; s < sequences; ++s) engines.push_back(make_engine(choice, m));
-  return std::make_unique<model::PerSequenceEngine>(std::move(engines));
+  return model::engine_per_sequence(sequences, [&] { return make_engine(choice, m); });
 }
 
 nlohmann::json dump_summary(const std::vector<std::int32_t>& generated) { return {{"generated", generated}}; }
