@@ -48,6 +48,10 @@ constexpr std::uint32_t kCoopSubgroup = 32;      // ... of this size
 constexpr std::uint32_t kCoopShared = 22528;     // matmul_coop.comp: tiles + sums_out bytes
 constexpr std::uint32_t kAttentionChannels = 4;  // attention.comp: CHANNELS
 constexpr std::uint32_t kMaxHeadDim = 256;       // attention.comp: MAX_HEAD_DIM
+constexpr std::uint32_t kFlashThreads = 128;     // attention_flash.comp: local_size_x
+constexpr std::uint32_t kFlashRows = 32;         // attention_flash.comp: BR
+constexpr std::uint32_t kFlashMaxHeadDim = 128;  // attention_flash.comp: OUT_COLS <= 2
+constexpr int kFlashMinRowsPerSequence = 16;     // auto: flash for passes of at least this many rows per sequence
 
 std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
 std::uint32_t dtype_code(model::DType t) { return static_cast<std::uint32_t>(t); }  // dequant.glsl DTYPE_*
@@ -74,6 +78,13 @@ std::string coop_missing(const Device& device) {
   return "";
 }
 
+// attention_flash.comp's shared memory for head_dim hd and bc keys per tile, as it declares it:
+// q and K/V tiles of vec4 rows padded by one, scores, then per row alpha, visible, next_from.
+std::uint32_t flash_shared_bytes(std::uint32_t hd, std::uint32_t bc) {
+  const std::uint32_t stride = hd / 4 + 1;
+  return (kFlashRows + bc) * stride * 16 + kFlashRows * (bc + 1) * 4 + kFlashRows * (4 + 16 + 4) + 4;
+}
+
 }  // namespace
 
 KernelOverrides parse_kernel_overrides(const std::string& text) {
@@ -90,24 +101,37 @@ KernelOverrides parse_kernel_overrides(const std::string& text) {
       o.matvec = value == "subgroup" ? KernelOverrides::Matvec::subgroup
                  : value == "shared" ? KernelOverrides::Matvec::shared
                                      : KernelOverrides::Matvec::automatic;
+    } else if (key == "attention" && (value == "auto" || value == "flash" || value == "two-pass")) {
+      o.attention = value == "flash"      ? KernelOverrides::Attention::flash
+                    : value == "two-pass" ? KernelOverrides::Attention::two_pass
+                                          : KernelOverrides::Attention::automatic;
     } else {
       throw UsageError(
-          fmt::format("--kernels: expected matmul=auto|tiled|coop|matvec or matvec=auto|subgroup|shared "
-                      "(comma-separated), found '{}'",
+          fmt::format("--kernels: expected matmul=auto|tiled|coop|matvec, matvec=auto|subgroup|shared or "
+                      "attention=auto|flash|two-pass (comma-separated), found '{}'",
                       item));
     }
   }
   return o;
 }
 
-Kernels::Kernels(const Device& device, Pipelines& pipelines, const KernelOverrides& overrides)
-    : device_(&device), pipelines_(&pipelines), overrides_(overrides) {
+Kernels::Kernels(const Device& device, Pipelines& pipelines, const KernelOverrides& overrides, int head_dim)
+    : device_(&device), pipelines_(&pipelines), overrides_(overrides), head_dim_(head_dim) {
   const DeviceInfo& d = device.info();
   wg_ = floor_pow2(std::min({256u, d.max_workgroup_invocations, d.max_workgroup_size_x}));
   attention_wg_ = std::min(64u, wg_);
   tiled_ok_ = d.max_workgroup_invocations >= kTiledThreads && d.max_workgroup_size_x >= kTiledThreads &&
               d.max_shared_memory >= kTiledShared;
   coop_missing_ = coop_missing(device);
+  const auto hd = static_cast<std::uint32_t>(head_dim);
+  flash_keys_ = flash_shared_bytes(hd, 32) <= d.max_shared_memory ? 32 : 16;
+  if (hd % 4 != 0 || hd > kFlashMaxHeadDim)
+    flash_missing_ = fmt::format("the flash attention kernel takes head_dim a multiple of 4 up to {}, the model has {}",
+                                 kFlashMaxHeadDim, head_dim);
+  else if (d.max_workgroup_invocations < kFlashThreads || d.max_workgroup_size_x < kFlashThreads ||
+           d.max_shared_memory < flash_shared_bytes(hd, flash_keys_))
+    flash_missing_ = fmt::format("{} cannot run {}-invocation workgroups with {} bytes of shared memory", d.name,
+                                 kFlashThreads, flash_shared_bytes(hd, flash_keys_));
   if (overrides.matmul == KernelOverrides::Matmul::tiled && !tiled_ok_)
     throw UsageError(fmt::format("--kernels matmul=tiled: {} cannot run 256-invocation workgroups", d.name));
   if (overrides.matmul == KernelOverrides::Matmul::coop && !coop_missing_.empty())
@@ -115,6 +139,8 @@ Kernels::Kernels(const Device& device, Pipelines& pipelines, const KernelOverrid
   if (overrides.matvec == KernelOverrides::Matvec::subgroup && !d.subgroup_arithmetic)
     throw UsageError(
         fmt::format("--kernels matvec=subgroup: {} has no subgroup arithmetic in compute shaders", d.name));
+  if (overrides.attention == KernelOverrides::Attention::flash && !flash_missing_.empty())
+    throw UsageError(fmt::format("--kernels attention=flash: {}", flash_missing_));
 }
 
 Kernels::Grid Kernels::fold(std::uint64_t groups) const {
@@ -131,15 +157,19 @@ Kernels::Grid Kernels::tile_grid(std::uint32_t rows, std::uint32_t cols, std::ui
 }
 
 void Kernels::dispatch(Stream& s, Shader shader, std::uint32_t dtype, std::initializer_list<Region> bindings,
-                       const void* push, std::uint32_t push_bytes, Grid grid, std::uint32_t faults) {
+                       const void* push, std::uint32_t push_bytes, Grid grid, std::uint32_t faults,
+                       std::initializer_list<std::uint32_t> more) {
   if (grid.x == 0 || grid.y == 0) return;
   const std::span<const Region> all(bindings.begin(), bindings.size());
   const ShaderCode& code = shader_code(shader, pipelines_->activations());
   TAPDIFF_ASSERT(all.size() == code.bindings, "{} bindings for {}", all.size(), code.name);
   s.order(all.first(all.size() - 1), all.last(1));  // the output is the last binding
-  const std::uint32_t spec[] = {dtype, shader == Shader::attention ? attention_wg_ : wg_, faults};
-  // Constant 2 only with a fault: the clean pipelines are made exactly as they were before faults.
-  const Pipeline& p = pipelines_->get(shader, std::span<const std::uint32_t>(spec).first(faults != 0 ? 3 : 2));
+  std::vector<std::uint32_t> spec = {dtype, shader == Shader::attention ? attention_wg_ : wg_, faults};
+  spec.insert(spec.end(), more);
+  // Constant 2 only with a fault or more constants: the clean pipelines of the kernels without
+  // more constants are made exactly as they were before faults.
+  if (faults == 0 && more.size() == 0) spec.pop_back();
+  const Pipeline& p = pipelines_->get(shader, spec);
   const VkCommandBuffer cmd = s.cmd();
   const VkDescriptorSet set = s.descriptor_sets().allocate(p.set_layout, all);
   std::array<std::byte, kPushConstantBytes> data{};
@@ -243,10 +273,28 @@ std::string Kernels::attention(Stream& s, const AttentionShape& a, float scale, 
                            u32(a.heads * a.head_dim),
                            u32(a.kv_heads * a.head_dim),
                            scale};
+  if (flash_attention(a)) {
+    TAPDIFF_ASSERT(a.head_dim == head_dim_, "head_dim {} in a kernel set up for {}", a.head_dim, head_dim_);
+    dispatch(s, Shader::attention_flash, 0, {q, k, v, row_table, out}, &push, sizeof push,
+             fold(ceil_div(push.rows, kFlashRows) * push.heads), faults, {push.head_dim, flash_keys_});
+    return flash_name();
+  }
   dispatch(s, Shader::attention, 0, {q, k, v, row_table, out}, &push, sizeof push,
            fold(static_cast<std::uint64_t>(a.rows) * push.heads), faults);
   return named("attention-two-pass");
 }
+
+bool Kernels::flash_attention(const AttentionShape& a) const {
+  switch (overrides_.attention) {
+    case KernelOverrides::Attention::flash: return true;
+    case KernelOverrides::Attention::two_pass: return false;
+    case KernelOverrides::Attention::automatic:
+      return flash_missing_.empty() && a.rows >= kFlashMinRowsPerSequence * a.sequences;
+  }
+  return false;
+}
+
+std::string Kernels::flash_name() const { return named(fmt::format("attention-flash-{}x{}", kFlashRows, flash_keys_)); }
 
 std::string Kernels::add(Stream& s, const Region& a, const Region& b, const Region& out, std::int64_t n) {
   const CountPush push{u32(n)};
@@ -284,7 +332,13 @@ std::vector<std::string> Kernels::planned(model::OpClass cls, model::DType weigh
       return names;
     }
     case model::OpClass::rope: return {named("rope-table")};
-    case model::OpClass::attention: return {named("attention-two-pass")};
+    case model::OpClass::attention: {
+      std::vector<std::string> names;  // prefill's variant first, then decode's if it differs
+      if (overrides_.attention != KernelOverrides::Attention::two_pass && flash_missing_.empty())
+        names.push_back(flash_name());
+      if (overrides_.attention != KernelOverrides::Attention::flash) names.push_back(named("attention-two-pass"));
+      return names;
+    }
     case model::OpClass::residual: return {named("add")};
     case model::OpClass::activation: return {named("silu_mul")};
   }

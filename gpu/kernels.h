@@ -14,7 +14,11 @@
 //               matvec-subgroup/DTYPE              rows == 1, subgroupAdd in compute shaders
 //               matvec-shared/DTYPE                rows == 1, shared-memory tree otherwise
 //   rope        rope-table                         host cos/sin table
-//   attention   attention-two-pass                 one workgroup per (row, head)
+//   attention   attention-flash-32xBC              passes of >= 16 rows per sequence: one workgroup per
+//                                                  32 rows of a head, online softmax over tiles of BC
+//                                                  = 32 keys (16 where shared memory is short);
+//                                                  head_dim a multiple of 4, at most 128
+//               attention-two-pass                 otherwise (decode, short chunks): one workgroup per (row, head)
 //   residual    add
 //   activation  silu_mul
 //
@@ -40,10 +44,12 @@ class Device;
 class Pipelines;
 class Stream;
 
-// What --kernels may force: "matmul=auto|tiled|coop|matvec,matvec=auto|subgroup|shared".
+// What --kernels may force:
+// "matmul=auto|tiled|coop|matvec,matvec=auto|subgroup|shared,attention=auto|flash|two-pass".
 struct KernelOverrides {
   enum class Matmul : std::uint8_t { automatic, tiled, coop, matvec } matmul = Matmul::automatic;
   enum class Matvec : std::uint8_t { automatic, subgroup, shared } matvec = Matvec::automatic;
+  enum class Attention : std::uint8_t { automatic, flash, two_pass } attention = Attention::automatic;
 };
 // UsageError naming the bad key or value and the choices.
 KernelOverrides parse_kernel_overrides(const std::string& text);
@@ -64,13 +70,15 @@ struct AttentionShape {
   int heads = 0;
   int kv_heads = 0;
   int head_dim = 0;
-  int window = 0;  // 0: none
+  int window = 0;     // 0: none
+  int sequences = 1;  // of a ragged batch, whose rows these are
 };
 
 class Kernels {
  public:
-  // UsageError when an override asks for a variant the device cannot run.
-  Kernels(const Device& device, Pipelines& pipelines, const KernelOverrides& overrides);
+  // UsageError when an override asks for a variant the device cannot run for a model of this
+  // head_dim.
+  Kernels(const Device& device, Pipelines& pipelines, const KernelOverrides& overrides, int head_dim);
 
   // Each records one op (its barrier included) and returns the variant's name; `faults` is a set
   // of the kFault* bits of the op's kernel (0: the clean kernel).
@@ -107,14 +115,19 @@ class Kernels {
   Grid fold(std::uint64_t groups) const;  // groups -> (x, y) within maxComputeWorkGroupCount
   // One group per output tile of a [rows, cols] matrix: x across the columns, y down the rows.
   static Grid tile_grid(std::uint32_t rows, std::uint32_t cols, std::uint32_t tile_rows, std::uint32_t tile_cols);
+  // Specialization constants: 0 dtype, 1 the workgroup size, 2 faults (only when not 0 or when
+  // `more` follow), then `more` from constant 3 on.
   void dispatch(Stream& s, Shader shader, std::uint32_t dtype, std::initializer_list<Region> bindings, const void* push,
-                std::uint32_t push_bytes, Grid grid, std::uint32_t faults = 0);
+                std::uint32_t push_bytes, Grid grid, std::uint32_t faults = 0,
+                std::initializer_list<std::uint32_t> more = {});
   enum class Gemm : std::uint8_t { tiled, coop, matvec };
   Gemm gemm_variant(int rows) const;
   std::string gemm_name(Gemm gemm, model::DType weights) const;
   // The name of a variant as reported: activation type, then weight storage for the ops with weights.
   std::string named(std::string_view variant, std::optional<model::DType> weights = std::nullopt) const;
   Shader matvec_shader() const;
+  bool flash_attention(const AttentionShape& a) const;  // else two-pass
+  std::string flash_name() const;
 
   const Device* device_;
   Pipelines* pipelines_;
@@ -122,6 +135,9 @@ class Kernels {
   std::uint32_t wg_;            // workgroup size of the 1-D kernels: a power of two <= 256
   std::uint32_t attention_wg_;  // attention's: 64 or less
   bool tiled_ok_;               // the device runs 256-invocation workgroups with 8 KiB shared
+  int head_dim_;                // the model's
+  std::uint32_t flash_keys_;    // attention_flash.comp's BC for head_dim_ on this device
+  std::string flash_missing_;   // why it cannot run here; "" when it can
   std::string coop_missing_;    // why the cooperative-matrix GEMM cannot run here; "" when it can
 };
 

@@ -11,6 +11,8 @@ namespace {
 #include "add_f16_spv.h"
 #include "add_spv.h"
 #include "attention_f16_spv.h"
+#include "attention_flash_f16_spv.h"
+#include "attention_flash_spv.h"
 #include "attention_spv.h"
 #include "embed_f16_spv.h"
 #include "embed_spv.h"
@@ -30,7 +32,7 @@ namespace {
 
 // In the order of the Shader enum: f32 activations, then f16. The cooperative-matrix GEMM exists in
 // f16 only: its tensor cores multiply f16 values.
-const std::array<std::array<ShaderCode, 10>, 2> kShaders = {{
+const std::array<std::array<ShaderCode, 11>, 2> kShaders = {{
     {{
         {"embed", embed_spv, 3},
         {"rms_norm", rms_norm_spv, 3},
@@ -40,6 +42,7 @@ const std::array<std::array<ShaderCode, 10>, 2> kShaders = {{
         {"matvec_shared", matvec_shared_spv, 4},
         {"rope", rope_spv, 3},
         {"attention", attention_spv, 5},
+        {"attention_flash", attention_flash_spv, 5},
         {"add", add_spv, 3},
         {"silu_mul", silu_mul_spv, 3},
     }},
@@ -52,6 +55,7 @@ const std::array<std::array<ShaderCode, 10>, 2> kShaders = {{
         {"matvec_shared_f16", matvec_shared_f16_spv, 4},
         {"rope_f16", rope_f16_spv, 3},
         {"attention_f16", attention_f16_spv, 5},
+        {"attention_flash_f16", attention_flash_f16_spv, 5},
         {"add_f16", add_f16_spv, 3},
         {"silu_mul_f16", silu_mul_f16_spv, 3},
     }},

@@ -16,6 +16,7 @@ enum class Shader : std::uint8_t {
   matvec_shared,    // matvec.comp
   rope,             // rope.comp
   attention,        // attention.comp
+  attention_flash,  // attention_flash.comp
   add,              // add.comp
   silu_mul,         // silu_mul.comp
 };

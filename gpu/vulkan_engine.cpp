@@ -158,7 +158,8 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
                                      DeviceNeeds{options.f16});
   pipelines_ = std::make_unique<Pipelines>(*device_, activation_type_);
   stream_ = std::make_unique<Stream>(*device_);
-  kernels_ = std::make_unique<Kernels>(*device_, *pipelines_, parse_kernel_overrides(options.kernels));
+  kernels_ = std::make_unique<Kernels>(*device_, *pipelines_, parse_kernel_overrides(options.kernels),
+                                       config_.head_dim);
   if (config_.head_dim > kernels_->max_head_dim())
     throw UsageError(fmt::format("{}: head_dim {}: the Vulkan attention kernel handles head_dim up to {}",
                                  m.path().string(), config_.head_dim, kernels_->max_head_dim()));
@@ -442,8 +443,8 @@ std::string Engine::attend(int layer, const Region& out) {
     stream_->copy(k_rows.sub(at, bytes), kv_->rows(layer, false, p.sequence, p.first_pos, p.rows));
     stream_->copy(v_rows.sub(at, bytes), kv_->rows(layer, true, p.sequence, p.first_pos, p.rows));
   }
-  const AttentionShape shape{chunk_.rows, config_.n_heads, config_.n_kv_heads, config_.head_dim,
-                             config_.sliding_window};
+  const AttentionShape shape{chunk_.rows,      config_.n_heads,        config_.n_kv_heads,
+                             config_.head_dim, config_.sliding_window, static_cast<int>(parts_.size())};
   const auto scale = attention_scale(layer);
   const std::string variant = kernels_->attention(
       *stream_, shape, scale, input({Op::rope_q, layer}), kv_->all(layer, false), kv_->all(layer, true),

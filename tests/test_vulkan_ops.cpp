@@ -4,7 +4,8 @@
 // 7, 33, 100; a 2-token chunk then a 5-token chunk on one KV cache; decode steps after a prefill;
 // heads/KV heads 8/4, 6/6, 32/8, 32/4; head_dim 8, 16, 64, 128; widths that are multiples of no
 // tile size; every weight dtype; both RoPE conventions, QKV bias, a sliding window, tied output;
-// and the forced kernel variants. The cooperative-matrix GEMM (f16 only) runs where the device has
+// and the forced kernel variants (GEMM, matrix-vector, flash and two-pass attention). The
+// cooperative-matrix GEMM (f16 only) runs where the device has
 // VK_NV_cooperative_matrix; elsewhere (lavapipe) its cases are skipped, saying why.
 //
 // Bound: NMSE <= 1e-9 per op in f32, for every op. Both engines compute in f32 from identical
@@ -209,6 +210,7 @@ TEST_P(VulkanOps, EveryOpMatchesTheReferenceOnRandomInputs) {
 }
 
 const std::vector<std::vector<int>> kAllRows = {{1}, {2}, {3}, {5}, {7}, {33}, {100}, {2, 5}, {7, 1, 1}};
+const std::vector<std::vector<int>> kFlashRows = {{1}, {2}, {5}, {31}, {32}, {33}, {100}, {2, 5}, {40, 40, 1}};
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, VulkanOps,
@@ -229,6 +231,19 @@ INSTANTIATE_TEST_SUITE_P(
                 "matmul=matvec,matvec=subgroup"),
         op_case("forced_tiled_q8_0", {6, 6, 16, 96, 160, 300}, DType::q8_0, {{1}, {2, 5}}, "llama", 0, false,
                 "matmul=tiled"),
+        // Both attention kernels at every row count: flash tiles of 32 rows and 32 keys (16 keys at
+        // head_dim 128 on lavapipe's 32 KiB of shared memory) over partial tiles, chunks after
+        // chunks and decode steps; two-pass over the long chunks auto gives to flash
+        op_case("flash_gqa8x4_hd16_f32", {8, 4, 16, 72, 136, 301}, DType::f32, kFlashRows, "llama", 0, false,
+                "attention=flash"),
+        op_case("flash_gqa32x4_hd128_q8_0", {32, 4, 128, 96, 160, 300}, DType::q8_0, {{3}, {33}, {40, 40, 1}},
+                "llama", 0, false, "attention=flash"),
+        op_case("flash_mha6x6_hd8_f16", {6, 6, 8, 40, 100, 259}, DType::f16, {{1}, {100}, {40, 40, 1}}, "llama", 0,
+                false, "attention=flash"),
+        op_case("flash_sliding_window_3", {8, 4, 16, 72, 136, 301}, DType::f32, {{7}, {40}, {33, 33, 1}}, "llama", 3,
+                false, "attention=flash"),
+        op_case("two_pass_gqa32x8_hd64", {32, 8, 64, 96, 200, 300}, DType::f32, {{100}, {40, 40, 1}}, "llama", 0,
+                false, "attention=two-pass"),
         // f16 weights and activations: f32 and bf16 matrices stored as f16, F16 kept, Q8_0 and Q4_0
         // rounded as dequantized
         act_f16(op_case("gqa8x4_hd16_f32", {8, 4, 16, 72, 136, 301}, DType::f32, kAllRows)),
@@ -240,6 +255,10 @@ INSTANTIATE_TEST_SUITE_P(
         act_f16(op_case("qwen2_rotate_half_bias", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {7}, {2, 5}}, "qwen2")),
         act_f16(op_case("forced_matvec_shared", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {2, 5}}, "llama", 0, false,
                         "matmul=matvec,matvec=shared")),
+        act_f16(op_case("flash_gqa32x8_hd64_bf16", {32, 8, 64, 96, 200, 300}, DType::bf16, kFlashRows, "llama", 0,
+                        false, "attention=flash")),
+        act_f16(op_case("flash_gqa32x4_hd128_q8_0", {32, 4, 128, 96, 160, 300}, DType::q8_0, {{5}, {100}, {40, 40, 1}},
+                        "llama", 0, false, "attention=flash")),
         // The cooperative-matrix GEMM on every weight dtype (its tiles: 64 rows x 128 columns, K in
         // slices of 32): rows from 1 to 100, widths off every tile, K = 40, 48 and 100 (not multiples
         // of 8: the element-wise path), QKV bias
@@ -276,6 +295,34 @@ TEST(VulkanKernels, GemmVariantDependsOnRowsAndIsReported) {
   expect_clean(*gpu);
 }
 
+// Attention: flash for passes of at least 16 rows per sequence, two-pass below (decode steps, short
+// chunks); a head_dim flash does not take leaves auto on two-pass and makes forcing flash an error.
+TEST(VulkanKernels, AttentionVariantDependsOnRowsAndHeadDim) {
+  const auto m = model::load_model(synth_model_path("tiny"));
+  const model::Graph graph(m->config());
+  gpu::VulkanEngineOptions options;
+  const auto gpu = validated_vulkan_engine(*m, options);
+  EXPECT_EQ(gpu->kernel(Op::attn), "attention-flash-32x32, attention-two-pass");
+  model::NullTap tap;
+  std::vector<std::int32_t> tokens(16);
+  for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<std::int32_t>(i + 1);
+  model::run_chunk(*gpu, graph, std::span(tokens).first(15), {0, 0, 15, false}, tap);
+  EXPECT_EQ(gpu->kernel(Op::attn), "attention-two-pass");
+  gpu->reset();
+  model::run_chunk(*gpu, graph, tokens, {0, 0, 16, false}, tap);
+  EXPECT_EQ(gpu->kernel(Op::attn), "attention-two-pass, attention-flash-32x32");  // every variant that ran
+  expect_clean(*gpu);
+
+  const OpCase wide = op_case("head_dim_160", {2, 1, 160, 64, 96, 100}, DType::f32, {});
+  const auto wide_model = model::load_model(write_case_model(wide));
+  const auto two_pass = validated_vulkan_engine(*wide_model, options);
+  EXPECT_EQ(two_pass->kernel(Op::attn), "attention-two-pass");
+  options.kernels = "attention=flash";
+  EXPECT_EQ(usage_error_of(*wide_model, options),
+            "--kernels attention=flash: the flash attention kernel takes head_dim a multiple of 4 up to 128, the "
+            "model has 160");
+}
+
 // With f16 activations every variant's name carries ".f16"; after the slash, the weights as
 // stored: synth:tiny's f32 matrices are held as f16, in about half the bytes.
 TEST(VulkanKernels, F16EngineNamesItsVariantsAndStoresF16Weights) {
@@ -307,6 +354,7 @@ TEST(VulkanKernels, UnknownKernelOverrideIsAUsageError) {
   const std::string error = usage_error_of(*m, options);
   EXPECT_NE(error.find("matmul=fast"), std::string::npos) << error;
   EXPECT_NE(error.find("matmul=auto|tiled|coop|matvec"), std::string::npos) << error;
+  EXPECT_NE(error.find("attention=auto|flash|two-pass"), std::string::npos) << error;
 }
 
 // The cooperative-matrix GEMM multiplies f16 values: forcing it in f32 mode is an error on any device.

@@ -1,0 +1,217 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#include "activations.glsl"
+// attention-flash: the attention of attention.comp (same bindings, push constants, row table,
+// masks and faults; read its header) computed flash-style: one pass over the keys in tiles with
+// an online softmax, so every score is computed once and a tile of K or V, read from memory once,
+// serves BR query rows.
+//
+// A workgroup of 128 invocations takes BR = 32 consecutive query rows of one head. The rows' q
+// are staged in shared memory; then for each tile of BC keys (cache rows k0 .. k0 + BC - 1):
+//   1. K of the tile is staged; each invocation computes 4 keys x BR*BC/512 rows of scores
+//      s = (q . k) * scale, -inf where the row does not see the key (mask, window, other
+//      sequence of a ragged batch);
+//   2. one invocation per row: m' = max(m, max_j s_j), a = exp(m - m'), p_j = exp(s_j - m'),
+//      l = l a + sum_j p_j (meanwhile V of the tile is staged where K was);
+//   3. each invocation rescales its 4 rows x up to 8 channels of sums by a, adds sum_j p_j v_j.
+// out = sums / l. The next tile starts at the first cache row after this one that any row of the
+// workgroup sees, so the keys of other sequences in a batch are skipped, not scanned.
+// Every sum runs in a fixed order: deterministic. Tiles do not depend on the chunking, so the
+// result differs from attention-two-pass only in the order of f32 roundings (op conformance).
+//
+// Faults (faults.glsl) as in attention.comp: mask-kv-offset, gqa-head-map, softmax-no-max (m stays
+// 0: p_j = exp(s_j), a = 1), batch-seq-leak (the leaked cache rows are visible too).
+//
+// Specialization constants 3 and 4 (Kernels::attention): HD, the head dimension (a multiple of 4,
+// at most 128), and BC, the keys per tile (32, or 16 where 32 does not fit in shared memory).
+layout(local_size_x = 128) in;
+layout(std430, binding = 0) readonly buffer Query { act_t q[]; };
+layout(std430, binding = 1) readonly buffer KeyCache { act_t kc[]; };
+layout(std430, binding = 2) readonly buffer ValueCache { act_t vc[]; };
+layout(std430, binding = 3) readonly buffer Rows { uvec4 row_info[]; };  // (base, pos, chunk_first, leak)
+layout(std430, binding = 4) writeonly buffer Output { act_t y[]; };
+layout(push_constant) uniform Push {
+  uint rows;
+  uint heads;
+  uint group;      // heads / kv_heads
+  uint head_dim;   // = HD
+  uint window;     // 0: no sliding window
+  uint q_stride;   // heads * head_dim
+  uint kv_stride;  // kv_heads * head_dim
+  float scale;
+} pc;
+#include "common.glsl"
+#include "faults.glsl"
+
+layout(constant_id = 3) const uint HD = 64u;
+layout(constant_id = 4) const uint BC = 32u;
+
+const uint THREADS = 128u;
+const uint BR = 32u;                       // query rows per workgroup
+const uint HD4 = HD / 4u;                  // vec4 columns of a staged row
+const uint STRIDE4 = HD4 + 1u;             // staged row stride in vec4s: padded against bank conflicts
+const uint KEY_LANES = BC / 4u;            // scores: invocation (rl, kl) takes keys kl + k KEY_LANES ...
+const uint ROW_LANES = THREADS / KEY_LANES;
+const uint SCORE_ROWS = BR / ROW_LANES;    // ... of rows rl + r ROW_LANES (2 with BC 32, 1 with BC 16)
+const uint COL_LANES = 16u;                // sums: invocation (orl, cl) takes vec4 columns cl + 16 c ...
+const uint OUT_ROW_LANES = THREADS / COL_LANES;
+const uint OUT_ROWS = BR / OUT_ROW_LANES;  // ... of rows orl + r 8 (4 rows)
+const uint OUT_COLS = (HD4 + COL_LANES - 1u) / COL_LANES;  // 1 or 2 vec4 columns
+const uint P_STRIDE = BC + 1u;
+const uint NONE = 0xFFFFFFFFu;
+#define NEG_INF uintBitsToFloat(0xFF800000u)
+
+shared vec4 qs[BR * STRIDE4];
+shared vec4 kvs[BC * STRIDE4];  // K of the tile, then V
+shared float ps[BR * P_STRIDE];  // scores, then probabilities
+shared float alpha[BR];          // each row's rescale factor for this tile, then its final l
+shared uvec4 visible[BR];        // cache rows each row sees: [x, y) its own, [z, w) leaked (faults)
+shared uint next_from[BR];       // each row's first visible cache row at or after the next tile
+shared uint key_end;             // the end of the last cache row any row sees
+
+bool sees(uvec4 v, uint row) { return (row >= v.x && row < v.y) || (row >= v.z && row < v.w); }
+
+// The first cache row at or after `from` that a row with visible ranges v sees; NONE if none.
+uint first_seen(uvec4 v, uint from) {
+  const uint own = max(from, v.x), leak = max(from, v.z);
+  return min(own < v.y ? own : NONE, leak < v.w ? leak : NONE);
+}
+
+// Stages rows k0 .. k0 + BC - 1 of a cache (rows past the last one any row sees as zeros).
+void stage_keys(bool values, uint k0, uint kv_col) {
+  for (uint i = gl_LocalInvocationID.x; i < BC * HD4; i += THREADS) {
+    const uint j = i / HD4, c = i - j * HD4;
+    const uint at = (k0 + j) * pc.kv_stride + kv_col + 4u * c;
+    vec4 v = vec4(0.0);
+    if (k0 + j < key_end)
+      v = values ? vec4(float(vc[at]), float(vc[at + 1u]), float(vc[at + 2u]), float(vc[at + 3u]))
+                 : vec4(float(kc[at]), float(kc[at + 1u]), float(kc[at + 2u]), float(kc[at + 3u]));
+    kvs[j * STRIDE4 + c] = v;
+  }
+}
+
+void main() {
+  const uint lid = gl_LocalInvocationID.x;
+  const uint tiles = (pc.rows + BR - 1u) / BR;
+  const uint g = group_index();
+  if (g >= tiles * pc.heads) return;  // uniform over the workgroup
+  const uint tile = g / pc.heads, h = g - tile * pc.heads;
+  const uint t0 = tile * BR;
+  const uint kv_head = planted(FAULT_ATTENTION_HEAD_MODULO) ? h % (pc.heads / pc.group) : h / pc.group;
+  const uint kv_col = kv_head * HD, q_col = h * HD;
+
+  if (lid == 0u) key_end = 0u;
+  for (uint i = lid; i < BR * HD4; i += THREADS) {
+    const uint r = i / HD4, c = i - r * HD4;
+    const uint at = (t0 + r) * pc.q_stride + q_col + 4u * c;
+    qs[r * STRIDE4 + c] =
+        t0 + r < pc.rows ? vec4(float(q[at]), float(q[at + 1u]), float(q[at + 2u]), float(q[at + 3u])) : vec4(0.0);
+  }
+  barrier();
+  // One invocation per row: its visible cache rows (none past the last row of the pass).
+  float m = planted(FAULT_ATTENTION_NO_MAX) ? 0.0 : NEG_INF, l = 0.0;
+  if (lid < BR) {
+    uvec4 v = uvec4(0u);
+    if (t0 + lid < pc.rows) {
+      const uvec4 info = row_info[t0 + lid];
+      const uint pos = info.y;
+      const uint causal_lo = (pc.window > 0u && pos + 1u > pc.window) ? pos + 1u - pc.window : 0u;
+      const uint first = planted(FAULT_ATTENTION_CHUNK_MASK) ? max(causal_lo, info.z) : causal_lo;
+      v.xy = uvec2(info.x + first, info.x + pos + 1u);
+      if (planted(FAULT_ATTENTION_BATCH_LEAK)) v.zw = uvec2((info.w >> 3) - (info.w & 7u), info.w >> 3);
+    }
+    visible[lid] = v;
+    next_from[lid] = first_seen(v, 0u);
+    atomicMax(key_end, max(v.y, v.w));
+  }
+
+  vec4 sums[OUT_ROWS][OUT_COLS];
+  [[unroll]] for (uint r = 0u; r < OUT_ROWS; ++r) [[unroll]] for (uint c = 0u; c < OUT_COLS; ++c) sums[r][c] = vec4(0.0);
+  const uint kl = lid % KEY_LANES, rl = lid / KEY_LANES;
+  const uint cl = lid % COL_LANES, orl = lid / COL_LANES;
+  for (;;) {
+    barrier();  // next_from is complete; the previous tile's V is no longer read
+    uint k0 = NONE;
+    for (uint r = 0u; r < BR; ++r) k0 = min(k0, next_from[r]);
+    if (k0 == NONE) break;  // uniform: every invocation read the same values
+    stage_keys(false, k0, kv_col);
+    barrier();
+
+    // 1. Scores of this invocation's rows and keys.
+    float s[SCORE_ROWS][4];
+    [[unroll]] for (uint r = 0u; r < SCORE_ROWS; ++r) [[unroll]] for (uint k = 0u; k < 4u; ++k) s[r][k] = 0.0;
+    [[unroll]] for (uint c = 0u; c < HD4; ++c) {
+      vec4 qv[SCORE_ROWS];
+      [[unroll]] for (uint r = 0u; r < SCORE_ROWS; ++r) qv[r] = qs[(rl + r * ROW_LANES) * STRIDE4 + c];
+      [[unroll]] for (uint k = 0u; k < 4u; ++k) {
+        const vec4 kv = kvs[(kl + k * KEY_LANES) * STRIDE4 + c];
+        [[unroll]] for (uint r = 0u; r < SCORE_ROWS; ++r) s[r][k] += dot(qv[r], kv);
+      }
+    }
+    [[unroll]] for (uint r = 0u; r < SCORE_ROWS; ++r) {
+      const uint row = rl + r * ROW_LANES;
+      const uvec4 v = visible[row];
+      [[unroll]] for (uint k = 0u; k < 4u; ++k) {
+        const uint key = kl + k * KEY_LANES;
+        ps[row * P_STRIDE + key] = sees(v, k0 + key) ? s[r][k] * pc.scale : NEG_INF;
+      }
+    }
+    barrier();
+
+    // 2. The online softmax, one invocation per row; everyone stages V over K.
+    if (lid < BR) {
+      float tile_max = NEG_INF;
+      for (uint j = 0u; j < BC; ++j) tile_max = max(tile_max, ps[lid * P_STRIDE + j]);
+      const float m_new = planted(FAULT_ATTENTION_NO_MAX) ? 0.0 : max(m, tile_max);
+      float a = 1.0, sum = 0.0;
+      if (m_new != NEG_INF) {  // else the row has seen no key yet: p_j = 0 (below), a = 1
+        a = exp(m - m_new);
+        for (uint j = 0u; j < BC; ++j) {
+          const float p = exp(ps[lid * P_STRIDE + j] - m_new);  // exp(-inf) = 0 for unseen keys
+          ps[lid * P_STRIDE + j] = p;
+          sum += p;
+        }
+      } else {
+        for (uint j = 0u; j < BC; ++j) ps[lid * P_STRIDE + j] = 0.0;
+      }
+      l = l * a + sum;
+      m = m_new;
+      alpha[lid] = a;
+      next_from[lid] = first_seen(visible[lid], k0 + BC);
+    }
+    stage_keys(true, k0, kv_col);
+    barrier();
+
+    // 3. sums = sums a + P V over this invocation's rows and columns.
+    [[unroll]] for (uint r = 0u; r < OUT_ROWS; ++r) {
+      const float a = alpha[orl + r * OUT_ROW_LANES];
+      [[unroll]] for (uint c = 0u; c < OUT_COLS; ++c) sums[r][c] *= a;
+    }
+    for (uint j = 0u; j < BC; ++j) {
+      float p[OUT_ROWS];
+      [[unroll]] for (uint r = 0u; r < OUT_ROWS; ++r) p[r] = ps[(orl + r * OUT_ROW_LANES) * P_STRIDE + j];
+      [[unroll]] for (uint c = 0u; c < OUT_COLS; ++c) {
+        const uint col = cl + c * COL_LANES;
+        if (col >= HD4) break;
+        const vec4 v = kvs[j * STRIDE4 + col];
+        [[unroll]] for (uint r = 0u; r < OUT_ROWS; ++r) sums[r][c] += p[r] * v;
+      }
+    }
+  }
+
+  if (lid < BR) alpha[lid] = l;
+  barrier();
+  [[unroll]] for (uint r = 0u; r < OUT_ROWS; ++r) {
+    const uint row = orl + r * OUT_ROW_LANES;
+    if (t0 + row >= pc.rows) continue;
+    const float l_row = alpha[row];
+    [[unroll]] for (uint c = 0u; c < OUT_COLS; ++c) {
+      const uint col = cl + c * COL_LANES;
+      if (col >= HD4) break;
+      const vec4 o = sums[r][c] / l_row;
+      const uint at = (t0 + row) * pc.q_stride + q_col + 4u * col;
+      y[at] = to_act(o.x), y[at + 1u] = to_act(o.y), y[at + 2u] = to_act(o.z), y[at + 3u] = to_act(o.w);
+    }
+  }
+}
