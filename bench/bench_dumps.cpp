@@ -5,13 +5,11 @@
 //   tapdiff_bench_dumps [--model SPEC] [--tokens 3072] [--chunk 0] [--repeats 5] [--threads 2] [--dir DIR]
 // The default model is a synthetic Llama (dim 512, 8 layers, 8/4 heads, FFN 1408, vocab 4096) whose
 // every-op f32 taps of 3072 tokens come to 1.0 GB.
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <string>
 #include <thread>
@@ -20,6 +18,7 @@
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
+#include "bench/bench_support.h"
 #include "bisect/cli/model_source.h"
 #include "dumps/dump_writer.h"
 #include "model/runner.h"
@@ -31,12 +30,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 namespace dumps = tapdiff::dumps;
 namespace model = tapdiff::model;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using tapdiff::bench::cpu_model;
+using tapdiff::bench::cpu_seconds;
+using tapdiff::bench::median;
 
 // The default model: small enough to run a long prompt in seconds on two cores, wide enough that
 // its taps are large (328 KB per token).
@@ -50,13 +46,6 @@ std::filesystem::path default_model(const std::filesystem::path& dir) {
   return path;
 }
 
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.starts_with("model name")) return line.substr(line.find(':') + 2);
-  return "unknown CPU";
-}
-
 struct Mode {
   std::string name;
   std::optional<dumps::WriterOptions> dump;  // none: untapped
@@ -67,13 +56,6 @@ struct Sample {
   double cpu_seconds = 0;  // user + system time of every thread: the work, whatever else runs
   std::uintmax_t bytes = 0;
 };
-
-double cpu_seconds() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
-  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
-}
 
 // One run of the prompt in the mode, the writer's creation and finish() included.
 Sample run_once(const Mode& mode, model::Engine& engine, const model::Graph& graph, const model::Model& m,

@@ -1,7 +1,6 @@
 // Reference engine speed: prefill of T tokens and decode steps on a model (default: a
 // TinyLlama-1.1B-shaped f32 synth model), median of several runs. Prints a Markdown table.
 //   tapdiff_bench_reference [--model SPEC] [--prompt-tokens 128] [--decode-steps 16] [--repeats 5] [--threads 2]
-#include <algorithm>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -9,6 +8,7 @@
 #include <fmt/core.h>
 #include <CLI/CLI.hpp>
 
+#include "bench/bench_support.h"
 #include "bisect/cli/model_source.h"
 #include "model/runner.h"
 #include "reference/cpu_engine.h"
@@ -16,12 +16,9 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using tapdiff::bench::largest;
+using tapdiff::bench::median;
+using tapdiff::bench::smallest;
 
 }  // namespace
 
@@ -61,8 +58,8 @@ int main(int argc, char** argv) {
              std::thread::hardware_concurrency());
   fmt::print("| measure | median | min | max |\n|---|---|---|---|\n");
   fmt::print("| prefill T={} (tokens/s) | {:.1f} | {:.1f} | {:.1f} |\n", prompt_tokens, median(prefill),
-             *std::min_element(prefill.begin(), prefill.end()), *std::max_element(prefill.begin(), prefill.end()));
+             smallest(prefill), largest(prefill));
   fmt::print("| decode (ms/token, {} steps) | {:.1f} | {:.1f} | {:.1f} |\n", decode_steps, median(decode),
-             *std::min_element(decode.begin(), decode.end()), *std::max_element(decode.begin(), decode.end()));
+             smallest(decode), largest(decode));
   return 0;
 }

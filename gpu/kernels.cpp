@@ -33,6 +33,10 @@ struct RopePush {
 struct AttentionPush {
   std::uint32_t rows, heads, group, head_dim, window, q_stride, kv_stride;
   float scale;
+  std::uint32_t split_keys, splits;  // attention_flash.comp with SPLIT only
+};
+struct CombinePush {
+  std::uint32_t rows, heads, head_dim, splits;
 };
 struct CountPush {
   std::uint32_t n;
@@ -51,7 +55,9 @@ constexpr std::uint32_t kMaxHeadDim = 256;       // attention.comp: MAX_HEAD_DIM
 constexpr std::uint32_t kFlashThreads = 128;     // attention_flash.comp: local_size_x
 constexpr std::uint32_t kFlashRows = 32;         // attention_flash.comp: BR
 constexpr std::uint32_t kFlashMaxHeadDim = 128;  // attention_flash.comp: OUT_COLS <= 2
-constexpr int kFlashMinRowsPerSequence = 16;     // auto: flash for passes of at least this many rows per sequence
+constexpr int kFlashMinRowsPerSequence = 16;     // fewer rows per sequence: split the keys
+constexpr std::uint32_t kSplitMinKeys = 64;      // positions per split at least ...
+constexpr std::uint32_t kMaxSplits = 32;         // ... and splits at most
 
 std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
 std::uint32_t dtype_code(model::DType t) { return static_cast<std::uint32_t>(t); }  // dequant.glsl DTYPE_*
@@ -263,8 +269,10 @@ std::string Kernels::rope(Stream& s, const Region& x, const Region& table, const
 }
 
 std::string Kernels::attention(Stream& s, const AttentionShape& a, float scale, const Region& q, const Region& k,
-                               const Region& v, const Region& row_table, const Region& out, std::uint32_t faults) {
+                               const Region& v, const Region& row_table, const Region& scratch, const Region& out,
+                               std::uint32_t faults) {
   TAPDIFF_ASSERT(a.head_dim <= max_head_dim(), "head_dim {} in the attention kernel", a.head_dim);
+  const AttentionPlan plan = plan_attention(a);
   const AttentionPush push{u32(a.rows),
                            u32(a.heads),
                            u32(a.heads / a.kv_heads),
@@ -272,29 +280,59 @@ std::string Kernels::attention(Stream& s, const AttentionShape& a, float scale, 
                            u32(a.window),
                            u32(a.heads * a.head_dim),
                            u32(a.kv_heads * a.head_dim),
-                           scale};
-  if (flash_attention(a)) {
-    TAPDIFF_ASSERT(a.head_dim == head_dim_, "head_dim {} in a kernel set up for {}", a.head_dim, head_dim_);
-    dispatch(s, Shader::attention_flash, 0, {q, k, v, row_table, out}, &push, sizeof push,
-             fold(ceil_div(push.rows, kFlashRows) * push.heads), faults, {push.head_dim, flash_keys_});
-    return flash_name();
+                           scale,
+                           plan.split_keys,
+                           plan.splits};
+  const std::uint64_t tiles = ceil_div(push.rows, kFlashRows) * push.heads;
+  switch (plan.kind) {
+    case AttentionPlan::Kind::flash:
+      dispatch(s, Shader::attention_flash, 0, {q, k, v, row_table, out}, &push, sizeof push, fold(tiles), faults,
+               {push.head_dim, flash_keys_});
+      return flash_name(false);
+    case AttentionPlan::Kind::split: {
+      const std::uint64_t bytes = attention_scratch_bytes(a);
+      TAPDIFF_ASSERT(scratch.size >= bytes, "attention scratch of {} bytes for {}", scratch.size, bytes);
+      const Region partial = scratch.sub(0, bytes);
+      dispatch(s, Shader::attention_split, 0, {q, k, v, row_table, partial}, &push, sizeof push,
+               fold(tiles * plan.splits), faults, {push.head_dim, flash_keys_});
+      const CombinePush combine{push.rows, push.heads, push.head_dim, plan.splits};
+      dispatch(s, Shader::attention_combine, 0, {partial, out}, &combine, sizeof combine,
+               fold(static_cast<std::uint64_t>(push.rows) * push.heads));
+      return flash_name(true);
+    }
+    case AttentionPlan::Kind::two_pass: break;
   }
   dispatch(s, Shader::attention, 0, {q, k, v, row_table, out}, &push, sizeof push,
            fold(static_cast<std::uint64_t>(a.rows) * push.heads), faults);
   return named("attention-two-pass");
 }
 
-bool Kernels::flash_attention(const AttentionShape& a) const {
-  switch (overrides_.attention) {
-    case KernelOverrides::Attention::flash: return true;
-    case KernelOverrides::Attention::two_pass: return false;
-    case KernelOverrides::Attention::automatic:
-      return flash_missing_.empty() && a.rows >= kFlashMinRowsPerSequence * a.sequences;
-  }
-  return false;
+Kernels::AttentionPlan Kernels::plan_attention(const AttentionShape& a) const {
+  using Kind = AttentionPlan::Kind;
+  const bool flash = overrides_.attention == KernelOverrides::Attention::flash ||
+                     (overrides_.attention == KernelOverrides::Attention::automatic && flash_missing_.empty());
+  if (!flash) return {};
+  if (a.rows >= kFlashMinRowsPerSequence * a.sequences) return {Kind::flash};
+  // Few rows: the keys in splits of a multiple of BC positions, at least kSplitMinKeys, at most
+  // kMaxSplits of them.
+  const auto keys = static_cast<std::uint32_t>(std::max(a.keys, 1));
+  const auto split_keys = static_cast<std::uint32_t>(
+      ceil_div(std::max<std::uint64_t>(kSplitMinKeys, ceil_div(keys, kMaxSplits)), flash_keys_) * flash_keys_);
+  const auto splits = static_cast<std::uint32_t>(ceil_div(keys, split_keys));
+  if (splits <= 1) return {Kind::flash};
+  return {Kind::split, splits, split_keys};
 }
 
-std::string Kernels::flash_name() const { return named(fmt::format("attention-flash-{}x{}", kFlashRows, flash_keys_)); }
+std::uint64_t Kernels::attention_scratch_bytes(const AttentionShape& a) const {
+  const AttentionPlan plan = plan_attention(a);
+  if (plan.kind != AttentionPlan::Kind::split) return 0;
+  return static_cast<std::uint64_t>(a.rows) * static_cast<std::uint64_t>(a.heads) * plan.splits *
+         (static_cast<std::uint64_t>(a.head_dim) + 2) * 4;
+}
+
+std::string Kernels::flash_name(bool split) const {
+  return named(fmt::format("attention-flash-{}{}x{}", split ? "split-" : "", kFlashRows, flash_keys_));
+}
 
 std::string Kernels::add(Stream& s, const Region& a, const Region& b, const Region& out, std::int64_t n) {
   const CountPush push{u32(n)};
@@ -332,13 +370,9 @@ std::vector<std::string> Kernels::planned(model::OpClass cls, model::DType weigh
       return names;
     }
     case model::OpClass::rope: return {named("rope-table")};
-    case model::OpClass::attention: {
-      std::vector<std::string> names;  // prefill's variant first, then decode's if it differs
-      if (overrides_.attention != KernelOverrides::Attention::two_pass && flash_missing_.empty())
-        names.push_back(flash_name());
-      if (overrides_.attention != KernelOverrides::Attention::flash) names.push_back(named("attention-two-pass"));
-      return names;
-    }
+    case model::OpClass::attention:
+      if (plan_attention({}).kind == AttentionPlan::Kind::two_pass) return {named("attention-two-pass")};
+      return {flash_name(false), flash_name(true)};  // prefill's, then decode's past 64 positions
     case model::OpClass::residual: return {named("add")};
     case model::OpClass::activation: return {named("silu_mul")};
   }

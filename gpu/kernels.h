@@ -14,11 +14,15 @@
 //               matvec-subgroup/DTYPE              rows == 1, subgroupAdd in compute shaders
 //               matvec-shared/DTYPE                rows == 1, shared-memory tree otherwise
 //   rope        rope-table                         host cos/sin table
-//   attention   attention-flash-32xBC              passes of >= 16 rows per sequence: one workgroup per
-//                                                  32 rows of a head, online softmax over tiles of BC
-//                                                  = 32 keys (16 where shared memory is short);
-//                                                  head_dim a multiple of 4, at most 128
-//               attention-two-pass                 otherwise (decode, short chunks): one workgroup per (row, head)
+//   attention   attention-flash-32xBC              one workgroup per 32 rows of a head, online softmax
+//                                                  over tiles of BC = 32 keys (16 where shared memory is
+//                                                  short); head_dim a multiple of 4, at most 128
+//               attention-flash-split-32xBC        the same for passes of < 16 rows per sequence (decode,
+//                                                  short chunks) over more than 64 positions: each
+//                                                  workgroup takes a split of the keys, a second kernel
+//                                                  merges the splits' softmax sums
+//               attention-two-pass                 where flash cannot run (or forced): one workgroup per
+//                                                  (row, head), every score computed twice
 //   residual    add
 //   activation  silu_mul
 //
@@ -72,6 +76,7 @@ struct AttentionShape {
   int head_dim = 0;
   int window = 0;     // 0: none
   int sequences = 1;  // of a ragged batch, whose rows these are
+  int keys = 0;       // the most positions a row attends over: the largest position + 1
 };
 
 class Kernels {
@@ -95,9 +100,12 @@ class Kernels {
                    int head_dim, model::RopeStyle style);
   // q [rows, heads * hd], k/v cache [cache rows, kv_heads * hd], row table [rows] of uint32 x 4
   // (cache row of the sequence's position 0, position, first position of the row's chunk, 0)
-  // -> out [rows, heads * hd]
+  // -> out [rows, heads * hd]; scratch: at least attention_scratch_bytes(shape) bytes.
   std::string attention(Stream& s, const AttentionShape& shape, float scale, const Region& q, const Region& k,
-                        const Region& v, const Region& row_table, const Region& out, std::uint32_t faults);
+                        const Region& v, const Region& row_table, const Region& scratch, const Region& out,
+                        std::uint32_t faults);
+  // The scratch memory attention() needs for a pass of this shape (0 for most).
+  std::uint64_t attention_scratch_bytes(const AttentionShape& shape) const;
   // out = a + b and out = silu(a) * b over n values
   std::string add(Stream& s, const Region& a, const Region& b, const Region& out, std::int64_t n);
   std::string silu_mul(Stream& s, const Region& gate, const Region& up, const Region& out, std::int64_t n,
@@ -126,8 +134,12 @@ class Kernels {
   // The name of a variant as reported: activation type, then weight storage for the ops with weights.
   std::string named(std::string_view variant, std::optional<model::DType> weights = std::nullopt) const;
   Shader matvec_shader() const;
-  bool flash_attention(const AttentionShape& a) const;  // else two-pass
-  std::string flash_name() const;
+  struct AttentionPlan {
+    enum class Kind : std::uint8_t { two_pass, flash, split } kind = Kind::two_pass;
+    std::uint32_t splits = 1, split_keys = 0;  // split: workgroups per (tile, head), positions each
+  };
+  AttentionPlan plan_attention(const AttentionShape& a) const;
+  std::string flash_name(bool split) const;
 
   const Device* device_;
   Pipelines* pipelines_;

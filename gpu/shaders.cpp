@@ -13,6 +13,10 @@ namespace {
 #include "attention_f16_spv.h"
 #include "attention_flash_f16_spv.h"
 #include "attention_flash_spv.h"
+#include "attention_split_f16_spv.h"
+#include "attention_split_spv.h"
+#include "attention_combine_f16_spv.h"
+#include "attention_combine_spv.h"
 #include "attention_spv.h"
 #include "embed_f16_spv.h"
 #include "embed_spv.h"
@@ -32,7 +36,7 @@ namespace {
 
 // In the order of the Shader enum: f32 activations, then f16. The cooperative-matrix GEMM exists in
 // f16 only: its tensor cores multiply f16 values.
-const std::array<std::array<ShaderCode, 11>, 2> kShaders = {{
+const std::array<std::array<ShaderCode, 13>, 2> kShaders = {{
     {{
         {"embed", embed_spv, 3},
         {"rms_norm", rms_norm_spv, 3},
@@ -43,6 +47,8 @@ const std::array<std::array<ShaderCode, 11>, 2> kShaders = {{
         {"rope", rope_spv, 3},
         {"attention", attention_spv, 5},
         {"attention_flash", attention_flash_spv, 5},
+        {"attention_split", attention_split_spv, 5},
+        {"attention_combine", attention_combine_spv, 2},
         {"add", add_spv, 3},
         {"silu_mul", silu_mul_spv, 3},
     }},
@@ -56,6 +62,8 @@ const std::array<std::array<ShaderCode, 11>, 2> kShaders = {{
         {"rope_f16", rope_f16_spv, 3},
         {"attention_f16", attention_f16_spv, 5},
         {"attention_flash_f16", attention_flash_f16_spv, 5},
+        {"attention_split_f16", attention_split_f16_spv, 5},
+        {"attention_combine_f16", attention_combine_f16_spv, 2},
         {"add_f16", add_f16_spv, 3},
         {"silu_mul_f16", silu_mul_f16_spv, 3},
     }},

@@ -8,17 +8,19 @@
 namespace tapdiff::gpu {
 
 enum class Shader : std::uint8_t {
-  embed,            // embed.comp
-  rms_norm,         // rms_norm.comp
-  matmul_tiled,     // matmul_tiled.comp
-  matmul_coop,      // matmul_coop.comp (f16 activations only)
-  matvec_subgroup,  // matvec.comp with SUBGROUP
-  matvec_shared,    // matvec.comp
-  rope,             // rope.comp
-  attention,        // attention.comp
-  attention_flash,  // attention_flash.comp
-  add,              // add.comp
-  silu_mul,         // silu_mul.comp
+  embed,              // embed.comp
+  rms_norm,           // rms_norm.comp
+  matmul_tiled,       // matmul_tiled.comp
+  matmul_coop,        // matmul_coop.comp (f16 activations only)
+  matvec_subgroup,    // matvec.comp with SUBGROUP
+  matvec_shared,      // matvec.comp
+  rope,               // rope.comp
+  attention,          // attention.comp
+  attention_flash,    // attention_flash.comp
+  attention_split,    // attention_flash.comp with SPLIT
+  attention_combine,  // attention_combine.comp
+  add,                // add.comp
+  silu_mul,           // silu_mul.comp
 };
 
 // How activation buffers (op outputs, the KV cache) store their elements: --dtype f32 or f16.

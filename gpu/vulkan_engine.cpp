@@ -124,6 +124,8 @@ class Engine final : public VulkanEngine {
   std::unique_ptr<Kernels> kernels_;
   std::unique_ptr<KvCache> kv_;
   std::unique_ptr<Arena> activations_;             // slots, tokens and the RoPE tables, sized for capacity_ rows
+  std::unique_ptr<Arena> scratch_;                 // attention_scratch_: grown when a pass needs more
+  Region attention_scratch_;                       // split-KV attention's partial results (Kernels::attention)
   std::array<Region, model::kOpCount> slots_{};    // per op [capacity_, width]; overwritten per layer
   std::array<int, model::kOpCount> slot_layer_{};  // the layer each slot's content belongs to
   std::array<std::vector<std::string>, model::kOpCount> ran_;  // variants that ran, per op
@@ -134,8 +136,9 @@ class Engine final : public VulkanEngine {
   std::vector<Region> rope_tables_;
   std::vector<std::size_t> rope_table_of_;
   int capacity_ = 0;
-  model::ChunkInfo chunk_;   // the pass: index, total rows, decode when every part is a decode step
-  std::vector<Part> parts_;  // its sequences
+  model::ChunkInfo chunk_;    // the pass: index, total rows, decode when every part is a decode step
+  std::vector<Part> parts_;   // its sequences
+  AttentionShape attention_;  // its attention
   bool in_chunk_ = false;
   std::vector<int> n_past_ = {0};  // per sequence
 };
@@ -158,8 +161,8 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
                                      DeviceNeeds{options.f16});
   pipelines_ = std::make_unique<Pipelines>(*device_, activation_type_);
   stream_ = std::make_unique<Stream>(*device_);
-  kernels_ = std::make_unique<Kernels>(*device_, *pipelines_, parse_kernel_overrides(options.kernels),
-                                       config_.head_dim);
+  kernels_ =
+      std::make_unique<Kernels>(*device_, *pipelines_, parse_kernel_overrides(options.kernels), config_.head_dim);
   if (config_.head_dim > kernels_->max_head_dim())
     throw UsageError(fmt::format("{}: head_dim {}: the Vulkan attention kernel handles head_dim up to {}",
                                  m.path().string(), config_.head_dim, kernels_->max_head_dim()));
@@ -167,6 +170,7 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
   kv_ = std::make_unique<KvCache>(*device_, config_.n_layers, config_.kv_dim(), gpu::activation_bytes(activation_type_),
                                   options.max_context);
   activations_ = std::make_unique<Arena>(*device_, "activations", MemoryKind::device_local, kActivationBlock);
+  scratch_ = std::make_unique<Arena>(*device_, "attention scratch", MemoryKind::device_local, kActivationBlock);
   slot_layer_.fill(-2);
 }
 
@@ -296,6 +300,17 @@ void Engine::begin_batch(int index, std::span<const BatchPart> parts) {
   kv_->reserve(*stream_, static_cast<int>(n_past_.size()), longest);
   parts_ = std::move(planned);
   chunk_ = {index, parts_.front().first_pos, rows, decode};
+  attention_ = {rows,
+                config_.n_heads,
+                config_.n_kv_heads,
+                config_.head_dim,
+                config_.sliding_window,
+                static_cast<int>(parts_.size()),
+                longest};
+  if (const std::uint64_t bytes = kernels_->attention_scratch_bytes(attention_); bytes > attention_scratch_.size) {
+    scratch_->release();  // nothing in flight: the stream is idle between passes
+    attention_scratch_ = scratch_->allocate(std::max(bytes, 2 * attention_scratch_.size), "the attention partials");
+  }
   in_chunk_ = true;
   slot_layer_.fill(-2);
   stream_->upload(tokens.data(), tokens.size() * sizeof(std::int32_t), tokens_);
@@ -443,12 +458,11 @@ std::string Engine::attend(int layer, const Region& out) {
     stream_->copy(k_rows.sub(at, bytes), kv_->rows(layer, false, p.sequence, p.first_pos, p.rows));
     stream_->copy(v_rows.sub(at, bytes), kv_->rows(layer, true, p.sequence, p.first_pos, p.rows));
   }
-  const AttentionShape shape{chunk_.rows,      config_.n_heads,        config_.n_kv_heads,
-                             config_.head_dim, config_.sliding_window, static_cast<int>(parts_.size())};
   const auto scale = attention_scale(layer);
-  const std::string variant = kernels_->attention(
-      *stream_, shape, scale, input({Op::rope_q, layer}), kv_->all(layer, false), kv_->all(layer, true),
-      row_table_.sub(0, static_cast<std::uint64_t>(chunk_.rows) * 16), out, kernel_faults(Op::attn, layer));
+  const std::string variant =
+      kernels_->attention(*stream_, attention_, scale, input({Op::rope_q, layer}), kv_->all(layer, false),
+                          kv_->all(layer, true), row_table_.sub(0, static_cast<std::uint64_t>(chunk_.rows) * 16),
+                          attention_scratch_, out, kernel_faults(Op::attn, layer));
   if (faults_.active(Fault::kv_stale_chunk, layer))
     for (const Part& p : parts_) {
       if (p.decode) continue;

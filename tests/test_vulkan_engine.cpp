@@ -297,7 +297,7 @@ TEST(VulkanCli, RunRecordsDeviceAndKernelsInTheDump) {
   const gpu::DeviceInfo first = gpu::list_devices().front();
   EXPECT_NE(meta.device.find(first.name), std::string::npos) << meta.device;
   EXPECT_NE(meta.kernels.at("q_proj").find("matmul-tiled-64x64/f32"), std::string::npos) << meta.kernels.at("q_proj");
-  EXPECT_EQ(meta.kernels.at("attn"), "attention-flash-32x32, attention-two-pass");  // planned: no chunk of 16 rows ran
+  EXPECT_EQ(meta.kernels.at("attn"), "attention-flash-32x32, attention-flash-split-32x32");  // planned
 
   const CommandResult bad = run_tapdiff("run --engine vulkan --device 99 --model synth:tiny --tokens 1,5");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
@@ -316,7 +316,7 @@ TEST(VulkanCli, F16RunIsRecordedAndBisectsClean) {
   const dumps::DumpReader reader(dump);
   EXPECT_EQ(reader.metadata().compute_dtype, "f16");
   EXPECT_EQ(reader.metadata().storage_dtype, "f16");
-  EXPECT_EQ(reader.metadata().kernels.at("attn"), "attention-flash-32x32.f16, attention-two-pass.f16");
+  EXPECT_EQ(reader.metadata().kernels.at("attn"), "attention-flash-32x32.f16, attention-flash-split-32x32.f16");
 
   const CommandResult bad = run_tapdiff("run --engine vulkan --dtype f64 --model synth:tiny --tokens 1,5");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;

@@ -210,7 +210,10 @@ TEST_P(VulkanOps, EveryOpMatchesTheReferenceOnRandomInputs) {
 }
 
 const std::vector<std::vector<int>> kAllRows = {{1}, {2}, {3}, {5}, {7}, {33}, {100}, {2, 5}, {7, 1, 1}};
-const std::vector<std::vector<int>> kFlashRows = {{1}, {2}, {5}, {31}, {32}, {33}, {100}, {2, 5}, {40, 40, 1}};
+// Flash over partial and whole tiles, chunks after chunks, and split-KV: decode steps and a short
+// chunk after 100 to 200 positions (2 to 4 splits of 64).
+const std::vector<std::vector<int>> kFlashRows = {{1},   {2},    {5},         {31},        {32},    {33},
+                                                  {100}, {2, 5}, {40, 40, 1}, {200, 1, 1}, {100, 7}};
 
 INSTANTIATE_TEST_SUITE_P(
     Shapes, VulkanOps,
@@ -236,14 +239,14 @@ INSTANTIATE_TEST_SUITE_P(
         // chunks and decode steps; two-pass over the long chunks auto gives to flash
         op_case("flash_gqa8x4_hd16_f32", {8, 4, 16, 72, 136, 301}, DType::f32, kFlashRows, "llama", 0, false,
                 "attention=flash"),
-        op_case("flash_gqa32x4_hd128_q8_0", {32, 4, 128, 96, 160, 300}, DType::q8_0, {{3}, {33}, {40, 40, 1}},
+        op_case("flash_gqa32x4_hd128_q8_0", {32, 4, 128, 96, 160, 300}, DType::q8_0, {{3}, {33}, {40, 40, 1}, {150, 1}},
                 "llama", 0, false, "attention=flash"),
         op_case("flash_mha6x6_hd8_f16", {6, 6, 8, 40, 100, 259}, DType::f16, {{1}, {100}, {40, 40, 1}}, "llama", 0,
                 false, "attention=flash"),
-        op_case("flash_sliding_window_3", {8, 4, 16, 72, 136, 301}, DType::f32, {{7}, {40}, {33, 33, 1}}, "llama", 3,
-                false, "attention=flash"),
-        op_case("two_pass_gqa32x8_hd64", {32, 8, 64, 96, 200, 300}, DType::f32, {{100}, {40, 40, 1}}, "llama", 0,
-                false, "attention=two-pass"),
+        op_case("flash_sliding_window_3", {8, 4, 16, 72, 136, 301}, DType::f32, {{7}, {40}, {33, 33, 1}, {100, 1, 1}},
+                "llama", 3, false, "attention=flash"),
+        op_case("two_pass_gqa32x8_hd64", {32, 8, 64, 96, 200, 300}, DType::f32, {{100}, {40, 40, 1}}, "llama", 0, false,
+                "attention=two-pass"),
         // f16 weights and activations: f32 and bf16 matrices stored as f16, F16 kept, Q8_0 and Q4_0
         // rounded as dequantized
         act_f16(op_case("gqa8x4_hd16_f32", {8, 4, 16, 72, 136, 301}, DType::f32, kAllRows)),
@@ -290,28 +293,35 @@ TEST(VulkanKernels, GemmVariantDependsOnRowsAndIsReported) {
   EXPECT_EQ(gpu->kernel(Op::q_proj), "matmul-tiled-64x64/f32");
   model::run_chunk(*gpu, graph, std::vector<std::int32_t>{4}, {1, 3, 1, true}, tap);
   EXPECT_EQ(gpu->kernel(Op::q_proj), "matmul-tiled-64x64/f32, matvec-subgroup/f32");  // lavapipe has subgroup adds
-  EXPECT_EQ(gpu->kernel(Op::attn), "attention-two-pass");
+  EXPECT_EQ(gpu->kernel(Op::attn), "attention-flash-32x32");
   EXPECT_EQ(gpu->kernel(Op::embed), "embed-gather/f32");
   expect_clean(*gpu);
 }
 
-// Attention: flash for passes of at least 16 rows per sequence, two-pass below (decode steps, short
-// chunks); a head_dim flash does not take leaves auto on two-pass and makes forcing flash an error.
+// Attention: flash; split-KV flash for passes of fewer than 16 rows per sequence over more than 64
+// positions; two-pass when forced, or where flash cannot run: a head_dim it does not take leaves auto
+// on two-pass and makes forcing flash an error.
 TEST(VulkanKernels, AttentionVariantDependsOnRowsAndHeadDim) {
   const auto m = model::load_model(synth_model_path("tiny"));
   const model::Graph graph(m->config());
   gpu::VulkanEngineOptions options;
   const auto gpu = validated_vulkan_engine(*m, options);
-  EXPECT_EQ(gpu->kernel(Op::attn), "attention-flash-32x32, attention-two-pass");
+  EXPECT_EQ(gpu->kernel(Op::attn), "attention-flash-32x32, attention-flash-split-32x32");
   model::NullTap tap;
-  std::vector<std::int32_t> tokens(16);
+  std::vector<std::int32_t> tokens(100);
   for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<std::int32_t>(i + 1);
-  model::run_chunk(*gpu, graph, std::span(tokens).first(15), {0, 0, 15, false}, tap);
-  EXPECT_EQ(gpu->kernel(Op::attn), "attention-two-pass");
-  gpu->reset();
-  model::run_chunk(*gpu, graph, tokens, {0, 0, 16, false}, tap);
-  EXPECT_EQ(gpu->kernel(Op::attn), "attention-two-pass, attention-flash-32x32");  // every variant that ran
+  model::run_chunk(*gpu, graph, std::span(tokens).first(50), {0, 0, 50, false}, tap);
+  model::run_chunk(*gpu, graph, std::span(tokens).first(10), {1, 50, 10, false}, tap);  // 60 positions: one split
+  EXPECT_EQ(gpu->kernel(Op::attn), "attention-flash-32x32");
+  model::run_chunk(*gpu, graph, std::span(tokens).first(1), {2, 60, 1, true}, tap);        // 61
+  model::run_chunk(*gpu, graph, std::span(tokens).first(10), {3, 61, 10, false}, tap);     // 71: two splits
+  EXPECT_EQ(gpu->kernel(Op::attn), "attention-flash-32x32, attention-flash-split-32x32");  // every variant that ran
   expect_clean(*gpu);
+
+  options.kernels = "attention=two-pass";
+  const auto forced = validated_vulkan_engine(*m, options);
+  EXPECT_EQ(forced->kernel(Op::attn), "attention-two-pass");
+  options.kernels = "";
 
   const OpCase wide = op_case("head_dim_160", {2, 1, 160, 64, 96, 100}, DType::f32, {});
   const auto wide_model = model::load_model(write_case_model(wide));
@@ -338,7 +348,7 @@ TEST(VulkanKernels, F16EngineNamesItsVariantsAndStoresF16Weights) {
   EXPECT_EQ(f16->kernel(Op::q_proj),
             coop_gemm_missing().empty() ? "matmul-coop-64x128.f16/f16" : "matmul-tiled-64x64.f16/f16");
   EXPECT_EQ(f16->kernel(Op::embed), "embed-gather.f16/f16");
-  EXPECT_EQ(f16->kernel(Op::attn), "attention-two-pass.f16");
+  EXPECT_EQ(f16->kernel(Op::attn), "attention-flash-32x32.f16");
   EXPECT_EQ(f16->kernel(Op::attn_norm), "rms_norm-tree.f16");
   const double ratio = static_cast<double>(f16->stats().weight_bytes) / static_cast<double>(f32->stats().weight_bytes);
   EXPECT_GT(ratio, 0.45);

@@ -20,6 +20,11 @@
 // Every sum runs in a fixed order: deterministic. Tiles do not depend on the chunking, so the
 // result differs from attention-two-pass only in the order of f32 roundings (op conformance).
 //
+// Split-KV (built with SPLIT, for decode steps and short chunks, whose few rows would leave most
+// of the GPU idle): workgroup (tile, head, split s) sees only positions [lo + s S, lo + (s+1) S) of
+// each row's own range [lo, pos] (S = split_keys; the leaked rows of batch-seq-leak in split 0), and
+// instead of out it writes its (m, l, sums) per row to partial[] for attention_combine.comp.
+//
 // Faults (faults.glsl) as in attention.comp: mask-kv-offset, gqa-head-map, softmax-no-max (m stays
 // 0: p_j = exp(s_j), a = 1), batch-seq-leak (the leaked cache rows are visible too).
 //
@@ -30,7 +35,12 @@ layout(std430, binding = 0) readonly buffer Query { act_t q[]; };
 layout(std430, binding = 1) readonly buffer KeyCache { act_t kc[]; };
 layout(std430, binding = 2) readonly buffer ValueCache { act_t vc[]; };
 layout(std430, binding = 3) readonly buffer Rows { uvec4 row_info[]; };  // (base, pos, chunk_first, leak)
+#ifdef SPLIT
+// [rows, heads, splits] of (m, l, sums[HD]): the split's running max, its sum of p, its sum of p v.
+layout(std430, binding = 4) writeonly buffer Partial { float partial[]; };
+#else
 layout(std430, binding = 4) writeonly buffer Output { act_t y[]; };
+#endif
 layout(push_constant) uniform Push {
   uint rows;
   uint heads;
@@ -40,6 +50,8 @@ layout(push_constant) uniform Push {
   uint q_stride;   // heads * head_dim
   uint kv_stride;  // kv_heads * head_dim
   float scale;
+  uint split_keys;  // SPLIT: S, positions per split (a multiple of BC)
+  uint splits;      // SPLIT: workgroups per (tile, head)
 } pc;
 #include "common.glsl"
 #include "faults.glsl"
@@ -68,7 +80,7 @@ shared float ps[BR * P_STRIDE];  // scores, then probabilities
 shared float alpha[BR];          // each row's rescale factor for this tile, then its final l
 shared uvec4 visible[BR];        // cache rows each row sees: [x, y) its own, [z, w) leaked (faults)
 shared uint next_from[BR];       // each row's first visible cache row at or after the next tile
-shared uint key_end;             // the end of the last cache row any row sees
+shared uint row_end[BR];         // each row's end of the last cache row it sees
 
 bool sees(uvec4 v, uint row) { return (row >= v.x && row < v.y) || (row >= v.z && row < v.w); }
 
@@ -79,7 +91,7 @@ uint first_seen(uvec4 v, uint from) {
 }
 
 // Stages rows k0 .. k0 + BC - 1 of a cache (rows past the last one any row sees as zeros).
-void stage_keys(bool values, uint k0, uint kv_col) {
+void stage_keys(bool values, uint k0, uint kv_col, uint key_end) {
   for (uint i = gl_LocalInvocationID.x; i < BC * HD4; i += THREADS) {
     const uint j = i / HD4, c = i - j * HD4;
     const uint at = (k0 + j) * pc.kv_stride + kv_col + 4u * c;
@@ -94,14 +106,18 @@ void stage_keys(bool values, uint k0, uint kv_col) {
 void main() {
   const uint lid = gl_LocalInvocationID.x;
   const uint tiles = (pc.rows + BR - 1u) / BR;
+#ifdef SPLIT
+  const uint splits = pc.splits;
+#else
+  const uint splits = 1u;
+#endif
   const uint g = group_index();
-  if (g >= tiles * pc.heads) return;  // uniform over the workgroup
-  const uint tile = g / pc.heads, h = g - tile * pc.heads;
+  if (g >= tiles * pc.heads * splits) return;  // uniform over the workgroup
+  const uint split = g % splits, tile = g / splits / pc.heads, h = g / splits - tile * pc.heads;
   const uint t0 = tile * BR;
   const uint kv_head = planted(FAULT_ATTENTION_HEAD_MODULO) ? h % (pc.heads / pc.group) : h / pc.group;
   const uint kv_col = kv_head * HD, q_col = h * HD;
 
-  if (lid == 0u) key_end = 0u;
   for (uint i = lid; i < BR * HD4; i += THREADS) {
     const uint r = i / HD4, c = i - r * HD4;
     const uint at = (t0 + r) * pc.q_stride + q_col + 4u * c;
@@ -120,11 +136,19 @@ void main() {
       const uint first = planted(FAULT_ATTENTION_CHUNK_MASK) ? max(causal_lo, info.z) : causal_lo;
       v.xy = uvec2(info.x + first, info.x + pos + 1u);
       if (planted(FAULT_ATTENTION_BATCH_LEAK)) v.zw = uvec2((info.w >> 3) - (info.w & 7u), info.w >> 3);
+#ifdef SPLIT
+      v.x += split * pc.split_keys;
+      v.y = min(v.y, v.x + pc.split_keys);
+      if (split > 0u) v.zw = uvec2(0u);
+#endif
     }
     visible[lid] = v;
     next_from[lid] = first_seen(v, 0u);
-    atomicMax(key_end, max(v.y, v.w));
+    row_end[lid] = max(v.y, v.w);
   }
+  barrier();
+  uint key_end = 0u;  // the end of the last cache row any row sees
+  for (uint r = 0u; r < BR; ++r) key_end = max(key_end, row_end[r]);
 
   vec4 sums[OUT_ROWS][OUT_COLS];
   [[unroll]] for (uint r = 0u; r < OUT_ROWS; ++r) [[unroll]] for (uint c = 0u; c < OUT_COLS; ++c) sums[r][c] = vec4(0.0);
@@ -135,7 +159,7 @@ void main() {
     uint k0 = NONE;
     for (uint r = 0u; r < BR; ++r) k0 = min(k0, next_from[r]);
     if (k0 == NONE) break;  // uniform: every invocation read the same values
-    stage_keys(false, k0, kv_col);
+    stage_keys(false, k0, kv_col, key_end);
     barrier();
 
     // 1. Scores of this invocation's rows and keys.
@@ -180,7 +204,7 @@ void main() {
       alpha[lid] = a;
       next_from[lid] = first_seen(visible[lid], k0 + BC);
     }
-    stage_keys(true, k0, kv_col);
+    stage_keys(true, k0, kv_col, key_end);
     barrier();
 
     // 3. sums = sums a + P V over this invocation's rows and columns.
@@ -200,18 +224,29 @@ void main() {
     }
   }
 
+#ifdef SPLIT
+  if (lid < BR && t0 + lid < pc.rows) {
+    const uint at = (((t0 + lid) * pc.heads + h) * splits + split) * (HD + 2u);
+    partial[at] = m, partial[at + 1u] = l;
+  }
+#endif
   if (lid < BR) alpha[lid] = l;
   barrier();
   [[unroll]] for (uint r = 0u; r < OUT_ROWS; ++r) {
     const uint row = orl + r * OUT_ROW_LANES;
     if (t0 + row >= pc.rows) continue;
-    const float l_row = alpha[row];
     [[unroll]] for (uint c = 0u; c < OUT_COLS; ++c) {
       const uint col = cl + c * COL_LANES;
       if (col >= HD4) break;
-      const vec4 o = sums[r][c] / l_row;
+#ifdef SPLIT
+      const vec4 o = sums[r][c];
+      const uint at = (((t0 + row) * pc.heads + h) * splits + split) * (HD + 2u) + 2u + 4u * col;
+      partial[at] = o.x, partial[at + 1u] = o.y, partial[at + 2u] = o.z, partial[at + 3u] = o.w;
+#else
+      const vec4 o = sums[r][c] / alpha[row];
       const uint at = (t0 + row) * pc.q_stride + q_col + 4u * col;
       y[at] = to_act(o.x), y[at + 1u] = to_act(o.y), y[at + 2u] = to_act(o.z), y[at + 3u] = to_act(o.w);
+#endif
     }
   }
 }

@@ -1,0 +1,255 @@
+// Vulkan engine speed, kernel variants side by side: prefill of each prompt length in one chunk,
+// decode steps after a prompt, and what tapping every op into an HDF5 dump costs. One engine per
+// variant, all made up front; every round runs each variant in turn (rounds after one warm-up
+// round), so the ratios compare runs taken side by side. Prints Markdown; with --markdown FILE
+// also writes it into FILE between the markers of --section (bench_support.h).
+//   tapdiff_bench_vulkan --model SPEC [--dtype f16] [--prompt-tokens 512,2048] [--variants "auto;attention=two-pass"]
+//                        [--decode-prompt 512] [--decode-steps 32] [--tap-tokens 512] [--repeats 3]
+//                        [--markdown docs/benchmarks.md --section NAME]
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/core.h>
+#include <CLI/CLI.hpp>
+
+#include "bench/bench_support.h"
+#include "bisect/cli/model_source.h"
+#include "dumps/dump_writer.h"
+#include "gpu/vulkan_engine.h"
+#include "model/comma_list.h"
+#include "model/errors.h"
+#include "model/runner.h"
+
+namespace {
+
+namespace bench = tapdiff::bench;
+namespace dumps = tapdiff::dumps;
+namespace model = tapdiff::model;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+std::vector<std::int32_t> prompt_of(int tokens, int vocab) {
+  std::vector<std::int32_t> prompt(static_cast<std::size_t>(tokens));
+  for (std::size_t i = 0; i < prompt.size(); ++i)
+    prompt[i] = static_cast<std::int32_t>(3 + (i * 7919) % static_cast<std::size_t>(vocab - 3));
+  return prompt;
+}
+
+struct Variant {
+  std::string kernels;  // --kernels of the engine; "auto" = none forced
+  std::unique_ptr<tapdiff::gpu::VulkanEngine> engine;
+};
+
+// One run of `prompt` on the engine, generating `generate` tokens; with `dump`, every op is tapped
+// into it (the writer's creation and finish() included in the time). Returns the run and the
+// wall seconds of the whole.
+struct Timed {
+  model::RunResult run;
+  double seconds = 0;
+  std::uintmax_t dump_bytes = 0;
+};
+Timed run_once(model::Engine& engine, const model::Graph& graph, const model::Model& m,
+               const std::vector<std::int32_t>& prompt, int generate, const std::optional<dumps::WriterOptions>& dump,
+               const std::filesystem::path& dump_path) {
+  model::RunOptions options;
+  options.generate = generate;
+  Timed t;
+  const auto start = Clock::now();
+  if (dump) {
+    dumps::RunMetadata meta;
+    meta.engine = engine.name();
+    meta.model_config = model::to_json(m.config());
+    meta.prompt_tokens = prompt;
+    dumps::DumpWriter writer(dump_path.string(), meta, graph, dumps::TapFilter("all"), *dump);
+    t.run = model::run_sequence(engine, graph, prompt, options, writer);
+    writer.finish(nullptr);
+  } else {
+    model::NullTap none;
+    t.run = model::run_sequence(engine, graph, prompt, options, none);
+  }
+  t.seconds = seconds_since(start);
+  if (dump) {
+    t.dump_bytes = std::filesystem::file_size(dump_path);
+    std::filesystem::remove(dump_path);
+  }
+  return t;
+}
+
+std::string stats(const std::vector<double>& v, const char* format) {
+  return fmt::format("{} ({} - {})", fmt::format(fmt::runtime(format), bench::median(v)),
+                     fmt::format(fmt::runtime(format), bench::smallest(v)),
+                     fmt::format(fmt::runtime(format), bench::largest(v)));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  std::string model_spec, dtype = "f16", prompt_list = "512,2048", variant_list = "auto", device, markdown, section;
+  std::string dump_dir = std::filesystem::temp_directory_path() / "tapdiff-bench-vulkan";
+  int decode_prompt = 512, decode_steps = 32, tap_tokens = 512, repeats = 3;
+  CLI::App app{"Vulkan engine benchmark: prefill, decode and taps, kernel variants side by side"};
+  app.add_option("--model", model_spec, "Model (file, folder or synth:SHAPE)")->required();
+  app.add_option("--dtype", dtype, "Compute dtype of the engine: f32 or f16")->capture_default_str();
+  app.add_option("--prompt-tokens", prompt_list, "Prefill prompt lengths (comma-separated)")->capture_default_str();
+  app.add_option("--variants", variant_list, "--kernels of each engine, ';'-separated ('auto': none forced)")
+      ->capture_default_str();
+  app.add_option("--decode-prompt", decode_prompt, "Prompt before the decode steps")->capture_default_str();
+  app.add_option("--decode-steps", decode_steps, "Decode steps timed (0: none)")->capture_default_str();
+  app.add_option("--tap-tokens", tap_tokens, "Prompt of the tapped runs (0: none)")->capture_default_str();
+  app.add_option("--dump-dir", dump_dir, "Where the tapped runs write their dumps")->capture_default_str();
+  app.add_option("--repeats", repeats, "Rounds after the warm-up round")->capture_default_str();
+  app.add_option("--device", device, "Vulkan device (index or name substring)");
+  app.add_option("--markdown", markdown, "Also write the result into this Markdown file");
+  app.add_option("--section", section, "The section's name in --markdown (default: DEVICE-MODEL-DTYPE)");
+  CLI11_PARSE(app, argc, argv);
+  if (dtype != "f16" && dtype != "f32") throw tapdiff::UsageError("--dtype: expected f32 or f16, found " + dtype);
+
+  const auto load_start = Clock::now();
+  const auto m = tapdiff::cli::open_model(model_spec);
+  const model::Graph graph(m->config());
+  std::vector<Variant> variants;
+  for (const std::string_view v : model::split_commas(variant_list, ';')) {
+    tapdiff::gpu::VulkanEngineOptions options;
+    options.device = device;
+    options.f16 = dtype == "f16";
+    options.kernels = v == "auto" ? "" : std::string(v);
+    options.validation = false;
+    variants.push_back({std::string(v), tapdiff::gpu::make_vulkan_engine(*m, options)});
+  }
+  const double load_s = seconds_since(load_start);
+  const auto& info = variants.front().engine->device_info();
+  const auto& c = m->config();
+  std::vector<int> prompts;
+  for (const std::string_view p : model::split_commas(prompt_list)) prompts.push_back(std::stoi(std::string(p)));
+
+  std::string out = fmt::format(
+      "Machine: {}; CPU {} ({} hardware threads); {}.\n\n"
+      "Model `{}`: {} layers, dim {}, {}/{} heads of {}, FFN {}, vocab {}; `--dtype {}`, {:.2f} GB of weights on "
+      "the device; {} engine(s) made in {:.1f} s.\n\n",
+      variants.front().engine->device(), bench::cpu_model(), std::thread::hardware_concurrency(), bench::today(),
+      model_spec, c.n_layers, c.dim, c.n_heads, c.n_kv_heads, c.head_dim, c.ffn_dim, c.vocab, dtype,
+      1e-9 * static_cast<double>(variants.front().engine->stats().weight_bytes), variants.size(), load_s);
+  out += fmt::format("Command: `tapdiff_bench_vulkan {}`\n\n", [&] {
+    std::string args;
+    for (int i = 1; i < argc; ++i) args += (i > 1 ? " " : "") + std::string(argv[i]);
+    return args;
+  }());
+  fmt::print("{}", out);
+
+  // Prefill: tokens/s per prompt length and variant; one warm-up round, then `repeats` rounds.
+  std::vector<std::vector<std::vector<double>>> prefill(prompts.size(),
+                                                        std::vector<std::vector<double>>(variants.size()));
+  std::vector<std::vector<std::string>> kernels(prompts.size(), std::vector<std::string>(variants.size()));
+  for (std::size_t p = 0; p < prompts.size(); ++p) {
+    const auto prompt = prompt_of(prompts[p], c.vocab);
+    for (int r = 0; r <= repeats; ++r)
+      for (std::size_t v = 0; v < variants.size(); ++v) {
+        const Timed t = run_once(*variants[v].engine, graph, *m, prompt, 1, std::nullopt, {});
+        if (r == 0) {
+          kernels[p][v] =
+              variants[v].engine->kernel(model::Op::attn) + " / " + variants[v].engine->kernel(model::Op::ffn_down);
+          continue;
+        }
+        prefill[p][v].push_back(prompts[p] / t.run.prefill_seconds);
+        fmt::print(stderr, "prefill {} {}: {:.0f} tokens/s\n", prompts[p], variants[v].kernels, prefill[p][v].back());
+      }
+  }
+  std::string table = "Prefill, one chunk, untapped: tokens/s, median (min - max)";
+  table += fmt::format(" of {} rounds after a warm-up round\n\n| prompt tokens |", repeats);
+  for (const Variant& v : variants) table += fmt::format(" `{}` |", v.kernels);
+  for (std::size_t v = 1; v < variants.size(); ++v)
+    table += fmt::format(" `{}` / `{}` |", variants[v].kernels, variants[0].kernels);
+  table += "\n|---|";
+  for (std::size_t i = 0; i < 2 * variants.size() - 1; ++i) table += "---|";
+  table += "\n";
+  for (std::size_t p = 0; p < prompts.size(); ++p) {
+    table += fmt::format("| {} |", prompts[p]);
+    for (std::size_t v = 0; v < variants.size(); ++v) table += fmt::format(" {} |", stats(prefill[p][v], "{:.0f}"));
+    for (std::size_t v = 1; v < variants.size(); ++v)
+      table += fmt::format(" {:.2f} |", bench::median(prefill[p][v]) / bench::median(prefill[p][0]));
+    table += "\n";
+  }
+  table += "\nKernels that ran (attention / ffn_down):";
+  for (std::size_t v = 0; v < variants.size(); ++v)
+    table += fmt::format(" `{}`: {};", variants[v].kernels, kernels.back()[v]);
+  table.back() = '\n';
+  fmt::print("{}\n", table);
+  out += table + "\n";
+
+  if (decode_steps > 0) {
+    std::vector<std::vector<double>> ms(variants.size()), cpu_ms(variants.size());
+    const auto prompt = prompt_of(decode_prompt, c.vocab);
+    for (int r = 0; r <= repeats; ++r)
+      for (std::size_t v = 0; v < variants.size(); ++v) {
+        const double cpu_start = bench::cpu_seconds();
+        const Timed t = run_once(*variants[v].engine, graph, *m, prompt, decode_steps + 1, std::nullopt, {});
+        if (r == 0) continue;
+        ms[v].push_back(1e3 * t.run.decode_seconds / t.run.decode_steps);
+        // The host's share: CPU time of the whole run, prefill included, over the decode steps.
+        cpu_ms[v].push_back(1e3 * (bench::cpu_seconds() - cpu_start) / t.run.decode_steps);
+      }
+    std::string d = fmt::format(
+        "Decode, {} steps after a {}-token prompt, untapped: ms/token median (min - max), tokens/s of the median; "
+        "host CPU ms per step (the whole run's CPU time, prefill included, over the steps)\n\n"
+        "| variant | ms/token | tokens/s | host CPU ms/step |\n|---|---|---|---|\n",
+        decode_steps, decode_prompt);
+    for (std::size_t v = 0; v < variants.size(); ++v)
+      d += fmt::format("| `{}` | {} | {:.1f} | {:.2f} |\n", variants[v].kernels, stats(ms[v], "{:.2f}"),
+                       1e3 / bench::median(ms[v]), bench::median(cpu_ms[v]));
+    fmt::print("{}\n", d);
+    out += d + "\n";
+  }
+
+  if (tap_tokens > 0) {
+    std::filesystem::create_directories(dump_dir);
+    const auto path = std::filesystem::path(dump_dir) / fmt::format("bench-{}.h5", ::getpid());
+    const auto prompt = prompt_of(tap_tokens, c.vocab);
+    struct Mode {
+      std::string name;
+      std::optional<dumps::WriterOptions> dump;
+    };
+    const std::vector<Mode> modes = {{"untapped", std::nullopt},
+                                     {"every op, f32 dump", dumps::WriterOptions{}},
+                                     {"every op, f16 dump", dumps::WriterOptions{.storage = dumps::StorageType::f16}}};
+    std::vector<std::vector<double>> s(modes.size());
+    std::vector<std::uintmax_t> bytes(modes.size());
+    model::Engine& engine = *variants.front().engine;
+    for (int r = 0; r <= repeats; ++r)
+      for (std::size_t i = 0; i < modes.size(); ++i) {
+        const Timed t = run_once(engine, graph, *m, prompt, 1, modes[i].dump, path);
+        bytes[i] = t.dump_bytes;
+        if (r > 0) s[i].push_back(t.seconds);
+        fmt::print(stderr, "taps {}: {:.2f} s\n", modes[i].name, t.seconds);
+      }
+    std::string d = fmt::format(
+        "Taps: a {}-token prompt in one chunk on `{}`, every op of every layer written to HDF5 in {} (writer thread); "
+        "seconds from creating the dump to its finish(), median (min - max)\n\n"
+        "| mode | seconds | x untapped | dump GB | GB/s written |\n|---|---|---|---|---|\n",
+        tap_tokens, variants.front().kernels, dump_dir);
+    for (std::size_t i = 0; i < modes.size(); ++i) {
+      const double median_s = bench::median(s[i]);
+      d += fmt::format("| {} | {} | {:.2f} | {} | {} |\n", modes[i].name, stats(s[i], "{:.3f}"),
+                       median_s / bench::median(s[0]),
+                       bytes[i] > 0 ? fmt::format("{:.2f}", 1e-9 * static_cast<double>(bytes[i])) : "-",
+                       bytes[i] > 0 ? fmt::format("{:.2f}", 1e-9 * static_cast<double>(bytes[i]) / median_s) : "-");
+    }
+    fmt::print("{}\n", d);
+    out += d + "\n";
+  }
+
+  if (!markdown.empty())
+    bench::write_section(markdown, section.empty() ? fmt::format("{}-{}-{}", info.name, model_spec, dtype) : section,
+                         out);
+  return 0;
+} catch (const std::exception& e) {
+  fmt::print(stderr, "tapdiff_bench_vulkan: {}\n", e.what());
+  return 2;
+}

@@ -1,0 +1,35 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "activations.glsl"
+// attention-flash's split-KV merge: each split s of a (row, head) left (m_s, l_s, sums_s) in
+// partial[] (attention_flash.comp built with SPLIT); out = sum_s w_s sums_s / sum_s w_s l_s with
+// w_s = exp(m_s - max_s m_s). A split that saw no key of the row has m_s = -inf, so w_s = 0.
+// One workgroup per (row, head), its invocations over the head's channels; splits in order:
+// deterministic. (Under softmax-no-max every m_s is 0, and so is the max: the planted numerics
+// carry through.)
+layout(local_size_x_id = 1) in;
+layout(std430, binding = 0) readonly buffer Partial { float partial[]; };  // [rows, heads, splits] of (m, l, sums[hd])
+layout(std430, binding = 1) writeonly buffer Output { act_t y[]; };        // [rows, heads * hd]
+layout(push_constant) uniform Push {
+  uint rows;
+  uint heads;
+  uint head_dim;
+  uint splits;
+} pc;
+#include "common.glsl"
+
+void main() {
+  const uint g = group_index();
+  if (g >= pc.rows * pc.heads) return;
+  const uint stride = pc.head_dim + 2u, first = g * pc.splits * stride;
+  float m = uintBitsToFloat(0xFF800000u);  // -inf
+  for (uint s = 0u; s < pc.splits; ++s) m = max(m, partial[first + s * stride]);
+  float l = 0.0;
+  for (uint s = 0u; s < pc.splits; ++s) l += exp(partial[first + s * stride] - m) * partial[first + s * stride + 1u];
+  for (uint d = gl_LocalInvocationID.x; d < pc.head_dim; d += gl_WorkGroupSize.x) {
+    float o = 0.0;
+    for (uint s = 0u; s < pc.splits; ++s)
+      o += exp(partial[first + s * stride] - m) * partial[first + s * stride + 2u + d];
+    y[g * pc.head_dim + d] = to_act(o / l);
+  }
+}
