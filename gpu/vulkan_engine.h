@@ -19,7 +19,7 @@ namespace tapdiff::gpu {
 
 struct VulkanEngineOptions {
   std::string device;              // "" = prefer a discrete GPU, then integrated, then any; "N"; or a name substring
-  std::string kernels;             // overrides, "matmul=tiled|coop|matvec,matvec=subgroup|shared" (kernels.h)
+  std::string kernels;             // overrides, "matmul=...,matvec=...,attention=..." (kernels.h)
   int max_context = 0;             // KV-cache limit in positions; 0 = grow as needed
   std::optional<bool> validation;  // Khronos validation layer; default: TAPDIFF_VK_VALIDATION=1
   bool print_validation = false;   // print validation messages to stderr as they arrive
