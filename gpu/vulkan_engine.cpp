@@ -308,8 +308,10 @@ void Engine::begin_batch(int index, std::span<const BatchPart> parts) {
                 static_cast<int>(parts_.size()),
                 longest};
   if (const std::uint64_t bytes = kernels_->attention_scratch_bytes(attention_); bytes > attention_scratch_.size) {
+    const std::uint64_t size = std::max(bytes, 2 * attention_scratch_.size);
     scratch_->release();  // nothing in flight: the stream is idle between passes
-    attention_scratch_ = scratch_->allocate(std::max(bytes, 2 * attention_scratch_.size), "the attention partials");
+    attention_scratch_ = {};
+    attention_scratch_ = scratch_->allocate(size, "the attention partials");
   }
   in_chunk_ = true;
   slot_layer_.fill(-2);
