@@ -7,8 +7,6 @@
 // every-op f32 taps of 3072 tokens come to 1.0 GB.
 #include <unistd.h>
 
-#include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -19,6 +17,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bench/bench_support.h"
+#include "bench/timed_run.h"
 #include "bisect/cli/model_source.h"
 #include "dumps/dump_writer.h"
 #include "model/runner.h"
@@ -27,12 +26,11 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 namespace dumps = tapdiff::dumps;
 namespace model = tapdiff::model;
 using tapdiff::bench::cpu_model;
-using tapdiff::bench::cpu_seconds;
 using tapdiff::bench::median;
+using tapdiff::bench::TimedRun;
 
 // The default model: small enough to run a long prompt in seconds on two cores, wide enough that
 // its taps are large (328 KB per token).
@@ -50,38 +48,6 @@ struct Mode {
   std::string name;
   std::optional<dumps::WriterOptions> dump;  // none: untapped
 };
-
-struct Sample {
-  double seconds = 0;      // wall clock
-  double cpu_seconds = 0;  // user + system time of every thread: the work, whatever else runs
-  std::uintmax_t bytes = 0;
-};
-
-// One run of the prompt in the mode, the writer's creation and finish() included.
-Sample run_once(const Mode& mode, model::Engine& engine, const model::Graph& graph, const model::Model& m,
-                const std::vector<std::int32_t>& prompt, const model::RunOptions& options,
-                const std::filesystem::path& dump) {
-  const double cpu_start = cpu_seconds();
-  const auto start = Clock::now();
-  if (mode.dump) {
-    dumps::RunMetadata meta;
-    meta.engine = engine.name();
-    meta.model_config = model::to_json(m.config());
-    meta.prompt_tokens = prompt;
-    dumps::DumpWriter writer(dump.string(), meta, graph, dumps::TapFilter("all"), *mode.dump);
-    model::run_sequence(engine, graph, prompt, options, writer);
-    writer.finish(nullptr);
-  } else {
-    model::NullTap none;
-    model::run_sequence(engine, graph, prompt, options, none);
-  }
-  Sample sample{std::chrono::duration<double>(Clock::now() - start).count(), cpu_seconds() - cpu_start, 0};
-  if (mode.dump) {
-    sample.bytes = std::filesystem::file_size(dump);
-    std::filesystem::remove(dump);
-  }
-  return sample;
-}
 
 }  // namespace
 
@@ -102,9 +68,7 @@ int main(int argc, char** argv) {
   const auto m = model_spec.empty() ? model::load_model(default_model(dir)) : tapdiff::cli::open_model(model_spec);
   const auto engine = tapdiff::reference::make_cpu_engine(*m, {model::Scalar::f32, threads});
   const model::Graph graph(m->config());
-  std::vector<std::int32_t> prompt(static_cast<std::size_t>(tokens));
-  for (std::size_t i = 0; i < prompt.size(); ++i)
-    prompt[i] = static_cast<std::int32_t>(3 + (i * 7919) % static_cast<std::size_t>(m->config().vocab - 3));
+  const std::vector<std::int32_t> prompt = tapdiff::bench::spread_prompt(tokens, m->config().vocab);
   model::RunOptions options;
   options.chunk = chunk;
 
@@ -130,27 +94,31 @@ int main(int argc, char** argv) {
   fmt::print("{} runs per mode, interleaved, after one untapped warm-up run\n\n", repeats);
 
   const std::filesystem::path dump = std::filesystem::path(dir) / fmt::format("bench-{}.h5", ::getpid());
-  run_once(modes[0], *engine, graph, *m, prompt, options, dump);  // pages the weights in
-  std::vector<std::vector<Sample>> samples(modes.size());
+  // One run of the prompt in a mode, the writer's creation and finish() included.
+  auto run_once = [&](const Mode& mode) {
+    return tapdiff::bench::timed_run(*engine, graph, *m, prompt, options, mode.dump, dump);
+  };
+  run_once(modes[0]);  // pages the weights in
+  std::vector<std::vector<TimedRun>> samples(modes.size());
   for (int r = 0; r < repeats; ++r)
     for (std::size_t i = 0; i < modes.size(); ++i) {
-      samples[i].push_back(run_once(modes[i], *engine, graph, *m, prompt, options, dump));
+      samples[i].push_back(run_once(modes[i]));
       fmt::print(stderr, "run {} {}: {:.2f} s, CPU {:.2f} s\n", r, modes[i].name, samples[i].back().seconds,
                  samples[i].back().cpu_seconds);
     }
 
-  auto median_of = [](const std::vector<Sample>& runs, double Sample::*field) {
+  auto median_of = [](const std::vector<TimedRun>& runs, double TimedRun::*field) {
     std::vector<double> values;
-    for (const Sample& x : runs) values.push_back(x.*field);
+    for (const TimedRun& x : runs) values.push_back(x.*field);
     return median(values);
   };
-  const double untapped = median_of(samples[0], &Sample::seconds);
+  const double untapped = median_of(samples[0], &TimedRun::seconds);
   fmt::print("| mode | median s | x untapped | CPU s | dump bytes | MB/s written |\n|---|---|---|---|---|---|\n");
   for (std::size_t i = 0; i < modes.size(); ++i) {
-    const double seconds = median_of(samples[i], &Sample::seconds);
-    const std::uintmax_t bytes = samples[i].front().bytes;
+    const double seconds = median_of(samples[i], &TimedRun::seconds);
+    const std::uintmax_t bytes = samples[i].front().dump_bytes;
     fmt::print("| {} | {:.2f} | {:.2f} | {:.2f} | {} | {} |\n", modes[i].name, seconds, seconds / untapped,
-               median_of(samples[i], &Sample::cpu_seconds), bytes,
+               median_of(samples[i], &TimedRun::cpu_seconds), bytes,
                bytes > 0 ? fmt::format("{:.0f}", 1e-6 * static_cast<double>(bytes) / seconds) : "-");
   }
   return 0;

@@ -20,6 +20,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bench/bench_support.h"
+#include "bench/timed_run.h"
 #include "bisect/cli/model_source.h"
 #include "dumps/dump_writer.h"
 #include "gpu/vulkan_engine.h"
@@ -36,52 +37,10 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-std::vector<std::int32_t> prompt_of(int tokens, int vocab) {
-  std::vector<std::int32_t> prompt(static_cast<std::size_t>(tokens));
-  for (std::size_t i = 0; i < prompt.size(); ++i)
-    prompt[i] = static_cast<std::int32_t>(3 + (i * 7919) % static_cast<std::size_t>(vocab - 3));
-  return prompt;
-}
-
 struct Variant {
   std::string kernels;  // --kernels of the engine; "auto" = none forced
   std::unique_ptr<tapdiff::gpu::VulkanEngine> engine;
 };
-
-// One run of `prompt` on the engine, generating `generate` tokens; with `dump`, every op is tapped
-// into it (the writer's creation and finish() included in the time). Returns the run and the
-// wall seconds of the whole.
-struct Timed {
-  model::RunResult run;
-  double seconds = 0;
-  std::uintmax_t dump_bytes = 0;
-};
-Timed run_once(model::Engine& engine, const model::Graph& graph, const model::Model& m,
-               const std::vector<std::int32_t>& prompt, int generate, const std::optional<dumps::WriterOptions>& dump,
-               const std::filesystem::path& dump_path) {
-  model::RunOptions options;
-  options.generate = generate;
-  Timed t;
-  const auto start = Clock::now();
-  if (dump) {
-    dumps::RunMetadata meta;
-    meta.engine = engine.name();
-    meta.model_config = model::to_json(m.config());
-    meta.prompt_tokens = prompt;
-    dumps::DumpWriter writer(dump_path.string(), meta, graph, dumps::TapFilter("all"), *dump);
-    t.run = model::run_sequence(engine, graph, prompt, options, writer);
-    writer.finish(nullptr);
-  } else {
-    model::NullTap none;
-    t.run = model::run_sequence(engine, graph, prompt, options, none);
-  }
-  t.seconds = seconds_since(start);
-  if (dump) {
-    t.dump_bytes = std::filesystem::file_size(dump_path);
-    std::filesystem::remove(dump_path);
-  }
-  return t;
-}
 
 std::string stats(const std::vector<double>& v, const char* format) {
   return fmt::format("{} ({} - {})", fmt::format(fmt::runtime(format), bench::median(v)),
@@ -147,17 +106,14 @@ int main(int argc, char** argv) try {
   // Prefill: tokens/s per prompt length and variant; one warm-up round, then `repeats` rounds.
   std::vector<std::vector<std::vector<double>>> prefill(prompts.size(),
                                                         std::vector<std::vector<double>>(variants.size()));
-  std::vector<std::vector<std::string>> kernels(prompts.size(), std::vector<std::string>(variants.size()));
+  model::RunOptions prefill_only;
+  prefill_only.generate = 1;  // the first token comes from the prefill's logits: no decode step
   for (std::size_t p = 0; p < prompts.size(); ++p) {
-    const auto prompt = prompt_of(prompts[p], c.vocab);
+    const auto prompt = bench::spread_prompt(prompts[p], c.vocab);
     for (int r = 0; r <= repeats; ++r)
       for (std::size_t v = 0; v < variants.size(); ++v) {
-        const Timed t = run_once(*variants[v].engine, graph, *m, prompt, 1, std::nullopt, {});
-        if (r == 0) {
-          kernels[p][v] =
-              variants[v].engine->kernel(model::Op::attn) + " / " + variants[v].engine->kernel(model::Op::ffn_down);
-          continue;
-        }
+        const bench::TimedRun t = bench::timed_run(*variants[v].engine, graph, *m, prompt, prefill_only, {}, {});
+        if (r == 0) continue;
         prefill[p][v].push_back(prompts[p] / t.run.prefill_seconds);
         fmt::print(stderr, "prefill {} {}: {:.0f} tokens/s\n", prompts[p], variants[v].kernels, prefill[p][v].back());
       }
@@ -177,24 +133,26 @@ int main(int argc, char** argv) try {
       table += fmt::format(" {:.2f} |", bench::median(prefill[p][v]) / bench::median(prefill[p][0]));
     table += "\n";
   }
-  table += "\nKernels that ran (attention / ffn_down):";
-  for (std::size_t v = 0; v < variants.size(); ++v)
-    table += fmt::format(" `{}`: {};", variants[v].kernels, kernels.back()[v]);
+  table += "\nKernels that ran (attention / ffn_down):";  // every variant each engine has run
+  for (const Variant& v : variants)
+    table += fmt::format(" `{}`: {} / {};", v.kernels, v.engine->kernel(model::Op::attn),
+                         v.engine->kernel(model::Op::ffn_down));
   table.back() = '\n';
   fmt::print("{}\n", table);
   out += table + "\n";
 
   if (decode_steps > 0) {
     std::vector<std::vector<double>> ms(variants.size()), cpu_ms(variants.size());
-    const auto prompt = prompt_of(decode_prompt, c.vocab);
+    const auto prompt = bench::spread_prompt(decode_prompt, c.vocab);
+    model::RunOptions decode;
+    decode.generate = decode_steps + 1;  // the first generated token needs no decode step
     for (int r = 0; r <= repeats; ++r)
       for (std::size_t v = 0; v < variants.size(); ++v) {
-        const double cpu_start = bench::cpu_seconds();
-        const Timed t = run_once(*variants[v].engine, graph, *m, prompt, decode_steps + 1, std::nullopt, {});
+        const bench::TimedRun t = bench::timed_run(*variants[v].engine, graph, *m, prompt, decode, {}, {});
         if (r == 0) continue;
         ms[v].push_back(1e3 * t.run.decode_seconds / t.run.decode_steps);
         // The host's share: CPU time of the whole run, prefill included, over the decode steps.
-        cpu_ms[v].push_back(1e3 * (bench::cpu_seconds() - cpu_start) / t.run.decode_steps);
+        cpu_ms[v].push_back(1e3 * t.cpu_seconds / t.run.decode_steps);
       }
     std::string d = fmt::format(
         "Decode, {} steps after a {}-token prompt, untapped: ms/token median (min - max), tokens/s of the median; "
@@ -211,7 +169,7 @@ int main(int argc, char** argv) try {
   if (tap_tokens > 0) {
     std::filesystem::create_directories(dump_dir);
     const auto path = std::filesystem::path(dump_dir) / fmt::format("bench-{}.h5", ::getpid());
-    const auto prompt = prompt_of(tap_tokens, c.vocab);
+    const auto prompt = bench::spread_prompt(tap_tokens, c.vocab);
     struct Mode {
       std::string name;
       std::optional<dumps::WriterOptions> dump;
@@ -224,7 +182,7 @@ int main(int argc, char** argv) try {
     model::Engine& engine = *variants.front().engine;
     for (int r = 0; r <= repeats; ++r)
       for (std::size_t i = 0; i < modes.size(); ++i) {
-        const Timed t = run_once(engine, graph, *m, prompt, 1, modes[i].dump, path);
+        const bench::TimedRun t = bench::timed_run(engine, graph, *m, prompt, prefill_only, modes[i].dump, path);
         bytes[i] = t.dump_bytes;
         if (r > 0) s[i].push_back(t.seconds);
         fmt::print(stderr, "taps {}: {:.2f} s\n", modes[i].name, t.seconds);

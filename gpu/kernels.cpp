@@ -91,6 +91,12 @@ std::uint32_t flash_shared_bytes(std::uint32_t hd, std::uint32_t bc) {
   return (kFlashRows + bc) * stride * 16 + kFlashRows * (bc + 1) * 4 + kFlashRows * (4 + 16 + 4) + 4;
 }
 
+// The split-KV partials of a pass: (m, l, sums[head_dim]) f32 per row, head and split.
+std::uint64_t partial_bytes(const AttentionShape& a, std::uint32_t splits) {
+  return static_cast<std::uint64_t>(a.rows) * static_cast<std::uint64_t>(a.heads) * splits *
+         (static_cast<std::uint64_t>(a.head_dim) + 2) * 4;
+}
+
 }  // namespace
 
 KernelOverrides parse_kernel_overrides(const std::string& text) {
@@ -170,12 +176,13 @@ void Kernels::dispatch(Stream& s, Shader shader, std::uint32_t dtype, std::initi
   const ShaderCode& code = shader_code(shader, pipelines_->activations());
   TAPDIFF_ASSERT(all.size() == code.bindings, "{} bindings for {}", all.size(), code.name);
   s.order(all.first(all.size() - 1), all.last(1));  // the output is the last binding
-  std::vector<std::uint32_t> spec = {dtype, shader == Shader::attention ? attention_wg_ : wg_, faults};
-  spec.insert(spec.end(), more);
+  std::array<std::uint32_t, 5> spec = {dtype, shader == Shader::attention ? attention_wg_ : wg_, faults};
+  TAPDIFF_ASSERT(more.size() <= spec.size() - 3, "{} more specialization constants", more.size());
+  std::copy(more.begin(), more.end(), spec.begin() + 3);
   // Constant 2 only with a fault or more constants: the clean pipelines of the kernels without
   // more constants are made exactly as they were before faults.
-  if (faults == 0 && more.size() == 0) spec.pop_back();
-  const Pipeline& p = pipelines_->get(shader, spec);
+  const std::size_t constants = faults == 0 && more.size() == 0 ? 2 : 3 + more.size();
+  const Pipeline& p = pipelines_->get(shader, std::span<const std::uint32_t>(spec).first(constants));
   const VkCommandBuffer cmd = s.cmd();
   const VkDescriptorSet set = s.descriptor_sets().allocate(p.set_layout, all);
   std::array<std::byte, kPushConstantBytes> data{};
@@ -290,7 +297,7 @@ std::string Kernels::attention(Stream& s, const AttentionShape& a, float scale, 
                {push.head_dim, flash_keys_});
       return flash_name(false);
     case AttentionPlan::Kind::split: {
-      const std::uint64_t bytes = attention_scratch_bytes(a);
+      const std::uint64_t bytes = partial_bytes(a, plan.splits);
       TAPDIFF_ASSERT(scratch.size >= bytes, "attention scratch of {} bytes for {}", scratch.size, bytes);
       const Region partial = scratch.sub(0, bytes);
       dispatch(s, Shader::attention_split, 0, {q, k, v, row_table, partial}, &push, sizeof push,
@@ -325,9 +332,7 @@ Kernels::AttentionPlan Kernels::plan_attention(const AttentionShape& a) const {
 
 std::uint64_t Kernels::attention_scratch_bytes(const AttentionShape& a) const {
   const AttentionPlan plan = plan_attention(a);
-  if (plan.kind != AttentionPlan::Kind::split) return 0;
-  return static_cast<std::uint64_t>(a.rows) * static_cast<std::uint64_t>(a.heads) * plan.splits *
-         (static_cast<std::uint64_t>(a.head_dim) + 2) * 4;
+  return plan.kind == AttentionPlan::Kind::split ? partial_bytes(a, plan.splits) : 0;
 }
 
 std::string Kernels::flash_name(bool split) const {

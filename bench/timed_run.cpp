@@ -1,0 +1,43 @@
+#include "bench/timed_run.h"
+
+#include <chrono>
+
+#include "bench/bench_support.h"
+
+namespace tapdiff::bench {
+
+TimedRun timed_run(model::Engine& engine, const model::Graph& graph, const model::Model& m,
+                   std::span<const std::int32_t> prompt, const model::RunOptions& options,
+                   const std::optional<dumps::WriterOptions>& dump, const std::filesystem::path& dump_path) {
+  TimedRun t;
+  const double cpu_start = cpu_seconds();
+  const auto start = std::chrono::steady_clock::now();
+  if (dump) {
+    dumps::RunMetadata meta;
+    meta.engine = engine.name();
+    meta.model_config = model::to_json(m.config());
+    meta.prompt_tokens.assign(prompt.begin(), prompt.end());
+    dumps::DumpWriter writer(dump_path.string(), meta, graph, dumps::TapFilter("all"), *dump);
+    t.run = model::run_sequence(engine, graph, prompt, options, writer);
+    writer.finish(nullptr);
+  } else {
+    model::NullTap none;
+    t.run = model::run_sequence(engine, graph, prompt, options, none);
+  }
+  t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  t.cpu_seconds = cpu_seconds() - cpu_start;
+  if (dump) {
+    t.dump_bytes = std::filesystem::file_size(dump_path);
+    std::filesystem::remove(dump_path);
+  }
+  return t;
+}
+
+std::vector<std::int32_t> spread_prompt(int tokens, int vocab) {
+  std::vector<std::int32_t> prompt(static_cast<std::size_t>(tokens));
+  for (std::size_t i = 0; i < prompt.size(); ++i)
+    prompt[i] = static_cast<std::int32_t>(3 + (i * 7919) % static_cast<std::size_t>(vocab - 3));
+  return prompt;
+}
+
+}  // namespace tapdiff::bench
