@@ -50,6 +50,7 @@ constexpr std::uint32_t kCoopCols = 128;         // matmul_coop.comp: BN
 constexpr std::uint32_t kCoopThreads = 128;      // matmul_coop.comp: local_size_x, 4 subgroups ...
 constexpr std::uint32_t kCoopSubgroup = 32;      // ... of this size
 constexpr std::uint32_t kCoopShared = 22528;     // matmul_coop.comp: tiles + sums_out bytes
+constexpr std::uint32_t kMatvecRows = 4;         // matvec.comp SUBGROUP: outputs per workgroup at most
 constexpr std::uint32_t kAttentionChannels = 4;  // attention.comp: CHANNELS
 constexpr std::uint32_t kMaxHeadDim = 256;       // attention.comp: MAX_HEAD_DIM
 constexpr std::uint32_t kFlashThreads = 128;     // attention_flash.comp: local_size_x
@@ -132,6 +133,9 @@ Kernels::Kernels(const Device& device, Pipelines& pipelines, const KernelOverrid
   const DeviceInfo& d = device.info();
   wg_ = floor_pow2(std::min({256u, d.max_workgroup_invocations, d.max_workgroup_size_x}));
   attention_wg_ = std::min(64u, wg_);
+  const std::uint32_t subgroup = std::max(1u, d.subgroup_size);
+  matvec_rows_ = std::clamp(wg_ / subgroup, 1u, kMatvecRows);
+  matvec_wg_ = std::min(wg_, matvec_rows_ * subgroup);
   tiled_ok_ = d.max_workgroup_invocations >= kTiledThreads && d.max_workgroup_size_x >= kTiledThreads &&
               d.max_shared_memory >= kTiledShared;
   coop_missing_ = coop_missing(device);
@@ -155,6 +159,14 @@ Kernels::Kernels(const Device& device, Pipelines& pipelines, const KernelOverrid
     throw UsageError(fmt::format("--kernels attention=flash: {}", flash_missing_));
 }
 
+std::uint32_t Kernels::local_size(Shader shader) const {
+  switch (shader) {
+    case Shader::attention: return attention_wg_;
+    case Shader::matvec_subgroup: return matvec_wg_;
+    default: return wg_;
+  }
+}
+
 Kernels::Grid Kernels::fold(std::uint64_t groups) const {
   const std::uint64_t max_x = device_->info().max_workgroup_count[0];
   const std::uint64_t x = std::min(groups, max_x);
@@ -176,7 +188,7 @@ void Kernels::dispatch(Stream& s, Shader shader, std::uint32_t dtype, std::initi
   const ShaderCode& code = shader_code(shader, pipelines_->activations());
   TAPDIFF_ASSERT(all.size() == code.bindings, "{} bindings for {}", all.size(), code.name);
   s.order(all.first(all.size() - 1), all.last(1));  // the output is the last binding
-  std::array<std::uint32_t, 5> spec = {dtype, shader == Shader::attention ? attention_wg_ : wg_, faults};
+  std::array<std::uint32_t, 5> spec = {dtype, local_size(shader), faults};
   TAPDIFF_ASSERT(more.size() <= spec.size() - 3, "{} more specialization constants", more.size());
   std::copy(more.begin(), more.end(), spec.begin() + 3);
   // Constant 2 only with a fault or more constants: the clean pipelines of the kernels without
@@ -251,8 +263,12 @@ std::string Kernels::matmul(Stream& s, const Region& x, const DeviceWeight& w, c
                tile_grid(push.rows, push.n, kCoopRows, kCoopCols), faults);
       break;
     case Gemm::matvec:
-      dispatch(s, matvec_shader(), dtype_code(w.dtype), bindings, &push, sizeof push,
-               fold(static_cast<std::uint64_t>(rows) * push.n), faults);
+      if (matvec_shader() == Shader::matvec_subgroup)
+        dispatch(s, Shader::matvec_subgroup, dtype_code(w.dtype), bindings, &push, sizeof push,
+                 fold(static_cast<std::uint64_t>(rows) * ceil_div(push.n, matvec_rows_)), faults, {matvec_rows_});
+      else
+        dispatch(s, Shader::matvec_shared, dtype_code(w.dtype), bindings, &push, sizeof push,
+                 fold(static_cast<std::uint64_t>(rows) * push.n), faults);
       break;
   }
   return gemm_name(gemm, w.dtype);

@@ -11,7 +11,8 @@
 //   gemm        matmul-coop-64x128.f16/DTYPE       f16 mode, rows > 1, tensor cores: where the device
 //                                                  offers VK_NV_cooperative_matrix (Device) in subgroups of 32
 //               matmul-tiled-64x64/DTYPE           rows > 1 otherwise (needs 256-invocation workgroups)
-//               matvec-subgroup/DTYPE              rows == 1, subgroupAdd in compute shaders
+//               matvec-subgroup/DTYPE              rows == 1, subgroupAdd in compute shaders: a subgroup
+//                                                  per output, 4 outputs per workgroup
 //               matvec-shared/DTYPE                rows == 1, shared-memory tree otherwise
 //   rope        rope-table                         host cos/sin table
 //   attention   attention-flash-32xBC              one workgroup per 32 rows of a head, online softmax
@@ -121,6 +122,7 @@ class Kernels {
     std::uint32_t x = 0, y = 0;
   };
   Grid fold(std::uint64_t groups) const;  // groups -> (x, y) within maxComputeWorkGroupCount
+  std::uint32_t local_size(Shader shader) const;  // a shader's workgroup size: specialization constant 1
   // One group per output tile of a [rows, cols] matrix: x across the columns, y down the rows.
   static Grid tile_grid(std::uint32_t rows, std::uint32_t cols, std::uint32_t tile_rows, std::uint32_t tile_cols);
   // Specialization constants: 0 dtype, 1 the workgroup size, 2 faults (only when not 0 or when
@@ -146,6 +148,8 @@ class Kernels {
   KernelOverrides overrides_;
   std::uint32_t wg_;            // workgroup size of the 1-D kernels: a power of two <= 256
   std::uint32_t attention_wg_;  // attention's: 64 or less
+  std::uint32_t matvec_rows_;   // matvec-subgroup's outputs per workgroup, a subgroup each ...
+  std::uint32_t matvec_wg_;     // ... and its workgroup size
   bool tiled_ok_;               // the device runs 256-invocation workgroups with 8 KiB shared
   int head_dim_;                // the model's
   std::uint32_t flash_keys_;    // attention_flash.comp's BC for head_dim_ on this device

@@ -1,12 +1,17 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "activations.glsl"
-// matvec-subgroup / matvec-shared: Y[T, N] = X[T, K] W[N, K]^T (+ bias[N]), one workgroup per
-// output element (t, n) (groups ordered n fastest), for T == 1 (decode) where a tile would idle.
-// Each invocation sums x[t, k] * W[n, k] over k = lid, lid + WG, ...; the partial sums are then
-// reduced with subgroupAdd and a sequential sum over the subgroups (SUBGROUP defined), or with a
-// shared-memory tree (otherwise; WG a power of two). Both orders are fixed: deterministic.
-// (gemm-f16-accum, faults.glsl: every partial sum rounded to f16, the reductions' included.)
+// Y[T, N] = X[T, K] W[N, K]^T (+ bias[N]) for T == 1 (decode), where a GEMM tile would idle.
+//
+// matvec-subgroup (SUBGROUP defined): one subgroup per output element, ROWS (constant 3)
+// consecutive outputs of one row t per workgroup (groups ordered n fastest). f32, f16 and bf16
+// weights with K a multiple of 8 are read 16 bytes per invocation (an invocation takes 8
+// consecutive k, the subgroup's invocations consecutive groups of 8); other storage one element
+// per invocation. The invocations' partial sums are then added with subgroupAdd.
+// matvec-shared (otherwise): one workgroup per output element, each invocation summing
+// k = lid, lid + WG, ..., then a shared-memory tree (WG a power of two).
+// Both orders are fixed: deterministic. (gemm-f16-accum, faults.glsl: every partial sum rounded
+// to f16, the reductions' included.)
 #ifdef SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -27,6 +32,73 @@ layout(push_constant) uniform Push {
 #include "dequant.glsl"
 #include "faults.glsl"
 
+float finish(float sum, uint n) { return pc.has_bias != 0u ? sum + bias[n] : sum; }
+
+#ifdef SUBGROUP
+layout(constant_id = 3) const uint ROWS = 4u;
+// The same buffers seen 16 bytes at a time (x: 4 values of act_t, 8 or 16 bytes).
+layout(std430, binding = 0) readonly buffer WeightQuads { uvec4 w_quads[]; };
+#ifdef ACT_F16
+layout(std430, binding = 1) readonly buffer InputQuads { f16vec4 x_quads[]; };
+#else
+layout(std430, binding = 1) readonly buffer InputQuads { vec4 x_quads[]; };
+#endif
+
+// The 8 weights k = 8c .. 8c + 7 of the row that starts at byte `row` (16-byte aligned).
+void weights8(uint row, uint c, out vec4 lo, out vec4 hi) {
+  if (DTYPE == DTYPE_F32) {
+    const uint q = (row >> 4) + 2u * c;
+    lo = uintBitsToFloat(w_quads[q]);
+    hi = uintBitsToFloat(w_quads[q + 1u]);
+    return;
+  }
+  const uvec4 w = w_quads[(row >> 4) + c];
+  if (DTYPE == DTYPE_F16) {
+    lo = vec4(half_bits_to_float(w.x & 0xFFFFu), half_bits_to_float(w.x >> 16), half_bits_to_float(w.y & 0xFFFFu),
+              half_bits_to_float(w.y >> 16));
+    hi = vec4(half_bits_to_float(w.z & 0xFFFFu), half_bits_to_float(w.z >> 16), half_bits_to_float(w.w & 0xFFFFu),
+              half_bits_to_float(w.w >> 16));
+    return;
+  }
+  lo = uintBitsToFloat(uvec4(w.x << 16, w.x & 0xFFFF0000u, w.y << 16, w.y & 0xFFFF0000u));  // bf16
+  hi = uintBitsToFloat(uvec4(w.z << 16, w.z & 0xFFFF0000u, w.w << 16, w.w & 0xFFFF0000u));
+}
+
+float dot4(float sum, vec4 a, vec4 b) {
+  sum = accumulate(sum, a.x * b.x);
+  sum = accumulate(sum, a.y * b.y);
+  sum = accumulate(sum, a.z * b.z);
+  return accumulate(sum, a.w * b.w);
+}
+
+void main() {
+  const uint blocks = (pc.n + ROWS - 1u) / ROWS;
+  const uint g = group_index();
+  if (g >= pc.rows * blocks) return;  // uniform over the workgroup
+  const uint t = g / blocks, first = (g - t * blocks) * ROWS;
+  const uint lane = gl_SubgroupInvocationID, lanes = gl_SubgroupSize;
+  const bool quads = (DTYPE == DTYPE_F32 || DTYPE == DTYPE_F16 || DTYPE == DTYPE_BF16) && pc.k % 8u == 0u;
+  for (uint r = gl_SubgroupID; r < ROWS; r += gl_NumSubgroups) {
+    const uint n = first + r;
+    if (n >= pc.n) break;  // uniform over the subgroup
+    const uint row = n * pc.row_bytes, xb = t * pc.k;
+    float sum = 0.0;
+    if (quads) {
+      for (uint c = lane; c < pc.k / 8u; c += lanes) {
+        vec4 lo, hi;
+        weights8(row, c, lo, hi);
+        const uint xq = xb / 4u + 2u * c;
+        sum = dot4(dot4(sum, vec4(x_quads[xq]), lo), vec4(x_quads[xq + 1u]), hi);
+      }
+    } else {
+      for (uint k = lane; k < pc.k; k += lanes) sum = accumulate(sum, float(x[xb + k]) * weight_at(row, k));
+    }
+    sum = accumulator(subgroupAdd(sum));
+    if (subgroupElect()) y[t * pc.n + n] = to_act(finish(sum, n));
+  }
+}
+
+#else
 shared float partial[gl_WorkGroupSize.x];
 
 void main() {
@@ -37,22 +109,12 @@ void main() {
   const uint row = n * pc.row_bytes, xb = t * pc.k;
   float sum = 0.0;
   for (uint k = lid; k < pc.k; k += gl_WorkGroupSize.x) sum = accumulate(sum, float(x[xb + k]) * weight_at(row, k));
-#ifdef SUBGROUP
-  sum = accumulator(subgroupAdd(sum));
-  if (subgroupElect()) partial[gl_SubgroupID] = sum;
-  barrier();
-  if (lid == 0u) {
-    float total = 0.0;
-    for (uint s = 0u; s < gl_NumSubgroups; ++s) total = accumulate(total, partial[s]);
-    y[g] = to_act(pc.has_bias != 0u ? total + bias[n] : total);
-  }
-#else
   partial[lid] = sum;
   barrier();
   for (uint s = gl_WorkGroupSize.x / 2u; s > 0u; s >>= 1) {
     if (lid < s) partial[lid] = accumulate(partial[lid], partial[lid + s]);
     barrier();
   }
-  if (lid == 0u) y[g] = to_act(pc.has_bias != 0u ? partial[0] + bias[n] : partial[0]);
-#endif
+  if (lid == 0u) y[g] = to_act(finish(partial[0], n));
 }
+#endif
