@@ -13,6 +13,7 @@
 #include "reference/kernels.h"
 #include "reference/round_f16.h"
 #include "reference/weight_matrix.h"
+#include "reference/weight_store.h"
 
 namespace tapdiff::reference {
 namespace {
@@ -22,21 +23,22 @@ using model::Op;
 using model::TensorId;
 using model::WeightKind;
 
+// A layer's vectors, always held (the matrices: WeightStore).
 template <typename S>
-struct LayerWeights {
-  WeightMatrix<S> attn_norm, wq, wk, wv, wo, ffn_norm, gate, up, down;
+struct LayerVectors {
+  WeightMatrix<S> attn_norm, ffn_norm;
   std::optional<Vec<S>> bq, bk, bv;  // qkv_bias models only
 };
 
 template <typename S>
 class CpuEngine final : public model::Engine {
  public:
-  CpuEngine(const model::Model& model, int threads, bool f16);
+  CpuEngine(const model::Model& model, int threads, bool f16, std::uint64_t weight_budget);
 
   std::string name() const override { return "ref"; }
   std::string device() const override {
-    return fmt::format("CPU (Eigen {}.{}.{}, {} threads)", EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION,
-                       EIGEN_MINOR_VERSION, threads_);
+    return fmt::format("CPU (Eigen {}.{}.{}, {} threads{})", EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION,
+                       EIGEN_MINOR_VERSION, threads_, weights_.streaming() ? ", weights streamed per layer" : "");
   }
   std::string compute_dtype() const override { return f16_ ? "f16" : scalar() == model::Scalar::f32 ? "f32" : "f64"; }
   std::string kernel(Op op) const override;
@@ -65,8 +67,9 @@ class CpuEngine final : public model::Engine {
   model::ModelConfig config_;
   int threads_;
   bool f16_;  // the f16 emulation (S = float only)
-  WeightMatrix<S> token_embd_, output_norm_, output_;
-  std::vector<LayerWeights<S>> layers_;
+  WeightStore<S> weights_;
+  WeightMatrix<S> output_norm_;
+  std::vector<LayerVectors<S>> layers_;
   std::vector<Mat<S>> k_cache_, v_cache_;          // per layer [capacity, kv_dim]; rows [0, n_past) valid
   std::array<Mat<S>, model::kOpCount> slots_;      // latest output of each op  [T, width]
   std::array<Mat<S>, model::kOpCount> scratch_;    // previous buffers of the slots, reused
@@ -76,6 +79,14 @@ class CpuEngine final : public model::Engine {
   int n_past_ = 0;
 };
 
+// Sets the threads of OpenMP and Eigen (0 = all hardware threads) before any weight is loaded.
+int use_threads(int threads) {
+  const int n = threads > 0 ? threads : omp_get_max_threads();
+  omp_set_num_threads(n);
+  Eigen::setNbThreads(n);
+  return n;
+}
+
 template <typename S>
 std::optional<Vec<S>> optional_vector(const model::Model& m, WeightKind kind, int layer, bool round_f16) {
   const model::WeightTensor* t = m.find(kind, layer);
@@ -84,22 +95,15 @@ std::optional<Vec<S>> optional_vector(const model::Model& m, WeightKind kind, in
 }
 
 template <typename S>
-CpuEngine<S>::CpuEngine(const model::Model& m, int threads, bool f16)
-    : config_(m.config()), threads_(threads > 0 ? threads : omp_get_max_threads()), f16_(f16) {
+CpuEngine<S>::CpuEngine(const model::Model& m, int threads, bool f16, std::uint64_t weight_budget)
+    : config_(m.config()), threads_(use_threads(threads)), f16_(f16), weights_(m, f16, weight_budget) {
   TAPDIFF_ASSERT((!f16_ || std::is_same_v<S, float>), "the f16 emulation computes in f32");
-  omp_set_num_threads(threads_);
-  Eigen::setNbThreads(threads_);
-  token_embd_ = WeightMatrix<S>(m.weight(WeightKind::token_embd), f16_);
   output_norm_ = WeightMatrix<S>(m.weight(WeightKind::output_norm), f16_);
-  if (!config_.tied_output) output_ = WeightMatrix<S>(m.weight(WeightKind::output), f16_);
   layers_.resize(static_cast<std::size_t>(config_.n_layers));
   for (int l = 0; l < config_.n_layers; ++l) {
-    LayerWeights<S>& w = layers_[static_cast<std::size_t>(l)];
-    auto load = [&](WeightKind kind) { return WeightMatrix<S>(m.weight(kind, l), f16_); };
-    w.attn_norm = load(WeightKind::attn_norm), w.ffn_norm = load(WeightKind::ffn_norm);
-    w.wq = load(WeightKind::wq), w.wk = load(WeightKind::wk), w.wv = load(WeightKind::wv);
-    w.wo = load(WeightKind::wo);
-    w.gate = load(WeightKind::ffn_gate), w.up = load(WeightKind::ffn_up), w.down = load(WeightKind::ffn_down);
+    LayerVectors<S>& w = layers_[static_cast<std::size_t>(l)];
+    w.attn_norm = WeightMatrix<S>(m.weight(WeightKind::attn_norm, l), f16_);
+    w.ffn_norm = WeightMatrix<S>(m.weight(WeightKind::ffn_norm, l), f16_);
     w.bq = optional_vector<S>(m, WeightKind::bq, l, f16_);
     w.bk = optional_vector<S>(m, WeightKind::bk, l, f16_);
     w.bv = optional_vector<S>(m, WeightKind::bv, l, f16_);
@@ -165,30 +169,32 @@ template <typename S>
 void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
   const auto in = [&](std::size_t i) -> const Mat<S>& { return slot(step.inputs[i]); };
   const int l = step.layer;
-  const LayerWeights<S>* w = l >= 0 && l < config_.n_layers ? &layers_[static_cast<std::size_t>(l)] : nullptr;
+  const LayerVectors<S>* w = l >= 0 && l < config_.n_layers ? &layers_[static_cast<std::size_t>(l)] : nullptr;
   const auto bias = [](const std::optional<Vec<S>>& b) { return b ? &*b : nullptr; };
+  const auto matrix = [&](WeightKind kind) { return weights_.get(kind, l).matrix(); };
   switch (step.op) {
-    case Op::embed: embed<S>(token_embd_.matrix(), tokens_, out); return;
+    case Op::embed: embed<S>(weights_.get(WeightKind::token_embd).matrix(), tokens_, out); return;
     case Op::attn_norm: rms_norm<S>(in(0), w->attn_norm.vector(), config_.norm_eps, out); return;
-    case Op::q_proj: matmul<S>(in(0), w->wq.matrix(), bias(w->bq), out); return;
-    case Op::k_proj: matmul<S>(in(0), w->wk.matrix(), bias(w->bk), out); return;
-    case Op::v_proj: matmul<S>(in(0), w->wv.matrix(), bias(w->bv), out); return;
+    case Op::q_proj: matmul<S>(in(0), matrix(WeightKind::wq), bias(w->bq), out); return;
+    case Op::k_proj: matmul<S>(in(0), matrix(WeightKind::wk), bias(w->bk), out); return;
+    case Op::v_proj: matmul<S>(in(0), matrix(WeightKind::wv), bias(w->bv), out); return;
     case Op::rope_q:
     case Op::rope_k:
       rope<S>(in(0), config_.head_dim, chunk_.first_pos, config_.rope_base, config_.rope_style, out);
       return;
     case Op::attn: attend(l, out); return;
-    case Op::o_proj: matmul<S>(in(0), w->wo.matrix(), nullptr, out); return;
+    case Op::o_proj: matmul<S>(in(0), matrix(WeightKind::wo), nullptr, out); return;
     case Op::attn_residual:
     case Op::ffn_residual: out = in(0) + in(1); return;
     case Op::ffn_norm: rms_norm<S>(in(0), w->ffn_norm.vector(), config_.norm_eps, out); return;
-    case Op::ffn_gate: matmul<S>(in(0), w->gate.matrix(), nullptr, out); return;
-    case Op::ffn_up: matmul<S>(in(0), w->up.matrix(), nullptr, out); return;
+    case Op::ffn_gate: matmul<S>(in(0), matrix(WeightKind::ffn_gate), nullptr, out); return;
+    case Op::ffn_up: matmul<S>(in(0), matrix(WeightKind::ffn_up), nullptr, out); return;
     case Op::ffn_act: silu_mul<S>(in(0), in(1), out); return;
-    case Op::ffn_down: matmul<S>(in(0), w->down.matrix(), nullptr, out); return;
+    case Op::ffn_down: matmul<S>(in(0), matrix(WeightKind::ffn_down), nullptr, out); return;
     case Op::final_norm: rms_norm<S>(in(0), output_norm_.vector(), config_.norm_eps, out); return;
     case Op::logits:
-      matmul<S>(in(0), config_.tied_output ? token_embd_.matrix() : output_.matrix(), nullptr, out);
+      matmul<S>(in(0), weights_.get(config_.tied_output ? WeightKind::token_embd : WeightKind::output).matrix(),
+                nullptr, out);
       return;
   }
 }
@@ -271,8 +277,10 @@ Mat<S> CpuEngine<S>::from_host(const HostTensor& t) {
 std::unique_ptr<model::Engine> make_cpu_engine(const model::Model& m, const CpuEngineOptions& options) {
   if (options.f16 && options.scalar != model::Scalar::f32)
     throw UsageError("the reference's f16 emulation computes in f32 (rounding to f16 after every op), not f64");
-  if (options.scalar == model::Scalar::f32) return std::make_unique<CpuEngine<float>>(m, options.threads, options.f16);
-  return std::make_unique<CpuEngine<double>>(m, options.threads, false);
+  const std::uint64_t budget = options.weight_budget > 0 ? options.weight_budget : default_weight_budget();
+  if (options.scalar == model::Scalar::f32)
+    return std::make_unique<CpuEngine<float>>(m, options.threads, options.f16, budget);
+  return std::make_unique<CpuEngine<double>>(m, options.threads, false, budget);
 }
 
 }  // namespace tapdiff::reference

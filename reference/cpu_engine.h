@@ -1,6 +1,7 @@
 #pragma once
 // The Eigen CPU reference engine: the numerical truth, in f32 or f64 ("golden") arithmetic, and
 // the emulation of an f16 engine (the noise floor an f16 engine is held to).
+#include <cstdint>
 #include <memory>
 
 #include "model/engine.h"
@@ -16,6 +17,9 @@ struct CpuEngineOptions {
   // compute. compute_dtype() is then "f16"; tensors read back are f32 holding f16 values.
   // Needs scalar f32 (UsageError otherwise).
   bool f16 = false;
+  // The bytes of weight copies (dequantized or widened matrices) held at once: past it the
+  // weights are streamed a layer at a time (weight_store.h). 0 = a quarter of physical memory.
+  std::uint64_t weight_budget = 0;
 };
 
 // The engine borrows the model: the model must outlive it.

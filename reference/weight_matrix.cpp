@@ -8,15 +8,28 @@
 
 namespace tapdiff::reference {
 
+namespace {
+
+// f32 weights in an f32 engine without rounding are used where they lie in the mapped file.
+template <typename S>
+bool viewable(const model::WeightTensor& tensor, bool round_f16) {
+  return std::is_same_v<S, float> && tensor.dtype == model::DType::f32 && !round_f16 &&
+         reinterpret_cast<std::uintptr_t>(tensor.bytes.data()) % alignof(float) == 0;
+}
+
+}  // namespace
+
+template <typename S>
+std::uint64_t WeightMatrix<S>::copy_bytes(const model::WeightTensor& tensor, bool round_f16) {
+  return viewable<S>(tensor, round_f16) ? 0 : static_cast<std::uint64_t>(tensor.rows * tensor.cols) * sizeof(S);
+}
+
 template <typename S>
 WeightMatrix<S>::WeightMatrix(const model::WeightTensor& tensor, bool round_f16)
     : rows_(static_cast<Eigen::Index>(tensor.rows)), cols_(static_cast<Eigen::Index>(tensor.cols)) {
-  if constexpr (std::is_same_v<S, float>) {
-    if (tensor.dtype == model::DType::f32 && !round_f16 &&
-        reinterpret_cast<std::uintptr_t>(tensor.bytes.data()) % alignof(float) == 0) {
-      data_ = reinterpret_cast<const float*>(tensor.bytes.data());
-      return;
-    }
+  if (viewable<S>(tensor, round_f16)) {
+    data_ = reinterpret_cast<const S*>(tensor.bytes.data());
+    return;
   }
   owned_.resize(rows_, cols_);
   std::vector<float> row(static_cast<std::size_t>(cols_));

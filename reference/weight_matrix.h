@@ -3,6 +3,8 @@
 // memory-mapped file when the stored type already is that scalar (f32 weights, f32 engine),
 // otherwise a dequantized copy made once at load. With round_f16 the copy holds the dequantized
 // values rounded to f16 (the f16 emulation's weights), whatever the stored type.
+#include <cstdint>
+
 #include "model/weights.h"
 #include "reference/eigen_types.h"
 
@@ -13,6 +15,8 @@ class WeightMatrix {
  public:
   WeightMatrix() = default;
   explicit WeightMatrix(const model::WeightTensor& tensor, bool round_f16 = false);
+  // The bytes the matrix of this tensor owns: 0 for a view.
+  static std::uint64_t copy_bytes(const model::WeightTensor& tensor, bool round_f16 = false);
 
   ConstMatMap<S> matrix() const { return ConstMatMap<S>(data_, rows_, cols_); }  // [rows, cols]
   // A 1-D tensor (rows == 1) as a row vector.

@@ -80,6 +80,25 @@ TEST(ReferenceEngine, F32DiffersFromF64GoldenByASmallNoiseFloorInEveryOp) {
   std::printf("f32 vs f64 noise floor on synth:small: worst op NMSE %.3g\n", worst);
 }
 
+// Weights past the budget are dequantized a layer at a time, once per pass: the same numbers.
+TEST(ReferenceEngine, StreamedWeightsGiveTheSameOutputsBitForBit) {
+  const auto m = model::load_model(synth_model_path("small"));
+  const auto tokens = synth_prompt(40, m->config().vocab, 11);
+  const model::Graph graph(m->config());
+  for (const reference::CpuEngineOptions held : {reference::CpuEngineOptions{Scalar::f64, 0},
+                                                 reference::CpuEngineOptions{Scalar::f32, 0, true}}) {
+    reference::CpuEngineOptions streamed = held;
+    streamed.weight_budget = 1;  // no copy fits
+    EXPECT_EQ(reference::make_cpu_engine(*m, held)->device().find("streamed"), std::string::npos);
+    EXPECT_NE(reference::make_cpu_engine(*m, streamed)->device().find("weights streamed per layer"), std::string::npos);
+    const auto a = run_reference(*m, tokens, held, 16, 4);
+    const auto b = run_reference(*m, tokens, streamed, 16, 4);
+    EXPECT_EQ(a->result.generated, b->result.generated);
+    for (const auto& step : graph.steps())
+      EXPECT_EQ(nmse(a->tap.get(step.output()), b->tap.get(step.output())), 0.0) << model::to_string(step.output());
+  }
+}
+
 TEST(ReferenceEngine, TeacherForcedOpReproducesItsOutput) {
   const auto m = model::load_model(synth_model_path("tiny"));
   const auto tokens = synth_prompt(12, m->config().vocab, 5);

@@ -1,0 +1,57 @@
+#include "reference/weight_store.h"
+
+#include <unistd.h>
+
+#include <array>
+
+namespace tapdiff::reference {
+namespace {
+
+using model::WeightKind;
+
+constexpr std::array kLayerMatrices = {WeightKind::wq,       WeightKind::wk,     WeightKind::wv,      WeightKind::wo,
+                                       WeightKind::ffn_gate, WeightKind::ffn_up, WeightKind::ffn_down};
+
+// Every matrix of the model, as (kind, layer).
+std::vector<std::pair<WeightKind, int>> matrices(const model::Model& m) {
+  std::vector<std::pair<WeightKind, int>> all = {{WeightKind::token_embd, -1}};
+  if (!m.config().tied_output) all.emplace_back(WeightKind::output, -1);
+  for (int l = 0; l < m.config().n_layers; ++l)
+    for (const WeightKind kind : kLayerMatrices) all.emplace_back(kind, l);
+  return all;
+}
+
+}  // namespace
+
+std::uint64_t default_weight_budget() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return 8ull << 30;  // unknown: 8 GiB
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page) / 4;
+}
+
+template <typename S>
+WeightStore<S>::WeightStore(const model::Model& m, bool round_f16, std::uint64_t budget_bytes)
+    : model_(&m), round_f16_(round_f16) {
+  for (const auto& [kind, layer] : matrices(m))
+    copy_bytes_ += WeightMatrix<S>::copy_bytes(m.weight(kind, layer), round_f16);
+  streaming_ = copy_bytes_ > budget_bytes;
+  if (streaming_) return;
+  for (const auto& [kind, layer] : matrices(m)) held_.emplace(std::pair(kind, layer), WeightMatrix<S>(m.weight(kind, layer), round_f16));
+}
+
+template <typename S>
+const WeightMatrix<S>& WeightStore<S>::get(WeightKind kind, int layer) {
+  const auto key = std::pair(kind, layer);
+  if (streaming_ && layer != held_layer_) {
+    held_.clear();
+    held_layer_ = layer;
+  }
+  auto it = held_.find(key);
+  if (it == held_.end()) it = held_.emplace(key, WeightMatrix<S>(model_->weight(kind, layer), round_f16_)).first;
+  return it->second;
+}
+
+template class WeightStore<float>;
+template class WeightStore<double>;
+
+}  // namespace tapdiff::reference
