@@ -173,31 +173,49 @@ int main(int argc, char** argv) try {
     struct Mode {
       std::string name;
       std::optional<dumps::WriterOptions> dump;
+      bool read_back = false;
     };
-    const std::vector<Mode> modes = {{"untapped", std::nullopt},
-                                     {"every op, f32 dump", dumps::WriterOptions{}},
-                                     {"every op, f16 dump", dumps::WriterOptions{.storage = dumps::StorageType::f16}}};
-    std::vector<std::vector<double>> s(modes.size());
-    std::vector<std::uintmax_t> bytes(modes.size());
+    const std::vector<Mode> modes = {
+        {"untapped", std::nullopt},
+        {"every op read back, dropped", std::nullopt, true},
+        {"every op, f32 dump", dumps::WriterOptions{}},
+        {"every op, f16 dump", dumps::WriterOptions{.storage = dumps::StorageType::f16}}};
+    std::vector<std::vector<bench::TimedRun>> runs(modes.size());
     model::Engine& engine = *variants.front().engine;
     for (int r = 0; r <= repeats; ++r)
       for (std::size_t i = 0; i < modes.size(); ++i) {
-        const bench::TimedRun t = bench::timed_run(engine, graph, *m, prompt, prefill_only, modes[i].dump, path);
-        bytes[i] = t.dump_bytes;
-        if (r > 0) s[i].push_back(t.seconds);
-        fmt::print(stderr, "taps {}: {:.2f} s\n", modes[i].name, t.seconds);
+        bench::TimedRun t = modes[i].read_back
+                                ? bench::timed_read_back(engine, graph, prompt, prefill_only)
+                                : bench::timed_run(engine, graph, *m, prompt, prefill_only, modes[i].dump, path);
+        fmt::print(stderr, "taps {}: {:.2f} s (writer busy {:.2f} s, run waited {:.2f} s)\n", modes[i].name, t.seconds,
+                   t.writer.job_seconds, t.writer.wait_seconds);
+        if (r > 0) runs[i].push_back(std::move(t));
       }
     std::string d = fmt::format(
         "Taps: a {}-token prompt in one chunk on `{}`, every op of every layer written to HDF5 in {} (writer thread); "
-        "seconds from creating the dump to its finish(), median (min - max)\n\n"
-        "| mode | seconds | x untapped | dump GB | GB/s written |\n|---|---|---|---|---|\n",
+        "seconds from creating the dump to its finish(), median (min - max); the writer thread's seconds busy and the "
+        "run's seconds held up by it (copying into the queue, waiting for room and for the last writes), medians\n\n"
+        "| mode | seconds | x untapped | dump GB | GB/s written | writer busy s | run copying s | run waiting s |\n"
+        "|---|---|---|---|---|---|---|---|\n",
         tap_tokens, variants.front().kernels, dump_dir);
+    const auto median_of = [](const std::vector<bench::TimedRun>& rs, auto field) {
+      std::vector<double> v;
+      for (const bench::TimedRun& t : rs) v.push_back(field(t));
+      return v;
+    };
+    const double untapped = bench::median(median_of(runs[0], [](const bench::TimedRun& t) { return t.seconds; }));
     for (std::size_t i = 0; i < modes.size(); ++i) {
-      const double median_s = bench::median(s[i]);
-      d += fmt::format("| {} | {} | {:.2f} | {} | {} |\n", modes[i].name, stats(s[i], "{:.3f}"),
-                       median_s / bench::median(s[0]),
-                       bytes[i] > 0 ? fmt::format("{:.2f}", 1e-9 * static_cast<double>(bytes[i])) : "-",
-                       bytes[i] > 0 ? fmt::format("{:.2f}", 1e-9 * static_cast<double>(bytes[i]) / median_s) : "-");
+      const std::vector<double> s = median_of(runs[i], [](const bench::TimedRun& t) { return t.seconds; });
+      const double gb = 1e-9 * static_cast<double>(runs[i].back().dump_bytes);
+      const auto writer = [&](auto field) {
+        return modes[i].dump ? fmt::format("{:.2f}", bench::median(median_of(runs[i], field))) : std::string("-");
+      };
+      d += fmt::format("| {} | {} | {:.2f} | {} | {} | {} | {} | {} |\n", modes[i].name, stats(s, "{:.3f}"),
+                       bench::median(s) / untapped, gb > 0 ? fmt::format("{:.2f}", gb) : "-",
+                       gb > 0 ? fmt::format("{:.2f}", gb / bench::median(s)) : "-",
+                       writer([](const bench::TimedRun& t) { return t.writer.job_seconds; }),
+                       writer([](const bench::TimedRun& t) { return t.writer.copy_seconds; }),
+                       writer([](const bench::TimedRun& t) { return t.writer.wait_seconds; }));
     }
     fmt::print("{}\n", d);
     out += d + "\n";

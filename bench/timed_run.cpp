@@ -6,31 +6,60 @@
 
 namespace tapdiff::bench {
 
-TimedRun timed_run(model::Engine& engine, const model::Graph& graph, const model::Model& m,
-                   std::span<const std::int32_t> prompt, const model::RunOptions& options,
-                   const std::optional<dumps::WriterOptions>& dump, const std::filesystem::path& dump_path) {
+namespace {
+
+// Wants every op and drops it.
+class DiscardTap final : public model::Tap {
+ public:
+  bool wants(const model::TapKey&) const override { return true; }
+  void record(const model::TapKey&, const model::HostTensor&) override {}
+};
+
+// Times run(), which returns its RunResult, in wall-clock and CPU seconds.
+template <typename Run>
+TimedRun timed(Run run) {
   TimedRun t;
   const double cpu_start = cpu_seconds();
   const auto start = std::chrono::steady_clock::now();
-  if (dump) {
+  t.run = run(t);
+  t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  t.cpu_seconds = cpu_seconds() - cpu_start;
+  return t;
+}
+
+}  // namespace
+
+TimedRun timed_run(model::Engine& engine, const model::Graph& graph, const model::Model& m,
+                   std::span<const std::int32_t> prompt, const model::RunOptions& options,
+                   const std::optional<dumps::WriterOptions>& dump, const std::filesystem::path& dump_path) {
+  TimedRun t = timed([&](TimedRun& r) {
+    if (!dump) {
+      model::NullTap none;
+      return model::run_sequence(engine, graph, prompt, options, none);
+    }
     dumps::RunMetadata meta;
     meta.engine = engine.name();
     meta.model_config = model::to_json(m.config());
     meta.prompt_tokens.assign(prompt.begin(), prompt.end());
     dumps::DumpWriter writer(dump_path.string(), meta, graph, dumps::TapFilter("all"), *dump);
-    t.run = model::run_sequence(engine, graph, prompt, options, writer);
+    model::RunResult result = model::run_sequence(engine, graph, prompt, options, writer);
     writer.finish(nullptr);
-  } else {
-    model::NullTap none;
-    t.run = model::run_sequence(engine, graph, prompt, options, none);
-  }
-  t.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  t.cpu_seconds = cpu_seconds() - cpu_start;
+    r.writer = writer.queue_stats();
+    return result;
+  });
   if (dump) {
     t.dump_bytes = std::filesystem::file_size(dump_path);
     std::filesystem::remove(dump_path);
   }
   return t;
+}
+
+TimedRun timed_read_back(model::Engine& engine, const model::Graph& graph, std::span<const std::int32_t> prompt,
+                         const model::RunOptions& options) {
+  return timed([&](TimedRun&) {
+    DiscardTap discard;
+    return model::run_sequence(engine, graph, prompt, options, discard);
+  });
 }
 
 std::vector<std::int32_t> spread_prompt(int tokens, int vocab) {

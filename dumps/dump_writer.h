@@ -74,6 +74,8 @@ class DumpWriter final : public model::Tap {
   void finish(const nlohmann::json& summary);
 
   const std::string& path() const { return path_; }
+  // The writer thread's time writing, and the caller's copying and waiting for it (write_queue.h).
+  WriteQueue::Stats queue_stats() { return queue_.stats(); }
   // Rows of the chunks ended so far (durable once the writer thread has caught up).
   std::int64_t rows() const { return rows_; }
 

@@ -23,27 +23,44 @@ WriteQueue::~WriteQueue() {
 void WriteQueue::push(std::span<const std::byte> data, Job job) {
   if (!background()) {
     check();
+    const Clock::time_point start = Clock::now();
     run_one(job, data);
+    add_seconds(stats_.job_seconds, start);
     check();
     return;
   }
+  const Clock::time_point start = Clock::now();
   std::unique_lock lock(mutex_);
   done_.wait(lock, [&] { return failure_ || held_bytes_ == 0 || held_bytes_ + data.size() <= capacity_; });
   rethrow_failure();
   Entry entry{std::move(job), take_buffer(data.size()), data.size()};
   held_bytes_ += entry.buffer.capacity;
+  add_seconds(stats_.wait_seconds, start);
   lock.unlock();
+  const Clock::time_point copy = Clock::now();
   if (!data.empty()) std::memcpy(entry.buffer.bytes.get(), data.data(), data.size());
   lock.lock();
+  add_seconds(stats_.copy_seconds, copy);
   jobs_.push_back(std::move(entry));
   lock.unlock();
   queued_.notify_one();
 }
 
 void WriteQueue::drain() {
+  const Clock::time_point start = Clock::now();
   std::unique_lock lock(mutex_);
   done_.wait(lock, [&] { return failure_ || (jobs_.empty() && !running_); });
+  add_seconds(stats_.wait_seconds, start);
   rethrow_failure();
+}
+
+WriteQueue::Stats WriteQueue::stats() {
+  const std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+void WriteQueue::add_seconds(double& total, Clock::time_point since) {
+  total += std::chrono::duration<double>(Clock::now() - since).count();
 }
 
 void WriteQueue::check() {
@@ -60,9 +77,11 @@ void WriteQueue::run_jobs() {
     jobs_.pop_front();
     running_ = true;
     lock.unlock();
+    const Clock::time_point start = Clock::now();
     run_one(entry.job, {entry.buffer.bytes.get(), entry.size});
     entry.job = nullptr;  // whatever the job captured goes before its memory counts as free
     lock.lock();
+    add_seconds(stats_.job_seconds, start);
     running_ = false;
     held_bytes_ -= entry.buffer.capacity;
     recycle(std::move(entry.buffer));

@@ -3,6 +3,7 @@
 // bounded in the memory those copies take: a producer (an engine's run loop) hands off a tensor
 // and goes on computing while memory stays bounded. A failed job's exception reaches the producer
 // at its next call.
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -42,6 +43,14 @@ class WriteQueue {
   // Rethrows a failure as push() does, without waiting.
   void check();
 
+  // Where the time went, so far: whether the writer keeps up with the producer.
+  struct Stats {
+    double job_seconds = 0;   // inside jobs (on the thread, or in push() without one)
+    double wait_seconds = 0;  // push() waiting for room and drain() for the jobs: the producer held up
+    double copy_seconds = 0;  // push() copying the bytes
+  };
+  Stats stats();
+
  private:
   // Memory for copies, recycled: a fresh allocation costs a page fault per 4 KiB on first touch,
   // several times the copy itself, and a run repeats the same few tensor sizes.
@@ -55,6 +64,8 @@ class WriteQueue {
     std::size_t size = 0;  // bytes of the copy in buffer
   };
 
+  using Clock = std::chrono::steady_clock;
+  static void add_seconds(double& total, Clock::time_point since);  // mutex_ held (or no thread)
   void run_jobs();                                                         // the thread's loop
   void rethrow_failure() const;                                            // mutex_ held
   void run_one(const Job& job, std::span<const std::byte> data) noexcept;  // records a failure
@@ -73,6 +84,7 @@ class WriteQueue {
   bool running_ = false;        // the thread is inside a job
   bool stopping_ = false;
   std::exception_ptr failure_;  // the first job that threw
+  Stats stats_;
   std::thread thread_;          // last: starts once the members above exist
 };
 
