@@ -36,7 +36,8 @@ WeightStore<S>::WeightStore(const model::Model& m, bool round_f16, std::uint64_t
     copy_bytes_ += WeightMatrix<S>::copy_bytes(m.weight(kind, layer), round_f16);
   streaming_ = copy_bytes_ > budget_bytes;
   if (streaming_) return;
-  for (const auto& [kind, layer] : matrices(m)) held_.emplace(std::pair(kind, layer), WeightMatrix<S>(m.weight(kind, layer), round_f16));
+  for (const auto& [kind, layer] : matrices(m))
+    held_.emplace(std::pair(kind, layer), WeightMatrix<S>(m.weight(kind, layer), round_f16));
 }
 
 template <typename S>

@@ -85,8 +85,8 @@ TEST(ReferenceEngine, StreamedWeightsGiveTheSameOutputsBitForBit) {
   const auto m = model::load_model(synth_model_path("small"));
   const auto tokens = synth_prompt(40, m->config().vocab, 11);
   const model::Graph graph(m->config());
-  for (const reference::CpuEngineOptions held : {reference::CpuEngineOptions{Scalar::f64, 0},
-                                                 reference::CpuEngineOptions{Scalar::f32, 0, true}}) {
+  for (const reference::CpuEngineOptions held :
+       {reference::CpuEngineOptions{Scalar::f64, 0}, reference::CpuEngineOptions{Scalar::f32, 0, true}}) {
     reference::CpuEngineOptions streamed = held;
     streamed.weight_budget = 1;  // no copy fits
     EXPECT_EQ(reference::make_cpu_engine(*m, held)->device().find("streamed"), std::string::npos);
