@@ -15,9 +15,9 @@ namespace tapdiff::bench {
 
 struct TimedRun {
   model::RunResult run;
-  double seconds = 0;             // wall clock, the dump's creation and finish() included
-  double cpu_seconds = 0;         // user + system time of every thread of the process meanwhile
-  std::uintmax_t dump_bytes = 0;  // the dump's size (0 untapped); the file is removed after
+  double seconds = 0;               // wall clock, the dump's creation and finish() included
+  double cpu_seconds = 0;           // user + system time of every thread of the process meanwhile
+  std::uintmax_t dump_bytes = 0;    // the dump's size (0 untapped); the file is removed after
   dumps::WriteQueue::Stats writer;  // the dump writer's thread busy, the run held up by it
 };
 

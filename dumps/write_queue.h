@@ -65,7 +65,7 @@ class WriteQueue {
   };
 
   using Clock = std::chrono::steady_clock;
-  static void add_seconds(double& total, Clock::time_point since);  // mutex_ held (or no thread)
+  static void add_seconds(double& total, Clock::time_point since);         // mutex_ held (or no thread)
   void run_jobs();                                                         // the thread's loop
   void rethrow_failure() const;                                            // mutex_ held
   void run_one(const Job& job, std::span<const std::byte> data) noexcept;  // records a failure
@@ -85,7 +85,7 @@ class WriteQueue {
   bool stopping_ = false;
   std::exception_ptr failure_;  // the first job that threw
   Stats stats_;
-  std::thread thread_;          // last: starts once the members above exist
+  std::thread thread_;  // last: starts once the members above exist
 };
 
 }  // namespace tapdiff::dumps
