@@ -175,11 +175,10 @@ int main(int argc, char** argv) try {
       std::optional<dumps::WriterOptions> dump;
       bool read_back = false;
     };
-    const std::vector<Mode> modes = {
-        {"untapped", std::nullopt},
-        {"every op read back, dropped", std::nullopt, true},
-        {"every op, f32 dump", dumps::WriterOptions{}},
-        {"every op, f16 dump", dumps::WriterOptions{.storage = dumps::StorageType::f16}}};
+    const std::vector<Mode> modes = {{"untapped", std::nullopt},
+                                     {"every op read back, dropped", std::nullopt, true},
+                                     {"every op, f32 dump", dumps::WriterOptions{}},
+                                     {"every op, f16 dump", dumps::WriterOptions{.storage = dumps::StorageType::f16}}};
     std::vector<std::vector<bench::TimedRun>> runs(modes.size());
     model::Engine& engine = *variants.front().engine;
     for (int r = 0; r <= repeats; ++r)
