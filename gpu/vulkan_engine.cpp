@@ -82,6 +82,7 @@ class Engine final : public VulkanEngine {
   void execute(const model::Step& step, const model::Deliver& deliver) override;
   void end_chunk() override;
   HostTensor read(const TensorId& id) override;
+  HostTensor read_rows(const TensorId& id, std::int64_t first, std::int64_t count) override;
   void write(const TensorId& id, const HostTensor& value) override;
   HostTensor read_kv(int layer, bool value) override;
   void write_kv(int layer, bool value, const HostTensor& rows) override;
@@ -502,6 +503,13 @@ void Engine::upload(const HostTensor& value, const Region& r) {
 }
 
 HostTensor Engine::read(const TensorId& id) { return download_now(input(id), chunk_.rows, graph_.width(id.op)); }
+
+HostTensor Engine::read_rows(const TensorId& id, std::int64_t first, std::int64_t count) {
+  TAPDIFF_ASSERT(first >= 0 && count >= 0 && first + count <= chunk_.rows, "rows [{}, {}) of {} of {} rows", first,
+                 first + count, model::to_string(id), chunk_.rows);
+  const std::int64_t width = graph_.width(id.op);
+  return download_now(input(id).sub(activation_bytes(first, width), activation_bytes(count, width)), count, width);
+}
 
 void Engine::write(const TensorId& id, const HostTensor& value) {
   if (chunk_.rows == 0) throw UsageError(fmt::format("write {}: no chunk has begun", model::to_string(id)));

@@ -17,39 +17,34 @@ struct Sequence {
   bool finished = false;
 };
 
-// One forward pass over a row span of each of the given sequences: taps get their slices, and the
-// logits of the pass come back [total rows, vocab].
+// One forward pass over a row span of each of the given sequences: taps get their slices.
 class Pass {
  public:
   Pass(Engine& engine, const Graph& graph, std::size_t sequences, std::span<Tap* const> taps)
       : engine_(engine), graph_(graph), chunks_(sequences), taps_(taps) {}
 
-  HostTensor run(int index, const std::vector<BatchPart>& parts) {
+  void run(int index, const std::vector<BatchPart>& parts) {
     const std::vector<ChunkInfo> local = chunks_.next(parts);
     std::vector<int> row0;
     int rows = 0;
     for (const ChunkInfo& c : local) row0.push_back(rows), rows += c.rows;
     engine_.begin_batch(index, parts);
-    HostTensor logits;
     for (const Step& step : graph_.steps()) {
       std::vector<std::size_t> wanting;
       for (std::size_t i = 0; i < parts.size(); ++i)
         if (Tap* tap = tap_of(parts[i].sequence); tap && tap->wants({step.output(), local[i]})) wanting.push_back(i);
-      const bool is_logits = step.op == Op::logits;
-      if (wanting.empty() && !is_logits) {
+      if (wanting.empty()) {
         engine_.execute(step, {});
         continue;
       }
-      engine_.execute(step, [&, wanting, is_logits, id = step.output()](const HostTensor& value) {
+      engine_.execute(step, [&, wanting, id = step.output()](const HostTensor& value) {
         for (std::size_t i : wanting)
           tap_of(parts[i].sequence)->record({id, local[i]}, value.slice_rows(row0[i], local[i].rows));
-        if (is_logits) logits = value;
       });
     }
     engine_.end_chunk();
     for (std::size_t i = 0; i < parts.size(); ++i)
       if (Tap* tap = tap_of(parts[i].sequence)) tap->end_chunk(local[i], parts[i].tokens);
-    return logits;
   }
 
  private:
@@ -105,9 +100,11 @@ BatchRunResult run_batch(Engine& engine, const Graph& graph, const Prompts& prom
   std::vector<Sequence> seqs(prompts.size());
   Pass pass(engine, graph, prompts.size(), taps);
 
-  // Counts each part's rows, then takes the greedy token of each sequence whose prompt is done
-  // from the last of its rows in the pass's logits.
-  auto pick = [&](const HostTensor& logits, const std::vector<BatchPart>& parts) {
+  // Runs a pass, counts each part's rows, then takes the greedy token of each sequence whose prompt
+  // is done from the logits of the last of its rows (read alone).
+  const TensorId logits{Op::logits, graph.n_layers()};
+  auto run_and_pick = [&](const std::vector<BatchPart>& parts) {
+    pass.run(result.passes++, parts);
     std::int64_t row = 0;
     for (const BatchPart& p : parts) {
       row += static_cast<std::int64_t>(p.tokens.size());
@@ -120,7 +117,7 @@ BatchRunResult run_batch(Engine& engine, const Graph& graph, const Prompts& prom
         seqs[s].finished = true;
         continue;
       }
-      const std::int32_t token = argmax_last_row(logits.slice_rows(row - 1, 1));
+      const std::int32_t token = argmax_last_row(engine.read_rows(logits, row - 1, 1));
       out.generated.push_back(token);
       seqs[s].next = token;
       seqs[s].finished = static_cast<int>(out.generated.size()) == options.generate ||
@@ -129,7 +126,7 @@ BatchRunResult run_batch(Engine& engine, const Graph& graph, const Prompts& prom
   };
 
   auto start = std::chrono::steady_clock::now();
-  for (const std::vector<BatchPart>& parts : prefill) pick(pass.run(result.passes++, parts), parts);
+  for (const std::vector<BatchPart>& parts : prefill) run_and_pick(parts);
   result.prefill_seconds = seconds_since(start);
 
   start = std::chrono::steady_clock::now();
@@ -139,7 +136,7 @@ BatchRunResult run_batch(Engine& engine, const Graph& graph, const Prompts& prom
       if (!seqs[s].finished)
         parts.push_back({static_cast<int>(s), std::span<const std::int32_t>(&seqs[s].next, 1), seqs[s].fed, true});
     more = !parts.empty();
-    if (more) pick(pass.run(result.passes++, parts), parts);
+    if (more) run_and_pick(parts);
   }
   result.decode_seconds = seconds_since(start);
   return result;

@@ -87,6 +87,11 @@ class Engine {
 
   // Host copy of the latest value of an op output of the current chunk ([rows, width]).
   virtual HostTensor read(const TensorId& id) = 0;
+  // Rows [first, first + count) of it: what a runner needs of the logits (their last row), without
+  // copying the rest (a 2048-token chunk of a 128k vocabulary is 1 GB of f32).
+  virtual HostTensor read_rows(const TensorId& id, std::int64_t first, std::int64_t count) {
+    return read(id).slice_rows(first, count);
+  }
   // Teacher forcing: replace an op output of the current chunk.
   virtual void write(const TensorId& id, const HostTensor& value) = 0;
   // The KV cache of a layer: rows [0, n_past) of K (after RoPE) or V, [n_past, kv_dim].

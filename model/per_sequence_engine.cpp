@@ -67,6 +67,17 @@ HostTensor PerSequenceEngine::read(const TensorId& id) {
   return out;
 }
 
+// From the one engine that holds the rows, when one does.
+HostTensor PerSequenceEngine::read_rows(const TensorId& id, std::int64_t first, std::int64_t count) {
+  std::int64_t row0 = 0;
+  for (const BatchPart& p : parts_) {
+    const auto rows = static_cast<std::int64_t>(p.tokens.size());
+    if (first >= row0 && first + count <= row0 + rows) return engine_of(p).read_rows(id, first - row0, count);
+    row0 += rows;
+  }
+  return Engine::read_rows(id, first, count);
+}
+
 void PerSequenceEngine::write(const TensorId& id, const HostTensor& value) {
   std::int64_t row = 0;
   for (const BatchPart& p : parts_) {

@@ -26,6 +26,7 @@ class PerSequenceEngine final : public Engine {
   void execute(const Step& step, const Deliver& deliver) override;
   void end_chunk() override;
   HostTensor read(const TensorId& id) override;
+  HostTensor read_rows(const TensorId& id, std::int64_t first, std::int64_t count) override;
   void write(const TensorId& id, const HostTensor& value) override;
   HostTensor read_kv(int layer, bool value) override { return engines_.front()->read_kv(layer, value); }
   void write_kv(int layer, bool value, const HostTensor& rows) override {

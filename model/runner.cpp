@@ -52,9 +52,9 @@ RunResult run_sequence(Engine& engine, const Graph& graph, std::span<const std::
   const TensorId logits{Op::logits, graph.n_layers()};
 
   auto start = std::chrono::steady_clock::now();
-  int index = 0;
+  int index = 0, rows = 0;  // rows: of the latest chunk, whose last row's logits pick the next token
   for (int first = 0; first < n; first += chunk_size, ++index) {
-    const int rows = std::min(chunk_size, n - first);
+    rows = std::min(chunk_size, n - first);
     run_chunk(engine, graph, prompt.subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(rows)),
               {index, first, rows, false}, tap);
   }
@@ -64,11 +64,12 @@ RunResult run_sequence(Engine& engine, const Graph& graph, std::span<const std::
   start = std::chrono::steady_clock::now();
   int pos = n;
   for (int g = 0; g < options.generate; ++g) {
-    const std::int32_t next = argmax_last_row(engine.read(logits));
+    const std::int32_t next = argmax_last_row(engine.read_rows(logits, rows - 1, 1));
     result.generated.push_back(next);
     if (g + 1 == options.generate || (options.stop_at_eos && next == options.eos_token)) break;
     const std::array<std::int32_t, 1> token{next};
     run_chunk(engine, graph, token, {index++, pos++, 1, true}, tap);
+    rows = 1;
     ++result.decode_steps;
   }
   result.decode_seconds = seconds_since(start);

@@ -50,6 +50,7 @@ class CpuEngine final : public model::Engine {
   void end_chunk() override { n_past_ = chunk_.first_pos + chunk_.rows; }
 
   HostTensor read(const TensorId& id) override { return to_host(slot(id)); }
+  HostTensor read_rows(const TensorId& id, std::int64_t first, std::int64_t count) override;
   void write(const TensorId& id, const HostTensor& value) override;
   HostTensor read_kv(int layer, bool value) override;
   void write_kv(int layer, bool value, const HostTensor& rows) override;
@@ -61,7 +62,7 @@ class CpuEngine final : public model::Engine {
   void attend(int layer, Mat<S>& out);
   void append_kv(int layer);
   void round_if_f16(Mat<S>& m) const;
-  static HostTensor to_host(const Mat<S>& m);
+  static HostTensor to_host(const Eigen::Ref<const Mat<S>>& m);
   static Mat<S> from_host(const HostTensor& t);
 
   model::ModelConfig config_;
@@ -221,6 +222,14 @@ void CpuEngine<S>::attend(int layer, Mat<S>& out) {
 }
 
 template <typename S>
+HostTensor CpuEngine<S>::read_rows(const TensorId& id, std::int64_t first, std::int64_t count) {
+  const Mat<S>& m = slot(id);
+  TAPDIFF_ASSERT(first >= 0 && count >= 0 && first + count <= m.rows(), "rows [{}, {}) of {} of {} rows", first,
+                 first + count, model::to_string(id), m.rows());
+  return to_host(m.middleRows(first, count));
+}
+
+template <typename S>
 void CpuEngine<S>::write(const TensorId& id, const HostTensor& value) {
   const model::Step step{id.op, id.layer, {}};
   Mat<S>& dst = output(step);
@@ -252,12 +261,14 @@ void CpuEngine<S>::round_if_f16(Mat<S>& m) const {
 }
 
 template <typename S>
-HostTensor CpuEngine<S>::to_host(const Mat<S>& m) {
+HostTensor CpuEngine<S>::to_host(const Eigen::Ref<const Mat<S>>& m) {
   HostTensor t(sizeof(S) == 4 ? model::Scalar::f32 : model::Scalar::f64, m.rows(), m.cols());
+  S* data = nullptr;
   if constexpr (sizeof(S) == 4)
-    std::copy_n(m.data(), m.size(), t.f32().data());
+    data = t.f32().data();
   else
-    std::copy_n(m.data(), m.size(), t.f64().data());
+    data = t.f64().data();
+  Eigen::Map<Mat<S>>(data, m.rows(), m.cols()) = m;
   return t;
 }
 

@@ -18,6 +18,7 @@
 #include "gpu/vk_error.h"
 #include "gpu/vulkan_engine.h"
 #include "model/errors.h"
+#include "model/per_sequence_engine.h"
 #include "reference/cpu_engine.h"
 #include "tests/reference_fixtures.h"
 #include "tests/test_support.h"
@@ -177,6 +178,40 @@ TEST(VulkanEngine, KvCacheReadsBackAsTheReferenceAndRoundTrips) {
   EXPECT_LE(nmse(a.get(logits), b.get(logits)), 1e-9);
   expect_clean(*engine);
   expect_clean(*fresh);
+}
+
+// read_rows() copies only the rows asked for, and they are the rows read() gives, in the Vulkan
+// engine (f32 and f16), the reference and a batch of per-sequence engines.
+TEST(VulkanEngine, ReadRowsIsTheSliceOfRead) {
+  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto tokens = synth_prompt(7, m->config().vocab, 5);
+  const model::Graph graph(m->config());
+  std::vector<std::unique_ptr<model::Engine>> engines;
+  engines.push_back(vulkan_engine(*m));
+  engines.push_back(vulkan_engine(*m, "", true));
+  engines.push_back(reference::make_cpu_engine(*m, {model::Scalar::f64, 1}));
+  std::vector<std::unique_ptr<model::Engine>> two;
+  for (int i = 0; i < 2; ++i) two.push_back(reference::make_cpu_engine(*m, {model::Scalar::f32, 1}));
+  auto batch = std::make_unique<model::PerSequenceEngine>(std::move(two));
+  batch->set_sequences(2);
+  model::NullTap tap;
+  for (const auto& engine : engines) model::run_chunk(*engine, graph, tokens, {0, 0, 7, false}, tap);
+  const std::vector<model::BatchPart> parts = {{0, std::span(tokens).first(3), 0, false},
+                                               {1, std::span(tokens).first(4), 0, false}};
+  batch->begin_batch(0, parts);
+  for (const auto& step : graph.steps()) batch->execute(step, {});
+  batch->end_chunk();
+  engines.push_back(std::move(batch));
+  for (const auto& engine : engines)
+    for (const TensorId id : {TensorId{Op::logits, m->config().n_layers}, TensorId{Op::ffn_up, 1}})
+      for (const auto& [first, count] : {std::pair{0, 1}, {2, 3}, {6, 1}, {2, 0}}) {
+        const HostTensor all = engine->read(id), rows = engine->read_rows(id, first, count);
+        ASSERT_EQ(rows.rows(), count);
+        ASSERT_EQ(rows.cols(), all.cols());
+        for (int r = 0; r < count; ++r)
+          for (std::int64_t c = 0; c < all.cols(); ++c)
+            ASSERT_EQ(rows.at(r, c), all.at(first + r, c)) << engine->name() << " " << model::to_string(id);
+      }
 }
 
 TEST(VulkanEngine, ImpossibleDeviceRequestIsAClearError) {
