@@ -76,7 +76,7 @@ void DeviceWeights::upload(Stream& stream, model::WeightKind kind, int layer, co
     w.row_bytes = static_cast<std::uint32_t>(t.cols * 4);
   } else if (convert) {
     f16.resize(widened.size());
-    std::transform(widened.begin(), widened.end(), f16.begin(), model::f32_to_f16);
+    model::f32_to_f16(widened, f16.data());
     widened = {};
     bytes = std::as_bytes(std::span<const std::uint16_t>(f16));
     w.dtype = model::DType::f16;

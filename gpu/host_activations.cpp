@@ -7,18 +7,19 @@
 namespace tapdiff::gpu {
 
 model::HostTensor activations_to_host(const std::byte* data, std::int64_t rows, std::int64_t cols, Activations a) {
-  model::HostTensor t(model::Scalar::f32, rows, cols);
-  const std::span<float> out = t.f32();
-  if (a == Activations::f32) {
-    std::memcpy(out.data(), data, out.size_bytes());
-    return t;
-  }
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    std::uint16_t h = 0;
-    std::memcpy(&h, data + 2 * i, 2);
-    out[i] = model::f16_to_f32(h);
-  }
+  model::HostTensor t;
+  activations_to_host(data, rows, cols, a, t);
   return t;
+}
+
+void activations_to_host(const std::byte* data, std::int64_t rows, std::int64_t cols, Activations a,
+                         model::HostTensor& out) {
+  out.reshape(model::Scalar::f32, rows, cols);
+  const std::span<float> values = out.f32();
+  if (a == Activations::f32)
+    std::memcpy(values.data(), data, values.size_bytes());
+  else
+    model::dequantize_row(model::DType::f16, data, values.data(), out.size());  // the vectorized widening
 }
 
 std::vector<std::byte> activations_to_device(const model::HostTensor& value, Activations a) {
@@ -29,10 +30,9 @@ std::vector<std::byte> activations_to_device(const model::HostTensor& value, Act
     std::memcpy(bytes.data(), in.data(), in.size_bytes());
     return bytes;
   }
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    const std::uint16_t h = model::f32_to_f16(in[i]);
-    std::memcpy(bytes.data() + 2 * i, &h, 2);
-  }
+  std::vector<std::uint16_t> halves(in.size());
+  model::f32_to_f16(in, halves.data());
+  std::memcpy(bytes.data(), halves.data(), bytes.size());
   return bytes;
 }
 

@@ -130,7 +130,8 @@ class Engine final : public VulkanEngine {
   std::array<Region, model::kOpCount> slots_{};    // per op [capacity_, width]; overwritten per layer
   std::array<int, model::kOpCount> slot_layer_{};  // the layer each slot's content belongs to
   std::array<std::vector<std::string>, model::kOpCount> ran_;  // variants that ran, per op
-  Region tokens_;                                              // [capacity_] int32
+  HostTensor delivered_;  // the tensor each delivery is converted into, reused (execute)
+  Region tokens_;         // [capacity_] int32
   Region row_table_;  // [capacity_] of (cache row of position 0, position, chunk's first position, leak), attention's
   // [capacity_, head_dim / 2] (cos, sin) each: the chunk's distinct RoPE tables (more than one only
   // where --inject moves a layer's positions or base), and the one each layer uses.
@@ -382,8 +383,10 @@ void Engine::execute(const model::Step& step, const model::Deliver& deliver) {
   if (std::find(ran.begin(), ran.end(), variant) == ran.end()) ran.push_back(variant);
   if (!deliver) return;
   const std::int64_t rows = chunk_.rows, cols = graph_.width(step.op);
-  stream_->download(out, [deliver, rows, cols, a = activation_type_](const std::byte* data) {
-    deliver(activations_to_host(data, rows, cols, a));
+  // One host tensor serves every delivery: taps copy what they keep (model::Deliver).
+  stream_->download(out, [this, deliver, rows, cols](const std::byte* data) {
+    activations_to_host(data, rows, cols, activation_type_, delivered_);
+    deliver(delivered_);
   });
 }
 

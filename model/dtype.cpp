@@ -153,8 +153,10 @@ std::size_t row_bytes(DType t, std::int64_t n) {
 
 float f16_to_f32(std::uint16_t h) { return widen_f16(h); }
 
+namespace {
+
 // Round to nearest even; |f| >= 65520 -> inf; NaN -> quiet NaN of the same sign.
-std::uint16_t f32_to_f16(float f) {
+std::uint16_t narrow_f16(float f) {
   std::uint32_t u = std::bit_cast<std::uint32_t>(f);
   const std::uint32_t sign = u & 0x80000000u;
   u ^= sign;
@@ -170,6 +172,14 @@ std::uint16_t f32_to_f16(float f) {
     out = u >> 13;
   }
   return static_cast<std::uint16_t>(out | (sign >> 16));
+}
+
+}  // namespace
+
+std::uint16_t f32_to_f16(float f) { return narrow_f16(f); }
+
+void f32_to_f16(std::span<const float> in, std::uint16_t* out) {
+  for (std::size_t i = 0; i < in.size(); ++i) out[i] = narrow_f16(in[i]);
 }
 
 float bf16_to_f32(std::uint16_t h) { return std::bit_cast<float>(static_cast<std::uint32_t>(h) << 16); }

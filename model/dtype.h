@@ -23,7 +23,8 @@ std::size_t block_bytes(DType t);                             // bytes per block
 std::size_t row_bytes(DType t, std::int64_t n);
 
 float f16_to_f32(std::uint16_t h);
-std::uint16_t f32_to_f16(float f);  // round to nearest even, overflow to inf
+std::uint16_t f32_to_f16(float f);                               // round to nearest even, overflow to inf
+void f32_to_f16(std::span<const float> in, std::uint16_t* out);  // each as above, in a loop the compiler inlines
 float bf16_to_f32(std::uint16_t h);
 std::uint16_t f32_to_bf16(float f);  // round to nearest even
 

@@ -55,7 +55,8 @@ class NullTap final : public Tap {
 };
 
 // Receives a wanted op output; an engine may call it during execute() or later, but before
-// end_chunk() returns.
+// end_chunk() returns. The tensor is valid during the call only (an engine may refill it for the
+// next delivery): a receiver copies what it keeps.
 using Deliver = std::function<void(const HostTensor&)>;
 
 class Engine {

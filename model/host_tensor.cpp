@@ -6,13 +6,19 @@
 
 namespace tapdiff::model {
 
-HostTensor::HostTensor(Scalar scalar, std::int64_t rows, std::int64_t cols) : rows_(rows), cols_(cols) {
+HostTensor::HostTensor(Scalar scalar, std::int64_t rows, std::int64_t cols) { reshape(scalar, rows, cols); }
+
+void HostTensor::reshape(Scalar scalar, std::int64_t rows, std::int64_t cols) {
   TAPDIFF_ASSERT(rows >= 0 && cols >= 0, "negative shape [{}, {}]", rows, cols);
+  rows_ = rows, cols_ = cols;
   const auto n = static_cast<std::size_t>(rows * cols);
-  if (scalar == Scalar::f32)
-    data_ = std::vector<float>(n);
-  else
-    data_ = std::vector<double>(n);
+  if (scalar == Scalar::f32) {
+    if (!std::holds_alternative<std::vector<float>>(data_)) data_ = std::vector<float>();
+    std::get<std::vector<float>>(data_).resize(n);
+  } else {
+    if (!std::holds_alternative<std::vector<double>>(data_)) data_ = std::vector<double>();
+    std::get<std::vector<double>>(data_).resize(n);
+  }
 }
 
 std::span<float> HostTensor::f32() {

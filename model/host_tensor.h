@@ -14,6 +14,10 @@ class HostTensor {
  public:
   HostTensor() = default;
   HostTensor(Scalar scalar, std::int64_t rows, std::int64_t cols);
+  // Makes this a [rows, cols] tensor of scalar, keeping the storage (and its capacity) when the
+  // type stays: a tensor refilled over and over allocates, and page-faults, once. Contents are
+  // unspecified.
+  void reshape(Scalar scalar, std::int64_t rows, std::int64_t cols);
 
   Scalar scalar() const { return std::holds_alternative<std::vector<float>>(data_) ? Scalar::f32 : Scalar::f64; }
   std::int64_t rows() const { return rows_; }
