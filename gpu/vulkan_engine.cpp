@@ -511,6 +511,7 @@ HostTensor Engine::read_rows(const TensorId& id, std::int64_t first, std::int64_
   TAPDIFF_ASSERT(first >= 0 && count >= 0 && first + count <= chunk_.rows, "rows [{}, {}) of {} of {} rows", first,
                  first + count, model::to_string(id), chunk_.rows);
   const std::int64_t width = graph_.width(id.op);
+  if (count == 0) return HostTensor(model::Scalar::f32, 0, width);  // no 0-byte copy on the device
   return download_now(input(id).sub(activation_bytes(first, width), activation_bytes(count, width)), count, width);
 }
 

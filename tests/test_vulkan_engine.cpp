@@ -212,6 +212,7 @@ TEST(VulkanEngine, ReadRowsIsTheSliceOfRead) {
           for (std::int64_t c = 0; c < all.cols(); ++c)
             ASSERT_EQ(rows.at(r, c), all.at(first + r, c)) << engine->name() << " " << model::to_string(id);
       }
+  for (std::size_t i = 0; i < 2; ++i) expect_clean(dynamic_cast<const gpu::VulkanEngine&>(*engines[i]));
 }
 
 TEST(VulkanEngine, ImpossibleDeviceRequestIsAClearError) {
