@@ -163,14 +163,23 @@ std::pair<hid_t, const void*> DumpFile::stored(model::Scalar scalar, std::span<c
 }
 
 void DumpFile::write_tap(std::size_t slot, model::Scalar scalar, std::int64_t rows, std::span<const std::byte> values) {
+  const auto [memory_type, data] = stored(scalar, values);
+  append_tap_rows(slot, rows, values.size() / (scalar == model::Scalar::f32 ? 4 : 8), memory_type, data);
+}
+
+void DumpFile::write_tap_f16(std::size_t slot, std::int64_t rows, std::span<const std::byte> bits) {
+  TAPDIFF_ASSERT(storage_ == StorageType::f16, "{}: f16 values for a {} dump", path_, storage_name(storage_));
+  append_tap_rows(slot, rows, bits.size() / 2, h5::memory_type(h5::Type::f16), bits.data());
+}
+
+void DumpFile::append_tap_rows(std::size_t slot, std::int64_t rows, std::size_t values, hid_t memory_type,
+                               const void* data) {
   TapDataset& tap = taps_.at(slot);
   const auto n = static_cast<hsize_t>(rows);
-  TAPDIFF_ASSERT(values.size() == n * tap.width * (scalar == model::Scalar::f32 ? 4 : 8),
-                 "{}: {} bytes for {} rows of width {}", path_, values.size(), rows, tap.width);
+  TAPDIFF_ASSERT(values == n * tap.width, "{}: {} values for {} rows of width {}", path_, values, rows, tap.width);
   const hsize_t end = rows_ + n;
   const hsize_t extent[2] = {end, tap.width};
   tap.data.set_extent(extent);
-  const auto [memory_type, data] = stored(scalar, values);
   tap.data.write_rows(rows_, n, memory_type, data);
   tap.rows = end;
 }

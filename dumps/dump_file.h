@@ -47,6 +47,8 @@ class DumpFile {
   // converted to the storage type, they become the rows of the dataset after those of the ended
   // chunks.
   void write_tap(std::size_t slot, model::Scalar scalar, std::int64_t rows, std::span<const std::byte> values);
+  // The same for f16 bit patterns into a dump stored as f16: written as they are, unconverted.
+  void write_tap_f16(std::size_t slot, std::int64_t rows, std::span<const std::byte> bits);
   // Makes the open chunk durable: taps not written in it get NaN rows (the fill value), the
   // provenance is appended, the file flushed, then rows_complete raised and flushed again.
   void end_chunk(const model::ChunkInfo& chunk, std::span<const std::int32_t> tokens);
@@ -67,6 +69,8 @@ class DumpFile {
   void create_provenance();
   // The values in the storage type: (memory type, pointer), converted into scratch when needed.
   std::pair<hid_t, const void*> stored(model::Scalar scalar, std::span<const std::byte> values);
+  // Extends taps[slot] by `rows` and writes them: `values` elements of memory_type at data.
+  void append_tap_rows(std::size_t slot, std::int64_t rows, std::size_t values, hid_t memory_type, const void* data);
   void append_provenance(const model::ChunkInfo& chunk, std::span<const std::int32_t> tokens);
 
   std::string path_;

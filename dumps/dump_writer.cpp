@@ -50,6 +50,7 @@ std::span<const std::byte> bytes_of(const model::HostTensor& value) {
 DumpWriter::DumpWriter(const std::string& path, RunMetadata metadata, const model::Graph& graph,
                        const TapFilter& filter, const WriterOptions& options)
     : path_(path),
+      storage_(options.storage),
       n_layers_(graph.n_layers()),
       taps_(tap_specs(path, metadata.model_config, graph, filter)),
       file_(path, with_options(std::move(metadata), options), taps_, options.storage, options.compress_level),
@@ -80,7 +81,7 @@ void DumpWriter::start_chunk(int index) {
   open_chunk_ = index;
 }
 
-void DumpWriter::record(const model::TapKey& key, const model::HostTensor& value) {
+std::size_t DumpWriter::claim(const model::TapKey& key, std::int64_t rows, std::int64_t cols) {
   queue_.check();  // a failed writer reports that first, whatever the call
   TAPDIFF_ASSERT(!finished_, "{}: record({}) after finish()", path_, model::to_string(key.id));
   const int index = slot(key.id);
@@ -89,15 +90,28 @@ void DumpWriter::record(const model::TapKey& key, const model::HostTensor& value
                  "{}: record({}) for chunk {} while chunk {} has not ended", path_, model::to_string(key.id),
                  key.chunk.index, open_chunk_);
   const auto at = static_cast<std::size_t>(index);
-  TAPDIFF_ASSERT(value.rows() == key.chunk.rows && value.cols() == taps_[at].width,
+  TAPDIFF_ASSERT(rows == key.chunk.rows && cols == taps_[at].width,
                  "{}: {} of chunk {}: expected [{}, {}], found [{}, {}]", path_, model::to_string(key.id),
-                 key.chunk.index, key.chunk.rows, taps_[at].width, value.rows(), value.cols());
+                 key.chunk.index, key.chunk.rows, taps_[at].width, rows, cols);
   TAPDIFF_ASSERT(recorded_[at] != key.chunk.index, "{}: {} recorded twice in chunk {}", path_, model::to_string(key.id),
                  key.chunk.index);
   if (open_chunk_ < 0) start_chunk(key.chunk.index);
   recorded_[at] = key.chunk.index;
+  return at;
+}
+
+void DumpWriter::record(const model::TapKey& key, const model::HostTensor& value) {
+  const std::size_t at = claim(key, value.rows(), value.cols());
   queue_.push(bytes_of(value), [this, at, scalar = value.scalar(), rows = value.rows()](
                                    std::span<const std::byte> data) { file_.write_tap(at, scalar, rows, data); });
+}
+
+bool DumpWriter::record_f16(const model::TapKey& key, const model::HalfRows& value) {
+  if (storage_ != StorageType::f16) return false;
+  const std::size_t at = claim(key, value.rows, value.cols);
+  queue_.push(std::as_bytes(value.bits),
+              [this, at, rows = value.rows](std::span<const std::byte> data) { file_.write_tap_f16(at, rows, data); });
+  return true;
 }
 
 void DumpWriter::end_chunk(const model::ChunkInfo& chunk, std::span<const std::int32_t> tokens) {

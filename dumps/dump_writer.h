@@ -67,6 +67,9 @@ class DumpWriter final : public model::Tap {
   // value is [key.chunk.rows, width of the op], f32 or f64 (asserted); it becomes the rows of
   // the dataset after those of the earlier chunks. Each op at most once per chunk (asserted).
   void record(const model::TapKey& key, const model::HostTensor& value) override;
+  // A dump stored as f16 takes f16 bits as they are (no conversion on either side); false for
+  // the other storage types, which take the value through record().
+  bool record_f16(const model::TapKey& key, const model::HalfRows& value) override;
   // tokens: the chunk.rows tokens fed in the chunk.
   void end_chunk(const model::ChunkInfo& chunk, std::span<const std::int32_t> tokens) override;
   // Waits for everything queued, writes the root attribute summary (JSON text), sets complete = 1
@@ -82,8 +85,11 @@ class DumpWriter final : public model::Tap {
  private:
   int slot(const model::TensorId& id) const;  // index into taps_, or -1
   void start_chunk(int index);                // the first call of a chunk
+  // Checks a recording of [rows, cols] for key and marks it recorded: the index into taps_.
+  std::size_t claim(const model::TapKey& key, std::int64_t rows, std::int64_t cols);
 
   std::string path_;
+  StorageType storage_;
   int n_layers_ = 0;
   std::vector<TapSpec> taps_;  // graph order
   std::vector<int> slots_;     // (layer + 1) * kOpCount + op -> index into taps_, or -1

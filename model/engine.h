@@ -4,6 +4,8 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #include "model/graph.h"
 #include "model/host_tensor.h"
@@ -33,6 +35,13 @@ struct TapKey {
   ChunkInfo chunk;
 };
 
+// f16 values as their bit patterns, [rows, cols] row-major: an op output as an f16 engine holds it.
+struct HalfRows {
+  std::span<const std::uint16_t> bits;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+};
+
 // An observer after every step. wants() is asked first, so an engine keeps unwatched outputs
 // where they are (on the GPU); record() then receives each wanted output, [chunk.rows, width].
 class Tap {
@@ -40,6 +49,14 @@ class Tap {
   virtual ~Tap() = default;
   virtual bool wants(const TapKey& key) const = 0;
   virtual void record(const TapKey& key, const HostTensor& value) = 0;
+  // Offered before record() where the engine holds the output as f16 (--dtype f16 on the GPU):
+  // true when the tap took the bits as they are (a dump stored as f16 writes them unconverted);
+  // false, the default, to receive the output through record() as f32 instead.
+  virtual bool record_f16(const TapKey& key, const HalfRows& value) {
+    (void)key;
+    (void)value;
+    return false;
+  }
   // Called after every record() of the chunk has happened; a writer makes the chunk durable here.
   virtual void end_chunk(const ChunkInfo& chunk, std::span<const std::int32_t> tokens) {
     (void)chunk;
@@ -57,7 +74,26 @@ class NullTap final : public Tap {
 // Receives a wanted op output; an engine may call it during execute() or later, but before
 // end_chunk() returns. The tensor is valid during the call only (an engine may refill it for the
 // next delivery): a receiver copies what it keeps.
-using Deliver = std::function<void(const HostTensor&)>;
+// An engine that holds the output as f16 may offer the bits first (offer_f16, Tap::record_f16).
+class Deliver {
+ public:
+  Deliver() = default;
+  Deliver(std::nullptr_t) {}  // NOLINT(google-explicit-constructor): no delivery, as {} is
+  template <typename F>
+  requires std::is_invocable_v<F&, const HostTensor&> Deliver(F value)
+      : value_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Deliver(std::function<void(const HostTensor&)> value, std::function<bool(const HalfRows&)> f16)
+      : value_(std::move(value)), f16_(std::move(f16)) {}
+
+  explicit operator bool() const { return static_cast<bool>(value_); }
+  void operator()(const HostTensor& value) const { value_(value); }
+  // true when the receiver took the f16 bits; otherwise the engine delivers the value widened.
+  bool offer_f16(const HalfRows& value) const { return f16_ && f16_(value); }
+
+ private:
+  std::function<void(const HostTensor&)> value_;
+  std::function<bool(const HalfRows&)> f16_;
+};
 
 class Engine {
  public:

@@ -22,7 +22,8 @@ void run_chunk(Engine& engine, const Graph& graph, std::span<const std::int32_t>
   for (const Step& step : graph.steps()) {
     const TapKey key{step.output(), chunk};
     if (tap.wants(key))
-      engine.execute(step, [&tap, key](const HostTensor& value) { tap.record(key, value); });
+      engine.execute(step, Deliver([&tap, key](const HostTensor& value) { tap.record(key, value); },
+                                   [&tap, key](const HalfRows& value) { return tap.record_f16(key, value); }));
     else
       engine.execute(step, {});
   }
