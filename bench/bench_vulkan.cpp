@@ -5,7 +5,7 @@
 // also writes it into FILE between the markers of --section (bench_support.h).
 //   tapdiff_bench_vulkan --model SPEC [--dtype f16] [--prompt-tokens 512,2048] [--variants "auto;attention=two-pass"]
 //                        [--decode-prompt 512] [--decode-steps 32] [--tap-tokens 512] [--repeats 3]
-//                        [--markdown docs/benchmarks.md --section NAME]
+//                        [--profile] [--markdown docs/benchmarks.md --section NAME]
 #include <unistd.h>
 
 #include <chrono>
@@ -20,6 +20,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bench/bench_support.h"
+#include "bench/op_profile.h"
 #include "bench/timed_run.h"
 #include "bisect/cli/model_source.h"
 #include "dumps/dump_writer.h"
@@ -54,6 +55,7 @@ int main(int argc, char** argv) try {
   std::string model_spec, dtype = "f16", prompt_list = "512,2048", variant_list = "auto", device, markdown, section;
   std::string dump_dir = std::filesystem::temp_directory_path() / "tapdiff-bench-vulkan";
   int decode_prompt = 512, decode_steps = 32, tap_tokens = 512, repeats = 3;
+  bool profile = false;
   CLI::App app{"Vulkan engine benchmark: prefill, decode and taps, kernel variants side by side"};
   app.add_option("--model", model_spec, "Model (file, folder or synth:SHAPE)")->required();
   app.add_option("--dtype", dtype, "Compute dtype of the engine: f32 or f16")->capture_default_str();
@@ -66,6 +68,7 @@ int main(int argc, char** argv) try {
   app.add_option("--dump-dir", dump_dir, "Where the tapped runs write their dumps")->capture_default_str();
   app.add_option("--repeats", repeats, "Rounds after the warm-up round")->capture_default_str();
   app.add_option("--device", device, "Vulkan device (index or name substring)");
+  app.add_flag("--profile", profile, "Also profile the decode run op by op with device timestamps");
   app.add_option("--markdown", markdown, "Also write the result into this Markdown file");
   app.add_option("--section", section, "The section's name in --markdown (default: DEVICE-MODEL-DTYPE)");
   CLI11_PARSE(app, argc, argv);
@@ -164,6 +167,13 @@ int main(int argc, char** argv) try {
                        1e3 / bench::median(ms[v]), bench::median(cpu_ms[v]));
     fmt::print("{}\n", d);
     out += d + "\n";
+    if (profile) {
+      std::vector<bench::ProfiledEngine> profiled;
+      for (const Variant& v : variants) profiled.push_back({v.kernels, v.engine.get()});
+      const std::string p = bench::op_profile_section(profiled, graph, *m, prompt, decode_steps);
+      fmt::print("{}\n", p);
+      out += p + "\n";
+    }
   }
 
   if (tap_tokens > 0) {

@@ -54,6 +54,7 @@ void query_properties(VkPhysicalDevice device, DeviceInfo& info) {
   std::copy_n(l.maxComputeWorkGroupCount, 3, info.max_workgroup_count);
   info.max_shared_memory = l.maxComputeSharedMemorySize;
   info.max_push_constants = l.maxPushConstantsSize;
+  info.timestamp_period_ns = l.timestampPeriod;
 }
 
 void query_features(VkPhysicalDevice device, DeviceInfo& info) {
@@ -132,6 +133,8 @@ void query_memory_and_queues(VkPhysicalDevice device, DeviceInfo& info) {
       info.compute_queue_family = static_cast<int>(f);
     if ((flags & VK_QUEUE_GRAPHICS_BIT) != 0) break;
   }
+  if (info.compute_queue_family >= 0)
+    info.timestamp_valid_bits = families[static_cast<std::size_t>(info.compute_queue_family)].timestampValidBits;
 }
 
 std::string lower(std::string s) {

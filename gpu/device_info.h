@@ -23,6 +23,9 @@ struct DeviceInfo {
   std::uint32_t api_version = 0;
   std::vector<MemoryHeap> heaps;
   int compute_queue_family = -1;  // -1: none
+  // Device timestamps on that queue (Stream::mark): bits that count (0: none) and ns per tick.
+  std::uint32_t timestamp_valid_bits = 0;
+  float timestamp_period_ns = 0;
 
   // Subgroups (core 1.1 properties).
   std::uint32_t subgroup_size = 0;

@@ -36,38 +36,57 @@ Stream::Stream(const Device& device)
   pool.flags = VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
   pool.queueFamilyIndex = device.queue_family();
   check(vkCreateCommandPool(device.handle(), &pool, nullptr, &pool_), "vkCreateCommandPool");
-  VkCommandBufferAllocateInfo alloc{};
-  alloc.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
-  alloc.commandPool = pool_;
-  alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-  alloc.commandBufferCount = 1;
-  VkFenceCreateInfo fence{};
-  fence.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
-  VkResult r = vkAllocateCommandBuffers(device.handle(), &alloc, &cmd_);
-  if (r == VK_SUCCESS) r = vkCreateFence(device.handle(), &fence, nullptr, &fence_);
-  if (r != VK_SUCCESS) {
-    vkDestroyCommandPool(device.handle(), pool_, nullptr);
-    check(r, "vkAllocateCommandBuffers/vkCreateFence");
-  }
 }
 
 Stream::~Stream() {
   if (recording_) vkEndCommandBuffer(cmd_);  // abandoned after an error: never submitted
-  vkDestroyFence(device_->handle(), fence_, nullptr);
+  if (submitted_ > 0)                        // after an error: nothing is freed under the device
+    vkWaitForFences(device_->handle(), 1, &fences_[submitted_ - 1], VK_TRUE,
+                    static_cast<std::uint64_t>(timeout_s_ * 1e9));
+  for (VkFence fence : fences_) vkDestroyFence(device_->handle(), fence, nullptr);
   vkDestroyCommandPool(device_->handle(), pool_, nullptr);
 }
 
 VkCommandBuffer Stream::cmd() {
   if (recording_) return cmd_;
-  check(vkResetCommandPool(device_->handle(), pool_, 0), "vkResetCommandPool");
+  // A batch's first command buffer: the device is done with every earlier one.
+  if (submitted_ == 0) check(vkResetCommandPool(device_->handle(), pool_, 0), "vkResetCommandPool");
+  if (submitted_ == cmds_.size()) {
+    VkCommandBufferAllocateInfo alloc{};
+    alloc.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
+    alloc.commandPool = pool_;
+    alloc.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    alloc.commandBufferCount = 1;
+    VkCommandBuffer buffer = VK_NULL_HANDLE;
+    check(vkAllocateCommandBuffers(device_->handle(), &alloc, &buffer), "vkAllocateCommandBuffers");
+    cmds_.push_back(buffer);
+    VkFenceCreateInfo fence_info{};
+    fence_info.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
+    VkFence fence = VK_NULL_HANDLE;
+    check(vkCreateFence(device_->handle(), &fence_info, nullptr, &fence), "vkCreateFence");
+    fences_.push_back(fence);
+  }
+  cmd_ = cmds_[submitted_];
   VkCommandBufferBeginInfo begin{};
   begin.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
   begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   check(vkBeginCommandBuffer(cmd_, &begin), "vkBeginCommandBuffer");
   recording_ = true;
-  // Orders this batch after everything submitted before (the previous batch's writes).
+  // Orders this command buffer after everything submitted before (earlier ones' writes).
   barrier(kWorkStages, kWorkAccess);
+  if (submitted_ == 0 && timestamps_on_) timestamps_->begin_batch(cmd_);
   return cmd_;
+}
+
+void Stream::set_timestamps(bool on) {
+  TAPDIFF_ASSERT(!recording_ && submitted_ == 0, "timestamps switched in the middle of a batch");
+  if (on && !timestamps_) timestamps_ = std::make_unique<Timestamps>(*device_);
+  timestamps_on_ = on;
+}
+
+void Stream::mark(std::function<void(double)> done) {
+  TAPDIFF_ASSERT(timestamps_on_, "a timestamp mark with timestamps off");
+  timestamps_->mark(cmd(), std::move(done));
 }
 
 void Stream::barrier(VkPipelineStageFlags dst_stages, VkAccessFlags dst_access) {
@@ -114,11 +133,50 @@ void Stream::download(const Region& src, std::function<void(const std::byte*)> d
 void Stream::finish_batch() {
   recording_ = false;
   has_downloads_ = false;
+  submitted_ = 0;
   written_.clear();
   read_.clear();
+  if (timestamps_) timestamps_->clear();
   uploads_.reset();
   readbacks_.reset();
   descriptors_.reset();
+}
+
+void Stream::end_and_submit() {
+  recording_ = false;
+  written_.clear();
+  read_.clear();
+  check(vkEndCommandBuffer(cmd_), "vkEndCommandBuffer");
+  VkFence fence = fences_[submitted_];
+  VkSubmitInfo submit_info{};
+  submit_info.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
+  submit_info.commandBufferCount = 1;
+  submit_info.pCommandBuffers = &cmd_;
+  check(vkResetFences(device_->handle(), 1, &fence), "vkResetFences");
+  check(vkQueueSubmit(device_->queue(), 1, &submit_info, fence), "vkQueueSubmit");
+  ++submitted_;
+  ++submits_;
+}
+
+void Stream::submit() {
+  if (recording_) end_and_submit();
+}
+
+// A fence's signal covers every command submitted to the queue before it, so the last fence of
+// the batch vouches for all of it.
+void Stream::wait_for_batch() {
+  if (submitted_ == 0) return;
+  // A bounded wait: a device that never signals (a driver fault, a kernel that does not end) is
+  // an error that says so, never a hang; its objects are then left alone, not freed under it.
+  const VkResult waited = vkWaitForFences(device_->handle(), 1, &fences_[submitted_ - 1], VK_TRUE,
+                                          static_cast<std::uint64_t>(timeout_s_ * 1e9));
+  if (waited == VK_TIMEOUT) {
+    abandon_device_objects();
+    throw EnvironmentError(fmt::format(
+        "vkWaitForFences: the GPU did not finish a chunk within {} s (set TAPDIFF_GPU_TIMEOUT_S to allow longer)",
+        timeout_s_));
+  }
+  check(waited, "vkWaitForFences", [] { return std::string("waiting for the GPU to finish a chunk"); });
 }
 
 double gpu_timeout_seconds() {
@@ -132,48 +190,38 @@ double gpu_timeout_seconds() {
 }
 
 void Stream::flush() {
-  if (!recording_) {
+  if (!recording_ && submitted_ == 0) {
     TAPDIFF_ASSERT(completions_.empty(), "{} completions without recorded work", completions_.size());
     return;
   }
-  // Readbacks: make the copies' writes visible to the host.
-  if (has_downloads_) barrier(VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+  // Readbacks: make the copies' writes (in this or earlier command buffers) visible to the host.
+  if (has_downloads_) {
+    cmd();
+    barrier(VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
+  }
   std::vector<std::function<void()>> done;
   done.swap(completions_);
   struct Recycle {
     Stream* s;
     ~Recycle() { s->finish_batch(); }
   } recycle{this};  // also after an error, so the next chunk starts clean
-  check(vkEndCommandBuffer(cmd_), "vkEndCommandBuffer");
-  VkSubmitInfo submit{};
-  submit.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
-  submit.commandBufferCount = 1;
-  submit.pCommandBuffers = &cmd_;
-  check(vkResetFences(device_->handle(), 1, &fence_), "vkResetFences");
-  check(vkQueueSubmit(device_->queue(), 1, &submit, fence_), "vkQueueSubmit");
-  ++submits_;
-  // A bounded wait: a device that never signals (a driver fault, a kernel that does not end) is
-  // an error that says so, never a hang; its objects are then left alone, not freed under it.
-  const VkResult waited =
-      vkWaitForFences(device_->handle(), 1, &fence_, VK_TRUE, static_cast<std::uint64_t>(timeout_s_ * 1e9));
-  if (waited == VK_TIMEOUT) {
-    abandon_device_objects();
-    throw EnvironmentError(fmt::format(
-        "vkWaitForFences: the GPU did not finish a chunk within {} s (set TAPDIFF_GPU_TIMEOUT_S to allow longer)",
-        timeout_s_));
+  try {
+    submit();
+  } catch (...) {
+    wait_for_batch();  // what went before is still running: nothing is recycled under it
+    throw;
   }
-  check(waited, "vkWaitForFences", [] { return std::string("waiting for the GPU to finish a chunk"); });
+  wait_for_batch();
+  if (timestamps_on_) timestamps_->collect();
   for (auto& fn : done) fn();
 }
 
-}  // namespace tapdiff::gpu
-
-namespace tapdiff::gpu {
-
 void Stream::abandon() {
-  if (!recording_) return;
-  vkEndCommandBuffer(cmd_);
+  if (!recording_ && submitted_ == 0) return;
+  if (recording_) vkEndCommandBuffer(cmd_);
+  recording_ = false;
   completions_.clear();
+  wait_for_batch();
   finish_batch();
 }
 

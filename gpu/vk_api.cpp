@@ -55,6 +55,7 @@ void abandon_device_objects() {
   vkDestroyInstance = noop, vkDestroyDevice = noop, vkDestroyBuffer = noop, vkFreeMemory = noop;
   vkDestroyShaderModule = noop, vkDestroyDescriptorSetLayout = noop, vkDestroyPipelineLayout = noop;
   vkDestroyPipeline = noop, vkDestroyDescriptorPool = noop, vkDestroyCommandPool = noop, vkDestroyFence = noop;
+  vkDestroyQueryPool = noop;
 }
 
 }  // namespace tapdiff::gpu

@@ -64,6 +64,11 @@
   X(vkCmdDispatch)                            \
   X(vkCmdPipelineBarrier)                     \
   X(vkCmdCopyBuffer)                          \
+  X(vkCreateQueryPool)                        \
+  X(vkDestroyQueryPool)                       \
+  X(vkCmdResetQueryPool)                      \
+  X(vkCmdWriteTimestamp)                      \
+  X(vkGetQueryPoolResults)                    \
   X(vkCreateFence)                            \
   X(vkDestroyFence)                           \
   X(vkResetFences)                            \

@@ -89,8 +89,9 @@ class Engine final : public VulkanEngine {
 
   std::vector<std::string> validation_messages() const override { return instance_->messages(); }
   bool validation_enabled() const override { return instance_->validation(); }
+  void set_profiling(bool on) override { stream_->set_timestamps(on); }
   VulkanEngineStats stats() const override {
-    return {stream_->submits(), stream_->barriers(), pipelines_->size(), weights_->bytes()};
+    return {stream_->submits(), stream_->barriers(), pipelines_->size(), weights_->bytes(), op_seconds_};
   }
   const DeviceInfo& device_info() const override { return device_->info(); }
 
@@ -111,6 +112,9 @@ class Engine final : public VulkanEngine {
   const DeviceWeight& norm_weight(Op op, int layer) const;
   std::uint64_t activation_bytes(std::int64_t rows, std::int64_t cols) const;
   HostTensor download_now(const Region& r, std::int64_t rows, std::int64_t cols);
+  // Copies the chunk's output in `out` ([rows, cols]) back once the chunk has run, and hands it to
+  // deliver.
+  void deliver_after_chunk(const Region& out, std::int64_t cols, const model::Deliver& deliver);
   void upload(const HostTensor& value, const Region& r);
 
   model::ModelConfig config_;
@@ -130,8 +134,9 @@ class Engine final : public VulkanEngine {
   std::array<Region, model::kOpCount> slots_{};    // per op [capacity_, width]; overwritten per layer
   std::array<int, model::kOpCount> slot_layer_{};  // the layer each slot's content belongs to
   std::array<std::vector<std::string>, model::kOpCount> ran_;  // variants that ran, per op
-  HostTensor delivered_;  // the tensor each delivery is converted into, reused (execute)
-  Region tokens_;         // [capacity_] int32
+  HostTensor delivered_;                              // the tensor each delivery is converted into, reused (execute)
+  std::array<double, model::kOpCount> op_seconds_{};  // set_profiling
+  Region tokens_;                                     // [capacity_] int32
   Region row_table_;  // [capacity_] of (cache row of position 0, position, chunk's first position, leak), attention's
   // [capacity_, head_dim / 2] (cos, sin) each: the chunk's distinct RoPE tables (more than one only
   // where --inject moves a layer's positions or base), and the one each layer uses.
@@ -381,10 +386,22 @@ void Engine::execute(const model::Step& step, const model::Deliver& deliver) {
   slot_layer_[static_cast<std::size_t>(step.op)] = step.layer;
   std::vector<std::string>& ran = ran_[static_cast<std::size_t>(step.op)];
   if (std::find(ran.begin(), ran.end(), variant) == ran.end()) ran.push_back(variant);
-  if (!deliver) return;
-  const std::int64_t rows = chunk_.rows, cols = graph_.width(step.op);
-  // One host tensor serves every delivery: taps copy what they keep (model::Deliver).
+  if (stream_->timestamps())
+    stream_->mark([this, at = static_cast<std::size_t>(step.op)](double seconds) { op_seconds_[at] += seconds; });
+  if (deliver) deliver_after_chunk(out, graph_.width(step.op), deliver);
+  // The device starts on each layer while the next is recorded (end_chunk() waits for them all).
+  if (step.op == Op::ffn_residual) stream_->submit();
+}
+
+void Engine::deliver_after_chunk(const Region& out, std::int64_t cols, const model::Deliver& deliver) {
+  const std::int64_t rows = chunk_.rows;
+  // f16 activations are offered as they are first (a dump stored as f16 takes them unconverted);
+  // otherwise one host tensor serves every delivery: taps copy what they keep (model::Deliver).
   stream_->download(out, [this, deliver, rows, cols](const std::byte* data) {
+    if (activation_type_ == Activations::f16 &&
+        deliver.offer_f16(
+            {{reinterpret_cast<const std::uint16_t*>(data), static_cast<std::size_t>(rows * cols)}, rows, cols}))
+      return;
     activations_to_host(data, rows, cols, activation_type_, delivered_);
     deliver(delivered_);
   });

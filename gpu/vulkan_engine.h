@@ -1,9 +1,10 @@
 #pragma once
 // The Vulkan compute engine: the graph of model/graph.h on a GPU (or Mesa lavapipe), f32
-// arithmetic, weights dequantized in the kernels, KV cache on the device, one command buffer per
-// chunk. Untapped op outputs never leave the device. In f16 mode weights and activations (op
-// outputs, the KV cache) are stored as f16 and every sum still accumulates in f32: the engine the
+// arithmetic, weights dequantized in the kernels, KV cache on the device, a command buffer per
+// layer, each submitted as soon as it is recorded. Untapped op outputs never leave the device. In f16 mode weights and
+// activations (op outputs, the KV cache) are stored as f16 and every sum still accumulates in f32: the engine the
 // reference's f16 emulation (reference/cpu_engine.h) bounds.
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -32,6 +33,10 @@ struct VulkanEngineStats {
   std::uint64_t barriers = 0;  // memory barriers recorded
   std::uint64_t pipelines = 0;
   std::uint64_t weight_bytes = 0;  // the weights as stored on the device
+  // While profiling (VulkanEngine::set_profiling): per op (model::Op), the device seconds from the end of the
+  // op before it to its own end, summed over layers and chunks (idle time waiting for the host to
+  // submit counts to the op after it: the first of each layer). Zeros otherwise.
+  std::array<double, model::kOpCount> op_seconds{};
 };
 
 class VulkanEngine : public model::Engine {
@@ -40,6 +45,10 @@ class VulkanEngine : public model::Engine {
   virtual std::vector<std::string> validation_messages() const = 0;
   virtual bool validation_enabled() const = 0;
   virtual VulkanEngineStats stats() const = 0;
+  // Device timestamps after every op from the next chunk on (VulkanEngineStats::op_seconds); they
+  // keep the device from overlapping independent ops, so profiled runs are a little slower.
+  // UsageError naming the device where its queue keeps no timestamps.
+  virtual void set_profiling(bool on) = 0;
   virtual const DeviceInfo& device_info() const = 0;
 };
 
