@@ -14,12 +14,13 @@
 namespace tapdiff::dumps {
 namespace {
 
-// Shape of the HDF5 chunks of a tap dataset: [min(kMaxChunkRows, kChunkElements / width) or 1,
-// width], 64 KiB of f32 at most unless one row is larger. Every flush (one per ended chunk of
-// the run) rewrites each dataset's partly filled HDF5 chunk whole, so a decode step costs about
-// chunk_rows times its own bytes: small chunks keep decode with every op tapped cheap, and reads
-// of whole sequences still take few, large requests.
-constexpr hsize_t kChunkElements = hsize_t{1} << 14;
+// Shape of the HDF5 chunks of a tap dataset: [min(kMaxChunkRows, kChunkBytes / row bytes) or 1,
+// width], 64 KiB at most unless one row is larger (f16 rows: twice the rows of f32). Every flush
+// (one per ended chunk of the run) rewrites each dataset's partly filled HDF5 chunk whole, so a
+// decode step costs about chunk_rows times its own bytes: small chunks keep decode with every op
+// tapped cheap, and reads of whole sequences still take few, large requests. HDF5's cost per
+// chunk is what bounds a prefill's writing, so chunks are as large in bytes as that allows.
+constexpr hsize_t kChunkBytes = hsize_t{1} << 16;
 constexpr hsize_t kMaxChunkRows = 64;
 constexpr hsize_t kProvenanceChunk = 1024;  // entries per chunk of a /rows dataset
 
@@ -109,7 +110,7 @@ void DumpFile::create_taps(const RunMetadata& metadata, const std::vector<TapSpe
     const model::TensorId id = spec.id;
     const auto width = static_cast<hsize_t>(spec.width);
     if (!layers.contains(id.layer)) layers.emplace(id.layer, root.create_group(std::to_string(id.layer)));
-    const hsize_t chunk_rows = std::clamp<hsize_t>(kChunkElements / width, 1, kMaxChunkRows);
+    const hsize_t chunk_rows = std::clamp<hsize_t>(kChunkBytes / (width * element_bytes(storage_)), 1, kMaxChunkRows);
     const std::size_t chunk_bytes = chunk_rows * width * element_bytes(storage_);
     h5::Layout layout = h5::Layout::extendible({0, width}, {chunk_rows, width}, nan_fill(storage_), chunk_bytes + 4096);
     layout.gzip_level = compress_level;
