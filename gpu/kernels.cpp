@@ -306,7 +306,10 @@ std::string Kernels::attention(Stream& s, const AttentionShape& a, float scale, 
                            scale,
                            plan.split_keys,
                            plan.splits};
-  const std::uint64_t tiles = ceil_div(push.rows, kFlashRows) * push.heads;
+  // attention_flash.comp: tiles of 32 (row, head) pairs of the heads of one GQA group (of one head
+  // with gqa-head-map planted, whose heads do not share K/V in groups).
+  const std::uint64_t pack = (faults & kFaultAttentionHeadModulo) != 0 ? 1 : push.group;
+  const std::uint64_t tiles = ceil_div(push.rows * pack, kFlashRows) * (push.heads / pack);
   switch (plan.kind) {
     case AttentionPlan::Kind::flash:
       dispatch(s, Shader::attention_flash, 0, {q, k, v, row_table, out}, &push, sizeof push, fold(tiles), faults,

@@ -15,9 +15,10 @@
 //                                                  per output, 4 outputs per workgroup
 //               matvec-shared/DTYPE                rows == 1, shared-memory tree otherwise
 //   rope        rope-table                         host cos/sin table
-//   attention   attention-flash-32xBC              one workgroup per 32 rows of a head, online softmax
-//                                                  over tiles of BC = 32 keys (16 where shared memory is
-//                                                  short); head_dim a multiple of 4, at most 128
+//   attention   attention-flash-32xBC              one workgroup per 32 (row, head) pairs of the heads
+//                                                  of a GQA group, online softmax over tiles of BC = 32
+//                                                  keys (16 where shared memory is short); head_dim a
+//                                                  multiple of 4, at most 128
 //               attention-flash-split-32xBC        the same for passes of < 16 rows per sequence (decode,
 //                                                  short chunks) over more than 64 positions: each
 //                                                  workgroup takes a split of the keys, a second kernel

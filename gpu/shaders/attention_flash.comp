@@ -7,8 +7,12 @@
 // an online softmax, so every score is computed once and a tile of K or V, read from memory once,
 // serves BR query rows.
 //
-// A workgroup of 128 invocations takes BR = 32 consecutive query rows of one head. The rows' q
-// are staged in shared memory; then for each tile of BC keys (cache rows k0 .. k0 + BC - 1):
+// A workgroup of 128 invocations takes BR = 32 (query row, head) pairs that read the same K/V head:
+// the heads of a GQA group side by side (pair i of the tile is query row i / group, head i % group
+// of the group), so a decode step fills `group` of the 32 with real work where one head per tile
+// filled 1, and each K/V tile serves every head that reads it. With gqa-head-map planted, whose
+// heads do not share K/V in groups, a tile takes one head (pair i = row i). Each pair's q is staged
+// in shared memory; then for each tile of BC keys (cache rows k0 .. k0 + BC - 1):
 //   1. K of the tile is staged; each invocation computes 4 keys x BR*BC/512 rows of scores
 //      s = (q . k) * scale, -inf where the row does not see the key (mask, window, other
 //      sequence of a ragged batch);
@@ -21,7 +25,7 @@
 // result differs from attention-two-pass only in the order of f32 roundings (op conformance).
 //
 // Split-KV (built with SPLIT, for decode steps and short chunks, whose few rows would leave most
-// of the GPU idle): workgroup (tile, head, split s) sees only positions [lo + s S, lo + (s+1) S) of
+// of the GPU idle): workgroup (tile, K/V head or head, split s) sees only positions [lo + s S, lo + (s+1) S) of
 // each row's own range [lo, pos] (S = split_keys; the leaked rows of batch-seq-leak in split 0), and
 // instead of out it writes its (m, l, sums) per row to partial[] for attention_combine.comp.
 //
@@ -105,32 +109,37 @@ void stage_keys(bool values, uint k0, uint kv_col, uint key_end) {
 
 void main() {
   const uint lid = gl_LocalInvocationID.x;
-  const uint tiles = (pc.rows + BR - 1u) / BR;
 #ifdef SPLIT
   const uint splits = pc.splits;
 #else
   const uint splits = 1u;
 #endif
+  // pack heads per tile row group (units = pc.heads / pack tile columns); pairs = rows * pack.
+  const uint pack = planted(FAULT_ATTENTION_HEAD_MODULO) ? 1u : pc.group;
+  const uint units = pc.heads / pack;
+  const uint tiles = (pc.rows * pack + BR - 1u) / BR;
   const uint g = group_index();
-  if (g >= tiles * pc.heads * splits) return;  // uniform over the workgroup
-  const uint split = g % splits, tile = g / splits / pc.heads, h = g / splits - tile * pc.heads;
-  const uint t0 = tile * BR;
-  const uint kv_head = planted(FAULT_ATTENTION_HEAD_MODULO) ? h % (pc.heads / pc.group) : h / pc.group;
-  const uint kv_col = kv_head * HD, q_col = h * HD;
+  if (g >= tiles * units * splits) return;  // uniform over the workgroup
+  const uint split = g % splits, tile = g / splits / units, unit = g / splits - tile * units;
+  const uint p0 = tile * BR;  // the tile's first (row, head) pair
+  const uint kv_head = planted(FAULT_ATTENTION_HEAD_MODULO) ? unit % (pc.heads / pc.group) : unit;
+  const uint kv_col = kv_head * HD;
 
   for (uint i = lid; i < BR * HD4; i += THREADS) {
     const uint r = i / HD4, c = i - r * HD4;
-    const uint at = (t0 + r) * pc.q_stride + q_col + 4u * c;
+    const uint t = (p0 + r) / pack, h = unit * pack + (p0 + r) % pack;
+    const uint at = t * pc.q_stride + h * HD + 4u * c;
     qs[r * STRIDE4 + c] =
-        t0 + r < pc.rows ? vec4(float(q[at]), float(q[at + 1u]), float(q[at + 2u]), float(q[at + 3u])) : vec4(0.0);
+        t < pc.rows ? vec4(float(q[at]), float(q[at + 1u]), float(q[at + 2u]), float(q[at + 3u])) : vec4(0.0);
   }
   barrier();
   // One invocation per row: its visible cache rows (none past the last row of the pass).
   float m = planted(FAULT_ATTENTION_NO_MAX) ? 0.0 : NEG_INF, l = 0.0;
   if (lid < BR) {
     uvec4 v = uvec4(0u);
-    if (t0 + lid < pc.rows) {
-      const uvec4 info = row_info[t0 + lid];
+    const uint t = (p0 + lid) / pack;
+    if (t < pc.rows) {
+      const uvec4 info = row_info[t];
       const uint pos = info.y;
       const uint causal_lo = (pc.window > 0u && pos + 1u > pc.window) ? pos + 1u - pc.window : 0u;
       const uint first = planted(FAULT_ATTENTION_CHUNK_MASK) ? max(causal_lo, info.z) : causal_lo;
@@ -225,8 +234,9 @@ void main() {
   }
 
 #ifdef SPLIT
-  if (lid < BR && t0 + lid < pc.rows) {
-    const uint at = (((t0 + lid) * pc.heads + h) * splits + split) * (HD + 2u);
+  if (lid < BR && (p0 + lid) / pack < pc.rows) {
+    const uint t = (p0 + lid) / pack, h = unit * pack + (p0 + lid) % pack;
+    const uint at = ((t * pc.heads + h) * splits + split) * (HD + 2u);
     partial[at] = m, partial[at + 1u] = l;
   }
 #endif
@@ -234,17 +244,18 @@ void main() {
   barrier();
   [[unroll]] for (uint r = 0u; r < OUT_ROWS; ++r) {
     const uint row = orl + r * OUT_ROW_LANES;
-    if (t0 + row >= pc.rows) continue;
+    const uint t = (p0 + row) / pack, h = unit * pack + (p0 + row) % pack;
+    if (t >= pc.rows) continue;
     [[unroll]] for (uint c = 0u; c < OUT_COLS; ++c) {
       const uint col = cl + c * COL_LANES;
       if (col >= HD4) break;
 #ifdef SPLIT
       const vec4 o = sums[r][c];
-      const uint at = (((t0 + row) * pc.heads + h) * splits + split) * (HD + 2u) + 2u + 4u * col;
+      const uint at = ((t * pc.heads + h) * splits + split) * (HD + 2u) + 2u + 4u * col;
       partial[at] = o.x, partial[at + 1u] = o.y, partial[at + 2u] = o.z, partial[at + 3u] = o.w;
 #else
       const vec4 o = sums[r][c] / alpha[row];
-      const uint at = (t0 + row) * pc.q_stride + q_col + 4u * col;
+      const uint at = t * pc.q_stride + h * HD + 4u * col;
       y[at] = to_act(o.x), y[at + 1u] = to_act(o.y), y[at + 2u] = to_act(o.z), y[at + 3u] = to_act(o.w);
 #endif
     }
