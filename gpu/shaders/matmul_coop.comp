@@ -9,10 +9,10 @@
 // matmul-coop-64x128: Y[T, N] = X[T, K] W[N, K]^T (+ bias[N]) on tensor cores (f16 pipelines only)
 // A workgroup of 4 subgroups of 32 computes a 64 x 128 tile of Y (rows m0.., columns n0..); the
 // subgroups form a 2 x 2 grid, each owning 32 x 64 of the tile as 2 x 4 cooperative matrices of
-// 16 x 16 f32 sums. K advances in slices of 64: the X rows and W rows of the slice are staged in
-// shared memory as f16, 16 bytes (8 values) per store (W dequantized on the way, the f16 values
-// weight_at computes), then each subgroup multiplies 16 x 16 x 16 f16 fragments into its sums.
-// While one slice is multiplied the next is already read from memory into registers.
+// 16 x 16 f32 sums. K advances in slices of 32: the X rows and W rows of the slice are staged in
+// shared memory as f16 (W dequantized on the way, the f16 values weight_at computes), then each
+// subgroup multiplies 16 x 16 x 16 f16 fragments into its sums. While one slice is multiplied the
+// next is already read from memory into registers.
 //
 // Numerics are those of the f16 mode: f16 inputs (their products are exact in f32), f32 sums, the
 // bias added after the sum, and each output rounded once with round_f16 (to_act). Only the order
@@ -53,19 +53,17 @@ const uint SUBGROUPS_M = 2u, SUBGROUPS_N = 2u;
 const uint FM = 2u, FN = 4u;                // fragments per subgroup along T and N
 const uint BM = SUBGROUPS_M * FM * FRAG;    // 64 rows of Y per workgroup
 const uint BN = SUBGROUPS_N * FN * FRAG;    // 128 columns
-const uint BK = 64u;
+const uint BK = 32u;
 const uint THREADS = 128u;
 const uint CHUNK = 8u;                      // f16 values per 16-byte chunk
 const uint CHUNKS_PER_ROW = BK / CHUNK;
-const uint CHUNKS = (BM + BN) * CHUNKS_PER_ROW / THREADS;  // staged per invocation: 12
-// 16-byte chunks per staged row: coopMatLoadNV wants the row start and stride 32-byte aligned (a
-// row of a 16 x 16 f16 matrix); 10 = 160 bytes, an odd multiple of 32, costs at most 2-way bank
-// conflicts. (coopMatLoadNV counts offsets and strides in the array's elements, uvec4 here.)
-const uint STRIDE = (BK + 16u) / CHUNK;
+const uint CHUNKS = (BM + BN) * CHUNKS_PER_ROW / THREADS;  // staged per invocation: 6
+// Halves per staged row: coopMatLoadNV wants the row start and stride 32-byte aligned (a row of
+// a 16 x 16 f16 matrix); 48 = 96 bytes, an odd multiple of 32, costs at most 2-way bank conflicts.
+const uint STRIDE = BK + 16u;
 
-// One K slice, 8 f16 values per uvec4: rows 0 .. BM-1 hold X[m0 + r, k0 ..], rows BM .. BM+BN-1
-// hold W[n0 + c, k0 ..].
-shared uvec4 tiles[(BM + BN) * STRIDE];
+// One K slice: rows 0 .. BM-1 hold X[m0 + r, k0 ..], rows BM .. BM+BN-1 hold W[n0 + c, k0 ..].
+shared float16_t tiles[(BM + BN) * STRIDE];
 // Per subgroup, one 16 x 16 fragment of sums on its way to Y (row-major).
 shared float sums_out[SUBGROUPS_M * SUBGROUPS_N * FRAG * FRAG];
 
@@ -125,7 +123,12 @@ void read_slice(uint k0) {
 void stage_slice() {
   [[unroll]] for (uint i = 0u; i < CHUNKS; ++i) {
     const uint c = gl_LocalInvocationIndex + i * THREADS;
-    tiles[(c / CHUNKS_PER_ROW) * STRIDE + c % CHUNKS_PER_ROW] = staged[i];
+    const uint at = (c / CHUNKS_PER_ROW) * STRIDE + (c % CHUNKS_PER_ROW) * CHUNK;
+    [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+      const f16vec2 h = unpackFloat2x16(staged[i][j]);
+      tiles[at + 2u * j] = h.x;
+      tiles[at + 2u * j + 1u] = h.y;
+    }
   }
 }
 
@@ -142,9 +145,9 @@ void multiply_slice(uint sm, uint sn) {
   [[unroll]] for (uint kk = 0u; kk < BK; kk += FRAG) {
     F16_MATRIX a[FM], b[FN];
     [[unroll]] for (uint i = 0u; i < FM; ++i)
-      coopMatLoadNV(a[i], tiles, ((sm * FM + i) * FRAG) * STRIDE + kk / CHUNK, STRIDE, false);
+      coopMatLoadNV(a[i], tiles, ((sm * FM + i) * FRAG) * STRIDE + kk, STRIDE, false);
     [[unroll]] for (uint j = 0u; j < FN; ++j)
-      coopMatLoadNV(b[j], tiles, (BM + (sn * FN + j) * FRAG) * STRIDE + kk / CHUNK, STRIDE, true);
+      coopMatLoadNV(b[j], tiles, (BM + (sn * FN + j) * FRAG) * STRIDE + kk, STRIDE, true);
     [[unroll]] for (uint i = 0u; i < FM; ++i)
       [[unroll]] for (uint j = 0u; j < FN; ++j) multiply_add(i, j, a[i], b[j]);
   }

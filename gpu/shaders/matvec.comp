@@ -6,14 +6,13 @@
 // matvec-subgroup (SUBGROUP defined): one subgroup per output element, ROWS (constant 3)
 // consecutive outputs of one row t per workgroup (groups ordered n fastest). f32, f16 and bf16
 // weights with K a multiple of 8 are read 16 bytes per invocation (an invocation takes 8
-// consecutive k, the subgroup's invocations consecutive groups of 8), 4 such reads issued before
-// their sums; other storage one element per invocation. The invocations' partial sums are then added with subgroupAdd.
+// consecutive k, the subgroup's invocations consecutive groups of 8); other storage one element
+// per invocation. The invocations' partial sums are then added with subgroupAdd.
 // matvec-shared (otherwise): one workgroup per output element, each invocation summing
 // k = lid, lid + WG, ..., then a shared-memory tree (WG a power of two).
 // Both orders are fixed: deterministic. (gemm-f16-accum, faults.glsl: every partial sum rounded
 // to f16, the reductions' included.)
 #ifdef SUBGROUP
-#extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
@@ -37,7 +36,6 @@ float finish(float sum, uint n) { return pc.has_bias != 0u ? sum + bias[n] : sum
 
 #ifdef SUBGROUP
 layout(constant_id = 3) const uint ROWS = 4u;
-const uint UNROLL = 4u;  // 16-byte chunks each invocation has in flight at once
 // The same buffers seen 16 bytes at a time (x: 4 values of act_t, 8 or 16 bytes).
 layout(std430, binding = 0) readonly buffer WeightQuads { uvec4 w_quads[]; };
 #ifdef ACT_F16
@@ -86,21 +84,7 @@ void main() {
     const uint row = n * pc.row_bytes, xb = t * pc.k;
     float sum = 0.0;
     if (quads) {
-      // UNROLL chunks per step, all loaded before any is summed: the loads are in flight together
-      // (a lane otherwise waits out one memory latency per 16 bytes); the sum's order is unchanged.
-      const uint chunks = pc.k / 8u;
-      uint c = lane;
-      for (; c + (UNROLL - 1u) * lanes < chunks; c += UNROLL * lanes) {
-        vec4 lo[UNROLL], hi[UNROLL], xlo[UNROLL], xhi[UNROLL];
-        [[unroll]] for (uint u = 0u; u < UNROLL; ++u) {
-          weights8(row, c + u * lanes, lo[u], hi[u]);
-          const uint xq = xb / 4u + 2u * (c + u * lanes);
-          xlo[u] = vec4(x_quads[xq]);
-          xhi[u] = vec4(x_quads[xq + 1u]);
-        }
-        [[unroll]] for (uint u = 0u; u < UNROLL; ++u) sum = dot4(dot4(sum, xlo[u], lo[u]), xhi[u], hi[u]);
-      }
-      for (; c < chunks; c += lanes) {
+      for (uint c = lane; c < pc.k / 8u; c += lanes) {
         vec4 lo, hi;
         weights8(row, c, lo, hi);
         const uint xq = xb / 4u + 2u * c;
