@@ -142,7 +142,8 @@ void Stream::finish_batch() {
   descriptors_.reset();
 }
 
-void Stream::end_and_submit() {
+void Stream::submit() {
+  if (!recording_) return;
   recording_ = false;
   written_.clear();
   read_.clear();
@@ -156,10 +157,6 @@ void Stream::end_and_submit() {
   check(vkQueueSubmit(device_->queue(), 1, &submit_info, fence), "vkQueueSubmit");
   ++submitted_;
   ++submits_;
-}
-
-void Stream::submit() {
-  if (recording_) end_and_submit();
 }
 
 // A fence's signal covers every command submitted to the queue before it, so the last fence of

@@ -84,7 +84,6 @@ class Stream {
 
  private:
   void barrier(VkPipelineStageFlags dst_stages, VkAccessFlags dst_access);
-  void end_and_submit();
   // Waits (bounded by timeout_s_) for the batch's last submission, and with it, in submission
   // order, for every earlier one.
   void wait_for_batch();
