@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(
   build-essential cmake pkg-config git
-  libeigen3-dev libhdf5-dev hdf5-tools libcli11-dev libfmt-dev libtomlplusplus-dev nlohmann-json3-dev
+  libeigen3-dev libhdf5-dev hdf5-tools libcli11-dev libfmt-dev libtomlplusplus-dev nlohmann-json3-dev libssl-dev
   libvulkan-dev glslang-tools glslang-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   libgtest-dev libgmock-dev python3 python3-h5py python3-numpy
 )
