@@ -134,7 +134,7 @@ class Engine final : public VulkanEngine {
   std::array<Region, model::kOpCount> slots_{};    // per op [capacity_, width]; overwritten per layer
   std::array<int, model::kOpCount> slot_layer_{};  // the layer each slot's content belongs to
   std::array<std::vector<std::string>, model::kOpCount> ran_;  // variants that ran, per op
-  HostTensor delivered_;                              // the tensor each delivery is converted into, reused (execute)
+  HostTensor delivered_;                              // each delivery widened into it, reused (deliver_after_chunk)
   std::array<double, model::kOpCount> op_seconds_{};  // set_profiling
   Region tokens_;                                     // [capacity_] int32
   Region row_table_;  // [capacity_] of (cache row of position 0, position, chunk's first position, leak), attention's
