@@ -120,11 +120,12 @@ constexpr std::int64_t kAround = 4;  // neighbours kept on each side of the wors
 template <class A, class B>
 void add_columns(std::span<const A> a, std::span<const B> b, std::vector<double>& err, std::vector<double>& ref) {
   const std::size_t cols = err.size();
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const double x = a[i], d = x - static_cast<double>(b[i]);
-    if (!std::isfinite(d)) continue;
-    err[i % cols] += d * d, ref[i % cols] += x * x;
-  }
+  for (std::size_t row = 0; row < a.size(); row += cols)
+    for (std::size_t c = 0; c < cols; ++c) {
+      const double x = a[row + c], d = x - static_cast<double>(b[row + c]);
+      if (!std::isfinite(d)) continue;
+      err[c] += d * d, ref[c] += x * x;
+    }
 }
 
 // The same over rows [begin, end) of the block.

@@ -34,6 +34,10 @@ class MetricsAccumulator {
   template <typename TA, typename TB>
   void add_rows(const model::HostTensor& a, const model::HostTensor& b, std::int64_t first_row, std::size_t begin,
                 std::size_t end);
+  template <typename TA, typename TB>
+  bool add_finite_row(const TA* ra, const TB* rb, std::size_t cols, std::int64_t row);
+  template <typename TA, typename TB>
+  void add_row(const TA* ra, const TB* rb, std::size_t cols, std::int64_t row);
 
   std::int64_t count_ = 0, nonfinite_ = 0;
   double sum_sq_err_ = 0, sum_sq_a_ = 0, sum_sq_b_ = 0, dot_ = 0, max_abs_ = 0;

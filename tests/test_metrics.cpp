@@ -64,6 +64,50 @@ TEST(Metrics, BlocksAccumulateToTheWholeTensorResult) {
   EXPECT_DOUBLE_EQ(blocks.max_rel, whole.max_rel);
 }
 
+// Rows with a NaN or Inf take the careful pass, the others the fast one; both must give, bit for
+// bit, the sums of the plain definition taken in row-major order, the first largest |a - b| and
+// the largest |a - b| / max(|a|, row rms).
+TEST(Metrics, FastAndCarefulRowsGiveThePlainDefinitionExactly) {
+  const std::int64_t rows = 5, cols = 37;
+  model::HostTensor a(model::Scalar::f32, rows, cols), b(model::Scalar::f32, rows, cols);
+  std::uint32_t state = 12345;
+  auto next = [&state] {
+    return static_cast<float>((state = state * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+  };
+  for (std::int64_t i = 0; i < rows * cols; ++i) {
+    const float x = 4 * next();
+    a.f32()[static_cast<std::size_t>(i)] = x;
+    b.f32()[static_cast<std::size_t>(i)] = x + 0.01f * next();
+  }
+  b.f32()[2 * cols + 5] = NAN;       // row 2: a mismatch, counted apart
+  a.f32()[3 * cols + 9] = INFINITY;  // row 3: an agreement, skipped
+  b.f32()[3 * cols + 9] = INFINITY;
+  const Metrics m = compare(a, b);
+
+  std::int64_t count = 0, worst = -1;
+  double err = 0, sa = 0, sb = 0, dot = 0, max_abs = 0, max_rel = 0;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    double row_sq = 0;
+    for (std::int64_t c = 0; c < cols; ++c)
+      if (std::isfinite(a.at(r, c))) row_sq += a.at(r, c) * a.at(r, c);
+    const double rms = std::sqrt(row_sq / static_cast<double>(cols));
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const double x = a.at(r, c), y = b.at(r, c), d = std::abs(x - y);
+      if (!std::isfinite(x) || !std::isfinite(y)) continue;
+      ++count, err += d * d, sa += x * x, sb += y * y, dot += x * y;
+      max_rel = std::max(max_rel, d / std::max(std::abs(x), rms));
+      if (worst < 0 || d > max_abs) max_abs = d, worst = r * cols + c;
+    }
+  }
+  EXPECT_EQ(m.count, count);
+  EXPECT_EQ(m.nonfinite, 1);
+  EXPECT_EQ(m.nmse, err / sa);
+  EXPECT_EQ(m.cosine, dot / (std::sqrt(sa) * std::sqrt(sb)));
+  EXPECT_EQ(m.max_abs, max_abs);
+  EXPECT_EQ(m.max_rel, max_rel);
+  EXPECT_EQ(m.worst_row * cols + m.worst_col, worst);
+}
+
 TEST(TensorStats, RmsMaxAndNonFiniteCounts) {
   TensorStats s;
   s.add(tensor(2, 2, {3, -4, NAN, INFINITY}), 0);
