@@ -164,12 +164,15 @@ std::pair<hid_t, const void*> DumpFile::stored(model::Scalar scalar, std::span<c
 }
 
 void DumpFile::write_tap(std::size_t slot, model::Scalar scalar, std::int64_t rows, std::span<const std::byte> values) {
+  const std::size_t bytes = scalar == model::Scalar::f32 ? 4 : 8;
+  TAPDIFF_ASSERT(values.size() % bytes == 0, "{}: {} bytes of {}-byte values", path_, values.size(), bytes);
   const auto [memory_type, data] = stored(scalar, values);
-  append_tap_rows(slot, rows, values.size() / (scalar == model::Scalar::f32 ? 4 : 8), memory_type, data);
+  append_tap_rows(slot, rows, values.size() / bytes, memory_type, data);
 }
 
 void DumpFile::write_tap_f16(std::size_t slot, std::int64_t rows, std::span<const std::byte> bits) {
   TAPDIFF_ASSERT(storage_ == StorageType::f16, "{}: f16 values for a {} dump", path_, storage_name(storage_));
+  TAPDIFF_ASSERT(bits.size() % 2 == 0, "{}: {} bytes of f16", path_, bits.size());
   append_tap_rows(slot, rows, bits.size() / 2, h5::memory_type(h5::Type::f16), bits.data());
 }
 

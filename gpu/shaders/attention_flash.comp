@@ -86,6 +86,12 @@ shared uvec4 visible[BR];        // cache rows each row sees: [x, y) its own, [z
 shared uint next_from[BR];       // each row's first visible cache row at or after the next tile
 shared uint row_end[BR];         // each row's end of the last cache row it sees
 
+// The workgroup's tile: `pack` heads side by side per query row (the GQA group, or 1), pairs from
+// p0 on, heads of unit * pack .. (main sets them).
+uint pack, p0, unit;
+uint pair_row(uint i) { return (p0 + i) / pack; }           // tile row i's query row
+uint pair_head(uint i) { return unit * pack + (p0 + i) % pack; }  // and its head
+
 bool sees(uvec4 v, uint row) { return (row >= v.x && row < v.y) || (row >= v.z && row < v.w); }
 
 // The first cache row at or after `from` that a row with visible ranges v sees; NONE if none.
@@ -115,19 +121,20 @@ void main() {
   const uint splits = 1u;
 #endif
   // pack heads per tile row group (units = pc.heads / pack tile columns); pairs = rows * pack.
-  const uint pack = planted(FAULT_ATTENTION_HEAD_MODULO) ? 1u : pc.group;
+  pack = planted(FAULT_ATTENTION_HEAD_MODULO) ? 1u : pc.group;
   const uint units = pc.heads / pack;
   const uint tiles = (pc.rows * pack + BR - 1u) / BR;
   const uint g = group_index();
   if (g >= tiles * units * splits) return;  // uniform over the workgroup
-  const uint split = g % splits, tile = g / splits / units, unit = g / splits - tile * units;
-  const uint p0 = tile * BR;  // the tile's first (row, head) pair
+  const uint split = g % splits, tile = g / splits / units;
+  unit = g / splits - tile * units;
+  p0 = tile * BR;
   const uint kv_head = planted(FAULT_ATTENTION_HEAD_MODULO) ? unit % (pc.heads / pc.group) : unit;
   const uint kv_col = kv_head * HD;
 
   for (uint i = lid; i < BR * HD4; i += THREADS) {
     const uint r = i / HD4, c = i - r * HD4;
-    const uint t = (p0 + r) / pack, h = unit * pack + (p0 + r) % pack;
+    const uint t = pair_row(r), h = pair_head(r);
     const uint at = t * pc.q_stride + h * HD + 4u * c;
     qs[r * STRIDE4 + c] =
         t < pc.rows ? vec4(float(q[at]), float(q[at + 1u]), float(q[at + 2u]), float(q[at + 3u])) : vec4(0.0);
@@ -137,7 +144,7 @@ void main() {
   float m = planted(FAULT_ATTENTION_NO_MAX) ? 0.0 : NEG_INF, l = 0.0;
   if (lid < BR) {
     uvec4 v = uvec4(0u);
-    const uint t = (p0 + lid) / pack;
+    const uint t = pair_row(lid);
     if (t < pc.rows) {
       const uvec4 info = row_info[t];
       const uint pos = info.y;
@@ -234,8 +241,8 @@ void main() {
   }
 
 #ifdef SPLIT
-  if (lid < BR && (p0 + lid) / pack < pc.rows) {
-    const uint t = (p0 + lid) / pack, h = unit * pack + (p0 + lid) % pack;
+  if (lid < BR && pair_row(lid) < pc.rows) {
+    const uint t = pair_row(lid), h = pair_head(lid);
     const uint at = ((t * pc.heads + h) * splits + split) * (HD + 2u);
     partial[at] = m, partial[at + 1u] = l;
   }
@@ -244,7 +251,7 @@ void main() {
   barrier();
   [[unroll]] for (uint r = 0u; r < OUT_ROWS; ++r) {
     const uint row = orl + r * OUT_ROW_LANES;
-    const uint t = (p0 + row) / pack, h = unit * pack + (p0 + row) % pack;
+    const uint t = pair_row(row), h = pair_head(row);
     if (t >= pc.rows) continue;
     [[unroll]] for (uint c = 0u; c < OUT_COLS; ++c) {
       const uint col = cl + c * COL_LANES;
