@@ -234,10 +234,37 @@ TEST(BisectCli, MatchThroughTheBinaryWithJsonAndDumps) {
   EXPECT_EQ(cmp.exit_code, 0) << cmp.output;
 }
 
+TEST(BisectCli, AVulkanF32TruthFindsAPlantedFaultOfAnF16Engine) {
+  // The truth on the GPU (for models whose f64 passes take the CPU too long): a clean f16 engine
+  // matches it, a planted fault is the culprit at its layer and op.
+  const auto dir = temp_dir("bisect_gpu_truth");
+  const std::string common =
+      "bisect --model synth:tiny --engine-a vulkan --dtype f16 --chunk 8 --generate 2 "
+      "--tokens 1,5,9,200,31,7,7,8,100,42,17,3,99,250,64,12,5,5,400,301 ";
+  const auto clean = run_tapdiff(common + "--json '" + (dir / "clean.json").string() + "'");
+  ASSERT_EQ(clean.exit_code, 0) << clean.output;
+  std::ifstream clean_in(dir / "clean.json");
+  const auto c = nlohmann::json::parse(clean_in);
+  EXPECT_EQ(c["runs"]["a"]["engine"], "vulkan");
+  EXPECT_EQ(c["runs"]["a"]["compute_dtype"], "f32");
+  EXPECT_EQ(c["runs"]["b"]["compute_dtype"], "f16");
+
+  const auto faulty = run_tapdiff(common + "--inject gqa-head-map@1 --json '" + (dir / "fault.json").string() + "'");
+  ASSERT_EQ(faulty.exit_code, 1) << faulty.output;
+  std::ifstream fault_in(dir / "fault.json");
+  const auto f = nlohmann::json::parse(fault_in);
+  ASSERT_TRUE(f["culprit"].is_object()) << f.dump(2);
+  EXPECT_EQ(f["culprit"]["layer"], 1);
+  EXPECT_EQ(f["culprit"]["op"], "attn");
+}
+
 TEST(BisectCli, BadInputExitsWith2) {
-  auto res = run_tapdiff("bisect --model synth:tiny --tokens 1,2,3 --engine-a vulkan");
+  auto res = run_tapdiff("bisect --model synth:tiny --tokens 1,2,3 --engine-a cuda");
   EXPECT_EQ(res.exit_code, 2);
   EXPECT_NE(res.output.find("engine A is the truth"), std::string::npos) << res.output;
+  res = run_tapdiff("bisect --model synth:tiny --tokens 1,2,3 --engine-a vulkan --dtype f32");
+  EXPECT_EQ(res.exit_code, 2);
+  EXPECT_NE(res.output.find("no truth for a B in --dtype f32"), std::string::npos) << res.output;
   res = run_tapdiff("bisect --model synth:tiny --tokens 1,2,3 --tolerances /nonexistent.toml");
   EXPECT_EQ(res.exit_code, 2) << res.output;
   res = run_tapdiff("bisect --model synth:tiny --tokens 1,999999");

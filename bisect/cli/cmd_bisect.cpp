@@ -1,5 +1,5 @@
-// tapdiff bisect: run engine A (the f64 reference, the truth) and engine B in one process on the
-// same tokens, compare every op as they go, then isolate the culprit on A's inputs; exit 0 when
+// tapdiff bisect: run engine A (the truth: the f64 reference, or the Vulkan engine in f32 for an
+// f16 engine B) and engine B in one process on the same tokens, compare every op as they go, then isolate the culprit on A's inputs; exit 0 when
 // every op is within tolerance, 1 on a divergence, 2 for bad input, 3 for the environment.
 #include <unistd.h>
 
@@ -70,11 +70,35 @@ std::unique_ptr<model::Engine> reference_engine(const EngineChoice& choice, cons
   return model::engine_per_sequence(sequences, [&] { return make_engine(choice, m); });
 }
 
+// Engine A, the truth, in a precision finer than B's: the reference in f64, or, for a model whose
+// f64 passes would take the CPU too long, the Vulkan engine in f32 when B computes in f16 (on B's
+// device, with the default kernels and no planted faults; it runs a batch in one pass, as B does).
+// UsageError for any other engine A, or one no finer than B.
+void check_truth_choice(const BisectArgs& a) {
+  if (a.engine_a != "ref" && a.engine_a != "vulkan")
+    throw UsageError(fmt::format(
+        "--engine-a {}: engine A is the truth: expected ref (f64 on the CPU) or vulkan (f32 on the GPU)", a.engine_a));
+  if (a.engine_a == "vulkan" && a.engine_b.dtype != "f16")
+    throw UsageError(fmt::format(
+        "--engine-a vulkan computes in f32, which is no truth for a B in --dtype {}: expected --dtype f16, or "
+        "--engine-a ref (f64)",
+        a.engine_b.dtype));
+}
+
+std::unique_ptr<model::Engine> truth_engine(const BisectArgs& a, const model::Model& m, std::size_t sequences) {
+  check_truth_choice(a);
+  if (a.engine_a == "ref") return reference_engine(reference_choice("f64", a.engine_b.threads), m, sequences);
+  EngineChoice choice = vulkan_choice();
+  choice.dtype = "f32";
+  choice.device = a.engine_b.device;
+  choice.max_context = a.engine_b.max_context;
+  return make_engine(choice, m);
+}
+
 nlohmann::json dump_summary(const std::vector<std::int32_t>& generated) { return {{"generated", generated}}; }
 
 int bisect_command(const BisectArgs& a) {
-  if (a.engine_a != "ref")
-    throw UsageError(fmt::format("--engine-a {}: engine A is the truth, the f64 reference: expected ref", a.engine_a));
+  check_truth_choice(a);
   // Everything that can be refused is checked before the long part.
   const bisect::Tolerances table =
       a.tolerances.empty() ? bisect::Tolerances() : bisect::Tolerances::from_file(a.tolerances);
@@ -92,7 +116,7 @@ int bisect_command(const BisectArgs& a) {
   const std::vector<std::int32_t>& prompt = prompts.front();
   const model::Graph graph(m->config());
 
-  const auto truth = reference_engine(reference_choice("f64", a.engine_b.threads), *m, prompts.size());
+  const auto truth = truth_engine(a, *m, prompts.size());
   const bool calibrated = !a.no_calibrate;
   std::unique_ptr<model::Engine> floor;
   if (calibrated) floor = reference_engine(reference_choice(a.engine_b.dtype, a.engine_b.threads), *m, prompts.size());
@@ -145,11 +169,11 @@ void add_bisect_command(CLI::App& app, CliContext& context) {
   auto args = std::make_shared<BisectArgs>();
   CLI::App* cmd = app.add_subcommand(
       "bisect",
-      "Run the f64 reference and an engine in one process, find the first op past tolerance and the op that causes "
+      "Run the truth (the f64 reference, or Vulkan in f32) and an engine in one process, find the first op past tolerance and the op that causes "
       "it (exit 0 match, 1 diverged)");
   cmd->add_option("--model", args->model, "GGUF file, Hugging Face folder, or synth:SHAPE[:DTYPE]")
       ->capture_default_str();
-  cmd->add_option("--engine-a", args->engine_a, "Engine A, the truth: ref (computes in f64)")->capture_default_str();
+  cmd->add_option("--engine-a", args->engine_a, "Engine A, the truth: ref (computes in f64) or vulkan (f32 on B's device; needs --dtype f16)")->capture_default_str();
   cmd->add_option("--engine-b", args->engine_b.name, "Engine B, under test: vulkan or ref")->capture_default_str();
   cmd->add_option("--dtype", args->engine_b.dtype, "Compute dtype of engine B (and of the calibration reference)")
       ->capture_default_str();
