@@ -8,18 +8,22 @@
 
 namespace tapdiff::cli {
 
-ProgressLine::ProgressLine() : enabled_(::isatty(STDERR_FILENO) != 0), start_(Clock::now()) {}
+ProgressLine::ProgressLine() : terminal_(::isatty(STDERR_FILENO) != 0), start_(Clock::now()) {}
 
 ProgressLine::~ProgressLine() {
-  if (drawn_) std::fputs("\r\033[K", stderr);
+  if (terminal_ && drawn_) std::fputs("\r\033[K", stderr);
 }
 
 void ProgressLine::update(const std::function<std::string(double seconds)>& text, bool last) {
-  if (!enabled_) return;
   const auto now = Clock::now();
-  if (drawn_ && now - last_ < std::chrono::milliseconds(100) && !last) return;
+  const auto gap = terminal_ ? std::chrono::milliseconds(100) : std::chrono::milliseconds(10000);
+  if (now - (drawn_ ? last_ : start_) < gap && !(last && drawn_)) return;
   last_ = now, drawn_ = true;
-  fmt::print(stderr, "\r\033[K{}", text(std::chrono::duration<double>(now - start_).count()));
+  const std::string line = text(std::chrono::duration<double>(now - start_).count());
+  if (terminal_)
+    fmt::print(stderr, "\r\033[K{}", line);
+  else
+    fmt::print(stderr, "{}\n", line);
   std::fflush(stderr);
 }
 
