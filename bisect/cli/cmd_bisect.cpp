@@ -1,6 +1,7 @@
 // tapdiff bisect: run engine A (the truth: the f64 reference, or the Vulkan engine in f32 for an
-// f16 engine B) and engine B in one process on the same tokens, compare every op as they go, then isolate the culprit on A's inputs; exit 0 when
-// every op is within tolerance, 1 on a divergence, 2 for bad input, 3 for the environment.
+// f16 engine B) and engine B in one process on the same tokens, compare every op as they go, then
+// isolate the culprit on A's inputs; exit 0 when every op is within tolerance, 1 on a divergence,
+// 2 for bad input, 3 for the environment.
 #include <unistd.h>
 
 #include <cstdio>
@@ -167,13 +168,15 @@ int bisect_command(const BisectArgs& a) {
 
 void add_bisect_command(CLI::App& app, CliContext& context) {
   auto args = std::make_shared<BisectArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "bisect",
-      "Run the truth (the f64 reference, or Vulkan in f32) and an engine in one process, find the first op past tolerance and the op that causes "
-      "it (exit 0 match, 1 diverged)");
+  CLI::App* cmd = app.add_subcommand("bisect",
+                                     "Run the truth (the f64 reference, or Vulkan in f32) and an engine in one "
+                                     "process, find the first op past tolerance and the op that causes "
+                                     "it (exit 0 match, 1 diverged)");
   cmd->add_option("--model", args->model, "GGUF file, Hugging Face folder, or synth:SHAPE[:DTYPE]")
       ->capture_default_str();
-  cmd->add_option("--engine-a", args->engine_a, "Engine A, the truth: ref (computes in f64) or vulkan (f32 on B's device; needs --dtype f16)")->capture_default_str();
+  cmd->add_option("--engine-a", args->engine_a,
+                  "Engine A, the truth: ref (computes in f64) or vulkan (f32 on B's device; needs --dtype f16)")
+      ->capture_default_str();
   cmd->add_option("--engine-b", args->engine_b.name, "Engine B, under test: vulkan or ref")->capture_default_str();
   cmd->add_option("--dtype", args->engine_b.dtype, "Compute dtype of engine B (and of the calibration reference)")
       ->capture_default_str();
