@@ -42,15 +42,18 @@ struct CountPush {
   std::uint32_t n;
 };
 
-constexpr std::uint32_t kTile = 64;              // matmul_tiled.comp: BM = BN
-constexpr std::uint32_t kTiledThreads = 256;     // matmul_tiled.comp: local_size_x
-constexpr std::uint32_t kTiledShared = 8192;     // matmul_tiled.comp: xs + ws bytes
-constexpr std::uint32_t kCoopRows = 64;          // matmul_coop.comp: BM
-constexpr std::uint32_t kCoopCols = 128;         // matmul_coop.comp: BN
-constexpr std::uint32_t kCoopThreads = 128;      // matmul_coop.comp: local_size_x, 4 subgroups ...
-constexpr std::uint32_t kCoopSubgroup = 32;      // ... of this size
-constexpr std::uint32_t kCoopShared = 22528;     // matmul_coop.comp: tiles + sums_out bytes
-constexpr std::uint32_t kMatvecRows = 4;         // matvec.comp SUBGROUP: outputs per workgroup at most
+constexpr std::uint32_t kTile = 64;            // matmul_tiled.comp: BM = BN
+constexpr std::uint32_t kTiledThreads = 256;   // matmul_tiled.comp: local_size_x
+constexpr std::uint32_t kTiledShared = 8192;   // matmul_tiled.comp: xs + ws bytes
+constexpr std::uint32_t kCoopRows = 64;        // matmul_coop.comp: BM
+constexpr std::uint32_t kCoopCols = 128;       // matmul_coop.comp: BN
+constexpr std::uint32_t kCoopThreads = 128;    // matmul_coop.comp: local_size_x, 4 subgroups ...
+constexpr std::uint32_t kCoopSubgroup = 32;    // ... of this size
+constexpr std::uint32_t kCoopShared = 22528;   // matmul_coop.comp: tiles + sums_out bytes
+constexpr std::uint32_t kMatvecSubgroups = 4;  // matvec.comp SUBGROUP: subgroups per workgroup at most
+// matvec.comp SUBGROUP splits K over more subgroups per output until a product has this many
+// subgroups (an H100 keeps 132 x 64 subgroups of 32 resident), or each has one pass over K.
+constexpr std::uint64_t kMatvecTargetSubgroups = 8192;
 constexpr std::uint32_t kAttentionChannels = 4;  // attention.comp: CHANNELS
 constexpr std::uint32_t kMaxHeadDim = 256;       // attention.comp: MAX_HEAD_DIM
 constexpr std::uint32_t kFlashThreads = 128;     // attention_flash.comp: local_size_x
@@ -134,8 +137,8 @@ Kernels::Kernels(const Device& device, Pipelines& pipelines, const KernelOverrid
   wg_ = floor_pow2(std::min({256u, d.max_workgroup_invocations, d.max_workgroup_size_x}));
   attention_wg_ = std::min(64u, wg_);
   const std::uint32_t subgroup = std::max(1u, d.subgroup_size);
-  matvec_rows_ = std::clamp(wg_ / subgroup, 1u, kMatvecRows);
-  matvec_wg_ = std::min(wg_, matvec_rows_ * subgroup);
+  matvec_subgroups_ = std::clamp(wg_ / subgroup, 1u, kMatvecSubgroups);
+  matvec_wg_ = std::min(wg_, matvec_subgroups_ * subgroup);
   tiled_ok_ = d.max_workgroup_invocations >= kTiledThreads && d.max_workgroup_size_x >= kTiledThreads &&
               d.max_shared_memory >= kTiledShared;
   coop_missing_ = coop_missing(device);
@@ -234,6 +237,15 @@ Kernels::Gemm Kernels::gemm_variant(int rows) const {
   return Gemm::matvec;
 }
 
+std::uint32_t Kernels::matvec_split(std::uint32_t n, std::uint32_t k) const {
+  const std::uint64_t passes = k / (8ull * std::max(1u, device_->info().subgroup_size));  // of one subgroup over K
+  std::uint32_t split = 1;
+  while (split * 2 <= matvec_subgroups_ && split * 2 <= passes &&
+         static_cast<std::uint64_t>(n) * split < kMatvecTargetSubgroups)
+    split *= 2;
+  return split;
+}
+
 Shader Kernels::matvec_shader() const {
   switch (overrides_.matvec) {
     case KernelOverrides::Matvec::subgroup: return Shader::matvec_subgroup;
@@ -263,10 +275,11 @@ std::string Kernels::matmul(Stream& s, const Region& x, const DeviceWeight& w, c
                tile_grid(push.rows, push.n, kCoopRows, kCoopCols), faults);
       break;
     case Gemm::matvec:
-      if (matvec_shader() == Shader::matvec_subgroup)
+      if (matvec_shader() == Shader::matvec_subgroup) {
+        const std::uint32_t split = matvec_split(push.n, push.k), outputs = matvec_subgroups_ / split;
         dispatch(s, Shader::matvec_subgroup, dtype_code(w.dtype), bindings, &push, sizeof push,
-                 fold(static_cast<std::uint64_t>(rows) * ceil_div(push.n, matvec_rows_)), faults, {matvec_rows_});
-      else
+                 fold(static_cast<std::uint64_t>(rows) * ceil_div(push.n, outputs)), faults, {outputs, split});
+      } else
         dispatch(s, Shader::matvec_shared, dtype_code(w.dtype), bindings, &push, sizeof push,
                  fold(static_cast<std::uint64_t>(rows) * push.n), faults);
       break;

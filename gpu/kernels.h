@@ -11,8 +11,9 @@
 //   gemm        matmul-coop-64x128.f16/DTYPE       f16 mode, rows > 1, tensor cores: where the device
 //                                                  offers VK_NV_cooperative_matrix (Device) in subgroups of 32
 //               matmul-tiled-64x64/DTYPE           rows > 1 otherwise (needs 256-invocation workgroups)
-//               matvec-subgroup/DTYPE              rows == 1, subgroupAdd in compute shaders: a subgroup
-//                                                  per output, 4 outputs per workgroup
+//               matvec-subgroup/DTYPE              rows == 1, subgroupAdd in compute shaders: 4 subgroups
+//                                                  per workgroup, 1, 2 or 4 of them per output (K split
+//                                                  where N alone gives fewer than 8192 subgroups)
 //               matvec-shared/DTYPE                rows == 1, shared-memory tree otherwise
 //   rope        rope-table                         host cos/sin table
 //   attention   attention-flash-32xBC              one workgroup per 32 (row, head) pairs of the heads
@@ -137,6 +138,8 @@ class Kernels {
   // The name of a variant as reported: activation type, then weight storage for the ops with weights.
   std::string named(std::string_view variant, std::optional<model::DType> weights = std::nullopt) const;
   Shader matvec_shader() const;
+  // matvec-subgroup's subgroups per output (a power of two dividing matvec_subgroups_) for Y[1, n], K = k.
+  std::uint32_t matvec_split(std::uint32_t n, std::uint32_t k) const;
   struct AttentionPlan {
     enum class Kind : std::uint8_t { two_pass, flash, split } kind = Kind::two_pass;
     std::uint32_t splits = 1, split_keys = 0;  // split: workgroups per (tile, head), positions each
@@ -147,15 +150,15 @@ class Kernels {
   const Device* device_;
   Pipelines* pipelines_;
   KernelOverrides overrides_;
-  std::uint32_t wg_;            // workgroup size of the 1-D kernels: a power of two <= 256
-  std::uint32_t attention_wg_;  // attention's: 64 or less
-  std::uint32_t matvec_rows_;   // matvec-subgroup's outputs per workgroup, a subgroup each ...
-  std::uint32_t matvec_wg_;     // ... and its workgroup size
-  bool tiled_ok_;               // the device runs 256-invocation workgroups with 8 KiB shared
-  int head_dim_;                // the model's
-  std::uint32_t flash_keys_;    // attention_flash.comp's BC for head_dim_ on this device
-  std::string flash_missing_;   // why it cannot run here; "" when it can
-  std::string coop_missing_;    // why the cooperative-matrix GEMM cannot run here; "" when it can
+  std::uint32_t wg_;                // workgroup size of the 1-D kernels: a power of two <= 256
+  std::uint32_t attention_wg_;      // attention's: 64 or less
+  std::uint32_t matvec_subgroups_;  // matvec-subgroup's subgroups per workgroup ...
+  std::uint32_t matvec_wg_;         // ... and its workgroup size
+  bool tiled_ok_;                   // the device runs 256-invocation workgroups with 8 KiB shared
+  int head_dim_;                    // the model's
+  std::uint32_t flash_keys_;        // attention_flash.comp's BC for head_dim_ on this device
+  std::string flash_missing_;       // why it cannot run here; "" when it can
+  std::string coop_missing_;        // why the cooperative-matrix GEMM cannot run here; "" when it can
 };
 
 }  // namespace tapdiff::gpu

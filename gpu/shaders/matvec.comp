@@ -3,11 +3,16 @@
 #include "activations.glsl"
 // Y[T, N] = X[T, K] W[N, K]^T (+ bias[N]) for T == 1 (decode), where a GEMM tile would idle.
 //
-// matvec-subgroup (SUBGROUP defined): one subgroup per output element, ROWS (constant 3)
-// consecutive outputs of one row t per workgroup (groups ordered n fastest). f32, f16 and bf16
-// weights with K a multiple of 8 are read 16 bytes per invocation (an invocation takes 8
-// consecutive k, the subgroup's invocations consecutive groups of 8); other storage one element
-// per invocation. The invocations' partial sums are then added with subgroupAdd.
+// matvec-subgroup (SUBGROUP defined): SPLIT (constant 4) subgroups per output element, ROWS
+// (constant 3) consecutive outputs of one row t per workgroup (groups ordered n fastest). f32, f16
+// and bf16 weights with K a multiple of 8 are read 16 bytes per invocation (an invocation takes 8
+// consecutive k, the subgroup's invocations consecutive groups of 8, the SPLIT subgroups of an
+// output every SPLIT-th pass of the subgroup over K); other storage one element per invocation.
+// The invocations' partial sums are added with subgroupAdd, then the SPLIT subgroups' sums in order
+// through shared memory. More subgroups per output keep more reads in flight where N alone gives
+// too few (the k and v projections); SPLIT = 1 has no shared memory and no barrier. In the f16
+// pipelines f16 weights are widened by the hardware, as activations are (exact: every f16 value is
+// an f32 value).
 // matvec-shared (otherwise): one workgroup per output element, each invocation summing
 // k = lid, lid + WG, ..., then a shared-memory tree (WG a power of two).
 // Both orders are fixed: deterministic. (gemm-f16-accum, faults.glsl: every partial sum rounded
@@ -36,9 +41,11 @@ float finish(float sum, uint n) { return pc.has_bias != 0u ? sum + bias[n] : sum
 
 #ifdef SUBGROUP
 layout(constant_id = 3) const uint ROWS = 4u;
+layout(constant_id = 4) const uint SPLIT = 1u;
 // The same buffers seen 16 bytes at a time (x: 4 values of act_t, 8 or 16 bytes).
 layout(std430, binding = 0) readonly buffer WeightQuads { uvec4 w_quads[]; };
 #ifdef ACT_F16
+layout(std430, binding = 0) readonly buffer WeightHalves { f16vec4 w_halves[]; };
 layout(std430, binding = 1) readonly buffer InputQuads { f16vec4 x_quads[]; };
 #else
 layout(std430, binding = 1) readonly buffer InputQuads { vec4 x_quads[]; };
@@ -52,6 +59,14 @@ void weights8(uint row, uint c, out vec4 lo, out vec4 hi) {
     hi = uintBitsToFloat(w_quads[q + 1u]);
     return;
   }
+#ifdef ACT_F16
+  if (DTYPE == DTYPE_F16) {
+    const uint h = (row >> 3) + 2u * c;
+    lo = vec4(w_halves[h]);
+    hi = vec4(w_halves[h + 1u]);
+    return;
+  }
+#endif
   const uvec4 w = w_quads[(row >> 4) + c];
   if (DTYPE == DTYPE_F16) {
     lo = vec4(half_bits_to_float(w.x & 0xFFFFu), half_bits_to_float(w.x >> 16), half_bits_to_float(w.y & 0xFFFFu),
@@ -63,6 +78,9 @@ void weights8(uint row, uint c, out vec4 lo, out vec4 hi) {
   lo = uintBitsToFloat(uvec4(w.x << 16, w.x & 0xFFFF0000u, w.y << 16, w.y & 0xFFFF0000u));  // bf16
   hi = uintBitsToFloat(uvec4(w.z << 16, w.z & 0xFFFF0000u, w.w << 16, w.w & 0xFFFF0000u));
 }
+
+// Per (output, split part) of the workgroup: the part's sum, for SPLIT > 1.
+shared float part_sums[ROWS * SPLIT];
 
 float dot4(float sum, vec4 a, vec4 b) {
   sum = accumulate(sum, a.x * b.x);
@@ -78,23 +96,38 @@ void main() {
   const uint t = g / blocks, first = (g - t * blocks) * ROWS;
   const uint lane = gl_SubgroupInvocationID, lanes = gl_SubgroupSize;
   const bool quads = (DTYPE == DTYPE_F32 || DTYPE == DTYPE_F16 || DTYPE == DTYPE_BF16) && pc.k % 8u == 0u;
-  for (uint r = gl_SubgroupID; r < ROWS; r += gl_NumSubgroups) {
-    const uint n = first + r;
+  // slot = output r of the workgroup x SPLIT + part p: a subgroup each
+  for (uint slot = gl_SubgroupID; slot < ROWS * SPLIT; slot += gl_NumSubgroups) {
+    const uint r = slot / SPLIT, p = slot % SPLIT, n = first + r;
     if (n >= pc.n) break;  // uniform over the subgroup
     const uint row = n * pc.row_bytes, xb = t * pc.k;
     float sum = 0.0;
     if (quads) {
-      for (uint c = lane; c < pc.k / 8u; c += lanes) {
+      for (uint c = lane + p * lanes; c < pc.k / 8u; c += lanes * SPLIT) {
         vec4 lo, hi;
         weights8(row, c, lo, hi);
         const uint xq = xb / 4u + 2u * c;
         sum = dot4(dot4(sum, vec4(x_quads[xq]), lo), vec4(x_quads[xq + 1u]), hi);
       }
     } else {
-      for (uint k = lane; k < pc.k; k += lanes) sum = accumulate(sum, float(x[xb + k]) * weight_at(row, k));
+      for (uint k = lane + p * lanes; k < pc.k; k += lanes * SPLIT)
+        sum = accumulate(sum, float(x[xb + k]) * weight_at(row, k));
     }
     sum = accumulator(subgroupAdd(sum));
-    if (subgroupElect()) y[t * pc.n + n] = to_act(finish(sum, n));
+    if (SPLIT == 1u) {
+      if (subgroupElect()) y[t * pc.n + n] = to_act(finish(sum, n));
+    } else if (subgroupElect()) {
+      part_sums[slot] = sum;
+    }
+  }
+  if (SPLIT > 1u) {
+    barrier();
+    const uint r = gl_LocalInvocationIndex, n = first + r;
+    if (r < ROWS && n < pc.n) {
+      float sum = part_sums[r * SPLIT];
+      for (uint p = 1u; p < SPLIT; ++p) sum = accumulate(sum, part_sums[r * SPLIT + p]);
+      y[t * pc.n + n] = to_act(finish(sum, n));
+    }
   }
 }
 
