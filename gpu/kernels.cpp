@@ -60,8 +60,8 @@ constexpr std::uint32_t kFlashThreads = 128;     // attention_flash.comp: local_
 constexpr std::uint32_t kFlashRows = 32;         // attention_flash.comp: BR
 constexpr std::uint32_t kFlashMaxHeadDim = 128;  // attention_flash.comp: OUT_COLS <= 2
 constexpr int kFlashMinRowsPerSequence = 16;     // fewer rows per sequence: split the keys
-constexpr std::uint32_t kSplitMinKeys = 64;      // positions per split at least ...
-constexpr std::uint32_t kMaxSplits = 32;         // ... and splits at most
+constexpr std::uint32_t kSplitMinKeys = 32;      // positions per split at least ...
+constexpr std::uint32_t kMaxSplits = 64;         // ... and splits at most
 
 std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
 std::uint32_t dtype_code(model::DType t) { return static_cast<std::uint32_t>(t); }  // dequant.glsl DTYPE_*
@@ -409,7 +409,7 @@ std::vector<std::string> Kernels::planned(model::OpClass cls, model::DType weigh
     case model::OpClass::rope: return {named("rope-table")};
     case model::OpClass::attention:
       if (plan_attention({}).kind == AttentionPlan::Kind::two_pass) return {named("attention-two-pass")};
-      return {flash_name(false), flash_name(true)};  // prefill's, then decode's past 64 positions
+      return {flash_name(false), flash_name(true)};  // prefill's, then decode's past 32 positions
     case model::OpClass::residual: return {named("add")};
     case model::OpClass::activation: return {named("silu_mul")};
   }

@@ -21,7 +21,7 @@
 //                                                  keys (16 where shared memory is short); head_dim a
 //                                                  multiple of 4, at most 128
 //               attention-flash-split-32xBC        the same for passes of < 16 rows per sequence (decode,
-//                                                  short chunks) over more than 64 positions: each
+//                                                  short chunks) over more than 32 positions: each
 //                                                  workgroup takes a split of the keys, a second kernel
 //                                                  merges the splits' softmax sums
 //               attention-two-pass                 where flash cannot run (or forced): one workgroup per

@@ -391,10 +391,11 @@ TEST(PlantedFault, ReportsTheInjectedVariantNextToTheCleanOne) {
             "attention-flash-32x32, attention-flash-split-32x32, attention-flash-32x32+inject:attn-scale@0, "
             "attention-flash-split-32x32+inject:attn-scale@0, attention-flash-32x32+inject:gqa-head-map@3, "
             "attention-flash-split-32x32+inject:gqa-head-map@3");
-  run_tapped(*engine, f.graph);  // at most 64 positions: no splits
+  run_tapped(*engine, f.graph);  // prefill chunks, then decode steps over 41 to 43 positions: splits of 32
   EXPECT_EQ(engine->kernel(Op::attn),
             "attention-flash-32x32+inject:attn-scale@0, attention-flash-32x32, "
-            "attention-flash-32x32+inject:gqa-head-map@3");
+            "attention-flash-32x32+inject:gqa-head-map@3, attention-flash-split-32x32+inject:attn-scale@0, "
+            "attention-flash-split-32x32, attention-flash-split-32x32+inject:gqa-head-map@3");
   EXPECT_EQ(engine->kernel(Op::rope_q), "rope-table");
   expect_clean(*engine);
 }

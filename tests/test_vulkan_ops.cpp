@@ -211,7 +211,7 @@ TEST_P(VulkanOps, EveryOpMatchesTheReferenceOnRandomInputs) {
 
 const std::vector<std::vector<int>> kAllRows = {{1}, {2}, {3}, {5}, {7}, {33}, {100}, {2, 5}, {7, 1, 1}};
 // Flash over partial and whole tiles, chunks after chunks, and split-KV: decode steps and a short
-// chunk after 100 to 200 positions (2 to 4 splits of 64).
+// chunk after 100 to 200 positions (4 to 7 splits of 32).
 const std::vector<std::vector<int>> kFlashRows = {{1},   {2},    {5},         {31},        {32},    {33},
                                                   {100}, {2, 5}, {40, 40, 1}, {200, 1, 1}, {100, 7}};
 
@@ -304,7 +304,7 @@ TEST(VulkanKernels, GemmVariantDependsOnRowsAndIsReported) {
   expect_clean(*gpu);
 }
 
-// Attention: flash; split-KV flash for passes of fewer than 16 rows per sequence over more than 64
+// Attention: flash; split-KV flash for passes of fewer than 16 rows per sequence over more than 32
 // positions; two-pass when forced, or where flash cannot run: a head_dim it does not take leaves auto
 // on two-pass and makes forcing flash an error.
 TEST(VulkanKernels, AttentionVariantDependsOnRowsAndHeadDim) {
@@ -316,11 +316,11 @@ TEST(VulkanKernels, AttentionVariantDependsOnRowsAndHeadDim) {
   model::NullTap tap;
   std::vector<std::int32_t> tokens(100);
   for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<std::int32_t>(i + 1);
-  model::run_chunk(*gpu, graph, std::span(tokens).first(50), {0, 0, 50, false}, tap);
-  model::run_chunk(*gpu, graph, std::span(tokens).first(10), {1, 50, 10, false}, tap);  // 60 positions: one split
+  model::run_chunk(*gpu, graph, std::span(tokens).first(20), {0, 0, 20, false}, tap);
+  model::run_chunk(*gpu, graph, std::span(tokens).first(10), {1, 20, 10, false}, tap);  // 30 positions: one split
   EXPECT_EQ(gpu->kernel(Op::attn), "attention-flash-32x32");
-  model::run_chunk(*gpu, graph, std::span(tokens).first(1), {2, 60, 1, true}, tap);        // 61
-  model::run_chunk(*gpu, graph, std::span(tokens).first(10), {3, 61, 10, false}, tap);     // 71: two splits
+  model::run_chunk(*gpu, graph, std::span(tokens).first(1), {2, 30, 1, true}, tap);        // 31
+  model::run_chunk(*gpu, graph, std::span(tokens).first(10), {3, 31, 10, false}, tap);     // 41: two splits
   EXPECT_EQ(gpu->kernel(Op::attn), "attention-flash-32x32, attention-flash-split-32x32");  // every variant that ran
   expect_clean(*gpu);
 
