@@ -86,8 +86,8 @@ void check_truth_choice(const BisectArgs& a) {
         a.engine_b.dtype));
 }
 
+// After check_truth_choice.
 std::unique_ptr<model::Engine> truth_engine(const BisectArgs& a, const model::Model& m, std::size_t sequences) {
-  check_truth_choice(a);
   if (a.engine_a == "ref") return reference_engine(reference_choice("f64", a.engine_b.threads), m, sequences);
   EngineChoice choice = vulkan_choice();
   choice.dtype = "f32";
