@@ -25,8 +25,11 @@ std::vector<std::string> device_extensions(VkPhysicalDevice device) {
 }
 
 void query_properties(VkPhysicalDevice device, DeviceInfo& info) {
+  VkPhysicalDeviceFloatControlsProperties float_controls{};
+  float_controls.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES;
   VkPhysicalDeviceDriverProperties driver{};
   driver.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES;
+  driver.pNext = &float_controls;
   VkPhysicalDeviceMaintenance3Properties maintenance3{};
   maintenance3.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES;
   maintenance3.pNext = info.api_version >= VK_API_VERSION_1_2 ? &driver : nullptr;
@@ -46,6 +49,11 @@ void query_properties(VkPhysicalDevice device, DeviceInfo& info) {
   info.subgroup_size = subgroup.subgroupSize;
   info.subgroup_arithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
                              (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) != 0;
+  info.subgroup_shuffle_vote =
+      (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
+      (subgroup.supportedOperations & (VK_SUBGROUP_FEATURE_SHUFFLE_BIT | VK_SUBGROUP_FEATURE_VOTE_BIT)) ==
+          (VK_SUBGROUP_FEATURE_SHUFFLE_BIT | VK_SUBGROUP_FEATURE_VOTE_BIT);
+  info.denorm_preserve_f16 = info.api_version >= VK_API_VERSION_1_2 && float_controls.shaderDenormPreserveFloat16;
   info.max_memory_allocation_size = maintenance3.maxMemoryAllocationSize;
   info.max_storage_buffer_range = l.maxStorageBufferRange;
   info.min_storage_buffer_offset_alignment = l.minStorageBufferOffsetAlignment;

@@ -29,7 +29,9 @@ struct DeviceInfo {
 
   // Subgroups (core 1.1 properties).
   std::uint32_t subgroup_size = 0;
-  bool subgroup_arithmetic = false;  // subgroupAdd etc. in compute shaders
+  bool subgroup_arithmetic = false;    // subgroupAdd etc. in compute shaders
+  bool subgroup_shuffle_vote = false;  // subgroupShuffleXor and subgroupAny in compute shaders
+  bool denorm_preserve_f16 = false;    // shaders may keep f16 subnormals (DenormPreserve 16)
 
   // Features that later precision modes and kernels need (queried only for Vulkan >= 1.2 devices).
   bool shader_float16 = false;

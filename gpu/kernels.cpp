@@ -4,6 +4,7 @@
 #include <array>
 #include <cstring>
 #include <span>
+#include <utility>
 
 #include <fmt/core.h>
 
@@ -42,26 +43,36 @@ struct CountPush {
   std::uint32_t n;
 };
 
-constexpr std::uint32_t kTile = 64;            // matmul_tiled.comp: BM = BN
-constexpr std::uint32_t kTiledThreads = 256;   // matmul_tiled.comp: local_size_x
-constexpr std::uint32_t kTiledShared = 8192;   // matmul_tiled.comp: xs + ws bytes
-constexpr std::uint32_t kCoopRows = 64;        // matmul_coop.comp: BM
-constexpr std::uint32_t kCoopCols = 128;       // matmul_coop.comp: BN
-constexpr std::uint32_t kCoopThreads = 128;    // matmul_coop.comp: local_size_x, 4 subgroups ...
-constexpr std::uint32_t kCoopSubgroup = 32;    // ... of this size
-constexpr std::uint32_t kCoopShared = 22528;   // matmul_coop.comp: tiles + sums_out bytes
+constexpr std::uint32_t kTile = 64;           // matmul_tiled.comp: BM = BN
+constexpr std::uint32_t kTiledThreads = 256;  // matmul_tiled.comp: local_size_x
+constexpr std::uint32_t kTiledShared = 8192;  // matmul_tiled.comp: xs + ws bytes
+// matmul_coop.comp's tile (COOP_*): subgroups along T and N, 16 x 16 fragments per subgroup along
+// T and N, the K slice and the padding of a staged row in halves.
+constexpr std::uint32_t kCoopSubgroupsM = 2, kCoopSubgroupsN = 4, kCoopFragsM = 4, kCoopFragsN = 2;
+constexpr std::uint32_t kCoopSlice = 32, kCoopPad = 8;
+// The subgroup size it is laid out for, its tile (BM x BN) and its workgroup size.
+constexpr std::uint32_t kCoopSubgroup = 32;
+constexpr std::uint32_t kCoopRows = kCoopSubgroupsM * kCoopFragsM * 16;
+constexpr std::uint32_t kCoopCols = kCoopSubgroupsN * kCoopFragsN * 16;
+constexpr std::uint32_t kCoopSubgroups = kCoopSubgroupsM * kCoopSubgroupsN;
+constexpr std::uint32_t kCoopThreads = kCoopSubgroup * kCoopSubgroups;
+// Bytes of shared memory: two staged slices of f16, or one 16 x 16 f32 fragment per subgroup.
+constexpr std::uint32_t kCoopShared =
+    std::max(2 * (kCoopRows + kCoopCols) * (kCoopSlice + kCoopPad) * 2, kCoopSubgroups * 16 * 16 * 4);
 constexpr std::uint32_t kMatvecSubgroups = 4;  // matvec.comp SUBGROUP: subgroups per workgroup at most
 // matvec.comp SUBGROUP splits K over more subgroups per output until a product has this many
 // subgroups (an H100 keeps 132 x 64 subgroups of 32 resident), or each has one pass over K.
 constexpr std::uint64_t kMatvecTargetSubgroups = 8192;
-constexpr std::uint32_t kAttentionChannels = 4;  // attention.comp: CHANNELS
-constexpr std::uint32_t kMaxHeadDim = 256;       // attention.comp: MAX_HEAD_DIM
-constexpr std::uint32_t kFlashThreads = 128;     // attention_flash.comp: local_size_x
-constexpr std::uint32_t kFlashRows = 32;         // attention_flash.comp: BR
-constexpr std::uint32_t kFlashMaxHeadDim = 128;  // attention_flash.comp: OUT_COLS <= 2
-constexpr int kFlashMinRowsPerSequence = 16;     // fewer rows per sequence: split the keys
-constexpr std::uint32_t kSplitMinKeys = 32;      // positions per split at least ...
-constexpr std::uint32_t kMaxSplits = 64;         // ... and splits at most
+constexpr std::uint32_t kAttentionChannels = 4;   // attention.comp: CHANNELS
+constexpr std::uint32_t kMaxHeadDim = 256;        // attention.comp: MAX_HEAD_DIM
+constexpr std::uint32_t kFlashThreads = 128;      // attention_flash.comp: local_size_x
+constexpr std::uint32_t kFlashRows = 32;          // attention_flash.comp: BR
+constexpr std::uint32_t kFlashMaxHeadDim = 128;   // attention_flash.comp: OUT_COLS <= 2
+constexpr std::uint32_t kCoopAttentionRows = 64;  // attention_coop.comp: BR, 4 subgroups of 16 ...
+constexpr std::uint32_t kCoopAttentionKeys = 32;  // ... and BC
+constexpr int kFlashMinRowsPerSequence = 16;      // fewer rows per sequence: split the keys
+constexpr std::uint32_t kSplitMinKeys = 32;       // positions per split at least ...
+constexpr std::uint32_t kMaxSplits = 64;          // ... and splits at most
 
 std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
 std::uint32_t dtype_code(model::DType t) { return static_cast<std::uint32_t>(t); }  // dequant.glsl DTYPE_*
@@ -95,6 +106,31 @@ std::uint32_t flash_shared_bytes(std::uint32_t hd, std::uint32_t bc) {
   return (kFlashRows + bc) * stride * 16 + kFlashRows * (bc + 1) * 4 + kFlashRows * (4 + 16 + 4) + 4;
 }
 
+// attention_coop.comp's shared memory for head_dim hd, as it declares it: K and V tiles of 16-byte
+// chunks padded by one; per subgroup its 16 rows of f32 scores, or of P hi and lo, padded; then per
+// row a scale, visible, next_from and row_end.
+std::uint32_t attention_coop_shared_bytes(std::uint32_t hd) {
+  const std::uint32_t subgroup_chunks = 2 * 16 * (kCoopAttentionKeys / 8 + 1);  // P hi and lo (the scores: fewer)
+  return 2 * kCoopAttentionKeys * (hd / 8 + 1) * 16 + 4 * subgroup_chunks * 16 + kCoopAttentionRows * (4 + 16 + 4 + 4);
+}
+
+// Why attention_coop.comp cannot run on this device with this head_dim; "" when it can.
+std::string attention_coop_missing(const Device& device, const std::string& gemm_missing, std::uint32_t hd) {
+  if (!gemm_missing.empty()) return gemm_missing;
+  const DeviceInfo& d = device.info();
+  if (!d.subgroup_arithmetic || !d.subgroup_shuffle_vote)
+    return fmt::format("{} has no subgroup arithmetic, shuffle and vote in compute shaders", d.name);
+  if (!d.denorm_preserve_f16)
+    return fmt::format("{} cannot keep f16 subnormals in shaders (shaderDenormPreserveFloat16)", d.name);
+  if (hd % 16 != 0 || hd > kFlashMaxHeadDim)
+    return fmt::format("the cooperative-matrix attention takes head_dim a multiple of 16 up to {}, the model has {}",
+                       kFlashMaxHeadDim, hd);
+  if (d.max_shared_memory < attention_coop_shared_bytes(hd))
+    return fmt::format("{} has {} bytes of shared memory; the cooperative-matrix attention needs {}", d.name,
+                       d.max_shared_memory, attention_coop_shared_bytes(hd));
+  return "";
+}
+
 // The split-KV partials of a pass: (m, l, sums[head_dim]) f32 per row, head and split.
 std::uint64_t partial_bytes(const AttentionShape& a, std::uint32_t splits) {
   return static_cast<std::uint64_t>(a.rows) * static_cast<std::uint64_t>(a.heads) * splits *
@@ -117,14 +153,15 @@ KernelOverrides parse_kernel_overrides(const std::string& text) {
       o.matvec = value == "subgroup" ? KernelOverrides::Matvec::subgroup
                  : value == "shared" ? KernelOverrides::Matvec::shared
                                      : KernelOverrides::Matvec::automatic;
-    } else if (key == "attention" && (value == "auto" || value == "flash" || value == "two-pass")) {
-      o.attention = value == "flash"      ? KernelOverrides::Attention::flash
+    } else if (key == "attention" && (value == "auto" || value == "coop" || value == "flash" || value == "two-pass")) {
+      o.attention = value == "coop"       ? KernelOverrides::Attention::coop
+                    : value == "flash"    ? KernelOverrides::Attention::flash
                     : value == "two-pass" ? KernelOverrides::Attention::two_pass
                                           : KernelOverrides::Attention::automatic;
     } else {
       throw UsageError(
           fmt::format("--kernels: expected matmul=auto|tiled|coop|matvec, matvec=auto|subgroup|shared or "
-                      "attention=auto|flash|two-pass (comma-separated), found '{}'",
+                      "attention=auto|coop|flash|two-pass (comma-separated), found '{}'",
                       item));
     }
   }
@@ -151,6 +188,9 @@ Kernels::Kernels(const Device& device, Pipelines& pipelines, const KernelOverrid
            d.max_shared_memory < flash_shared_bytes(hd, flash_keys_))
     flash_missing_ = fmt::format("{} cannot run {}-invocation workgroups with {} bytes of shared memory", d.name,
                                  kFlashThreads, flash_shared_bytes(hd, flash_keys_));
+  attention_coop_missing_ = pipelines.activations() == Activations::f16
+                                ? attention_coop_missing(device, coop_missing_, hd)
+                                : "the cooperative-matrix attention runs in the f16 mode only (--dtype f16)";
   if (overrides.matmul == KernelOverrides::Matmul::tiled && !tiled_ok_)
     throw UsageError(fmt::format("--kernels matmul=tiled: {} cannot run 256-invocation workgroups", d.name));
   if (overrides.matmul == KernelOverrides::Matmul::coop && !coop_missing_.empty())
@@ -160,6 +200,8 @@ Kernels::Kernels(const Device& device, Pipelines& pipelines, const KernelOverrid
         fmt::format("--kernels matvec=subgroup: {} has no subgroup arithmetic in compute shaders", d.name));
   if (overrides.attention == KernelOverrides::Attention::flash && !flash_missing_.empty())
     throw UsageError(fmt::format("--kernels attention=flash: {}", flash_missing_));
+  if (overrides.attention == KernelOverrides::Attention::coop && !attention_coop_missing_.empty())
+    throw UsageError(fmt::format("--kernels attention=coop: {}", attention_coop_missing_));
 }
 
 std::uint32_t Kernels::local_size(Shader shader) const {
@@ -270,10 +312,12 @@ std::string Kernels::matmul(Stream& s, const Region& x, const DeviceWeight& w, c
       dispatch(s, Shader::matmul_tiled, dtype_code(w.dtype), bindings, &push, sizeof push,
                tile_grid(push.rows, push.n, kTile, kTile), faults);
       break;
-    case Gemm::coop:
-      dispatch(s, Shader::matmul_coop, dtype_code(w.dtype), bindings, &push, sizeof push,
-               tile_grid(push.rows, push.n, kCoopRows, kCoopCols), faults);
+    case Gemm::coop: {
+      Grid grid = tile_grid(push.rows, push.n, kCoopRows, kCoopCols);
+      std::swap(grid.x, grid.y);  // row tiles along x: workgroups next in line share a W tile
+      dispatch(s, Shader::matmul_coop, dtype_code(w.dtype), bindings, &push, sizeof push, grid, faults);
       break;
+    }
     case Gemm::matvec:
       if (matvec_shader() == Shader::matvec_subgroup) {
         const std::uint32_t split = matvec_split(push.n, push.k), outputs = matvec_subgroups_ / split;
@@ -290,7 +334,7 @@ std::string Kernels::matmul(Stream& s, const Region& x, const DeviceWeight& w, c
 std::string Kernels::gemm_name(Gemm gemm, model::DType weights) const {
   switch (gemm) {
     case Gemm::tiled: return named("matmul-tiled-64x64", weights);
-    case Gemm::coop: return named("matmul-coop-64x128", weights);
+    case Gemm::coop: return named(fmt::format("matmul-coop-{}x{}", kCoopRows, kCoopCols), weights);
     case Gemm::matvec: break;
   }
   return named(matvec_shader() == Shader::matvec_subgroup ? "matvec-subgroup" : "matvec-shared", weights);
@@ -324,6 +368,10 @@ std::string Kernels::attention(Stream& s, const AttentionShape& a, float scale, 
   const std::uint64_t pack = (faults & kFaultAttentionHeadModulo) != 0 ? 1 : push.group;
   const std::uint64_t tiles = ceil_div(push.rows * pack, kFlashRows) * (push.heads / pack);
   switch (plan.kind) {
+    case AttentionPlan::Kind::coop:
+      dispatch(s, Shader::attention_coop, 0, {q, k, v, row_table, out}, &push, sizeof push,
+               fold(ceil_div(push.rows * pack, kCoopAttentionRows) * (push.heads / pack)), faults, {push.head_dim});
+      return coop_attention_name();
     case AttentionPlan::Kind::flash:
       dispatch(s, Shader::attention_flash, 0, {q, k, v, row_table, out}, &push, sizeof push, fold(tiles), faults,
                {push.head_dim, flash_keys_});
@@ -348,23 +396,33 @@ std::string Kernels::attention(Stream& s, const AttentionShape& a, float scale, 
 
 Kernels::AttentionPlan Kernels::plan_attention(const AttentionShape& a) const {
   using Kind = AttentionPlan::Kind;
-  const bool flash = overrides_.attention == KernelOverrides::Attention::flash ||
-                     (overrides_.attention == KernelOverrides::Attention::automatic && flash_missing_.empty());
+  using Override = KernelOverrides::Attention;
+  // The cooperative-matrix kernel takes the passes flash would run in one piece; decode and short
+  // chunks keep flash's split-KV.
+  const bool coop = overrides_.attention == Override::coop ||
+                    (overrides_.attention == Override::automatic && attention_coop_missing_.empty());
+  const bool flash = coop || overrides_.attention == Override::flash ||
+                     (overrides_.attention == Override::automatic && flash_missing_.empty());
   if (!flash) return {};
-  if (a.rows >= kFlashMinRowsPerSequence * a.sequences) return {Kind::flash};
+  const Kind whole = coop ? Kind::coop : Kind::flash;
+  if (a.rows >= kFlashMinRowsPerSequence * a.sequences) return {whole};
   // Few rows: the keys in splits of a multiple of BC positions, at least kSplitMinKeys, at most
   // kMaxSplits of them.
   const auto keys = static_cast<std::uint32_t>(std::max(a.keys, 1));
   const auto split_keys = static_cast<std::uint32_t>(
       ceil_div(std::max<std::uint64_t>(kSplitMinKeys, ceil_div(keys, kMaxSplits)), flash_keys_) * flash_keys_);
   const auto splits = static_cast<std::uint32_t>(ceil_div(keys, split_keys));
-  if (splits <= 1) return {Kind::flash};
+  if (splits <= 1) return {whole};
   return {Kind::split, splits, split_keys};
 }
 
 std::uint64_t Kernels::attention_scratch_bytes(const AttentionShape& a) const {
   const AttentionPlan plan = plan_attention(a);
   return plan.kind == AttentionPlan::Kind::split ? partial_bytes(a, plan.splits) : 0;
+}
+
+std::string Kernels::coop_attention_name() const {
+  return named(fmt::format("attention-coop-{}x{}", kCoopAttentionRows, kCoopAttentionKeys));
 }
 
 std::string Kernels::flash_name(bool split) const {
@@ -407,9 +465,12 @@ std::vector<std::string> Kernels::planned(model::OpClass cls, model::DType weigh
       return names;
     }
     case model::OpClass::rope: return {named("rope-table")};
-    case model::OpClass::attention:
-      if (plan_attention({}).kind == AttentionPlan::Kind::two_pass) return {named("attention-two-pass")};
-      return {flash_name(false), flash_name(true)};  // prefill's, then decode's past 32 positions
+    case model::OpClass::attention: {
+      const AttentionPlan::Kind whole = plan_attention({}).kind;
+      if (whole == AttentionPlan::Kind::two_pass) return {named("attention-two-pass")};
+      // prefill's, then decode's past 32 positions
+      return {whole == AttentionPlan::Kind::coop ? coop_attention_name() : flash_name(false), flash_name(true)};
+    }
     case model::OpClass::residual: return {named("add")};
     case model::OpClass::activation: return {named("silu_mul")};
   }

@@ -8,7 +8,7 @@
 // "matmul-tiled-64x64.f16/q8_0".
 //   embedding   embed-gather/DTYPE
 //   norm        rms_norm-tree                      one workgroup per row
-//   gemm        matmul-coop-64x128.f16/DTYPE       f16 mode, rows > 1, tensor cores: where the device
+//   gemm        matmul-coop-128x128.f16/DTYPE      f16 mode, rows > 1, tensor cores: where the device
 //                                                  offers VK_NV_cooperative_matrix (Device) in subgroups of 32
 //               matmul-tiled-64x64/DTYPE           rows > 1 otherwise (needs 256-invocation workgroups)
 //               matvec-subgroup/DTYPE              rows == 1, subgroupAdd in compute shaders: 4 subgroups
@@ -16,7 +16,12 @@
 //                                                  where N alone gives fewer than 8192 subgroups)
 //               matvec-shared/DTYPE                rows == 1, shared-memory tree otherwise
 //   rope        rope-table                         host cos/sin table
-//   attention   attention-flash-32xBC              one workgroup per 32 (row, head) pairs of the heads
+//   attention   attention-coop-64x32.f16           f16 mode, passes of >= 16 rows per sequence, tensor
+//                                                  cores: the flash kernel's tiles with both products
+//                                                  on 16x16x16 matrices (64 pairs, 32 keys); where the
+//                                                  GEMM's cooperative matrices run, with subgroup
+//                                                  shuffle and vote, head_dim a multiple of 16 <= 128
+//               attention-flash-32xBC              one workgroup per 32 (row, head) pairs of the heads
 //                                                  of a GQA group, online softmax over tiles of BC = 32
 //                                                  keys (16 where shared memory is short); head_dim a
 //                                                  multiple of 4, at most 128
@@ -52,11 +57,11 @@ class Pipelines;
 class Stream;
 
 // What --kernels may force:
-// "matmul=auto|tiled|coop|matvec,matvec=auto|subgroup|shared,attention=auto|flash|two-pass".
+// "matmul=auto|tiled|coop|matvec,matvec=auto|subgroup|shared,attention=auto|coop|flash|two-pass".
 struct KernelOverrides {
   enum class Matmul : std::uint8_t { automatic, tiled, coop, matvec } matmul = Matmul::automatic;
   enum class Matvec : std::uint8_t { automatic, subgroup, shared } matvec = Matvec::automatic;
-  enum class Attention : std::uint8_t { automatic, flash, two_pass } attention = Attention::automatic;
+  enum class Attention : std::uint8_t { automatic, coop, flash, two_pass } attention = Attention::automatic;
 };
 // UsageError naming the bad key or value and the choices.
 KernelOverrides parse_kernel_overrides(const std::string& text);
@@ -141,24 +146,26 @@ class Kernels {
   // matvec-subgroup's subgroups per output (a power of two dividing matvec_subgroups_) for Y[1, n], K = k.
   std::uint32_t matvec_split(std::uint32_t n, std::uint32_t k) const;
   struct AttentionPlan {
-    enum class Kind : std::uint8_t { two_pass, flash, split } kind = Kind::two_pass;
+    enum class Kind : std::uint8_t { two_pass, flash, split, coop } kind = Kind::two_pass;
     std::uint32_t splits = 1, split_keys = 0;  // split: workgroups per (tile, head), positions each
   };
   AttentionPlan plan_attention(const AttentionShape& a) const;
   std::string flash_name(bool split) const;
+  std::string coop_attention_name() const;
 
   const Device* device_;
   Pipelines* pipelines_;
   KernelOverrides overrides_;
-  std::uint32_t wg_;                // workgroup size of the 1-D kernels: a power of two <= 256
-  std::uint32_t attention_wg_;      // attention's: 64 or less
-  std::uint32_t matvec_subgroups_;  // matvec-subgroup's subgroups per workgroup ...
-  std::uint32_t matvec_wg_;         // ... and its workgroup size
-  bool tiled_ok_;                   // the device runs 256-invocation workgroups with 8 KiB shared
-  int head_dim_;                    // the model's
-  std::uint32_t flash_keys_;        // attention_flash.comp's BC for head_dim_ on this device
-  std::string flash_missing_;       // why it cannot run here; "" when it can
-  std::string coop_missing_;        // why the cooperative-matrix GEMM cannot run here; "" when it can
+  std::uint32_t wg_;                    // workgroup size of the 1-D kernels: a power of two <= 256
+  std::uint32_t attention_wg_;          // attention's: 64 or less
+  std::uint32_t matvec_subgroups_;      // matvec-subgroup's subgroups per workgroup ...
+  std::uint32_t matvec_wg_;             // ... and its workgroup size
+  bool tiled_ok_;                       // the device runs 256-invocation workgroups with 8 KiB shared
+  int head_dim_;                        // the model's
+  std::uint32_t flash_keys_;            // attention_flash.comp's BC for head_dim_ on this device
+  std::string flash_missing_;           // why it cannot run here; "" when it can
+  std::string attention_coop_missing_;  // why attention_coop.comp cannot run here; "" when it can
+  std::string coop_missing_;            // why the cooperative-matrix GEMM cannot run here; "" when it can
 };
 
 }  // namespace tapdiff::gpu

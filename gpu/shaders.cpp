@@ -12,6 +12,7 @@ namespace {
 #include "add_spv.h"
 #include "attention_combine_f16_spv.h"
 #include "attention_combine_spv.h"
+#include "attention_coop_f16_spv.h"
 #include "attention_f16_spv.h"
 #include "attention_flash_f16_spv.h"
 #include "attention_flash_spv.h"
@@ -34,9 +35,9 @@ namespace {
 #include "silu_mul_f16_spv.h"
 #include "silu_mul_spv.h"
 
-// In the order of the Shader enum: f32 activations, then f16. The cooperative-matrix GEMM exists in
-// f16 only: its tensor cores multiply f16 values.
-const std::array<std::array<ShaderCode, 13>, 2> kShaders = {{
+// In the order of the Shader enum: f32 activations, then f16. The cooperative-matrix kernels exist
+// in f16 only: their tensor cores multiply f16 values.
+const std::array<std::array<ShaderCode, 14>, 2> kShaders = {{
     {{
         {"embed", embed_spv, 3},
         {"rms_norm", rms_norm_spv, 3},
@@ -49,6 +50,7 @@ const std::array<std::array<ShaderCode, 13>, 2> kShaders = {{
         {"attention_flash", attention_flash_spv, 5},
         {"attention_split", attention_split_spv, 5},
         {"attention_combine", attention_combine_spv, 2},
+        {"attention_coop", {}, 5},
         {"add", add_spv, 3},
         {"silu_mul", silu_mul_spv, 3},
     }},
@@ -64,6 +66,7 @@ const std::array<std::array<ShaderCode, 13>, 2> kShaders = {{
         {"attention_flash_f16", attention_flash_f16_spv, 5},
         {"attention_split_f16", attention_split_f16_spv, 5},
         {"attention_combine_f16", attention_combine_f16_spv, 2},
+        {"attention_coop_f16", attention_coop_f16_spv, 5},
         {"add_f16", add_f16_spv, 3},
         {"silu_mul_f16", silu_mul_f16_spv, 3},
     }},

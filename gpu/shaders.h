@@ -19,6 +19,7 @@ enum class Shader : std::uint8_t {
   attention_flash,    // attention_flash.comp
   attention_split,    // attention_flash.comp with SPLIT
   attention_combine,  // attention_combine.comp
+  attention_coop,     // attention_coop.comp (f16 activations only)
   add,                // add.comp
   silu_mul,           // silu_mul.comp
 };

@@ -180,13 +180,31 @@ const std::string& coop_gemm_missing() {
   return why;
 }
 
-bool forces_coop(const OpCase& c) { return c.kernels.find("matmul=coop") != std::string::npos; }
+// Why this device cannot run the cooperative-matrix attention for models of synth:tiny's head_dim
+// (16); "" when it can.
+const std::string& coop_attention_missing() {
+  static const std::string why = [] {
+    gpu::VulkanEngineOptions options;
+    options.f16 = true;
+    options.kernels = "attention=coop";
+    return usage_error_of(*model::load_model(synth_model_path("tiny")), options);
+  }();
+  return why;
+}
+
+// Why this device cannot run the cooperative-matrix kernels the case forces; "" when it can (or
+// when it forces none).
+std::string coop_missing(const OpCase& c) {
+  if (c.kernels.find("matmul=coop") != std::string::npos && !coop_gemm_missing().empty()) return coop_gemm_missing();
+  if (c.kernels.find("attention=coop") != std::string::npos) return coop_attention_missing();
+  return "";
+}
 
 class VulkanOps : public ::testing::TestWithParam<OpCase> {};
 
 TEST_P(VulkanOps, EveryOpMatchesTheReferenceOnRandomInputs) {
   const OpCase& c = GetParam();
-  if (forces_coop(c) && !coop_gemm_missing().empty()) GTEST_SKIP() << coop_gemm_missing();
+  if (const std::string why = coop_missing(c); !why.empty()) GTEST_SKIP() << why;
   const auto base = model::load_model(write_case_model(c));
   const auto m = c.window > 0 ? with_window(*base, c.window) : nullptr;
   const model::Model& model = m ? *m : *base;
@@ -282,7 +300,21 @@ INSTANTIATE_TEST_SUITE_P(
         act_f16(op_case("coop_gqa8x4_hd16_q4_0_tied", {8, 4, 16, 96, 224, 300}, DType::q4_0, {{1}, {100}, {2, 5}},
                         "llama", 0, true, "matmul=coop")),
         act_f16(op_case("coop_qwen2_rotate_half_bias", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {7}, {2, 5}},
-                        "qwen2", 0, false, "matmul=coop"))),
+                        "qwen2", 0, false, "matmul=coop")),
+        // The cooperative-matrix attention (tiles of 64 pairs and 32 keys; split-KV flash for the
+        // short passes): partial and whole tiles, GQA groups of 2, 4 and 8 and none, head_dim 16,
+        // 64 and 128, chunks after chunks, a sliding window
+        act_f16(op_case("coop_attention_gqa8x4_hd16_f32", {8, 4, 16, 72, 136, 301}, DType::f32, kFlashRows, "llama", 0,
+                        false, "attention=coop")),
+        act_f16(op_case("coop_attention_gqa32x8_hd64_bf16", {32, 8, 64, 96, 200, 300}, DType::bf16,
+                        {{16}, {100}, {130}, {40, 40, 1}, {100, 7}, {64, 64, 64}}, "llama", 0, false,
+                        "attention=coop")),
+        act_f16(op_case("coop_attention_gqa32x4_hd128_q8_0", {32, 4, 128, 96, 160, 300}, DType::q8_0,
+                        {{5}, {100}, {40, 40, 1}, {150}}, "llama", 0, false, "attention=coop")),
+        act_f16(op_case("coop_attention_mha6x6_hd16_f16", {6, 6, 16, 40, 100, 259}, DType::f16,
+                        {{1}, {33}, {100}, {40, 40, 1}}, "llama", 0, false, "attention=coop")),
+        act_f16(op_case("coop_attention_sliding_window_3", {8, 4, 16, 72, 136, 301}, DType::f32,
+                        {{7}, {40}, {33, 33, 1}, {100, 1, 1}}, "llama", 3, false, "attention=coop"))),
     [](const ::testing::TestParamInfo<OpCase>& p) { return p.param.name; });
 
 // The variant that ran is reported per op: a tile for prefill, a matrix-vector kernel for decode.
@@ -352,9 +384,10 @@ TEST(VulkanKernels, F16EngineNamesItsVariantsAndStoresF16Weights) {
   model::NullTap tap;
   model::run_chunk(*f16, model::Graph(m->config()), std::vector<std::int32_t>{1, 2, 3}, {0, 0, 3, false}, tap);
   EXPECT_EQ(f16->kernel(Op::q_proj),
-            coop_gemm_missing().empty() ? "matmul-coop-64x128.f16/f16" : "matmul-tiled-64x64.f16/f16");
+            coop_gemm_missing().empty() ? "matmul-coop-128x128.f16/f16" : "matmul-tiled-64x64.f16/f16");
   EXPECT_EQ(f16->kernel(Op::embed), "embed-gather.f16/f16");
-  EXPECT_EQ(f16->kernel(Op::attn), "attention-flash-32x32.f16");
+  EXPECT_EQ(f16->kernel(Op::attn),
+            coop_attention_missing().empty() ? "attention-coop-64x32.f16" : "attention-flash-32x32.f16");
   EXPECT_EQ(f16->kernel(Op::attn_norm), "rms_norm-tree.f16");
   const double ratio = static_cast<double>(f16->stats().weight_bytes) / static_cast<double>(f32->stats().weight_bytes);
   EXPECT_GT(ratio, 0.45);
@@ -370,7 +403,7 @@ TEST(VulkanKernels, UnknownKernelOverrideIsAUsageError) {
   const std::string error = usage_error_of(*m, options);
   EXPECT_NE(error.find("matmul=fast"), std::string::npos) << error;
   EXPECT_NE(error.find("matmul=auto|tiled|coop|matvec"), std::string::npos) << error;
-  EXPECT_NE(error.find("attention=auto|flash|two-pass"), std::string::npos) << error;
+  EXPECT_NE(error.find("attention=auto|coop|flash|two-pass"), std::string::npos) << error;
 }
 
 // The cooperative-matrix GEMM multiplies f16 values: forcing it in f32 mode is an error on any device.
@@ -381,6 +414,17 @@ TEST(VulkanKernels, ForcingCoopGemmInF32ModeIsAUsageError) {
   const std::string error = usage_error_of(*m, options);
   EXPECT_NE(error.find("--kernels matmul=coop: "), std::string::npos) << error;
   EXPECT_NE(error.find("f16 mode only (--dtype f16)"), std::string::npos) << error;
+}
+
+// Likewise the cooperative-matrix attention.
+TEST(VulkanKernels, ForcingCoopAttentionInF32ModeIsAUsageError) {
+  const auto m = model::load_model(synth_model_path("tiny"));
+  gpu::VulkanEngineOptions options;
+  options.kernels = "attention=coop";
+  const std::string error = usage_error_of(*m, options);
+  EXPECT_NE(error.find("--kernels attention=coop: the cooperative-matrix attention runs in the f16 mode only"),
+            std::string::npos)
+      << error;
 }
 
 // On a device without VK_NV_cooperative_matrix (lavapipe) forcing it in f16 mode is an error that
@@ -436,7 +480,7 @@ TEST(VulkanKernels, CoopGemmWithF16SumsMissesTheF16Bound) {
   EXPECT_GT(faulty_nmse, 10 * kMaxNmseF16);
   EXPECT_LT(faulty_nmse, 1e-3);  // still the product, rounded more often
   const std::string ran = faulty->kernel(Op::ffn_down);
-  EXPECT_NE(ran.find("matmul-coop-64x128.f16/f16"), std::string::npos) << ran;
+  EXPECT_NE(ran.find("matmul-coop-128x128.f16/f16"), std::string::npos) << ran;
   EXPECT_NE(ran.find("+inject:gemm-f16-accum"), std::string::npos) << ran;
   expect_clean(*clean);
   expect_clean(*faulty);

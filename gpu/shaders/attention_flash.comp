@@ -59,6 +59,7 @@ layout(push_constant) uniform Push {
 } pc;
 #include "common.glsl"
 #include "faults.glsl"
+#include "attention_rows.glsl"
 
 layout(constant_id = 3) const uint HD = 64u;
 layout(constant_id = 4) const uint BC = 32u;
@@ -75,8 +76,6 @@ const uint OUT_ROW_LANES = THREADS / COL_LANES;
 const uint OUT_ROWS = BR / OUT_ROW_LANES;  // ... of rows orl + r 8 (4 rows)
 const uint OUT_COLS = (HD4 + COL_LANES - 1u) / COL_LANES;  // 1 or 2 vec4 columns
 const uint P_STRIDE = BC + 1u;
-const uint NONE = 0xFFFFFFFFu;
-#define NEG_INF uintBitsToFloat(0xFF800000u)
 
 shared vec4 qs[BR * STRIDE4];
 shared vec4 kvs[BC * STRIDE4];  // K of the tile, then V
@@ -85,20 +84,6 @@ shared float alpha[BR];          // each row's rescale factor for this tile, the
 shared uvec4 visible[BR];        // cache rows each row sees: [x, y) its own, [z, w) leaked (faults)
 shared uint next_from[BR];       // each row's first visible cache row at or after the next tile
 shared uint row_end[BR];         // each row's end of the last cache row it sees
-
-// The workgroup's tile: `pack` heads side by side per query row (the GQA group, or 1), pairs from
-// p0 on, heads of unit * pack .. (main sets them).
-uint pack, p0, unit;
-uint pair_row(uint i) { return (p0 + i) / pack; }           // tile row i's query row
-uint pair_head(uint i) { return unit * pack + (p0 + i) % pack; }  // and its head
-
-bool sees(uvec4 v, uint row) { return (row >= v.x && row < v.y) || (row >= v.z && row < v.w); }
-
-// The first cache row at or after `from` that a row with visible ranges v sees; NONE if none.
-uint first_seen(uvec4 v, uint from) {
-  const uint own = max(from, v.x), leak = max(from, v.z);
-  return min(own < v.y ? own : NONE, leak < v.w ? leak : NONE);
-}
 
 // Stages rows k0 .. k0 + BC - 1 of a cache (rows past the last one any row sees as zeros).
 void stage_keys(bool values, uint k0, uint kv_col, uint key_end) {
@@ -120,17 +105,9 @@ void main() {
 #else
   const uint splits = 1u;
 #endif
-  // pack heads per tile row group (units = pc.heads / pack tile columns); pairs = rows * pack.
-  pack = planted(FAULT_ATTENTION_HEAD_MODULO) ? 1u : pc.group;
-  const uint units = pc.heads / pack;
-  const uint tiles = (pc.rows * pack + BR - 1u) / BR;
-  const uint g = group_index();
-  if (g >= tiles * units * splits) return;  // uniform over the workgroup
-  const uint split = g % splits, tile = g / splits / units;
-  unit = g / splits - tile * units;
-  p0 = tile * BR;
-  const uint kv_head = planted(FAULT_ATTENTION_HEAD_MODULO) ? unit % (pc.heads / pc.group) : unit;
-  const uint kv_col = kv_head * HD;
+  uint split;
+  if (!take_tile(group_index(), BR, splits, split)) return;  // uniform over the workgroup
+  const uint kv_col = tile_kv_head() * HD;
 
   for (uint i = lid; i < BR * HD4; i += THREADS) {
     const uint r = i / HD4, c = i - r * HD4;
@@ -143,21 +120,7 @@ void main() {
   // One invocation per row: its visible cache rows (none past the last row of the pass).
   float m = planted(FAULT_ATTENTION_NO_MAX) ? 0.0 : NEG_INF, l = 0.0;
   if (lid < BR) {
-    uvec4 v = uvec4(0u);
-    const uint t = pair_row(lid);
-    if (t < pc.rows) {
-      const uvec4 info = row_info[t];
-      const uint pos = info.y;
-      const uint causal_lo = (pc.window > 0u && pos + 1u > pc.window) ? pos + 1u - pc.window : 0u;
-      const uint first = planted(FAULT_ATTENTION_CHUNK_MASK) ? max(causal_lo, info.z) : causal_lo;
-      v.xy = uvec2(info.x + first, info.x + pos + 1u);
-      if (planted(FAULT_ATTENTION_BATCH_LEAK)) v.zw = uvec2((info.w >> 3) - (info.w & 7u), info.w >> 3);
-#ifdef SPLIT
-      v.x += split * pc.split_keys;
-      v.y = min(v.y, v.x + pc.split_keys);
-      if (split > 0u) v.zw = uvec2(0u);
-#endif
-    }
+    const uvec4 v = visible_rows(lid, split, splits);
     visible[lid] = v;
     next_from[lid] = first_seen(v, 0u);
     row_end[lid] = max(v.y, v.w);

@@ -6,13 +6,20 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_NV_cooperative_matrix : require
 #include "activations.glsl"
-// matmul-coop-64x128: Y[T, N] = X[T, K] W[N, K]^T (+ bias[N]) on tensor cores (f16 pipelines only)
-// A workgroup of 4 subgroups of 32 computes a 64 x 128 tile of Y (rows m0.., columns n0..); the
-// subgroups form a 2 x 2 grid, each owning 32 x 64 of the tile as 2 x 4 cooperative matrices of
-// 16 x 16 f32 sums. K advances in slices of 32: the X rows and W rows of the slice are staged in
-// shared memory as f16 (W dequantized on the way, the f16 values weight_at computes), then each
-// subgroup multiplies 16 x 16 x 16 f16 fragments into its sums. While one slice is multiplied the
-// next is already read from memory into registers.
+// matmul-coop-128x128: Y[T, N] = X[T, K] W[N, K]^T (+ bias[N]) on tensor cores (f16 pipelines only)
+// A workgroup of 8 subgroups of 32 computes a 128 x 128 tile of Y (rows m0.., columns n0..); the
+// subgroups form a 2 x 4 grid, each owning 64 x 32 of the tile as 4 x 2 cooperative matrices of
+// 16 x 16 f32 sums. K advances in slices of 32: the X rows and W rows of a slice are staged in
+// shared memory as 16-byte chunks of f16 (W dequantized on the way, the f16 values weight_at
+// computes), then each subgroup multiplies 16 x 16 x 16 f16 fragments into its sums. Slices are
+// double-buffered: while one is multiplied, the next is read from memory into registers and then
+// stored into the other buffer, one barrier per slice. Workgroups next in line (grid x) take the
+// row tiles of one column tile, so they share its W tile in the cache.
+//
+// Measured on an H100 (docs/benchmarks.md, "Tuning the cooperative-matrix GEMM"): against 64 x 128
+// tiles of 4 subgroups, single-buffered, staged with 2-byte stores, the 8B's ffn_gate at 2048
+// tokens went from 91 to 53 ms; the 16-byte shared-memory chunks, the larger tile and the double
+// buffer each gave part of it.
 //
 // Numerics are those of the f16 mode: f16 inputs (their products are exact in f32), f32 sums, the
 // bias added after the sum, and each output rounded once with round_f16 (to_act). Only the order
@@ -21,12 +28,22 @@
 // accumulator rounded to f16 by every multiply-add.)
 //
 // Needs (gpu/device.cpp and kernels.cpp check them before choosing this kernel): subgroups of
-// 32, so that 128 invocations make 4 of them; and a device that lists 16x16x16 subgroup matrices
-// of f16 A/B with f32 C/D and with f16 C/D (VK_NV_cooperative_matrix).
+// 32, so that 256 invocations make 8 of them; 40 KiB of shared memory; and a device that lists
+// 16x16x16 subgroup matrices of f16 A/B with f32 C/D and with f16 C/D (VK_NV_cooperative_matrix).
 #ifndef ACT_F16
 #error matmul_coop.comp is built for f16 activations only (f32 mode keeps matmul_tiled)
 #endif
-layout(local_size_x = 128) in;
+// The tile: COOP_SM x COOP_SN subgroups, each COOP_FM x COOP_FN fragments of 16 x 16; K slices of
+// COOP_BK; staged rows padded by COOP_PAD halves (gpu/kernels.cpp mirrors these).
+#ifndef COOP_SM
+#define COOP_SM 2
+#define COOP_SN 4
+#define COOP_FM 4
+#define COOP_FN 2
+#define COOP_BK 32
+#define COOP_PAD 8
+#endif
+layout(local_size_x = 32 * COOP_SM * COOP_SN) in;
 // Bindings 0 and 1 are each declared twice: scalars for any shape, 16-byte chunks for the fast path.
 layout(std430, binding = 0) readonly buffer Weights { uint w_words[]; };
 layout(std430, binding = 0) readonly buffer WeightChunks { uvec4 w_chunks[]; };
@@ -49,23 +66,27 @@ layout(push_constant) uniform Push {
 #define F32_MATRIX fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 
 const uint FRAG = 16u;                      // cooperative matrices are FRAG x FRAG
-const uint SUBGROUPS_M = 2u, SUBGROUPS_N = 2u;
-const uint FM = 2u, FN = 4u;                // fragments per subgroup along T and N
-const uint BM = SUBGROUPS_M * FM * FRAG;    // 64 rows of Y per workgroup
-const uint BN = SUBGROUPS_N * FN * FRAG;    // 128 columns
-const uint BK = 32u;
-const uint THREADS = 128u;
+const uint SUBGROUPS_M = COOP_SM, SUBGROUPS_N = COOP_SN;
+const uint FM = COOP_FM, FN = COOP_FN;      // fragments per subgroup along T and N
+const uint BM = SUBGROUPS_M * FM * FRAG;    // rows of Y per workgroup
+const uint BN = SUBGROUPS_N * FN * FRAG;    // columns
+const uint BK = COOP_BK;
+const uint THREADS = 32u * SUBGROUPS_M * SUBGROUPS_N;
 const uint CHUNK = 8u;                      // f16 values per 16-byte chunk
 const uint CHUNKS_PER_ROW = BK / CHUNK;
-const uint CHUNKS = (BM + BN) * CHUNKS_PER_ROW / THREADS;  // staged per invocation: 6
-// Halves per staged row: coopMatLoadNV wants the row start and stride 32-byte aligned (a row of
-// a 16 x 16 f16 matrix); 48 = 96 bytes, an odd multiple of 32, costs at most 2-way bank conflicts.
-const uint STRIDE = BK + 16u;
+const uint CHUNKS = (BM + BN) * CHUNKS_PER_ROW / THREADS;  // staged per invocation
+// Halves per staged row, a whole number of 16-byte chunks.
+const uint STRIDE = BK + COOP_PAD;
+const uint STRIDE_CHUNKS = STRIDE / CHUNK;
 
-// One K slice: rows 0 .. BM-1 hold X[m0 + r, k0 ..], rows BM .. BM+BN-1 hold W[n0 + c, k0 ..].
-shared float16_t tiles[(BM + BN) * STRIDE];
-// Per subgroup, one 16 x 16 fragment of sums on its way to Y (row-major).
-shared float sums_out[SUBGROUPS_M * SUBGROUPS_N * FRAG * FRAG];
+const uint SLICE_CHUNKS = (BM + BN) * STRIDE_CHUNKS;
+const uint SLICES = 2u;  // the next slice is stored into one while the other is multiplied
+const uint OUT_CHUNKS = FRAG * FRAG / 4u;  // one 16 x 16 fragment of f32 sums, 4 per chunk
+
+// A K slice: rows 0 .. BM-1 hold X[m0 + r, k0 ..], rows BM .. BM+BN-1 hold W[n0 + c, k0 ..], as
+// 16-byte chunks of 8 halves (stored and loaded whole). After the last slice, each subgroup's
+// fragments of sums pass through chunks OUT_CHUNKS * gl_SubgroupID .. on their way to Y.
+shared uvec4 tiles[max(SLICES * SLICE_CHUNKS, SUBGROUPS_M * SUBGROUPS_N * OUT_CHUNKS)];
 
 uint m0, n0;
 F32_MATRIX acc[FM][FN];      // the sums of the clean kernel
@@ -120,15 +141,10 @@ void read_slice(uint k0) {
   }
 }
 
-void stage_slice() {
+void stage_slice(uint at) {
   [[unroll]] for (uint i = 0u; i < CHUNKS; ++i) {
     const uint c = gl_LocalInvocationIndex + i * THREADS;
-    const uint at = (c / CHUNKS_PER_ROW) * STRIDE + (c % CHUNKS_PER_ROW) * CHUNK;
-    [[unroll]] for (uint j = 0u; j < 4u; ++j) {
-      const f16vec2 h = unpackFloat2x16(staged[i][j]);
-      tiles[at + 2u * j] = h.x;
-      tiles[at + 2u * j + 1u] = h.y;
-    }
+    tiles[at + (c / CHUNKS_PER_ROW) * STRIDE_CHUNKS + c % CHUNKS_PER_ROW] = staged[i];
   }
 }
 
@@ -141,13 +157,14 @@ void multiply_add(uint i, uint j, F16_MATRIX a, F16_MATRIX b) {
 
 // The staged slice times the subgroup's fragments: A = X rows (row-major), B = W^T (W rows are
 // B's columns, so column-major).
-void multiply_slice(uint sm, uint sn) {
+void multiply_slice(uint at, uint sm, uint sn) {
   [[unroll]] for (uint kk = 0u; kk < BK; kk += FRAG) {
     F16_MATRIX a[FM], b[FN];
     [[unroll]] for (uint i = 0u; i < FM; ++i)
-      coopMatLoadNV(a[i], tiles, ((sm * FM + i) * FRAG) * STRIDE + kk, STRIDE, false);
+      coopMatLoadNV(a[i], tiles, at + (sm * FM + i) * FRAG * STRIDE_CHUNKS + kk / CHUNK, STRIDE_CHUNKS, false);
     [[unroll]] for (uint j = 0u; j < FN; ++j)
-      coopMatLoadNV(b[j], tiles, (BM + (sn * FN + j) * FRAG) * STRIDE + kk, STRIDE, true);
+      coopMatLoadNV(b[j], tiles, at + (BM + (sn * FN + j) * FRAG) * STRIDE_CHUNKS + kk / CHUNK, STRIDE_CHUNKS,
+                    true);
     [[unroll]] for (uint i = 0u; i < FM; ++i)
       [[unroll]] for (uint j = 0u; j < FN; ++j) multiply_add(i, j, a[i], b[j]);
   }
@@ -155,20 +172,20 @@ void multiply_slice(uint sm, uint sn) {
 
 // Y[t0 .., n0 ..] of one fragment of sums: + bias, rounded once, inside the edges only.
 void store_fragment(F32_MATRIX sums, uint t0, uint c0) {
-  const uint base = gl_SubgroupID * FRAG * FRAG;
-  coopMatStoreNV(sums, sums_out, base, FRAG, false);
+  const uint base = gl_SubgroupID * OUT_CHUNKS;
+  coopMatStoreNV(sums, tiles, base, FRAG / 4u, false);
   subgroupBarrier();
   for (uint e = gl_SubgroupInvocationID; e < FRAG * FRAG; e += gl_SubgroupSize) {
     const uint t = t0 + e / FRAG, n = c0 + e % FRAG;
-    const float s = sums_out[base + e];
+    const float s = uintBitsToFloat(tiles[base + e / 4u][e % 4u]);
     if (t < pc.rows && n < pc.n) y[t * pc.n + n] = to_act(pc.has_bias != 0u ? s + bias[n] : s);
   }
   subgroupBarrier();  // read before the next fragment overwrites
 }
 
 void main() {
-  m0 = gl_WorkGroupID.y * BM;
-  n0 = gl_WorkGroupID.x * BN;
+  m0 = gl_WorkGroupID.x * BM;  // workgroups next in line share their W tile
+  n0 = gl_WorkGroupID.y * BN;
   const uint sm = gl_SubgroupID / SUBGROUPS_N, sn = gl_SubgroupID % SUBGROUPS_N;
   [[unroll]] for (uint i = 0u; i < FM; ++i)
     [[unroll]] for (uint j = 0u; j < FN; ++j) {
@@ -179,12 +196,17 @@ void main() {
     }
 
   read_slice(0u);
+  stage_slice(0u);
+  barrier();
+  uint at = 0u;
   for (uint k0 = 0u; k0 < pc.k; k0 += BK) {
-    stage_slice();
+    const bool more = k0 + BK < pc.k;
+    if (more) read_slice(k0 + BK);
+    multiply_slice(at, sm, sn);
+    at = SLICE_CHUNKS - at;
+    // The other buffer was last read in the slice before, which every subgroup has finished.
+    if (more) stage_slice(at);
     barrier();
-    if (k0 + BK < pc.k) read_slice(k0 + BK);
-    multiply_slice(sm, sn);
-    barrier();  // every subgroup is done with the slice before the next one is staged
   }
 
   [[unroll]] for (uint i = 0u; i < FM; ++i)
