@@ -25,12 +25,13 @@
 //   4. O += P V, P as two f16 matrices: hi, p cut to 11 significant bits, and lo = f16(p - hi),
 //      so p keeps ~21 bits (f16 alone would keep 11; the other kernels multiply f32 p). lo is at
 //      most p 2^-10, an f16 subnormal for p < 2^-4: the shader keeps f16 subnormals
-//      (DenormPreserve, below), and p is scaled by e^P_SHIFT (l too, so out is unchanged).
+//      (DenormPreserve, below), and p is scaled by e^3 (P_SHIFT; l too, so out is unchanged).
 // out = O / l, rounded once to f16.
 //
-// The row max is lazy (as in FlashAttention-4): m moves only when a tile's max exceeds it by more
-// than RESCALE_AT (then a = exp(m - m') rescales that row of O, through shared memory: the
-// accumulators' layout is the driver's), so p = exp(s - m + P_SHIFT) may reach exp(8 + 3) =
+// The softmax runs in base 2 (scores times log2(e), exp2), as exp does inside anyway. The row max
+// is lazy (as in FlashAttention-4): m moves only when a tile's max exceeds it by more than 8
+// (RESCALE_AT; then a = exp(m - m') rescales that row of O, through shared memory: the
+// accumulators' layout is the driver's), so p = exp(s - m + 3) may reach exp(8 + 3) =
 // 59874 (f16 holds up to 65504); the first key a row sees sets its m without rescaling (O is still
 // 0). out = O / l is the same softmax, with different roundings; op conformance bounds them.
 // Every sum runs in a fixed order: deterministic.
@@ -90,8 +91,10 @@ const uint S_STRIDE4 = S_STRIDE / 4u;
 const uint P_STRIDE4 = BC / CHUNK + 1u;  // chunks per row of P
 // A subgroup's chunks: its scores (FRAG * S_STRIDE4 = 4 BC + 16), or P hi and lo (4 BC + 32).
 const uint SUB_CHUNKS = 2u * FRAG * P_STRIDE4;
-const float RESCALE_AT = 8.0;
-const float P_SHIFT = 3.0;
+// In base 2: scores are kept as s log2(e), so p = exp2(s' - m'); the thresholds likewise.
+const float LOG2E = 1.4426950408889634;
+const float RESCALE_AT = 8.0 * LOG2E;
+const float P_SHIFT = 3.0 * LOG2E;
 
 // K then V of the tile (q of the workgroup's pairs before the first tile).
 shared uvec4 kv[2u * BC * KV_STRIDE];
@@ -165,6 +168,7 @@ void main() {
   const bool no_max = planted(FAULT_ATTENTION_NO_MAX);
   float m = no_max ? 0.0 : NEG_INF, l = 0.0;
   const float shift = no_max ? 0.0 : P_SHIFT;
+  const float scale2 = pc.scale * LOG2E;
   for (;;) {
     barrier();  // next_from is complete; q or the previous tile is no longer read
     const uint k0 = subgroupMin(min(next_from[lane], next_from[lane + 32u]));
@@ -184,22 +188,26 @@ void main() {
     }
     subgroupBarrier();
 
-    // 3. This invocation's keys of its row: pairs 2 (half_ + 2 j), + 1.
+    // 3. This invocation's keys of its row: pairs 2 (half_ + 2 j), + 1; s' = s scale log2(e).
     const uvec4 v = visible[row];
+    const bool all_seen = k0 >= v.x && k0 + BC <= v.y;  // else each key is checked
     vec2 s[BC / 4u];
     float tile_max = NEG_INF;
     [[unroll]] for (uint j = 0u; j < BC / 4u; ++j) {
       const uint key = 2u * (half_ + 2u * j);
       const uvec4 c = sp[base + r16 * S_STRIDE4 + key / 4u];
-      const vec2 raw = uintBitsToFloat(key % 4u == 0u ? c.xy : c.zw);
-      s[j] = vec2(sees(v, k0 + key) ? raw.x * pc.scale : NEG_INF, sees(v, k0 + key + 1u) ? raw.y * pc.scale : NEG_INF);
+      s[j] = uintBitsToFloat(key % 4u == 0u ? c.xy : c.zw) * scale2;
+      if (!all_seen) {
+        if (!sees(v, k0 + key)) s[j].x = NEG_INF;
+        if (!sees(v, k0 + key + 1u)) s[j].y = NEG_INF;
+      }
       tile_max = max(tile_max, max(s[j].x, s[j].y));
     }
     tile_max = max(tile_max, subgroupShuffleXor(tile_max, 1u));
     subgroupBarrier();  // every score is read before P (or a rescaled O) overwrites them
     float a = 1.0;
     if (!no_max && tile_max > m + RESCALE_AT) {  // also the first key the row sees (m = -inf)
-      a = m == NEG_INF ? 0.0 : exp(m - tile_max);
+      a = m == NEG_INF ? 0.0 : exp2(m - tile_max);
       m = tile_max;
     }
     if (subgroupAny(a != 1.0 && l != 0.0)) {  // some row's O holds sums at the old scale
@@ -208,8 +216,9 @@ void main() {
       scale_rows(o, base, sg * FRAG);
     }
     float sum = 0.0;
+    const float offset = m == NEG_INF ? NEG_INF : shift - m;  // p = 0 while the row has seen no key
     [[unroll]] for (uint j = 0u; j < BC / 4u; ++j) {
-      const vec2 p = m == NEG_INF ? vec2(0.0) : exp(s[j] - m + shift);  // exp(-inf) = 0 for unseen keys
+      const vec2 p = exp2(s[j] + offset);  // exp2(-inf) = 0 for unseen keys
       sum += p.x + p.y;
       // hi: p with its 13 low mantissa bits cut, an f16 value (integer operations, which no
       // compiler folds: f32(f16(p)) may be taken for p); lo = p - hi, exact.

@@ -13,16 +13,17 @@ uint pair_row(uint i) { return (p0 + i) / pack; }                 // tile row i'
 uint pair_head(uint i) { return unit * pack + (p0 + i) % pack; }  // and its head
 
 // Workgroup g of `splits` per tile of `tile_rows` pairs: sets pack, unit and p0, and split; false
-// past the last workgroup (uniform over the workgroup).
+// past the last workgroup (uniform over the workgroup). The last tiles come first: causal rows
+// further on see more keys, so the longest workgroups start early instead of trailing at the end.
 bool take_tile(uint g, uint tile_rows, uint splits, out uint split) {
   pack = planted(FAULT_ATTENTION_HEAD_MODULO) ? 1u : pc.group;
   const uint units = pc.heads / pack;
   const uint tiles = (pc.rows * pack + tile_rows - 1u) / tile_rows;
   split = g % splits;
   if (g >= tiles * units * splits) return false;
-  const uint tile = g / splits / units;
-  unit = g / splits - tile * units;
-  p0 = tile * tile_rows;
+  const uint from_last = g / splits / units;
+  unit = g / splits - from_last * units;
+  p0 = (tiles - 1u - from_last) * tile_rows;
   return true;
 }
 
