@@ -50,13 +50,19 @@ constexpr std::uint32_t kTiledShared = 8192;  // matmul_tiled.comp: xs + ws byte
 // T and N, the K slice and the padding of a staged row in halves.
 constexpr std::uint32_t kCoopSubgroupsM = 2, kCoopSubgroupsN = 4, kCoopFragsM = 4, kCoopFragsN = 2;
 constexpr std::uint32_t kCoopSlice = 32, kCoopPad = 8;
+// The build with K slices of 16 (matmul_coop_k16) runs products of at least this many rows and
+// columns: there it was 2-4% faster on the H100, on narrower or shorter ones slower
+// (docs/benchmarks.md, "Tuning the cooperative-matrix GEMM").
+constexpr int kCoopK16MinRows = 1024;
+constexpr std::uint32_t kCoopK16MinCols = 2048;
 // The subgroup size it is laid out for, its tile (BM x BN) and its workgroup size.
 constexpr std::uint32_t kCoopSubgroup = 32;
 constexpr std::uint32_t kCoopRows = kCoopSubgroupsM * kCoopFragsM * 16;
 constexpr std::uint32_t kCoopCols = kCoopSubgroupsN * kCoopFragsN * 16;
 constexpr std::uint32_t kCoopSubgroups = kCoopSubgroupsM * kCoopSubgroupsN;
 constexpr std::uint32_t kCoopThreads = kCoopSubgroup * kCoopSubgroups;
-// Bytes of shared memory: two staged slices of f16, or one 16 x 16 f32 fragment per subgroup.
+// Bytes of shared memory: two staged slices of f16, or one 16 x 16 f32 fragment per subgroup (the
+// slices of 32, the larger build).
 constexpr std::uint32_t kCoopShared =
     std::max(2 * (kCoopRows + kCoopCols) * (kCoopSlice + kCoopPad) * 2, kCoopSubgroups * 16 * 16 * 4);
 constexpr std::uint32_t kMatvecSubgroups = 4;  // matvec.comp SUBGROUP: subgroups per workgroup at most
@@ -144,11 +150,13 @@ KernelOverrides parse_kernel_overrides(const std::string& text) {
   for (const std::string_view item : model::split_commas(text)) {
     const std::size_t eq = item.find('=');
     const std::string_view key = item.substr(0, eq), value = eq == std::string_view::npos ? "" : item.substr(eq + 1);
-    if (key == "matmul" && (value == "auto" || value == "tiled" || value == "coop" || value == "matvec")) {
-      o.matmul = value == "tiled"    ? KernelOverrides::Matmul::tiled
-                 : value == "coop"   ? KernelOverrides::Matmul::coop
-                 : value == "matvec" ? KernelOverrides::Matmul::matvec
-                                     : KernelOverrides::Matmul::automatic;
+    if (key == "matmul" &&
+        (value == "auto" || value == "tiled" || value == "coop" || value == "coop-k16" || value == "matvec")) {
+      o.matmul = value == "tiled"      ? KernelOverrides::Matmul::tiled
+                 : value == "coop"     ? KernelOverrides::Matmul::coop
+                 : value == "coop-k16" ? KernelOverrides::Matmul::coop_k16
+                 : value == "matvec"   ? KernelOverrides::Matmul::matvec
+                                       : KernelOverrides::Matmul::automatic;
     } else if (key == "matvec" && (value == "auto" || value == "subgroup" || value == "shared")) {
       o.matvec = value == "subgroup" ? KernelOverrides::Matvec::subgroup
                  : value == "shared" ? KernelOverrides::Matvec::shared
@@ -160,7 +168,7 @@ KernelOverrides parse_kernel_overrides(const std::string& text) {
                                           : KernelOverrides::Attention::automatic;
     } else {
       throw UsageError(
-          fmt::format("--kernels: expected matmul=auto|tiled|coop|matvec, matvec=auto|subgroup|shared or "
+          fmt::format("--kernels: expected matmul=auto|tiled|coop|coop-k16|matvec, matvec=auto|subgroup|shared or "
                       "attention=auto|coop|flash|two-pass (comma-separated), found '{}'",
                       item));
     }
@@ -195,6 +203,8 @@ Kernels::Kernels(const Device& device, Pipelines& pipelines, const KernelOverrid
     throw UsageError(fmt::format("--kernels matmul=tiled: {} cannot run 256-invocation workgroups", d.name));
   if (overrides.matmul == KernelOverrides::Matmul::coop && !coop_missing_.empty())
     throw UsageError(fmt::format("--kernels matmul=coop: {}", coop_missing_));
+  if (overrides.matmul == KernelOverrides::Matmul::coop_k16 && !coop_missing_.empty())
+    throw UsageError(fmt::format("--kernels matmul=coop-k16: {}", coop_missing_));
   if (overrides.matvec == KernelOverrides::Matvec::subgroup && !d.subgroup_arithmetic)
     throw UsageError(
         fmt::format("--kernels matvec=subgroup: {} has no subgroup arithmetic in compute shaders", d.name));
@@ -267,16 +277,21 @@ std::string Kernels::rms_norm(Stream& s, const Region& x, const DeviceWeight& w,
   return named("rms_norm-tree");
 }
 
-Kernels::Gemm Kernels::gemm_variant(int rows) const {
+Kernels::Gemm Kernels::gemm_variant(int rows, std::uint32_t n) const {
   switch (overrides_.matmul) {
     case KernelOverrides::Matmul::tiled: return Gemm::tiled;
-    case KernelOverrides::Matmul::coop: return Gemm::coop;
+    case KernelOverrides::Matmul::coop: return coop_slices(rows, n);
+    case KernelOverrides::Matmul::coop_k16: return Gemm::coop_k16;
     case KernelOverrides::Matmul::matvec: return Gemm::matvec;
     case KernelOverrides::Matmul::automatic:
       if (rows <= 1) return Gemm::matvec;
-      return coop_missing_.empty() ? Gemm::coop : tiled_ok_ ? Gemm::tiled : Gemm::matvec;
+      return coop_missing_.empty() ? coop_slices(rows, n) : tiled_ok_ ? Gemm::tiled : Gemm::matvec;
   }
   return Gemm::matvec;
+}
+
+Kernels::Gemm Kernels::coop_slices(int rows, std::uint32_t n) const {
+  return rows >= kCoopK16MinRows && n >= kCoopK16MinCols ? Gemm::coop_k16 : Gemm::coop;
 }
 
 std::uint32_t Kernels::matvec_split(std::uint32_t n, std::uint32_t k) const {
@@ -306,16 +321,18 @@ std::string Kernels::matmul(Stream& s, const Region& x, const DeviceWeight& w, c
   // Without a bias the weights stand in for the unused binding (never read).
   const Region& b = bias != nullptr ? bias->region : w.region;
   const std::initializer_list<Region> bindings = {w.region, x, b, out};
-  const Gemm gemm = gemm_variant(rows);
+  const Gemm gemm = gemm_variant(rows, push.n);
   switch (gemm) {
     case Gemm::tiled:
       dispatch(s, Shader::matmul_tiled, dtype_code(w.dtype), bindings, &push, sizeof push,
                tile_grid(push.rows, push.n, kTile, kTile), faults);
       break;
-    case Gemm::coop: {
+    case Gemm::coop:
+    case Gemm::coop_k16: {
       Grid grid = tile_grid(push.rows, push.n, kCoopRows, kCoopCols);
       std::swap(grid.x, grid.y);  // row tiles along x: workgroups next in line share a W tile
-      dispatch(s, Shader::matmul_coop, dtype_code(w.dtype), bindings, &push, sizeof push, grid, faults);
+      dispatch(s, gemm == Gemm::coop ? Shader::matmul_coop : Shader::matmul_coop_k16, dtype_code(w.dtype), bindings,
+               &push, sizeof push, grid, faults);
       break;
     }
     case Gemm::matvec:
@@ -335,6 +352,7 @@ std::string Kernels::gemm_name(Gemm gemm, model::DType weights) const {
   switch (gemm) {
     case Gemm::tiled: return named("matmul-tiled-64x64", weights);
     case Gemm::coop: return named(fmt::format("matmul-coop-{}x{}", kCoopRows, kCoopCols), weights);
+    case Gemm::coop_k16: return named(fmt::format("matmul-coop-{}x{}-k16", kCoopRows, kCoopCols), weights);
     case Gemm::matvec: break;
   }
   return named(matvec_shader() == Shader::matvec_subgroup ? "matvec-subgroup" : "matvec-shared", weights);
@@ -457,9 +475,10 @@ std::vector<std::string> Kernels::planned(model::OpClass cls, model::DType weigh
     case model::OpClass::embedding: return {named("embed-gather", weight_dtype)};
     case model::OpClass::norm: return {named("rms_norm-tree")};
     case model::OpClass::gemm: {
-      std::vector<std::string> names;  // prefill's variant first, then decode's if it differs
-      for (const int rows : {2, 1}) {
-        std::string name = gemm_name(gemm_variant(rows), weight_dtype);
+      // prefill's variants first (short, then long and wide), then decode's, each once
+      std::vector<std::string> names;
+      for (const auto& [rows, n] : {std::pair{2, 1u}, std::pair{kCoopK16MinRows, kCoopK16MinCols}, std::pair{1, 1u}}) {
+        std::string name = gemm_name(gemm_variant(rows, n), weight_dtype);
         if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(std::move(name));
       }
       return names;

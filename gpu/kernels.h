@@ -10,6 +10,8 @@
 //   norm        rms_norm-tree                      one workgroup per row
 //   gemm        matmul-coop-128x128.f16/DTYPE      f16 mode, rows > 1, tensor cores: where the device
 //                                                  offers VK_NV_cooperative_matrix (Device) in subgroups of 32
+//               matmul-coop-128x128-k16.f16/DTYPE  the same with K slices of 16, for products of >= 1024
+//                                                  rows and >= 2048 columns
 //               matmul-tiled-64x64/DTYPE           rows > 1 otherwise (needs 256-invocation workgroups)
 //               matvec-subgroup/DTYPE              rows == 1, subgroupAdd in compute shaders: 4 subgroups
 //                                                  per workgroup, 1, 2 or 4 of them per output (K split
@@ -57,9 +59,9 @@ class Pipelines;
 class Stream;
 
 // What --kernels may force:
-// "matmul=auto|tiled|coop|matvec,matvec=auto|subgroup|shared,attention=auto|coop|flash|two-pass".
+// "matmul=auto|tiled|coop|coop-k16|matvec,matvec=auto|subgroup|shared,attention=auto|coop|flash|two-pass".
 struct KernelOverrides {
-  enum class Matmul : std::uint8_t { automatic, tiled, coop, matvec } matmul = Matmul::automatic;
+  enum class Matmul : std::uint8_t { automatic, tiled, coop, coop_k16, matvec } matmul = Matmul::automatic;
   enum class Matvec : std::uint8_t { automatic, subgroup, shared } matvec = Matvec::automatic;
   enum class Attention : std::uint8_t { automatic, coop, flash, two_pass } attention = Attention::automatic;
 };
@@ -137,8 +139,9 @@ class Kernels {
   void dispatch(Stream& s, Shader shader, std::uint32_t dtype, std::initializer_list<Region> bindings, const void* push,
                 std::uint32_t push_bytes, Grid grid, std::uint32_t faults = 0,
                 std::initializer_list<std::uint32_t> more = {});
-  enum class Gemm : std::uint8_t { tiled, coop, matvec };
-  Gemm gemm_variant(int rows) const;
+  enum class Gemm : std::uint8_t { tiled, coop, coop_k16, matvec };
+  Gemm gemm_variant(int rows, std::uint32_t n) const;  // for Y[rows, n]
+  Gemm coop_slices(int rows, std::uint32_t n) const;   // the cooperative-matrix build for Y[rows, n]
   std::string gemm_name(Gemm gemm, model::DType weights) const;
   // The name of a variant as reported: activation type, then weight storage for the ops with weights.
   std::string named(std::string_view variant, std::optional<model::DType> weights = std::nullopt) const;

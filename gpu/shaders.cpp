@@ -22,6 +22,7 @@ namespace {
 #include "embed_f16_spv.h"
 #include "embed_spv.h"
 #include "matmul_coop_f16_spv.h"
+#include "matmul_coop_k16_f16_spv.h"
 #include "matmul_tiled_f16_spv.h"
 #include "matmul_tiled_spv.h"
 #include "matvec_shared_f16_spv.h"
@@ -37,12 +38,13 @@ namespace {
 
 // In the order of the Shader enum: f32 activations, then f16. The cooperative-matrix kernels exist
 // in f16 only: their tensor cores multiply f16 values.
-const std::array<std::array<ShaderCode, 14>, 2> kShaders = {{
+const std::array<std::array<ShaderCode, 15>, 2> kShaders = {{
     {{
         {"embed", embed_spv, 3},
         {"rms_norm", rms_norm_spv, 3},
         {"matmul_tiled", matmul_tiled_spv, 4},
         {"matmul_coop", {}, 4},
+        {"matmul_coop_k16", {}, 4},
         {"matvec_subgroup", matvec_subgroup_spv, 4},
         {"matvec_shared", matvec_shared_spv, 4},
         {"rope", rope_spv, 3},
@@ -59,6 +61,7 @@ const std::array<std::array<ShaderCode, 14>, 2> kShaders = {{
         {"rms_norm_f16", rms_norm_f16_spv, 3},
         {"matmul_tiled_f16", matmul_tiled_f16_spv, 4},
         {"matmul_coop_f16", matmul_coop_f16_spv, 4},
+        {"matmul_coop_k16_f16", matmul_coop_k16_f16_spv, 4},
         {"matvec_subgroup_f16", matvec_subgroup_f16_spv, 4},
         {"matvec_shared_f16", matvec_shared_f16_spv, 4},
         {"rope_f16", rope_f16_spv, 3},

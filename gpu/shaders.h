@@ -12,6 +12,7 @@ enum class Shader : std::uint8_t {
   rms_norm,           // rms_norm.comp
   matmul_tiled,       // matmul_tiled.comp
   matmul_coop,        // matmul_coop.comp (f16 activations only)
+  matmul_coop_k16,    // matmul_coop.comp with COOP_BK=16 (f16 activations only)
   matvec_subgroup,    // matvec.comp with SUBGROUP
   matvec_shared,      // matvec.comp
   rope,               // rope.comp

@@ -301,6 +301,16 @@ INSTANTIATE_TEST_SUITE_P(
                         "llama", 0, true, "matmul=coop")),
         act_f16(op_case("coop_qwen2_rotate_half_bias", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {7}, {2, 5}},
                         "qwen2", 0, false, "matmul=coop")),
+        // Its build with K slices of 16 (auto takes it for products of >= 1024 rows and >= 2048
+        // columns only): K = 40, 96 and 100, widths off every tile, every weight dtype class
+        act_f16(op_case("coop_k16_mha6x6_hd8_f16", {6, 6, 8, 40, 100, 259}, DType::f16, {{1}, {33}, {100}, {2, 5}},
+                        "llama", 0, false, "matmul=coop-k16")),
+        act_f16(op_case("coop_k16_gqa32x8_hd64_bf16", {32, 8, 64, 96, 200, 300}, DType::bf16, {{7}, {65}, {2, 5}},
+                        "llama", 0, false, "matmul=coop-k16")),
+        act_f16(op_case("coop_k16_gqa8x4_hd16_q4_0_tied", {8, 4, 16, 96, 224, 300}, DType::q4_0, {{1}, {100}, {2, 5}},
+                        "llama", 0, true, "matmul=coop-k16")),
+        act_f16(op_case("coop_k16_qwen2_rotate_half_bias", {8, 4, 16, 72, 136, 301}, DType::f32, {{7}, {2, 5}}, "qwen2",
+                        0, false, "matmul=coop-k16")),
         // The cooperative-matrix attention (tiles of 64 pairs and 32 keys; split-KV flash for the
         // short passes): partial and whole tiles, GQA groups of 2, 4 and 8 and none, head_dim 16,
         // 64 and 128, chunks after chunks, a sliding window
@@ -402,7 +412,7 @@ TEST(VulkanKernels, UnknownKernelOverrideIsAUsageError) {
   options.kernels = "matmul=fast";
   const std::string error = usage_error_of(*m, options);
   EXPECT_NE(error.find("matmul=fast"), std::string::npos) << error;
-  EXPECT_NE(error.find("matmul=auto|tiled|coop|matvec"), std::string::npos) << error;
+  EXPECT_NE(error.find("matmul=auto|tiled|coop|coop-k16|matvec"), std::string::npos) << error;
   EXPECT_NE(error.find("attention=auto|coop|flash|two-pass"), std::string::npos) << error;
 }
 

@@ -34,14 +34,17 @@
 #error matmul_coop.comp is built for f16 activations only (f32 mode keeps matmul_tiled)
 #endif
 // The tile: COOP_SM x COOP_SN subgroups, each COOP_FM x COOP_FN fragments of 16 x 16; K slices of
-// COOP_BK; staged rows padded by COOP_PAD halves (gpu/kernels.cpp mirrors these).
+// COOP_BK; staged rows padded by COOP_PAD halves (gpu/kernels.cpp mirrors these). A second build
+// takes slices of 16 (COOP_BK=16, matmul-coop-128x128-k16: Kernels picks it for large products).
 #ifndef COOP_SM
 #define COOP_SM 2
 #define COOP_SN 4
 #define COOP_FM 4
 #define COOP_FN 2
-#define COOP_BK 32
 #define COOP_PAD 8
+#endif
+#ifndef COOP_BK
+#define COOP_BK 32
 #endif
 layout(local_size_x = 32 * COOP_SM * COOP_SN) in;
 // Bindings 0 and 1 are each declared twice: scalars for any shape, 16-byte chunks for the fast path.
