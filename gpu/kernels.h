@@ -22,7 +22,8 @@
 //                                                  cores: the flash kernel's tiles with both products
 //                                                  on 16x16x16 matrices (64 pairs, 32 keys); where the
 //                                                  GEMM's cooperative matrices run, with subgroup
-//                                                  shuffle and vote, head_dim a multiple of 16 <= 128
+//                                                  arithmetic, shuffle and vote and f16 subnormals
+//                                                  kept; head_dim a multiple of 16 <= 128
 //               attention-flash-32xBC              one workgroup per 32 (row, head) pairs of the heads
 //                                                  of a GQA group, online softmax over tiles of BC = 32
 //                                                  keys (16 where shared memory is short); head_dim a

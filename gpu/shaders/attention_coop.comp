@@ -76,7 +76,6 @@ layout(push_constant) uniform Push {
 
 layout(constant_id = 3) const uint HD = 64u;
 
-
 const uint THREADS = 128u;
 const uint SUBGROUPS = 4u;
 const uint FRAG = 16u;                   // matrices are FRAG x FRAG; a subgroup's rows

@@ -9,10 +9,10 @@
 // matmul-coop-128x128: Y[T, N] = X[T, K] W[N, K]^T (+ bias[N]) on tensor cores (f16 pipelines only)
 // A workgroup of 8 subgroups of 32 computes a 128 x 128 tile of Y (rows m0.., columns n0..); the
 // subgroups form a 2 x 4 grid, each owning 64 x 32 of the tile as 4 x 2 cooperative matrices of
-// 16 x 16 f32 sums. K advances in slices of 32: the X rows and W rows of a slice are staged in
-// shared memory as 16-byte chunks of f16 (W dequantized on the way, the f16 values weight_at
-// computes), then each subgroup multiplies 16 x 16 x 16 f16 fragments into its sums. Slices are
-// double-buffered: while one is multiplied, the next is read from memory into registers and then
+// 16 x 16 f32 sums. K advances in slices of 32 (16 in the k16 build): the X rows and W rows of a
+// slice are staged in shared memory as 16-byte chunks of f16 (W dequantized on the way, the f16
+// values weight_at computes), then each subgroup multiplies 16 x 16 x 16 f16 fragments into its
+// sums. Slices are double-buffered: while one is multiplied, the next is read from memory into registers and then
 // stored into the other buffer, one barrier per slice. Workgroups next in line (grid x) take the
 // row tiles of one column tile, so they share its W tile in the cache.
 //
@@ -28,8 +28,9 @@
 // accumulator rounded to f16 by every multiply-add.)
 //
 // Needs (gpu/device.cpp and kernels.cpp check them before choosing this kernel): subgroups of
-// 32, so that 256 invocations make 8 of them; 40 KiB of shared memory; and a device that lists
-// 16x16x16 subgroup matrices of f16 A/B with f32 C/D and with f16 C/D (VK_NV_cooperative_matrix).
+// 32, so that 256 invocations make 8 of them; 40 KiB of shared memory (24 KiB with slices of 16);
+// and a device that lists 16x16x16 subgroup matrices of f16 A/B with f32 C/D and with f16 C/D
+// (VK_NV_cooperative_matrix).
 #ifndef ACT_F16
 #error matmul_coop.comp is built for f16 activations only (f32 mode keeps matmul_tiled)
 #endif
