@@ -78,7 +78,7 @@ constexpr std::uint32_t kCoopAttentionRows = 64;  // attention_coop.comp: BR, 4 
 constexpr std::uint32_t kCoopAttentionKeys = 32;  // ... and BC
 constexpr int kFlashMinRowsPerSequence = 16;      // fewer rows per sequence: split the keys
 constexpr std::uint32_t kSplitMinKeys = 32;       // positions per split at least ...
-constexpr std::uint32_t kMaxSplits = 64;          // ... and splits at most
+constexpr std::uint32_t kMaxSplits = 64;          // ... and splits at most (attention_combine.comp: MAX_SPLITS)
 
 std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
 std::uint32_t dtype_code(model::DType t) { return static_cast<std::uint32_t>(t); }  // dequant.glsl DTYPE_*

@@ -133,6 +133,9 @@ void main() {
   [[unroll]] for (uint r = 0u; r < OUT_ROWS; ++r) [[unroll]] for (uint c = 0u; c < OUT_COLS; ++c) sums[r][c] = vec4(0.0);
   const uint kl = lid % KEY_LANES, rl = lid / KEY_LANES;
   const uint cl = lid % COL_LANES, orl = lid / COL_LANES;
+  // Tile rows 0 .. live-1 are rows of the pass (a decode step fills `pack` of the BR): an
+  // invocation whose first row is past them (its others are further on) skips the products.
+  const uint live = min(BR, pc.rows * pack - p0);
   for (;;) {
     barrier();  // next_from is complete; the previous tile's V is no longer read
     uint k0 = NONE;
@@ -144,12 +147,14 @@ void main() {
     // 1. Scores of this invocation's rows and keys.
     float s[SCORE_ROWS][4];
     [[unroll]] for (uint r = 0u; r < SCORE_ROWS; ++r) [[unroll]] for (uint k = 0u; k < 4u; ++k) s[r][k] = 0.0;
-    [[unroll]] for (uint c = 0u; c < HD4; ++c) {
-      vec4 qv[SCORE_ROWS];
-      [[unroll]] for (uint r = 0u; r < SCORE_ROWS; ++r) qv[r] = qs[(rl + r * ROW_LANES) * STRIDE4 + c];
-      [[unroll]] for (uint k = 0u; k < 4u; ++k) {
-        const vec4 kv = kvs[(kl + k * KEY_LANES) * STRIDE4 + c];
-        [[unroll]] for (uint r = 0u; r < SCORE_ROWS; ++r) s[r][k] += dot(qv[r], kv);
+    if (rl < live) {  // else every row of this invocation is past the pass (masked below)
+      [[unroll]] for (uint c = 0u; c < HD4; ++c) {
+        vec4 qv[SCORE_ROWS];
+        [[unroll]] for (uint r = 0u; r < SCORE_ROWS; ++r) qv[r] = qs[(rl + r * ROW_LANES) * STRIDE4 + c];
+        [[unroll]] for (uint k = 0u; k < 4u; ++k) {
+          const vec4 kv = kvs[(kl + k * KEY_LANES) * STRIDE4 + c];
+          [[unroll]] for (uint r = 0u; r < SCORE_ROWS; ++r) s[r][k] += dot(qv[r], kv);
+        }
       }
     }
     [[unroll]] for (uint r = 0u; r < SCORE_ROWS; ++r) {
@@ -191,7 +196,7 @@ void main() {
       const float a = alpha[orl + r * OUT_ROW_LANES];
       [[unroll]] for (uint c = 0u; c < OUT_COLS; ++c) sums[r][c] *= a;
     }
-    for (uint j = 0u; j < BC; ++j) {
+    for (uint j = 0u; j < (orl < live ? BC : 0u); ++j) {  // none for rows all past the pass
       float p[OUT_ROWS];
       [[unroll]] for (uint r = 0u; r < OUT_ROWS; ++r) p[r] = ps[(orl + r * OUT_ROW_LANES) * P_STRIDE + j];
       [[unroll]] for (uint c = 0u; c < OUT_COLS; ++c) {
