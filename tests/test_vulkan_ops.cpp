@@ -169,26 +169,24 @@ std::string usage_error_of(const model::Model& m, const gpu::VulkanEngineOptions
   }
 }
 
+// The UsageError of forcing `kernels` on an f16 engine of synth:tiny (head_dim 16); "" when made.
+std::string f16_forcing_error(const std::string& kernels) {
+  gpu::VulkanEngineOptions options;
+  options.f16 = true;
+  options.kernels = kernels;
+  return usage_error_of(*model::load_model(synth_model_path("tiny")), options);
+}
+
 // Why this device cannot run the cooperative-matrix GEMM, as forcing it says; "" when it can.
 const std::string& coop_gemm_missing() {
-  static const std::string why = [] {
-    gpu::VulkanEngineOptions options;
-    options.f16 = true;
-    options.kernels = "matmul=coop";
-    return usage_error_of(*model::load_model(synth_model_path("tiny")), options);
-  }();
+  static const std::string why = f16_forcing_error("matmul=coop");
   return why;
 }
 
 // Why this device cannot run the cooperative-matrix attention for models of synth:tiny's head_dim
 // (16); "" when it can.
 const std::string& coop_attention_missing() {
-  static const std::string why = [] {
-    gpu::VulkanEngineOptions options;
-    options.f16 = true;
-    options.kernels = "attention=coop";
-    return usage_error_of(*model::load_model(synth_model_path("tiny")), options);
-  }();
+  static const std::string why = f16_forcing_error("attention=coop");
   return why;
 }
 

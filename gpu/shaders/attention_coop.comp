@@ -55,18 +55,6 @@ layout(std430, binding = 1) readonly buffer KeyCache { uvec4 k_chunks[]; };
 layout(std430, binding = 2) readonly buffer ValueCache { uvec4 v_chunks[]; };
 layout(std430, binding = 3) readonly buffer Rows { uvec4 row_info[]; };  // (base, pos, chunk_first, leak)
 layout(std430, binding = 4) writeonly buffer Output { act_t y[]; };
-layout(push_constant) uniform Push {
-  uint rows;
-  uint heads;
-  uint group;      // heads / kv_heads
-  uint head_dim;   // = HD
-  uint window;     // 0: no sliding window
-  uint q_stride;   // heads * head_dim
-  uint kv_stride;  // kv_heads * head_dim
-  float scale;
-  uint split_keys;  // unused here (attention_flash.comp SPLIT)
-  uint splits;
-} pc;
 #include "common.glsl"
 #include "faults.glsl"
 #include "attention_rows.glsl"

@@ -45,18 +45,6 @@ layout(std430, binding = 4) writeonly buffer Partial { float partial[]; };
 #else
 layout(std430, binding = 4) writeonly buffer Output { act_t y[]; };
 #endif
-layout(push_constant) uniform Push {
-  uint rows;
-  uint heads;
-  uint group;      // heads / kv_heads
-  uint head_dim;   // = HD
-  uint window;     // 0: no sliding window
-  uint q_stride;   // heads * head_dim
-  uint kv_stride;  // kv_heads * head_dim
-  float scale;
-  uint split_keys;  // SPLIT: S, positions per split (a multiple of BC)
-  uint splits;      // SPLIT: workgroups per (tile, head)
-} pc;
 #include "common.glsl"
 #include "faults.glsl"
 #include "attention_rows.glsl"
