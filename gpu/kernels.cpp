@@ -76,6 +76,7 @@ constexpr std::uint32_t kFlashRows = 32;          // attention_flash.comp: BR
 constexpr std::uint32_t kFlashMaxHeadDim = 128;   // attention_flash.comp: OUT_COLS <= 2
 constexpr std::uint32_t kCoopAttentionRows = 64;  // attention_coop.comp: BR, 4 subgroups of 16 ...
 constexpr std::uint32_t kCoopAttentionKeys = 32;  // ... and BC
+constexpr std::uint32_t kDecodeKeys = 32;         // attention_decode.comp: LANES, keys per tile
 constexpr int kFlashMinRowsPerSequence = 16;      // fewer rows per sequence: split the keys
 constexpr std::uint32_t kSplitMinKeys = 32;       // positions per split at least ...
 constexpr std::uint32_t kMaxSplits = 64;          // ... and splits at most (attention_combine.comp: MAX_SPLITS)
@@ -137,6 +138,28 @@ std::string attention_coop_missing(const Device& device, const std::string& gemm
   return "";
 }
 
+// attention_decode.comp's shared memory for head_dim hd and `pack` heads, as it declares it: q,
+// p per key, the key groups' sums, the per-subgroup reduction values.
+std::uint32_t decode_shared_bytes(std::uint32_t hd, std::uint32_t pack) {
+  const std::uint32_t hd4 = hd / 4, key_groups = kDecodeKeys / hd4;
+  return pack * hd4 * 16 + pack * kDecodeKeys * 4 + key_groups * pack * hd4 * 16 + kDecodeKeys * 4;
+}
+
+// Why attention_decode.comp cannot run on this device for this head_dim and GQA group; "" when it can.
+std::string decode_missing(const DeviceInfo& d, const std::string& flash_missing, std::uint32_t hd,
+                           std::uint32_t group) {
+  if (!flash_missing.empty()) return flash_missing;  // the same head_dim rule
+  if (!d.subgroup_arithmetic) return fmt::format("{} has no subgroup arithmetic in compute shaders", d.name);
+  if (d.max_shared_memory < decode_shared_bytes(hd, group))
+    return fmt::format("{} has {} bytes of shared memory; the decode attention needs {} for {} heads per K/V head",
+                       d.name, d.max_shared_memory, decode_shared_bytes(hd, group), group);
+  return "";
+}
+
+void add_once(std::vector<std::string>& names, std::string name) {
+  if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(std::move(name));
+}
+
 // The split-KV partials of a pass: (m, l, sums[head_dim]) f32 per row, head and split.
 std::uint64_t partial_bytes(const AttentionShape& a, std::uint32_t splits) {
   return static_cast<std::uint64_t>(a.rows) * static_cast<std::uint64_t>(a.heads) * splits *
@@ -166,17 +189,22 @@ KernelOverrides parse_kernel_overrides(const std::string& text) {
                     : value == "flash"    ? KernelOverrides::Attention::flash
                     : value == "two-pass" ? KernelOverrides::Attention::two_pass
                                           : KernelOverrides::Attention::automatic;
+    } else if (key == "decode-attention" && (value == "auto" || value == "decode-split" || value == "flash-split")) {
+      o.decode_attention = value == "decode-split"  ? KernelOverrides::DecodeAttention::decode_split
+                           : value == "flash-split" ? KernelOverrides::DecodeAttention::flash_split
+                                                    : KernelOverrides::DecodeAttention::automatic;
     } else {
       throw UsageError(
-          fmt::format("--kernels: expected matmul=auto|tiled|coop|coop-k16|matvec, matvec=auto|subgroup|shared or "
-                      "attention=auto|coop|flash|two-pass (comma-separated), found '{}'",
+          fmt::format("--kernels: expected matmul=auto|tiled|coop|coop-k16|matvec, matvec=auto|subgroup|shared, "
+                      "attention=auto|coop|flash|two-pass or decode-attention=auto|decode-split|flash-split "
+                      "(comma-separated), found '{}'",
                       item));
     }
   }
   return o;
 }
 
-Kernels::Kernels(const Device& device, Pipelines& pipelines, const KernelOverrides& overrides, int head_dim)
+Kernels::Kernels(const Device& device, Pipelines& pipelines, const KernelOverrides& overrides, int head_dim, int group)
     : device_(&device), pipelines_(&pipelines), overrides_(overrides), head_dim_(head_dim) {
   const DeviceInfo& d = device.info();
   wg_ = floor_pow2(std::min({256u, d.max_workgroup_invocations, d.max_workgroup_size_x}));
@@ -199,6 +227,7 @@ Kernels::Kernels(const Device& device, Pipelines& pipelines, const KernelOverrid
   attention_coop_missing_ = pipelines.activations() == Activations::f16
                                 ? attention_coop_missing(device, coop_missing_, hd)
                                 : "the cooperative-matrix attention runs in the f16 mode only (--dtype f16)";
+  decode_missing_ = decode_missing(d, flash_missing_, hd, static_cast<std::uint32_t>(std::max(group, 1)));
   if (overrides.matmul == KernelOverrides::Matmul::tiled && !tiled_ok_)
     throw UsageError(fmt::format("--kernels matmul=tiled: {} cannot run 256-invocation workgroups", d.name));
   if (overrides.matmul == KernelOverrides::Matmul::coop && !coop_missing_.empty())
@@ -212,6 +241,10 @@ Kernels::Kernels(const Device& device, Pipelines& pipelines, const KernelOverrid
     throw UsageError(fmt::format("--kernels attention=flash: {}", flash_missing_));
   if (overrides.attention == KernelOverrides::Attention::coop && !attention_coop_missing_.empty())
     throw UsageError(fmt::format("--kernels attention=coop: {}", attention_coop_missing_));
+  if (overrides.decode_attention == KernelOverrides::DecodeAttention::decode_split && !decode_missing_.empty())
+    throw UsageError(fmt::format("--kernels decode-attention=decode-split: {}", decode_missing_));
+  if (overrides.decode_attention == KernelOverrides::DecodeAttention::flash_split && !flash_missing_.empty())
+    throw UsageError(fmt::format("--kernels decode-attention=flash-split: {}", flash_missing_));
 }
 
 std::uint32_t Kernels::local_size(Shader shader) const {
@@ -382,69 +415,95 @@ std::string Kernels::attention(Stream& s, const AttentionShape& a, float scale, 
                            plan.split_keys,
                            plan.splits};
   // attention_flash.comp: tiles of 32 (row, head) pairs of the heads of one GQA group (of one head
-  // with gqa-head-map planted, whose heads do not share K/V in groups).
-  const std::uint64_t pack = (faults & kFaultAttentionHeadModulo) != 0 ? 1 : push.group;
-  const std::uint64_t tiles = ceil_div(push.rows * pack, kFlashRows) * (push.heads / pack);
+  // with gqa-head-map planted, whose heads do not share K/V in groups); attention_decode.comp: one
+  // row and such a pack of heads per workgroup.
+  const std::uint32_t pack = (faults & kFaultAttentionHeadModulo) != 0 ? 1 : push.group;
+  const std::uint64_t units = push.heads / pack;
+  const std::uint64_t tiles = ceil_div(static_cast<std::uint64_t>(push.rows) * pack, kFlashRows) * units;
+  using Kind = AttentionPlan::Kind;
   switch (plan.kind) {
-    case AttentionPlan::Kind::coop:
+    case Kind::coop:
       dispatch(s, Shader::attention_coop, 0, {q, k, v, row_table, out}, &push, sizeof push,
-               fold(ceil_div(push.rows * pack, kCoopAttentionRows) * (push.heads / pack)), faults, {push.head_dim});
-      return coop_attention_name();
-    case AttentionPlan::Kind::flash:
+               fold(ceil_div(static_cast<std::uint64_t>(push.rows) * pack, kCoopAttentionRows) * units), faults,
+               {push.head_dim});
+      break;
+    case Kind::flash:
       dispatch(s, Shader::attention_flash, 0, {q, k, v, row_table, out}, &push, sizeof push, fold(tiles), faults,
                {push.head_dim, flash_keys_});
-      return flash_name(false);
-    case AttentionPlan::Kind::split: {
+      break;
+    case Kind::split:
+    case Kind::decode: {
       const std::uint64_t bytes = partial_bytes(a, plan.splits);
       TAPDIFF_ASSERT(scratch.size >= bytes, "attention scratch of {} bytes for {}", scratch.size, bytes);
       const Region partial = scratch.sub(0, bytes);
-      dispatch(s, Shader::attention_split, 0, {q, k, v, row_table, partial}, &push, sizeof push,
-               fold(tiles * plan.splits), faults, {push.head_dim, flash_keys_});
+      if (plan.kind == Kind::split)
+        dispatch(s, Shader::attention_split, 0, {q, k, v, row_table, partial}, &push, sizeof push,
+                 fold(tiles * plan.splits), faults, {push.head_dim, flash_keys_});
+      else
+        dispatch(s, Shader::attention_decode, 0, {q, k, v, row_table, partial}, &push, sizeof push,
+                 fold(push.rows * units * plan.splits), faults, {push.head_dim, pack});
       const CombinePush combine{push.rows, push.heads, push.head_dim, plan.splits};
       dispatch(s, Shader::attention_combine, 0, {partial, out}, &combine, sizeof combine,
                fold(static_cast<std::uint64_t>(push.rows) * push.heads));
-      return flash_name(true);
+      break;
     }
-    case AttentionPlan::Kind::two_pass: break;
+    case Kind::two_pass:
+      dispatch(s, Shader::attention, 0, {q, k, v, row_table, out}, &push, sizeof push,
+               fold(static_cast<std::uint64_t>(a.rows) * push.heads), faults);
+      break;
   }
-  dispatch(s, Shader::attention, 0, {q, k, v, row_table, out}, &push, sizeof push,
-           fold(static_cast<std::uint64_t>(a.rows) * push.heads), faults);
-  return named("attention-two-pass");
+  return attention_name(plan.kind);
 }
 
 Kernels::AttentionPlan Kernels::plan_attention(const AttentionShape& a) const {
   using Kind = AttentionPlan::Kind;
   using Override = KernelOverrides::Attention;
-  // The cooperative-matrix kernel takes the passes flash would run in one piece; decode and short
-  // chunks keep flash's split-KV.
+  using Decode = KernelOverrides::DecodeAttention;
+  // The keys of a pass of few rows in splits of a multiple of `tile` positions, at least
+  // kSplitMinKeys, at most kMaxSplits of them.
+  const auto keys = static_cast<std::uint32_t>(std::max(a.keys, 1));
+  const auto split_plan = [keys](Kind kind, std::uint32_t tile) {
+    const auto split_keys = static_cast<std::uint32_t>(
+        ceil_div(std::max<std::uint64_t>(kSplitMinKeys, ceil_div(keys, kMaxSplits)), tile) * tile);
+    return AttentionPlan{kind, static_cast<std::uint32_t>(ceil_div(keys, split_keys)), split_keys};
+  };
+  // The cooperative-matrix kernel takes the passes flash would run in one piece; short chunks keep
+  // flash's split-KV; decode steps take attention_decode.comp unless attention is forced to
+  // two-pass or decode-attention to flash-split.
   const bool coop = overrides_.attention == Override::coop ||
                     (overrides_.attention == Override::automatic && attention_coop_missing_.empty());
+  const bool decode_step = a.rows <= a.sequences;  // one row per sequence
   const bool flash = coop || overrides_.attention == Override::flash ||
-                     (overrides_.attention == Override::automatic && flash_missing_.empty());
+                     (overrides_.attention == Override::automatic && flash_missing_.empty()) ||
+                     (decode_step && overrides_.decode_attention == Decode::flash_split);
+  if (decode_step && (overrides_.decode_attention == Decode::decode_split ||
+                      (overrides_.decode_attention == Decode::automatic && overrides_.attention != Override::two_pass &&
+                       flash && decode_missing_.empty())))
+    return split_plan(Kind::decode, kDecodeKeys);
   if (!flash) return {};
   const Kind whole = coop ? Kind::coop : Kind::flash;
   if (a.rows >= kFlashMinRowsPerSequence * a.sequences) return {whole};
-  // Few rows: the keys in splits of a multiple of BC positions, at least kSplitMinKeys, at most
-  // kMaxSplits of them.
-  const auto keys = static_cast<std::uint32_t>(std::max(a.keys, 1));
-  const auto split_keys = static_cast<std::uint32_t>(
-      ceil_div(std::max<std::uint64_t>(kSplitMinKeys, ceil_div(keys, kMaxSplits)), flash_keys_) * flash_keys_);
-  const auto splits = static_cast<std::uint32_t>(ceil_div(keys, split_keys));
-  if (splits <= 1) return {whole};
-  return {Kind::split, splits, split_keys};
+  const AttentionPlan split = split_plan(Kind::split, flash_keys_);
+  return split.splits <= 1 ? AttentionPlan{whole} : split;
 }
 
 std::uint64_t Kernels::attention_scratch_bytes(const AttentionShape& a) const {
   const AttentionPlan plan = plan_attention(a);
-  return plan.kind == AttentionPlan::Kind::split ? partial_bytes(a, plan.splits) : 0;
+  return plan.kind == AttentionPlan::Kind::split || plan.kind == AttentionPlan::Kind::decode
+             ? partial_bytes(a, plan.splits)
+             : 0;
 }
 
-std::string Kernels::coop_attention_name() const {
-  return named(fmt::format("attention-coop-{}x{}", kCoopAttentionRows, kCoopAttentionKeys));
-}
-
-std::string Kernels::flash_name(bool split) const {
-  return named(fmt::format("attention-flash-{}{}x{}", split ? "split-" : "", kFlashRows, flash_keys_));
+std::string Kernels::attention_name(AttentionPlan::Kind kind) const {
+  switch (kind) {
+    case AttentionPlan::Kind::coop:
+      return named(fmt::format("attention-coop-{}x{}", kCoopAttentionRows, kCoopAttentionKeys));
+    case AttentionPlan::Kind::flash: return named(fmt::format("attention-flash-{}x{}", kFlashRows, flash_keys_));
+    case AttentionPlan::Kind::split: return named(fmt::format("attention-flash-split-{}x{}", kFlashRows, flash_keys_));
+    case AttentionPlan::Kind::decode: return named("attention-decode-split");
+    case AttentionPlan::Kind::two_pass: break;
+  }
+  return named("attention-two-pass");
 }
 
 std::string Kernels::add(Stream& s, const Region& a, const Region& b, const Region& out, std::int64_t n) {
@@ -478,17 +537,21 @@ std::vector<std::string> Kernels::planned(model::OpClass cls, model::DType weigh
       // prefill's variants first (short, then long and wide), then decode's, each once
       std::vector<std::string> names;
       for (const auto& [rows, n] : {std::pair{2, 1u}, std::pair{kCoopK16MinRows, kCoopK16MinCols}, std::pair{1, 1u}}) {
-        std::string name = gemm_name(gemm_variant(rows, n), weight_dtype);
-        if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(std::move(name));
+        add_once(names, gemm_name(gemm_variant(rows, n), weight_dtype));
       }
       return names;
     }
     case model::OpClass::rope: return {named("rope-table")};
     case model::OpClass::attention: {
-      const AttentionPlan::Kind whole = plan_attention({}).kind;
-      if (whole == AttentionPlan::Kind::two_pass) return {named("attention-two-pass")};
-      // prefill's, then decode's past 32 positions
-      return {whole == AttentionPlan::Kind::coop ? coop_attention_name() : flash_name(false), flash_name(true)};
+      // prefill's, a short chunk's past 32 positions, then decode's, each once
+      std::vector<std::string> names;
+      AttentionShape shape;
+      for (const auto& [rows, keys] :
+           {std::pair{kFlashMinRowsPerSequence, 1}, std::pair{2, 1000}, std::pair{1, 1000}}) {
+        shape.rows = rows, shape.keys = keys;
+        add_once(names, attention_name(plan_attention(shape).kind));
+      }
+      return names;
     }
     case model::OpClass::residual: return {named("add")};
     case model::OpClass::activation: return {named("silu_mul")};

@@ -28,10 +28,16 @@
 //                                                  of a GQA group, online softmax over tiles of BC = 32
 //                                                  keys (16 where shared memory is short); head_dim a
 //                                                  multiple of 4, at most 128
-//               attention-flash-split-32xBC        the same for passes of < 16 rows per sequence (decode,
-//                                                  short chunks) over more than 32 positions: each
+//               attention-flash-split-32xBC        the same for passes of < 16 rows per sequence (short
+//                                                  chunks; decode steps where the next cannot run)
+//                                                  over more than 32 positions: each
 //                                                  workgroup takes a split of the keys, a second kernel
 //                                                  merges the splits' softmax sums
+//               attention-decode-split             decode steps (one row per sequence) over more than 32
+//                                                  positions, where subgroup arithmetic runs: a
+//                                                  workgroup of 32 per (row, K/V head, split of the
+//                                                  keys), a key per invocation, the softmax in subgroup
+//                                                  reductions; attention_combine merges the splits
 //               attention-two-pass                 where flash cannot run (or forced): one workgroup per
 //                                                  (row, head), every score computed twice
 //   residual    add
@@ -60,11 +66,18 @@ class Pipelines;
 class Stream;
 
 // What --kernels may force:
-// "matmul=auto|tiled|coop|coop-k16|matvec,matvec=auto|subgroup|shared,attention=auto|coop|flash|two-pass".
+// "matmul=auto|tiled|coop|coop-k16|matvec,matvec=auto|subgroup|shared,attention=auto|coop|flash|two-pass,
+// decode-attention=auto|decode-split|flash-split" (decode-attention: the kernel of decode steps over
+// more than 32 positions; with auto, attention=two-pass takes them too).
 struct KernelOverrides {
   enum class Matmul : std::uint8_t { automatic, tiled, coop, coop_k16, matvec } matmul = Matmul::automatic;
   enum class Matvec : std::uint8_t { automatic, subgroup, shared } matvec = Matvec::automatic;
   enum class Attention : std::uint8_t { automatic, coop, flash, two_pass } attention = Attention::automatic;
+  enum class DecodeAttention : std::uint8_t {
+    automatic,
+    decode_split,
+    flash_split
+  } decode_attention = DecodeAttention::automatic;
 };
 // UsageError naming the bad key or value and the choices.
 KernelOverrides parse_kernel_overrides(const std::string& text);
@@ -93,8 +106,8 @@ struct AttentionShape {
 class Kernels {
  public:
   // UsageError when an override asks for a variant the device cannot run for a model of this
-  // head_dim.
-  Kernels(const Device& device, Pipelines& pipelines, const KernelOverrides& overrides, int head_dim);
+  // head_dim and GQA group (heads per K/V head).
+  Kernels(const Device& device, Pipelines& pipelines, const KernelOverrides& overrides, int head_dim, int group);
 
   // Each records one op (its barrier included) and returns the variant's name; `faults` is a set
   // of the kFault* bits of the op's kernel (0: the clean kernel).
@@ -150,12 +163,11 @@ class Kernels {
   // matvec-subgroup's subgroups per output (a power of two dividing matvec_subgroups_) for Y[1, n], K = k.
   std::uint32_t matvec_split(std::uint32_t n, std::uint32_t k) const;
   struct AttentionPlan {
-    enum class Kind : std::uint8_t { two_pass, flash, split, coop } kind = Kind::two_pass;
-    std::uint32_t splits = 1, split_keys = 0;  // split: workgroups per (tile, head), positions each
+    enum class Kind : std::uint8_t { two_pass, flash, split, coop, decode } kind = Kind::two_pass;
+    std::uint32_t splits = 1, split_keys = 0;  // split, decode: workgroups per (tile, head), positions each
   };
   AttentionPlan plan_attention(const AttentionShape& a) const;
-  std::string flash_name(bool split) const;
-  std::string coop_attention_name() const;
+  std::string attention_name(AttentionPlan::Kind kind) const;
 
   const Device* device_;
   Pipelines* pipelines_;
@@ -169,6 +181,7 @@ class Kernels {
   std::uint32_t flash_keys_;            // attention_flash.comp's BC for head_dim_ on this device
   std::string flash_missing_;           // why it cannot run here; "" when it can
   std::string attention_coop_missing_;  // why attention_coop.comp cannot run here; "" when it can
+  std::string decode_missing_;          // likewise attention_decode.comp
   std::string coop_missing_;            // why the cooperative-matrix GEMM cannot run here; "" when it can
 };
 

@@ -13,6 +13,8 @@ namespace {
 #include "attention_combine_f16_spv.h"
 #include "attention_combine_spv.h"
 #include "attention_coop_f16_spv.h"
+#include "attention_decode_f16_spv.h"
+#include "attention_decode_spv.h"
 #include "attention_f16_spv.h"
 #include "attention_flash_f16_spv.h"
 #include "attention_flash_spv.h"
@@ -38,7 +40,7 @@ namespace {
 
 // In the order of the Shader enum: f32 activations, then f16. The cooperative-matrix kernels exist
 // in f16 only: their tensor cores multiply f16 values.
-const std::array<std::array<ShaderCode, 15>, 2> kShaders = {{
+const std::array<std::array<ShaderCode, 16>, 2> kShaders = {{
     {{
         {"embed", embed_spv, 3},
         {"rms_norm", rms_norm_spv, 3},
@@ -53,6 +55,7 @@ const std::array<std::array<ShaderCode, 15>, 2> kShaders = {{
         {"attention_split", attention_split_spv, 5},
         {"attention_combine", attention_combine_spv, 2},
         {"attention_coop", {}, 5},
+        {"attention_decode", attention_decode_spv, 5},
         {"add", add_spv, 3},
         {"silu_mul", silu_mul_spv, 3},
     }},
@@ -70,6 +73,7 @@ const std::array<std::array<ShaderCode, 15>, 2> kShaders = {{
         {"attention_split_f16", attention_split_f16_spv, 5},
         {"attention_combine_f16", attention_combine_f16_spv, 2},
         {"attention_coop_f16", attention_coop_f16_spv, 5},
+        {"attention_decode_f16", attention_decode_f16_spv, 5},
         {"add_f16", add_f16_spv, 3},
         {"silu_mul_f16", silu_mul_f16_spv, 3},
     }},

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 
 #include <fmt/core.h>
@@ -168,8 +169,8 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
                                      DeviceNeeds{options.f16});
   pipelines_ = std::make_unique<Pipelines>(*device_, activation_type_);
   stream_ = std::make_unique<Stream>(*device_);
-  kernels_ =
-      std::make_unique<Kernels>(*device_, *pipelines_, parse_kernel_overrides(options.kernels), config_.head_dim);
+  kernels_ = std::make_unique<Kernels>(*device_, *pipelines_, parse_kernel_overrides(options.kernels), config_.head_dim,
+                                       config_.n_heads / config_.n_kv_heads);
   if (config_.head_dim > kernels_->max_head_dim())
     throw UsageError(fmt::format("{}: head_dim {}: the Vulkan attention kernel handles head_dim up to {}",
                                  m.path().string(), config_.head_dim, kernels_->max_head_dim()));
@@ -389,8 +390,11 @@ void Engine::execute(const model::Step& step, const model::Deliver& deliver) {
   if (stream_->timestamps())
     stream_->mark([this, at = static_cast<std::size_t>(step.op)](double seconds) { op_seconds_[at] += seconds; });
   if (deliver) deliver_after_chunk(out, graph_.width(step.op), deliver);
-  // The device starts on each layer while the next is recorded (end_chunk() waits for them all).
-  if (step.op == Op::ffn_residual) stream_->submit();
+  // The device starts on the first layer while the next is recorded, and is kept fed with ever
+  // fewer submissions: after layers 1, 2, 4, 8, ... (counting from 1; the host records a layer in
+  // a fraction of the time the device runs it). Each submission costs the device a gap between
+  // command buffers. end_chunk() waits for them all.
+  if (step.op == Op::ffn_residual && std::has_single_bit(static_cast<unsigned>(step.layer) + 1)) stream_->submit();
 }
 
 void Engine::deliver_after_chunk(const Region& out, std::int64_t cols, const model::Deliver& deliver) {

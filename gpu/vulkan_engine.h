@@ -1,9 +1,9 @@
 #pragma once
 // The Vulkan compute engine: the graph of model/graph.h on a GPU (or Mesa lavapipe), f32
-// arithmetic, weights dequantized in the kernels, KV cache on the device, a command buffer per
-// layer, each submitted as soon as it is recorded. Untapped op outputs never leave the device. In f16 mode weights and
-// activations (op outputs, the KV cache) are stored as f16 and every sum still accumulates in f32: the engine the
-// reference's f16 emulation (reference/cpu_engine.h) bounds.
+// arithmetic, weights dequantized in the kernels, KV cache on the device, command buffers of
+// layers 1, 2-3, 4-7, ..., each submitted as soon as it is recorded. Untapped op outputs never leave the device. In f16
+// mode weights and activations (op outputs, the KV cache) are stored as f16 and every sum still accumulates in f32: the
+// engine the reference's f16 emulation (reference/cpu_engine.h) bounds.
 #include <array>
 #include <cstdint>
 #include <memory>

@@ -386,16 +386,20 @@ TEST(PlantedFault, ANameAlonePlantsInEveryLayer) {
 TEST(PlantedFault, ReportsTheInjectedVariantNextToTheCleanOne) {
   const Fixture& f = fixture();
   const auto engine = engine_with(*f.model, "gqa-head-map@3,attn-scale@0");
-  // Planned: both attention variants (flash, split-KV flash for decode), clean and planted.
+  // Planned: the three attention variants (flash, split-KV flash for short chunks, the decode
+  // kernel), clean and planted.
   EXPECT_EQ(engine->kernel(Op::attn),
-            "attention-flash-32x32, attention-flash-split-32x32, attention-flash-32x32+inject:attn-scale@0, "
-            "attention-flash-split-32x32+inject:attn-scale@0, attention-flash-32x32+inject:gqa-head-map@3, "
-            "attention-flash-split-32x32+inject:gqa-head-map@3");
+            "attention-flash-32x32, attention-flash-split-32x32, attention-decode-split, "
+            "attention-flash-32x32+inject:attn-scale@0, attention-flash-split-32x32+inject:attn-scale@0, "
+            "attention-decode-split+inject:attn-scale@0, attention-flash-32x32+inject:gqa-head-map@3, "
+            "attention-flash-split-32x32+inject:gqa-head-map@3, attention-decode-split+inject:gqa-head-map@3");
   run_tapped(*engine, f.graph);  // prefill chunks, then decode steps over 41 to 43 positions: splits of 32
   EXPECT_EQ(engine->kernel(Op::attn),
             "attention-flash-32x32+inject:attn-scale@0, attention-flash-32x32, "
             "attention-flash-32x32+inject:gqa-head-map@3, attention-flash-split-32x32+inject:attn-scale@0, "
-            "attention-flash-split-32x32, attention-flash-split-32x32+inject:gqa-head-map@3");
+            "attention-flash-split-32x32, attention-flash-split-32x32+inject:gqa-head-map@3, "
+            "attention-decode-split+inject:attn-scale@0, attention-decode-split, "
+            "attention-decode-split+inject:gqa-head-map@3");
   EXPECT_EQ(engine->kernel(Op::rope_q), "rope-table");
   expect_clean(*engine);
 }
@@ -487,8 +491,9 @@ TEST(FaultCli, RunWithInjectRecordsTheFaultInTheDump) {
   EXPECT_EQ(r.output.find("validation"), std::string::npos) << r.output;
   const dumps::DumpReader reader(dump.string());
   EXPECT_EQ(reader.metadata().kernels.at("attn"),
-            "attention-flash-32x32, attention-flash-split-32x32, attention-flash-32x32+inject:gqa-head-map@1, "
-            "attention-flash-split-32x32+inject:gqa-head-map@1");
+            "attention-flash-32x32, attention-flash-split-32x32, attention-decode-split, "
+            "attention-flash-32x32+inject:gqa-head-map@1, attention-flash-split-32x32+inject:gqa-head-map@1, "
+            "attention-decode-split+inject:gqa-head-map@1");
   EXPECT_NE(reader.metadata().command_line.find("--inject gqa-head-map@1"), std::string::npos);
 }
 

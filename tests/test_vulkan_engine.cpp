@@ -4,6 +4,8 @@
 // the CLI (`tapdiff devices`, `tapdiff run --engine vulkan` with its dump metadata).
 #include <gtest/gtest.h>
 
+#include <bit>
+
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -136,8 +138,10 @@ TEST(VulkanEngine, RecordsFewerBarriersThanDispatches) {
   model::NullTap tap;
   model::run_chunk(*engine, graph, std::vector<std::int32_t>{1, 2, 3, 4}, {0, 0, 4, false}, tap);
   const auto after = engine->stats();
-  // A command buffer per layer, submitted as soon as it is recorded, then the final norm and logits.
-  EXPECT_EQ(after.submits - before.submits, static_cast<unsigned>(m->config().n_layers) + 1);
+  // Command buffers of layers 1, 2-3, 4-7, ..., each submitted as soon as it is recorded, then one
+  // of the layers left with the final norm and logits.
+  const auto layers = static_cast<unsigned>(m->config().n_layers);
+  EXPECT_EQ(after.submits - before.submits, std::bit_width(layers) + 1u);
   const auto barriers = after.barriers - before.barriers;
   const auto per_layer = 15u;  // steps per layer; attn adds two copies
   EXPECT_LT(barriers, per_layer * static_cast<unsigned>(m->config().n_layers)) << barriers << " barriers";
@@ -334,7 +338,8 @@ TEST(VulkanCli, RunRecordsDeviceAndKernelsInTheDump) {
   const gpu::DeviceInfo first = gpu::list_devices().front();
   EXPECT_NE(meta.device.find(first.name), std::string::npos) << meta.device;
   EXPECT_NE(meta.kernels.at("q_proj").find("matmul-tiled-64x64/f32"), std::string::npos) << meta.kernels.at("q_proj");
-  EXPECT_EQ(meta.kernels.at("attn"), "attention-flash-32x32, attention-flash-split-32x32");  // planned
+  EXPECT_EQ(meta.kernels.at("attn"),  // planned
+            "attention-flash-32x32, attention-flash-split-32x32, attention-decode-split");
 
   const CommandResult bad = run_tapdiff("run --engine vulkan --device 99 --model synth:tiny --tokens 1,5");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
@@ -353,7 +358,8 @@ TEST(VulkanCli, F16RunIsRecordedAndBisectsClean) {
   const dumps::DumpReader reader(dump);
   EXPECT_EQ(reader.metadata().compute_dtype, "f16");
   EXPECT_EQ(reader.metadata().storage_dtype, "f16");
-  EXPECT_EQ(reader.metadata().kernels.at("attn"), "attention-flash-32x32.f16, attention-flash-split-32x32.f16");
+  EXPECT_EQ(reader.metadata().kernels.at("attn"),
+            "attention-flash-32x32.f16, attention-flash-split-32x32.f16, attention-decode-split.f16");
 
   const CommandResult bad = run_tapdiff("run --engine vulkan --dtype f64 --model synth:tiny --tokens 1,5");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;

@@ -86,7 +86,7 @@ std::filesystem::path write_case_model(const OpCase& c) {
   o.config.n_layers = 1;
   o.config.n_heads = c.heads, o.config.n_kv_heads = c.kv_heads, o.config.head_dim = c.head_dim;
   o.config.dim = c.dim, o.config.ffn_dim = c.ffn, o.config.vocab = c.vocab;
-  o.config.context_length = 2048;
+  o.config.context_length = 4096;
   o.config.tied_output = c.tied;
   o.config.rope_base = c.arch == "qwen2" ? 1e6 : 1e4;
   o.dtype = c.dtype;
@@ -267,6 +267,23 @@ INSTANTIATE_TEST_SUITE_P(
                 "llama", 3, false, "attention=flash"),
         op_case("two_pass_gqa32x8_hd64", {32, 8, 64, 96, 200, 300}, DType::f32, {{100}, {40, 40, 1}}, "llama", 0, false,
                 "attention=two-pass"),
+        // Decode steps: the decode kernel (auto's) over 1 to 33 splits of 32 or 64 positions, a head
+        // of 2 to 32 vec4 channels (key groups of 16, 10, 8, 2 and 1, lanes left over), GQA groups of
+        // 1 to 8, a sliding window; flash's split-KV forced for them
+        op_case("decode_gqa8x4_hd16_f32", {8, 4, 16, 72, 136, 301}, DType::f32, {{1, 1}, {40, 40, 1}, {2100, 1, 1}},
+                "llama", 0, false, "decode-attention=decode-split"),
+        op_case("decode_mha6x6_hd8_f16", {6, 6, 8, 40, 100, 259}, DType::f16, {{1}, {31, 1, 1}, {200, 1, 1}}, "llama",
+                0, false, "decode-attention=decode-split"),
+        op_case("decode_gqa4x2_hd12", {4, 2, 12, 40, 64, 100}, DType::f32, {{40, 40, 1}, {70, 1}}, "llama", 0, false,
+                "decode-attention=decode-split"),
+        op_case("decode_gqa2x1_hd80", {2, 1, 80, 64, 96, 100}, DType::f32, {{40, 40, 1}, {70, 1}}, "llama", 0, false,
+                "decode-attention=decode-split"),
+        op_case("decode_gqa32x4_hd128_q8_0", {32, 4, 128, 96, 160, 300}, DType::q8_0, {{40, 40, 1}, {150, 1}}, "llama",
+                0, false, "decode-attention=decode-split"),
+        op_case("decode_sliding_window_3", {8, 4, 16, 72, 136, 301}, DType::f32, {{40, 1, 1}, {100, 1, 1}}, "llama", 3,
+                false, "decode-attention=decode-split"),
+        op_case("flash_split_decode_gqa8x4_hd16_f32", {8, 4, 16, 72, 136, 301}, DType::f32,
+                {{40, 40, 1}, {200, 1, 1}, {100, 1}}, "llama", 0, false, "decode-attention=flash-split"),
         // f16 weights and activations: f32 and bf16 matrices stored as f16, F16 kept, Q8_0 and Q4_0
         // rounded as dequantized
         act_f16(op_case("gqa8x4_hd16_f32", {8, 4, 16, 72, 136, 301}, DType::f32, kAllRows)),
@@ -284,6 +301,10 @@ INSTANTIATE_TEST_SUITE_P(
                         false, "attention=flash")),
         act_f16(op_case("flash_gqa32x4_hd128_q8_0", {32, 4, 128, 96, 160, 300}, DType::q8_0, {{5}, {100}, {40, 40, 1}},
                         "llama", 0, false, "attention=flash")),
+        act_f16(op_case("decode_gqa32x8_hd64_bf16", {32, 8, 64, 96, 200, 300}, DType::bf16, {{40, 40, 1}, {200, 1, 1}},
+                        "llama", 0, false, "decode-attention=decode-split")),
+        act_f16(op_case("flash_split_decode_gqa32x8_hd64_bf16", {32, 8, 64, 96, 200, 300}, DType::bf16,
+                        {{40, 40, 1}, {200, 1, 1}}, "llama", 0, false, "decode-attention=flash-split")),
         // The cooperative-matrix GEMM on every weight dtype (its tiles: 64 rows x 128 columns, K in
         // slices of 32): rows from 1 to 100, widths off every tile, K = 40, 48 and 100 (not multiples
         // of 8: the element-wise path), QKV bias
@@ -339,34 +360,41 @@ TEST(VulkanKernels, GemmVariantDependsOnRowsAndIsReported) {
   EXPECT_EQ(gpu->kernel(Op::q_proj), "matmul-tiled-64x64/f32");
   model::run_chunk(*gpu, graph, std::vector<std::int32_t>{4}, {1, 3, 1, true}, tap);
   EXPECT_EQ(gpu->kernel(Op::q_proj), "matmul-tiled-64x64/f32, matvec-subgroup/f32");  // lavapipe has subgroup adds
-  EXPECT_EQ(gpu->kernel(Op::attn), "attention-flash-32x32");
+  EXPECT_EQ(gpu->kernel(Op::attn), "attention-flash-32x32, attention-decode-split");
   EXPECT_EQ(gpu->kernel(Op::embed), "embed-gather/f32");
   expect_clean(*gpu);
 }
 
 // Attention: flash; split-KV flash for passes of fewer than 16 rows per sequence over more than 32
-// positions; two-pass when forced, or where flash cannot run: a head_dim it does not take leaves auto
-// on two-pass and makes forcing flash an error.
+// positions; the decode kernel for decode steps (one row per sequence); two-pass when forced, or
+// where flash cannot run: a head_dim it does not take leaves auto on two-pass and makes forcing
+// flash an error.
 TEST(VulkanKernels, AttentionVariantDependsOnRowsAndHeadDim) {
   const auto m = model::load_model(synth_model_path("tiny"));
   const model::Graph graph(m->config());
   gpu::VulkanEngineOptions options;
   const auto gpu = validated_vulkan_engine(*m, options);
-  EXPECT_EQ(gpu->kernel(Op::attn), "attention-flash-32x32, attention-flash-split-32x32");
+  EXPECT_EQ(gpu->kernel(Op::attn), "attention-flash-32x32, attention-flash-split-32x32, attention-decode-split");
   model::NullTap tap;
   std::vector<std::int32_t> tokens(100);
   for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<std::int32_t>(i + 1);
   model::run_chunk(*gpu, graph, std::span(tokens).first(20), {0, 0, 20, false}, tap);
   model::run_chunk(*gpu, graph, std::span(tokens).first(10), {1, 20, 10, false}, tap);  // 30 positions: one split
   EXPECT_EQ(gpu->kernel(Op::attn), "attention-flash-32x32");
-  model::run_chunk(*gpu, graph, std::span(tokens).first(1), {2, 30, 1, true}, tap);        // 31
-  model::run_chunk(*gpu, graph, std::span(tokens).first(10), {3, 31, 10, false}, tap);     // 41: two splits
-  EXPECT_EQ(gpu->kernel(Op::attn), "attention-flash-32x32, attention-flash-split-32x32");  // every variant that ran
+  model::run_chunk(*gpu, graph, std::span(tokens).first(10), {2, 30, 10, false}, tap);  // 40: two splits
+  EXPECT_EQ(gpu->kernel(Op::attn), "attention-flash-32x32, attention-flash-split-32x32");
+  model::run_chunk(*gpu, graph, std::span(tokens).first(1), {3, 40, 1, true}, tap);
+  EXPECT_EQ(gpu->kernel(Op::attn),  // every variant that ran
+            "attention-flash-32x32, attention-flash-split-32x32, attention-decode-split");
   expect_clean(*gpu);
 
+  options.kernels = "decode-attention=flash-split";
+  EXPECT_EQ(validated_vulkan_engine(*m, options)->kernel(Op::attn),
+            "attention-flash-32x32, attention-flash-split-32x32");
   options.kernels = "attention=two-pass";
-  const auto forced = validated_vulkan_engine(*m, options);
-  EXPECT_EQ(forced->kernel(Op::attn), "attention-two-pass");
+  EXPECT_EQ(validated_vulkan_engine(*m, options)->kernel(Op::attn), "attention-two-pass");
+  options.kernels = "attention=two-pass,decode-attention=decode-split";
+  EXPECT_EQ(validated_vulkan_engine(*m, options)->kernel(Op::attn), "attention-two-pass, attention-decode-split");
   options.kernels = "";
 
   const OpCase wide = op_case("head_dim_160", {2, 1, 160, 64, 96, 100}, DType::f32, {});
@@ -377,6 +405,10 @@ TEST(VulkanKernels, AttentionVariantDependsOnRowsAndHeadDim) {
   EXPECT_EQ(usage_error_of(*wide_model, options),
             "--kernels attention=flash: the flash attention kernel takes head_dim a multiple of 4 up to 128, the "
             "model has 160");
+  options.kernels = "decode-attention=decode-split";
+  EXPECT_EQ(usage_error_of(*wide_model, options),
+            "--kernels decode-attention=decode-split: the flash attention kernel takes head_dim a multiple of 4 up "
+            "to 128, the model has 160");
 }
 
 // With f16 activations every variant's name carries ".f16"; after the slash, the weights as
@@ -412,6 +444,7 @@ TEST(VulkanKernels, UnknownKernelOverrideIsAUsageError) {
   EXPECT_NE(error.find("matmul=fast"), std::string::npos) << error;
   EXPECT_NE(error.find("matmul=auto|tiled|coop|coop-k16|matvec"), std::string::npos) << error;
   EXPECT_NE(error.find("attention=auto|coop|flash|two-pass"), std::string::npos) << error;
+  EXPECT_NE(error.find("decode-attention=auto|decode-split|flash-split"), std::string::npos) << error;
 }
 
 // The cooperative-matrix GEMM multiplies f16 values: forcing it in f32 mode is an error on any device.

@@ -3,12 +3,20 @@
 #include "activations.glsl"
 // rms_norm: out[t] = x[t] * (1 / sqrt(mean(x[t]^2) + eps)) * w      x [T, dim], w [dim] (f32)
 // One workgroup per row; each invocation sums the squares of a strided slice of the row, then a
-// shared-memory tree in a fixed order: deterministic. Workgroup size: a power of two.
+// shared-memory tree in a fixed order: deterministic. Workgroup size: a power of two. Rows of a
+// multiple of 4 values are read 4 at a time (a decode step's one workgroup waits on each read in
+// turn: 4x fewer of them).
 // (rmsnorm-eps, faults.glsl: out[t] = x[t] / (sqrt(mean(x[t]^2)) + eps) * w.)
 layout(local_size_x_id = 1) in;
 layout(std430, binding = 0) readonly buffer Input { act_t x[]; };
 layout(std430, binding = 1) readonly buffer Weight { float w[]; };
 layout(std430, binding = 2) writeonly buffer Output { act_t y[]; };
+#ifdef ACT_F16
+layout(std430, binding = 0) readonly buffer InputQuads { f16vec4 x_quads[]; };
+#else
+layout(std430, binding = 0) readonly buffer InputQuads { vec4 x_quads[]; };
+#endif
+layout(std430, binding = 1) readonly buffer WeightQuads { vec4 w_quads[]; };
 layout(push_constant) uniform Push {
   uint rows;
   uint dim;
@@ -24,10 +32,18 @@ void main() {
   if (t >= pc.rows) return;  // uniform over the workgroup
   const uint lid = gl_LocalInvocationID.x;
   const uint base = t * pc.dim;
+  const bool quads = pc.dim % 4u == 0u;
   float sum = 0.0;
-  for (uint c = lid; c < pc.dim; c += gl_WorkGroupSize.x) {
-    const float v = float(x[base + c]);
-    sum += v * v;
+  if (quads) {
+    for (uint c = lid; c < pc.dim / 4u; c += gl_WorkGroupSize.x) {
+      const vec4 v = vec4(x_quads[base / 4u + c]);
+      sum += dot(v, v);
+    }
+  } else {
+    for (uint c = lid; c < pc.dim; c += gl_WorkGroupSize.x) {
+      const float v = float(x[base + c]);
+      sum += v * v;
+    }
   }
   partial[lid] = sum;
   barrier();
@@ -37,5 +53,13 @@ void main() {
   }
   const float scale = planted(FAULT_NORM_EPS_OUTSIDE_SQRT) ? 1.0 / (sqrt(partial[0] / float(pc.dim)) + pc.eps)
                                                            : 1.0 / sqrt(partial[0] / float(pc.dim) + pc.eps);
-  for (uint c = lid; c < pc.dim; c += gl_WorkGroupSize.x) y[base + c] = to_act((float(x[base + c]) * scale) * w[c]);
+  if (quads) {
+    for (uint c = lid; c < pc.dim / 4u; c += gl_WorkGroupSize.x) {
+      const vec4 v = (vec4(x_quads[base / 4u + c]) * scale) * w_quads[c];
+      const uint at = base + 4u * c;
+      y[at] = to_act(v.x), y[at + 1u] = to_act(v.y), y[at + 2u] = to_act(v.z), y[at + 3u] = to_act(v.w);
+    }
+  } else {
+    for (uint c = lid; c < pc.dim; c += gl_WorkGroupSize.x) y[base + c] = to_act((float(x[base + c]) * scale) * w[c]);
+  }
 }
