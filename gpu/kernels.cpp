@@ -76,7 +76,8 @@ constexpr std::uint32_t kFlashRows = 32;          // attention_flash.comp: BR
 constexpr std::uint32_t kFlashMaxHeadDim = 128;   // attention_flash.comp: OUT_COLS <= 2
 constexpr std::uint32_t kCoopAttentionRows = 64;  // attention_coop.comp: BR, 4 subgroups of 16 ...
 constexpr std::uint32_t kCoopAttentionKeys = 32;  // ... and BC
-constexpr std::uint32_t kDecodeKeys = 32;         // attention_decode.comp: LANES, keys per tile
+constexpr std::uint32_t kDecodeKeys = 32;         // attention_decode.comp: LANES, keys per tile ...
+constexpr std::uint32_t kDecodeMaxPack = 16;      // ... and MAX_PACK, heads per K/V head at most
 constexpr int kFlashMinRowsPerSequence = 16;      // fewer rows per sequence: split the keys
 constexpr std::uint32_t kSplitMinKeys = 32;       // positions per split at least ...
 constexpr std::uint32_t kMaxSplits = 64;          // ... and splits at most (attention_combine.comp: MAX_SPLITS)
@@ -150,6 +151,9 @@ std::string decode_missing(const DeviceInfo& d, const std::string& flash_missing
                            std::uint32_t group) {
   if (!flash_missing.empty()) return flash_missing;  // the same head_dim rule
   if (!d.subgroup_arithmetic) return fmt::format("{} has no subgroup arithmetic in compute shaders", d.name);
+  if (group > kDecodeMaxPack)
+    return fmt::format("the decode attention takes up to {} heads per K/V head, the model has {}", kDecodeMaxPack,
+                       group);
   if (d.max_shared_memory < decode_shared_bytes(hd, group))
     return fmt::format("{} has {} bytes of shared memory; the decode attention needs {} for {} heads per K/V head",
                        d.name, d.max_shared_memory, decode_shared_bytes(hd, group), group);

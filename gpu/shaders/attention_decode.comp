@@ -20,6 +20,9 @@
 //      ... of the tile (G = 32 / (HD / 4) key groups where the head is narrow): sums = sums a + p v,
 //      each V row read whole by the invocations of a key group.
 // After the last tile the key groups' sums are added in order. Every order is fixed: deterministic.
+// The kernel waits on memory, not arithmetic: each read is issued in a burst with the others of its
+// step (a loop of literal bound, unrolled), so a tile costs one round trip for K and one for V (read
+// before the reductions, which hide part of it) instead of one per vector.
 //
 // Faults (faults.glsl) as in attention.comp: mask-kv-offset, gqa-head-map, softmax-no-max (m stays
 // 0: p = exp(s), a = 1), batch-seq-leak (the leaked rows, in split 0).
@@ -27,19 +30,19 @@
 // Specialization constants 3 and 4 (Kernels::attention): HD, the head dimension (a multiple of 4,
 // at most 128), and PACK, the heads per workgroup.
 layout(local_size_x = 32) in;
-layout(std430, binding = 0) readonly buffer Query { act_t q[]; };
 layout(std430, binding = 3) readonly buffer Rows { uvec4 row_info[]; };  // (base, pos, chunk_first, leak)
 // [rows, heads, splits] of (m, l, sums[HD]): the split's running max, its sum of p, its sum of p v.
 layout(std430, binding = 4) writeonly buffer Partial { float partial[]; };
-// The K and V caches (bindings 1 and 2), 4 values at a time: rows of HD values, HD a multiple of 4,
-// so every row starts on a vector.
+// q and the K and V caches (bindings 0 to 2), 4 values at a time: heads of HD values, HD a multiple
+// of 4, so every head starts on a vector.
 #ifdef ACT_F16
-layout(std430, binding = 1) readonly buffer KeyQuads { f16vec4 k_quads[]; };
-layout(std430, binding = 2) readonly buffer ValueQuads { f16vec4 v_quads[]; };
+#define act4 f16vec4
 #else
-layout(std430, binding = 1) readonly buffer KeyQuads { vec4 k_quads[]; };
-layout(std430, binding = 2) readonly buffer ValueQuads { vec4 v_quads[]; };
+#define act4 vec4
 #endif
+layout(std430, binding = 0) readonly buffer QueryQuads { act4 q_quads[]; };
+layout(std430, binding = 1) readonly buffer KeyQuads { act4 k_quads[]; };
+layout(std430, binding = 2) readonly buffer ValueQuads { act4 v_quads[]; };
 #include "common.glsl"
 #include "faults.glsl"
 #include "attention_rows.glsl"
@@ -47,9 +50,10 @@ layout(std430, binding = 2) readonly buffer ValueQuads { vec4 v_quads[]; };
 layout(constant_id = 3) const uint HD = 64u;
 layout(constant_id = 4) const uint PACK = 1u;
 
-const uint LANES = 32u;             // invocations, and keys per tile
-const uint HD4 = HD / 4u;           // vec4 channels of a head (at most 32)
+const uint LANES = 32u;               // invocations, and keys per tile
+const uint HD4 = HD / 4u;             // vec4 channels of a head (at most 32 = LANES)
 const uint KEY_GROUPS = LANES / HD4;  // G: invocations (c, g) with g < G hold sums
+const uint MAX_PACK = 16u;            // Kernels: kDecodeMaxPack (the q burst's bound)
 
 shared vec4 qs[PACK * HD4];                 // the heads' q
 shared float ps[PACK * LANES];              // the tile's p per head and key
@@ -92,10 +96,9 @@ void main() {
   p0 = t * pack;  // pair i < PACK: row t, head unit * PACK + i
   const uint kv_col = tile_kv_head() * HD;
 
-  for (uint i = lid; i < PACK * HD4; i += LANES) {
-    const uint h = i / HD4, c = i - h * HD4;
-    const uint at = t * pc.q_stride + pair_head(h) * HD + 4u * c;
-    qs[i] = vec4(float(q[at]), float(q[at + 1u]), float(q[at + 2u]), float(q[at + 3u]));
+  [[unroll]] for (uint u = 0u; u < MAX_PACK; ++u) {  // PACK * HD4 <= MAX_PACK * LANES vectors
+    const uint i = lid + u * LANES, h = i / HD4;
+    if (h < PACK) qs[i] = vec4(q_quads[(t * pc.q_stride + pair_head(h) * HD) / 4u + i - h * HD4]);
   }
   const uvec4 visible = visible_rows(0u, split, splits);
   barrier();
@@ -109,17 +112,25 @@ void main() {
   const uint kv_stride4 = pc.kv_stride / 4u, kv_col4 = kv_col / 4u;
 
   for (uint k0 = first_seen(visible, 0u); k0 != NONE; k0 = first_seen(visible, k0 + LANES)) {
-    // 1. This invocation's key: its PACK scores.
+    // 1. This invocation's key: its K row (one burst of reads), its PACK scores.
     const uint key = k0 + lid;
-    float s[PACK];
-    [[unroll]] for (uint h = 0u; h < PACK; ++h) s[h] = 0.0;
     const bool seen = sees(visible, key);
-    if (seen) {
-      const uint row = key * kv_stride4 + kv_col4;
-      for (uint cc = 0u; cc < HD4; ++cc) {
-        const vec4 k = vec4(k_quads[row + cc]);
-        [[unroll]] for (uint h = 0u; h < PACK; ++h) s[h] += dot(qs[h * HD4 + cc], k);
-      }
+    vec4 k[LANES];
+    [[unroll]] for (uint cc = 0u; cc < LANES; ++cc)
+      k[cc] = seen && cc < HD4 ? vec4(k_quads[key * kv_stride4 + kv_col4 + cc]) : vec4(0.0);
+    float s[PACK];
+    [[unroll]] for (uint h = 0u; h < PACK; ++h) {
+      s[h] = 0.0;
+      [[unroll]] for (uint cc = 0u; cc < LANES; ++cc)
+        if (cc < HD4) s[h] += dot(qs[h * HD4 + cc], k[cc]);
+    }
+    // This invocation's V vectors of the tile (step 3), read now: the reductions hide part of the wait.
+    vec4 v[LANES];  // of keys key_group + i G
+    [[unroll]] for (uint i = 0u; i < LANES; ++i) {
+      const uint j = key_group + i * KEY_GROUPS;
+      v[i] = holds_sums && j < LANES && sees(visible, k0 + j)  // else p = 0, and the row may lie past the cache
+                 ? vec4(v_quads[(k0 + j) * kv_stride4 + kv_col4 + c])
+                 : vec4(0.0);
     }
     // 2. Per head: the online softmax over the tile.
     [[unroll]] for (uint h = 0u; h < PACK; ++h) {
@@ -137,13 +148,11 @@ void main() {
       sums[h] *= a;
     }
     barrier();
-    // 3. sums += p v over this invocation's keys of the tile.
-    if (holds_sums) {
-      for (uint j = key_group; j < LANES; j += KEY_GROUPS) {
-        if (!sees(visible, k0 + j)) continue;  // p = 0, and the row may lie past the cache
-        const vec4 v = vec4(v_quads[(k0 + j) * kv_stride4 + kv_col4 + c]);
-        [[unroll]] for (uint h = 0u; h < PACK; ++h) sums[h] += ps[h * LANES + j] * v;
-      }
+    // 3. sums += p v over this invocation's keys of the tile (unseen keys: p = 0, v = 0).
+    [[unroll]] for (uint i = 0u; i < LANES; ++i) {
+      const uint j = key_group + i * KEY_GROUPS;
+      if (holds_sums && j < LANES)
+        [[unroll]] for (uint h = 0u; h < PACK; ++h) sums[h] += ps[h * LANES + j] * v[i];
     }
     barrier();  // ps is read before the next tile writes it
   }
