@@ -510,6 +510,12 @@ std::string Kernels::attention_name(AttentionPlan::Kind kind) const {
   return named("attention-two-pass");
 }
 
+void Kernels::copy(Stream& s, const Region& src, const Region& dst) {
+  TAPDIFF_ASSERT(src.size % 4 == 0 && dst.size >= src.size, "copy of {} bytes into {}", src.size, dst.size);
+  const CountPush push{u32(static_cast<std::int64_t>(src.size / 4))};
+  dispatch(s, Shader::copy, 0, {src, dst.sub(0, src.size)}, &push, sizeof push, fold(ceil_div(push.n, wg_)));
+}
+
 std::string Kernels::add(Stream& s, const Region& a, const Region& b, const Region& out, std::int64_t n) {
   const CountPush push{u32(n)};
   dispatch(s, Shader::add, 0, {a, b, out}, &push, sizeof push, fold(ceil_div(push.n, wg_)));

@@ -130,6 +130,9 @@ class Kernels {
                         std::uint32_t faults);
   // The scratch memory attention() needs for a pass of this shape (0 for most).
   std::uint64_t attention_scratch_bytes(const AttentionShape& shape) const;
+  // dst = src (a multiple of 4 bytes) as a compute dispatch (between dispatches, cheaper than a
+  // transfer)
+  void copy(Stream& s, const Region& src, const Region& dst);
   // out = a + b and out = silu(a) * b over n values
   std::string add(Stream& s, const Region& a, const Region& b, const Region& out, std::int64_t n);
   std::string silu_mul(Stream& s, const Region& gate, const Region& up, const Region& out, std::int64_t n,

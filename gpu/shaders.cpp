@@ -21,6 +21,7 @@ namespace {
 #include "attention_split_f16_spv.h"
 #include "attention_split_spv.h"
 #include "attention_spv.h"
+#include "copy_spv.h"
 #include "embed_f16_spv.h"
 #include "embed_spv.h"
 #include "matmul_coop_f16_spv.h"
@@ -40,7 +41,7 @@ namespace {
 
 // In the order of the Shader enum: f32 activations, then f16. The cooperative-matrix kernels exist
 // in f16 only: their tensor cores multiply f16 values.
-const std::array<std::array<ShaderCode, 16>, 2> kShaders = {{
+const std::array<std::array<ShaderCode, 17>, 2> kShaders = {{
     {{
         {"embed", embed_spv, 3},
         {"rms_norm", rms_norm_spv, 3},
@@ -56,6 +57,7 @@ const std::array<std::array<ShaderCode, 16>, 2> kShaders = {{
         {"attention_combine", attention_combine_spv, 2},
         {"attention_coop", {}, 5},
         {"attention_decode", attention_decode_spv, 5},
+        {"copy", copy_spv, 2},
         {"add", add_spv, 3},
         {"silu_mul", silu_mul_spv, 3},
     }},
@@ -74,6 +76,7 @@ const std::array<std::array<ShaderCode, 16>, 2> kShaders = {{
         {"attention_combine_f16", attention_combine_f16_spv, 2},
         {"attention_coop_f16", attention_coop_f16_spv, 5},
         {"attention_decode_f16", attention_decode_f16_spv, 5},
+        {"copy", copy_spv, 2},  // words: the same build
         {"add_f16", add_f16_spv, 3},
         {"silu_mul_f16", silu_mul_f16_spv, 3},
     }},

@@ -22,6 +22,7 @@ enum class Shader : std::uint8_t {
   attention_combine,  // attention_combine.comp
   attention_coop,     // attention_coop.comp (f16 activations only)
   attention_decode,   // attention_decode.comp
+  copy,               // copy.comp
   add,                // add.comp
   silu_mul,           // silu_mul.comp
 };

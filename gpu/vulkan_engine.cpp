@@ -482,8 +482,8 @@ std::string Engine::attend(int layer, const Region& out) {
   const int kv_dim = config_.kv_dim();
   for (const Part& p : parts_) {
     const std::uint64_t at = activation_bytes(p.row0, kv_dim), bytes = activation_bytes(p.rows, kv_dim);
-    stream_->copy(k_rows.sub(at, bytes), kv_->rows(layer, false, p.sequence, p.first_pos, p.rows));
-    stream_->copy(v_rows.sub(at, bytes), kv_->rows(layer, true, p.sequence, p.first_pos, p.rows));
+    kernels_->copy(*stream_, k_rows.sub(at, bytes), kv_->rows(layer, false, p.sequence, p.first_pos, p.rows));
+    kernels_->copy(*stream_, v_rows.sub(at, bytes), kv_->rows(layer, true, p.sequence, p.first_pos, p.rows));
   }
   const auto scale = attention_scale(layer);
   const std::string variant =
