@@ -516,16 +516,20 @@ void Kernels::copy(Stream& s, const Region& src, const Region& dst) {
   dispatch(s, Shader::copy, 0, {src, dst.sub(0, src.size)}, &push, sizeof push, fold(ceil_div(push.n, wg_)));
 }
 
+std::uint64_t Kernels::elementwise_groups(std::uint32_t n) const {
+  return ceil_div(n % 4 == 0 ? n / 4 : n, wg_);  // elementwise.glsl: 4 values per invocation
+}
+
 std::string Kernels::add(Stream& s, const Region& a, const Region& b, const Region& out, std::int64_t n) {
   const CountPush push{u32(n)};
-  dispatch(s, Shader::add, 0, {a, b, out}, &push, sizeof push, fold(ceil_div(push.n, wg_)));
+  dispatch(s, Shader::add, 0, {a, b, out}, &push, sizeof push, fold(elementwise_groups(push.n)));
   return named("add");
 }
 
 std::string Kernels::silu_mul(Stream& s, const Region& gate, const Region& up, const Region& out, std::int64_t n,
                               std::uint32_t faults) {
   const CountPush push{u32(n)};
-  dispatch(s, Shader::silu_mul, 0, {gate, up, out}, &push, sizeof push, fold(ceil_div(push.n, wg_)), faults);
+  dispatch(s, Shader::silu_mul, 0, {gate, up, out}, &push, sizeof push, fold(elementwise_groups(push.n)), faults);
   return named("silu_mul");
 }
 

@@ -3,11 +3,14 @@
 // which needs storageBuffer16BitAccess only: every value is widened to f32 as it is loaded and
 // all arithmetic stays f32 (f32 accumulation), so no shaderFloat16 is needed.
 // Included first, before the buffer declarations that use act_t.
+// `act4`: 4 of them, for buffers read 4 values at a time (widened to vec4 as they are loaded).
 #ifdef ACT_F16
 #extension GL_EXT_shader_16bit_storage : require
 #define act_t float16_t
+#define act4 f16vec4
 #else
 #define act_t float
+#define act4 vec4
 #endif
 
 // x rounded to the nearest f16 value, ties to even, kept in f32: what the reference's f16

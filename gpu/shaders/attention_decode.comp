@@ -35,11 +35,6 @@ layout(std430, binding = 3) readonly buffer Rows { uvec4 row_info[]; };  // (bas
 layout(std430, binding = 4) writeonly buffer Partial { float partial[]; };
 // q and the K and V caches (bindings 0 to 2), 4 values at a time: heads of HD values, HD a multiple
 // of 4, so every head starts on a vector.
-#ifdef ACT_F16
-#define act4 f16vec4
-#else
-#define act4 vec4
-#endif
 layout(std430, binding = 0) readonly buffer QueryQuads { act4 q_quads[]; };
 layout(std430, binding = 1) readonly buffer KeyQuads { act4 k_quads[]; };
 layout(std430, binding = 2) readonly buffer ValueQuads { act4 v_quads[]; };

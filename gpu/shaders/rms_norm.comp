@@ -11,11 +11,7 @@ layout(local_size_x_id = 1) in;
 layout(std430, binding = 0) readonly buffer Input { act_t x[]; };
 layout(std430, binding = 1) readonly buffer Weight { float w[]; };
 layout(std430, binding = 2) writeonly buffer Output { act_t y[]; };
-#ifdef ACT_F16
-layout(std430, binding = 0) readonly buffer InputQuads { f16vec4 x_quads[]; };
-#else
-layout(std430, binding = 0) readonly buffer InputQuads { vec4 x_quads[]; };
-#endif
+layout(std430, binding = 0) readonly buffer InputQuads { act4 x_quads[]; };
 layout(std430, binding = 1) readonly buffer WeightQuads { vec4 w_quads[]; };
 layout(push_constant) uniform Push {
   uint rows;
