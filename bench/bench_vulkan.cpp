@@ -5,7 +5,7 @@
 // also writes it into FILE between the markers of --section (bench_support.h).
 //   tapdiff_bench_vulkan --model SPEC [--dtype f16] [--prompt-tokens 512,2048] [--variants "auto;attention=two-pass"]
 //                        [--decode-prompt 512] [--decode-steps 32] [--tap-tokens 512] [--repeats 3]
-//                        [--profile] [--markdown docs/benchmarks.md --section NAME]
+//                        [--profile] [--pipeline-stats] [--markdown docs/benchmarks.md --section NAME]
 #include <unistd.h>
 
 #include <chrono>
@@ -21,6 +21,7 @@
 
 #include "bench/bench_support.h"
 #include "bench/op_profile.h"
+#include "bench/pipeline_statistics.h"
 #include "bench/timed_run.h"
 #include "bisect/cli/model_source.h"
 #include "dumps/dump_writer.h"
@@ -55,7 +56,7 @@ int main(int argc, char** argv) try {
   std::string model_spec, dtype = "f16", prompt_list = "512,2048", variant_list = "auto", device, markdown, section;
   std::string dump_dir = std::filesystem::temp_directory_path() / "tapdiff-bench-vulkan";
   int decode_prompt = 512, decode_steps = 32, tap_tokens = 512, repeats = 3;
-  bool profile = false;
+  bool profile = false, pipeline_stats = false;
   CLI::App app{"Vulkan engine benchmark: prefill, decode and taps, kernel variants side by side"};
   app.add_option("--model", model_spec, "Model (file, folder or synth:SHAPE)")->required();
   app.add_option("--dtype", dtype, "Compute dtype of the engine: f32 or f16")->capture_default_str();
@@ -69,6 +70,8 @@ int main(int argc, char** argv) try {
   app.add_option("--repeats", repeats, "Rounds after the warm-up round")->capture_default_str();
   app.add_option("--device", device, "Vulkan device (index or name substring)");
   app.add_flag("--profile", profile, "Also profile the decode run op by op with device timestamps");
+  app.add_flag("--pipeline-stats", pipeline_stats,
+               "Also list the driver's statistics of each kernel (VK_KHR_pipeline_executable_properties)");
   app.add_option("--markdown", markdown, "Also write the result into this Markdown file");
   app.add_option("--section", section, "The section's name in --markdown (default: DEVICE-MODEL-DTYPE)");
   CLI11_PARSE(app, argc, argv);
@@ -84,6 +87,7 @@ int main(int argc, char** argv) try {
     options.f16 = dtype == "f16";
     options.kernels = v == "auto" ? "" : std::string(v);
     options.validation = false;
+    options.pipeline_statistics = pipeline_stats;
     variants.push_back({std::string(v), tapdiff::gpu::make_vulkan_engine(*m, options)});
   }
   const double load_s = seconds_since(load_start);
@@ -228,6 +232,12 @@ int main(int argc, char** argv) try {
     }
     fmt::print("{}\n", d);
     out += d + "\n";
+  }
+
+  if (pipeline_stats) {
+    const std::string s = bench::pipeline_statistics_section(*variants.front().engine, variants.front().kernels);
+    fmt::print("{}\n", s);
+    out += s + "\n";
   }
 
   if (!markdown.empty())

@@ -48,7 +48,7 @@ std::string why_no_cooperative_matrix(const Instance& instance, const DeviceInfo
 // cooperative-matrix loads and stores require). Without it the device is created exactly as before
 // the GEMM existed.
 struct EnabledFeatures {
-  EnabledFeatures(const DeviceNeeds& needs, bool cooperative_matrix) {
+  EnabledFeatures(const DeviceNeeds& needs, bool cooperative_matrix, bool pipeline_statistics) {
     coop.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
     coop.cooperativeMatrix = VK_TRUE;
     v12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
@@ -59,10 +59,18 @@ struct EnabledFeatures {
     v11.pNext = cooperative_matrix ? &v12 : nullptr;
     v11.storageBuffer16BitAccess = needs.storage_16bit ? VK_TRUE : VK_FALSE;
     if (cooperative_matrix) extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    if (pipeline_statistics) {
+      executables.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR;
+      executables.pipelineExecutableInfo = VK_TRUE;
+      executables.pNext = v11.pNext;
+      v11.pNext = &executables;
+      extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+    }
   }
   EnabledFeatures(const EnabledFeatures&) = delete;  // the chain points into this object
   EnabledFeatures& operator=(const EnabledFeatures&) = delete;
 
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executables{};
   VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{};
   VkPhysicalDeviceVulkan12Features v12{};
   VkPhysicalDeviceVulkan11Features v11{};
@@ -81,7 +89,8 @@ Device::Device(const Instance& instance, DeviceInfo info, const DeviceNeeds& nee
   queue.queueFamilyIndex = queue_family();
   queue.queueCount = 1;
   queue.pQueuePriorities = &priority;
-  const EnabledFeatures features(needs, cooperative_matrix());
+  pipeline_statistics_ = needs.pipeline_statistics && info_.pipeline_statistics;
+  const EnabledFeatures features(needs, cooperative_matrix(), pipeline_statistics_);
   VkDeviceCreateInfo create{};
   create.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
   create.pNext = &features.v11;

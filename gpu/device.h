@@ -14,6 +14,10 @@ struct DeviceNeeds {
   // storageBuffer16BitAccess: f16 activation buffers (--dtype f16). Also what the f16 mode's
   // cooperative-matrix GEMM needs, where the device offers it (Device::cooperative_matrix).
   bool storage_16bit = false;
+  // VK_KHR_pipeline_executable_properties where the device offers it: the driver's statistics of
+  // each compiled kernel (Pipelines::statistics), for benchmarks. Pipelines are then created with
+  // VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR.
+  bool pipeline_statistics = false;
 };
 
 // EnvironmentError when the device lacks Vulkan 1.2, a compute queue or a feature of `needs`,
@@ -37,6 +41,8 @@ class Device {
   // kernel's matrix shapes. Otherwise why not, a phrase for messages (empty when enabled).
   bool cooperative_matrix() const { return cooperative_matrix_missing_.empty(); }
   const std::string& cooperative_matrix_missing() const { return cooperative_matrix_missing_; }
+  // Whether pipelines capture the driver's statistics (DeviceNeeds::pipeline_statistics, offered).
+  bool pipeline_statistics() const { return pipeline_statistics_; }
 
   // Index of a memory type allowed by type_bits with every `required` flag, preferring one that
   // also has every `preferred` flag; -1 when none has the required flags.
@@ -47,6 +53,7 @@ class Device {
  private:
   DeviceInfo info_;
   std::string cooperative_matrix_missing_;
+  bool pipeline_statistics_ = false;
   VkPhysicalDeviceMemoryProperties memory_{};
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;

@@ -102,6 +102,17 @@ bool nv_cooperative_matrix_usable(VkPhysicalDevice device) {
          (props.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
 }
 
+// The feature of VK_KHR_pipeline_executable_properties (chained only where the device has it).
+bool pipeline_executable_info(VkPhysicalDevice device) {
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR features{};
+  features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR;
+  VkPhysicalDeviceFeatures2 features2{};
+  features2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+  features2.pNext = &features;
+  vkGetPhysicalDeviceFeatures2(device, &features2);
+  return features.pipelineExecutableInfo == VK_TRUE;
+}
+
 std::string_view component_name(VkComponentTypeNV type) {
   switch (type) {
     case VK_COMPONENT_TYPE_FLOAT16_NV: return "f16";
@@ -198,6 +209,8 @@ DeviceInfo query_device(VkPhysicalDevice device, int index) {
     if (e == VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME && info.api_version >= VK_API_VERSION_1_2)
       info.nv_cooperative_matrix = nv_cooperative_matrix_usable(device);
     if (e == VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME) info.push_descriptor = true;
+    if (e == VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)
+      info.pipeline_statistics = pipeline_executable_info(device);
   }
   return info;
 }
@@ -244,9 +257,9 @@ std::string describe(const DeviceInfo& d) {
   out += fmt::format("    memory {}\n", heaps);
   out += fmt::format(
       "    shaderFloat16 {}, storageBuffer16BitAccess {}, shaderInt8 {}, storageBuffer8BitAccess {}, "
-      "cooperative matrix {}\n",
+      "cooperative matrix {}, kernel statistics {}\n",
       yes(d.shader_float16), yes(d.storage_buffer_16bit), yes(d.shader_int8), yes(d.storage_buffer_8bit),
-      yes(d.cooperative_matrix));
+      yes(d.cooperative_matrix), yes(d.pipeline_statistics));
   out += fmt::format("    max storage buffer range {}, shared memory {}, workgroup invocations {}\n",
                      format_bytes(static_cast<double>(d.max_storage_buffer_range)),
                      format_bytes(static_cast<double>(d.max_shared_memory)), d.max_workgroup_invocations);

@@ -42,6 +42,7 @@ struct DeviceInfo {
   bool cooperative_matrix = false;     // VK_KHR_cooperative_matrix or VK_NV_cooperative_matrix
   bool nv_cooperative_matrix = false;  // VK_NV_cooperative_matrix, its feature on, in compute shaders
   bool push_descriptor = false;        // VK_KHR_push_descriptor
+  bool pipeline_statistics = false;    // VK_KHR_pipeline_executable_properties, pipelineExecutableInfo on
 
   // Limits the engine sizes its buffers and dispatches by.
   std::uint64_t max_storage_buffer_range = 0;

@@ -147,9 +147,9 @@ class Kernels {
   struct Grid {
     std::uint32_t x = 0, y = 0;
   };
-  Grid fold(std::uint64_t groups) const;          // groups -> (x, y) within maxComputeWorkGroupCount
+  Grid fold(std::uint64_t groups) const;                    // groups -> (x, y) within maxComputeWorkGroupCount
   std::uint64_t elementwise_groups(std::uint32_t n) const;  // add, silu_mul: workgroups for n values
-  std::uint32_t local_size(Shader shader) const;  // a shader's workgroup size: specialization constant 1
+  std::uint32_t local_size(Shader shader) const;            // a shader's workgroup size: specialization constant 1
   // One group per output tile of a [rows, cols] matrix: x across the columns, y down the rows.
   static Grid tile_grid(std::uint32_t rows, std::uint32_t cols, std::uint32_t tile_rows, std::uint32_t tile_cols);
   // Specialization constants: 0 dtype, 1 the workgroup size, 2 faults (only when not 0 or when

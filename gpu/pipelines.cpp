@@ -12,6 +12,16 @@ namespace {
 constexpr std::uint32_t kMaxBindings = 8;
 constexpr std::uint32_t kSetsPerPool = 256;
 
+std::string statistic_value(const VkPipelineExecutableStatisticKHR& s) {
+  switch (s.format) {
+    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: return s.value.b32 == VK_TRUE ? "yes" : "no";
+    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: return fmt::format("{}", s.value.i64);
+    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: return fmt::format("{}", s.value.u64);
+    case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_FLOAT64_KHR: return fmt::format("{:g}", s.value.f64);
+    default: return "?";
+  }
+}
+
 }  // namespace
 
 Pipelines::~Pipelines() {
@@ -83,10 +93,43 @@ const Pipeline& Pipelines::get(Shader shader, std::span<const std::uint32_t> spe
   info.stage.pName = "main";
   info.stage.pSpecializationInfo = &specialization;
   info.layout = l.pipeline;
+  if (device_->pipeline_statistics()) info.flags = VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   Pipeline p{VK_NULL_HANDLE, l.pipeline, l.set};
   check(vkCreateComputePipelines(device_->handle(), VK_NULL_HANDLE, 1, &info, nullptr, &p.pipeline),
         "vkCreateComputePipelines", [&] { return fmt::format("building the {} kernel", code.name); });
   return pipelines_.emplace(std::move(key), p).first->second;
+}
+
+std::vector<PipelineStatistics> Pipelines::statistics() const {
+  std::vector<PipelineStatistics> result;
+  if (!device_->pipeline_statistics()) return result;
+  const VkDevice d = device_->handle();
+  const auto properties = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
+      vkGetDeviceProcAddr(d, "vkGetPipelineExecutablePropertiesKHR"));
+  const auto statistics = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
+      vkGetDeviceProcAddr(d, "vkGetPipelineExecutableStatisticsKHR"));
+  TAPDIFF_ASSERT(properties != nullptr && statistics != nullptr,
+                 "VK_KHR_pipeline_executable_properties enabled without its entry points");
+  for (const auto& [key, p] : pipelines_) {
+    PipelineStatistics row;
+    row.kernel = std::string(shader_code(key.first, activations_).name);
+    for (std::size_t i = 0; i < key.second.size(); ++i)
+      row.kernel += fmt::format("{}{}", i == 0 ? " " : ",", key.second[i]);
+    VkPipelineInfoKHR pipeline{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR, nullptr, p.pipeline};
+    std::uint32_t executables = 0;
+    check(properties(d, &pipeline, &executables, nullptr), "vkGetPipelineExecutablePropertiesKHR");
+    for (std::uint32_t e = 0; e < executables; ++e) {
+      VkPipelineExecutableInfoKHR executable{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR, nullptr, p.pipeline, e};
+      std::uint32_t count = 0;
+      check(statistics(d, &executable, &count, nullptr), "vkGetPipelineExecutableStatisticsKHR");
+      std::vector<VkPipelineExecutableStatisticKHR> values(count);
+      for (auto& v : values) v.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR;
+      check(statistics(d, &executable, &count, values.data()), "vkGetPipelineExecutableStatisticsKHR");
+      for (std::uint32_t i = 0; i < count; ++i) row.values.emplace_back(values[i].name, statistic_value(values[i]));
+    }
+    result.push_back(std::move(row));
+  }
+  return result;
 }
 
 DescriptorSets::~DescriptorSets() {

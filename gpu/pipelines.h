@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -14,6 +15,13 @@
 namespace tapdiff::gpu {
 
 class Device;
+
+// What the driver reports about one compiled kernel (VK_KHR_pipeline_executable_properties):
+// statistics by name ("Register Count": "128"), in the driver's order.
+struct PipelineStatistics {
+  std::string kernel;  // the shader's build and its specialization constants: "matmul_coop_f16 1,256"
+  std::vector<std::pair<std::string, std::string>> values;
+};
 
 struct Pipeline {
   VkPipeline pipeline = VK_NULL_HANDLE;
@@ -32,6 +40,9 @@ class Pipelines {
   // reference stays valid for the life of this object.
   const Pipeline& get(Shader shader, std::span<const std::uint32_t> spec);
   std::size_t size() const { return pipelines_.size(); }
+  // The driver's statistics of every pipeline made so far, where the device captures them
+  // (Device::pipeline_statistics); empty otherwise.
+  std::vector<PipelineStatistics> statistics() const;
   Activations activations() const { return activations_; }
 
  private:

@@ -27,6 +27,7 @@
   X(vkGetPhysicalDeviceQueueFamilyProperties) \
   X(vkEnumerateDeviceExtensionProperties)     \
   X(vkCreateDevice)                           \
+  X(vkGetDeviceProcAddr)                      \
   X(vkDestroyDevice)                          \
   X(vkDeviceWaitIdle)                         \
   X(vkGetDeviceQueue)                         \

@@ -95,6 +95,7 @@ class Engine final : public VulkanEngine {
     return {stream_->submits(), stream_->barriers(), pipelines_->size(), weights_->bytes(), op_seconds_};
   }
   const DeviceInfo& device_info() const override { return device_->info(); }
+  std::vector<PipelineStatistics> pipeline_statistics() const override { return pipelines_->statistics(); }
 
  private:
   void reserve_rows(int rows);
@@ -166,7 +167,7 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
   instance_options.print_messages = options.print_validation;
   instance_ = std::make_unique<Instance>(instance_options);
   device_ = std::make_unique<Device>(*instance_, select_device(devices_of(*instance_), options.device),
-                                     DeviceNeeds{options.f16});
+                                     DeviceNeeds{options.f16, options.pipeline_statistics});
   pipelines_ = std::make_unique<Pipelines>(*device_, activation_type_);
   stream_ = std::make_unique<Stream>(*device_);
   kernels_ = std::make_unique<Kernels>(*device_, *pipelines_, parse_kernel_overrides(options.kernels), config_.head_dim,

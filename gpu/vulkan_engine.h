@@ -13,19 +13,21 @@
 #include <vector>
 
 #include "gpu/device_info.h"
+#include "gpu/pipelines.h"
 #include "model/engine.h"
 #include "model/weights.h"
 
 namespace tapdiff::gpu {
 
 struct VulkanEngineOptions {
-  std::string device;              // "" = prefer a discrete GPU, then integrated, then any; "N"; or a name substring
-  std::string kernels;             // overrides, "matmul=...,matvec=...,attention=..." (kernels.h)
-  int max_context = 0;             // KV-cache limit in positions; 0 = grow as needed
-  std::optional<bool> validation;  // Khronos validation layer; default: TAPDIFF_VK_VALIDATION=1
-  bool print_validation = false;   // print validation messages to stderr as they arrive
-  std::string inject;              // faults to plant, "NAME[@LAYER][,...]" (gpu/faults.h); "" = none
-  bool f16 = false;                // --dtype f16: f16 weights and activations (needs storageBuffer16BitAccess)
+  std::string device;                // "" = prefer a discrete GPU, then integrated, then any; "N"; or a name substring
+  std::string kernels;               // overrides, "matmul=...,matvec=...,attention=..." (kernels.h)
+  int max_context = 0;               // KV-cache limit in positions; 0 = grow as needed
+  std::optional<bool> validation;    // Khronos validation layer; default: TAPDIFF_VK_VALIDATION=1
+  bool print_validation = false;     // print validation messages to stderr as they arrive
+  std::string inject;                // faults to plant, "NAME[@LAYER][,...]" (gpu/faults.h); "" = none
+  bool f16 = false;                  // --dtype f16: f16 weights and activations (needs storageBuffer16BitAccess)
+  bool pipeline_statistics = false;  // capture the driver's statistics of each kernel, where offered
 };
 
 struct VulkanEngineStats {
@@ -50,6 +52,10 @@ class VulkanEngine : public model::Engine {
   // UsageError naming the device where its queue keeps no timestamps.
   virtual void set_profiling(bool on) = 0;
   virtual const DeviceInfo& device_info() const = 0;
+  // The driver's statistics of each kernel made so far (registers, code size, ... as the driver
+  // names them), with VulkanEngineOptions::pipeline_statistics on a device that offers
+  // VK_KHR_pipeline_executable_properties; empty otherwise.
+  virtual std::vector<PipelineStatistics> pipeline_statistics() const = 0;
 };
 
 // Uploads the model's weights; the model need not outlive the engine. EnvironmentError without a

@@ -4,6 +4,7 @@
 // the CLI (`tapdiff devices`, `tapdiff run --engine vulkan` with its dump metadata).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 
 #include <cstdio>
@@ -146,6 +147,28 @@ TEST(VulkanEngine, RecordsFewerBarriersThanDispatches) {
   const auto per_layer = 15u;  // steps per layer; attn adds two copies
   EXPECT_LT(barriers, per_layer * static_cast<unsigned>(m->config().n_layers)) << barriers << " barriers";
   EXPECT_GT(barriers, 10u * static_cast<unsigned>(m->config().n_layers)) << barriers << " barriers";
+  expect_clean(*engine);
+}
+
+// With pipeline_statistics, a device that offers VK_KHR_pipeline_executable_properties lists every
+// kernel the engine made with the driver's statistics; elsewhere (lavapipe) the list is empty and
+// the engine runs as usual.
+TEST(VulkanEngine, PipelineStatisticsListEveryKernelWhereOffered) {
+  const auto m = model::load_model(synth_model_path("tiny"));
+  gpu::VulkanEngineOptions options;
+  options.pipeline_statistics = true;
+  const auto engine = validated_vulkan_engine(*m, options);
+  model::NullTap tap;
+  model::run_chunk(*engine, model::Graph(m->config()), std::vector<std::int32_t>{1, 2, 3}, {0, 0, 3, false}, tap);
+  const std::vector<gpu::PipelineStatistics> kernels = engine->pipeline_statistics();
+  if (!engine->device_info().pipeline_statistics) {
+    EXPECT_TRUE(kernels.empty());
+  } else {
+    EXPECT_EQ(kernels.size(), engine->stats().pipelines);
+    for (const gpu::PipelineStatistics& k : kernels) EXPECT_FALSE(k.values.empty()) << k.kernel;
+    EXPECT_TRUE(std::any_of(kernels.begin(), kernels.end(),
+                            [](const gpu::PipelineStatistics& k) { return k.kernel.starts_with("rms_norm "); }));
+  }
   expect_clean(*engine);
 }
 
