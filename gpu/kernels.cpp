@@ -274,12 +274,12 @@ Kernels::Grid Kernels::tile_grid(std::uint32_t rows, std::uint32_t cols, std::ui
 
 void Kernels::dispatch(Stream& s, Shader shader, std::uint32_t dtype, std::initializer_list<Region> bindings,
                        const void* push, std::uint32_t push_bytes, Grid grid, std::uint32_t faults,
-                       std::initializer_list<std::uint32_t> more, std::size_t outputs) {
+                       std::initializer_list<std::uint32_t> more) {
   if (grid.x == 0 || grid.y == 0) return;
   const std::span<const Region> all(bindings.begin(), bindings.size());
   const ShaderCode& code = shader_code(shader, pipelines_->activations());
   TAPDIFF_ASSERT(all.size() == code.bindings, "{} bindings for {}", all.size(), code.name);
-  s.order(all.first(all.size() - outputs), all.last(outputs));
+  s.order(all.first(all.size() - 1), all.last(1));  // the output is the last binding
   std::array<std::uint32_t, 5> spec = {dtype, local_size(shader), faults};
   TAPDIFF_ASSERT(more.size() <= spec.size() - 3, "{} more specialization constants", more.size());
   std::copy(more.begin(), more.end(), spec.begin() + 3);
@@ -404,8 +404,8 @@ std::string Kernels::rope(Stream& s, const Region& x, const Region& table, const
 }
 
 std::string Kernels::attention(Stream& s, const AttentionShape& a, float scale, const Region& q, const Region& k,
-                               const Region& v, const Region& row_table, const Region& scratch, const Region& arrivals,
-                               const Region& out, std::uint32_t faults) {
+                               const Region& v, const Region& row_table, const Region& scratch, const Region& out,
+                               std::uint32_t faults) {
   TAPDIFF_ASSERT(a.head_dim <= max_head_dim(), "head_dim {} in the attention kernel", a.head_dim);
   const AttentionPlan plan = plan_attention(a);
   const AttentionPush push{u32(a.rows),
@@ -440,15 +440,12 @@ std::string Kernels::attention(Stream& s, const AttentionShape& a, float scale, 
       const std::uint64_t bytes = partial_bytes(a, plan.splits);
       TAPDIFF_ASSERT(scratch.size >= bytes, "attention scratch of {} bytes for {}", scratch.size, bytes);
       const Region partial = scratch.sub(0, bytes);
-      if (plan.kind == Kind::decode) {  // it merges its splits itself
-        const std::uint64_t counts = attention_arrivals_bytes(a);
-        TAPDIFF_ASSERT(arrivals.size >= counts, "attention arrivals of {} bytes for {}", arrivals.size, counts);
-        dispatch(s, Shader::attention_decode, 0, {q, k, v, row_table, partial, arrivals.sub(0, counts), out}, &push,
-                 sizeof push, fold(push.rows * units * plan.splits), faults, {push.head_dim, pack}, 3);
-        break;
-      }
-      dispatch(s, Shader::attention_split, 0, {q, k, v, row_table, partial}, &push, sizeof push,
-               fold(tiles * plan.splits), faults, {push.head_dim, flash_keys_});
+      if (plan.kind == Kind::split)
+        dispatch(s, Shader::attention_split, 0, {q, k, v, row_table, partial}, &push, sizeof push,
+                 fold(tiles * plan.splits), faults, {push.head_dim, flash_keys_});
+      else
+        dispatch(s, Shader::attention_decode, 0, {q, k, v, row_table, partial}, &push, sizeof push,
+                 fold(push.rows * units * plan.splits), faults, {push.head_dim, pack});
       const CombinePush combine{push.rows, push.heads, push.head_dim, plan.splits};
       dispatch(s, Shader::attention_combine, 0, {partial, out}, &combine, sizeof combine,
                fold(static_cast<std::uint64_t>(push.rows) * push.heads));
@@ -498,13 +495,6 @@ std::uint64_t Kernels::attention_scratch_bytes(const AttentionShape& a) const {
   const AttentionPlan plan = plan_attention(a);
   return plan.kind == AttentionPlan::Kind::split || plan.kind == AttentionPlan::Kind::decode
              ? partial_bytes(a, plan.splits)
-             : 0;
-}
-
-std::uint64_t Kernels::attention_arrivals_bytes(const AttentionShape& a) const {
-  // one count per (row, K/V head), or per (row, head) with gqa-head-map planted: at most rows x heads
-  return plan_attention(a).kind == AttentionPlan::Kind::decode
-             ? static_cast<std::uint64_t>(a.rows) * static_cast<std::uint64_t>(a.heads) * 4
              : 0;
 }
 

@@ -37,8 +37,7 @@
 //                                                  positions, where subgroup arithmetic runs: a
 //                                                  workgroup of 32 per (row, K/V head, split of the
 //                                                  keys), a key per invocation, the softmax in subgroup
-//                                                  reductions; the last workgroup of a (row, K/V
-//                                                  head) to finish merges the splits
+//                                                  reductions; attention_combine merges the splits
 //               attention-two-pass                 where flash cannot run (or forced): one workgroup per
 //                                                  (row, head), every score computed twice
 //   residual    add
@@ -125,15 +124,12 @@ class Kernels {
                    int head_dim, model::RopeStyle style);
   // q [rows, heads * hd], k/v cache [cache rows, kv_heads * hd], row table [rows] of uint32 x 4
   // (cache row of the sequence's position 0, position, first position of the row's chunk, 0)
-  // -> out [rows, heads * hd]; scratch: at least attention_scratch_bytes(shape) bytes; arrivals:
-  // at least attention_arrivals_bytes(shape) bytes, zeros when first given (the decode kernel's
-  // counts of finished splits, which it leaves at zero).
+  // -> out [rows, heads * hd]; scratch: at least attention_scratch_bytes(shape) bytes.
   std::string attention(Stream& s, const AttentionShape& shape, float scale, const Region& q, const Region& k,
-                        const Region& v, const Region& row_table, const Region& scratch, const Region& arrivals,
-                        const Region& out, std::uint32_t faults);
-  // The scratch memory and the arrivals attention() needs for a pass of this shape (0 for most).
+                        const Region& v, const Region& row_table, const Region& scratch, const Region& out,
+                        std::uint32_t faults);
+  // The scratch memory attention() needs for a pass of this shape (0 for most).
   std::uint64_t attention_scratch_bytes(const AttentionShape& shape) const;
-  std::uint64_t attention_arrivals_bytes(const AttentionShape& shape) const;
   // dst = src (a multiple of 4 bytes) as a compute dispatch (between dispatches, cheaper than a
   // transfer)
   void copy(Stream& s, const Region& src, const Region& dst);
@@ -157,10 +153,10 @@ class Kernels {
   // One group per output tile of a [rows, cols] matrix: x across the columns, y down the rows.
   static Grid tile_grid(std::uint32_t rows, std::uint32_t cols, std::uint32_t tile_rows, std::uint32_t tile_cols);
   // Specialization constants: 0 dtype, 1 the workgroup size, 2 faults (only when not 0 or when
-  // `more` follow), then `more` from constant 3 on. The last `outputs` bindings are written.
+  // `more` follow), then `more` from constant 3 on.
   void dispatch(Stream& s, Shader shader, std::uint32_t dtype, std::initializer_list<Region> bindings, const void* push,
                 std::uint32_t push_bytes, Grid grid, std::uint32_t faults = 0,
-                std::initializer_list<std::uint32_t> more = {}, std::size_t outputs = 1);
+                std::initializer_list<std::uint32_t> more = {});
   enum class Gemm : std::uint8_t { tiled, coop, coop_k16, matvec };
   Gemm gemm_variant(int rows, std::uint32_t n) const;  // for Y[rows, n]
   Gemm coop_slices(int rows, std::uint32_t n) const;   // the cooperative-matrix build for Y[rows, n]

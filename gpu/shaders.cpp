@@ -56,7 +56,7 @@ const std::array<std::array<ShaderCode, 17>, 2> kShaders = {{
         {"attention_split", attention_split_spv, 5},
         {"attention_combine", attention_combine_spv, 2},
         {"attention_coop", {}, 5},
-        {"attention_decode", attention_decode_spv, 7},
+        {"attention_decode", attention_decode_spv, 5},
         {"copy", copy_spv, 2},
         {"add", add_spv, 3},
         {"silu_mul", silu_mul_spv, 3},
@@ -75,7 +75,7 @@ const std::array<std::array<ShaderCode, 17>, 2> kShaders = {{
         {"attention_split_f16", attention_split_f16_spv, 5},
         {"attention_combine_f16", attention_combine_f16_spv, 2},
         {"attention_coop_f16", attention_coop_f16_spv, 5},
-        {"attention_decode_f16", attention_decode_f16_spv, 7},
+        {"attention_decode_f16", attention_decode_f16_spv, 5},
         {"copy", copy_spv, 2},  // words: the same build
         {"add_f16", add_f16_spv, 3},
         {"silu_mul_f16", silu_mul_f16_spv, 3},

@@ -35,7 +35,7 @@ inline std::uint32_t activation_bytes(Activations a) { return a == Activations::
 struct ShaderCode {
   std::string_view name;
   std::span<const std::uint32_t> spirv;  // empty: no build for this activation type
-  std::uint32_t bindings;                // storage buffers 0 .. bindings-1: inputs first, the outputs last
+  std::uint32_t bindings;                // storage buffers 0 .. bindings-1: inputs first, the output last
 };
 
 // Asserts that the shader has a build for `activations`.

@@ -133,7 +133,6 @@ class Engine final : public VulkanEngine {
   std::unique_ptr<Arena> activations_;             // slots, tokens and the RoPE tables, sized for capacity_ rows
   std::unique_ptr<Arena> scratch_;                 // attention_scratch_: grown when a pass needs more
   Region attention_scratch_;                       // split-KV attention's partial results (Kernels::attention)
-  Region attention_arrivals_;                      // the decode attention's split counts (zeros between passes)
   std::array<Region, model::kOpCount> slots_{};    // per op [capacity_, width]; overwritten per layer
   std::array<int, model::kOpCount> slot_layer_{};  // the layer each slot's content belongs to
   std::array<std::vector<std::string>, model::kOpCount> ran_;  // variants that ran, per op
@@ -317,17 +316,11 @@ void Engine::begin_batch(int index, std::span<const BatchPart> parts) {
                 config_.sliding_window,
                 static_cast<int>(parts_.size()),
                 longest};
-  const std::uint64_t partials = kernels_->attention_scratch_bytes(attention_),
-                      arrivals = kernels_->attention_arrivals_bytes(attention_);
-  if (partials > attention_scratch_.size || arrivals > attention_arrivals_.size) {
-    const std::uint64_t partials_size = std::max({partials, 2 * attention_scratch_.size, std::uint64_t{4}});
-    const std::uint64_t arrivals_size = std::max({arrivals, 2 * attention_arrivals_.size, std::uint64_t{4}});
+  if (const std::uint64_t bytes = kernels_->attention_scratch_bytes(attention_); bytes > attention_scratch_.size) {
+    const std::uint64_t size = std::max(bytes, 2 * attention_scratch_.size);
     scratch_->release();  // nothing in flight: the stream is idle between passes
-    attention_scratch_ = {}, attention_arrivals_ = {};
-    attention_scratch_ = scratch_->allocate(partials_size, "the attention partials");
-    attention_arrivals_ = scratch_->allocate(arrivals_size, "the decode attention's split counts");
-    const std::vector<std::byte> zeros(attention_arrivals_.size);  // the kernel leaves them at zero
-    stream_->upload(zeros.data(), zeros.size(), attention_arrivals_);
+    attention_scratch_ = {};
+    attention_scratch_ = scratch_->allocate(size, "the attention partials");
   }
   in_chunk_ = true;
   slot_layer_.fill(-2);
@@ -497,7 +490,7 @@ std::string Engine::attend(int layer, const Region& out) {
   const std::string variant =
       kernels_->attention(*stream_, attention_, scale, input({Op::rope_q, layer}), kv_->all(layer, false),
                           kv_->all(layer, true), row_table_.sub(0, static_cast<std::uint64_t>(chunk_.rows) * 16),
-                          attention_scratch_, attention_arrivals_, out, kernel_faults(Op::attn, layer));
+                          attention_scratch_, out, kernel_faults(Op::attn, layer));
   if (faults_.active(Fault::kv_stale_chunk, layer))
     for (const Part& p : parts_) {
       if (p.decode) continue;

@@ -5,10 +5,9 @@
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #include "activations.glsl"
 // attention-decode: split-KV attention for decode steps (one query row per sequence), built for
-// latency: no shared-memory tiles of K or V, no invocation working alone. Same push constants,
-// row table, masks and faults as attention_flash.comp with SPLIT, and the same partials: each
-// split's (m, l, sums) per (row, head) in partial[]; but the splits are merged here, not by
-// attention_combine.comp: the last workgroup of a (row, K/V head) to finish merges them.
+// latency: no shared-memory tiles of K or V, no invocation working alone. Same bindings, push
+// constants, row table, masks and faults as attention_flash.comp with SPLIT, and the same output:
+// each split's (m, l, sums) per (row, head) in partial[] for attention_combine.comp.
 //
 // A workgroup of 32 invocations takes one (query row, K/V head, split): the PACK heads that read
 // that K/V head (the GQA group; 1 with gqa-head-map) over the split's positions, 32 keys at a time.
@@ -20,12 +19,7 @@
 //   3. Invocation (c, g) holds channels 4c .. 4c+3 of every head's sums and takes keys j = g, g + G,
 //      ... of the tile (G = 32 / (HD / 4) key groups where the head is narrow): sums = sums a + p v,
 //      each V row read whole by the invocations of a key group.
-// After the last tile the key groups' sums are added in order and the split's partials written.
-// Then the workgroup counts itself in arrivals[row, K/V head] (an atomic add after a buffer
-// barrier); the one that arrives last merges every split as attention_combine.comp does
-// (split_merge.glsl) and sets the count back to 0 for the next dispatch (arrivals start at zero:
-// Kernels). One dispatch
-// and one barrier fewer per layer than a separate merge. Every order is fixed: deterministic.
+// After the last tile the key groups' sums are added in order. Every order is fixed: deterministic.
 // The kernel waits on memory, not arithmetic: each read is issued in a burst with the others of its
 // step (a loop of literal bound, unrolled), so a tile costs one round trip for K and one for V (read
 // before the reductions, which hide part of it) instead of one per vector.
@@ -37,11 +31,8 @@
 // at most 128), and PACK, the heads per workgroup.
 layout(local_size_x = 32) in;
 layout(std430, binding = 3) readonly buffer Rows { uvec4 row_info[]; };  // (base, pos, chunk_first, leak)
-// [rows, heads, splits] of (m, l, sums[HD]): the split's running max, its sum of p, its sum of p v;
-// [rows, heads / PACK] workgroups done; the output [rows, heads * HD].
-layout(std430, binding = 4) coherent buffer Partial { float partial[]; };
-layout(std430, binding = 5) coherent buffer Arrivals { uint arrivals[]; };
-layout(std430, binding = 6) writeonly buffer Output { act_t y[]; };
+// [rows, heads, splits] of (m, l, sums[HD]): the split's running max, its sum of p, its sum of p v.
+layout(std430, binding = 4) writeonly buffer Partial { float partial[]; };
 // q and the K and V caches (bindings 0 to 2), 4 values at a time: heads of HD values, HD a multiple
 // of 4, so every head starts on a vector.
 layout(std430, binding = 0) readonly buffer QueryQuads { act4 q_quads[]; };
@@ -50,7 +41,6 @@ layout(std430, binding = 2) readonly buffer ValueQuads { act4 v_quads[]; };
 #include "common.glsl"
 #include "faults.glsl"
 #include "attention_rows.glsl"
-#include "split_merge.glsl"
 
 layout(constant_id = 3) const uint HD = 64u;
 layout(constant_id = 4) const uint PACK = 1u;
@@ -64,7 +54,6 @@ shared vec4 qs[PACK * HD4];                 // the heads' q
 shared float ps[PACK * LANES];              // the tile's p per head and key
 shared vec4 group_sums[KEY_GROUPS * PACK * HD4];  // each key group's sums, added after the last tile
 shared float subgroup_values[LANES];        // the reductions' per-subgroup results
-shared bool merges;                         // this workgroup arrived last
 
 // The max and the sum over the workgroup's 32 invocations, the same value in each.
 float workgroup_max(float x) {
@@ -179,19 +168,4 @@ void main() {
       partial[o] = sums[h].x, partial[o + 1u] = sums[h].y, partial[o + 2u] = sums[h].z, partial[o + 3u] = sums[h].w;
     }
   }
-
-  // The last workgroup of (t, unit) merges the splits.
-  memoryBarrierBuffer();  // this workgroup's partials are visible before it counts itself
-  barrier();
-  if (lid == 0u) merges = atomicAdd(arrivals[t * units + unit], 1u) == splits - 1u;
-  barrier();
-  if (!merges) return;  // uniform over the workgroup
-  memoryBarrierBuffer();  // and the other workgroups' partials before they are read
-  for (uint h = 0u; h < PACK; ++h) {
-    const uint first = (t * pc.heads + pair_head(h)) * splits * (HD + 2u);
-    const float l_total = merge_weights(first, HD + 2u, splits);
-    for (uint d = lid; d < HD; d += LANES)
-      y[t * pc.q_stride + pair_head(h) * HD + d] = to_act(merged_sums(first, HD + 2u, splits, d) / l_total);
-  }
-  if (lid == 0u) arrivals[t * units + unit] = 0u;
 }
