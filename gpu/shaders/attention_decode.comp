@@ -30,14 +30,14 @@
 // Specialization constants 3 and 4 (Kernels::attention): HD, the head dimension (a multiple of 4,
 // at most 128), and PACK, the heads per workgroup.
 layout(local_size_x = 32) in;
-layout(std430, binding = 3) readonly buffer Rows { uvec4 row_info[]; };  // (base, pos, chunk_first, leak)
-// [rows, heads, splits] of (m, l, sums[HD]): the split's running max, its sum of p, its sum of p v.
-layout(std430, binding = 4) writeonly buffer Partial { float partial[]; };
-// q and the K and V caches (bindings 0 to 2), 4 values at a time: heads of HD values, HD a multiple
-// of 4, so every head starts on a vector.
+// q and the K and V caches, 4 values at a time: heads of HD values, HD a multiple of 4, so every
+// head starts on a vector.
 layout(std430, binding = 0) readonly buffer QueryQuads { act4 q_quads[]; };
 layout(std430, binding = 1) readonly buffer KeyQuads { act4 k_quads[]; };
 layout(std430, binding = 2) readonly buffer ValueQuads { act4 v_quads[]; };
+layout(std430, binding = 3) readonly buffer Rows { uvec4 row_info[]; };  // (base, pos, chunk_first, leak)
+// [rows, heads, splits] of (m, l, sums[HD]): the split's running max, its sum of p, its sum of p v.
+layout(std430, binding = 4) writeonly buffer Partial { float partial[]; };
 #include "common.glsl"
 #include "faults.glsl"
 #include "attention_rows.glsl"
@@ -55,26 +55,15 @@ shared float ps[PACK * LANES];              // the tile's p per head and key
 shared vec4 group_sums[KEY_GROUPS * PACK * HD4];  // each key group's sums, added after the last tile
 shared float subgroup_values[LANES];        // the reductions' per-subgroup results
 
-// The max and the sum over the workgroup's 32 invocations, the same value in each.
-float workgroup_max(float x) {
-  x = subgroupMax(x);
+// Over the workgroup's 32 invocations, the same value in each: the max (take_max) or the sum.
+float workgroup_reduce(float x, bool take_max) {
+  x = take_max ? subgroupMax(x) : subgroupAdd(x);
   if (gl_NumSubgroups == 1u) return x;  // uniform
   barrier();                            // the previous reduction's values are read
   if (subgroupElect()) subgroup_values[gl_SubgroupID] = x;
   barrier();
   x = subgroup_values[0];
-  for (uint i = 1u; i < gl_NumSubgroups; ++i) x = max(x, subgroup_values[i]);
-  return x;
-}
-
-float workgroup_sum(float x) {
-  x = subgroupAdd(x);
-  if (gl_NumSubgroups == 1u) return x;
-  barrier();
-  if (subgroupElect()) subgroup_values[gl_SubgroupID] = x;
-  barrier();
-  x = subgroup_values[0];
-  for (uint i = 1u; i < gl_NumSubgroups; ++i) x += subgroup_values[i];
+  for (uint i = 1u; i < gl_NumSubgroups; ++i) x = take_max ? max(x, subgroup_values[i]) : x + subgroup_values[i];
   return x;
 }
 
@@ -130,14 +119,14 @@ void main() {
     // 2. Per head: the online softmax over the tile.
     [[unroll]] for (uint h = 0u; h < PACK; ++h) {
       const float score = seen ? s[h] * pc.scale : NEG_INF;
-      const float tile_max = workgroup_max(score);
+      const float tile_max = workgroup_reduce(score, true);
       const float m_new = planted(FAULT_ATTENTION_NO_MAX) ? 0.0 : max(m[h], tile_max);
       float a = 1.0, p = 0.0;  // while the row has seen no key: p = 0, a = 1
       if (m_new != NEG_INF) {
         a = exp(m[h] - m_new);
         p = exp(score - m_new);  // exp(-inf) = 0 for unseen keys
       }
-      l[h] = l[h] * a + workgroup_sum(p);
+      l[h] = l[h] * a + workgroup_reduce(p, false);
       m[h] = m_new;
       ps[h * LANES + lid] = p;
       sums[h] *= a;
