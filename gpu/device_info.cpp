@@ -83,15 +83,24 @@ void query_features(VkPhysicalDevice device, DeviceInfo& info) {
   info.vulkan_memory_model = v12.vulkanMemoryModel == VK_TRUE;
 }
 
-// The feature and the shader stages of VK_NV_cooperative_matrix; their structs may only be chained
-// where the device has the extension.
-bool nv_cooperative_matrix_usable(VkPhysicalDevice device) {
-  VkPhysicalDeviceCooperativeMatrixFeaturesNV features{};
-  features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
+// An extension's feature struct of type `Features` (sType `type`), as the device fills it; chained
+// only where the device has the extension.
+template <typename Features>
+Features extension_features(VkPhysicalDevice device, VkStructureType type) {
+  Features features{};
+  features.sType = type;
   VkPhysicalDeviceFeatures2 features2{};
   features2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
   features2.pNext = &features;
   vkGetPhysicalDeviceFeatures2(device, &features2);
+  return features;
+}
+
+// The feature and the shader stages of VK_NV_cooperative_matrix; their structs may only be chained
+// where the device has the extension.
+bool nv_cooperative_matrix_usable(VkPhysicalDevice device) {
+  const auto features = extension_features<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
+      device, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
   VkPhysicalDeviceCooperativeMatrixPropertiesNV props{};
   props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV;
   VkPhysicalDeviceProperties2 props2{};
@@ -104,13 +113,9 @@ bool nv_cooperative_matrix_usable(VkPhysicalDevice device) {
 
 // The feature of VK_KHR_pipeline_executable_properties (chained only where the device has it).
 bool pipeline_executable_info(VkPhysicalDevice device) {
-  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR features{};
-  features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR;
-  VkPhysicalDeviceFeatures2 features2{};
-  features2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
-  features2.pNext = &features;
-  vkGetPhysicalDeviceFeatures2(device, &features2);
-  return features.pipelineExecutableInfo == VK_TRUE;
+  return extension_features<VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR>(
+             device, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR)
+             .pipelineExecutableInfo == VK_TRUE;
 }
 
 std::string_view component_name(VkComponentTypeNV type) {
