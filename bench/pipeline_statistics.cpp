@@ -8,10 +8,13 @@
 namespace tapdiff::bench {
 
 std::string pipeline_statistics_section(const gpu::VulkanEngine& engine, const std::string& variant) {
-  const std::vector<gpu::PipelineStatistics> rows = engine.pipeline_statistics();
+  return pipeline_statistics_section(engine.pipeline_statistics(), engine.device_info().name, variant);
+}
+
+std::string pipeline_statistics_section(const std::vector<gpu::PipelineStatistics>& rows, const std::string& device,
+                                        const std::string& variant) {
   if (rows.empty())
-    return fmt::format("Kernel statistics: {} does not offer VK_KHR_pipeline_executable_properties\n",
-                       engine.device_info().name);
+    return fmt::format("Kernel statistics: {} does not offer VK_KHR_pipeline_executable_properties\n", device);
   std::vector<std::string> names;  // every statistic any kernel has, in the driver's order
   for (const gpu::PipelineStatistics& r : rows)
     for (const auto& [name, value] : r.values)

@@ -10,6 +10,13 @@
 
 namespace tapdiff::gpu {
 
+std::vector<DeviceInfo> devices_of(const Instance& instance) {
+  std::vector<DeviceInfo> devices;
+  for (VkPhysicalDevice d : instance.physical_devices())
+    devices.push_back(query_device(d, static_cast<int>(devices.size())));
+  return devices;
+}
+
 void check_device_offers(const DeviceInfo& info, const DeviceNeeds& needs) {
   if (info.api_version < VK_API_VERSION_1_2)
     throw EnvironmentError(fmt::format("Vulkan device {}: tapdiff needs Vulkan 1.2, the device offers {}",

@@ -2,6 +2,7 @@
 // The logical device with one compute queue, and the choice of memory types.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "gpu/device_info.h"
 
@@ -19,6 +20,9 @@ struct DeviceNeeds {
   // VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR.
   bool pipeline_statistics = false;
 };
+
+// The instance's physical devices, described, in the order --device N counts them.
+std::vector<DeviceInfo> devices_of(const Instance& instance);
 
 // EnvironmentError when the device lacks Vulkan 1.2, a compute queue or a feature of `needs`,
 // naming the device, what was needed (and what for) and what it offers.

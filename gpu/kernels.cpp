@@ -50,11 +50,6 @@ constexpr std::uint32_t kTiledShared = 8192;  // matmul_tiled.comp: xs + ws byte
 // T and N, the K slice and the padding of a staged row in halves.
 constexpr std::uint32_t kCoopSubgroupsM = 2, kCoopSubgroupsN = 4, kCoopFragsM = 4, kCoopFragsN = 2;
 constexpr std::uint32_t kCoopSlice = 32, kCoopPad = 8;
-// The build with K slices of 16 (matmul_coop_k16) runs products of at least this many rows and
-// columns: there it was 2-4% faster on the H100, on narrower or shorter ones slower
-// (docs/benchmarks.md, "Tuning the cooperative-matrix GEMM").
-constexpr int kCoopK16MinRows = 1024;
-constexpr std::uint32_t kCoopK16MinCols = 2048;
 // The subgroup size it is laid out for, its tile (BM x BN) and its workgroup size.
 constexpr std::uint32_t kCoopSubgroup = 32;
 constexpr std::uint32_t kCoopRows = kCoopSubgroupsM * kCoopFragsM * 16;
@@ -259,6 +254,11 @@ std::uint32_t Kernels::local_size(Shader shader) const {
   }
 }
 
+Kernels::Grid Kernels::coop_grid(std::uint32_t rows, std::uint32_t cols) {
+  const Grid tiles = tile_grid(rows, cols, kCoopRows, kCoopCols);
+  return {tiles.y, tiles.x};
+}
+
 Kernels::Grid Kernels::fold(std::uint64_t groups) const {
   const std::uint64_t max_x = device_->info().max_workgroup_count[0];
   const std::uint64_t x = std::min(groups, max_x);
@@ -314,21 +314,17 @@ std::string Kernels::rms_norm(Stream& s, const Region& x, const DeviceWeight& w,
   return named("rms_norm-tree");
 }
 
-Kernels::Gemm Kernels::gemm_variant(int rows, std::uint32_t n) const {
+Kernels::Gemm Kernels::gemm_variant(int rows) const {
   switch (overrides_.matmul) {
     case KernelOverrides::Matmul::tiled: return Gemm::tiled;
-    case KernelOverrides::Matmul::coop: return coop_slices(rows, n);
+    case KernelOverrides::Matmul::coop: return Gemm::coop;
     case KernelOverrides::Matmul::coop_k16: return Gemm::coop_k16;
     case KernelOverrides::Matmul::matvec: return Gemm::matvec;
     case KernelOverrides::Matmul::automatic:
       if (rows <= 1) return Gemm::matvec;
-      return coop_missing_.empty() ? coop_slices(rows, n) : tiled_ok_ ? Gemm::tiled : Gemm::matvec;
+      return coop_missing_.empty() ? Gemm::coop : tiled_ok_ ? Gemm::tiled : Gemm::matvec;
   }
   return Gemm::matvec;
-}
-
-Kernels::Gemm Kernels::coop_slices(int rows, std::uint32_t n) const {
-  return rows >= kCoopK16MinRows && n >= kCoopK16MinCols ? Gemm::coop_k16 : Gemm::coop;
 }
 
 std::uint32_t Kernels::matvec_split(std::uint32_t n, std::uint32_t k) const {
@@ -358,20 +354,17 @@ std::string Kernels::matmul(Stream& s, const Region& x, const DeviceWeight& w, c
   // Without a bias the weights stand in for the unused binding (never read).
   const Region& b = bias != nullptr ? bias->region : w.region;
   const std::initializer_list<Region> bindings = {w.region, x, b, out};
-  const Gemm gemm = gemm_variant(rows, push.n);
+  const Gemm gemm = gemm_variant(rows);
   switch (gemm) {
     case Gemm::tiled:
       dispatch(s, Shader::matmul_tiled, dtype_code(w.dtype), bindings, &push, sizeof push,
                tile_grid(push.rows, push.n, kTile, kTile), faults);
       break;
     case Gemm::coop:
-    case Gemm::coop_k16: {
-      Grid grid = tile_grid(push.rows, push.n, kCoopRows, kCoopCols);
-      std::swap(grid.x, grid.y);  // row tiles along x: workgroups next in line share a W tile
+    case Gemm::coop_k16:
       dispatch(s, gemm == Gemm::coop ? Shader::matmul_coop : Shader::matmul_coop_k16, dtype_code(w.dtype), bindings,
-               &push, sizeof push, grid, faults);
+               &push, sizeof push, coop_grid(push.rows, push.n), faults);
       break;
-    }
     case Gemm::matvec:
       if (matvec_shader() == Shader::matvec_subgroup) {
         const std::uint32_t split = matvec_split(push.n, push.k), outputs = matvec_subgroups_ / split;
@@ -383,6 +376,14 @@ std::string Kernels::matmul(Stream& s, const Region& x, const DeviceWeight& w, c
       break;
   }
   return gemm_name(gemm, w.dtype);
+}
+
+void Kernels::matmul_coop_probe(Stream& s, const Region& x, const DeviceWeight& w, const Region& out, int rows,
+                                std::uint32_t probe) {
+  if (!coop_missing_.empty()) throw EnvironmentError(fmt::format("the cooperative-matrix GEMM: {}", coop_missing_));
+  const MatmulPush push{u32(rows), u32(w.cols), u32(w.rows), w.row_bytes, 0u};
+  dispatch(s, Shader::matmul_coop_probe, dtype_code(w.dtype), {w.region, x, w.region, out}, &push, sizeof push,
+           coop_grid(push.rows, push.n), 0, {probe});
 }
 
 std::string Kernels::gemm_name(Gemm gemm, model::DType weights) const {
@@ -548,11 +549,9 @@ std::vector<std::string> Kernels::planned(model::OpClass cls, model::DType weigh
     case model::OpClass::embedding: return {named("embed-gather", weight_dtype)};
     case model::OpClass::norm: return {named("rms_norm-tree")};
     case model::OpClass::gemm: {
-      // prefill's variants first (short, then long and wide), then decode's, each once
+      // prefill's variant, then decode's
       std::vector<std::string> names;
-      for (const auto& [rows, n] : {std::pair{2, 1u}, std::pair{kCoopK16MinRows, kCoopK16MinCols}, std::pair{1, 1u}}) {
-        add_once(names, gemm_name(gemm_variant(rows, n), weight_dtype));
-      }
+      for (const int rows : {2, 1}) add_once(names, gemm_name(gemm_variant(rows), weight_dtype));
       return names;
     }
     case model::OpClass::rope: return {named("rope-table")};

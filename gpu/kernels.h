@@ -10,8 +10,7 @@
 //   norm        rms_norm-tree                      one workgroup per row
 //   gemm        matmul-coop-128x128.f16/DTYPE      f16 mode, rows > 1, tensor cores: where the device
 //                                                  offers VK_NV_cooperative_matrix (Device) in subgroups of 32
-//               matmul-coop-128x128-k16.f16/DTYPE  the same with K slices of 16, for products of >= 1024
-//                                                  rows and >= 2048 columns
+//               matmul-coop-128x128-k16.f16/DTYPE  the same with K slices of 16 (forced only)
 //               matmul-tiled-64x64/DTYPE           rows > 1 otherwise (needs 256-invocation workgroups)
 //               matvec-subgroup/DTYPE              rows == 1, subgroupAdd in compute shaders: 4 subgroups
 //                                                  per workgroup, 1, 2 or 4 of them per output (K split
@@ -138,6 +137,13 @@ class Kernels {
   std::string silu_mul(Stream& s, const Region& gate, const Region& up, const Region& out, std::int64_t n,
                        std::uint32_t faults);
 
+  // matmul_coop.comp's probe build (bench/coop_ceiling.cpp, never the engine's): the grid and
+  // bindings of matmul-coop-128x128 for x [rows, w.cols] -> out [rows, w.rows], its slice loop
+  // without the parts that `probe` takes away (0: none; 1-4, the shader's PROBE_* levels).
+  // EnvironmentError, saying why, where the cooperative-matrix GEMM cannot run.
+  void matmul_coop_probe(Stream& s, const Region& x, const DeviceWeight& w, const Region& out, int rows,
+                         std::uint32_t probe);
+
   // The largest head_dim the attention kernel takes on this device.
   int max_head_dim() const;
   // The variants an op class may run on this device with these overrides (all row counts).
@@ -152,14 +158,15 @@ class Kernels {
   std::uint32_t local_size(Shader shader) const;            // a shader's workgroup size: specialization constant 1
   // One group per output tile of a [rows, cols] matrix: x across the columns, y down the rows.
   static Grid tile_grid(std::uint32_t rows, std::uint32_t cols, std::uint32_t tile_rows, std::uint32_t tile_cols);
+  // matmul_coop.comp's grid: row tiles along x, so that workgroups next in line share a W tile.
+  static Grid coop_grid(std::uint32_t rows, std::uint32_t cols);
   // Specialization constants: 0 dtype, 1 the workgroup size, 2 faults (only when not 0 or when
   // `more` follow), then `more` from constant 3 on.
   void dispatch(Stream& s, Shader shader, std::uint32_t dtype, std::initializer_list<Region> bindings, const void* push,
                 std::uint32_t push_bytes, Grid grid, std::uint32_t faults = 0,
                 std::initializer_list<std::uint32_t> more = {});
   enum class Gemm : std::uint8_t { tiled, coop, coop_k16, matvec };
-  Gemm gemm_variant(int rows, std::uint32_t n) const;  // for Y[rows, n]
-  Gemm coop_slices(int rows, std::uint32_t n) const;   // the cooperative-matrix build for Y[rows, n]
+  Gemm gemm_variant(int rows) const;  // for Y[rows, N]
   std::string gemm_name(Gemm gemm, model::DType weights) const;
   // The name of a variant as reported: activation type, then weight storage for the ops with weights.
   std::string named(std::string_view variant, std::optional<model::DType> weights = std::nullopt) const;

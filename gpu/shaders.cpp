@@ -26,6 +26,7 @@ namespace {
 #include "embed_spv.h"
 #include "matmul_coop_f16_spv.h"
 #include "matmul_coop_k16_f16_spv.h"
+#include "matmul_coop_probe_f16_spv.h"
 #include "matmul_tiled_f16_spv.h"
 #include "matmul_tiled_spv.h"
 #include "matvec_shared_f16_spv.h"
@@ -41,13 +42,14 @@ namespace {
 
 // In the order of the Shader enum: f32 activations, then f16. The cooperative-matrix kernels exist
 // in f16 only: their tensor cores multiply f16 values.
-const std::array<std::array<ShaderCode, 17>, 2> kShaders = {{
+const std::array<std::array<ShaderCode, 18>, 2> kShaders = {{
     {{
         {"embed", embed_spv, 3},
         {"rms_norm", rms_norm_spv, 3},
         {"matmul_tiled", matmul_tiled_spv, 4},
         {"matmul_coop", {}, 4},
         {"matmul_coop_k16", {}, 4},
+        {"matmul_coop_probe", {}, 4},
         {"matvec_subgroup", matvec_subgroup_spv, 4},
         {"matvec_shared", matvec_shared_spv, 4},
         {"rope", rope_spv, 3},
@@ -67,6 +69,7 @@ const std::array<std::array<ShaderCode, 17>, 2> kShaders = {{
         {"matmul_tiled_f16", matmul_tiled_f16_spv, 4},
         {"matmul_coop_f16", matmul_coop_f16_spv, 4},
         {"matmul_coop_k16_f16", matmul_coop_k16_f16_spv, 4},
+        {"matmul_coop_probe_f16", matmul_coop_probe_f16_spv, 4},
         {"matvec_subgroup_f16", matvec_subgroup_f16_spv, 4},
         {"matvec_shared_f16", matvec_shared_f16_spv, 4},
         {"rope_f16", rope_f16_spv, 3},

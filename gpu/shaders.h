@@ -13,6 +13,7 @@ enum class Shader : std::uint8_t {
   matmul_tiled,       // matmul_tiled.comp
   matmul_coop,        // matmul_coop.comp (f16 activations only)
   matmul_coop_k16,    // matmul_coop.comp with COOP_BK=16 (f16 activations only)
+  matmul_coop_probe,  // matmul_coop.comp with COOP_PROBE (f16 only; benchmarks, not the engine)
   matvec_subgroup,    // matvec.comp with SUBGROUP
   matvec_shared,      // matvec.comp
   rope,               // rope.comp

@@ -29,13 +29,6 @@ using model::WeightKind;
 
 constexpr std::uint64_t kActivationBlock = 64ull << 20;
 
-std::vector<DeviceInfo> devices_of(const Instance& instance) {
-  std::vector<DeviceInfo> devices;
-  for (VkPhysicalDevice d : instance.physical_devices())
-    devices.push_back(query_device(d, static_cast<int>(devices.size())));
-  return devices;
-}
-
 // Appends cos and sin of angle = pos * base^(-2i/d) for positions first_pos .. first_pos + rows - 1,
 // [rows, d/2] of (cos, sin): computed in double and rounded to f32, the same expression as
 // reference::rope.

@@ -294,13 +294,7 @@ TEST(VulkanEngine, KvCacheLimitIsAClearError) {
 // Memory requests past the device's limits fail with the request, the size and the limit named.
 TEST(VulkanMemory, RequestsPastTheDeviceLimitsAreClearErrors) {
   const gpu::Instance instance({true, false});
-  const std::vector<gpu::DeviceInfo> devices = [&] {
-    std::vector<gpu::DeviceInfo> d;
-    for (VkPhysicalDevice p : instance.physical_devices())
-      d.push_back(gpu::query_device(p, static_cast<int>(d.size())));
-    return d;
-  }();
-  const gpu::Device device(instance, gpu::select_device(devices, ""));
+  const gpu::Device device(instance, gpu::select_device(gpu::devices_of(instance), ""));
   gpu::Arena arena(device, "weights", gpu::MemoryKind::device_local, 1 << 20);
   try {
     arena.allocate(device.info().max_storage_buffer_range + 4, "weights of blk.3.ffn_up.weight");
@@ -322,9 +316,7 @@ TEST(VulkanMemory, RequestsPastTheDeviceLimitsAreClearErrors) {
 // The messenger does catch what the layer reports (else "no messages" would prove nothing).
 TEST(VulkanValidation, AnInvalidCallIsReported) {
   const gpu::Instance instance({true, false});
-  std::vector<gpu::DeviceInfo> devices;
-  for (VkPhysicalDevice p : instance.physical_devices()) devices.push_back(gpu::query_device(p, 0));
-  const gpu::Device device(instance, gpu::select_device(devices, ""));
+  const gpu::Device device(instance, gpu::select_device(gpu::devices_of(instance), ""));
   VkBufferCreateInfo info{};
   info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
   info.size = 0;  // VUID-VkBufferCreateInfo-size-00912: size must be greater than 0

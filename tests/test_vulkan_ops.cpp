@@ -305,7 +305,7 @@ INSTANTIATE_TEST_SUITE_P(
                         "llama", 0, false, "decode-attention=decode-split")),
         act_f16(op_case("flash_split_decode_gqa32x8_hd64_bf16", {32, 8, 64, 96, 200, 300}, DType::bf16,
                         {{40, 40, 1}, {200, 1, 1}}, "llama", 0, false, "decode-attention=flash-split")),
-        // The cooperative-matrix GEMM on every weight dtype (its tiles: 64 rows x 128 columns, K in
+        // The cooperative-matrix GEMM on every weight dtype (its tiles: 128 x 128, K in
         // slices of 32): rows from 1 to 100, widths off every tile, K = 40, 48 and 100 (not multiples
         // of 8: the element-wise path), QKV bias
         act_f16(op_case("coop_gqa8x4_hd16_f32", {8, 4, 16, 72, 136, 301}, DType::f32, kAllRows, "llama", 0, false,
@@ -320,8 +320,14 @@ INSTANTIATE_TEST_SUITE_P(
                         "llama", 0, true, "matmul=coop")),
         act_f16(op_case("coop_qwen2_rotate_half_bias", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {7}, {2, 5}},
                         "qwen2", 0, false, "matmul=coop")),
-        // Its build with K slices of 16 (auto takes it for products of >= 1024 rows and >= 2048
-        // columns only): K = 40, 96 and 100, widths off every tile, every weight dtype class
+        // Tiles inside Y (f16 weights, every width a multiple of 128, K of 32), read without bounds
+        // checks: 256 rows (all inside), then 130 + 2 (one row tile inside, one not)
+        act_f16(op_case("coop_inside_tiles_f16", {8, 4, 32, 256, 384, 384}, DType::f16, {{256}, {130, 2}}, "llama", 0,
+                        false, "matmul=coop")),
+        act_f16(op_case("coop_k16_inside_tiles_f16", {8, 4, 32, 256, 384, 384}, DType::f16, {{256}, {130, 2}}, "llama",
+                        0, false, "matmul=coop-k16")),
+        // Its build with K slices of 16 (run when forced): K = 40, 96 and 100, widths off every
+        // tile, every weight dtype class
         act_f16(op_case("coop_k16_mha6x6_hd8_f16", {6, 6, 8, 40, 100, 259}, DType::f16, {{1}, {33}, {100}, {2, 5}},
                         "llama", 0, false, "matmul=coop-k16")),
         act_f16(op_case("coop_k16_gqa32x8_hd64_bf16", {32, 8, 64, 96, 200, 300}, DType::bf16, {{7}, {65}, {2, 5}},

@@ -12,14 +12,16 @@
 // 16 x 16 f32 sums. K advances in slices of 32 (16 in the k16 build): the X rows and W rows of a
 // slice are staged in shared memory as 16-byte chunks of f16 (W dequantized on the way, the f16
 // values weight_at computes), then each subgroup multiplies 16 x 16 x 16 f16 fragments into its
-// sums. Slices are double-buffered: while one is multiplied, the next is read from memory into registers and then
-// stored into the other buffer, one barrier per slice. Workgroups next in line (grid x) take the
-// row tiles of one column tile, so they share its W tile in the cache.
+// sums. Slices are double-buffered: while one is multiplied, the next is read from memory into
+// registers and then stored into the other buffer, one barrier per slice. Tiles inside Y read
+// their slices as straight-line loads, without bounds checks. Workgroups next in line (grid x)
+// take the row tiles of one column tile, so they share its W tile in the cache.
 //
 // Measured on an H100 (docs/benchmarks.md, "Tuning the cooperative-matrix GEMM"): against 64 x 128
 // tiles of 4 subgroups, single-buffered, staged with 2-byte stores, the 8B's ffn_gate at 2048
 // tokens went from 91 to 53 ms; the 16-byte shared-memory chunks, the larger tile and the double
-// buffer each gave part of it.
+// buffer each gave part of it. On the H200 ("Where the GEMM's time goes"), the straight-line reads
+// took the 32-slice build's ffn_gate from 1.69 to 1.45 ms, ahead of the 16-slice build.
 //
 // Numerics are those of the f16 mode: f16 inputs (their products are exact in f32), f32 sums, the
 // bias added after the sum, and each output rounded once with round_f16 (to_act). Only the order
@@ -36,7 +38,7 @@
 #endif
 // The tile: COOP_SM x COOP_SN subgroups, each COOP_FM x COOP_FN fragments of 16 x 16; K slices of
 // COOP_BK; staged rows padded by COOP_PAD halves (gpu/kernels.cpp mirrors these). A second build
-// takes slices of 16 (COOP_BK=16, matmul-coop-128x128-k16: Kernels picks it for large products).
+// takes slices of 16 (COOP_BK=16, matmul-coop-128x128-k16), run when --kernels forces it.
 #ifndef COOP_SM
 #define COOP_SM 2
 #define COOP_SN 4
@@ -47,6 +49,19 @@
 #ifndef COOP_BK
 #define COOP_BK 32
 #endif
+// The probe build (COOP_PROBE, bench/coop_ceiling.cpp; never run by the engine): specialization
+// constant 3 takes parts of the slice loop away, each level those of the levels below too, so that
+// the time each part costs can be told apart without a profiler. The products are then garbage;
+// only their time counts. 0: the kernel itself.
+#ifdef COOP_PROBE
+layout(constant_id = 3) const uint PROBE = 0u;
+#else
+const uint PROBE = 0u;
+#endif
+const uint PROBE_NO_GLOBAL_READS = 1u;    // slices made up in registers instead of read from memory
+const uint PROBE_NO_SHARED_STORES = 2u;   // nor stored to shared memory: each slice's tiles as first stored
+const uint PROBE_NO_BARRIER = 3u;         // nor a barrier per slice
+const uint PROBE_NO_FRAGMENT_LOADS = 4u;  // nor fragments loaded per slice: the products alone
 layout(local_size_x = 32 * COOP_SM * COOP_SN) in;
 // Bindings 0 and 1 are each declared twice: scalars for any shape, 16-byte chunks for the fast path.
 layout(std430, binding = 0) readonly buffer Weights { uint w_words[]; };
@@ -93,9 +108,19 @@ const uint OUT_CHUNKS = FRAG * FRAG / 4u;  // one 16 x 16 fragment of f32 sums, 
 shared uvec4 tiles[max(SLICES * SLICE_CHUNKS, SUBGROUPS_M * SUBGROUPS_N * OUT_CHUNKS)];
 
 uint m0, n0;
+// Where the workgroup's tile lies inside Y, K is a whole number of slices and W is stored as f16
+// in rows of whole 16-byte chunks, its slices are read as straight-line loads without a bounds
+// check (read_slice), from these chunk indices plus k0 / CHUNK: the invocation's chunks of slice 0.
+bool inside;
+uint first_chunk[CHUNKS];
+// Passes i < X_PASSES of read_slice read X rows, the rest W rows (as whole passes: THREADS
+// invocations read ROWS_PER_PASS rows of a slice per pass).
+const uint ROWS_PER_PASS = THREADS / CHUNKS_PER_ROW;
+const uint X_PASSES = BM % ROWS_PER_PASS == 0u ? BM / ROWS_PER_PASS : 0u;  // 0: no straight-line reads
 F32_MATRIX acc[FM][FN];      // the sums of the clean kernel
 F16_MATRIX acc_f16[FM][FN];  // the sums of gemm-f16-accum (compiled away in the clean kernel)
 uvec4 staged[CHUNKS];        // the next slice, read ahead
+F16_MATRIX held_a[BK / FRAG][FM], held_b[BK / FRAG][FN];  // PROBE_NO_FRAGMENT_LOADS: loaded once
 
 // The f16 bit pattern of v, which must be an f16 value (as weight_at's are): exact, subnormals
 // included, with no f32 -> f16 conversion whose rounding or flushing a driver chooses.
@@ -138,7 +163,16 @@ uvec4 w_chunk(uint n, uint k) {
 
 // Reads this invocation's chunks of the slice at k0 into `staged`.
 void read_slice(uint k0) {
+  if (inside && PROBE < PROBE_NO_GLOBAL_READS) {
+    [[unroll]] for (uint i = 0u; i < CHUNKS; ++i)
+      staged[i] = i < X_PASSES ? x_chunks[first_chunk[i] + k0 / CHUNK] : w_chunks[first_chunk[i] + k0 / CHUNK];
+    return;
+  }
   [[unroll]] for (uint i = 0u; i < CHUNKS; ++i) {
+    if (PROBE >= PROBE_NO_GLOBAL_READS) {  // small f16 values that change with the slice
+      staged[i] = uvec4(0x1C001C00u + ((k0 / BK) & 1u));
+      continue;
+    }
     const uint c = gl_LocalInvocationIndex + i * THREADS;
     const uint r = c / CHUNKS_PER_ROW, k = k0 + (c % CHUNKS_PER_ROW) * CHUNK;
     staged[i] = r < BM ? x_chunk(m0 + r, k) : w_chunk(n0 + r - BM, k);
@@ -159,16 +193,29 @@ void multiply_add(uint i, uint j, F16_MATRIX a, F16_MATRIX b) {
     acc[i][j] = coopMatMulAddNV(a, b, acc[i][j]);
 }
 
-// The staged slice times the subgroup's fragments: A = X rows (row-major), B = W^T (W rows are
-// B's columns, so column-major).
+// Fragment i of the subgroup's A (X rows, row-major) and fragment j of its B (W^T: W rows are B's
+// columns, so column-major), at K offset kk of the slice staged at `at`.
+void load_a(out F16_MATRIX a, uint at, uint sm, uint i, uint kk) {
+  coopMatLoadNV(a, tiles, at + (sm * FM + i) * FRAG * STRIDE_CHUNKS + kk / CHUNK, STRIDE_CHUNKS, false);
+}
+void load_b(out F16_MATRIX b, uint at, uint sn, uint j, uint kk) {
+  coopMatLoadNV(b, tiles, at + (BM + (sn * FN + j) * FRAG) * STRIDE_CHUNKS + kk / CHUNK, STRIDE_CHUNKS, true);
+}
+
+// The staged slice times the subgroup's fragments.
 void multiply_slice(uint at, uint sm, uint sn) {
   [[unroll]] for (uint kk = 0u; kk < BK; kk += FRAG) {
     F16_MATRIX a[FM], b[FN];
     [[unroll]] for (uint i = 0u; i < FM; ++i)
-      coopMatLoadNV(a[i], tiles, at + (sm * FM + i) * FRAG * STRIDE_CHUNKS + kk / CHUNK, STRIDE_CHUNKS, false);
+      if (PROBE >= PROBE_NO_FRAGMENT_LOADS)
+        a[i] = held_a[kk / FRAG][i];
+      else
+        load_a(a[i], at, sm, i, kk);
     [[unroll]] for (uint j = 0u; j < FN; ++j)
-      coopMatLoadNV(b[j], tiles, at + (BM + (sn * FN + j) * FRAG) * STRIDE_CHUNKS + kk / CHUNK, STRIDE_CHUNKS,
-                    true);
+      if (PROBE >= PROBE_NO_FRAGMENT_LOADS)
+        b[j] = held_b[kk / FRAG][j];
+      else
+        load_b(b[j], at, sn, j, kk);
     [[unroll]] for (uint i = 0u; i < FM; ++i)
       [[unroll]] for (uint j = 0u; j < FN; ++j) multiply_add(i, j, a[i], b[j]);
   }
@@ -190,6 +237,13 @@ void store_fragment(F32_MATRIX sums, uint t0, uint c0) {
 void main() {
   m0 = gl_WorkGroupID.x * BM;  // workgroups next in line share their W tile
   n0 = gl_WorkGroupID.y * BN;
+  inside = X_PASSES > 0u && m0 + BM <= pc.rows && n0 + BN <= pc.n && pc.k % BK == 0u && DTYPE == DTYPE_F16 &&
+           pc.row_bytes % 16u == 0u;
+  [[unroll]] for (uint i = 0u; i < CHUNKS; ++i) {
+    const uint c = gl_LocalInvocationIndex + i * THREADS;
+    const uint r = c / CHUNKS_PER_ROW, k = (c % CHUNKS_PER_ROW) * CHUNK;
+    first_chunk[i] = i < X_PASSES ? ((m0 + r) * pc.k + k) / CHUNK : ((n0 + r - BM) * pc.row_bytes + 2u * k) / 16u;
+  }
   const uint sm = gl_SubgroupID / SUBGROUPS_N, sn = gl_SubgroupID % SUBGROUPS_N;
   [[unroll]] for (uint i = 0u; i < FM; ++i)
     [[unroll]] for (uint j = 0u; j < FN; ++j) {
@@ -201,7 +255,13 @@ void main() {
 
   read_slice(0u);
   stage_slice(0u);
+  if (PROBE >= PROBE_NO_SHARED_STORES) stage_slice(SLICE_CHUNKS);
   barrier();
+  if (PROBE >= PROBE_NO_FRAGMENT_LOADS)
+    [[unroll]] for (uint kk = 0u; kk < BK; kk += FRAG) {
+      [[unroll]] for (uint i = 0u; i < FM; ++i) load_a(held_a[kk / FRAG][i], 0u, sm, i, kk);
+      [[unroll]] for (uint j = 0u; j < FN; ++j) load_b(held_b[kk / FRAG][j], 0u, sn, j, kk);
+    }
   uint at = 0u;
   for (uint k0 = 0u; k0 < pc.k; k0 += BK) {
     const bool more = k0 + BK < pc.k;
@@ -209,9 +269,10 @@ void main() {
     multiply_slice(at, sm, sn);
     at = SLICE_CHUNKS - at;
     // The other buffer was last read in the slice before, which every subgroup has finished.
-    if (more) stage_slice(at);
-    barrier();
+    if (more && PROBE < PROBE_NO_SHARED_STORES) stage_slice(at);
+    if (PROBE < PROBE_NO_BARRIER) barrier();
   }
+  if (PROBE >= PROBE_NO_BARRIER) barrier();  // the tiles are read before store_fragment reuses them
 
   [[unroll]] for (uint i = 0u; i < FM; ++i)
     [[unroll]] for (uint j = 0u; j < FN; ++j) {
