@@ -27,7 +27,7 @@ TimedRun timed_run(model::Engine& engine, const model::Graph& graph, const model
                    const std::optional<dumps::WriterOptions>& dump, const std::filesystem::path& dump_path);
 
 // run_sequence of `prompt` with every op read back to the host and dropped: what taps cost
-// before any writing.
+// before any writing (an f16 engine's outputs as f16 bits, unconverted, as an f16 dump takes them).
 TimedRun timed_read_back(model::Engine& engine, const model::Graph& graph, std::span<const std::int32_t> prompt,
                          const model::RunOptions& options);
 

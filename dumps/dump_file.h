@@ -58,7 +58,8 @@ class DumpFile {
  private:
   struct TapDataset {
     hsize_t width = 0;
-    hsize_t rows = 0;  // rows written so far
+    hsize_t chunk_rows = 0;  // rows of one HDF5 chunk
+    hsize_t rows = 0;        // rows written so far
     h5::DataSet data;
   };
   struct Provenance {
@@ -69,12 +70,14 @@ class DumpFile {
   void create_provenance();
   // The values in the storage type: (memory type, pointer), converted into scratch when needed.
   std::pair<hid_t, const void*> stored(model::Scalar scalar, std::span<const std::byte> values);
-  // Extends taps[slot] by `rows` and writes them: `values` elements of memory_type at data.
+  // Extends taps[slot] by `rows` and writes them: `values` elements of memory_type at data, which
+  // is the storage type (stored()'s result). Whole HDF5 chunks go to the file as they are.
   void append_tap_rows(std::size_t slot, std::int64_t rows, std::size_t values, hid_t memory_type, const void* data);
   void append_provenance(const model::ChunkInfo& chunk, std::span<const std::int32_t> tokens);
 
   std::string path_;
   StorageType storage_;
+  bool filtered_ = false;         // tap datasets are compressed: no chunk is written past HDF5's filters
   std::optional<h5::File> file_;  // declared first: closed after the datasets below
   std::vector<TapDataset> taps_;  // in the order of the specs
   std::optional<Provenance> provenance_;

@@ -320,6 +320,11 @@ void DataSet::write_rows(hsize_t first, hsize_t count, hid_t mem_type, const voi
        fmt::format("cannot write rows [{}, {})", first, first + count));
 }
 
+void DataSet::write_chunk(std::span<const hsize_t> offset, std::span<const std::byte> bytes) const {
+  need(H5Dwrite_chunk(id(), H5P_DEFAULT, 0, offset.data(), bytes.size(), bytes.data()), where(),
+       fmt::format("cannot write the chunk at row {}", offset.empty() ? 0 : offset[0]));
+}
+
 void DataSet::read_rows(hsize_t first, hsize_t count, hid_t mem_type, void* data) const {
   if (count == 0) return;
   const auto [file_space, memory_space] = row_selection(first, count);

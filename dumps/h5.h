@@ -112,6 +112,10 @@ class DataSet : public Object {
   // row-major buffer of mem_type. The rows must lie inside the extent.
   void write_rows(hsize_t first, hsize_t count, hid_t mem_type, const void* data) const;
   void read_rows(hsize_t first, hsize_t count, hid_t mem_type, void* data) const;
+  // One whole chunk of a chunked dataset without filters, as the file stores it (its type, its
+  // chunk shape, row-major), at element `offset` (a multiple of the chunk shape, inside the
+  // extent): written as it is, past HDF5's type conversion, selections and chunk cache.
+  void write_chunk(std::span<const hsize_t> offset, std::span<const std::byte> bytes) const;
 
  private:
   // The file space with rows [first, first + count) selected, and the matching memory space.
