@@ -2,11 +2,13 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <array>
 #include <memory>
 
 #include "model/errors.h"
 #include "model/mapped_file.h"
+#include "model/sha256_cache.h"
 
 namespace tapdiff::model {
 
@@ -36,7 +38,9 @@ bool is_per_layer(WeightKind kind) {
 }
 
 Model::Model(std::filesystem::path path, ModelConfig config) : path_(std::move(path)), config_(std::move(config)) {}
-Model::~Model() = default;
+Model::~Model() {
+  stop_hashing_ = true;  // a prefetch still hashing stops within a block; its future then waits for it
+}
 
 const WeightTensor* Model::find(WeightKind kind, int layer) const {
   auto it = tensors_.find({kind, is_per_layer(kind) ? layer : -1});
@@ -89,16 +93,36 @@ void Model::validate() const {
 }
 
 const std::string& Model::sha256() const {
-  if (!sha256_.empty()) return sha256_;
+  const std::lock_guard lock(sha256_mutex_);
+  if (!sha256_.valid()) sha256_ = std::async(std::launch::deferred, [this] { return find_sha256(); }).share();
+  return sha256_.get();
+}
+
+void Model::prefetch_sha256() const {
+  const std::lock_guard lock(sha256_mutex_);
+  if (!sha256_.valid()) sha256_ = std::async(std::launch::async, [this] { return find_sha256(); }).share();
+}
+
+std::string Model::find_sha256() const {
+  std::vector<std::filesystem::path> paths;
+  for (const auto& file : files_) paths.push_back(file->path());
+  if (std::optional<std::string> cached = cached_sha256(paths)) return *std::move(cached);
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
   if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1)
     throw EnvironmentError("sha256: OpenSSL could not start a digest");
-  for (const auto& file : files_) EVP_DigestUpdate(ctx.get(), file->bytes().data(), file->size());
+  constexpr std::size_t kBlock = std::size_t{64} << 20;
+  for (const auto& file : files_)
+    for (std::size_t at = 0; at < file->size(); at += kBlock) {
+      if (stop_hashing_) return {};  // the model is going away: nobody will read the hash
+      EVP_DigestUpdate(ctx.get(), file->bytes().data() + at, std::min(kBlock, file->size() - at));
+    }
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
   unsigned int len = 0;
   EVP_DigestFinal_ex(ctx.get(), digest.data(), &len);
-  for (unsigned int i = 0; i < len; ++i) sha256_ += fmt::format("{:02x}", digest[i]);
-  return sha256_;
+  std::string hex;
+  for (unsigned int i = 0; i < len; ++i) hex += fmt::format("{:02x}", digest[i]);
+  remember_sha256(paths, hex);
+  return hex;
 }
 
 }  // namespace tapdiff::model

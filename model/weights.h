@@ -1,11 +1,14 @@
 #pragma once
 // A loaded model: its config, its weight tensors (views into memory-mapped files, never copied),
 // and the tokenizer vocabulary when the file carries one.
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -81,8 +84,12 @@ class Model {
   // The tensor, or FormatError naming the file and the missing tensor.
   const WeightTensor& weight(WeightKind kind, int layer = -1) const;
   const WeightTensor* find(WeightKind kind, int layer = -1) const;
-  // sha256 of the model file (of every file, in order, for multi-file models), computed on first use.
+  // sha256 of the model file (of every file, in order, for multi-file models): remembered from an
+  // earlier run (model/sha256_cache.h), or computed on first use or by prefetch_sha256()'s thread.
   const std::string& sha256() const;
+  // Starts finding sha256() on a thread of its own, so that hashing overlaps other work (loading
+  // the weights onto a device); sha256() then waits for it.
+  void prefetch_sha256() const;
 
   // For loaders: take ownership of a mapping and register tensors that point into it.
   const MappedFile& adopt(std::unique_ptr<MappedFile> file);
@@ -97,7 +104,10 @@ class Model {
   std::optional<Vocabulary> vocabulary_;
   std::vector<std::unique_ptr<MappedFile>> files_;
   std::map<std::pair<WeightKind, int>, WeightTensor> tensors_;
-  mutable std::string sha256_;
+  std::string find_sha256() const;  // the cache's, or hashed (stopping early once stop_hashing_ is set)
+  mutable std::mutex sha256_mutex_;
+  mutable std::atomic<bool> stop_hashing_{false};
+  mutable std::shared_future<std::string> sha256_;  // after files_: done with them before they unmap
 };
 
 // Loads a GGUF file or a Hugging Face folder (config.json + *.safetensors); FormatError on bad input.

@@ -109,6 +109,7 @@ int bisect_command(const BisectArgs& a) {
     if (ec) throw UsageError(fmt::format("--dump-dir {}: cannot create the folder: {}", a.dump_dir, ec.message()));
   }
   const auto m = open_model(a.model);
+  m->prefetch_sha256();  // the report names it: hashing overlaps the runs
   const auto tokenizer = load_tokenizer(a.prompt, *m);
   const model::Prompts prompts = a.prompt.batch_file.empty() ? model::Prompts{resolve_prompt(a.prompt, tokenizer)}
                                                              : resolve_batch_prompts(a.prompt, tokenizer);

@@ -157,6 +157,7 @@ void run_batch(const RunArgs& a, const model::Model& m, const std::optional<mode
 
 void run(const RunArgs& a) {
   const auto m = open_model(a.model);
+  if (!a.dump.empty()) m->prefetch_sha256();  // the dump names it: hashing overlaps the engine's loading
   const auto tokenizer = load_tokenizer(a.prompt, *m);
   const auto engine = make_engine(a.engine, *m);
   if (!a.prompt.batch_file.empty()) return run_batch(a, *m, tokenizer, *engine);

@@ -2,25 +2,13 @@
 
 #include <unistd.h>
 
-#include <cstdlib>
-
 #include <fmt/core.h>
 
+#include "model/cache_dir.h"
 #include "model/errors.h"
 #include "model/synth.h"
 
 namespace tapdiff::cli {
-namespace {
-
-std::filesystem::path cache_dir() {
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0')
-    return std::filesystem::path(xdg) / "tapdiff";
-  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
-    return std::filesystem::path(home) / ".cache" / "tapdiff";
-  return std::filesystem::temp_directory_path() / "tapdiff-cache";
-}
-
-}  // namespace
 
 std::filesystem::path resolve_model_path(const std::string& spec) {
   if (spec.rfind("synth:", 0) != 0) return spec;
@@ -34,7 +22,7 @@ std::filesystem::path resolve_model_path(const std::string& spec) {
   if (!dtype)
     throw UsageError(fmt::format("--model {}: unknown dtype '{}' (f32, f16, bf16, q8_0, q4_0)", spec, dtype_name));
   options.dtype = *dtype;
-  const std::filesystem::path dir = cache_dir();
+  const std::filesystem::path dir = model::cache_dir();
   const std::filesystem::path path =
       dir / fmt::format("synth-{}-{}-{}.gguf", shape, dtype_name, model::synth_digest(options));
   if (std::filesystem::exists(path)) return path;
