@@ -235,7 +235,9 @@ int main(int argc, char** argv) try {
   }
 
   if (pipeline_stats) {
-    const std::string s = bench::pipeline_statistics_section(*variants.front().engine, variants.front().kernels);
+    const tapdiff::gpu::VulkanEngine& engine = *variants.front().engine;
+    const std::string s = bench::pipeline_statistics_section(engine.pipeline_statistics(), engine.device_info().name,
+                                                             variants.front().kernels);
     fmt::print("{}\n", s);
     out += s + "\n";
   }

@@ -7,10 +7,6 @@
 
 namespace tapdiff::bench {
 
-std::string pipeline_statistics_section(const gpu::VulkanEngine& engine, const std::string& variant) {
-  return pipeline_statistics_section(engine.pipeline_statistics(), engine.device_info().name, variant);
-}
-
 std::string pipeline_statistics_section(const std::vector<gpu::PipelineStatistics>& rows, const std::string& device,
                                         const std::string& variant) {
   if (rows.empty())

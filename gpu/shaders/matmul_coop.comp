@@ -161,6 +161,13 @@ uvec4 w_chunk(uint n, uint k) {
   return c;
 }
 
+// Chunk i of this invocation's share of a slice: its staged row (X rows 0 .. BM-1, then W rows)
+// and its offset along K inside the slice.
+uvec2 slice_chunk(uint i) {
+  const uint c = gl_LocalInvocationIndex + i * THREADS;
+  return uvec2(c / CHUNKS_PER_ROW, (c % CHUNKS_PER_ROW) * CHUNK);
+}
+
 // Reads this invocation's chunks of the slice at k0 into `staged`.
 void read_slice(uint k0) {
   if (inside && PROBE < PROBE_NO_GLOBAL_READS) {
@@ -173,16 +180,16 @@ void read_slice(uint k0) {
       staged[i] = uvec4(0x1C001C00u + ((k0 / BK) & 1u));
       continue;
     }
-    const uint c = gl_LocalInvocationIndex + i * THREADS;
-    const uint r = c / CHUNKS_PER_ROW, k = k0 + (c % CHUNKS_PER_ROW) * CHUNK;
+    const uvec2 rk = slice_chunk(i);
+    const uint r = rk.x, k = k0 + rk.y;
     staged[i] = r < BM ? x_chunk(m0 + r, k) : w_chunk(n0 + r - BM, k);
   }
 }
 
 void stage_slice(uint at) {
   [[unroll]] for (uint i = 0u; i < CHUNKS; ++i) {
-    const uint c = gl_LocalInvocationIndex + i * THREADS;
-    tiles[at + (c / CHUNKS_PER_ROW) * STRIDE_CHUNKS + c % CHUNKS_PER_ROW] = staged[i];
+    const uvec2 rk = slice_chunk(i);
+    tiles[at + rk.x * STRIDE_CHUNKS + rk.y / CHUNK] = staged[i];
   }
 }
 
@@ -240,8 +247,8 @@ void main() {
   inside = X_PASSES > 0u && m0 + BM <= pc.rows && n0 + BN <= pc.n && pc.k % BK == 0u && DTYPE == DTYPE_F16 &&
            pc.row_bytes % 16u == 0u;
   [[unroll]] for (uint i = 0u; i < CHUNKS; ++i) {
-    const uint c = gl_LocalInvocationIndex + i * THREADS;
-    const uint r = c / CHUNKS_PER_ROW, k = (c % CHUNKS_PER_ROW) * CHUNK;
+    const uvec2 rk = slice_chunk(i);
+    const uint r = rk.x, k = rk.y;
     first_chunk[i] = i < X_PASSES ? ((m0 + r) * pc.k + k) / CHUNK : ((n0 + r - BM) * pc.row_bytes + 2u * k) / 16u;
   }
   const uint sm = gl_SubgroupID / SUBGROUPS_N, sn = gl_SubgroupID % SUBGROUPS_N;
