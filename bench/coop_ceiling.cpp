@@ -8,6 +8,7 @@
 //                      [--markdown docs/benchmarks.md --section NAME]
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <string_view>
@@ -81,6 +82,14 @@ gpu::Region random_f16(gpu::Arena& arena, gpu::Stream& stream, std::uint64_t n, 
   return r;
 }
 
+// "same bits", or how many of the f16 outputs differ; "-" for a level whose products are garbage.
+std::string same_bits(const std::vector<std::uint16_t>& y, const std::vector<std::uint16_t>& engine) {
+  if (y.empty()) return "-";
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) differ += y[i] != engine[i] ? 1 : 0;
+  return differ == 0 ? "same bits" : fmt::format("**{} of {} values differ**", differ, y.size());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -98,8 +107,9 @@ int main(int argc, char** argv) try {
   std::vector<Shape> shapes;
   for (std::string_view s : tapdiff::model::split_commas(shape_list)) shapes.push_back(parse_shape(std::string(s)));
 
-  const gpu::Instance instance(gpu::InstanceOptions{});
-  const gpu::Device dev(instance, gpu::select_device(gpu::devices_of(instance), device), gpu::DeviceNeeds{true, true});
+  const auto instance = gpu::shared_instance(gpu::InstanceOptions{});
+  const gpu::Device dev(*instance, gpu::select_device(gpu::devices_of(*instance), device),
+                        gpu::DeviceNeeds{true, true});
   gpu::Pipelines pipelines(dev, gpu::Activations::f16);
   gpu::Stream stream(dev);
   gpu::Kernels kernels(dev, pipelines, {}, 128, 1);
@@ -110,7 +120,8 @@ int main(int argc, char** argv) try {
       "Machine: {}; CPU {} ({} hardware threads); {}.\n\nCommand: `tapdiff_bench_coop --shapes {} --repeats {}`\n\n"
       "Device milliseconds per product (timestamps), median (min - max) of {} rounds after a warm-up round, each "
       "round every level in turn; TFLOP/s counts the product's 2 T K N whatever the level leaves out.\n\n"
-      "| product T x K x N | level | ms | TFLOP/s | x the whole kernel's time |\n|---|---|---|---|---|\n",
+      "| product T x K x N | level | ms | TFLOP/s | x the whole kernel's time | Y as the engine's kernel's |\n"
+      "|---|---|---|---|---|---|\n",
       gpu::summary(dev.info()), bench::cpu_model(), std::thread::hardware_concurrency(), bench::today(), shape_list,
       repeats, repeats);
   std::uint32_t seed = 1;
@@ -126,6 +137,9 @@ int main(int argc, char** argv) try {
     const gpu::Region x = random_f16(arena, stream, static_cast<std::uint64_t>(shape.rows) * shape.k, seed++);
     const gpu::Region y = arena.allocate(static_cast<std::uint64_t>(shape.rows) * shape.cols * 2, "the product");
     std::vector<std::vector<double>> ms(std::size(kLevels));
+    // The warm-up round's products of the whole kernels (the engine's and probe level 0), compared
+    // with the engine's bit for bit: a faster build must compute the same sums.
+    std::vector<std::vector<std::uint16_t>> product(std::size(kLevels));
     std::string engine_kernel;
     for (int round = 0; round <= repeats; ++round) {
       for (std::size_t l = 0; l < std::size(kLevels); ++l) {
@@ -136,6 +150,11 @@ int main(int argc, char** argv) try {
         stream.mark([&, l, round](double s) {
           if (round > 0) ms[l].push_back(s * 1e3);
         });
+        if (round == 0 && kLevels[l].probe <= 0)
+          stream.download(y, [&, l](const std::byte* bytes) {
+            product[l].resize(y.size / 2);
+            std::memcpy(product[l].data(), bytes, y.size);
+          });
       }
       stream.flush();
     }
@@ -145,9 +164,9 @@ int main(int argc, char** argv) try {
       const double m = bench::median(ms[l]);
       const std::string what =
           kLevels[l].probe < 0 ? fmt::format("{} (`{}`)", kLevels[l].what, engine_kernel) : kLevels[l].what;
-      out += fmt::format("| {}x{}x{} | {} | {:.3f} ({:.3f} - {:.3f}) | {:.0f} | {:.2f} |\n", shape.rows, shape.k,
+      out += fmt::format("| {}x{}x{} | {} | {:.3f} ({:.3f} - {:.3f}) | {:.0f} | {:.2f} | {} |\n", shape.rows, shape.k,
                          shape.cols, what, m, bench::smallest(ms[l]), bench::largest(ms[l]), flop / (m * 1e-3) / 1e12,
-                         m / whole);
+                         m / whole, same_bits(product[l], product[0]));
     }
   }
   out += "\n" + bench::pipeline_statistics_section(pipelines.statistics(), dev.info().name, "tapdiff_bench_coop");

@@ -1,8 +1,11 @@
 #include "gpu/instance.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <utility>
 
 #include <fmt/core.h>
 
@@ -65,9 +68,14 @@ void MessageLog::add(std::string message) {
   messages_.push_back(std::move(message));
 }
 
-std::vector<std::string> MessageLog::messages() const {
+std::vector<std::string> MessageLog::messages(std::size_t from) const {
   std::lock_guard lock(mutex_);
-  return messages_;
+  return {messages_.begin() + static_cast<std::ptrdiff_t>(std::min(from, messages_.size())), messages_.end()};
+}
+
+std::size_t MessageLog::count() const {
+  std::lock_guard lock(mutex_);
+  return messages_.size();
 }
 
 Instance::Instance(const InstanceOptions& options) : log_(std::make_unique<MessageLog>(options.print_messages)) {
@@ -147,6 +155,17 @@ std::vector<VkPhysicalDevice> Instance::physical_devices() const {
     devices.resize(n);
   }
   return devices;
+}
+
+std::shared_ptr<const Instance> shared_instance(const InstanceOptions& options) {
+  static std::mutex mutex;
+  // Never destroyed: vkDestroyInstance from the process's static destructors crashes NVIDIA's
+  // driver (SIGSEGV at exit, measured on the H200), whose own teardown may already have run.
+  static auto* made = new std::map<std::pair<bool, bool>, std::shared_ptr<const Instance>>();
+  std::lock_guard lock(mutex);
+  std::shared_ptr<const Instance>& instance = (*made)[{options.validation, options.print_messages}];
+  if (instance == nullptr) instance = std::make_shared<const Instance>(options);  // none kept when it throws
+  return instance;
 }
 
 }  // namespace tapdiff::gpu

@@ -23,7 +23,8 @@ class MessageLog {
  public:
   explicit MessageLog(bool print) : print_(print) {}
   void add(std::string message);
-  std::vector<std::string> messages() const;
+  std::vector<std::string> messages(std::size_t from = 0) const;  // those after the first `from`
+  std::size_t count() const;
 
  private:
   mutable std::mutex mutex_;
@@ -43,7 +44,9 @@ class Instance {
   VkInstance handle() const { return instance_; }
   bool validation() const { return messenger_ != VK_NULL_HANDLE; }
   std::vector<VkPhysicalDevice> physical_devices() const;
-  std::vector<std::string> messages() const { return log_->messages(); }
+  // Validation messages so far, after the first `from` of them (see message_count).
+  std::vector<std::string> messages(std::size_t from = 0) const { return log_->messages(from); }
+  std::size_t message_count() const { return log_->count(); }
 
  private:
   void create_instance(bool validation);
@@ -54,5 +57,12 @@ class Instance {
   VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
   PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger_ = nullptr;
 };
+
+// The process's instance for these options, made on first use and never destroyed (the process's
+// end releases it); engines share it. NVIDIA's driver (an H200, driver of 2026-11) refuses vkCreateInstance with
+// VK_ERROR_INCOMPATIBLE_DRIVER once a process has made 28 instances, destroyed or not, so an
+// instance per engine ended long test runs and any tool that makes engines one after another.
+// Validation messages of every user of the instance go to its one log.
+std::shared_ptr<const Instance> shared_instance(const InstanceOptions& options);
 
 }  // namespace tapdiff::gpu

@@ -81,7 +81,7 @@ class Engine final : public VulkanEngine {
   HostTensor read_kv(int layer, bool value) override;
   void write_kv(int layer, bool value, const HostTensor& rows) override;
 
-  std::vector<std::string> validation_messages() const override { return instance_->messages(); }
+  std::vector<std::string> validation_messages() const override { return instance_->messages(first_message_); }
   bool validation_enabled() const override { return instance_->validation(); }
   void set_profiling(bool on) override { stream_->set_timestamps(on); }
   VulkanEngineStats stats() const override {
@@ -116,7 +116,8 @@ class Engine final : public VulkanEngine {
   model::Graph graph_;
   FaultSet faults_;  // --inject
   Activations activation_type_;
-  std::unique_ptr<Instance> instance_;
+  std::shared_ptr<const Instance> instance_;  // the process's (shared_instance)
+  std::size_t first_message_ = 0;             // the instance's validation messages before this engine
   std::unique_ptr<Device> device_;
   std::unique_ptr<Pipelines> pipelines_;
   std::unique_ptr<Stream> stream_;
@@ -158,7 +159,8 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
   InstanceOptions instance_options;
   instance_options.validation = options.validation.value_or(validation_requested_by_environment());
   instance_options.print_messages = options.print_validation;
-  instance_ = std::make_unique<Instance>(instance_options);
+  instance_ = shared_instance(instance_options);
+  first_message_ = instance_->message_count();
   device_ = std::make_unique<Device>(*instance_, select_device(devices_of(*instance_), options.device),
                                      DeviceNeeds{options.f16, options.pipeline_statistics});
   pipelines_ = std::make_unique<Pipelines>(*device_, activation_type_);
@@ -563,9 +565,6 @@ std::unique_ptr<VulkanEngine> make_vulkan_engine(const model::Model& model, cons
   return std::make_unique<Engine>(model, options);
 }
 
-std::vector<DeviceInfo> list_devices() {
-  const Instance instance(InstanceOptions{});
-  return devices_of(instance);
-}
+std::vector<DeviceInfo> list_devices() { return devices_of(*shared_instance(InstanceOptions{})); }
 
 }  // namespace tapdiff::gpu

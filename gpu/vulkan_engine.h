@@ -43,7 +43,9 @@ struct VulkanEngineStats {
 
 class VulkanEngine : public model::Engine {
  public:
-  // Warnings and errors the validation layer reported so far (always empty without validation).
+  // Warnings and errors the validation layer reported since the engine was made (always empty
+  // without validation). The instance is the process's (gpu::shared_instance): while two engines
+  // live at once, each also sees the other's.
   virtual std::vector<std::string> validation_messages() const = 0;
   virtual bool validation_enabled() const = 0;
   virtual VulkanEngineStats stats() const = 0;

@@ -293,8 +293,9 @@ TEST(VulkanEngine, KvCacheLimitIsAClearError) {
 
 // Memory requests past the device's limits fail with the request, the size and the limit named.
 TEST(VulkanMemory, RequestsPastTheDeviceLimitsAreClearErrors) {
-  const gpu::Instance instance({true, false});
-  const gpu::Device device(instance, gpu::select_device(gpu::devices_of(instance), ""));
+  const auto instance = gpu::shared_instance({true, false});
+  const std::size_t before = instance->message_count();
+  const gpu::Device device(*instance, gpu::select_device(gpu::devices_of(*instance), ""));
   gpu::Arena arena(device, "weights", gpu::MemoryKind::device_local, 1 << 20);
   try {
     arena.allocate(device.info().max_storage_buffer_range + 4, "weights of blk.3.ffn_up.weight");
@@ -310,23 +311,68 @@ TEST(VulkanMemory, RequestsPastTheDeviceLimitsAreClearErrors) {
     EXPECT_NE(std::string(e.what()).find("allocating"), std::string::npos) << e.what();
   }
   EXPECT_EQ(gpu::result_name(VK_ERROR_OUT_OF_DEVICE_MEMORY), "VK_ERROR_OUT_OF_DEVICE_MEMORY");
-  for (const std::string& msg : instance.messages()) ADD_FAILURE() << msg;
+  for (const std::string& msg : instance->messages(before)) ADD_FAILURE() << msg;
 }
 
 // The messenger does catch what the layer reports (else "no messages" would prove nothing).
-TEST(VulkanValidation, AnInvalidCallIsReported) {
-  const gpu::Instance instance({true, false});
-  const gpu::Device device(instance, gpu::select_device(gpu::devices_of(instance), ""));
+// A buffer of 0 bytes (VUID-VkBufferCreateInfo-size-00912: size must be greater than 0), made
+// and destroyed on `device`.
+void make_an_invalid_call(const gpu::Device& device) {
   VkBufferCreateInfo info{};
   info.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
-  info.size = 0;  // VUID-VkBufferCreateInfo-size-00912: size must be greater than 0
+  info.size = 0;
   info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
   VkBuffer buffer = VK_NULL_HANDLE;
   if (gpu::vkCreateBuffer(device.handle(), &info, nullptr, &buffer) == VK_SUCCESS && buffer != VK_NULL_HANDLE)
     gpu::vkDestroyBuffer(device.handle(), buffer, nullptr);
-  const auto messages = instance.messages();
+}
+
+TEST(VulkanValidation, AnInvalidCallIsReported) {
+  const auto instance = gpu::shared_instance({true, false});
+  const std::size_t before = instance->message_count();
+  const gpu::Device device(*instance, gpu::select_device(gpu::devices_of(*instance), ""));
+  make_an_invalid_call(device);
+  const auto messages = instance->messages(before);
   ASSERT_FALSE(messages.empty());
   EXPECT_NE(messages.front().find("00912"), std::string::npos) << messages.front();
+}
+
+// One instance per process and options (NVIDIA's driver refuses the 29th instance of a process):
+// the same one whenever asked, another for other options.
+TEST(VulkanInstance, IsMadeOncePerProcessAndOptions) {
+  const auto validated = gpu::shared_instance({true, false});
+  EXPECT_EQ(gpu::shared_instance({true, false}).get(), validated.get());
+  EXPECT_EQ(gpu::shared_instance({true, false})->handle(), validated->handle());
+  const auto plain = gpu::shared_instance({false, false});
+  EXPECT_NE(plain.get(), validated.get());
+  EXPECT_FALSE(plain->validation());
+  EXPECT_TRUE(validated->validation());
+  EXPECT_EQ(gpu::shared_instance({false, false}).get(), plain.get());
+}
+
+// An engine reports the validation messages since it was made, not those its shared instance
+// collected before (from an invalid call here); one made after its own invalid call reports it.
+TEST(VulkanInstance, AnEngineReportsOnlyTheMessagesSinceItWasMade) {
+  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto instance = gpu::shared_instance({true, false});
+  {
+    const gpu::Device device(*instance, gpu::select_device(gpu::devices_of(*instance), ""));
+    make_an_invalid_call(device);
+  }
+  ASSERT_FALSE(instance->messages().empty());
+  gpu::VulkanEngineOptions options;
+  options.validation = true;
+  const auto engine = gpu::make_vulkan_engine(*m, options);
+  EXPECT_TRUE(engine->validation_messages().empty());
+  const std::size_t before = instance->message_count();
+  {
+    const gpu::Device device(*instance, gpu::select_device(gpu::devices_of(*instance), ""));
+    make_an_invalid_call(device);
+  }
+  ASSERT_GT(instance->message_count(), before);
+  const auto seen = engine->validation_messages();
+  ASSERT_EQ(seen.size(), instance->message_count() - before);
+  EXPECT_NE(seen.front().find("00912"), std::string::npos) << seen.front();
 }
 
 TEST(VulkanCli, DevicesListsLavapipeOrAGpu) {
