@@ -23,9 +23,10 @@
 // buffer each gave part of it. On the H200 ("Where the GEMM's time goes"), the straight-line reads
 // took the 32-slice build's ffn_gate from 1.69 to 1.45 ms, ahead of the 16-slice build.
 // Slower there, same bits ("Overlapping the GEMM's parts, tried"): fragments loaded straight from
-// memory (4x), producer subgroups that stage while 8 others multiply (1.4-5.3x). The driver keeps
-// the sums in local memory for small changes of structure (4.6x slower): after any change, check
-// "Local Memory Size" in tapdiff_bench_coop's statistics.
+// memory (4x), producer subgroups that stage while 8 others multiply (1.4-5.3x), 16 subgroups
+// or smaller tiles (1.1-1.8x). The driver keeps the sums in local memory for small changes of
+// structure (4.6x slower): after any change, check "Local Memory Size" in tapdiff_bench_coop's
+// statistics.
 //
 // Numerics are those of the f16 mode: f16 inputs (their products are exact in f32), f32 sums, the
 // bias added after the sum, and each output rounded once with round_f16 (to_act). Only the order
