@@ -314,7 +314,6 @@ TEST(VulkanMemory, RequestsPastTheDeviceLimitsAreClearErrors) {
   for (const std::string& msg : instance->messages(before)) ADD_FAILURE() << msg;
 }
 
-// The messenger does catch what the layer reports (else "no messages" would prove nothing).
 // A buffer of 0 bytes (VUID-VkBufferCreateInfo-size-00912: size must be greater than 0), made
 // and destroyed on `device`.
 void make_an_invalid_call(const gpu::Device& device) {
@@ -327,6 +326,7 @@ void make_an_invalid_call(const gpu::Device& device) {
     gpu::vkDestroyBuffer(device.handle(), buffer, nullptr);
 }
 
+// The messenger does catch what the layer reports (else "no messages" would prove nothing).
 TEST(VulkanValidation, AnInvalidCallIsReported) {
   const auto instance = gpu::shared_instance({true, false});
   const std::size_t before = instance->message_count();
