@@ -8,6 +8,7 @@
 
 #include <fmt/core.h>
 
+#include "bisect/read_ahead.h"
 #include "model/errors.h"
 
 namespace tapdiff::bisect {
@@ -254,23 +255,31 @@ OpResult compare_tensor(const model::TensorId& id, int width, const TensorSource
                         const RowAlignment& alignment, HeadLayout layout, const Tolerance& tolerance,
                         std::size_t block_bytes) {
   OpAccumulator acc(id, layout, tolerance);
-  const std::int64_t block = block_rows(width, block_bytes);
+  for (const BlockRun& run : block_runs(alignment, block_rows(width, block_bytes))) {
+    const auto i = static_cast<std::size_t>(run.begin);
+    const std::int64_t n = run.end - run.begin;
+    const model::HostTensor block_a = a.read(id, alignment.row_a[i], n);
+    const model::HostTensor block_b = b.read(id, alignment.row_b[i], n);
+    TAPDIFF_ASSERT(block_a.rows() == n && block_b.rows() == n, "{}: read {} and {} rows of {}", model::to_string(id),
+                   block_a.rows(), block_b.rows(), n);
+    acc.add(block_a, block_b, run.begin);
+  }
+  return acc.finish(alignment.rows);
+}
+
+std::vector<BlockRun> block_runs(const RowAlignment& alignment, std::int64_t block) {
+  std::vector<BlockRun> runs;
   const auto n = static_cast<std::int64_t>(alignment.rows.size());
   const auto at = [](const std::vector<std::int64_t>& v, std::int64_t i) { return v[static_cast<std::size_t>(i)]; };
   for (std::int64_t i = 0; i < n;) {
-    // A run of rows consecutive in both files, at most one block long.
     std::int64_t j = i + 1;
     while (j < n && j - i < block && at(alignment.row_a, j) == at(alignment.row_a, j - 1) + 1 &&
            at(alignment.row_b, j) == at(alignment.row_b, j - 1) + 1)
       ++j;
-    const model::HostTensor block_a = a.read(id, at(alignment.row_a, i), j - i);
-    const model::HostTensor block_b = b.read(id, at(alignment.row_b, i), j - i);
-    TAPDIFF_ASSERT(block_a.rows() == j - i && block_b.rows() == j - i, "{}: read {} and {} rows of {}",
-                   model::to_string(id), block_a.rows(), block_b.rows(), j - i);
-    acc.add(block_a, block_b, i);
+    runs.push_back({i, j});
     i = j;
   }
-  return acc.finish(alignment.rows);
+  return runs;
 }
 
 // --- two dumps ---------------------------------------------------------------------------------
@@ -354,11 +363,15 @@ CompareResult compare_dumps(const dumps::DumpReader& a, const dumps::DumpReader&
                                      : fmt::format(" and selected by --taps '{}'", options.taps.spec())));
   const model::Graph graph(r.config);
   const DumpSource source_a(a), source_b(b);
+  std::vector<ReadAhead::Request> plan;
+  for (const model::TensorId& id : ids)
+    ReadAhead::plan_op(id, graph.width(id.op), r.alignment, options.block_bytes, plan);
+  const ReadAhead ahead(source_a, source_b, std::move(plan));  // the dumps' reads overlap the comparison
   const std::int64_t bytes_per_value = element_bytes(a.metadata()) + element_bytes(b.metadata());
   const auto n_rows = static_cast<std::int64_t>(r.alignment.rows.size());
   for (const model::TensorId& id : ids) {
     const int width = graph.width(id.op);
-    r.ops.push_back(compare_tensor(id, width, source_a, source_b, r.alignment, head_layout(id.op, r.config),
+    r.ops.push_back(compare_tensor(id, width, ahead.a(), ahead.b(), r.alignment, head_layout(id.op, r.config),
                                    tolerances.lookup(id, r.dtype, r.builtin_dtype), options.block_bytes));
     if (!r.first && !r.ops.back().pass()) r.first = r.ops.size() - 1;
     r.bytes_read += n_rows * width * bytes_per_value;

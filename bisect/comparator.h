@@ -167,6 +167,13 @@ inline constexpr std::int64_t kMaxBlockRows = 256;
 // (elements counted as 8 bytes): in [1, kMaxBlockRows].
 std::int64_t block_rows(std::int64_t width, std::size_t block_bytes = kDefaultBlockBytes);
 
+// The blocks compare_tensor reads: runs [begin, end) of alignment.rows whose rows are consecutive
+// in both sources, each at most `block` long, in order.
+struct BlockRun {
+  std::int64_t begin = 0, end = 0;
+};
+std::vector<BlockRun> block_runs(const RowAlignment& alignment, std::int64_t block);
+
 // One op of two sources over the aligned rows, streamed in blocks of block_rows(width) rows.
 OpResult compare_tensor(const model::TensorId& id, int width, const TensorSource& a, const TensorSource& b,
                         const RowAlignment& alignment, HeadLayout layout, const Tolerance& tolerance,
