@@ -57,8 +57,9 @@ model::HostTensor ReadAhead::take(bool is_a, const model::TensorId& id, std::int
                  plan_.size());
   const Request& r = plan_[next_taken_];
   TAPDIFF_ASSERT(r.id == id && (is_a ? r.row_a : r.row_b) == first_row && r.count == count && a_taken_ != is_a,
-                 "{}: rows {} + {} of {} read, the plan's next block is {} rows {} + {} of a then b",
-                 model::to_string(id), first_row, count, is_a ? "a" : "b", model::to_string(r.id), r.row_a, r.count);
+                 "{}: rows {} + {} of {} read, the plan's next block is {} rows {} + {} of a, {} + {} of b",
+                 model::to_string(id), first_row, count, is_a ? "a" : "b", model::to_string(r.id), r.row_a, r.count,
+                 r.row_b, r.count);
   changed_.wait(lock, [&] { return !ready_.empty() || failure_; });
   if (ready_.empty()) std::rethrow_exception(failure_);
   if (is_a) {

@@ -12,11 +12,8 @@
 #include "model/cache_dir.h"
 
 namespace tapdiff::model {
-namespace {
 
-// "path\tsize\tmtime_ns\tinode" of each file, joined by '\t'; empty when a file cannot be
-// described (gone, or a name with a tab or newline in it).
-std::string file_key(const std::vector<std::filesystem::path>& files) {
+std::string sha256_cache_key(const std::vector<std::filesystem::path>& files) {
   std::string key;
   for (const std::filesystem::path& f : files) {
     std::error_code ec;
@@ -29,6 +26,8 @@ std::string file_key(const std::vector<std::filesystem::path>& files) {
   }
   return key;
 }
+
+namespace {
 
 // The key's paths alone (every fourth field from the first): an entry for the same files, changed.
 std::string paths_of(const std::string& key) {
@@ -66,9 +65,8 @@ std::filesystem::path sha256_cache_path() {
   return cache_dir() / "model-sha256.tsv";
 }
 
-std::optional<std::string> cached_sha256(const std::vector<std::filesystem::path>& files) {
+std::optional<std::string> cached_sha256(const std::string& key) {
   const std::filesystem::path cache = sha256_cache_path();
-  const std::string key = file_key(files);
   if (cache.empty() || key.empty()) return std::nullopt;
   std::optional<std::string> found;
   for (auto& [sha, k] : read_entries(cache))
@@ -76,9 +74,8 @@ std::optional<std::string> cached_sha256(const std::vector<std::filesystem::path
   return found;
 }
 
-void remember_sha256(const std::vector<std::filesystem::path>& files, const std::string& sha256) {
+void remember_sha256(const std::string& key, const std::string& sha256) {
   const std::filesystem::path cache = sha256_cache_path();
-  const std::string key = file_key(files);
   if (cache.empty() || key.empty() || !is_sha256(sha256)) return;
   std::error_code ec;
   std::filesystem::create_directories(cache.parent_path(), ec);

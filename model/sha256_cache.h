@@ -17,9 +17,13 @@ inline constexpr std::size_t kSha256CacheEntries = 256;
 // The cache file, or empty when the cache is off.
 std::filesystem::path sha256_cache_path();
 
-// The remembered hash of these files as they are now, if any.
-std::optional<std::string> cached_sha256(const std::vector<std::filesystem::path>& files);
-// Remembers the hash of these files as they are now (replacing an entry of the same paths).
-void remember_sha256(const std::vector<std::filesystem::path>& files, const std::string& sha256);
+// The files as they are now: "path\tsize\tmtime_ns\tinode" of each, joined by '\t'; empty when a
+// file cannot be described (gone, or a name with a tab or newline in it). Taken before hashing,
+// so that a file changed while it is hashed does not match its entry afterwards.
+std::string sha256_cache_key(const std::vector<std::filesystem::path>& files);
+// The remembered hash of the files that `key` describes, if any.
+std::optional<std::string> cached_sha256(const std::string& key);
+// Remembers the hash of the files that `key` describes (replacing an entry of the same paths).
+void remember_sha256(const std::string& key, const std::string& sha256);
 
 }  // namespace tapdiff::model

@@ -106,7 +106,8 @@ void Model::prefetch_sha256() const {
 std::string Model::find_sha256() const {
   std::vector<std::filesystem::path> paths;
   for (const auto& file : files_) paths.push_back(file->path());
-  if (std::optional<std::string> cached = cached_sha256(paths)) return *std::move(cached);
+  const std::string key = sha256_cache_key(paths);
+  if (std::optional<std::string> cached = cached_sha256(key)) return *std::move(cached);
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), &EVP_MD_CTX_free);
   if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1)
     throw EnvironmentError("sha256: OpenSSL could not start a digest");
@@ -121,7 +122,7 @@ std::string Model::find_sha256() const {
   EVP_DigestFinal_ex(ctx.get(), digest.data(), &len);
   std::string hex;
   for (unsigned int i = 0; i < len; ++i) hex += fmt::format("{:02x}", digest[i]);
-  remember_sha256(paths, hex);
+  remember_sha256(key, hex);
   return hex;
 }
 
