@@ -3,7 +3,9 @@
 // the barrier, the fragment loads), down to the tensor-core products alone, and each level is timed
 // with device timestamps on the GEMM shapes of a model, side by side in every round. The gap
 // between two levels is what the part taken away costs; the last level is the ceiling the
-// products themselves set through VK_NV_cooperative_matrix on this driver.
+// products themselves set through VK_NV_cooperative_matrix on this driver. The engine's own choice
+// (matmul-coop2 where the device offers VK_NV_cooperative_matrix2) and matmul-coop forced run in
+// the same rounds.
 //   tapdiff_bench_coop [--shapes 2048x4096x14336,...] [--repeats 5] [--device D]
 //                      [--markdown docs/benchmarks.md --section NAME]
 #include <cstdint>
@@ -56,13 +58,16 @@ Shape parse_shape(const std::string& text) {
   return s;
 }
 
-// What each timed row runs: the engine's own choice of kernel, or the probe build at a level.
+// What each timed row runs: Kernels::matmul with the engine's choice of kernel or a forced one, or
+// the probe build at a level.
 struct Level {
-  int probe = -1;  // -1: Kernels::matmul (the engine's choice)
+  int probe = -1;  // -1: Kernels::matmul with `kernels` (--kernels overrides; "": the engine's choice)
   const char* what;
+  const char* kernels = "";
 };
 constexpr Level kLevels[] = {
     {-1, "the engine's kernel"},
+    {-1, "matmul-coop, forced", "matmul=coop"},
     {0, "probe 0: the 32-slice kernel, whole"},
     {1, "1: no reads from memory (slices made up in registers)"},
     {2, "2: nor shared-memory stores"},
@@ -113,6 +118,7 @@ int main(int argc, char** argv) try {
   gpu::Pipelines pipelines(dev, gpu::Activations::f16);
   gpu::Stream stream(dev);
   gpu::Kernels kernels(dev, pipelines, {}, 128, 1);
+  gpu::Kernels coop_kernels(dev, pipelines, gpu::parse_kernel_overrides("matmul=coop"), 128, 1);
   gpu::Arena arena(dev, "operands", gpu::MemoryKind::device_local, 64ull << 20);
   stream.set_timestamps(true);
 
@@ -120,7 +126,7 @@ int main(int argc, char** argv) try {
       "Machine: {}; CPU {} ({} hardware threads); {}.\n\nCommand: `tapdiff_bench_coop --shapes {} --repeats {}`\n\n"
       "Device milliseconds per product (timestamps), median (min - max) of {} rounds after a warm-up round, each "
       "round every level in turn; TFLOP/s counts the product's 2 T K N whatever the level leaves out.\n\n"
-      "| product T x K x N | level | ms | TFLOP/s | x the whole kernel's time | Y as the engine's kernel's |\n"
+      "| product T x K x N | level | ms | TFLOP/s | x probe 0's time | Y as the engine's kernel's |\n"
       "|---|---|---|---|---|---|\n",
       gpu::summary(dev.info()), bench::cpu_model(), std::thread::hardware_concurrency(), bench::today(), shape_list,
       repeats, repeats);
@@ -140,11 +146,11 @@ int main(int argc, char** argv) try {
     // The warm-up round's products of the whole kernels (the engine's and probe level 0), compared
     // with the engine's bit for bit: a faster build must compute the same sums.
     std::vector<std::vector<std::uint16_t>> product(std::size(kLevels));
-    std::string engine_kernel;
+    std::vector<std::string> ran(std::size(kLevels));
     for (int round = 0; round <= repeats; ++round) {
       for (std::size_t l = 0; l < std::size(kLevels); ++l) {
         if (kLevels[l].probe < 0)
-          engine_kernel = kernels.matmul(stream, x, w, nullptr, y, shape.rows, 0);
+          ran[l] = (*kLevels[l].kernels == 0 ? kernels : coop_kernels).matmul(stream, x, w, nullptr, y, shape.rows, 0);
         else
           kernels.matmul_coop_probe(stream, x, w, y, shape.rows, static_cast<std::uint32_t>(kLevels[l].probe));
         stream.mark([&, l, round](double s) {
@@ -159,11 +165,11 @@ int main(int argc, char** argv) try {
       stream.flush();
     }
     const double flop = 2.0 * shape.rows * static_cast<double>(shape.k) * static_cast<double>(shape.cols);
-    const double whole = bench::median(ms[1]);
+    const double whole = bench::median(ms[2]);
     for (std::size_t l = 0; l < std::size(kLevels); ++l) {
       const double m = bench::median(ms[l]);
       const std::string what =
-          kLevels[l].probe < 0 ? fmt::format("{} (`{}`)", kLevels[l].what, engine_kernel) : kLevels[l].what;
+          kLevels[l].probe < 0 ? fmt::format("{} (`{}`)", kLevels[l].what, ran[l]) : kLevels[l].what;
       out += fmt::format("| {}x{}x{} | {} | {:.3f} ({:.3f} - {:.3f}) | {:.0f} | {:.2f} | {} |\n", shape.rows, shape.k,
                          shape.cols, what, m, bench::smallest(ms[l]), bench::largest(ms[l]), flop / (m * 1e-3) / 1e12,
                          m / whole, same_bits(product[l], product[0]));

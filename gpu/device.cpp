@@ -4,6 +4,7 @@
 
 #include <fmt/core.h>
 
+#include "gpu/device_coop2.h"
 #include "gpu/instance.h"
 #include "gpu/vk_error.h"
 #include "model/errors.h"
@@ -50,22 +51,32 @@ std::string why_no_cooperative_matrix(const Instance& instance, const DeviceInfo
 
 // The feature structs and extensions vkCreateDevice enables, chained from `v11`. The f32 kernels
 // need no optional feature: weights are read as 32-bit words and unpacked in the shaders. The f16
-// ones store activations as 16-bit values (arithmetic stays f32); the cooperative-matrix GEMM also
-// declares f16 values, cooperative matrices and the Vulkan memory model (which glslang's
-// cooperative-matrix loads and stores require). Without it the device is created exactly as before
-// the GEMM existed.
+// ones store activations as 16-bit values (arithmetic stays f32); the cooperative-matrix GEMMs also
+// declare f16 values, cooperative matrices (VK_NV_cooperative_matrix; VK_KHR_cooperative_matrix with
+// VK_NV_cooperative_matrix2 for matmul-coop2) and the Vulkan memory model (which their loads and
+// stores require). Without them the device is created exactly as before the GEMMs existed.
 struct EnabledFeatures {
-  EnabledFeatures(const DeviceNeeds& needs, bool cooperative_matrix, bool pipeline_statistics) {
-    coop.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
-    coop.cooperativeMatrix = VK_TRUE;
+  EnabledFeatures(const DeviceNeeds& needs, bool cooperative_matrix, bool cooperative_matrix2,
+                  bool pipeline_statistics) {
     v12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
-    v12.pNext = &coop;
     v12.shaderFloat16 = VK_TRUE;
     v12.vulkanMemoryModel = VK_TRUE;
     v11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
-    v11.pNext = cooperative_matrix ? &v12 : nullptr;
     v11.storageBuffer16BitAccess = needs.storage_16bit ? VK_TRUE : VK_FALSE;
-    if (cooperative_matrix) extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    if (cooperative_matrix) {
+      coop.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
+      coop.cooperativeMatrix = VK_TRUE;
+      coop.pNext = v12.pNext;
+      v12.pNext = &coop;
+      extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    }
+    if (cooperative_matrix2) {
+      coop2.nv.pNext = v12.pNext;
+      v12.pNext = &coop2.khr;
+      extensions.push_back(kKhrCooperativeMatrixExtension);
+      extensions.push_back(kNvCooperativeMatrix2Extension);
+    }
+    if (cooperative_matrix || cooperative_matrix2) v11.pNext = &v12;
     if (pipeline_statistics) {
       executables.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR;
       executables.pipelineExecutableInfo = VK_TRUE;
@@ -79,6 +90,7 @@ struct EnabledFeatures {
 
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executables{};
   VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{};
+  CooperativeMatrix2Enabled coop2;
   VkPhysicalDeviceVulkan12Features v12{};
   VkPhysicalDeviceVulkan11Features v11{};
   std::vector<const char*> extensions;
@@ -89,6 +101,12 @@ struct EnabledFeatures {
 Device::Device(const Instance& instance, DeviceInfo info, const DeviceNeeds& needs) : info_(std::move(info)) {
   check_device_offers(info_, needs);
   cooperative_matrix_missing_ = why_no_cooperative_matrix(instance, info_, needs);
+  cooperative_matrix2_missing_ =
+      !needs.storage_16bit ? "matmul-coop2 runs in the f16 mode only (--dtype f16)"
+      : instance.validation()
+          ? "the Khronos validation layer of Debian 12 (1.3.239) predates VK_NV_cooperative_matrix2 and rejects its "
+            "structs and SPIR-V, so matmul-coop2 is off while validating"
+          : why_no_cooperative_matrix2(instance.handle(), info_, kCoop2Tile);
   vkGetPhysicalDeviceMemoryProperties(info_.handle, &memory_);
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo queue{};
@@ -97,7 +115,7 @@ Device::Device(const Instance& instance, DeviceInfo info, const DeviceNeeds& nee
   queue.queueCount = 1;
   queue.pQueuePriorities = &priority;
   pipeline_statistics_ = needs.pipeline_statistics && info_.pipeline_statistics;
-  const EnabledFeatures features(needs, cooperative_matrix(), pipeline_statistics_);
+  const EnabledFeatures features(needs, cooperative_matrix(), cooperative_matrix2(), pipeline_statistics_);
   VkDeviceCreateInfo create{};
   create.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
   create.pNext = &features.v11;

@@ -45,6 +45,9 @@ class Device {
   // kernel's matrix shapes. Otherwise why not, a phrase for messages (empty when enabled).
   bool cooperative_matrix() const { return cooperative_matrix_missing_.empty(); }
   const std::string& cooperative_matrix_missing() const { return cooperative_matrix_missing_; }
+  // Likewise VK_NV_cooperative_matrix2 with what matmul-coop2 declares (gpu/device_coop2.h).
+  bool cooperative_matrix2() const { return cooperative_matrix2_missing_.empty(); }
+  const std::string& cooperative_matrix2_missing() const { return cooperative_matrix2_missing_; }
   // Whether pipelines capture the driver's statistics (DeviceNeeds::pipeline_statistics, offered).
   bool pipeline_statistics() const { return pipeline_statistics_; }
 
@@ -57,6 +60,7 @@ class Device {
  private:
   DeviceInfo info_;
   std::string cooperative_matrix_missing_;
+  std::string cooperative_matrix2_missing_;
   bool pipeline_statistics_ = false;
   VkPhysicalDeviceMemoryProperties memory_{};
   VkDevice device_ = VK_NULL_HANDLE;

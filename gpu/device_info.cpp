@@ -7,6 +7,7 @@
 
 #include <fmt/core.h>
 
+#include "gpu/device_coop2.h"
 #include "gpu/vk_error.h"
 #include "model/errors.h"
 
@@ -81,19 +82,6 @@ void query_features(VkPhysicalDevice device, DeviceInfo& info) {
   info.storage_buffer_8bit = v12.storageBuffer8BitAccess == VK_TRUE;
   info.storage_buffer_16bit = v11.storageBuffer16BitAccess == VK_TRUE;
   info.vulkan_memory_model = v12.vulkanMemoryModel == VK_TRUE;
-}
-
-// An extension's feature struct of type `Features` (sType `type`), as the device fills it; chained
-// only where the device has the extension.
-template <typename Features>
-Features extension_features(VkPhysicalDevice device, VkStructureType type) {
-  Features features{};
-  features.sType = type;
-  VkPhysicalDeviceFeatures2 features2{};
-  features2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
-  features2.pNext = &features;
-  vkGetPhysicalDeviceFeatures2(device, &features2);
-  return features;
 }
 
 // The feature and the shader stages of VK_NV_cooperative_matrix; their structs may only be chained
@@ -208,8 +196,11 @@ DeviceInfo query_device(VkPhysicalDevice device, int index) {
   query_properties(device, info);
   query_features(device, info);
   query_memory_and_queues(device, info);
+  bool khr_cooperative_matrix = false, nv_cooperative_matrix2 = false;
   for (const std::string& e : device_extensions(device)) {
-    if (e == "VK_KHR_cooperative_matrix" || e == VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)
+    khr_cooperative_matrix = khr_cooperative_matrix || e == kKhrCooperativeMatrixExtension;
+    nv_cooperative_matrix2 = nv_cooperative_matrix2 || e == kNvCooperativeMatrix2Extension;
+    if (e == kKhrCooperativeMatrixExtension || e == VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)
       info.cooperative_matrix = true;
     if (e == VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME && info.api_version >= VK_API_VERSION_1_2)
       info.nv_cooperative_matrix = nv_cooperative_matrix_usable(device);
@@ -217,6 +208,8 @@ DeviceInfo query_device(VkPhysicalDevice device, int index) {
     if (e == VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)
       info.pipeline_statistics = pipeline_executable_info(device);
   }
+  if (khr_cooperative_matrix && nv_cooperative_matrix2 && info.api_version >= VK_API_VERSION_1_2)
+    info.nv_cooperative_matrix2 = nv_cooperative_matrix2_usable(device);
   return info;
 }
 
@@ -262,9 +255,9 @@ std::string describe(const DeviceInfo& d) {
   out += fmt::format("    memory {}\n", heaps);
   out += fmt::format(
       "    shaderFloat16 {}, storageBuffer16BitAccess {}, shaderInt8 {}, storageBuffer8BitAccess {}, "
-      "cooperative matrix {}, kernel statistics {}\n",
+      "cooperative matrix {} (VK_NV_cooperative_matrix2 {}), kernel statistics {}\n",
       yes(d.shader_float16), yes(d.storage_buffer_16bit), yes(d.shader_int8), yes(d.storage_buffer_8bit),
-      yes(d.cooperative_matrix), yes(d.pipeline_statistics));
+      yes(d.cooperative_matrix), yes(d.nv_cooperative_matrix2), yes(d.pipeline_statistics));
   out += fmt::format("    max storage buffer range {}, shared memory {}, workgroup invocations {}\n",
                      format_bytes(static_cast<double>(d.max_storage_buffer_range)),
                      format_bytes(static_cast<double>(d.max_shared_memory)), d.max_workgroup_invocations);

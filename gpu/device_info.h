@@ -41,8 +41,11 @@ struct DeviceInfo {
   bool vulkan_memory_model = false;
   bool cooperative_matrix = false;     // VK_KHR_cooperative_matrix or VK_NV_cooperative_matrix
   bool nv_cooperative_matrix = false;  // VK_NV_cooperative_matrix, its feature on, in compute shaders
-  bool push_descriptor = false;        // VK_KHR_push_descriptor
-  bool pipeline_statistics = false;    // VK_KHR_pipeline_executable_properties, pipelineExecutableInfo on
+  // VK_NV_cooperative_matrix2 with VK_KHR_cooperative_matrix, the features matmul-coop2 declares on
+  // (gpu/device_coop2.h)
+  bool nv_cooperative_matrix2 = false;
+  bool push_descriptor = false;      // VK_KHR_push_descriptor
+  bool pipeline_statistics = false;  // VK_KHR_pipeline_executable_properties, pipelineExecutableInfo on
 
   // Limits the engine sizes its buffers and dispatches by.
   std::uint64_t max_storage_buffer_range = 0;
@@ -59,6 +62,19 @@ std::string_view device_type_name(VkPhysicalDeviceType type);  // "discrete GPU"
 std::string version_string(std::uint32_t api_version);         // "1.3.230"
 
 DeviceInfo query_device(VkPhysicalDevice device, int index);
+
+// An extension's feature struct of type `Features` (sType `type`), as the device fills it; chained
+// only where the device has the extension.
+template <typename Features>
+Features extension_features(VkPhysicalDevice device, VkStructureType type) {
+  Features features{};
+  features.sType = type;
+  VkPhysicalDeviceFeatures2 features2{};
+  features2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+  features2.pNext = &features;
+  vkGetPhysicalDeviceFeatures2(device, &features2);
+  return features;
+}
 
 // The VK_NV_cooperative_matrix shapes the cooperative-matrix GEMM (shaders/matmul_coop.comp) uses.
 struct CooperativeMatrixShapes {

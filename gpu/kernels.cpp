@@ -9,6 +9,7 @@
 #include <fmt/core.h>
 
 #include "gpu/device.h"
+#include "gpu/matmul_coop2.h"
 #include "gpu/pipelines.h"
 #include "gpu/stream.h"
 #include "model/comma_list.h"
@@ -172,11 +173,12 @@ KernelOverrides parse_kernel_overrides(const std::string& text) {
   for (const std::string_view item : model::split_commas(text)) {
     const std::size_t eq = item.find('=');
     const std::string_view key = item.substr(0, eq), value = eq == std::string_view::npos ? "" : item.substr(eq + 1);
-    if (key == "matmul" &&
-        (value == "auto" || value == "tiled" || value == "coop" || value == "coop-k16" || value == "matvec")) {
+    if (key == "matmul" && (value == "auto" || value == "tiled" || value == "coop" || value == "coop-k16" ||
+                            value == "coop2" || value == "matvec")) {
       o.matmul = value == "tiled"      ? KernelOverrides::Matmul::tiled
                  : value == "coop"     ? KernelOverrides::Matmul::coop
                  : value == "coop-k16" ? KernelOverrides::Matmul::coop_k16
+                 : value == "coop2"    ? KernelOverrides::Matmul::coop2
                  : value == "matvec"   ? KernelOverrides::Matmul::matvec
                                        : KernelOverrides::Matmul::automatic;
     } else if (key == "matvec" && (value == "auto" || value == "subgroup" || value == "shared")) {
@@ -194,7 +196,7 @@ KernelOverrides parse_kernel_overrides(const std::string& text) {
                                                     : KernelOverrides::DecodeAttention::automatic;
     } else {
       throw UsageError(
-          fmt::format("--kernels: expected matmul=auto|tiled|coop|coop-k16|matvec, matvec=auto|subgroup|shared, "
+          fmt::format("--kernels: expected matmul=auto|tiled|coop|coop-k16|coop2|matvec, matvec=auto|subgroup|shared, "
                       "attention=auto|coop|flash|two-pass or decode-attention=auto|decode-split|flash-split "
                       "(comma-separated), found '{}'",
                       item));
@@ -214,6 +216,7 @@ Kernels::Kernels(const Device& device, Pipelines& pipelines, const KernelOverrid
   tiled_ok_ = d.max_workgroup_invocations >= kTiledThreads && d.max_workgroup_size_x >= kTiledThreads &&
               d.max_shared_memory >= kTiledShared;
   coop_missing_ = coop_missing(device);
+  coop2_missing_ = !coop_missing_.empty() ? coop_missing_ : device.cooperative_matrix2_missing();
   const auto hd = static_cast<std::uint32_t>(head_dim);
   flash_keys_ = flash_shared_bytes(hd, 32) <= d.max_shared_memory ? 32 : 16;
   if (hd % 4 != 0 || hd > kFlashMaxHeadDim)
@@ -233,6 +236,8 @@ Kernels::Kernels(const Device& device, Pipelines& pipelines, const KernelOverrid
     throw UsageError(fmt::format("--kernels matmul=coop: {}", coop_missing_));
   if (overrides.matmul == KernelOverrides::Matmul::coop_k16 && !coop_missing_.empty())
     throw UsageError(fmt::format("--kernels matmul=coop-k16: {}", coop_missing_));
+  if (overrides.matmul == KernelOverrides::Matmul::coop2 && !coop2_missing_.empty())
+    throw UsageError(fmt::format("--kernels matmul=coop2: {}", coop2_missing_));
   if (overrides.matvec == KernelOverrides::Matvec::subgroup && !d.subgroup_arithmetic)
     throw UsageError(
         fmt::format("--kernels matvec=subgroup: {} has no subgroup arithmetic in compute shaders", d.name));
@@ -314,14 +319,17 @@ std::string Kernels::rms_norm(Stream& s, const Region& x, const DeviceWeight& w,
   return named("rms_norm-tree");
 }
 
-Kernels::Gemm Kernels::gemm_variant(int rows) const {
+Kernels::Gemm Kernels::gemm_variant(int rows, model::DType weights, bool aligned) const {
+  const bool coop2 = coop2_missing_.empty() && weights == model::DType::f16 && aligned;
   switch (overrides_.matmul) {
     case KernelOverrides::Matmul::tiled: return Gemm::tiled;
     case KernelOverrides::Matmul::coop: return Gemm::coop;
     case KernelOverrides::Matmul::coop_k16: return Gemm::coop_k16;
+    case KernelOverrides::Matmul::coop2: return coop2 ? Gemm::coop2 : Gemm::coop;
     case KernelOverrides::Matmul::matvec: return Gemm::matvec;
     case KernelOverrides::Matmul::automatic:
       if (rows <= 1) return Gemm::matvec;
+      if (coop2) return Gemm::coop2;
       return coop_missing_.empty() ? Gemm::coop : tiled_ok_ ? Gemm::tiled : Gemm::matvec;
   }
   return Gemm::matvec;
@@ -354,7 +362,8 @@ std::string Kernels::matmul(Stream& s, const Region& x, const DeviceWeight& w, c
   // Without a bias the weights stand in for the unused binding (never read).
   const Region& b = bias != nullptr ? bias->region : w.region;
   const std::initializer_list<Region> bindings = {w.region, x, b, out};
-  const Gemm gemm = gemm_variant(rows);
+  const bool aligned = push.k % 8 == 0 && push.n % 8 == 0 && push.row_bytes % 16 == 0;
+  const Gemm gemm = gemm_variant(rows, w.dtype, aligned);
   switch (gemm) {
     case Gemm::tiled:
       dispatch(s, Shader::matmul_tiled, dtype_code(w.dtype), bindings, &push, sizeof push,
@@ -365,6 +374,12 @@ std::string Kernels::matmul(Stream& s, const Region& x, const DeviceWeight& w, c
       dispatch(s, gemm == Gemm::coop ? Shader::matmul_coop : Shader::matmul_coop_k16, dtype_code(w.dtype), bindings,
                &push, sizeof push, coop_grid(push.rows, push.n), faults);
       break;
+    case Gemm::coop2: {  // row tiles along x, as coop_grid; its one fault is a build of its own
+      const Grid tiles = tile_grid(push.rows, push.n, kCoop2Tile.rows, kCoop2Tile.cols);
+      dispatch(s, (faults & kFaultGemmF16Accumulate) != 0 ? Shader::matmul_coop2_fault : Shader::matmul_coop2, 0,
+               bindings, &push, sizeof push, {tiles.y, tiles.x});
+      break;
+    }
     case Gemm::matvec:
       if (matvec_shader() == Shader::matvec_subgroup) {
         const std::uint32_t split = matvec_split(push.n, push.k), outputs = matvec_subgroups_ / split;
@@ -391,6 +406,7 @@ std::string Kernels::gemm_name(Gemm gemm, model::DType weights) const {
     case Gemm::tiled: return named("matmul-tiled-64x64", weights);
     case Gemm::coop: return named(fmt::format("matmul-coop-{}x{}", kCoopRows, kCoopCols), weights);
     case Gemm::coop_k16: return named(fmt::format("matmul-coop-{}x{}-k16", kCoopRows, kCoopCols), weights);
+    case Gemm::coop2: return named(fmt::format("matmul-coop2-{}x{}", kCoop2Tile.rows, kCoop2Tile.cols), weights);
     case Gemm::matvec: break;
   }
   return named(matvec_shader() == Shader::matvec_subgroup ? "matvec-subgroup" : "matvec-shared", weights);
@@ -549,9 +565,10 @@ std::vector<std::string> Kernels::planned(model::OpClass cls, model::DType weigh
     case model::OpClass::embedding: return {named("embed-gather", weight_dtype)};
     case model::OpClass::norm: return {named("rms_norm-tree")};
     case model::OpClass::gemm: {
-      // prefill's variant, then decode's
+      // prefill's variant (of aligned shapes, then of the others), then decode's
       std::vector<std::string> names;
-      for (const int rows : {2, 1}) add_once(names, gemm_name(gemm_variant(rows), weight_dtype));
+      for (const auto& [rows, aligned] : {std::pair{2, true}, std::pair{2, false}, std::pair{1, true}})
+        add_once(names, gemm_name(gemm_variant(rows, weight_dtype, aligned), weight_dtype));
       return names;
     }
     case model::OpClass::rope: return {named("rope-table")};

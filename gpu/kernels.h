@@ -8,7 +8,11 @@
 // "matmul-tiled-64x64.f16/q8_0".
 //   embedding   embed-gather/DTYPE
 //   norm        rms_norm-tree                      one workgroup per row
-//   gemm        matmul-coop-128x128.f16/DTYPE      f16 mode, rows > 1, tensor cores: where the device
+//   gemm        matmul-coop2-128x128.f16/f16       f16 mode, rows > 1, f16 weights, K and N multiples of
+//                                                  8, tensor cores through VK_NV_cooperative_matrix2
+//                                                  (gpu/matmul_coop2.h): where the device offers it
+//                                                  (Device::cooperative_matrix2); other products run:
+//               matmul-coop-128x128.f16/DTYPE      f16 mode, rows > 1, tensor cores: where the device
 //                                                  offers VK_NV_cooperative_matrix (Device) in subgroups of 32
 //               matmul-coop-128x128-k16.f16/DTYPE  the same with K slices of 16 (forced only)
 //               matmul-tiled-64x64/DTYPE           rows > 1 otherwise (needs 256-invocation workgroups)
@@ -65,11 +69,13 @@ class Pipelines;
 class Stream;
 
 // What --kernels may force:
-// "matmul=auto|tiled|coop|coop-k16|matvec,matvec=auto|subgroup|shared,attention=auto|coop|flash|two-pass,
+// "matmul=auto|tiled|coop|coop-k16|coop2|matvec,matvec=auto|subgroup|shared,attention=auto|coop|flash|two-pass,
 // decode-attention=auto|decode-split|flash-split" (decode-attention: the kernel of decode steps over
-// more than 32 positions; with auto, attention=two-pass takes them too).
+// more than 32 positions; with auto, attention=two-pass takes them too). matmul=coop2 runs the
+// products whose shape it takes (f16 weights, K and N multiples of 8) on matmul-coop2, the others
+// on matmul-coop; each op's kernel name says which ran.
 struct KernelOverrides {
-  enum class Matmul : std::uint8_t { automatic, tiled, coop, coop_k16, matvec } matmul = Matmul::automatic;
+  enum class Matmul : std::uint8_t { automatic, tiled, coop, coop_k16, coop2, matvec } matmul = Matmul::automatic;
   enum class Matvec : std::uint8_t { automatic, subgroup, shared } matvec = Matvec::automatic;
   enum class Attention : std::uint8_t { automatic, coop, flash, two_pass } attention = Attention::automatic;
   enum class DecodeAttention : std::uint8_t {
@@ -83,7 +89,7 @@ KernelOverrides parse_kernel_overrides(const std::string& text);
 
 // Bits of specialization constant 2, as shaders/faults.glsl names them.
 inline constexpr std::uint32_t kFaultNormEpsOutsideSqrt = 1;   // rms_norm: x / (sqrt(mean(x^2)) + eps)
-inline constexpr std::uint32_t kFaultGemmF16Accumulate = 1;    // matmul: f16 running sums (coop: f16 sum matrices)
+inline constexpr std::uint32_t kFaultGemmF16Accumulate = 1;    // matmul: f16 running sums (coop, coop2: f16 sums)
 inline constexpr std::uint32_t kFaultSiluHardSigmoid = 1;      // silu_mul: sigmoid ~ clamp(0.5 + x/4, 0, 1)
 inline constexpr std::uint32_t kFaultAttentionChunkMask = 1;   // attention: keys of the row's own chunk only
 inline constexpr std::uint32_t kFaultAttentionHeadModulo = 2;  // attention: KV head h % kv_heads
@@ -165,8 +171,10 @@ class Kernels {
   void dispatch(Stream& s, Shader shader, std::uint32_t dtype, std::initializer_list<Region> bindings, const void* push,
                 std::uint32_t push_bytes, Grid grid, std::uint32_t faults = 0,
                 std::initializer_list<std::uint32_t> more = {});
-  enum class Gemm : std::uint8_t { tiled, coop, coop_k16, matvec };
-  Gemm gemm_variant(int rows) const;  // for Y[rows, N]
+  enum class Gemm : std::uint8_t { tiled, coop, coop_k16, coop2, matvec };
+  // For Y[rows, N] of weights stored as `weights`; `aligned`: K and N are multiples of 8 and W's
+  // rows of 16 bytes (what matmul-coop2 takes besides f16 weights).
+  Gemm gemm_variant(int rows, model::DType weights, bool aligned) const;
   std::string gemm_name(Gemm gemm, model::DType weights) const;
   // The name of a variant as reported: activation type, then weight storage for the ops with weights.
   std::string named(std::string_view variant, std::optional<model::DType> weights = std::nullopt) const;
@@ -194,6 +202,7 @@ class Kernels {
   std::string attention_coop_missing_;  // why attention_coop.comp cannot run here; "" when it can
   std::string decode_missing_;          // likewise attention_decode.comp
   std::string coop_missing_;            // why the cooperative-matrix GEMM cannot run here; "" when it can
+  std::string coop2_missing_;           // likewise matmul-coop2
 };
 
 }  // namespace tapdiff::gpu

@@ -1,7 +1,9 @@
 #include "gpu/shaders.h"
 
 #include <array>
+#include <vector>
 
+#include "gpu/matmul_coop2.h"
 #include "model/errors.h"
 
 namespace tapdiff::gpu {
@@ -40,9 +42,16 @@ namespace {
 #include "silu_mul_f16_spv.h"
 #include "silu_mul_spv.h"
 
+// matmul-coop2's words: f32 sums, or f16 sums (its fault).
+std::span<const std::uint32_t> coop2_words(bool f16_sums) {
+  static const std::vector<std::uint32_t> clean = matmul_coop2_spirv(kCoop2Tile, false);
+  static const std::vector<std::uint32_t> fault = matmul_coop2_spirv(kCoop2Tile, true);
+  return f16_sums ? fault : clean;
+}
+
 // In the order of the Shader enum: f32 activations, then f16. The cooperative-matrix kernels exist
 // in f16 only: their tensor cores multiply f16 values.
-const std::array<std::array<ShaderCode, 18>, 2> kShaders = {{
+const std::array<std::array<ShaderCode, 20>, 2> kShaders = {{
     {{
         {"embed", embed_spv, 3},
         {"rms_norm", rms_norm_spv, 3},
@@ -50,6 +59,8 @@ const std::array<std::array<ShaderCode, 18>, 2> kShaders = {{
         {"matmul_coop", {}, 4},
         {"matmul_coop_k16", {}, 4},
         {"matmul_coop_probe", {}, 4},
+        {"matmul_coop2", {}, 4},
+        {"matmul_coop2_fault", {}, 4},
         {"matvec_subgroup", matvec_subgroup_spv, 4},
         {"matvec_shared", matvec_shared_spv, 4},
         {"rope", rope_spv, 3},
@@ -70,6 +81,8 @@ const std::array<std::array<ShaderCode, 18>, 2> kShaders = {{
         {"matmul_coop_f16", matmul_coop_f16_spv, 4},
         {"matmul_coop_k16_f16", matmul_coop_k16_f16_spv, 4},
         {"matmul_coop_probe_f16", matmul_coop_probe_f16_spv, 4},
+        {"matmul_coop2_f16", coop2_words(false), 4},
+        {"matmul_coop2_fault_f16", coop2_words(true), 4},
         {"matvec_subgroup_f16", matvec_subgroup_f16_spv, 4},
         {"matvec_shared_f16", matvec_shared_f16_spv, 4},
         {"rope_f16", rope_f16_spv, 3},

@@ -1,6 +1,7 @@
 #pragma once
 // The compute shaders embedded in the binary (SPIR-V compiled from shaders/*.comp at build time),
-// each in two builds: f32 activations and f16 activations (shaders/activations.glsl).
+// each in two builds: f32 activations and f16 activations (shaders/activations.glsl); and
+// matmul-coop2, whose SPIR-V gpu/matmul_coop2.h writes when the process first asks for it.
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -8,24 +9,26 @@
 namespace tapdiff::gpu {
 
 enum class Shader : std::uint8_t {
-  embed,              // embed.comp
-  rms_norm,           // rms_norm.comp
-  matmul_tiled,       // matmul_tiled.comp
-  matmul_coop,        // matmul_coop.comp (f16 activations only)
-  matmul_coop_k16,    // matmul_coop.comp with COOP_BK=16 (f16 activations only)
-  matmul_coop_probe,  // matmul_coop.comp with COOP_PROBE (f16 only; benchmarks, not the engine)
-  matvec_subgroup,    // matvec.comp with SUBGROUP
-  matvec_shared,      // matvec.comp
-  rope,               // rope.comp
-  attention,          // attention.comp
-  attention_flash,    // attention_flash.comp
-  attention_split,    // attention_flash.comp with SPLIT
-  attention_combine,  // attention_combine.comp
-  attention_coop,     // attention_coop.comp (f16 activations only)
-  attention_decode,   // attention_decode.comp
-  copy,               // copy.comp
-  add,                // add.comp
-  silu_mul,           // silu_mul.comp
+  embed,               // embed.comp
+  rms_norm,            // rms_norm.comp
+  matmul_tiled,        // matmul_tiled.comp
+  matmul_coop,         // matmul_coop.comp (f16 activations only)
+  matmul_coop_k16,     // matmul_coop.comp with COOP_BK=16 (f16 activations only)
+  matmul_coop_probe,   // matmul_coop.comp with COOP_PROBE (f16 only; benchmarks, not the engine)
+  matmul_coop2,        // gpu/matmul_coop2.h, written as SPIR-V (f16 activations only)
+  matmul_coop2_fault,  // the same with f16 sums: its gemm-f16-accum fault
+  matvec_subgroup,     // matvec.comp with SUBGROUP
+  matvec_shared,       // matvec.comp
+  rope,                // rope.comp
+  attention,           // attention.comp
+  attention_flash,     // attention_flash.comp
+  attention_split,     // attention_flash.comp with SPLIT
+  attention_combine,   // attention_combine.comp
+  attention_coop,      // attention_coop.comp (f16 activations only)
+  attention_decode,    // attention_decode.comp
+  copy,                // copy.comp
+  add,                 // add.comp
+  silu_mul,            // silu_mul.comp
 };
 
 // How activation buffers (op outputs, the KV cache) store their elements: --dtype f32 or f16.

@@ -169,10 +169,30 @@ std::string usage_error_of(const model::Model& m, const gpu::VulkanEngineOptions
   }
 }
 
-// The UsageError of forcing `kernels` on an f16 engine of synth:tiny (head_dim 16); "" when made.
+// Whether `kernels` forces matmul-coop2. Its engines run without the validation layer: Debian 12's
+// (1.3.239) predates VK_NV_cooperative_matrix2 and rejects the kernel's structs and SPIR-V (the
+// engine turns the kernel off while validating). Their products are checked against the reference
+// all the same.
+bool forces_coop2(const std::string& kernels) { return kernels.find("matmul=coop2") != std::string::npos; }
+
+// validated_vulkan_engine, or for matmul=coop2 an engine without the layer.
+std::unique_ptr<gpu::VulkanEngine> engine_for(const model::Model& m, gpu::VulkanEngineOptions options) {
+  if (!forces_coop2(options.kernels)) return validated_vulkan_engine(m, options);
+  options.validation = false;
+  return gpu::make_vulkan_engine(m, options);
+}
+
+// expect_clean for engine_for's engines that have the layer.
+void expect_clean_if_validated(const gpu::VulkanEngine& engine, const std::string& kernels) {
+  if (!forces_coop2(kernels)) expect_clean(engine);
+}
+
+// The UsageError of forcing `kernels` on an f16 engine of synth:tiny (head_dim 16), made as
+// engine_for makes it; "" when made.
 std::string f16_forcing_error(const std::string& kernels) {
   gpu::VulkanEngineOptions options;
   options.f16 = true;
+  if (forces_coop2(kernels)) options.validation = false;
   options.kernels = kernels;
   return usage_error_of(*model::load_model(synth_model_path("tiny")), options);
 }
@@ -180,6 +200,12 @@ std::string f16_forcing_error(const std::string& kernels) {
 // Why this device cannot run the cooperative-matrix GEMM, as forcing it says; "" when it can.
 const std::string& coop_gemm_missing() {
   static const std::string why = f16_forcing_error("matmul=coop");
+  return why;
+}
+
+// Likewise matmul-coop2 (VK_NV_cooperative_matrix2).
+const std::string& coop2_gemm_missing() {
+  static const std::string why = f16_forcing_error("matmul=coop2");
   return why;
 }
 
@@ -193,6 +219,7 @@ const std::string& coop_attention_missing() {
 // Why this device cannot run the cooperative-matrix kernels the case forces; "" when it can (or
 // when it forces none).
 std::string coop_missing(const OpCase& c) {
+  if (forces_coop2(c.kernels)) return coop2_gemm_missing();
   if (c.kernels.find("matmul=coop") != std::string::npos && !coop_gemm_missing().empty()) return coop_gemm_missing();
   if (c.kernels.find("attention=coop") != std::string::npos) return coop_attention_missing();
   return "";
@@ -213,7 +240,7 @@ TEST_P(VulkanOps, EveryOpMatchesTheReferenceOnRandomInputs) {
   gpu::VulkanEngineOptions options;
   options.kernels = c.kernels;
   options.f16 = c.f16;
-  const auto gpu = validated_vulkan_engine(model, options);
+  const auto gpu = engine_for(model, options);
 
   std::mt19937_64 rng(12345);
   std::map<std::string, double> worst;  // per op
@@ -222,7 +249,12 @@ TEST_P(VulkanOps, EveryOpMatchesTheReferenceOnRandomInputs) {
   std::string line;
   for (const auto& [op, e] : worst) line += fmt::format(" {} {:.1e}", op, e);
   std::printf("[%s] worst NMSE per op:%s\n", c.name.c_str(), line.c_str());
-  expect_clean(*gpu);
+  // matmul=coop2 runs the products of its shapes on it (q_proj's always are), the others on coop
+  if (forces_coop2(c.kernels)) {
+    EXPECT_NE(gpu->kernel(model::Op::q_proj).find("matmul-coop2-"), std::string::npos)
+        << gpu->kernel(model::Op::q_proj);
+  }
+  expect_clean_if_validated(*gpu, c.kernels);
 }
 
 const std::vector<std::vector<int>> kAllRows = {{1}, {2}, {3}, {5}, {7}, {33}, {100}, {2, 5}, {7, 1, 1}};
@@ -326,6 +358,18 @@ INSTANTIATE_TEST_SUITE_P(
                         false, "matmul=coop")),
         act_f16(op_case("coop_k16_inside_tiles_f16", {8, 4, 32, 256, 384, 384}, DType::f16, {{256}, {130, 2}}, "llama",
                         0, false, "matmul=coop-k16")),
+        // matmul-coop2 (f16 weights; tiles of 128 x 128, K in passes of 4 x 64): tiles inside Y with
+        // K = 256 (one pass) and edge tiles (130 + 2 rows); K = 384 (not whole passes: every tile
+        // through the clamped layouts); rows from 1 to 100 with K = 72 and widths off every tile;
+        // K = 40 and N = 100, 259 (not multiples of 8: those products run matmul-coop); QKV bias
+        act_f16(op_case("coop2_inside_tiles_f16", {8, 4, 32, 256, 384, 384}, DType::f16, {{256}, {130, 2}}, "llama", 0,
+                        false, "matmul=coop2")),
+        act_f16(op_case("coop2_gqa8x4_hd16_f16", {8, 4, 16, 72, 136, 264}, DType::f16, kAllRows, "llama", 0, false,
+                        "matmul=coop2")),
+        act_f16(op_case("coop2_mha6x6_hd8_f16", {6, 6, 8, 40, 100, 259}, DType::f16, {{1}, {33}, {100}, {2, 5}},
+                        "llama", 0, false, "matmul=coop2")),
+        act_f16(op_case("coop2_qwen2_rotate_half_bias", {8, 4, 16, 72, 136, 304}, DType::f16, {{1}, {7}, {2, 5}},
+                        "qwen2", 0, false, "matmul=coop2")),
         // Its build with K slices of 16 (run when forced): K = 40, 96 and 100, widths off every
         // tile, every weight dtype class
         act_f16(op_case("coop_k16_mha6x6_hd8_f16", {6, 6, 8, 40, 100, 259}, DType::f16, {{1}, {33}, {100}, {2, 5}},
@@ -429,6 +473,7 @@ TEST(VulkanKernels, F16EngineNamesItsVariantsAndStoresF16Weights) {
   EXPECT_EQ(f32->compute_dtype(), "f32");
   model::NullTap tap;
   model::run_chunk(*f16, model::Graph(m->config()), std::vector<std::int32_t>{1, 2, 3}, {0, 0, 3, false}, tap);
+  // (validated: matmul-coop2 is off; engine_for's engines without the layer run it)
   EXPECT_EQ(f16->kernel(Op::q_proj),
             coop_gemm_missing().empty() ? "matmul-coop-128x128.f16/f16" : "matmul-tiled-64x64.f16/f16");
   EXPECT_EQ(f16->kernel(Op::embed), "embed-gather.f16/f16");
@@ -448,7 +493,7 @@ TEST(VulkanKernels, UnknownKernelOverrideIsAUsageError) {
   options.kernels = "matmul=fast";
   const std::string error = usage_error_of(*m, options);
   EXPECT_NE(error.find("matmul=fast"), std::string::npos) << error;
-  EXPECT_NE(error.find("matmul=auto|tiled|coop|coop-k16|matvec"), std::string::npos) << error;
+  EXPECT_NE(error.find("matmul=auto|tiled|coop|coop-k16|coop2|matvec"), std::string::npos) << error;
   EXPECT_NE(error.find("attention=auto|coop|flash|two-pass"), std::string::npos) << error;
   EXPECT_NE(error.find("decode-attention=auto|decode-split|flash-split"), std::string::npos) << error;
 }
@@ -461,6 +506,34 @@ TEST(VulkanKernels, ForcingCoopGemmInF32ModeIsAUsageError) {
   const std::string error = usage_error_of(*m, options);
   EXPECT_NE(error.find("--kernels matmul=coop: "), std::string::npos) << error;
   EXPECT_NE(error.find("f16 mode only (--dtype f16)"), std::string::npos) << error;
+}
+
+// Likewise matmul-coop2.
+TEST(VulkanKernels, ForcingCoop2GemmInF32ModeIsAUsageError) {
+  const auto m = model::load_model(synth_model_path("tiny"));
+  gpu::VulkanEngineOptions options;
+  options.kernels = "matmul=coop2";
+  const std::string error = usage_error_of(*m, options);
+  EXPECT_NE(error.find("--kernels matmul=coop2: "), std::string::npos) << error;
+  EXPECT_NE(error.find("f16 mode only (--dtype f16)"), std::string::npos) << error;
+}
+
+// Where the device has VK_NV_cooperative_matrix2, matmul-coop2 is the f16 mode's prefill GEMM
+// (without the validation layer, which turns it off, saying why).
+TEST(VulkanKernels, Coop2IsTheF16PrefillGemmWhereTheDeviceHasIt) {
+  if (!coop2_gemm_missing().empty()) GTEST_SKIP() << coop2_gemm_missing();
+  const auto m = model::load_model(synth_model_path("tiny"));
+  gpu::VulkanEngineOptions options;
+  options.f16 = true;
+  options.validation = false;
+  const auto engine = gpu::make_vulkan_engine(*m, options);
+  model::NullTap tap;
+  model::run_chunk(*engine, model::Graph(m->config()), std::vector<std::int32_t>{1, 2, 3}, {0, 0, 3, false}, tap);
+  EXPECT_EQ(engine->kernel(Op::q_proj), "matmul-coop2-128x128.f16/f16");
+  options.validation = true;
+  options.kernels = "matmul=coop2";
+  EXPECT_NE(usage_error_of(*m, options).find("matmul-coop2 is off while validating"), std::string::npos)
+      << usage_error_of(*m, options);
 }
 
 // Likewise the cooperative-matrix attention.
@@ -492,12 +565,11 @@ TEST(VulkanKernels, ForcingCoopGemmWithoutTheExtensionIsAUsageError) {
   expect_clean(*automatic);
 }
 
-// gemm-f16-accum in the cooperative-matrix GEMM: f16 sum matrices put ffn_down, where the fault is
-// planted, far outside the f16 bound, while the clean kernel on the same inputs stays within it. The
-// tensor cores round the f16 sums once per 16 values of K, so K = 1000 (63 roundings of ~2^-12
-// relative: NMSE ~ 3e-6) makes the fault plain.
-TEST(VulkanKernels, CoopGemmWithF16SumsMissesTheF16Bound) {
-  if (!coop_gemm_missing().empty()) GTEST_SKIP() << coop_gemm_missing();
+// gemm-f16-accum in a cooperative-matrix GEMM (`kernels` forces it, `ran` is its name): f16 sum
+// matrices put ffn_down, where the fault is planted, far outside the f16 bound, while the clean
+// kernel on the same inputs stays within it. The tensor cores round the f16 sums once per 16
+// values of K, so K = 1000 (63 roundings of ~2^-12 relative: NMSE ~ 3e-6) makes the fault plain.
+void expect_f16_sums_miss_the_f16_bound(const std::string& kernels, const std::string& ran_name) {
   const OpCase c = act_f16(op_case("coop_f16_sums", {8, 4, 16, 72, 1000, 301}, DType::f32, {}));
   const auto m = model::load_model(write_case_model(c));
   const model::Graph graph(m->config());
@@ -506,10 +578,10 @@ TEST(VulkanKernels, CoopGemmWithF16SumsMissesTheF16Bound) {
   const auto cpu = reference::make_cpu_engine(*m, cpu_options);
   gpu::VulkanEngineOptions options;
   options.f16 = true;
-  options.kernels = "matmul=coop";
-  const auto clean = validated_vulkan_engine(*m, options);
+  options.kernels = kernels;
+  const auto clean = engine_for(*m, options);
   options.inject = "gemm-f16-accum";
-  const auto faulty = validated_vulkan_engine(*m, options);
+  const auto faulty = engine_for(*m, options);
 
   const int rows = 70;  // two tiles of rows
   const std::vector<std::int32_t> tokens(static_cast<std::size_t>(rows), 1);
@@ -527,10 +599,22 @@ TEST(VulkanKernels, CoopGemmWithF16SumsMissesTheF16Bound) {
   EXPECT_GT(faulty_nmse, 10 * kMaxNmseF16);
   EXPECT_LT(faulty_nmse, 1e-3);  // still the product, rounded more often
   const std::string ran = faulty->kernel(Op::ffn_down);
-  EXPECT_NE(ran.find("matmul-coop-128x128.f16/f16"), std::string::npos) << ran;
+  EXPECT_NE(ran.find(ran_name), std::string::npos) << ran;
   EXPECT_NE(ran.find("+inject:gemm-f16-accum"), std::string::npos) << ran;
-  expect_clean(*clean);
-  expect_clean(*faulty);
+  expect_clean_if_validated(*clean, kernels);
+  expect_clean_if_validated(*faulty, kernels);
+}
+
+TEST(VulkanKernels, CoopGemmWithF16SumsMissesTheF16Bound) {
+  if (!coop_gemm_missing().empty()) GTEST_SKIP() << coop_gemm_missing();
+  expect_f16_sums_miss_the_f16_bound("matmul=coop", "matmul-coop-128x128.f16/f16");
+}
+
+// The same fault in matmul-coop2: a build of its own with f16 sum matrices (ffn_down: K = 1000, N
+// = 72, both multiples of 8, through the edge tiles' clamped loads).
+TEST(VulkanKernels, Coop2GemmWithF16SumsMissesTheF16Bound) {
+  if (!coop2_gemm_missing().empty()) GTEST_SKIP() << coop2_gemm_missing();
+  expect_f16_sums_miss_the_f16_bound("matmul=coop2", "matmul-coop2-128x128.f16/f16");
 }
 
 }  // namespace

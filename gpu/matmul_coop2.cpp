@@ -1,0 +1,400 @@
+#include "gpu/matmul_coop2.h"
+
+#include <bit>
+
+#include "gpu/spirv_module.h"
+#include "model/errors.h"
+
+namespace tapdiff::gpu {
+
+namespace {
+
+using spirv::Id;
+using spirv::Section;
+
+// Opcodes (SPIR-V 1.6 core, SPV_KHR_cooperative_matrix, SPV_NV_cooperative_matrix2,
+// SPV_NV_tensor_addressing) and the enumerants this kernel uses.
+enum Op : std::uint16_t {
+  OpExtension = 10,
+  OpExtInstImport = 11,
+  OpExtInst = 12,
+  OpMemoryModel = 14,
+  OpEntryPoint = 15,
+  OpExecutionMode = 16,
+  OpCapability = 17,
+  OpTypeVoid = 19,
+  OpTypeBool = 20,
+  OpTypeInt = 21,
+  OpTypeFloat = 22,
+  OpTypeVector = 23,
+  OpTypeRuntimeArray = 29,
+  OpTypeStruct = 30,
+  OpTypePointer = 32,
+  OpTypeFunction = 33,
+  OpConstantFalse = 42,
+  OpConstant = 43,
+  OpConstantComposite = 44,
+  OpFunction = 54,
+  OpFunctionParameter = 55,
+  OpFunctionEnd = 56,
+  OpVariable = 59,
+  OpLoad = 61,
+  OpAccessChain = 65,
+  OpDecorate = 71,
+  OpMemberDecorate = 72,
+  OpCompositeExtract = 81,
+  OpFConvert = 115,
+  OpBitcast = 124,
+  OpIAdd = 128,
+  OpFAdd = 129,
+  OpIMul = 132,
+  OpFMul = 133,
+  OpLogicalAnd = 167,
+  OpSelect = 169,
+  OpIEqual = 170,
+  OpINotEqual = 171,
+  OpUGreaterThan = 172,
+  OpULessThan = 176,
+  OpULessThanEqual = 178,
+  OpShiftRightLogical = 194,
+  OpBitwiseOr = 197,
+  OpBitwiseXor = 198,
+  OpBitwiseAnd = 199,
+  OpPhi = 245,
+  OpLoopMerge = 246,
+  OpSelectionMerge = 247,
+  OpLabel = 248,
+  OpBranch = 249,
+  OpBranchConditional = 250,
+  OpReturn = 253,
+  OpReturnValue = 254,
+  OpTypeCooperativeMatrixKHR = 4456,
+  OpCooperativeMatrixMulAddKHR = 4459,
+  OpCooperativeMatrixLoadTensorNV = 5367,
+  OpCooperativeMatrixStoreTensorNV = 5368,
+  OpCooperativeMatrixPerElementOpNV = 5369,
+  OpTypeTensorLayoutNV = 5370,
+  OpTypeTensorViewNV = 5371,
+  OpCreateTensorLayoutNV = 5372,
+  OpTensorLayoutSetDimensionNV = 5373,
+  OpTensorLayoutSetStrideNV = 5374,
+  OpTensorLayoutSliceNV = 5375,
+  OpCreateTensorViewNV = 5377,
+};
+
+enum : std::uint32_t {
+  kCapabilityShader = 1,
+  kCapabilityFloat16 = 9,
+  kCapabilityStorageBuffer16BitAccess = 4433,
+  kCapabilityVulkanMemoryModel = 5345,
+  kCapabilityCooperativeMatrixKHR = 6022,
+  kCapabilityPerElementOperations = 5432,
+  kCapabilityCooperativeMatrixTensorAddressing = 5433,
+  kCapabilityTensorAddressing = 5439,
+  kAddressingLogical = 0,
+  kMemoryModelVulkan = 3,
+  kExecutionModelGLCompute = 5,
+  kExecutionModeLocalSize = 17,
+  kStorageInput = 1,
+  kStoragePushConstant = 9,
+  kStorageBuffer = 12,
+  kDecorationBlock = 2,
+  kDecorationArrayStride = 6,
+  kDecorationBuiltIn = 11,
+  kDecorationNonWritable = 24,
+  kDecorationBinding = 33,
+  kDecorationDescriptorSet = 34,
+  kDecorationOffset = 35,
+  kBuiltInWorkgroupId = 26,
+  kScopeWorkgroup = 2,
+  kUseA = 0,
+  kUseB = 1,
+  kUseAccumulator = 2,
+  kClampUndefined = 0,
+  kClampConstant = 1,
+  kTensorAddressingView = 1,
+  kGlslRoundEven = 2,
+};
+
+// Push constants, as gpu/kernels.cpp's MatmulPush.
+enum Push : std::uint32_t { kRows, kK, kN, kRowBytes, kHasBias, kPushMembers };
+
+class Writer {
+ public:
+  Writer(const Coop2Tile& tile, bool f16_sums) : t_(tile), f16_sums_(f16_sums) {}
+
+  std::vector<std::uint32_t> write() {
+    header();
+    types();
+    interface();
+    const Id epilogue = epilogue_function();
+    main_function(epilogue);
+    return m_.words(spirv::kVersion1_5);  // the instance asks for Vulkan 1.2: SPIR-V up to 1.5
+  }
+
+ private:
+  void header() {
+    for (std::uint32_t c :
+         {kCapabilityShader, kCapabilityFloat16, kCapabilityStorageBuffer16BitAccess, kCapabilityVulkanMemoryModel,
+          kCapabilityCooperativeMatrixKHR, kCapabilityPerElementOperations,
+          kCapabilityCooperativeMatrixTensorAddressing, kCapabilityTensorAddressing})
+      m_.add(Section::capabilities, OpCapability, {c});
+    for (const char* e : {"SPV_KHR_cooperative_matrix", "SPV_NV_cooperative_matrix2", "SPV_NV_tensor_addressing"})
+      m_.add(Section::extensions, OpExtension, spirv::string_words(e));
+    glsl_ = m_.id();
+    std::vector<std::uint32_t> import{glsl_};
+    const auto name = spirv::string_words("GLSL.std.450");
+    import.insert(import.end(), name.begin(), name.end());
+    m_.add(Section::imports, OpExtInstImport, import);
+    m_.add(Section::memory_model, OpMemoryModel, {kAddressingLogical, kMemoryModelVulkan});
+  }
+
+  Id global(Op opcode, std::initializer_list<std::uint32_t> operands) {
+    const Id id = m_.id();
+    std::vector<std::uint32_t> all{id};
+    all.insert(all.end(), operands);
+    m_.add(Section::globals, opcode, all);
+    return id;
+  }
+  Id typed_global(Op opcode, Id type, std::initializer_list<std::uint32_t> operands) {
+    const Id id = m_.id();
+    std::vector<std::uint32_t> all{type, id};
+    all.insert(all.end(), operands);
+    m_.add(Section::globals, opcode, all);
+    return id;
+  }
+  void decorate(Id target, std::initializer_list<std::uint32_t> decoration) {
+    std::vector<std::uint32_t> all{target};
+    all.insert(all.end(), decoration);
+    m_.add(Section::decorations, OpDecorate, all);
+  }
+
+  void types() {
+    void_ = global(OpTypeVoid, {});
+    bool_ = global(OpTypeBool, {});
+    uint_ = global(OpTypeInt, {32, 0});
+    m_.set_uint_type(uint_);
+    f16_ = global(OpTypeFloat, {16});
+    f32_ = global(OpTypeFloat, {32});
+    const Id scope = m_.u32(kScopeWorkgroup);
+    auto matrix = [&](Id component, std::uint32_t rows, std::uint32_t cols, std::uint32_t use) {
+      return global(OpTypeCooperativeMatrixKHR, {component, scope, m_.u32(rows), m_.u32(cols), m_.u32(use)});
+    };
+    matrix_a_ = matrix(f16_, t_.rows, t_.k, kUseA);
+    matrix_b_ = matrix(f16_, t_.k, t_.cols, kUseB);
+    matrix_f32_ = matrix(f32_, t_.rows, t_.cols, kUseAccumulator);
+    matrix_f16_ = matrix(f16_, t_.rows, t_.cols, kUseAccumulator);
+    const Id f16_zero = typed_global(OpConstant, f16_, {0});
+    zero_a_ = typed_global(OpConstantComposite, matrix_a_, {f16_zero});
+    zero_b_ = typed_global(OpConstantComposite, matrix_b_, {f16_zero});
+    zero_sums_ = f16_sums_ ? typed_global(OpConstantComposite, matrix_f16_, {f16_zero})
+                           : typed_global(OpConstantComposite, matrix_f32_, {typed_global(OpConstant, f32_, {0})});
+    layout_ = global(OpTypeTensorLayoutNV, {m_.u32(2), m_.u32(kClampUndefined)});
+    clamped_layout_ = global(OpTypeTensorLayoutNV, {m_.u32(2), m_.u32(kClampConstant)});
+    false_ = typed_global(OpConstantFalse, bool_, {});
+  }
+
+  // Bindings, push constants and the workgroup id.
+  void interface() {
+    const Id array16 = global(OpTypeRuntimeArray, {f16_});
+    const Id array32 = global(OpTypeRuntimeArray, {f32_});
+    decorate(array16, {kDecorationArrayStride, 2});
+    decorate(array32, {kDecorationArrayStride, 4});
+    ptr_f16_ = global(OpTypePointer, {kStorageBuffer, f16_});
+    ptr_f32_ = global(OpTypePointer, {kStorageBuffer, f32_});
+    const Id arrays[4] = {array16, array16, array32, array16};
+    for (std::uint32_t b = 0; b < 4; ++b) {
+      const Id block = global(OpTypeStruct, {arrays[b]});
+      decorate(block, {kDecorationBlock});
+      m_.add(Section::decorations, OpMemberDecorate, {block, 0, kDecorationOffset, 0});
+      const Id pointer = global(OpTypePointer, {kStorageBuffer, block});
+      buffers_[b] = typed_global(OpVariable, pointer, {kStorageBuffer});
+      decorate(buffers_[b], {kDecorationDescriptorSet, 0});
+      decorate(buffers_[b], {kDecorationBinding, b});
+      if (b < 3) decorate(buffers_[b], {kDecorationNonWritable});
+    }
+    const Id push = global(OpTypeStruct, {uint_, uint_, uint_, uint_, uint_});
+    decorate(push, {kDecorationBlock});
+    for (std::uint32_t i = 0; i < kPushMembers; ++i)
+      m_.add(Section::decorations, OpMemberDecorate, {push, i, kDecorationOffset, 4 * i});
+    push_ = typed_global(OpVariable, global(OpTypePointer, {kStoragePushConstant, push}), {kStoragePushConstant});
+    ptr_push_uint_ = global(OpTypePointer, {kStoragePushConstant, uint_});
+    const Id uvec3 = global(OpTypeVector, {uint_, 3});
+    workgroup_id_ = typed_global(OpVariable, global(OpTypePointer, {kStorageInput, uvec3}), {kStorageInput});
+    uvec3_ = uvec3;
+    decorate(workgroup_id_, {kDecorationBuiltIn, kBuiltInWorkgroupId});
+  }
+
+  Id push_constant(Push member) {
+    return m_.op(OpLoad, uint_, {m_.op(OpAccessChain, ptr_push_uint_, {push_, m_.u32(member)})});
+  }
+  Id label(Id id) {
+    m_.add(Section::functions, OpLabel, {id});
+    return id;
+  }
+  Id f32_constant(float v) { return typed_global(OpConstant, f32_, {std::bit_cast<std::uint32_t>(v)}); }
+
+  // float epilogue(uint row, uint col, float sum, uint n0): sum + bias[n0 + col] (when has_bias),
+  // rounded to f16 as activations.glsl's round_f16 rounds, bit for bit.
+  Id epilogue_function() {
+    const Id type = global(OpTypeFunction, {f32_, uint_, uint_, f32_, uint_});
+    const Id scale_up = f32_constant(16777216.0f), scale_down = f32_constant(5.9604644775390625e-8f);
+    const Id function = m_.id();
+    m_.add(Section::functions, OpFunction, {f32_, function, 0, type});
+    m_.op(OpFunctionParameter, uint_, {});  // row
+    const Id col = m_.op(OpFunctionParameter, uint_, {});
+    const Id sum = m_.op(OpFunctionParameter, f32_, {});
+    const Id n0 = m_.op(OpFunctionParameter, uint_, {});
+    const Id entry = label(m_.id());
+    const Id has_bias = m_.op(OpINotEqual, bool_, {push_constant(kHasBias), m_.u32(0)});
+    const Id add = m_.id(), join = m_.id();
+    m_.add(Section::functions, OpSelectionMerge, {join, 0});
+    m_.add(Section::functions, OpBranchConditional, {has_bias, add, join});
+    label(add);
+    const Id at = m_.op(OpAccessChain, ptr_f32_, {buffers_[2], m_.u32(0), m_.op(OpIAdd, uint_, {n0, col})});
+    const Id biased = m_.op(OpFAdd, f32_, {sum, m_.op(OpLoad, f32_, {at})});
+    m_.add(Section::functions, OpBranch, {join});
+    label(join);
+    const Id v = m_.op(OpPhi, f32_, {biased, add, sum, entry});
+    // round_f16(v)
+    const Id u = m_.op(OpBitcast, uint_, {v});
+    const Id sign = m_.op(OpBitwiseAnd, uint_, {u, m_.u32(0x80000000u)});
+    const Id a = m_.op(OpBitwiseXor, uint_, {u, sign});
+    const Id nan = m_.op(OpUGreaterThan, bool_, {a, m_.u32(0x7F800000u)});
+    const Id small = m_.op(OpULessThan, bool_, {a, m_.u32(0x38800000u)});
+    const Id scaled = m_.op(OpFMul, f32_, {m_.op(OpBitcast, f32_, {a}), scale_up});
+    const Id even = m_.op(OpExtInst, f32_, {glsl_, kGlslRoundEven, scaled});
+    const Id small_bits =
+        m_.op(OpBitwiseOr, uint_, {sign, m_.op(OpBitcast, uint_, {m_.op(OpFMul, f32_, {even, scale_down})})});
+    const Id odd = m_.op(OpBitwiseAnd, uint_, {m_.op(OpShiftRightLogical, uint_, {a, m_.u32(13)}), m_.u32(1)});
+    const Id kept = m_.op(OpBitwiseAnd, uint_,
+                          {m_.op(OpIAdd, uint_, {m_.op(OpIAdd, uint_, {a, m_.u32(0xFFFu)}), odd}), m_.u32(~0x1FFFu)});
+    const Id over = m_.op(OpUGreaterThan, bool_, {kept, m_.u32(0x477FE000u)});
+    const Id normal_bits = m_.op(OpBitwiseOr, uint_, {sign, m_.op(OpSelect, uint_, {over, m_.u32(0x7F800000u), kept})});
+    const Id bits = m_.op(OpSelect, uint_, {nan, u, m_.op(OpSelect, uint_, {small, small_bits, normal_bits})});
+    m_.add(Section::functions, OpReturnValue, {m_.op(OpBitcast, f32_, {bits})});
+    m_.add(Section::functions, OpFunctionEnd, {});
+    return function;
+  }
+
+  struct Layouts {
+    Id a, b;
+  };
+
+  Id layout(Id type, Id dim0, Id dim1, Id stride) {
+    const Id made = m_.op(OpCreateTensorLayoutNV, type, {});
+    const Id sized = m_.op(OpTensorLayoutSetDimensionNV, type, {made, dim0, dim1});
+    return m_.op(OpTensorLayoutSetStrideNV, type, {sized, stride, m_.u32(1)});
+  }
+
+  // The K loop, ending block `pre`: `unroll` slices a pass through `layouts`. Returns the loop's
+  // merge block and the sums there.
+  std::pair<Id, Id> k_loop(Id pre, Layouts layouts, Id layout_type, std::uint32_t unroll) {
+    const Id head = m_.id(), body = m_.id(), next = m_.id(), merge = m_.id();
+    const Id k = m_.id(), sums = m_.id(), k_next = m_.id(), sums_next = m_.id();
+    const Id sums_type = f16_sums_ ? matrix_f16_ : matrix_f32_;
+    m_.add(Section::functions, OpBranch, {head});
+    label(head);
+    m_.def(OpPhi, uint_, k, {m_.u32(0), pre, k_next, next});
+    m_.def(OpPhi, sums_type, sums, {zero_sums_, pre, sums_next, next});
+    const Id more = m_.op(OpULessThan, bool_, {k, k_});
+    m_.add(Section::functions, OpLoopMerge, {merge, next, 0});
+    m_.add(Section::functions, OpBranchConditional, {more, body, merge});
+    label(body);
+    Id running = sums;
+    for (std::uint32_t u = 0; u < unroll; ++u) {
+      const Id k0 = u == 0 ? k : m_.op(OpIAdd, uint_, {k, m_.u32(u * t_.k)});
+      const Id slice_a = m_.op(OpTensorLayoutSliceNV, layout_type, {layouts.a, m0_, m_.u32(t_.rows), k0, m_.u32(t_.k)});
+      const Id a = m_.op(OpCooperativeMatrixLoadTensorNV, matrix_a_, {x_, zero_a_, slice_a, 0, 0});
+      const Id slice_b = m_.op(OpTensorLayoutSliceNV, layout_type, {layouts.b, n0_, m_.u32(t_.cols), k0, m_.u32(t_.k)});
+      const Id b =
+          m_.op(OpCooperativeMatrixLoadTensorNV, matrix_b_, {w_, zero_b_, slice_b, 0, kTensorAddressingView, view_});
+      const Id result = u + 1 == unroll ? sums_next : m_.id();
+      m_.def(OpCooperativeMatrixMulAddKHR, sums_type, result, {a, b, running});
+      running = result;
+    }
+    m_.add(Section::functions, OpBranch, {next});
+    label(next);
+    m_.def(OpIAdd, uint_, k_next, {k, m_.u32(unroll * t_.k)});
+    m_.add(Section::functions, OpBranch, {head});
+    label(merge);
+    return {merge, sums};
+  }
+
+  void main_function(Id epilogue) {
+    const Id type = global(OpTypeFunction, {void_});
+    const Id view_type = global(OpTypeTensorViewNV, {m_.u32(2), false_, m_.u32(1), m_.u32(0)});
+    const Id main = m_.id();
+    m_.add(Section::functions, OpFunction, {void_, main, 0, type});
+    label(m_.id());
+    const Id rows = push_constant(kRows), n = push_constant(kN);
+    k_ = push_constant(kK);
+    const Id eight_mask = m_.u32(~7u);  // the strides are multiples of 8 values: 16-byte reads
+    const Id k_stride = m_.op(OpBitwiseAnd, uint_, {k_, eight_mask});
+    const Id w_stride = m_.op(OpBitwiseAnd, uint_,
+                              {m_.op(OpShiftRightLogical, uint_, {push_constant(kRowBytes), m_.u32(1)}), eight_mask});
+    const Id y_stride = m_.op(OpBitwiseAnd, uint_, {n, eight_mask});
+    const Id group = m_.op(OpLoad, uvec3_, {workgroup_id_});
+    m0_ = m_.op(OpIMul, uint_, {m_.op(OpCompositeExtract, uint_, {group, 0}), m_.u32(t_.rows)});
+    n0_ = m_.op(OpIMul, uint_, {m_.op(OpCompositeExtract, uint_, {group, 1}), m_.u32(t_.cols)});
+    const Layouts inner{layout(layout_, rows, k_, k_stride), layout(layout_, n, k_, w_stride)};
+    const Layouts edge{layout(clamped_layout_, rows, k_, k_stride), layout(clamped_layout_, n, k_, w_stride)};
+    const Id out_layout = layout(clamped_layout_, rows, n, y_stride);
+    view_ = m_.op(OpCreateTensorViewNV, view_type, {});
+    x_ = m_.op(OpAccessChain, ptr_f16_, {buffers_[1], m_.u32(0), m_.u32(0)});
+    w_ = m_.op(OpAccessChain, ptr_f16_, {buffers_[0], m_.u32(0), m_.u32(0)});
+    const Id y = m_.op(OpAccessChain, ptr_f16_, {buffers_[3], m_.u32(0), m_.u32(0)});
+    const std::uint32_t pass = t_.k * t_.unroll;
+    const Id rows_inside = m_.op(OpULessThanEqual, bool_, {m_.op(OpIAdd, uint_, {m0_, m_.u32(t_.rows)}), rows});
+    const Id cols_inside = m_.op(OpULessThanEqual, bool_, {m_.op(OpIAdd, uint_, {n0_, m_.u32(t_.cols)}), n});
+    const Id whole_passes = m_.op(OpIEqual, bool_, {m_.op(OpBitwiseAnd, uint_, {k_, m_.u32(pass - 1)}), m_.u32(0)});
+    const Id inside =
+        m_.op(OpLogicalAnd, bool_, {m_.op(OpLogicalAnd, bool_, {rows_inside, cols_inside}), whole_passes});
+    const Id fast = m_.id(), slow = m_.id(), after = m_.id();
+    m_.add(Section::functions, OpSelectionMerge, {after, 0});
+    m_.add(Section::functions, OpBranchConditional, {inside, fast, slow});
+    label(fast);
+    const auto [fast_end, fast_sums] = k_loop(fast, inner, layout_, t_.unroll);
+    m_.add(Section::functions, OpBranch, {after});
+    label(slow);
+    const auto [slow_end, slow_sums] = k_loop(slow, edge, clamped_layout_, 1);
+    m_.add(Section::functions, OpBranch, {after});
+    label(after);
+    const Id sums_type = f16_sums_ ? matrix_f16_ : matrix_f32_;
+    Id sums = m_.op(OpPhi, sums_type, {fast_sums, fast_end, slow_sums, slow_end});
+    if (f16_sums_) sums = m_.op(OpFConvert, matrix_f32_, {sums});
+    const Id biased = m_.op(OpCooperativeMatrixPerElementOpNV, matrix_f32_, {sums, epilogue, n0_});
+    const Id out = m_.op(OpFConvert, matrix_f16_, {biased});
+    const Id slice =
+        m_.op(OpTensorLayoutSliceNV, clamped_layout_, {out_layout, m0_, m_.u32(t_.rows), n0_, m_.u32(t_.cols)});
+    m_.add(Section::functions, OpCooperativeMatrixStoreTensorNV, {y, out, slice, 0, 0});
+    m_.add(Section::functions, OpReturn, {});
+    m_.add(Section::functions, OpFunctionEnd, {});
+    std::vector<std::uint32_t> entry{kExecutionModelGLCompute, main};
+    const auto name = spirv::string_words("main");
+    entry.insert(entry.end(), name.begin(), name.end());
+    entry.insert(entry.end(), {workgroup_id_, buffers_[0], buffers_[1], buffers_[2], buffers_[3], push_});
+    m_.add(Section::entry_points, OpEntryPoint, entry);
+    m_.add(Section::execution_modes, OpExecutionMode, {main, kExecutionModeLocalSize, t_.invocations, 1, 1});
+  }
+
+  Coop2Tile t_;
+  bool f16_sums_;
+  spirv::Module m_;
+  Id glsl_ = 0, void_ = 0, bool_ = 0, uint_ = 0, f16_ = 0, f32_ = 0, uvec3_ = 0, false_ = 0;
+  Id matrix_a_ = 0, matrix_b_ = 0, matrix_f32_ = 0, matrix_f16_ = 0, zero_a_ = 0, zero_b_ = 0, zero_sums_ = 0;
+  Id layout_ = 0, clamped_layout_ = 0, view_ = 0;
+  Id ptr_f16_ = 0, ptr_f32_ = 0, ptr_push_uint_ = 0, push_ = 0, workgroup_id_ = 0, buffers_[4] = {};
+  Id k_ = 0, m0_ = 0, n0_ = 0, x_ = 0, w_ = 0;
+};
+
+}  // namespace
+
+std::vector<std::uint32_t> matmul_coop2_spirv(const Coop2Tile& tile, bool f16_sums) {
+  const std::uint32_t pass = tile.k * tile.unroll;
+  TAPDIFF_ASSERT(tile.rows % 16 == 0 && tile.cols % 16 == 0 && tile.k % 16 == 0 && std::has_single_bit(pass),
+                 "matmul-coop2 tile {}x{}, k {} x {}", tile.rows, tile.cols, tile.k, tile.unroll);
+  return Writer(tile, f16_sums).write();
+}
+
+}  // namespace tapdiff::gpu
