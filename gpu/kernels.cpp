@@ -216,6 +216,7 @@ Kernels::Kernels(const Device& device, Pipelines& pipelines, const KernelOverrid
   tiled_ok_ = d.max_workgroup_invocations >= kTiledThreads && d.max_workgroup_size_x >= kTiledThreads &&
               d.max_shared_memory >= kTiledShared;
   coop_missing_ = coop_missing(device);
+  // matmul-coop's too: it runs the products matmul-coop2 does not take
   coop2_missing_ = !coop_missing_.empty() ? coop_missing_ : device.cooperative_matrix2_missing();
   const auto hd = static_cast<std::uint32_t>(head_dim);
   flash_keys_ = flash_shared_bytes(hd, 32) <= d.max_shared_memory ? 32 : 16;

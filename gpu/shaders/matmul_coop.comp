@@ -6,7 +6,9 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_NV_cooperative_matrix : require
 #include "activations.glsl"
-// matmul-coop-128x128: Y[T, N] = X[T, K] W[N, K]^T (+ bias[N]) on tensor cores (f16 pipelines only)
+// matmul-coop-128x128: Y[T, N] = X[T, K] W[N, K]^T (+ bias[N]) on tensor cores (f16 pipelines only).
+// Where the device offers VK_NV_cooperative_matrix2, matmul-coop2 (gpu/matmul_coop2.h, 1.3-1.5x
+// faster, the same bits) takes the products of f16 weights; this kernel runs the others.
 // A workgroup of 8 subgroups of 32 computes a 128 x 128 tile of Y (rows m0.., columns n0..); the
 // subgroups form a 2 x 4 grid, each owning 64 x 32 of the tile as 4 x 2 cooperative matrices of
 // 16 x 16 f32 sums. K advances in slices of 32 (16 in the k16 build): the X rows and W rows of a
