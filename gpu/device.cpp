@@ -101,9 +101,10 @@ struct EnabledFeatures {
 Device::Device(const Instance& instance, DeviceInfo info, const DeviceNeeds& needs) : info_(std::move(info)) {
   check_device_offers(info_, needs);
   cooperative_matrix_missing_ = why_no_cooperative_matrix(instance, info_, needs);
+  // (its properties are not even queried while validating: the layer flags their struct too)
   cooperative_matrix2_missing_ =
       !needs.storage_16bit ? "matmul-coop2 runs in the f16 mode only (--dtype f16)"
-      : instance.validation()
+      : info_.nv_cooperative_matrix2 && instance.validation()
           ? "the Khronos validation layer of Debian 12 (1.3.239) predates VK_NV_cooperative_matrix2 and rejects its "
             "structs and SPIR-V, so matmul-coop2 is off while validating"
           : why_no_cooperative_matrix2(instance.handle(), info_, kCoop2Tile);
