@@ -68,9 +68,12 @@ std::string why_no_cooperative_matrix2(VkInstance instance, const DeviceInfo& in
         "{} does not offer {} with {} (workgroup scope, flexible dimensions, per-element operations "
         "and tensor addressing) in compute shaders",
         info.name, kNvCooperativeMatrix2Extension, kKhrCooperativeMatrixExtension);
-  if (!info.shader_float16 || !info.vulkan_memory_model || !info.storage_buffer_16bit)
-    return fmt::format("{} offers {} but not shaderFloat16, storageBuffer16BitAccess and vulkanMemoryModel", info.name,
-                       kNvCooperativeMatrix2Extension);
+  if (!info.shader_float16 || !info.vulkan_memory_model || !info.storage_buffer_16bit || !info.rounding_rte_f16 ||
+      !info.denorm_preserve_f16)
+    return fmt::format(
+        "{} offers {} but not shaderFloat16, storageBuffer16BitAccess, vulkanMemoryModel, "
+        "shaderRoundingModeRTEFloat16 and shaderDenormPreserveFloat16",
+        info.name, kNvCooperativeMatrix2Extension);
   CooperativeMatrix2Properties limits;
   VkPhysicalDeviceProperties2 props{};
   props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;

@@ -38,7 +38,8 @@ struct CooperativeMatrix2FeaturesNV {
 bool nv_cooperative_matrix2_usable(VkPhysicalDevice device);
 
 // Why matmul-coop2 with `tile` cannot run on this device; "" when it can. It needs the features
-// above, shaderFloat16 and the Vulkan memory model, and a listed workgroup-scope shape of f16 A and
+// above, shaderFloat16, the Vulkan memory model, f16 rounding ties to even and f16 subnormals kept
+// as the shader asks (float controls), and a listed workgroup-scope shape of f16 A and
 // B, with f32 sums and with f16 sums (the gemm-f16-accum fault), for workgroups of the tile's
 // invocations, whose granularity divides the tile. The query is an extension entry point, which the
 // loader gives only through an instance.

@@ -55,6 +55,7 @@ void query_properties(VkPhysicalDevice device, DeviceInfo& info) {
       (subgroup.supportedOperations & (VK_SUBGROUP_FEATURE_SHUFFLE_BIT | VK_SUBGROUP_FEATURE_VOTE_BIT)) ==
           (VK_SUBGROUP_FEATURE_SHUFFLE_BIT | VK_SUBGROUP_FEATURE_VOTE_BIT);
   info.denorm_preserve_f16 = info.api_version >= VK_API_VERSION_1_2 && float_controls.shaderDenormPreserveFloat16;
+  info.rounding_rte_f16 = info.api_version >= VK_API_VERSION_1_2 && float_controls.shaderRoundingModeRTEFloat16;
   info.max_memory_allocation_size = maintenance3.maxMemoryAllocationSize;
   info.max_storage_buffer_range = l.maxStorageBufferRange;
   info.min_storage_buffer_offset_alignment = l.minStorageBufferOffsetAlignment;

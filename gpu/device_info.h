@@ -32,6 +32,7 @@ struct DeviceInfo {
   bool subgroup_arithmetic = false;    // subgroupAdd etc. in compute shaders
   bool subgroup_shuffle_vote = false;  // subgroupShuffleXor and subgroupAny in compute shaders
   bool denorm_preserve_f16 = false;    // shaders may keep f16 subnormals (DenormPreserve 16)
+  bool rounding_rte_f16 = false;       // shaders may ask for ties-to-even f16 rounding (RoundingModeRTE 16)
 
   // Features that later precision modes and kernels need (queried only for Vulkan >= 1.2 devices).
   bool shader_float16 = false;

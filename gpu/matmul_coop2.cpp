@@ -16,8 +16,6 @@ using spirv::Section;
 // SPV_NV_tensor_addressing) and the enumerants this kernel uses.
 enum Op : std::uint16_t {
   OpExtension = 10,
-  OpExtInstImport = 11,
-  OpExtInst = 12,
   OpMemoryModel = 14,
   OpEntryPoint = 15,
   OpExecutionMode = 16,
@@ -44,21 +42,15 @@ enum Op : std::uint16_t {
   OpMemberDecorate = 72,
   OpCompositeExtract = 81,
   OpFConvert = 115,
-  OpBitcast = 124,
   OpIAdd = 128,
   OpFAdd = 129,
   OpIMul = 132,
-  OpFMul = 133,
   OpLogicalAnd = 167,
-  OpSelect = 169,
   OpIEqual = 170,
   OpINotEqual = 171,
-  OpUGreaterThan = 172,
   OpULessThan = 176,
   OpULessThanEqual = 178,
   OpShiftRightLogical = 194,
-  OpBitwiseOr = 197,
-  OpBitwiseXor = 198,
   OpBitwiseAnd = 199,
   OpPhi = 245,
   OpLoopMerge = 246,
@@ -87,6 +79,8 @@ enum : std::uint32_t {
   kCapabilityFloat16 = 9,
   kCapabilityStorageBuffer16BitAccess = 4433,
   kCapabilityVulkanMemoryModel = 5345,
+  kCapabilityDenormPreserve = 4464,
+  kCapabilityRoundingModeRTE = 4467,
   kCapabilityCooperativeMatrixKHR = 6022,
   kCapabilityPerElementOperations = 5432,
   kCapabilityCooperativeMatrixTensorAddressing = 5433,
@@ -95,6 +89,8 @@ enum : std::uint32_t {
   kMemoryModelVulkan = 3,
   kExecutionModelGLCompute = 5,
   kExecutionModeLocalSize = 17,
+  kExecutionModeDenormPreserve = 4459,
+  kExecutionModeRoundingModeRTE = 4462,
   kStorageInput = 1,
   kStoragePushConstant = 9,
   kStorageBuffer = 12,
@@ -113,7 +109,6 @@ enum : std::uint32_t {
   kClampUndefined = 0,
   kClampConstant = 1,
   kTensorAddressingView = 1,
-  kGlslRoundEven = 2,
 };
 
 // Push constants, as gpu/kernels.cpp's MatmulPush.
@@ -127,8 +122,8 @@ class Writer {
     header();
     types();
     interface();
-    const Id epilogue = epilogue_function();
-    main_function(epilogue);
+    const Id add_bias = bias_function();
+    main_function(add_bias);
     return m_.words(spirv::kVersion1_5);  // the instance asks for Vulkan 1.2: SPIR-V up to 1.5
   }
 
@@ -136,16 +131,11 @@ class Writer {
   void header() {
     for (std::uint32_t c :
          {kCapabilityShader, kCapabilityFloat16, kCapabilityStorageBuffer16BitAccess, kCapabilityVulkanMemoryModel,
-          kCapabilityCooperativeMatrixKHR, kCapabilityPerElementOperations,
-          kCapabilityCooperativeMatrixTensorAddressing, kCapabilityTensorAddressing})
+          kCapabilityDenormPreserve, kCapabilityRoundingModeRTE, kCapabilityCooperativeMatrixKHR,
+          kCapabilityPerElementOperations, kCapabilityCooperativeMatrixTensorAddressing, kCapabilityTensorAddressing})
       m_.add(Section::capabilities, OpCapability, {c});
     for (const char* e : {"SPV_KHR_cooperative_matrix", "SPV_NV_cooperative_matrix2", "SPV_NV_tensor_addressing"})
       m_.add(Section::extensions, OpExtension, spirv::string_words(e));
-    glsl_ = m_.id();
-    std::vector<std::uint32_t> import{glsl_};
-    const auto name = spirv::string_words("GLSL.std.450");
-    import.insert(import.end(), name.begin(), name.end());
-    m_.add(Section::imports, OpExtInstImport, import);
     m_.add(Section::memory_model, OpMemoryModel, {kAddressingLogical, kMemoryModelVulkan});
   }
 
@@ -232,47 +222,18 @@ class Writer {
     m_.add(Section::functions, OpLabel, {id});
     return id;
   }
-  Id f32_constant(float v) { return typed_global(OpConstant, f32_, {std::bit_cast<std::uint32_t>(v)}); }
-
-  // float epilogue(uint row, uint col, float sum, uint n0): sum + bias[n0 + col] (when has_bias),
-  // rounded to f16 as activations.glsl's round_f16 rounds, bit for bit.
-  Id epilogue_function() {
+  // float add_bias(uint row, uint col, float sum, uint n0): sum + bias[n0 + col].
+  Id bias_function() {
     const Id type = global(OpTypeFunction, {f32_, uint_, uint_, f32_, uint_});
-    const Id scale_up = f32_constant(16777216.0f), scale_down = f32_constant(5.9604644775390625e-8f);
     const Id function = m_.id();
     m_.add(Section::functions, OpFunction, {f32_, function, 0, type});
     m_.op(OpFunctionParameter, uint_, {});  // row
     const Id col = m_.op(OpFunctionParameter, uint_, {});
     const Id sum = m_.op(OpFunctionParameter, f32_, {});
     const Id n0 = m_.op(OpFunctionParameter, uint_, {});
-    const Id entry = label(m_.id());
-    const Id has_bias = m_.op(OpINotEqual, bool_, {push_constant(kHasBias), m_.u32(0)});
-    const Id add = m_.id(), join = m_.id();
-    m_.add(Section::functions, OpSelectionMerge, {join, 0});
-    m_.add(Section::functions, OpBranchConditional, {has_bias, add, join});
-    label(add);
+    label(m_.id());
     const Id at = m_.op(OpAccessChain, ptr_f32_, {buffers_[2], m_.u32(0), m_.op(OpIAdd, uint_, {n0, col})});
-    const Id biased = m_.op(OpFAdd, f32_, {sum, m_.op(OpLoad, f32_, {at})});
-    m_.add(Section::functions, OpBranch, {join});
-    label(join);
-    const Id v = m_.op(OpPhi, f32_, {biased, add, sum, entry});
-    // round_f16(v)
-    const Id u = m_.op(OpBitcast, uint_, {v});
-    const Id sign = m_.op(OpBitwiseAnd, uint_, {u, m_.u32(0x80000000u)});
-    const Id a = m_.op(OpBitwiseXor, uint_, {u, sign});
-    const Id nan = m_.op(OpUGreaterThan, bool_, {a, m_.u32(0x7F800000u)});
-    const Id small = m_.op(OpULessThan, bool_, {a, m_.u32(0x38800000u)});
-    const Id scaled = m_.op(OpFMul, f32_, {m_.op(OpBitcast, f32_, {a}), scale_up});
-    const Id even = m_.op(OpExtInst, f32_, {glsl_, kGlslRoundEven, scaled});
-    const Id small_bits =
-        m_.op(OpBitwiseOr, uint_, {sign, m_.op(OpBitcast, uint_, {m_.op(OpFMul, f32_, {even, scale_down})})});
-    const Id odd = m_.op(OpBitwiseAnd, uint_, {m_.op(OpShiftRightLogical, uint_, {a, m_.u32(13)}), m_.u32(1)});
-    const Id kept = m_.op(OpBitwiseAnd, uint_,
-                          {m_.op(OpIAdd, uint_, {m_.op(OpIAdd, uint_, {a, m_.u32(0xFFFu)}), odd}), m_.u32(~0x1FFFu)});
-    const Id over = m_.op(OpUGreaterThan, bool_, {kept, m_.u32(0x477FE000u)});
-    const Id normal_bits = m_.op(OpBitwiseOr, uint_, {sign, m_.op(OpSelect, uint_, {over, m_.u32(0x7F800000u), kept})});
-    const Id bits = m_.op(OpSelect, uint_, {nan, u, m_.op(OpSelect, uint_, {small, small_bits, normal_bits})});
-    m_.add(Section::functions, OpReturnValue, {m_.op(OpBitcast, f32_, {bits})});
+    m_.add(Section::functions, OpReturnValue, {m_.op(OpFAdd, f32_, {sum, m_.op(OpLoad, f32_, {at})})});
     m_.add(Section::functions, OpFunctionEnd, {});
     return function;
   }
@@ -321,7 +282,7 @@ class Writer {
     return {merge, sums};
   }
 
-  void main_function(Id epilogue) {
+  void main_function(Id add_bias) {
     const Id type = global(OpTypeFunction, {void_});
     const Id view_type = global(OpTypeTensorViewNV, {m_.u32(2), false_, m_.u32(1), m_.u32(0)});
     const Id main = m_.id();
@@ -363,8 +324,17 @@ class Writer {
     const Id sums_type = f16_sums_ ? matrix_f16_ : matrix_f32_;
     Id sums = m_.op(OpPhi, sums_type, {fast_sums, fast_end, slow_sums, slow_end});
     if (f16_sums_) sums = m_.op(OpFConvert, matrix_f32_, {sums});
-    const Id biased = m_.op(OpCooperativeMatrixPerElementOpNV, matrix_f32_, {sums, epilogue, n0_});
-    const Id out = m_.op(OpFConvert, matrix_f16_, {biased});
+    // + bias where there is one, then one rounding to f16: the conversion, ties to even with
+    // subnormals kept (the module's execution modes), as round_f16 rounds
+    const Id has_bias = m_.op(OpINotEqual, bool_, {push_constant(kHasBias), m_.u32(0)});
+    const Id add = m_.id(), biased_end = m_.id();
+    m_.add(Section::functions, OpSelectionMerge, {biased_end, 0});
+    m_.add(Section::functions, OpBranchConditional, {has_bias, add, biased_end});
+    label(add);
+    const Id biased = m_.op(OpCooperativeMatrixPerElementOpNV, matrix_f32_, {sums, add_bias, n0_});
+    m_.add(Section::functions, OpBranch, {biased_end});
+    label(biased_end);
+    const Id out = m_.op(OpFConvert, matrix_f16_, {m_.op(OpPhi, matrix_f32_, {biased, add, sums, after})});
     const Id slice =
         m_.op(OpTensorLayoutSliceNV, clamped_layout_, {out_layout, m0_, m_.u32(t_.rows), n0_, m_.u32(t_.cols)});
     m_.add(Section::functions, OpCooperativeMatrixStoreTensorNV, {y, out, slice, 0, 0});
@@ -376,12 +346,14 @@ class Writer {
     entry.insert(entry.end(), {workgroup_id_, buffers_[0], buffers_[1], buffers_[2], buffers_[3], push_});
     m_.add(Section::entry_points, OpEntryPoint, entry);
     m_.add(Section::execution_modes, OpExecutionMode, {main, kExecutionModeLocalSize, t_.invocations, 1, 1});
+    m_.add(Section::execution_modes, OpExecutionMode, {main, kExecutionModeRoundingModeRTE, 16});
+    m_.add(Section::execution_modes, OpExecutionMode, {main, kExecutionModeDenormPreserve, 16});
   }
 
   Coop2Tile t_;
   bool f16_sums_;
   spirv::Module m_;
-  Id glsl_ = 0, void_ = 0, bool_ = 0, uint_ = 0, f16_ = 0, f32_ = 0, uvec3_ = 0, false_ = 0;
+  Id void_ = 0, bool_ = 0, uint_ = 0, f16_ = 0, f32_ = 0, uvec3_ = 0, false_ = 0;
   Id matrix_a_ = 0, matrix_b_ = 0, matrix_f32_ = 0, matrix_f16_ = 0, zero_a_ = 0, zero_b_ = 0, zero_sums_ = 0;
   Id layout_ = 0, clamped_layout_ = 0, view_ = 0;
   Id ptr_f16_ = 0, ptr_f32_ = 0, ptr_push_uint_ = 0, push_ = 0, workgroup_id_ = 0, buffers_[4] = {};

@@ -14,9 +14,11 @@
 // the H200.
 //
 // Numerics, as the other f16 kernels': f16 inputs, f32 sums (the order of the f32 additions inside
-// the tensor cores is the driver's, fixed), the bias added after the sum, each output rounded once
-// to f16 with round_f16's integer rounding (ties to even, subnormals kept), so the f16 conversion
-// after it is exact. The gemm-f16-accum fault's build keeps f16 sums instead.
+// the tensor cores is the driver's, fixed), the bias added after the sum (a per-element function,
+// only where there is a bias), each output rounded once to f16 by the conversion, which the module
+// declares ties-to-even with f16 subnormals kept (RoundingModeRTE 16, DenormPreserve 16): the
+// rounding round_f16 computes in the other kernels, not a choice left to the driver. The
+// gemm-f16-accum fault's build keeps f16 sums instead.
 //
 // Bindings: 0 W (f16), 1 X (f16), 2 bias (f32; read only when has_bias), 3 Y (f16). Push
 // constants: rows (T), k, n, row_bytes (of W, a multiple of 16), has_bias.
