@@ -74,11 +74,8 @@ std::string why_no_cooperative_matrix2(VkInstance instance, const DeviceInfo& in
         "{} offers {} but not shaderFloat16, storageBuffer16BitAccess, vulkanMemoryModel, "
         "shaderRoundingModeRTEFloat16 and shaderDenormPreserveFloat16",
         info.name, kNvCooperativeMatrix2Extension);
-  CooperativeMatrix2Properties limits;
-  VkPhysicalDeviceProperties2 props{};
-  props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
-  props.pNext = &limits;
-  vkGetPhysicalDeviceProperties2(info.handle, &props);
+  const auto limits =
+      extension_properties<CooperativeMatrix2Properties>(info.handle, CooperativeMatrix2Properties{}.sType);
   if (limits.cooperativeMatrixWorkgroupScopeMaxWorkgroupSize < tile.invocations ||
       limits.cooperativeMatrixFlexibleDimensionsMaxDimension < std::max({tile.rows, tile.cols, tile.k}))
     return fmt::format(

@@ -90,12 +90,8 @@ void query_features(VkPhysicalDevice device, DeviceInfo& info) {
 bool nv_cooperative_matrix_usable(VkPhysicalDevice device) {
   const auto features = extension_features<VkPhysicalDeviceCooperativeMatrixFeaturesNV>(
       device, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV);
-  VkPhysicalDeviceCooperativeMatrixPropertiesNV props{};
-  props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV;
-  VkPhysicalDeviceProperties2 props2{};
-  props2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
-  props2.pNext = &props;
-  vkGetPhysicalDeviceProperties2(device, &props2);
+  const auto props = extension_properties<VkPhysicalDeviceCooperativeMatrixPropertiesNV>(
+      device, VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV);
   return features.cooperativeMatrix == VK_TRUE &&
          (props.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0;
 }

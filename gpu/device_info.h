@@ -77,6 +77,18 @@ Features extension_features(VkPhysicalDevice device, VkStructureType type) {
   return features;
 }
 
+// Likewise an extension's properties struct of type `Properties`.
+template <typename Properties>
+Properties extension_properties(VkPhysicalDevice device, VkStructureType type) {
+  Properties properties{};
+  properties.sType = type;
+  VkPhysicalDeviceProperties2 properties2{};
+  properties2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+  properties2.pNext = &properties;
+  vkGetPhysicalDeviceProperties2(device, &properties2);
+  return properties;
+}
+
 // The VK_NV_cooperative_matrix shapes the cooperative-matrix GEMM (shaders/matmul_coop.comp) uses.
 struct CooperativeMatrixShapes {
   // 16x16x16 at subgroup scope, f16 A and B, listed with f32 C and result (the kernel's sums) and

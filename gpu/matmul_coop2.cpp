@@ -147,11 +147,7 @@ class Writer {
     return id;
   }
   Id typed_global(Op opcode, Id type, std::initializer_list<std::uint32_t> operands) {
-    const Id id = m_.id();
-    std::vector<std::uint32_t> all{type, id};
-    all.insert(all.end(), operands);
-    m_.add(Section::globals, opcode, all);
-    return id;
+    return m_.def(opcode, type, m_.id(), operands, Section::globals);
   }
   void decorate(Id target, std::initializer_list<std::uint32_t> decoration) {
     std::vector<std::uint32_t> all{target};

@@ -49,59 +49,65 @@ std::span<const std::uint32_t> coop2_words(bool f16_sums) {
   return f16_sums ? fault : clean;
 }
 
+using ShaderTable = std::array<std::array<ShaderCode, 20>, 2>;
+
 // In the order of the Shader enum: f32 activations, then f16. The cooperative-matrix kernels exist
-// in f16 only: their tensor cores multiply f16 values.
-const std::array<std::array<ShaderCode, 20>, 2> kShaders = {{
-    {{
-        {"embed", embed_spv, 3},
-        {"rms_norm", rms_norm_spv, 3},
-        {"matmul_tiled", matmul_tiled_spv, 4},
-        {"matmul_coop", {}, 4},
-        {"matmul_coop_k16", {}, 4},
-        {"matmul_coop_probe", {}, 4},
-        {"matmul_coop2", {}, 4},
-        {"matmul_coop2_fault", {}, 4},
-        {"matvec_subgroup", matvec_subgroup_spv, 4},
-        {"matvec_shared", matvec_shared_spv, 4},
-        {"rope", rope_spv, 3},
-        {"attention", attention_spv, 5},
-        {"attention_flash", attention_flash_spv, 5},
-        {"attention_split", attention_split_spv, 5},
-        {"attention_combine", attention_combine_spv, 2},
-        {"attention_coop", {}, 5},
-        {"attention_decode", attention_decode_spv, 5},
-        {"copy", copy_spv, 2},
-        {"add", add_spv, 3},
-        {"silu_mul", silu_mul_spv, 3},
-    }},
-    {{
-        {"embed_f16", embed_f16_spv, 3},
-        {"rms_norm_f16", rms_norm_f16_spv, 3},
-        {"matmul_tiled_f16", matmul_tiled_f16_spv, 4},
-        {"matmul_coop_f16", matmul_coop_f16_spv, 4},
-        {"matmul_coop_k16_f16", matmul_coop_k16_f16_spv, 4},
-        {"matmul_coop_probe_f16", matmul_coop_probe_f16_spv, 4},
-        {"matmul_coop2_f16", coop2_words(false), 4},
-        {"matmul_coop2_fault_f16", coop2_words(true), 4},
-        {"matvec_subgroup_f16", matvec_subgroup_f16_spv, 4},
-        {"matvec_shared_f16", matvec_shared_f16_spv, 4},
-        {"rope_f16", rope_f16_spv, 3},
-        {"attention_f16", attention_f16_spv, 5},
-        {"attention_flash_f16", attention_flash_f16_spv, 5},
-        {"attention_split_f16", attention_split_f16_spv, 5},
-        {"attention_combine_f16", attention_combine_f16_spv, 2},
-        {"attention_coop_f16", attention_coop_f16_spv, 5},
-        {"attention_decode_f16", attention_decode_f16_spv, 5},
-        {"copy", copy_spv, 2},  // words: the same build
-        {"add_f16", add_f16_spv, 3},
-        {"silu_mul_f16", silu_mul_f16_spv, 3},
-    }},
-}};
+// in f16 only: their tensor cores multiply f16 values. Made on the first call (matmul-coop2's words
+// are written then), not at the start of every process.
+const ShaderTable& shader_table() {
+  static const ShaderTable table = {{
+      {{
+          {"embed", embed_spv, 3},
+          {"rms_norm", rms_norm_spv, 3},
+          {"matmul_tiled", matmul_tiled_spv, 4},
+          {"matmul_coop", {}, 4},
+          {"matmul_coop_k16", {}, 4},
+          {"matmul_coop_probe", {}, 4},
+          {"matmul_coop2", {}, 4},
+          {"matmul_coop2_fault", {}, 4},
+          {"matvec_subgroup", matvec_subgroup_spv, 4},
+          {"matvec_shared", matvec_shared_spv, 4},
+          {"rope", rope_spv, 3},
+          {"attention", attention_spv, 5},
+          {"attention_flash", attention_flash_spv, 5},
+          {"attention_split", attention_split_spv, 5},
+          {"attention_combine", attention_combine_spv, 2},
+          {"attention_coop", {}, 5},
+          {"attention_decode", attention_decode_spv, 5},
+          {"copy", copy_spv, 2},
+          {"add", add_spv, 3},
+          {"silu_mul", silu_mul_spv, 3},
+      }},
+      {{
+          {"embed_f16", embed_f16_spv, 3},
+          {"rms_norm_f16", rms_norm_f16_spv, 3},
+          {"matmul_tiled_f16", matmul_tiled_f16_spv, 4},
+          {"matmul_coop_f16", matmul_coop_f16_spv, 4},
+          {"matmul_coop_k16_f16", matmul_coop_k16_f16_spv, 4},
+          {"matmul_coop_probe_f16", matmul_coop_probe_f16_spv, 4},
+          {"matmul_coop2_f16", coop2_words(false), 4},
+          {"matmul_coop2_fault_f16", coop2_words(true), 4},
+          {"matvec_subgroup_f16", matvec_subgroup_f16_spv, 4},
+          {"matvec_shared_f16", matvec_shared_f16_spv, 4},
+          {"rope_f16", rope_f16_spv, 3},
+          {"attention_f16", attention_f16_spv, 5},
+          {"attention_flash_f16", attention_flash_f16_spv, 5},
+          {"attention_split_f16", attention_split_f16_spv, 5},
+          {"attention_combine_f16", attention_combine_f16_spv, 2},
+          {"attention_coop_f16", attention_coop_f16_spv, 5},
+          {"attention_decode_f16", attention_decode_f16_spv, 5},
+          {"copy", copy_spv, 2},  // words: the same build
+          {"add_f16", add_f16_spv, 3},
+          {"silu_mul_f16", silu_mul_f16_spv, 3},
+      }},
+  }};
+  return table;
+}
 
 }  // namespace
 
 const ShaderCode& shader_code(Shader shader, Activations activations) {
-  const ShaderCode& code = kShaders[activations == Activations::f16 ? 1 : 0][static_cast<std::size_t>(shader)];
+  const ShaderCode& code = shader_table()[activations == Activations::f16 ? 1 : 0][static_cast<std::size_t>(shader)];
   TAPDIFF_ASSERT(!code.spirv.empty(), "shader {} has no build for these activations", code.name);
   return code;
 }

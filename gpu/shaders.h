@@ -1,7 +1,7 @@
 #pragma once
 // The compute shaders embedded in the binary (SPIR-V compiled from shaders/*.comp at build time),
 // each in two builds: f32 activations and f16 activations (shaders/activations.glsl); and
-// matmul-coop2, whose SPIR-V gpu/matmul_coop2.h writes when the process first asks for it.
+// matmul-coop2, whose SPIR-V gpu/matmul_coop2.h writes the first time the process asks for a shader.
 #include <cstdint>
 #include <span>
 #include <string_view>

@@ -26,10 +26,11 @@ void Module::add(Section section, std::uint16_t opcode, const std::vector<std::u
   append(sections_[static_cast<std::size_t>(section)], opcode, operands.data(), operands.size());
 }
 
-Id Module::def(std::uint16_t opcode, Id type, Id result, std::initializer_list<std::uint32_t> operands) {
+Id Module::def(std::uint16_t opcode, Id type, Id result, std::initializer_list<std::uint32_t> operands,
+               Section section) {
   std::vector<std::uint32_t> all{type, result};
   all.insert(all.end(), operands);
-  add(Section::functions, opcode, all);
+  add(section, opcode, all);
   return result;
 }
 

@@ -36,8 +36,10 @@ class Module {
   // One instruction: its opcode and operand words (ids and literals alike).
   void add(Section section, std::uint16_t opcode, std::initializer_list<std::uint32_t> operands);
   void add(Section section, std::uint16_t opcode, const std::vector<std::uint32_t>& operands);
-  // `result` = an instruction that defines it, of type `type` (functions section): returns `result`.
-  Id def(std::uint16_t opcode, Id type, Id result, std::initializer_list<std::uint32_t> operands);
+  // `result` = an instruction that defines it, of type `type` (in the functions section unless
+  // told): returns `result`.
+  Id def(std::uint16_t opcode, Id type, Id result, std::initializer_list<std::uint32_t> operands,
+         Section section = Section::functions);
   // A new id defined by the instruction.
   Id op(std::uint16_t opcode, Id type, std::initializer_list<std::uint32_t> operands) {
     return def(opcode, type, id(), operands);

@@ -187,15 +187,16 @@ void expect_clean_if_validated(const gpu::VulkanEngine& engine, const std::strin
   if (!forces_coop2(kernels)) expect_clean(engine);
 }
 
-// The UsageError of forcing `kernels` on an f16 engine of synth:tiny (head_dim 16), made as
-// engine_for makes it; "" when made.
-std::string f16_forcing_error(const std::string& kernels) {
+// The UsageError of forcing `kernels` on an engine of synth:tiny (head_dim 16) in f16 or f32 mode,
+// made as engine_for makes it; "" when made.
+std::string forcing_error(const std::string& kernels, bool f16) {
   gpu::VulkanEngineOptions options;
-  options.f16 = true;
+  options.f16 = f16;
   if (forces_coop2(kernels)) options.validation = false;
   options.kernels = kernels;
   return usage_error_of(*model::load_model(synth_model_path("tiny")), options);
 }
+std::string f16_forcing_error(const std::string& kernels) { return forcing_error(kernels, true); }
 
 // Why this device cannot run the cooperative-matrix GEMM, as forcing it says; "" when it can.
 const std::string& coop_gemm_missing() {
@@ -498,25 +499,19 @@ TEST(VulkanKernels, UnknownKernelOverrideIsAUsageError) {
   EXPECT_NE(error.find("decode-attention=auto|decode-split|flash-split"), std::string::npos) << error;
 }
 
-// The cooperative-matrix GEMM multiplies f16 values: forcing it in f32 mode is an error on any device.
-TEST(VulkanKernels, ForcingCoopGemmInF32ModeIsAUsageError) {
-  const auto m = model::load_model(synth_model_path("tiny"));
-  gpu::VulkanEngineOptions options;
-  options.kernels = "matmul=coop";
-  const std::string error = usage_error_of(*m, options);
-  EXPECT_NE(error.find("--kernels matmul=coop: "), std::string::npos) << error;
+// Forcing a cooperative-matrix kernel (`kernels`) in f32 mode is an error on any device: the
+// tensor cores multiply f16 values. The error names the override and the f16 mode; returned for
+// more checks.
+std::string expect_f32_forcing_error(const std::string& kernels) {
+  const std::string error = forcing_error(kernels, false);
+  EXPECT_NE(error.find("--kernels " + kernels + ": "), std::string::npos) << error;
   EXPECT_NE(error.find("f16 mode only (--dtype f16)"), std::string::npos) << error;
+  return error;
 }
 
-// Likewise matmul-coop2.
-TEST(VulkanKernels, ForcingCoop2GemmInF32ModeIsAUsageError) {
-  const auto m = model::load_model(synth_model_path("tiny"));
-  gpu::VulkanEngineOptions options;
-  options.kernels = "matmul=coop2";
-  const std::string error = usage_error_of(*m, options);
-  EXPECT_NE(error.find("--kernels matmul=coop2: "), std::string::npos) << error;
-  EXPECT_NE(error.find("f16 mode only (--dtype f16)"), std::string::npos) << error;
-}
+TEST(VulkanKernels, ForcingCoopGemmInF32ModeIsAUsageError) { expect_f32_forcing_error("matmul=coop"); }
+
+TEST(VulkanKernels, ForcingCoop2GemmInF32ModeIsAUsageError) { expect_f32_forcing_error("matmul=coop2"); }
 
 // Where the device has VK_NV_cooperative_matrix2, matmul-coop2 is the f16 mode's prefill GEMM
 // (without the validation layer, which turns it off, saying why).
@@ -536,12 +531,8 @@ TEST(VulkanKernels, Coop2IsTheF16PrefillGemmWhereTheDeviceHasIt) {
       << usage_error_of(*m, options);
 }
 
-// Likewise the cooperative-matrix attention.
 TEST(VulkanKernels, ForcingCoopAttentionInF32ModeIsAUsageError) {
-  const auto m = model::load_model(synth_model_path("tiny"));
-  gpu::VulkanEngineOptions options;
-  options.kernels = "attention=coop";
-  const std::string error = usage_error_of(*m, options);
+  const std::string error = expect_f32_forcing_error("attention=coop");
   EXPECT_NE(error.find("--kernels attention=coop: the cooperative-matrix attention runs in the f16 mode only"),
             std::string::npos)
       << error;
