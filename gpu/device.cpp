@@ -56,8 +56,9 @@ std::string why_no_cooperative_matrix(const Instance& instance, const DeviceInfo
 // VK_NV_cooperative_matrix2 for matmul-coop2) and the Vulkan memory model (which their loads and
 // stores require). Without them the device is created exactly as before the GEMMs existed.
 struct EnabledFeatures {
-  EnabledFeatures(const DeviceNeeds& needs, bool cooperative_matrix, bool cooperative_matrix2,
-                  bool pipeline_statistics) {
+  EnabledFeatures(const DeviceNeeds& needs, bool cooperative_matrix, bool cooperative_matrix2, bool reductions,
+                  bool pipeline_statistics)
+      : coop2(reductions) {
     v12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
     v12.shaderFloat16 = VK_TRUE;
     v12.vulkanMemoryModel = VK_TRUE;
@@ -102,12 +103,14 @@ Device::Device(const Instance& instance, DeviceInfo info, const DeviceNeeds& nee
   check_device_offers(info_, needs);
   cooperative_matrix_missing_ = why_no_cooperative_matrix(instance, info_, needs);
   // (its properties are not even queried while validating: the layer flags their struct too)
+  const bool validating_coop2 = info_.nv_cooperative_matrix2 && instance.validation();
+  if (needs.storage_16bit && !validating_coop2) coop2_shapes_ = cooperative_matrix2_shapes(instance.handle(), info_);
   cooperative_matrix2_missing_ =
       !needs.storage_16bit ? "matmul-coop2 runs in the f16 mode only (--dtype f16)"
-      : info_.nv_cooperative_matrix2 && instance.validation()
+      : validating_coop2
           ? "the Khronos validation layer of Debian 12 (1.3.239) predates VK_NV_cooperative_matrix2 and rejects its "
             "structs and SPIR-V, so matmul-coop2 is off while validating"
-          : why_no_cooperative_matrix2(instance.handle(), info_, kCoop2Tile);
+          : why_no_cooperative_matrix2(info_, coop2_shapes_, kCoop2Tile);
   vkGetPhysicalDeviceMemoryProperties(info_.handle, &memory_);
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo queue{};
@@ -116,7 +119,8 @@ Device::Device(const Instance& instance, DeviceInfo info, const DeviceNeeds& nee
   queue.queueCount = 1;
   queue.pQueuePriorities = &priority;
   pipeline_statistics_ = needs.pipeline_statistics && info_.pipeline_statistics;
-  const EnabledFeatures features(needs, cooperative_matrix(), cooperative_matrix2(), pipeline_statistics_);
+  const EnabledFeatures features(needs, cooperative_matrix(), cooperative_matrix2(),
+                                 cooperative_matrix2() && info_.nv_cooperative_matrix2_reductions, pipeline_statistics_);
   VkDeviceCreateInfo create{};
   create.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
   create.pNext = &features.v11;
@@ -133,6 +137,11 @@ Device::~Device() {
   if (device_ == VK_NULL_HANDLE) return;
   vkDeviceWaitIdle(device_);
   vkDestroyDevice(device_, nullptr);
+}
+
+std::string Device::attention_coop2_missing(std::uint32_t head_dim) const {
+  return !cooperative_matrix2() ? cooperative_matrix2_missing_
+                                : why_no_attention_coop2(info_, coop2_shapes_, kCoop2AttentionTile, head_dim);
 }
 
 int Device::memory_type(std::uint32_t type_bits, VkMemoryPropertyFlags required,

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/device_coop2.h"
 #include "gpu/device_info.h"
 
 namespace tapdiff::gpu {
@@ -48,6 +49,9 @@ class Device {
   // Likewise VK_NV_cooperative_matrix2 with what matmul-coop2 declares (gpu/device_coop2.h).
   bool cooperative_matrix2() const { return cooperative_matrix2_missing_.empty(); }
   const std::string& cooperative_matrix2_missing() const { return cooperative_matrix2_missing_; }
+  // Why attention-coop2 cannot run for head_dim `head_dim` here (its reductions and conversions
+  // enabled with the rest, its shapes listed); "" when it can.
+  std::string attention_coop2_missing(std::uint32_t head_dim) const;
   // Whether pipelines capture the driver's statistics (DeviceNeeds::pipeline_statistics, offered).
   bool pipeline_statistics() const { return pipeline_statistics_; }
 
@@ -61,6 +65,7 @@ class Device {
   DeviceInfo info_;
   std::string cooperative_matrix_missing_;
   std::string cooperative_matrix2_missing_;
+  std::vector<Coop2Shape> coop2_shapes_;  // listed by the device (none while validating)
   bool pipeline_statistics_ = false;
   VkPhysicalDeviceMemoryProperties memory_{};
   VkDevice device_ = VK_NULL_HANDLE;

@@ -1,6 +1,8 @@
 #include "gpu/device_coop2.h"
 
 #include <algorithm>
+#include <array>
+#include <initializer_list>
 #include <vector>
 
 #include <fmt/core.h>
@@ -32,24 +34,37 @@ using QueryFlexibleDimensions = VkResult(VKAPI_PTR*)(VkPhysicalDevice, std::uint
 
 constexpr std::uint32_t kComponentF16 = 0, kComponentF32 = 1, kScopeWorkgroup = 2;
 
-std::vector<FlexibleDimensions> flexible_dimensions(VkInstance instance, const DeviceInfo& info) {
-  const auto query = reinterpret_cast<QueryFlexibleDimensions>(
-      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV"));
-  if (query == nullptr) return {};
-  std::uint32_t n = 0;
-  check(query(info.handle, &n, nullptr), "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV");
-  std::vector<FlexibleDimensions> shapes(n);
-  check(query(info.handle, &n, shapes.data()), "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV");
-  shapes.resize(n);
-  return shapes;
+// Whether `shape` is workgroup-scope f16 * f16 + `sums` for workgroups of `invocations` whose
+// granularity divides the products m x n x k.
+bool fits(const Coop2Shape& shape, std::uint32_t sums, std::uint32_t invocations,
+          std::initializer_list<std::array<std::uint32_t, 3>> products) {
+  if (shape.scope != kScopeWorkgroup || shape.invocations != invocations || shape.a != kComponentF16 ||
+      shape.b != kComponentF16 || shape.c != sums || shape.result != sums || shape.m == 0 || shape.n == 0 ||
+      shape.k == 0)
+    return false;
+  return std::all_of(products.begin(), products.end(), [&](const auto& p) {
+    return p[0] % shape.m == 0 && p[1] % shape.n == 0 && p[2] % shape.k == 0;
+  });
 }
 
-// Whether `shape` is workgroup-scope f16 * f16 + `sums` for the tile's workgroups and divides it.
-bool fits(const FlexibleDimensions& shape, std::uint32_t sums, const Coop2Tile& tile) {
-  return shape.scope == kScopeWorkgroup && shape.workgroupInvocations == tile.invocations &&
-         shape.AType == kComponentF16 && shape.BType == kComponentF16 && shape.CType == sums &&
-         shape.ResultType == sums && shape.MGranularity > 0 && shape.NGranularity > 0 && shape.KGranularity > 0 &&
-         tile.rows % shape.MGranularity == 0 && tile.cols % shape.NGranularity == 0 && tile.k % shape.KGranularity == 0;
+bool listed(const std::vector<Coop2Shape>& shapes, std::uint32_t sums, std::uint32_t invocations,
+            std::initializer_list<std::array<std::uint32_t, 3>> products) {
+  return std::any_of(shapes.begin(), shapes.end(), [&](const auto& s) { return fits(s, sums, invocations, products); });
+}
+
+// Why the device's workgroup-scope limits do not take `invocations` and `dimension`; "" when they do.
+std::string limits_missing(const DeviceInfo& info, const char* kernel, std::uint32_t invocations,
+                           std::uint32_t dimension) {
+  const auto limits =
+      extension_properties<CooperativeMatrix2Properties>(info.handle, CooperativeMatrix2Properties{}.sType);
+  if (limits.cooperativeMatrixWorkgroupScopeMaxWorkgroupSize >= invocations &&
+      limits.cooperativeMatrixFlexibleDimensionsMaxDimension >= dimension)
+    return "";
+  return fmt::format(
+      "{} takes workgroup-scope matrices in workgroups of at most {} invocations and {} rows or columns; "
+      "{} needs {} and {}",
+      info.name, limits.cooperativeMatrixWorkgroupScopeMaxWorkgroupSize,
+      limits.cooperativeMatrixFlexibleDimensionsMaxDimension, kernel, invocations, dimension);
 }
 
 }  // namespace
@@ -62,7 +77,29 @@ bool nv_cooperative_matrix2_usable(VkPhysicalDevice device) {
          nv.cooperativeMatrixTensorAddressing == VK_TRUE;
 }
 
-std::string why_no_cooperative_matrix2(VkInstance instance, const DeviceInfo& info, const Coop2Tile& tile) {
+bool nv_cooperative_matrix2_reductions(VkPhysicalDevice device) {
+  const auto nv = extension_features<CooperativeMatrix2FeaturesNV>(device, CooperativeMatrix2FeaturesNV{}.sType);
+  return nv.cooperativeMatrixReductions == VK_TRUE && nv.cooperativeMatrixConversions == VK_TRUE;
+}
+
+std::vector<Coop2Shape> cooperative_matrix2_shapes(VkInstance instance, const DeviceInfo& info) {
+  const auto query = reinterpret_cast<QueryFlexibleDimensions>(
+      vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV"));
+  if (!info.nv_cooperative_matrix2 || query == nullptr) return {};
+  std::uint32_t n = 0;
+  check(query(info.handle, &n, nullptr), "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV");
+  std::vector<FlexibleDimensions> listed(n);
+  check(query(info.handle, &n, listed.data()), "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV");
+  listed.resize(n);
+  std::vector<Coop2Shape> shapes;
+  for (const FlexibleDimensions& d : listed)
+    shapes.push_back({d.MGranularity, d.NGranularity, d.KGranularity, d.AType, d.BType, d.CType, d.ResultType, d.scope,
+                      d.workgroupInvocations});
+  return shapes;
+}
+
+std::string why_no_cooperative_matrix2(const DeviceInfo& info, const std::vector<Coop2Shape>& shapes,
+                                       const Coop2Tile& tile) {
   if (!info.nv_cooperative_matrix2)
     return fmt::format(
         "{} does not offer {} with {} (workgroup scope, flexible dimensions, per-element operations "
@@ -74,21 +111,12 @@ std::string why_no_cooperative_matrix2(VkInstance instance, const DeviceInfo& in
         "{} offers {} but not shaderFloat16, storageBuffer16BitAccess, vulkanMemoryModel, "
         "shaderRoundingModeRTEFloat16 and shaderDenormPreserveFloat16",
         info.name, kNvCooperativeMatrix2Extension);
-  const auto limits =
-      extension_properties<CooperativeMatrix2Properties>(info.handle, CooperativeMatrix2Properties{}.sType);
-  if (limits.cooperativeMatrixWorkgroupScopeMaxWorkgroupSize < tile.invocations ||
-      limits.cooperativeMatrixFlexibleDimensionsMaxDimension < std::max({tile.rows, tile.cols, tile.k}))
-    return fmt::format(
-        "{} takes workgroup-scope matrices in workgroups of at most {} invocations and {} rows or columns; "
-        "matmul-coop2 needs {} and {}",
-        info.name, limits.cooperativeMatrixWorkgroupScopeMaxWorkgroupSize,
-        limits.cooperativeMatrixFlexibleDimensionsMaxDimension, tile.invocations,
-        std::max({tile.rows, tile.cols, tile.k}));
-  const auto shapes = flexible_dimensions(instance, info);
-  const auto listed = [&](std::uint32_t sums) {
-    return std::any_of(shapes.begin(), shapes.end(), [&](const auto& s) { return fits(s, sums, tile); });
-  };
-  if (!listed(kComponentF32) || !listed(kComponentF16))
+  if (auto why = limits_missing(info, "matmul-coop2", tile.invocations, std::max({tile.rows, tile.cols, tile.k}));
+      !why.empty())
+    return why;
+  const std::array<std::uint32_t, 3> product{tile.rows, tile.cols, tile.k};
+  if (!listed(shapes, kComponentF32, tile.invocations, {product}) ||
+      !listed(shapes, kComponentF16, tile.invocations, {product}))
     return fmt::format(
         "{} does not list workgroup-scope f16 matrices with f32 and f16 sums for workgroups of {} whose "
         "granularity divides {}x{}x{}",
@@ -96,13 +124,31 @@ std::string why_no_cooperative_matrix2(VkInstance instance, const DeviceInfo& in
   return "";
 }
 
-CooperativeMatrix2Enabled::CooperativeMatrix2Enabled() {
+std::string why_no_attention_coop2(const DeviceInfo& info, const std::vector<Coop2Shape>& shapes,
+                                   const Coop2AttentionTile& tile, std::uint32_t hd) {
+  if (!info.nv_cooperative_matrix2_reductions)
+    return fmt::format("{} offers {} without its reductions and conversions", info.name,
+                       kNvCooperativeMatrix2Extension);
+  if (auto why = limits_missing(info, "attention-coop2", tile.invocations, std::max({tile.rows, tile.keys, hd}));
+      !why.empty())
+    return why;
+  if (!listed(shapes, kComponentF32, tile.invocations, {{tile.rows, tile.keys, hd}, {tile.rows, hd, tile.keys}}))
+    return fmt::format(
+        "{} does not list workgroup-scope f16 matrices with f32 sums for workgroups of {} whose granularity "
+        "divides {}x{}x{} and {}x{}x{}",
+        info.name, tile.invocations, tile.rows, tile.keys, hd, tile.rows, hd, tile.keys);
+  return "";
+}
+
+CooperativeMatrix2Enabled::CooperativeMatrix2Enabled(bool reductions) {
   khr.pNext = &nv;
   khr.cooperativeMatrix = VK_TRUE;
   nv.cooperativeMatrixWorkgroupScope = VK_TRUE;
   nv.cooperativeMatrixFlexibleDimensions = VK_TRUE;
   nv.cooperativeMatrixPerElementOperations = VK_TRUE;
   nv.cooperativeMatrixTensorAddressing = VK_TRUE;
+  nv.cooperativeMatrixReductions = reductions ? VK_TRUE : VK_FALSE;
+  nv.cooperativeMatrixConversions = reductions ? VK_TRUE : VK_FALSE;
 }
 
 }  // namespace tapdiff::gpu

@@ -4,8 +4,11 @@
 // matrices the kernel declares, and the feature structs that enable them. Debian 12's Vulkan
 // headers (1.3.239) predate both extensions, so their structs are declared here, as the registry
 // defines them.
+#include <cstdint>
 #include <string>
+#include <vector>
 
+#include "gpu/attention_coop2.h"
 #include "gpu/device_info.h"
 #include "gpu/matmul_coop2.h"
 
@@ -37,17 +40,40 @@ struct CooperativeMatrix2FeaturesNV {
 // scope, flexible dimensions, per-element operations and tensor addressing.
 bool nv_cooperative_matrix2_usable(VkPhysicalDevice device);
 
+// Whether its reductions and conversions are on too (attention-coop2).
+bool nv_cooperative_matrix2_reductions(VkPhysicalDevice device);
+
+// A shape the device lists for flexible-dimension cooperative matrices: the granularity of M, N
+// and K, the component types (VkComponentTypeKHR) of A, B, C and the result, the scope and the
+// workgroup size it holds for.
+struct Coop2Shape {
+  std::uint32_t m = 0, n = 0, k = 0;
+  std::uint32_t a = 0, b = 0, c = 0, result = 0;
+  std::uint32_t scope = 0, invocations = 0;
+};
+// The listed shapes (none where the device lacks the extension). The query is an extension entry
+// point, which the loader gives only through an instance.
+std::vector<Coop2Shape> cooperative_matrix2_shapes(VkInstance instance, const DeviceInfo& info);
+
 // Why matmul-coop2 with `tile` cannot run on this device; "" when it can. It needs the features
 // above, shaderFloat16, the Vulkan memory model, f16 rounding ties to even and f16 subnormals kept
 // as the shader asks (float controls), and a listed workgroup-scope shape of f16 A and
 // B, with f32 sums and with f16 sums (the gemm-f16-accum fault), for workgroups of the tile's
-// invocations, whose granularity divides the tile. The query is an extension entry point, which the
-// loader gives only through an instance.
-std::string why_no_cooperative_matrix2(VkInstance instance, const DeviceInfo& info, const Coop2Tile& tile);
+// invocations, whose granularity divides the tile.
+std::string why_no_cooperative_matrix2(const DeviceInfo& info, const std::vector<Coop2Shape>& shapes,
+                                       const Coop2Tile& tile);
 
-// The structs vkCreateDevice chains to enable what matmul-coop2 declares.
+// Why attention-coop2 with `tile` cannot run for head_dim `hd` on a device where matmul-coop2 can;
+// "" when it can: the reductions and conversions, and a listed workgroup-scope shape of f16 A and B
+// with f32 sums for the tile's invocations whose granularity divides both products (tile rows x
+// keys x hd and tile rows x hd x keys).
+std::string why_no_attention_coop2(const DeviceInfo& info, const std::vector<Coop2Shape>& shapes,
+                                   const Coop2AttentionTile& tile, std::uint32_t hd);
+
+// The structs vkCreateDevice chains to enable what matmul-coop2 declares, and attention-coop2's
+// reductions and conversions where the device has them.
 struct CooperativeMatrix2Enabled {
-  CooperativeMatrix2Enabled();
+  explicit CooperativeMatrix2Enabled(bool reductions);
   CooperativeMatrix2Enabled(const CooperativeMatrix2Enabled&) = delete;  // khr points at nv
   CooperativeMatrix2Enabled& operator=(const CooperativeMatrix2Enabled&) = delete;
   CooperativeMatrixFeaturesKHR khr;

@@ -205,8 +205,10 @@ DeviceInfo query_device(VkPhysicalDevice device, int index) {
     if (e == VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)
       info.pipeline_statistics = pipeline_executable_info(device);
   }
-  if (khr_cooperative_matrix && nv_cooperative_matrix2 && info.api_version >= VK_API_VERSION_1_2)
+  if (khr_cooperative_matrix && nv_cooperative_matrix2 && info.api_version >= VK_API_VERSION_1_2) {
     info.nv_cooperative_matrix2 = nv_cooperative_matrix2_usable(device);
+    info.nv_cooperative_matrix2_reductions = info.nv_cooperative_matrix2 && nv_cooperative_matrix2_reductions(device);
+  }
   return info;
 }
 

@@ -45,6 +45,8 @@ struct DeviceInfo {
   // VK_NV_cooperative_matrix2 with VK_KHR_cooperative_matrix, the features matmul-coop2 declares on
   // (gpu/device_coop2.h)
   bool nv_cooperative_matrix2 = false;
+  // ... and its reductions and conversions on too (what attention-coop2 declares besides)
+  bool nv_cooperative_matrix2_reductions = false;
   bool push_descriptor = false;      // VK_KHR_push_descriptor
   bool pipeline_statistics = false;  // VK_KHR_pipeline_executable_properties, pipelineExecutableInfo on
 

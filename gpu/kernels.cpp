@@ -8,6 +8,7 @@
 
 #include <fmt/core.h>
 
+#include "gpu/attention_coop2.h"
 #include "gpu/device.h"
 #include "gpu/matmul_coop2.h"
 #include "gpu/pipelines.h"
@@ -185,8 +186,10 @@ KernelOverrides parse_kernel_overrides(const std::string& text) {
       o.matvec = value == "subgroup" ? KernelOverrides::Matvec::subgroup
                  : value == "shared" ? KernelOverrides::Matvec::shared
                                      : KernelOverrides::Matvec::automatic;
-    } else if (key == "attention" && (value == "auto" || value == "coop" || value == "flash" || value == "two-pass")) {
-      o.attention = value == "coop"       ? KernelOverrides::Attention::coop
+    } else if (key == "attention" &&
+               (value == "auto" || value == "coop2" || value == "coop" || value == "flash" || value == "two-pass")) {
+      o.attention = value == "coop2"      ? KernelOverrides::Attention::coop2
+                    : value == "coop"     ? KernelOverrides::Attention::coop
                     : value == "flash"    ? KernelOverrides::Attention::flash
                     : value == "two-pass" ? KernelOverrides::Attention::two_pass
                                           : KernelOverrides::Attention::automatic;
@@ -197,7 +200,7 @@ KernelOverrides parse_kernel_overrides(const std::string& text) {
     } else {
       throw UsageError(
           fmt::format("--kernels: expected matmul=auto|tiled|coop|coop-k16|coop2|matvec, matvec=auto|subgroup|shared, "
-                      "attention=auto|coop|flash|two-pass or decode-attention=auto|decode-split|flash-split "
+                      "attention=auto|coop2|coop|flash|two-pass or decode-attention=auto|decode-split|flash-split "
                       "(comma-separated), found '{}'",
                       item));
     }
@@ -230,6 +233,13 @@ Kernels::Kernels(const Device& device, Pipelines& pipelines, const KernelOverrid
   attention_coop_missing_ = pipelines.activations() == Activations::f16
                                 ? attention_coop_missing(device, coop_missing_, hd)
                                 : "the cooperative-matrix attention runs in the f16 mode only (--dtype f16)";
+  attention_coop2_missing_ =
+      pipelines.activations() != Activations::f16
+          ? "the VK_NV_cooperative_matrix2 attention runs in the f16 mode only (--dtype f16)"
+      : hd % 16 != 0 || hd > kCoop2AttentionMaxHeadDim
+          ? fmt::format("the VK_NV_cooperative_matrix2 attention takes head_dim a multiple of 16 up to {}, the model has {}",
+                        kCoop2AttentionMaxHeadDim, head_dim)
+          : device.attention_coop2_missing(hd);
   decode_missing_ = decode_missing(d, flash_missing_, hd, static_cast<std::uint32_t>(std::max(group, 1)));
   if (overrides.matmul == KernelOverrides::Matmul::tiled && !tiled_ok_)
     throw UsageError(fmt::format("--kernels matmul=tiled: {} cannot run 256-invocation workgroups", d.name));
@@ -244,6 +254,8 @@ Kernels::Kernels(const Device& device, Pipelines& pipelines, const KernelOverrid
         fmt::format("--kernels matvec=subgroup: {} has no subgroup arithmetic in compute shaders", d.name));
   if (overrides.attention == KernelOverrides::Attention::flash && !flash_missing_.empty())
     throw UsageError(fmt::format("--kernels attention=flash: {}", flash_missing_));
+  if (overrides.attention == KernelOverrides::Attention::coop2 && !attention_coop2_missing_.empty())
+    throw UsageError(fmt::format("--kernels attention=coop2: {}", attention_coop2_missing_));
   if (overrides.attention == KernelOverrides::Attention::coop && !attention_coop_missing_.empty())
     throw UsageError(fmt::format("--kernels attention=coop: {}", attention_coop_missing_));
   if (overrides.decode_attention == KernelOverrides::DecodeAttention::decode_split && !decode_missing_.empty())
@@ -443,7 +455,15 @@ std::string Kernels::attention(Stream& s, const AttentionShape& a, float scale, 
   const std::uint64_t units = push.heads / pack;
   const std::uint64_t tiles = ceil_div(static_cast<std::uint64_t>(push.rows) * pack, kFlashRows) * units;
   using Kind = AttentionPlan::Kind;
-  switch (plan.kind) {
+  // attention-coop2 has no faults: attention_coop.comp (or flash) runs a planted one
+  Kind kind = plan.kind;
+  if (kind == Kind::coop2 && faults != 0) kind = attention_coop_missing_.empty() ? Kind::coop : Kind::flash;
+  switch (kind) {
+    case Kind::coop2:
+      dispatch(s, Shader::attention_coop2, 0, {q, k, v, row_table, out}, &push, sizeof push,
+               fold(ceil_div(static_cast<std::uint64_t>(push.rows) * pack, kCoop2AttentionTile.rows) * units), 0,
+               {push.head_dim});
+      break;
     case Kind::coop:
       dispatch(s, Shader::attention_coop, 0, {q, k, v, row_table, out}, &push, sizeof push,
                fold(ceil_div(static_cast<std::uint64_t>(push.rows) * pack, kCoopAttentionRows) * units), faults,
@@ -474,7 +494,7 @@ std::string Kernels::attention(Stream& s, const AttentionShape& a, float scale, 
                fold(static_cast<std::uint64_t>(a.rows) * push.heads), faults);
       break;
   }
-  return attention_name(plan.kind);
+  return attention_name(kind);
 }
 
 Kernels::AttentionPlan Kernels::plan_attention(const AttentionShape& a) const {
@@ -492,7 +512,9 @@ Kernels::AttentionPlan Kernels::plan_attention(const AttentionShape& a) const {
   // The cooperative-matrix kernel takes the passes flash would run in one piece; short chunks keep
   // flash's split-KV; decode steps take attention_decode.comp unless attention is forced to
   // two-pass or decode-attention to flash-split.
-  const bool coop = overrides_.attention == Override::coop ||
+  const bool coop2 = overrides_.attention == Override::coop2 ||
+                     (overrides_.attention == Override::automatic && attention_coop2_missing_.empty());
+  const bool coop = coop2 || overrides_.attention == Override::coop ||
                     (overrides_.attention == Override::automatic && attention_coop_missing_.empty());
   const bool decode_step = a.rows <= a.sequences;  // one row per sequence
   const bool flash = coop || overrides_.attention == Override::flash ||
@@ -503,7 +525,7 @@ Kernels::AttentionPlan Kernels::plan_attention(const AttentionShape& a) const {
                        flash && decode_missing_.empty())))
     return split_plan(Kind::decode, kDecodeKeys);
   if (!flash) return {};
-  const Kind whole = coop ? Kind::coop : Kind::flash;
+  const Kind whole = coop2 ? Kind::coop2 : coop ? Kind::coop : Kind::flash;
   if (a.rows >= kFlashMinRowsPerSequence * a.sequences) return {whole};
   const AttentionPlan split = split_plan(Kind::split, flash_keys_);
   return split.splits <= 1 ? AttentionPlan{whole} : split;
@@ -518,6 +540,8 @@ std::uint64_t Kernels::attention_scratch_bytes(const AttentionShape& a) const {
 
 std::string Kernels::attention_name(AttentionPlan::Kind kind) const {
   switch (kind) {
+    case AttentionPlan::Kind::coop2:
+      return named(fmt::format("attention-coop2-{}x{}", kCoop2AttentionTile.rows, kCoop2AttentionTile.keys));
     case AttentionPlan::Kind::coop:
       return named(fmt::format("attention-coop-{}x{}", kCoopAttentionRows, kCoopAttentionKeys));
     case AttentionPlan::Kind::flash: return named(fmt::format("attention-flash-{}x{}", kFlashRows, flash_keys_));

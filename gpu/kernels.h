@@ -21,7 +21,12 @@
 //                                                  where N alone gives fewer than 8192 subgroups)
 //               matvec-shared/DTYPE                rows == 1, shared-memory tree otherwise
 //   rope        rope-table                         host cos/sin table
-//   attention   attention-coop-64x32.f16           f16 mode, passes of >= 16 rows per sequence, tensor
+//   attention   attention-coop2-64x64.f16          f16 mode, passes of >= 16 rows per sequence, no fault
+//                                                  planted: tensor cores through
+//                                                  VK_NV_cooperative_matrix2 with its reductions
+//                                                  (gpu/attention_coop2.h), head_dim a multiple of 16
+//                                                  <= 128, where the device offers it; otherwise:
+//               attention-coop-64x32.f16           f16 mode, passes of >= 16 rows per sequence, tensor
 //                                                  cores: the flash kernel's tiles with both products
 //                                                  on 16x16x16 matrices (64 pairs, 32 keys); where the
 //                                                  GEMM's cooperative matrices run, with subgroup
@@ -69,15 +74,16 @@ class Pipelines;
 class Stream;
 
 // What --kernels may force:
-// "matmul=auto|tiled|coop|coop-k16|coop2|matvec,matvec=auto|subgroup|shared,attention=auto|coop|flash|two-pass,
+// "matmul=auto|tiled|coop|coop-k16|coop2|matvec,matvec=auto|subgroup|shared,attention=auto|coop2|coop|flash|two-pass,
 // decode-attention=auto|decode-split|flash-split" (decode-attention: the kernel of decode steps over
 // more than 32 positions; with auto, attention=two-pass takes them too). matmul=coop2 runs the
 // products whose shape it takes (f16 weights, K and N multiples of 8) on matmul-coop2, the others
-// on matmul-coop; each op's kernel name says which ran.
+// on matmul-coop; each op's kernel name says which ran. attention=coop2 runs attention-coop-64x32
+// where a fault is planted (attention-coop2 has no faults).
 struct KernelOverrides {
   enum class Matmul : std::uint8_t { automatic, tiled, coop, coop_k16, coop2, matvec } matmul = Matmul::automatic;
   enum class Matvec : std::uint8_t { automatic, subgroup, shared } matvec = Matvec::automatic;
-  enum class Attention : std::uint8_t { automatic, coop, flash, two_pass } attention = Attention::automatic;
+  enum class Attention : std::uint8_t { automatic, coop2, coop, flash, two_pass } attention = Attention::automatic;
   enum class DecodeAttention : std::uint8_t {
     automatic,
     decode_split,
@@ -182,7 +188,7 @@ class Kernels {
   // matvec-subgroup's subgroups per output (a power of two dividing matvec_subgroups_) for Y[1, n], K = k.
   std::uint32_t matvec_split(std::uint32_t n, std::uint32_t k) const;
   struct AttentionPlan {
-    enum class Kind : std::uint8_t { two_pass, flash, split, coop, decode } kind = Kind::two_pass;
+    enum class Kind : std::uint8_t { two_pass, flash, split, coop, coop2, decode } kind = Kind::two_pass;
     std::uint32_t splits = 1, split_keys = 0;  // split, decode: workgroups per (tile, head), positions each
   };
   AttentionPlan plan_attention(const AttentionShape& a) const;
@@ -200,6 +206,7 @@ class Kernels {
   std::uint32_t flash_keys_;            // attention_flash.comp's BC for head_dim_ on this device
   std::string flash_missing_;           // why it cannot run here; "" when it can
   std::string attention_coop_missing_;  // why attention_coop.comp cannot run here; "" when it can
+  std::string attention_coop2_missing_;  // likewise attention-coop2
   std::string decode_missing_;          // likewise attention_decode.comp
   std::string coop_missing_;            // why the cooperative-matrix GEMM cannot run here; "" when it can
   std::string coop2_missing_;           // likewise matmul-coop2

@@ -3,113 +3,14 @@
 #include <bit>
 
 #include "gpu/spirv_module.h"
+#include "gpu/spirv_ops.h"
 #include "model/errors.h"
 
 namespace tapdiff::gpu {
 
 namespace {
 
-using spirv::Id;
-using spirv::Section;
-
-// Opcodes (SPIR-V 1.6 core, SPV_KHR_cooperative_matrix, SPV_NV_cooperative_matrix2,
-// SPV_NV_tensor_addressing) and the enumerants this kernel uses.
-enum Op : std::uint16_t {
-  OpExtension = 10,
-  OpMemoryModel = 14,
-  OpEntryPoint = 15,
-  OpExecutionMode = 16,
-  OpCapability = 17,
-  OpTypeVoid = 19,
-  OpTypeBool = 20,
-  OpTypeInt = 21,
-  OpTypeFloat = 22,
-  OpTypeVector = 23,
-  OpTypeRuntimeArray = 29,
-  OpTypeStruct = 30,
-  OpTypePointer = 32,
-  OpTypeFunction = 33,
-  OpConstantFalse = 42,
-  OpConstant = 43,
-  OpConstantComposite = 44,
-  OpFunction = 54,
-  OpFunctionParameter = 55,
-  OpFunctionEnd = 56,
-  OpVariable = 59,
-  OpLoad = 61,
-  OpAccessChain = 65,
-  OpDecorate = 71,
-  OpMemberDecorate = 72,
-  OpCompositeExtract = 81,
-  OpFConvert = 115,
-  OpIAdd = 128,
-  OpFAdd = 129,
-  OpIMul = 132,
-  OpLogicalAnd = 167,
-  OpIEqual = 170,
-  OpINotEqual = 171,
-  OpULessThan = 176,
-  OpULessThanEqual = 178,
-  OpShiftRightLogical = 194,
-  OpBitwiseAnd = 199,
-  OpPhi = 245,
-  OpLoopMerge = 246,
-  OpSelectionMerge = 247,
-  OpLabel = 248,
-  OpBranch = 249,
-  OpBranchConditional = 250,
-  OpReturn = 253,
-  OpReturnValue = 254,
-  OpTypeCooperativeMatrixKHR = 4456,
-  OpCooperativeMatrixMulAddKHR = 4459,
-  OpCooperativeMatrixLoadTensorNV = 5367,
-  OpCooperativeMatrixStoreTensorNV = 5368,
-  OpCooperativeMatrixPerElementOpNV = 5369,
-  OpTypeTensorLayoutNV = 5370,
-  OpTypeTensorViewNV = 5371,
-  OpCreateTensorLayoutNV = 5372,
-  OpTensorLayoutSetDimensionNV = 5373,
-  OpTensorLayoutSetStrideNV = 5374,
-  OpTensorLayoutSliceNV = 5375,
-  OpCreateTensorViewNV = 5377,
-};
-
-enum : std::uint32_t {
-  kCapabilityShader = 1,
-  kCapabilityFloat16 = 9,
-  kCapabilityStorageBuffer16BitAccess = 4433,
-  kCapabilityVulkanMemoryModel = 5345,
-  kCapabilityDenormPreserve = 4464,
-  kCapabilityRoundingModeRTE = 4467,
-  kCapabilityCooperativeMatrixKHR = 6022,
-  kCapabilityPerElementOperations = 5432,
-  kCapabilityCooperativeMatrixTensorAddressing = 5433,
-  kCapabilityTensorAddressing = 5439,
-  kAddressingLogical = 0,
-  kMemoryModelVulkan = 3,
-  kExecutionModelGLCompute = 5,
-  kExecutionModeLocalSize = 17,
-  kExecutionModeDenormPreserve = 4459,
-  kExecutionModeRoundingModeRTE = 4462,
-  kStorageInput = 1,
-  kStoragePushConstant = 9,
-  kStorageBuffer = 12,
-  kDecorationBlock = 2,
-  kDecorationArrayStride = 6,
-  kDecorationBuiltIn = 11,
-  kDecorationNonWritable = 24,
-  kDecorationBinding = 33,
-  kDecorationDescriptorSet = 34,
-  kDecorationOffset = 35,
-  kBuiltInWorkgroupId = 26,
-  kScopeWorkgroup = 2,
-  kUseA = 0,
-  kUseB = 1,
-  kUseAccumulator = 2,
-  kClampUndefined = 0,
-  kClampConstant = 1,
-  kTensorAddressingView = 1,
-};
+using namespace spirv;  // NOLINT(google-build-using-namespace): the opcodes and enumerants
 
 // Push constants, as gpu/kernels.cpp's MatmulPush.
 enum Push : std::uint32_t { kRows, kK, kN, kRowBytes, kHasBias, kPushMembers };
@@ -139,98 +40,78 @@ class Writer {
     m_.add(Section::memory_model, OpMemoryModel, {kAddressingLogical, kMemoryModelVulkan});
   }
 
-  Id global(Op opcode, std::initializer_list<std::uint32_t> operands) {
-    const Id id = m_.id();
-    std::vector<std::uint32_t> all{id};
-    all.insert(all.end(), operands);
-    m_.add(Section::globals, opcode, all);
-    return id;
-  }
-  Id typed_global(Op opcode, Id type, std::initializer_list<std::uint32_t> operands) {
-    return m_.def(opcode, type, m_.id(), operands, Section::globals);
-  }
-  void decorate(Id target, std::initializer_list<std::uint32_t> decoration) {
-    std::vector<std::uint32_t> all{target};
-    all.insert(all.end(), decoration);
-    m_.add(Section::decorations, OpDecorate, all);
-  }
-
   void types() {
-    void_ = global(OpTypeVoid, {});
-    bool_ = global(OpTypeBool, {});
-    uint_ = global(OpTypeInt, {32, 0});
+    void_ = m_.type(OpTypeVoid, {});
+    bool_ = m_.type(OpTypeBool, {});
+    uint_ = m_.type(OpTypeInt, {32, 0});
     m_.set_uint_type(uint_);
-    f16_ = global(OpTypeFloat, {16});
-    f32_ = global(OpTypeFloat, {32});
+    f16_ = m_.type(OpTypeFloat, {16});
+    f32_ = m_.type(OpTypeFloat, {32});
     const Id scope = m_.u32(kScopeWorkgroup);
     auto matrix = [&](Id component, std::uint32_t rows, std::uint32_t cols, std::uint32_t use) {
-      return global(OpTypeCooperativeMatrixKHR, {component, scope, m_.u32(rows), m_.u32(cols), m_.u32(use)});
+      return m_.type(OpTypeCooperativeMatrixKHR, {component, scope, m_.u32(rows), m_.u32(cols), m_.u32(use)});
     };
     matrix_a_ = matrix(f16_, t_.rows, t_.k, kUseA);
     matrix_b_ = matrix(f16_, t_.k, t_.cols, kUseB);
     matrix_f32_ = matrix(f32_, t_.rows, t_.cols, kUseAccumulator);
     matrix_f16_ = matrix(f16_, t_.rows, t_.cols, kUseAccumulator);
-    const Id f16_zero = typed_global(OpConstant, f16_, {0});
-    zero_a_ = typed_global(OpConstantComposite, matrix_a_, {f16_zero});
-    zero_b_ = typed_global(OpConstantComposite, matrix_b_, {f16_zero});
-    zero_sums_ = f16_sums_ ? typed_global(OpConstantComposite, matrix_f16_, {f16_zero})
-                           : typed_global(OpConstantComposite, matrix_f32_, {typed_global(OpConstant, f32_, {0})});
-    layout_ = global(OpTypeTensorLayoutNV, {m_.u32(2), m_.u32(kClampUndefined)});
-    clamped_layout_ = global(OpTypeTensorLayoutNV, {m_.u32(2), m_.u32(kClampConstant)});
-    false_ = typed_global(OpConstantFalse, bool_, {});
+    const Id f16_zero = m_.global(OpConstant, f16_, {0});
+    zero_a_ = m_.global(OpConstantComposite, matrix_a_, {f16_zero});
+    zero_b_ = m_.global(OpConstantComposite, matrix_b_, {f16_zero});
+    zero_sums_ = f16_sums_ ? m_.global(OpConstantComposite, matrix_f16_, {f16_zero})
+                           : m_.global(OpConstantComposite, matrix_f32_, {m_.global(OpConstant, f32_, {0})});
+    layout_ = m_.type(OpTypeTensorLayoutNV, {m_.u32(2), m_.u32(kClampUndefined)});
+    clamped_layout_ = m_.type(OpTypeTensorLayoutNV, {m_.u32(2), m_.u32(kClampConstant)});
+    false_ = m_.global(OpConstantFalse, bool_, {});
   }
 
   // Bindings, push constants and the workgroup id.
   void interface() {
-    const Id array16 = global(OpTypeRuntimeArray, {f16_});
-    const Id array32 = global(OpTypeRuntimeArray, {f32_});
-    decorate(array16, {kDecorationArrayStride, 2});
-    decorate(array32, {kDecorationArrayStride, 4});
-    ptr_f16_ = global(OpTypePointer, {kStorageBuffer, f16_});
-    ptr_f32_ = global(OpTypePointer, {kStorageBuffer, f32_});
+    const Id array16 = m_.type(OpTypeRuntimeArray, {f16_});
+    const Id array32 = m_.type(OpTypeRuntimeArray, {f32_});
+    m_.decorate(array16, {kDecorationArrayStride, 2});
+    m_.decorate(array32, {kDecorationArrayStride, 4});
+    ptr_f16_ = m_.type(OpTypePointer, {kStorageBuffer, f16_});
+    ptr_f32_ = m_.type(OpTypePointer, {kStorageBuffer, f32_});
     const Id arrays[4] = {array16, array16, array32, array16};
     for (std::uint32_t b = 0; b < 4; ++b) {
-      const Id block = global(OpTypeStruct, {arrays[b]});
-      decorate(block, {kDecorationBlock});
+      const Id block = m_.type(OpTypeStruct, {arrays[b]});
+      m_.decorate(block, {kDecorationBlock});
       m_.add(Section::decorations, OpMemberDecorate, {block, 0, kDecorationOffset, 0});
-      const Id pointer = global(OpTypePointer, {kStorageBuffer, block});
-      buffers_[b] = typed_global(OpVariable, pointer, {kStorageBuffer});
-      decorate(buffers_[b], {kDecorationDescriptorSet, 0});
-      decorate(buffers_[b], {kDecorationBinding, b});
-      if (b < 3) decorate(buffers_[b], {kDecorationNonWritable});
+      const Id pointer = m_.type(OpTypePointer, {kStorageBuffer, block});
+      buffers_[b] = m_.global(OpVariable, pointer, {kStorageBuffer});
+      m_.decorate(buffers_[b], {kDecorationDescriptorSet, 0});
+      m_.decorate(buffers_[b], {kDecorationBinding, b});
+      if (b < 3) m_.decorate(buffers_[b], {kDecorationNonWritable});
     }
-    const Id push = global(OpTypeStruct, {uint_, uint_, uint_, uint_, uint_});
-    decorate(push, {kDecorationBlock});
+    const Id push = m_.type(OpTypeStruct, {uint_, uint_, uint_, uint_, uint_});
+    m_.decorate(push, {kDecorationBlock});
     for (std::uint32_t i = 0; i < kPushMembers; ++i)
       m_.add(Section::decorations, OpMemberDecorate, {push, i, kDecorationOffset, 4 * i});
-    push_ = typed_global(OpVariable, global(OpTypePointer, {kStoragePushConstant, push}), {kStoragePushConstant});
-    ptr_push_uint_ = global(OpTypePointer, {kStoragePushConstant, uint_});
-    const Id uvec3 = global(OpTypeVector, {uint_, 3});
-    workgroup_id_ = typed_global(OpVariable, global(OpTypePointer, {kStorageInput, uvec3}), {kStorageInput});
+    push_ = m_.global(OpVariable, m_.type(OpTypePointer, {kStoragePushConstant, push}), {kStoragePushConstant});
+    ptr_push_uint_ = m_.type(OpTypePointer, {kStoragePushConstant, uint_});
+    const Id uvec3 = m_.type(OpTypeVector, {uint_, 3});
+    workgroup_id_ = m_.global(OpVariable, m_.type(OpTypePointer, {kStorageInput, uvec3}), {kStorageInput});
     uvec3_ = uvec3;
-    decorate(workgroup_id_, {kDecorationBuiltIn, kBuiltInWorkgroupId});
+    m_.decorate(workgroup_id_, {kDecorationBuiltIn, kBuiltInWorkgroupId});
   }
 
   Id push_constant(Push member) {
     return m_.op(OpLoad, uint_, {m_.op(OpAccessChain, ptr_push_uint_, {push_, m_.u32(member)})});
   }
-  Id label(Id id) {
-    m_.add(Section::functions, OpLabel, {id});
-    return id;
-  }
   // float add_bias(uint row, uint col, float sum, uint n0): sum + bias[n0 + col].
   Id bias_function() {
-    const Id type = global(OpTypeFunction, {f32_, uint_, uint_, f32_, uint_});
+    const Id type = m_.type(OpTypeFunction, {f32_, uint_, uint_, f32_, uint_});
     const Id function = m_.id();
-    m_.add(Section::functions, OpFunction, {f32_, function, 0, type});
+    m_.code(OpFunction, {f32_, function, 0, type});
     m_.op(OpFunctionParameter, uint_, {});  // row
     const Id col = m_.op(OpFunctionParameter, uint_, {});
     const Id sum = m_.op(OpFunctionParameter, f32_, {});
     const Id n0 = m_.op(OpFunctionParameter, uint_, {});
-    label(m_.id());
+    m_.label(m_.id());
     const Id at = m_.op(OpAccessChain, ptr_f32_, {buffers_[2], m_.u32(0), m_.op(OpIAdd, uint_, {n0, col})});
-    m_.add(Section::functions, OpReturnValue, {m_.op(OpFAdd, f32_, {sum, m_.op(OpLoad, f32_, {at})})});
-    m_.add(Section::functions, OpFunctionEnd, {});
+    m_.code(OpReturnValue, {m_.op(OpFAdd, f32_, {sum, m_.op(OpLoad, f32_, {at})})});
+    m_.code(OpFunctionEnd, {});
     return function;
   }
 
@@ -250,14 +131,14 @@ class Writer {
     const Id head = m_.id(), body = m_.id(), next = m_.id(), merge = m_.id();
     const Id k = m_.id(), sums = m_.id(), k_next = m_.id(), sums_next = m_.id();
     const Id sums_type = f16_sums_ ? matrix_f16_ : matrix_f32_;
-    m_.add(Section::functions, OpBranch, {head});
-    label(head);
+    m_.code(OpBranch, {head});
+    m_.label(head);
     m_.def(OpPhi, uint_, k, {m_.u32(0), pre, k_next, next});
     m_.def(OpPhi, sums_type, sums, {zero_sums_, pre, sums_next, next});
     const Id more = m_.op(OpULessThan, bool_, {k, k_});
-    m_.add(Section::functions, OpLoopMerge, {merge, next, 0});
-    m_.add(Section::functions, OpBranchConditional, {more, body, merge});
-    label(body);
+    m_.code(OpLoopMerge, {merge, next, 0});
+    m_.code(OpBranchConditional, {more, body, merge});
+    m_.label(body);
     Id running = sums;
     for (std::uint32_t u = 0; u < unroll; ++u) {
       const Id k0 = u == 0 ? k : m_.op(OpIAdd, uint_, {k, m_.u32(u * t_.k)});
@@ -270,20 +151,20 @@ class Writer {
       m_.def(OpCooperativeMatrixMulAddKHR, sums_type, result, {a, b, running});
       running = result;
     }
-    m_.add(Section::functions, OpBranch, {next});
-    label(next);
+    m_.code(OpBranch, {next});
+    m_.label(next);
     m_.def(OpIAdd, uint_, k_next, {k, m_.u32(unroll * t_.k)});
-    m_.add(Section::functions, OpBranch, {head});
-    label(merge);
+    m_.code(OpBranch, {head});
+    m_.label(merge);
     return {merge, sums};
   }
 
   void main_function(Id add_bias) {
-    const Id type = global(OpTypeFunction, {void_});
-    const Id view_type = global(OpTypeTensorViewNV, {m_.u32(2), false_, m_.u32(1), m_.u32(0)});
+    const Id type = m_.type(OpTypeFunction, {void_});
+    const Id view_type = m_.type(OpTypeTensorViewNV, {m_.u32(2), false_, m_.u32(1), m_.u32(0)});
     const Id main = m_.id();
-    m_.add(Section::functions, OpFunction, {void_, main, 0, type});
-    label(m_.id());
+    m_.code(OpFunction, {void_, main, 0, type});
+    m_.label(m_.id());
     const Id rows = push_constant(kRows), n = push_constant(kN);
     k_ = push_constant(kK);
     const Id eight_mask = m_.u32(~7u);  // the strides are multiples of 8 values: 16-byte reads
@@ -308,15 +189,15 @@ class Writer {
     const Id inside =
         m_.op(OpLogicalAnd, bool_, {m_.op(OpLogicalAnd, bool_, {rows_inside, cols_inside}), whole_passes});
     const Id fast = m_.id(), slow = m_.id(), after = m_.id();
-    m_.add(Section::functions, OpSelectionMerge, {after, 0});
-    m_.add(Section::functions, OpBranchConditional, {inside, fast, slow});
-    label(fast);
+    m_.code(OpSelectionMerge, {after, 0});
+    m_.code(OpBranchConditional, {inside, fast, slow});
+    m_.label(fast);
     const auto [fast_end, fast_sums] = k_loop(fast, inner, layout_, t_.unroll);
-    m_.add(Section::functions, OpBranch, {after});
-    label(slow);
+    m_.code(OpBranch, {after});
+    m_.label(slow);
     const auto [slow_end, slow_sums] = k_loop(slow, edge, clamped_layout_, 1);
-    m_.add(Section::functions, OpBranch, {after});
-    label(after);
+    m_.code(OpBranch, {after});
+    m_.label(after);
     const Id sums_type = f16_sums_ ? matrix_f16_ : matrix_f32_;
     Id sums = m_.op(OpPhi, sums_type, {fast_sums, fast_end, slow_sums, slow_end});
     if (f16_sums_) sums = m_.op(OpFConvert, matrix_f32_, {sums});
@@ -324,18 +205,18 @@ class Writer {
     // subnormals kept (the module's execution modes), as round_f16 rounds
     const Id has_bias = m_.op(OpINotEqual, bool_, {push_constant(kHasBias), m_.u32(0)});
     const Id add = m_.id(), biased_end = m_.id();
-    m_.add(Section::functions, OpSelectionMerge, {biased_end, 0});
-    m_.add(Section::functions, OpBranchConditional, {has_bias, add, biased_end});
-    label(add);
+    m_.code(OpSelectionMerge, {biased_end, 0});
+    m_.code(OpBranchConditional, {has_bias, add, biased_end});
+    m_.label(add);
     const Id biased = m_.op(OpCooperativeMatrixPerElementOpNV, matrix_f32_, {sums, add_bias, n0_});
-    m_.add(Section::functions, OpBranch, {biased_end});
-    label(biased_end);
+    m_.code(OpBranch, {biased_end});
+    m_.label(biased_end);
     const Id out = m_.op(OpFConvert, matrix_f16_, {m_.op(OpPhi, matrix_f32_, {biased, add, sums, after})});
     const Id slice =
         m_.op(OpTensorLayoutSliceNV, clamped_layout_, {out_layout, m0_, m_.u32(t_.rows), n0_, m_.u32(t_.cols)});
-    m_.add(Section::functions, OpCooperativeMatrixStoreTensorNV, {y, out, slice, 0, 0});
-    m_.add(Section::functions, OpReturn, {});
-    m_.add(Section::functions, OpFunctionEnd, {});
+    m_.code(OpCooperativeMatrixStoreTensorNV, {y, out, slice, 0, 0});
+    m_.code(OpReturn, {});
+    m_.code(OpFunctionEnd, {});
     std::vector<std::uint32_t> entry{kExecutionModelGLCompute, main};
     const auto name = spirv::string_words("main");
     entry.insert(entry.end(), name.begin(), name.end());

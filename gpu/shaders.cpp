@@ -3,6 +3,7 @@
 #include <array>
 #include <vector>
 
+#include "gpu/attention_coop2.h"
 #include "gpu/matmul_coop2.h"
 #include "model/errors.h"
 
@@ -49,10 +50,15 @@ std::span<const std::uint32_t> coop2_words(bool f16_sums) {
   return f16_sums ? fault : clean;
 }
 
-using ShaderTable = std::array<std::array<ShaderCode, 20>, 2>;
+std::span<const std::uint32_t> attention_coop2_words() {
+  static const std::vector<std::uint32_t> words = attention_coop2_spirv(kCoop2AttentionTile);
+  return words;
+}
+
+using ShaderTable = std::array<std::array<ShaderCode, 21>, 2>;
 
 // In the order of the Shader enum: f32 activations, then f16. The cooperative-matrix kernels exist
-// in f16 only: their tensor cores multiply f16 values. Made on the first call (matmul-coop2's words
+// in f16 only: their tensor cores multiply f16 values. Made on the first call (the coop2 kernels' words
 // are written then), not at the start of every process.
 const ShaderTable& shader_table() {
   static const ShaderTable table = {{
@@ -74,6 +80,7 @@ const ShaderTable& shader_table() {
           {"attention_combine", attention_combine_spv, 2},
           {"attention_coop", {}, 5},
           {"attention_decode", attention_decode_spv, 5},
+          {"attention_coop2", {}, 5},
           {"copy", copy_spv, 2},
           {"add", add_spv, 3},
           {"silu_mul", silu_mul_spv, 3},
@@ -96,6 +103,7 @@ const ShaderTable& shader_table() {
           {"attention_combine_f16", attention_combine_f16_spv, 2},
           {"attention_coop_f16", attention_coop_f16_spv, 5},
           {"attention_decode_f16", attention_decode_f16_spv, 5},
+          {"attention_coop2_f16", attention_coop2_words(), 5},
           {"copy", copy_spv, 2},  // words: the same build
           {"add_f16", add_f16_spv, 3},
           {"silu_mul_f16", silu_mul_f16_spv, 3},

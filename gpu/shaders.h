@@ -1,7 +1,8 @@
 #pragma once
 // The compute shaders embedded in the binary (SPIR-V compiled from shaders/*.comp at build time),
 // each in two builds: f32 activations and f16 activations (shaders/activations.glsl); and
-// matmul-coop2, whose SPIR-V gpu/matmul_coop2.h writes the first time the process asks for a shader.
+// matmul-coop2 and attention-coop2, whose SPIR-V gpu/matmul_coop2.h and gpu/attention_coop2.h write
+// the first time the process asks for a shader.
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -26,6 +27,7 @@ enum class Shader : std::uint8_t {
   attention_combine,   // attention_combine.comp
   attention_coop,      // attention_coop.comp (f16 activations only)
   attention_decode,    // attention_decode.comp
+  attention_coop2,     // gpu/attention_coop2.h, written as SPIR-V (f16 activations only)
   copy,                // copy.comp
   add,                 // add.comp
   silu_mul,            // silu_mul.comp

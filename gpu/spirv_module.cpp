@@ -1,12 +1,11 @@
 #include "gpu/spirv_module.h"
 
+#include "gpu/spirv_ops.h"
 #include "model/errors.h"
 
 namespace tapdiff::gpu::spirv {
 
 namespace {
-
-constexpr std::uint16_t kOpConstant = 43;
 
 std::vector<std::uint32_t>& append(std::vector<std::uint32_t>& to, std::uint16_t opcode, const std::uint32_t* operands,
                                    std::size_t count) {
@@ -34,12 +33,31 @@ Id Module::def(std::uint16_t opcode, Id type, Id result, std::initializer_list<s
   return result;
 }
 
+Id Module::type(std::uint16_t opcode, std::initializer_list<std::uint32_t> operands) {
+  const Id result = id();
+  std::vector<std::uint32_t> all{result};
+  all.insert(all.end(), operands);
+  add(Section::globals, opcode, all);
+  return result;
+}
+
+void Module::decorate(Id target, std::initializer_list<std::uint32_t> decoration) {
+  std::vector<std::uint32_t> all{target};
+  all.insert(all.end(), decoration);
+  add(Section::decorations, OpDecorate, all);
+}
+
+Id Module::label(Id block) {
+  code(OpLabel, {block});
+  return block;
+}
+
 Id Module::u32(std::uint32_t value) {
   TAPDIFF_ASSERT(uint_type_ != 0, "SPIR-V constant {} before the uint type", value);
   const auto [it, inserted] = u32_.try_emplace(value, 0);
   if (inserted) {
     it->second = id();
-    add(Section::globals, kOpConstant, {uint_type_, it->second, value});
+    add(Section::globals, OpConstant, {uint_type_, it->second, value});
   }
   return it->second;
 }

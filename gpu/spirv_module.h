@@ -44,6 +44,19 @@ class Module {
   Id op(std::uint16_t opcode, Id type, std::initializer_list<std::uint32_t> operands) {
     return def(opcode, type, id(), operands);
   }
+  // A global that defines a new id without a result type (a type): returns the id.
+  Id type(std::uint16_t opcode, std::initializer_list<std::uint32_t> operands);
+  // A global of type `type` (a constant, a variable): returns its new id.
+  Id global(std::uint16_t opcode, Id type, std::initializer_list<std::uint32_t> operands) {
+    return def(opcode, type, id(), operands, Section::globals);
+  }
+  void decorate(Id target, std::initializer_list<std::uint32_t> decoration);
+  // An instruction of a function body without a result.
+  void code(std::uint16_t opcode, std::initializer_list<std::uint32_t> operands) {
+    add(Section::functions, opcode, operands);
+  }
+  // Starts block `block`: returns it.
+  Id label(Id block);
   // 32-bit unsigned integer constant of the module's uint type (declared on first use, once).
   Id u32(std::uint32_t value);
   void set_uint_type(Id type) { uint_type_ = type; }

@@ -1,7 +1,8 @@
-// The SPIR-V writer (gpu/spirv_module.h) and the module matmul-coop2 is (gpu/matmul_coop2.h),
-// taken apart word by word: no GPU needed. Whether a driver runs it and computes the right
-// products is the op-conformance suite's (test_vulkan_ops.cpp, matmul=coop2 cases, skipped where
-// the device lacks VK_NV_cooperative_matrix2).
+// The SPIR-V writer (gpu/spirv_module.h) and the modules matmul-coop2 and attention-coop2 are
+// (gpu/matmul_coop2.h, gpu/attention_coop2.h), taken apart word by word: no GPU needed. Whether a
+// driver runs them and computes the right results is the op-conformance suite's
+// (test_vulkan_ops.cpp, matmul=coop2 and attention=coop2 cases, skipped where the device lacks
+// VK_NV_cooperative_matrix2).
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu/attention_coop2.h"
 #include "gpu/matmul_coop2.h"
 #include "gpu/spirv_module.h"
 
@@ -74,6 +76,11 @@ const std::map<std::uint16_t, Defines> kKernelOps = {
     {250, {false, false}}, {253, {false, false}},  {254, {false, false}}, {4456, {false, true}}, {4459, {true, true}},
     {5367, {true, true}},  {5368, {false, false}}, {5369, {true, true}},  {5370, {false, true}}, {5371, {false, true}},
     {5372, {true, true}},  {5373, {true, true}},   {5374, {true, true}},  {5375, {true, true}},  {5377, {true, true}},
+    // and those attention-coop2 adds
+    {28, {false, true}},   {50, {true, true}},     {62, {false, false}},  {80, {true, true}},    {130, {true, true}},
+    {131, {true, true}},   {134, {true, true}},    {136, {true, true}},   {143, {true, true}},   {174, {true, true}},
+    {180, {true, true}},   {224, {false, false}},  {237, {true, true}},   {239, {true, true}},   {4457, {true, true}},
+    {4458, {false, false}}, {5366, {true, true}},
 };
 
 struct Walked {
@@ -125,6 +132,25 @@ TEST(MatmulCoop2Spirv, IsWellFormedWithOneProductPerSliceOfEachLoop) {
 TEST(MatmulCoop2Spirv, TheFaultBuildDiffersFromTheCleanOne) {
   EXPECT_NE(gpu::matmul_coop2_spirv(gpu::kCoop2Tile, false), gpu::matmul_coop2_spirv(gpu::kCoop2Tile, true));
   EXPECT_EQ(gpu::matmul_coop2_spirv(gpu::kCoop2Tile, false), gpu::matmul_coop2_spirv(gpu::kCoop2Tile, false));
+}
+
+TEST(AttentionCoop2Spirv, IsWellFormedWithThreeProductsAndFourRowReductionsPerTile) {
+  const Walked w = walk(gpu::attention_coop2_spirv(gpu::kCoop2AttentionTile));
+  ASSERT_EQ(w.failure, "");
+  EXPECT_EQ(w.local_size, (std::vector<std::uint32_t>{gpu::kCoop2AttentionTile.invocations, 1, 1}));
+  EXPECT_EQ(w.counts.at(4459), 3);  // S = q K^T, then P V with P's hi and lo halves
+  EXPECT_EQ(w.counts.at(5367), 2);  // K and V of the tile
+  EXPECT_EQ(w.counts.at(5366), 4);  // row max, row sum; a and l spread over the head dimension
+  EXPECT_EQ(w.counts.at(5369), 5);  // mask, m', p, a, hi
+  EXPECT_EQ(w.counts.at(246), 3);   // q in, the tiles, out
+  EXPECT_EQ(w.counts.at(4456), 7);  // q, K^T, V, S, P, O in f32 and in f16
+  EXPECT_EQ(w.counts.at(50), 1);    // the head dimension, specialization constant 3
+  EXPECT_EQ(w.counts.at(224), 4);   // barriers: the bounds, q staged, before and after out is staged
+}
+
+TEST(AttentionCoop2Spirv, TheTileShapesTheModule) {
+  EXPECT_EQ(gpu::attention_coop2_spirv(gpu::kCoop2AttentionTile), gpu::attention_coop2_spirv(gpu::kCoop2AttentionTile));
+  EXPECT_NE(gpu::attention_coop2_spirv(gpu::kCoop2AttentionTile), gpu::attention_coop2_spirv({64, 32, 128}));
 }
 
 }  // namespace

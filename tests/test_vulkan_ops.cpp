@@ -169,13 +169,15 @@ std::string usage_error_of(const model::Model& m, const gpu::VulkanEngineOptions
   }
 }
 
-// Whether `kernels` forces matmul-coop2. Its engines run without the validation layer: Debian 12's
-// (1.3.239) predates VK_NV_cooperative_matrix2 and rejects the kernel's structs and SPIR-V (the
-// engine turns the kernel off while validating). Their products are checked against the reference
-// all the same.
-bool forces_coop2(const std::string& kernels) { return kernels.find("matmul=coop2") != std::string::npos; }
+// Whether `kernels` forces matmul-coop2 or attention-coop2. Their engines run without the validation
+// layer: Debian 12's (1.3.239) predates VK_NV_cooperative_matrix2 and rejects the kernels' structs
+// and SPIR-V (the engine turns them off while validating). Their ops are checked against the
+// reference all the same.
+bool forces_coop2(const std::string& kernels) {
+  return kernels.find("matmul=coop2") != std::string::npos || kernels.find("attention=coop2") != std::string::npos;
+}
 
-// validated_vulkan_engine, or for matmul=coop2 an engine without the layer.
+// validated_vulkan_engine, or for the coop2 kernels an engine without the layer.
 std::unique_ptr<gpu::VulkanEngine> engine_for(const model::Model& m, gpu::VulkanEngineOptions options) {
   if (!forces_coop2(options.kernels)) return validated_vulkan_engine(m, options);
   options.validation = false;
@@ -217,9 +219,16 @@ const std::string& coop_attention_missing() {
   return why;
 }
 
+// Likewise attention-coop2 (VK_NV_cooperative_matrix2 with its reductions).
+const std::string& coop2_attention_missing() {
+  static const std::string why = f16_forcing_error("attention=coop2");
+  return why;
+}
+
 // Why this device cannot run the cooperative-matrix kernels the case forces; "" when it can (or
 // when it forces none).
 std::string coop_missing(const OpCase& c) {
+  if (c.kernels.find("attention=coop2") != std::string::npos) return coop2_attention_missing();
   if (forces_coop2(c.kernels)) return coop2_gemm_missing();
   if (c.kernels.find("matmul=coop") != std::string::npos && !coop_gemm_missing().empty()) return coop_gemm_missing();
   if (c.kernels.find("attention=coop") != std::string::npos) return coop_attention_missing();
@@ -251,9 +260,14 @@ TEST_P(VulkanOps, EveryOpMatchesTheReferenceOnRandomInputs) {
   for (const auto& [op, e] : worst) line += fmt::format(" {} {:.1e}", op, e);
   std::printf("[%s] worst NMSE per op:%s\n", c.name.c_str(), line.c_str());
   // matmul=coop2 runs the products of its shapes on it (q_proj's always are), the others on coop
-  if (forces_coop2(c.kernels)) {
+  if (c.kernels.find("matmul=coop2") != std::string::npos) {
     EXPECT_NE(gpu->kernel(model::Op::q_proj).find("matmul-coop2-"), std::string::npos)
         << gpu->kernel(model::Op::q_proj);
+  }
+  // attention=coop2 runs the passes of 16 rows or more (the last one here, where it has them)
+  if (c.kernels.find("attention=coop2") != std::string::npos && c.chunkings.back().back() >= 16) {
+    EXPECT_NE(gpu->kernel(model::Op::attn).find("attention-coop2-"), std::string::npos)
+        << gpu->kernel(model::Op::attn);
   }
   expect_clean_if_validated(*gpu, c.kernels);
 }
@@ -394,7 +408,21 @@ INSTANTIATE_TEST_SUITE_P(
         act_f16(op_case("coop_attention_mha6x6_hd16_f16", {6, 6, 16, 40, 100, 259}, DType::f16,
                         {{1}, {33}, {100}, {40, 40, 1}}, "llama", 0, false, "attention=coop")),
         act_f16(op_case("coop_attention_sliding_window_3", {8, 4, 16, 72, 136, 301}, DType::f32,
-                        {{7}, {40}, {33, 33, 1}, {100, 1, 1}}, "llama", 3, false, "attention=coop"))),
+                        {{7}, {40}, {33, 33, 1}, {100, 1, 1}}, "llama", 3, false, "attention=coop")),
+        // attention-coop2 (tiles of 64 pairs and 64 keys through VK_NV_cooperative_matrix2):
+        // partial and whole tiles, masked and unmasked tiles, GQA groups of 4, 8 and none,
+        // head_dim 16, 64 and 128, chunks after chunks, a sliding window
+        act_f16(op_case("coop2_attention_gqa8x4_hd16_f32", {8, 4, 16, 72, 136, 301}, DType::f32, kFlashRows, "llama",
+                        0, false, "attention=coop2")),
+        act_f16(op_case("coop2_attention_gqa32x8_hd64_bf16", {32, 8, 64, 96, 200, 300}, DType::bf16,
+                        {{16}, {100}, {130}, {40, 40, 1}, {100, 7}, {64, 64, 64}, {200, 70}}, "llama", 0, false,
+                        "attention=coop2")),
+        act_f16(op_case("coop2_attention_gqa32x4_hd128_q8_0", {32, 4, 128, 96, 160, 300}, DType::q8_0,
+                        {{5}, {100}, {40, 40, 1}, {150}}, "llama", 0, false, "attention=coop2")),
+        act_f16(op_case("coop2_attention_mha6x6_hd16_f16", {6, 6, 16, 40, 100, 259}, DType::f16,
+                        {{1}, {33}, {100}, {40, 40, 1}, {17, 30}}, "llama", 0, false, "attention=coop2")),
+        act_f16(op_case("coop2_attention_sliding_window_3", {8, 4, 16, 72, 136, 301}, DType::f32,
+                        {{7}, {40}, {33, 33, 1}, {100, 1, 1}, {20, 90}}, "llama", 3, false, "attention=coop2"))),
     [](const ::testing::TestParamInfo<OpCase>& p) { return p.param.name; });
 
 // The variant that ran is reported per op: a tile for prefill, a matrix-vector kernel for decode.
@@ -495,7 +523,7 @@ TEST(VulkanKernels, UnknownKernelOverrideIsAUsageError) {
   const std::string error = usage_error_of(*m, options);
   EXPECT_NE(error.find("matmul=fast"), std::string::npos) << error;
   EXPECT_NE(error.find("matmul=auto|tiled|coop|coop-k16|coop2|matvec"), std::string::npos) << error;
-  EXPECT_NE(error.find("attention=auto|coop|flash|two-pass"), std::string::npos) << error;
+  EXPECT_NE(error.find("attention=auto|coop2|coop|flash|two-pass"), std::string::npos) << error;
   EXPECT_NE(error.find("decode-attention=auto|decode-split|flash-split"), std::string::npos) << error;
 }
 
@@ -529,6 +557,33 @@ TEST(VulkanKernels, Coop2IsTheF16PrefillGemmWhereTheDeviceHasIt) {
   options.kernels = "matmul=coop2";
   EXPECT_NE(usage_error_of(*m, options).find("matmul-coop2 is off while validating"), std::string::npos)
       << usage_error_of(*m, options);
+}
+
+TEST(VulkanKernels, ForcingCoop2AttentionInF32ModeIsAUsageError) {
+  const std::string error = expect_f32_forcing_error("attention=coop2");
+  EXPECT_NE(error.find("the VK_NV_cooperative_matrix2 attention runs in the f16 mode only"), std::string::npos)
+      << error;
+}
+
+// Where the device has VK_NV_cooperative_matrix2 with its reductions, attention-coop2 is the f16
+// mode's prefill attention; a planted attention fault runs on attention-coop-64x32, which has the
+// faults attention-coop2 lacks.
+TEST(VulkanKernels, Coop2AttentionIsTheF16PrefillAttentionWhereTheDeviceHasIt) {
+  if (!coop2_attention_missing().empty()) GTEST_SKIP() << coop2_attention_missing();
+  const auto m = model::load_model(synth_model_path("tiny"));
+  gpu::VulkanEngineOptions options;
+  options.f16 = true;
+  options.validation = false;
+  const std::vector<std::int32_t> tokens(20, 1);
+  model::NullTap tap;
+  const auto clean = gpu::make_vulkan_engine(*m, options);
+  model::run_chunk(*clean, model::Graph(m->config()), tokens, {0, 0, 20, false}, tap);
+  EXPECT_EQ(clean->kernel(Op::attn), "attention-coop2-64x64.f16");
+  options.inject = "softmax-no-max";
+  const auto faulty = gpu::make_vulkan_engine(*m, options);
+  model::run_chunk(*faulty, model::Graph(m->config()), tokens, {0, 0, 20, false}, tap);
+  EXPECT_NE(faulty->kernel(Op::attn).find("attention-coop-64x32.f16"), std::string::npos)
+      << faulty->kernel(Op::attn);
 }
 
 TEST(VulkanKernels, ForcingCoopAttentionInF32ModeIsAUsageError) {

@@ -1,0 +1,480 @@
+#include "gpu/attention_coop2.h"
+
+#include <bit>
+#include <functional>
+#include <map>
+
+#include "gpu/spirv_module.h"
+#include "gpu/spirv_ops.h"
+#include "model/errors.h"
+
+namespace tapdiff::gpu {
+
+namespace {
+
+using namespace spirv;  // NOLINT(google-build-using-namespace): the opcodes and enumerants
+
+// Push constants, as gpu/kernels.cpp's AttentionPush (attention_rows.glsl's Push).
+enum Push : std::uint32_t {
+  kRows,
+  kHeads,
+  kGroup,
+  kHeadDim,
+  kWindow,
+  kQStride,
+  kKvStride,
+  kScale,
+  kSplitKeys,
+  kSplits,
+  kPushMembers
+};
+// Bindings: q, the K and V caches, the row table, out.
+enum Binding : std::uint32_t { kQuery, kKeys, kValues, kRowTable, kOut, kBindings };
+// Shared words: the first cache row any pair sees, the end of the last, the largest first row of
+// a pair and the smallest end: [0, 1) of every pair's range is the tile range, [2, 3) what all see.
+enum Bound : std::uint32_t { kFirst, kEnd, kLatestFirst, kEarliestEnd, kBounds };
+
+constexpr std::uint32_t kChunk = 8;  // f16 values per 16-byte chunk (uvec4)
+constexpr std::uint32_t kNegInf = 0xFF800000u;
+constexpr std::uint32_t kHiBits = 0xFFFFE000u;  // an f32's sign, exponent and 10 mantissa bits
+constexpr float kLog2e = 1.4426950408889634f;
+
+class Writer {
+ public:
+  explicit Writer(const Coop2AttentionTile& tile) : t_(tile) {}
+
+  std::vector<std::uint32_t> write() {
+    header();
+    types();
+    interface();
+    functions();
+    main_function();
+    return m_.words(kVersion1_5);  // the instance asks for Vulkan 1.2: SPIR-V up to 1.5
+  }
+
+ private:
+  void header() {
+    for (std::uint32_t c : {kCapabilityShader, kCapabilityFloat16, kCapabilityStorageBuffer16BitAccess,
+                            kCapabilityVulkanMemoryModel, kCapabilityDenormPreserve, kCapabilityRoundingModeRTE,
+                            kCapabilityCooperativeMatrixKHR, kCapabilityCooperativeMatrixReductions,
+                            kCapabilityCooperativeMatrixConversions, kCapabilityPerElementOperations,
+                            kCapabilityCooperativeMatrixTensorAddressing, kCapabilityTensorAddressing})
+      m_.add(Section::capabilities, OpCapability, {c});
+    for (const char* e : {"SPV_KHR_cooperative_matrix", "SPV_NV_cooperative_matrix2", "SPV_NV_tensor_addressing"})
+      m_.add(Section::extensions, OpExtension, string_words(e));
+    glsl_ = m_.id();
+    std::vector<std::uint32_t> import{glsl_};
+    const auto name = string_words("GLSL.std.450");
+    import.insert(import.end(), name.begin(), name.end());
+    m_.add(Section::imports, OpExtInstImport, import);
+    m_.add(Section::memory_model, OpMemoryModel, {kAddressingLogical, kMemoryModelVulkan});
+  }
+
+  void types() {
+    void_ = m_.type(OpTypeVoid, {});
+    bool_ = m_.type(OpTypeBool, {});
+    uint_ = m_.type(OpTypeInt, {32, 0});
+    m_.set_uint_type(uint_);
+    f16_ = m_.type(OpTypeFloat, {16});
+    f32_ = m_.type(OpTypeFloat, {32});
+    uvec2_ = m_.type(OpTypeVector, {uint_, 2});
+    uvec3_ = m_.type(OpTypeVector, {uint_, 3});
+    uvec4_ = m_.type(OpTypeVector, {uint_, 4});
+    hd_ = m_.global(OpSpecConstant, uint_, {64});
+    m_.decorate(hd_, {kDecorationSpecId, 3});
+    const Id scope = m_.u32(kScopeWorkgroup);
+    auto matrix = [&](Id component, Id rows, Id cols, std::uint32_t use) {
+      return m_.type(OpTypeCooperativeMatrixKHR, {component, scope, rows, cols, m_.u32(use)});
+    };
+    const Id br = m_.u32(t_.rows), bc = m_.u32(t_.keys);
+    q_type_ = matrix(f16_, br, hd_, kUseA);
+    kt_type_ = matrix(f16_, hd_, bc, kUseB);
+    v_type_ = matrix(f16_, bc, hd_, kUseB);
+    s_type_ = matrix(f32_, br, bc, kUseAccumulator);
+    p_type_ = matrix(f16_, br, bc, kUseA);
+    o_type_ = matrix(f32_, br, hd_, kUseAccumulator);
+    out_type_ = matrix(f16_, br, hd_, kUseAccumulator);
+    f16_zero_ = m_.global(OpConstant, f16_, {0});
+    f32_zero_ = m_.global(OpConstant, f32_, {0});
+    neg_inf_ = m_.global(OpConstant, f32_, {kNegInf});
+    layout_type_ = m_.type(OpTypeTensorLayoutNV, {m_.u32(2), m_.u32(kClampConstant)});
+    view_type_ = m_.type(OpTypeTensorViewNV, {m_.u32(2), m_.global(OpConstantFalse, bool_, {}), m_.u32(1), m_.u32(0)});
+  }
+
+  Id variable(std::uint32_t storage, Id type) {
+    return m_.global(OpVariable, m_.type(OpTypePointer, {storage, type}), {storage});
+  }
+
+  // Bindings, push constants, built-ins and shared memory.
+  void interface() {
+    const Id chunks = m_.type(OpTypeRuntimeArray, {uvec4_});
+    const Id halves = m_.type(OpTypeRuntimeArray, {f16_});
+    m_.decorate(chunks, {kDecorationArrayStride, 16});
+    m_.decorate(halves, {kDecorationArrayStride, 2});
+    const Id arrays[kBindings] = {chunks, halves, halves, chunks, chunks};
+    for (std::uint32_t b = 0; b < kBindings; ++b) {
+      const Id block = m_.type(OpTypeStruct, {arrays[b]});
+      m_.decorate(block, {kDecorationBlock});
+      m_.add(Section::decorations, OpMemberDecorate, {block, 0, kDecorationOffset, 0});
+      buffers_[b] = variable(kStorageBuffer, block);
+      m_.decorate(buffers_[b], {kDecorationDescriptorSet, 0});
+      m_.decorate(buffers_[b], {kDecorationBinding, b});
+      if (b != kOut) m_.decorate(buffers_[b], {kDecorationNonWritable});
+    }
+    ptr_chunk_ = m_.type(OpTypePointer, {kStorageBuffer, uvec4_});
+    ptr_f16_ = m_.type(OpTypePointer, {kStorageBuffer, f16_});
+    const Id push = m_.type(OpTypeStruct, {uint_, uint_, uint_, uint_, uint_, uint_, uint_, f32_, uint_, uint_});
+    m_.decorate(push, {kDecorationBlock});
+    for (std::uint32_t i = 0; i < kPushMembers; ++i)
+      m_.add(Section::decorations, OpMemberDecorate, {push, i, kDecorationOffset, 4 * i});
+    push_ = variable(kStoragePushConstant, push);
+    ptr_push_uint_ = m_.type(OpTypePointer, {kStoragePushConstant, uint_});
+    ptr_push_f32_ = m_.type(OpTypePointer, {kStoragePushConstant, f32_});
+    const std::pair<Id*, std::uint32_t> builtins[] = {{&workgroup_id_, kBuiltInWorkgroupId},
+                                                      {&workgroups_, kBuiltInNumWorkgroups},
+                                                      {&local_id_, kBuiltInLocalInvocationId}};
+    const Id ptr_input = m_.type(OpTypePointer, {kStorageInput, uvec3_});
+    for (const auto& [var, builtin] : builtins) {
+      *var = m_.global(OpVariable, ptr_input, {kStorageInput});
+      m_.decorate(*var, {kDecorationBuiltIn, builtin});
+    }
+    // q of the pairs, then their out: rows x HD f16 as chunks (room for HD up to the maximum)
+    staged_ = variable(kStorageWorkgroup,
+                       m_.type(OpTypeArray, {uvec4_, m_.u32(t_.rows * kCoop2AttentionMaxHeadDim / kChunk)}));
+    visible_ = variable(kStorageWorkgroup, m_.type(OpTypeArray, {uvec2_, m_.u32(t_.rows)}));
+    bounds_ = variable(kStorageWorkgroup, m_.type(OpTypeArray, {uint_, m_.u32(kBounds)}));
+    ptr_shared_chunk_ = m_.type(OpTypePointer, {kStorageWorkgroup, uvec4_});
+    ptr_shared_uvec2_ = m_.type(OpTypePointer, {kStorageWorkgroup, uvec2_});
+    ptr_shared_uint_ = m_.type(OpTypePointer, {kStorageWorkgroup, uint_});
+  }
+
+  // --- function bodies -------------------------------------------------------------------------
+
+  Id op(Op opcode, Id type, std::initializer_list<std::uint32_t> operands) { return m_.op(opcode, type, operands); }
+  Id iadd(Id a, Id b) { return op(OpIAdd, uint_, {a, b}); }
+  Id imul(Id a, Id b) { return op(OpIMul, uint_, {a, b}); }
+  Id udiv(Id a, Id b) { return op(OpUDiv, uint_, {a, b}); }
+  Id less(Id a, Id b) { return op(OpULessThan, bool_, {a, b}); }
+  Id both(Id a, Id b) { return op(OpLogicalAnd, bool_, {a, b}); }
+  Id select(Id type, Id condition, Id yes, Id no) { return op(OpSelect, type, {condition, yes, no}); }
+  Id u32(std::uint32_t value) { return m_.u32(value); }
+  Id push_uint(Push member) { return op(OpLoad, uint_, {op(OpAccessChain, ptr_push_uint_, {push_, u32(member)})}); }
+  Id invocation_x(Id builtin) { return op(OpCompositeExtract, uint_, {op(OpLoad, uvec3_, {builtin}), 0}); }
+  // Shared memory is read and written by other invocations across barriers: non-private accesses.
+  Id load_shared(Id type, Id pointer) { return op(OpLoad, type, {pointer, kMemoryAccessNonPrivatePointer}); }
+  void store_shared(Id pointer, Id value) { m_.code(OpStore, {pointer, value, kMemoryAccessNonPrivatePointer}); }
+  Id bound(Bound b) { return op(OpAccessChain, ptr_shared_uint_, {bounds_, u32(b)}); }
+  void barrier() {
+    m_.code(OpControlBarrier, {u32(kScopeWorkgroup), u32(kScopeWorkgroup),
+                               u32(kSemanticsAcquireRelease | kSemanticsWorkgroupMemory)});
+  }
+
+  // if (condition) body();
+  void if_then(Id condition, const std::function<void()>& body) {
+    const Id then = m_.id(), merge = m_.id();
+    m_.code(OpSelectionMerge, {merge, 0});
+    m_.code(OpBranchConditional, {condition, then, merge});
+    block(then);
+    body();
+    m_.code(OpBranch, {merge});
+    block(merge);
+  }
+
+  // for (i = from; i < end; i += step) body(i);
+  void strided_loop(Id from, Id end, std::uint32_t step, const std::function<void(Id)>& body) {
+    const Id pre = current_, head = m_.id(), loop_body = m_.id(), next = m_.id(), merge = m_.id();
+    const Id i = m_.id(), i_next = m_.id();
+    m_.code(OpBranch, {head});
+    block(head);
+    m_.def(OpPhi, uint_, i, {from, pre, i_next, next});
+    const Id more = less(i, end);
+    m_.code(OpLoopMerge, {merge, next, 0});
+    m_.code(OpBranchConditional, {more, loop_body, merge});
+    block(loop_body);
+    body(i);
+    m_.code(OpBranch, {next});
+    block(next);
+    m_.def(OpIAdd, uint_, i_next, {i, u32(step)});
+    m_.code(OpBranch, {head});
+    block(merge);
+  }
+
+  // Starts block `id`, remembered as the current one (for phis of the loops that follow).
+  Id block(Id id) { return current_ = m_.label(id); }
+
+  // Begins a function of this signature (its type declared once); `values` are its parameters.
+  Id function(Id result, std::initializer_list<Id> parameters, std::vector<Id>& values) {
+    std::vector<std::uint32_t> signature{result};
+    signature.insert(signature.end(), parameters);
+    auto [known, added] = function_types_.try_emplace(signature, 0);
+    if (added) {
+      known->second = m_.id();
+      std::vector<std::uint32_t> operands{known->second};
+      operands.insert(operands.end(), signature.begin(), signature.end());
+      m_.add(Section::globals, OpTypeFunction, operands);
+    }
+    const Id type = known->second;
+    const Id fn = m_.id();
+    m_.code(OpFunction, {result, fn, 0, type});
+    values.clear();
+    for (Id p : parameters) values.push_back(m_.op(OpFunctionParameter, p, {}));
+    block(m_.id());
+    return fn;
+  }
+  void end_function(Id value) {
+    m_.code(OpReturnValue, {value});
+    m_.code(OpFunctionEnd, {});
+  }
+  Id glsl(std::uint32_t instruction, std::initializer_list<std::uint32_t> operands) {
+    std::vector<std::uint32_t> all{f32_, m_.id(), glsl_, instruction};
+    all.insert(all.end(), operands);
+    m_.add(Section::functions, OpExtInst, all);
+    return all[1];
+  }
+
+  // The per-element and combining functions the main function's matrix operations call.
+  void functions() {
+    std::vector<Id> v;
+    // float mask(uint row, uint col, float s, uint k0, float scale2): s scale2 where pair `row`
+    // sees cache row k0 + col, else -inf
+    mask_ = function(f32_, {uint_, uint_, f32_, uint_, f32_}, v);
+    {
+      const Id key = iadd(v[3], v[1]);
+      const Id range = load_shared(uvec2_, op(OpAccessChain, ptr_shared_uvec2_, {visible_, v[0]}));
+      const Id first = op(OpCompositeExtract, uint_, {range, 0}), end = op(OpCompositeExtract, uint_, {range, 1});
+      const Id seen = both(op(OpUGreaterThanEqual, bool_, {key, first}), less(key, end));
+      end_function(select(f32_, seen, op(OpFMul, f32_, {v[2], v[4]}), neg_inf_));
+    }
+    // float max2(float a, float b); float add2(float a, float b): the row reductions' combiners
+    max2_ = function(f32_, {f32_, f32_}, v);
+    end_function(glsl(kGlslFMax, {v[0], v[1]}));
+    add2_ = function(f32_, {f32_, f32_}, v);
+    end_function(op(OpFAdd, f32_, {v[0], v[1]}));
+    // float max_of(uint row, uint col, float x, float m): max(x, m)
+    max_of_ = function(f32_, {uint_, uint_, f32_, f32_}, v);
+    end_function(glsl(kGlslFMax, {v[2], v[3]}));
+    // float exp_from(uint row, uint col, float x, float m): exp2(x - m), 0 while m is -inf
+    exp_from_ = function(f32_, {uint_, uint_, f32_, f32_}, v);
+    {
+      const Id none = op(OpFOrdEqual, bool_, {v[3], neg_inf_});
+      end_function(select(f32_, none, f32_zero_, glsl(kGlslExp2, {op(OpFSub, f32_, {v[2], v[3]})})));
+    }
+    // float high_part(uint row, uint col, float p): p cut to 11 significant bits (an f16 value)
+    high_part_ = function(f32_, {uint_, uint_, f32_}, v);
+    end_function(op(OpBitcast, f32_, {op(OpBitwiseAnd, uint_, {op(OpBitcast, uint_, {v[2]}), u32(kHiBits)})}));
+  }
+
+  void main_function() {
+    const Id main = m_.id();
+    m_.code(OpFunction, {void_, main, 0, m_.type(OpTypeFunction, {void_})});
+    block(m_.id());
+    const Id lid = invocation_x(local_id_);
+    const Id group_id = op(OpLoad, uvec3_, {workgroup_id_});
+    const Id g = iadd(imul(op(OpCompositeExtract, uint_, {group_id, 1}), invocation_x(workgroups_)),
+                      op(OpCompositeExtract, uint_, {group_id, 0}));
+    const Id rows = push_uint(kRows), pack = push_uint(kGroup), window = push_uint(kWindow);
+    const Id q_stride = push_uint(kQStride), kv_stride = push_uint(kKvStride);
+    const Id scale = op(OpLoad, f32_, {op(OpAccessChain, ptr_push_f32_, {push_, u32(kScale)})});
+    const Id br = u32(t_.rows);
+    // take_tile(): `pack` heads side by side, the last tiles first
+    const Id units = udiv(push_uint(kHeads), pack);
+    const Id tiles = udiv(iadd(imul(rows, pack), u32(t_.rows - 1)), br);
+    {
+      const Id in_grid = less(g, imul(tiles, units)), go = m_.id(), done = m_.id();
+      m_.code(OpSelectionMerge, {go, 0});
+      m_.code(OpBranchConditional, {in_grid, go, done});
+      block(done);
+      m_.code(OpReturn, {});
+      block(go);
+    }
+    const Id from_last = udiv(g, units);
+    unit_ = op(OpISub, uint_, {g, imul(from_last, units)});
+    p0_ = imul(op(OpISub, uint_, {op(OpISub, uint_, {tiles, u32(1)}), from_last}), br);
+    pack_ = pack;
+    rows_ = rows;
+    q_stride_ = q_stride;
+    const Id kv_col = imul(unit_, hd_);
+    const Id chunks_per_row = op(OpShiftRightLogical, uint_, {hd_, u32(3)});
+    const Id all_chunks = imul(br, chunks_per_row);
+
+    if_then(op(OpIEqual, bool_, {lid, u32(0)}), [&] {
+      store_shared(bound(kFirst), u32(~0u));
+      store_shared(bound(kEnd), u32(0));
+      store_shared(bound(kLatestFirst), u32(0));
+      store_shared(bound(kEarliestEnd), u32(~0u));
+    });
+    barrier();
+    // q of the pairs, chunk by chunk (pairs past the last row as zeros)
+    strided_loop(lid, all_chunks, t_.invocations, [&](Id i) {
+      const auto [live, at] = pair_chunk(i, chunks_per_row);
+      const Id chunk = op(OpLoad, uvec4_, {op(OpAccessChain, ptr_chunk_, {buffers_[kQuery], u32(0), at})});
+      const Id zero = op(OpCompositeConstruct, uvec4_, {u32(0), u32(0), u32(0), u32(0)});
+      store_shared(op(OpAccessChain, ptr_shared_chunk_, {staged_, i}), select(uvec4_, live, chunk, zero));
+    });
+    // each pair's visible cache rows [first, end): causal, within the window; the bounds
+    {
+      const Id row_ok = less(lid, br);
+      const Id t = udiv(iadd(p0_, lid), pack);
+      const Id live = both(row_ok, less(t, rows));
+      const Id info = op(OpLoad, uvec4_,
+                         {op(OpAccessChain, ptr_chunk_, {buffers_[kRowTable], u32(0), select(uint_, live, t, u32(0))})});
+      const Id base = op(OpCompositeExtract, uint_, {info, 0});
+      const Id after = iadd(op(OpCompositeExtract, uint_, {info, 1}), u32(1));  // pos + 1
+      const Id windowed = both(op(OpINotEqual, bool_, {window, u32(0)}), op(OpUGreaterThan, bool_, {after, window}));
+      const Id lo = select(uint_, windowed, op(OpISub, uint_, {after, window}), u32(0));
+      const Id first = select(uint_, live, iadd(base, lo), u32(0));
+      const Id end = select(uint_, live, iadd(base, after), u32(0));
+      if_then(row_ok, [&] {
+        store_shared(op(OpAccessChain, ptr_shared_uvec2_, {visible_, lid}),
+                     op(OpCompositeConstruct, uvec2_, {first, end}));
+      });
+      auto atomic = [&](Op opcode, Bound b, Id value, Id identity) {
+        op(opcode, uint_, {bound(b), u32(kScopeWorkgroup), u32(0), select(uint_, live, value, identity)});
+      };
+      atomic(OpAtomicUMin, kFirst, first, u32(~0u));
+      atomic(OpAtomicUMax, kEnd, end, u32(0));
+      atomic(OpAtomicUMax, kLatestFirst, first, u32(0));
+      atomic(OpAtomicUMin, kEarliestEnd, end, u32(~0u));
+    }
+    barrier();
+    const Id k_first = load_shared(uint_, bound(kFirst)), key_end = load_shared(uint_, bound(kEnd));
+    const Id latest_first = load_shared(uint_, bound(kLatestFirst));
+    const Id earliest_end = load_shared(uint_, bound(kEarliestEnd));
+    const Id staged0 = op(OpAccessChain, ptr_shared_chunk_, {staged_, u32(0)});
+    const Id q = op(OpCooperativeMatrixLoadKHR, q_type_,
+                    {staged0, u32(kLayoutRowMajor), chunks_per_row, kMemoryAccessNonPrivatePointer});
+
+    // K and V rows past the last one any pair sees read as zeros; strides of whole 16-byte chunks
+    const Id made = op(OpCreateTensorLayoutNV, layout_type_, {});
+    const Id sized = op(OpTensorLayoutSetDimensionNV, layout_type_, {made, key_end, kv_stride});
+    const Id layout = op(OpTensorLayoutSetStrideNV, layout_type_,
+                         {sized, op(OpBitwiseAnd, uint_, {kv_stride, u32(~7u)}), u32(1)});
+    const Id view = op(OpCreateTensorViewNV, view_type_, {});
+    const Id k_cache = op(OpAccessChain, ptr_f16_, {buffers_[kKeys], u32(0), u32(0)});
+    const Id v_cache = op(OpAccessChain, ptr_f16_, {buffers_[kValues], u32(0), u32(0)});
+    const Id zero_kt = op(OpCompositeConstruct, kt_type_, {f16_zero_});
+    const Id zero_v = op(OpCompositeConstruct, v_type_, {f16_zero_});
+    const Id zero_s = op(OpCompositeConstruct, s_type_, {f32_zero_});
+    const Id no_max = op(OpCompositeConstruct, s_type_, {neg_inf_});
+    const Id zero_o = op(OpCompositeConstruct, o_type_, {f32_zero_});
+    const Id scale2 = op(OpFMul, f32_, {scale, m_.global(OpConstant, f32_, {std::bit_cast<std::uint32_t>(kLog2e)})});
+
+    // the tiles of keys
+    const Id pre = current_, head = m_.id(), body = m_.id(), next = m_.id(), merge = m_.id();
+    const Id k0 = m_.id(), m = m_.id(), l = m_.id(), o = m_.id();
+    const Id k_next = m_.id(), m_next = m_.id(), l_next = m_.id(), o_next = m_.id();
+    m_.code(OpBranch, {head});
+    block(head);
+    m_.def(OpPhi, uint_, k0, {k_first, pre, k_next, next});
+    m_.def(OpPhi, s_type_, m, {no_max, pre, m_next, next});
+    m_.def(OpPhi, s_type_, l, {zero_s, pre, l_next, next});
+    m_.def(OpPhi, o_type_, o, {zero_o, pre, o_next, next});
+    const Id more = less(k0, key_end);
+    m_.code(OpLoopMerge, {merge, next, 0});
+    m_.code(OpBranchConditional, {more, body, merge});
+    block(body);
+    const Id slice = op(OpTensorLayoutSliceNV, layout_type_, {layout, k0, u32(t_.keys), kv_col, hd_});
+    const Id kt = op(OpCooperativeMatrixLoadTensorNV, kt_type_, {k_cache, zero_kt, slice, 0, kTensorAddressingView, view});
+    const Id s = op(OpCooperativeMatrixMulAddKHR, s_type_, {q, kt, zero_s});
+    // s' = s scale2, masked unless every pair sees every key of the tile
+    const Id tile_end = iadd(k0, u32(t_.keys));
+    const Id all_seen =
+        both(op(OpUGreaterThanEqual, bool_, {k0, latest_first}), op(OpULessThanEqual, bool_, {tile_end, earliest_end}));
+    const Id whole = m_.id(), masked = m_.id(), joined = m_.id();
+    m_.code(OpSelectionMerge, {joined, 0});
+    m_.code(OpBranchConditional, {all_seen, whole, masked});
+    block(whole);
+    const Id s_whole = op(OpMatrixTimesScalar, s_type_, {s, scale2});
+    m_.code(OpBranch, {joined});
+    block(masked);
+    const Id s_masked = op(OpCooperativeMatrixPerElementOpNV, s_type_, {s, mask_, k0, scale2});
+    m_.code(OpBranch, {joined});
+    block(joined);
+    const Id scores = op(OpPhi, s_type_, {s_whole, whole, s_masked, masked});
+    // the online softmax
+    const Id tile_max = op(OpCooperativeMatrixReduceNV, s_type_, {scores, kReduceRow, max2_});
+    m_.def(OpCooperativeMatrixPerElementOpNV, s_type_, m_next, {tile_max, max_of_, m});
+    const Id p = op(OpCooperativeMatrixPerElementOpNV, s_type_, {scores, exp_from_, m_next});
+    const Id a = op(OpCooperativeMatrixPerElementOpNV, s_type_, {m, exp_from_, m_next});
+    const Id p_sum = op(OpCooperativeMatrixReduceNV, s_type_, {p, kReduceRow, add2_});
+    m_.def(OpFAdd, s_type_, l_next, {op(OpFMul, s_type_, {l, a}), p_sum});
+    const Id a_rows = op(OpCooperativeMatrixReduceNV, o_type_, {a, kReduceRow, max2_});
+    const Id o_scaled = op(OpFMul, o_type_, {o, a_rows});
+    // P V with P as f16 hi + lo
+    const Id p_hi = op(OpCooperativeMatrixPerElementOpNV, s_type_, {p, high_part_});
+    const Id p_lo = op(OpFSub, s_type_, {p, p_hi});
+    const Id v = op(OpCooperativeMatrixLoadTensorNV, v_type_, {v_cache, zero_v, slice, 0, 0});
+    const Id o_hi = op(OpCooperativeMatrixMulAddKHR, o_type_, {op(OpFConvert, p_type_, {p_hi}), v, o_scaled});
+    m_.def(OpCooperativeMatrixMulAddKHR, o_type_, o_next, {op(OpFConvert, p_type_, {p_lo}), v, o_hi});
+    m_.code(OpBranch, {next});
+    block(next);
+    m_.def(OpIAdd, uint_, k_next, {k0, u32(t_.keys)});
+    m_.code(OpBranch, {head});
+    block(merge);
+
+    // out = O / l, one rounding to f16, staged where q was, then each pair's chunks to its row
+    const Id l_rows = op(OpCooperativeMatrixReduceNV, o_type_, {l, kReduceRow, max2_});
+    const Id out = op(OpFConvert, out_type_, {op(OpFDiv, o_type_, {o, l_rows})});
+    barrier();
+    m_.code(OpCooperativeMatrixStoreKHR,
+            {staged0, out, u32(kLayoutRowMajor), chunks_per_row, kMemoryAccessNonPrivatePointer});
+    barrier();
+    strided_loop(lid, all_chunks, t_.invocations, [&](Id i) {
+      const auto [live, at] = pair_chunk(i, chunks_per_row);
+      if_then(live, [&] {
+        const Id chunk = load_shared(uvec4_, op(OpAccessChain, ptr_shared_chunk_, {staged_, i}));
+        m_.code(OpStore, {op(OpAccessChain, ptr_chunk_, {buffers_[kOut], u32(0), at}), chunk});
+      });
+    });
+    m_.code(OpReturn, {});
+    m_.code(OpFunctionEnd, {});
+
+    std::vector<std::uint32_t> entry{kExecutionModelGLCompute, main};
+    const auto name = string_words("main");
+    entry.insert(entry.end(), name.begin(), name.end());
+    entry.insert(entry.end(), {workgroup_id_, workgroups_, local_id_, push_, staged_, visible_, bounds_});
+    entry.insert(entry.end(), std::begin(buffers_), std::end(buffers_));
+    m_.add(Section::entry_points, OpEntryPoint, entry);
+    m_.add(Section::execution_modes, OpExecutionMode, {main, kExecutionModeLocalSize, t_.invocations, 1, 1});
+    m_.add(Section::execution_modes, OpExecutionMode, {main, kExecutionModeRoundingModeRTE, 16});
+    m_.add(Section::execution_modes, OpExecutionMode, {main, kExecutionModeDenormPreserve, 16});
+  }
+
+  // Chunk i of the staged pairs (pair i / chunks_per_row): whether its query row exists, and the
+  // index of that chunk in q or out (index 0 where it does not, so the read stays in the buffer).
+  std::pair<Id, Id> pair_chunk(Id i, Id chunks_per_row) {
+    const Id r = udiv(i, chunks_per_row);
+    const Id c = op(OpISub, uint_, {i, imul(r, chunks_per_row)});
+    const Id pair = iadd(p0_, r);
+    const Id t = udiv(pair, pack_);
+    const Id head = iadd(imul(unit_, pack_), op(OpISub, uint_, {pair, imul(t, pack_)}));
+    const Id live = less(t, rows_);
+    const Id element = iadd(imul(t, q_stride_), imul(head, hd_));
+    const Id at = iadd(op(OpShiftRightLogical, uint_, {element, u32(3)}), c);
+    return {live, select(uint_, live, at, u32(0))};
+  }
+
+  Coop2AttentionTile t_;
+  Module m_;
+  Id current_ = 0, glsl_ = 0;
+  Id void_ = 0, bool_ = 0, uint_ = 0, f16_ = 0, f32_ = 0, uvec2_ = 0, uvec3_ = 0, uvec4_ = 0, hd_ = 0;
+  Id q_type_ = 0, kt_type_ = 0, v_type_ = 0, s_type_ = 0, p_type_ = 0, o_type_ = 0, out_type_ = 0;
+  Id f16_zero_ = 0, f32_zero_ = 0, neg_inf_ = 0, layout_type_ = 0, view_type_ = 0;
+  Id buffers_[kBindings] = {}, push_ = 0, workgroup_id_ = 0, workgroups_ = 0, local_id_ = 0;
+  Id staged_ = 0, visible_ = 0, bounds_ = 0;
+  Id ptr_chunk_ = 0, ptr_f16_ = 0, ptr_push_uint_ = 0, ptr_push_f32_ = 0;
+  Id ptr_shared_chunk_ = 0, ptr_shared_uvec2_ = 0, ptr_shared_uint_ = 0;
+  std::map<std::vector<std::uint32_t>, Id> function_types_;
+  Id mask_ = 0, max2_ = 0, add2_ = 0, max_of_ = 0, exp_from_ = 0, high_part_ = 0;
+  Id unit_ = 0, p0_ = 0, pack_ = 0, rows_ = 0, q_stride_ = 0;
+};
+
+}  // namespace
+
+std::vector<std::uint32_t> attention_coop2_spirv(const Coop2AttentionTile& tile) {
+  TAPDIFF_ASSERT(tile.rows % 16 == 0 && tile.keys % 16 == 0 && tile.invocations > 0,
+                 "attention-coop2 tile of {} pairs, {} keys", tile.rows, tile.keys);
+  return Writer(tile).write();
+}
+
+}  // namespace tapdiff::gpu
