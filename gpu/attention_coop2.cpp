@@ -82,11 +82,13 @@ class Writer {
     uvec4_ = m_.type(OpTypeVector, {uint_, 4});
     hd_ = m_.global(OpSpecConstant, uint_, {64});
     m_.decorate(hd_, {kDecorationSpecId, 3});
+    bc_ = m_.global(OpSpecConstant, uint_, {16});
+    m_.decorate(bc_, {kDecorationSpecId, 4});
     const Id scope = m_.u32(kScopeWorkgroup);
     auto matrix = [&](Id component, Id rows, Id cols, std::uint32_t use) {
       return m_.type(OpTypeCooperativeMatrixKHR, {component, scope, rows, cols, m_.u32(use)});
     };
-    const Id br = m_.u32(t_.rows), bc = m_.u32(t_.keys);
+    const Id br = m_.u32(t_.rows), bc = bc_;
     q_type_ = matrix(f16_, br, hd_, kUseA);
     kt_type_ = matrix(f16_, hd_, bc, kUseB);
     v_type_ = matrix(f16_, bc, hd_, kUseB);
@@ -94,10 +96,12 @@ class Writer {
     p_type_ = matrix(f16_, br, bc, kUseA);
     o_type_ = matrix(f32_, br, hd_, kUseAccumulator);
     out_type_ = matrix(f16_, br, hd_, kUseAccumulator);
+    ones_type_ = matrix(f16_, bc, bc, kUseB);
     f16_zero_ = m_.global(OpConstant, f16_, {0});
     f32_zero_ = m_.global(OpConstant, f32_, {0});
     neg_inf_ = m_.global(OpConstant, f32_, {kNegInf});
     layout_type_ = m_.type(OpTypeTensorLayoutNV, {m_.u32(2), m_.u32(kClampConstant)});
+    fast_layout_type_ = m_.type(OpTypeTensorLayoutNV, {m_.u32(2), m_.u32(kClampUndefined)});
     view_type_ = m_.type(OpTypeTensorViewNV, {m_.u32(2), m_.global(OpConstantFalse, bool_, {}), m_.u32(1), m_.u32(0)});
   }
 
@@ -245,11 +249,9 @@ class Writer {
       const Id seen = both(op(OpUGreaterThanEqual, bool_, {key, first}), less(key, end));
       end_function(select(f32_, seen, op(OpFMul, f32_, {v[2], v[4]}), neg_inf_));
     }
-    // float max2(float a, float b); float add2(float a, float b): the row reductions' combiners
+    // float max2(float a, float b): the row reductions' combiner
     max2_ = function(f32_, {f32_, f32_}, v);
     end_function(glsl(kGlslFMax, {v[0], v[1]}));
-    add2_ = function(f32_, {f32_, f32_}, v);
-    end_function(op(OpFAdd, f32_, {v[0], v[1]}));
     // float max_of(uint row, uint col, float x, float m): max(x, m)
     max_of_ = function(f32_, {uint_, uint_, f32_, f32_}, v);
     end_function(glsl(kGlslFMax, {v[2], v[3]}));
@@ -349,6 +351,11 @@ class Writer {
     const Id sized = op(OpTensorLayoutSetDimensionNV, layout_type_, {made, key_end, kv_stride});
     const Id layout = op(OpTensorLayoutSetStrideNV, layout_type_,
                          {sized, op(OpBitwiseAnd, uint_, {kv_stride, u32(~7u)}), u32(1)});
+    const Id fast_made = op(OpCreateTensorLayoutNV, fast_layout_type_, {});
+    const Id fast_sized = op(OpTensorLayoutSetDimensionNV, fast_layout_type_, {fast_made, key_end, kv_stride});
+    const Id fast_layout = op(OpTensorLayoutSetStrideNV, fast_layout_type_,
+                              {fast_sized, op(OpBitwiseAnd, uint_, {kv_stride, u32(~7u)}), u32(1)});
+    const Id ones = op(OpCompositeConstruct, ones_type_, {m_.global(OpConstant, f16_, {0x3C00})});  // f16 1.0
     const Id view = op(OpCreateTensorViewNV, view_type_, {});
     const Id k_cache = op(OpAccessChain, ptr_f16_, {buffers_[kKeys], u32(0), u32(0)});
     const Id v_cache = op(OpAccessChain, ptr_f16_, {buffers_[kValues], u32(0), u32(0)});
@@ -373,11 +380,29 @@ class Writer {
     m_.code(OpLoopMerge, {merge, next, 0});
     m_.code(OpBranchConditional, {more, body, merge});
     block(body);
-    const Id slice = op(OpTensorLayoutSliceNV, layout_type_, {layout, k0, u32(t_.keys), kv_col, hd_});
-    const Id kt = op(OpCooperativeMatrixLoadTensorNV, kt_type_, {k_cache, zero_kt, slice, 0, kTensorAddressingView, view});
+    // K and V of the tile, both before the softmax: through the unclamped layout where the tile
+    // ends at or before key_end, else through the clamped one (which reads zeros past it)
+    auto load = [&](Id type_of_layout, Id with) -> std::pair<Id, Id> {
+      const Id slice = op(OpTensorLayoutSliceNV, type_of_layout, {with, k0, bc_, kv_col, hd_});
+      return {op(OpCooperativeMatrixLoadTensorNV, kt_type_, {k_cache, zero_kt, slice, 0, kTensorAddressingView, view}),
+              op(OpCooperativeMatrixLoadTensorNV, v_type_, {v_cache, zero_v, slice, 0, 0})};
+    };
+    const Id inside = op(OpULessThanEqual, bool_, {iadd(k0, bc_), key_end});
+    const Id fast = m_.id(), edge = m_.id(), loaded = m_.id();
+    m_.code(OpSelectionMerge, {loaded, 0});
+    m_.code(OpBranchConditional, {inside, fast, edge});
+    block(fast);
+    const auto [kt_fast, v_fast] = load(fast_layout_type_, fast_layout);
+    m_.code(OpBranch, {loaded});
+    block(edge);
+    const auto [kt_edge, v_edge] = load(layout_type_, layout);
+    m_.code(OpBranch, {loaded});
+    block(loaded);
+    const Id kt = op(OpPhi, kt_type_, {kt_fast, fast, kt_edge, edge});
+    const Id v = op(OpPhi, v_type_, {v_fast, fast, v_edge, edge});
     const Id s = op(OpCooperativeMatrixMulAddKHR, s_type_, {q, kt, zero_s});
     // s' = s scale2, masked unless every pair sees every key of the tile
-    const Id tile_end = iadd(k0, u32(t_.keys));
+    const Id tile_end = iadd(k0, bc_);
     const Id all_seen =
         both(op(OpUGreaterThanEqual, bool_, {k0, latest_first}), op(OpULessThanEqual, bool_, {tile_end, earliest_end}));
     const Id whole = m_.id(), masked = m_.id(), joined = m_.id();
@@ -396,19 +421,21 @@ class Writer {
     m_.def(OpCooperativeMatrixPerElementOpNV, s_type_, m_next, {tile_max, max_of_, m});
     const Id p = op(OpCooperativeMatrixPerElementOpNV, s_type_, {scores, exp_from_, m_next});
     const Id a = op(OpCooperativeMatrixPerElementOpNV, s_type_, {m, exp_from_, m_next});
-    const Id p_sum = op(OpCooperativeMatrixReduceNV, s_type_, {p, kReduceRow, add2_});
+    // P as f16 hi + lo
+    const Id p_hi = op(OpCooperativeMatrixPerElementOpNV, s_type_, {p, high_part_});
+    const Id p_lo = op(OpFSub, s_type_, {p, p_hi});
+    const Id a_hi = op(OpFConvert, p_type_, {p_hi}), a_lo = op(OpFConvert, p_type_, {p_lo});
+    // the row sums of p on the tensor cores: (hi + lo) times a matrix of ones
+    const Id p_sum = op(OpCooperativeMatrixMulAddKHR, s_type_,
+                        {a_lo, ones, op(OpCooperativeMatrixMulAddKHR, s_type_, {a_hi, ones, zero_s})});
     m_.def(OpFAdd, s_type_, l_next, {op(OpFMul, s_type_, {l, a}), p_sum});
     const Id a_rows = op(OpCooperativeMatrixReduceNV, o_type_, {a, kReduceRow, max2_});
     const Id o_scaled = op(OpFMul, o_type_, {o, a_rows});
-    // P V with P as f16 hi + lo
-    const Id p_hi = op(OpCooperativeMatrixPerElementOpNV, s_type_, {p, high_part_});
-    const Id p_lo = op(OpFSub, s_type_, {p, p_hi});
-    const Id v = op(OpCooperativeMatrixLoadTensorNV, v_type_, {v_cache, zero_v, slice, 0, 0});
-    const Id o_hi = op(OpCooperativeMatrixMulAddKHR, o_type_, {op(OpFConvert, p_type_, {p_hi}), v, o_scaled});
-    m_.def(OpCooperativeMatrixMulAddKHR, o_type_, o_next, {op(OpFConvert, p_type_, {p_lo}), v, o_hi});
+    const Id o_hi = op(OpCooperativeMatrixMulAddKHR, o_type_, {a_hi, v, o_scaled});
+    m_.def(OpCooperativeMatrixMulAddKHR, o_type_, o_next, {a_lo, v, o_hi});
     m_.code(OpBranch, {next});
     block(next);
-    m_.def(OpIAdd, uint_, k_next, {k0, u32(t_.keys)});
+    m_.def(OpIAdd, uint_, k_next, {k0, bc_});
     m_.code(OpBranch, {head});
     block(merge);
 
@@ -457,23 +484,23 @@ class Writer {
   Coop2AttentionTile t_;
   Module m_;
   Id current_ = 0, glsl_ = 0;
-  Id void_ = 0, bool_ = 0, uint_ = 0, f16_ = 0, f32_ = 0, uvec2_ = 0, uvec3_ = 0, uvec4_ = 0, hd_ = 0;
-  Id q_type_ = 0, kt_type_ = 0, v_type_ = 0, s_type_ = 0, p_type_ = 0, o_type_ = 0, out_type_ = 0;
-  Id f16_zero_ = 0, f32_zero_ = 0, neg_inf_ = 0, layout_type_ = 0, view_type_ = 0;
+  Id void_ = 0, bool_ = 0, uint_ = 0, f16_ = 0, f32_ = 0, uvec2_ = 0, uvec3_ = 0, uvec4_ = 0, hd_ = 0, bc_ = 0;
+  Id q_type_ = 0, kt_type_ = 0, v_type_ = 0, s_type_ = 0, p_type_ = 0, o_type_ = 0, out_type_ = 0, ones_type_ = 0;
+  Id f16_zero_ = 0, f32_zero_ = 0, neg_inf_ = 0, layout_type_ = 0, fast_layout_type_ = 0, view_type_ = 0;
   Id buffers_[kBindings] = {}, push_ = 0, workgroup_id_ = 0, workgroups_ = 0, local_id_ = 0;
   Id staged_ = 0, visible_ = 0, bounds_ = 0;
   Id ptr_chunk_ = 0, ptr_f16_ = 0, ptr_push_uint_ = 0, ptr_push_f32_ = 0;
   Id ptr_shared_chunk_ = 0, ptr_shared_uvec2_ = 0, ptr_shared_uint_ = 0;
   std::map<std::vector<std::uint32_t>, Id> function_types_;
-  Id mask_ = 0, max2_ = 0, add2_ = 0, max_of_ = 0, exp_from_ = 0, high_part_ = 0;
+  Id mask_ = 0, max2_ = 0, max_of_ = 0, exp_from_ = 0, high_part_ = 0;
   Id unit_ = 0, p0_ = 0, pack_ = 0, rows_ = 0, q_stride_ = 0;
 };
 
 }  // namespace
 
 std::vector<std::uint32_t> attention_coop2_spirv(const Coop2AttentionTile& tile) {
-  TAPDIFF_ASSERT(tile.rows % 16 == 0 && tile.keys % 16 == 0 && tile.invocations > 0,
-                 "attention-coop2 tile of {} pairs, {} keys", tile.rows, tile.keys);
+  TAPDIFF_ASSERT(tile.rows % 16 == 0 && tile.invocations > 0, "attention-coop2 tile of {} pairs, {} invocations",
+                 tile.rows, tile.invocations);
   return Writer(tile).write();
 }
 

@@ -129,14 +129,16 @@ std::string why_no_attention_coop2(const DeviceInfo& info, const std::vector<Coo
   if (!info.nv_cooperative_matrix2_reductions)
     return fmt::format("{} offers {} without its reductions and conversions", info.name,
                        kNvCooperativeMatrix2Extension);
-  if (auto why = limits_missing(info, "attention-coop2", tile.invocations, std::max({tile.rows, tile.keys, hd}));
+  const std::uint32_t keys = coop2_attention_keys(hd);
+  if (auto why = limits_missing(info, "attention-coop2", tile.invocations, std::max({tile.rows, keys, hd}));
       !why.empty())
     return why;
-  if (!listed(shapes, kComponentF32, tile.invocations, {{tile.rows, tile.keys, hd}, {tile.rows, hd, tile.keys}}))
+  // S = q K^T, O += P V and the row sums P 1
+  if (!listed(shapes, kComponentF32, tile.invocations, {{tile.rows, keys, hd}, {tile.rows, hd, keys}, {tile.rows, keys, keys}}))
     return fmt::format(
         "{} does not list workgroup-scope f16 matrices with f32 sums for workgroups of {} whose granularity "
         "divides {}x{}x{} and {}x{}x{}",
-        info.name, tile.invocations, tile.rows, tile.keys, hd, tile.rows, hd, tile.keys);
+        info.name, tile.invocations, tile.rows, keys, hd, tile.rows, hd, keys);
   return "";
 }
 

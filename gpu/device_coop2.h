@@ -65,8 +65,8 @@ std::string why_no_cooperative_matrix2(const DeviceInfo& info, const std::vector
 
 // Why attention-coop2 with `tile` cannot run for head_dim `hd` on a device where matmul-coop2 can;
 // "" when it can: the reductions and conversions, and a listed workgroup-scope shape of f16 A and B
-// with f32 sums for the tile's invocations whose granularity divides both products (tile rows x
-// keys x hd and tile rows x hd x keys).
+// with f32 sums for the tile's invocations whose granularity divides its products (tile rows x keys
+// x hd, tile rows x hd x keys, tile rows x keys x keys; keys = coop2_attention_keys(hd)).
 std::string why_no_attention_coop2(const DeviceInfo& info, const std::vector<Coop2Shape>& shapes,
                                    const Coop2AttentionTile& tile, std::uint32_t hd);
 

@@ -462,7 +462,7 @@ std::string Kernels::attention(Stream& s, const AttentionShape& a, float scale, 
     case Kind::coop2:
       dispatch(s, Shader::attention_coop2, 0, {q, k, v, row_table, out}, &push, sizeof push,
                fold(ceil_div(static_cast<std::uint64_t>(push.rows) * pack, kCoop2AttentionTile.rows) * units), 0,
-               {push.head_dim});
+               {push.head_dim, coop2_attention_keys(push.head_dim)});
       break;
     case Kind::coop:
       dispatch(s, Shader::attention_coop, 0, {q, k, v, row_table, out}, &push, sizeof push,
@@ -541,7 +541,8 @@ std::uint64_t Kernels::attention_scratch_bytes(const AttentionShape& a) const {
 std::string Kernels::attention_name(AttentionPlan::Kind kind) const {
   switch (kind) {
     case AttentionPlan::Kind::coop2:
-      return named(fmt::format("attention-coop2-{}x{}", kCoop2AttentionTile.rows, kCoop2AttentionTile.keys));
+      return named(fmt::format("attention-coop2-{}x{}", kCoop2AttentionTile.rows,
+                               coop2_attention_keys(static_cast<std::uint32_t>(head_dim_))));
     case AttentionPlan::Kind::coop:
       return named(fmt::format("attention-coop-{}x{}", kCoopAttentionRows, kCoopAttentionKeys));
     case AttentionPlan::Kind::flash: return named(fmt::format("attention-flash-{}x{}", kFlashRows, flash_keys_));

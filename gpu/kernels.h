@@ -21,10 +21,11 @@
 //                                                  where N alone gives fewer than 8192 subgroups)
 //               matvec-shared/DTYPE                rows == 1, shared-memory tree otherwise
 //   rope        rope-table                         host cos/sin table
-//   attention   attention-coop2-64x64.f16          f16 mode, passes of >= 16 rows per sequence, no fault
+//   attention   attention-coop2-64xBC.f16          f16 mode, passes of >= 16 rows per sequence, no fault
 //                                                  planted: tensor cores through
 //                                                  VK_NV_cooperative_matrix2 with its reductions
-//                                                  (gpu/attention_coop2.h), head_dim a multiple of 16
+//                                                  (gpu/attention_coop2.h; BC = 16 keys per tile at
+//                                                  head_dim > 64, else 32), head_dim a multiple of 16
 //                                                  <= 128, where the device offers it; otherwise:
 //               attention-coop-64x32.f16           f16 mode, passes of >= 16 rows per sequence, tensor
 //                                                  cores: the flash kernel's tiles with both products

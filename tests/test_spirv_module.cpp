@@ -134,23 +134,25 @@ TEST(MatmulCoop2Spirv, TheFaultBuildDiffersFromTheCleanOne) {
   EXPECT_EQ(gpu::matmul_coop2_spirv(gpu::kCoop2Tile, false), gpu::matmul_coop2_spirv(gpu::kCoop2Tile, false));
 }
 
-TEST(AttentionCoop2Spirv, IsWellFormedWithThreeProductsAndFourRowReductionsPerTile) {
+TEST(AttentionCoop2Spirv, IsWellFormedWithFiveProductsAndThreeRowReductionsPerTile) {
   const Walked w = walk(gpu::attention_coop2_spirv(gpu::kCoop2AttentionTile));
   ASSERT_EQ(w.failure, "");
   EXPECT_EQ(w.local_size, (std::vector<std::uint32_t>{gpu::kCoop2AttentionTile.invocations, 1, 1}));
-  EXPECT_EQ(w.counts.at(4459), 3);  // S = q K^T, then P V with P's hi and lo halves
-  EXPECT_EQ(w.counts.at(5367), 2);  // K and V of the tile
-  EXPECT_EQ(w.counts.at(5366), 4);  // row max, row sum; a and l spread over the head dimension
+  EXPECT_EQ(w.counts.at(4459), 5);  // S = q K^T, then P's hi and lo halves times the ones and times V
+  EXPECT_EQ(w.counts.at(5367), 4);  // K and V of the tile, through the unclamped or the clamped layout
+  EXPECT_EQ(w.counts.at(5366), 3);  // the row max; a and l spread over the head dimension
   EXPECT_EQ(w.counts.at(5369), 5);  // mask, m', p, a, hi
   EXPECT_EQ(w.counts.at(246), 3);   // q in, the tiles, out
-  EXPECT_EQ(w.counts.at(4456), 7);  // q, K^T, V, S, P, O in f32 and in f16
-  EXPECT_EQ(w.counts.at(50), 1);    // the head dimension, specialization constant 3
+  EXPECT_EQ(w.counts.at(4456), 8);  // q, K^T, V, S, P, O in f32 and in f16, the ones
+  EXPECT_EQ(w.counts.at(50), 2);    // the head dimension and the keys per tile (constants 3 and 4)
   EXPECT_EQ(w.counts.at(224), 4);   // barriers: the bounds, q staged, before and after out is staged
 }
 
 TEST(AttentionCoop2Spirv, TheTileShapesTheModule) {
   EXPECT_EQ(gpu::attention_coop2_spirv(gpu::kCoop2AttentionTile), gpu::attention_coop2_spirv(gpu::kCoop2AttentionTile));
-  EXPECT_NE(gpu::attention_coop2_spirv(gpu::kCoop2AttentionTile), gpu::attention_coop2_spirv({64, 32, 128}));
+  EXPECT_NE(gpu::attention_coop2_spirv(gpu::kCoop2AttentionTile), gpu::attention_coop2_spirv({32, 128}));
+  EXPECT_EQ(gpu::coop2_attention_keys(128), 16u);
+  EXPECT_EQ(gpu::coop2_attention_keys(64), 32u);
 }
 
 }  // namespace

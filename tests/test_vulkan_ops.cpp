@@ -578,7 +578,7 @@ TEST(VulkanKernels, Coop2AttentionIsTheF16PrefillAttentionWhereTheDeviceHasIt) {
   model::NullTap tap;
   const auto clean = gpu::make_vulkan_engine(*m, options);
   model::run_chunk(*clean, model::Graph(m->config()), tokens, {0, 0, 20, false}, tap);
-  EXPECT_EQ(clean->kernel(Op::attn), "attention-coop2-64x64.f16");
+  EXPECT_EQ(clean->kernel(Op::attn), "attention-coop2-64x32.f16");
   options.inject = "softmax-no-max";
   const auto faulty = gpu::make_vulkan_engine(*m, options);
   model::run_chunk(*faulty, model::Graph(m->config()), tokens, {0, 0, 20, false}, tap);
