@@ -54,11 +54,11 @@ class Writer {
 
  private:
   void header() {
-    for (std::uint32_t c : {kCapabilityShader, kCapabilityFloat16, kCapabilityStorageBuffer16BitAccess,
-                            kCapabilityVulkanMemoryModel, kCapabilityDenormPreserve, kCapabilityRoundingModeRTE,
-                            kCapabilityCooperativeMatrixKHR, kCapabilityCooperativeMatrixReductions,
-                            kCapabilityCooperativeMatrixConversions, kCapabilityPerElementOperations,
-                            kCapabilityCooperativeMatrixTensorAddressing, kCapabilityTensorAddressing})
+    for (std::uint32_t c :
+         {kCapabilityShader, kCapabilityFloat16, kCapabilityStorageBuffer16BitAccess, kCapabilityVulkanMemoryModel,
+          kCapabilityDenormPreserve, kCapabilityRoundingModeRTE, kCapabilityCooperativeMatrixKHR,
+          kCapabilityCooperativeMatrixReductions, kCapabilityCooperativeMatrixConversions,
+          kCapabilityPerElementOperations, kCapabilityCooperativeMatrixTensorAddressing, kCapabilityTensorAddressing})
       m_.add(Section::capabilities, OpCapability, {c});
     for (const char* e : {"SPV_KHR_cooperative_matrix", "SPV_NV_cooperative_matrix2", "SPV_NV_tensor_addressing"})
       m_.add(Section::extensions, OpExtension, string_words(e));
@@ -169,8 +169,8 @@ class Writer {
   void store_shared(Id pointer, Id value) { m_.code(OpStore, {pointer, value, kMemoryAccessNonPrivatePointer}); }
   Id bound(Bound b) { return op(OpAccessChain, ptr_shared_uint_, {bounds_, u32(b)}); }
   void barrier() {
-    m_.code(OpControlBarrier, {u32(kScopeWorkgroup), u32(kScopeWorkgroup),
-                               u32(kSemanticsAcquireRelease | kSemanticsWorkgroupMemory)});
+    m_.code(OpControlBarrier,
+            {u32(kScopeWorkgroup), u32(kScopeWorkgroup), u32(kSemanticsAcquireRelease | kSemanticsWorkgroupMemory)});
   }
 
   // if (condition) body();
@@ -318,8 +318,9 @@ class Writer {
       const Id row_ok = less(lid, br);
       const Id t = udiv(iadd(p0_, lid), pack);
       const Id live = both(row_ok, less(t, rows));
-      const Id info = op(OpLoad, uvec4_,
-                         {op(OpAccessChain, ptr_chunk_, {buffers_[kRowTable], u32(0), select(uint_, live, t, u32(0))})});
+      const Id info =
+          op(OpLoad, uvec4_,
+             {op(OpAccessChain, ptr_chunk_, {buffers_[kRowTable], u32(0), select(uint_, live, t, u32(0))})});
       const Id base = op(OpCompositeExtract, uint_, {info, 0});
       const Id after = iadd(op(OpCompositeExtract, uint_, {info, 1}), u32(1));  // pos + 1
       const Id windowed = both(op(OpINotEqual, bool_, {window, u32(0)}), op(OpUGreaterThan, bool_, {after, window}));
@@ -349,8 +350,8 @@ class Writer {
     // K and V rows past the last one any pair sees read as zeros; strides of whole 16-byte chunks
     const Id made = op(OpCreateTensorLayoutNV, layout_type_, {});
     const Id sized = op(OpTensorLayoutSetDimensionNV, layout_type_, {made, key_end, kv_stride});
-    const Id layout = op(OpTensorLayoutSetStrideNV, layout_type_,
-                         {sized, op(OpBitwiseAnd, uint_, {kv_stride, u32(~7u)}), u32(1)});
+    const Id layout =
+        op(OpTensorLayoutSetStrideNV, layout_type_, {sized, op(OpBitwiseAnd, uint_, {kv_stride, u32(~7u)}), u32(1)});
     const Id fast_made = op(OpCreateTensorLayoutNV, fast_layout_type_, {});
     const Id fast_sized = op(OpTensorLayoutSetDimensionNV, fast_layout_type_, {fast_made, key_end, kv_stride});
     const Id fast_layout = op(OpTensorLayoutSetStrideNV, fast_layout_type_,

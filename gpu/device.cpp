@@ -120,7 +120,8 @@ Device::Device(const Instance& instance, DeviceInfo info, const DeviceNeeds& nee
   queue.pQueuePriorities = &priority;
   pipeline_statistics_ = needs.pipeline_statistics && info_.pipeline_statistics;
   const EnabledFeatures features(needs, cooperative_matrix(), cooperative_matrix2(),
-                                 cooperative_matrix2() && info_.nv_cooperative_matrix2_reductions, pipeline_statistics_);
+                                 cooperative_matrix2() && info_.nv_cooperative_matrix2_reductions,
+                                 pipeline_statistics_);
   VkDeviceCreateInfo create{};
   create.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
   create.pNext = &features.v11;

@@ -42,9 +42,8 @@ bool fits(const Coop2Shape& shape, std::uint32_t sums, std::uint32_t invocations
       shape.b != kComponentF16 || shape.c != sums || shape.result != sums || shape.m == 0 || shape.n == 0 ||
       shape.k == 0)
     return false;
-  return std::all_of(products.begin(), products.end(), [&](const auto& p) {
-    return p[0] % shape.m == 0 && p[1] % shape.n == 0 && p[2] % shape.k == 0;
-  });
+  return std::all_of(products.begin(), products.end(),
+                     [&](const auto& p) { return p[0] % shape.m == 0 && p[1] % shape.n == 0 && p[2] % shape.k == 0; });
 }
 
 bool listed(const std::vector<Coop2Shape>& shapes, std::uint32_t sums, std::uint32_t invocations,
@@ -134,7 +133,8 @@ std::string why_no_attention_coop2(const DeviceInfo& info, const std::vector<Coo
       !why.empty())
     return why;
   // S = q K^T, O += P V and the row sums P 1
-  if (!listed(shapes, kComponentF32, tile.invocations, {{tile.rows, keys, hd}, {tile.rows, hd, keys}, {tile.rows, keys, keys}}))
+  if (!listed(shapes, kComponentF32, tile.invocations,
+              {{tile.rows, keys, hd}, {tile.rows, hd, keys}, {tile.rows, keys, keys}}))
     return fmt::format(
         "{} does not list workgroup-scope f16 matrices with f32 sums for workgroups of {} whose granularity "
         "divides {}x{}x{} and {}x{}x{}",

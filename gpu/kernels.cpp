@@ -237,8 +237,9 @@ Kernels::Kernels(const Device& device, Pipelines& pipelines, const KernelOverrid
       pipelines.activations() != Activations::f16
           ? "the VK_NV_cooperative_matrix2 attention runs in the f16 mode only (--dtype f16)"
       : hd % 16 != 0 || hd > kCoop2AttentionMaxHeadDim
-          ? fmt::format("the VK_NV_cooperative_matrix2 attention takes head_dim a multiple of 16 up to {}, the model has {}",
-                        kCoop2AttentionMaxHeadDim, head_dim)
+          ? fmt::format(
+                "the VK_NV_cooperative_matrix2 attention takes head_dim a multiple of 16 up to {}, the model has {}",
+                kCoop2AttentionMaxHeadDim, head_dim)
           : device.attention_coop2_missing(hd);
   decode_missing_ = decode_missing(d, flash_missing_, hd, static_cast<std::uint32_t>(std::max(group, 1)));
   if (overrides.matmul == KernelOverrides::Matmul::tiled && !tiled_ok_)

@@ -198,19 +198,19 @@ class Kernels {
   const Device* device_;
   Pipelines* pipelines_;
   KernelOverrides overrides_;
-  std::uint32_t wg_;                    // workgroup size of the 1-D kernels: a power of two <= 256
-  std::uint32_t attention_wg_;          // attention's: 64 or less
-  std::uint32_t matvec_subgroups_;      // matvec-subgroup's subgroups per workgroup ...
-  std::uint32_t matvec_wg_;             // ... and its workgroup size
-  bool tiled_ok_;                       // the device runs 256-invocation workgroups with 8 KiB shared
-  int head_dim_;                        // the model's
-  std::uint32_t flash_keys_;            // attention_flash.comp's BC for head_dim_ on this device
-  std::string flash_missing_;           // why it cannot run here; "" when it can
-  std::string attention_coop_missing_;  // why attention_coop.comp cannot run here; "" when it can
+  std::uint32_t wg_;                     // workgroup size of the 1-D kernels: a power of two <= 256
+  std::uint32_t attention_wg_;           // attention's: 64 or less
+  std::uint32_t matvec_subgroups_;       // matvec-subgroup's subgroups per workgroup ...
+  std::uint32_t matvec_wg_;              // ... and its workgroup size
+  bool tiled_ok_;                        // the device runs 256-invocation workgroups with 8 KiB shared
+  int head_dim_;                         // the model's
+  std::uint32_t flash_keys_;             // attention_flash.comp's BC for head_dim_ on this device
+  std::string flash_missing_;            // why it cannot run here; "" when it can
+  std::string attention_coop_missing_;   // why attention_coop.comp cannot run here; "" when it can
   std::string attention_coop2_missing_;  // likewise attention-coop2
-  std::string decode_missing_;          // likewise attention_decode.comp
-  std::string coop_missing_;            // why the cooperative-matrix GEMM cannot run here; "" when it can
-  std::string coop2_missing_;           // likewise matmul-coop2
+  std::string decode_missing_;           // likewise attention_decode.comp
+  std::string coop_missing_;             // why the cooperative-matrix GEMM cannot run here; "" when it can
+  std::string coop2_missing_;            // likewise matmul-coop2
 };
 
 }  // namespace tapdiff::gpu

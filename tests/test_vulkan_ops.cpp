@@ -266,8 +266,7 @@ TEST_P(VulkanOps, EveryOpMatchesTheReferenceOnRandomInputs) {
   }
   // attention=coop2 runs the passes of 16 rows or more (the last one here, where it has them)
   if (c.kernels.find("attention=coop2") != std::string::npos && c.chunkings.back().back() >= 16) {
-    EXPECT_NE(gpu->kernel(model::Op::attn).find("attention-coop2-"), std::string::npos)
-        << gpu->kernel(model::Op::attn);
+    EXPECT_NE(gpu->kernel(model::Op::attn).find("attention-coop2-"), std::string::npos) << gpu->kernel(model::Op::attn);
   }
   expect_clean_if_validated(*gpu, c.kernels);
 }
@@ -412,8 +411,8 @@ INSTANTIATE_TEST_SUITE_P(
         // attention-coop2 (tiles of 64 pairs and 64 keys through VK_NV_cooperative_matrix2):
         // partial and whole tiles, masked and unmasked tiles, GQA groups of 4, 8 and none,
         // head_dim 16, 64 and 128, chunks after chunks, a sliding window
-        act_f16(op_case("coop2_attention_gqa8x4_hd16_f32", {8, 4, 16, 72, 136, 301}, DType::f32, kFlashRows, "llama",
-                        0, false, "attention=coop2")),
+        act_f16(op_case("coop2_attention_gqa8x4_hd16_f32", {8, 4, 16, 72, 136, 301}, DType::f32, kFlashRows, "llama", 0,
+                        false, "attention=coop2")),
         act_f16(op_case("coop2_attention_gqa32x8_hd64_bf16", {32, 8, 64, 96, 200, 300}, DType::bf16,
                         {{16}, {100}, {130}, {40, 40, 1}, {100, 7}, {64, 64, 64}, {200, 70}}, "llama", 0, false,
                         "attention=coop2")),
@@ -582,8 +581,7 @@ TEST(VulkanKernels, Coop2AttentionIsTheF16PrefillAttentionWhereTheDeviceHasIt) {
   options.inject = "softmax-no-max";
   const auto faulty = gpu::make_vulkan_engine(*m, options);
   model::run_chunk(*faulty, model::Graph(m->config()), tokens, {0, 0, 20, false}, tap);
-  EXPECT_NE(faulty->kernel(Op::attn).find("attention-coop-64x32.f16"), std::string::npos)
-      << faulty->kernel(Op::attn);
+  EXPECT_NE(faulty->kernel(Op::attn).find("attention-coop-64x32.f16"), std::string::npos) << faulty->kernel(Op::attn);
 }
 
 TEST(VulkanKernels, ForcingCoopAttentionInF32ModeIsAUsageError) {
