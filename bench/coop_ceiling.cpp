@@ -4,13 +4,15 @@
 // with device timestamps on the GEMM shapes of a model, side by side in every round. The gap
 // between two levels is what the part taken away costs; the last level is the ceiling the
 // products themselves set through VK_NV_cooperative_matrix on this driver. The engine's own choice
-// (matmul-coop2 where the device offers VK_NV_cooperative_matrix2) and matmul-coop forced run in
-// the same rounds.
+// (matmul-coop2 where the device offers VK_NV_cooperative_matrix2, its tile by the product's size),
+// matmul-coop2 with each of its tiles forced and matmul-coop forced run in the same rounds.
 //   tapdiff_bench_coop [--shapes 2048x4096x14336,...] [--repeats 5] [--device D]
 //                      [--markdown docs/benchmarks.md --section NAME]
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <string_view>
@@ -67,6 +69,8 @@ struct Level {
 };
 constexpr Level kLevels[] = {
     {-1, "the engine's kernel"},
+    {-1, "matmul-coop2, 128 x 128 forced", "matmul=coop2-128x128"},
+    {-1, "matmul-coop2, 128 x 256 forced", "matmul=coop2-128x256"},
     {-1, "matmul-coop, forced", "matmul=coop"},
     {0, "probe 0: the 32-slice kernel, whole"},
     {1, "1: no reads from memory (slices made up in registers)"},
@@ -118,7 +122,11 @@ int main(int argc, char** argv) try {
   gpu::Pipelines pipelines(dev, gpu::Activations::f16);
   gpu::Stream stream(dev);
   gpu::Kernels kernels(dev, pipelines, {}, 128, 1);
-  gpu::Kernels coop_kernels(dev, pipelines, gpu::parse_kernel_overrides("matmul=coop"), 128, 1);
+  std::vector<std::unique_ptr<gpu::Kernels>> forced(std::size(kLevels));  // the levels that force a kernel
+  for (std::size_t l = 0; l < std::size(kLevels); ++l)
+    if (*kLevels[l].kernels != 0)
+      forced[l] =
+          std::make_unique<gpu::Kernels>(dev, pipelines, gpu::parse_kernel_overrides(kLevels[l].kernels), 128, 1);
   gpu::Arena arena(dev, "operands", gpu::MemoryKind::device_local, 64ull << 20);
   stream.set_timestamps(true);
 
@@ -150,7 +158,7 @@ int main(int argc, char** argv) try {
     for (int round = 0; round <= repeats; ++round) {
       for (std::size_t l = 0; l < std::size(kLevels); ++l) {
         if (kLevels[l].probe < 0)
-          ran[l] = (*kLevels[l].kernels == 0 ? kernels : coop_kernels).matmul(stream, x, w, nullptr, y, shape.rows, 0);
+          ran[l] = (forced[l] ? *forced[l] : kernels).matmul(stream, x, w, nullptr, y, shape.rows, 0);
         else
           kernels.matmul_coop_probe(stream, x, w, y, shape.rows, static_cast<std::uint32_t>(kLevels[l].probe));
         stream.mark([&, l, round](double s) {
@@ -165,7 +173,9 @@ int main(int argc, char** argv) try {
       stream.flush();
     }
     const double flop = 2.0 * shape.rows * static_cast<double>(shape.k) * static_cast<double>(shape.cols);
-    const double whole = bench::median(ms[2]);
+    const auto probe0 =
+        std::find_if(std::begin(kLevels), std::end(kLevels), [](const Level& l) { return l.probe == 0; });
+    const double whole = bench::median(ms[static_cast<std::size_t>(probe0 - std::begin(kLevels))]);
     for (std::size_t l = 0; l < std::size(kLevels); ++l) {
       const double m = bench::median(ms[l]);
       const std::string what =

@@ -111,6 +111,9 @@ Device::Device(const Instance& instance, DeviceInfo info, const DeviceNeeds& nee
           ? "the Khronos validation layer of Debian 12 (1.3.239) predates VK_NV_cooperative_matrix2 and rejects its "
             "structs and SPIR-V, so matmul-coop2 is off while validating"
           : why_no_cooperative_matrix2(info_, coop2_shapes_, kCoop2Tile);
+  cooperative_matrix2_wide_missing_ = !cooperative_matrix2_missing_.empty()
+                                          ? cooperative_matrix2_missing_
+                                          : why_no_cooperative_matrix2(info_, coop2_shapes_, kCoop2WideTile);
   vkGetPhysicalDeviceMemoryProperties(info_.handle, &memory_);
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo queue{};

@@ -49,6 +49,8 @@ class Device {
   // Likewise VK_NV_cooperative_matrix2 with what matmul-coop2 declares (gpu/device_coop2.h).
   bool cooperative_matrix2() const { return cooperative_matrix2_missing_.empty(); }
   const std::string& cooperative_matrix2_missing() const { return cooperative_matrix2_missing_; }
+  // ... and with matmul-coop2's wide tile (kCoop2WideTile).
+  const std::string& cooperative_matrix2_wide_missing() const { return cooperative_matrix2_wide_missing_; }
   // Why attention-coop2 cannot run for head_dim `head_dim` here (its reductions and conversions
   // enabled with the rest, its shapes listed); "" when it can.
   std::string attention_coop2_missing(std::uint32_t head_dim) const;
@@ -65,6 +67,7 @@ class Device {
   DeviceInfo info_;
   std::string cooperative_matrix_missing_;
   std::string cooperative_matrix2_missing_;
+  std::string cooperative_matrix2_wide_missing_;
   std::vector<Coop2Shape> coop2_shapes_;  // listed by the device (none while validating)
   bool pipeline_statistics_ = false;
   VkPhysicalDeviceMemoryProperties memory_{};

@@ -174,14 +174,17 @@ KernelOverrides parse_kernel_overrides(const std::string& text) {
   for (const std::string_view item : model::split_commas(text)) {
     const std::size_t eq = item.find('=');
     const std::string_view key = item.substr(0, eq), value = eq == std::string_view::npos ? "" : item.substr(eq + 1);
-    if (key == "matmul" && (value == "auto" || value == "tiled" || value == "coop" || value == "coop-k16" ||
-                            value == "coop2" || value == "matvec")) {
-      o.matmul = value == "tiled"      ? KernelOverrides::Matmul::tiled
-                 : value == "coop"     ? KernelOverrides::Matmul::coop
-                 : value == "coop-k16" ? KernelOverrides::Matmul::coop_k16
-                 : value == "coop2"    ? KernelOverrides::Matmul::coop2
-                 : value == "matvec"   ? KernelOverrides::Matmul::matvec
-                                       : KernelOverrides::Matmul::automatic;
+    if (key == "matmul" &&
+        (value == "auto" || value == "tiled" || value == "coop" || value == "coop-k16" || value == "coop2" ||
+         value == "coop2-128x128" || value == "coop2-128x256" || value == "matvec")) {
+      o.matmul = value == "tiled"           ? KernelOverrides::Matmul::tiled
+                 : value == "coop"          ? KernelOverrides::Matmul::coop
+                 : value == "coop-k16"      ? KernelOverrides::Matmul::coop_k16
+                 : value == "coop2"         ? KernelOverrides::Matmul::coop2
+                 : value == "coop2-128x128" ? KernelOverrides::Matmul::coop2_narrow
+                 : value == "coop2-128x256" ? KernelOverrides::Matmul::coop2_wide
+                 : value == "matvec"        ? KernelOverrides::Matmul::matvec
+                                            : KernelOverrides::Matmul::automatic;
     } else if (key == "matvec" && (value == "auto" || value == "subgroup" || value == "shared")) {
       o.matvec = value == "subgroup" ? KernelOverrides::Matvec::subgroup
                  : value == "shared" ? KernelOverrides::Matvec::shared
@@ -199,7 +202,8 @@ KernelOverrides parse_kernel_overrides(const std::string& text) {
                                                     : KernelOverrides::DecodeAttention::automatic;
     } else {
       throw UsageError(
-          fmt::format("--kernels: expected matmul=auto|tiled|coop|coop-k16|coop2|matvec, matvec=auto|subgroup|shared, "
+          fmt::format("--kernels: expected matmul=auto|tiled|coop|coop-k16|coop2|coop2-128x128|coop2-128x256|matvec, "
+                      "matvec=auto|subgroup|shared, "
                       "attention=auto|coop2|coop|flash|two-pass or decode-attention=auto|decode-split|flash-split "
                       "(comma-separated), found '{}'",
                       item));
@@ -221,6 +225,7 @@ Kernels::Kernels(const Device& device, Pipelines& pipelines, const KernelOverrid
   coop_missing_ = coop_missing(device);
   // matmul-coop's too: it runs the products matmul-coop2 does not take
   coop2_missing_ = !coop_missing_.empty() ? coop_missing_ : device.cooperative_matrix2_missing();
+  coop2_wide_missing_ = !coop2_missing_.empty() ? coop2_missing_ : device.cooperative_matrix2_wide_missing();
   const auto hd = static_cast<std::uint32_t>(head_dim);
   flash_keys_ = flash_shared_bytes(hd, 32) <= d.max_shared_memory ? 32 : 16;
   if (hd % 4 != 0 || hd > kFlashMaxHeadDim)
@@ -250,6 +255,10 @@ Kernels::Kernels(const Device& device, Pipelines& pipelines, const KernelOverrid
     throw UsageError(fmt::format("--kernels matmul=coop-k16: {}", coop_missing_));
   if (overrides.matmul == KernelOverrides::Matmul::coop2 && !coop2_missing_.empty())
     throw UsageError(fmt::format("--kernels matmul=coop2: {}", coop2_missing_));
+  if (overrides.matmul == KernelOverrides::Matmul::coop2_narrow && !coop2_missing_.empty())
+    throw UsageError(fmt::format("--kernels matmul=coop2-128x128: {}", coop2_missing_));
+  if (overrides.matmul == KernelOverrides::Matmul::coop2_wide && !coop2_wide_missing_.empty())
+    throw UsageError(fmt::format("--kernels matmul=coop2-128x256: {}", coop2_wide_missing_));
   if (overrides.matvec == KernelOverrides::Matvec::subgroup && !d.subgroup_arithmetic)
     throw UsageError(
         fmt::format("--kernels matvec=subgroup: {} has no subgroup arithmetic in compute shaders", d.name));
@@ -333,17 +342,24 @@ std::string Kernels::rms_norm(Stream& s, const Region& x, const DeviceWeight& w,
   return named("rms_norm-tree");
 }
 
-Kernels::Gemm Kernels::gemm_variant(int rows, model::DType weights, bool aligned) const {
+Kernels::Gemm Kernels::gemm_variant(int rows, std::uint32_t n, model::DType weights, bool aligned) const {
   const bool coop2 = coop2_missing_.empty() && weights == model::DType::f16 && aligned;
+  const bool wide = coop2 && coop2_wide_missing_.empty();
+  // matmul-coop2's tile: the wide one where the product makes enough workgroups of it
+  const auto wide_tiles = ceil_div(static_cast<std::uint64_t>(std::max(rows, 1)), kCoop2WideTile.rows) *
+                          ceil_div(static_cast<std::uint64_t>(n), kCoop2WideTile.cols);
+  const Gemm coop2_tile = wide && wide_tiles >= kCoop2WideMinWorkgroups ? Gemm::coop2_wide : Gemm::coop2;
   switch (overrides_.matmul) {
     case KernelOverrides::Matmul::tiled: return Gemm::tiled;
     case KernelOverrides::Matmul::coop: return Gemm::coop;
     case KernelOverrides::Matmul::coop_k16: return Gemm::coop_k16;
-    case KernelOverrides::Matmul::coop2: return coop2 ? Gemm::coop2 : Gemm::coop;
+    case KernelOverrides::Matmul::coop2: return coop2 ? coop2_tile : Gemm::coop;
+    case KernelOverrides::Matmul::coop2_narrow: return coop2 ? Gemm::coop2 : Gemm::coop;
+    case KernelOverrides::Matmul::coop2_wide: return wide ? Gemm::coop2_wide : Gemm::coop;
     case KernelOverrides::Matmul::matvec: return Gemm::matvec;
     case KernelOverrides::Matmul::automatic:
       if (rows <= 1) return Gemm::matvec;
-      if (coop2) return Gemm::coop2;
+      if (coop2) return coop2_tile;
       return coop_missing_.empty() ? Gemm::coop : tiled_ok_ ? Gemm::tiled : Gemm::matvec;
   }
   return Gemm::matvec;
@@ -377,7 +393,8 @@ std::string Kernels::matmul(Stream& s, const Region& x, const DeviceWeight& w, c
   const Region& b = bias != nullptr ? bias->region : w.region;
   const std::initializer_list<Region> bindings = {w.region, x, b, out};
   const bool aligned = push.k % 8 == 0 && push.n % 8 == 0 && push.row_bytes % 16 == 0;
-  const Gemm gemm = gemm_variant(rows, w.dtype, aligned);
+  Gemm gemm = gemm_variant(rows, push.n, w.dtype, aligned);
+  if (gemm == Gemm::coop2_wide && faults != 0) gemm = Gemm::coop2;  // the fault's build has the 128 x 128 tile
   switch (gemm) {
     case Gemm::tiled:
       dispatch(s, Shader::matmul_tiled, dtype_code(w.dtype), bindings, &push, sizeof push,
@@ -392,6 +409,11 @@ std::string Kernels::matmul(Stream& s, const Region& x, const DeviceWeight& w, c
       const Grid tiles = tile_grid(push.rows, push.n, kCoop2Tile.rows, kCoop2Tile.cols);
       dispatch(s, (faults & kFaultGemmF16Accumulate) != 0 ? Shader::matmul_coop2_fault : Shader::matmul_coop2, 0,
                bindings, &push, sizeof push, {tiles.y, tiles.x});
+      break;
+    }
+    case Gemm::coop2_wide: {
+      const Grid tiles = tile_grid(push.rows, push.n, kCoop2WideTile.rows, kCoop2WideTile.cols);
+      dispatch(s, Shader::matmul_coop2_wide, 0, bindings, &push, sizeof push, {tiles.y, tiles.x});
       break;
     }
     case Gemm::matvec:
@@ -421,6 +443,8 @@ std::string Kernels::gemm_name(Gemm gemm, model::DType weights) const {
     case Gemm::coop: return named(fmt::format("matmul-coop-{}x{}", kCoopRows, kCoopCols), weights);
     case Gemm::coop_k16: return named(fmt::format("matmul-coop-{}x{}-k16", kCoopRows, kCoopCols), weights);
     case Gemm::coop2: return named(fmt::format("matmul-coop2-{}x{}", kCoop2Tile.rows, kCoop2Tile.cols), weights);
+    case Gemm::coop2_wide:
+      return named(fmt::format("matmul-coop2-{}x{}", kCoop2WideTile.rows, kCoop2WideTile.cols), weights);
     case Gemm::matvec: break;
   }
   return named(matvec_shader() == Shader::matvec_subgroup ? "matvec-subgroup" : "matvec-shared", weights);
@@ -592,10 +616,13 @@ std::vector<std::string> Kernels::planned(model::OpClass cls, model::DType weigh
     case model::OpClass::embedding: return {named("embed-gather", weight_dtype)};
     case model::OpClass::norm: return {named("rms_norm-tree")};
     case model::OpClass::gemm: {
-      // prefill's variant (of aligned shapes, then of the others), then decode's
+      // prefill's variant (of aligned shapes, of large aligned products, then of the others), then decode's
       std::vector<std::string> names;
-      for (const auto& [rows, aligned] : {std::pair{2, true}, std::pair{2, false}, std::pair{1, true}})
-        add_once(names, gemm_name(gemm_variant(rows, weight_dtype, aligned), weight_dtype));
+      constexpr int kLarge = 1 << 20;
+      for (const auto& [rows, aligned] :
+           {std::pair{2, true}, std::pair{kLarge, true}, std::pair{2, false}, std::pair{1, true}})
+        add_once(names,
+                 gemm_name(gemm_variant(rows, rows == kLarge ? kLarge : 8, weight_dtype, aligned), weight_dtype));
       return names;
     }
     case model::OpClass::rope: return {named("rope-table")};

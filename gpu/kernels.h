@@ -75,14 +75,25 @@ class Pipelines;
 class Stream;
 
 // What --kernels may force:
-// "matmul=auto|tiled|coop|coop-k16|coop2|matvec,matvec=auto|subgroup|shared,attention=auto|coop2|coop|flash|two-pass,
+// "matmul=auto|tiled|coop|coop-k16|coop2|coop2-128x128|coop2-128x256|matvec,matvec=auto|subgroup|shared,
+// attention=auto|coop2|coop|flash|two-pass,
 // decode-attention=auto|decode-split|flash-split" (decode-attention: the kernel of decode steps over
 // more than 32 positions; with auto, attention=two-pass takes them too). matmul=coop2 runs the
-// products whose shape it takes (f16 weights, K and N multiples of 8) on matmul-coop2, the others
-// on matmul-coop; each op's kernel name says which ran. attention=coop2 runs attention-coop-64x32
+// products whose shape it takes (f16 weights, K and N multiples of 8) on matmul-coop2 (its tile
+// chosen by the product's size, as auto does; coop2-128x128 and coop2-128x256 force one), the
+// others on matmul-coop; each op's kernel name says which ran. attention=coop2 runs attention-coop-64x32
 // where a fault is planted (attention-coop2 has no faults).
 struct KernelOverrides {
-  enum class Matmul : std::uint8_t { automatic, tiled, coop, coop_k16, coop2, matvec } matmul = Matmul::automatic;
+  enum class Matmul : std::uint8_t {
+    automatic,
+    tiled,
+    coop,
+    coop_k16,
+    coop2,
+    coop2_narrow,  // coop2-128x128
+    coop2_wide,    // coop2-128x256
+    matvec
+  } matmul = Matmul::automatic;
   enum class Matvec : std::uint8_t { automatic, subgroup, shared } matvec = Matvec::automatic;
   enum class Attention : std::uint8_t { automatic, coop2, coop, flash, two_pass } attention = Attention::automatic;
   enum class DecodeAttention : std::uint8_t {
@@ -178,10 +189,10 @@ class Kernels {
   void dispatch(Stream& s, Shader shader, std::uint32_t dtype, std::initializer_list<Region> bindings, const void* push,
                 std::uint32_t push_bytes, Grid grid, std::uint32_t faults = 0,
                 std::initializer_list<std::uint32_t> more = {});
-  enum class Gemm : std::uint8_t { tiled, coop, coop_k16, coop2, matvec };
+  enum class Gemm : std::uint8_t { tiled, coop, coop_k16, coop2, coop2_wide, matvec };
   // For Y[rows, N] of weights stored as `weights`; `aligned`: K and N are multiples of 8 and W's
   // rows of 16 bytes (what matmul-coop2 takes besides f16 weights).
-  Gemm gemm_variant(int rows, model::DType weights, bool aligned) const;
+  Gemm gemm_variant(int rows, std::uint32_t n, model::DType weights, bool aligned) const;
   std::string gemm_name(Gemm gemm, model::DType weights) const;
   // The name of a variant as reported: activation type, then weight storage for the ops with weights.
   std::string named(std::string_view variant, std::optional<model::DType> weights = std::nullopt) const;
@@ -211,6 +222,7 @@ class Kernels {
   std::string decode_missing_;           // likewise attention_decode.comp
   std::string coop_missing_;             // why the cooperative-matrix GEMM cannot run here; "" when it can
   std::string coop2_missing_;            // likewise matmul-coop2
+  std::string coop2_wide_missing_;       // ... and its wide tile
 };
 
 }  // namespace tapdiff::gpu

@@ -43,11 +43,15 @@ namespace {
 #include "silu_mul_f16_spv.h"
 #include "silu_mul_spv.h"
 
-// matmul-coop2's words: f32 sums, or f16 sums (its fault).
+// matmul-coop2's words: f32 sums, or f16 sums (its fault); the wide tile's.
 std::span<const std::uint32_t> coop2_words(bool f16_sums) {
   static const std::vector<std::uint32_t> clean = matmul_coop2_spirv(kCoop2Tile, false);
   static const std::vector<std::uint32_t> fault = matmul_coop2_spirv(kCoop2Tile, true);
   return f16_sums ? fault : clean;
+}
+std::span<const std::uint32_t> coop2_wide_words() {
+  static const std::vector<std::uint32_t> words = matmul_coop2_spirv(kCoop2WideTile, false);
+  return words;
 }
 
 std::span<const std::uint32_t> attention_coop2_words() {
@@ -55,7 +59,7 @@ std::span<const std::uint32_t> attention_coop2_words() {
   return words;
 }
 
-using ShaderTable = std::array<std::array<ShaderCode, 21>, 2>;
+using ShaderTable = std::array<std::array<ShaderCode, 22>, 2>;
 
 // In the order of the Shader enum: f32 activations, then f16. The cooperative-matrix kernels exist
 // in f16 only: their tensor cores multiply f16 values. Made on the first call (the coop2 kernels' words
@@ -71,6 +75,7 @@ const ShaderTable& shader_table() {
           {"matmul_coop_probe", {}, 4},
           {"matmul_coop2", {}, 4},
           {"matmul_coop2_fault", {}, 4},
+          {"matmul_coop2_wide", {}, 4},
           {"matvec_subgroup", matvec_subgroup_spv, 4},
           {"matvec_shared", matvec_shared_spv, 4},
           {"rope", rope_spv, 3},
@@ -94,6 +99,7 @@ const ShaderTable& shader_table() {
           {"matmul_coop_probe_f16", matmul_coop_probe_f16_spv, 4},
           {"matmul_coop2_f16", coop2_words(false), 4},
           {"matmul_coop2_fault_f16", coop2_words(true), 4},
+          {"matmul_coop2_wide_f16", coop2_wide_words(), 4},
           {"matvec_subgroup_f16", matvec_subgroup_f16_spv, 4},
           {"matvec_shared_f16", matvec_shared_f16_spv, 4},
           {"rope_f16", rope_f16_spv, 3},

@@ -18,6 +18,7 @@ enum class Shader : std::uint8_t {
   matmul_coop_probe,   // matmul_coop.comp with COOP_PROBE (f16 only; benchmarks, not the engine)
   matmul_coop2,        // gpu/matmul_coop2.h, written as SPIR-V (f16 activations only)
   matmul_coop2_fault,  // the same with f16 sums: its gemm-f16-accum fault
+  matmul_coop2_wide,   // the same with kCoop2WideTile (no fault build: a fault runs the one above)
   matvec_subgroup,     // matvec.comp with SUBGROUP
   matvec_shared,       // matvec.comp
   rope,                // rope.comp

@@ -261,7 +261,8 @@ TEST_P(VulkanOps, EveryOpMatchesTheReferenceOnRandomInputs) {
   std::printf("[%s] worst NMSE per op:%s\n", c.name.c_str(), line.c_str());
   // matmul=coop2 runs the products of its shapes on it (q_proj's always are), the others on coop
   if (c.kernels.find("matmul=coop2") != std::string::npos) {
-    EXPECT_NE(gpu->kernel(model::Op::q_proj).find("matmul-coop2-"), std::string::npos)
+    const std::string tile = c.kernels.find("matmul=coop2-128x256") != std::string::npos ? "128x256" : "128x128";
+    EXPECT_NE(gpu->kernel(model::Op::q_proj).find("matmul-coop2-" + tile), std::string::npos)
         << gpu->kernel(model::Op::q_proj);
   }
   // attention=coop2 runs the passes of 16 rows or more (the last one here, where it has them)
@@ -384,6 +385,11 @@ INSTANTIATE_TEST_SUITE_P(
                         "llama", 0, false, "matmul=coop2")),
         act_f16(op_case("coop2_qwen2_rotate_half_bias", {8, 4, 16, 72, 136, 304}, DType::f16, {{1}, {7}, {2, 5}},
                         "qwen2", 0, false, "matmul=coop2")),
+        // ... its wide tile (128 x 256) forced: inside and edge tiles, a bias
+        act_f16(op_case("coop2_wide_inside_tiles_f16", {8, 4, 32, 256, 512, 520}, DType::f16, {{256}, {130, 2}},
+                        "llama", 0, false, "matmul=coop2-128x256")),
+        act_f16(op_case("coop2_wide_qwen2_rotate_half_bias", {8, 4, 16, 72, 136, 304}, DType::f16,
+                        {{1}, {7}, {2, 5}, {100}}, "qwen2", 0, false, "matmul=coop2-128x256")),
         // Its build with K slices of 16 (run when forced): K = 40, 96 and 100, widths off every
         // tile, every weight dtype class
         act_f16(op_case("coop_k16_mha6x6_hd8_f16", {6, 6, 8, 40, 100, 259}, DType::f16, {{1}, {33}, {100}, {2, 5}},
@@ -521,7 +527,8 @@ TEST(VulkanKernels, UnknownKernelOverrideIsAUsageError) {
   options.kernels = "matmul=fast";
   const std::string error = usage_error_of(*m, options);
   EXPECT_NE(error.find("matmul=fast"), std::string::npos) << error;
-  EXPECT_NE(error.find("matmul=auto|tiled|coop|coop-k16|coop2|matvec"), std::string::npos) << error;
+  EXPECT_NE(error.find("matmul=auto|tiled|coop|coop-k16|coop2|coop2-128x128|coop2-128x256|matvec"), std::string::npos)
+      << error;
   EXPECT_NE(error.find("attention=auto|coop2|coop|flash|two-pass"), std::string::npos) << error;
   EXPECT_NE(error.find("decode-attention=auto|decode-split|flash-split"), std::string::npos) << error;
 }
@@ -538,7 +545,11 @@ std::string expect_f32_forcing_error(const std::string& kernels) {
 
 TEST(VulkanKernels, ForcingCoopGemmInF32ModeIsAUsageError) { expect_f32_forcing_error("matmul=coop"); }
 
-TEST(VulkanKernels, ForcingCoop2GemmInF32ModeIsAUsageError) { expect_f32_forcing_error("matmul=coop2"); }
+TEST(VulkanKernels, ForcingCoop2GemmInF32ModeIsAUsageError) {
+  expect_f32_forcing_error("matmul=coop2");
+  expect_f32_forcing_error("matmul=coop2-128x128");
+  expect_f32_forcing_error("matmul=coop2-128x256");
+}
 
 // Where the device has VK_NV_cooperative_matrix2, matmul-coop2 is the f16 mode's prefill GEMM
 // (without the validation layer, which turns it off, saying why).

@@ -11,7 +11,8 @@ namespace tapdiff::cli {
 void add_vulkan_options(CLI::App& cmd, EngineChoice& choice) {
   cmd.add_option("--device", choice.device, "Vulkan device: index or name substring (see `tapdiff devices`)");
   cmd.add_option("--kernels", choice.kernels,
-                 "Vulkan kernel overrides: matmul=auto|tiled|coop|coop-k16|coop2|matvec,matvec=auto|subgroup|shared,"
+                 "Vulkan kernel overrides: matmul=auto|tiled|coop|coop-k16|coop2|coop2-128x128|coop2-128x256|matvec,"
+                 "matvec=auto|subgroup|shared,"
                  "attention=auto|coop2|coop|flash|two-pass,decode-attention=auto|decode-split|flash-split");
   cmd.add_option("--max-context", choice.max_context, "Vulkan KV-cache limit in positions (0 = grow as needed)")
       ->check(CLI::NonNegativeNumber);
