@@ -30,8 +30,9 @@ enum Push : std::uint32_t {
 };
 // Bindings: q, the K and V caches, the row table, out.
 enum Binding : std::uint32_t { kQuery, kKeys, kValues, kRowTable, kOut, kBindings };
-// Shared words: the first cache row any pair sees, the end of the last, the largest first row of
-// a pair and the smallest end: [0, 1) of every pair's range is the tile range, [2, 3) what all see.
+// Shared words over the pairs' visible ranges [first, end): the smallest first and the largest end
+// (the union: the cache rows the tiles scan), the largest first and the smallest end (the
+// intersection: a tile inside it is seen whole by every pair and takes no mask).
 enum Bound : std::uint32_t { kFirst, kEnd, kLatestFirst, kEarliestEnd, kBounds };
 
 constexpr std::uint32_t kChunk = 8;  // f16 values per 16-byte chunk (uvec4)
