@@ -37,6 +37,11 @@ void KvCache::reserve(Stream& stream, int sequences, int rows) {
   for (int l = 0; l < n_layers_; ++l) {
     k.push_back(arena->allocate(bytes, fmt::format("the K cache of layer {} ({})", l, what)));
     v.push_back(arena->allocate(bytes, fmt::format("the V cache of layer {} ({})", l, what)));
+    // Rows not written yet read as zeros: the tiled attention kernels read whole tiles of cache
+    // rows, in a ragged batch also rows past the end of another sequence, weighted by p = 0; 0
+    // times the NaN bits memory may hold would be NaN.
+    stream.zero(k.back());
+    stream.zero(v.back());
   }
   const std::uint64_t old_segment = static_cast<std::uint64_t>(capacity_) * row_bytes;
   const std::uint64_t new_segment = static_cast<std::uint64_t>(capacity) * row_bytes;

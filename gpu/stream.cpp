@@ -116,6 +116,12 @@ void Stream::copy(const Region& src, const Region& dst) {
   vkCmdCopyBuffer(cmd_, src.buffer, target.buffer, 1, &region);
 }
 
+void Stream::zero(const Region& dst) {
+  TAPDIFF_ASSERT(dst.offset % 4 == 0 && dst.size % 4 == 0, "zero of {} bytes at {}", dst.size, dst.offset);
+  order({}, {dst});
+  vkCmdFillBuffer(cmd_, dst.buffer, dst.offset, dst.size, 0);
+}
+
 void Stream::upload(const void* data, std::uint64_t size, const Region& dst) {
   if (size == 0) return;
   const Region staging = uploads_.allocate(size, "an upload");

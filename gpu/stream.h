@@ -49,6 +49,8 @@ class Stream {
 
   // Device copy of src.size bytes (dst.size >= src.size), ordered.
   void copy(const Region& src, const Region& dst);
+  // Zero bytes into `dst` (offset and size multiples of 4), ordered.
+  void zero(const Region& dst);
   // Host bytes to a device region, staged through host-visible memory, in stream order.
   void upload(const void* data, std::uint64_t size, const Region& dst);
   // After the next flush, done(bytes) receives a host copy of src (valid during the call only).

@@ -65,6 +65,7 @@
   X(vkCmdDispatch)                            \
   X(vkCmdPipelineBarrier)                     \
   X(vkCmdCopyBuffer)                          \
+  X(vkCmdFillBuffer)                          \
   X(vkCreateQueryPool)                        \
   X(vkDestroyQueryPool)                       \
   X(vkCmdResetQueryPool)                      \

@@ -8,6 +8,7 @@
 #include <bit>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <optional>
 
@@ -17,6 +18,7 @@
 #include "gpu/device.h"
 #include "gpu/instance.h"
 #include "gpu/memory.h"
+#include "gpu/stream.h"
 #include "gpu/vk_error.h"
 #include "gpu/vulkan_engine.h"
 #include "model/errors.h"
@@ -311,6 +313,26 @@ TEST(VulkanMemory, RequestsPastTheDeviceLimitsAreClearErrors) {
     EXPECT_NE(std::string(e.what()).find("allocating"), std::string::npos) << e.what();
   }
   EXPECT_EQ(gpu::result_name(VK_ERROR_OUT_OF_DEVICE_MEMORY), "VK_ERROR_OUT_OF_DEVICE_MEMORY");
+  for (const std::string& msg : instance->messages(before)) ADD_FAILURE() << msg;
+}
+
+// Stream::zero clears the region it is given and nothing around it (the KV cache's rows read as
+// zeros until written), ordered after an upload into the same bytes; the layer sees no misuse.
+TEST(VulkanMemory, ZeroClearsItsRegionOnly) {
+  const auto instance = gpu::shared_instance({true, false});
+  const std::size_t before = instance->message_count();
+  const gpu::Device device(*instance, gpu::select_device(gpu::devices_of(*instance), ""));
+  gpu::Arena arena(device, "test", gpu::MemoryKind::device_local, 1 << 20);
+  gpu::Stream stream(device);
+  const gpu::Region r = arena.allocate(64 * 4, "a test region");
+  std::vector<std::uint32_t> words(64, 0x7FC00000u);  // NaN bits
+  stream.upload(words.data(), words.size() * 4, r);
+  stream.zero(r.sub(16 * 4, 32 * 4));
+  std::vector<std::uint32_t> back(64, 1);
+  stream.download(r, [&](const std::byte* bytes) { std::memcpy(back.data(), bytes, back.size() * 4); });
+  stream.flush();
+  for (std::size_t i = 0; i < back.size(); ++i)
+    EXPECT_EQ(back[i], i >= 16 && i < 48 ? 0u : 0x7FC00000u) << "word " << i;
   for (const std::string& msg : instance->messages(before)) ADD_FAILURE() << msg;
 }
 
