@@ -53,7 +53,7 @@ std::string why_no_cooperative_matrix(const Instance& instance, const DeviceInfo
 // need no optional feature: weights are read as 32-bit words and unpacked in the shaders. The f16
 // ones store activations as 16-bit values (arithmetic stays f32); the cooperative-matrix GEMMs also
 // declare f16 values, cooperative matrices (VK_NV_cooperative_matrix; VK_KHR_cooperative_matrix with
-// VK_NV_cooperative_matrix2 for matmul-coop2) and the Vulkan memory model (which their loads and
+// VK_NV_cooperative_matrix2 for the coop2 kernels) and the Vulkan memory model (which their loads and
 // stores require). Without them the device is created exactly as before the GEMMs existed.
 struct EnabledFeatures {
   EnabledFeatures(const DeviceNeeds& needs, bool cooperative_matrix, bool cooperative_matrix2, bool reductions,

@@ -534,7 +534,7 @@ Kernels::AttentionPlan Kernels::plan_attention(const AttentionShape& a) const {
         ceil_div(std::max<std::uint64_t>(kSplitMinKeys, ceil_div(keys, kMaxSplits)), tile) * tile);
     return AttentionPlan{kind, static_cast<std::uint32_t>(ceil_div(keys, split_keys)), split_keys};
   };
-  // The cooperative-matrix kernel takes the passes flash would run in one piece; short chunks keep
+  // The cooperative-matrix kernels take the passes flash would run in one piece; short chunks keep
   // flash's split-KV; decode steps take attention_decode.comp unless attention is forced to
   // two-pass or decode-attention to flash-split.
   const bool coop2 = overrides_.attention == Override::coop2 ||
