@@ -1,7 +1,8 @@
 #pragma once
 // VK_NV_cooperative_matrix2 (with VK_KHR_cooperative_matrix, which it builds on) for matmul-coop2
-// (gpu/matmul_coop2.h): whether a device's features are on, whether it lists the workgroup-scope
-// matrices the kernel declares, and the feature structs that enable them. Debian 12's Vulkan
+// and attention-coop2 (gpu/matmul_coop2.h, gpu/attention_coop2.h): whether a device's features are
+// on, whether it lists the workgroup-scope matrices the kernels declare, and the feature structs
+// that enable them. Debian 12's Vulkan
 // headers (1.3.239) predate both extensions, so their structs are declared here, as the registry
 // defines them.
 #include <cstdint>
