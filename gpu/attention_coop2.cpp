@@ -4,6 +4,7 @@
 #include <functional>
 #include <map>
 
+#include "gpu/coop2_module.h"
 #include "gpu/spirv_module.h"
 #include "gpu/spirv_ops.h"
 #include "model/errors.h"
@@ -55,29 +56,19 @@ class Writer {
 
  private:
   void header() {
-    for (std::uint32_t c :
-         {kCapabilityShader, kCapabilityFloat16, kCapabilityStorageBuffer16BitAccess, kCapabilityVulkanMemoryModel,
-          kCapabilityDenormPreserve, kCapabilityRoundingModeRTE, kCapabilityCooperativeMatrixKHR,
-          kCapabilityCooperativeMatrixReductions, kCapabilityCooperativeMatrixConversions,
-          kCapabilityPerElementOperations, kCapabilityCooperativeMatrixTensorAddressing, kCapabilityTensorAddressing})
-      m_.add(Section::capabilities, OpCapability, {c});
-    for (const char* e : {"SPV_KHR_cooperative_matrix", "SPV_NV_cooperative_matrix2", "SPV_NV_tensor_addressing"})
-      m_.add(Section::extensions, OpExtension, string_words(e));
+    coop2_header(m_, {kCapabilityCooperativeMatrixReductions, kCapabilityCooperativeMatrixConversions,
+                      kCapabilityPerElementOperations, kCapabilityCooperativeMatrixTensorAddressing,
+                      kCapabilityTensorAddressing});
     glsl_ = m_.id();
     std::vector<std::uint32_t> import{glsl_};
     const auto name = string_words("GLSL.std.450");
     import.insert(import.end(), name.begin(), name.end());
     m_.add(Section::imports, OpExtInstImport, import);
-    m_.add(Section::memory_model, OpMemoryModel, {kAddressingLogical, kMemoryModelVulkan});
   }
 
   void types() {
-    void_ = m_.type(OpTypeVoid, {});
-    bool_ = m_.type(OpTypeBool, {});
-    uint_ = m_.type(OpTypeInt, {32, 0});
-    m_.set_uint_type(uint_);
-    f16_ = m_.type(OpTypeFloat, {16});
-    f32_ = m_.type(OpTypeFloat, {32});
+    const Scalars s = scalar_types(m_);
+    void_ = s.void_type, bool_ = s.bool_type, uint_ = s.uint_type, f16_ = s.f16, f32_ = s.f32;
     uvec2_ = m_.type(OpTypeVector, {uint_, 2});
     uvec3_ = m_.type(OpTypeVector, {uint_, 3});
     uvec4_ = m_.type(OpTypeVector, {uint_, 4});
@@ -458,15 +449,19 @@ class Writer {
     m_.code(OpReturn, {});
     m_.code(OpFunctionEnd, {});
 
-    std::vector<std::uint32_t> entry{kExecutionModelGLCompute, main};
-    const auto name = string_words("main");
-    entry.insert(entry.end(), name.begin(), name.end());
-    entry.insert(entry.end(), {workgroup_id_, workgroups_, local_id_, push_, staged_, visible_, bounds_});
-    entry.insert(entry.end(), std::begin(buffers_), std::end(buffers_));
-    m_.add(Section::entry_points, OpEntryPoint, entry);
-    m_.add(Section::execution_modes, OpExecutionMode, {main, kExecutionModeLocalSize, t_.invocations, 1, 1});
-    m_.add(Section::execution_modes, OpExecutionMode, {main, kExecutionModeRoundingModeRTE, 16});
-    m_.add(Section::execution_modes, OpExecutionMode, {main, kExecutionModeDenormPreserve, 16});
+    const Id interface[] = {workgroup_id_,
+                            workgroups_,
+                            local_id_,
+                            push_,
+                            staged_,
+                            visible_,
+                            bounds_,
+                            buffers_[kQuery],
+                            buffers_[kKeys],
+                            buffers_[kValues],
+                            buffers_[kRowTable],
+                            buffers_[kOut]};
+    coop2_entry_point(m_, main, t_.invocations, interface);
   }
 
   // Chunk i of the staged pairs (pair i / chunks_per_row): whether its query row exists, and the

@@ -2,6 +2,7 @@
 
 #include <bit>
 
+#include "gpu/coop2_module.h"
 #include "gpu/spirv_module.h"
 #include "gpu/spirv_ops.h"
 #include "model/errors.h"
@@ -30,23 +31,13 @@ class Writer {
 
  private:
   void header() {
-    for (std::uint32_t c :
-         {kCapabilityShader, kCapabilityFloat16, kCapabilityStorageBuffer16BitAccess, kCapabilityVulkanMemoryModel,
-          kCapabilityDenormPreserve, kCapabilityRoundingModeRTE, kCapabilityCooperativeMatrixKHR,
-          kCapabilityPerElementOperations, kCapabilityCooperativeMatrixTensorAddressing, kCapabilityTensorAddressing})
-      m_.add(Section::capabilities, OpCapability, {c});
-    for (const char* e : {"SPV_KHR_cooperative_matrix", "SPV_NV_cooperative_matrix2", "SPV_NV_tensor_addressing"})
-      m_.add(Section::extensions, OpExtension, spirv::string_words(e));
-    m_.add(Section::memory_model, OpMemoryModel, {kAddressingLogical, kMemoryModelVulkan});
+    spirv::coop2_header(m_, {kCapabilityPerElementOperations, kCapabilityCooperativeMatrixTensorAddressing,
+                             kCapabilityTensorAddressing});
   }
 
   void types() {
-    void_ = m_.type(OpTypeVoid, {});
-    bool_ = m_.type(OpTypeBool, {});
-    uint_ = m_.type(OpTypeInt, {32, 0});
-    m_.set_uint_type(uint_);
-    f16_ = m_.type(OpTypeFloat, {16});
-    f32_ = m_.type(OpTypeFloat, {32});
+    const spirv::Scalars s = spirv::scalar_types(m_);
+    void_ = s.void_type, bool_ = s.bool_type, uint_ = s.uint_type, f16_ = s.f16, f32_ = s.f32;
     const Id scope = m_.u32(kScopeWorkgroup);
     auto matrix = [&](Id component, std::uint32_t rows, std::uint32_t cols, std::uint32_t use) {
       return m_.type(OpTypeCooperativeMatrixKHR, {component, scope, m_.u32(rows), m_.u32(cols), m_.u32(use)});
@@ -217,14 +208,8 @@ class Writer {
     m_.code(OpCooperativeMatrixStoreTensorNV, {y, out, slice, 0, 0});
     m_.code(OpReturn, {});
     m_.code(OpFunctionEnd, {});
-    std::vector<std::uint32_t> entry{kExecutionModelGLCompute, main};
-    const auto name = spirv::string_words("main");
-    entry.insert(entry.end(), name.begin(), name.end());
-    entry.insert(entry.end(), {workgroup_id_, buffers_[0], buffers_[1], buffers_[2], buffers_[3], push_});
-    m_.add(Section::entry_points, OpEntryPoint, entry);
-    m_.add(Section::execution_modes, OpExecutionMode, {main, kExecutionModeLocalSize, t_.invocations, 1, 1});
-    m_.add(Section::execution_modes, OpExecutionMode, {main, kExecutionModeRoundingModeRTE, 16});
-    m_.add(Section::execution_modes, OpExecutionMode, {main, kExecutionModeDenormPreserve, 16});
+    const Id interface[] = {workgroup_id_, buffers_[0], buffers_[1], buffers_[2], buffers_[3], push_};
+    spirv::coop2_entry_point(m_, main, t_.invocations, interface);
   }
 
   Coop2Tile t_;
