@@ -247,31 +247,33 @@ Kernels::Kernels(const Device& device, Pipelines& pipelines, const KernelOverrid
                 kCoop2AttentionMaxHeadDim, head_dim)
           : device.attention_coop2_missing(hd);
   decode_missing_ = decode_missing(d, flash_missing_, hd, static_cast<std::uint32_t>(std::max(group, 1)));
-  if (overrides.matmul == KernelOverrides::Matmul::tiled && !tiled_ok_)
-    throw UsageError(fmt::format("--kernels matmul=tiled: {} cannot run 256-invocation workgroups", d.name));
-  if (overrides.matmul == KernelOverrides::Matmul::coop && !coop_missing_.empty())
-    throw UsageError(fmt::format("--kernels matmul=coop: {}", coop_missing_));
-  if (overrides.matmul == KernelOverrides::Matmul::coop_k16 && !coop_missing_.empty())
-    throw UsageError(fmt::format("--kernels matmul=coop-k16: {}", coop_missing_));
-  if (overrides.matmul == KernelOverrides::Matmul::coop2 && !coop2_missing_.empty())
-    throw UsageError(fmt::format("--kernels matmul=coop2: {}", coop2_missing_));
-  if (overrides.matmul == KernelOverrides::Matmul::coop2_narrow && !coop2_missing_.empty())
-    throw UsageError(fmt::format("--kernels matmul=coop2-128x128: {}", coop2_missing_));
-  if (overrides.matmul == KernelOverrides::Matmul::coop2_wide && !coop2_wide_missing_.empty())
-    throw UsageError(fmt::format("--kernels matmul=coop2-128x256: {}", coop2_wide_missing_));
-  if (overrides.matvec == KernelOverrides::Matvec::subgroup && !d.subgroup_arithmetic)
-    throw UsageError(
-        fmt::format("--kernels matvec=subgroup: {} has no subgroup arithmetic in compute shaders", d.name));
-  if (overrides.attention == KernelOverrides::Attention::flash && !flash_missing_.empty())
-    throw UsageError(fmt::format("--kernels attention=flash: {}", flash_missing_));
-  if (overrides.attention == KernelOverrides::Attention::coop2 && !attention_coop2_missing_.empty())
-    throw UsageError(fmt::format("--kernels attention=coop2: {}", attention_coop2_missing_));
-  if (overrides.attention == KernelOverrides::Attention::coop && !attention_coop_missing_.empty())
-    throw UsageError(fmt::format("--kernels attention=coop: {}", attention_coop_missing_));
-  if (overrides.decode_attention == KernelOverrides::DecodeAttention::decode_split && !decode_missing_.empty())
-    throw UsageError(fmt::format("--kernels decode-attention=decode-split: {}", decode_missing_));
-  if (overrides.decode_attention == KernelOverrides::DecodeAttention::flash_split && !flash_missing_.empty())
-    throw UsageError(fmt::format("--kernels decode-attention=flash-split: {}", flash_missing_));
+  // A forced variant this device or mode cannot run: why not.
+  const std::string tiled_missing = tiled_ok_ ? "" : fmt::format("{} cannot run 256-invocation workgroups", d.name);
+  const std::string subgroup_missing =
+      d.subgroup_arithmetic ? "" : fmt::format("{} has no subgroup arithmetic in compute shaders", d.name);
+  using M = KernelOverrides::Matmul;
+  using A = KernelOverrides::Attention;
+  using D = KernelOverrides::DecodeAttention;
+  struct Forced {
+    bool forced;
+    const char* what;
+    const std::string& missing;
+  };
+  for (const Forced& f : {
+           Forced{overrides.matmul == M::tiled, "matmul=tiled", tiled_missing},
+           Forced{overrides.matmul == M::coop, "matmul=coop", coop_missing_},
+           Forced{overrides.matmul == M::coop_k16, "matmul=coop-k16", coop_missing_},
+           Forced{overrides.matmul == M::coop2, "matmul=coop2", coop2_missing_},
+           Forced{overrides.matmul == M::coop2_narrow, "matmul=coop2-128x128", coop2_missing_},
+           Forced{overrides.matmul == M::coop2_wide, "matmul=coop2-128x256", coop2_wide_missing_},
+           Forced{overrides.matvec == KernelOverrides::Matvec::subgroup, "matvec=subgroup", subgroup_missing},
+           Forced{overrides.attention == A::flash, "attention=flash", flash_missing_},
+           Forced{overrides.attention == A::coop2, "attention=coop2", attention_coop2_missing_},
+           Forced{overrides.attention == A::coop, "attention=coop", attention_coop_missing_},
+           Forced{overrides.decode_attention == D::decode_split, "decode-attention=decode-split", decode_missing_},
+           Forced{overrides.decode_attention == D::flash_split, "decode-attention=flash-split", flash_missing_},
+       })
+    if (f.forced && !f.missing.empty()) throw UsageError(fmt::format("--kernels {}: {}", f.what, f.missing));
 }
 
 std::uint32_t Kernels::local_size(Shader shader) const {
