@@ -1,6 +1,7 @@
 #include "gpu/matmul_coop2.h"
 
 #include <bit>
+#include <tuple>
 
 #include "gpu/coop2_module.h"
 #include "gpu/spirv_module.h"
@@ -150,6 +151,23 @@ class Writer {
     return {merge, sums};
   }
 
+  // Stores Y's tile: through `whole` (unclamped) when `inside`, else through `edge`, which writes
+  // only inside Y. A clamped store checks every element: on the H200 it cost 7% of the 8B's
+  // q_proj (docs/benchmarks.md, "matmul-coop2 stores inside tiles unclamped").
+  void store(Id y, Id result, Id inside, Id whole, Id edge) {
+    const Id whole_block = m_.id(), edge_block = m_.id(), stored = m_.id();
+    m_.code(OpSelectionMerge, {stored, 0});
+    m_.code(OpBranchConditional, {inside, whole_block, edge_block});
+    for (const auto& [block, tensor, type] : {std::tuple{whole_block, whole, layout_},
+                                               std::tuple{edge_block, edge, clamped_layout_}}) {
+      m_.label(block);
+      const Id slice = m_.op(OpTensorLayoutSliceNV, type, {tensor, m0_, m_.u32(t_.rows), n0_, m_.u32(t_.cols)});
+      m_.code(OpCooperativeMatrixStoreTensorNV, {y, result, slice, 0, 0});
+      m_.code(OpBranch, {stored});
+    }
+    m_.label(stored);
+  }
+
   void main_function(Id add_bias) {
     const Id type = m_.type(OpTypeFunction, {void_});
     const Id view_type = m_.type(OpTypeTensorViewNV, {m_.u32(2), false_, m_.u32(1), m_.u32(0)});
@@ -168,7 +186,7 @@ class Writer {
     n0_ = m_.op(OpIMul, uint_, {m_.op(OpCompositeExtract, uint_, {group, 1}), m_.u32(t_.cols)});
     const Layouts inner{layout(layout_, rows, k_, k_stride), layout(layout_, n, k_, w_stride)};
     const Layouts edge{layout(clamped_layout_, rows, k_, k_stride), layout(clamped_layout_, n, k_, w_stride)};
-    const Id out_layout = layout(clamped_layout_, rows, n, y_stride);
+    const Id y_inside = layout(layout_, rows, n, y_stride), y_edge = layout(clamped_layout_, rows, n, y_stride);
     view_ = m_.op(OpCreateTensorViewNV, view_type, {});
     x_ = m_.op(OpAccessChain, ptr_f16_, {buffers_[1], m_.u32(0), m_.u32(0)});
     w_ = m_.op(OpAccessChain, ptr_f16_, {buffers_[0], m_.u32(0), m_.u32(0)});
@@ -177,8 +195,8 @@ class Writer {
     const Id rows_inside = m_.op(OpULessThanEqual, bool_, {m_.op(OpIAdd, uint_, {m0_, m_.u32(t_.rows)}), rows});
     const Id cols_inside = m_.op(OpULessThanEqual, bool_, {m_.op(OpIAdd, uint_, {n0_, m_.u32(t_.cols)}), n});
     const Id whole_passes = m_.op(OpIEqual, bool_, {m_.op(OpBitwiseAnd, uint_, {k_, m_.u32(pass - 1)}), m_.u32(0)});
-    const Id inside =
-        m_.op(OpLogicalAnd, bool_, {m_.op(OpLogicalAnd, bool_, {rows_inside, cols_inside}), whole_passes});
+    const Id tile_inside = m_.op(OpLogicalAnd, bool_, {rows_inside, cols_inside});
+    const Id inside = m_.op(OpLogicalAnd, bool_, {tile_inside, whole_passes});
     const Id fast = m_.id(), slow = m_.id(), after = m_.id();
     m_.code(OpSelectionMerge, {after, 0});
     m_.code(OpBranchConditional, {inside, fast, slow});
@@ -202,10 +220,8 @@ class Writer {
     const Id biased = m_.op(OpCooperativeMatrixPerElementOpNV, matrix_f32_, {sums, add_bias, n0_});
     m_.code(OpBranch, {biased_end});
     m_.label(biased_end);
-    const Id out = m_.op(OpFConvert, matrix_f16_, {m_.op(OpPhi, matrix_f32_, {biased, add, sums, after})});
-    const Id slice =
-        m_.op(OpTensorLayoutSliceNV, clamped_layout_, {out_layout, m0_, m_.u32(t_.rows), n0_, m_.u32(t_.cols)});
-    m_.code(OpCooperativeMatrixStoreTensorNV, {y, out, slice, 0, 0});
+    const Id result = m_.op(OpFConvert, matrix_f16_, {m_.op(OpPhi, matrix_f32_, {biased, add, sums, after})});
+    store(y, result, tile_inside, y_inside, y_edge);
     m_.code(OpReturn, {});
     m_.code(OpFunctionEnd, {});
     const Id interface[] = {workgroup_id_, buffers_[0], buffers_[1], buffers_[2], buffers_[3], push_};

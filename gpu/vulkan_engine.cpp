@@ -15,6 +15,7 @@
 #include "gpu/kernels.h"
 #include "gpu/kv_cache.h"
 #include "gpu/pipelines.h"
+#include "gpu/rope_table.h"
 #include "gpu/stream.h"
 #include "model/errors.h"
 
@@ -28,21 +29,6 @@ using model::TensorId;
 using model::WeightKind;
 
 constexpr std::uint64_t kActivationBlock = 64ull << 20;
-
-// Appends cos and sin of angle = pos * base^(-2i/d) for positions first_pos .. first_pos + rows - 1,
-// [rows, d/2] of (cos, sin): computed in double and rounded to f32, the same expression as
-// reference::rope.
-void append_rope_table(std::vector<float>& table, int first_pos, int rows, int head_dim, double base) {
-  const int half = head_dim / 2;
-  for (int t = 0; t < rows; ++t) {
-    const double pos = static_cast<double>(first_pos + t);
-    for (int i = 0; i < half; ++i) {
-      const double angle = pos * std::pow(base, -2.0 * i / head_dim);
-      table.push_back(static_cast<float>(std::cos(angle)));
-      table.push_back(static_cast<float>(std::sin(angle)));
-    }
-  }
-}
 
 // A sequence's rows in the current pass: rows [row0, row0 + rows) of every op output.
 struct Part {
@@ -137,6 +123,7 @@ class Engine final : public VulkanEngine {
   // [capacity_, head_dim / 2] (cos, sin) each: the chunk's distinct RoPE tables (more than one only
   // where --inject moves a layer's positions or base), and the one each layer uses.
   std::vector<Region> rope_tables_;
+  RopeTableCache rope_cache_;
   std::vector<std::size_t> rope_table_of_;
   int capacity_ = 0;
   model::ChunkInfo chunk_;    // the pass: index, total rows, decode when every part is a decode step
@@ -356,7 +343,7 @@ void Engine::upload_rope_tables() {
     TAPDIFF_ASSERT(at < rope_tables_.size(), "RoPE table {} of {}", at, rope_tables_.size());
     std::vector<float> table;
     for (std::size_t i = 0; i < parts_.size(); ++i)
-      append_rope_table(table, plan[i].first_pos, parts_[i].rows, config_.head_dim, plan[i].base);
+      rope_cache_.append(table, plan[i].first_pos, parts_[i].rows, config_.head_dim, plan[i].base);
     stream_->upload(table.data(), table.size() * sizeof(float), rope_tables_[at]);
     plans.push_back(std::move(plan));
   }

@@ -1,0 +1,23 @@
+#pragma once
+// The host's RoPE tables: cos and sin of angle = pos * base^(-2i/d) for each position and pair i,
+// [positions, d/2] of (cos, sin), computed in double and rounded to f32, the same expression as
+// reference::rope. Each position's row is computed once per (head_dim, base) and kept: an 8B-shaped
+// prompt of 2048 tokens needs 131,072 cos and sin pairs, ~3 ms of host time per pass otherwise
+// (docs/benchmarks.md, "RoPE tables computed once").
+#include <map>
+#include <utility>
+#include <vector>
+
+namespace tapdiff::gpu {
+
+class RopeTableCache {
+ public:
+  // Appends the rows of positions first_pos .. first_pos + rows - 1 to `table`.
+  void append(std::vector<float>& table, int first_pos, int rows, int head_dim, double base);
+
+ private:
+  // Per (head_dim, base): the rows of positions 0, 1, ... computed so far.
+  std::map<std::pair<int, double>, std::vector<float>> rows_;
+};
+
+}  // namespace tapdiff::gpu

@@ -1,0 +1,64 @@
+// The host's RoPE tables (gpu/rope_table.h): whatever rows were computed before, a table is the
+// direct expression's, bit for bit.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "gpu/rope_table.h"
+
+namespace tapdiff::testing {
+namespace {
+
+// The expression itself, every pair of every row evaluated on its own.
+std::vector<float> direct(int first_pos, int rows, int head_dim, double base) {
+  std::vector<float> table;
+  for (int t = 0; t < rows; ++t)
+    for (int i = 0; i < head_dim / 2; ++i) {
+      const double angle = static_cast<double>(first_pos + t) * std::pow(base, -2.0 * i / head_dim);
+      table.push_back(static_cast<float>(std::cos(angle)));
+      table.push_back(static_cast<float>(std::sin(angle)));
+    }
+  return table;
+}
+
+std::vector<float> cached(gpu::RopeTableCache& cache, int first_pos, int rows, int head_dim, double base) {
+  std::vector<float> table{1.5f};  // appended after what the table already holds
+  cache.append(table, first_pos, rows, head_dim, base);
+  EXPECT_EQ(table.front(), 1.5f);
+  return {table.begin() + 1, table.end()};
+}
+
+TEST(RopeTableCache, RowsAreTheDirectExpressionsWhateverWasComputedBefore) {
+  gpu::RopeTableCache cache;
+  struct Case {
+    int first_pos, rows, head_dim;
+    double base;
+  };
+  const Case cases[] = {
+      {0, 300, 128, 500000.0},   // computes positions 0 .. 299
+      {40, 17, 128, 500000.0},   // inside them
+      {290, 100, 128, 500000.0}, // past them: grows
+      {0, 1, 128, 500000.0},
+      {7, 9, 64, 10000.0},       // another head_dim and base: their own rows
+      {7, 9, 128, 10000.0},
+      {7, 9, 128, 500000.0 * 3},  // a planted rope-base fault's base
+      {-3, 8, 128, 500000.0},     // positions before 0 (a shifted table)
+      {-9, 4, 128, 500000.0},     // only before 0
+      {1999, 1, 64, 10000.0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << "positions " << c.first_pos << " + " << c.rows << ", d " << c.head_dim
+                                    << ", base " << c.base);
+    EXPECT_EQ(cached(cache, c.first_pos, c.rows, c.head_dim, c.base), direct(c.first_pos, c.rows, c.head_dim, c.base));
+  }
+}
+
+TEST(RopeTableCache, NoRowsAppendNothing) {
+  gpu::RopeTableCache cache;
+  EXPECT_TRUE(cached(cache, 5, 0, 128, 10000.0).empty());
+  EXPECT_TRUE(cached(cache, -5, 0, 128, 10000.0).empty());
+}
+
+}  // namespace
+}  // namespace tapdiff::testing
