@@ -158,8 +158,8 @@ class Writer {
     const Id whole_block = m_.id(), edge_block = m_.id(), stored = m_.id();
     m_.code(OpSelectionMerge, {stored, 0});
     m_.code(OpBranchConditional, {inside, whole_block, edge_block});
-    for (const auto& [block, tensor, type] : {std::tuple{whole_block, whole, layout_},
-                                               std::tuple{edge_block, edge, clamped_layout_}}) {
+    for (const auto& [block, tensor, type] :
+         {std::tuple{whole_block, whole, layout_}, std::tuple{edge_block, edge, clamped_layout_}}) {
       m_.label(block);
       const Id slice = m_.op(OpTensorLayoutSliceNV, type, {tensor, m0_, m_.u32(t_.rows), n0_, m_.u32(t_.cols)});
       m_.code(OpCooperativeMatrixStoreTensorNV, {y, result, slice, 0, 0});
