@@ -187,7 +187,8 @@ TEST(MatmulCoop2Spirv, IsWellFormedWithOneProductPerSliceOfEachLoop) {
     EXPECT_EQ(w.local_size, (std::vector<std::uint32_t>{128, 1, 1}));
     EXPECT_EQ(w.counts.at(4459), 8 + 1);            // products: the unrolled pass, the edge loop's slice
     EXPECT_EQ(w.counts.at(5367), 2 * (8 + 1));      // a load of X and one of W each
-    EXPECT_EQ(w.counts.at(5368), 1);                // one store of the tile
+    EXPECT_EQ(w.counts.at(5368), 2);                // the tile's store: unclamped inside Y, clamped at its edges
+    EXPECT_EQ(w.counts.at(5372), 6);                // layouts of X, W and Y: unclamped and clamped each
     EXPECT_EQ(w.counts.at(246), 2);                 // two loops
     EXPECT_EQ(w.counts.at(4456), 4);                // A, B and the sums in f32 and in f16
     EXPECT_EQ(w.counts.at(115), f16_sums ? 2 : 1);  // the f16 sums widened before the epilogue
