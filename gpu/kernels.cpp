@@ -455,8 +455,9 @@ std::string Kernels::gemm_name(Gemm gemm, model::DType weights) const {
 std::string Kernels::rope(Stream& s, const Region& x, const Region& table, const Region& out, int rows, int width,
                           int head_dim, model::RopeStyle style) {
   const RopePush push{u32(rows), u32(width), u32(head_dim), style == model::RopeStyle::rotate_half ? 1u : 0u};
+  const std::uint32_t pairs_per_invocation = head_dim % 8 == 0 ? 4 : 1;  // rope.comp
   dispatch(s, Shader::rope, 0, {x, table, out}, &push, sizeof push,
-           fold(ceil_div(static_cast<std::uint64_t>(rows) * push.width / 2, wg_)));
+           fold(ceil_div(static_cast<std::uint64_t>(rows) * push.width / 2 / pairs_per_invocation, wg_)));
   return named("rope-table");
 }
 
@@ -587,7 +588,9 @@ void Kernels::copy(Stream& s, const Region& src, const Region& dst) {
 }
 
 std::uint64_t Kernels::elementwise_groups(std::uint32_t n) const {
-  return ceil_div(n % 4 == 0 ? n / 4 : n, wg_);  // elementwise.glsl: 4 values per invocation
+  // elementwise.glsl: kWide values per invocation, 8 with f16 activations, 4 with f32
+  const std::uint32_t wide = pipelines_->activations() == Activations::f16 ? 8 : 4;
+  return ceil_div(n % wide == 0 ? n / wide : n, wg_);
 }
 
 std::string Kernels::add(Stream& s, const Region& a, const Region& b, const Region& out, std::int64_t n) {

@@ -1,23 +1,47 @@
 // The body of the elementwise kernels (add.comp, silu_mul.comp): out[i] = combine(a[i], b[i]) over
-// n values, each invocation taking 4 consecutive values where n is a multiple of 4 (read 4 at a
-// time: half the instructions and wider reads), else one (Kernels: elementwise_groups). Included
-// after common.glsl and the kernel's combine().
+// n values. Each invocation takes kWide consecutive values where n is a multiple of kWide, else
+// one (Kernels: elementwise_groups). f32 activations: 4 a time, as vec4. f16: 8, read and written
+// as one 16-byte uvec4 each (unpackHalf2x16 widens exactly; the values are rounded by round_f16
+// before packHalf2x16, so packing is exact too): on the H200 the 8B's ffn_act went from 84 to
+// ~55 us a layer (docs/benchmarks.md, "Elementwise kernels 8 values wide"). Included after
+// common.glsl and the kernel's combine().
 layout(std430, binding = 0) readonly buffer A { act_t a[]; };
 layout(std430, binding = 1) readonly buffer B { act_t b[]; };
 layout(std430, binding = 2) writeonly buffer Output { act_t y[]; };
-layout(std430, binding = 0) readonly buffer AQuads { act4 a_quads[]; };
-layout(std430, binding = 1) readonly buffer BQuads { act4 b_quads[]; };
+
+#ifdef ACT_F16
+const uint kWide = 8u;
+layout(std430, binding = 0) readonly buffer AWide { uvec4 a_wide[]; };
+layout(std430, binding = 1) readonly buffer BWide { uvec4 b_wide[]; };
+layout(std430, binding = 2) writeonly buffer OutputWide { uvec4 y_wide[]; };
+
+// Two f16 values (the halves of a word of each input) combined, rounded and packed again.
+uint combine_pair(uint a2, uint b2) {
+  const vec2 x = unpackHalf2x16(a2), z = unpackHalf2x16(b2);
+  return packHalf2x16(vec2(round_f16(combine(x.x, z.x)), round_f16(combine(x.y, z.y))));
+}
+
+void combine_wide(uint i) {
+  const uvec4 x = a_wide[i], z = b_wide[i];
+  y_wide[i] = uvec4(combine_pair(x.x, z.x), combine_pair(x.y, z.y), combine_pair(x.z, z.z), combine_pair(x.w, z.w));
+}
+#else
+const uint kWide = 4u;
+layout(std430, binding = 0) readonly buffer AWide { vec4 a_wide[]; };
+layout(std430, binding = 1) readonly buffer BWide { vec4 b_wide[]; };
+layout(std430, binding = 2) writeonly buffer OutputWide { vec4 y_wide[]; };
+
+void combine_wide(uint i) {
+  const vec4 x = a_wide[i], z = b_wide[i];
+  y_wide[i] = vec4(combine(x.x, z.x), combine(x.y, z.y), combine(x.z, z.z), combine(x.w, z.w));
+}
+#endif
 
 void main() {
   const uint i = group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
-  if (pc.n % 4u != 0u) {
+  if (pc.n % kWide != 0u) {
     if (i < pc.n) y[i] = to_act(combine(float(a[i]), float(b[i])));
     return;
   }
-  if (i >= pc.n / 4u) return;
-  const vec4 x = vec4(a_quads[i]), z = vec4(b_quads[i]);
-  y[4u * i] = to_act(combine(x.x, z.x));
-  y[4u * i + 1u] = to_act(combine(x.y, z.y));
-  y[4u * i + 2u] = to_act(combine(x.z, z.z));
-  y[4u * i + 3u] = to_act(combine(x.w, z.w));
+  if (i < pc.n / kWide) combine_wide(i);
 }

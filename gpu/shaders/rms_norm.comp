@@ -5,7 +5,8 @@
 // One workgroup per row; each invocation sums the squares of a strided slice of the row, then a
 // shared-memory tree in a fixed order: deterministic. Workgroup size: a power of two. Rows of a
 // multiple of 4 values are read 4 at a time (a decode step's one workgroup waits on each read in
-// turn: 4x fewer of them).
+// turn: 4x fewer of them); f16 rows of a multiple of 8, 8 at a time, read and written as 16-byte
+// uvec4s (the values rounded by round_f16 before packHalf2x16: exact).
 // (rmsnorm-eps, faults.glsl: out[t] = x[t] / (sqrt(mean(x[t]^2)) + eps) * w.)
 layout(local_size_x_id = 1) in;
 layout(std430, binding = 0) readonly buffer Input { act_t x[]; };
@@ -13,6 +14,8 @@ layout(std430, binding = 1) readonly buffer Weight { float w[]; };
 layout(std430, binding = 2) writeonly buffer Output { act_t y[]; };
 layout(std430, binding = 0) readonly buffer InputQuads { act4 x_quads[]; };
 layout(std430, binding = 1) readonly buffer WeightQuads { vec4 w_quads[]; };
+layout(std430, binding = 0) readonly buffer InputOctets { uvec4 x_octets[]; };
+layout(std430, binding = 2) writeonly buffer OutputOctets { uvec4 y_octets[]; };
 layout(push_constant) uniform Push {
   uint rows;
   uint dim;
@@ -28,9 +31,20 @@ void main() {
   if (t >= pc.rows) return;  // uniform over the workgroup
   const uint lid = gl_LocalInvocationID.x;
   const uint base = t * pc.dim;
-  const bool quads = pc.dim % 4u == 0u;
+#ifdef ACT_F16
+  const bool octets = pc.dim % 8u == 0u;
+#else
+  const bool octets = false;
+#endif
+  const bool quads = !octets && pc.dim % 4u == 0u;
   float sum = 0.0;
-  if (quads) {
+  if (octets) {
+    for (uint c = lid; c < pc.dim / 8u; c += gl_WorkGroupSize.x) {
+      const uvec4 o = x_octets[base / 8u + c];
+      const vec4 lo = vec4(unpackHalf2x16(o.x), unpackHalf2x16(o.y)), hi = vec4(unpackHalf2x16(o.z), unpackHalf2x16(o.w));
+      sum += dot(lo, lo) + dot(hi, hi);
+    }
+  } else if (quads) {
     for (uint c = lid; c < pc.dim / 4u; c += gl_WorkGroupSize.x) {
       const vec4 v = vec4(x_quads[base / 4u + c]);
       sum += dot(v, v);
@@ -49,7 +63,17 @@ void main() {
   }
   const float scale = planted(FAULT_NORM_EPS_OUTSIDE_SQRT) ? 1.0 / (sqrt(partial[0] / float(pc.dim)) + pc.eps)
                                                            : 1.0 / sqrt(partial[0] / float(pc.dim) + pc.eps);
-  if (quads) {
+  if (octets) {
+    for (uint c = lid; c < pc.dim / 8u; c += gl_WorkGroupSize.x) {
+      const uvec4 o = x_octets[base / 8u + c];
+      const vec4 lo = (vec4(unpackHalf2x16(o.x), unpackHalf2x16(o.y)) * scale) * w_quads[2u * c];
+      const vec4 hi = (vec4(unpackHalf2x16(o.z), unpackHalf2x16(o.w)) * scale) * w_quads[2u * c + 1u];
+      y_octets[base / 8u + c] = uvec4(packHalf2x16(vec2(round_f16(lo.x), round_f16(lo.y))),
+                                      packHalf2x16(vec2(round_f16(lo.z), round_f16(lo.w))),
+                                      packHalf2x16(vec2(round_f16(hi.x), round_f16(hi.y))),
+                                      packHalf2x16(vec2(round_f16(hi.z), round_f16(hi.w))));
+    }
+  } else if (quads) {
     for (uint c = lid; c < pc.dim / 4u; c += gl_WorkGroupSize.x) {
       const vec4 v = (vec4(x_quads[base / 4u + c]) * scale) * w_quads[c];
       const uint at = base + 4u * c;
