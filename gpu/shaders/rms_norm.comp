@@ -41,7 +41,8 @@ void main() {
   if (octets) {
     for (uint c = lid; c < pc.dim / 8u; c += gl_WorkGroupSize.x) {
       const uvec4 o = x_octets[base / 8u + c];
-      const vec4 lo = vec4(unpackHalf2x16(o.x), unpackHalf2x16(o.y)), hi = vec4(unpackHalf2x16(o.z), unpackHalf2x16(o.w));
+      const vec4 lo = vec4(unpackHalf2x16(o.x), unpackHalf2x16(o.y));
+      const vec4 hi = vec4(unpackHalf2x16(o.z), unpackHalf2x16(o.w));
       sum += dot(lo, lo) + dot(hi, hi);
     }
   } else if (quads) {
