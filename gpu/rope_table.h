@@ -1,9 +1,10 @@
 #pragma once
 // The host's RoPE tables: cos and sin of angle = pos * base^(-2i/d) for each position and pair i,
 // [positions, d/2] of (cos, sin), computed in double and rounded to f32, the same expression as
-// reference::rope. Each position's row is computed once per (head_dim, base) and kept: an 8B-shaped
-// prompt of 2048 tokens needs 131,072 cos and sin pairs, ~4 ms of the H200 host's time before each
-// pass's first dispatch otherwise (docs/benchmarks.md, "Unclamped stores, RoPE tables kept, wider row-wise kernels").
+// reference::rope. Each position's row is computed once per (head_dim, base) and kept (d floats a
+// position: 64 MB for 128K positions of head_dim 128). An 8B-shaped prompt of 2048 tokens needs
+// 131,072 cos and sin pairs: ~4 ms of the H200 host's time before each pass's first dispatch
+// otherwise (docs/benchmarks.md, "Unclamped stores, RoPE tables kept, wider row-wise kernels").
 #include <map>
 #include <utility>
 #include <vector>

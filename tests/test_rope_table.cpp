@@ -36,14 +36,16 @@ TEST(RopeTableCache, RowsAreTheDirectExpressionsWhateverWasComputedBefore) {
     double base;
   };
   const Case cases[] = {
-      {0, 300, 128, 500000.0},                               // computes positions 0 .. 299
-      {40, 17, 128, 500000.0},                               // inside them
-      {290, 100, 128, 500000.0},                             // past them: grows
-      {0, 1, 128, 500000.0},     {7, 9, 64, 10000.0},        // another head_dim and base: their own rows
-      {7, 9, 128, 10000.0},      {7, 9, 128, 500000.0 * 3},  // a planted rope-base fault's base
-      {-3, 8, 128, 500000.0},                                // positions before 0 (a shifted table)
-      {-9, 4, 128, 500000.0},                                // only before 0
-      {1999, 1, 64, 10000.0},
+      {0, 300, 128, 500000.0},    // computes positions 0 .. 299
+      {40, 17, 128, 500000.0},    // inside them
+      {290, 100, 128, 500000.0},  // past them: grows
+      {0, 1, 128, 500000.0},      // the first again
+      {7, 9, 64, 10000.0},        // another head_dim and base: rows of their own
+      {7, 9, 128, 10000.0},       // another base
+      {7, 9, 128, 50000000.0},    // base x 100, as the rope-base fault plants it
+      {-3, 8, 128, 500000.0},     // positions before 0 (a shifted table)
+      {-9, 4, 128, 500000.0},     // only before 0
+      {1999, 1, 64, 10000.0},     // far past what was computed
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(::testing::Message() << "positions " << c.first_pos << " + " << c.rows << ", d " << c.head_dim
