@@ -27,7 +27,6 @@ enum Push : std::uint32_t {
   kScale,
   kSplitKeys,
   kSplits,
-  kPushMembers
 };
 // Bindings: q, the K and V caches, the row table, out.
 enum Binding : std::uint32_t { kQuery, kKeys, kValues, kRowTable, kOut, kBindings };
@@ -108,22 +107,10 @@ class Writer {
     m_.decorate(chunks, {kDecorationArrayStride, 16});
     m_.decorate(halves, {kDecorationArrayStride, 2});
     const Id arrays[kBindings] = {chunks, halves, halves, chunks, chunks};
-    for (std::uint32_t b = 0; b < kBindings; ++b) {
-      const Id block = m_.type(OpTypeStruct, {arrays[b]});
-      m_.decorate(block, {kDecorationBlock});
-      m_.add(Section::decorations, OpMemberDecorate, {block, 0, kDecorationOffset, 0});
-      buffers_[b] = variable(kStorageBuffer, block);
-      m_.decorate(buffers_[b], {kDecorationDescriptorSet, 0});
-      m_.decorate(buffers_[b], {kDecorationBinding, b});
-      if (b != kOut) m_.decorate(buffers_[b], {kDecorationNonWritable});
-    }
+    buffers_ = storage_buffers(m_, arrays, kOut);
     ptr_chunk_ = m_.type(OpTypePointer, {kStorageBuffer, uvec4_});
     ptr_f16_ = m_.type(OpTypePointer, {kStorageBuffer, f16_});
-    const Id push = m_.type(OpTypeStruct, {uint_, uint_, uint_, uint_, uint_, uint_, uint_, f32_, uint_, uint_});
-    m_.decorate(push, {kDecorationBlock});
-    for (std::uint32_t i = 0; i < kPushMembers; ++i)
-      m_.add(Section::decorations, OpMemberDecorate, {push, i, kDecorationOffset, 4 * i});
-    push_ = variable(kStoragePushConstant, push);
+    push_ = push_constants(m_, {uint_, uint_, uint_, uint_, uint_, uint_, uint_, f32_, uint_, uint_});
     ptr_push_uint_ = m_.type(OpTypePointer, {kStoragePushConstant, uint_});
     ptr_push_f32_ = m_.type(OpTypePointer, {kStoragePushConstant, f32_});
     const std::pair<Id*, std::uint32_t> builtins[] = {{&workgroup_id_, kBuiltInWorkgroupId},
@@ -340,14 +327,9 @@ class Writer {
                     {staged0, u32(kLayoutRowMajor), chunks_per_row, kMemoryAccessNonPrivatePointer});
 
     // K and V rows past the last one any pair sees read as zeros; strides of whole 16-byte chunks
-    const Id made = op(OpCreateTensorLayoutNV, layout_type_, {});
-    const Id sized = op(OpTensorLayoutSetDimensionNV, layout_type_, {made, key_end, kv_stride});
-    const Id layout =
-        op(OpTensorLayoutSetStrideNV, layout_type_, {sized, op(OpBitwiseAnd, uint_, {kv_stride, u32(~7u)}), u32(1)});
-    const Id fast_made = op(OpCreateTensorLayoutNV, fast_layout_type_, {});
-    const Id fast_sized = op(OpTensorLayoutSetDimensionNV, fast_layout_type_, {fast_made, key_end, kv_stride});
-    const Id fast_layout = op(OpTensorLayoutSetStrideNV, fast_layout_type_,
-                              {fast_sized, op(OpBitwiseAnd, uint_, {kv_stride, u32(~7u)}), u32(1)});
+    const Id chunk_stride = op(OpBitwiseAnd, uint_, {kv_stride, u32(~7u)});
+    const Id layout = tensor_layout(m_, layout_type_, key_end, kv_stride, chunk_stride);
+    const Id fast_layout = tensor_layout(m_, fast_layout_type_, key_end, kv_stride, chunk_stride);
     const Id ones = op(OpCompositeConstruct, ones_type_, {m_.global(OpConstant, f16_, {0x3C00})});  // f16 1.0
     const Id view = op(OpCreateTensorViewNV, view_type_, {});
     const Id k_cache = op(OpAccessChain, ptr_f16_, {buffers_[kKeys], u32(0), u32(0)});
@@ -484,7 +466,8 @@ class Writer {
   Id void_ = 0, bool_ = 0, uint_ = 0, f16_ = 0, f32_ = 0, uvec2_ = 0, uvec3_ = 0, uvec4_ = 0, hd_ = 0, bc_ = 0;
   Id q_type_ = 0, kt_type_ = 0, v_type_ = 0, s_type_ = 0, p_type_ = 0, o_type_ = 0, out_type_ = 0, ones_type_ = 0;
   Id f16_zero_ = 0, f32_zero_ = 0, neg_inf_ = 0, layout_type_ = 0, fast_layout_type_ = 0, view_type_ = 0;
-  Id buffers_[kBindings] = {}, push_ = 0, workgroup_id_ = 0, workgroups_ = 0, local_id_ = 0;
+  std::vector<Id> buffers_;  // by Binding
+  Id push_ = 0, workgroup_id_ = 0, workgroups_ = 0, local_id_ = 0;
   Id staged_ = 0, visible_ = 0, bounds_ = 0;
   Id ptr_chunk_ = 0, ptr_f16_ = 0, ptr_push_uint_ = 0, ptr_push_f32_ = 0;
   Id ptr_shared_chunk_ = 0, ptr_shared_uvec2_ = 0, ptr_shared_uint_ = 0;

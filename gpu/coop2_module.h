@@ -1,10 +1,11 @@
 #pragma once
 // What the modules of the VK_NV_cooperative_matrix2 kernels (gpu/matmul_coop2.h,
 // gpu/attention_coop2.h) share: their capabilities, extensions and memory model, their scalar
-// types, and their entry point.
+// types, their bindings and push constants, their tensor layouts, and their entry point.
 #include <cstdint>
 #include <initializer_list>
 #include <span>
+#include <vector>
 
 #include "gpu/spirv_module.h"
 
@@ -18,6 +19,17 @@ struct Scalars {
   Id void_type, bool_type, uint_type, f16, f32;
 };
 Scalars scalar_types(Module& m);
+
+// Storage buffers at set 0, bindings 0, 1, ...: one per runtime-array type of `arrays`, each the
+// one member of a Block struct, all but binding `written` NonWritable. Returns their variables.
+std::vector<Id> storage_buffers(Module& m, std::span<const Id> arrays, std::uint32_t written);
+
+// The push-constant block: a Block struct of `members` (4 bytes each, at offsets 0, 4, ...).
+// Returns its variable.
+Id push_constants(Module& m, std::initializer_list<Id> members);
+
+// A 2-D tensor layout of `type`: dim0 x dim1 values, rows `stride` values apart.
+Id tensor_layout(Module& m, Id type, Id dim0, Id dim1, Id stride);
 
 // `main` as the compute entry point over the global variables `interface`, in workgroups of
 // `invocations`, its f16 conversions rounding ties to even with subnormals kept (RoundingModeRTE

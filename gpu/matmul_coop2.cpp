@@ -15,7 +15,7 @@ namespace {
 using namespace spirv;  // NOLINT(google-build-using-namespace): the opcodes and enumerants
 
 // Push constants, as gpu/kernels.cpp's MatmulPush.
-enum Push : std::uint32_t { kRows, kK, kN, kRowBytes, kHasBias, kPushMembers };
+enum Push : std::uint32_t { kRows, kK, kN, kRowBytes, kHasBias };
 
 class Writer {
  public:
@@ -65,22 +65,9 @@ class Writer {
     m_.decorate(array32, {kDecorationArrayStride, 4});
     ptr_f16_ = m_.type(OpTypePointer, {kStorageBuffer, f16_});
     ptr_f32_ = m_.type(OpTypePointer, {kStorageBuffer, f32_});
-    const Id arrays[4] = {array16, array16, array32, array16};
-    for (std::uint32_t b = 0; b < 4; ++b) {
-      const Id block = m_.type(OpTypeStruct, {arrays[b]});
-      m_.decorate(block, {kDecorationBlock});
-      m_.add(Section::decorations, OpMemberDecorate, {block, 0, kDecorationOffset, 0});
-      const Id pointer = m_.type(OpTypePointer, {kStorageBuffer, block});
-      buffers_[b] = m_.global(OpVariable, pointer, {kStorageBuffer});
-      m_.decorate(buffers_[b], {kDecorationDescriptorSet, 0});
-      m_.decorate(buffers_[b], {kDecorationBinding, b});
-      if (b < 3) m_.decorate(buffers_[b], {kDecorationNonWritable});
-    }
-    const Id push = m_.type(OpTypeStruct, {uint_, uint_, uint_, uint_, uint_});
-    m_.decorate(push, {kDecorationBlock});
-    for (std::uint32_t i = 0; i < kPushMembers; ++i)
-      m_.add(Section::decorations, OpMemberDecorate, {push, i, kDecorationOffset, 4 * i});
-    push_ = m_.global(OpVariable, m_.type(OpTypePointer, {kStoragePushConstant, push}), {kStoragePushConstant});
+    const Id arrays[] = {array16, array16, array32, array16};
+    buffers_ = spirv::storage_buffers(m_, arrays, 3);  // Y written
+    push_ = spirv::push_constants(m_, {uint_, uint_, uint_, uint_, uint_});
     ptr_push_uint_ = m_.type(OpTypePointer, {kStoragePushConstant, uint_});
     const Id uvec3 = m_.type(OpTypeVector, {uint_, 3});
     workgroup_id_ = m_.global(OpVariable, m_.type(OpTypePointer, {kStorageInput, uvec3}), {kStorageInput});
@@ -110,12 +97,6 @@ class Writer {
   struct Layouts {
     Id a, b;
   };
-
-  Id layout(Id type, Id dim0, Id dim1, Id stride) {
-    const Id made = m_.op(OpCreateTensorLayoutNV, type, {});
-    const Id sized = m_.op(OpTensorLayoutSetDimensionNV, type, {made, dim0, dim1});
-    return m_.op(OpTensorLayoutSetStrideNV, type, {sized, stride, m_.u32(1)});
-  }
 
   // The K loop, ending block `pre`: `unroll` slices a pass through `layouts`. Returns the loop's
   // merge block and the sums there.
@@ -184,9 +165,11 @@ class Writer {
     const Id group = m_.op(OpLoad, uvec3_, {workgroup_id_});
     m0_ = m_.op(OpIMul, uint_, {m_.op(OpCompositeExtract, uint_, {group, 0}), m_.u32(t_.rows)});
     n0_ = m_.op(OpIMul, uint_, {m_.op(OpCompositeExtract, uint_, {group, 1}), m_.u32(t_.cols)});
-    const Layouts inner{layout(layout_, rows, k_, k_stride), layout(layout_, n, k_, w_stride)};
-    const Layouts edge{layout(clamped_layout_, rows, k_, k_stride), layout(clamped_layout_, n, k_, w_stride)};
-    const Id y_inside = layout(layout_, rows, n, y_stride), y_edge = layout(clamped_layout_, rows, n, y_stride);
+    const Layouts inner{tensor_layout(m_, layout_, rows, k_, k_stride), tensor_layout(m_, layout_, n, k_, w_stride)};
+    const Layouts edge{tensor_layout(m_, clamped_layout_, rows, k_, k_stride),
+                       tensor_layout(m_, clamped_layout_, n, k_, w_stride)};
+    const Id y_inside = tensor_layout(m_, layout_, rows, n, y_stride);
+    const Id y_edge = tensor_layout(m_, clamped_layout_, rows, n, y_stride);
     view_ = m_.op(OpCreateTensorViewNV, view_type, {});
     x_ = m_.op(OpAccessChain, ptr_f16_, {buffers_[1], m_.u32(0), m_.u32(0)});
     w_ = m_.op(OpAccessChain, ptr_f16_, {buffers_[0], m_.u32(0), m_.u32(0)});
@@ -234,7 +217,8 @@ class Writer {
   Id void_ = 0, bool_ = 0, uint_ = 0, f16_ = 0, f32_ = 0, uvec3_ = 0, false_ = 0;
   Id matrix_a_ = 0, matrix_b_ = 0, matrix_f32_ = 0, matrix_f16_ = 0, zero_a_ = 0, zero_b_ = 0, zero_sums_ = 0;
   Id layout_ = 0, clamped_layout_ = 0, view_ = 0;
-  Id ptr_f16_ = 0, ptr_f32_ = 0, ptr_push_uint_ = 0, push_ = 0, workgroup_id_ = 0, buffers_[4] = {};
+  Id ptr_f16_ = 0, ptr_f32_ = 0, ptr_push_uint_ = 0, push_ = 0, workgroup_id_ = 0;
+  std::vector<Id> buffers_;  // W, X, bias, Y
   Id k_ = 0, m0_ = 0, n0_ = 0, x_ = 0, w_ = 0;
 };
 
