@@ -407,15 +407,14 @@ std::string Kernels::matmul(Stream& s, const Region& x, const DeviceWeight& w, c
       dispatch(s, gemm == Gemm::coop ? Shader::matmul_coop : Shader::matmul_coop_k16, dtype_code(w.dtype), bindings,
                &push, sizeof push, coop_grid(push.rows, push.n), faults);
       break;
-    case Gemm::coop2: {  // row tiles along x, as coop_grid; its one fault is a build of its own
-      const Grid tiles = tile_grid(push.rows, push.n, kCoop2Tile.rows, kCoop2Tile.cols);
-      dispatch(s, (faults & kFaultGemmF16Accumulate) != 0 ? Shader::matmul_coop2_fault : Shader::matmul_coop2, 0,
-               bindings, &push, sizeof push, {tiles.y, tiles.x});
-      break;
-    }
-    case Gemm::coop2_wide: {
-      const Grid tiles = tile_grid(push.rows, push.n, kCoop2WideTile.rows, kCoop2WideTile.cols);
-      dispatch(s, Shader::matmul_coop2_wide, 0, bindings, &push, sizeof push, {tiles.y, tiles.x});
+    case Gemm::coop2:
+    case Gemm::coop2_wide: {  // row tiles along x, as coop_grid; its one fault is a 128 x 128 build of its own
+      const Coop2Tile& tile = coop2_tile(gemm);
+      const Shader shader = gemm == Gemm::coop2_wide                  ? Shader::matmul_coop2_wide
+                            : (faults & kFaultGemmF16Accumulate) != 0 ? Shader::matmul_coop2_fault
+                                                                      : Shader::matmul_coop2;
+      const Grid tiles = tile_grid(push.rows, push.n, tile.rows, tile.cols);
+      dispatch(s, shader, 0, bindings, &push, sizeof push, {tiles.y, tiles.x});
       break;
     }
     case Gemm::matvec:
@@ -439,14 +438,18 @@ void Kernels::matmul_coop_probe(Stream& s, const Region& x, const DeviceWeight& 
            coop_grid(push.rows, push.n), 0, {probe});
 }
 
+const Coop2Tile& Kernels::coop2_tile(Gemm gemm) { return gemm == Gemm::coop2_wide ? kCoop2WideTile : kCoop2Tile; }
+
 std::string Kernels::gemm_name(Gemm gemm, model::DType weights) const {
   switch (gemm) {
     case Gemm::tiled: return named("matmul-tiled-64x64", weights);
     case Gemm::coop: return named(fmt::format("matmul-coop-{}x{}", kCoopRows, kCoopCols), weights);
     case Gemm::coop_k16: return named(fmt::format("matmul-coop-{}x{}-k16", kCoopRows, kCoopCols), weights);
-    case Gemm::coop2: return named(fmt::format("matmul-coop2-{}x{}", kCoop2Tile.rows, kCoop2Tile.cols), weights);
-    case Gemm::coop2_wide:
-      return named(fmt::format("matmul-coop2-{}x{}", kCoop2WideTile.rows, kCoop2WideTile.cols), weights);
+    case Gemm::coop2:
+    case Gemm::coop2_wide: {
+      const Coop2Tile& tile = coop2_tile(gemm);
+      return named(fmt::format("matmul-coop2-{}x{}", tile.rows, tile.cols), weights);
+    }
     case Gemm::matvec: break;
   }
   return named(matvec_shader() == Shader::matvec_subgroup ? "matvec-subgroup" : "matvec-shared", weights);

@@ -63,6 +63,7 @@
 #include <vector>
 
 #include "gpu/device_weights.h"
+#include "gpu/matmul_coop2.h"
 #include "gpu/memory.h"
 #include "gpu/shaders.h"
 #include "model/config.h"
@@ -194,6 +195,7 @@ class Kernels {
   // rows of 16 bytes (what matmul-coop2 takes besides f16 weights).
   Gemm gemm_variant(int rows, std::uint32_t n, model::DType weights, bool aligned) const;
   std::string gemm_name(Gemm gemm, model::DType weights) const;
+  static const Coop2Tile& coop2_tile(Gemm gemm);  // of coop2 or coop2_wide
   // The name of a variant as reported: activation type, then weight storage for the ops with weights.
   std::string named(std::string_view variant, std::optional<model::DType> weights = std::nullopt) const;
   Shader matvec_shader() const;
