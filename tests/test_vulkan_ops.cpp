@@ -551,6 +551,17 @@ TEST(VulkanKernels, ForcingCoop2GemmInF32ModeIsAUsageError) {
   expect_f32_forcing_error("matmul=coop2-128x256");
 }
 
+// An engine made as the tapdiff process makes it (gpu::make_vulkan_engine), after one prefill chunk
+// of `rows` tokens.
+std::unique_ptr<gpu::VulkanEngine> engine_after_one_chunk(const model::Model& m,
+                                                          const gpu::VulkanEngineOptions& options, int rows) {
+  auto engine = gpu::make_vulkan_engine(m, options);
+  model::NullTap tap;
+  model::run_chunk(*engine, model::Graph(m.config()), std::vector<std::int32_t>(static_cast<std::size_t>(rows), 1),
+                   {0, 0, rows, false}, tap);
+  return engine;
+}
+
 // Where the device has VK_NV_cooperative_matrix2, matmul-coop2 is the f16 mode's prefill GEMM
 // (without the validation layer, which turns it off, saying why).
 TEST(VulkanKernels, Coop2IsTheF16PrefillGemmWhereTheDeviceHasIt) {
@@ -559,10 +570,7 @@ TEST(VulkanKernels, Coop2IsTheF16PrefillGemmWhereTheDeviceHasIt) {
   gpu::VulkanEngineOptions options;
   options.f16 = true;
   options.validation = false;
-  const auto engine = gpu::make_vulkan_engine(*m, options);
-  model::NullTap tap;
-  model::run_chunk(*engine, model::Graph(m->config()), std::vector<std::int32_t>{1, 2, 3}, {0, 0, 3, false}, tap);
-  EXPECT_EQ(engine->kernel(Op::q_proj), "matmul-coop2-128x128.f16/f16");
+  EXPECT_EQ(engine_after_one_chunk(*m, options, 3)->kernel(Op::q_proj), "matmul-coop2-128x128.f16/f16");
   options.validation = true;
   options.kernels = "matmul=coop2";
   EXPECT_NE(usage_error_of(*m, options).find("matmul-coop2 is off while validating"), std::string::npos)
@@ -584,15 +592,10 @@ TEST(VulkanKernels, Coop2AttentionIsTheF16PrefillAttentionWhereTheDeviceHasIt) {
   gpu::VulkanEngineOptions options;
   options.f16 = true;
   options.validation = false;
-  const std::vector<std::int32_t> tokens(20, 1);
-  model::NullTap tap;
-  const auto clean = gpu::make_vulkan_engine(*m, options);
-  model::run_chunk(*clean, model::Graph(m->config()), tokens, {0, 0, 20, false}, tap);
-  EXPECT_EQ(clean->kernel(Op::attn), "attention-coop2-64x32.f16");
+  EXPECT_EQ(engine_after_one_chunk(*m, options, 20)->kernel(Op::attn), "attention-coop2-64x32.f16");
   options.inject = "softmax-no-max";
-  const auto faulty = gpu::make_vulkan_engine(*m, options);
-  model::run_chunk(*faulty, model::Graph(m->config()), tokens, {0, 0, 20, false}, tap);
-  EXPECT_NE(faulty->kernel(Op::attn).find("attention-coop-64x32.f16"), std::string::npos) << faulty->kernel(Op::attn);
+  const std::string faulty = engine_after_one_chunk(*m, options, 20)->kernel(Op::attn);
+  EXPECT_NE(faulty.find("attention-coop-64x32.f16"), std::string::npos) << faulty;
 }
 
 TEST(VulkanKernels, ForcingCoopAttentionInF32ModeIsAUsageError) {
