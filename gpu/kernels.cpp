@@ -196,6 +196,10 @@ KernelOverrides parse_kernel_overrides(const std::string& text) {
                     : value == "flash"    ? KernelOverrides::Attention::flash
                     : value == "two-pass" ? KernelOverrides::Attention::two_pass
                                           : KernelOverrides::Attention::automatic;
+    } else if (key == "norm" && (value == "auto" || value == "fused" || value == "apart")) {
+      o.norm = value == "fused"   ? KernelOverrides::Norm::fused
+               : value == "apart" ? KernelOverrides::Norm::apart
+                                  : KernelOverrides::Norm::automatic;
     } else if (key == "decode-attention" && (value == "auto" || value == "decode-split" || value == "flash-split")) {
       o.decode_attention = value == "decode-split"  ? KernelOverrides::DecodeAttention::decode_split
                            : value == "flash-split" ? KernelOverrides::DecodeAttention::flash_split
@@ -204,7 +208,8 @@ KernelOverrides parse_kernel_overrides(const std::string& text) {
       throw UsageError(
           fmt::format("--kernels: expected matmul=auto|tiled|coop|coop-k16|coop2|coop2-128x128|coop2-128x256|matvec, "
                       "matvec=auto|subgroup|shared, "
-                      "attention=auto|coop2|coop|flash|two-pass or decode-attention=auto|decode-split|flash-split "
+                      "attention=auto|coop2|coop|flash|two-pass, decode-attention=auto|decode-split|flash-split "
+                      "or norm=auto|fused|apart "
                       "(comma-separated), found '{}'",
                       item));
     }
@@ -309,7 +314,7 @@ void Kernels::dispatch(Stream& s, Shader shader, std::uint32_t dtype, std::initi
   const std::span<const Region> all(bindings.begin(), bindings.size());
   const ShaderCode& code = shader_code(shader, pipelines_->activations());
   TAPDIFF_ASSERT(all.size() == code.bindings, "{} bindings for {}", all.size(), code.name);
-  s.order(all.first(all.size() - 1), all.last(1));  // the output is the last binding
+  s.order(all.first(all.size() - code.outputs), all.last(code.outputs));  // the outputs are the last bindings
   std::array<std::uint32_t, 5> spec = {dtype, local_size(shader), faults};
   TAPDIFF_ASSERT(more.size() <= spec.size() - 3, "{} more specialization constants", more.size());
   std::copy(more.begin(), more.end(), spec.begin() + 3);
@@ -342,6 +347,15 @@ std::string Kernels::rms_norm(Stream& s, const Region& x, const DeviceWeight& w,
   dispatch(s, Shader::rms_norm, 0, {x, w.region, out}, &push, sizeof push, fold(static_cast<std::uint64_t>(rows)),
            faults);
   return named("rms_norm-tree");
+}
+
+std::string Kernels::add_rms_norm(Stream& s, const Region& a, const Region& b, const DeviceWeight& w, float eps,
+                                  const Region& sum, const Region& out, int rows, std::uint32_t faults) {
+  TAPDIFF_ASSERT(w.dtype == model::DType::f32, "norm weight {} as {}", w.name, model::dtype_name(w.dtype));
+  const NormPush push{u32(rows), u32(w.cols), eps};
+  dispatch(s, Shader::add_rms_norm, 0, {a, b, w.region, sum, out}, &push, sizeof push,
+           fold(static_cast<std::uint64_t>(rows)), faults);
+  return named("add+rms_norm-tree");
 }
 
 Kernels::Gemm Kernels::gemm_variant(int rows, std::uint32_t n, model::DType weights, bool aligned) const {
@@ -622,7 +636,9 @@ int Kernels::max_head_dim() const {
 std::vector<std::string> Kernels::planned(model::OpClass cls, model::DType weight_dtype) const {
   switch (cls) {
     case model::OpClass::embedding: return {named("embed-gather", weight_dtype)};
-    case model::OpClass::norm: return {named("rms_norm-tree")};
+    case model::OpClass::norm:
+      if (fuses_norms()) return {named("add+rms_norm-tree"), named("rms_norm-tree")};
+      return {named("rms_norm-tree")};
     case model::OpClass::gemm: {
       // prefill's variant (of aligned shapes, of large aligned products, then of the others), then decode's
       std::vector<std::string> names;
@@ -645,7 +661,9 @@ std::vector<std::string> Kernels::planned(model::OpClass cls, model::DType weigh
       }
       return names;
     }
-    case model::OpClass::residual: return {named("add")};
+    case model::OpClass::residual:
+      if (fuses_norms()) return {named("add+rms_norm-tree")};
+      return {named("add")};
     case model::OpClass::activation: return {named("silu_mul")};
   }
   return {};

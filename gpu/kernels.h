@@ -8,6 +8,9 @@
 // "matmul-tiled-64x64.f16/q8_0".
 //   embedding   embed-gather/DTYPE
 //   norm        rms_norm-tree                      one workgroup per row
+//               add+rms_norm-tree                  a norm whose input is a residual add's output,
+//                                                  with that add (norm=auto|fused): the residual
+//                                                  step runs both, the norm step records nothing
 //   gemm        matmul-coop2-128x128.f16/f16       f16 mode, rows > 1, f16 weights, K and N multiples of
 //                                                  8, tensor cores through VK_NV_cooperative_matrix2
 //                                                  (gpu/matmul_coop2.h): where the device offers it
@@ -49,7 +52,8 @@
 //                                                  reductions; attention_combine merges the splits
 //               attention-two-pass                 where flash cannot run (or forced): one workgroup per
 //                                                  (row, head), every score computed twice
-//   residual    add
+//   residual    add                                where no norm comes next (or norm=apart)
+//               add+rms_norm-tree                  with the norm after it, as above
 //   activation  silu_mul
 //
 // Faults (--inject, gpu/faults.h): rms_norm, matmul, attention and silu_mul take a set of the
@@ -78,7 +82,8 @@ class Stream;
 // What --kernels may force:
 // "matmul=auto|tiled|coop|coop-k16|coop2|coop2-128x128|coop2-128x256|matvec,matvec=auto|subgroup|shared,
 // attention=auto|coop2|coop|flash|two-pass,
-// decode-attention=auto|decode-split|flash-split" (decode-attention: the kernel of decode steps over
+// decode-attention=auto|decode-split|flash-split,norm=auto|fused|apart" (norm=apart: every residual
+// add and norm in a dispatch of its own; decode-attention: the kernel of decode steps over
 // more than 32 positions; with auto, attention=two-pass takes them too). matmul=coop2 runs the
 // products whose shape it takes (f16 weights, K and N multiples of 8) on matmul-coop2 (its tile
 // chosen by the product's size, as auto does; coop2-128x128 and coop2-128x256 force one), the
@@ -102,6 +107,7 @@ struct KernelOverrides {
     decode_split,
     flash_split
   } decode_attention = DecodeAttention::automatic;
+  enum class Norm : std::uint8_t { automatic, fused, apart } norm = Norm::automatic;
 };
 // UsageError naming the bad key or value and the choices.
 KernelOverrides parse_kernel_overrides(const std::string& text);
@@ -140,6 +146,12 @@ class Kernels {
   // x [rows, dim], w f32 [dim] -> out [rows, dim]
   std::string rms_norm(Stream& s, const Region& x, const DeviceWeight& w, float eps, const Region& out, int rows,
                        std::uint32_t faults);
+  // sum = a + b, then out = rms_norm(sum) as rms_norm() computes it, in one dispatch (the same
+  // bits as add() then rms_norm()); all [rows, w.cols]
+  std::string add_rms_norm(Stream& s, const Region& a, const Region& b, const DeviceWeight& w, float eps,
+                           const Region& sum, const Region& out, int rows, std::uint32_t faults);
+  // Whether a residual add runs with the norm after it (add_rms_norm): norm=auto or fused.
+  bool fuses_norms() const { return overrides_.norm != KernelOverrides::Norm::apart; }
   // x [rows, w.cols] -> out [rows, w.rows], + bias [w.rows] when given (f32)
   std::string matmul(Stream& s, const Region& x, const DeviceWeight& w, const DeviceWeight* bias, const Region& out,
                      int rows, std::uint32_t faults);

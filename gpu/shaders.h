@@ -12,6 +12,7 @@ namespace tapdiff::gpu {
 enum class Shader : std::uint8_t {
   embed,               // embed.comp
   rms_norm,            // rms_norm.comp
+  add_rms_norm,        // rms_norm.comp with ADD_FIRST: a residual add and the norm of its sum
   matmul_tiled,        // matmul_tiled.comp
   matmul_coop,         // matmul_coop.comp (f16 activations only)
   matmul_coop_k16,     // matmul_coop.comp with COOP_BK=16 (f16 activations only)
@@ -42,7 +43,8 @@ inline std::uint32_t activation_bytes(Activations a) { return a == Activations::
 struct ShaderCode {
   std::string_view name;
   std::span<const std::uint32_t> spirv;  // empty: no build for this activation type
-  std::uint32_t bindings;                // storage buffers 0 .. bindings-1: inputs first, the output last
+  std::uint32_t bindings;                // storage buffers 0 .. bindings-1: inputs first, the outputs last
+  std::uint32_t outputs = 1;             // how many of the last bindings the shader writes
 };
 
 // Asserts that the shader has a build for `activations`.

@@ -4,6 +4,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <utility>
 
 #include <fmt/core.h>
 
@@ -82,6 +83,7 @@ class Engine final : public VulkanEngine {
   Region input(const TensorId& id) const;
   std::string run(const model::Step& step, const Region& out);
   std::string attend(int layer, const Region& out);
+  std::string residual(const model::Step& step, const Region& out);
   void upload_rope_tables();
   void upload_row_table();
   model::ChunkInfo chunk_of(const Part& part) const { return {chunk_.index, part.first_pos, part.rows, part.decode}; }
@@ -124,6 +126,12 @@ class Engine final : public VulkanEngine {
   // where --inject moves a layer's positions or base), and the one each layer uses.
   std::vector<Region> rope_tables_;
   RopeTableCache rope_cache_;
+  // The norm step whose output the residual add before it computed (Kernels::add_rms_norm), and
+  // the kernel that did; op embed: none.
+  struct FusedNorm {
+    TensorId norm{Op::embed, -1};
+    std::string kernel;
+  } fused_norm_;
   std::vector<std::size_t> rope_table_of_;
   int capacity_ = 0;
   model::ChunkInfo chunk_;    // the pass: index, total rows, decode when every part is a decode step
@@ -305,6 +313,7 @@ void Engine::begin_batch(int index, std::span<const BatchPart> parts) {
     attention_scratch_ = scratch_->allocate(size, "the attention partials");
   }
   in_chunk_ = true;
+  fused_norm_ = {};
   slot_layer_.fill(-2);
   stream_->upload(tokens.data(), tokens.size() * sizeof(std::int32_t), tokens_);
   upload_row_table();
@@ -431,6 +440,7 @@ std::string Engine::run(const model::Step& step, const Region& out) {
     case Op::attn_norm:
     case Op::ffn_norm:
     case Op::final_norm:
+      if (const FusedNorm fused = std::exchange(fused_norm_, {}); fused.norm == step.output()) return fused.kernel;
       return kernels_->rms_norm(*stream_, in(0), norm_weight(step.op, step.layer), eps, out, rows, faults);
     case Op::q_proj:
     case Op::k_proj:
@@ -451,11 +461,28 @@ std::string Engine::run(const model::Step& step, const Region& out) {
     }
     case Op::attn: return attend(step.layer, out);
     case Op::attn_residual:
-    case Op::ffn_residual: return kernels_->add(*stream_, in(0), in(1), out, std::int64_t{rows} * config_.dim);
+    case Op::ffn_residual: return residual(step, out);
     case Op::ffn_act:
       return kernels_->silu_mul(*stream_, in(0), in(1), out, std::int64_t{rows} * config_.ffn_dim, faults);
   }
   return {};
+}
+
+// A residual add, with the norm that reads its output where the kernels fuse them: the norm's
+// output is written now and its step records nothing, unless a value is written in between
+// (Engine::write: a step fed other inputs computes its own output).
+std::string Engine::residual(const model::Step& step, const Region& out) {
+  const Region a = input(step.inputs[0]), b = input(step.inputs[1]);
+  if (!kernels_->fuses_norms()) return kernels_->add(*stream_, a, b, out, std::int64_t{chunk_.rows} * config_.dim);
+  const int layers = config_.n_layers;
+  const TensorId norm = step.op == Op::attn_residual ? TensorId{Op::ffn_norm, step.layer}
+                        : step.layer + 1 < layers    ? TensorId{Op::attn_norm, step.layer + 1}
+                                                     : TensorId{Op::final_norm, layers};
+  std::string kernel =
+      kernels_->add_rms_norm(*stream_, a, b, norm_weight(norm.op, norm.layer), static_cast<float>(config_.norm_eps),
+                             out, slot(norm.op), chunk_.rows, kernel_faults(norm.op, norm.layer));
+  fused_norm_ = {norm, kernel};
+  return kernel;
 }
 
 // Appends each sequence's K (after RoPE) and V rows of the pass to its cache at [first_pos,
@@ -525,6 +552,7 @@ void Engine::write(const TensorId& id, const HostTensor& value) {
     throw UsageError(fmt::format("write {}: expected [{}, {}] for the current chunk, found [{}, {}]",
                                  model::to_string(id), chunk_.rows, graph_.width(id.op), value.rows(), value.cols()));
   slot_layer_[static_cast<std::size_t>(id.op)] = id.layer;
+  fused_norm_ = {};  // the next norm computes its own output from what it is fed
   upload(value, slot(id.op));
 }
 

@@ -513,7 +513,8 @@ TEST(VulkanKernels, F16EngineNamesItsVariantsAndStoresF16Weights) {
   EXPECT_EQ(f16->kernel(Op::embed), "embed-gather.f16/f16");
   EXPECT_EQ(f16->kernel(Op::attn),
             coop_attention_missing().empty() ? "attention-coop-64x32.f16" : "attention-flash-32x32.f16");
-  EXPECT_EQ(f16->kernel(Op::attn_norm), "rms_norm-tree.f16");
+  // layer 0's reads the embedding; layer 1's is run by the residual add before it
+  EXPECT_EQ(f16->kernel(Op::attn_norm), "rms_norm-tree.f16, add+rms_norm-tree.f16");
   const double ratio = static_cast<double>(f16->stats().weight_bytes) / static_cast<double>(f32->stats().weight_bytes);
   EXPECT_GT(ratio, 0.45);
   EXPECT_LT(ratio, 0.55);
@@ -531,6 +532,7 @@ TEST(VulkanKernels, UnknownKernelOverrideIsAUsageError) {
       << error;
   EXPECT_NE(error.find("attention=auto|coop2|coop|flash|two-pass"), std::string::npos) << error;
   EXPECT_NE(error.find("decode-attention=auto|decode-split|flash-split"), std::string::npos) << error;
+  EXPECT_NE(error.find("norm=auto|fused|apart"), std::string::npos) << error;
 }
 
 // Forcing a cooperative-matrix kernel (`kernels`) in f32 mode is an error on any device: the

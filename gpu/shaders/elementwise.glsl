@@ -15,11 +15,7 @@ layout(std430, binding = 0) readonly buffer AWide { uvec4 a_wide[]; };
 layout(std430, binding = 1) readonly buffer BWide { uvec4 b_wide[]; };
 layout(std430, binding = 2) writeonly buffer OutputWide { uvec4 y_wide[]; };
 
-// Two f16 values (the halves of a word of each input) combined, rounded and packed again.
-uint combine_pair(uint a2, uint b2) {
-  const vec2 x = unpackHalf2x16(a2), z = unpackHalf2x16(b2);
-  return packHalf2x16(vec2(round_f16(combine(x.x, z.x)), round_f16(combine(x.y, z.y))));
-}
+#include "combine_pair.glsl"
 
 void combine_wide(uint i) {
   const uvec4 x = a_wide[i], z = b_wide[i];

@@ -8,14 +8,39 @@
 // turn: 4x fewer of them); f16 rows of a multiple of 8, 8 at a time, read and written as 16-byte
 // uvec4s (the values rounded by round_f16 before packHalf2x16: exact).
 // (rmsnorm-eps, faults.glsl: out[t] = x[t] / (sqrt(mean(x[t]^2)) + eps) * w.)
+//
+// With ADD_FIRST (add+rms_norm: a residual add and the norm of its sum in one dispatch): x = a + b,
+// rounded as add.comp rounds it, stored to `sum` by the pass that sums the squares; the pass that
+// scales reads back what its own invocation stored. The same values and the same order of every
+// sum as add then rms_norm: the same bits, one dispatch, barrier and read of the row fewer.
 layout(local_size_x_id = 1) in;
+#ifdef ADD_FIRST
+// Bindings: 0 a, 1 b, 2 w, 3 sum (a + b), 4 out.
+#define W_BINDING 2
+#define OUT_BINDING 4
+layout(std430, binding = 0) readonly buffer A { act_t a[]; };
+layout(std430, binding = 1) readonly buffer B { act_t b[]; };
+layout(std430, binding = 0) readonly buffer AQuads { act4 a_quads[]; };
+layout(std430, binding = 1) readonly buffer BQuads { act4 b_quads[]; };
+layout(std430, binding = 0) readonly buffer AOctets { uvec4 a_octets[]; };
+layout(std430, binding = 1) readonly buffer BOctets { uvec4 b_octets[]; };
+layout(std430, binding = 3) buffer Sum { act_t x[]; };
+layout(std430, binding = 3) buffer SumQuads { act4 x_quads[]; };
+layout(std430, binding = 3) buffer SumOctets { uvec4 x_octets[]; };
+float combine(float p, float q) { return p + q; }
+#include "combine_pair.glsl"
+#else
+// Bindings: 0 x, 1 w, 2 out.
+#define W_BINDING 1
+#define OUT_BINDING 2
 layout(std430, binding = 0) readonly buffer Input { act_t x[]; };
-layout(std430, binding = 1) readonly buffer Weight { float w[]; };
-layout(std430, binding = 2) writeonly buffer Output { act_t y[]; };
 layout(std430, binding = 0) readonly buffer InputQuads { act4 x_quads[]; };
-layout(std430, binding = 1) readonly buffer WeightQuads { vec4 w_quads[]; };
 layout(std430, binding = 0) readonly buffer InputOctets { uvec4 x_octets[]; };
-layout(std430, binding = 2) writeonly buffer OutputOctets { uvec4 y_octets[]; };
+#endif
+layout(std430, binding = W_BINDING) readonly buffer Weight { float w[]; };
+layout(std430, binding = W_BINDING) readonly buffer WeightQuads { vec4 w_quads[]; };
+layout(std430, binding = OUT_BINDING) writeonly buffer Output { act_t y[]; };
+layout(std430, binding = OUT_BINDING) writeonly buffer OutputOctets { uvec4 y_octets[]; };
 layout(push_constant) uniform Push {
   uint rows;
   uint dim;
@@ -25,6 +50,44 @@ layout(push_constant) uniform Push {
 #include "faults.glsl"
 
 shared float partial[gl_WorkGroupSize.x];
+
+// x's values at element, quad and octet i as the pass that sums the squares reads them: where the
+// add comes first, computed and stored to `sum` (each through the declaration the pass that
+// scales reads it back through).
+float first_value(uint i) {
+#ifdef ADD_FIRST
+  x[i] = to_act(float(a[i]) + float(b[i]));
+#endif
+  return float(x[i]);
+}
+vec4 first_quad(uint i) {
+#ifdef ADD_FIRST
+  const vec4 v = vec4(a_quads[i]) + vec4(b_quads[i]);
+#ifdef ACT_F16
+  const vec4 r = vec4(round_f16(v.x), round_f16(v.y), round_f16(v.z), round_f16(v.w));
+  x_quads[i] = f16vec4(r);
+  return r;
+#else
+  x_quads[i] = v;
+  return v;
+#endif
+#else
+  return vec4(x_quads[i]);
+#endif
+}
+uvec4 first_octet(uint i) {
+#if defined(ADD_FIRST) && defined(ACT_F16)
+  const uvec4 p = a_octets[i], q = b_octets[i];
+  const uvec4 o = uvec4(combine_pair(p.x, q.x), combine_pair(p.y, q.y), combine_pair(p.z, q.z), combine_pair(p.w, q.w));
+  x_octets[i] = o;
+  return o;
+#else
+  return x_octets[i];
+#endif
+}
+
+vec4 low_half(uvec4 o) { return vec4(unpackHalf2x16(o.x), unpackHalf2x16(o.y)); }
+vec4 high_half(uvec4 o) { return vec4(unpackHalf2x16(o.z), unpackHalf2x16(o.w)); }
 
 void main() {
   const uint t = group_index();
@@ -40,19 +103,18 @@ void main() {
   float sum = 0.0;
   if (octets) {
     for (uint c = lid; c < pc.dim / 8u; c += gl_WorkGroupSize.x) {
-      const uvec4 o = x_octets[base / 8u + c];
-      const vec4 lo = vec4(unpackHalf2x16(o.x), unpackHalf2x16(o.y));
-      const vec4 hi = vec4(unpackHalf2x16(o.z), unpackHalf2x16(o.w));
+      const uvec4 o = first_octet(base / 8u + c);
+      const vec4 lo = low_half(o), hi = high_half(o);
       sum += dot(lo, lo) + dot(hi, hi);
     }
   } else if (quads) {
     for (uint c = lid; c < pc.dim / 4u; c += gl_WorkGroupSize.x) {
-      const vec4 v = vec4(x_quads[base / 4u + c]);
+      const vec4 v = first_quad(base / 4u + c);
       sum += dot(v, v);
     }
   } else {
     for (uint c = lid; c < pc.dim; c += gl_WorkGroupSize.x) {
-      const float v = float(x[base + c]);
+      const float v = first_value(base + c);
       sum += v * v;
     }
   }
@@ -67,8 +129,8 @@ void main() {
   if (octets) {
     for (uint c = lid; c < pc.dim / 8u; c += gl_WorkGroupSize.x) {
       const uvec4 o = x_octets[base / 8u + c];
-      const vec4 lo = (vec4(unpackHalf2x16(o.x), unpackHalf2x16(o.y)) * scale) * w_quads[2u * c];
-      const vec4 hi = (vec4(unpackHalf2x16(o.z), unpackHalf2x16(o.w)) * scale) * w_quads[2u * c + 1u];
+      const vec4 lo = (low_half(o) * scale) * w_quads[2u * c];
+      const vec4 hi = (high_half(o) * scale) * w_quads[2u * c + 1u];
       y_octets[base / 8u + c] = uvec4(packHalf2x16(vec2(round_f16(lo.x), round_f16(lo.y))),
                                       packHalf2x16(vec2(round_f16(lo.z), round_f16(lo.w))),
                                       packHalf2x16(vec2(round_f16(hi.x), round_f16(hi.y))),
