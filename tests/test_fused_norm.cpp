@@ -4,7 +4,6 @@
 // own between the two steps normalises that value, not the add's.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <span>
 #include <string>
 #include <vector>
@@ -15,6 +14,7 @@
 #include "model/synth.h"
 #include "model/weights.h"
 #include "tests/reference_fixtures.h"
+#include "tests/test_support.h"
 #include "tests/vulkan_fixtures.h"
 
 namespace tapdiff {
@@ -45,12 +45,6 @@ gpu::VulkanEngineOptions options_of(bool f16, const std::string& norm) {
   return options;
 }
 
-// The same bits: f32 values compared as bytes (NaNs included).
-bool same_bits(const model::HostTensor& a, const model::HostTensor& b) {
-  return a.rows() == b.rows() && a.cols() == b.cols() &&
-         std::memcmp(a.f32().data(), b.f32().data(), a.f32().size_bytes()) == 0;
-}
-
 struct Width {
   int dim;
   const char* reads;  // how rms_norm.comp reads a row of f16 activations
@@ -77,7 +71,7 @@ TEST_P(FusedNorm, EveryOpHasTheBitsOfTheAddAndNormApart) {
     EXPECT_EQ(fused_run.generated, apart_run.generated);
     for (const model::Step& step : graph.steps()) {
       const TensorId id = step.output();
-      EXPECT_TRUE(same_bits(fused_tap.get(id), apart_tap.get(id))) << model::to_string(id);
+      EXPECT_TRUE(testing::same_bits(fused_tap.get(id), apart_tap.get(id))) << model::to_string(id);
     }
     const std::string suffix = f16 ? ".f16" : "";
     EXPECT_EQ(fused->kernel(Op::attn_residual), "add+rms_norm-tree" + suffix);
@@ -127,8 +121,8 @@ TEST(FusedNormWrite, ANormFedItsOwnInputNormalisesThatInput) {
   const model::HostTensor own = norm_after(*fused, graph, tokens, nullptr);
   const model::HostTensor fused_fed = norm_after(*fused, graph, tokens, &fed);
   const model::HostTensor apart_fed = norm_after(*apart, graph, tokens, &fed);
-  EXPECT_TRUE(same_bits(fused_fed, apart_fed));
-  EXPECT_FALSE(same_bits(fused_fed, own));
+  EXPECT_TRUE(testing::same_bits(fused_fed, apart_fed));
+  EXPECT_FALSE(testing::same_bits(fused_fed, own));
   // the first run's norm ran with the add, the fed ones on their own
   EXPECT_EQ(fused->kernel(Op::ffn_norm), "add+rms_norm-tree, rms_norm-tree");
   testing::expect_clean(*fused);

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 
 #include "dumps/dump_writer.h"
@@ -50,6 +51,11 @@ CommandResult run_command(const std::string& command_line) {
   const int status = ::pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
+}
+
+bool same_bits(const model::HostTensor& a, const model::HostTensor& b) {
+  return a.rows() == b.rows() && a.cols() == b.cols() &&
+         std::memcmp(a.f32().data(), b.f32().data(), a.f32().size_bytes()) == 0;
 }
 
 KilledChild kill_after(const std::function<void()>& work) {

@@ -42,6 +42,9 @@ struct KilledChild {
 };
 KilledChild kill_after(const std::function<void()>& work);
 
+// Whether two f32 tensors have the same shape and the same bits (NaNs included).
+bool same_bits(const model::HostTensor& a, const model::HostTensor& b);
+
 // Sets an environment variable for its lifetime (so child processes see it), then restores it.
 class ScopedEnv {
  public:

@@ -131,6 +131,39 @@ TEST(VulkanEngine, WholeSynthModelInF16StaysAtTheF16Floor) {
   expect_clean(*engine);
 }
 
+// A pass whose positions the device's RoPE table already holds uploads none; a pass abandoned
+// before it ran (here: begun, never ended) leaves the table unknown, so the next pass uploads its
+// own even where the abandoned one had recorded those positions. Every op of every run has the
+// bits of a fresh engine's.
+TEST(VulkanEngine, RopeTablesAreKeptOnlyOnceTheirUploadHasRun) {
+  const auto m = model::load_model(synth_model_path("tiny"));
+  const model::Graph graph(m->config());
+  const auto prompt = synth_prompt(12, m->config().vocab, 9);
+  model::RunOptions chunked;
+  chunked.chunk = 6;  // passes of positions 0-5 and 6-11: the table ends holding 6-11
+  auto run = [&](model::Engine& engine, const model::RunOptions& options) {
+    auto tap = std::make_unique<model::MemoryTap>();
+    model::run_sequence(engine, graph, prompt, options, *tap);
+    return tap;
+  };
+  auto expect_same = [&](const model::MemoryTap& got, const model::MemoryTap& want, const char* what) {
+    for (const model::Step& step : graph.steps())
+      EXPECT_TRUE(same_bits(got.get(step.output()), want.get(step.output())))
+          << what << ": " << model::to_string(step.output());
+  };
+  const auto fresh = vulkan_engine(*m);
+  const auto whole_fresh = run(*fresh, {});
+  const auto chunked_fresh = run(*vulkan_engine(*m), chunked);
+  expect_same(*run(*fresh, {}), *whole_fresh, "the same positions again");
+  const auto engine = vulkan_engine(*m);
+  expect_same(*run(*engine, chunked), *chunked_fresh, "chunked");
+  engine->reset();
+  engine->begin_chunk(std::span(prompt).first(6), {0, 0, 6, false});  // records positions 0-5, never runs
+  expect_same(*run(*engine, chunked), *chunked_fresh, "chunked after an abandoned pass");
+  expect_clean(*fresh);
+  expect_clean(*engine);
+}
+
 // Barriers only where data flows: q/k/v (and gate/up) read one input and run without one between them.
 TEST(VulkanEngine, RecordsFewerBarriersThanDispatches) {
   const auto m = model::load_model(synth_model_path("tiny"));
@@ -140,10 +173,10 @@ TEST(VulkanEngine, RecordsFewerBarriersThanDispatches) {
   model::NullTap tap;
   model::run_chunk(*engine, graph, std::vector<std::int32_t>{1, 2, 3, 4}, {0, 0, 4, false}, tap);
   const auto after = engine->stats();
-  // Command buffers of layers 1, 2-3, 4-7, ..., each submitted as soon as it is recorded, then one
-  // of the layers left with the final norm and logits.
+  // Command buffers of the uploads and embedding, layers 1, 2-3, 4-7, ..., each submitted as soon
+  // as it is recorded, then one of the layers left with the final norm and logits.
   const auto layers = static_cast<unsigned>(m->config().n_layers);
-  EXPECT_EQ(after.submits - before.submits, std::bit_width(layers) + 1u);
+  EXPECT_EQ(after.submits - before.submits, std::bit_width(layers) + 2u);
   const auto barriers = after.barriers - before.barriers;
   const auto per_layer = 15u;  // steps per layer; attn adds two copies
   EXPECT_LT(barriers, per_layer * static_cast<unsigned>(m->config().n_layers)) << barriers << " barriers";
