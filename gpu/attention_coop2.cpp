@@ -3,6 +3,7 @@
 #include <bit>
 #include <functional>
 #include <map>
+#include <tuple>
 
 #include "gpu/coop2_module.h"
 #include "gpu/spirv_module.h"
@@ -330,89 +331,35 @@ class Writer {
     const Id chunk_stride = op(OpBitwiseAnd, uint_, {kv_stride, u32(~7u)});
     const Id layout = tensor_layout(m_, layout_type_, key_end, kv_stride, chunk_stride);
     const Id fast_layout = tensor_layout(m_, fast_layout_type_, key_end, kv_stride, chunk_stride);
-    const Id ones = op(OpCompositeConstruct, ones_type_, {m_.global(OpConstant, f16_, {0x3C00})});  // f16 1.0
-    const Id view = op(OpCreateTensorViewNV, view_type_, {});
-    const Id k_cache = op(OpAccessChain, ptr_f16_, {buffers_[kKeys], u32(0), u32(0)});
-    const Id v_cache = op(OpAccessChain, ptr_f16_, {buffers_[kValues], u32(0), u32(0)});
-    const Id zero_kt = op(OpCompositeConstruct, kt_type_, {f16_zero_});
-    const Id zero_v = op(OpCompositeConstruct, v_type_, {f16_zero_});
-    const Id zero_s = op(OpCompositeConstruct, s_type_, {f32_zero_});
-    const Id no_max = op(OpCompositeConstruct, s_type_, {neg_inf_});
-    const Id zero_o = op(OpCompositeConstruct, o_type_, {f32_zero_});
-    const Id scale2 = op(OpFMul, f32_, {scale, m_.global(OpConstant, f32_, {std::bit_cast<std::uint32_t>(kLog2e)})});
+    t_ones_ = op(OpCompositeConstruct, ones_type_, {m_.global(OpConstant, f16_, {0x3C00})});  // f16 1.0
+    t_view_ = op(OpCreateTensorViewNV, view_type_, {});
+    t_k_cache_ = op(OpAccessChain, ptr_f16_, {buffers_[kKeys], u32(0), u32(0)});
+    t_v_cache_ = op(OpAccessChain, ptr_f16_, {buffers_[kValues], u32(0), u32(0)});
+    t_zero_kt_ = op(OpCompositeConstruct, kt_type_, {f16_zero_});
+    t_zero_v_ = op(OpCompositeConstruct, v_type_, {f16_zero_});
+    t_zero_s_ = op(OpCompositeConstruct, s_type_, {f32_zero_});
+    t_scale2_ = op(OpFMul, f32_, {scale, m_.global(OpConstant, f32_, {std::bit_cast<std::uint32_t>(kLog2e)})});
+    t_q_ = q, t_kv_col_ = kv_col, t_key_end_ = key_end, t_layout_ = layout, t_fast_layout_ = fast_layout;
 
-    // the tiles of keys
-    const Id pre = current_, head = m_.id(), body = m_.id(), next = m_.id(), merge = m_.id();
-    const Id k0 = m_.id(), m = m_.id(), l = m_.id(), o = m_.id();
-    const Id k_next = m_.id(), m_next = m_.id(), l_next = m_.id(), o_next = m_.id();
-    m_.code(OpBranch, {head});
-    block(head);
-    m_.def(OpPhi, uint_, k0, {k_first, pre, k_next, next});
-    m_.def(OpPhi, s_type_, m, {no_max, pre, m_next, next});
-    m_.def(OpPhi, s_type_, l, {zero_s, pre, l_next, next});
-    m_.def(OpPhi, o_type_, o, {zero_o, pre, o_next, next});
-    const Id more = less(k0, key_end);
-    m_.code(OpLoopMerge, {merge, next, 0});
-    m_.code(OpBranchConditional, {more, body, merge});
-    block(body);
-    // K and V of the tile, both before the softmax: through the unclamped layout where the tile
-    // ends at or before key_end, else through the clamped one (which reads zeros past it)
-    auto load = [&](Id type_of_layout, Id with) -> std::pair<Id, Id> {
-      const Id slice = op(OpTensorLayoutSliceNV, type_of_layout, {with, k0, bc_, kv_col, hd_});
-      return {op(OpCooperativeMatrixLoadTensorNV, kt_type_, {k_cache, zero_kt, slice, 0, kTensorAddressingView, view}),
-              op(OpCooperativeMatrixLoadTensorNV, v_type_, {v_cache, zero_v, slice, 0, 0})};
-    };
-    const Id inside = op(OpULessThanEqual, bool_, {iadd(k0, bc_), key_end});
-    const Id fast = m_.id(), edge = m_.id(), loaded = m_.id();
-    m_.code(OpSelectionMerge, {loaded, 0});
-    m_.code(OpBranchConditional, {inside, fast, edge});
-    block(fast);
-    const auto [kt_fast, v_fast] = load(fast_layout_type_, fast_layout);
-    m_.code(OpBranch, {loaded});
-    block(edge);
-    const auto [kt_edge, v_edge] = load(layout_type_, layout);
-    m_.code(OpBranch, {loaded});
-    block(loaded);
-    const Id kt = op(OpPhi, kt_type_, {kt_fast, fast, kt_edge, edge});
-    const Id v = op(OpPhi, v_type_, {v_fast, fast, v_edge, edge});
-    const Id s = op(OpCooperativeMatrixMulAddKHR, s_type_, {q, kt, zero_s});
-    // s' = s scale2, masked unless every pair sees every key of the tile
-    const Id tile_end = iadd(k0, bc_);
-    const Id all_seen =
-        both(op(OpUGreaterThanEqual, bool_, {k0, latest_first}), op(OpULessThanEqual, bool_, {tile_end, earliest_end}));
-    const Id whole = m_.id(), masked = m_.id(), joined = m_.id();
-    m_.code(OpSelectionMerge, {joined, 0});
-    m_.code(OpBranchConditional, {all_seen, whole, masked});
-    block(whole);
-    const Id s_whole = op(OpMatrixTimesScalar, s_type_, {s, scale2});
-    m_.code(OpBranch, {joined});
-    block(masked);
-    const Id s_masked = op(OpCooperativeMatrixPerElementOpNV, s_type_, {s, mask_, k0, scale2});
-    m_.code(OpBranch, {joined});
-    block(joined);
-    const Id scores = op(OpPhi, s_type_, {s_whole, whole, s_masked, masked});
-    // the online softmax
-    const Id tile_max = op(OpCooperativeMatrixReduceNV, s_type_, {scores, kReduceRow, max2_});
-    m_.def(OpCooperativeMatrixPerElementOpNV, s_type_, m_next, {tile_max, max_of_, m});
-    const Id p = op(OpCooperativeMatrixPerElementOpNV, s_type_, {scores, exp_from_, m_next});
-    const Id a = op(OpCooperativeMatrixPerElementOpNV, s_type_, {m, exp_from_, m_next});
-    // P as f16 hi + lo
-    const Id p_hi = op(OpCooperativeMatrixPerElementOpNV, s_type_, {p, high_part_});
-    const Id p_lo = op(OpFSub, s_type_, {p, p_hi});
-    const Id a_hi = op(OpFConvert, p_type_, {p_hi}), a_lo = op(OpFConvert, p_type_, {p_lo});
-    // the row sums of p on the tensor cores: (hi + lo) times a matrix of ones
-    const Id p_sum = op(OpCooperativeMatrixMulAddKHR, s_type_,
-                        {a_lo, ones, op(OpCooperativeMatrixMulAddKHR, s_type_, {a_hi, ones, zero_s})});
-    m_.def(OpFAdd, s_type_, l_next, {op(OpFMul, s_type_, {l, a}), p_sum});
-    const Id a_rows = op(OpCooperativeMatrixReduceNV, o_type_, {a, kReduceRow, max2_});
-    const Id o_scaled = op(OpFMul, o_type_, {o, a_rows});
-    const Id o_hi = op(OpCooperativeMatrixMulAddKHR, o_type_, {a_hi, v, o_scaled});
-    m_.def(OpCooperativeMatrixMulAddKHR, o_type_, o_next, {a_lo, v, o_hi});
-    m_.code(OpBranch, {next});
-    block(next);
-    m_.def(OpIAdd, uint_, k_next, {k0, bc_});
-    m_.code(OpBranch, {head});
-    block(merge);
+    // The tiles of keys from k_first on, in three runs: those some pair does not wholly see before
+    // the first that every pair sees whole (a window's start), the whole ones (no mask, no edge),
+    // then the rest (the diagonal, up to the last row any pair sees). Tiles stay on k_first's grid.
+    const Id bc = bc_;
+    const Id whole_start = iadd(
+        k_first,
+        imul(udiv(iadd(op(OpISub, uint_, {select(uint_, less(k_first, latest_first), latest_first, k_first), k_first}),
+                       op(OpISub, uint_, {bc, u32(1)})),
+                  bc),
+             bc));
+    const Id whole_tiles = select(uint_, less(whole_start, earliest_end),
+                                  udiv(op(OpISub, uint_, {earliest_end, whole_start}), bc), u32(0));
+    const Id whole_end = iadd(whole_start, imul(whole_tiles, bc));
+    Softmax state{op(OpCompositeConstruct, s_type_, {neg_inf_}), t_zero_s_,
+                  op(OpCompositeConstruct, o_type_, {f32_zero_})};
+    state = key_loop(k_first, whole_start, state, true);
+    state = key_loop(whole_start, whole_end, state, false);
+    state = key_loop(whole_end, key_end, state, true);
+    const Id o = state.o, l = state.l;
 
     // out = O / l, one rounding to f16, staged where q was, then each pair's chunks to its row
     const Id l_rows = op(OpCooperativeMatrixReduceNV, o_type_, {l, kReduceRow, max2_});
@@ -446,6 +393,83 @@ class Writer {
     coop2_entry_point(m_, main, t_.invocations, interface);
   }
 
+  // The running row max m, row sum l and sums of p v of the pairs.
+  struct Softmax {
+    Id m, l, o;
+  };
+
+  // The tiles of keys k0 = from, from + BC, ... while k0 < end, from the state `in`. `masked`: each
+  // tile's scores through the mask function, and K and V through the clamped layout where the tile
+  // runs past key_end; otherwise the tiles are seen whole by every pair and lie inside key_end.
+  Softmax key_loop(Id from, Id end, const Softmax& in, bool masked) {
+    const Id pre = current_, head = m_.id(), body = m_.id(), next = m_.id(), merge = m_.id();
+    const Id k0 = m_.id(), m = m_.id(), l = m_.id(), o = m_.id();
+    const Id k_next = m_.id(), m_next = m_.id(), l_next = m_.id(), o_next = m_.id();
+    m_.code(OpBranch, {head});
+    block(head);
+    m_.def(OpPhi, uint_, k0, {from, pre, k_next, next});
+    m_.def(OpPhi, s_type_, m, {in.m, pre, m_next, next});
+    m_.def(OpPhi, s_type_, l, {in.l, pre, l_next, next});
+    m_.def(OpPhi, o_type_, o, {in.o, pre, o_next, next});
+    const Id more = less(k0, end);
+    m_.code(OpLoopMerge, {merge, next, 0});
+    m_.code(OpBranchConditional, {more, body, merge});
+    block(body);
+    auto load = [&](Id type_of_layout, Id with) -> std::pair<Id, Id> {
+      const Id slice = op(OpTensorLayoutSliceNV, type_of_layout, {with, k0, bc_, t_kv_col_, hd_});
+      return {op(OpCooperativeMatrixLoadTensorNV, kt_type_,
+                 {t_k_cache_, t_zero_kt_, slice, 0, kTensorAddressingView, t_view_}),
+              op(OpCooperativeMatrixLoadTensorNV, v_type_, {t_v_cache_, t_zero_v_, slice, 0, 0})};
+    };
+    Id kt = 0, v = 0;
+    if (masked) {
+      // through the unclamped layout where the tile ends at or before key_end, else through the
+      // clamped one (which reads zeros past it)
+      const Id inside = op(OpULessThanEqual, bool_, {iadd(k0, bc_), t_key_end_});
+      const Id fast = m_.id(), edge = m_.id(), loaded = m_.id();
+      m_.code(OpSelectionMerge, {loaded, 0});
+      m_.code(OpBranchConditional, {inside, fast, edge});
+      block(fast);
+      const auto [kt_fast, v_fast] = load(fast_layout_type_, t_fast_layout_);
+      m_.code(OpBranch, {loaded});
+      block(edge);
+      const auto [kt_edge, v_edge] = load(layout_type_, t_layout_);
+      m_.code(OpBranch, {loaded});
+      block(loaded);
+      kt = op(OpPhi, kt_type_, {kt_fast, fast, kt_edge, edge});
+      v = op(OpPhi, v_type_, {v_fast, fast, v_edge, edge});
+    } else {
+      std::tie(kt, v) = load(fast_layout_type_, t_fast_layout_);
+    }
+    const Id s = op(OpCooperativeMatrixMulAddKHR, s_type_, {t_q_, kt, t_zero_s_});
+    // s' = s scale2, -inf where the pair does not see the key
+    const Id scores = masked ? op(OpCooperativeMatrixPerElementOpNV, s_type_, {s, mask_, k0, t_scale2_})
+                             : op(OpMatrixTimesScalar, s_type_, {s, t_scale2_});
+    // the online softmax
+    const Id tile_max = op(OpCooperativeMatrixReduceNV, s_type_, {scores, kReduceRow, max2_});
+    m_.def(OpCooperativeMatrixPerElementOpNV, s_type_, m_next, {tile_max, max_of_, m});
+    const Id p = op(OpCooperativeMatrixPerElementOpNV, s_type_, {scores, exp_from_, m_next});
+    const Id a = op(OpCooperativeMatrixPerElementOpNV, s_type_, {m, exp_from_, m_next});
+    // P as f16 hi + lo
+    const Id p_hi = op(OpCooperativeMatrixPerElementOpNV, s_type_, {p, high_part_});
+    const Id p_lo = op(OpFSub, s_type_, {p, p_hi});
+    const Id a_hi = op(OpFConvert, p_type_, {p_hi}), a_lo = op(OpFConvert, p_type_, {p_lo});
+    // the row sums of p on the tensor cores: (hi + lo) times a matrix of ones
+    const Id p_sum = op(OpCooperativeMatrixMulAddKHR, s_type_,
+                        {a_lo, t_ones_, op(OpCooperativeMatrixMulAddKHR, s_type_, {a_hi, t_ones_, t_zero_s_})});
+    m_.def(OpFAdd, s_type_, l_next, {op(OpFMul, s_type_, {l, a}), p_sum});
+    const Id a_rows = op(OpCooperativeMatrixReduceNV, o_type_, {a, kReduceRow, max2_});
+    const Id o_scaled = op(OpFMul, o_type_, {o, a_rows});
+    const Id o_hi = op(OpCooperativeMatrixMulAddKHR, o_type_, {a_hi, v, o_scaled});
+    m_.def(OpCooperativeMatrixMulAddKHR, o_type_, o_next, {a_lo, v, o_hi});
+    m_.code(OpBranch, {next});
+    block(next);
+    m_.def(OpIAdd, uint_, k_next, {k0, bc_});
+    m_.code(OpBranch, {head});
+    block(merge);
+    return {m, l, o};
+  }
+
   // Chunk i of the staged pairs (pair i / chunks_per_row): whether its query row exists, and the
   // index of that chunk in q or out (index 0 where it does not, so the read stays in the buffer).
   std::pair<Id, Id> pair_chunk(Id i, Id chunks_per_row) {
@@ -474,6 +498,9 @@ class Writer {
   std::map<std::vector<std::uint32_t>, Id> function_types_;
   Id mask_ = 0, max2_ = 0, max_of_ = 0, exp_from_ = 0, high_part_ = 0;
   Id unit_ = 0, p0_ = 0, pack_ = 0, rows_ = 0, q_stride_ = 0;
+  // what key_loop reads: q, the K/V caches, their layouts and view, constants
+  Id t_q_ = 0, t_kv_col_ = 0, t_key_end_ = 0, t_layout_ = 0, t_fast_layout_ = 0, t_view_ = 0;
+  Id t_k_cache_ = 0, t_v_cache_ = 0, t_zero_kt_ = 0, t_zero_v_ = 0, t_zero_s_ = 0, t_ones_ = 0, t_scale2_ = 0;
 };
 
 }  // namespace

@@ -6,12 +6,14 @@
 // A workgroup of 128 takes 64 (query row, head) pairs that read the same K/V head (the heads of a
 // GQA group side by side, as take_tile() lays them out) and holds, as workgroup-scope matrices:
 // their q (pairs x HD f16, staged through shared memory), the running row max m and sum l (pairs x
-// BC f32, every column of a row the same value) and the sums of p v (pairs x HD f32). For each tile
-// of BC cache rows from the first any pair sees to the last:
+// BC f32, every column of a row the same value) and the sums of p v (pairs x HD f32). The tiles of
+// BC cache rows from the first any pair sees to the last run in three loops: the tiles some pair
+// does not wholly see before the first every pair sees whole (a window's start), the whole tiles
+// (no mask, no clamped reads: the hot loop has no branch), then the rest (the diagonal). Per tile:
 //   K and V of the tile are read, both before the softmax, through an unclamped tensor layout, or
 //   where the tile runs past the last row any pair sees a clamped one that reads zeros there;
 //   S = q K^T; s' = s * scale * log2(e), -inf where the pair does not see the key (a per-element
-//   function that reads the pair's visible range; skipped where every pair sees the whole tile);
+//   function that reads the pair's visible range, in the two masked loops);
 //   m' = max(m, row max of s'), p = exp2(s' - m'), a = exp2(m - m') (0 while m' is -inf: the row
 //   has seen no key), l = l a + P 1 (the row sums of p, on the tensor cores), O = O a + P V.
 // P goes into the tensor cores as two f16 matrices, hi (p cut to 11 significant bits) and lo =
@@ -24,7 +26,10 @@
 // matrix takes registers of its own (S, P and its halves, m, l, a), so the tile of keys is short:
 // on the H200, 8B shape (HD 128), tiles of 16 keys ran attention in 11.6 ms against 16.4 with 32 and
 // 18.8 with 64 (in workgroups of 256); at HD 64 (TinyLlama) 32 keys, 4.7 ms against 6.1 with 16
-// (docs/benchmarks.md, "Attention on VK_NV_cooperative_matrix2").
+// (docs/benchmarks.md, "Attention on VK_NV_cooperative_matrix2"). One loop with the mask and the
+// clamped reads behind per-tile branches took 11.8 ms for the 8B's attention against 9.6 for the
+// three loops (docs/benchmarks.md, "Norms fused with the residual adds, whole tiles of keys in a loop
+// of their own").
 //
 // Needs: what matmul-coop2 needs, and the extension's reductions and conversions
 // (gpu/device_coop2.h); HD a multiple of 16 up to kCoop2AttentionMaxHeadDim. No faults, one split:

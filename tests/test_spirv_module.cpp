@@ -200,18 +200,20 @@ TEST(MatmulCoop2Spirv, TheFaultBuildDiffersFromTheCleanOne) {
   EXPECT_EQ(gpu::matmul_coop2_spirv(gpu::kCoop2Tile, false), gpu::matmul_coop2_spirv(gpu::kCoop2Tile, false));
 }
 
-TEST(AttentionCoop2Spirv, IsWellFormedWithFiveProductsAndThreeRowReductionsPerTile) {
+// Three loops over the tiles of keys (masked, whole, masked), each with the tile's five products
+// and two row reductions.
+TEST(AttentionCoop2Spirv, IsWellFormedWithThreeTileLoopsOfFiveProductsAndTwoRowReductions) {
   const Walked w = walk(gpu::attention_coop2_spirv(gpu::kCoop2AttentionTile));
   ASSERT_EQ(w.failure, "");
   EXPECT_EQ(w.local_size, (std::vector<std::uint32_t>{gpu::kCoop2AttentionTile.invocations, 1, 1}));
-  EXPECT_EQ(w.counts.at(4459), 5);  // S = q K^T, then P's hi and lo halves times the ones and times V
-  EXPECT_EQ(w.counts.at(5367), 4);  // K and V of the tile, through the unclamped or the clamped layout
-  EXPECT_EQ(w.counts.at(5366), 3);  // the row max; a and l spread over the head dimension
-  EXPECT_EQ(w.counts.at(5369), 5);  // mask, m', p, a, hi
-  EXPECT_EQ(w.counts.at(246), 3);   // q in, the tiles, out
-  EXPECT_EQ(w.counts.at(4456), 8);  // q, K^T, V, S, P, O in f32 and in f16, the ones
-  EXPECT_EQ(w.counts.at(50), 2);    // the head dimension and the keys per tile (constants 3 and 4)
-  EXPECT_EQ(w.counts.at(224), 4);   // barriers: the bounds, q staged, before and after out is staged
+  EXPECT_EQ(w.counts.at(4459), 15);  // S = q K^T, then P's hi and lo halves times the ones and times V
+  EXPECT_EQ(w.counts.at(5367), 10);  // K and V: unclamped or clamped in the masked loops, unclamped in the whole one
+  EXPECT_EQ(w.counts.at(5366), 7);   // the row max and a spread over the head dimension; l spread once
+  EXPECT_EQ(w.counts.at(5369), 14);  // m', p, a, hi; the mask in the masked loops only
+  EXPECT_EQ(w.counts.at(246), 5);    // q in, the three runs of tiles, out
+  EXPECT_EQ(w.counts.at(4456), 8);   // q, K^T, V, S, P, O in f32 and in f16, the ones
+  EXPECT_EQ(w.counts.at(50), 2);     // the head dimension and the keys per tile (constants 3 and 4)
+  EXPECT_EQ(w.counts.at(224), 4);    // barriers: the bounds, q staged, before and after out is staged
 }
 
 TEST(AttentionCoop2Spirv, TheTileShapesTheModule) {
