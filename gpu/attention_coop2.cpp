@@ -331,15 +331,15 @@ class Writer {
     const Id chunk_stride = op(OpBitwiseAnd, uint_, {kv_stride, u32(~7u)});
     const Id layout = tensor_layout(m_, layout_type_, key_end, kv_stride, chunk_stride);
     const Id fast_layout = tensor_layout(m_, fast_layout_type_, key_end, kv_stride, chunk_stride);
-    t_ones_ = op(OpCompositeConstruct, ones_type_, {m_.global(OpConstant, f16_, {0x3C00})});  // f16 1.0
-    t_view_ = op(OpCreateTensorViewNV, view_type_, {});
-    t_k_cache_ = op(OpAccessChain, ptr_f16_, {buffers_[kKeys], u32(0), u32(0)});
-    t_v_cache_ = op(OpAccessChain, ptr_f16_, {buffers_[kValues], u32(0), u32(0)});
-    t_zero_kt_ = op(OpCompositeConstruct, kt_type_, {f16_zero_});
-    t_zero_v_ = op(OpCompositeConstruct, v_type_, {f16_zero_});
-    t_zero_s_ = op(OpCompositeConstruct, s_type_, {f32_zero_});
-    t_scale2_ = op(OpFMul, f32_, {scale, m_.global(OpConstant, f32_, {std::bit_cast<std::uint32_t>(kLog2e)})});
-    t_q_ = q, t_kv_col_ = kv_col, t_key_end_ = key_end, t_layout_ = layout, t_fast_layout_ = fast_layout;
+    in_.ones = op(OpCompositeConstruct, ones_type_, {m_.global(OpConstant, f16_, {0x3C00})});  // f16 1.0
+    in_.view = op(OpCreateTensorViewNV, view_type_, {});
+    in_.k_cache = op(OpAccessChain, ptr_f16_, {buffers_[kKeys], u32(0), u32(0)});
+    in_.v_cache = op(OpAccessChain, ptr_f16_, {buffers_[kValues], u32(0), u32(0)});
+    in_.zero_kt = op(OpCompositeConstruct, kt_type_, {f16_zero_});
+    in_.zero_v = op(OpCompositeConstruct, v_type_, {f16_zero_});
+    in_.zero_s = op(OpCompositeConstruct, s_type_, {f32_zero_});
+    in_.scale2 = op(OpFMul, f32_, {scale, m_.global(OpConstant, f32_, {std::bit_cast<std::uint32_t>(kLog2e)})});
+    in_.q = q, in_.kv_col = kv_col, in_.key_end = key_end, in_.layout = layout, in_.fast_layout = fast_layout;
 
     // The tiles of keys from k_first on, in three runs: those some pair does not wholly see before
     // the first that every pair sees whole (a window's start), the whole ones (no mask, no edge),
@@ -354,7 +354,7 @@ class Writer {
     const Id whole_tiles = select(uint_, less(whole_start, earliest_end),
                                   udiv(op(OpISub, uint_, {earliest_end, whole_start}), bc), u32(0));
     const Id whole_end = iadd(whole_start, imul(whole_tiles, bc));
-    Softmax state{op(OpCompositeConstruct, s_type_, {neg_inf_}), t_zero_s_,
+    Softmax state{op(OpCompositeConstruct, s_type_, {neg_inf_}), in_.zero_s,
                   op(OpCompositeConstruct, o_type_, {f32_zero_})};
     state = key_loop(k_first, whole_start, state, true);
     state = key_loop(whole_start, whole_end, state, false);
@@ -416,35 +416,35 @@ class Writer {
     m_.code(OpBranchConditional, {more, body, merge});
     block(body);
     auto load = [&](Id type_of_layout, Id with) -> std::pair<Id, Id> {
-      const Id slice = op(OpTensorLayoutSliceNV, type_of_layout, {with, k0, bc_, t_kv_col_, hd_});
+      const Id slice = op(OpTensorLayoutSliceNV, type_of_layout, {with, k0, bc_, in_.kv_col, hd_});
       return {op(OpCooperativeMatrixLoadTensorNV, kt_type_,
-                 {t_k_cache_, t_zero_kt_, slice, 0, kTensorAddressingView, t_view_}),
-              op(OpCooperativeMatrixLoadTensorNV, v_type_, {t_v_cache_, t_zero_v_, slice, 0, 0})};
+                 {in_.k_cache, in_.zero_kt, slice, 0, kTensorAddressingView, in_.view}),
+              op(OpCooperativeMatrixLoadTensorNV, v_type_, {in_.v_cache, in_.zero_v, slice, 0, 0})};
     };
     Id kt = 0, v = 0;
     if (masked) {
       // through the unclamped layout where the tile ends at or before key_end, else through the
       // clamped one (which reads zeros past it)
-      const Id inside = op(OpULessThanEqual, bool_, {iadd(k0, bc_), t_key_end_});
+      const Id inside = op(OpULessThanEqual, bool_, {iadd(k0, bc_), in_.key_end});
       const Id fast = m_.id(), edge = m_.id(), loaded = m_.id();
       m_.code(OpSelectionMerge, {loaded, 0});
       m_.code(OpBranchConditional, {inside, fast, edge});
       block(fast);
-      const auto [kt_fast, v_fast] = load(fast_layout_type_, t_fast_layout_);
+      const auto [kt_fast, v_fast] = load(fast_layout_type_, in_.fast_layout);
       m_.code(OpBranch, {loaded});
       block(edge);
-      const auto [kt_edge, v_edge] = load(layout_type_, t_layout_);
+      const auto [kt_edge, v_edge] = load(layout_type_, in_.layout);
       m_.code(OpBranch, {loaded});
       block(loaded);
       kt = op(OpPhi, kt_type_, {kt_fast, fast, kt_edge, edge});
       v = op(OpPhi, v_type_, {v_fast, fast, v_edge, edge});
     } else {
-      std::tie(kt, v) = load(fast_layout_type_, t_fast_layout_);
+      std::tie(kt, v) = load(fast_layout_type_, in_.fast_layout);
     }
-    const Id s = op(OpCooperativeMatrixMulAddKHR, s_type_, {t_q_, kt, t_zero_s_});
+    const Id s = op(OpCooperativeMatrixMulAddKHR, s_type_, {in_.q, kt, in_.zero_s});
     // s' = s scale2, -inf where the pair does not see the key
-    const Id scores = masked ? op(OpCooperativeMatrixPerElementOpNV, s_type_, {s, mask_, k0, t_scale2_})
-                             : op(OpMatrixTimesScalar, s_type_, {s, t_scale2_});
+    const Id scores = masked ? op(OpCooperativeMatrixPerElementOpNV, s_type_, {s, mask_, k0, in_.scale2})
+                             : op(OpMatrixTimesScalar, s_type_, {s, in_.scale2});
     // the online softmax
     const Id tile_max = op(OpCooperativeMatrixReduceNV, s_type_, {scores, kReduceRow, max2_});
     m_.def(OpCooperativeMatrixPerElementOpNV, s_type_, m_next, {tile_max, max_of_, m});
@@ -456,7 +456,7 @@ class Writer {
     const Id a_hi = op(OpFConvert, p_type_, {p_hi}), a_lo = op(OpFConvert, p_type_, {p_lo});
     // the row sums of p on the tensor cores: (hi + lo) times a matrix of ones
     const Id p_sum = op(OpCooperativeMatrixMulAddKHR, s_type_,
-                        {a_lo, t_ones_, op(OpCooperativeMatrixMulAddKHR, s_type_, {a_hi, t_ones_, t_zero_s_})});
+                        {a_lo, in_.ones, op(OpCooperativeMatrixMulAddKHR, s_type_, {a_hi, in_.ones, in_.zero_s})});
     m_.def(OpFAdd, s_type_, l_next, {op(OpFMul, s_type_, {l, a}), p_sum});
     const Id a_rows = op(OpCooperativeMatrixReduceNV, o_type_, {a, kReduceRow, max2_});
     const Id o_scaled = op(OpFMul, o_type_, {o, a_rows});
@@ -498,9 +498,12 @@ class Writer {
   std::map<std::vector<std::uint32_t>, Id> function_types_;
   Id mask_ = 0, max2_ = 0, max_of_ = 0, exp_from_ = 0, high_part_ = 0;
   Id unit_ = 0, p0_ = 0, pack_ = 0, rows_ = 0, q_stride_ = 0;
-  // what key_loop reads: q, the K/V caches, their layouts and view, constants
-  Id t_q_ = 0, t_kv_col_ = 0, t_key_end_ = 0, t_layout_ = 0, t_fast_layout_ = 0, t_view_ = 0;
-  Id t_k_cache_ = 0, t_v_cache_ = 0, t_zero_kt_ = 0, t_zero_v_ = 0, t_zero_s_ = 0, t_ones_ = 0, t_scale2_ = 0;
+  // What key_loop reads: q, the K/V caches (their first column of the pairs' head, layouts, view
+  // and end), the zero matrices, the ones, the score scale.
+  struct LoopInputs {
+    Id q = 0, kv_col = 0, key_end = 0, layout = 0, fast_layout = 0, view = 0, k_cache = 0, v_cache = 0;
+    Id zero_kt = 0, zero_v = 0, zero_s = 0, ones = 0, scale2 = 0;
+  } in_;
 };
 
 }  // namespace
