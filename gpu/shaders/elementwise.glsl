@@ -9,29 +9,22 @@ layout(std430, binding = 0) readonly buffer A { act_t a[]; };
 layout(std430, binding = 1) readonly buffer B { act_t b[]; };
 layout(std430, binding = 2) writeonly buffer Output { act_t y[]; };
 
+// kWide values of each input as one `wide_t`, combined
 #ifdef ACT_F16
 const uint kWide = 8u;
-layout(std430, binding = 0) readonly buffer AWide { uvec4 a_wide[]; };
-layout(std430, binding = 1) readonly buffer BWide { uvec4 b_wide[]; };
-layout(std430, binding = 2) writeonly buffer OutputWide { uvec4 y_wide[]; };
-
+#define wide_t uvec4
 #include "combine_pair.glsl"
-
-void combine_wide(uint i) {
-  const uvec4 x = a_wide[i], z = b_wide[i];
-  y_wide[i] = uvec4(combine_pair(x.x, z.x), combine_pair(x.y, z.y), combine_pair(x.z, z.z), combine_pair(x.w, z.w));
-}
+uvec4 combine_wide(uvec4 x, uvec4 z) { return combine_octet(x, z); }
 #else
 const uint kWide = 4u;
-layout(std430, binding = 0) readonly buffer AWide { vec4 a_wide[]; };
-layout(std430, binding = 1) readonly buffer BWide { vec4 b_wide[]; };
-layout(std430, binding = 2) writeonly buffer OutputWide { vec4 y_wide[]; };
-
-void combine_wide(uint i) {
-  const vec4 x = a_wide[i], z = b_wide[i];
-  y_wide[i] = vec4(combine(x.x, z.x), combine(x.y, z.y), combine(x.z, z.z), combine(x.w, z.w));
+#define wide_t vec4
+vec4 combine_wide(vec4 x, vec4 z) {
+  return vec4(combine(x.x, z.x), combine(x.y, z.y), combine(x.z, z.z), combine(x.w, z.w));
 }
 #endif
+layout(std430, binding = 0) readonly buffer AWide { wide_t a_wide[]; };
+layout(std430, binding = 1) readonly buffer BWide { wide_t b_wide[]; };
+layout(std430, binding = 2) writeonly buffer OutputWide { wide_t y_wide[]; };
 
 void main() {
   const uint i = group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
@@ -39,5 +32,5 @@ void main() {
     if (i < pc.n) y[i] = to_act(combine(float(a[i]), float(b[i])));
     return;
   }
-  if (i < pc.n / kWide) combine_wide(i);
+  if (i < pc.n / kWide) y_wide[i] = combine_wide(a_wide[i], b_wide[i]);
 }

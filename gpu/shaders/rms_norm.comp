@@ -77,8 +77,7 @@ vec4 first_quad(uint i) {
 }
 uvec4 first_octet(uint i) {
 #if defined(ADD_FIRST) && defined(ACT_F16)
-  const uvec4 p = a_octets[i], q = b_octets[i];
-  const uvec4 o = uvec4(combine_pair(p.x, q.x), combine_pair(p.y, q.y), combine_pair(p.z, q.z), combine_pair(p.w, q.w));
+  const uvec4 o = combine_octet(a_octets[i], b_octets[i]);
   x_octets[i] = o;
   return o;
 #else
