@@ -12,8 +12,12 @@ std::filesystem::path synth_model_path(const std::string& shape, const std::stri
   options.config = model::synth_shape(shape);
   if (context > 0) options.config.context_length = context;
   options.dtype = *model::dtype_from_name(dtype);
+  return synth_model_path(options, "synth-" + shape + "-" + dtype);
+}
+
+std::filesystem::path synth_model_path(const model::SynthOptions& options, const std::string& name) {
   const auto dir = std::filesystem::temp_directory_path() / "tapdiff-tests" / "models";
-  const auto path = dir / ("synth-" + shape + "-" + dtype + "-" + model::synth_digest(options) + ".gguf");
+  const auto path = dir / (name + "-" + model::synth_digest(options) + ".gguf");
   if (std::filesystem::exists(path)) return path;
   // Tests run as parallel processes: write under a private name, then rename atomically.
   std::filesystem::create_directories(dir);

@@ -23,19 +23,13 @@ namespace {
 using model::Op;
 using model::TensorId;
 
-// A 2-layer synth model of residual width `dim` (4 heads of 16), written once per process.
+// A 2-layer synth model of residual width `dim` (4 heads of 16).
 std::filesystem::path model_of_width(int dim) {
   model::SynthOptions o;
   o.config = model::synth_shape("tiny");
   o.config.dim = dim;
   o.config.n_layers = 2;
-  const auto path = std::filesystem::temp_directory_path() / "tapdiff-tests" / "fused-norm" /
-                    ("dim" + std::to_string(dim) + "-" + model::synth_digest(o) + ".gguf");
-  if (!std::filesystem::exists(path)) {
-    std::filesystem::create_directories(path.parent_path());
-    model::write_synth_model(path, o);
-  }
-  return path;
+  return testing::synth_model_path(o, "fused-norm-dim" + std::to_string(dim));
 }
 
 gpu::VulkanEngineOptions options_of(bool f16, const std::string& norm) {
