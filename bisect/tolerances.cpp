@@ -4,9 +4,6 @@
 #include <array>
 #include <charconv>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <tuple>
 
 #include <fmt/core.h>
@@ -14,6 +11,7 @@
 
 #include "bisect/report_format.h"
 #include "model/errors.h"
+#include "model/input_file.h"
 
 namespace tapdiff::bisect {
 
@@ -307,12 +305,7 @@ Tolerances Tolerances::from_toml(std::string_view text, const std::string& sourc
 }
 
 Tolerances Tolerances::from_file(const std::string& path) {
-  if (!std::filesystem::exists(path)) throw UsageError(fmt::format("{}: no such tolerance file", path));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(fmt::format("{}: cannot read the tolerance file", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return from_toml(text.str(), path);
+  return from_toml(model::read_regular_file(path, "tolerance file"), path);
 }
 
 }  // namespace tapdiff::bisect

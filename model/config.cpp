@@ -1,5 +1,7 @@
 #include "model/config.h"
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "model/errors.h"
@@ -18,9 +20,10 @@ void ModelConfig::validate(const std::string& source) const {
   require(head_dim >= 2 && head_dim % 2 == 0, "an even head_dim", head_dim);
   require(ffn_dim >= 1, "ffn_dim >= 1", ffn_dim);
   require(vocab >= 1, "vocab >= 1", vocab);
-  require(rope_base > 1.0, "rope base > 1", rope_base);
+  require(std::isfinite(rope_base) && rope_base > 1.0, "a finite rope base > 1", rope_base);
   require(norm_eps > 0.0 && norm_eps < 1.0, "0 < norm eps < 1", norm_eps);
   require(sliding_window >= 0, "sliding_window >= 0", sliding_window);
+  require(context_length >= 0, "context_length >= 0", context_length);
   require(bos_token < vocab && eos_token < vocab, "special tokens inside the vocabulary",
           fmt::format("bos {} eos {} for vocab {}", bos_token, eos_token, vocab));
 }

@@ -205,6 +205,29 @@ void locate_tensor(const Cursor& c, GgufTensorInfo& t, std::span<const std::byte
   t.bytes = file.subspan(data_offset + t.offset, *bytes);
 }
 
+// As llama.cpp requires, each tensor's data starts where the one before it (in header order) ends,
+// padded to the alignment; and the file ends with the last tensor's data (its padding optional).
+// Bytes inserted into or appended to the data section fail here instead of shifting the weights.
+void check_data_layout(const Cursor& c, const std::vector<GgufTensorInfo>& tensors, std::uint64_t data_offset,
+                       std::uint32_t alignment, std::uint64_t file_size) {
+  std::uint64_t expected = 0;
+  for (const GgufTensorInfo& t : tensors) {
+    if (t.offset != expected)
+      c.fail(
+          "tensor '{}': expected its data at offset {} of the data section (right after the tensor before it), "
+          "found offset {}",
+          t.name, expected, t.offset);
+    expected = (t.offset + t.bytes.size() + alignment - 1) / alignment * alignment;
+  }
+  if (tensors.empty()) return;
+  const std::uint64_t end = data_offset + tensors.back().offset + tensors.back().bytes.size();
+  if (file_size > data_offset + expected)
+    c.fail(
+        "expected the file to end with the last tensor's data at byte {} (padded to {}), found {} bytes: "
+        "bytes inserted or appended",
+        end, data_offset + expected, file_size);
+}
+
 bool is_integer_type(ValueType t) {
   return t != ValueType::f32 && t != ValueType::f64 && t != ValueType::boolean && t != ValueType::string &&
          t != ValueType::array;
@@ -266,6 +289,7 @@ GgufFile::GgufFile(const std::filesystem::path& path) : path_(path), file_(std::
   }
   data_offset_ = (c.pos() + alignment_ - 1) / alignment_ * alignment_;
   for (GgufTensorInfo& t : tensors_) locate_tensor(c, t, bytes, data_offset_, alignment_);
+  check_data_layout(c, tensors_, data_offset_, alignment_, file_size_);
 }
 
 GgufFile::~GgufFile() = default;
@@ -486,6 +510,7 @@ std::optional<Vocabulary> gguf_vocabulary(const GgufFile& f, const ModelConfig& 
   auto tokens = f.get_string_array("tokenizer.ggml.tokens");
   if (!tokens) return std::nullopt;
   Vocabulary v;
+  v.source = f.path().string();
   v.model = f.get_string("tokenizer.ggml.model").value_or("llama");
   v.tokens = std::move(*tokens);
   v.scores = f.get_float_array("tokenizer.ggml.scores").value_or(std::vector<float>{});

@@ -2,11 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "model/errors.h"
 #include "model/gguf_reader.h"
+#include "model/input_file.h"
 
 namespace tapdiff::model {
 namespace {
@@ -43,19 +47,34 @@ void put_array_head(std::vector<std::byte>& out, const std::string& key, ValueTy
 }  // namespace
 
 GgufWriter::GgufWriter(std::filesystem::path path) : path_(std::move(path)) {
-  file_ = std::fopen(path_.c_str(), "wb");
-  if (file_ == nullptr)
-    throw EnvironmentError(fmt::format("{}: cannot create: {}", path_.string(), std::strerror(errno)));
+  const std::string kind = describe_path_kind(path_);
+  if (kind != "no such file" && kind != "a regular file")
+    throw UsageError(fmt::format("{}: expected a new path or a regular file to write the GGUF file to, found {}",
+                                 path_.string(), kind));
+  std::string name = path_.string() + ".partial-XXXXXX";
+  const int fd = ::mkstemp(name.data());
+  if (fd < 0)
+    throw EnvironmentError(
+        fmt::format("{}: cannot create the file {}: {}", path_.string(), name, std::strerror(errno)));
+  partial_ = name;
+  file_ = ::fdopen(fd, "wb");
+  if (file_ == nullptr) {
+    const int err = errno;
+    ::close(fd);
+    discard_partial();
+    throw EnvironmentError(fmt::format("{}: cannot write {}: {}", path_.string(), name, std::strerror(err)));
+  }
 }
 
-// An unfinished file is incomplete: it is closed and removed.
+// An unfinished file is incomplete: its partial file is closed and removed; path_ is never touched.
 GgufWriter::~GgufWriter() {
-  if (file_ == nullptr) return;
-  std::fclose(file_);
-  if (!finished_) {
-    std::error_code ec;
-    std::filesystem::remove(path_, ec);
-  }
+  if (file_ != nullptr) std::fclose(file_);
+  if (!finished_) discard_partial();
+}
+
+void GgufWriter::discard_partial() {
+  std::error_code ec;
+  std::filesystem::remove(partial_, ec);
 }
 
 void GgufWriter::add_string(const std::string& key, const std::string& value) {
@@ -169,16 +188,19 @@ void GgufWriter::finish() {
   TAPDIFF_ASSERT(!finished_, "finish() called twice");
   if (!header_written_) write_header();
   TAPDIFF_ASSERT(next_tensor_ == tensors_.size(), "{} of {} tensors written", next_tensor_, tensors_.size());
-  finished_ = true;
-  const bool ok = std::fflush(file_) == 0 && !std::ferror(file_);
+  const bool ok = std::fflush(file_) == 0 && !std::ferror(file_) && ::fsync(::fileno(file_)) == 0;
   const int err = errno;
   const bool closed = std::fclose(file_) == 0;
   file_ = nullptr;
-  if (!ok || !closed) {
-    std::error_code ec;
-    std::filesystem::remove(path_, ec);
-    throw EnvironmentError(fmt::format("{}: cannot finish writing: {}", path_.string(), std::strerror(err)));
-  }
+  if (!ok || !closed)
+    throw EnvironmentError(fmt::format("{}: cannot finish writing {}: {}", path_.string(), partial_.string(),
+                                       std::strerror(ok ? errno : err)));
+  std::error_code ec;
+  std::filesystem::rename(partial_, path_, ec);
+  if (ec)
+    throw EnvironmentError(
+        fmt::format("{}: cannot rename {} to it: {}", path_.string(), partial_.string(), ec.message()));
+  finished_ = true;
 }
 
 }  // namespace tapdiff::model

@@ -14,7 +14,11 @@ namespace tapdiff::model {
 
 class GgufWriter {
  public:
-  explicit GgufWriter(std::filesystem::path path);  // EnvironmentError if it cannot be created
+  // Writes path.partial-XXXXXX beside path and renames it to path in finish(); a writer destroyed
+  // before finish() removes its partial file and leaves path as it was. UsageError when path
+  // exists and is not a regular file (a directory, a device); EnvironmentError if the partial file
+  // cannot be created.
+  explicit GgufWriter(std::filesystem::path path);
   ~GgufWriter();
   GgufWriter(const GgufWriter&) = delete;
   GgufWriter& operator=(const GgufWriter&) = delete;
@@ -35,13 +39,16 @@ class GgufWriter {
   // Writes the data of the next declared tensor, in declaration order; bytes.size() must equal
   // the declared tensor's size. The header is written before the first call.
   void write_tensor_data(std::span<const std::byte> bytes);
-  // Writes the header if no tensor data was written yet, checks all tensors were written, closes.
+  // Writes the header if no tensor data was written yet, checks all tensors were written, closes
+  // and renames the file to its path.
   void finish();
 
  private:
   struct Pending;
   void write_header();
+  void discard_partial();
   std::filesystem::path path_;
+  std::filesystem::path partial_;  // written here, renamed to path_ by finish()
   std::FILE* file_ = nullptr;
   std::vector<std::byte> kv_;  // encoded key/value pairs
   std::uint64_t kv_count_ = 0;

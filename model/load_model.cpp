@@ -1,11 +1,14 @@
 // load_model(): picks the reader by what the path is.
 #include <fmt/format.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <array>
-#include <fstream>
 
 #include "model/errors.h"
 #include "model/gguf_reader.h"
+#include "model/input_file.h"
 #include "model/safetensors_reader.h"
 #include "model/weights.h"
 
@@ -14,10 +17,11 @@ namespace {
 
 // What a file that is neither GGUF nor a folder starts with, for the error message.
 std::string describe_start(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
+  const int fd = open_regular_file(path, "");
   std::array<char, 4> head{};
-  in.read(head.data(), head.size());
-  const auto n = static_cast<std::size_t>(in.gcount());
+  const ssize_t got = ::read(fd, head.data(), head.size());
+  ::close(fd);
+  const auto n = static_cast<std::size_t>(std::max<ssize_t>(got, 0));
   if (n == 0) return "an empty file";
   std::string shown;
   for (std::size_t i = 0; i < n; ++i) {

@@ -1,6 +1,5 @@
 #include "model/mapped_file.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,16 +8,17 @@
 #include <cstring>
 
 #include "model/errors.h"
+#include "model/input_file.h"
 
 namespace tapdiff::model {
 
 MappedFile::MappedFile(const std::filesystem::path& path) : path_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw EnvironmentError(fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
+  const int fd = open_regular_file(path, "");
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
     ::close(fd);
-    throw EnvironmentError(fmt::format("{}: expected a regular file", path.string()));
+    throw EnvironmentError(fmt::format("{}: cannot stat: {}", path.string(), std::strerror(err)));
   }
   size_ = static_cast<std::size_t>(st.st_size);
   if (size_ > 0) {

@@ -3,17 +3,18 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <set>
-#include <sstream>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
 #include "model/errors.h"
+#include "model/input_file.h"
+#include "model/json_input.h"
 #include "model/mapped_file.h"
 
 namespace tapdiff::model {
@@ -40,27 +41,8 @@ std::optional<DType> model_dtype(std::string_view dtype) {
   return std::nullopt;
 }
 
-// A JSON value for a one-line message: compact, control characters replaced, at most ~80 chars.
-std::string brief(const json& j) {
-  std::string s = j.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (s.size() > 80) s = s.substr(0, 77) + "...";
-  return s;
-}
-
-json parse_json(std::string_view text, const std::string& source, std::string_view what) {
-  try {
-    return json::parse(text.begin(), text.end());
-  } catch (const json::exception& e) {
-    throw_format_error(fmt::format("{}: expected {} in JSON, found a parse error: {}", source, what, e.what()));
-  }
-}
-
 json read_json_file(const std::filesystem::path& path, std::string_view what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw EnvironmentError(fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse_json(buffer.str(), path.string(), what);
+  return parse_json_text(read_regular_file(path, ""), path.string(), what);
 }
 
 }  // namespace
@@ -79,18 +61,53 @@ SafetensorsFile::SafetensorsFile(const std::filesystem::path& path)
   if (n > bytes.size() - 8)
     throw_format_error(fmt::format("{}: truncated: the JSON header needs bytes [8, {}) but the file has {} bytes", file,
                                    8 + n, bytes.size()));
-  const json header =
-      parse_json(std::string_view(reinterpret_cast<const char*>(bytes.data() + 8), n), file, "a safetensors header");
+  const json header = parse_json_text(std::string_view(reinterpret_cast<const char*>(bytes.data() + 8), n), file,
+                                      "a safetensors header");
   if (!header.is_object())
-    throw_format_error(fmt::format("{}: expected a JSON object as the header, found {}", file, brief(header)));
+    throw_format_error(fmt::format("{}: expected a JSON object as the header, found {}", file, json_excerpt(header)));
   const std::span<const std::byte> data = bytes.subspan(8 + n);
   for (const auto& [name, entry] : header.items()) {
     if (name != "__metadata__") {
       parse_entry(name, entry, data);
     } else if (entry.is_object()) {
-      for (const auto& [k, v] : entry.items()) metadata_[k] = v.is_string() ? v.get<std::string>() : v.dump();
+      for (const auto& [k, v] : entry.items())
+        metadata_[k] = v.is_string() ? v.get<std::string>() : json_excerpt(v, 4096);
     }
   }
+  check_data_layout(data);
+}
+
+// The tensors' bytes must tile the data section, as the format requires: no overlap, no byte that
+// belongs to no tensor. A header length off by a few bytes, or offsets from another file, fail here.
+void SafetensorsFile::check_data_layout(std::span<const std::byte> data) const {
+  std::vector<const SafetensorsTensor*> order;
+  for (const auto& t : tensors_) order.push_back(&t);
+  std::sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
+    return std::pair(a->bytes.data(), a->bytes.size()) < std::pair(b->bytes.data(), b->bytes.size());
+  });
+  const std::uint64_t header_end = file_->size() - data.size();
+  std::uint64_t covered = 0;  // bytes [0, covered) of the data section belong to a tensor
+  const SafetensorsTensor* previous = nullptr;
+  for (const SafetensorsTensor* t : order) {
+    const auto begin = static_cast<std::uint64_t>(t->bytes.data() - data.data());
+    if (begin < covered)
+      throw_format_error(fmt::format(
+          "{}: tensor '{}': expected data that no other tensor uses, found bytes [{}, {}) "
+          "overlapping tensor '{}'",
+          path_.string(), t->name, header_end + begin, header_end + begin + t->bytes.size(), previous->name));
+    if (begin > covered)
+      throw_format_error(
+          fmt::format("{}: expected the tensors' data to fill the data section, found bytes [{}, {}) "
+                      "that belong to no tensor (before tensor '{}')",
+                      path_.string(), header_end + covered, header_end + begin, t->name));
+    covered = begin + t->bytes.size();
+    previous = t;
+  }
+  if (covered != data.size())
+    throw_format_error(
+        fmt::format("{}: expected the tensors' data to end the file at byte {}, found {} more bytes "
+                    "(a wrong header length, or bytes appended)",
+                    path_.string(), header_end + covered, data.size() - covered));
 }
 
 // One tensor entry {dtype, shape, data_offsets}; its bytes must lie inside `data`.
@@ -100,7 +117,7 @@ void SafetensorsFile::parse_entry(const std::string& name, const json& entry, st
   };
   if (!entry.is_object() || !entry.contains("dtype") || !entry["dtype"].is_string() || !entry.contains("shape") ||
       !entry["shape"].is_array() || !entry.contains("data_offsets") || !entry["data_offsets"].is_array())
-    fail("an object with dtype, shape and data_offsets", brief(entry));
+    fail("an object with dtype, shape and data_offsets", json_excerpt(entry));
   SafetensorsTensor t;
   t.name = name;
   t.dtype_name = entry["dtype"].get<std::string>();
@@ -110,7 +127,7 @@ void SafetensorsFile::parse_entry(const std::string& name, const json& entry, st
   std::uint64_t count = 1;
   const std::uint64_t limit = data.size();
   for (const json& d : entry["shape"]) {
-    if (!d.is_number_unsigned()) fail("a shape of non-negative integers", brief(entry["shape"]));
+    if (!d.is_number_unsigned()) fail("a shape of non-negative integers", json_excerpt(entry["shape"]));
     const auto n = d.get<std::uint64_t>();
     count = n != 0 && count > limit / n ? limit + 1 : count * n;  // saturates above the data size
     t.shape.push_back(static_cast<std::int64_t>(std::min<std::uint64_t>(n, std::uint64_t{1} << 62)));
@@ -118,7 +135,7 @@ void SafetensorsFile::parse_entry(const std::string& name, const json& entry, st
   const json& off = entry["data_offsets"];
   if (off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned() ||
       off[0].get<std::uint64_t>() > off[1].get<std::uint64_t>())
-    fail("data_offsets [begin, end] with begin <= end", brief(off));
+    fail("data_offsets [begin, end] with begin <= end", json_excerpt(off));
   const auto begin = off[0].get<std::uint64_t>(), end = off[1].get<std::uint64_t>();
   if (count > limit || count * elem != end - begin)
     fail(fmt::format("{} bytes of data ({} of shape [{}]) in data_offsets", count > limit ? 0 : count * elem,
@@ -160,7 +177,7 @@ class HfKeys {
       fail(key, "an integer", "no such key");
     }
     if (!v->is_number_integer() || v->get<std::int64_t>() < 0 || v->get<std::int64_t>() > kIntMax)
-      fail(key, "a non-negative integer", brief(*v));
+      fail(key, "a non-negative integer", json_excerpt(*v));
     return v->get<int>();
   }
   double number(const char* key, std::optional<double> fallback = std::nullopt) const {
@@ -169,13 +186,13 @@ class HfKeys {
       if (fallback) return *fallback;
       fail(key, "a number", "no such key");
     }
-    if (!v->is_number()) fail(key, "a number", brief(*v));
+    if (!v->is_number()) fail(key, "a number", json_excerpt(*v));
     return v->get<double>();
   }
   bool boolean(const char* key, bool fallback) const {
     const json* v = find(key);
     if (v == nullptr) return fallback;
-    if (!v->is_boolean()) fail(key, "true or false", brief(*v));
+    if (!v->is_boolean()) fail(key, "true or false", json_excerpt(*v));
     return v->get<bool>();
   }
   // A token id, or the first of an array of ids; -1 when absent.
@@ -184,7 +201,7 @@ class HfKeys {
     if (v != nullptr && v->is_array()) v = v->empty() ? nullptr : &v->front();
     if (v == nullptr) return -1;
     if (!v->is_number_integer() || v->get<std::int64_t>() < 0 || v->get<std::int64_t>() > kIntMax)
-      fail(key, "a token id or an array of them", brief(*v));
+      fail(key, "a token id or an array of them", json_excerpt(*v));
     return v->get<int>();
   }
   [[noreturn]] void fail(const char* key, std::string_view expected, const std::string& found) const {
@@ -259,12 +276,12 @@ std::vector<std::filesystem::path> shard_paths(const std::filesystem::path& fold
   }
   const json j = read_json_file(index, "an index");
   if (!j.contains("weight_map") || !j["weight_map"].is_object())
-    throw_format_error(fmt::format("{}: expected a 'weight_map' object, found {}", index.string(), brief(j)));
+    throw_format_error(fmt::format("{}: expected a 'weight_map' object, found {}", index.string(), json_excerpt(j)));
   std::set<std::string> names;
   for (const auto& [tensor, shard] : j["weight_map"].items()) {
     if (!shard.is_string() || shard.get<std::string>().find('/') != std::string::npos)
       throw_format_error(fmt::format("{}: weight_map['{}']: expected a file name in this folder, found {}",
-                                     index.string(), tensor, brief(shard)));
+                                     index.string(), tensor, json_excerpt(shard)));
     names.insert(shard.get<std::string>());
   }
   *weight_map = j["weight_map"];
@@ -281,16 +298,16 @@ std::vector<std::filesystem::path> shard_paths(const std::filesystem::path& fold
 }  // namespace
 
 ModelConfig hf_config(const json& j, const std::string& source) {
-  if (!j.is_object()) throw_format_error(fmt::format("{}: expected a JSON object, found {}", source, brief(j)));
+  if (!j.is_object()) throw_format_error(fmt::format("{}: expected a JSON object, found {}", source, json_excerpt(j)));
   const HfKeys k(j, source);
   ModelConfig c;
   const json* type = k.find("model_type");
   if (type == nullptr) k.fail("model_type", "llama, mistral or qwen2", "no such key");
   if (!type->is_string() || (*type != "llama" && *type != "mistral" && *type != "qwen2"))
-    k.fail("model_type", "llama, mistral or qwen2", brief(*type));
+    k.fail("model_type", "llama, mistral or qwen2", json_excerpt(*type));
   if (const json* scaling = k.find("rope_scaling"))
     throw_format_error(
-        fmt::format("{}: rope_scaling {} is not supported (expected null or absent)", source, brief(*scaling)));
+        fmt::format("{}: rope_scaling {} is not supported (expected null or absent)", source, json_excerpt(*scaling)));
   c.arch = type->get<std::string>();
   c.dim = k.integer("hidden_size");
   c.n_layers = k.integer("num_hidden_layers");

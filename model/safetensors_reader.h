@@ -48,6 +48,7 @@ class SafetensorsFile {
   std::unique_ptr<MappedFile> release_mapping();
 
  private:
+  void check_data_layout(std::span<const std::byte> data) const;
   void parse_entry(const std::string& name, const nlohmann::json& entry, std::span<const std::byte> data);
   std::filesystem::path path_;
   std::unique_ptr<MappedFile> file_;

@@ -207,6 +207,11 @@ void write_synth_model(const std::filesystem::path& path, const SynthOptions& op
   c.rope_style = c.arch == "qwen2" ? RopeStyle::rotate_half : RopeStyle::interleaved;
   c.qkv_bias = c.arch == "qwen2";
   c.validate("synth");
+  if (!std::isfinite(options.outlier_scale) || options.outlier_scale <= 0)
+    throw UsageError(fmt::format("synth: expected a finite outlier scale > 0, found {}", options.outlier_scale));
+  if (options.outlier_channels < 0 || options.outlier_channels > c.dim)
+    throw UsageError(
+        fmt::format("synth: expected 0 to {} outlier channels (dim), found {}", c.dim, options.outlier_channels));
   if (block_size(options.dtype) > 1 &&
       (c.dim % block_size(options.dtype) != 0 || c.q_dim() % block_size(options.dtype) != 0 ||
        c.ffn_dim % block_size(options.dtype) != 0))

@@ -246,7 +246,7 @@ Tokenizer::Tokenizer(const Vocabulary& vocab) : vocab_(vocab) {
     kind_ = Kind::bpe;
   } else {
     throw UsageError(
-        fmt::format("[tokenizer] tokenizer model '{}' is not supported: expected 'llama' or 'gpt2'", vocab_.model));
+        fmt::format("{}: tokenizer model '{}' is not supported: expected 'llama' or 'gpt2'", where(), vocab_.model));
   }
   check_vocab();
   byte_ids_.fill(-1);
@@ -261,22 +261,29 @@ Tokenizer::Tokenizer(const Vocabulary& vocab) : vocab_(vocab) {
   if (kind_ == Kind::bpe) build_bpe_tables();
 }
 
+std::string Tokenizer::where() const {
+  return vocab_.source.empty() ? std::string("tokenizer") : vocab_.source + ": tokenizer";
+}
+
 void Tokenizer::check_vocab() const {
   const std::size_t n = vocab_.tokens.size();
-  if (n == 0) throw FormatError("[tokenizer] the vocabulary has no tokens");
+  if (n == 0) throw FormatError(fmt::format("{}: the vocabulary has no tokens", where()));
   if (!vocab_.scores.empty() && vocab_.scores.size() != n)
-    throw FormatError(fmt::format("[tokenizer] the vocabulary has {} tokens but {} scores", n, vocab_.scores.size()));
+    throw FormatError(fmt::format("{}: the vocabulary has {} tokens but {} scores", where(), n, vocab_.scores.size()));
   if (!vocab_.types.empty() && vocab_.types.size() != n)
     throw FormatError(
-        fmt::format("[tokenizer] the vocabulary has {} tokens but {} token types", n, vocab_.types.size()));
+        fmt::format("{}: the vocabulary has {} tokens but {} token types", where(), n, vocab_.types.size()));
   const std::pair<const char*, int> ids[] = {{"bos", vocab_.bos}, {"eos", vocab_.eos}, {"unk", vocab_.unk}};
   for (const auto& [name, id] : ids)
     if (id < -1 || id >= static_cast<int>(n))
       throw FormatError(
-          fmt::format("[tokenizer] {} token id {} is out of range: the vocabulary has {} tokens", name, id, n));
+          fmt::format("{}: {} token id {} is out of range: the vocabulary has {} tokens", where(), name, id, n));
 }
 
 void Tokenizer::build_bpe_tables() {
+  if (vocab_.merges.empty())
+    throw FormatError(
+        fmt::format("{}: a byte-level BPE vocabulary (model 'gpt2') needs tokenizer.ggml.merges, found none", where()));
   int next_extra = 0;
   for (int b = 0; b < 256; ++b) {
     const auto byte = static_cast<std::uint8_t>(b);
@@ -288,14 +295,14 @@ void Tokenizer::build_bpe_tables() {
     const std::size_t space = merge.find(' ');
     if (space == 0 || space == std::string::npos || space + 1 == merge.size())
       throw FormatError(
-          fmt::format("[tokenizer] merge {} is '{}': expected two pieces separated by one space", rank, merge));
+          fmt::format("{}: merge {} is '{}': expected two pieces separated by one space", where(), rank, merge));
     merge_ranks_.emplace(merge, static_cast<std::int32_t>(rank));
   }
 }
 
 TokenType Tokenizer::type(std::int32_t id) const {
   if (id < 0 || id >= size())
-    throw UsageError(fmt::format("[tokenizer] token id {} is out of range: the vocabulary has {} tokens", id, size()));
+    throw UsageError(fmt::format("{}: token id {} is out of range: the vocabulary has {} tokens", where(), id, size()));
   if (!vocab_.types.empty()) {
     const std::int32_t t = vocab_.types[static_cast<std::size_t>(id)];
     return t >= 1 && t <= 6 ? static_cast<TokenType>(t) : TokenType::normal;
@@ -318,9 +325,9 @@ double Tokenizer::spm_score(std::int32_t id) const {
 }
 
 void Tokenizer::throw_unencodable(std::string_view text) const {
-  throw UsageError(fmt::format(
-      "[tokenizer] cannot encode '{}': it is no piece of the vocabulary, which has no byte tokens and no unk token",
-      text));
+  throw UsageError(
+      fmt::format("{}: cannot encode '{}': it is no piece of the vocabulary, which has no byte tokens and no unk token",
+                  where(), text));
 }
 
 // ---- encoding ----------------------------------------------------------------------------------

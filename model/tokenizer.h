@@ -57,6 +57,7 @@ class Tokenizer {
 
   enum class Kind : std::uint8_t { spm, bpe };
 
+  std::string where() const;  // "<file>: tokenizer", the start of every message
   void check_vocab() const;
   void build_bpe_tables();
   void encode_spm(std::string_view text, std::vector<std::int32_t>& out) const;

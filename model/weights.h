@@ -58,7 +58,8 @@ struct WeightTensor {
 
 // The tokenizer vocabulary as GGUF stores it (tokenizer.ggml.*).
 struct Vocabulary {
-  std::string model;  // "llama" (SentencePiece-style) or "gpt2" (byte-level BPE)
+  std::string source;  // the file it came from, named in the tokenizer's messages
+  std::string model;   // "llama" (SentencePiece-style) or "gpt2" (byte-level BPE)
   std::vector<std::string> tokens;
   std::vector<float> scores;        // may be empty
   std::vector<std::int32_t> types;  // 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte; may be empty
@@ -84,6 +85,7 @@ class Model {
   // The tensor, or FormatError naming the file and the missing tensor.
   const WeightTensor& weight(WeightKind kind, int layer = -1) const;
   const WeightTensor* find(WeightKind kind, int layer = -1) const;
+  const std::map<std::pair<WeightKind, int>, WeightTensor>& tensors() const { return tensors_; }
   // sha256 of the model file (of every file, in order, for multi-file models): remembered from an
   // earlier run (model/sha256_cache.h), or computed on first use or by prefetch_sha256()'s thread.
   const std::string& sha256() const;

@@ -3,7 +3,7 @@
 # where no GPU is present). Safe to run again: apt-get skips what is already installed.
 set -euo pipefail
 packages=(
-  build-essential cmake pkg-config git ccache
+  build-essential cmake pkg-config git ccache clang-format
   libeigen3-dev libhdf5-dev hdf5-tools libcli11-dev libfmt-dev libtomlplusplus-dev nlohmann-json3-dev libssl-dev
   libvulkan-dev glslang-tools glslang-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   libgtest-dev libgmock-dev python3 python3-h5py python3-numpy

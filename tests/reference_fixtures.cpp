@@ -1,7 +1,5 @@
 #include "tests/reference_fixtures.h"
 
-#include <unistd.h>
-
 #include "model/per_sequence_engine.h"
 #include "model/synth.h"
 
@@ -19,11 +17,8 @@ std::filesystem::path synth_model_path(const model::SynthOptions& options, const
   const auto dir = std::filesystem::temp_directory_path() / "tapdiff-tests" / "models";
   const auto path = dir / (name + "-" + model::synth_digest(options) + ".gguf");
   if (std::filesystem::exists(path)) return path;
-  // Tests run as parallel processes: write under a private name, then rename atomically.
   std::filesystem::create_directories(dir);
-  const auto partial = path.string() + ".partial-" + std::to_string(::getpid());
-  model::write_synth_model(partial, options);
-  std::filesystem::rename(partial, path);
+  model::write_synth_model(path, options);  // parallel test processes: renamed into place whole
   return path;
 }
 

@@ -199,7 +199,7 @@ TEST(CompareCli, BadInputExitsWithCode2AndSaysWhy) {
   // Missing and unreadable files, a bad tolerance file.
   r = d.compare("--tolerances " + quoted(d.dir / "none.toml"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("none.toml: no such tolerance file"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("none.toml: expected a regular file, found no such file"), std::string::npos) << r.output;
   std::ofstream(d.dir / "bad.toml") << "[op.rope_x]\nnmse = 1\n";
   r = d.compare("--tolerances " + quoted(d.dir / "bad.toml"));
   EXPECT_EQ(r.exit_code, 2) << r.output;

@@ -14,6 +14,7 @@
 #include "bisect/cli/commands.h"
 #include "bisect/cli/engine_factory.h"
 #include "bisect/cli/model_source.h"
+#include "bisect/cli/option_checks.h"
 #include "bisect/cli/output_file.h"
 #include "bisect/cli/progress_line.h"
 #include "bisect/cli/prompt_input.h"
@@ -115,6 +116,7 @@ int bisect_command(const BisectArgs& a) {
                                                              : resolve_batch_prompts(a.prompt, tokenizer);
   if (prompts.size() > 1 && !a.dump_dir.empty())
     throw UsageError("--dump-dir keeps the dumps of one prompt: it does not take --batch-prompts");
+  for (const auto& p : prompts) warn_past_context(*m, p.size() + static_cast<std::size_t>(a.generate));
   const std::vector<std::int32_t>& prompt = prompts.front();
   const model::Graph graph(m->config());
 
@@ -181,7 +183,8 @@ void add_bisect_command(CLI::App& app, CliContext& context) {
   cmd->add_option("--engine-b", args->engine_b.name, "Engine B, under test: vulkan or ref")->capture_default_str();
   cmd->add_option("--dtype", args->engine_b.dtype, "Compute dtype of engine B (and of the calibration reference)")
       ->capture_default_str();
-  cmd->add_option("--threads", args->engine_b.threads, "CPU threads of the reference engines (0 = all)");
+  cmd->add_option("--threads", args->engine_b.threads, "CPU threads of the reference engines (0 = all)")
+      ->check(CLI::NonNegativeNumber);
   add_vulkan_options(*cmd, args->engine_b);
   add_prompt_options(*cmd, args->prompt);
   add_batch_prompts_option(*cmd, args->prompt,
@@ -197,10 +200,10 @@ void add_bisect_command(CLI::App& app, CliContext& context) {
   cmd->add_flag("--no-calibrate", args->no_calibrate,
                 "Hold ops to the tolerance table instead of k x the measured noise floor");
   cmd->add_option("--k", args->k, "Calibrated mode: an op diverges past k x its noise floor")
-      ->check(CLI::PositiveNumber)
+      ->check(finite_positive())
       ->capture_default_str();
   cmd->add_option("--min-floor", args->min_floor, "Calibrated mode: the smallest floor NMSE trusted")
-      ->check(CLI::PositiveNumber)
+      ->check(finite_positive())
       ->capture_default_str();
   cmd->add_flag("--layers-first", args->layers_first,
                 "Compare the layer outputs first (fewer read-backs from engine B), every op only when one diverges");

@@ -84,10 +84,20 @@ nlohmann::json stats_table(const dumps::DumpReader& dump) {
   return table;
 }
 
+// The tokenizer of --vocab (its errors are the user's to see), or else of the dump's model when that
+// file is still there and carries a vocabulary (a note on stderr when not).
 std::optional<model::Tokenizer> dump_tokenizer(const InspectArgs& a, const dumps::DumpReader& dump) {
-  const std::string source = a.vocab.empty() ? dump.metadata().model_path : a.vocab;
-  if (source.empty() || !std::filesystem::exists(source) || std::filesystem::is_directory(source)) return std::nullopt;
-  return tokenizer_from_file(source);
+  const int vocab = dumps::config_from_json(dump.metadata().model_config, a.dump).vocab;
+  if (!a.vocab.empty()) return tokenizer_from_file(a.vocab, vocab);
+  const std::string& source = dump.metadata().model_path;
+  try {
+    if (!source.empty() && std::filesystem::is_regular_file(source)) return tokenizer_from_file(source, vocab);
+    fmt::print(stderr, "tapdiff: note: no token text: the dump's model {} is not a file here (--vocab names one)\n",
+               source);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "tapdiff: note: no token text from the dump's model: {}\n", e.what());
+  }
+  return std::nullopt;
 }
 
 void print_top_k(const InspectArgs& a, const dumps::DumpReader& dump, const std::optional<model::Tokenizer>& tok) {

@@ -110,6 +110,7 @@ void run_batch(const RunArgs& a, const model::Model& m, const std::optional<mode
     throw UsageError(fmt::format(
         "--batch-prompts: expected --engine vulkan (ragged batches run there), found --engine {}", engine.name()));
   const auto prompts = resolve_batch_prompts(a.prompt, tokenizer);
+  for (const auto& p : prompts) warn_past_context(m, p.size() + static_cast<std::size_t>(a.generate));
   const model::Graph graph(m.config());
   std::vector<std::unique_ptr<dumps::DumpWriter>> writers;
   std::vector<model::Tap*> taps;
@@ -162,6 +163,7 @@ void run(const RunArgs& a) {
   const auto engine = make_engine(a.engine, *m);
   if (!a.prompt.batch_file.empty()) return run_batch(a, *m, tokenizer, *engine);
   const auto prompt = resolve_prompt(a.prompt, tokenizer);
+  warn_past_context(*m, prompt.size() + static_cast<std::size_t>(a.generate));
   const model::Graph graph(m->config());
   model::RunOptions options;
   options.chunk = a.chunk;
@@ -191,7 +193,7 @@ void add_run_command(CLI::App& app, CliContext& context) {
   cmd->add_option("--engine", args->engine.name, "Engine: ref or vulkan")->capture_default_str();
   cmd->add_option("--dtype", args->engine.dtype, "Compute dtype: f32, f64 or f16 (ref), f32 or f16 (vulkan)")
       ->capture_default_str();
-  cmd->add_option("--threads", args->engine.threads, "CPU threads (0 = all)");
+  cmd->add_option("--threads", args->engine.threads, "CPU threads (0 = all)")->check(CLI::NonNegativeNumber);
   add_vulkan_options(*cmd, args->engine);
   add_prompt_options(*cmd, args->prompt);
   add_batch_prompts_option(*cmd, args->prompt, "runs on vulkan; --dump writes NAME.seqN.h5 per sequence");

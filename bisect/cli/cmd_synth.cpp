@@ -2,6 +2,7 @@
 #include <fmt/core.h>
 
 #include "bisect/cli/commands.h"
+#include "bisect/cli/option_checks.h"
 #include "model/errors.h"
 #include "model/synth.h"
 
@@ -53,21 +54,25 @@ void add_synth_command(CLI::App& app, CliContext& context) {
   CLI::App* cmd = app.add_subcommand("synth", "Write a deterministic random-weight Llama model (GGUF)");
   cmd->add_option("-o,--out", args->out, "Output GGUF file")->required();
   cmd->add_option("--shape", args->shape, "Starting shape: tiny, small, tinyllama, llama3-8b")->capture_default_str();
-  cmd->add_option("--layers", args->layers, "Number of layers");
-  cmd->add_option("--dim", args->dim, "Residual stream width");
-  cmd->add_option("--heads", args->heads, "Query heads");
-  cmd->add_option("--kv-heads", args->kv_heads, "Key/value heads (default: --heads)");
-  cmd->add_option("--head-dim", args->head_dim, "Channels per head");
-  cmd->add_option("--ffn", args->ffn, "FFN hidden width");
-  cmd->add_option("--vocab", args->vocab, "Vocabulary size");
-  cmd->add_option("--context", args->context, "Context length recorded in the file");
-  cmd->add_option("--rope-base", args->rope_base, "RoPE base (theta)");
+  cmd->add_option("--layers", args->layers, "Number of layers")->check(CLI::PositiveNumber);
+  cmd->add_option("--dim", args->dim, "Residual stream width")->check(CLI::PositiveNumber);
+  cmd->add_option("--heads", args->heads, "Query heads")->check(CLI::PositiveNumber);
+  cmd->add_option("--kv-heads", args->kv_heads, "Key/value heads (default: --heads)")->check(CLI::PositiveNumber);
+  cmd->add_option("--head-dim", args->head_dim, "Channels per head")->check(CLI::PositiveNumber);
+  cmd->add_option("--ffn", args->ffn, "FFN hidden width")->check(CLI::PositiveNumber);
+  cmd->add_option("--vocab", args->vocab, "Vocabulary size")->check(CLI::PositiveNumber);
+  cmd->add_option("--context", args->context, "Context length recorded in the file")->check(CLI::PositiveNumber);
+  cmd->add_option("--rope-base", args->rope_base, "RoPE base (theta)")->check(finite_positive());
   cmd->add_option("--arch", args->arch, "llama (interleaved RoPE) or qwen2 (rotate-half RoPE, QKV bias)")
       ->capture_default_str();
   cmd->add_option("--dtype", args->dtype, "Matrix storage: f32, f16, bf16, q8_0, q4_0")->capture_default_str();
   cmd->add_option("--seed", args->seed, "Random seed")->capture_default_str();
-  cmd->add_option("--outliers", args->outliers, "Residual channels with large activations")->capture_default_str();
-  cmd->add_option("--outlier-scale", args->outlier_scale, "Magnitude of the outlier channels")->capture_default_str();
+  cmd->add_option("--outliers", args->outliers, "Residual channels with large activations")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--outlier-scale", args->outlier_scale, "Magnitude of the outlier channels")
+      ->check(finite_positive())
+      ->capture_default_str();
   cmd->add_flag("--tied", args->tied, "Tie the output matrix to the embedding");
   cmd->callback([args, &context] {
     run_synth(*args);

@@ -1,12 +1,11 @@
 #include "bisect/cli/model_source.h"
 
-#include <unistd.h>
-
 #include <fmt/core.h>
 
 #include "model/cache_dir.h"
 #include "model/errors.h"
 #include "model/synth.h"
+#include "model/weight_scan.h"
 
 namespace tapdiff::cli {
 
@@ -30,15 +29,25 @@ std::filesystem::path resolve_model_path(const std::string& spec) {
   std::filesystem::create_directories(dir, ec);
   if (ec)
     throw EnvironmentError(fmt::format("{}: cannot create the model cache folder: {}", dir.string(), ec.message()));
-  // Written under a temporary name and renamed, so a concurrent or interrupted run never sees half a file.
-  const std::filesystem::path partial = path.string() + fmt::format(".partial-{}", ::getpid());
-  model::write_synth_model(partial, options);
-  std::filesystem::rename(partial, path);
+  model::write_synth_model(path, options);  // renamed into place whole: no reader sees half a file
   return path;
 }
 
 std::unique_ptr<model::Model> open_model(const std::string& spec) {
-  return model::load_model(resolve_model_path(spec));
+  auto m = model::load_model(resolve_model_path(spec));
+  for (const model::NonFiniteWeights& w : model::find_non_finite_weights(*m))
+    fmt::print(stderr, "tapdiff: warning: {}: tensor '{}' holds {} NaN and {} infinite values of {}\n",
+               m->path().string(), w.tensor, w.nan, w.inf, w.values);
+  return m;
+}
+
+void warn_past_context(const model::Model& m, std::size_t positions) {
+  const int context = m.config().context_length;
+  if (context > 0 && positions > static_cast<std::size_t>(context))
+    fmt::print(stderr,
+               "tapdiff: warning: the run reaches position {}, past the model's context length of {} ({}): "
+               "positions beyond it were never trained\n",
+               positions - 1, context, m.path().string());
 }
 
 }  // namespace tapdiff::cli

@@ -14,6 +14,10 @@ inline constexpr const char* kDefaultModel = "synth:tiny";
 
 // The path the spec names; for synth: specs, the cached GGUF (written if absent).
 std::filesystem::path resolve_model_path(const std::string& spec);
+// The model, with a warning on stderr for every tensor holding NaN or infinity.
 std::unique_ptr<model::Model> open_model(const std::string& spec);
+
+// A warning on stderr when a run of `positions` positions goes past the model's context length.
+void warn_past_context(const model::Model& model, std::size_t positions);
 
 }  // namespace tapdiff::cli

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "model/errors.h"
+#include "model/input_file.h"
 
 namespace tapdiff::cli {
 
@@ -36,15 +36,24 @@ void add_batch_prompts_option(CLI::App& command, PromptOptions& options, const s
       ->excludes("--prompt-file");
 }
 
-model::Tokenizer tokenizer_from_file(const std::string& path) {
-  const auto source = model::load_model(path);
+model::Tokenizer tokenizer_from_file(const std::string& path, int model_vocab) {
+  std::unique_ptr<model::Model> source;
+  try {
+    source = model::load_model(path);
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("--vocab: {}", e.what()));
+  }
   if (!source->vocabulary())
     throw UsageError(fmt::format("--vocab {}: expected a GGUF file with tokenizer.ggml.* keys, found none", path));
-  return model::Tokenizer(*source->vocabulary());
+  model::Tokenizer tokenizer(*source->vocabulary());
+  if (tokenizer.size() != model_vocab)
+    throw UsageError(fmt::format("--vocab {}: expected a vocabulary of {} tokens (the model's), found {}", path,
+                                 model_vocab, tokenizer.size()));
+  return tokenizer;
 }
 
 std::optional<model::Tokenizer> load_tokenizer(const PromptOptions& options, const model::Model& m) {
-  if (!options.vocab.empty()) return tokenizer_from_file(options.vocab);
+  if (!options.vocab.empty()) return tokenizer_from_file(options.vocab, m.config().vocab);
   if (m.vocabulary()) return model::Tokenizer(*m.vocabulary());
   return std::nullopt;
 }
@@ -89,9 +98,7 @@ std::vector<std::int32_t> resolve_prompt(const PromptOptions& options,
   }
   std::string text = options.prompt;
   if (!options.prompt_file.empty()) {
-    std::ifstream in(options.prompt_file, std::ios::binary);
-    if (!in) throw UsageError(fmt::format("--prompt-file {}: cannot open the file", options.prompt_file));
-    text.assign(std::istreambuf_iterator<char>(in), {});
+    text = model::read_regular_file(options.prompt_file, "--prompt-file");
   } else if (text.empty()) {
     throw UsageError("no prompt: give --prompt TEXT, --tokens IDS or --prompt-file FILE");
   }
@@ -112,8 +119,7 @@ std::vector<std::int32_t> resolve_prompt(const PromptOptions& options,
 std::vector<std::vector<std::int32_t>> resolve_batch_prompts(const PromptOptions& options,
                                                              const std::optional<model::Tokenizer>& tokenizer) {
   const std::string& path = options.batch_file;
-  std::ifstream in(path);
-  if (!in) throw UsageError(fmt::format("--batch-prompts {}: cannot open the file", path));
+  std::istringstream in(model::read_regular_file(path, "--batch-prompts"));
   std::vector<std::vector<std::int32_t>> prompts;
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {

@@ -31,8 +31,9 @@ void add_prompt_options(CLI::App& command, PromptOptions& options);
 // `what` says what the command does with a batch.
 void add_batch_prompts_option(CLI::App& command, PromptOptions& options, const std::string& what);
 
-// The tokenizer of a GGUF file's vocabulary; UsageError when the file carries none.
-model::Tokenizer tokenizer_from_file(const std::string& path);
+// The tokenizer of a GGUF file's vocabulary (--vocab); UsageError when the file is missing, carries
+// none, or has another number of tokens than model_vocab.
+model::Tokenizer tokenizer_from_file(const std::string& path, int model_vocab);
 
 // The model's tokenizer, or the one of --vocab; nullopt when neither carries a vocabulary.
 std::optional<model::Tokenizer> load_tokenizer(const PromptOptions& options, const model::Model& model);
