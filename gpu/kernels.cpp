@@ -31,7 +31,7 @@ struct MatmulPush {
   std::uint32_t rows, k, n, row_bytes, has_bias;
 };
 struct RopePush {
-  std::uint32_t rows, width, head_dim, rotate_half;
+  std::uint32_t rows, width, head_dim, rotate_half, rotary_dim;
 };
 struct AttentionPush {
   std::uint32_t rows, heads, group, head_dim, window, q_stride, kv_stride;
@@ -470,9 +470,10 @@ std::string Kernels::gemm_name(Gemm gemm, model::DType weights) const {
 }
 
 std::string Kernels::rope(Stream& s, const Region& x, const Region& table, const Region& out, int rows, int width,
-                          int head_dim, model::RopeStyle style) {
-  const RopePush push{u32(rows), u32(width), u32(head_dim), style == model::RopeStyle::rotate_half ? 1u : 0u};
-  const std::uint32_t pairs_per_invocation = head_dim % 8 == 0 ? 4 : 1;  // rope.comp
+                          int head_dim, int rotary_dim, model::RopeStyle style) {
+  const RopePush push{u32(rows), u32(width), u32(head_dim), style == model::RopeStyle::rotate_half ? 1u : 0u,
+                      u32(rotary_dim)};
+  const std::uint32_t pairs_per_invocation = head_dim % 8 == 0 && rotary_dim == head_dim ? 4 : 1;  // rope.comp
   dispatch(s, Shader::rope, 0, {x, table, out}, &push, sizeof push,
            fold(ceil_div(static_cast<std::uint64_t>(rows) * push.width / 2 / pairs_per_invocation, wg_)));
   return named("rope-table");

@@ -155,9 +155,10 @@ class Kernels {
   // x [rows, w.cols] -> out [rows, w.rows], + bias [w.rows] when given (f32)
   std::string matmul(Stream& s, const Region& x, const DeviceWeight& w, const DeviceWeight* bias, const Region& out,
                      int rows, std::uint32_t faults);
-  // x [rows, width] rotated per head by the table [rows, head_dim / 2] of (cos, sin) -> out
+  // x [rows, width] rotated per head by the table [rows, head_dim / 2] of (cos, sin) -> out; the
+  // first rotary_dim channels of a head rotate, the others pass
   std::string rope(Stream& s, const Region& x, const Region& table, const Region& out, int rows, int width,
-                   int head_dim, model::RopeStyle style);
+                   int head_dim, int rotary_dim, model::RopeStyle style);
   // q [rows, heads * hd], k/v cache [cache rows, kv_heads * hd], row table [rows] of uint32 x 4
   // (cache row of the sequence's position 0, position, first position of the row's chunk, 0)
   // -> out [rows, heads * hd]; scratch: at least attention_scratch_bytes(shape) bytes.

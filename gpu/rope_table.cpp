@@ -8,32 +8,33 @@ namespace tapdiff::gpu {
 
 namespace {
 
-// Appends the rows of positions first .. first + count - 1 given each pair's frequency.
-void compute_rows(std::vector<float>& table, int first, int count, const std::vector<double>& frequencies) {
+// Appends the rows of positions first .. first + count - 1: `pairs` (cos, sin) each, the rotated
+// pairs' from their frequencies, the others (1, 0).
+void compute_rows(std::vector<float>& table, int first, int count, int pairs, const model::RopeFrequencies& f) {
   for (int t = 0; t < count; ++t) {
     const double pos = static_cast<double>(first + t);
-    for (double frequency : frequencies) {
+    for (double frequency : f.inv_freq) {
       const double angle = pos * frequency;
-      table.push_back(static_cast<float>(std::cos(angle)));
-      table.push_back(static_cast<float>(std::sin(angle)));
+      table.push_back(static_cast<float>(std::cos(angle) * f.attention_factor));
+      table.push_back(static_cast<float>(std::sin(angle) * f.attention_factor));
     }
+    for (auto i = static_cast<int>(f.inv_freq.size()); i < pairs; ++i) table.insert(table.end(), {1.0f, 0.0f});
   }
 }
 
 }  // namespace
 
-void RopeTableCache::append(std::vector<float>& table, int first_pos, int rows, int head_dim, double base) {
+void RopeTableCache::append(std::vector<float>& table, int first_pos, int rows, int head_dim,
+                            const model::RopeFrequencies& f) {
   const int half = head_dim / 2;
-  std::vector<double> frequencies(static_cast<std::size_t>(half));
-  for (int i = 0; i < half; ++i) frequencies[static_cast<std::size_t>(i)] = std::pow(base, -2.0 * i / head_dim);
-  std::vector<float>& known = rows_[{head_dim, base}];
+  std::vector<float>& known = rows_[f];
   const auto width = static_cast<std::size_t>(head_dim);  // floats per row
   const int end = first_pos + rows;
   if (const auto computed = static_cast<int>(known.size() / width); end > computed)
-    compute_rows(known, computed, end - computed, frequencies);
+    compute_rows(known, computed, end - computed, half, f);
   // Positions before 0 (a planted fault's shifted table) are computed each time.
   const int before = std::min(std::max(-first_pos, 0), rows);
-  compute_rows(table, first_pos, before, frequencies);
+  compute_rows(table, first_pos, before, half, f);
   if (before == rows) return;
   const auto from = static_cast<std::ptrdiff_t>(static_cast<std::size_t>(first_pos + before) * width);
   const auto to = static_cast<std::ptrdiff_t>(static_cast<std::size_t>(end) * width);

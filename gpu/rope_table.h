@@ -1,24 +1,26 @@
 #pragma once
-// The host's RoPE tables: cos and sin of angle = pos * base^(-2i/d) for each position and pair i,
-// [positions, d/2] of (cos, sin), computed in double and rounded to f32, the same expression as
-// reference::rope. Each position's row is computed once per (head_dim, base) and kept (d floats a
+// The host's RoPE tables: cos and sin of angle = pos * inv_freq[i] (model/rope.h), times the
+// attention factor, for each position and pair i, [positions, d/2] of (cos, sin), computed in
+// double and rounded to f32, the same expression as reference::rope; pairs past rotary_dim / 2 are
+// (1, 0). Each position's row is computed once per set of frequencies and kept (d floats a
 // position: 64 MB for 128K positions of head_dim 128). An 8B-shaped prompt of 2048 tokens needs
 // 131,072 cos and sin pairs: ~4 ms of the H200 host's time before each pass's first dispatch
 // otherwise (docs/benchmarks.md, "Unclamped stores, RoPE tables kept, wider row-wise kernels").
 #include <map>
-#include <utility>
 #include <vector>
+
+#include "model/rope.h"
 
 namespace tapdiff::gpu {
 
 class RopeTableCache {
  public:
   // Appends the rows of positions first_pos .. first_pos + rows - 1 to `table`.
-  void append(std::vector<float>& table, int first_pos, int rows, int head_dim, double base);
+  void append(std::vector<float>& table, int first_pos, int rows, int head_dim, const model::RopeFrequencies& f);
 
  private:
-  // Per (head_dim, base): the rows of positions 0, 1, ... computed so far.
-  std::map<std::pair<int, double>, std::vector<float>> rows_;
+  // Per set of frequencies (head_dim is fixed by the engine): the rows of positions 0, 1, ...
+  std::map<model::RopeFrequencies, std::vector<float>> rows_;
 };
 
 }  // namespace tapdiff::gpu

@@ -366,7 +366,9 @@ void Engine::upload_rope_tables() {
     if (rope_table_held_[at] == held) continue;
     rope_table_held_[at].clear();  // until the upload has run (a pass abandoned after an error drops it)
     std::vector<float> table;
-    for (const HeldRope& h : held) rope_cache_.append(table, h.plan.first_pos, h.rows, config_.head_dim, h.plan.base);
+    for (const HeldRope& h : held)
+      rope_cache_.append(table, h.plan.first_pos, h.rows, config_.head_dim,
+                         model::rope_frequencies(config_, h.plan.base, h.plan.first_pos + h.rows));
     stream_->upload(table.data(), table.size() * sizeof(float), rope_tables_[at]);
     stream_->on_complete([this, at, held = std::move(held)]() mutable { rope_table_held_[at] = std::move(held); });
   }
@@ -473,7 +475,7 @@ std::string Engine::run(const model::Step& step, const Region& out) {
       const model::RopeStyle style =
           faults_.active(Fault::rope_pairing, step.layer) ? flipped(config_.rope_style) : config_.rope_style;
       return kernels_->rope(*stream_, in(0), rope_tables_[rope_table_of_[static_cast<std::size_t>(step.layer)]], out,
-                            rows, graph_.width(step.op), config_.head_dim, style);
+                            rows, graph_.width(step.op), config_.head_dim, model::rotary_dim(config_), style);
     }
     case Op::attn: return attend(step.layer, out);
     case Op::attn_residual:

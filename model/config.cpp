@@ -8,6 +8,40 @@
 
 namespace tapdiff::model {
 
+namespace {
+
+void validate_rope_scaling(const ModelConfig& c, const std::string& source) {
+  const RopeScaling& s = c.rope_scaling;
+  auto require = [&](bool ok, std::string_view what, auto found) {
+    if (!ok)
+      throw FormatError(fmt::format("{}: model config: RoPE scaling '{}': expected {}, found {}", source,
+                                    rope_type_name(s.type), what, found));
+  };
+  const auto pairs = static_cast<std::size_t>(rotary_dim(c) / 2);
+  require(std::isfinite(s.factor) && s.factor > 0, "a finite factor > 0", s.factor);
+  if (s.type != RopeType::standard && s.type != RopeType::linear)
+    require(s.original_context > 0, "an original context length > 0", s.original_context);
+  if (s.type == RopeType::llama3)
+    require(std::isfinite(s.low_freq_factor) && std::isfinite(s.high_freq_factor) &&
+                s.high_freq_factor > s.low_freq_factor && s.low_freq_factor > 0,
+            "0 < low_freq_factor < high_freq_factor", fmt::format("{} and {}", s.low_freq_factor, s.high_freq_factor));
+  if (s.type == RopeType::yarn)
+    require(std::isfinite(s.beta_fast) && std::isfinite(s.beta_slow) && s.beta_fast > 0 && s.beta_slow > 0,
+            "finite beta_fast and beta_slow > 0", fmt::format("{} and {}", s.beta_fast, s.beta_slow));
+  require(std::isfinite(s.attention_factor) && s.attention_factor >= 0, "a finite attention factor",
+          s.attention_factor);
+  if (s.type == RopeType::longrope)
+    require(s.short_factor.size() == pairs && s.long_factor.size() == pairs,
+            fmt::format("{} short and long factors (rotary_dim / 2)", pairs),
+            fmt::format("{} and {}", s.short_factor.size(), s.long_factor.size()));
+  require(s.freq_factors.empty() || s.freq_factors.size() == pairs,
+          fmt::format("{} frequency factors (rotary_dim / 2)", pairs), s.freq_factors.size());
+  for (const auto* list : {&s.short_factor, &s.long_factor, &s.freq_factors})
+    for (const double f : *list) require(std::isfinite(f) && f > 0, "finite per-pair factors > 0", f);
+}
+
+}  // namespace
+
 void ModelConfig::validate(const std::string& source) const {
   auto require = [&](bool ok, std::string_view what, auto found) {
     if (!ok) throw FormatError(fmt::format("{}: model config: expected {}, found {}", source, what, found));
@@ -22,6 +56,9 @@ void ModelConfig::validate(const std::string& source) const {
   require(vocab >= 1, "vocab >= 1", vocab);
   require(std::isfinite(rope_base) && rope_base > 1.0, "a finite rope base > 1", rope_base);
   require(norm_eps > 0.0 && norm_eps < 1.0, "0 < norm eps < 1", norm_eps);
+  require(rotary_dim >= 0 && rotary_dim <= head_dim && rotary_dim % 2 == 0, "an even rotary_dim up to head_dim",
+          rotary_dim);
+  validate_rope_scaling(*this, source);
   require(sliding_window >= 0, "sliding_window >= 0", sliding_window);
   require(context_length >= 0, "context_length >= 0", context_length);
   require(bos_token < vocab && eos_token < vocab, "special tokens inside the vocabulary",
@@ -35,6 +72,23 @@ std::string_view rope_style_name(RopeStyle style) {
   }
   return "?";
 }
+
+namespace {
+
+nlohmann::json rope_scaling_json(const RopeScaling& s) {
+  nlohmann::json j = {{"type", rope_type_name(s.type)}};
+  if (s.type == RopeType::standard && s.freq_factors.empty()) return j;
+  j["factor"] = s.factor;
+  if (s.original_context > 0) j["original_context"] = s.original_context;
+  if (s.type == RopeType::llama3) j["low_freq_factor"] = s.low_freq_factor, j["high_freq_factor"] = s.high_freq_factor;
+  if (s.type == RopeType::yarn) j["beta_fast"] = s.beta_fast, j["beta_slow"] = s.beta_slow, j["truncate"] = s.truncate;
+  if (s.attention_factor > 0) j["attention_factor"] = s.attention_factor;
+  if (!s.short_factor.empty()) j["short_factor"] = s.short_factor, j["long_factor"] = s.long_factor;
+  if (!s.freq_factors.empty()) j["freq_factors"] = s.freq_factors;
+  return j;
+}
+
+}  // namespace
 
 nlohmann::json to_json(const ModelConfig& c) {
   return {{"arch", c.arch},
@@ -50,6 +104,8 @@ nlohmann::json to_json(const ModelConfig& c) {
           {"rope_base", c.rope_base},
           {"norm_eps", c.norm_eps},
           {"rope_style", rope_style_name(c.rope_style)},
+          {"rotary_dim", rotary_dim(c)},
+          {"rope_scaling", rope_scaling_json(c.rope_scaling)},
           {"tied_output", c.tied_output},
           {"qkv_bias", c.qkv_bias},
           {"bos_token", c.bos_token},

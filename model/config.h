@@ -5,6 +5,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "model/rope.h"
+
 namespace tapdiff::model {
 
 // How RoPE pairs the channels of one head (d = head_dim):
@@ -25,6 +27,8 @@ struct ModelConfig {
   int context_length = 0;  // trained context; 0 = unknown
   int sliding_window = 0;  // attention window in tokens; 0 = full causal attention
   double rope_base = 10000.0;
+  int rotary_dim = 0;  // leading channels of a head that RoPE rotates; 0 = head_dim
+  RopeScaling rope_scaling;
   double norm_eps = 1e-5;
   RopeStyle rope_style = RopeStyle::interleaved;
   bool tied_output = false;  // logits use the embedding matrix

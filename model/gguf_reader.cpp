@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cstring>
 #include <limits>
+#include <set>
 #include <unordered_set>
 
 #include "model/errors.h"
@@ -457,6 +458,65 @@ WeightTensor to_weight(const GgufFile& f, const GgufTensorInfo& t) {
   return WeightTensor{t.name, t.dtype, t.ne.size() > 1 ? t.ne[1] : 1, t.ne[0], t.bytes};
 }
 
+constexpr std::string_view kRopeFreqs = "rope_freqs.weight";
+
+// RoPE as llama.cpp reads it: rope.dimension_count rotated channels, rope.scaling.type none or
+// linear (rope.scaling.factor, or the older rope.scale_linear), and the per-pair divisors of
+// rope_freqs.weight (Llama 3.1+). YaRN and other scalings are refused.
+void read_rope_scaling(const GgufFile& f, ModelConfig& c) {
+  const std::string file = f.path().string(), prefix = c.arch + ".";
+  c.rotary_dim = int_key(f, prefix + "rope.dimension_count", c.head_dim);
+  if (c.rotary_dim == c.head_dim) c.rotary_dim = 0;
+  RopeScaling& s = c.rope_scaling;
+  const std::string type = f.get_string(prefix + "rope.scaling.type").value_or("none");
+  if (type == "linear") {
+    s.type = RopeType::linear;
+    s.factor = f.get_float(prefix + "rope.scaling.factor").value_or(1.0);
+  } else if (type != "none") {
+    throw_format_error(fmt::format("{}: {}rope.scaling.type '{}' is not supported: tapdiff implements none and linear",
+                                   file, prefix, type));
+  }
+  if (const auto old = f.get_float(prefix + "rope.scale_linear")) {
+    if (type == "linear")
+      throw_format_error(fmt::format("{}: both rope.scaling.type linear and rope.scale_linear", file));
+    s.type = RopeType::linear;
+    s.factor = *old;
+  }
+  if (const GgufTensorInfo* t = f.find_tensor(kRopeFreqs)) {
+    const int pairs = (c.rotary_dim > 0 ? c.rotary_dim : c.head_dim) / 2;
+    if (t->dtype != DType::f32 || t->ne.size() != 1 || t->ne[0] != pairs)
+      throw_format_error(
+          fmt::format("{}: tensor '{}': expected F32 of shape [{}] (rope.dimension_count / 2), found {} "
+                      "of shape [{}]",
+                      file, t->name, pairs, dtype_name(t->dtype), fmt::join(t->ne, ", ")));
+    std::vector<float> values(static_cast<std::size_t>(pairs));
+    std::memcpy(values.data(), t->bytes.data(), values.size() * sizeof(float));
+    s.freq_factors.assign(values.begin(), values.end());
+  }
+}
+
+// Keys under "<arch>." that change the math must be read above; the others are listed here.
+void refuse_unknown_keys(const GgufFile& f, const ModelConfig& c) {
+  static const std::set<std::string_view> kKnown = {
+      "block_count", "embedding_length", "attention.head_count", "attention.head_count_kv", "attention.key_length",
+      "feed_forward_length", "context_length", "attention.sliding_window", "rope.freq_base",
+      "attention.layer_norm_rms_epsilon", "vocab_size", "rope.dimension_count", "rope.scaling.type",
+      "rope.scaling.factor", "rope.scale_linear",
+      // Informational: llama.cpp itself computes nothing from them.
+      "rope.scaling.original_context_length", "rope.scaling.finetuned"};
+  const std::string prefix = c.arch + ".";
+  for (const auto& [key, value] : f.metadata()) {
+    if (!key.starts_with(prefix)) continue;
+    const std::string_view rest = std::string_view(key).substr(prefix.size());
+    if (rest == "attention.value_length" && value.is_integer() && f.get_int(key) == c.head_dim) continue;
+    if (!kKnown.contains(rest))
+      throw_format_error(
+          fmt::format("{}: metadata '{}' = {} is not supported: tapdiff implements only the keys whose "
+                      "meaning it knows (docs/models.md)",
+                      f.path().string(), key, value.to_string(4)));
+  }
+}
+
 ModelConfig gguf_config(const GgufFile& f) {
   const std::string file = f.path().string();
   ModelConfig c;
@@ -478,6 +538,8 @@ ModelConfig gguf_config(const GgufFile& f) {
   c.rope_base = f.get_float(key("rope.freq_base")).value_or(10000.0);
   c.norm_eps = f.get_float(key("attention.layer_norm_rms_epsilon")).value_or(1e-5);
   c.rope_style = c.arch == "qwen2" ? RopeStyle::rotate_half : RopeStyle::interleaved;
+  read_rope_scaling(f, c);
+  refuse_unknown_keys(f, c);
   const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
   if (embd == nullptr)
     throw_format_error(fmt::format("{}: missing tensor: expected token_embd.weight, found none", file));
@@ -497,7 +559,10 @@ ModelConfig gguf_config(const GgufFile& f) {
 void add_weights(const GgufFile& f, const ModelConfig& c, Model& model) {
   for (const GgufTensorInfo& t : f.tensors()) {
     const auto named = gguf_weight(t.name);
-    if (!named) continue;  // e.g. rope_freqs.weight: not part of this model's computation
+    if (!named && t.name == kRopeFreqs) continue;  // read into the config's RoPE scaling
+    if (!named)
+      throw_format_error(fmt::format("{}: tensor '{}' is not supported: tapdiff computes no op that uses it",
+                                     f.path().string(), t.name));
     if (named->layer >= c.n_layers)
       throw_format_error(fmt::format("{}: tensor '{}' belongs to layer {}, but {}.block_count is {}", f.path().string(),
                                      t.name, named->layer, c.arch, c.n_layers));

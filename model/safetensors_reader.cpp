@@ -22,7 +22,6 @@ namespace {
 
 using nlohmann::json;
 constexpr std::uint64_t kMaxHeaderBytes = 100u << 20;  // the safetensors format's own limit
-constexpr int kIntMax = std::numeric_limits<int>::max();
 
 // Bytes per element of every safetensors dtype (0 for an unknown name).
 std::size_t element_bytes(std::string_view dtype) {
@@ -161,58 +160,6 @@ std::unique_ptr<MappedFile> SafetensorsFile::release_mapping() { return std::mov
 
 namespace {
 
-// Typed access to config.json keys; null counts as absent.
-class HfKeys {
- public:
-  HfKeys(const json& j, const std::string& source) : j_(j), source_(source) {}
-
-  const json* find(const char* key) const {
-    const auto it = j_.find(key);
-    return it == j_.end() || it->is_null() ? nullptr : &*it;
-  }
-  int integer(const char* key, std::optional<int> fallback = std::nullopt) const {
-    const json* v = find(key);
-    if (v == nullptr) {
-      if (fallback) return *fallback;
-      fail(key, "an integer", "no such key");
-    }
-    if (!v->is_number_integer() || v->get<std::int64_t>() < 0 || v->get<std::int64_t>() > kIntMax)
-      fail(key, "a non-negative integer", json_excerpt(*v));
-    return v->get<int>();
-  }
-  double number(const char* key, std::optional<double> fallback = std::nullopt) const {
-    const json* v = find(key);
-    if (v == nullptr) {
-      if (fallback) return *fallback;
-      fail(key, "a number", "no such key");
-    }
-    if (!v->is_number()) fail(key, "a number", json_excerpt(*v));
-    return v->get<double>();
-  }
-  bool boolean(const char* key, bool fallback) const {
-    const json* v = find(key);
-    if (v == nullptr) return fallback;
-    if (!v->is_boolean()) fail(key, "true or false", json_excerpt(*v));
-    return v->get<bool>();
-  }
-  // A token id, or the first of an array of ids; -1 when absent.
-  int token(const char* key) const {
-    const json* v = find(key);
-    if (v != nullptr && v->is_array()) v = v->empty() ? nullptr : &v->front();
-    if (v == nullptr) return -1;
-    if (!v->is_number_integer() || v->get<std::int64_t>() < 0 || v->get<std::int64_t>() > kIntMax)
-      fail(key, "a token id or an array of them", json_excerpt(*v));
-    return v->get<int>();
-  }
-  [[noreturn]] void fail(const char* key, std::string_view expected, const std::string& found) const {
-    throw_format_error(fmt::format("{}: '{}': expected {}, found {}", source_, key, expected, found));
-  }
-
- private:
-  const json& j_;
-  const std::string& source_;
-};
-
 struct NamedWeight {
   WeightKind kind;
   int layer;
@@ -297,38 +244,6 @@ std::vector<std::filesystem::path> shard_paths(const std::filesystem::path& fold
 
 }  // namespace
 
-ModelConfig hf_config(const json& j, const std::string& source) {
-  if (!j.is_object()) throw_format_error(fmt::format("{}: expected a JSON object, found {}", source, json_excerpt(j)));
-  const HfKeys k(j, source);
-  ModelConfig c;
-  const json* type = k.find("model_type");
-  if (type == nullptr) k.fail("model_type", "llama, mistral or qwen2", "no such key");
-  if (!type->is_string() || (*type != "llama" && *type != "mistral" && *type != "qwen2"))
-    k.fail("model_type", "llama, mistral or qwen2", json_excerpt(*type));
-  if (const json* scaling = k.find("rope_scaling"))
-    throw_format_error(
-        fmt::format("{}: rope_scaling {} is not supported (expected null or absent)", source, json_excerpt(*scaling)));
-  c.arch = type->get<std::string>();
-  c.dim = k.integer("hidden_size");
-  c.n_layers = k.integer("num_hidden_layers");
-  c.n_heads = k.integer("num_attention_heads");
-  c.n_kv_heads = k.integer("num_key_value_heads", c.n_heads);
-  c.head_dim = k.integer("head_dim", c.n_heads > 0 ? c.dim / c.n_heads : 0);
-  c.ffn_dim = k.integer("intermediate_size");
-  c.vocab = k.integer("vocab_size");
-  c.norm_eps = k.number("rms_norm_eps");
-  c.rope_base = k.number("rope_theta", 10000.0);
-  c.context_length = k.integer("max_position_embeddings", 0);
-  c.rope_style = RopeStyle::rotate_half;
-  c.tied_output = k.boolean("tie_word_embeddings", false);
-  if (c.arch == "mistral" || (c.arch == "qwen2" && k.boolean("use_sliding_window", false)))
-    c.sliding_window = k.integer("sliding_window", 0);
-  c.qkv_bias = c.arch == "qwen2" || (c.arch == "llama" && k.boolean("attention_bias", false));
-  c.bos_token = k.token("bos_token_id");
-  c.eos_token = k.token("eos_token_id");
-  return c;
-}
-
 std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
   const auto config_path = folder / "config.json";
   if (!std::filesystem::exists(config_path))
@@ -346,12 +261,18 @@ std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
     if (!by_name.contains(tensor) || by_name[tensor].first->path().filename() != shard.get<std::string>())
       throw_format_error(fmt::format("{}: tensor '{}' listed in model.safetensors.index.json is missing",
                                      (folder / shard.get<std::string>()).string(), tensor));
-  config.tied_output = config.tied_output || !by_name.contains("lm_head.weight");
+  if (!config.tied_output && !by_name.contains("lm_head.weight"))
+    throw_format_error(
+        fmt::format("{}: tie_word_embeddings is false, but the folder has no lm_head.weight", config_path.string()));
   config.validate(config_path.string());
   auto model = std::make_unique<Model>(folder, config);
   for (const auto& [name, where] : by_name) {
     const auto named = hf_weight(name);
-    if (!named || (named->kind == WeightKind::output && config.tied_output)) continue;
+    if (!named && name.ends_with(".rotary_emb.inv_freq")) continue;  // a buffer transformers recomputes
+    if (!named)
+      throw_format_error(fmt::format("{}: tensor '{}' is not supported: tapdiff computes no op that uses it",
+                                     where.first->path().string(), name));
+    if (named->kind == WeightKind::output && config.tied_output) continue;  // transformers ties it to the embedding
     if (named->layer >= config.n_layers)
       throw_format_error(fmt::format("{}: tensor '{}' belongs to layer {}, but num_hidden_layers is {}",
                                      where.first->path().string(), name, named->layer, config.n_layers));

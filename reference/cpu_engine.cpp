@@ -181,7 +181,9 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
     case Op::v_proj: matmul<S>(in(0), matrix(WeightKind::wv), bias(w->bv), out); return;
     case Op::rope_q:
     case Op::rope_k:
-      rope<S>(in(0), config_.head_dim, chunk_.first_pos, config_.rope_base, config_.rope_style, out);
+      rope<S>(in(0), config_.head_dim, chunk_.first_pos,
+              model::rope_frequencies(config_, config_.rope_base, chunk_.first_pos + chunk_.rows), config_.rope_style,
+              out);
       return;
     case Op::attn: attend(l, out); return;
     case Op::o_proj: matmul<S>(in(0), matrix(WeightKind::wo), nullptr, out); return;

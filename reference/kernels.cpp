@@ -57,22 +57,23 @@ void matmul(const Mat<S>& x, const ConstMatMap<S>& w, const Vec<S>* bias, Mat<S>
 }
 
 template <typename S>
-void rope(const Mat<S>& x, int head_dim, int first_pos, double base, model::RopeStyle style, Mat<S>& out) {
+void rope(const Mat<S>& x, int head_dim, int first_pos, const model::RopeFrequencies& f, model::RopeStyle style,
+          Mat<S>& out) {
   out = x;
-  const int half = head_dim / 2;
+  const auto half = static_cast<int>(f.inv_freq.size());  // rotated pairs: rotary_dim / 2
   const Eigen::Index heads = x.cols() / head_dim;
   std::vector<S> cos_t(static_cast<std::size_t>(half)), sin_t(static_cast<std::size_t>(half));
   for (Eigen::Index t = 0; t < x.rows(); ++t) {
     const double pos = static_cast<double>(first_pos + t);
     for (int i = 0; i < half; ++i) {
-      const double angle = pos * std::pow(base, -2.0 * i / head_dim);
-      cos_t[static_cast<std::size_t>(i)] = static_cast<S>(std::cos(angle));
-      sin_t[static_cast<std::size_t>(i)] = static_cast<S>(std::sin(angle));
+      const double angle = pos * f.inv_freq[static_cast<std::size_t>(i)];
+      cos_t[static_cast<std::size_t>(i)] = static_cast<S>(std::cos(angle) * f.attention_factor);
+      sin_t[static_cast<std::size_t>(i)] = static_cast<S>(std::sin(angle) * f.attention_factor);
     }
     for (Eigen::Index h = 0; h < heads; ++h) {
       S* row = out.row(t).data() + h * head_dim;
       for (int i = 0; i < half; ++i) {
-        // The pair that rotates together: adjacent channels, or channel i with channel i + d/2.
+        // The pair that rotates together: adjacent channels, or channel i with channel i + rotary_dim/2.
         const int a = style == model::RopeStyle::interleaved ? 2 * i : i;
         const int b = style == model::RopeStyle::interleaved ? 2 * i + 1 : i + half;
         const S c = cos_t[static_cast<std::size_t>(i)], s = sin_t[static_cast<std::size_t>(i)];
@@ -121,7 +122,7 @@ void silu_mul(const Mat<S>& gate, const Mat<S>& up, Mat<S>& out) {
   template void embed<S>(const ConstMatMap<S>&, std::span<const std::int32_t>, Mat<S>&);                     \
   template void rms_norm<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, double, Mat<S>&);                \
   template void matmul<S>(const Mat<S>&, const ConstMatMap<S>&, const Vec<S>*, Mat<S>&);                     \
-  template void rope<S>(const Mat<S>&, int, int, double, model::RopeStyle, Mat<S>&);                         \
+  template void rope<S>(const Mat<S>&, int, int, const model::RopeFrequencies&, model::RopeStyle, Mat<S>&);  \
   template void attention<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, int, int, int, int, int, Mat<S>&); \
   template void silu_mul<S>(const Mat<S>&, const Mat<S>&, Mat<S>&);
 TAPDIFF_INSTANTIATE(float)

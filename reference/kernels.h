@@ -22,10 +22,12 @@ void rms_norm(const Mat<S>& x, const Eigen::Map<const Vec<S>>& w, double eps, Ma
 template <typename S>
 void matmul(const Mat<S>& x, const ConstMatMap<S>& w, const Vec<S>* bias, Mat<S>& out);
 
-// Rotates each head's channel pairs of row t by angle (first_pos + t) * base^(-2i/head_dim).
+// Rotates the first rotary_dim channels of each head of row t: pair i turns by angle
+// (first_pos + t) * f.inv_freq[i], its cos and sin times f.attention_factor (model/rope.h).
 // x [T, heads * head_dim] -> out, same shape. Angles are computed in double for both scalars.
 template <typename S>
-void rope(const Mat<S>& x, int head_dim, int first_pos, double base, model::RopeStyle style, Mat<S>& out);
+void rope(const Mat<S>& x, int head_dim, int first_pos, const model::RopeFrequencies& f, model::RopeStyle style,
+          Mat<S>& out);
 
 // Causal grouped-query attention of the chunk's queries over the whole cache:
 // q [T, heads * hd] (after RoPE), k_cache / v_cache [>= P, kv_heads * hd] -> out [T, heads * hd].

@@ -316,7 +316,23 @@ TEST(BadFile, SafetensorsConfigProblems) {
       {[](auto& j) {
          j["rope_scaling"] = {{"type", "linear"}};
        },
-       "rope_scaling {\"type\":\"linear\"} is not supported"},
+       "config.json: rope_scaling: 'factor': expected a number, found no such key"},
+      {[](auto& j) {
+         j["rope_scaling"] = {{"rope_type", "proportional"}, {"factor", 2}};
+       },
+       "'rope_type' = \"proportional\" is not supported: tapdiff implements default, linear, dynamic, yarn"},
+      {[](auto& j) { j["hidden_act"] = "gelu"; }, "'hidden_act' = \"gelu\" is not supported"},
+      {[](auto& j) { j["mlp_bias"] = true; }, "'mlp_bias' = true is not supported"},
+      {[](auto& j) { j["attention_bias"] = true; }, "'attention_bias' = true is not supported"},
+      {[](auto& j) {
+         j["quantization_config"] = {{"quant_method", "gptq"}};
+       },
+       "'quantization_config' = {\"quant_method\":\"gptq\"} is not supported"},
+      {[](auto& j) {
+         j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 1e4}};
+         j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2}};
+       },
+       "either rope_parameters (5.x) or rope_scaling (4.x), found both"},
       {[](auto& j) { j["num_key_value_heads"] = 3; }, "n_kv_heads dividing n_heads"}};
   for (const auto& [edit, expected] : cases) {
     auto hf = testing::tiny_hf();

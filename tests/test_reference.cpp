@@ -169,17 +169,31 @@ TEST(ReferenceKernels, AttentionMatchesANaiveLoopWithGqaOffsetAndSlidingWindow) 
 }
 
 TEST(ReferenceKernels, RopeConventionsPairDifferentChannels) {
-  // One head of 4 channels at position 1, base 1: pair 0 rotates by 1 rad, pair 1 by 1 rad too.
+  // One head of 4 channels at position 1: pair 0 and pair 1 rotate by 1 rad.
   reference::Mat<double> x(1, 4);
   x << 1, 2, 3, 4;
   reference::Mat<double> inter, half;
-  reference::rope<double>(x, 4, 1, 1.0000001, model::RopeStyle::interleaved, inter);
-  reference::rope<double>(x, 4, 1, 1.0000001, model::RopeStyle::rotate_half, half);
+  const model::RopeFrequencies one{{1.0, 1.0}, 1.0};
+  reference::rope<double>(x, 4, 1, one, model::RopeStyle::interleaved, inter);
+  reference::rope<double>(x, 4, 1, one, model::RopeStyle::rotate_half, half);
   const double c = std::cos(1.0), s = std::sin(1.0);
   EXPECT_NEAR(inter(0, 0), 1 * c - 2 * s, 1e-6);  // (x0, x1) rotate together
   EXPECT_NEAR(inter(0, 1), 1 * s + 2 * c, 1e-6);
   EXPECT_NEAR(half(0, 0), 1 * c - 3 * s, 1e-6);  // (x0, x2) rotate together
   EXPECT_NEAR(half(0, 2), 1 * s + 3 * c, 1e-6);
+}
+
+TEST(ReferenceKernels, PartialRotaryTurnsTheLeadingChannelsScaledByTheAttentionFactor) {
+  // rotary_dim 2 of a head of 4: the pair (x0, x1) turns by 2 rad at position 2, x2 and x3 pass.
+  reference::Mat<double> x(1, 4);
+  x << 1, 2, 3, 4;
+  reference::Mat<double> out;
+  reference::rope<double>(x, 4, 2, model::RopeFrequencies{{1.0}, 1.5}, model::RopeStyle::rotate_half, out);
+  const double c = 1.5 * std::cos(2.0), s = 1.5 * std::sin(2.0);
+  EXPECT_DOUBLE_EQ(out(0, 0), 1 * c - 2 * s);
+  EXPECT_DOUBLE_EQ(out(0, 1), 1 * s + 2 * c);
+  EXPECT_EQ(out(0, 2), 3);
+  EXPECT_EQ(out(0, 3), 4);
 }
 
 TEST(ReferenceEngine, Qwen2StyleModelIsChunkInvariant) {

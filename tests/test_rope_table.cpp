@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gpu/rope_table.h"
+#include "model/config.h"
 
 namespace tapdiff::testing {
 namespace {
@@ -24,7 +25,9 @@ std::vector<float> direct(int first_pos, int rows, int head_dim, double base) {
 
 std::vector<float> cached(gpu::RopeTableCache& cache, int first_pos, int rows, int head_dim, double base) {
   std::vector<float> table{1.5f};  // appended after what the table already holds
-  cache.append(table, first_pos, rows, head_dim, base);
+  model::ModelConfig config;
+  config.head_dim = head_dim;
+  cache.append(table, first_pos, rows, head_dim, model::rope_frequencies(config, base, first_pos + rows));
   EXPECT_EQ(table.front(), 1.5f);
   return {table.begin() + 1, table.end()};
 }
@@ -58,6 +61,24 @@ TEST(RopeTableCache, NoRowsAppendNothing) {
   gpu::RopeTableCache cache;
   EXPECT_TRUE(cached(cache, 5, 0, 128, 10000.0).empty());
   EXPECT_TRUE(cached(cache, -5, 0, 128, 10000.0).empty());
+}
+
+// Partial rotary: the pairs past rotary_dim / 2 are (1, 0); the attention factor scales the others.
+TEST(RopeTableCache, PassingPairsAreIdentityAndTheAttentionFactorScalesTheRest) {
+  gpu::RopeTableCache cache;
+  const model::RopeFrequencies f{{0.5, 0.25}, 1.25};
+  std::vector<float> table;
+  cache.append(table, 3, 2, 8, f);  // head_dim 8: 4 pairs, 2 of them rotating
+  ASSERT_EQ(table.size(), 16u);
+  for (int t = 0; t < 2; ++t) {
+    const float* row = table.data() + 8 * t;
+    for (int i = 0; i < 2; ++i) {
+      const double angle = (3 + t) * f.inv_freq[static_cast<std::size_t>(i)];
+      EXPECT_EQ(row[2 * i], static_cast<float>(std::cos(angle) * 1.25));
+      EXPECT_EQ(row[2 * i + 1], static_cast<float>(std::sin(angle) * 1.25));
+    }
+    EXPECT_EQ(std::vector<float>(row + 4, row + 8), (std::vector<float>{1, 0, 1, 0}));
+  }
 }
 
 }  // namespace

@@ -120,8 +120,13 @@ TEST(Safetensors, ConfigOfQwen2AndMistral) {
   EXPECT_EQ(c.sliding_window, 0);
   EXPECT_EQ(c.head_dim, 16);
   EXPECT_EQ(c.rope_style, RopeStyle::rotate_half);
-  j["use_sliding_window"] = true;
+  j["use_sliding_window"] = true;  // layers >= max_window_layers (default 28) slide: none of 2
+  EXPECT_EQ(hf_config(j, "config.json").sliding_window, 0);
+  j["max_window_layers"] = 0;
   EXPECT_EQ(hf_config(j, "config.json").sliding_window, 4096);
+  j["max_window_layers"] = 1;  // one layer full, one sliding
+  EXPECT_THROW(hf_config(j, "config.json"), FormatError);
+  j.erase("max_window_layers");
   j["model_type"] = "mistral";
   j.erase("use_sliding_window");
   j["head_dim"] = 32;
@@ -131,11 +136,10 @@ TEST(Safetensors, ConfigOfQwen2AndMistral) {
   EXPECT_EQ(c.head_dim, 32);
   j["sliding_window"] = nullptr;
   j["model_type"] = "llama";
-  j["attention_bias"] = true;
   j.erase("num_key_value_heads");
   c = hf_config(j, "config.json");
   EXPECT_EQ(c.sliding_window, 0);
-  EXPECT_TRUE(c.qkv_bias);
+  EXPECT_FALSE(c.qkv_bias);
   EXPECT_EQ(c.n_kv_heads, 4);
 }
 

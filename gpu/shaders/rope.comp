@@ -3,10 +3,12 @@
 #include "activations.glsl"
 // rope: rotates each head's channel pairs of row t by the angle of pair i at position
 // first_pos + t:   out[a] = x[a] cos - x[b] sin,  out[b] = x[a] sin + x[b] cos
-// with (a, b) = (2i, 2i + 1) (interleaved) or (i, i + d/2) (rotate_half).   x, out [T, heads * d]
+// with (a, b) = (2i, 2i + 1) (interleaved) or (i, i + r/2) (rotate_half) for the r = rotary_dim
+// leading channels of a head; the others pass (their table entries are (1, 0)).   x, out [T, heads * d]
 // cos and sin come from a table [T, d/2] of (cos, sin) pairs that the host computes in double
-// from angle = pos * base^(-2i/d) and rounds to f32, exactly as the reference does: the GPU never
-// evaluates a transcendental, so it matches the reference to f32 rounding of 4 products.
+// (model/rope.h's frequencies and attention factor) and rounds to f32, exactly as the reference
+// does: the GPU never evaluates a transcendental, so it matches the reference to f32 rounding of 4
+// products.
 // One invocation per 4 pairs of a head where head_dim is a multiple of 8 (read and written 4 or 8
 // values at a time: on the H200 the 8B's rope_q went from 24 to 18 us a layer, docs/benchmarks.md,
 // "Unclamped stores, RoPE tables kept, wider row-wise kernels"), else one per pair (Kernels::rope).
@@ -21,6 +23,7 @@ layout(push_constant) uniform Push {
   uint width;        // heads * head_dim
   uint head_dim;
   uint rotate_half;  // 0: interleaved pairs, 1: rotate-half pairs
+  uint rotary_dim;   // leading channels of a head that rotate (even, <= head_dim)
 } pc;
 #include "common.glsl"
 
@@ -37,17 +40,20 @@ layout(std430, binding = 2) writeonly buffer OutputQuads { vec4 y_quads[]; };
 void store4(uint at, vec4 v) { y_quads[at / 4u] = v; }
 #endif
 
-// Pair i of a head: (a, b) = (2i, 2i + 1) or (i, i + d/2) from the head's first value.
+// Pair i of a head: (a, b) = (2i, 2i + 1), or (i, i + r/2) and past r/2 the passing channels two
+// by two, from the head's first value.
 void rotate_pair(uint base, uint t, uint i, uint half_dim) {
-  const uint a = base + (pc.rotate_half != 0u ? i : 2u * i);
-  const uint b = base + (pc.rotate_half != 0u ? i + half_dim : 2u * i + 1u);
+  const uint rotary_half = pc.rotary_dim / 2u;
+  uint a = base + 2u * i, b = a + 1u;
+  if (pc.rotate_half != 0u && i < rotary_half) a = base + i, b = a + rotary_half;
+  if (pc.rotate_half != 0u && i >= rotary_half) a = base + pc.rotary_dim + 2u * (i - rotary_half), b = a + 1u;
   const vec2 cs = cos_sin[t * half_dim + i];
   const float x0 = float(x[a]), x1 = float(x[b]);
   y[a] = to_act(x0 * cs.x - x1 * cs.y);
   y[b] = to_act(x0 * cs.y + x1 * cs.x);
 }
 
-// Pairs i .. i + 3 of a head, i a multiple of 4, half_dim a multiple of 4.
+// Pairs i .. i + 3 of a head, i a multiple of 4, half_dim a multiple of 4, every channel rotating.
 void rotate_quad(uint base, uint t, uint i, uint half_dim) {
   const vec4 c01 = cos_sin_pairs[(t * half_dim + i) / 2u], c23 = cos_sin_pairs[(t * half_dim + i) / 2u + 1u];
   const vec4 c = vec4(c01.x, c01.z, c23.x, c23.z), s = vec4(c01.y, c01.w, c23.y, c23.w);
@@ -72,7 +78,7 @@ void rotate_quad(uint base, uint t, uint i, uint half_dim) {
 
 void main() {
   const uint half_dim = pc.head_dim / 2u;
-  const uint per = pc.head_dim % 8u == 0u ? 4u : 1u;  // pairs per invocation
+  const uint per = pc.head_dim % 8u == 0u && pc.rotary_dim == pc.head_dim ? 4u : 1u;  // pairs per invocation
   const uint slots_per_row = pc.width / 2u / per;
   const uint p = group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
   if (p >= pc.rows * slots_per_row) return;

@@ -1,0 +1,295 @@
+// Hugging Face config.json -> ModelConfig, as transformers 4.x and 5.x write it. Every key is
+// accounted for: read (its meaning implemented, or a value whose meaning is not refused by name),
+// or known not to change the forward pass. Any other key is refused: a model is computed as its
+// library computes it, or not at all.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/errors.h"
+#include "model/json_input.h"
+#include "model/safetensors_reader.h"
+
+namespace tapdiff::model {
+namespace {
+
+using nlohmann::json;
+constexpr int kIntMax = std::numeric_limits<int>::max();
+
+// Keys that do not change the forward pass of a decoder run without dropout, without cache
+// quirks, on given token ids: bookkeeping, training, generation and pipeline settings.
+const std::set<std::string_view>& no_math_keys() {
+  static const std::set<std::string_view> keys = {"_name_or_path",
+                                                  "add_cross_attention",
+                                                  "architectures",
+                                                  "attention_dropout",
+                                                  "bad_words_ids",
+                                                  "begin_suppress_tokens",
+                                                  "chunk_size_feed_forward",
+                                                  "cross_attention_hidden_size",
+                                                  "decoder_start_token_id",
+                                                  "diversity_penalty",
+                                                  "do_sample",
+                                                  "dtype",
+                                                  "early_stopping",
+                                                  "encoder_no_repeat_ngram_size",
+                                                  "exponential_decay_length_penalty",
+                                                  "finetuning_task",
+                                                  "forced_bos_token_id",
+                                                  "forced_eos_token_id",
+                                                  "id2label",
+                                                  "initializer_range",
+                                                  "is_decoder",
+                                                  "is_encoder_decoder",
+                                                  "label2id",
+                                                  "length_penalty",
+                                                  "max_length",
+                                                  "min_length",
+                                                  "no_repeat_ngram_size",
+                                                  "num_beam_groups",
+                                                  "num_beams",
+                                                  "num_return_sequences",
+                                                  "output_attentions",
+                                                  "output_hidden_states",
+                                                  "output_scores",
+                                                  "pad_token_id",
+                                                  "prefix",
+                                                  "pretraining_tp",
+                                                  "problem_type",
+                                                  "pruned_heads",
+                                                  "remove_invalid_values",
+                                                  "repetition_penalty",
+                                                  "return_dict",
+                                                  "return_dict_in_generate",
+                                                  "sep_token_id",
+                                                  "suppress_tokens",
+                                                  "task_specific_params",
+                                                  "temperature",
+                                                  "tf_legacy_loss",
+                                                  "tie_encoder_decoder",
+                                                  "tokenizer_class",
+                                                  "top_k",
+                                                  "top_p",
+                                                  "torch_dtype",
+                                                  "torchscript",
+                                                  "transformers_version",
+                                                  "typical_p",
+                                                  "use_bfloat16",
+                                                  "use_cache"};
+  return keys;
+}
+
+// Reads one JSON object's keys, remembering which were read; the base of the config and RoPE readers.
+class KeyReader {
+ public:
+  KeyReader(const json& j, std::string source) : j_(j), source_(std::move(source)) {}
+
+  const json* find(const std::string& key) {
+    read_.insert(key);
+    const auto it = j_.find(key);
+    return it == j_.end() || it->is_null() ? nullptr : &*it;
+  }
+  int integer(const std::string& key, std::optional<int> fallback = std::nullopt) {
+    const json* v = find(key);
+    if (v == nullptr) return fallback ? *fallback : fail(key, "an integer", "no such key");
+    if (!v->is_number_integer() || v->get<std::int64_t>() < 0 || v->get<std::int64_t>() > kIntMax)
+      fail(key, "a non-negative integer", json_excerpt(*v));
+    return v->get<int>();
+  }
+  double number(const std::string& key, std::optional<double> fallback = std::nullopt) {
+    const json* v = find(key);
+    if (v == nullptr) return fallback ? *fallback : fail(key, "a number", "no such key");
+    if (!v->is_number() || !std::isfinite(v->get<double>())) fail(key, "a finite number", json_excerpt(*v));
+    return v->get<double>();
+  }
+  bool boolean(const std::string& key, bool fallback) {
+    const json* v = find(key);
+    if (v == nullptr) return fallback;
+    if (!v->is_boolean()) fail(key, "true or false", json_excerpt(*v));
+    return v->get<bool>();
+  }
+  std::vector<double> numbers(const std::string& key) {
+    const json* v = find(key);
+    if (v == nullptr || !v->is_array()) fail(key, "an array of numbers", v ? json_excerpt(*v) : "no such key");
+    std::vector<double> out;
+    for (const json& x : *v) {
+      if (!x.is_number() || !std::isfinite(x.get<double>())) fail(key, "an array of finite numbers", json_excerpt(*v));
+      out.push_back(x.get<double>());
+    }
+    return out;
+  }
+  // A token id, or the first of an array of ids; -1 when absent.
+  int token(const std::string& key) {
+    const json* v = find(key);
+    if (v != nullptr && v->is_array()) v = v->empty() ? nullptr : &v->front();
+    if (v == nullptr) return -1;
+    if (!v->is_number_integer() || v->get<std::int64_t>() < 0 || v->get<std::int64_t>() > kIntMax)
+      fail(key, "a token id or an array of them", json_excerpt(*v));
+    return v->get<int>();
+  }
+  // Refuses `key` unless absent, null or equal to `supported`.
+  void require_value(const std::string& key, const json& supported, std::string_view meaning) {
+    if (const json* v = find(key); v != nullptr && *v != supported)
+      unsupported(key, *v, fmt::format("{} only ({})", supported.dump(), meaning));
+  }
+  // Refuses every key that was not read, is not null (as absent) and is not in `harmless`.
+  void refuse_unread_keys(const std::set<std::string_view>& harmless) const {
+    for (const auto& [key, value] : j_.items())
+      if (!value.is_null() && !read_.contains(key) && !harmless.contains(key))
+        unsupported(key, value, "only the keys whose meaning it implements (docs/models.md)");
+  }
+  [[noreturn]] int fail(const std::string& key, std::string_view expected, const std::string& found) const {
+    throw_format_error(fmt::format("{}: '{}': expected {}, found {}", source_, key, expected, found));
+  }
+  [[noreturn]] void unsupported(const std::string& key, const json& value, std::string_view supported) const {
+    throw_format_error(fmt::format("{}: '{}' = {} is not supported: tapdiff implements {}", source_, key,
+                                   json_excerpt(value), supported));
+  }
+
+ private:
+  const json& j_;
+  std::string source_;
+  std::set<std::string> read_;
+};
+
+// transformers' YaRN attention factor: given, or from mscale / mscale_all_dim, or 0.1 ln(factor) + 1.
+double yarn_attention_factor(KeyReader& r, double factor) {
+  auto mscale = [&](double m) { return factor <= 1.0 ? 1.0 : 0.1 * m * std::log(factor) + 1.0; };
+  if (r.find("attention_factor") != nullptr) return r.number("attention_factor");
+  const double m = r.number("mscale", 0.0), m_all = r.number("mscale_all_dim", 0.0);
+  return m != 0.0 && m_all != 0.0 ? mscale(m) / mscale(m_all) : mscale(1.0);
+}
+
+// One RoPE parameter object (5.x rope_parameters, or 4.x rope_scaling) into c.rope_scaling, as
+// transformers' rope initialisation functions read it; its unknown keys are refused.
+void read_rope_object(const json& object, const std::string& where, double max_position, double top_original,
+                      ModelConfig& c) {
+  KeyReader r(object, where);
+  RopeScaling& s = c.rope_scaling;
+  const json* type = r.find("rope_type");
+  if (type == nullptr) type = r.find("type");
+  const std::string name = type == nullptr ? "default" : type->is_string() ? type->get<std::string>() : "";
+  static constexpr std::pair<std::string_view, RopeType> kTypes[] = {
+      {"default", RopeType::standard}, {"linear", RopeType::linear}, {"dynamic", RopeType::dynamic},
+      {"yarn", RopeType::yarn},        {"llama3", RopeType::llama3}, {"longrope", RopeType::longrope}};
+  const auto* known =
+      std::find_if(std::begin(kTypes), std::end(kTypes), [&](const auto& t) { return t.first == name; });
+  if (known == std::end(kTypes))
+    r.unsupported("rope_type", type ? *type : json(name), "default, linear, dynamic, yarn, llama3 and longrope");
+  s.type = known->second;
+  r.find("type"), r.find("rope_type");
+  if (r.find("rope_theta") != nullptr) c.rope_base = r.number("rope_theta");
+  if (r.find("partial_rotary_factor") != nullptr)
+    c.rotary_dim = static_cast<int>(c.head_dim * r.number("partial_rotary_factor"));
+  const double original = top_original > 0 ? top_original : r.number("original_max_position_embeddings", max_position);
+  switch (s.type) {
+    case RopeType::standard: break;
+    case RopeType::linear: s.factor = r.number("factor"); break;
+    case RopeType::dynamic:
+      s.factor = r.number("factor");
+      s.original_context = static_cast<int>(max_position);  // transformers grows past max_position_embeddings
+      break;
+    case RopeType::yarn:
+      s.original_context = static_cast<int>(original);
+      s.factor = r.find("factor") != nullptr ? r.number("factor") : max_position / original;
+      s.attention_factor = yarn_attention_factor(r, s.factor);
+      s.beta_fast = r.number("beta_fast", 32.0), s.beta_slow = r.number("beta_slow", 1.0);
+      s.truncate = r.boolean("truncate", true);
+      break;
+    case RopeType::llama3:
+      s.original_context = static_cast<int>(original);
+      s.factor = r.number("factor");
+      s.low_freq_factor = r.number("low_freq_factor"), s.high_freq_factor = r.number("high_freq_factor");
+      break;
+    case RopeType::longrope:
+      s.original_context = static_cast<int>(original);
+      s.factor = top_original > 0 || r.find("factor") == nullptr ? max_position / original : r.number("factor");
+      s.short_factor = r.numbers("short_factor"), s.long_factor = r.numbers("long_factor");
+      s.attention_factor = r.find("attention_factor") != nullptr ? r.number("attention_factor")
+                           : s.factor <= 1.0                     ? 1.0
+                                             : std::sqrt(1.0 + std::log(s.factor) / std::log(original));
+      break;
+  }
+  r.refuse_unread_keys({});
+}
+
+// The RoPE parameters: 5.x's rope_parameters object, or 4.x's top-level rope_theta,
+// partial_rotary_factor and rope_scaling (an object or null).
+void read_rope(KeyReader& k, const std::string& source, ModelConfig& c) {
+  const json* params = k.find("rope_parameters");
+  const json* scaling = k.find("rope_scaling");
+  if (params != nullptr && scaling != nullptr)
+    k.fail("rope_scaling", "either rope_parameters (5.x) or rope_scaling (4.x)", "both");
+  c.rope_base = k.number("rope_theta", 10000.0);
+  c.rotary_dim = static_cast<int>(c.head_dim * k.number("partial_rotary_factor", 1.0));
+  const double max_position = k.integer("max_position_embeddings", 0);
+  const double top_original = k.integer("original_max_position_embeddings", 0);
+  const json* p = params != nullptr ? params : scaling;
+  const std::string name = params != nullptr ? "rope_parameters" : "rope_scaling";
+  if (p != nullptr && !p->is_object()) k.fail(name, "an object", json_excerpt(*p));
+  if (p != nullptr) read_rope_object(*p, source + ": " + name, max_position, top_original, c);
+  if (c.rotary_dim == c.head_dim) c.rotary_dim = 0;
+}
+
+// Qwen2's sliding window, from 5.x's layer_types or 4.x's use_sliding_window/max_window_layers:
+// one window for every layer, or none; a mix of layer types is refused.
+int qwen2_window(KeyReader& k, int n_layers) {
+  const bool use = k.boolean("use_sliding_window", false);
+  const int window = k.integer("sliding_window", 0);
+  const int from = k.integer("max_window_layers", 28);  // Qwen2Config's default
+  std::set<std::string> kinds;
+  if (const json* types = k.find("layer_types")) {
+    if (!types->is_array()) k.fail("layer_types", "an array of layer types", json_excerpt(*types));
+    for (const json& t : *types) kinds.insert(t.is_string() ? t.get<std::string>() : t.dump());
+  } else {
+    for (int l = 0; l < n_layers; ++l) kinds.insert(use && l >= from ? "sliding_attention" : "full_attention");
+  }
+  if (kinds == std::set<std::string>{"full_attention"}) return 0;
+  if (kinds == std::set<std::string>{"sliding_attention"} && window > 0) return window;
+  k.unsupported("layer_types", json(kinds), "one kind of attention for every layer (all full, or all sliding)");
+}
+
+}  // namespace
+
+ModelConfig hf_config(const json& j, const std::string& source) {
+  if (!j.is_object()) throw_format_error(fmt::format("{}: expected a JSON object, found {}", source, json_excerpt(j)));
+  KeyReader k(j, source);
+  ModelConfig c;
+  const json* type = k.find("model_type");
+  if (type == nullptr) k.fail("model_type", "llama, mistral or qwen2", "no such key");
+  if (!type->is_string() || (*type != "llama" && *type != "mistral" && *type != "qwen2"))
+    k.fail("model_type", "llama, mistral or qwen2", json_excerpt(*type));
+  c.arch = type->get<std::string>();
+  c.dim = k.integer("hidden_size");
+  c.n_layers = k.integer("num_hidden_layers");
+  c.n_heads = k.integer("num_attention_heads");
+  c.n_kv_heads = k.integer("num_key_value_heads", c.n_heads);
+  c.head_dim = k.integer("head_dim", c.n_heads > 0 ? c.dim / c.n_heads : 0);
+  c.ffn_dim = k.integer("intermediate_size");
+  c.vocab = k.integer("vocab_size");
+  c.norm_eps = k.number("rms_norm_eps");
+  c.context_length = k.integer("max_position_embeddings", 0);
+  read_rope(k, source, c);
+  c.rope_style = RopeStyle::rotate_half;
+  c.tied_output = k.boolean("tie_word_embeddings", false);
+  k.require_value("hidden_act", "silu", "SwiGLU with silu");
+  k.require_value("mlp_bias", false, "no biases in the MLP");
+  if (c.arch == "mistral") c.sliding_window = k.integer("sliding_window", 0);
+  if (c.arch == "qwen2") c.sliding_window = qwen2_window(k, c.n_layers);
+  if (c.arch == "llama") k.require_value("attention_bias", false, "no bias on q, k, v and o_proj");
+  c.qkv_bias = c.arch == "qwen2";
+  c.bos_token = k.token("bos_token_id");
+  c.eos_token = k.token("eos_token_id");
+  k.refuse_unread_keys(no_math_keys());
+  return c;
+}
+
+}  // namespace tapdiff::model

@@ -1,0 +1,57 @@
+#pragma once
+// RoPE frequencies: what each rotated channel pair turns by per position, for every scaling that
+// tapdiff implements, computed as transformers' rope initialisation functions
+// (modeling_rope_utils.py) and llama.cpp's freq_factors compute them, in double.
+//
+// A pair i of the rotary_dim leading channels of a head turns by pos * inv_freq[i]; its cos and sin
+// are multiplied by attention_factor (YaRN, LongRoPE); channels past rotary_dim pass unchanged.
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace tapdiff::model {
+
+struct ModelConfig;
+
+enum class RopeType : std::uint8_t {
+  standard,  // base^(-2i/d)
+  linear,    // positions divided by factor
+  dynamic,   // NTK-aware base, grown once the sequence passes original_context
+  yarn,      // frequencies blended by a ramp between beta_fast and beta_slow rotations, scaled cos/sin
+  llama3,    // low frequencies divided by factor, a smooth blend between low_freq and high_freq
+  longrope,  // per-pair factors: short_factor within original_context, long_factor past it
+};
+std::string_view rope_type_name(RopeType type);  // as Hugging Face's rope_type: "default", "linear", ...
+
+struct RopeScaling {
+  RopeType type = RopeType::standard;
+  double factor = 1.0;
+  int original_context = 0;  // original_max_position_embeddings (dynamic, yarn, llama3, longrope)
+  double low_freq_factor = 1.0, high_freq_factor = 4.0;  // llama3
+  double beta_fast = 32.0, beta_slow = 1.0;              // yarn
+  bool truncate = true;                                  // yarn: round the ramp's ends outward
+  double attention_factor = 0.0;                         // yarn, longrope: 0 = derived from factor
+  std::vector<double> short_factor, long_factor;         // longrope, one per pair
+  // llama.cpp's rope_freqs.weight (GGUF, Llama 3.1+): each pair's frequency is divided by its
+  // factor, on top of the type above.
+  std::vector<double> freq_factors;
+};
+
+struct RopeFrequencies {
+  std::vector<double> inv_freq;   // [rotary_dim / 2]
+  double attention_factor = 1.0;  // multiplies cos and sin
+  bool operator==(const RopeFrequencies&) const = default;
+  bool operator<(const RopeFrequencies& o) const {
+    return inv_freq != o.inv_freq ? inv_freq < o.inv_freq : attention_factor < o.attention_factor;
+  }
+};
+
+// The channels of a head that RoPE rotates (config.rotary_dim, or head_dim when 0).
+int rotary_dim(const ModelConfig& config);
+
+// The frequencies for a pass whose last position is seq_len - 1 (dynamic and longrope depend on
+// it, as transformers' dynamic_rope_update does); `base` is config.rope_base unless a planted fault
+// changes it.
+RopeFrequencies rope_frequencies(const ModelConfig& config, double base, std::int64_t seq_len);
+
+}  // namespace tapdiff::model

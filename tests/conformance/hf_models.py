@@ -1,0 +1,85 @@
+"""Tiny random models made and saved by transformers itself, one per (family, RoPE type).
+
+Each case is a config that transformers builds a model from; the weights are random (seeded) with
+norm weights away from 1, so that a misread norm shows. Saved with save_pretrained in float32, in
+the config format transformers 5.x writes, or rewritten as 4.x wrote it (top-level rope_theta and
+rope_scaling, torch_dtype).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import transformers
+
+SHAPE = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4,
+             num_key_value_heads=2, vocab_size=160, rms_norm_eps=1e-5)
+
+
+@dataclass
+class Case:
+    name: str
+    model_type: str  # llama | mistral | qwen2
+    rope: dict = field(default_factory=lambda: {"rope_type": "default", "rope_theta": 10000.0})
+    extra: dict = field(default_factory=dict)
+
+    def config(self) -> transformers.PretrainedConfig:
+        cls = transformers.CONFIG_MAPPING[self.model_type]
+        return cls(**SHAPE, rope_parameters=dict(self.rope), tie_word_embeddings=False, **self.extra)
+
+
+CASES = [
+    Case("llama-default", "llama"),
+    Case("llama-500k", "llama", {"rope_type": "default", "rope_theta": 500000.0}),
+    Case("llama-linear", "llama", {"rope_type": "linear", "rope_theta": 10000.0, "factor": 4.0}),
+    Case("llama-dynamic", "llama", {"rope_type": "dynamic", "rope_theta": 10000.0, "factor": 2.0},
+         {"max_position_embeddings": 16}),
+    Case("llama-yarn", "llama", {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                                 "original_max_position_embeddings": 32}),
+    Case("llama-yarn-mscale", "llama", {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 8.0,
+                                        "original_max_position_embeddings": 32, "mscale": 0.707,
+                                        "mscale_all_dim": 0.707, "beta_fast": 16, "beta_slow": 2,
+                                        "truncate": False}),
+    Case("llama-llama3", "llama", {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+                                   "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                   "original_max_position_embeddings": 64}),
+    Case("llama-longrope", "llama", {"rope_type": "longrope", "rope_theta": 10000.0,
+                                     "short_factor": [1.0 + 0.1 * i for i in range(8)],
+                                     "long_factor": [1.5 + 0.3 * i for i in range(8)],
+                                     "original_max_position_embeddings": 16},
+         {"max_position_embeddings": 64}),
+    Case("mistral", "mistral", extra={"sliding_window": 8}),
+    Case("mistral-head-dim", "mistral", extra={"head_dim": 32, "sliding_window": None}),
+    Case("qwen2", "qwen2"),
+    Case("qwen2-sliding", "qwen2", extra={"use_sliding_window": True, "sliding_window": 6,
+                                          "max_window_layers": 0}),
+]
+
+
+def make_model(case: Case, folder: Path, style: str, seed: int = 0) -> None:
+    """Builds the case's model with random weights and saves it to folder (style "5.x" or "4.x")."""
+    torch.manual_seed(seed)
+    model = transformers.AutoModelForCausalLM.from_config(case.config(), dtype=torch.float32)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.copy_(1.0 + 0.3 * torch.randn_like(p))
+            elif name.endswith(".bias"):
+                p.copy_(0.1 * torch.randn_like(p))
+    model.save_pretrained(folder)
+    if style == "4.x":
+        as_4x_config(folder / "config.json")
+
+
+def as_4x_config(path: Path) -> None:
+    """Rewrites a 5.x config.json as transformers 4.x wrote it."""
+    config = json.loads(path.read_text())
+    rope = dict(config.pop("rope_parameters", None) or {})
+    config["rope_theta"] = rope.pop("rope_theta", 10000.0)
+    config["rope_scaling"] = rope if rope.get("rope_type", "default") != "default" else None
+    if "dtype" in config:
+        config["torch_dtype"] = config.pop("dtype")
+    config.pop("layer_types", None)
+    path.write_text(json.dumps(config, indent=2))
