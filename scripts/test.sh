@@ -3,7 +3,9 @@
 # The whole tree (tests and benchmarks included) is also built, with warnings as errors, for the
 # other of the two x86-64 levels whose code paths differ in Eigen's packet math: x86-64-v3 (AVX2)
 # on a machine with AVX-512, x86-64-v4 (AVX-512) on one without. Every machine so checks both.
-# --sanitize: the tests in a separate build with AddressSanitizer + UndefinedBehaviorSanitizer.
+# Then the conformance suites (tests/conformance, pytest) hold the reference to transformers' own
+# float64 forward, in the cached Python environment of scripts/python-env.sh (first run: ~4 GB).
+# --sanitize: the C++ tests in a separate build with AddressSanitizer + UndefinedBehaviorSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
@@ -18,5 +20,8 @@ else
   export BUILD_DIR=build
   ./scripts/build.sh -DTAPDIFF_WERROR=ON
 fi
-cd "$BUILD_DIR"
-ctest --output-on-failure -j"$(nproc)"
+(cd "$BUILD_DIR" && ctest --output-on-failure -j"$(nproc)")
+if [ "$BUILD_DIR" = build ]; then
+  python_env=$(./scripts/python-env.sh)
+  TAPDIFF_BINARY="$PWD/build/tapdiff" "$python_env/bin/python" -m pytest tests/conformance -q -p no:cacheprovider
+fi

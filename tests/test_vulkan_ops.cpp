@@ -59,8 +59,10 @@ struct OpCase {
   std::string arch = "llama";
   int window = 0;
   bool tied = false;
-  std::string kernels;  // --kernels overrides
-  bool f16 = false;     // --dtype f16 against the reference's f16 emulation
+  std::string kernels;               // --kernels overrides
+  bool f16 = false;                  // --dtype f16 against the reference's f16 emulation
+  int rotary_dim = 0;                // RoPE on the leading channels of a head only (0: all)
+  double rope_attention_factor = 0;  // YaRN's cos/sin scale (0: none)
 };
 
 std::ostream& operator<<(std::ostream& os, const OpCase& c) { return os << c.name; }
@@ -97,10 +99,29 @@ std::filesystem::path write_case_model(const OpCase& c) {
   return path;
 }
 
-// The same weights under another config (the sliding window has no synth option).
-std::unique_ptr<model::Model> with_window(const model::Model& base, int window) {
+// Partial rotary RoPE (rotary_dim of the head's channels), scaled by an attention factor.
+OpCase partial_rotary(OpCase c, int rotary_dim, double attention_factor) {
+  c.rotary_dim = rotary_dim;
+  c.rope_attention_factor = attention_factor;
+  return c;
+}
+
+// Whether the case runs the weights under a config that synth does not write.
+bool edits_config(const OpCase& c) { return c.window > 0 || c.rotary_dim > 0 || c.rope_attention_factor > 0; }
+
+// The same weights under the case's config edits: the sliding window, partial rotary and YaRN's
+// attention factor (scaling the frequencies too), which synth has no options for.
+std::unique_ptr<model::Model> with_config_edits(const model::Model& base, const OpCase& c) {
   model::ModelConfig config = base.config();
-  config.sliding_window = window;
+  config.sliding_window = c.window;
+  config.rotary_dim = c.rotary_dim;
+  if (c.rope_attention_factor > 0) {
+    config.rope_scaling.type = model::RopeType::yarn;
+    config.rope_scaling.factor = 4.0;
+    config.rope_scaling.original_context = 32;
+    config.rope_scaling.attention_factor = c.rope_attention_factor;
+  }
+  config.validate("op case " + c.name);
   auto m = std::make_unique<model::Model>(base.path(), config);
   for (int l = -1; l < config.n_layers; ++l)
     for (int k = 0; k <= static_cast<int>(model::WeightKind::output); ++k)
@@ -241,7 +262,7 @@ TEST_P(VulkanOps, EveryOpMatchesTheReferenceOnRandomInputs) {
   const OpCase& c = GetParam();
   if (const std::string why = coop_missing(c); !why.empty()) GTEST_SKIP() << why;
   const auto base = model::load_model(write_case_model(c));
-  const auto m = c.window > 0 ? with_window(*base, c.window) : nullptr;
+  const auto m = edits_config(c) ? with_config_edits(*base, c) : nullptr;
   const model::Model& model = m ? *m : *base;
   const model::Graph graph(model.config());
   reference::CpuEngineOptions cpu_options{model::Scalar::f32, 1};
@@ -291,6 +312,11 @@ INSTANTIATE_TEST_SUITE_P(
                 true),
         op_case("qwen2_rotate_half_bias", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {7}, {2, 5}}, "qwen2"),
         op_case("sliding_window_3", {8, 4, 16, 72, 136, 301}, DType::f32, {{7}, {2, 5}, {5, 1, 1, 1}}, "llama", 3),
+        partial_rotary(op_case("partial_rotary_interleaved", {8, 4, 16, 72, 136, 301}, DType::f32, {{7}, {2, 5, 1}}), 8,
+                       1.25),
+        partial_rotary(op_case("partial_rotary_rotate_half", {8, 4, 16, 72, 136, 301}, DType::f32, {{7}, {2, 5, 1}},
+                               "qwen2"),
+                       6, 0),
         op_case("forced_matvec_shared", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {5}, {2, 5}}, "llama", 0, false,
                 "matmul=matvec,matvec=shared"),
         op_case("forced_matvec_subgroup_q4_0", {8, 4, 16, 96, 224, 300}, DType::q4_0, {{3}, {2, 5}}, "llama", 0, false,
@@ -334,6 +360,8 @@ INSTANTIATE_TEST_SUITE_P(
         // f16 weights and activations: f32 and bf16 matrices stored as f16, F16 kept, Q8_0 and Q4_0
         // rounded as dequantized
         act_f16(op_case("gqa8x4_hd16_f32", {8, 4, 16, 72, 136, 301}, DType::f32, kAllRows)),
+        act_f16(partial_rotary(
+            op_case("partial_rotary_rotate_half", {8, 4, 16, 72, 136, 301}, DType::f32, {{7}}, "qwen2"), 10, 1.5)),
         act_f16(op_case("gqa32x8_hd64_bf16", {32, 8, 64, 96, 200, 300}, DType::bf16, {{1}, {7}, {2, 5}})),
         act_f16(op_case("mha6x6_hd8_f16", {6, 6, 8, 40, 100, 259}, DType::f16, {{1}, {33}, {2, 5}})),
         act_f16(op_case("gqa32x4_hd128_q8_0", {32, 4, 128, 96, 160, 300}, DType::q8_0, {{3}, {33}, {2, 5}})),

@@ -1,0 +1,105 @@
+"""tapdiff's f64 reference against transformers' own float64 forward, on tiny random models that
+transformers makes and saves (tests/conformance/hf_models.py), loaded back with from_pretrained as
+users load them. Every layer output, the final norm and the logits must agree to NMSE <= 1e-10.
+
+transformers computes RoPE's cos and sin in float32 even in a float64 model (its rotary embedding
+casts inv_freq and positions with .float()), so the floor is not 0: about 1e-14 on these models
+at the positions used here (printed by -s).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+import torch
+import transformers
+
+from hf_models import CASES, make_model
+
+TAPDIFF = os.environ.get("TAPDIFF_BINARY", str(Path(__file__).resolve().parents[2] / "build" / "tapdiff"))
+NMSE_BOUND = 1e-10
+TOKENS = [int(t) for t in np.random.default_rng(7).integers(3, 160, size=40)]
+
+
+def nmse(a: np.ndarray, b: np.ndarray) -> float:
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return float(np.sum((a - b) ** 2) / max(np.sum(a**2), 1e-300))
+
+
+def transformers_forward(folder: Path) -> dict[str, np.ndarray]:
+    """The float64 forward's layer outputs, final norm and logits, keyed as tapdiff's dump names them."""
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float64,
+                                                              attn_implementation="eager")
+    model.eval()
+    out: dict[str, np.ndarray] = {}
+
+    def keep(name):
+        def hook(_module, _inputs, output):
+            value = output[0] if isinstance(output, tuple) else output
+            out[name] = value[0].detach().numpy()
+        return hook
+
+    handles = [layer.register_forward_hook(keep(f"{i}/ffn_residual")) for i, layer in enumerate(model.model.layers)]
+    n_layers = len(model.model.layers)
+    handles.append(model.model.norm.register_forward_hook(keep(f"{n_layers}/final_norm")))
+    with torch.no_grad():
+        logits = model(torch.tensor([TOKENS])).logits
+    for h in handles:
+        h.remove()
+    out[f"{n_layers}/logits"] = logits[0].numpy()
+    return out
+
+
+def tapdiff_dump(folder: Path, dump: Path) -> dict[str, np.ndarray]:
+    tokens = ",".join(str(t) for t in TOKENS)
+    run = subprocess.run([TAPDIFF, "run", "--model", str(folder), "--engine", "ref", "--dtype", "f64",
+                          "--tokens", tokens, "--dump", str(dump), "--dump-dtype", "f64"],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    with h5py.File(dump, "r") as f:
+        return {f"{layer}/{op}": f["taps"][layer][op][()] for layer in f["taps"] for op in f["taps"][layer]}
+
+
+@pytest.mark.parametrize("style", ["5.x", "4.x"])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_reference_matches_transformers_float64(case, style, tmp_path):
+    folder = tmp_path / "model"
+    make_model(case, folder, style)
+    expected = transformers_forward(folder)
+    got = tapdiff_dump(folder, tmp_path / "ref.h5")
+    worst = 0.0
+    for name, want in expected.items():
+        assert name in got, f"tapdiff's dump lacks {name}"
+        assert got[name].shape == want.shape, name
+        error = nmse(want, got[name])
+        worst = max(worst, error)
+        assert error <= NMSE_BOUND, f"{case.name} ({style}) {name}: NMSE {error:.3g}"
+    print(f"{case.name} ({style}): worst NMSE {worst:.3g} over {len(expected)} tensors")
+
+
+def test_config_keys_transformers_writes_are_all_classified(tmp_path):
+    """Every key of every case's saved config is read or known harmless: loading never refuses."""
+    for case in CASES:
+        folder = tmp_path / case.name
+        make_model(case, folder, "5.x")
+        keys = json.loads((folder / "config.json").read_text()).keys()
+        run = subprocess.run([TAPDIFF, "run", "--model", str(folder), "--tokens", "1,2"], capture_output=True,
+                             text=True)
+        assert run.returncode == 0, f"{case.name} {sorted(keys)}: {run.stderr}"
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16"])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_vulkan_engine_matches_the_reference(case, dtype, tmp_path):
+    """No false positive: the Vulkan engine (lavapipe where there is no GPU) bisects to "match"."""
+    folder = tmp_path / "model"
+    make_model(case, folder, "5.x")
+    tokens = ",".join(str(t) for t in TOKENS)
+    run = subprocess.run([TAPDIFF, "bisect", "--model", str(folder), "--tokens", tokens, "--chunk", "16",
+                          "--generate", "4", "--dtype", dtype], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
