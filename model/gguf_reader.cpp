@@ -460,13 +460,16 @@ WeightTensor to_weight(const GgufFile& f, const GgufTensorInfo& t) {
 
 constexpr std::string_view kRopeFreqs = "rope_freqs.weight";
 
-// RoPE as llama.cpp reads it: rope.dimension_count rotated channels, rope.scaling.type none or
+// RoPE as llama.cpp reads it: whole heads rotated (rope.dimension_count = head_dim), rope.scaling.type none or
 // linear (rope.scaling.factor, or the older rope.scale_linear), and the per-pair divisors of
 // rope_freqs.weight (Llama 3.1+). YaRN and other scalings are refused.
 void read_rope_scaling(const GgufFile& f, ModelConfig& c) {
   const std::string file = f.path().string(), prefix = c.arch + ".";
-  c.rotary_dim = int_key(f, prefix + "rope.dimension_count", c.head_dim);
-  if (c.rotary_dim == c.head_dim) c.rotary_dim = 0;
+  if (const int rotary = int_key(f, prefix + "rope.dimension_count", c.head_dim); rotary != c.head_dim)
+    throw_format_error(
+        fmt::format("{}: {}rope.dimension_count = {} is not supported: llama.cpp's {} rotates whole "
+                    "heads ({} channels)",
+                    file, prefix, rotary, c.arch, c.head_dim));
   RopeScaling& s = c.rope_scaling;
   const std::string type = f.get_string(prefix + "rope.scaling.type").value_or("none");
   if (type == "linear") {

@@ -1,0 +1,110 @@
+"""Tiny random models written as GGUF by the gguf package (llama.cpp's own GGUF library), F32
+tensors, with the metadata llama.cpp's converter writes for each case."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import gguf
+import numpy as np
+
+DIM, LAYERS, HEADS, KV_HEADS, HEAD_DIM, FFN, VOCAB = 64, 3, 4, 2, 16, 96, 320
+
+
+@dataclass
+class GgufCase:
+    name: str
+    arch: str = "llama"  # llama | qwen2
+    rope_base: float = 10000.0
+    rotary_dim: int = HEAD_DIM
+    linear_factor: float = 0.0  # rope.scaling.type linear when > 0
+    llama3: bool = False  # rope_freqs.weight as llama.cpp's converter computes it for Llama 3.1
+    extra: dict = field(default_factory=dict)
+
+
+GGUF_CASES = [
+    GgufCase("llama"),
+    GgufCase("llama-linear", linear_factor=4.0),
+    GgufCase("llama3-rope-freqs", rope_base=500000.0, llama3=True),
+    GgufCase("qwen2", arch="qwen2", rope_base=1000000.0),
+]
+
+
+def llama3_rope_factors(base: float, dim: int, factor=8.0, low=1.0, high=4.0, original=64) -> np.ndarray:
+    """The divisors llama.cpp's converter writes as rope_freqs.weight for a Llama 3.1 config."""
+    freqs = 1.0 / base ** (np.arange(0, dim, 2, dtype=np.float64) / dim)
+    factors = []
+    for f in freqs:
+        wavelen = 2 * np.pi / f
+        if wavelen < original / high:
+            factors.append(1.0)
+        elif wavelen > original / low:
+            factors.append(factor)
+        else:
+            smooth = (original / wavelen - low) / (high - low)
+            factors.append(1.0 / ((1 - smooth) / factor + smooth))
+    return np.array(factors, dtype=np.float32)
+
+
+def write_gguf(case: GgufCase, path: Path, seed: int = 0) -> None:
+    rng = np.random.default_rng(seed)
+    w = gguf.GGUFWriter(str(path), case.arch)
+    w.add_context_length(4096)
+    w.add_embedding_length(DIM)
+    w.add_block_count(LAYERS)
+    w.add_feed_forward_length(FFN)
+    w.add_head_count(HEADS)
+    w.add_head_count_kv(KV_HEADS)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_rope_freq_base(case.rope_base)
+    w.add_rope_dimension_count(case.rotary_dim)
+    if case.linear_factor > 0:
+        w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+        w.add_rope_scaling_factor(case.linear_factor)
+    add_vocabulary(w)
+
+    def matrix(rows: int, cols: int) -> np.ndarray:
+        return (rng.standard_normal((rows, cols)) / np.sqrt(cols)).astype(np.float32)
+
+    def norm(n: int) -> np.ndarray:
+        return (1.0 + 0.3 * rng.standard_normal(n)).astype(np.float32)
+
+    w.add_tensor("token_embd.weight", rng.standard_normal((VOCAB, DIM)).astype(np.float32))
+    if case.llama3:
+        w.add_tensor("rope_freqs.weight", llama3_rope_factors(case.rope_base, case.rotary_dim))
+    for layer in range(LAYERS):
+        p = f"blk.{layer}."
+        w.add_tensor(p + "attn_norm.weight", norm(DIM))
+        w.add_tensor(p + "attn_q.weight", matrix(HEADS * HEAD_DIM, DIM))
+        w.add_tensor(p + "attn_k.weight", matrix(KV_HEADS * HEAD_DIM, DIM))
+        w.add_tensor(p + "attn_v.weight", matrix(KV_HEADS * HEAD_DIM, DIM))
+        if case.arch == "qwen2":
+            for name, n in (("attn_q.bias", HEADS * HEAD_DIM), ("attn_k.bias", KV_HEADS * HEAD_DIM),
+                            ("attn_v.bias", KV_HEADS * HEAD_DIM)):
+                w.add_tensor(p + name, (0.1 * rng.standard_normal(n)).astype(np.float32))
+        w.add_tensor(p + "attn_output.weight", matrix(DIM, HEADS * HEAD_DIM))
+        w.add_tensor(p + "ffn_norm.weight", norm(DIM))
+        w.add_tensor(p + "ffn_gate.weight", matrix(FFN, DIM))
+        w.add_tensor(p + "ffn_up.weight", matrix(FFN, DIM))
+        w.add_tensor(p + "ffn_down.weight", matrix(DIM, FFN))
+    w.add_tensor("output_norm.weight", norm(DIM))
+    w.add_tensor("output.weight", matrix(VOCAB, DIM) * 4.0)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def add_vocabulary(w: gguf.GGUFWriter) -> None:
+    """A SentencePiece-style vocabulary: unk, bos, eos, 256 byte tokens, then made-up pieces."""
+    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+    tokens += [f"\u2581t{i}" for i in range(VOCAB - len(tokens))]
+    types = [gguf.TokenType.UNKNOWN, gguf.TokenType.CONTROL, gguf.TokenType.CONTROL]
+    types += [gguf.TokenType.BYTE] * 256 + [gguf.TokenType.NORMAL] * (VOCAB - 259)
+    w.add_tokenizer_model("llama")
+    w.add_token_list(tokens)
+    w.add_token_scores([0.0] * 259 + [-float(i) for i in range(VOCAB - 259)])
+    w.add_token_types(types)
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_unk_token_id(0)
