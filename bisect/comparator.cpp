@@ -90,10 +90,12 @@ std::vector<RowInfo> same_rows(const RunRows& run) {
 HeadLayout head_layout(model::Op op, const model::ModelConfig& config) {
   switch (op) {
     case model::Op::q_proj:
+    case model::Op::q_norm:
     case model::Op::rope_q:
     case model::Op::attn: return {config.n_heads, config.head_dim};
     case model::Op::k_proj:
     case model::Op::v_proj:
+    case model::Op::k_norm:
     case model::Op::rope_k: return {config.n_kv_heads, config.head_dim};
     case model::Op::embed:
     case model::Op::attn_norm:

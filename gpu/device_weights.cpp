@@ -19,9 +19,10 @@ constexpr std::uint64_t kStagingLimit = 64ull << 20;  // flush the upload stream
 constexpr model::WeightKind kGlobalKinds[] = {model::WeightKind::token_embd, model::WeightKind::output_norm,
                                               model::WeightKind::output};
 constexpr model::WeightKind kLayerKinds[] = {
-    model::WeightKind::attn_norm, model::WeightKind::wq,       model::WeightKind::wk,     model::WeightKind::wv,
-    model::WeightKind::bq,        model::WeightKind::bk,       model::WeightKind::bv,     model::WeightKind::wo,
-    model::WeightKind::ffn_norm,  model::WeightKind::ffn_gate, model::WeightKind::ffn_up, model::WeightKind::ffn_down};
+    model::WeightKind::attn_norm, model::WeightKind::wq,      model::WeightKind::wk,       model::WeightKind::wv,
+    model::WeightKind::bq,        model::WeightKind::bk,      model::WeightKind::bv,       model::WeightKind::q_norm,
+    model::WeightKind::k_norm,    model::WeightKind::wo,      model::WeightKind::ffn_norm, model::WeightKind::ffn_gate,
+    model::WeightKind::ffn_up,    model::WeightKind::ffn_down};
 
 bool is_vector(model::WeightKind kind) {
   switch (kind) {
@@ -30,7 +31,9 @@ bool is_vector(model::WeightKind kind) {
     case model::WeightKind::output_norm:
     case model::WeightKind::bq:
     case model::WeightKind::bk:
-    case model::WeightKind::bv: return true;
+    case model::WeightKind::bv:
+    case model::WeightKind::q_norm:
+    case model::WeightKind::k_norm: return true;
     case model::WeightKind::token_embd:
     case model::WeightKind::wq:
     case model::WeightKind::wk:

@@ -194,6 +194,8 @@ const DeviceWeight& Engine::matrix(Op op, int l) const {
     case Op::embed: return weights_->get(WeightKind::token_embd);
     case Op::logits: return weights_->get(config_.tied_output ? WeightKind::token_embd : WeightKind::output);
     case Op::attn_norm:
+    case Op::q_norm:
+    case Op::k_norm:
     case Op::rope_q:
     case Op::rope_k:
     case Op::attn:
@@ -424,6 +426,8 @@ void Engine::deliver_after_chunk(const Region& out, std::int64_t cols, const mod
 const DeviceWeight& Engine::norm_weight(Op op, int layer) const {
   if (op == Op::attn_norm) return weights_->get(WeightKind::attn_norm, layer);
   if (op == Op::ffn_norm) return weights_->get(WeightKind::ffn_norm, layer);
+  if (op == Op::q_norm) return weights_->get(WeightKind::q_norm, layer);
+  if (op == Op::k_norm) return weights_->get(WeightKind::k_norm, layer);
   return weights_->get(WeightKind::output_norm);
 }
 
@@ -460,6 +464,10 @@ std::string Engine::run(const model::Step& step, const Region& out) {
     case Op::final_norm:
       if (const FusedNorm fused = std::exchange(fused_norm_, {}); fused.norm == step.output()) return fused.kernel;
       return kernels_->rms_norm(*stream_, in(0), norm_weight(step.op, step.layer), eps, out, rows, faults);
+    case Op::q_norm:
+    case Op::k_norm:  // each head's channels are one row of the norm
+      return kernels_->rms_norm(*stream_, in(0), norm_weight(step.op, step.layer), eps, out,
+                                rows * graph_.width(step.op) / config_.head_dim, faults);
     case Op::q_proj:
     case Op::k_proj:
     case Op::v_proj:

@@ -108,6 +108,7 @@ nlohmann::json to_json(const ModelConfig& c) {
           {"rope_scaling", rope_scaling_json(c.rope_scaling)},
           {"tied_output", c.tied_output},
           {"qkv_bias", c.qkv_bias},
+          {"qk_norm", c.qk_norm},
           {"bos_token", c.bos_token},
           {"eos_token", c.eos_token}};
 }

@@ -16,7 +16,7 @@ namespace tapdiff::model {
 enum class RopeStyle : std::uint8_t { interleaved, rotate_half };
 
 struct ModelConfig {
-  std::string arch = "llama";  // llama | mistral | qwen2
+  std::string arch = "llama";  // llama | mistral | qwen2 | qwen3
   int n_layers = 0;
   int dim = 0;         // residual stream width
   int n_heads = 0;     // query heads
@@ -33,6 +33,7 @@ struct ModelConfig {
   RopeStyle rope_style = RopeStyle::interleaved;
   bool tied_output = false;  // logits use the embedding matrix
   bool qkv_bias = false;     // q/k/v projections carry a bias (Qwen2)
+  bool qk_norm = false;      // q and k RMS-normed per head before RoPE (Qwen3)
   int bos_token = -1;        // -1 = none
   int eos_token = -1;
 

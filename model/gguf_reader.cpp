@@ -411,6 +411,8 @@ std::optional<NamedWeight> gguf_weight(std::string_view name) {
                                                                        {"attn_q.bias", WeightKind::bq},
                                                                        {"attn_k.bias", WeightKind::bk},
                                                                        {"attn_v.bias", WeightKind::bv},
+                                                                       {"attn_q_norm.weight", WeightKind::q_norm},
+                                                                       {"attn_k_norm.weight", WeightKind::k_norm},
                                                                        {"attn_output.weight", WeightKind::wo},
                                                                        {"ffn_norm.weight", WeightKind::ffn_norm},
                                                                        {"ffn_gate.weight", WeightKind::ffn_gate},
@@ -525,9 +527,9 @@ ModelConfig gguf_config(const GgufFile& f) {
   ModelConfig c;
   const auto arch = f.get_string("general.architecture");
   if (!arch) throw_format_error(fmt::format("{}: missing metadata key 'general.architecture'", file));
-  if (*arch != "llama" && *arch != "mistral" && *arch != "qwen2")
+  if (*arch != "llama" && *arch != "mistral" && *arch != "qwen2" && *arch != "qwen3")
     throw_format_error(
-        fmt::format("{}: general.architecture: expected llama, mistral or qwen2, found '{}'", file, *arch));
+        fmt::format("{}: general.architecture: expected llama, mistral, qwen2 or qwen3, found '{}'", file, *arch));
   c.arch = *arch;
   auto key = [&](std::string_view k) { return c.arch + "." + std::string(k); };
   c.n_layers = int_key(f, key("block_count"), std::nullopt);
@@ -540,7 +542,8 @@ ModelConfig gguf_config(const GgufFile& f) {
   c.sliding_window = int_key(f, key("attention.sliding_window"), 0);
   c.rope_base = f.get_float(key("rope.freq_base")).value_or(10000.0);
   c.norm_eps = f.get_float(key("attention.layer_norm_rms_epsilon")).value_or(1e-5);
-  c.rope_style = c.arch == "qwen2" ? RopeStyle::rotate_half : RopeStyle::interleaved;
+  c.rope_style = c.arch == "qwen2" || c.arch == "qwen3" ? RopeStyle::rotate_half : RopeStyle::interleaved;
+  c.qk_norm = c.arch == "qwen3";
   read_rope_scaling(f, c);
   refuse_unknown_keys(f, c);
   const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");

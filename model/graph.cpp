@@ -15,8 +15,14 @@ Graph::Graph(const ModelConfig& config) : config_(config), n_layers_(config.n_la
     add(Op::q_proj, l, {{Op::attn_norm, l}});
     add(Op::k_proj, l, {{Op::attn_norm, l}});
     add(Op::v_proj, l, {{Op::attn_norm, l}});
-    add(Op::rope_q, l, {{Op::q_proj, l}});
-    add(Op::rope_k, l, {{Op::k_proj, l}});
+    TensorId q{Op::q_proj, l}, k{Op::k_proj, l};
+    if (config.qk_norm) {
+      add(Op::q_norm, l, {q});
+      add(Op::k_norm, l, {k});
+      q = {Op::q_norm, l}, k = {Op::k_norm, l};
+    }
+    add(Op::rope_q, l, {q});
+    add(Op::rope_k, l, {k});
     add(Op::attn, l, {{Op::rope_q, l}, {Op::rope_k, l}, {Op::v_proj, l}});
     add(Op::o_proj, l, {{Op::attn, l}});
     add(Op::attn_residual, l, {stream, {Op::o_proj, l}});
@@ -43,10 +49,12 @@ int Graph::width(Op op) const {
     case Op::ffn_residual:
     case Op::final_norm: return config_.dim;
     case Op::q_proj:
+    case Op::q_norm:
     case Op::rope_q:
     case Op::attn: return config_.q_dim();
     case Op::k_proj:
     case Op::v_proj:
+    case Op::k_norm:
     case Op::rope_k: return config_.kv_dim();
     case Op::ffn_gate:
     case Op::ffn_up:

@@ -264,9 +264,9 @@ ModelConfig hf_config(const json& j, const std::string& source) {
   KeyReader k(j, source);
   ModelConfig c;
   const json* type = k.find("model_type");
-  if (type == nullptr) k.fail("model_type", "llama, mistral or qwen2", "no such key");
-  if (!type->is_string() || (*type != "llama" && *type != "mistral" && *type != "qwen2"))
-    k.fail("model_type", "llama, mistral or qwen2", json_excerpt(*type));
+  static const std::set<std::string> kTypes = {"llama", "mistral", "qwen2", "qwen3"};
+  if (type == nullptr || !type->is_string() || !kTypes.contains(type->get<std::string>()))
+    k.unsupported("model_type", type ? *type : json("(absent)"), "llama, mistral, qwen2 and qwen3");
   c.arch = type->get<std::string>();
   c.dim = k.integer("hidden_size");
   c.n_layers = k.integer("num_hidden_layers");
@@ -283,9 +283,10 @@ ModelConfig hf_config(const json& j, const std::string& source) {
   k.require_value("hidden_act", "silu", "SwiGLU with silu");
   k.require_value("mlp_bias", false, "no biases in the MLP");
   if (c.arch == "mistral") c.sliding_window = k.integer("sliding_window", 0);
-  if (c.arch == "qwen2") c.sliding_window = qwen2_window(k, c.n_layers);
-  if (c.arch == "llama") k.require_value("attention_bias", false, "no bias on q, k, v and o_proj");
+  if (c.arch == "qwen2" || c.arch == "qwen3") c.sliding_window = qwen2_window(k, c.n_layers);
+  if (c.arch == "llama" || c.arch == "qwen3") k.require_value("attention_bias", false, "no bias on q, k, v and o_proj");
   c.qkv_bias = c.arch == "qwen2";
+  c.qk_norm = c.arch == "qwen3";
   c.bos_token = k.token("bos_token_id");
   c.eos_token = k.token("eos_token_id");
   k.refuse_unread_keys(no_math_keys());

@@ -179,6 +179,8 @@ std::optional<NamedWeight> hf_weight(std::string_view name) {
       {"self_attn.q_proj.bias", WeightKind::bq},
       {"self_attn.k_proj.bias", WeightKind::bk},
       {"self_attn.v_proj.bias", WeightKind::bv},
+      {"self_attn.q_norm.weight", WeightKind::q_norm},
+      {"self_attn.k_norm.weight", WeightKind::k_norm},
       {"self_attn.o_proj.weight", WeightKind::wo},
       {"post_attention_layernorm.weight", WeightKind::ffn_norm},
       {"mlp.gate_proj.weight", WeightKind::ffn_gate},

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <set>
 
 #include "model/errors.h"
 #include "model/mapped_file.h"
@@ -22,6 +23,8 @@ std::string_view weight_kind_name(WeightKind kind) {
     case WeightKind::bq: return "bq";
     case WeightKind::bk: return "bk";
     case WeightKind::bv: return "bv";
+    case WeightKind::q_norm: return "q_norm";
+    case WeightKind::k_norm: return "k_norm";
     case WeightKind::wo: return "wo";
     case WeightKind::ffn_norm: return "ffn_norm";
     case WeightKind::ffn_gate: return "ffn_gate";
@@ -65,7 +68,9 @@ void Model::add(WeightKind kind, int layer, WeightTensor tensor) {
 
 void Model::validate() const {
   const ModelConfig& c = config_;
+  std::set<std::pair<WeightKind, int>> used;
   auto check = [&](WeightKind kind, int layer, std::int64_t rows, std::int64_t cols) {
+    used.insert({kind, layer});
     const WeightTensor& t = weight(kind, layer);
     if (t.rows != rows || t.cols != cols)
       throw FormatError(fmt::format("{}: tensor '{}' has shape [{}, {}], but the config implies [{}, {}]",
@@ -84,12 +89,22 @@ void Model::validate() const {
       check(WeightKind::bk, l, 1, c.kv_dim());
       check(WeightKind::bv, l, 1, c.kv_dim());
     }
+    if (c.qk_norm) {
+      check(WeightKind::q_norm, l, 1, c.head_dim);
+      check(WeightKind::k_norm, l, 1, c.head_dim);
+    }
     check(WeightKind::wo, l, c.dim, c.q_dim());
     check(WeightKind::ffn_norm, l, 1, c.dim);
     check(WeightKind::ffn_gate, l, c.ffn_dim, c.dim);
     check(WeightKind::ffn_up, l, c.ffn_dim, c.dim);
     check(WeightKind::ffn_down, l, c.dim, c.ffn_dim);
   }
+  for (const auto& [key, t] : tensors_)
+    if (!used.contains(key))
+      throw FormatError(
+          fmt::format("{}: tensor '{}' is not supported: the model's config ({}, qkv_bias {}, qk_norm {}) "
+                      "computes no op that uses it",
+                      path_.string(), t.name, c.arch, c.qkv_bias, c.qk_norm));
 }
 
 const std::string& Model::sha256() const {

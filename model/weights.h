@@ -31,6 +31,8 @@ enum class WeightKind : std::uint8_t {
   bq,           // [q_dim]   (qkv_bias only)
   bk,           // [kv_dim]  (qkv_bias only)
   bv,           // [kv_dim]  (qkv_bias only)
+  q_norm,       // [head_dim] (qk_norm only: one RMSNorm weight shared by every query head)
+  k_norm,       // [head_dim] (qk_norm only)
   wo,           // [dim, q_dim]
   ffn_norm,     // [dim]
   ffn_gate,     // [ffn_dim, dim]

@@ -27,6 +27,7 @@ using model::WeightKind;
 template <typename S>
 struct LayerVectors {
   WeightMatrix<S> attn_norm, ffn_norm;
+  WeightMatrix<S> q_norm, k_norm;    // qk_norm models only
   std::optional<Vec<S>> bq, bk, bv;  // qkv_bias models only
 };
 
@@ -105,6 +106,10 @@ CpuEngine<S>::CpuEngine(const model::Model& m, int threads, bool f16, std::uint6
     LayerVectors<S>& w = layers_[static_cast<std::size_t>(l)];
     w.attn_norm = WeightMatrix<S>(m.weight(WeightKind::attn_norm, l), f16_);
     w.ffn_norm = WeightMatrix<S>(m.weight(WeightKind::ffn_norm, l), f16_);
+    if (config_.qk_norm) {
+      w.q_norm = WeightMatrix<S>(m.weight(WeightKind::q_norm, l), f16_);
+      w.k_norm = WeightMatrix<S>(m.weight(WeightKind::k_norm, l), f16_);
+    }
     w.bq = optional_vector<S>(m, WeightKind::bq, l, f16_);
     w.bk = optional_vector<S>(m, WeightKind::bk, l, f16_);
     w.bv = optional_vector<S>(m, WeightKind::bv, l, f16_);
@@ -179,6 +184,8 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
     case Op::q_proj: matmul<S>(in(0), matrix(WeightKind::wq), bias(w->bq), out); return;
     case Op::k_proj: matmul<S>(in(0), matrix(WeightKind::wk), bias(w->bk), out); return;
     case Op::v_proj: matmul<S>(in(0), matrix(WeightKind::wv), bias(w->bv), out); return;
+    case Op::q_norm: rms_norm_per_head<S>(in(0), w->q_norm.vector(), config_.norm_eps, config_.head_dim, out); return;
+    case Op::k_norm: rms_norm_per_head<S>(in(0), w->k_norm.vector(), config_.norm_eps, config_.head_dim, out); return;
     case Op::rope_q:
     case Op::rope_k:
       rope<S>(in(0), config_.head_dim, chunk_.first_pos,

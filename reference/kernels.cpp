@@ -36,6 +36,14 @@ void rms_norm(const Mat<S>& x, const Eigen::Map<const Vec<S>>& w, double eps, Ma
 }
 
 template <typename S>
+void rms_norm_per_head(const Mat<S>& x, const Eigen::Map<const Vec<S>>& w, double eps, int head_dim, Mat<S>& out) {
+  const Eigen::Index heads = x.cols() / head_dim;
+  Mat<S> normed;
+  rms_norm<S>(Eigen::Map<const Mat<S>>(x.data(), x.rows() * heads, head_dim), w, eps, normed);
+  out = Eigen::Map<const Mat<S>>(normed.data(), x.rows(), x.cols());
+}
+
+template <typename S>
 void matmul(const Mat<S>& x, const ConstMatMap<S>& w, const Vec<S>* bias, Mat<S>& out) {
   out.resize(x.rows(), w.rows());
   constexpr Eigen::Index kSmallT = 4;
@@ -121,6 +129,7 @@ void silu_mul(const Mat<S>& gate, const Mat<S>& up, Mat<S>& out) {
 #define TAPDIFF_INSTANTIATE(S)                                                                               \
   template void embed<S>(const ConstMatMap<S>&, std::span<const std::int32_t>, Mat<S>&);                     \
   template void rms_norm<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, double, Mat<S>&);                \
+  template void rms_norm_per_head<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, double, int, Mat<S>&);  \
   template void matmul<S>(const Mat<S>&, const ConstMatMap<S>&, const Vec<S>*, Mat<S>&);                     \
   template void rope<S>(const Mat<S>&, int, int, const model::RopeFrequencies&, model::RopeStyle, Mat<S>&);  \
   template void attention<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, int, int, int, int, int, Mat<S>&); \

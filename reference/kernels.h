@@ -17,6 +17,11 @@ void embed(const ConstMatMap<S>& table, std::span<const std::int32_t> tokens, Ma
 template <typename S>
 void rms_norm(const Mat<S>& x, const Eigen::Map<const Vec<S>>& w, double eps, Mat<S>& out);
 
+// rms_norm of each head's head_dim channels on its own, all heads with the same w [head_dim] (the
+// q/k norms of Qwen3). x [T, heads * head_dim] -> out, same shape.
+template <typename S>
+void rms_norm_per_head(const Mat<S>& x, const Eigen::Map<const Vec<S>>& w, double eps, int head_dim, Mat<S>& out);
+
 // out = x W^T (+ bias)                           x [T, in], W [out, in] -> out [T, out]
 // Threads split the output columns when T is small (decode), Eigen's GEMM is used otherwise.
 template <typename S>

@@ -312,7 +312,8 @@ TEST(BadFile, SafetensorsConfigProblems) {
   const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> cases = {
       {[](auto& j) { j.erase("hidden_size"); }, "'hidden_size': expected an integer, found no such key"},
       {[](auto& j) { j["num_hidden_layers"] = "five"; }, "'num_hidden_layers': expected a non-negative integer"},
-      {[](auto& j) { j["model_type"] = "gemma"; }, "'model_type': expected llama, mistral or qwen2, found \"gemma\""},
+      {[](auto& j) { j["model_type"] = "gemma"; },
+       "'model_type' = \"gemma\" is not supported: tapdiff implements llama, mistral, qwen2 and qwen3"},
       {[](auto& j) {
          j["rope_scaling"] = {{"type", "linear"}};
        },

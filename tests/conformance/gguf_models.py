@@ -14,7 +14,7 @@ DIM, LAYERS, HEADS, KV_HEADS, HEAD_DIM, FFN, VOCAB = 64, 3, 4, 2, 16, 96, 320
 @dataclass
 class GgufCase:
     name: str
-    arch: str = "llama"  # llama | qwen2
+    arch: str = "llama"  # llama | qwen2 | qwen3
     rope_base: float = 10000.0
     rotary_dim: int = HEAD_DIM
     linear_factor: float = 0.0  # rope.scaling.type linear when > 0
@@ -27,6 +27,7 @@ GGUF_CASES = [
     GgufCase("llama-linear", linear_factor=4.0),
     GgufCase("llama3-rope-freqs", rope_base=500000.0, llama3=True),
     GgufCase("qwen2", arch="qwen2", rope_base=1000000.0),
+    GgufCase("qwen3", arch="qwen3", rope_base=1000000.0),
 ]
 
 
@@ -82,6 +83,9 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0) -> None:
             for name, n in (("attn_q.bias", HEADS * HEAD_DIM), ("attn_k.bias", KV_HEADS * HEAD_DIM),
                             ("attn_v.bias", KV_HEADS * HEAD_DIM)):
                 w.add_tensor(p + name, (0.1 * rng.standard_normal(n)).astype(np.float32))
+        if case.arch == "qwen3":
+            w.add_tensor(p + "attn_q_norm.weight", norm(HEAD_DIM))
+            w.add_tensor(p + "attn_k_norm.weight", norm(HEAD_DIM))
         w.add_tensor(p + "attn_output.weight", matrix(DIM, HEADS * HEAD_DIM))
         w.add_tensor(p + "ffn_norm.weight", norm(DIM))
         w.add_tensor(p + "ffn_gate.weight", matrix(FFN, DIM))

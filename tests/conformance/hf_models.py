@@ -21,7 +21,7 @@ SHAPE = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_atte
 @dataclass
 class Case:
     name: str
-    model_type: str  # llama | mistral | qwen2
+    model_type: str  # llama | mistral | qwen2 | qwen3
     rope: dict = field(default_factory=lambda: {"rope_type": "default", "rope_theta": 10000.0})
     extra: dict = field(default_factory=dict)
 
@@ -55,6 +55,9 @@ CASES = [
     Case("qwen2", "qwen2"),
     Case("qwen2-sliding", "qwen2", extra={"use_sliding_window": True, "sliding_window": 6,
                                           "max_window_layers": 0}),
+    Case("qwen3", "qwen3", {"rope_type": "default", "rope_theta": 1000000.0}, {"head_dim": 32}),
+    Case("qwen3-yarn", "qwen3", {"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 4.0,
+                                 "original_max_position_embeddings": 32}),
 ]
 
 
