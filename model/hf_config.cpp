@@ -185,7 +185,7 @@ void read_rope_object(const json& object, const std::string& where, double max_p
   if (known == std::end(kTypes))
     r.unsupported("rope_type", type ? *type : json(name), "default, linear, dynamic, yarn, llama3 and longrope");
   s.type = known->second;
-  r.find("type"), r.find("rope_type");
+  r.find("type");  // 4.x's older name, read too: transformers takes rope_type when both are present
   if (r.find("rope_theta") != nullptr) c.rope_base = r.number("rope_theta");
   if (r.find("partial_rotary_factor") != nullptr)
     c.rotary_dim = static_cast<int>(c.head_dim * r.number("partial_rotary_factor"));
