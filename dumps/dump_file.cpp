@@ -20,6 +20,11 @@ namespace {
 // decode step costs about chunk_rows times its own bytes: small chunks keep decode with every op
 // tapped cheap, and reads of whole sequences still take few, large requests. A prefill's whole
 // chunks are written directly (append_tap_rows), at about the file system's own rate.
+//
+// A compressed tap dataset has chunks of one row instead, each written once, whole, and never
+// again. HDF5 moves a compressed chunk that is rewritten (its size changes) and may reuse the
+// space it leaves at once, while the chunk index on disk points there until the next flush: a run
+// killed, or out of disk space, in between would lose rows below rows_complete.
 constexpr hsize_t kChunkBytes = hsize_t{1} << 16;
 constexpr hsize_t kMaxChunkRows = 64;
 constexpr hsize_t kProvenanceChunk = 1024;  // entries per chunk of a /rows dataset
@@ -89,9 +94,13 @@ DumpFile::DumpFile(const std::string& path, const RunMetadata& metadata, const s
     require_encoder(path, H5Z_FILTER_DEFLATE, "deflate (gzip)");
   }
   file_.emplace(create_file(path));
-  write_metadata(*file_, metadata);
+  // First what makes the file an unfinished dump of no rows, made durable alone: a file cut short
+  // after this opens and says so (DumpReader calls it incomplete), whatever else it lacks.
+  file_->set_int(names::kSchemaVersion, kSchemaVersion);
   file_->set_int(names::kComplete, 0);
   file_->set_int(names::kRowsComplete, 0);
+  file_->flush();
+  write_metadata(*file_, metadata);
   create_taps(metadata, taps, compress_level);
   create_provenance();
   file_->flush();
@@ -110,7 +119,8 @@ void DumpFile::create_taps(const RunMetadata& metadata, const std::vector<TapSpe
     const model::TensorId id = spec.id;
     const auto width = static_cast<hsize_t>(spec.width);
     if (!layers.contains(id.layer)) layers.emplace(id.layer, root.create_group(std::to_string(id.layer)));
-    const hsize_t chunk_rows = std::clamp<hsize_t>(kChunkBytes / (width * element_bytes(storage_)), 1, kMaxChunkRows);
+    const hsize_t chunk_rows =
+        compress_level > 0 ? 1 : std::clamp<hsize_t>(kChunkBytes / (width * element_bytes(storage_)), 1, kMaxChunkRows);
     const std::size_t chunk_bytes = chunk_rows * width * element_bytes(storage_);
     h5::Layout layout = h5::Layout::extendible({0, width}, {chunk_rows, width}, nan_fill(storage_), chunk_bytes + 4096);
     layout.gzip_level = compress_level;
@@ -186,7 +196,7 @@ void DumpFile::append_tap_rows(std::size_t slot, std::int64_t rows, std::size_t 
   tap.data.set_extent(extent);
   // The rows of whole chunks [whole_from, whole_to) skip HDF5's conversion, selections and chunk
   // cache (a copy of every byte, ~20% of a prefill's writing); the rows around them, sharing a
-  // chunk with rows of other calls, go through H5Dwrite.
+  // chunk with rows of other calls, go through H5Dwrite, and so does everything compressed.
   const hsize_t cr = tap.chunk_rows;
   const hsize_t whole_from = filtered_ ? end : std::min(end, (rows_ + cr - 1) / cr * cr);
   const hsize_t whole_to = std::max(whole_from, end / cr * cr);

@@ -7,15 +7,62 @@
 
 #include <fmt/core.h>
 
+#include "dumps/crash_guard.h"
 #include "model/dtype.h"
 #include "model/errors.h"
+#include "model/json_input.h"
 
 namespace tapdiff::dumps {
 namespace {
 
-h5::File open_existing(const std::string& path) {
-  if (!std::filesystem::exists(path)) throw UsageError(fmt::format("{}: no such dump file", path));
+std::string_view kind_of(std::filesystem::file_type type) {
+  switch (type) {
+    case std::filesystem::file_type::directory: return "a directory";
+    case std::filesystem::file_type::fifo: return "a FIFO";
+    case std::filesystem::file_type::socket: return "a socket";
+    case std::filesystem::file_type::block: return "a block device";
+    case std::filesystem::file_type::character: return "a character device";
+    default: return "something other than a regular file";
+  }
+}
+
+// What needs no HDF5 (nor opening the file, which would wait on a FIFO): path names a regular
+// file with something in it. A path that cannot be examined is left to HDF5 to report.
+void check_path(const std::string& path) {
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(path, error);
+  if (status.type() == std::filesystem::file_type::not_found)
+    throw UsageError(fmt::format("{}: no such dump file", path));
+  if (status.type() == std::filesystem::file_type::none) return;
+  if (status.type() != std::filesystem::file_type::regular)
+    throw UsageError(fmt::format("{}: expected a dump file, found {}", path, kind_of(status.type())));
+  if (std::filesystem::file_size(path, error) == 0 && !error)
+    throw FormatError(
+        fmt::format("{}: incomplete dump: the file is empty (its run stopped before writing anything: "
+                    "killed, or out of disk space)",
+                    path));
+}
+
+h5::File open_unguarded(const std::string& path) {
+  check_path(path);
   return h5::File::open(path);
+}
+
+// "<path>: <rest>" -> "<rest>", to wrap a message without naming the file twice.
+std::string_view after_path(std::string_view message, const std::string& path) {
+  const std::string prefix = path + ": ";
+  return message.starts_with(prefix) ? message.substr(prefix.size()) : message;
+}
+
+// Calls make(), naming the file and dataset when the host has not the memory for it.
+template <class F>
+auto allocate_for(const h5::DataSet& data, std::uint64_t bytes, F&& make) {
+  try {
+    return make();
+  } catch (const std::bad_alloc&) {
+    throw EnvironmentError(fmt::format("{}: {}: cannot allocate {:.1f} MiB to read it (out of host memory)",
+                                       data.file(), data.path(), static_cast<double>(bytes) / (1 << 20)));
+  }
 }
 
 // How model_config determines an op's width, for messages.
@@ -49,32 +96,70 @@ std::optional<int> parse_layer(const std::string& text) {
   return layer;
 }
 
-template <class T>
-std::vector<T> read_vector(const h5::Group& rows, const char* name, h5::Type type) {
-  const h5::DataSet data = rows.open_dataset(name);
+hsize_t length_of(const h5::DataSet& data) {
   const std::vector<hsize_t> extent = data.extent();
   if (extent.size() != 1)
     throw FormatError(
         fmt::format("{}: {}: expected a 1-D dataset, found rank {}", data.file(), data.path(), extent.size()));
-  std::vector<T> values(extent[0]);
-  data.read_rows(0, extent[0], h5::memory_type(type), values.data());
+  return extent[0];
+}
+
+// The first `count` entries of a 1-D dataset.
+template <class T>
+std::vector<T> read_entries(const h5::DataSet& data, hsize_t count, h5::Type type) {
+  data.require_storable(count, sizeof(T));
+  std::vector<T> values = allocate_for(data, count * sizeof(T), [&] { return std::vector<T>(count); });
+  data.read_rows(0, count, h5::memory_type(type), values.data());
   return values;
 }
 
 }  // namespace
 
-DumpReader::DumpReader(const std::string& path) : path_(path), file_(open_existing(path)) {
-  check_schema_version();
-  metadata_ = read_metadata(file_);
-  config_ = config_from_json(metadata_.model_config, path_);
-  read_provenance();
-  if (file_.has_attribute(names::kSummary)) {
-    const std::string text = file_.get_string(names::kSummary);
-    summary_ = nlohmann::json::parse(text, nullptr, false);
-    if (summary_.is_discarded())
-      throw FormatError(fmt::format("{}: attribute 'summary': expected JSON, found '{}'", path_, text.substr(0, 80)));
+DumpReader::DumpReader(const std::string& path) : path_(path), file_(open_guarded(path)) { read_layout(); }
+
+DumpReader::DumpReader(const std::string& path, Unguarded) : path_(path), file_(open_unguarded(path)) { read_layout(); }
+
+h5::File DumpReader::open_guarded(const std::string& path) {
+  check_path(path);
+  run_in_child(path, [&](const std::function<void()>& heartbeat) {
+    const DumpReader reader(path, Unguarded{});
+    heartbeat();
+    reader.walk_chunk_indexes(heartbeat);
+  });
+  return h5::File::open(path);
+}
+
+void DumpReader::read_layout() {
+  try {  // what a writer makes durable first (DumpFile)
+    complete_ = !file_.has_attribute(names::kComplete) || file_.get_int(names::kComplete) != 0;
+  } catch (const FormatError& e) {
+    throw FormatError(
+        fmt::format("{}: incomplete or damaged dump (a run stopped while creating it leaves a root "
+                    "that cannot be read): {}",
+                    path_, after_path(e.what(), path_)));
   }
-  read_taps();
+  try {
+    check_schema_version();
+    metadata_ = read_metadata(file_);
+    config_ = config_from_json(metadata_.model_config, path_);
+    read_provenance();
+    if (file_.has_attribute(names::kSummary))
+      summary_ = model::parse_json_text(file_.get_string(names::kSummary), path_ + ": attribute 'summary'", "a value");
+    read_taps();
+  } catch (const FormatError& e) {
+    if (complete_) throw;
+    throw FormatError(
+        fmt::format("{}: incomplete dump (complete = 0: its run stopped, killed or out of disk space, "
+                    "before the file was whole): {}",
+                    path_, after_path(e.what(), path_)));
+  }
+}
+
+void DumpReader::walk_chunk_indexes(const std::function<void()>& heartbeat) const {
+  for (const model::TensorId& id : tensors_) {
+    file_.open_dataset(tap_path(id).substr(1)).chunk_count();
+    heartbeat();
+  }
 }
 
 void DumpReader::check_schema_version() const {
@@ -89,26 +174,24 @@ void DumpReader::check_schema_version() const {
 
 void DumpReader::read_provenance() {
   const h5::Group rows = file_.open_group(names::kRows);
-  positions_ = read_vector<std::int32_t>(rows, names::kPosition, h5::Type::i32);
-  chunks_ = read_vector<std::int32_t>(rows, names::kChunk, h5::Type::i32);
-  decode_ = read_vector<std::uint8_t>(rows, names::kDecode, h5::Type::u8);
-  tokens_ = read_vector<std::int32_t>(rows, names::kToken, h5::Type::i32);
-  const std::size_t n = positions_.size();
-  if (chunks_.size() != n || decode_.size() != n || tokens_.size() != n)
+  const h5::DataSet position = rows.open_dataset(names::kPosition), chunk = rows.open_dataset(names::kChunk),
+                    decode = rows.open_dataset(names::kDecode), token = rows.open_dataset(names::kToken);
+  const hsize_t n[4] = {length_of(position), length_of(chunk), length_of(decode), length_of(token)};
+  // Rows past rows_complete (an unfinished chunk's, each dataset as far as it got) are not data.
+  const bool vouched = file_.has_attribute(names::kRowsComplete);
+  rows_ = vouched ? file_.get_int(names::kRowsComplete) : static_cast<std::int64_t>(n[0]);
+  const auto fewest = *std::min_element(std::begin(n), std::end(n));
+  if (vouched && (rows_ < 0 || std::cmp_greater(rows_, fewest)))
+    throw FormatError(fmt::format("{}: rows_complete is {} but /rows holds {} rows", path_, rows_, fewest));
+  if (!vouched && fewest != *std::max_element(std::begin(n), std::end(n)))
     throw FormatError(
-        fmt::format("{}: /rows: expected datasets of one length, found position {}, chunk {}, "
-                    "decode {}, token {}",
-                    path_, n, chunks_.size(), decode_.size(), tokens_.size()));
-  complete_ = !file_.has_attribute(names::kComplete) || file_.get_int(names::kComplete) != 0;
-  rows_ =
-      file_.has_attribute(names::kRowsComplete) ? file_.get_int(names::kRowsComplete) : static_cast<std::int64_t>(n);
-  if (rows_ < 0 || std::cmp_greater(rows_, n))
-    throw FormatError(fmt::format("{}: rows_complete is {} but /rows holds {} rows", path_, rows_, n));
-  const auto keep = static_cast<std::size_t>(rows_);  // rows of an unfinished chunk are not data
-  positions_.resize(keep);
-  chunks_.resize(keep);
-  decode_.resize(keep);
-  tokens_.resize(keep);
+        fmt::format("{}: /rows: expected datasets of one length, found position {}, chunk {}, decode {}, token {}",
+                    path_, n[0], n[1], n[2], n[3]));
+  const auto keep = static_cast<hsize_t>(rows_);
+  positions_ = read_entries<std::int32_t>(position, keep, h5::Type::i32);
+  chunks_ = read_entries<std::int32_t>(chunk, keep, h5::Type::i32);
+  decode_ = read_entries<std::uint8_t>(decode, keep, h5::Type::u8);
+  tokens_ = read_entries<std::int32_t>(token, keep, h5::Type::i32);
 }
 
 void DumpReader::read_taps() {
@@ -168,14 +251,17 @@ model::HostTensor DumpReader::read(const model::TensorId& id, std::int64_t first
   const auto width = static_cast<std::int64_t>(data.extent()[1]);
   const auto start = static_cast<hsize_t>(first);
   const auto rows = static_cast<hsize_t>(n);
-  if (data.type_size() == 8) {
-    model::HostTensor out(model::Scalar::f64, n, width);
+  const bool wide = data.type_size() == 8;
+  const auto bytes = static_cast<std::uint64_t>(n) * static_cast<std::uint64_t>(width) * (wide ? 8 : 4);
+  if (wide) {
+    model::HostTensor out = allocate_for(data, bytes, [&] { return model::HostTensor(model::Scalar::f64, n, width); });
     data.read_rows(start, rows, h5::memory_type(h5::Type::f64), out.f64().data());
     return out;
   }
-  model::HostTensor out(model::Scalar::f32, n, width);
+  model::HostTensor out = allocate_for(data, bytes, [&] { return model::HostTensor(model::Scalar::f32, n, width); });
   if (data.is_f16()) {
-    std::vector<std::uint16_t> half(static_cast<std::size_t>(n * width));
+    std::vector<std::uint16_t> half =
+        allocate_for(data, bytes / 2, [&] { return std::vector<std::uint16_t>(static_cast<std::size_t>(n * width)); });
     data.read_rows(start, rows, h5::memory_type(h5::Type::f16), half.data());
     std::transform(half.begin(), half.end(), out.f32().begin(), model::f16_to_f32);
   } else {
@@ -200,12 +286,13 @@ std::pair<std::string, std::string> first_config_difference(const nlohmann::json
     for (const auto& [key, value] : b.items()) keys.push_back(key);
     std::sort(keys.begin(), keys.end());
     for (const std::string& key : keys) {
-      const std::string va = a.contains(key) ? a.at(key).dump() : "(absent)";
-      const std::string vb = b.contains(key) ? b.at(key).dump() : "(absent)";
-      if (va != vb) return {key + "=" + va, key + "=" + vb};
+      const bool same = a.contains(key) && b.contains(key) && a.at(key) == b.at(key);
+      const std::string va = a.contains(key) ? model::json_excerpt(a.at(key)) : "(absent)";
+      const std::string vb = b.contains(key) ? model::json_excerpt(b.at(key)) : "(absent)";
+      if (!same) return {key.substr(0, 80) + "=" + va, key.substr(0, 80) + "=" + vb};
     }
   }
-  return {a.dump(), b.dump()};
+  return {model::json_excerpt(a), model::json_excerpt(b)};
 }
 
 std::optional<std::string> model_mismatch(const DumpReader& a, const DumpReader& b) {

@@ -1,6 +1,7 @@
 #pragma once
 // Reads a dump written by DumpWriter or by any writer following docs/dump-format.md (h5py).
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,10 +17,16 @@ namespace tapdiff::dumps {
 
 class DumpReader {
  public:
-  // Opens and checks the whole layout. UsageError when path does not exist; FormatError naming
-  // path when it is not HDF5, not a tapdiff dump (no schema_version), of another schema version,
-  // or inconsistent with itself: a tap of unknown op or misplaced layer, a width that does not
-  // match model_config, fewer rows than rows(), provenance datasets of different lengths.
+  // Opens and checks the whole layout. UsageError when path does not exist or is not a regular
+  // file (a directory, a FIFO: named, never opened); FormatError naming path when it is not HDF5,
+  // not a tapdiff dump (no schema_version), of another schema version, or inconsistent with
+  // itself: a tap of unknown op or misplaced layer, a width that does not match model_config,
+  // fewer rows than rows(), provenance shorter than rows_complete (or, without it, of different
+  // lengths), extents larger than the file can hold. A file that says complete = 0 and fails any
+  // of these is reported as "incomplete dump", and so is an empty one.
+  //
+  // libhdf5 first reads the file in a child process (crash_guard.h) the way this constructor does,
+  // walking every tap's chunk index too: a crash or hang there is FormatError "corrupt dump".
   explicit DumpReader(const std::string& path);
 
   const std::string& path() const { return path_; }
@@ -49,6 +56,12 @@ class DumpReader {
   static std::optional<std::string> mismatch(const DumpReader& a, const DumpReader& b);
 
  private:
+  struct Unguarded {};
+  DumpReader(const std::string& path, Unguarded);  // no child process: what the child runs
+  static h5::File open_guarded(const std::string& path);
+  void read_layout();  // everything but the file and complete_
+  // Walks the chunk index of every tap (what reads would walk), calling heartbeat after each.
+  void walk_chunk_indexes(const std::function<void()>& heartbeat) const;
   void check_schema_version() const;
   void read_provenance();
   void read_taps();

@@ -11,14 +11,19 @@
 namespace tapdiff::dumps::h5 {
 namespace {
 
-// HDF5 prints its error stack to stderr by default; we report through exceptions instead.
+// HDF5 prints its error stack to stderr by default; we report through exceptions instead. Nor
+// does it close anything at exit: every handle has its owner here, and libhdf5 1.10 crashes when its
+// exit handler closes again a file whose H5Fclose failed (a full disk).
 void quiet() {
   static const bool once = [] {
+    H5dont_atexit();
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
     return true;
   }();
   (void)once;
 }
+// Before main, so before anything else calls HDF5: H5dont_atexit only works before HDF5 starts.
+[[maybe_unused]] const bool quiet_at_load = (quiet(), true);
 
 template <class Error>
 [[noreturn]] void fail(const std::string& where, std::string_view what) {
@@ -71,6 +76,8 @@ std::string_view class_name(H5T_class_t cls) {
 
 Id scalar_space() { return Id(H5Screate(H5S_SCALAR), H5Sclose); }
 
+constexpr unsigned kCompactAttributes = 64;  // attributes, or links, kept in an object's header
+
 // Creation properties that leave out modification times, so identical runs give identical files.
 Id no_times(hid_t plist_class) {
   Id plist(H5Pcreate(plist_class), H5Pclose);
@@ -111,6 +118,9 @@ std::string last_error() {
     return 0;
   };
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, innermost, &message);
+  // One line: HDF5's write errors quote ctime(), which ends in a newline.
+  std::replace_if(
+      message.begin(), message.end(), [](char c) { return c == '\n' || c == '\r'; }, ' ');
   return message;
 }
 
@@ -234,6 +244,10 @@ std::string Object::get_string(const std::string& name) const {
     return text;
   }
   const std::size_t size = H5Tget_size(stored.get());  // fixed length, maybe without a NUL
+  if (size > kMaxStringBytes || size > H5Aget_storage_size(attr.get()))
+    throw FormatError(
+        fmt::format("{}: attribute '{}': expected a string of at most {} bytes stored, found a type of {} bytes",
+                    where(), name, std::min<hsize_t>(kMaxStringBytes, H5Aget_storage_size(attr.get())), size));
   const Id type = string_type(H5Tget_cset(stored.get()), size + 1);
   std::string text(size + 1, '\0');
   need<FormatError>(H5Aread(attr.get(), type.get(), text.data()), where(), what);
@@ -296,6 +310,27 @@ std::size_t DataSet::type_size() const {
 bool DataSet::is_f16() const {
   const Id type(H5Dget_type(id()), H5Tclose);
   return H5Tequal(type.get(), half_type()) > 0;
+}
+
+std::uint64_t DataSet::chunk_count() const {
+  const Id dcpl(need<FormatError>(H5Dget_create_plist(id()), where(), "cannot read the creation properties"), H5Pclose);
+  if (H5Pget_layout(dcpl.get()) != H5D_CHUNKED) return 0;
+  hsize_t chunks = 0;
+  need<FormatError>(H5Dget_num_chunks(id(), H5S_ALL, &chunks), where(), "cannot read the chunk index");
+  return chunks;
+}
+
+void DataSet::require_storable(hsize_t elements, std::size_t element_bytes) const {
+  constexpr std::uintmax_t kDeflateMaxRatio = 1032;  // RFC 1951: a 258-byte match per 2 bits, at best
+  const Id dcpl(need<FormatError>(H5Dget_create_plist(id()), where(), "cannot read the creation properties"), H5Pclose);
+  std::error_code error;
+  const std::uintmax_t file_bytes = std::filesystem::file_size(file(), error);
+  if (error) return;  // not a file we can measure: HDF5's own reads will tell
+  const std::uintmax_t most = file_bytes * (H5Pget_nfilters(dcpl.get()) > 0 ? kDeflateMaxRatio : 1);
+  if (elements > most / std::max<std::size_t>(element_bytes, 1))
+    throw FormatError(
+        fmt::format("{}: expected at most {} elements of {} bytes in a {}-byte file, found an extent of {}", where(),
+                    most / std::max<std::size_t>(element_bytes, 1), element_bytes, file_bytes, elements));
 }
 
 std::pair<Id, Id> DataSet::row_selection(hsize_t first, hsize_t count) const {
@@ -361,6 +396,7 @@ std::vector<std::string> Group::children() const {
 
 Group Group::create_group(const std::string& name) const {
   const Id gcpl = no_times(H5P_GROUP_CREATE);
+  H5Pset_link_phase_change(gcpl.get(), kCompactAttributes, kCompactAttributes);
   Id group(
       need(H5Gcreate2(id(), name.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT), where(name), "cannot create group"),
       H5Gclose);
@@ -419,7 +455,17 @@ DataSet Group::open_dataset(const std::string& name, std::size_t cache_bytes) co
 
 File File::create(const std::string& path) {
   quiet();
-  const hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  // The HDF5 1.8 file format: object headers, the superblock, group indexes and attribute heaps
+  // carry checksums (the 1.6 format's do not), and every HDF5 since 1.8 reads it. The 1.10 format
+  // would add checksummed chunk indexes, but libhdf5 1.10 then refuses to open a file whose writer
+  // died (its superblock still says "open for writing").
+  const Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_V18);
+  // The root's attributes stay in its (checksummed) object header rather than in a heap of their
+  // own, and its header carries no times (identical runs give identical files).
+  const Id fcpl = no_times(H5P_FILE_CREATE);
+  H5Pset_attr_phase_change(fcpl.get(), kCompactAttributes, kCompactAttributes);
+  const hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.get(), fapl.get());
   if (id < 0) fail<EnvironmentError>(path, "cannot create the HDF5 file");
   return File(Id(id, H5Fclose), path);
 }
@@ -431,7 +477,13 @@ File File::open(const std::string& path, Mode mode) {
   if (is_hdf5 == 0) throw FormatError(fmt::format("{}: not an HDF5 file", path));
   const unsigned flags = mode == Mode::read ? H5F_ACC_RDONLY : H5F_ACC_RDWR;
   const hid_t id = H5Fopen(path.c_str(), flags, H5P_DEFAULT);
-  if (id < 0) fail<FormatError>(path, "cannot open the HDF5 file");  // signature present: damaged
+  if (id < 0) {  // the signature is there, the rest is not
+    const std::string reason = last_error();
+    throw FormatError(
+        fmt::format("{}: cannot open the HDF5 file (HDF5: {}): damaged, or incomplete (its writer "
+                    "stopped before the file was first flushed whole: killed, or out of disk space)",
+                    path, reason.empty() ? "no reason given" : reason));
+  }
   return File(Id(id, H5Fclose), path);
 }
 

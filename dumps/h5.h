@@ -51,6 +51,8 @@ class Id {
 // width, any float width, scalars or 1-element arrays.
 class Object {
  public:
+  static constexpr std::size_t kMaxStringBytes = std::size_t{1} << 24;  // longer: refused as damaged
+
   hid_t id() const { return id_.get(); }
   const std::string& file() const { return file_; }
   const std::string& path() const { return path_; }  // "/" for the root, "/taps/0/q_proj", ...
@@ -61,7 +63,8 @@ class Object {
   void set_double(const std::string& name, double value) const;
   void set_ints(const std::string& name, std::span<const std::int32_t> values) const;
 
-  // FormatError("<file>: <path> has no attribute '<name>'") when absent, or when of another kind.
+  // FormatError("<file>: <path> has no attribute '<name>'") when absent, or when of another kind;
+  // a fixed-length string longer than its storage or kMaxStringBytes is refused too.
   std::string get_string(const std::string& name) const;
   std::int64_t get_int(const std::string& name) const;
   double get_double(const std::string& name) const;
@@ -107,6 +110,12 @@ class DataSet : public Object {
   H5T_class_t type_class() const;
   std::size_t type_size() const;
   bool is_f16() const;  // stored as IEEE binary16, little endian
+  // Chunks allocated in the file, counted by walking the whole chunk index; 0 when not chunked.
+  std::uint64_t chunk_count() const;
+  // For a dataset whose every element was written: FormatError naming file and dataset when
+  // `elements` of `element_bytes` are more than the file can hold (its size, times deflate's
+  // largest ratio when filtered), a damaged extent that must not become an allocation.
+  void require_storable(hsize_t elements, std::size_t element_bytes) const;
 
   // Rows [first, first + count) of a rank-1 or rank-2 dataset, every column, from/to a dense
   // row-major buffer of mem_type. The rows must lie inside the extent.
@@ -143,7 +152,8 @@ class File : public Group {
   enum class Mode : std::uint8_t { read, write };
   // Creates (truncates) path. EnvironmentError naming path when that fails.
   static File create(const std::string& path);
-  // Opens an existing file. FormatError when path is not an HDF5 file or is damaged (truncated).
+  // Opens an existing file. FormatError when path is not an HDF5 file, or is damaged or cut short
+  // (a writer that stopped before its first flush leaves a file HDF5 cannot open).
   static File open(const std::string& path, Mode mode = Mode::read);
 
   // Writes every dirty buffer of the file to the OS, so that a later crash keeps what is here.

@@ -6,6 +6,7 @@
 
 #include "dumps/h5.h"
 #include "model/errors.h"
+#include "model/json_input.h"
 
 namespace tapdiff::dumps {
 
@@ -39,7 +40,8 @@ std::string tap_path(const model::TensorId& id) {
 
 model::ModelConfig config_from_json(const nlohmann::json& config, const std::string& source) {
   if (!config.is_object())
-    throw FormatError(fmt::format("{}: model_config: expected a JSON object, found '{}'", source, config.dump()));
+    throw FormatError(
+        fmt::format("{}: model_config: expected a JSON object, found '{}'", source, model::json_excerpt(config)));
   auto field = [&](const char* key, int fallback) {
     if (!config.contains(key)) {
       if (fallback > 0) return fallback;
@@ -47,8 +49,8 @@ model::ModelConfig config_from_json(const nlohmann::json& config, const std::str
     }
     const nlohmann::json& value = config.at(key);
     if (!value.is_number_integer() || value.get<std::int64_t>() < 1 || value.get<std::int64_t>() > INT32_MAX)
-      throw FormatError(
-          fmt::format("{}: model_config.{}: expected a positive integer, found {}", source, key, value.dump()));
+      throw FormatError(fmt::format("{}: model_config.{}: expected a positive integer, found {}", source, key,
+                                    model::json_excerpt(value)));
     return value.get<int>();
   };
   model::ModelConfig out;
@@ -90,13 +92,8 @@ std::string optional_string(const h5::Group& root, const char* name) {
 }
 
 nlohmann::json parse_json_attribute(const h5::Group& root, const char* name) {
-  const std::string text = root.get_string(name);
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw FormatError(fmt::format("{}: attribute '{}': expected JSON, found '{}' ({})", root.file(), name,
-                                  text.substr(0, 80), e.what()));
-  }
+  return model::parse_json_text(root.get_string(name), fmt::format("{}: attribute '{}'", root.file(), name),
+                                "an object");
 }
 
 std::map<std::string, std::string> read_kernels(const h5::Group& root) {
@@ -104,10 +101,10 @@ std::map<std::string, std::string> read_kernels(const h5::Group& root) {
   if (!root.has_attribute("kernels")) return kernels;
   const nlohmann::json json = parse_json_attribute(root, "kernels");
   if (!json.is_object())
-    throw FormatError(
-        fmt::format("{}: attribute 'kernels': expected a JSON object, found {}", root.file(), json.dump()));
+    throw FormatError(fmt::format("{}: attribute 'kernels': expected a JSON object, found {}", root.file(),
+                                  model::json_excerpt(json)));
   for (const auto& [op, variant] : json.items())
-    kernels[op] = variant.is_string() ? variant.get<std::string>() : variant.dump();
+    kernels[op] = variant.is_string() ? variant.get<std::string>() : model::json_excerpt(variant);
   return kernels;
 }
 
@@ -134,6 +131,7 @@ RunMetadata read_metadata(const h5::Group& root) {
     if (extent.size() != 1)
       throw FormatError(fmt::format("{}: /{}: expected a 1-D dataset, found rank {}", root.file(), names::kPromptTokens,
                                     extent.size()));
+    prompt.require_storable(extent[0], sizeof(std::int32_t));
     m.prompt_tokens.resize(extent[0]);
     prompt.read_rows(0, extent[0], h5::memory_type(h5::Type::i32), m.prompt_tokens.data());
   }

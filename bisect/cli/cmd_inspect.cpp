@@ -1,8 +1,12 @@
 // tapdiff inspect: what a dump holds, op by op (RMS, max|x|, NaN/Inf), top-k tokens at chosen
 // positions, and the values of one tensor slice.
 #include <algorithm>
+#include <charconv>
+#include <climits>
+#include <cstdint>
 #include <numeric>
 #include <optional>
+#include <string_view>
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -13,6 +17,7 @@
 #include "bisect/tensor_stats.h"
 #include "dumps/dump_reader.h"
 #include "model/errors.h"
+#include "model/graph.h"
 
 namespace tapdiff::cli {
 namespace {
@@ -30,29 +35,36 @@ struct InspectArgs {
 
 constexpr std::int64_t kBlockRows = 256;  // rows read at a time: memory stays bounded
 
-model::TensorId parse_tensor_name(const std::string& text) {
-  const std::size_t slash = text.find('/');
-  const auto op = slash == std::string::npos ? std::nullopt : model::op_from_name(text.substr(slash + 1));
-  int layer = 0;
-  try {
-    layer = std::stoi(text.substr(0, slash));
-  } catch (const std::exception&) {
-    throw UsageError(fmt::format("--slice: expected LAYER/OP such as 3/q_proj, found '{}'", text));
-  }
-  if (!op) throw UsageError(fmt::format("--slice: expected LAYER/OP with an op name from the graph, found '{}'", text));
-  return {*op, layer};
+// The integer that is the whole of text, or nullopt (no sign other than '-', no spaces, no overflow).
+std::optional<std::int64_t> parse_integer(std::string_view text) {
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
 }
 
-// "a:b" -> [a, b) clamped to [0, n).
-std::pair<std::int64_t, std::int64_t> parse_range(const std::string& text, std::int64_t n, const char* option) {
+model::TensorId parse_tensor_name(const std::string& text) {
+  const std::size_t slash = text.find('/');
+  const auto layer = slash == std::string::npos ? std::nullopt : parse_integer(std::string_view(text).substr(0, slash));
+  if (!layer || *layer < INT_MIN || *layer > INT_MAX)
+    throw UsageError(fmt::format("--slice: expected LAYER/OP such as 3/q_proj, found '{}'", text));
+  const auto op = model::op_from_name(text.substr(slash + 1));
+  if (!op) throw UsageError(fmt::format("--slice: expected LAYER/OP with an op name from the graph, found '{}'", text));
+  return {*op, static_cast<int>(*layer)};
+}
+
+// "FIRST:END" (or "FIRST", one) -> [FIRST, END) of n things (`what`), END past n clamped to n.
+std::pair<std::int64_t, std::int64_t> parse_range(const std::string& text, std::int64_t n, const char* option,
+                                                  const char* what) {
   const std::size_t colon = text.find(':');
-  try {
-    const std::int64_t a = std::stoll(text.substr(0, colon));
-    const std::int64_t b = colon == std::string::npos ? a + 1 : std::stoll(text.substr(colon + 1));
-    return {std::clamp<std::int64_t>(a, 0, n), std::clamp<std::int64_t>(b, 0, n)};
-  } catch (const std::exception&) {
-    throw UsageError(fmt::format("{}: expected FIRST:END, found '{}'", option, text));
-  }
+  const auto first = parse_integer(std::string_view(text).substr(0, colon));
+  auto end = colon == std::string::npos ? std::optional<std::int64_t>() : parse_integer(text.substr(colon + 1));
+  if (first && colon == std::string::npos) end = *first < INT64_MAX ? *first + 1 : *first;
+  if (!first || !end) throw UsageError(fmt::format("{}: expected FIRST:END (two integers), found '{}'", option, text));
+  if (*first < 0 || *first >= *end || *first >= n)
+    throw UsageError(fmt::format("{}: expected FIRST:END with 0 <= FIRST < END and FIRST < {} ({}), found '{}'", option,
+                                 n, what, text));
+  return {*first, std::min(*end, n)};
 }
 
 nlohmann::json stats_table(const dumps::DumpReader& dump) {
@@ -125,22 +137,34 @@ void print_top_k(const InspectArgs& a, const dumps::DumpReader& dump, const std:
   }
 }
 
-void print_slice(const InspectArgs& a, const dumps::DumpReader& dump) {
+// What --slice, --rows and --cols ask for, checked against the dump before anything is printed.
+struct SliceRequest {
+  model::TensorId id;
+  std::int64_t r0 = 0, r1 = 0, c0 = 0, c1 = 0;  // rows [r0, r1), columns [c0, c1)
+};
+
+std::optional<SliceRequest> plan_slice(const InspectArgs& a, const dumps::DumpReader& dump) {
+  if (a.slice.empty()) return std::nullopt;
   const model::TensorId id = parse_tensor_name(a.slice);
   if (!dump.has(id)) throw UsageError(fmt::format("{}: no tensor {} in this dump", a.dump, a.slice));
-  const auto [r0, r1] = parse_range(a.rows, dump.rows(), "--rows");
-  const model::HostTensor block = dump.read(id, r0, r1 - r0);
-  const auto [c0, c1] = parse_range(a.cols, block.cols(), "--cols");
-  fmt::print("\n{} rows [{}, {}) cols [{}, {}) of {}x{}\n", a.slice, r0, r1, c0, c1, dump.rows(), block.cols());
+  const auto [r0, r1] = parse_range(a.rows, dump.rows(), "--rows", "the dump's rows");
+  const auto [c0, c1] = parse_range(a.cols, model::Graph(dump.config()).width(id.op), "--cols", "the tensor's columns");
+  return SliceRequest{id, r0, r1, c0, c1};
+}
+
+void print_slice(const InspectArgs& a, const dumps::DumpReader& dump, const SliceRequest& s) {
+  const model::HostTensor block = dump.read(s.id, s.r0, s.r1 - s.r0);
+  fmt::print("\n{} rows [{}, {}) cols [{}, {}) of {}x{}\n", a.slice, s.r0, s.r1, s.c0, s.c1, dump.rows(), block.cols());
   for (std::int64_t r = 0; r < block.rows(); ++r) {
-    std::string line = fmt::format("  {:>6}:", r0 + r);
-    for (std::int64_t c = c0; c < c1; ++c) line += fmt::format(" {:>11.5g}", block.at(r, c));
+    std::string line = fmt::format("  {:>6}:", s.r0 + r);
+    for (std::int64_t c = s.c0; c < s.c1; ++c) line += fmt::format(" {:>11.5g}", block.at(r, c));
     fmt::print("{}\n", line);
   }
 }
 
 void inspect(const InspectArgs& a) {
   const dumps::DumpReader dump(a.dump);
+  const std::optional<SliceRequest> slice = plan_slice(a, dump);
   const dumps::RunMetadata& meta = dump.metadata();
   fmt::print("dump     {} (schema {}, {})\n", a.dump, dumps::kSchemaVersion,
              dump.complete() ? "complete" : "INCOMPLETE: the run stopped early");
@@ -150,7 +174,7 @@ void inspect(const InspectArgs& a) {
   nlohmann::json report = {{"dump", a.dump}, {"complete", dump.complete()}, {"rows", dump.rows()}};
   report["tensors"] = stats_table(dump);
   if (a.top_k > 0) print_top_k(a, dump, dump_tokenizer(a, dump));
-  if (!a.slice.empty()) print_slice(a, dump);
+  if (slice) print_slice(a, dump, *slice);
   if (!a.json.empty()) write_text(a.json, "--json", report.dump(2) + "\n");
 }
 
@@ -164,8 +188,10 @@ void add_inspect_command(CLI::App& app, CliContext& context) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--positions", args->positions, "Positions for --top-k, e.g. 0,5,-1 (default: the last)");
   cmd->add_option("--slice", args->slice, "Print values of one tensor, LAYER/OP (e.g. 0/q_proj)");
-  cmd->add_option("--rows", args->rows, "Rows of --slice, FIRST:END")->capture_default_str();
-  cmd->add_option("--cols", args->cols, "Columns of --slice, FIRST:END")->capture_default_str();
+  cmd->add_option("--rows", args->rows, "Rows of --slice, FIRST:END (END past the last row: up to it)")
+      ->capture_default_str();
+  cmd->add_option("--cols", args->cols, "Columns of --slice, FIRST:END (END past the last column: up to it)")
+      ->capture_default_str();
   cmd->add_option("--vocab", args->vocab, "GGUF file whose vocabulary names the tokens (default: the dump's model)");
   cmd->add_option("--json", args->json, "Write the statistics table as JSON");
   cmd->callback([args, &context] {
