@@ -94,7 +94,7 @@ nlohmann::json parse_json_attribute(const h5::Group& root, const char* name) {
   const std::string text = root.get_string(name);
   try {
     return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // a syntax error, or a number out of range (1e999)
     throw FormatError(fmt::format("{}: attribute '{}': expected JSON, found '{}' ({})", root.file(), name,
                                   text.substr(0, 80), e.what()));
   }

@@ -379,6 +379,17 @@ TEST(DumpReader, RejectsAModelConfigWhoseWidthsOverflowAnInt) {
                         fake_config().head_dim));
 }
 
+// Found by tests/fuzz: nlohmann::json throws out_of_range, not parse_error, for 1e999.
+TEST(DumpReader, RejectsAModelConfigWithANumberOutOfRange) {
+  const std::string path = dump_path("number.h5");
+  write_fake_dump(path, StorageType::f32, "embed");
+  dumps::h5::File::open(path, dumps::h5::File::Mode::write).set_string("model_config", R"({"n_layers": 1e999})");
+  const std::string error = error_of<FormatError>([&] { DumpReader{path}; });
+  EXPECT_NE(error.find(path + R"(: attribute 'model_config': expected JSON, found '{"n_layers": 1e999}' ()"),
+            std::string::npos)
+      << error;
+}
+
 TEST(DumpReader, MismatchNamesDifferentModels) {
   const std::string a = dump_path("a.h5");
   const std::string b = dump_path("b.h5");
