@@ -195,7 +195,8 @@ Schedule run_free_pass(const model::ModelConfig& config, const model::Graph& gra
     std::int64_t row = 0;
     for (const ChunkInfo& part : current->local) {
       row += part.rows;
-      Prediction& p = seqs[static_cast<std::size_t>(current->parts[&part - current->local.data()].sequence)].prediction;
+      const auto index = static_cast<std::size_t>(&part - current->local.data());
+      Prediction& p = seqs[static_cast<std::size_t>(current->parts[index].sequence)].prediction;
       p.a = top_k(out.truth, row - 1, options.top_k);
       p.b = top_k(out.b, row - 1, options.top_k);
     }
@@ -237,7 +238,8 @@ Schedule run_free_pass(const model::ModelConfig& config, const model::Graph& gra
   for (std::size_t i = 0; i < prefill_passes; ++i) {
     run_free(i);
     for (const model::BatchPart& part : passes[i].parts)
-      if (part.first_pos + part.tokens.size() == prompts[static_cast<std::size_t>(part.sequence)].size())
+      if (static_cast<std::size_t>(part.first_pos) + part.tokens.size() ==
+          prompts[static_cast<std::size_t>(part.sequence)].size())
         next_token(static_cast<std::size_t>(part.sequence));
   }
   for (;;) {

@@ -21,3 +21,13 @@ if(TAPDIFF_SANITIZE)
   # (std::regex, std::function); the normal build keeps the warning.
   target_compile_options(tapdiff_warnings INTERFACE -Wno-maybe-uninitialized)
 endif()
+# The fuzz build (docs/fuzzing.md): every tapdiff target gets libFuzzer's coverage instrumentation
+# and ASan + UBSan; the targets in tests/fuzz link the fuzzer's main.
+if(TAPDIFF_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "TAPDIFF_FUZZ: expected clang (configure with CC=clang CXX=clang++), found ${CMAKE_CXX_COMPILER_ID}")
+  endif()
+  target_compile_options(tapdiff_warnings INTERFACE -fsanitize=fuzzer-no-link,address,undefined
+                         -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+  target_link_options(tapdiff_warnings INTERFACE -fsanitize=address,undefined)
+endif()

@@ -73,7 +73,7 @@ std::string tap_path(const model::TensorId& id);
 
 // The model config a dump names, as far as the widths of tap datasets need it
 // (n_layers, dim, n_heads, n_kv_heads, head_dim, ffn_dim, vocab). FormatError("<source>: ...")
-// when a field is missing or not a positive integer.
+// when a field is missing or not a positive integer, or when they fail ModelConfig::validate.
 model::ModelConfig config_from_json(const nlohmann::json& config, const std::string& source);
 
 // Writes the root attributes of metadata (all but complete, rows_complete, summary) and

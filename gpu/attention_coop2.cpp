@@ -369,7 +369,8 @@ class Writer {
             {staged0, out, u32(kLayoutRowMajor), chunks_per_row, kMemoryAccessNonPrivatePointer});
     barrier();
     strided_loop(lid, all_chunks, t_.invocations, [&](Id i) {
-      const auto [live, at] = pair_chunk(i, chunks_per_row);
+      const std::pair<Id, Id> live_at = pair_chunk(i, chunks_per_row);  // clang 14 cannot capture a structured binding
+      const Id live = live_at.first, at = live_at.second;
       if_then(live, [&] {
         const Id chunk = load_shared(uvec4_, op(OpAccessChain, ptr_shared_chunk_, {staged_, i}));
         m_.code(OpStore, {op(OpAccessChain, ptr_chunk_, {buffers_[kOut], u32(0), at}), chunk});

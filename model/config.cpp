@@ -1,6 +1,8 @@
 #include "model/config.h"
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -52,6 +54,9 @@ void ModelConfig::validate(const std::string& source) const {
   require(n_kv_heads >= 1 && n_heads % n_kv_heads == 0, "n_kv_heads dividing n_heads",
           fmt::format("{} kv heads for {} heads", n_kv_heads, n_heads));
   require(head_dim >= 2 && head_dim % 2 == 0, "an even head_dim", head_dim);
+  // q_dim() and kv_dim() (<= q_dim) are ints.
+  require(std::int64_t{n_heads} * head_dim <= std::numeric_limits<int>::max(), "n_heads * head_dim below 2^31",
+          fmt::format("{} x {}", n_heads, head_dim));
   require(ffn_dim >= 1, "ffn_dim >= 1", ffn_dim);
   require(vocab >= 1, "vocab >= 1", vocab);
   require(std::isfinite(rope_base) && rope_base > 1.0, "a finite rope base > 1", rope_base);

@@ -26,7 +26,7 @@ std::uint64_t mix(std::uint64_t x) {
 
 std::uint64_t hash_name(std::uint64_t seed, const std::string& name) {
   std::uint64_t h = mix(seed);
-  for (unsigned char c : name) h = mix(h ^ c);
+  for (const char c : name) h = mix(h ^ static_cast<unsigned char>(c));
   return h;
 }
 

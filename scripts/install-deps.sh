@@ -7,6 +7,7 @@ packages=(
   libeigen3-dev libhdf5-dev hdf5-tools libcli11-dev libfmt-dev libtomlplusplus-dev nlohmann-json3-dev libssl-dev
   libvulkan-dev glslang-tools glslang-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   libgtest-dev libgmock-dev python3 python3-venv python3-h5py python3-numpy nodejs
+  clang libclang-rt-14-dev libomp-14-dev  # the fuzz build (scripts/fuzz.sh): clang, libFuzzer, clang's OpenMP
 )
 sudo_cmd=()
 if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi

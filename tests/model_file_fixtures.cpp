@@ -112,15 +112,24 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<StEn
     out.write(reinterpret_cast<const char*>(t.data.data()), static_cast<std::streamsize>(t.data.size()));
 }
 
-// A tiny Llama model in the Hugging Face layout: dim 64, 2 layers, 4 heads, 2 kv heads, ffn 96,
-// vocab 48, F32, tied embeddings (no lm_head). Element i of a tensor is i * 0.001 + its index.
-TinyHf tiny_hf() {
+// A tiny Llama model in the Hugging Face layout, F32, tied embeddings (no lm_head); by default
+// dim 64, 2 layers, 4 heads, 2 kv heads, ffn 96, vocab 48. Element i of a tensor is
+// i * 0.001 + its index.
+TinyHf tiny_hf(const TinyHfShape& s) {
   TinyHf hf;
-  hf.config = {
-      {"model_type", "llama"},    {"hidden_size", 64},           {"num_hidden_layers", 2},  {"num_attention_heads", 4},
-      {"num_key_value_heads", 2}, {"intermediate_size", 96},     {"vocab_size", 48},        {"rms_norm_eps", 1e-6},
-      {"rope_theta", 10000.0},    {"tie_word_embeddings", true}, {"rope_scaling", nullptr}, {"bos_token_id", 1},
-      {"eos_token_id", {2, 7}}};
+  hf.config = {{"model_type", "llama"},
+               {"hidden_size", s.dim},
+               {"num_hidden_layers", s.n_layers},
+               {"num_attention_heads", s.n_heads},
+               {"num_key_value_heads", s.n_kv_heads},
+               {"intermediate_size", s.ffn},
+               {"vocab_size", s.vocab},
+               {"rms_norm_eps", 1e-6},
+               {"rope_theta", 10000.0},
+               {"tie_word_embeddings", true},
+               {"rope_scaling", nullptr},
+               {"bos_token_id", 1},
+               {"eos_token_id", {2, 7}}};
   auto add = [&](const std::string& name, std::vector<std::int64_t> shape) {
     std::int64_t n = 1;
     for (std::int64_t d : shape) n *= d;
@@ -131,19 +140,20 @@ TinyHf tiny_hf() {
     std::memcpy(bytes.data(), v.data(), bytes.size());
     hf.tensors.push_back({name, "F32", std::move(shape), std::move(bytes)});
   };
-  add("model.embed_tokens.weight", {48, 64});
-  add("model.norm.weight", {64});
-  for (int l = 0; l < 2; ++l) {
+  const std::int64_t dim = s.dim, q = dim, kv = s.n_kv_heads * (dim / s.n_heads), ffn = s.ffn;
+  add("model.embed_tokens.weight", {s.vocab, dim});
+  add("model.norm.weight", {dim});
+  for (int l = 0; l < s.n_layers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
-    add(p + "input_layernorm.weight", {64});
-    add(p + "self_attn.q_proj.weight", {64, 64});
-    add(p + "self_attn.k_proj.weight", {32, 64});
-    add(p + "self_attn.v_proj.weight", {32, 64});
-    add(p + "self_attn.o_proj.weight", {64, 64});
-    add(p + "post_attention_layernorm.weight", {64});
-    add(p + "mlp.gate_proj.weight", {96, 64});
-    add(p + "mlp.up_proj.weight", {96, 64});
-    add(p + "mlp.down_proj.weight", {64, 96});
+    add(p + "input_layernorm.weight", {dim});
+    add(p + "self_attn.q_proj.weight", {q, dim});
+    add(p + "self_attn.k_proj.weight", {kv, dim});
+    add(p + "self_attn.v_proj.weight", {kv, dim});
+    add(p + "self_attn.o_proj.weight", {dim, q});
+    add(p + "post_attention_layernorm.weight", {dim});
+    add(p + "mlp.gate_proj.weight", {ffn, dim});
+    add(p + "mlp.up_proj.weight", {ffn, dim});
+    add(p + "mlp.down_proj.weight", {dim, ffn});
   }
   return hf;
 }

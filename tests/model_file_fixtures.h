@@ -38,9 +38,13 @@ struct TinyHf {
   nlohmann::json config;
   std::vector<StEntry> tensors;
 };
+// The dimensions of a tiny_hf() model (head_dim = dim / n_heads).
+struct TinyHfShape {
+  int n_layers = 2, dim = 64, n_heads = 4, n_kv_heads = 2, ffn = 96, vocab = 48;
+};
 // Writes a safetensors file: u64 header length, JSON header (space-padded to 8 bytes), data.
 void write_safetensors(const std::filesystem::path& path, const std::vector<StEntry>& tensors);
-TinyHf tiny_hf();
+TinyHf tiny_hf(const TinyHfShape& shape = {});
 void write_hf_folder(const std::filesystem::path& folder, const TinyHf& hf, int shards = 1);
 
 }  // namespace tapdiff::testing

@@ -334,7 +334,11 @@ TEST(BadFile, SafetensorsConfigProblems) {
          j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2}};
        },
        "either rope_parameters (5.x) or rope_scaling (4.x), found both"},
-      {[](auto& j) { j["num_key_value_heads"] = 3; }, "n_kv_heads dividing n_heads"}};
+      {[](auto& j) { j["num_key_value_heads"] = 3; }, "n_kv_heads dividing n_heads"},
+      {[](auto& j) {  // q_dim() would overflow an int (found by tests/fuzz)
+         j["num_attention_heads"] = j["num_key_value_heads"] = 1 << 30, j["head_dim"] = 8;
+       },
+       "expected n_heads * head_dim below 2^31, found 1073741824 x 8"}};
   for (const auto& [edit, expected] : cases) {
     auto hf = testing::tiny_hf();
     edit(hf.config);

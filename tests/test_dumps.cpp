@@ -365,6 +365,32 @@ TEST(DumpReader, RejectsATapWhoseWidthDoesNotMatchTheModelConfig) {
             path + ": /taps/-1/embed: width 8, but model_config gives dim = 16");
 }
 
+// Found by tests/fuzz: the widths the reader checks taps against would overflow an int.
+TEST(DumpReader, RejectsAModelConfigWhoseWidthsOverflowAnInt) {
+  const std::string path = dump_path("overflow.h5");
+  write_fake_dump(path, StorageType::f32, "q_proj|embed");
+  {
+    model::ModelConfig huge = fake_config();
+    huge.n_heads = huge.n_kv_heads = 1 << 30;
+    dumps::h5::File::open(path, dumps::h5::File::Mode::write).set_string("model_config", model::to_json(huge).dump());
+  }
+  EXPECT_EQ(error_of<FormatError>([&] { DumpReader{path}; }),
+            fmt::format("{}: model config: expected n_heads * head_dim below 2^31, found 1073741824 x {}", path,
+                        fake_config().head_dim));
+}
+
+// Found by tests/fuzz: nlohmann::json throws out_of_range, not parse_error, for 1e999.
+TEST(DumpReader, RejectsAModelConfigWithANumberOutOfRange) {
+  const std::string path = dump_path("number.h5");
+  write_fake_dump(path, StorageType::f32, "embed");
+  dumps::h5::File::open(path, dumps::h5::File::Mode::write).set_string("model_config", R"({"n_layers": 1e999})");
+  const std::string error = error_of<FormatError>([&] { DumpReader{path}; });
+  EXPECT_NE(error.find(path + ": attribute 'model_config': expected an object in JSON, found a parse error"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("1e999"), std::string::npos) << error;
+}
+
 TEST(DumpReader, MismatchNamesDifferentModels) {
   const std::string a = dump_path("a.h5");
   const std::string b = dump_path("b.h5");

@@ -186,6 +186,20 @@ TEST(Tolerances, ErrorsNameFileLineAndKey) {
   EXPECT_NE(error_of("[default\nnmse = 1\n").find("tol.toml:1:9: expected valid TOML"), std::string::npos);
 }
 
+// toml++ 3.3 has undefined behaviour on some non-ASCII characters (tomlplusplus#295): the loader
+// refuses them outside comments before parsing. Found by tests/fuzz (fuzz_toml_tolerances).
+TEST(Tolerances, NonAsciiOutsideCommentsIsRefusedBeforeParsing) {
+  EXPECT_EQ(error_of("[op.logits]\nnmse = \xD0\x94-7\n"),
+            "tol.toml:2:8: expected ASCII outside comments, found the byte 0xd0");
+  EXPECT_EQ(error_of("[[rule]]\nop = \"#\" \xC3\xA9\n"),
+            "tol.toml:2:10: expected ASCII outside comments, found the byte 0xc3");
+  EXPECT_EQ(error_of("s = \"\"\"\\\n\xC2\xA7\"\"\"\n"),
+            "tol.toml:2:1: expected ASCII outside comments, found the byte 0xc2");
+  const Tolerances t = Tolerances::from_toml("# tol\xC3\xA9rance\n[default] # \xD0\x94 '\"\nnmse = 1e-7\n", "tol.toml");
+  ASSERT_TRUE(t.default_entry());
+  EXPECT_EQ(t.default_entry()->bound.nmse, 1e-7);
+}
+
 TEST(Tolerances, MissingFileIsAUsageErrorNamingIt) {
   try {
     Tolerances::from_file("/nonexistent/tol.toml");

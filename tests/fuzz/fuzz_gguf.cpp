@@ -1,0 +1,39 @@
+// libFuzzer target: a GGUF file through the raw reader (GgufFile, every metadata value rendered as
+// `tapdiff inspect` lists it) and through load_model (config, weights, vocabulary), then every
+// weight row dequantized and, when the file carries a vocabulary, a Tokenizer built from it that
+// encodes and decodes a few strings.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "model/gguf_reader.h"
+#include "model/tokenizer.h"
+#include "tests/fuzz/fuzz_support.h"
+
+namespace {
+
+using namespace tapdiff;
+
+void use_vocabulary(const model::Vocabulary& vocab) {
+  const model::Tokenizer tokenizer(vocab);
+  constexpr std::array<std::string_view, 3> kTexts = {"Hello world", " 12 it's\n\xE2\x96\x81x", "\xFF\xC3"};
+  for (std::string_view text : kTexts) (void)tokenizer.decode(tokenizer.encode(text, true));
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const auto path = fuzz::write_file(fuzz::scratch_dir() / "model.gguf", {data, size});
+  const bool parsed = fuzz::documented_errors_only([&] {
+    const model::GgufFile file(path);
+    for (const auto& [key, value] : file.metadata()) (void)value.to_string();
+  });
+  if (!parsed) return 0;
+  fuzz::documented_errors_only([&] {
+    const auto loaded = model::load_model(path);
+    fuzz::read_all_weights(*loaded);
+    if (loaded->vocabulary()) use_vocabulary(*loaded->vocabulary());
+  });
+  return 0;
+}

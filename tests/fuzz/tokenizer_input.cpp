@@ -1,0 +1,84 @@
+#include "tests/fuzz/tokenizer_input.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string_view>
+
+namespace tapdiff::fuzz {
+namespace {
+
+constexpr char kSeparator = '\x1e';
+enum Flag : std::uint8_t { kGpt2 = 1, kAddBos = 2, kSpacePrefix = 4, kScores = 8, kTypes = 16, kBert = 32 };
+
+float score_of(std::int8_t code) {
+  switch (code) {
+    case 127: return std::numeric_limits<float>::quiet_NaN();
+    case 126: return std::numeric_limits<float>::infinity();
+    case -128: return -std::numeric_limits<float>::infinity();
+    default: return static_cast<float>(code);
+  }
+}
+
+char code_of(float score) {
+  if (std::isnan(score)) return static_cast<char>(127);
+  if (std::isinf(score)) return static_cast<char>(score > 0 ? 126 : -128);
+  return static_cast<char>(static_cast<std::int8_t>(std::clamp(std::round(score), -127.0f, 125.0f)));
+}
+
+}  // namespace
+
+TokenizerInput parse_tokenizer_input(std::span<const std::uint8_t> bytes) {
+  TokenizerInput in;
+  if (bytes.size() < 4) return in;
+  const std::uint8_t flags = bytes[0];
+  model::Vocabulary& v = in.vocab;
+  v.model = (flags & kBert) != 0 ? "bert" : (flags & kGpt2) != 0 ? "gpt2" : "llama";
+  v.add_bos = (flags & kAddBos) != 0;
+  v.add_space_prefix = (flags & kSpacePrefix) != 0;
+  v.bos = static_cast<std::int8_t>(bytes[1]);
+  v.eos = static_cast<std::int8_t>(bytes[2]);
+  v.unk = static_cast<std::int8_t>(bytes[3]);
+  const std::string_view body(reinterpret_cast<const char*>(bytes.data() + 4), bytes.size() - 4);
+  for (std::size_t begin = 0; begin <= body.size();) {
+    const std::size_t end = std::min(body.find(kSeparator, begin), body.size());
+    const std::string_view record = body.substr(begin, end - begin);
+    begin = end + 1;
+    if (record.empty()) continue;
+    const std::string_view payload = record.substr(1);
+    if (record[0] == 'm') {
+      v.merges.emplace_back(payload);
+    } else if (record[0] == 'x') {
+      in.texts.emplace_back(payload);
+    } else if (record[0] == 't' && payload.size() >= 2) {
+      v.tokens.emplace_back(payload.substr(2));
+      if ((flags & kTypes) != 0) v.types.push_back(static_cast<std::int8_t>(payload[0]));
+      if ((flags & kScores) != 0) v.scores.push_back(score_of(static_cast<std::int8_t>(payload[1])));
+    }
+  }
+  return in;
+}
+
+std::string format_tokenizer_input(const TokenizerInput& in) {
+  const model::Vocabulary& v = in.vocab;
+  std::uint8_t flags = 0;
+  if (v.model == "gpt2") flags |= kGpt2;
+  if (v.model != "gpt2" && v.model != "llama") flags |= kBert;
+  if (v.add_bos) flags |= kAddBos;
+  if (v.add_space_prefix) flags |= kSpacePrefix;
+  if (!v.scores.empty()) flags |= kScores;
+  if (!v.types.empty()) flags |= kTypes;
+  std::string out{static_cast<char>(flags), static_cast<char>(v.bos), static_cast<char>(v.eos),
+                  static_cast<char>(v.unk)};
+  auto record = [&](char kind, std::string_view payload) { (out += kind).append(payload) += kSeparator; };
+  for (std::size_t i = 0; i < v.tokens.size(); ++i) {
+    std::string payload{v.types.empty() ? '\1' : static_cast<char>(v.types[i]),
+                        v.scores.empty() ? '\0' : code_of(v.scores[i])};
+    record('t', payload + v.tokens[i]);
+  }
+  for (const std::string& merge : v.merges) record('m', merge);
+  for (const std::string& text : in.texts) record('x', text);
+  return out;
+}
+
+}  // namespace tapdiff::fuzz

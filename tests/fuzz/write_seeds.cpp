@@ -1,0 +1,124 @@
+// Writes the seed corpus of the fuzz targets with the project's own writers:
+//   fuzz_write_seeds OUT_DIR [DUMP.h5 ...]
+// fills OUT_DIR/{gguf,safetensors,config_json,tokenizer}/ and, from dumps that `tapdiff run
+// --dump` wrote, OUT_DIR/dump/ (as text, dump_text.h). The tolerance seeds are copies of
+// examples/ (tests/fuzz/make_corpus.sh).
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/dtype.h"
+#include "model/synth.h"
+#include "tests/fuzz/dump_text.h"
+#include "tests/fuzz/fuzz_support.h"
+#include "tests/fuzz/tokenizer_input.h"
+
+namespace {
+
+using namespace tapdiff;
+namespace fs = std::filesystem;
+
+void write_text(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+// Tiny synth models: f32, f16 qwen2 (QKV bias, untied), and the block formats (widths of 32).
+void gguf_seeds(const fs::path& dir) {
+  auto write = [&](const char* name, const char* arch, model::DType dtype, int dim, int head_dim, int kv_heads,
+                   int vocab, bool tied) {
+    model::SynthOptions o;
+    o.config.arch = arch;
+    o.config.n_layers = 1, o.config.dim = dim, o.config.n_heads = 2, o.config.n_kv_heads = kv_heads;
+    o.config.head_dim = head_dim, o.config.ffn_dim = 32, o.config.vocab = vocab, o.config.context_length = 64;
+    o.config.rope_style = std::string(arch) == "qwen2" ? model::RopeStyle::rotate_half : model::RopeStyle::interleaved;
+    o.config.qkv_bias = std::string(arch) == "qwen2";
+    o.config.tied_output = tied, o.config.bos_token = 1, o.config.eos_token = 2;
+    o.dtype = dtype;
+    model::write_synth_model(dir / name, o);
+  };
+  write("llama-f32.gguf", "llama", model::DType::f32, 16, 8, 2, 300, true);
+  write("qwen2-f16.gguf", "qwen2", model::DType::f16, 16, 8, 1, 260, false);
+  write("llama-q8_0.gguf", "llama", model::DType::q8_0, 32, 16, 1, 260, true);
+  write("llama-q4_0.gguf", "llama", model::DType::q4_0, 32, 16, 2, 260, true);
+  write("llama-bf16.gguf", "llama", model::DType::bf16, 16, 8, 2, 260, true);
+}
+
+void safetensors_seeds(const fs::path& dir) {
+  testing::TinyHf hf = testing::tiny_hf(fuzz::kTinyHf);
+  testing::write_safetensors(dir / "tiny-f32.safetensors", hf.tensors);
+  // The final norm as BF16 (the high halves of its f32 values) and an I8 tensor the model does not use.
+  for (testing::StEntry& t : hf.tensors) {
+    if (t.name != "model.norm.weight") continue;
+    std::vector<std::byte> half(t.data.size() / 2);
+    for (std::size_t i = 0; i < half.size(); i += 2) std::memcpy(&half[i], &t.data[2 * i + 2], 2);
+    t.dtype = "BF16", t.data = std::move(half);
+  }
+  hf.tensors.push_back({"extra.counts", "I8", {4}, std::vector<std::byte>(4, std::byte{7})});
+  testing::write_safetensors(dir / "tiny-bf16-i8.safetensors", hf.tensors);
+}
+
+void config_seeds(const fs::path& dir) {
+  nlohmann::json config = testing::tiny_hf(fuzz::kTinyHf).config;
+  write_text(dir / "llama.json", config.dump(2));
+  config["architectures"] = {"LlamaForCausalLM"}, config["torch_dtype"] = "bfloat16", config["hidden_act"] = "silu";
+  config["head_dim"] = 8, config["attention_bias"] = false, config["max_position_embeddings"] = 2048;
+  write_text(dir / "llama-full.json", config.dump(2));
+  config["model_type"] = "mistral", config["sliding_window"] = 4096;
+  write_text(dir / "mistral.json", config.dump());
+  config["model_type"] = "qwen2", config["use_sliding_window"] = false, config["rope_theta"] = 1e6;
+  config["eos_token_id"] = 2;
+  write_text(dir / "qwen2.json", config.dump(1));
+}
+
+void tokenizer_seeds(const fs::path& dir) {
+  const std::vector<std::string> texts = {"Hello world", " it's 42 tokens,\n\ttwo  spaces",
+                                          "caf\xC3\xA9 \xF0\x9F\x98\x80 \xFF"};
+  fuzz::TokenizerInput spm;
+  const model::SynthVocabulary synth = model::synth_vocabulary(300);
+  spm.vocab.model = "llama";
+  spm.vocab.tokens = synth.tokens, spm.vocab.scores = synth.scores, spm.vocab.types = synth.types;
+  spm.vocab.bos = 1, spm.vocab.eos = 2, spm.vocab.unk = 0;
+  spm.texts = texts;
+  write_text(dir / "llama-synth", fuzz::format_tokenizer_input(spm));
+  // Without scores and types: the tokenizer infers them.
+  spm.vocab.tokens.resize(40), spm.vocab.scores.clear(), spm.vocab.types.clear(), spm.vocab.add_space_prefix = false;
+  write_text(dir / "llama-untyped", fuzz::format_tokenizer_input(spm));
+  // Byte-level BPE: printable ASCII stands for itself; U+0120 stands for ' ', U+010A for '\n'.
+  fuzz::TokenizerInput bpe;
+  bpe.vocab.model = "gpt2";
+  bpe.vocab.add_space_prefix = false;
+  for (char c = '!'; c <= '~'; ++c) bpe.vocab.tokens.emplace_back(1, c);
+  for (const char* piece : {"\xC4\xA0", "\xC4\x8A", "\xC4\xA0t", "he", "\xC4\xA0the", "in", "er", "'s"})
+    bpe.vocab.tokens.emplace_back(piece);
+  bpe.vocab.tokens.emplace_back("<|endoftext|>");
+  bpe.vocab.types.assign(bpe.vocab.tokens.size(), 1);
+  bpe.vocab.types.back() = 3;
+  bpe.vocab.bos = bpe.vocab.eos = static_cast<int>(bpe.vocab.tokens.size()) - 1;
+  bpe.vocab.merges = {"\xC4\xA0 t", "h e", "\xC4\xA0t he", "i n", "e r", "' s"};
+  bpe.texts = texts;
+  bpe.texts.emplace_back("the cat's in there\n");
+  write_text(dir / "gpt2-small", fuzz::format_tokenizer_input(bpe));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: fuzz_write_seeds OUT_DIR [DUMP.h5 ...]\n");
+    return 2;
+  }
+  const fs::path out = argv[1];
+  for (const char* target : {"gguf", "safetensors", "config_json", "tokenizer", "dump"})
+    fs::create_directories(out / target);
+  gguf_seeds(out / "gguf");
+  safetensors_seeds(out / "safetensors");
+  config_seeds(out / "config_json");
+  tokenizer_seeds(out / "tokenizer");
+  for (int i = 2; i < argc; ++i)  // 16 values per dataset: the text repeats them to fill it
+    write_text(out / "dump" / fs::path(argv[i]).filename().replace_extension(".txt"),
+               fuzz::read_dump_text(argv[i], 16));
+  return 0;
+}
