@@ -230,7 +230,7 @@ void DumpReader::check_tap(const model::TensorId& id, const h5::DataSet& data) c
   const std::vector<hsize_t> extent = data.extent();
   if (extent.size() != 2)
     throw FormatError(fmt::format("{}: expected [rows, width], found rank {}", where, extent.size()));
-  const int width = model::Graph(config_).width(id.op);
+  const int width = model::op_width(config_, id.op);
   if (std::cmp_not_equal(extent[1], width))
     throw FormatError(
         fmt::format("{}: width {}, but model_config gives {} = {}", where, extent[1], width_formula(id.op), width));

@@ -38,7 +38,9 @@ Graph::Graph(const ModelConfig& config) : config_(config), n_layers_(config.n_la
   add(Op::logits, n_layers_, {{Op::final_norm, n_layers_}});
 }
 
-int Graph::width(Op op) const {
+int Graph::width(Op op) const { return op_width(config_, op); }
+
+int op_width(const ModelConfig& config, Op op) {
   switch (op) {
     case Op::embed:
     case Op::attn_norm:
@@ -47,19 +49,19 @@ int Graph::width(Op op) const {
     case Op::ffn_norm:
     case Op::ffn_down:
     case Op::ffn_residual:
-    case Op::final_norm: return config_.dim;
+    case Op::final_norm: return config.dim;
     case Op::q_proj:
     case Op::q_norm:
     case Op::rope_q:
-    case Op::attn: return config_.q_dim();
+    case Op::attn: return config.q_dim();
     case Op::k_proj:
     case Op::v_proj:
     case Op::k_norm:
-    case Op::rope_k: return config_.kv_dim();
+    case Op::rope_k: return config.kv_dim();
     case Op::ffn_gate:
     case Op::ffn_up:
-    case Op::ffn_act: return config_.ffn_dim;
-    case Op::logits: return config_.vocab;
+    case Op::ffn_act: return config.ffn_dim;
+    case Op::logits: return config.vocab;
   }
   return 0;
 }

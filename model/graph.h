@@ -31,7 +31,7 @@ class Graph {
   explicit Graph(const ModelConfig& config);
   const std::vector<Step>& steps() const { return steps_; }
   int n_layers() const { return n_layers_; }
-  // Number of columns of an op's output for this model (dim, q_dim, kv_dim, ffn_dim or vocab).
+  // op_width(config, op), below.
   int width(Op op) const;
 
  private:
@@ -39,5 +39,9 @@ class Graph {
   int n_layers_ = 0;
   std::vector<Step> steps_;
 };
+
+// Number of columns of an op's output for this model (dim, q_dim, kv_dim, ffn_dim or vocab).
+// Needs no Graph: the dump reader checks widths for a config with any number of layers.
+int op_width(const ModelConfig& config, Op op);
 
 }  // namespace tapdiff::model

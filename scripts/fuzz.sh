@@ -39,6 +39,7 @@ scratch_root=/tmp
 [ -d /dev/shm ] && [ -w /dev/shm ] && scratch_root=/dev/shm  # the targets write every input to a file
 scratch=$(mktemp -d "$scratch_root/tapdiff-fuzz.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
+trap 'exit 130' INT TERM
 
 failed=0
 for t in "${targets[@]}"; do

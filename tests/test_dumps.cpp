@@ -379,6 +379,19 @@ TEST(DumpReader, RejectsAModelConfigWhoseWidthsOverflowAnInt) {
                         fake_config().head_dim));
 }
 
+// Found by tests/fuzz: the reader built the whole graph of the model_config (steps for every
+// layer) once per tap to look up a width; 2^30 layers took minutes and gigabytes.
+TEST(DumpReader, ChecksWidthsOfAModelWithManyLayersWithoutItsGraph) {
+  const std::string path = dump_path("layers.h5");
+  write_fake_dump(path, StorageType::f32, "q_proj|embed");
+  model::ModelConfig deep = fake_config();
+  deep.n_layers = 1 << 30;
+  dumps::h5::File::open(path, dumps::h5::File::Mode::write).set_string("model_config", model::to_json(deep).dump());
+  const DumpReader reader(path);
+  EXPECT_EQ(reader.config().n_layers, 1 << 30);
+  EXPECT_TRUE(reader.has({model::Op::q_proj, 1}));
+}
+
 // Found by tests/fuzz: nlohmann::json throws out_of_range, not parse_error, for 1e999.
 TEST(DumpReader, RejectsAModelConfigWithANumberOutOfRange) {
   const std::string path = dump_path("number.h5");

@@ -8,7 +8,7 @@
 //                                arrays, int32 / f64), str (variable-length UTF-8) | fstr
 //                                (fixed-length): the rest of the line
 //   data PATH TYPE SHAPE [V...]  TYPE i32 | u8 | i64 | f16 | f32 | f64 | str; SHAPE "-" (scalar)
-//                                or dims "3x16" (up to 4), "+" after them: chunked and
+//                                or dims "3x16" (up to 4, each up to 65536), "+" after them: chunked and
 //                                unlimited along the first, "+z" also shuffle + deflate; the
 //                                values repeat to fill the dataset, none: left unwritten
 // Paths are absolute; missing groups are created on the way, an attribute's object too.
