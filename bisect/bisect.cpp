@@ -325,7 +325,7 @@ BisectResult run_bisect(const model::ModelConfig& config, const LockstepEngines&
     schedule = run_free_pass(
         config, graph, engines, prompts, options,
         [&layers](const model::Step& step) { return layers.matches(step.output()); }, result);
-    result.layers_only = result.run.match();
+    result.layers_only = !result.run.first;
   }
   if (!result.layers_only) {
     result = BisectResult{};
@@ -339,7 +339,8 @@ BisectResult run_bisect(const model::ModelConfig& config, const LockstepEngines&
   result.tokens = result.sequence_tokens[result.tokens_sequence];
   run.tokens.a = result.tokens.a, run.tokens.b = result.tokens.b;
   run.tokens.first_mismatch_step = result.tokens.first_mismatch_step;
-  if (run.match()) return result;
+  run.problems = run_problems(run);
+  if (!run.first) return result;
 
   // --- pass 2: forced scan, up to the pass where the symptom first shows ---
   // (pass 1 compared every op: a layers-first pass that diverged was repeated in full)

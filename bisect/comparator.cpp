@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <future>
-#include <numeric>
 #include <utility>
 
 #include <fmt/core.h>
@@ -29,39 +28,44 @@ namespace {
 
 bool chunk_start(const RunRows& run, std::size_t row) { return row == 0 || run.chunks[row - 1] != run.chunks[row]; }
 
-// Rows of a run ordered by position, the first row of each position only.
-std::vector<std::size_t> rows_by_position(const RunRows& run) {
+// The positions a run's rows are aligned by: the recorded ones when they increase row by row,
+// else each row's place in the token stream, with the anomaly recorded.
+std::vector<std::int32_t> aligned_positions(const RunRows& run, char name, std::vector<PositionAnomaly>& anomalies) {
   TAPDIFF_ASSERT(run.chunks.size() == run.positions.size() && run.tokens.size() == run.positions.size() &&
                      run.decode.size() == run.positions.size(),
                  "provenance of {} rows", run.positions.size());
-  std::vector<std::size_t> order(run.positions.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t x, std::size_t y) { return run.positions[x] < run.positions[y]; });
-  const auto last = std::unique(order.begin(), order.end(),
-                                [&](std::size_t x, std::size_t y) { return run.positions[x] == run.positions[y]; });
-  order.erase(last, order.end());
-  return order;
+  std::vector<std::int32_t> out(run.positions.begin(), run.positions.end());
+  const auto falls = std::adjacent_find(out.begin(), out.end(), [](std::int32_t x, std::int32_t y) { return y <= x; });
+  if (falls == out.end()) return out;
+  const auto row = static_cast<std::size_t>(falls - out.begin()) + 1;
+  PositionAnomaly anomaly{name, static_cast<std::int64_t>(row), out[row], *falls, 0, 0};
+  for (std::size_t r = 0; r < out.size(); ++r) {
+    out[r] = run.positions[0] + static_cast<std::int32_t>(r);
+    if (out[r] != run.positions[r]) ++anomaly.rows_off;
+  }
+  anomaly.stream = out[row];
+  anomalies.push_back(anomaly);
+  return out;
 }
 
 }  // namespace
 
 RowAlignment align_rows(const RunRows& a, const RunRows& b, std::int64_t max_rows) {
-  const std::vector<std::size_t> oa = rows_by_position(a), ob = rows_by_position(b);
   RowAlignment out;
-  std::size_t i = 0, j = 0;
-  while (i < oa.size() || j < ob.size()) {
-    if (j == ob.size() || (i < oa.size() && a.positions[oa[i]] < b.positions[ob[j]])) {
-      ++out.only_a, ++i;
+  const std::vector<std::int32_t> pa = aligned_positions(a, 'A', out.anomalies),
+                                  pb = aligned_positions(b, 'B', out.anomalies);
+  std::size_t ra = 0, rb = 0;
+  while (ra < pa.size() || rb < pb.size()) {
+    if (rb == pb.size() || (ra < pa.size() && pa[ra] < pb[rb])) {
+      ++out.only_a, ++ra;
       continue;
     }
-    if (i == oa.size() || b.positions[ob[j]] < a.positions[oa[i]]) {
-      ++out.only_b, ++j;
+    if (ra == pa.size() || pb[rb] < pa[ra]) {
+      ++out.only_b, ++rb;
       continue;
     }
-    const std::size_t ra = oa[i++], rb = ob[j++];
     if (!out.token_mismatch_position && a.tokens[ra] != b.tokens[rb]) {
-      out.token_mismatch_position = a.positions[ra];
+      out.token_mismatch_position = pa[ra];
       out.token_mismatch_in_prompt = a.decode[ra] == 0 || b.decode[rb] == 0;
     }
     if (out.token_mismatch_position) {
@@ -69,11 +73,12 @@ RowAlignment align_rows(const RunRows& a, const RunRows& b, std::int64_t max_row
     } else if (max_rows > 0 && std::cmp_greater_equal(out.rows.size(), max_rows)) {
       ++out.beyond_max_rows;
     } else {
-      out.rows.push_back({a.positions[ra], a.chunks[ra], b.chunks[rb], chunk_start(a, ra), chunk_start(b, rb),
+      out.rows.push_back({pa[ra], a.chunks[ra], b.chunks[rb], chunk_start(a, ra), chunk_start(b, rb),
                           a.decode[ra] != 0 || b.decode[rb] != 0});
       out.row_a.push_back(static_cast<std::int64_t>(ra));
       out.row_b.push_back(static_cast<std::int64_t>(rb));
     }
+    ++ra, ++rb;
   }
   return out;
 }
@@ -284,6 +289,68 @@ std::vector<BlockRun> block_runs(const RowAlignment& alignment, std::int64_t blo
   return runs;
 }
 
+// --- run problems ------------------------------------------------------------------------------
+
+namespace {
+
+RunProblem tokens_problem(const TokenComparison& t) {
+  const auto step = static_cast<std::size_t>(*t.first_mismatch_step);
+  return {"tokens-differ",
+          fmt::format("the generated tokens differ from step {}: A {}, B {}", step, (*t.a)[step], (*t.b)[step]),
+          {{"step", step}, {"a", (*t.a)[step]}, {"b", (*t.b)[step]}}};
+}
+
+RunProblem anomaly_problem(const PositionAnomaly& x) {
+  return {"positions-anomaly",
+          fmt::format("{}'s recorded positions {} at row {} (position {} after {}; the token stream is at {}): {} "
+                      "rows record another position than their place in the stream, and were compared by their place",
+                      x.run, x.recorded == x.previous ? "repeat" : "fall", x.row, x.recorded, x.previous, x.stream,
+                      x.rows_off),
+          {{"run", std::string(1, x.run)},
+           {"row", x.row},
+           {"recorded", x.recorded},
+           {"previous", x.previous},
+           {"stream", x.stream},
+           {"rows_off", x.rows_off}}};
+}
+
+}  // namespace
+
+std::vector<RunProblem> run_problems(const CompareResult& r) {
+  std::vector<RunProblem> out;
+  const RowAlignment& al = r.alignment;
+  if (r.tokens.first_mismatch_step)
+    out.push_back(tokens_problem(r.tokens));
+  else if (al.token_mismatch_position)
+    out.push_back({"generation-diverged",
+                   fmt::format("the runs fed different tokens from position {} on (their generations parted): the {} "
+                               "rows from there were not compared",
+                               *al.token_mismatch_position, al.after_mismatch),
+                   {{"position", *al.token_mismatch_position}, {"rows_left_out", al.after_mismatch}}});
+  for (const PositionAnomaly& x : al.anomalies) out.push_back(anomaly_problem(x));
+  if (al.only_b > 0)
+    out.push_back({"rows-only-in-b",
+                   fmt::format("B holds {} position{} that A does not: they were not compared", al.only_b,
+                               al.only_b == 1 ? "" : "s"),
+                   {{"positions", al.only_b}},
+                   true});
+  for (const auto& [name, run] : {std::pair{'A', &r.a}, std::pair{'B', &r.b}})
+    if (!run->complete && !run->path.empty())
+      out.push_back({"incomplete-dump",
+                     fmt::format("{} ({}) is incomplete: its run stopped after {} rows, and only those were compared",
+                                 name, run->path, run->rows),
+                     {{"run", std::string(1, name)}, {"rows", run->rows}},
+                     true});
+  return out;
+}
+
+std::string CompareResult::verdict() const {
+  if (match()) return "match";
+  const bool differ =
+      first || std::any_of(problems.begin(), problems.end(), [](const RunProblem& p) { return !p.unjudged; });
+  return differ ? "diverged" : "incomplete";
+}
+
 // --- two dumps ---------------------------------------------------------------------------------
 
 TokenComparison compare_tokens(const nlohmann::json& summary_a, const nlohmann::json& summary_b) {
@@ -379,6 +446,7 @@ CompareResult compare_dumps(const dumps::DumpReader& a, const dumps::DumpReader&
     r.bytes_read += n_rows * width * bytes_per_value;
     if (options.progress) options.progress({r.ops.size(), ids.size(), r.bytes_read, id});
   }
+  r.problems = run_problems(r);
   return r;
 }
 

@@ -47,10 +47,23 @@ struct RunRows {
 };
 RunRows run_rows(const dumps::DumpReader& dump);
 
+// Rows are in the order the run fed them (docs/dump-format.md), so within a sequence the recorded
+// positions must increase row by row. A run whose positions repeat or fall (an engine that restarts
+// a chunk at position 0, say) is aligned by its rows' places in the token stream instead (its first
+// recorded position, then one per row), and the anomaly is a finding of the comparison.
+struct PositionAnomaly {
+  char run = 'A';                           // 'A' or 'B'
+  std::int64_t row = 0;                     // the first row whose position does not increase
+  std::int32_t recorded = 0, previous = 0;  // its recorded position, and the row before's
+  std::int32_t stream = 0;                  // its place in the token stream: what it is aligned by
+  std::int64_t rows_off = 0;                // rows whose recorded position is not their place in the stream
+};
+
 // The rows that are compared: positions both runs hold, ascending, before the first position
 // whose fed token differs (later rows saw different inputs or KV caches), at most max_rows.
 struct RowAlignment {
   std::vector<RowInfo> rows;
+  std::vector<PositionAnomaly> anomalies;  // at most one per run
   std::vector<std::int64_t> row_a, row_b;  // row index of rows[i] in each run
   std::int64_t only_a = 0, only_b = 0;     // positions that one run holds and the other does not
   // First common position whose fed token differs; it and every later position are left out.
@@ -59,7 +72,7 @@ struct RowAlignment {
   std::int64_t after_mismatch = 0;        // common positions left out because of it
   std::int64_t beyond_max_rows = 0;       // common positions left out by max_rows
 };
-// max_rows <= 0: no limit. A position held twice by one run counts once (its first row).
+// max_rows <= 0: no limit.
 RowAlignment align_rows(const RunRows& a, const RunRows& b, std::int64_t max_rows = 0);
 // Rows of one run compared with itself (the live path, where both engines run the same chunks).
 std::vector<RowInfo> same_rows(const RunRows& run);
@@ -208,6 +221,15 @@ struct RunInfo {
   bool complete = true;
 };
 
+// Why two runs do not match besides an op past tolerance, or why part of them went unjudged: a
+// comparison with any run problem does not pass (docs/tolerances.md, "Run problems").
+struct RunProblem {
+  std::string code;  // tokens-differ, generation-diverged, positions-anomaly, rows-only-in-b, incomplete-dump
+  std::string text;  // one sentence with the evidence
+  nlohmann::json evidence;
+  bool unjudged = false;  // rows went unjudged (rows-only-in-b, incomplete-dump); else the runs differ
+};
+
 struct CompareResult {
   RunInfo a, b;
   model::ModelConfig config;
@@ -219,10 +241,16 @@ struct CompareResult {
   std::vector<model::TensorId> only_a, only_b;  // tapped in one dump only (not compared)
   std::optional<std::size_t> first;             // index into ops of the first op past tolerance
   TokenComparison tokens;
+  std::vector<RunProblem> problems;  // run_problems of the above
   std::int64_t bytes_read = 0;
 
-  bool match() const { return !first.has_value(); }
+  bool match() const { return !first.has_value() && problems.empty(); }
+  // "match"; "diverged": an op past tolerance or runs that differ; "incomplete": rows went unjudged.
+  std::string verdict() const;
 };
+
+// The run problems of a comparison, from its tokens, its row alignment and its runs' completeness.
+std::vector<RunProblem> run_problems(const CompareResult& r);
 
 // UsageError naming both files when a and b are not two runs of one model on one prompt:
 // different models (DumpReader::mismatch), model configs of other widths, different prompt tokens.

@@ -290,13 +290,6 @@ std::vector<Diagnosis> diagnose(const CompareResult& result) {
                    {{"layer", nonfinite->id.layer},
                     {"op", model::op_name(nonfinite->id.op)},
                     {"count", nonfinite->metrics.nonfinite}}});
-  const RowAlignment& al = result.alignment;
-  if (al.token_mismatch_position)
-    out.push_back({"generation-diverged",
-                   fmt::format("the runs fed different tokens from position {} on (their generations parted): "
-                               "the {} rows from there were not compared",
-                               *al.token_mismatch_position, al.after_mismatch),
-                   {{"position", *al.token_mismatch_position}, {"rows_left_out", al.after_mismatch}}});
   return out;
 }
 

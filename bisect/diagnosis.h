@@ -15,7 +15,7 @@ namespace tapdiff::bisect {
 
 struct Diagnosis {
   std::string code;         // chunk-start, position-zero-exact, nonfinite, grows-with-position, decode-only,
-                            // some-heads, pair-pattern, near-dtype-limit, generation-diverged; bisect only:
+                            // some-heads, pair-pattern, near-dtype-limit; bisect only:
                             // some-sequences (a batch), attention-uniform,
                             // inherits-error,
                             // accumulated, early-eos
@@ -28,8 +28,7 @@ struct Diagnosis {
 // over the rows of the sequence where the op first breaks it.
 std::vector<Diagnosis> diagnose_op(const OpResult& op, std::span<const RowInfo> rows);
 
-// Diagnoses of a whole comparison: those of the first failing op, non-finite values in any op,
-// and rows left out because the runs generated different tokens.
+// Diagnoses of a whole comparison: those of the first failing op, and non-finite values in any op.
 std::vector<Diagnosis> diagnose(const CompareResult& result);
 
 // Diagnoses of an in-process bisection: those of the culprit's local error (where the op itself is

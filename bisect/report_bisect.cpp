@@ -36,6 +36,7 @@ std::string local_where(const OpResult& op, bool batch) {
 
 std::string culprit_text(const BisectResult& r) {
   if (r.match()) return {};
+  if (!r.run.first) return "none: every op is within tolerance; the runs differ only as the run problems say";
   if (!r.culprit) return "no op is past its tolerance on A's inputs: the error accumulates (see the diagnosis)";
   const OpResult& op = r.local[*r.culprit];
   return fmt::format("{}: its own error on A's inputs {}{}", op_title(op), op.violations.front().text(),

@@ -173,9 +173,14 @@ std::string html_report(const CompareResult& r, const std::vector<Diagnosis>& di
   std::string s = fmt::format(
       "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>tapdiff: "
       "{}</title><style>{}</style></head><body>\n",
-      r.match() ? "match" : "diverged", kStyle);
+      r.verdict(), kStyle);
   s += fmt::format("<h1 class='{}'>{}</h1>\n", r.match() ? "match" : "diverged", xml_escape(verdict_line(r)));
   s += culprit_html;
+  if (!r.problems.empty()) {
+    s += "<h2>Run problems</h2><ul>\n";
+    for (const RunProblem& p : r.problems) s += fmt::format("<li><b>{}</b>: {}</li>\n", p.code, xml_escape(p.text));
+    s += "</ul>\n";
+  }
   s += fmt::format(
       "<p>A = <code>{}</code> (reference), B = <code>{}</code>; {} positions compared; tolerances: {} (B computes "
       "in {}, built-in defaults for {}).</p>\n",
@@ -198,7 +203,7 @@ std::string html_report(const CompareResult& r, const std::vector<Diagnosis>& di
     s += "<p>Row NMSE per position (log scale); dashed: the op's NMSE tolerance; orange: first position past it.</p>\n";
     s += position_plot_svg(op, r.alignment.rows);
   }
-  if (!r.match()) s += "<h2>Ops past tolerance</h2>\n" + failing_table(r);
+  if (r.first) s += "<h2>Ops past tolerance</h2>\n" + failing_table(r);
   s += "<h2>Runs</h2>\n" + meta_table(r);
   if (culprit_html.empty())
     s += "<p><small>culprit: not isolated; comparing two dumps cannot run an op on the reference's inputs (use "

@@ -112,7 +112,7 @@ json op_json(const OpResult& op) {
 
 json report_json(const CompareResult& r, const std::vector<Diagnosis>& diagnoses) {
   json out;
-  out["verdict"] = r.match() ? "match" : "diverged";
+  out["verdict"] = r.verdict();
   out["first"] = r.first ? first_json(r.ops[*r.first], r.alignment.rows) : json(nullptr);
   out["culprit"] = nullptr;
   out["culprit_note"] =
@@ -122,6 +122,10 @@ json report_json(const CompareResult& r, const std::vector<Diagnosis>& diagnoses
   for (const Diagnosis& d : diagnoses)
     diagnosis.push_back({{"code", d.code}, {"text", d.text}, {"evidence", d.evidence}});
   out["diagnosis"] = std::move(diagnosis);
+  json problems = json::array();
+  for (const RunProblem& p : r.problems)
+    problems.push_back({{"code", p.code}, {"text", p.text}, {"evidence", p.evidence}, {"unjudged", p.unjudged}});
+  out["problems"] = std::move(problems);
   out["tokens"] = tokens_json(r.tokens);
   std::size_t failing = 0;
   json ops = json::array();

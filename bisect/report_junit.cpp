@@ -31,13 +31,15 @@ std::string failure_detail(const OpResult& op) {
 }  // namespace
 
 std::string junit_xml(const CompareResult& r, const std::string& suite_name) {
-  std::size_t failures = 0;
+  // Every run problem is a failing test case of its own: a CI gate counting failures sees it.
+  std::size_t failures = r.problems.size();
   for (const OpResult& op : r.ops) failures += op.pass() ? 0 : 1;
+  const std::size_t tests = r.ops.size() + r.problems.size();
   std::string xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   xml += fmt::format("<testsuites name=\"{0}\" tests=\"{1}\" failures=\"{2}\" errors=\"0\">\n", xml_escape(suite_name),
-                     r.ops.size(), failures);
+                     tests, failures);
   xml += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"0\">\n",
-                     xml_escape(suite_name), r.ops.size(), failures);
+                     xml_escape(suite_name), tests, failures);
   xml += "    <properties>\n";
   for (const auto& [name, value] : {std::pair<std::string, std::string>{"a", r.a.path},
                                     {"b", r.b.path},
@@ -56,6 +58,12 @@ std::string junit_xml(const CompareResult& r, const std::string& suite_name) {
     xml += fmt::format("    <testcase name=\"{}\" classname=\"{}\">\n", name, cls);
     xml += fmt::format("      <failure message=\"{}\" type=\"divergence\">{}</failure>\n",
                        xml_escape(failure_message(op)), xml_escape(failure_detail(op)));
+    xml += "    </testcase>\n";
+  }
+  for (const RunProblem& p : r.problems) {
+    xml += fmt::format("    <testcase name=\"run/{}\" classname=\"tapdiff.run\">\n", xml_escape(p.code));
+    xml += fmt::format("      <failure message=\"{}\" type=\"{}\">{}</failure>\n", xml_escape(p.code),
+                       p.unjudged ? "incomplete" : "divergence", xml_escape(p.text));
     xml += "    </testcase>\n";
   }
   xml += "  </testsuite>\n</testsuites>\n";

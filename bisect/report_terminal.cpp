@@ -86,6 +86,12 @@ std::string tokens_text(const TokenComparison& t) {
 std::string verdict_line(const CompareResult& r) {
   if (r.match())
     return fmt::format("match: {} ops within tolerance over {} positions", r.ops.size(), r.alignment.rows.size());
+  if (!r.first) {
+    std::vector<std::string> codes;
+    for (const RunProblem& p : r.problems) codes.push_back(p.code);
+    return fmt::format("{}: {} ops within tolerance over {} positions, but {}", r.verdict(), r.ops.size(),
+                       r.alignment.rows.size(), fmt::join(codes, ", "));
+  }
   const OpResult& op = r.ops[*r.first];
   const RowInfo& row = op.first_bad_row;
   const bool batch = is_batch(r.alignment.rows);
@@ -100,7 +106,8 @@ std::string terminal_report(const CompareResult& r, const std::vector<Diagnosis>
   const char* off = color ? kReset : "";
   const char* dim = color ? kDim : "";
   std::string out = fmt::format("{}{}{}\n", on, verdict_line(r), off) + extras.after_verdict;
-  if (!r.match()) out += neighbours(r.ops[*r.first].worst) + table(r, max_table);
+  if (r.first) out += neighbours(r.ops[*r.first].worst) + table(r, max_table);
+  for (const RunProblem& p : r.problems) out += fmt::format("problem  {}: {}\n", p.code, p.text);
   for (const Diagnosis& d : diagnoses) out += fmt::format("  {}: {}\n", d.code, d.text);
   out += extras.tokens ? *extras.tokens : tokens_text(r.tokens);
   const RowAlignment& al = r.alignment;

@@ -85,6 +85,9 @@ void run_in_child(const std::string& path, const std::function<void(const std::f
   if (WIFSIGNALED(status))
     throw FormatError(fmt::format("{}: corrupt dump: libhdf5 crashed reading it (signal {}, {})", path,
                                   WTERMSIG(status), ::strsignal(WTERMSIG(status))));
+  if (WIFEXITED(status) && WEXITSTATUS(status) != 0)  // a sanitizer's report, or an abort handler's exit
+    throw FormatError(fmt::format("{}: corrupt dump: the process checking it with libhdf5 failed (exit status {})",
+                                  path, WEXITSTATUS(status)));
 }
 
 }  // namespace tapdiff::dumps

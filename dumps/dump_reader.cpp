@@ -6,6 +6,7 @@
 #include <utility>
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include "dumps/crash_guard.h"
 #include "model/dtype.h"
@@ -197,6 +198,7 @@ void DumpReader::read_provenance() {
 void DumpReader::read_taps() {
   if (!file_.contains(names::kTaps)) return;
   const h5::Group taps = file_.open_group(names::kTaps);
+  std::size_t narrowest = 0;
   for (const std::string& layer_name : taps.children()) {
     const std::optional<int> layer = parse_layer(layer_name);
     if (!layer)
@@ -209,16 +211,18 @@ void DumpReader::read_taps() {
         throw FormatError(fmt::format("{}: /{}/{}/{}: unknown op '{}' (op names are listed in docs/dump-format.md)",
                                       path_, names::kTaps, layer_name, op_name, op_name));
       const model::TensorId id{*op, *layer};
-      check_tap(id, group.open_dataset(op_name));
+      const std::size_t bytes = check_tap(id, group.open_dataset(op_name));
+      narrowest = narrowest == 0 ? bytes : std::min(narrowest, bytes);
       tensors_.push_back(id);
     }
   }
+  if (narrowest != 0) metadata_.storage_dtype = narrowest == 2 ? "f16" : narrowest == 4 ? "f32" : "f64";
   std::sort(tensors_.begin(), tensors_.end(), [](const model::TensorId& a, const model::TensorId& b) {
     return a.layer != b.layer ? a.layer < b.layer : static_cast<int>(a.op) < static_cast<int>(b.op);
   });
 }
 
-void DumpReader::check_tap(const model::TensorId& id, const h5::DataSet& data) const {
+std::size_t DumpReader::check_tap(const model::TensorId& id, const h5::DataSet& data) const {
   const std::string where = fmt::format("{}: {}", path_, tap_path(id));
   if (!layer_fits(id.op, id.layer, config_.n_layers))
     throw FormatError(
@@ -227,6 +231,9 @@ void DumpReader::check_tap(const model::TensorId& id, const h5::DataSet& data) c
                     where, model::op_name(id.op), id.layer, config_.n_layers));
   if (data.type_class() != H5T_FLOAT)
     throw FormatError(fmt::format("{}: expected floats, found another element type", where));
+  const std::size_t bytes = data.type_size();
+  if (bytes != 2 && bytes != 4 && bytes != 8)
+    throw FormatError(fmt::format("{}: expected floats of 2, 4 or 8 bytes, found {} bytes", where, bytes));
   const std::vector<hsize_t> extent = data.extent();
   if (extent.size() != 2)
     throw FormatError(fmt::format("{}: expected [rows, width], found rank {}", where, extent.size()));
@@ -236,6 +243,7 @@ void DumpReader::check_tap(const model::TensorId& id, const h5::DataSet& data) c
         fmt::format("{}: width {}, but model_config gives {} = {}", where, extent[1], width_formula(id.op), width));
   if (std::cmp_less(extent[0], rows_))
     throw FormatError(fmt::format("{}: {} rows, but the dump has {} rows", where, extent[0], rows_));
+  return bytes;
 }
 
 bool DumpReader::has(const model::TensorId& id) const {
@@ -278,21 +286,22 @@ std::string model_file(const RunMetadata& m) {
   return m.model_path.empty() ? "unknown file" : std::filesystem::path(m.model_path).filename().string();
 }
 
-// The first key whose value differs between two model configs, as "key=value" for each side.
-std::pair<std::string, std::string> first_config_difference(const nlohmann::json& a, const nlohmann::json& b) {
-  if (a.is_object() && b.is_object()) {
-    std::vector<std::string> keys;
-    for (const auto& [key, value] : a.items()) keys.push_back(key);
-    for (const auto& [key, value] : b.items()) keys.push_back(key);
-    std::sort(keys.begin(), keys.end());
-    for (const std::string& key : keys) {
-      const bool same = a.contains(key) && b.contains(key) && a.at(key) == b.at(key);
-      const std::string va = a.contains(key) ? model::json_excerpt(a.at(key)) : "(absent)";
-      const std::string vb = b.contains(key) ? model::json_excerpt(b.at(key)) : "(absent)";
-      if (!same) return {key.substr(0, 80) + "=" + va, key.substr(0, 80) + "=" + vb};
-    }
+// Every key whose value differs between two model configs, as "key: A value vs B value".
+std::string config_differences(const nlohmann::json& a, const nlohmann::json& b) {
+  if (!a.is_object() || !b.is_object()) return fmt::format("{} vs {}", model::json_excerpt(a), model::json_excerpt(b));
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : a.items()) keys.push_back(key);
+  for (const auto& [key, value] : b.items()) keys.push_back(key);
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  std::vector<std::string> out;
+  for (const std::string& key : keys) {
+    if (a.contains(key) && b.contains(key) && a.at(key) == b.at(key)) continue;
+    const std::string va = a.contains(key) ? model::json_excerpt(a.at(key)) : "(absent)";
+    const std::string vb = b.contains(key) ? model::json_excerpt(b.at(key)) : "(absent)";
+    out.push_back(fmt::format("{}: {} vs {}", key.substr(0, 80), va, vb));
   }
-  return {model::json_excerpt(a), model::json_excerpt(b)};
+  return fmt::format("{}", fmt::join(out, "; "));
 }
 
 std::optional<std::string> model_mismatch(const DumpReader& a, const DumpReader& b) {
@@ -304,9 +313,8 @@ std::optional<std::string> model_mismatch(const DumpReader& a, const DumpReader&
                        model_file(ma), b.path(), short_sha(mb.model_sha256), model_file(mb));
   }
   if (ma.model_config == mb.model_config) return std::nullopt;
-  const auto [da, db] = first_config_difference(ma.model_config, mb.model_config);
-  return fmt::format("different models: {} has model_config {} ({}), {} has {} ({})", a.path(), da, model_file(ma),
-                     b.path(), db, model_file(mb));
+  return fmt::format("different models: the model_config of {} ({}) and {} ({}) differ in {}", a.path(), model_file(ma),
+                     b.path(), model_file(mb), config_differences(ma.model_config, mb.model_config));
 }
 
 }  // namespace

@@ -30,6 +30,8 @@ class DumpReader {
   explicit DumpReader(const std::string& path);
 
   const std::string& path() const { return path_; }
+  // storage_dtype is what the taps' data hold (the narrowest element type of any tap), whatever the
+  // attribute says; the attribute only stands in for a dump without taps.
   const RunMetadata& metadata() const { return metadata_; }
   const model::ModelConfig& config() const { return config_; }  // the fields widths need
   bool complete() const { return complete_; }                   // finish() ran; absent attribute: true
@@ -65,7 +67,8 @@ class DumpReader {
   void check_schema_version() const;
   void read_provenance();
   void read_taps();
-  void check_tap(const model::TensorId& id, const h5::DataSet& data) const;
+  // Returns the element type's bytes (2, 4 or 8).
+  std::size_t check_tap(const model::TensorId& id, const h5::DataSet& data) const;
 
   std::string path_;
   h5::File file_;

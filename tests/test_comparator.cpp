@@ -100,11 +100,10 @@ struct Provenance {
 };
 
 TEST(Comparator, RowsAlignByPositionWhateverTheChunking) {
-  // A: positions 0..9 in chunks of 4; B: positions 5..14 listed out of order, one chunk per row.
+  // A: positions 0..9 in chunks of 4; B: positions 5..14, one chunk per row.
   Provenance a, b;
   for (int p = 0; p < 10; ++p) a.positions.push_back(p), a.chunks.push_back(p / 4), a.tokens.push_back(100 + p);
-  for (int p : {9, 8, 7, 6, 5, 10, 11, 12, 13, 14})
-    b.positions.push_back(p), b.chunks.push_back(p), b.tokens.push_back(100 + p);
+  for (int p = 5; p < 15; ++p) b.positions.push_back(p), b.chunks.push_back(p), b.tokens.push_back(100 + p);
   a.decode.assign(10, 0), b.decode.assign(10, 0);
   const RowAlignment al = align_rows(a.rows(), b.rows());
   ASSERT_EQ(al.rows.size(), 5u);
@@ -112,13 +111,49 @@ TEST(Comparator, RowsAlignByPositionWhateverTheChunking) {
   EXPECT_EQ(al.only_b, 5);
   EXPECT_EQ(al.rows[0].position, 5);
   EXPECT_EQ(al.row_a, (std::vector<std::int64_t>{5, 6, 7, 8, 9}));
-  EXPECT_EQ(al.row_b, (std::vector<std::int64_t>{4, 3, 2, 1, 0}));
+  EXPECT_EQ(al.row_b, (std::vector<std::int64_t>{0, 1, 2, 3, 4}));
+  EXPECT_TRUE(al.anomalies.empty());
   EXPECT_EQ(al.rows[3].chunk_a, 2);
   EXPECT_FALSE(al.rows[0].chunk_start_a);
   EXPECT_TRUE(al.rows[3].chunk_start_a);  // position 8 starts A's chunk 2
   EXPECT_TRUE(al.rows[0].chunk_start_b);
   EXPECT_EQ(align_rows(a.rows(), b.rows(), 2).rows.size(), 2u);
   EXPECT_EQ(align_rows(a.rows(), b.rows(), 2).beyond_max_rows, 3);
+}
+
+// A prompt of 8 tokens in chunks of 4; B's engine restarted its positions at 0 for the second chunk.
+TEST(Comparator, RepeatedPositionsAreAnAnomalyAndRowsAlignByTheirPlaceInTheStream) {
+  Provenance a, b;
+  for (int p = 0; p < 8; ++p) a.positions.push_back(p), a.chunks.push_back(p / 4), a.tokens.push_back(100 + p);
+  a.decode.assign(8, 0);
+  b = a;
+  for (int r = 4; r < 8; ++r) b.positions[static_cast<std::size_t>(r)] = r - 4;
+  const RowAlignment al = align_rows(a.rows(), b.rows());
+  ASSERT_EQ(al.rows.size(), 8u);  // no row of B is dropped: row 4 is the token at position 4
+  EXPECT_EQ(al.row_b, (std::vector<std::int64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_FALSE(al.token_mismatch_position);
+  ASSERT_EQ(al.anomalies.size(), 1u);
+  const PositionAnomaly& x = al.anomalies[0];
+  EXPECT_EQ(x.run, 'B');
+  EXPECT_EQ(x.row, 4);
+  EXPECT_EQ(x.recorded, 0);
+  EXPECT_EQ(x.previous, 3);
+  EXPECT_EQ(x.stream, 4);
+  EXPECT_EQ(x.rows_off, 4);
+}
+
+TEST(Comparator, FallingPositionsInEitherRunAreAnAnomaly) {
+  Provenance a, b;
+  for (int p = 0; p < 6; ++p) a.positions.push_back(p), a.chunks.push_back(p), a.tokens.push_back(7);
+  a.decode.assign(6, 0);
+  b = a;
+  std::swap(a.positions[2], a.positions[3]);
+  const RowAlignment al = align_rows(a.rows(), b.rows());
+  ASSERT_EQ(al.anomalies.size(), 1u);
+  EXPECT_EQ(al.anomalies[0].run, 'A');
+  EXPECT_EQ(al.anomalies[0].row, 3);
+  EXPECT_EQ(al.anomalies[0].rows_off, 2);
+  EXPECT_EQ(al.rows.size(), 6u);
 }
 
 TEST(Comparator, RowsStopBeforeTheFirstDifferentFedToken) {
@@ -461,11 +496,15 @@ TEST(CompareDumps, GenerationsThatPartAreComparedUpToTheFirstDifferentToken) {
     token.write_rows(49, 1, dumps::h5::memory_type(dumps::h5::Type::i32), &other);
   }
   const CompareResult r = compare_files(runs.a, runs.b);
-  EXPECT_TRUE(r.match());
+  EXPECT_FALSE(r.first);
   EXPECT_EQ(r.alignment.rows.size(), 49u);
   EXPECT_EQ(r.alignment.token_mismatch_position, 49);
-  const auto d = diagnose(r);
-  EXPECT_TRUE(std::any_of(d.begin(), d.end(), [](auto& x) { return x.code == "generation-diverged"; }));
+  // Every op within tolerance, yet the runs fed different tokens: not a match.
+  EXPECT_FALSE(r.match());
+  EXPECT_EQ(r.verdict(), "diverged");
+  ASSERT_EQ(r.problems.size(), 1u);
+  EXPECT_EQ(r.problems[0].code, "generation-diverged");
+  EXPECT_EQ(r.problems[0].evidence["position"], 49);
 }
 
 }  // namespace

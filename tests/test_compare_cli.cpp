@@ -74,6 +74,14 @@ struct Dumps {
     values[static_cast<std::size_t>(col)] += delta;
     data.write_rows(static_cast<hsize_t>(row), 1, f32, values.data());
   }
+  // Writes B's recorded positions of rows [first, first + values.size()).
+  void set_positions(std::int64_t first, const std::vector<std::int32_t>& values) const {
+    const dumps::h5::File file = dumps::h5::File::open(b.string(), dumps::h5::File::Mode::write);
+    file.open_group("rows")
+        .open_dataset("position")
+        .write_rows(static_cast<hsize_t>(first), values.size(), dumps::h5::memory_type(dumps::h5::Type::i32),
+                    values.data());
+  }
   CommandResult compare(const std::string& options = "") const {
     return run_tapdiff("compare " + quoted(a) + " " + quoted(b) + " " + options);
   }
@@ -155,6 +163,73 @@ TEST(CompareCli, ACorruptedElementDivergesWithExitCode1AndTheJsonContract) {
   EXPECT_NE(html.find("class='plot'"), std::string::npos);
   EXPECT_NE(html.find("diverged at layer 1 rope_q"), std::string::npos);
   EXPECT_EQ(count(html, "stroke='#000'"), 1u);  // one heatmap cell past tolerance
+}
+
+// An engine that restarts its positions at 0 in every prefill chunk after the first, and records
+// the positions it used: no row is dropped, RoPE shows the error at the chunk start, and even with
+// every value right the recorded positions alone fail the comparison.
+TEST(CompareCli, PositionsRestartedByAChunkAreFoundNeverDropped) {
+  const Dumps d("chunk-reset");
+  std::string tokens;
+  for (int i = 0; i < 48; ++i) tokens += (i > 0 ? "," : "") + std::to_string(1 + (i * 37) % 500);
+  const auto engine =
+      run_tapdiff("run --model " + quoted(synth_model_path("tiny")) + " --tokens " + tokens +
+                  " --chunk 16 --generate 3 --engine vulkan --inject rope-chunk-reset@1 --dump " + quoted(d.b));
+  ASSERT_EQ(engine.exit_code, 0) << engine.output;
+  std::vector<std::int32_t> reset;
+  for (int r = 16; r < 48; ++r) reset.push_back(r % 16);
+  d.set_positions(16, reset);
+  const auto r = d.compare("--json " + quoted(d.dir / "r.json") + " --junit " + quoted(d.dir / "r.xml"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.output.rfind("diverged at layer 1 rope_q (rope): ", 0), 0u) << r.output;
+  EXPECT_NE(r.output.find("problem  positions-anomaly: B's recorded positions fall at row 16 (position 0 after 15; "
+                          "the token stream is at 16): 32 rows record another position than their place"),
+            std::string::npos)
+      << r.output;
+  const auto json = nlohmann::json::parse(slurp(d.dir / "r.json"));
+  EXPECT_EQ(json["verdict"], "diverged");
+  EXPECT_EQ(json["first"]["position"], 16);
+  EXPECT_EQ(json["rows"]["compared"], 48);  // every prompt row; the generations part at the first decode step
+  ASSERT_EQ(json["problems"].size(), 2u);
+  EXPECT_EQ(json["problems"][0]["code"], "tokens-differ");
+  EXPECT_EQ(json["problems"][1]["code"], "positions-anomaly");
+  EXPECT_EQ(json["problems"][1]["evidence"]["rows_off"], 32);
+  const std::string xml = slurp(d.dir / "r.xml");
+  EXPECT_TRUE(well_formed(xml)) << xml;
+  EXPECT_EQ(count(xml, "<testcase name=\"run/positions-anomaly\""), 1u) << xml;
+
+  // The same recorded positions on values that are all right: still no match.
+  std::filesystem::copy_file(d.a, d.b, std::filesystem::copy_options::overwrite_existing);
+  d.set_positions(16, reset);
+  const auto values_right = d.compare();
+  EXPECT_EQ(values_right.exit_code, 1) << values_right.output;
+  EXPECT_EQ(values_right.output.rfind("diverged: 33 ops within tolerance over 50 positions, but positions-anomaly\n"
+                                      "problem  positions-anomaly: B's recorded positions fall at row 16",
+                                      0),
+            0u)
+      << values_right.output;
+}
+
+// Generated tokens that differ fail the comparison even when every compared row is within tolerance.
+TEST(CompareCli, GeneratedTokensThatDifferNeverExit0) {
+  const Dumps d("tokens-differ");
+  {
+    const dumps::h5::File file = dumps::h5::File::open(d.b.string(), dumps::h5::File::Mode::write);
+    auto summary = nlohmann::json::parse(file.get_string("summary"));
+    summary["generated"][2] = summary["generated"][2].get<int>() + 1;  // the last token: fed to no row
+    file.set_string("summary", summary.dump());
+  }
+  const auto r = d.compare("--json " + quoted(d.dir / "r.json"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.output.rfind("diverged: 33 ops within tolerance over 50 positions, but tokens-differ\n"
+                           "problem  tokens-differ: the generated tokens differ from step 2: A ",
+                           0),
+            0u)
+      << r.output;
+  const auto json = nlohmann::json::parse(slurp(d.dir / "r.json"));
+  EXPECT_EQ(json["verdict"], "diverged");
+  EXPECT_EQ(json["problems"][0]["code"], "tokens-differ");
+  EXPECT_EQ(json["problems"][0]["evidence"]["step"], 2);
 }
 
 TEST(CompareCli, TapsAndMaxRowsNarrowTheComparison) {

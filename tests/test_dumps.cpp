@@ -426,11 +426,12 @@ TEST(DumpReader, MismatchComparesModelConfigsWhenAShaIsMissing) {
   write_fake_dump(a, StorageType::f32, "layers", Scalar::f32, ma);
   model::ModelConfig base = fake_config();
   base.rope_base = 500000.0;
+  base.norm_eps = 1e-6;
   RunMetadata mb = fake_metadata(base);
   write_fake_dump(b, StorageType::f32, "layers", Scalar::f32, mb);
   EXPECT_EQ(DumpReader::mismatch(DumpReader(a), DumpReader(b)).value_or(""),
-            fmt::format("different models: {} has model_config rope_base=10000.0 (tiny.gguf), {} has "
-                        "rope_base=500000.0 (tiny.gguf)",
+            fmt::format("different models: the model_config of {} (tiny.gguf) and {} (tiny.gguf) differ in "
+                        "norm_eps: 1e-05 vs 1e-06; rope_base: 10000.0 vs 500000.0",
                         a, b));
   write_fake_dump(b, StorageType::f32, "layers", Scalar::f32, fake_metadata(fake_config()));  // a has no sha
   EXPECT_FALSE(DumpReader::mismatch(DumpReader(a), DumpReader(b)).has_value());

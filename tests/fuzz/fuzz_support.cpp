@@ -88,25 +88,4 @@ void read_all_weights(const model::Model& model) {
   }
 }
 
-bool json_nests_deeper_than(std::string_view text, int depth) {
-  int level = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char ch = text[i];
-    if (in_string) {
-      if (ch == '\\')
-        ++i;
-      else if (ch == '"')
-        in_string = false;
-    } else if (ch == '"') {
-      in_string = true;
-    } else if (ch == '[' || ch == '{') {
-      if (++level > depth) return true;
-    } else if (ch == ']' || ch == '}') {
-      level = level > 0 ? level - 1 : 0;
-    }
-  }
-  return false;
-}
-
 }  // namespace tapdiff::fuzz

@@ -47,13 +47,4 @@ bool documented_errors_only(F&& f) {
 // loader that accepts a tensor smaller than its shape aborts here.
 void read_all_weights(const model::Model& model);
 
-// Whether text, read as JSON, nests arrays and objects deeper than `depth` (brackets inside
-// strings do not count). Known issue, fixed separately (model/json_input.h, being written in the
-// main worktree): nlohmann::json::dump recurses once per level, and the readers quote a bad
-// value in their messages through it (config.json, the safetensors header, a dump's
-// model_config and kernels attributes), so a value nested tens of thousands deep overflows the
-// stack. The targets skip such inputs until that lands; see docs/fuzzing.md.
-bool json_nests_deeper_than(std::string_view text, int depth);
-inline constexpr int kJsonDepthSkipped = 256;
-
 }  // namespace tapdiff::fuzz
