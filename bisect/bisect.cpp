@@ -6,6 +6,7 @@
 
 #include <fmt/core.h>
 
+#include "bisect/pass_comparison.h"
 #include "bisect/report_format.h"
 #include "dumps/tap_filter.h"
 #include "model/errors.h"
@@ -20,60 +21,6 @@ using model::Op;
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
-
-// One pass's comparison, fed step by step: B against the truth per op (OpAccumulator), the floor
-// engine against the truth per op (its metrics calibrate the op's tolerance), and the rows.
-class PassComparison {
- public:
-  // observed: the steps compared (all when empty); finish() judges those only.
-  PassComparison(const model::Graph& graph, const model::ModelConfig& config, const StepFilter& observed = {})
-      : graph_(graph) {
-    for (const model::Step& step : graph.steps()) {
-      ops_.emplace_back(step.output(), head_layout(step.op, config), Tolerance{});
-      compared_.push_back(!observed || observed(step));
-    }
-    floors_.resize(graph.steps().size());
-  }
-
-  void add(const StepOutputs& out) {
-    const auto i = static_cast<std::size_t>(&out.step - graph_.steps().data());
-    ops_[i].add(out.truth, out.b, next_row_);
-    if (out.floor) floors_[i].add(out.truth, *out.floor, next_row_);
-  }
-
-  // The rows of one part of the pass just added: a chunk of `sequence`.
-  void add_rows(const ChunkInfo& chunk, int sequence) {
-    for (int t = 0; t < chunk.rows; ++t)
-      rows_.push_back({chunk.first_pos + t, chunk.index, chunk.index, t == 0, t == 0, chunk.decode, sequence});
-    next_row_ += chunk.rows;
-  }
-
-  // Judges every op: by k times its floor in calibrated mode, else by the tolerance table.
-  std::vector<OpResult> finish(const BisectOptions& options, bool have_floor) {
-    Tolerances tolerances = options.tolerances;
-    const bool calibrated = options.calibration && have_floor;
-    if (calibrated) tolerances.set_calibration(*options.calibration);
-    std::vector<OpResult> out;
-    for (std::size_t i = 0; i < ops_.size(); ++i) {
-      if (!compared_[i]) continue;
-      const model::TensorId id = graph_.steps()[i].output();
-      if (calibrated) tolerances.set_floor(id, floors_[i].result());
-      ops_[i].set_tolerance(tolerances.lookup(id, options.dtype));
-      out.push_back(ops_[i].finish(rows_));
-    }
-    return out;
-  }
-
-  const std::vector<RowInfo>& rows() const { return rows_; }
-
- private:
-  const model::Graph& graph_;
-  std::vector<OpAccumulator> ops_;
-  std::vector<MetricsAccumulator> floors_;
-  std::vector<bool> compared_;
-  std::vector<RowInfo> rows_;
-  std::int64_t next_row_ = 0;
-};
 
 // The prediction of both engines after a pass: the last row of a sequence's logits.
 struct Prediction {
@@ -269,7 +216,7 @@ Schedule run_free_pass(const model::ModelConfig& config, const model::Graph& gra
   run.alignment.row_a.resize(run.alignment.rows.size());
   std::iota(run.alignment.row_a.begin(), run.alignment.row_a.end(), std::int64_t{0});
   run.alignment.row_b = run.alignment.row_a;
-  run.ops = free_pass.finish(options, engines.floor != nullptr);
+  run.ops = free_pass.finish(options.tolerances, options.dtype, options.calibration, engines.floor != nullptr);
   const auto first = std::find_if(run.ops.begin(), run.ops.end(), [](const OpResult& op) { return !op.pass(); });
   if (first != run.ops.end()) run.first = static_cast<std::size_t>(first - run.ops.begin());
   Schedule schedule{{}, std::move(passes)};
@@ -363,7 +310,7 @@ BisectResult run_bisect(const model::ModelConfig& config, const LockstepEngines&
     for (std::size_t p = 0; p < pass.parts.size(); ++p) forced_pass.add_rows(pass.local[p], pass.parts[p].sequence);
     report(options, 2, static_cast<int>(i) + 1, static_cast<int>(last_pass) + 1);
   }
-  result.local = forced_pass.finish(options, engines.floor != nullptr);
+  result.local = forced_pass.finish(options.tolerances, options.dtype, options.calibration, engines.floor != nullptr);
   result.local_rows = forced_pass.rows();
   const auto culprit =
       std::find_if(result.local.begin(), result.local.end(), [](const OpResult& op) { return !op.pass(); });

@@ -28,8 +28,8 @@ namespace {
 
 bool chunk_start(const RunRows& run, std::size_t row) { return row == 0 || run.chunks[row - 1] != run.chunks[row]; }
 
-// The positions a run's rows are aligned by: the recorded ones when they increase row by row,
-// else each row's place in the token stream, with the anomaly recorded.
+}  // namespace
+
 std::vector<std::int32_t> aligned_positions(const RunRows& run, char name, std::vector<PositionAnomaly>& anomalies) {
   TAPDIFF_ASSERT(run.chunks.size() == run.positions.size() && run.tokens.size() == run.positions.size() &&
                      run.decode.size() == run.positions.size(),
@@ -47,8 +47,6 @@ std::vector<std::int32_t> aligned_positions(const RunRows& run, char name, std::
   anomalies.push_back(anomaly);
   return out;
 }
-
-}  // namespace
 
 RowAlignment align_rows(const RunRows& a, const RunRows& b, std::int64_t max_rows) {
   RowAlignment out;

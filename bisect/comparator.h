@@ -72,6 +72,9 @@ struct RowAlignment {
   std::int64_t after_mismatch = 0;        // common positions left out because of it
   std::int64_t beyond_max_rows = 0;       // common positions left out by max_rows
 };
+// The positions a run's rows are aligned by: the recorded ones when they increase row by row, else
+// each row's place in the token stream, with the anomaly appended (run: 'A' or 'B').
+std::vector<std::int32_t> aligned_positions(const RunRows& run, char name, std::vector<PositionAnomaly>& anomalies);
 // max_rows <= 0: no limit.
 RowAlignment align_rows(const RunRows& a, const RunRows& b, std::int64_t max_rows = 0);
 // Rows of one run compared with itself (the live path, where both engines run the same chunks).

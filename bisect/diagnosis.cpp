@@ -293,31 +293,71 @@ std::vector<Diagnosis> diagnose(const CompareResult& result) {
   return out;
 }
 
+namespace {
+
+void add_new(std::vector<Diagnosis>& out, const std::vector<Diagnosis>& more) {
+  for (const Diagnosis& d : more)
+    if (std::none_of(out.begin(), out.end(), [&](const Diagnosis& o) { return o.code == d.code; })) out.push_back(d);
+}
+
+// The diagnoses of an isolation: the culprit's local error, the comparison's not already given,
+// whether the symptom only inherits its error, and an error no op owns.
+void isolation_diagnoses(const CompareResult& run, std::span<const OpResult> local, std::span<const RowInfo> local_rows,
+                         std::optional<std::size_t> culprit, std::optional<std::size_t> symptom_local,
+                         std::string_view inputs, bool every_op_checked, std::vector<Diagnosis>& out) {
+  if (culprit) add_new(out, diagnose_op(local[*culprit], local_rows));
+  add_new(out, diagnose(run));
+  if (run.first && symptom_local && symptom_local != culprit) {
+    const OpResult& symptom = run.ops[*run.first];
+    const OpResult& own = local[*symptom_local];
+    if (own.pass())
+      out.push_back({"inherits-error",
+                     fmt::format("{} is past tolerance only through its inputs: run on {} its own error is "
+                                 "nmse {} (tolerance {})",
+                                 model::to_string(symptom.id), inputs, short_number(own.metrics.nmse),
+                                 own.tolerance.bound.nmse ? short_number(*own.tolerance.bound.nmse) : "none"),
+                     {{"op", model::to_string(symptom.id)}, {"local_nmse", own.metrics.nmse}}});
+  }
+  if (run.first && !culprit && every_op_checked)
+    out.push_back({"accumulated",
+                   fmt::format("no op's own error is past its tolerance when it runs on {}: the divergence "
+                               "accumulates from errors each within tolerance",
+                               inputs),
+                   {{"scanned_rows", local_rows.size()}}});
+}
+
+}  // namespace
+
+std::vector<Diagnosis> diagnose(const CompareResult& result, const LocalCheck& local) {
+  std::vector<Diagnosis> out;
+  std::optional<std::size_t> symptom_local;
+  if (result.first)
+    if (const OpResult* own = local.find(result.ops[*result.first].id))
+      symptom_local = static_cast<std::size_t>(own - local.local.data());
+  isolation_diagnoses(result, local.local, local.rows, local.culprit, symptom_local, "B's own inputs",
+                      local.undecidable.empty(), out);
+  if (!local.undecidable.empty()) {
+    std::vector<std::string> ops, missing;
+    for (const Undecidable& u : local.undecidable) {
+      ops.push_back(model::to_string(u.id));
+      for (const model::TensorId& id : u.missing) missing.push_back(model::to_string(id));
+    }
+    std::sort(missing.begin(), missing.end());
+    missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
+    out.push_back({"unchecked",
+                   fmt::format("{} op{} of B's dump could not be checked on B's own inputs: tapping {} would make "
+                               "them decidable",
+                               ops.size(), ops.size() == 1 ? "" : "s", fmt::join(missing, ", ")),
+                   {{"ops", ops}, {"missing_taps", missing}}});
+  }
+  return out;
+}
+
 std::vector<Diagnosis> diagnose(const BisectResult& result) {
   std::vector<Diagnosis> out;
-  auto add_new = [&out](const std::vector<Diagnosis>& more) {
-    for (const Diagnosis& d : more)
-      if (std::none_of(out.begin(), out.end(), [&](const Diagnosis& o) { return o.code == d.code; })) out.push_back(d);
-  };
   attention_uniform(result, out);
-  if (result.culprit) add_new(diagnose_op(result.local[*result.culprit], result.local_rows));
-  add_new(diagnose(result.run));
-  if (result.run.first && result.symptom_local && !result.symptom_is_culprit()) {
-    const OpResult& symptom = result.run.ops[*result.run.first];
-    const OpResult& local = result.local[*result.symptom_local];
-    if (local.pass())
-      out.push_back({"inherits-error",
-                     fmt::format("{} is past tolerance only through its inputs: run on A's inputs its own error is "
-                                 "nmse {} (tolerance {})",
-                                 model::to_string(symptom.id), short_number(local.metrics.nmse),
-                                 local.tolerance.bound.nmse ? short_number(*local.tolerance.bound.nmse) : "none"),
-                     {{"op", model::to_string(symptom.id)}, {"local_nmse", local.metrics.nmse}}});
-  }
-  if (result.run.first && !result.culprit)
-    out.push_back({"accumulated",
-                   "no op's own error is past its tolerance when it runs on A's inputs: the divergence accumulates "
-                   "from errors each within tolerance",
-                   {{"scanned_rows", result.local_rows.size()}}});
+  isolation_diagnoses(result.run, result.local, result.local_rows, result.culprit, result.symptom_local, "A's inputs",
+                      true, out);
   const TokenImpact& t = result.tokens;
   if (t.early_eos_b())
     out.push_back({"early-eos",

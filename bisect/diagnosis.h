@@ -10,6 +10,7 @@
 
 #include "bisect/bisect.h"
 #include "bisect/comparator.h"
+#include "bisect/local_check.h"
 
 namespace tapdiff::bisect {
 
@@ -18,7 +19,7 @@ struct Diagnosis {
                             // some-heads, pair-pattern, near-dtype-limit; bisect only:
                             // some-sequences (a batch), attention-uniform,
                             // inherits-error,
-                            // accumulated, early-eos
+                            // accumulated, early-eos; compare --model: unchecked
   std::string text;         // one sentence with the evidence
   nlohmann::json evidence;  // the numbers behind it
 };
@@ -30,6 +31,11 @@ std::vector<Diagnosis> diagnose_op(const OpResult& op, std::span<const RowInfo> 
 
 // Diagnoses of a whole comparison: those of the first failing op, and non-finite values in any op.
 std::vector<Diagnosis> diagnose(const CompareResult& result);
+
+// Diagnoses of a comparison isolated on B's own inputs (compare --model): those of the culprit's
+// local error, then the comparison's not already given, whether the symptom inherits its error, and
+// an error that no single op owns (accumulated).
+std::vector<Diagnosis> diagnose(const CompareResult& result, const LocalCheck& local);
 
 // Diagnoses of an in-process bisection: those of the culprit's local error (where the op itself is
 // wrong), then those of the symptom not already given, whether the symptom inherits its error, an

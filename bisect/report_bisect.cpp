@@ -5,6 +5,7 @@
 
 #include "bisect/report_format.h"
 #include "bisect/report_html.h"
+#include "bisect/report_isolation.h"
 #include "bisect/report_json.h"
 #include "bisect/report_terminal.h"
 
@@ -13,44 +14,8 @@ namespace {
 
 using nlohmann::json;
 
-std::string op_title(const OpResult& op) {
-  return fmt::format("layer {} {} ({})", op.id.layer, model::op_name(op.id.op), model::op_class_name(op.op_class()));
-}
-
-// Where the local error of an op first shows and where it is largest.
-std::string local_where(const OpResult& op, bool batch) {
-  std::string s;
-  if (op.first_bad >= 0) {
-    const RowInfo& row = op.first_bad_row;
-    s = fmt::format(", first at position {} ({}{}chunk {})", row.position,
-                    batch ? fmt::format("sequence {}, ", row.sequence) : std::string(),
-                    row.decode ? "decode step, " : "", row.chunk_b);
-  }
-  const WorstElement& w = op.worst;
-  if (w.index >= 0)
-    s += fmt::format(", worst at position {}{}{} channel {}", w.position,
-                     batch ? fmt::format(" of sequence {}", w.sequence) : std::string(),
-                     w.head >= 0 ? fmt::format(" head {}", w.head) : std::string(), w.channel);
-  return s;
-}
-
-std::string culprit_text(const BisectResult& r) {
-  if (r.match()) return {};
-  if (!r.run.first) return "none: every op is within tolerance; the runs differ only as the run problems say";
-  if (!r.culprit) return "no op is past its tolerance on A's inputs: the error accumulates (see the diagnosis)";
-  const OpResult& op = r.local[*r.culprit];
-  return fmt::format("{}: its own error on A's inputs {}{}", op_title(op), op.violations.front().text(),
-                     local_where(op, r.sequence_tokens.size() > 1));
-}
-
-std::string symptom_text(const BisectResult& r) {
-  if (!r.run.first || !r.symptom_local) return {};
-  const OpResult& local = r.local[*r.symptom_local];
-  if (r.symptom_is_culprit()) return fmt::format("{} is itself wrong", op_title(local));
-  if (local.pass())
-    return fmt::format("{} inherits its error: on A's inputs its own nmse is {} (tolerance {})", op_title(local),
-                       short_number(local.metrics.nmse), describe(local.tolerance.bound));
-  return fmt::format("{} is also wrong on A's inputs, but an earlier op is the first", op_title(local));
+Isolation isolation(const BisectResult& r) {
+  return {r.run, r.local, r.culprit, r.symptom_local, "A's inputs", r.sequence_tokens.size() > 1};
 }
 
 json top_json(const std::vector<TopToken>& top, const TokenText& text) {
@@ -134,31 +99,8 @@ json batch_json(const BisectResult& r) {
 
 json bisect_json(const BisectResult& r, const std::vector<Diagnosis>& diagnoses, const TokenText& text) {
   json out = report_json(r.run, diagnoses);
-  out.erase("culprit_note");
   out["command"] = "bisect";
-  if (r.culprit) {
-    const OpResult& op = r.local[*r.culprit];
-    json c = op_json(op);
-    c["position"] = op.first_bad >= 0 ? json(op.first_bad_row.position) : json(nullptr);
-    c["chunk"] = op.first_bad >= 0 ? json(op.first_bad_row.chunk_b) : json(nullptr);
-    c["text"] = culprit_text(r);
-    out["culprit"] = std::move(c);
-  }
-  if (r.run.first && r.symptom_local) {
-    const OpResult& local = r.local[*r.symptom_local];
-    out["isolation"] = {{"layer", local.id.layer},
-                        {"op", model::op_name(local.id.op)},
-                        {"local_metrics", metrics_json(local.metrics)},
-                        {"local_pass", local.pass()},
-                        {"itself_wrong", !local.pass()},
-                        {"text", symptom_text(r)}};
-  } else {
-    out["isolation"] = nullptr;
-  }
-  json local = json::array();
-  for (const OpResult& op : r.local) local.push_back(op_json(op));
-  out["local"] = std::move(local);
-  out["local_positions"] = r.local_rows.size();
+  add_isolation_json(out, isolation(r), r.local_rows.size());
   const TokenImpact& t = r.tokens;
   json& tokens = out["tokens"];
   tokens["top_a"] = top_json(t.top_a, text);
@@ -181,10 +123,7 @@ json bisect_json(const BisectResult& r, const std::vector<Diagnosis>& diagnoses,
 std::string bisect_terminal_report(const BisectResult& r, const std::vector<Diagnosis>& diagnoses,
                                    const TokenText& text, bool color) {
   TerminalExtras extras;
-  if (!r.match()) {
-    extras.after_verdict = fmt::format("culprit  {}\n", culprit_text(r));
-    if (const std::string s = symptom_text(r); !s.empty()) extras.after_verdict += fmt::format("symptom  {}\n", s);
-  }
+  extras.after_verdict = isolation_lines(isolation(r));
   extras.tokens =
       tokens_summary(r, text) + batch_summary(r) +
       (r.layers_only ? "layers   --layers-first: the layer outputs matched, so only they were compared\n" : "");
@@ -193,12 +132,7 @@ std::string bisect_terminal_report(const BisectResult& r, const std::vector<Diag
 }
 
 std::string bisect_html(const BisectResult& r, const std::vector<Diagnosis>& diagnoses, const TokenText& text) {
-  std::string s;
-  if (!r.match()) {
-    s += fmt::format("<p><b>culprit</b>: {}</p>\n", xml_escape(culprit_text(r)));
-    if (const std::string symptom = symptom_text(r); !symptom.empty())
-      s += fmt::format("<p><b>symptom</b>: {}</p>\n", xml_escape(symptom));
-  }
+  std::string s = isolation_html(isolation(r));
   s += fmt::format("<pre>{}</pre>\n", xml_escape(tokens_summary(r, text) + batch_summary(r)));
   return html_report(r.run, diagnoses, s);
 }

@@ -206,8 +206,8 @@ std::string html_report(const CompareResult& r, const std::vector<Diagnosis>& di
   if (r.first) s += "<h2>Ops past tolerance</h2>\n" + failing_table(r);
   s += "<h2>Runs</h2>\n" + meta_table(r);
   if (culprit_html.empty())
-    s += "<p><small>culprit: not isolated; comparing two dumps cannot run an op on the reference's inputs (use "
-         "tapdiff bisect).</small></p>\n";
+    s += "<p><small>culprit: not isolated; give compare --model to run each op of B on B's own inputs, or use "
+         "tapdiff bisect.</small></p>\n";
   return s + "</body></html>\n";
 }
 

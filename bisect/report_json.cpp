@@ -116,8 +116,9 @@ json report_json(const CompareResult& r, const std::vector<Diagnosis>& diagnoses
   out["first"] = r.first ? first_json(r.ops[*r.first], r.alignment.rows) : json(nullptr);
   out["culprit"] = nullptr;
   out["culprit_note"] =
-      "compare reads two dumps and cannot isolate the culprit: that needs engine B's op run on engine A's inputs "
-      "(tapdiff bisect). 'first' is the symptom: the first op past tolerance, which may inherit its error.";
+      "compare of two dumps alone cannot isolate the culprit: give --model (each op of B run by the reference on "
+      "B's own inputs), or run tapdiff bisect (B's ops on A's inputs). 'first' is the symptom: the first op past "
+      "tolerance, which may inherit its error.";
   json diagnosis = json::array();
   for (const Diagnosis& d : diagnoses)
     diagnosis.push_back({{"code", d.code}, {"text", d.text}, {"evidence", d.evidence}});

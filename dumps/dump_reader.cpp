@@ -286,7 +286,21 @@ std::string model_file(const RunMetadata& m) {
   return m.model_path.empty() ? "unknown file" : std::filesystem::path(m.model_path).filename().string();
 }
 
-// Every key whose value differs between two model configs, as "key: A value vs B value".
+std::optional<std::string> model_mismatch(const DumpReader& a, const DumpReader& b) {
+  const RunMetadata& ma = a.metadata();
+  const RunMetadata& mb = b.metadata();
+  if (!ma.model_sha256.empty() && !mb.model_sha256.empty()) {
+    if (ma.model_sha256 == mb.model_sha256) return std::nullopt;
+    return fmt::format("different models: {} has sha256 {} ({}), {} has {} ({})", a.path(), short_sha(ma.model_sha256),
+                       model_file(ma), b.path(), short_sha(mb.model_sha256), model_file(mb));
+  }
+  if (ma.model_config == mb.model_config) return std::nullopt;
+  return fmt::format("different models: the model_config of {} ({}) and {} ({}) differ in {}", a.path(), model_file(ma),
+                     b.path(), model_file(mb), config_differences(ma.model_config, mb.model_config));
+}
+
+}  // namespace
+
 std::string config_differences(const nlohmann::json& a, const nlohmann::json& b) {
   if (!a.is_object() || !b.is_object()) return fmt::format("{} vs {}", model::json_excerpt(a), model::json_excerpt(b));
   std::vector<std::string> keys;
@@ -303,21 +317,6 @@ std::string config_differences(const nlohmann::json& a, const nlohmann::json& b)
   }
   return fmt::format("{}", fmt::join(out, "; "));
 }
-
-std::optional<std::string> model_mismatch(const DumpReader& a, const DumpReader& b) {
-  const RunMetadata& ma = a.metadata();
-  const RunMetadata& mb = b.metadata();
-  if (!ma.model_sha256.empty() && !mb.model_sha256.empty()) {
-    if (ma.model_sha256 == mb.model_sha256) return std::nullopt;
-    return fmt::format("different models: {} has sha256 {} ({}), {} has {} ({})", a.path(), short_sha(ma.model_sha256),
-                       model_file(ma), b.path(), short_sha(mb.model_sha256), model_file(mb));
-  }
-  if (ma.model_config == mb.model_config) return std::nullopt;
-  return fmt::format("different models: the model_config of {} ({}) and {} ({}) differ in {}", a.path(), model_file(ma),
-                     b.path(), model_file(mb), config_differences(ma.model_config, mb.model_config));
-}
-
-}  // namespace
 
 std::optional<std::string> DumpReader::mismatch(const DumpReader& a, const DumpReader& b) {
   if (auto models = model_mismatch(a, b)) return models;

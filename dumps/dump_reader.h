@@ -15,6 +15,10 @@
 
 namespace tapdiff::dumps {
 
+// Every key whose value differs between two model_config objects, "key: A value vs B value" joined
+// by "; " (values quoted as bounded excerpts); "" when they are equal.
+std::string config_differences(const nlohmann::json& a, const nlohmann::json& b);
+
 class DumpReader {
  public:
   // Opens and checks the whole layout. UsageError when path does not exist or is not a regular

@@ -57,9 +57,7 @@ bool well_formed(const std::string& xml) {
 struct Dumps {
   std::filesystem::path dir, a, b;
   explicit Dumps(const std::string& name) : dir(temp_dir(name)), a(dir / "a.h5"), b(dir / "b.h5") {
-    std::string tokens;
-    for (int i = 0; i < 48; ++i) tokens += (i > 0 ? "," : "") + std::to_string(1 + (i * 37) % 500);
-    const auto r = run_tapdiff("run --model " + quoted(synth_model_path("tiny")) + " --tokens " + tokens +
+    const auto r = run_tapdiff("run --model " + quoted(synth_model_path("tiny")) + " --tokens " + prompt_tokens() +
                                " --chunk 16 --generate 3 --dump " + quoted(a));
     EXPECT_EQ(r.exit_code, 0) << r.output;
     std::filesystem::copy_file(a, b);
@@ -81,6 +79,17 @@ struct Dumps {
         .open_dataset("position")
         .write_rows(static_cast<hsize_t>(first), values.size(), dumps::h5::memory_type(dumps::h5::Type::i32),
                     values.data());
+  }
+  // Replaces B by engine B's run of the same tokens: the Vulkan engine with these options.
+  void run_b(const std::string& options) const {
+    const auto r = run_tapdiff("run --model " + quoted(synth_model_path("tiny")) + " --tokens " + prompt_tokens() +
+                               " --chunk 16 --generate 3 --engine vulkan " + options + " --dump " + quoted(b));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  static std::string prompt_tokens() {
+    std::string tokens;
+    for (int i = 0; i < 48; ++i) tokens += (i > 0 ? "," : "") + std::to_string(1 + (i * 37) % 500);
+    return tokens;
   }
   CommandResult compare(const std::string& options = "") const {
     return run_tapdiff("compare " + quoted(a) + " " + quoted(b) + " " + options);
@@ -170,12 +179,7 @@ TEST(CompareCli, ACorruptedElementDivergesWithExitCode1AndTheJsonContract) {
 // every value right the recorded positions alone fail the comparison.
 TEST(CompareCli, PositionsRestartedByAChunkAreFoundNeverDropped) {
   const Dumps d("chunk-reset");
-  std::string tokens;
-  for (int i = 0; i < 48; ++i) tokens += (i > 0 ? "," : "") + std::to_string(1 + (i * 37) % 500);
-  const auto engine =
-      run_tapdiff("run --model " + quoted(synth_model_path("tiny")) + " --tokens " + tokens +
-                  " --chunk 16 --generate 3 --engine vulkan --inject rope-chunk-reset@1 --dump " + quoted(d.b));
-  ASSERT_EQ(engine.exit_code, 0) << engine.output;
+  d.run_b("--inject rope-chunk-reset@1");
   std::vector<std::int32_t> reset;
   for (int r = 16; r < 48; ++r) reset.push_back(r % 16);
   d.set_positions(16, reset);
@@ -230,6 +234,65 @@ TEST(CompareCli, GeneratedTokensThatDifferNeverExit0) {
   EXPECT_EQ(json["verdict"], "diverged");
   EXPECT_EQ(json["problems"][0]["code"], "tokens-differ");
   EXPECT_EQ(json["problems"][0]["evidence"]["step"], 2);
+}
+
+// --model: each op of B's dump run by the f64 reference on B's own inputs names the culprit.
+TEST(CompareCli, ModelFindsTheCulpritOnBsOwnInputs) {
+  const Dumps d("culprit");
+  struct Case {
+    std::string inject;
+    std::string culprit;  // LAYER/OP
+  };
+  for (const Case& c : {Case{"gemm-f16-accum@1", "1/ffn_down"}, Case{"kv-stale-chunk@0", "0/attn"},
+                        Case{"rope-chunk-reset@1", "1/rope_q"}, Case{"gqa-head-map@1", "1/attn"}}) {
+    SCOPED_TRACE(c.inject);
+    d.run_b("--inject " + c.inject);
+    const auto r = d.compare("--model synth:tiny --json " + quoted(d.dir / "r.json"));
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    const auto json = nlohmann::json::parse(slurp(d.dir / "r.json"));
+    ASSERT_TRUE(json["culprit"].is_object()) << r.output;
+    EXPECT_EQ(std::to_string(json["culprit"]["layer"].get<int>()) + "/" + json["culprit"]["op"].get<std::string>(),
+              c.culprit)
+        << r.output;
+    EXPECT_FALSE(json.contains("culprit_note"));
+    EXPECT_EQ(json["isolation"]["itself_wrong"], true);
+    EXPECT_EQ(json["local_positions"], 50);
+    const std::size_t slash = c.culprit.find('/');
+    EXPECT_NE(r.output.find("culprit  layer " + c.culprit.substr(0, slash) + " " + c.culprit.substr(slash + 1)),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("its own error on B's own inputs"), std::string::npos) << r.output;
+    // Every other op of B's dump is within its tolerance on B's own inputs (rope-chunk-reset
+    // plants rope_k too).
+    for (const auto& op : json["local"]) {
+      const bool expected = op["pass"].get<bool>() || op["op"] == json["culprit"]["op"] || op["op"] == "rope_k";
+      EXPECT_TRUE(expected) << op["layer"] << "/" << op["op"];
+    }
+  }
+}
+
+// An op whose inputs B did not tap is named with the taps that would decide it; a --model that is
+// not B's, or layers without any op to check, are refused.
+TEST(CompareCli, ModelSaysWhichTapsWouldDecideAnOpAndRefusesAnotherModel) {
+  const Dumps d("undecidable");
+  d.run_b("--inject gemm-f16-accum@1 --taps '1/ffn_(act|down)'");
+  const auto r = d.compare("--model synth:tiny");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("culprit  layer 1 ffn_down (gemm)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("unchecked: 1 op of B's dump could not be checked on B's own inputs: tapping 1/ffn_gate, "
+                          "1/ffn_up would make them decidable"),
+            std::string::npos)
+      << r.output;
+  const auto no_ops = d.compare("--model synth:tiny --layers 0:0");
+  EXPECT_EQ(no_ops.exit_code, 2) << no_ops.output;
+  EXPECT_NE(no_ops.output.find("no op in the layers asked for has its output and all of its inputs tapped"),
+            std::string::npos)
+      << no_ops.output;
+  const auto other = d.compare("--model synth:small");
+  EXPECT_EQ(other.exit_code, 2) << other.output;
+  EXPECT_NE(other.output.find("--model synth:small: not the model of "), std::string::npos) << other.output;
+  const auto bad_layers = d.compare("--model synth:tiny --layers 3:1");
+  EXPECT_EQ(bad_layers.exit_code, 2) << bad_layers.output;
 }
 
 TEST(CompareCli, TapsAndMaxRowsNarrowTheComparison) {

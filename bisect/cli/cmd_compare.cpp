@@ -1,5 +1,6 @@
 // tapdiff compare: compare dump B against reference dump A op by op, offline and streaming, under
-// tolerances; exit 0 when every op is within tolerance, 1 on a divergence, 2 for bad input.
+// tolerances; with --model, isolate the culprit on B's own inputs (bisect/local_check.h). Exit 0
+// when every op is within tolerance and the runs agree, 1 otherwise, 2 for bad input.
 #include <unistd.h>
 
 #include <cstdio>
@@ -7,11 +8,16 @@
 #include <fmt/core.h>
 
 #include "bisect/cli/commands.h"
+#include "bisect/cli/engine_factory.h"
+#include "bisect/cli/model_source.h"
+#include "bisect/cli/option_checks.h"
 #include "bisect/cli/output_file.h"
 #include "bisect/cli/progress_line.h"
 #include "bisect/comparator.h"
 #include "bisect/diagnosis.h"
+#include "bisect/local_check.h"
 #include "bisect/report_html.h"
+#include "bisect/report_isolation.h"
 #include "bisect/report_json.h"
 #include "bisect/report_junit.h"
 #include "bisect/report_terminal.h"
@@ -27,7 +33,78 @@ struct CompareArgs {
   std::string json, junit, html;
   std::string taps = "all";
   std::int64_t max_rows = 0;
+  // --model: the culprit on B's own inputs
+  std::string model;
+  std::string layers;
+  int threads = 0;
+  bool no_calibrate = false;
+  double k = bisect::Calibration{}.k;
+  double min_floor = bisect::Calibration{}.min_floor_nmse;
 };
+
+// "FIRST:LAST" (either may be empty) into options' layer range. UsageError otherwise.
+void parse_layers(const std::string& spec, int n_layers, bisect::LocalCheckOptions& options) {
+  const std::size_t colon = spec.find(':');
+  const auto number = [&](const std::string& text, int fallback) {
+    if (text.empty()) return fallback;
+    try {
+      std::size_t used = 0;
+      const int value = std::stoi(text, &used);
+      if (used == text.size() && value >= -1 && value <= n_layers) return value;
+    } catch (const std::exception&) {
+    }
+    throw UsageError(fmt::format("--layers {}: expected FIRST:LAST, layers from -1 (embed) to {} (final_norm, logits)",
+                                 spec, n_layers));
+  };
+  if (colon == std::string::npos) {
+    options.first_layer = options.last_layer = number(spec, 0);
+    return;
+  }
+  options.first_layer = number(spec.substr(0, colon), -1);
+  options.last_layer = number(spec.substr(colon + 1), n_layers);
+  if (options.first_layer > options.last_layer)
+    throw UsageError(fmt::format("--layers {}: the first layer is after the last", spec));
+}
+
+// UsageError when the model is not the one B's dump was run on.
+void check_model_of(const dumps::DumpReader& b, const model::Model& m, const std::string& spec) {
+  const std::string& sha = b.metadata().model_sha256;
+  if (!sha.empty() && sha != m.sha256())
+    throw UsageError(fmt::format("--model {}: not the model of {}: sha256 {} where the dump says {}", spec, b.path(),
+                                 m.sha256(), sha));
+  const std::string differ = dumps::config_differences(model::to_json(m.config()), b.metadata().model_config);
+  if (!differ.empty())
+    throw UsageError(fmt::format("--model {}: not the model of {}: the model's config (A) and the dump's differ in {}",
+                                 spec, b.path(), differ));
+}
+
+// The culprit on B's own inputs: every op of B's dump run by the reference on B's inputs.
+bisect::LocalCheck check_on_b(const CompareArgs& args, const dumps::DumpReader& b) {
+  const auto m = open_model(args.model);
+  check_model_of(b, *m, args.model);
+  const model::Graph graph(m->config());
+  bisect::LocalCheckOptions options;
+  options.tolerances = args.tolerances.empty() ? bisect::Tolerances() : bisect::Tolerances::from_file(args.tolerances);
+  options.dtype = b.metadata().compute_dtype.empty() ? "f32" : b.metadata().compute_dtype;
+  if (!args.layers.empty()) parse_layers(args.layers, m->config().n_layers, options);
+  const bool floor_dtype = options.dtype == "f32" || options.dtype == "f16" || options.dtype == "f64";
+  if (args.no_calibrate || !floor_dtype)
+    options.calibration.reset();
+  else
+    options.calibration = bisect::Calibration{args.k, args.min_floor};
+  const auto truth = make_engine(reference_choice("f64", args.threads), *m);
+  std::unique_ptr<model::Engine> floor;
+  if (options.calibration) floor = make_engine(reference_choice(options.dtype, args.threads), *m);
+  ProgressLine progress;
+  options.progress = [&progress](int chunk, int chunks) {
+    progress.update(
+        [&](double seconds) {
+          return fmt::format("check on B's inputs  chunk {:>4}/{}  {:.1f} s", chunk, chunks, seconds);
+        },
+        chunk == chunks);
+  };
+  return bisect::check_locally(b, graph, {*truth, floor.get()}, options);
+}
 
 int compare(const CompareArgs& args) {
   // Everything that can be refused is checked before the long part: the tolerance file first.
@@ -46,11 +123,29 @@ int compare(const CompareArgs& args) {
     };
     result = bisect::compare_dumps(a, b, tolerances, options);
   }
-  const std::vector<bisect::Diagnosis> diagnoses = bisect::diagnose(result);
-  if (!args.json.empty()) write_text(args.json, "--json", bisect::report_json(result, diagnoses).dump(2) + "\n");
+  std::optional<bisect::LocalCheck> local;
+  if (!args.model.empty() && !result.match()) local = check_on_b(args, b);
+  const std::vector<bisect::Diagnosis> diagnoses = local ? bisect::diagnose(result, *local) : bisect::diagnose(result);
+  std::optional<bisect::Isolation> isolation;
+  if (local) {
+    std::optional<std::size_t> symptom;
+    if (result.first)
+      if (const bisect::OpResult* own = local->find(result.ops[*result.first].id))
+        symptom = static_cast<std::size_t>(own - local->local.data());
+    isolation.emplace(bisect::Isolation{result, local->local, local->culprit, symptom, "B's own inputs", false});
+  }
+  if (!args.json.empty()) {
+    nlohmann::json report = bisect::report_json(result, diagnoses);
+    if (isolation) bisect::add_isolation_json(report, *isolation, local->rows.size());
+    write_text(args.json, "--json", report.dump(2) + "\n");
+  }
   if (!args.junit.empty()) write_text(args.junit, "--junit", bisect::junit_xml(result));
-  if (!args.html.empty()) write_text(args.html, "--html", bisect::html_report(result, diagnoses));
-  fmt::print("{}", bisect::terminal_report(result, diagnoses, ::isatty(STDOUT_FILENO) != 0));
+  if (!args.html.empty())
+    write_text(args.html, "--html",
+               bisect::html_report(result, diagnoses, isolation ? bisect::isolation_html(*isolation) : ""));
+  bisect::TerminalExtras extras;
+  if (isolation) extras.after_verdict = bisect::isolation_lines(*isolation);
+  fmt::print("{}", bisect::terminal_report(result, diagnoses, ::isatty(STDOUT_FILENO) != 0, 8, extras));
   std::fflush(stdout);
   return result.match() ? 0 : 1;
 }
@@ -70,6 +165,22 @@ void add_compare_command(CLI::App& app, CliContext& context) {
   cmd->add_option("--taps", args->taps, "Which ops to compare: all, layers, or a regex over LAYER/OP")
       ->capture_default_str();
   cmd->add_option("--max-rows", args->max_rows, "Compare at most N positions (0 = all)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--model", args->model,
+                  "The model B ran (GGUF file, Hugging Face folder, synth:SHAPE): on a divergence, run each op of B's "
+                  "dump on B's own inputs in the f64 reference to find the culprit");
+  cmd->add_option("--layers", args->layers,
+                  "With --model: check only layers FIRST:LAST (embed is -1, final_norm and logits n_layers)");
+  cmd->add_option("--threads", args->threads, "With --model: CPU threads of the reference (0 = all)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--no-calibrate", args->no_calibrate,
+                "With --model: hold each op's own error to the tolerance table instead of k x the noise floor of "
+                "the reference in B's precision");
+  cmd->add_option("--k", args->k, "Calibrated mode: an op is wrong past k x its noise floor")
+      ->check(finite_positive())
+      ->capture_default_str();
+  cmd->add_option("--min-floor", args->min_floor, "Calibrated mode: the smallest floor NMSE trusted")
+      ->check(finite_positive())
+      ->capture_default_str();
   cmd->callback([args, &context] { context.exit_code = compare(*args); });
 }
 
