@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
 #include <fmt/core.h>
 #include <fmt/ranges.h>
@@ -52,14 +53,26 @@ void chunk_start(const OpResult& op, const RowInfo& first, std::vector<Diagnosis
                  {{"position", first.position}, {"chunk_a", first.chunk_a}, {"chunk_b", first.chunk_b}}});
 }
 
+// What an error absent at position 0 points to, given the op: the ops before the first failing one
+// pass, so an attention symptom rules RoPE out.
+std::string_view position_zero_suspect(const OpResult& op) {
+  switch (op.op_class()) {
+    case model::OpClass::rope:
+      return "suspect the RoPE angles (position 0 is not rotated, so an angle error vanishes there)";
+    case model::OpClass::attention:
+      return "suspect the attention weights: the scale, the softmax or the mask (position 0 attends to itself "
+             "alone, so any weighting gives its value exactly there); the RoPE ops before it pass";
+    default: return "suspect something that depends on the position (RoPE angle, causal mask)";
+  }
+}
+
 void position_zero(const OpResult& op, std::span<const RowInfo> rows, std::vector<Diagnosis>& out) {
   if (rows.size() < 2 || rows[0].position != 0 || op.rows[0].over) return;
   const auto later = static_cast<std::int64_t>(rows.size() - 1);
   if (2 * op.rows_over < later) return;  // at least half the later positions must be over
   out.push_back({"position-zero-exact",
-                 fmt::format("position 0 is within tolerance (nmse {}) but {} of the {} later positions are not: "
-                             "suspect something that depends on the position (RoPE angle, causal mask)",
-                             short_number(op.rows[0].nmse), op.rows_over, later),
+                 fmt::format("position 0 is within tolerance (nmse {}) but {} of the {} later positions are not: {}",
+                             short_number(op.rows[0].nmse), op.rows_over, later, position_zero_suspect(op)),
                  {{"nmse_position_0", op.rows[0].nmse}, {"rows_over", op.rows_over}, {"later_rows", later}}});
 }
 
@@ -143,9 +156,41 @@ void some_heads(const OpResult& op, std::vector<Diagnosis>& out) {
 }
 
 // Which of two halves of the channels of a head carries the error, if only one does.
-void pair_pattern(const OpResult& op, std::vector<Diagnosis>& out) {
+// A RoPE op's squared error in the faster- and the slower-turning half of the model's own rotation
+// pairs (interleaved (2j, 2j+1) or rotate-half (j, j + rotary_dim/2); pair j turns at
+// base^(-2j/rotary_dim)); nullopt for other ops.
+std::optional<std::pair<double, double>> error_by_pair_speed(const OpResult& op, const model::ModelConfig& config) {
   const std::size_t hd = op.channel_err.size();
-  if (hd < 2) return;
+  if (op.op_class() != model::OpClass::rope || hd < 4) return std::nullopt;
+  const std::size_t rotated = config.rotary_dim > 0 ? std::min<std::size_t>(config.rotary_dim, hd) : hd;
+  const std::size_t pairs = rotated / 2;
+  double fast = 0, slow = 0;
+  for (std::size_t c = 0; c < rotated; ++c) {
+    const std::size_t pair = config.rope_style == model::RopeStyle::interleaved ? c / 2 : c % pairs;
+    (pair < pairs / 2 ? fast : slow) += op.channel_err[c];
+  }
+  return std::pair{fast, slow};
+}
+
+// An error of the rotation angles (a position offset, a chunk restarting its positions) moves the
+// fast-turning pairs most and the slow ones hardly: the pairing is right. Reported instead of
+// pair-pattern, whose halves would otherwise mistake it for a pairing.
+bool rope_frequency(const OpResult& op, const model::ModelConfig& config, std::vector<Diagnosis>& out) {
+  const auto speeds = error_by_pair_speed(op, config);
+  if (!speeds || !(speeds->first > 0) || speeds->second >= kPatternShare * speeds->first) return false;
+  const double share = speeds->second / speeds->first;
+  out.push_back({"rope-frequency",
+                 fmt::format("the faster-turning half of the RoPE pairs of {} carries the error (the slower half "
+                             "holds {} of it): the rotation angles are off, not the pairing: suspect the positions "
+                             "given to RoPE (an offset, a chunk restarting at 0)",
+                             model::to_string(op.id), short_number(share)),
+                 {{"slow_share", share}}});
+  return true;
+}
+
+void pair_pattern(const OpResult& op, const model::ModelConfig& config, std::vector<Diagnosis>& out) {
+  const std::size_t hd = op.channel_err.size();
+  if (hd < 2 || rope_frequency(op, config, out)) return;
   double even = 0, odd = 0, low = 0, high = 0;
   for (std::size_t c = 0; c < hd; ++c) {
     (c % 2 == 0 ? even : odd) += op.channel_err[c];
@@ -259,7 +304,8 @@ double spearman(std::span<const double> x, std::span<const double> y) {
   return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : 0;
 }
 
-std::vector<Diagnosis> diagnose_op(const OpResult& whole, std::span<const RowInfo> all_rows) {
+std::vector<Diagnosis> diagnose_op(const OpResult& whole, std::span<const RowInfo> all_rows,
+                                   const model::ModelConfig& config) {
   std::vector<Diagnosis> out;
   if (whole.pass() || whole.first_bad < 0 || all_rows.size() != whole.rows.size()) return out;
   some_sequences(whole, all_rows, out);
@@ -269,14 +315,14 @@ std::vector<Diagnosis> diagnose_op(const OpResult& whole, std::span<const RowInf
   growth(op, rows, out);
   decode_only(op, rows, out);
   some_heads(op, out);
-  pair_pattern(op, out);
+  pair_pattern(op, config, out);
   return out;
 }
 
 std::vector<Diagnosis> diagnose(const CompareResult& result) {
   std::vector<Diagnosis> out;
   if (result.first) {
-    out = diagnose_op(result.ops[*result.first], result.alignment.rows);
+    out = diagnose_op(result.ops[*result.first], result.alignment.rows, result.config);
     near_limit(result.ops[*result.first], result.dtype, out);
   }
   const auto nonfinite =
@@ -305,7 +351,7 @@ void add_new(std::vector<Diagnosis>& out, const std::vector<Diagnosis>& more) {
 void isolation_diagnoses(const CompareResult& run, std::span<const OpResult> local, std::span<const RowInfo> local_rows,
                          std::optional<std::size_t> culprit, std::optional<std::size_t> symptom_local,
                          std::string_view inputs, bool every_op_checked, std::vector<Diagnosis>& out) {
-  if (culprit) add_new(out, diagnose_op(local[*culprit], local_rows));
+  if (culprit) add_new(out, diagnose_op(local[*culprit], local_rows, run.config));
   add_new(out, diagnose(run));
   if (run.first && symptom_local && symptom_local != culprit) {
     const OpResult& symptom = run.ops[*run.first];

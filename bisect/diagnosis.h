@@ -16,7 +16,7 @@ namespace tapdiff::bisect {
 
 struct Diagnosis {
   std::string code;         // chunk-start, position-zero-exact, nonfinite, grows-with-position, decode-only,
-                            // some-heads, pair-pattern, near-dtype-limit; bisect only:
+                            // some-heads, pair-pattern, rope-frequency, near-dtype-limit; bisect only:
                             // some-sequences (a batch), attention-uniform,
                             // inherits-error,
                             // accumulated, early-eos; compare --model: unchecked
@@ -27,7 +27,9 @@ struct Diagnosis {
 // Diagnoses of one op's comparison (the symptom: the first op past tolerance). Empty when it passes.
 // In a batch: whether only some sequences break the tolerance, then the per-position diagnoses
 // over the rows of the sequence where the op first breaks it.
-std::vector<Diagnosis> diagnose_op(const OpResult& op, std::span<const RowInfo> rows);
+// config: the model's RoPE layout (rope-frequency).
+std::vector<Diagnosis> diagnose_op(const OpResult& op, std::span<const RowInfo> rows,
+                                   const model::ModelConfig& config);
 
 // Diagnoses of a whole comparison: those of the first failing op, and non-finite values in any op.
 std::vector<Diagnosis> diagnose(const CompareResult& result);

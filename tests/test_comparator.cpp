@@ -239,7 +239,7 @@ TEST(Comparator, BlocksInAnyOrderGiveTheWholeTensorResult) {
 
 std::vector<std::string> codes_of(const OpResult& op, std::span<const RowInfo> rows) {
   std::vector<std::string> codes;
-  for (const Diagnosis& d : diagnose_op(op, rows)) codes.push_back(d.code);
+  for (const Diagnosis& d : diagnose_op(op, rows, model::ModelConfig{})) codes.push_back(d.code);
   return codes;
 }
 
@@ -273,7 +273,7 @@ TEST(Diagnosis, SomeHeadsAndPairPatterns) {
   const HostTensor b =
       filled(8, 32, [&](auto r, auto c) { return flat(r, c) + (c / 8 == 1 && c % 2 == 1 ? 0.01 : 0.0); });
   const OpResult op = compare_op({Op::rope_q, 1}, a, b, rows_of(8), {4, 8}, {{1e-8, {}, {}, {}}, "t"});
-  const auto d = diagnose_op(op, rows_of(8));
+  const auto d = diagnose_op(op, rows_of(8), model::ModelConfig{});
   const auto codes = codes_of(op, rows_of(8));
   ASSERT_TRUE(has(codes, "some-heads"));
   EXPECT_EQ(std::find_if(d.begin(), d.end(), [](auto& x) { return x.code == "some-heads"; })->evidence["heads"],
@@ -284,6 +284,41 @@ TEST(Diagnosis, SomeHeadsAndPairPatterns) {
   EXPECT_FALSE(has(codes, "grows-with-position"));
 }
 
+// A position offset moves RoPE's fast-turning pairs and hardly the slow ones: in the interleaved
+// layout those are a head's first-half channels, which pair-pattern alone would call a rotate-half
+// pairing. The model's own layout decides.
+TEST(Diagnosis, FastPairsAloneAreAnAngleErrorNotAPairing) {
+  const auto flat = [](std::int64_t, std::int64_t c) { return 1.0 + 0.1 * static_cast<double>(c); };
+  const HostTensor a = filled(8, 32, flat);
+  const HostTensor b = filled(8, 32, [&](auto r, auto c) { return flat(r, c) + (c % 8 < 4 ? 0.01 : 0.0); });
+  const OpResult op = compare_op({Op::rope_q, 1}, a, b, rows_of(8), {4, 8}, {{1e-8, {}, {}, {}}, "t"});
+  model::ModelConfig interleaved;
+  interleaved.head_dim = 8;
+  std::vector<std::string> codes;
+  for (const Diagnosis& d : diagnose_op(op, rows_of(8), interleaved)) codes.push_back(d.code);
+  EXPECT_TRUE(has(codes, "rope-frequency"));
+  EXPECT_FALSE(has(codes, "pair-pattern"));
+  model::ModelConfig rotate_half = interleaved;
+  rotate_half.rope_style = model::RopeStyle::rotate_half;
+  codes.clear();
+  for (const Diagnosis& d : diagnose_op(op, rows_of(8), rotate_half)) codes.push_back(d.code);
+  EXPECT_FALSE(has(codes, "rope-frequency"));
+  EXPECT_TRUE(has(codes, "pair-pattern"));
+}
+
+// Exact at position 0, wrong after: for attention (whose RoPE inputs passed) the suspect is the
+// weighting, not RoPE.
+TEST(Diagnosis, PositionZeroExactNamesASuspectTheOpsThatPassDoNotRuleOut) {
+  const HostTensor a = filled(8, 32, base);
+  const HostTensor b = filled(8, 32, [](auto r, auto c) { return base(r, c) + (r > 0 ? 0.01 : 0.0); });
+  const OpResult attn = compare_op({Op::attn, 0}, a, b, rows_of(8), {4, 8}, {{1e-8, {}, {}, {}}, "t"});
+  const auto d = diagnose_op(attn, rows_of(8), model::ModelConfig{});
+  const auto it = std::find_if(d.begin(), d.end(), [](auto& x) { return x.code == "position-zero-exact"; });
+  ASSERT_NE(it, d.end());
+  EXPECT_NE(it->text.find("suspect the attention weights"), std::string::npos) << it->text;
+  EXPECT_EQ(it->text.find("RoPE angle"), std::string::npos) << it->text;
+}
+
 TEST(Diagnosis, MostHeadsWrongButSomeUntouched) {
   const auto flat = [](std::int64_t, std::int64_t c) { return 1.0 + 0.1 * static_cast<double>(c); };
   const HostTensor a = filled(8, 32, flat);
@@ -291,7 +326,7 @@ TEST(Diagnosis, MostHeadsWrongButSomeUntouched) {
   // median, but head 0 is untouched.
   const HostTensor b = filled(8, 32, [&](auto r, auto c) { return flat(r, c) + 0.01 * static_cast<double>(c / 8); });
   const OpResult op = compare_op({Op::attn, 0}, a, b, rows_of(8), {4, 8}, {{1e-8, {}, {}, {}}, "t"});
-  const auto d = diagnose_op(op, rows_of(8));
+  const auto d = diagnose_op(op, rows_of(8), model::ModelConfig{});
   const auto it = std::find_if(d.begin(), d.end(), [](auto& x) { return x.code == "some-heads"; });
   ASSERT_NE(it, d.end());
   EXPECT_EQ(it->evidence["quiet_heads"], nlohmann::json::array({0}));
