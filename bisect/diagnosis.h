@@ -28,8 +28,7 @@ struct Diagnosis {
 // In a batch: whether only some sequences break the tolerance, then the per-position diagnoses
 // over the rows of the sequence where the op first breaks it.
 // config: the model's RoPE layout (rope-frequency).
-std::vector<Diagnosis> diagnose_op(const OpResult& op, std::span<const RowInfo> rows,
-                                   const model::ModelConfig& config);
+std::vector<Diagnosis> diagnose_op(const OpResult& op, std::span<const RowInfo> rows, const model::ModelConfig& config);
 
 // Diagnoses of a whole comparison: those of the first failing op, and non-finite values in any op.
 std::vector<Diagnosis> diagnose(const CompareResult& result);

@@ -77,4 +77,21 @@ RunResult run_sequence(Engine& engine, const Graph& graph, std::span<const std::
   return result;
 }
 
+RunResult run_fed(Engine& engine, const Graph& graph, std::span<const FedChunk> chunks, Tap& tap) {
+  if (chunks.empty()) throw UsageError("nothing to run: no rows to feed");
+  RunResult result;
+  engine.reset();
+  const TensorId logits{Op::logits, graph.n_layers()};
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    const FedChunk& c = chunks[i];
+    const auto start = std::chrono::steady_clock::now();
+    run_chunk(engine, graph, c.tokens, c.info, tap);
+    (c.info.decode ? result.decode_seconds : result.prefill_seconds) += seconds_since(start);
+    ++(c.info.decode ? result.decode_steps : result.prefill_chunks);
+    const bool predicts = c.info.decode || i + 1 == chunks.size() || chunks[i + 1].info.decode;
+    if (predicts) result.generated.push_back(argmax_last_row(engine.read_rows(logits, c.info.rows - 1, 1)));
+  }
+  return result;
+}
+
 }  // namespace tapdiff::model

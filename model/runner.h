@@ -34,6 +34,15 @@ void run_chunk(Engine& engine, const Graph& graph, std::span<const std::int32_t>
 RunResult run_sequence(Engine& engine, const Graph& graph, std::span<const std::int32_t> prompt,
                        const RunOptions& options, Tap& tap);
 
+// One forward pass of a run given whole: the tokens fed and where (a prefill chunk or a decode step).
+struct FedChunk {
+  std::span<const std::int32_t> tokens;
+  ChunkInfo info;
+};
+// Teacher forcing: resets the engine and runs exactly these passes (another run's tokens, positions
+// and chunking). generated holds the engine's own greedy prediction after the last prefill pass and
+// after each decode pass: what it would have chosen under that history.
+RunResult run_fed(Engine& engine, const Graph& graph, std::span<const FedChunk> chunks, Tap& tap);
 // Index of the largest value of the last row of a logits tensor (lowest index on ties).
 std::int32_t argmax_last_row(const HostTensor& logits);
 

@@ -295,6 +295,40 @@ TEST(CompareCli, ModelSaysWhichTapsWouldDecideAnOpAndRefusesAnotherModel) {
   EXPECT_EQ(bad_layers.exit_code, 2) << bad_layers.output;
 }
 
+// run --tokens-from B: the reference runs B's own tokens, positions and chunking, decode rows
+// included, so every row of B compares (a run of its own would stop where the generations part).
+TEST(CompareCli, TokensFromRunsBsRowsSoEveryRowCompares) {
+  const Dumps d("tokens-from");
+  d.run_b("--inject rope-chunk-reset@1");
+  const auto own = d.compare("--json " + quoted(d.dir / "own.json"));
+  EXPECT_EQ(nlohmann::json::parse(slurp(d.dir / "own.json"))["rows"]["compared"], 48) << own.output;
+
+  const std::filesystem::path forced = d.dir / "forced.h5";
+  const auto run = run_tapdiff("run --model " + quoted(synth_model_path("tiny")) + " --tokens-from " + quoted(d.b) +
+                               " --dump " + quoted(forced));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const dumps::DumpReader a(forced.string()), b(d.b.string());
+  EXPECT_EQ(a.tokens(), b.tokens());
+  EXPECT_EQ(a.positions(), b.positions());
+  EXPECT_EQ(a.chunks(), b.chunks());
+  EXPECT_EQ(a.decode_flags(), b.decode_flags());
+
+  const auto r = run_tapdiff("compare " + quoted(forced) + " " + quoted(d.b) + " --model synth:tiny --json " +
+                             quoted(d.dir / "r.json"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const auto json = nlohmann::json::parse(slurp(d.dir / "r.json"));
+  EXPECT_EQ(json["rows"]["compared"], 50);
+  EXPECT_EQ(json["culprit"]["op"], "rope_q");
+  for (const auto& problem : json["problems"]) EXPECT_NE(problem["code"], "generation-diverged");
+  // A's summary holds its own greedy choice after the prompt and after each decode step.
+  EXPECT_EQ(a.summary()["generated"].size(), 3u);
+
+  const auto refused =
+      run_tapdiff("run --model " + quoted(synth_model_path("tiny")) + " --tokens-from " + quoted(d.b) + " --chunk 4");
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("it does not take --chunk"), std::string::npos) << refused.output;
+}
+
 TEST(CompareCli, TapsAndMaxRowsNarrowTheComparison) {
   const Dumps d("narrow");
   d.corrupt("1/rope_q", 37, 0, 0.5f);

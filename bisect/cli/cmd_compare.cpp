@@ -8,6 +8,7 @@
 #include <fmt/core.h>
 
 #include "bisect/cli/commands.h"
+#include "bisect/cli/dump_model.h"
 #include "bisect/cli/engine_factory.h"
 #include "bisect/cli/model_source.h"
 #include "bisect/cli/option_checks.h"
@@ -66,22 +67,10 @@ void parse_layers(const std::string& spec, int n_layers, bisect::LocalCheckOptio
     throw UsageError(fmt::format("--layers {}: the first layer is after the last", spec));
 }
 
-// UsageError when the model is not the one B's dump was run on.
-void check_model_of(const dumps::DumpReader& b, const model::Model& m, const std::string& spec) {
-  const std::string& sha = b.metadata().model_sha256;
-  if (!sha.empty() && sha != m.sha256())
-    throw UsageError(fmt::format("--model {}: not the model of {}: sha256 {} where the dump says {}", spec, b.path(),
-                                 m.sha256(), sha));
-  const std::string differ = dumps::config_differences(model::to_json(m.config()), b.metadata().model_config);
-  if (!differ.empty())
-    throw UsageError(fmt::format("--model {}: not the model of {}: the model's config (A) and the dump's differ in {}",
-                                 spec, b.path(), differ));
-}
-
 // The culprit on B's own inputs: every op of B's dump run by the reference on B's inputs.
 bisect::LocalCheck check_on_b(const CompareArgs& args, const dumps::DumpReader& b) {
   const auto m = open_model(args.model);
-  check_model_of(b, *m, args.model);
+  require_model_of(b, *m, "--model", args.model);
   const model::Graph graph(m->config());
   bisect::LocalCheckOptions options;
   options.tolerances = args.tolerances.empty() ? bisect::Tolerances() : bisect::Tolerances::from_file(args.tolerances);

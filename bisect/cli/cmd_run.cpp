@@ -9,11 +9,14 @@
 
 #include "bisect/bisect.h"
 #include "bisect/cli/commands.h"
+#include "bisect/cli/dump_model.h"
 #include "bisect/cli/engine_factory.h"
 #include "bisect/cli/model_source.h"
 #include "bisect/cli/output_file.h"
 #include "bisect/cli/prompt_input.h"
 #include "bisect/cli/run_context.h"
+#include "bisect/dump_chunks.h"
+#include "dumps/dump_reader.h"
 #include "dumps/dump_writer.h"
 #include "model/batch_runner.h"
 #include "model/errors.h"
@@ -34,6 +37,7 @@ struct RunArgs {
   std::string dump_dtype;  // default: the engine's
   int compress = 0;        // gzip level of the dump's tap datasets; 0: none
   std::string json;
+  std::string tokens_from;  // a dump whose tokens, positions and chunking to run (teacher forcing)
   std::string command_line;
 };
 
@@ -156,11 +160,56 @@ void run_batch(const RunArgs& a, const model::Model& m, const std::optional<mode
                    "\n");
 }
 
+// --tokens-from B: exactly the tokens, positions and chunking of B's run (teacher forcing), so this
+// run and B's compare row for row, decode rows included. The summary's generated tokens are this
+// engine's own greedy choices under B's history.
+void run_tokens_from(const RunArgs& a, const model::Model& m, const std::optional<model::Tokenizer>& tokenizer,
+                     model::Engine& engine) {
+  const PromptOptions& p = a.prompt;
+  for (const auto& [given, option] : {std::pair{!p.prompt.empty(), "--prompt"},
+                                      {!p.tokens.empty(), "--tokens"},
+                                      {!p.prompt_file.empty(), "--prompt-file"},
+                                      {p.length > 0, "--prompt-length"},
+                                      {!p.batch_file.empty(), "--batch-prompts"},
+                                      {a.chunk > 0, "--chunk"},
+                                      {a.generate > 0, "--generate"},
+                                      {a.stop_at_eos, "--stop-at-eos"}})
+    if (given)
+      throw UsageError(fmt::format("--tokens-from runs the tokens, positions and chunking of {}: it does not take {}",
+                                   a.tokens_from, option));
+  const dumps::DumpReader from(a.tokens_from);
+  require_model_of(from, m, "--model", a.model);
+  const std::vector<bisect::DumpChunk> chunks = bisect::dump_chunks(from, "run its tokens again");
+  std::vector<model::FedChunk> fed;
+  std::vector<std::int32_t> prompt;
+  for (const bisect::DumpChunk& c : chunks) {
+    fed.push_back(c.fed);
+    if (!c.fed.info.decode) prompt.insert(prompt.end(), c.fed.tokens.begin(), c.fed.tokens.end());
+  }
+  warn_past_context(m, static_cast<std::size_t>(from.rows()));
+  const model::Graph graph(m.config());
+  const int chunk = fed.front().info.rows;
+  RunArgs described = a;
+  described.chunk = chunk;
+  std::unique_ptr<dumps::DumpWriter> writer;
+  model::NullTap no_tap;
+  if (!a.dump.empty()) writer = open_dump(described, a.dump, m, engine, graph, prompt);
+  model::Tap& tap = writer ? static_cast<model::Tap&>(*writer) : no_tap;
+  const model::RunResult result = model::run_fed(engine, graph, fed, tap);
+  nlohmann::json summary = summarize(engine, m, prompt, result, tokenizer, chunk);
+  summary["tokens_from"] = a.tokens_from;
+  if (writer) writer->finish(summary);
+  print_summary(summary, m);
+  if (!a.dump.empty()) fmt::print("dump     {}\n", a.dump);
+  if (!a.json.empty()) write_text(a.json, "--json", summary.dump(2) + "\n");
+}
+
 void run(const RunArgs& a) {
   const auto m = open_model(a.model);
   if (!a.dump.empty()) m->prefetch_sha256();  // the dump names it: hashing overlaps the engine's loading
   const auto tokenizer = load_tokenizer(a.prompt, *m);
   const auto engine = make_engine(a.engine, *m);
+  if (!a.tokens_from.empty()) return run_tokens_from(a, *m, tokenizer, *engine);
   if (!a.prompt.batch_file.empty()) return run_batch(a, *m, tokenizer, *engine);
   const auto prompt = resolve_prompt(a.prompt, tokenizer);
   warn_past_context(*m, prompt.size() + static_cast<std::size_t>(a.generate));
@@ -220,6 +269,9 @@ void add_run_command(CLI::App& app, CliContext& context) {
       ->option_text("[=LEVEL]")
       ->check(gzip_level);
   cmd->add_option("--json", args->json, "Write the run's summary as JSON");
+  cmd->add_option("--tokens-from", args->tokens_from,
+                  "Run exactly the tokens, positions and chunking of this dump's run (teacher forcing: its decode "
+                  "rows too), so that the two compare row for row");
   cmd->callback([args, &context] {
     args->command_line = context.command_line;
     run(*args);
