@@ -72,6 +72,13 @@ struct Dumps {
     values[static_cast<std::size_t>(col)] += delta;
     data.write_rows(static_cast<hsize_t>(row), 1, f32, values.data());
   }
+  // Overwrites every row of B's tap LAYER/OP with values (f32, [rows, width]).
+  void set_tap(const std::string& tap, const model::HostTensor& values) const {
+    const dumps::h5::File file = dumps::h5::File::open(b.string(), dumps::h5::File::Mode::write);
+    file.open_dataset("taps/" + tap)
+        .write_rows(0, static_cast<hsize_t>(values.rows()), dumps::h5::memory_type(dumps::h5::Type::f32),
+                    values.f32().data());
+  }
   // Writes B's recorded positions of rows [first, first + values.size()).
   void set_positions(std::int64_t first, const std::vector<std::int32_t>& values) const {
     const dumps::h5::File file = dumps::h5::File::open(b.string(), dumps::h5::File::Mode::write);
@@ -327,6 +334,41 @@ TEST(CompareCli, TokensFromRunsBsRowsSoEveryRowCompares) {
       run_tapdiff("run --model " + quoted(synth_model_path("tiny")) + " --tokens-from " + quoted(d.b) + " --chunk 4");
   EXPECT_EQ(refused.exit_code, 2) << refused.output;
   EXPECT_NE(refused.output.find("it does not take --chunk"), std::string::npos) << refused.output;
+}
+
+// B's values that are A's of a neighbouring layer, or A's in the other RoPE channel order, are named.
+TEST(CompareCli, LookalikesNameANeighbourAndAPermutation) {
+  const Dumps d("lookalike");
+  const dumps::DumpReader a(d.a.string());
+  // B's 1/attn_residual is A's 0/attn_residual: an index off by one.
+  d.set_tap("1/attn_residual", a.read({model::Op::attn_residual, 0}, 0, a.rows()));
+  auto r = d.compare();
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("neighbour: B's 1/attn_residual holds A's 0/attn_residual"), std::string::npos) << r.output;
+  // B's 1/rope_q has each head's interleaved pairs in rotate-half places (head_dim 16).
+  std::filesystem::copy_file(d.a, d.b, std::filesystem::copy_options::overwrite_existing);
+  const model::HostTensor q = a.read({model::Op::rope_q, 1}, 0, a.rows());
+  model::HostTensor moved = q;
+  for (std::int64_t row = 0; row < q.rows(); ++row)
+    for (std::int64_t base = 0; base < q.cols(); base += 16)
+      for (int j = 0; j < 8; ++j) {
+        moved.f32()[static_cast<std::size_t>(row * q.cols() + base + j)] = static_cast<float>(q.at(row, base + 2 * j));
+        moved.f32()[static_cast<std::size_t>(row * q.cols() + base + 8 + j)] =
+            static_cast<float>(q.at(row, base + 2 * j + 1));
+      }
+  d.set_tap("1/rope_q", moved);
+  r = d.compare();
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("permuted: B's 1/rope_q holds A's values with each head's channels in the other RoPE "
+                          "layout (rotate-half order"),
+            std::string::npos)
+      << r.output;
+  // A wrong value is neither.
+  std::filesystem::copy_file(d.a, d.b, std::filesystem::copy_options::overwrite_existing);
+  d.corrupt("1/rope_q", 37, 5, 0.5f);
+  r = d.compare();
+  EXPECT_EQ(r.output.find("neighbour:"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("permuted:"), std::string::npos) << r.output;
 }
 
 TEST(CompareCli, TapsAndMaxRowsNarrowTheComparison) {

@@ -17,6 +17,7 @@
 #include "bisect/comparator.h"
 #include "bisect/diagnosis.h"
 #include "bisect/local_check.h"
+#include "bisect/lookalike.h"
 #include "bisect/report_html.h"
 #include "bisect/report_isolation.h"
 #include "bisect/report_json.h"
@@ -114,7 +115,9 @@ int compare(const CompareArgs& args) {
   }
   std::optional<bisect::LocalCheck> local;
   if (!args.model.empty() && !result.match()) local = check_on_b(args, b);
-  const std::vector<bisect::Diagnosis> diagnoses = local ? bisect::diagnose(result, *local) : bisect::diagnose(result);
+  std::vector<bisect::Diagnosis> diagnoses = local ? bisect::diagnose(result, *local) : bisect::diagnose(result);
+  for (bisect::Diagnosis& d : bisect::lookalikes(result, bisect::DumpSource(a), bisect::DumpSource(b)))
+    diagnoses.push_back(std::move(d));
   std::optional<bisect::Isolation> isolation;
   if (local) {
     std::optional<std::size_t> symptom;
