@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Creates (once) the cached Python virtual environment with the conformance suites' peers
 # (python/requirements-conformance.txt: torch, transformers, safetensors, tokenizers, gguf, h5py,
-# pytest) and prints its folder. The folder is keyed by the requirements' hash, so a changed list
+# pytest) and the project's package python/tapdiff, and prints its folder. The folder is keyed by the requirements' hash, so a changed list
 # makes a new one; a finished environment is reused as it is. The first run downloads about 4 GB
 # (torch from PyPI and its CUDA libraries). TAPDIFF_PYTHON_ENV_ROOT overrides ~/.cache/tapdiff/python.
 set -euo pipefail
@@ -19,4 +19,6 @@ if [ ! -f "$env_dir/.complete" ]; then
   "$env_dir/bin/python" -m pip install --quiet -r "$requirements" >&2
   touch "$env_dir/.complete"
 fi
+# The project's own package (python/: the dump writer), installed afresh each time: it changes.
+"$env_dir/bin/python" -m pip install --quiet --no-deps --no-build-isolation ./python >&2
 echo "$env_dir"

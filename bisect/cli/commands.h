@@ -19,5 +19,6 @@ void add_compare_command(CLI::App& app, CliContext& context);
 void add_bisect_command(CLI::App& app, CliContext& context);
 void add_devices_command(CLI::App& app, CliContext& context);
 void add_faults_command(CLI::App& app, CliContext& context);
+void add_model_info_command(CLI::App& app, CliContext& context);
 
 }  // namespace tapdiff::cli

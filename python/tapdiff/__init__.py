@@ -1,0 +1,15 @@
+"""Write tapdiff dumps from an engine outside tapdiff.
+
+    from tapdiff import DumpWriter
+    with DumpWriter("mine.h5", model="model.gguf", engine="metal", compute_dtype="f16") as dump:
+        with dump.chunk(prompt_tokens[:64]) as chunk:
+            chunk.record(0, "q_proj", q)        # [rows, width], layer 0
+            ...
+        dump.finish(generated=[...])
+
+`tapdiff compare ref.h5 mine.h5 --model model.gguf` then compares it with tapdiff's reference and
+names the culprit op (docs/bisect.md). The layout is docs/dump-format.md.
+"""
+from .dump_writer import DumpWriter, model_info
+
+__all__ = ["DumpWriter", "model_info"]

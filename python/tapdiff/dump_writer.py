@@ -1,0 +1,208 @@
+"""A tapdiff dump writer (docs/dump-format.md) that checks what it is given as it writes."""
+import datetime
+import json
+import shutil
+import subprocess
+import sys
+import warnings
+
+import h5py
+import numpy as np
+
+SCHEMA_VERSION = 1
+TOOL_VERSION = "tapdiff-python 0.1.0"
+_STORAGE = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+_MAX_CHUNK_ROWS = 64
+
+
+def model_info(model, tapdiff="tapdiff"):
+    """The JSON of `tapdiff model-info --model MODEL`: model_config, model_sha256, model_path and
+    every tap ({layer, op, width}) in graph order."""
+    binary = shutil.which(tapdiff) or tapdiff
+    done = subprocess.run([binary, "model-info", "--model", str(model)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise ValueError(f"tapdiff model-info --model {model}: {done.stderr.strip() or done.stdout.strip()}")
+    return json.loads(done.stdout)
+
+
+class Chunk:
+    """One forward pass being recorded: record() each op output, [rows, width]."""
+
+    def __init__(self, writer, rows):
+        self._writer = writer
+        self.rows = rows
+        self._recorded = set()
+
+    def record(self, layer, op, values):
+        self._writer._record(self, int(layer), str(op), values)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, traceback):
+        if kind is None:
+            self._writer._end_chunk(self)
+        else:
+            self._writer._abandon_chunk()
+        return False
+
+
+class DumpWriter:
+    """Writes a dump of one sequence's run, chunk by chunk, for `tapdiff compare` and `inspect`.
+
+    model: the model the engine ran (GGUF file, Hugging Face folder, synth:SHAPE); its
+    model_config, sha256 and tap widths come from `tapdiff model-info` (or pass info=, that JSON).
+    Every record() is checked against them: the op and layer must exist, the shape must be
+    [chunk rows, width], the values finite or not (NaN and inf are kept: they are findings).
+    A chunk's rows become durable when it ends (rows_complete), so a crash leaves a readable dump.
+    """
+
+    def __init__(self, path, model, *, engine="python", device="", compute_dtype="f32", storage_dtype="f32",
+                 kernels=None, tapdiff="tapdiff", info=None, command_line=None):
+        if storage_dtype not in _STORAGE:
+            raise ValueError(f"storage_dtype: expected one of {sorted(_STORAGE)}, found {storage_dtype!r}")
+        self.info = info if info is not None else model_info(model, tapdiff)
+        self._widths = {(t["layer"], t["op"]): int(t["width"]) for t in self.info["taps"]}
+        self._storage = _STORAGE[storage_dtype]
+        self._rows = 0
+        self._chunks = 0
+        self._next_position = 0
+        self._first_chunk_rows = 0
+        self._prompt = []
+        self._open_chunk = None
+        self._file = h5py.File(path, "w", libver=("v108", "v108"))
+        f = self._file
+        f.attrs["schema_version"] = SCHEMA_VERSION
+        f.attrs["complete"] = 0
+        f.attrs["rows_complete"] = 0
+        f.flush()
+        f.attrs["model_config"] = json.dumps(self.info["model_config"])
+        f.attrs["model_sha256"] = self.info.get("model_sha256", "")
+        f.attrs["model_path"] = self.info.get("model_path", str(model))
+        f.attrs["tool_version"] = TOOL_VERSION
+        f.attrs["engine"] = engine
+        f.attrs["device"] = device
+        f.attrs["compute_dtype"] = compute_dtype
+        f.attrs["storage_dtype"] = storage_dtype
+        f.attrs["kernels"] = json.dumps(kernels or {})
+        f.attrs["command_line"] = command_line if command_line is not None else " ".join(sys.argv)
+        f.attrs["created"] = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        rows = f.create_group("rows")
+        for name, dtype in (("position", np.int32), ("chunk", np.int32), ("decode", np.uint8), ("token", np.int32)):
+            rows.create_dataset(name, shape=(0,), maxshape=(None,), chunks=(1024,), dtype=dtype)
+        f.create_group("taps")
+        f.flush()
+
+    # --- chunks -----------------------------------------------------------------------------
+
+    def chunk(self, tokens, *, positions=None, decode=False):
+        """Starts a forward pass over `tokens` (a prefill chunk, or one decode step's token).
+        positions: the positions the engine used, one per token; default: continuing the
+        sequence. Positions that do not continue it are written as given (they are what the
+        engine did) with a warning: `tapdiff compare` reports them as a positions anomaly."""
+        if self._open_chunk is not None:
+            raise RuntimeError("a chunk is still being recorded: end it (leave its with-block) first")
+        tokens = np.asarray(tokens, dtype=np.int64).reshape(-1)
+        if tokens.size == 0:
+            raise ValueError("a chunk needs at least one token")
+        if decode and tokens.size != 1:
+            raise ValueError(f"a decode step feeds one token, found {tokens.size}")
+        expected = np.arange(self._next_position, self._next_position + tokens.size)
+        positions = expected if positions is None else np.asarray(positions, dtype=np.int64).reshape(-1)
+        if positions.size != tokens.size:
+            raise ValueError(f"positions: expected {tokens.size} (one per token), found {positions.size}")
+        if not np.array_equal(positions, expected):
+            warnings.warn(f"chunk {self._chunks}: positions {positions[:4].tolist()}... do not continue the "
+                          f"sequence at {self._next_position}: written as given")
+        chunk = Chunk(self, int(tokens.size))
+        chunk.tokens, chunk.positions, chunk.decode = tokens, positions, bool(decode)
+        self._open_chunk = chunk
+        return chunk
+
+    def _tap(self, layer, op, width):
+        name = f"taps/{layer}/{op}"
+        if name in self._file:
+            return self._file[name]
+        rows = max(1, min(_MAX_CHUNK_ROWS, 65536 // (width * np.dtype(self._storage).itemsize)))
+        data = self._file.create_dataset(name, shape=(self._rows, width), maxshape=(None, width),
+                                         chunks=(rows, width), dtype=self._storage, fillvalue=np.nan)
+        data.attrs["layer"] = layer
+        data.attrs["op"] = op
+        return data
+
+    def _record(self, chunk, layer, op, values):
+        if chunk is not self._open_chunk:
+            raise RuntimeError("record() on a chunk that has ended")
+        width = self._widths.get((layer, op))
+        if width is None:
+            ops = sorted({o for (_, o) in self._widths})
+            raise ValueError(f"{layer}/{op}: not an op of this model at that layer (ops: {', '.join(ops)}; "
+                             f"layers -1 for embed, n_layers for final_norm and logits)")
+        values = np.asarray(values)
+        if values.ndim == 3 and values.shape[0] == 1:
+            values = values[0]
+        if values.shape != (chunk.rows, width):
+            raise ValueError(f"{layer}/{op}: expected shape [{chunk.rows}, {width}] (the chunk's rows, the op's "
+                             f"width), found {list(values.shape)}")
+        if (layer, op) in chunk._recorded:
+            raise ValueError(f"{layer}/{op} recorded twice in one chunk")
+        chunk._recorded.add((layer, op))
+        data = self._tap(layer, op, width)
+        data.resize(self._rows + chunk.rows, axis=0)
+        data[self._rows:self._rows + chunk.rows] = values.astype(self._storage)
+
+    def _end_chunk(self, chunk):
+        f = self._file
+        n, first = chunk.rows, self._rows
+        for name, values in (("position", chunk.positions), ("chunk", np.full(n, self._chunks)),
+                             ("decode", np.full(n, int(chunk.decode))), ("token", chunk.tokens)):
+            d = f["rows"][name]
+            d.resize(first + n, axis=0)
+            d[first:] = values
+        for name in f["taps"]:
+            for op in f["taps"][name]:
+                d = f["taps"][name][op]
+                if d.shape[0] < first + n:
+                    d.resize(first + n, axis=0)  # not recorded in this chunk: NaN (the fill value)
+        if not chunk.decode:
+            self._prompt.extend(int(t) for t in chunk.tokens)
+        if self._chunks == 0:
+            self._first_chunk_rows = n
+        f.flush()
+        self._rows += n
+        self._chunks += 1
+        self._next_position = int(chunk.positions[-1]) + 1
+        f.attrs["rows_complete"] = self._rows
+        f.flush()
+        self._open_chunk = None
+
+    def _abandon_chunk(self):
+        self._open_chunk = None
+
+    # --- the end ------------------------------------------------------------------------------
+
+    def finish(self, generated=(), **summary):
+        """Writes the summary ({"generated": [...], ...}) and marks the dump complete."""
+        if self._open_chunk is not None:
+            raise RuntimeError("finish() while a chunk is being recorded")
+        f = self._file
+        f.create_dataset("prompt_tokens", data=np.asarray(self._prompt, dtype=np.int32))
+        f.attrs["chunk_size"] = self._first_chunk_rows
+        f.attrs["summary"] = json.dumps({"generated": [int(t) for t in generated], **summary})
+        f.attrs["complete"] = 1
+        f.close()
+        self._file = None
+
+    def close(self):
+        """Closes without finishing: the dump stays incomplete (complete = 0), readable up to
+        rows_complete."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, value, traceback):
+        self.close()
+        return False
