@@ -162,7 +162,7 @@ void some_heads(const OpResult& op, std::vector<Diagnosis>& out) {
 std::optional<std::pair<double, double>> error_by_pair_speed(const OpResult& op, const model::ModelConfig& config) {
   const std::size_t hd = op.channel_err.size();
   if (op.op_class() != model::OpClass::rope || hd < 4) return std::nullopt;
-  const std::size_t rotated = config.rotary_dim > 0 ? std::min<std::size_t>(config.rotary_dim, hd) : hd;
+  const std::size_t rotated = config.rotary_dim > 0 ? std::min(static_cast<std::size_t>(config.rotary_dim), hd) : hd;
   const std::size_t pairs = rotated / 2;
   double fast = 0, slow = 0;
   for (std::size_t c = 0; c < rotated; ++c) {
