@@ -116,14 +116,15 @@ std::vector<T> read_entries(const h5::DataSet& data, hsize_t count, h5::Type typ
 
 }  // namespace
 
-DumpReader::DumpReader(const std::string& path) : path_(path), file_(open_guarded(path)) { read_layout(); }
-
-DumpReader::DumpReader(const std::string& path, Unguarded) : path_(path), file_(open_unguarded(path)) { read_layout(); }
+DumpReader::DumpReader(const std::string& path, Guard guard)
+    : path_(path), file_(guard == Guard::none ? open_unguarded(path) : open_guarded(path)) {
+  read_layout();
+}
 
 h5::File DumpReader::open_guarded(const std::string& path) {
   check_path(path);
   run_in_child(path, [&](const std::function<void()>& heartbeat) {
-    const DumpReader reader(path, Unguarded{});
+    const DumpReader reader(path, Guard::none);
     heartbeat();
     reader.walk_chunk_indexes(heartbeat);
   });

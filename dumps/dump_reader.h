@@ -29,9 +29,12 @@ class DumpReader {
   // lengths), extents larger than the file can hold. A file that says complete = 0 and fails any
   // of these is reported as "incomplete dump", and so is an empty one.
   //
-  // libhdf5 first reads the file in a child process (crash_guard.h) the way this constructor does,
-  // walking every tap's chunk index too: a crash or hang there is FormatError "corrupt dump".
-  explicit DumpReader(const std::string& path);
+  // Guard::child_process: libhdf5 first reads the file in a child process (crash_guard.h) the way
+  // this constructor does, walking every tap's chunk index too: a crash or hang there is
+  // FormatError "corrupt dump". Guard::none reads in this process only: for a file that libhdf5
+  // itself has just written (the fuzz target of the reader, where a memory error must surface).
+  enum class Guard : std::uint8_t { child_process, none };
+  explicit DumpReader(const std::string& path, Guard guard = Guard::child_process);
 
   const std::string& path() const { return path_; }
   // storage_dtype is what the taps' data hold (the narrowest element type of any tap), whatever the
@@ -62,8 +65,6 @@ class DumpReader {
   static std::optional<std::string> mismatch(const DumpReader& a, const DumpReader& b);
 
  private:
-  struct Unguarded {};
-  DumpReader(const std::string& path, Unguarded);  // no child process: what the child runs
   static h5::File open_guarded(const std::string& path);
   void read_layout();  // everything but the file and complete_
   // Walks the chunk index of every tap (what reads would walk), calling heartbeat after each.
