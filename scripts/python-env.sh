@@ -20,5 +20,5 @@ if [ ! -f "$env_dir/.complete" ]; then
   touch "$env_dir/.complete"
 fi
 # The project's own package (python/: the dump writer), installed afresh each time: it changes.
-"$env_dir/bin/python" -m pip install --quiet --no-deps --no-build-isolation ./python >&2
+"$env_dir/bin/python" -m pip install --quiet --no-deps ./python >&2
 echo "$env_dir"
