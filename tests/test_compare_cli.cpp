@@ -300,6 +300,11 @@ TEST(CompareCli, ModelSaysWhichTapsWouldDecideAnOpAndRefusesAnotherModel) {
   EXPECT_NE(other.output.find("--model synth:small: not the model of "), std::string::npos) << other.output;
   const auto bad_layers = d.compare("--model synth:tiny --layers 3:1");
   EXPECT_EQ(bad_layers.exit_code, 2) << bad_layers.output;
+  // Checked before the comparison, whatever it finds: a missing model on identical dumps too.
+  const auto missing =
+      run_tapdiff("compare " + quoted(d.a) + " " + quoted(d.a) + " --model " + quoted(d.dir / "absent.gguf"));
+  EXPECT_EQ(missing.exit_code, 2) << missing.output;
+  EXPECT_EQ(d.compare("--layers 0:1").exit_code, 2);
 }
 
 // run --tokens-from B: the reference runs B's own tokens, positions and chunking, decode rows

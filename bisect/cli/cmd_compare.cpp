@@ -68,32 +68,44 @@ void parse_layers(const std::string& spec, int n_layers, bisect::LocalCheckOptio
     throw UsageError(fmt::format("--layers {}: the first layer is after the last", spec));
 }
 
-// The culprit on B's own inputs: every op of B's dump run by the reference on B's inputs.
-bisect::LocalCheck check_on_b(const CompareArgs& args, const dumps::DumpReader& b) {
-  const auto m = open_model(args.model);
-  require_model_of(b, *m, "--model", args.model);
-  const model::Graph graph(m->config());
+// --model, checked before the comparison: the model B ran, and the options of the check on B's
+// own inputs (its layers, B's dtype, calibration).
+struct CheckOnB {
+  std::unique_ptr<model::Model> model;
   bisect::LocalCheckOptions options;
-  options.tolerances = args.tolerances.empty() ? bisect::Tolerances() : bisect::Tolerances::from_file(args.tolerances);
+};
+
+CheckOnB prepare_check_on_b(const CompareArgs& args, const dumps::DumpReader& b, const bisect::Tolerances& tolerances) {
+  CheckOnB check{open_model(args.model), {}};
+  require_model_of(b, *check.model, "--model", args.model);
+  bisect::LocalCheckOptions& options = check.options;
+  options.tolerances = tolerances;
   options.dtype = b.metadata().compute_dtype.empty() ? "f32" : b.metadata().compute_dtype;
-  if (!args.layers.empty()) parse_layers(args.layers, m->config().n_layers, options);
+  if (!args.layers.empty()) parse_layers(args.layers, check.model->config().n_layers, options);
   const bool floor_dtype = options.dtype == "f32" || options.dtype == "f16" || options.dtype == "f64";
   if (args.no_calibrate || !floor_dtype)
     options.calibration.reset();
   else
     options.calibration = bisect::Calibration{args.k, args.min_floor};
-  const auto truth = make_engine(reference_choice("f64", args.threads), *m);
+  return check;
+}
+
+// The culprit on B's own inputs: every op of B's dump run by the reference on B's inputs.
+bisect::LocalCheck check_on_b(const CompareArgs& args, CheckOnB& check, const dumps::DumpReader& b) {
+  const model::Model& m = *check.model;
+  const model::Graph graph(m.config());
+  const auto truth = make_engine(reference_choice("f64", args.threads), m);
   std::unique_ptr<model::Engine> floor;
-  if (options.calibration) floor = make_engine(reference_choice(options.dtype, args.threads), *m);
+  if (check.options.calibration) floor = make_engine(reference_choice(check.options.dtype, args.threads), m);
   ProgressLine progress;
-  options.progress = [&progress](int chunk, int chunks) {
+  check.options.progress = [&progress](int chunk, int chunks) {
     progress.update(
         [&](double seconds) {
           return fmt::format("check on B's inputs  chunk {:>4}/{}  {:.1f} s", chunk, chunks, seconds);
         },
         chunk == chunks);
   };
-  return bisect::check_locally(b, graph, {*truth, floor.get()}, options);
+  return bisect::check_locally(b, graph, {*truth, floor.get()}, check.options);
 }
 
 int compare(const CompareArgs& args) {
@@ -102,6 +114,9 @@ int compare(const CompareArgs& args) {
       args.tolerances.empty() ? bisect::Tolerances() : bisect::Tolerances::from_file(args.tolerances);
   const dumps::DumpReader a(args.a);
   const dumps::DumpReader b(args.b);
+  if (args.model.empty() && !args.layers.empty()) throw UsageError("--layers: give --model too");
+  std::optional<CheckOnB> check;
+  if (!args.model.empty()) check = prepare_check_on_b(args, b, tolerances);
   bisect::CompareOptions options;
   options.taps = dumps::TapFilter(args.taps);
   options.max_rows = args.max_rows;
@@ -114,7 +129,7 @@ int compare(const CompareArgs& args) {
     result = bisect::compare_dumps(a, b, tolerances, options);
   }
   std::optional<bisect::LocalCheck> local;
-  if (!args.model.empty() && !result.match()) local = check_on_b(args, b);
+  if (check && !result.match()) local = check_on_b(args, *check, b);
   std::vector<bisect::Diagnosis> diagnoses = local ? bisect::diagnose(result, *local) : bisect::diagnose(result);
   for (bisect::Diagnosis& d : bisect::lookalikes(result, bisect::DumpSource(a), bisect::DumpSource(b)))
     diagnoses.push_back(std::move(d));
