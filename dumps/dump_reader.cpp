@@ -202,17 +202,21 @@ void DumpReader::read_taps() {
   std::size_t narrowest = 0;
   for (const std::string& layer_name : taps.children()) {
     const std::optional<int> layer = parse_layer(layer_name);
-    if (!layer)
-      throw FormatError(
-          fmt::format("{}: /{}/{}: expected a layer number as the group name", path_, names::kTaps, layer_name));
+    if (!layer) {
+      problem(fmt::format("{}: /{}/{}: expected a layer number as the group name", path_, names::kTaps, layer_name));
+      continue;
+    }
     const h5::Group group = taps.open_group(layer_name);
     for (const std::string& op_name : group.children()) {
       const std::optional<model::Op> op = model::op_from_name(op_name);
-      if (!op)
-        throw FormatError(fmt::format("{}: /{}/{}/{}: unknown op '{}' (op names are listed in docs/dump-format.md)",
-                                      path_, names::kTaps, layer_name, op_name, op_name));
+      if (!op) {
+        problem(fmt::format("{}: /{}/{}/{}: unknown op '{}' (op names are listed in docs/dump-format.md)", path_,
+                            names::kTaps, layer_name, op_name, op_name));
+        continue;
+      }
       const model::TensorId id{*op, *layer};
       const std::size_t bytes = check_tap(id, group.open_dataset(op_name));
+      if (bytes == 0) continue;
       narrowest = narrowest == 0 ? bytes : std::min(narrowest, bytes);
       tensors_.push_back(id);
     }
@@ -223,28 +227,83 @@ void DumpReader::read_taps() {
   });
 }
 
-std::size_t DumpReader::check_tap(const model::TensorId& id, const h5::DataSet& data) const {
+std::size_t DumpReader::check_tap(const model::TensorId& id, const h5::DataSet& data) {
   const std::string where = fmt::format("{}: {}", path_, tap_path(id));
   if (!layer_fits(id.op, id.layer, config_.n_layers))
-    throw FormatError(
+    return problem(
         fmt::format("{}: {} cannot be at layer {} of a {}-layer model (embed is -1, final_norm "
                     "and logits are n_layers)",
                     where, model::op_name(id.op), id.layer, config_.n_layers));
   if (data.type_class() != H5T_FLOAT)
-    throw FormatError(fmt::format("{}: expected floats, found another element type", where));
+    return problem(fmt::format("{}: expected floats, found another element type", where));
   const std::size_t bytes = data.type_size();
   if (bytes != 2 && bytes != 4 && bytes != 8)
-    throw FormatError(fmt::format("{}: expected floats of 2, 4 or 8 bytes, found {} bytes", where, bytes));
+    return problem(fmt::format("{}: expected floats of 2, 4 or 8 bytes, found {} bytes", where, bytes));
   const std::vector<hsize_t> extent = data.extent();
   if (extent.size() != 2)
-    throw FormatError(fmt::format("{}: expected [rows, width], found rank {}", where, extent.size()));
+    return problem(fmt::format("{}: expected [rows, width], found rank {}", where, extent.size()));
   const int width = model::op_width(config_, id.op);
   if (std::cmp_not_equal(extent[1], width))
-    throw FormatError(
+    return problem(
         fmt::format("{}: width {}, but model_config gives {} = {}", where, extent[1], width_formula(id.op), width));
   if (std::cmp_less(extent[0], rows_))
-    throw FormatError(fmt::format("{}: {} rows, but the dump has {} rows", where, extent[0], rows_));
+    return problem(fmt::format("{}: {} rows, but the dump has {} rows", where, extent[0], rows_));
   return bytes;
+}
+
+std::size_t DumpReader::problem(std::string message) {
+  if (!problems_) throw FormatError(message);
+  problems_->push_back(std::move(message));
+  return 0;
+}
+
+std::vector<std::string> DumpReader::problems_of(const std::string& path) {
+  std::vector<std::string> found;
+  try {
+    const DumpReader guarded(path);  // libhdf5 crashing or hanging on the file stops here
+  } catch (const FormatError& e) {
+    if (std::string_view(e.what()).find("corrupt dump: ") != std::string_view::npos) return {e.what()};
+  }
+  try {
+    const DumpReader collecting(path, found);
+  } catch (const FormatError& e) {  // a problem after which nothing more can be read
+    found.emplace_back(e.what());
+  }
+  return found;
+}
+
+DumpReader::DumpReader(const std::string& path, std::vector<std::string>& problems)
+    : path_(path), file_(open_unguarded(path)), problems_(&problems) {
+  read_layout();
+  check_rows();
+}
+
+void DumpReader::check_rows() {
+  std::vector<std::int64_t> bad_tokens;
+  for (std::size_t r = 0; r < tokens_.size(); ++r)
+    if (tokens_[r] < 0 || tokens_[r] >= config_.vocab) bad_tokens.push_back(static_cast<std::int64_t>(r));
+  if (!bad_tokens.empty())
+    problem(fmt::format("{}: /rows/token: {} token{} outside the vocabulary [0, {}), the first at row {}", path_,
+                        bad_tokens.size(), bad_tokens.size() == 1 ? "" : "s", config_.vocab, bad_tokens.front()));
+  for (std::size_t r = 1; r < positions_.size(); ++r)
+    if (positions_[r] <= positions_[r - 1]) {
+      problem(
+          fmt::format("{}: /rows/position: row {} is at position {} after {}: rows are in feed order, so "
+                      "positions increase (compare aligns such a run by its rows' places and reports it)",
+                      path_, r, positions_[r], positions_[r - 1]));
+      break;
+    }
+  for (std::size_t r = 1; r < chunks_.size(); ++r)
+    if (chunks_[r] < chunks_[r - 1]) {
+      problem(fmt::format("{}: /rows/chunk: row {} is in chunk {} after chunk {}: chunks are numbered in feed order",
+                          path_, r, chunks_[r], chunks_[r - 1]));
+      break;
+    }
+  const auto flag = std::find_if(decode_.begin(), decode_.end(), [](std::uint8_t d) { return d > 1; });
+  if (flag != decode_.end())
+    problem(fmt::format("{}: /rows/decode: expected 0 or 1, found {} at row {}", path_, *flag, flag - decode_.begin()));
+  if (summary_.is_object() && summary_.contains("generated") && !summary_["generated"].is_array())
+    problem(fmt::format("{}: attribute 'summary': 'generated' is not an array of token ids", path_));
 }
 
 bool DumpReader::has(const model::TensorId& id) const {

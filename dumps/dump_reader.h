@@ -59,12 +59,19 @@ class DumpReader {
   const std::vector<std::int32_t>& tokens() const { return tokens_; }
   const nlohmann::json& summary() const { return summary_; }  // null when absent
 
+  // Every problem of the dump at once, one line each (tapdiff validate): what the constructor
+  // refuses, each bad tap and /rows dataset on its own, and what reads but misleads (positions that
+  // do not increase, tokens outside the vocabulary). Empty for a sound dump.
+  static std::vector<std::string> problems_of(const std::string& path);
+
   // Why a and b do not describe the same run, or nullopt when they do: different models
   // (sha256, or model_config when a sha256 is empty), then different positions or tokens over
   // the rows both hold. One line naming both files.
   static std::optional<std::string> mismatch(const DumpReader& a, const DumpReader& b);
 
  private:
+  // Reads unguarded, collecting every problem into problems instead of throwing at the first.
+  DumpReader(const std::string& path, std::vector<std::string>& problems);
   static h5::File open_guarded(const std::string& path);
   void read_layout();  // everything but the file and complete_
   // Walks the chunk index of every tap (what reads would walk), calling heartbeat after each.
@@ -72,8 +79,11 @@ class DumpReader {
   void check_schema_version() const;
   void read_provenance();
   void read_taps();
-  // Returns the element type's bytes (2, 4 or 8).
-  std::size_t check_tap(const model::TensorId& id, const h5::DataSet& data) const;
+  // Returns the element type's bytes (2, 4 or 8), or 0 for a problem collected.
+  std::size_t check_tap(const model::TensorId& id, const h5::DataSet& data);
+  void check_rows();  // what reads but misleads, collected only
+  // FormatError(message), or, when collecting, message appended; returns 0.
+  std::size_t problem(std::string message);
 
   std::string path_;
   h5::File file_;
@@ -85,6 +95,7 @@ class DumpReader {
   std::vector<std::int32_t> positions_, chunks_, tokens_;
   std::vector<std::uint8_t> decode_;
   nlohmann::json summary_;
+  std::vector<std::string>* problems_ = nullptr;  // collecting instead of throwing (problems_of)
 };
 
 }  // namespace tapdiff::dumps

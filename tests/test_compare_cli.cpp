@@ -376,6 +376,42 @@ TEST(CompareCli, LookalikesNameANeighbourAndAPermutation) {
   EXPECT_EQ(r.output.find("permuted:"), std::string::npos) << r.output;
 }
 
+// tapdiff validate lists every problem of a dump at once, where reading stops at the first.
+TEST(ValidateCli, ListsEveryProblemOfADumpAtOnce) {
+  const Dumps d("validate");
+  const auto sound = run_tapdiff("validate " + quoted(d.b));
+  EXPECT_EQ(sound.exit_code, 0) << sound.output;
+  EXPECT_NE(sound.output.find("no problem found"), std::string::npos) << sound.output;
+  {
+    const dumps::h5::File file = dumps::h5::File::open(d.b.string(), dumps::h5::File::Mode::write);
+    const dumps::h5::Group taps = file.open_group("taps");
+    const float zero = 0;
+    const auto add = [&](const std::string& layer, const std::string& op, hsize_t width) {
+      const dumps::h5::Group group = taps.open_group(layer);
+      group.create_dataset(op, dumps::h5::Type::f32, dumps::h5::Layout::fixed({50, width}))
+          .write_rows(0, 1, dumps::h5::memory_type(dumps::h5::Type::f32), std::vector<float>(width, zero).data());
+    };
+    add("1", "mystery", 64);
+    add("0", "q_norm", 63);  // a width no op of this model has
+    const std::int32_t token = 9999;
+    file.open_group("rows").open_dataset("token").write_rows(3, 1, dumps::h5::memory_type(dumps::h5::Type::i32),
+                                                             &token);
+  }
+  std::vector<std::int32_t> restart;
+  for (int r = 20; r < 30; ++r) restart.push_back(r - 16);
+  d.set_positions(20, restart);
+  const auto r = run_tapdiff("validate " + quoted(d.b));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("/taps/1/mystery: unknown op 'mystery'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("/taps/0/q_norm: width 63"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("/rows/token: 1 token outside the vocabulary [0, 512), the first at row 3"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("/rows/position: row 20 is at position 4 after 19"), std::string::npos) << r.output;
+  // compare refuses the same file at its first problem.
+  EXPECT_EQ(d.compare().exit_code, 2);
+}
+
 TEST(CompareCli, TapsAndMaxRowsNarrowTheComparison) {
   const Dumps d("narrow");
   d.corrupt("1/rope_q", 37, 0, 0.5f);
