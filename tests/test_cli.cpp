@@ -82,6 +82,27 @@ TEST(Cli, SynthIsDeterministicAndSeedsDiffer) {
   EXPECT_NE(read_file(dir / "a.gguf"), read_file(dir / "c.gguf"));
 }
 
+// model-info: what a dump writer outside tapdiff needs, the model_config exactly as a dump of
+// `tapdiff run` records it, and every tap in graph order with its width.
+TEST(Cli, ModelInfoGivesTheDumpsModelConfigAndEveryTap) {
+  const auto info = run_tapdiff("model-info --model synth:tiny");
+  ASSERT_EQ(info.exit_code, 0) << info.output;
+  const auto json = nlohmann::json::parse(info.output);
+  const auto dir = temp_dir("model-info");
+  const auto run = run_tapdiff("run --model synth:tiny --tokens 1,2,3 --dump '" + (dir / "r.h5").string() + "'");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const dumps::DumpReader dump((dir / "r.h5").string());
+  EXPECT_EQ(json["model_config"], dump.metadata().model_config);
+  EXPECT_EQ(json["model_sha256"], dump.metadata().model_sha256);
+  ASSERT_EQ(json["taps"].size(), dump.tensors().size());
+  for (std::size_t i = 0; i < dump.tensors().size(); ++i) {
+    const model::TensorId& id = dump.tensors()[i];
+    EXPECT_EQ(json["taps"][i]["layer"], id.layer);
+    EXPECT_EQ(json["taps"][i]["op"], model::op_name(id.op));
+    EXPECT_EQ(json["taps"][i]["width"], dump.read(id, 0, 1).cols());
+  }
+}
+
 TEST(Cli, GoldenTokensOfStories260KThroughTheBinary) {
   TAPDIFF_REQUIRE_STORIES();
   const auto dir = temp_dir("stories");
