@@ -11,10 +11,10 @@
 #include <fmt/core.h>
 
 #include "bisect/bisect.h"
+#include "bisect/cli/calibration_options.h"
 #include "bisect/cli/commands.h"
 #include "bisect/cli/engine_factory.h"
 #include "bisect/cli/model_source.h"
-#include "bisect/cli/option_checks.h"
 #include "bisect/cli/output_file.h"
 #include "bisect/cli/progress_line.h"
 #include "bisect/cli/prompt_input.h"
@@ -44,10 +44,8 @@ struct BisectArgs {
   int generate = 0;
   int top_k = 5;
   std::string tolerances;
-  bool no_calibrate = false;
+  CalibrationOptions calibrate;
   bool layers_first = false;
-  double k = bisect::Calibration{}.k;
-  double min_floor = bisect::Calibration{}.min_floor_nmse;
   std::string json, junit, html, dump_dir;
   std::string taps = "all";
   std::string command_line;
@@ -121,9 +119,9 @@ int bisect_command(const BisectArgs& a) {
   const model::Graph graph(m->config());
 
   const auto truth = truth_engine(a, *m, prompts.size());
-  const bool calibrated = !a.no_calibrate;
   std::unique_ptr<model::Engine> floor;
-  if (calibrated) floor = reference_engine(reference_choice(a.engine_b.dtype, a.engine_b.threads), *m, prompts.size());
+  if (!a.calibrate.off)
+    floor = reference_engine(reference_choice(a.engine_b.dtype, a.engine_b.threads), *m, prompts.size());
   const auto b = make_engine(a.engine_b, *m);
 
   bisect::BisectOptions options;
@@ -134,10 +132,7 @@ int bisect_command(const BisectArgs& a) {
   options.dtype = a.engine_b.dtype;
   options.layers_first = a.layers_first;
   options.tolerances = table;
-  if (calibrated)
-    options.calibration = bisect::Calibration{a.k, a.min_floor};
-  else
-    options.calibration.reset();
+  options.calibration = a.calibrate.calibration();
   auto dump_a = open_dump(a, "a.h5", *m, *truth, prompt, graph);
   auto dump_b = open_dump(a, "b.h5", *m, *b, prompt, graph);
   if (dump_a) options.tap_a = &*dump_a;
@@ -197,14 +192,8 @@ void add_bisect_command(CLI::App& app, CliContext& context) {
   cmd->add_option("--tolerances", args->tolerances,
                   "TOML tolerance file (docs/tolerances.md), used for ops without a calibrated floor, or for all "
                   "with --no-calibrate");
-  cmd->add_flag("--no-calibrate", args->no_calibrate,
-                "Hold ops to the tolerance table instead of k x the measured noise floor");
-  cmd->add_option("--k", args->k, "Calibrated mode: an op diverges past k x its noise floor")
-      ->check(finite_positive())
-      ->capture_default_str();
-  cmd->add_option("--min-floor", args->min_floor, "Calibrated mode: the smallest floor NMSE trusted")
-      ->check(finite_positive())
-      ->capture_default_str();
+  add_calibration_options(*cmd, args->calibrate,
+                          "Hold ops to the tolerance table instead of k x the measured noise floor");
   cmd->add_flag("--layers-first", args->layers_first,
                 "Compare the layer outputs first (fewer read-backs from engine B), every op only when one diverges");
   cmd->add_option("--json", args->json, "Write the full report as JSON");

@@ -7,11 +7,11 @@
 
 #include <fmt/core.h>
 
+#include "bisect/cli/calibration_options.h"
 #include "bisect/cli/commands.h"
 #include "bisect/cli/dump_model.h"
 #include "bisect/cli/engine_factory.h"
 #include "bisect/cli/model_source.h"
-#include "bisect/cli/option_checks.h"
 #include "bisect/cli/output_file.h"
 #include "bisect/cli/progress_line.h"
 #include "bisect/comparator.h"
@@ -39,9 +39,7 @@ struct CompareArgs {
   std::string model;
   std::string layers;
   int threads = 0;
-  bool no_calibrate = false;
-  double k = bisect::Calibration{}.k;
-  double min_floor = bisect::Calibration{}.min_floor_nmse;
+  CalibrationOptions calibrate;
 };
 
 // "FIRST:LAST" (either may be empty) into options' layer range. UsageError otherwise.
@@ -83,10 +81,7 @@ CheckOnB prepare_check_on_b(const CompareArgs& args, const dumps::DumpReader& b,
   options.dtype = b.metadata().compute_dtype.empty() ? "f32" : b.metadata().compute_dtype;
   if (!args.layers.empty()) parse_layers(args.layers, check.model->config().n_layers, options);
   const bool floor_dtype = options.dtype == "f32" || options.dtype == "f16" || options.dtype == "f64";
-  if (args.no_calibrate || !floor_dtype)
-    options.calibration.reset();
-  else
-    options.calibration = bisect::Calibration{args.k, args.min_floor};
+  options.calibration = floor_dtype ? args.calibrate.calibration() : std::nullopt;
   return check;
 }
 
@@ -179,15 +174,9 @@ void add_compare_command(CLI::App& app, CliContext& context) {
                   "With --model: check only layers FIRST:LAST (embed is -1, final_norm and logits n_layers)");
   cmd->add_option("--threads", args->threads, "With --model: CPU threads of the reference (0 = all)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_flag("--no-calibrate", args->no_calibrate,
-                "With --model: hold each op's own error to the tolerance table instead of k x the noise floor of "
-                "the reference in B's precision");
-  cmd->add_option("--k", args->k, "Calibrated mode: an op is wrong past k x its noise floor")
-      ->check(finite_positive())
-      ->capture_default_str();
-  cmd->add_option("--min-floor", args->min_floor, "Calibrated mode: the smallest floor NMSE trusted")
-      ->check(finite_positive())
-      ->capture_default_str();
+  add_calibration_options(*cmd, args->calibrate,
+                          "With --model: hold each op's own error to the tolerance table instead of k x the noise "
+                          "floor of the reference in B's precision");
   cmd->callback([args, &context] { context.exit_code = compare(*args); });
 }
 

@@ -1,0 +1,22 @@
+#include "bisect/cli/calibration_options.h"
+
+#include "bisect/cli/option_checks.h"
+
+namespace tapdiff::cli {
+
+std::optional<bisect::Calibration> CalibrationOptions::calibration() const {
+  if (off) return std::nullopt;
+  return bisect::Calibration{k, min_floor};
+}
+
+void add_calibration_options(CLI::App& command, CalibrationOptions& options, const std::string& no_calibrate_help) {
+  command.add_flag("--no-calibrate", options.off, no_calibrate_help);
+  command.add_option("--k", options.k, "Calibrated mode: an op diverges past k x its noise floor")
+      ->check(finite_positive())
+      ->capture_default_str();
+  command.add_option("--min-floor", options.min_floor, "Calibrated mode: the smallest floor NMSE trusted")
+      ->check(finite_positive())
+      ->capture_default_str();
+}
+
+}  // namespace tapdiff::cli
