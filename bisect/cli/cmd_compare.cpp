@@ -12,6 +12,7 @@
 #include "bisect/cli/dump_model.h"
 #include "bisect/cli/engine_factory.h"
 #include "bisect/cli/model_source.h"
+#include "bisect/cli/option_checks.h"
 #include "bisect/cli/output_file.h"
 #include "bisect/cli/progress_line.h"
 #include "bisect/comparator.h"
@@ -47,12 +48,8 @@ void parse_layers(const std::string& spec, int n_layers, bisect::LocalCheckOptio
   const std::size_t colon = spec.find(':');
   const auto number = [&](const std::string& text, int fallback) {
     if (text.empty()) return fallback;
-    try {
-      std::size_t used = 0;
-      const int value = std::stoi(text, &used);
-      if (used == text.size() && value >= -1 && value <= n_layers) return value;
-    } catch (const std::exception&) {
-    }
+    const std::optional<std::int64_t> value = parse_integer(text);
+    if (value && *value >= -1 && *value <= n_layers) return static_cast<int>(*value);
     throw UsageError(fmt::format("--layers {}: expected FIRST:LAST, layers from -1 (embed) to {} (final_norm, logits)",
                                  spec, n_layers));
   };

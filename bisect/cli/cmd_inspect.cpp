@@ -1,7 +1,6 @@
 // tapdiff inspect: what a dump holds, op by op (RMS, max|x|, NaN/Inf), top-k tokens at chosen
 // positions, and the values of one tensor slice.
 #include <algorithm>
-#include <charconv>
 #include <climits>
 #include <cstdint>
 #include <numeric>
@@ -12,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bisect/cli/commands.h"
+#include "bisect/cli/option_checks.h"
 #include "bisect/cli/output_file.h"
 #include "bisect/cli/prompt_input.h"
 #include "bisect/tensor_stats.h"
@@ -34,14 +34,6 @@ struct InspectArgs {
 };
 
 constexpr std::int64_t kBlockRows = 256;  // rows read at a time: memory stays bounded
-
-// The integer that is the whole of text, or nullopt (no sign other than '-', no spaces, no overflow).
-std::optional<std::int64_t> parse_integer(std::string_view text) {
-  std::int64_t value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
 
 model::TensorId parse_tensor_name(const std::string& text) {
   const std::size_t slash = text.find('/');

@@ -1,5 +1,6 @@
 #include "bisect/cli/option_checks.h"
 
+#include <charconv>
 #include <cmath>
 #include <string>
 
@@ -29,6 +30,13 @@ const CLI::Validator& finite_positive() {
 const CLI::Validator& finite_non_negative() {
   static const CLI::Validator validator = finite_at_least(true);
   return validator;
+}
+
+std::optional<std::int64_t> parse_integer(std::string_view text) {
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
 }
 
 }  // namespace tapdiff::cli
