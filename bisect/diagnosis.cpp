@@ -376,11 +376,7 @@ void isolation_diagnoses(const CompareResult& run, std::span<const OpResult> loc
 
 std::vector<Diagnosis> diagnose(const CompareResult& result, const LocalCheck& local) {
   std::vector<Diagnosis> out;
-  std::optional<std::size_t> symptom_local;
-  if (result.first)
-    if (const OpResult* own = local.find(result.ops[*result.first].id))
-      symptom_local = static_cast<std::size_t>(own - local.local.data());
-  isolation_diagnoses(result, local.local, local.rows, local.culprit, symptom_local, "B's own inputs",
+  isolation_diagnoses(result, local.local, local.rows, local.culprit, local.symptom_of(result), "B's own inputs",
                       local.undecidable.empty(), out);
   if (!local.undecidable.empty()) {
     std::vector<std::string> ops, missing;

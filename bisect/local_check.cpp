@@ -17,9 +17,12 @@ bool in_layers(const model::Step& step, const LocalCheckOptions& options) {
 
 }  // namespace
 
-const OpResult* LocalCheck::find(const model::TensorId& id) const {
+std::optional<std::size_t> LocalCheck::symptom_of(const CompareResult& run) const {
+  if (!run.first) return std::nullopt;
+  const model::TensorId& id = run.ops[*run.first].id;
   const auto it = std::find_if(local.begin(), local.end(), [&](const OpResult& op) { return op.id == id; });
-  return it == local.end() ? nullptr : &*it;
+  if (it == local.end()) return std::nullopt;
+  return static_cast<std::size_t>(it - local.begin());
 }
 
 LocalCheck check_locally(const dumps::DumpReader& b, const model::Graph& graph, LocalCheckEngines engines,

@@ -48,8 +48,8 @@ struct LocalCheck {
   std::vector<Undecidable> undecidable;
   std::optional<std::size_t> culprit;  // index into local of the first op past its tolerance
 
-  // The local result of op id, or null when it was not checked.
-  const OpResult* find(const model::TensorId& id) const;
+  // Index into local of the comparison's symptom (its first op past tolerance), when it was checked.
+  std::optional<std::size_t> symptom_of(const CompareResult& run) const;
 };
 
 // UsageError naming B's file when its rows do not hold every position from 0 on (the reference

@@ -127,11 +127,8 @@ int compare(const CompareArgs& args) {
     diagnoses.push_back(std::move(d));
   std::optional<bisect::Isolation> isolation;
   if (local) {
-    std::optional<std::size_t> symptom;
-    if (result.first)
-      if (const bisect::OpResult* own = local->find(result.ops[*result.first].id))
-        symptom = static_cast<std::size_t>(own - local->local.data());
-    isolation.emplace(bisect::Isolation{result, local->local, local->culprit, symptom, "B's own inputs", false});
+    isolation.emplace(
+        bisect::Isolation{result, local->local, local->culprit, local->symptom_of(result), "B's own inputs", false});
   }
   if (!args.json.empty()) {
     nlohmann::json report = bisect::report_json(result, diagnoses);
