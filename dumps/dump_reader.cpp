@@ -260,20 +260,15 @@ std::size_t DumpReader::problem(std::string message) {
 std::vector<std::string> DumpReader::problems_of(const std::string& path) {
   std::vector<std::string> found;
   try {
-    const DumpReader guarded(path);  // libhdf5 crashing or hanging on the file stops here
-  } catch (const FormatError& e) {
-    if (std::string_view(e.what()).find("corrupt dump: ") != std::string_view::npos) return {e.what()};
-  }
-  try {
     const DumpReader collecting(path, found);
-  } catch (const FormatError& e) {  // a problem after which nothing more can be read
-    found.emplace_back(e.what());
+  } catch (const FormatError& e) {  // libhdf5 crashing or hanging on the file, or a problem after
+    found.emplace_back(e.what());   // which nothing more can be read
   }
   return found;
 }
 
 DumpReader::DumpReader(const std::string& path, std::vector<std::string>& problems)
-    : path_(path), file_(open_unguarded(path)), problems_(&problems) {
+    : path_(path), file_(open_guarded(path)), problems_(&problems) {
   read_layout();
   check_rows();
 }

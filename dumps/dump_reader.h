@@ -70,7 +70,7 @@ class DumpReader {
   static std::optional<std::string> mismatch(const DumpReader& a, const DumpReader& b);
 
  private:
-  // Reads unguarded, collecting every problem into problems instead of throwing at the first.
+  // Reads (guarded), collecting every problem into problems instead of throwing at the first.
   DumpReader(const std::string& path, std::vector<std::string>& problems);
   static h5::File open_guarded(const std::string& path);
   void read_layout();  // everything but the file and complete_
