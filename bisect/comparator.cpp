@@ -394,6 +394,14 @@ void check_comparable(const dumps::DumpReader& a, const dumps::DumpReader& b, co
   const std::string both = fmt::format("cannot compare {} with {}", a.path(), b.path());
   if (!same_model(a.metadata(), b.metadata()))
     throw UsageError(fmt::format("{}: {}", both, dumps::DumpReader::mismatch(a, b).value_or("different models")));
+  for (const dumps::DumpReader* d : {&a, &b}) {
+    const std::string& dtype = d->metadata().compute_dtype;
+    if (!dtype.empty() && !Tolerances::knows_dtype(dtype))
+      throw UsageError(
+          fmt::format("{}: {} has compute_dtype '{}': tapdiff has tolerances for f64, f32, f16 and "
+                      "bf16 only (write the precision the engine's arithmetic has)",
+                      both, d->path(), dtype));
+  }
   if (shape_of(a.config()) != shape_of(b.config()))
     throw UsageError(fmt::format("{}: different model configs: {} has {}, {} has {}", both, a.path(),
                                  shape_of(a.config()), b.path(), shape_of(b.config())));

@@ -256,7 +256,8 @@ struct CompareResult {
 std::vector<RunProblem> run_problems(const CompareResult& r);
 
 // UsageError naming both files when a and b are not two runs of one model on one prompt:
-// different models (DumpReader::mismatch), model configs of other widths, different prompt tokens.
+// different models (DumpReader::mismatch), model configs of other widths, different prompt tokens;
+// or a compute_dtype that has no tolerances (Tolerances::knows_dtype).
 // Decode rows fed different tokens are no error: align_rows stops before them.
 void check_comparable(const dumps::DumpReader& a, const dumps::DumpReader& b, const RowAlignment& alignment);
 

@@ -104,8 +104,15 @@ const Tolerances::Rule* Tolerances::best_rule(const model::TensorId& id, std::st
   return best;
 }
 
+namespace {
+constexpr std::array<std::string_view, 4> kByPrecision = {"f64", "f32", "f16", "bf16"};
+}  // namespace
+
+bool Tolerances::knows_dtype(std::string_view dtype) {
+  return std::find(kByPrecision.begin(), kByPrecision.end(), dtype) != kByPrecision.end();
+}
+
 std::string Tolerances::coarsest_dtype(std::initializer_list<std::string_view> dtypes) {
-  constexpr std::array<std::string_view, 4> kByPrecision = {"f64", "f32", "f16", "bf16"};
   std::size_t coarsest = 1;  // f32
   bool known = false;
   for (std::string_view d : dtypes) {
@@ -275,7 +282,7 @@ class TomlLoader {
     }
     if (const toml::node* n = t.get("dtype")) {
       r.dtype = string_of(*n, key + ".dtype");
-      if (*r.dtype != "f32" && *r.dtype != "f16" && *r.dtype != "bf16" && *r.dtype != "f64")
+      if (!Tolerances::knows_dtype(*r.dtype))
         fail(n->source(), key + ".dtype", "one of f32, f16, bf16, f64", found(*n));
     }
     return r;

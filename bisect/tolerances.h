@@ -91,6 +91,8 @@ class Tolerances {
   // none known: f32). A comparison is only as precise as the coarsest thing that touched its
   // numbers: either run's compute dtype and either dump's storage dtype.
   static std::string coarsest_dtype(std::initializer_list<std::string_view> dtypes);
+  // Whether the tolerances know the compute dtype: f64, f32, f16 or bf16.
+  static bool knows_dtype(std::string_view dtype);
 
   // The tolerance of one tensor when B computes in dtype. A calibrated floor for the tensor wins;
   // else the most specific entry of the file (docs/tolerances.md, "Precedence"); else the

@@ -412,6 +412,17 @@ TEST(ValidateCli, ListsEveryProblemOfADumpAtOnce) {
   EXPECT_EQ(d.compare().exit_code, 2);
 }
 
+// A compute_dtype without tolerances is refused by name, never held to another dtype's bounds.
+TEST(CompareCli, AComputeDtypeWithoutTolerancesIsRefused) {
+  const Dumps d("dtype");
+  dumps::h5::File::open(d.b.string(), dumps::h5::File::Mode::write).set_string("compute_dtype", "fp8");
+  const auto r = d.compare();
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("has compute_dtype 'fp8': tapdiff has tolerances for f64, f32, f16 and bf16 only"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST(CompareCli, TapsAndMaxRowsNarrowTheComparison) {
   const Dumps d("narrow");
   d.corrupt("1/rope_q", 37, 0, 0.5f);

@@ -77,7 +77,8 @@ CheckOnB prepare_check_on_b(const CompareArgs& args, const dumps::DumpReader& b,
   options.tolerances = tolerances;
   options.dtype = b.metadata().compute_dtype.empty() ? "f32" : b.metadata().compute_dtype;
   if (!args.layers.empty()) parse_layers(args.layers, check.model->config().n_layers, options);
-  const bool floor_dtype = options.dtype == "f32" || options.dtype == "f16" || options.dtype == "f64";
+  // The reference emulates f64, f32 and f16 (not bf16) for the floor.
+  const bool floor_dtype = bisect::Tolerances::knows_dtype(options.dtype) && options.dtype != "bf16";
   options.calibration = floor_dtype ? args.calibrate.calibration() : std::nullopt;
   return check;
 }
