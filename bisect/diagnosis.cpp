@@ -157,17 +157,16 @@ void some_heads(const OpResult& op, std::vector<Diagnosis>& out) {
 
 // Which of two halves of the channels of a head carries the error, if only one does.
 // A RoPE op's squared error in the faster- and the slower-turning half of the model's own rotation
-// pairs (interleaved (2j, 2j+1) or rotate-half (j, j + rotary_dim/2); pair j turns at
-// base^(-2j/rotary_dim)); nullopt for other ops.
+// pairs (model::rope_pair; pair j turns at base^(-2j/rotary_dim)); nullopt for other ops.
 std::optional<std::pair<double, double>> error_by_pair_speed(const OpResult& op, const model::ModelConfig& config) {
-  const std::size_t hd = op.channel_err.size();
+  const auto hd = static_cast<int>(op.channel_err.size());
   if (op.op_class() != model::OpClass::rope || hd < 4) return std::nullopt;
-  const std::size_t rotated = config.rotary_dim > 0 ? std::min(static_cast<std::size_t>(config.rotary_dim), hd) : hd;
-  const std::size_t pairs = rotated / 2;
+  const int pairs = std::min(model::rotary_dim(config), hd) / 2;
   double fast = 0, slow = 0;
-  for (std::size_t c = 0; c < rotated; ++c) {
-    const std::size_t pair = config.rope_style == model::RopeStyle::interleaved ? c / 2 : c % pairs;
-    (pair < pairs / 2 ? fast : slow) += op.channel_err[c];
+  for (int j = 0; j < pairs; ++j) {
+    const auto [a, b] = model::rope_pair(config.rope_style, j, pairs);
+    (j < pairs / 2 ? fast : slow) +=
+        op.channel_err[static_cast<std::size_t>(a)] + op.channel_err[static_cast<std::size_t>(b)];
   }
   return std::pair{fast, slow};
 }

@@ -32,22 +32,19 @@ bool looks_alike(double nmse_alike, double nmse_own) {
   return nmse_alike <= kLooksAlike && nmse_alike * kCloserBy <= nmse_own;
 }
 
-// A's values with each head's channels in the other RoPE layout: interleaved pairs (2j, 2j+1) moved
-// to rotate-half places (j, j + d/2), or back (the GGUF q/k row permutation and its inverse).
-model::HostTensor other_pair_order(const model::HostTensor& a, int head_dim, bool to_rotate_half) {
+// A's values with each head's channels moved from one RoPE layout's places to the other's
+// (model::rope_pair): interleaved pairs read as rotate-half, or back (the GGUF q/k row
+// permutation and its inverse).
+model::HostTensor other_pair_order(const model::HostTensor& a, int head_dim, model::RopeStyle to) {
   model::HostTensor out = a;
-  const int half = head_dim / 2;
-  const auto put = [&](std::int64_t r, std::int64_t to, std::int64_t from) {
-    out.f64()[static_cast<std::size_t>(r * a.cols() + to)] = a.at(r, from);
-  };
+  const int pairs = head_dim / 2;
   for (std::int64_t r = 0; r < a.rows(); ++r)
     for (std::int64_t base = 0; base + head_dim <= a.cols(); base += head_dim)
-      for (int j = 0; j < half; ++j) {
-        const std::int64_t even = base + 2 * j, odd = even + 1, low = base + j, high = base + half + j;
-        if (to_rotate_half)
-          put(r, low, even), put(r, high, odd);
-        else
-          put(r, even, low), put(r, odd, high);
+      for (int j = 0; j < pairs; ++j) {
+        const model::RopePair src = model::rope_pair(model::flipped(to), j, pairs),
+                              dst = model::rope_pair(to, j, pairs);
+        out.f64()[static_cast<std::size_t>(r * a.cols() + base + dst.a)] = a.at(r, base + src.a);
+        out.f64()[static_cast<std::size_t>(r * a.cols() + base + dst.b)] = a.at(r, base + src.b);
       }
   return out;
 }
@@ -103,15 +100,16 @@ std::vector<Diagnosis> lookalikes(const CompareResult& result, const TensorSourc
   }
 
   const HeadLayout layout = head_layout(op.id.op, result.config);
-  for (const bool to_rotate_half : {true, false}) {
+  for (const model::RopeStyle to : {model::RopeStyle::rotate_half, model::RopeStyle::interleaved}) {
     if (!layout.has_heads() || layout.head_dim % 2 != 0) break;
-    const double alike = compare(other_pair_order(own_a, layout.head_dim, to_rotate_half), own_b).nmse;
+    const double alike = compare(other_pair_order(own_a, layout.head_dim, to), own_b).nmse;
     if (looks_alike(alike, own)) {
       out.push_back(
           {"permuted",
            fmt::format("B's {} holds A's values with each head's channels in the other RoPE layout "
                        "({} order, nmse {}): suspect the q/k row permutation of a GGUF conversion",
-                       model::to_string(op.id), to_rotate_half ? "rotate-half" : "interleaved", short_number(alike)),
+                       model::to_string(op.id), to == model::RopeStyle::rotate_half ? "rotate-half" : "interleaved",
+                       short_number(alike)),
            {{"order", "rope-layout"}, {"nmse", alike}}});
       return out;
     }

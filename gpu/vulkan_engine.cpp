@@ -40,10 +40,6 @@ struct Part {
   bool decode = false;
 };
 
-model::RopeStyle flipped(model::RopeStyle style) {
-  return style == model::RopeStyle::rotate_half ? model::RopeStyle::interleaved : model::RopeStyle::rotate_half;
-}
-
 class Engine final : public VulkanEngine {
  public:
   Engine(const model::Model& m, const VulkanEngineOptions& options);
@@ -481,7 +477,7 @@ std::string Engine::run(const model::Step& step, const Region& out) {
     case Op::rope_q:
     case Op::rope_k: {
       const model::RopeStyle style =
-          faults_.active(Fault::rope_pairing, step.layer) ? flipped(config_.rope_style) : config_.rope_style;
+          faults_.active(Fault::rope_pairing, step.layer) ? model::flipped(config_.rope_style) : config_.rope_style;
       return kernels_->rope(*stream_, in(0), rope_tables_[rope_table_of_[static_cast<std::size_t>(step.layer)]], out,
                             rows, graph_.width(step.op), config_.head_dim, model::rotary_dim(config_), style);
     }

@@ -9,11 +9,7 @@
 
 namespace tapdiff::model {
 
-// How RoPE pairs the channels of one head (d = head_dim):
-//  interleaved: (x[2i], x[2i+1]) rotate together (GGUF `llama`, Meta's original checkpoints);
-//  rotate_half: (x[i], x[i + d/2]) rotate together (Hugging Face, GGUF `qwen2`).
-// Both use the angle pos * base^(-2i/d) for pair i.
-enum class RopeStyle : std::uint8_t { interleaved, rotate_half };
+// RopeStyle (how RoPE pairs a head's channels) is in model/rope.h.
 
 struct ModelConfig {
   std::string arch = "llama";  // llama | mistral | qwen2 | qwen3

@@ -13,6 +13,25 @@ namespace tapdiff::model {
 
 struct ModelConfig;
 
+// How RoPE pairs the rotated channels of one head (d = rotary_dim):
+//  interleaved: (x[2i], x[2i+1]) rotate together (GGUF `llama`, Meta's original checkpoints);
+//  rotate_half: (x[i], x[i + d/2]) rotate together (Hugging Face, GGUF `qwen2`).
+// Both use the angle pos * base^(-2i/d) for pair i.
+enum class RopeStyle : std::uint8_t { interleaved, rotate_half };
+
+// The other style.
+constexpr RopeStyle flipped(RopeStyle style) {
+  return style == RopeStyle::rotate_half ? RopeStyle::interleaved : RopeStyle::rotate_half;
+}
+
+// The two channels of pair i (0 <= i < pairs = rotary_dim / 2) in a style's layout.
+struct RopePair {
+  int a = 0, b = 0;
+};
+constexpr RopePair rope_pair(RopeStyle style, int i, int pairs) {
+  return style == RopeStyle::interleaved ? RopePair{2 * i, 2 * i + 1} : RopePair{i, i + pairs};
+}
+
 enum class RopeType : std::uint8_t {
   standard,  // base^(-2i/d)
   linear,    // positions divided by factor

@@ -81,9 +81,7 @@ void rope(const Mat<S>& x, int head_dim, int first_pos, const model::RopeFrequen
     for (Eigen::Index h = 0; h < heads; ++h) {
       S* row = out.row(t).data() + h * head_dim;
       for (int i = 0; i < half; ++i) {
-        // The pair that rotates together: adjacent channels, or channel i with channel i + rotary_dim/2.
-        const int a = style == model::RopeStyle::interleaved ? 2 * i : i;
-        const int b = style == model::RopeStyle::interleaved ? 2 * i + 1 : i + half;
+        const auto [a, b] = model::rope_pair(style, i, half);
         const S c = cos_t[static_cast<std::size_t>(i)], s = sin_t[static_cast<std::size_t>(i)];
         const S x0 = row[a], x1 = row[b];
         row[a] = x0 * c - x1 * s;
