@@ -103,12 +103,14 @@ HeadLayout head_layout(model::Op op, const model::ModelConfig& config) {
     case model::Op::embed:
     case model::Op::attn_norm:
     case model::Op::o_proj:
+    case model::Op::attn_post_norm:
     case model::Op::attn_residual:
     case model::Op::ffn_norm:
     case model::Op::ffn_gate:
     case model::Op::ffn_up:
     case model::Op::ffn_act:
     case model::Op::ffn_down:
+    case model::Op::ffn_post_norm:
     case model::Op::ffn_residual:
     case model::Op::final_norm:
     case model::Op::logits: return {};

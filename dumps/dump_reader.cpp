@@ -70,10 +70,12 @@ auto allocate_for(const h5::DataSet& data, std::uint64_t bytes, F&& make) {
 std::string_view width_formula(model::Op op) {
   switch (op) {
     case model::Op::q_proj:
+    case model::Op::q_norm:
     case model::Op::rope_q:
     case model::Op::attn: return "n_heads*head_dim";
     case model::Op::k_proj:
     case model::Op::v_proj:
+    case model::Op::k_norm:
     case model::Op::rope_k: return "n_kv_heads*head_dim";
     case model::Op::ffn_gate:
     case model::Op::ffn_up:

@@ -16,46 +16,12 @@ namespace {
 constexpr std::uint64_t kWeightBlock = 256ull << 20;
 constexpr std::uint64_t kStagingLimit = 64ull << 20;  // flush the upload stream past this much
 
-constexpr model::WeightKind kGlobalKinds[] = {model::WeightKind::token_embd, model::WeightKind::output_norm,
-                                              model::WeightKind::output};
-constexpr model::WeightKind kLayerKinds[] = {
-    model::WeightKind::attn_norm, model::WeightKind::wq,      model::WeightKind::wk,       model::WeightKind::wv,
-    model::WeightKind::bq,        model::WeightKind::bk,      model::WeightKind::bv,       model::WeightKind::q_norm,
-    model::WeightKind::k_norm,    model::WeightKind::wo,      model::WeightKind::ffn_norm, model::WeightKind::ffn_gate,
-    model::WeightKind::ffn_up,    model::WeightKind::ffn_down};
-
-bool is_vector(model::WeightKind kind) {
-  switch (kind) {
-    case model::WeightKind::attn_norm:
-    case model::WeightKind::ffn_norm:
-    case model::WeightKind::output_norm:
-    case model::WeightKind::bq:
-    case model::WeightKind::bk:
-    case model::WeightKind::bv:
-    case model::WeightKind::q_norm:
-    case model::WeightKind::k_norm: return true;
-    case model::WeightKind::token_embd:
-    case model::WeightKind::wq:
-    case model::WeightKind::wk:
-    case model::WeightKind::wv:
-    case model::WeightKind::wo:
-    case model::WeightKind::ffn_gate:
-    case model::WeightKind::ffn_up:
-    case model::WeightKind::ffn_down:
-    case model::WeightKind::output: return false;
-  }
-  return false;
-}
-
 }  // namespace
 
 DeviceWeights::DeviceWeights(const Device& device, Stream& stream, const model::Model& m, bool f16)
-    : f16_(f16), arena_(device, "weights", MemoryKind::device_local, kWeightBlock) {
-  for (model::WeightKind kind : kGlobalKinds)
-    if (const model::WeightTensor* t = m.find(kind)) upload(stream, kind, -1, *t);
-  for (int l = 0; l < m.config().n_layers; ++l)
-    for (model::WeightKind kind : kLayerKinds)
-      if (const model::WeightTensor* t = m.find(kind, l)) upload(stream, kind, l, *t);
+    : f16_(f16), norm_offset_(m.config().block.norm_offset), arena_(device, "weights", MemoryKind::device_local,
+                                                                   kWeightBlock) {
+  for (const auto& [key, t] : m.tensors()) upload(stream, key.first, key.second, t);
   stream.trim();
 }
 
@@ -64,16 +30,19 @@ void DeviceWeights::upload(Stream& stream, model::WeightKind kind, int layer, co
   std::span<const std::byte> bytes = t.bytes;
   std::vector<float> widened;      // 1-D tensors as f32
   std::vector<std::uint16_t> f16;  // F32 and BF16 matrices under f16 weights
-  const bool convert = is_vector(kind) ? t.dtype != model::DType::f32 || f16_
+  const bool offset = model::is_norm(kind) && norm_offset_ != 0;
+  const bool convert = model::is_vector(kind) ? t.dtype != model::DType::f32 || f16_ || offset
                                        : f16_ && (t.dtype == model::DType::f32 || t.dtype == model::DType::bf16);
   if (convert) {
     widened.resize(static_cast<std::size_t>(t.rows * t.cols));
     for (std::int64_t r = 0; r < t.rows; ++r)
       model::dequantize_row(t.dtype, t.row(r), widened.data() + r * t.cols, t.cols);
   }
-  if (convert && is_vector(kind)) {
+  if (convert && model::is_vector(kind)) {
     if (f16_)
       for (float& v : widened) v = model::f16_to_f32(model::f32_to_f16(v));
+    if (offset)
+      for (float& v : widened) v += static_cast<float>(norm_offset_);
     bytes = std::as_bytes(std::span<const float>(widened));
     w.dtype = model::DType::f32;
     w.row_bytes = static_cast<std::uint32_t>(t.cols * 4);

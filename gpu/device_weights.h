@@ -5,6 +5,8 @@
 // With f16 weights (--dtype f16) every weight is an f16 value: F32 and BF16 matrices are stored as
 // F16 (rounded to nearest even on the host), 1-D tensors are rounded to f16 values (kept in f32),
 // F16 matrices stay, and Q8_0/Q4_0 stay quantized (the f16 kernels round what they dequantize).
+// A norm weight w is stored as norm_offset + w (model/block.h; f32 arithmetic, after the f16
+// rounding), so that the norm kernel scales by what it reads.
 #include <cstdint>
 #include <map>
 #include <string>
@@ -40,6 +42,7 @@ class DeviceWeights {
   void upload(Stream& stream, model::WeightKind kind, int layer, const model::WeightTensor& tensor);
 
   bool f16_;
+  double norm_offset_;
   Arena arena_;
   std::map<std::pair<model::WeightKind, int>, DeviceWeight> weights_;
   std::uint64_t staged_ = 0;  // bytes staged since the last flush

@@ -22,10 +22,11 @@ namespace {
 // Push-constant blocks, laid out as the shaders declare them (std430 scalars).
 struct EmbedPush {
   std::uint32_t rows, dim, row_bytes;
+  float scale;
 };
 struct NormPush {
   std::uint32_t rows, dim;
-  float eps;
+  float eps, residual_scale;
 };
 struct MatmulPush {
   std::uint32_t rows, k, n, row_bytes, has_bias;
@@ -43,6 +44,17 @@ struct CombinePush {
 };
 struct CountPush {
   std::uint32_t n;
+};
+struct AddPush {
+  std::uint32_t n;
+  float scale;
+};
+struct ActivationPush {
+  std::uint32_t n, activation;
+};
+struct ScaleSoftcapPush {
+  std::uint32_t n;
+  float scale, cap;
 };
 
 constexpr std::uint32_t kTile = 64;           // matmul_tiled.comp: BM = BN
@@ -217,8 +229,9 @@ KernelOverrides parse_kernel_overrides(const std::string& text) {
   return o;
 }
 
-Kernels::Kernels(const Device& device, Pipelines& pipelines, const KernelOverrides& overrides, int head_dim, int group)
-    : device_(&device), pipelines_(&pipelines), overrides_(overrides), head_dim_(head_dim) {
+Kernels::Kernels(const Device& device, Pipelines& pipelines, const KernelOverrides& overrides, int head_dim, int group,
+                 model::Activation activation)
+    : device_(&device), pipelines_(&pipelines), overrides_(overrides), activation_(activation), head_dim_(head_dim) {
   const DeviceInfo& d = device.info();
   wg_ = floor_pow2(std::min({256u, d.max_workgroup_invocations, d.max_workgroup_size_x}));
   attention_wg_ = std::min(64u, wg_);
@@ -333,8 +346,9 @@ void Kernels::dispatch(Stream& s, Shader shader, std::uint32_t dtype, std::initi
   vkCmdDispatch(cmd, grid.x, grid.y, 1);
 }
 
-std::string Kernels::embed(Stream& s, const DeviceWeight& table, const Region& tokens, const Region& out, int rows) {
-  const EmbedPush push{u32(rows), u32(table.cols), table.row_bytes};
+std::string Kernels::embed(Stream& s, const DeviceWeight& table, const Region& tokens, float scale, const Region& out,
+                           int rows) {
+  const EmbedPush push{u32(rows), u32(table.cols), table.row_bytes, scale};
   dispatch(s, Shader::embed, dtype_code(table.dtype), {table.region, tokens, out}, &push, sizeof push,
            fold(ceil_div(static_cast<std::uint64_t>(rows) * push.dim, wg_)));
   return named("embed-gather", table.dtype);
@@ -343,16 +357,16 @@ std::string Kernels::embed(Stream& s, const DeviceWeight& table, const Region& t
 std::string Kernels::rms_norm(Stream& s, const Region& x, const DeviceWeight& w, float eps, const Region& out, int rows,
                               std::uint32_t faults) {
   TAPDIFF_ASSERT(w.dtype == model::DType::f32, "norm weight {} as {}", w.name, model::dtype_name(w.dtype));
-  const NormPush push{u32(rows), u32(w.cols), eps};
+  const NormPush push{u32(rows), u32(w.cols), eps, 1.0f};
   dispatch(s, Shader::rms_norm, 0, {x, w.region, out}, &push, sizeof push, fold(static_cast<std::uint64_t>(rows)),
            faults);
   return named("rms_norm-tree");
 }
 
-std::string Kernels::add_rms_norm(Stream& s, const Region& a, const Region& b, const DeviceWeight& w, float eps,
-                                  const Region& sum, const Region& out, int rows, std::uint32_t faults) {
+std::string Kernels::add_rms_norm(Stream& s, const Region& a, const Region& b, float scale, const DeviceWeight& w,
+                                  float eps, const Region& sum, const Region& out, int rows, std::uint32_t faults) {
   TAPDIFF_ASSERT(w.dtype == model::DType::f32, "norm weight {} as {}", w.name, model::dtype_name(w.dtype));
-  const NormPush push{u32(rows), u32(w.cols), eps};
+  const NormPush push{u32(rows), u32(w.cols), eps, scale};
   dispatch(s, Shader::add_rms_norm, 0, {a, b, w.region, sum, out}, &push, sizeof push,
            fold(static_cast<std::uint64_t>(rows)), faults);
   return named("add+rms_norm-tree");
@@ -611,18 +625,26 @@ std::uint64_t Kernels::elementwise_groups(std::uint32_t n) const {
   return ceil_div(n % wide == 0 ? n / wide : n, wg_);
 }
 
-std::string Kernels::add(Stream& s, const Region& a, const Region& b, const Region& out, std::int64_t n) {
-  const CountPush push{u32(n)};
+std::string Kernels::add(Stream& s, const Region& a, const Region& b, float scale, const Region& out, std::int64_t n) {
+  const AddPush push{u32(n), scale};
   dispatch(s, Shader::add, 0, {a, b, out}, &push, sizeof push, fold(elementwise_groups(push.n)));
   return named("add");
 }
 
-std::string Kernels::silu_mul(Stream& s, const Region& gate, const Region& up, const Region& out, std::int64_t n,
-                              std::uint32_t faults) {
-  const CountPush push{u32(n)};
-  dispatch(s, Shader::silu_mul, 0, {gate, up, out}, &push, sizeof push, fold(elementwise_groups(push.n)), faults);
-  return named("silu_mul");
+std::string Kernels::gated_activation(Stream& s, const Region& gate, const Region& up, const Region& out,
+                                      std::int64_t n, std::uint32_t faults) {
+  const ActivationPush push{u32(n), static_cast<std::uint32_t>(activation_)};
+  dispatch(s, Shader::gated_act, 0, {gate, up, out}, &push, sizeof push, fold(elementwise_groups(push.n)), faults);
+  return named(gated_activation_name(activation_));
 }
+
+std::string Kernels::scale_softcap(Stream& s, const Region& x, float scale, float cap, std::int64_t n) {
+  const ScaleSoftcapPush push{u32(n), scale, cap};
+  dispatch(s, Shader::scale_softcap, 0, {x}, &push, sizeof push, fold(ceil_div(static_cast<std::uint64_t>(n), wg_)));
+  return named("scale_softcap");
+}
+
+std::string gated_activation_name(model::Activation act) { return fmt::format("{}_mul", model::activation_name(act)); }
 
 std::string Kernels::named(std::string_view variant, std::optional<model::DType> weights) const {
   const std::string_view activations = pipelines_->activations() == Activations::f16 ? ".f16" : "";
@@ -665,7 +687,7 @@ std::vector<std::string> Kernels::planned(model::OpClass cls, model::DType weigh
     case model::OpClass::residual:
       if (fuses_norms()) return {named("add+rms_norm-tree")};
       return {named("add")};
-    case model::OpClass::activation: return {named("silu_mul")};
+    case model::OpClass::activation: return {named(gated_activation_name(activation_))};
   }
   return {};
 }

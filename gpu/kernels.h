@@ -54,9 +54,11 @@
 //                                                  (row, head), every score computed twice
 //   residual    add                                where no norm comes next (or norm=apart)
 //               add+rms_norm-tree                  with the norm after it, as above
-//   activation  silu_mul
+//   activation  silu_mul, gelu_mul, gelu_tanh_mul  the model's gated activation (gated_act.comp)
+//   logits      + scale_softcap                    after the product, where the model scales or
+//                                                  soft-caps its logits (Granite, Gemma 2)
 //
-// Faults (--inject, gpu/faults.h): rms_norm, matmul, attention and silu_mul take a set of the
+// Faults (--inject, gpu/faults.h): rms_norm, matmul, attention and gated_act take a set of the
 // kFault* bits below as specialization constant 2 of their shader (shaders/faults.glsl); 0 builds
 // the clean pipeline, exactly as without faults.
 #include <cstdint>
@@ -115,7 +117,7 @@ KernelOverrides parse_kernel_overrides(const std::string& text);
 // Bits of specialization constant 2, as shaders/faults.glsl names them.
 inline constexpr std::uint32_t kFaultNormEpsOutsideSqrt = 1;   // rms_norm: x / (sqrt(mean(x^2)) + eps)
 inline constexpr std::uint32_t kFaultGemmF16Accumulate = 1;    // matmul: f16 running sums (coop, coop2: f16 sums)
-inline constexpr std::uint32_t kFaultSiluHardSigmoid = 1;      // silu_mul: sigmoid ~ clamp(0.5 + x/4, 0, 1)
+inline constexpr std::uint32_t kFaultSiluHardSigmoid = 1;      // gated_act: sigmoid ~ clamp(0.5 + x/4, 0, 1)
 inline constexpr std::uint32_t kFaultAttentionChunkMask = 1;   // attention: keys of the row's own chunk only
 inline constexpr std::uint32_t kFaultAttentionHeadModulo = 2;  // attention: KV head h % kv_heads
 inline constexpr std::uint32_t kFaultAttentionNoMax = 4;       // attention: exp(s) without the row max
@@ -136,19 +138,21 @@ struct AttentionShape {
 class Kernels {
  public:
   // UsageError when an override asks for a variant the device cannot run for a model of this
-  // head_dim and GQA group (heads per K/V head).
-  Kernels(const Device& device, Pipelines& pipelines, const KernelOverrides& overrides, int head_dim, int group);
+  // head_dim and GQA group (heads per K/V head); `activation`: the model's gated activation.
+  Kernels(const Device& device, Pipelines& pipelines, const KernelOverrides& overrides, int head_dim, int group,
+          model::Activation activation);
 
   // Each records one op (its barrier included) and returns the variant's name; `faults` is a set
   // of the kFault* bits of the op's kernel (0: the clean kernel).
-  // tokens [rows] int32 -> out [rows, dim]
-  std::string embed(Stream& s, const DeviceWeight& table, const Region& tokens, const Region& out, int rows);
+  // tokens [rows] int32 -> out [rows, dim] = table rows * scale
+  std::string embed(Stream& s, const DeviceWeight& table, const Region& tokens, float scale, const Region& out,
+                    int rows);
   // x [rows, dim], w f32 [dim] -> out [rows, dim]
   std::string rms_norm(Stream& s, const Region& x, const DeviceWeight& w, float eps, const Region& out, int rows,
                        std::uint32_t faults);
-  // sum = a + b, then out = rms_norm(sum) as rms_norm() computes it, in one dispatch (the same
-  // bits as add() then rms_norm()); all [rows, w.cols]
-  std::string add_rms_norm(Stream& s, const Region& a, const Region& b, const DeviceWeight& w, float eps,
+  // sum = a + scale * b, then out = rms_norm(sum) as rms_norm() computes it, in one dispatch (the
+  // same bits as add() then rms_norm()); all [rows, w.cols]
+  std::string add_rms_norm(Stream& s, const Region& a, const Region& b, float scale, const DeviceWeight& w, float eps,
                            const Region& sum, const Region& out, int rows, std::uint32_t faults);
   // Whether a residual add runs with the norm after it (add_rms_norm): norm=auto or fused.
   bool fuses_norms() const { return overrides_.norm != KernelOverrides::Norm::apart; }
@@ -170,10 +174,12 @@ class Kernels {
   // dst = src (a multiple of 4 bytes) as a compute dispatch (between dispatches, cheaper than a
   // transfer)
   void copy(Stream& s, const Region& src, const Region& dst);
-  // out = a + b and out = silu(a) * b over n values
-  std::string add(Stream& s, const Region& a, const Region& b, const Region& out, std::int64_t n);
-  std::string silu_mul(Stream& s, const Region& gate, const Region& up, const Region& out, std::int64_t n,
-                       std::uint32_t faults);
+  // out = a + scale * b, and out = act(gate) * up with the model's activation, over n values
+  std::string add(Stream& s, const Region& a, const Region& b, float scale, const Region& out, std::int64_t n);
+  std::string gated_activation(Stream& s, const Region& gate, const Region& up, const Region& out, std::int64_t n,
+                               std::uint32_t faults);
+  // x = x * scale, then cap * tanh(x / cap) where cap > 0, in place over n values
+  std::string scale_softcap(Stream& s, const Region& x, float scale, float cap, std::int64_t n);
 
   // matmul_coop.comp's probe build (bench/coop_ceiling.cpp, never the engine's): the grid and
   // bindings of matmul-coop-128x128 for x [rows, w.cols] -> out [rows, w.rows], its slice loop
@@ -192,7 +198,7 @@ class Kernels {
     std::uint32_t x = 0, y = 0;
   };
   Grid fold(std::uint64_t groups) const;                    // groups -> (x, y) within maxComputeWorkGroupCount
-  std::uint64_t elementwise_groups(std::uint32_t n) const;  // add, silu_mul: workgroups for n values
+  std::uint64_t elementwise_groups(std::uint32_t n) const;  // add, gated_act: workgroups for n values
   std::uint32_t local_size(Shader shader) const;            // a shader's workgroup size: specialization constant 1
   // One group per output tile of a [rows, cols] matrix: x across the columns, y down the rows.
   static Grid tile_grid(std::uint32_t rows, std::uint32_t cols, std::uint32_t tile_rows, std::uint32_t tile_cols);
@@ -224,6 +230,7 @@ class Kernels {
   const Device* device_;
   Pipelines* pipelines_;
   KernelOverrides overrides_;
+  model::Activation activation_;
   std::uint32_t wg_;                     // workgroup size of the 1-D kernels: a power of two <= 256
   std::uint32_t attention_wg_;           // attention's: 64 or less
   std::uint32_t matvec_subgroups_;       // matvec-subgroup's subgroups per workgroup ...
@@ -239,5 +246,8 @@ class Kernels {
   std::string coop2_missing_;            // likewise matmul-coop2
   std::string coop2_wide_missing_;       // ... and its wide tile
 };
+
+// The name a gated activation's kernel reports: "silu_mul", "gelu_mul", "gelu_tanh_mul".
+std::string gated_activation_name(model::Activation act);
 
 }  // namespace tapdiff::gpu

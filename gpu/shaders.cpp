@@ -42,8 +42,10 @@ namespace {
 #include "rms_norm_spv.h"
 #include "rope_f16_spv.h"
 #include "rope_spv.h"
-#include "silu_mul_f16_spv.h"
-#include "silu_mul_spv.h"
+#include "gated_act_f16_spv.h"
+#include "gated_act_spv.h"
+#include "scale_softcap_f16_spv.h"
+#include "scale_softcap_spv.h"
 
 // matmul-coop2's words: f32 sums, or f16 sums (its fault); the wide tile's.
 std::span<const std::uint32_t> coop2_words(bool f16_sums) {
@@ -61,7 +63,7 @@ std::span<const std::uint32_t> attention_coop2_words() {
   return words;
 }
 
-using ShaderTable = std::array<std::array<ShaderCode, 23>, 2>;
+using ShaderTable = std::array<std::array<ShaderCode, 24>, 2>;
 
 // In the order of the Shader enum: f32 activations, then f16. The cooperative-matrix kernels exist
 // in f16 only: their tensor cores multiply f16 values. Made on the first call (the coop2 kernels' words
@@ -91,7 +93,8 @@ const ShaderTable& shader_table() {
           {"attention_coop2", {}, 5},
           {"copy", copy_spv, 2},
           {"add", add_spv, 3},
-          {"silu_mul", silu_mul_spv, 3},
+          {"gated_act", gated_act_spv, 3},
+          {"scale_softcap", scale_softcap_spv, 1},
       }},
       {{
           {"embed_f16", embed_f16_spv, 3},
@@ -116,7 +119,8 @@ const ShaderTable& shader_table() {
           {"attention_coop2_f16", attention_coop2_words(), 5},
           {"copy", copy_spv, 2},  // words: the same build
           {"add_f16", add_f16_spv, 3},
-          {"silu_mul_f16", silu_mul_f16_spv, 3},
+          {"gated_act_f16", gated_act_f16_spv, 3},
+          {"scale_softcap_f16", scale_softcap_f16_spv, 1},
       }},
   }};
   return table;

@@ -32,7 +32,8 @@ enum class Shader : std::uint8_t {
   attention_coop2,     // gpu/attention_coop2.h, written as SPIR-V (f16 activations only)
   copy,                // copy.comp
   add,                 // add.comp
-  silu_mul,            // silu_mul.comp
+  gated_act,           // gated_act.comp
+  scale_softcap,       // scale_softcap.comp
 };
 
 // How activation buffers (op outputs, the KV cache) store their elements: --dtype f32 or f16.

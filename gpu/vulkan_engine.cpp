@@ -165,7 +165,7 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
   pipelines_ = std::make_unique<Pipelines>(*device_, activation_type_);
   stream_ = std::make_unique<Stream>(*device_);
   kernels_ = std::make_unique<Kernels>(*device_, *pipelines_, parse_kernel_overrides(options.kernels), config_.head_dim,
-                                       config_.n_heads / config_.n_kv_heads);
+                                       config_.n_heads / config_.n_kv_heads, config_.block.activation);
   if (config_.head_dim > kernels_->max_head_dim())
     throw UsageError(fmt::format("{}: head_dim {}: the Vulkan attention kernel handles head_dim up to {}",
                                  m.path().string(), config_.head_dim, kernels_->max_head_dim()));
@@ -195,9 +195,11 @@ const DeviceWeight& Engine::matrix(Op op, int l) const {
     case Op::rope_q:
     case Op::rope_k:
     case Op::attn:
+    case Op::attn_post_norm:
     case Op::attn_residual:
     case Op::ffn_norm:
     case Op::ffn_act:
+    case Op::ffn_post_norm:
     case Op::ffn_residual:
     case Op::final_norm: break;
   }
@@ -206,9 +208,12 @@ const DeviceWeight& Engine::matrix(Op op, int l) const {
 }
 
 const DeviceWeight* Engine::bias(Op op, int l) const {
-  if (op == Op::q_proj) return weights_->find(WeightKind::bq, l);
-  if (op == Op::k_proj) return weights_->find(WeightKind::bk, l);
-  if (op == Op::v_proj) return weights_->find(WeightKind::bv, l);
+  static constexpr std::pair<Op, WeightKind> kBiases[] = {
+      {Op::q_proj, WeightKind::bq},       {Op::k_proj, WeightKind::bk},   {Op::v_proj, WeightKind::bv},
+      {Op::o_proj, WeightKind::bo},       {Op::ffn_gate, WeightKind::b_gate}, {Op::ffn_up, WeightKind::b_up},
+      {Op::ffn_down, WeightKind::b_down}};
+  for (const auto& [o, kind] : kBiases)
+    if (o == op) return weights_->find(kind, l);
   return nullptr;
 }
 
@@ -420,17 +425,19 @@ void Engine::deliver_after_chunk(const Region& out, std::int64_t cols, const mod
 }
 
 const DeviceWeight& Engine::norm_weight(Op op, int layer) const {
-  if (op == Op::attn_norm) return weights_->get(WeightKind::attn_norm, layer);
-  if (op == Op::ffn_norm) return weights_->get(WeightKind::ffn_norm, layer);
-  if (op == Op::q_norm) return weights_->get(WeightKind::q_norm, layer);
-  if (op == Op::k_norm) return weights_->get(WeightKind::k_norm, layer);
+  static constexpr std::pair<Op, WeightKind> kNorms[] = {
+      {Op::attn_norm, WeightKind::attn_norm}, {Op::q_norm, WeightKind::q_norm},
+      {Op::k_norm, WeightKind::k_norm},       {Op::attn_post_norm, WeightKind::attn_post_norm},
+      {Op::ffn_norm, WeightKind::ffn_norm},   {Op::ffn_post_norm, WeightKind::ffn_post_norm}};
+  for (const auto& [o, kind] : kNorms)
+    if (o == op) return weights_->get(kind, layer);
   return weights_->get(WeightKind::output_norm);
 }
 
 // The kFault* bits (kernels.h) that --inject plants in the kernel of a step.
 std::uint32_t Engine::kernel_faults(Op op, int layer) const {
   const auto bit = [&](Fault f, std::uint32_t b) { return faults_.active(f, layer) ? b : 0u; };
-  if (op == Op::attn_norm || op == Op::ffn_norm) return bit(Fault::rmsnorm_eps, kFaultNormEpsOutsideSqrt);
+  if (op == Op::attn_norm || op == Op::ffn_norm) return bit(Fault::rmsnorm_eps, kFaultNormEpsOutsideSqrt);  // pre-norms
   if (op == Op::ffn_down) return bit(Fault::gemm_f16_accum, kFaultGemmF16Accumulate);
   if (op == Op::ffn_act) return bit(Fault::silu_approx, kFaultSiluHardSigmoid);
   if (op == Op::attn)
@@ -439,13 +446,14 @@ std::uint32_t Engine::kernel_faults(Op op, int layer) const {
   return 0;
 }
 
-// 1/sqrt(head_dim); attn-scale (--inject): 1/head_dim; attn-scale-int: 1 / int(sqrt(head_dim)) in
-// integer arithmetic, which is 0 for any head_dim > 1.
+// The model's scale (1/sqrt(head_dim) but where its block says otherwise); attn-scale (--inject):
+// 1/head_dim; attn-scale-int: 1 / int(sqrt(head_dim)) in integer arithmetic, which is 0 for any
+// head_dim > 1.
 float Engine::attention_scale(int layer) const {
   const int d = config_.head_dim;
   if (faults_.active(Fault::attn_scale_int, layer)) return static_cast<float>(1 / static_cast<int>(std::sqrt(d)));
   if (faults_.active(Fault::attn_scale, layer)) return static_cast<float>(1.0 / d);
-  return static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+  return static_cast<float>(model::attention_scale(config_.block, d));
 }
 
 std::string Engine::run(const model::Step& step, const Region& out) {
@@ -454,16 +462,22 @@ std::string Engine::run(const model::Step& step, const Region& out) {
   const float eps = static_cast<float>(config_.norm_eps);
   const std::uint32_t faults = kernel_faults(step.op, step.layer);
   switch (step.op) {
-    case Op::embed: return kernels_->embed(*stream_, matrix(Op::embed, -1), tokens_, out, rows);
+    case Op::embed:
+      return kernels_->embed(*stream_, matrix(Op::embed, -1), tokens_, static_cast<float>(config_.block.embed_scale),
+                             out, rows);
     case Op::attn_norm:
+    case Op::attn_post_norm:
     case Op::ffn_norm:
+    case Op::ffn_post_norm:
     case Op::final_norm:
       if (const FusedNorm fused = std::exchange(fused_norm_, {}); fused.norm == step.output()) return fused.kernel;
       return kernels_->rms_norm(*stream_, in(0), norm_weight(step.op, step.layer), eps, out, rows, faults);
     case Op::q_norm:
-    case Op::k_norm:  // each head's channels are one row of the norm
-      return kernels_->rms_norm(*stream_, in(0), norm_weight(step.op, step.layer), eps, out,
-                                rows * graph_.width(step.op) / config_.head_dim, faults);
+    case Op::k_norm: {  // each group of the weight's width (a head, or the whole row) is one row of the norm
+      const DeviceWeight& w = norm_weight(step.op, step.layer);
+      return kernels_->rms_norm(*stream_, in(0), w, eps, out,
+                                static_cast<int>(rows * graph_.width(step.op) / w.cols), faults);
+    }
     case Op::q_proj:
     case Op::k_proj:
     case Op::v_proj:
@@ -471,9 +485,16 @@ std::string Engine::run(const model::Step& step, const Region& out) {
     case Op::ffn_gate:
     case Op::ffn_up:
     case Op::ffn_down:
-    case Op::logits:
       return kernels_->matmul(*stream_, in(0), matrix(step.op, step.layer), bias(step.op, step.layer), out, rows,
                               faults);
+    case Op::logits: {
+      std::string kernel = kernels_->matmul(*stream_, in(0), matrix(step.op, step.layer), nullptr, out, rows, faults);
+      const model::Block& b = config_.block;
+      if (b.logit_scale == 1.0 && b.logit_softcap == 0.0) return kernel;
+      return kernel + "+" +
+             kernels_->scale_softcap(*stream_, out, static_cast<float>(b.logit_scale),
+                                     static_cast<float>(b.logit_softcap), std::int64_t{rows} * config_.vocab);
+    }
     case Op::rope_q:
     case Op::rope_k: {
       const model::RopeStyle style =
@@ -485,25 +506,24 @@ std::string Engine::run(const model::Step& step, const Region& out) {
     case Op::attn_residual:
     case Op::ffn_residual: return residual(step, out);
     case Op::ffn_act:
-      return kernels_->silu_mul(*stream_, in(0), in(1), out, std::int64_t{rows} * config_.ffn_dim, faults);
+      return kernels_->gated_activation(*stream_, in(0), in(1), out, std::int64_t{rows} * config_.ffn_dim, faults);
   }
   return {};
 }
 
-// A residual add, with the norm that reads its output where the kernels fuse them: the norm's
-// output is written now and its step records nothing, unless a value is written in between
-// (Engine::write: a step fed other inputs computes its own output).
+// A residual add, with the norm that reads its output (in the graph) where the kernels fuse them:
+// the norm's output is written now and its step records nothing, unless a value is written in
+// between (Engine::write: a step fed other inputs computes its own output).
 std::string Engine::residual(const model::Step& step, const Region& out) {
   const Region a = input(step.inputs[0]), b = input(step.inputs[1]);
-  if (!kernels_->fuses_norms()) return kernels_->add(*stream_, a, b, out, std::int64_t{chunk_.rows} * config_.dim);
-  const int layers = config_.n_layers;
-  const TensorId norm = step.op == Op::attn_residual ? TensorId{Op::ffn_norm, step.layer}
-                        : step.layer + 1 < layers    ? TensorId{Op::attn_norm, step.layer + 1}
-                                                     : TensorId{Op::final_norm, layers};
-  std::string kernel =
-      kernels_->add_rms_norm(*stream_, a, b, norm_weight(norm.op, norm.layer), static_cast<float>(config_.norm_eps),
-                             out, slot(norm.op), chunk_.rows, kernel_faults(norm.op, norm.layer));
-  fused_norm_ = {norm, kernel};
+  const auto scale = static_cast<float>(config_.block.residual_scale);
+  const std::optional<TensorId> norm = graph_.norm_of(step.output());
+  if (!kernels_->fuses_norms() || !norm)
+    return kernels_->add(*stream_, a, b, scale, out, std::int64_t{chunk_.rows} * config_.dim);
+  std::string kernel = kernels_->add_rms_norm(*stream_, a, b, scale, norm_weight(norm->op, norm->layer),
+                                              static_cast<float>(config_.norm_eps), out, slot(norm->op), chunk_.rows,
+                                              kernel_faults(norm->op, norm->layer));
+  fused_norm_ = {*norm, kernel};
   return kernel;
 }
 

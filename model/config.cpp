@@ -66,6 +66,7 @@ void ModelConfig::validate(const std::string& source) const {
   validate_rope_scaling(*this, source);
   require(sliding_window >= 0, "sliding_window >= 0", sliding_window);
   require(context_length >= 0, "context_length >= 0", context_length);
+  block.validate(source);
   require(bos_token < vocab && eos_token < vocab, "special tokens inside the vocabulary",
           fmt::format("bos {} eos {} for vocab {}", bos_token, eos_token, vocab));
 }
@@ -112,8 +113,7 @@ nlohmann::json to_json(const ModelConfig& c) {
           {"rotary_dim", rotary_dim(c)},
           {"rope_scaling", rope_scaling_json(c.rope_scaling)},
           {"tied_output", c.tied_output},
-          {"qkv_bias", c.qkv_bias},
-          {"qk_norm", c.qk_norm},
+          {"block", to_json(c.block)},
           {"bos_token", c.bos_token},
           {"eos_token", c.eos_token}};
 }

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "model/block.h"
 #include "model/rope.h"
 
 namespace tapdiff::model {
@@ -12,7 +13,7 @@ namespace tapdiff::model {
 // RopeStyle (how RoPE pairs a head's channels) is in model/rope.h.
 
 struct ModelConfig {
-  std::string arch = "llama";  // llama | mistral | qwen2 | qwen3
+  std::string arch = "llama";  // the family (model/families.h)
   int n_layers = 0;
   int dim = 0;         // residual stream width
   int n_heads = 0;     // query heads
@@ -28,8 +29,7 @@ struct ModelConfig {
   double norm_eps = 1e-5;
   RopeStyle rope_style = RopeStyle::interleaved;
   bool tied_output = false;  // logits use the embedding matrix
-  bool qkv_bias = false;     // q/k/v projections carry a bias (Qwen2)
-  bool qk_norm = false;      // q and k RMS-normed per head before RoPE (Qwen3)
+  Block block;               // what each layer computes (model/block.h)
   int bos_token = -1;        // -1 = none
   int eos_token = -1;
 

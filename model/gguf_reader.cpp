@@ -543,7 +543,7 @@ ModelConfig gguf_config(const GgufFile& f) {
   c.rope_base = f.get_float(key("rope.freq_base")).value_or(10000.0);
   c.norm_eps = f.get_float(key("attention.layer_norm_rms_epsilon")).value_or(1e-5);
   c.rope_style = c.arch == "qwen2" || c.arch == "qwen3" ? RopeStyle::rotate_half : RopeStyle::interleaved;
-  c.qk_norm = c.arch == "qwen3";
+  if (c.arch == "qwen3") c.block.qk_norm = QkNorm::per_head;
   read_rope_scaling(f, c);
   refuse_unknown_keys(f, c);
   const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
@@ -556,7 +556,7 @@ ModelConfig gguf_config(const GgufFile& f) {
     throw_format_error(
         fmt::format("{}: {} is {}, but token_embd.weight has {} rows", file, key("vocab_size"), *v, c.vocab));
   c.tied_output = f.find_tensor("output.weight") == nullptr;
-  c.qkv_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
+  c.block.qkv_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
   c.bos_token = token_id(f, "tokenizer.ggml.bos_token_id");
   c.eos_token = token_id(f, "tokenizer.ggml.eos_token_id");
   return c;

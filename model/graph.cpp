@@ -7,35 +7,38 @@ namespace tapdiff::model {
 std::string to_string(const TensorId& id) { return fmt::format("{}/{}", id.layer, op_name(id.op)); }
 
 Graph::Graph(const ModelConfig& config) : config_(config), n_layers_(config.n_layers) {
-  auto add = [&](Op op, int layer, std::vector<TensorId> inputs) { steps_.push_back({op, layer, std::move(inputs)}); };
-  add(Op::embed, -1, {});
-  TensorId stream{Op::embed, -1};  // the residual stream entering the next layer
+  const Block& b = config.block;
+  auto add = [&](Op op, int layer, std::vector<TensorId> inputs) {
+    steps_.push_back({op, layer, std::move(inputs)});
+    return TensorId{op, layer};
+  };
+  // `op` on x where the block has it (a norm), else x itself.
+  auto maybe = [&](bool present, Op op, int layer, TensorId x) { return present ? add(op, layer, {x}) : x; };
+  TensorId stream = add(Op::embed, -1, {});  // the residual stream entering the next layer
   for (int l = 0; l < n_layers_; ++l) {
-    add(Op::attn_norm, l, {stream});
-    add(Op::q_proj, l, {{Op::attn_norm, l}});
-    add(Op::k_proj, l, {{Op::attn_norm, l}});
-    add(Op::v_proj, l, {{Op::attn_norm, l}});
-    TensorId q{Op::q_proj, l}, k{Op::k_proj, l};
-    if (config.qk_norm) {
-      add(Op::q_norm, l, {q});
-      add(Op::k_norm, l, {k});
-      q = {Op::q_norm, l}, k = {Op::k_norm, l};
-    }
+    const TensorId x = maybe(b.pre_norms, Op::attn_norm, l, stream);
+    TensorId q = add(Op::q_proj, l, {x}), k = add(Op::k_proj, l, {x});
+    const TensorId v = add(Op::v_proj, l, {x});
+    q = maybe(b.qk_norm != QkNorm::none, Op::q_norm, l, q);
+    k = maybe(b.qk_norm != QkNorm::none, Op::k_norm, l, k);
     add(Op::rope_q, l, {q});
     add(Op::rope_k, l, {k});
-    add(Op::attn, l, {{Op::rope_q, l}, {Op::rope_k, l}, {Op::v_proj, l}});
-    add(Op::o_proj, l, {{Op::attn, l}});
-    add(Op::attn_residual, l, {stream, {Op::o_proj, l}});
-    add(Op::ffn_norm, l, {{Op::attn_residual, l}});
-    add(Op::ffn_gate, l, {{Op::ffn_norm, l}});
-    add(Op::ffn_up, l, {{Op::ffn_norm, l}});
-    add(Op::ffn_act, l, {{Op::ffn_gate, l}, {Op::ffn_up, l}});
-    add(Op::ffn_down, l, {{Op::ffn_act, l}});
-    add(Op::ffn_residual, l, {{Op::attn_residual, l}, {Op::ffn_down, l}});
-    stream = {Op::ffn_residual, l};
+    const TensorId attn = add(Op::attn, l, {{Op::rope_q, l}, {Op::rope_k, l}, v});
+    const TensorId attn_out = maybe(b.post_norms, Op::attn_post_norm, l, add(Op::o_proj, l, {attn}));
+    stream = add(Op::attn_residual, l, {stream, attn_out});
+    const TensorId y = maybe(b.pre_norms, Op::ffn_norm, l, stream);
+    const TensorId gate = add(Op::ffn_gate, l, {y}), up = add(Op::ffn_up, l, {y});
+    const TensorId act = add(Op::ffn_act, l, {gate, up});
+    const TensorId ffn_out = maybe(b.post_norms, Op::ffn_post_norm, l, add(Op::ffn_down, l, {act}));
+    stream = add(Op::ffn_residual, l, {stream, ffn_out});
   }
-  add(Op::final_norm, n_layers_, {stream});
-  add(Op::logits, n_layers_, {{Op::final_norm, n_layers_}});
+  add(Op::logits, n_layers_, {add(Op::final_norm, n_layers_, {stream})});
+}
+
+std::optional<TensorId> Graph::norm_of(const TensorId& id) const {
+  for (const Step& s : steps_)
+    if (op_class(s.op) == OpClass::norm && s.inputs.size() == 1 && s.inputs.front() == id) return s.output();
+  return std::nullopt;
 }
 
 int Graph::width(Op op) const { return op_width(config_, op); }
@@ -45,9 +48,11 @@ int op_width(const ModelConfig& config, Op op) {
     case Op::embed:
     case Op::attn_norm:
     case Op::o_proj:
+    case Op::attn_post_norm:
     case Op::attn_residual:
     case Op::ffn_norm:
     case Op::ffn_down:
+    case Op::ffn_post_norm:
     case Op::ffn_residual:
     case Op::final_norm: return config.dim;
     case Op::q_proj:

@@ -1,6 +1,8 @@
 #pragma once
-// The forward pass of a Llama-family decoder, written down once as an ordered list of steps.
-// Both engines execute this list; neither decides the order or the data flow.
+// The forward pass of a decoder, written down once as an ordered list of steps, built from the
+// family's block (model/block.h). Both engines execute this list; neither decides the order or the
+// data flow.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,9 @@ class Graph {
   int n_layers() const { return n_layers_; }
   // op_width(config, op), below.
   int width(Op op) const;
+  // The norm that reads `id` alone, if the graph has one: what an engine may fuse with the op that
+  // writes `id` (a residual add and the norm after it).
+  std::optional<TensorId> norm_of(const TensorId& id) const;
 
  private:
   ModelConfig config_;

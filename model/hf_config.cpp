@@ -257,6 +257,90 @@ int qwen2_window(KeyReader& k, int n_layers) {
   k.unsupported("layer_types", json(kinds), "one kind of attention for every layer (all full, or all sliding)");
 }
 
+// The activation a config names (hidden_act, or Gemma 2/3's hidden_activation), as ACT2FN maps it.
+Activation read_activation(KeyReader& k, const std::string& key, std::string_view fallback) {
+  const json* v = k.find(key);
+  const std::string name = v == nullptr ? std::string(fallback) : v->is_string() ? v->get<std::string>() : "";
+  static constexpr std::pair<std::string_view, Activation> kNames[] = {
+      {"silu", Activation::silu}, {"gelu", Activation::gelu}, {"gelu_pytorch_tanh", Activation::gelu_tanh}};
+  for (const auto& [n, a] : kNames)
+    if (name == n) return a;
+  k.unsupported(key, v ? *v : json(name), "silu, gelu and gelu_pytorch_tanh");
+}
+
+// attention_bias: a bias on q, k, v and o_proj.
+void read_attention_bias(KeyReader& k, Block& b) { b.qkv_bias = b.o_bias = k.boolean("attention_bias", false); }
+
+// One family: its block and the keys that are its own (beyond the sizes, RoPE and tokens every
+// family reads). A model_type outside this table is refused.
+struct HfFamily {
+  std::string_view model_type;
+  void (*read)(KeyReader& k, ModelConfig& c);
+  bool tied_by_default = false;  // tie_word_embeddings when the config leaves it out
+};
+
+// Families whose MLP has no bias: mlp_bias absent or false.
+void no_mlp_bias(KeyReader& k) { k.require_value("mlp_bias", false, "no biases in this family's MLP"); }
+
+void read_llama(KeyReader& k, ModelConfig& c) {
+  c.block.activation = read_activation(k, "hidden_act", "silu");
+  c.block.mlp_bias = k.boolean("mlp_bias", false);
+  read_attention_bias(k, c.block);
+}
+
+constexpr HfFamily kFamilies[] = {
+    {"llama", read_llama},
+    {"mistral",
+     [](KeyReader& k, ModelConfig& c) {
+       c.block.activation = read_activation(k, "hidden_act", "silu");
+       no_mlp_bias(k);
+       c.sliding_window = k.integer("sliding_window", 0);
+     }},
+    {"qwen2",
+     [](KeyReader& k, ModelConfig& c) {
+       c.block.activation = read_activation(k, "hidden_act", "silu");
+       no_mlp_bias(k);
+       c.block.qkv_bias = true;
+       c.sliding_window = qwen2_window(k, c.n_layers);
+     }},
+    {"qwen3",
+     [](KeyReader& k, ModelConfig& c) {
+       c.block.activation = read_activation(k, "hidden_act", "silu");
+       no_mlp_bias(k);
+       read_attention_bias(k, c.block);
+       c.block.qk_norm = QkNorm::per_head;
+       c.sliding_window = qwen2_window(k, c.n_layers);
+     }},
+    {"granite",
+     [](KeyReader& k, ModelConfig& c) {
+       read_llama(k, c);
+       c.block.embed_scale = k.number("embedding_multiplier", 1.0);
+       c.block.residual_scale = k.number("residual_multiplier", 1.0);
+       c.block.attention_scale = k.number("attention_multiplier", 1.0);
+       c.block.logit_scale = 1.0 / k.number("logits_scaling", 1.0);
+     }},
+    {"olmo2",
+     [](KeyReader& k, ModelConfig& c) {
+       c.block.activation = read_activation(k, "hidden_act", "silu");
+       no_mlp_bias(k);
+       read_attention_bias(k, c.block);
+       c.block.pre_norms = false;
+       c.block.post_norms = true;
+       c.block.qk_norm = QkNorm::whole;
+     }},
+    {"gemma",
+     [](KeyReader& k, ModelConfig& c) {
+       c.block.activation = read_activation(k, "hidden_act", "gelu_pytorch_tanh");
+       no_mlp_bias(k);
+       read_attention_bias(k, c.block);
+       k.require_value("use_bidirectional_attention", false, "causal attention");
+       c.block.norm_offset = 1.0;
+       // transformers keeps sqrt(hidden_size) as a float32 tensor (GemmaTextScaledWordEmbedding)
+       c.block.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(c.dim)));
+     },
+     true},
+};
+
 }  // namespace
 
 ModelConfig hf_config(const json& j, const std::string& source) {
@@ -264,9 +348,14 @@ ModelConfig hf_config(const json& j, const std::string& source) {
   KeyReader k(j, source);
   ModelConfig c;
   const json* type = k.find("model_type");
-  static const std::set<std::string> kTypes = {"llama", "mistral", "qwen2", "qwen3"};
-  if (type == nullptr || !type->is_string() || !kTypes.contains(type->get<std::string>()))
-    k.unsupported("model_type", type ? *type : json("(absent)"), "llama, mistral, qwen2 and qwen3");
+  const auto* family = std::find_if(std::begin(kFamilies), std::end(kFamilies), [&](const HfFamily& f) {
+    return type != nullptr && type->is_string() && type->get<std::string>() == f.model_type;
+  });
+  if (family == std::end(kFamilies)) {
+    std::vector<std::string_view> names;
+    for (const HfFamily& f : kFamilies) names.push_back(f.model_type);
+    k.unsupported("model_type", type ? *type : json("(absent)"), fmt::format("{}", fmt::join(names, ", ")));
+  }
   c.arch = type->get<std::string>();
   c.dim = k.integer("hidden_size");
   c.n_layers = k.integer("num_hidden_layers");
@@ -279,14 +368,8 @@ ModelConfig hf_config(const json& j, const std::string& source) {
   c.context_length = k.integer("max_position_embeddings", 0);
   read_rope(k, source, c);
   c.rope_style = RopeStyle::rotate_half;
-  c.tied_output = k.boolean("tie_word_embeddings", false);
-  k.require_value("hidden_act", "silu", "SwiGLU with silu");
-  k.require_value("mlp_bias", false, "no biases in the MLP");
-  if (c.arch == "mistral") c.sliding_window = k.integer("sliding_window", 0);
-  if (c.arch == "qwen2" || c.arch == "qwen3") c.sliding_window = qwen2_window(k, c.n_layers);
-  if (c.arch == "llama" || c.arch == "qwen3") k.require_value("attention_bias", false, "no bias on q, k, v and o_proj");
-  c.qkv_bias = c.arch == "qwen2";
-  c.qk_norm = c.arch == "qwen3";
+  c.tied_output = k.boolean("tie_word_embeddings", family->tied_by_default);
+  family->read(k, c);
   c.bos_token = k.token("bos_token_id");
   c.eos_token = k.token("eos_token_id");
   k.refuse_unread_keys(no_math_keys());

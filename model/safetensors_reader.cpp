@@ -165,13 +165,15 @@ struct NamedWeight {
   int layer;
 };
 
-// The WeightKind of a Hugging Face tensor name, or nullopt for a tensor the model does not use.
-std::optional<NamedWeight> hf_weight(std::string_view name) {
+// The WeightKind of a Hugging Face tensor name in a model of this block, or nullopt for a tensor
+// the model does not use. post_attention_layernorm is the norm before the FFN in a block without
+// post-norms (Llama), the norm on the attention's output in one with them (Gemma 2/3, OLMo 2).
+std::optional<NamedWeight> hf_weight(std::string_view name, const Block& block) {
   static constexpr std::pair<std::string_view, WeightKind> kGlobal[] = {
       {"model.embed_tokens.weight", WeightKind::token_embd},
       {"model.norm.weight", WeightKind::output_norm},
       {"lm_head.weight", WeightKind::output}};
-  static constexpr std::pair<std::string_view, WeightKind> kLayer[] = {
+  const std::pair<std::string_view, WeightKind> kLayer[] = {
       {"input_layernorm.weight", WeightKind::attn_norm},
       {"self_attn.q_proj.weight", WeightKind::wq},
       {"self_attn.k_proj.weight", WeightKind::wk},
@@ -182,10 +184,16 @@ std::optional<NamedWeight> hf_weight(std::string_view name) {
       {"self_attn.q_norm.weight", WeightKind::q_norm},
       {"self_attn.k_norm.weight", WeightKind::k_norm},
       {"self_attn.o_proj.weight", WeightKind::wo},
-      {"post_attention_layernorm.weight", WeightKind::ffn_norm},
+      {"self_attn.o_proj.bias", WeightKind::bo},
+      {"post_attention_layernorm.weight", block.post_norms ? WeightKind::attn_post_norm : WeightKind::ffn_norm},
+      {"pre_feedforward_layernorm.weight", WeightKind::ffn_norm},
       {"mlp.gate_proj.weight", WeightKind::ffn_gate},
       {"mlp.up_proj.weight", WeightKind::ffn_up},
-      {"mlp.down_proj.weight", WeightKind::ffn_down}};
+      {"mlp.down_proj.weight", WeightKind::ffn_down},
+      {"mlp.gate_proj.bias", WeightKind::b_gate},
+      {"mlp.up_proj.bias", WeightKind::b_up},
+      {"mlp.down_proj.bias", WeightKind::b_down},
+      {"post_feedforward_layernorm.weight", WeightKind::ffn_post_norm}};
   for (const auto& [n, kind] : kGlobal)
     if (name == n) return NamedWeight{kind, -1};
   constexpr std::string_view kPrefix = "model.layers.";
@@ -269,7 +277,7 @@ std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
   config.validate(config_path.string());
   auto model = std::make_unique<Model>(folder, config);
   for (const auto& [name, where] : by_name) {
-    const auto named = hf_weight(name);
+    const auto named = hf_weight(name, config.block);
     if (!named && name.ends_with(".rotary_emb.inv_freq")) continue;  // a buffer transformers recomputes
     if (!named)
       throw_format_error(fmt::format("{}: tensor '{}' is not supported: tapdiff computes no op that uses it",
@@ -278,6 +286,10 @@ std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
     if (named->layer >= config.n_layers)
       throw_format_error(fmt::format("{}: tensor '{}' belongs to layer {}, but num_hidden_layers is {}",
                                      where.first->path().string(), name, named->layer, config.n_layers));
+    if (const WeightTensor* twin = model->find(named->kind, named->layer))
+      throw_format_error(fmt::format("{}: tensors '{}' and '{}' are both {} of layer {} for a {} model",
+                                     where.first->path().string(), twin->name, name, weight_kind_name(named->kind),
+                                     named->layer, config.arch));
     model->add(named->kind, named->layer, to_weight(*where.first, *where.second));
   }
   for (auto& f : files) model->adopt(f->release_mapping());

@@ -68,7 +68,7 @@ std::vector<TensorPlan> plan_tensors(const ModelConfig& c) {
     matrix(b + "attn_q.weight", c.q_dim(), c.dim, 1.0 / c.dim);
     matrix(b + "attn_k.weight", c.kv_dim(), c.dim, 1.0 / c.dim);
     matrix(b + "attn_v.weight", c.kv_dim(), c.dim, 1.0 / c.dim);
-    if (c.qkv_bias) {
+    if (c.block.qkv_bias) {
       vector(b + "attn_q.bias", c.q_dim(), 0.0, 0.1);
       vector(b + "attn_k.bias", c.kv_dim(), 0.0, 0.1);
       vector(b + "attn_v.bias", c.kv_dim(), 0.0, 0.1);
@@ -205,7 +205,7 @@ void write_synth_model(const std::filesystem::path& path, const SynthOptions& op
   if (c.arch != "llama" && c.arch != "qwen2")
     throw UsageError(fmt::format("synth: --arch must be llama or qwen2, found '{}'", c.arch));
   c.rope_style = c.arch == "qwen2" ? RopeStyle::rotate_half : RopeStyle::interleaved;
-  c.qkv_bias = c.arch == "qwen2";
+  c.block.qkv_bias = c.arch == "qwen2";
   c.validate("synth");
   if (!std::isfinite(options.outlier_scale) || options.outlier_scale <= 0)
     throw UsageError(fmt::format("synth: expected a finite outlier scale > 0, found {}", options.outlier_scale));

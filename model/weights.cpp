@@ -7,6 +7,8 @@
 #include <memory>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "model/errors.h"
 #include "model/mapped_file.h"
 #include "model/sha256_cache.h"
@@ -26,10 +28,16 @@ std::string_view weight_kind_name(WeightKind kind) {
     case WeightKind::q_norm: return "q_norm";
     case WeightKind::k_norm: return "k_norm";
     case WeightKind::wo: return "wo";
+    case WeightKind::bo: return "bo";
+    case WeightKind::attn_post_norm: return "attn_post_norm";
     case WeightKind::ffn_norm: return "ffn_norm";
     case WeightKind::ffn_gate: return "ffn_gate";
     case WeightKind::ffn_up: return "ffn_up";
     case WeightKind::ffn_down: return "ffn_down";
+    case WeightKind::b_gate: return "b_gate";
+    case WeightKind::b_up: return "b_up";
+    case WeightKind::b_down: return "b_down";
+    case WeightKind::ffn_post_norm: return "ffn_post_norm";
     case WeightKind::output_norm: return "output_norm";
     case WeightKind::output: return "output";
   }
@@ -38,6 +46,41 @@ std::string_view weight_kind_name(WeightKind kind) {
 
 bool is_per_layer(WeightKind kind) {
   return kind != WeightKind::token_embd && kind != WeightKind::output_norm && kind != WeightKind::output;
+}
+
+bool is_vector(WeightKind kind) {
+  switch (kind) {
+    case WeightKind::token_embd:
+    case WeightKind::wq:
+    case WeightKind::wk:
+    case WeightKind::wv:
+    case WeightKind::wo:
+    case WeightKind::ffn_gate:
+    case WeightKind::ffn_up:
+    case WeightKind::ffn_down:
+    case WeightKind::output: return false;
+    case WeightKind::attn_norm:
+    case WeightKind::bq:
+    case WeightKind::bk:
+    case WeightKind::bv:
+    case WeightKind::q_norm:
+    case WeightKind::k_norm:
+    case WeightKind::bo:
+    case WeightKind::attn_post_norm:
+    case WeightKind::ffn_norm:
+    case WeightKind::b_gate:
+    case WeightKind::b_up:
+    case WeightKind::b_down:
+    case WeightKind::ffn_post_norm:
+    case WeightKind::output_norm: return true;
+  }
+  return false;
+}
+
+bool is_norm(WeightKind kind) {
+  return kind == WeightKind::attn_norm || kind == WeightKind::q_norm || kind == WeightKind::k_norm ||
+         kind == WeightKind::attn_post_norm || kind == WeightKind::ffn_norm || kind == WeightKind::ffn_post_norm ||
+         kind == WeightKind::output_norm;
 }
 
 Model::Model(std::filesystem::path path, ModelConfig config) : path_(std::move(path)), config_(std::move(config)) {}
@@ -79,32 +122,39 @@ void Model::validate() const {
   check(WeightKind::token_embd, -1, c.vocab, c.dim);
   check(WeightKind::output_norm, -1, 1, c.dim);
   if (!c.tied_output) check(WeightKind::output, -1, c.vocab, c.dim);
+  const Block& b = c.block;
+  const int q_norm_width = b.qk_norm == QkNorm::whole ? c.q_dim() : c.head_dim;
+  const int k_norm_width = b.qk_norm == QkNorm::whole ? c.kv_dim() : c.head_dim;
   for (int l = 0; l < c.n_layers; ++l) {
-    check(WeightKind::attn_norm, l, 1, c.dim);
+    const auto vector = [&](bool present, WeightKind kind, int width) {
+      if (present) check(kind, l, 1, width);
+    };
+    vector(b.pre_norms, WeightKind::attn_norm, c.dim);
     check(WeightKind::wq, l, c.q_dim(), c.dim);
     check(WeightKind::wk, l, c.kv_dim(), c.dim);
     check(WeightKind::wv, l, c.kv_dim(), c.dim);
-    if (c.qkv_bias) {
-      check(WeightKind::bq, l, 1, c.q_dim());
-      check(WeightKind::bk, l, 1, c.kv_dim());
-      check(WeightKind::bv, l, 1, c.kv_dim());
-    }
-    if (c.qk_norm) {
-      check(WeightKind::q_norm, l, 1, c.head_dim);
-      check(WeightKind::k_norm, l, 1, c.head_dim);
-    }
+    vector(b.qkv_bias, WeightKind::bq, c.q_dim());
+    vector(b.qkv_bias, WeightKind::bk, c.kv_dim());
+    vector(b.qkv_bias, WeightKind::bv, c.kv_dim());
+    vector(b.qk_norm != QkNorm::none, WeightKind::q_norm, q_norm_width);
+    vector(b.qk_norm != QkNorm::none, WeightKind::k_norm, k_norm_width);
     check(WeightKind::wo, l, c.dim, c.q_dim());
-    check(WeightKind::ffn_norm, l, 1, c.dim);
+    vector(b.o_bias, WeightKind::bo, c.dim);
+    vector(b.post_norms, WeightKind::attn_post_norm, c.dim);
+    vector(b.pre_norms, WeightKind::ffn_norm, c.dim);
     check(WeightKind::ffn_gate, l, c.ffn_dim, c.dim);
     check(WeightKind::ffn_up, l, c.ffn_dim, c.dim);
     check(WeightKind::ffn_down, l, c.dim, c.ffn_dim);
+    vector(b.mlp_bias, WeightKind::b_gate, c.ffn_dim);
+    vector(b.mlp_bias, WeightKind::b_up, c.ffn_dim);
+    vector(b.mlp_bias, WeightKind::b_down, c.dim);
+    vector(b.post_norms, WeightKind::ffn_post_norm, c.dim);
   }
   for (const auto& [key, t] : tensors_)
     if (!used.contains(key))
       throw FormatError(
-          fmt::format("{}: tensor '{}' is not supported: the model's config ({}, qkv_bias {}, qk_norm {}) "
-                      "computes no op that uses it",
-                      path_.string(), t.name, c.arch, c.qkv_bias, c.qk_norm));
+          fmt::format("{}: tensor '{}' is not supported: the model's config ({}, block {}) computes no op that uses it",
+                      path_.string(), t.name, c.arch, to_json(c.block).dump()));
 }
 
 const std::string& Model::sha256() const {

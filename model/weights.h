@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <future>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -20,29 +21,49 @@
 
 namespace tapdiff::model {
 
-// The weights of a Llama-family decoder, named once. Per-layer kinds use layer >= 0; the others
+// The weights of a decoder, named once (which of them a model has: its block, model/block.h). Per-layer kinds use layer >= 0; the others
 // use layer -1.
 enum class WeightKind : std::uint8_t {
   token_embd,   // [vocab, dim]
-  attn_norm,    // [dim]
+  attn_norm,    // [dim]     (pre_norms only)
   wq,           // [q_dim, dim]
   wk,           // [kv_dim, dim]
   wv,           // [kv_dim, dim]
   bq,           // [q_dim]   (qkv_bias only)
   bk,           // [kv_dim]  (qkv_bias only)
   bv,           // [kv_dim]  (qkv_bias only)
-  q_norm,       // [head_dim] (qk_norm only: one RMSNorm weight shared by every query head)
-  k_norm,       // [head_dim] (qk_norm only)
+  q_norm,       // [head_dim] (qk_norm per_head: one weight shared by every query head), [q_dim] (whole)
+  k_norm,       // [head_dim] or [kv_dim], as q_norm
   wo,           // [dim, q_dim]
-  ffn_norm,     // [dim]
+  bo,           // [dim]     (o_bias only)
+  attn_post_norm,  // [dim]  (post_norms only)
+  ffn_norm,     // [dim]     (pre_norms only, as attn_norm)
   ffn_gate,     // [ffn_dim, dim]
   ffn_up,       // [ffn_dim, dim]
   ffn_down,     // [dim, ffn_dim]
+  b_gate,       // [ffn_dim] (mlp_bias only)
+  b_up,         // [ffn_dim] (mlp_bias only)
+  b_down,       // [dim]     (mlp_bias only)
+  ffn_post_norm,  // [dim]   (post_norms only)
   output_norm,  // [dim]
   output,       // [vocab, dim] (absent when tied_output)
 };
 std::string_view weight_kind_name(WeightKind kind);
 bool is_per_layer(WeightKind kind);
+// A norm weight or a bias (1-D), as opposed to a matrix.
+bool is_vector(WeightKind kind);
+// An RMSNorm weight (scaled by norm_offset + w: model/block.h).
+bool is_norm(WeightKind kind);
+
+// Every kind, in the enum's order.
+inline constexpr WeightKind kAllWeightKinds[] = {
+    WeightKind::token_embd, WeightKind::attn_norm,      WeightKind::wq,       WeightKind::wk,
+    WeightKind::wv,         WeightKind::bq,             WeightKind::bk,       WeightKind::bv,
+    WeightKind::q_norm,     WeightKind::k_norm,         WeightKind::wo,       WeightKind::bo,
+    WeightKind::attn_post_norm, WeightKind::ffn_norm,   WeightKind::ffn_gate, WeightKind::ffn_up,
+    WeightKind::ffn_down,   WeightKind::b_gate,         WeightKind::b_up,     WeightKind::b_down,
+    WeightKind::ffn_post_norm, WeightKind::output_norm, WeightKind::output};
+static_assert(std::size(kAllWeightKinds) == static_cast<std::size_t>(WeightKind::output) + 1);
 
 // One weight tensor as stored: row-major [rows, cols] (cols contiguous; a 1-D tensor has rows = 1).
 // For matrices rows = output features and cols = input features, so y = W x.

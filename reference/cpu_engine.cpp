@@ -3,7 +3,6 @@
 #include <omp.h>
 
 #include <array>
-#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -23,12 +22,13 @@ using model::Op;
 using model::TensorId;
 using model::WeightKind;
 
-// A layer's vectors, always held (the matrices: WeightStore).
+// A layer's vectors (norm weights and biases) by kind, always held (the matrices: WeightStore);
+// those the model lacks (its block has no such norm or bias) are empty.
 template <typename S>
 struct LayerVectors {
-  WeightMatrix<S> attn_norm, ffn_norm;
-  WeightMatrix<S> q_norm, k_norm;    // qk_norm models only
-  std::optional<Vec<S>> bq, bk, bv;  // qkv_bias models only
+  std::array<WeightMatrix<S>, std::size(model::kAllWeightKinds)> held;
+  WeightMatrix<S>& operator[](WeightKind kind) { return held[static_cast<std::size_t>(kind)]; }
+  const WeightMatrix<S>& operator[](WeightKind kind) const { return held[static_cast<std::size_t>(kind)]; }
 };
 
 template <typename S>
@@ -90,30 +90,14 @@ int use_threads(int threads) {
 }
 
 template <typename S>
-std::optional<Vec<S>> optional_vector(const model::Model& m, WeightKind kind, int layer, bool round_f16) {
-  const model::WeightTensor* t = m.find(kind, layer);
-  if (t == nullptr) return std::nullopt;
-  return Vec<S>(WeightMatrix<S>(*t, round_f16).vector());
-}
-
-template <typename S>
 CpuEngine<S>::CpuEngine(const model::Model& m, int threads, bool f16, std::uint64_t weight_budget)
     : config_(m.config()), threads_(use_threads(threads)), f16_(f16), weights_(m, f16, weight_budget) {
   TAPDIFF_ASSERT((!f16_ || std::is_same_v<S, float>), "the f16 emulation computes in f32");
   output_norm_ = WeightMatrix<S>(m.weight(WeightKind::output_norm), f16_);
   layers_.resize(static_cast<std::size_t>(config_.n_layers));
-  for (int l = 0; l < config_.n_layers; ++l) {
-    LayerVectors<S>& w = layers_[static_cast<std::size_t>(l)];
-    w.attn_norm = WeightMatrix<S>(m.weight(WeightKind::attn_norm, l), f16_);
-    w.ffn_norm = WeightMatrix<S>(m.weight(WeightKind::ffn_norm, l), f16_);
-    if (config_.qk_norm) {
-      w.q_norm = WeightMatrix<S>(m.weight(WeightKind::q_norm, l), f16_);
-      w.k_norm = WeightMatrix<S>(m.weight(WeightKind::k_norm, l), f16_);
-    }
-    w.bq = optional_vector<S>(m, WeightKind::bq, l, f16_);
-    w.bk = optional_vector<S>(m, WeightKind::bk, l, f16_);
-    w.bv = optional_vector<S>(m, WeightKind::bv, l, f16_);
-  }
+  for (const auto& [key, t] : m.tensors())
+    if (model::is_vector(key.first) && model::is_per_layer(key.first))
+      layers_[static_cast<std::size_t>(key.second)][key.first] = WeightMatrix<S>(t, f16_);
   k_cache_.resize(layers_.size());
   v_cache_.resize(layers_.size());
   slot_layer_.fill(-2);
@@ -175,17 +159,23 @@ template <typename S>
 void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
   const auto in = [&](std::size_t i) -> const Mat<S>& { return slot(step.inputs[i]); };
   const int l = step.layer;
+  const model::Block& block = config_.block;
+  const double eps = config_.norm_eps, offset = block.norm_offset;
   const LayerVectors<S>* w = l >= 0 && l < config_.n_layers ? &layers_[static_cast<std::size_t>(l)] : nullptr;
-  const auto bias = [](const std::optional<Vec<S>>& b) { return b ? &*b : nullptr; };
-  const auto matrix = [&](WeightKind kind) { return weights_.get(kind, l).matrix(); };
+  const auto norm = [&](WeightKind kind) { rms_norm<S>(in(0), (*w)[kind].vector(), eps, offset, out); };
+  const auto head_norm = [&](WeightKind kind) { rms_norm_groups<S>(in(0), (*w)[kind].vector(), eps, offset, out); };
+  // The op's matrix times its input, plus its bias where the model has one.
+  const auto product = [&](WeightKind matrix, WeightKind bias) {
+    matmul<S>(in(0), weights_.get(matrix, l).matrix(), (*w)[bias].empty() ? nullptr : (*w)[bias].vector().data(), out);
+  };
   switch (step.op) {
-    case Op::embed: embed<S>(weights_.get(WeightKind::token_embd).matrix(), tokens_, out); return;
-    case Op::attn_norm: rms_norm<S>(in(0), w->attn_norm.vector(), config_.norm_eps, out); return;
-    case Op::q_proj: matmul<S>(in(0), matrix(WeightKind::wq), bias(w->bq), out); return;
-    case Op::k_proj: matmul<S>(in(0), matrix(WeightKind::wk), bias(w->bk), out); return;
-    case Op::v_proj: matmul<S>(in(0), matrix(WeightKind::wv), bias(w->bv), out); return;
-    case Op::q_norm: rms_norm_per_head<S>(in(0), w->q_norm.vector(), config_.norm_eps, config_.head_dim, out); return;
-    case Op::k_norm: rms_norm_per_head<S>(in(0), w->k_norm.vector(), config_.norm_eps, config_.head_dim, out); return;
+    case Op::embed: embed<S>(weights_.get(WeightKind::token_embd).matrix(), tokens_, block.embed_scale, out); return;
+    case Op::attn_norm: norm(WeightKind::attn_norm); return;
+    case Op::q_proj: product(WeightKind::wq, WeightKind::bq); return;
+    case Op::k_proj: product(WeightKind::wk, WeightKind::bk); return;
+    case Op::v_proj: product(WeightKind::wv, WeightKind::bv); return;
+    case Op::q_norm: head_norm(WeightKind::q_norm); return;
+    case Op::k_norm: head_norm(WeightKind::k_norm); return;
     case Op::rope_q:
     case Op::rope_k:
       rope<S>(in(0), config_.head_dim, chunk_.first_pos,
@@ -193,18 +183,26 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
               out);
       return;
     case Op::attn: attend(l, out); return;
-    case Op::o_proj: matmul<S>(in(0), matrix(WeightKind::wo), nullptr, out); return;
+    case Op::o_proj: product(WeightKind::wo, WeightKind::bo); return;
+    case Op::attn_post_norm: norm(WeightKind::attn_post_norm); return;
     case Op::attn_residual:
-    case Op::ffn_residual: out = in(0) + in(1); return;
-    case Op::ffn_norm: rms_norm<S>(in(0), w->ffn_norm.vector(), config_.norm_eps, out); return;
-    case Op::ffn_gate: matmul<S>(in(0), matrix(WeightKind::ffn_gate), nullptr, out); return;
-    case Op::ffn_up: matmul<S>(in(0), matrix(WeightKind::ffn_up), nullptr, out); return;
-    case Op::ffn_act: silu_mul<S>(in(0), in(1), out); return;
-    case Op::ffn_down: matmul<S>(in(0), matrix(WeightKind::ffn_down), nullptr, out); return;
-    case Op::final_norm: rms_norm<S>(in(0), output_norm_.vector(), config_.norm_eps, out); return;
+    case Op::ffn_residual:
+      if (block.residual_scale == 1.0)
+        out = in(0) + in(1);
+      else
+        out = in(0) + in(1) * static_cast<S>(block.residual_scale);
+      return;
+    case Op::ffn_norm: norm(WeightKind::ffn_norm); return;
+    case Op::ffn_gate: product(WeightKind::ffn_gate, WeightKind::b_gate); return;
+    case Op::ffn_up: product(WeightKind::ffn_up, WeightKind::b_up); return;
+    case Op::ffn_act: gated_activation<S>(in(0), in(1), block.activation, out); return;
+    case Op::ffn_down: product(WeightKind::ffn_down, WeightKind::b_down); return;
+    case Op::ffn_post_norm: norm(WeightKind::ffn_post_norm); return;
+    case Op::final_norm: rms_norm<S>(in(0), output_norm_.vector(), eps, offset, out); return;
     case Op::logits:
       matmul<S>(in(0), weights_.get(config_.tied_output ? WeightKind::token_embd : WeightKind::output).matrix(),
                 nullptr, out);
+      scale_softcap<S>(out, block.logit_scale, block.logit_softcap);
       return;
   }
 }
@@ -227,7 +225,7 @@ void CpuEngine<S>::attend(int layer, Mat<S>& out) {
   append_kv(layer);
   attention<S>(slot({Op::rope_q, layer}), k_cache_[static_cast<std::size_t>(layer)],
                v_cache_[static_cast<std::size_t>(layer)], chunk_.first_pos, config_.n_heads, config_.n_kv_heads,
-               config_.head_dim, config_.sliding_window, out);
+               config_.head_dim, config_.sliding_window, model::attention_scale(config_.block, config_.head_dim), out);
 }
 
 template <typename S>

@@ -15,7 +15,7 @@ constexpr double kParallelWork = 1 << 18;
 }  // namespace
 
 template <typename S>
-void embed(const ConstMatMap<S>& table, std::span<const std::int32_t> tokens, Mat<S>& out) {
+void embed(const ConstMatMap<S>& table, std::span<const std::int32_t> tokens, double scale, Mat<S>& out) {
   out.resize(static_cast<Eigen::Index>(tokens.size()), table.cols());
   for (std::size_t t = 0; t < tokens.size(); ++t) {
     if (tokens[t] < 0 || tokens[t] >= table.rows())
@@ -23,28 +23,30 @@ void embed(const ConstMatMap<S>& table, std::span<const std::int32_t> tokens, Ma
           fmt::format("token id {} is outside the model's vocabulary of {} tokens", tokens[t], table.rows()));
     out.row(static_cast<Eigen::Index>(t)) = table.row(tokens[t]);
   }
+  if (scale != 1.0) out *= static_cast<S>(scale);
 }
 
 template <typename S>
-void rms_norm(const Mat<S>& x, const Eigen::Map<const Vec<S>>& w, double eps, Mat<S>& out) {
+void rms_norm(const Mat<S>& x, const Eigen::Map<const Vec<S>>& w, double eps, double offset, Mat<S>& out) {
   out.resize(x.rows(), x.cols());
+  const Vec<S> gain = w.array() + static_cast<S>(offset);
   for (Eigen::Index t = 0; t < x.rows(); ++t) {
     const S mean_square = x.row(t).squaredNorm() / static_cast<S>(x.cols());
     const S scale = S(1) / std::sqrt(mean_square + static_cast<S>(eps));
-    out.row(t) = (x.row(t) * scale).cwiseProduct(w);
+    out.row(t) = (x.row(t) * scale).cwiseProduct(gain);
   }
 }
 
 template <typename S>
-void rms_norm_per_head(const Mat<S>& x, const Eigen::Map<const Vec<S>>& w, double eps, int head_dim, Mat<S>& out) {
-  const Eigen::Index heads = x.cols() / head_dim;
+void rms_norm_groups(const Mat<S>& x, const Eigen::Map<const Vec<S>>& w, double eps, double offset, Mat<S>& out) {
+  const Eigen::Index groups = x.cols() / w.size();
   Mat<S> normed;
-  rms_norm<S>(Eigen::Map<const Mat<S>>(x.data(), x.rows() * heads, head_dim), w, eps, normed);
+  rms_norm<S>(Eigen::Map<const Mat<S>>(x.data(), x.rows() * groups, w.size()), w, eps, offset, normed);
   out = Eigen::Map<const Mat<S>>(normed.data(), x.rows(), x.cols());
 }
 
 template <typename S>
-void matmul(const Mat<S>& x, const ConstMatMap<S>& w, const Vec<S>* bias, Mat<S>& out) {
+void matmul(const Mat<S>& x, const ConstMatMap<S>& w, const S* bias, Mat<S>& out) {
   out.resize(x.rows(), w.rows());
   constexpr Eigen::Index kSmallT = 4;
   if (x.rows() <= kSmallT) {
@@ -61,7 +63,7 @@ void matmul(const Mat<S>& x, const ConstMatMap<S>& w, const Vec<S>* bias, Mat<S>
   } else {
     out.noalias() = x * w.transpose();
   }
-  if (bias != nullptr) out.rowwise() += *bias;
+  if (bias != nullptr) out.rowwise() += Eigen::Map<const Vec<S>>(bias, out.cols());
 }
 
 template <typename S>
@@ -93,11 +95,11 @@ void rope(const Mat<S>& x, int head_dim, int first_pos, const model::RopeFrequen
 
 template <typename S>
 void attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, int first_pos, int n_heads,
-               int n_kv_heads, int head_dim, int window, Mat<S>& out) {
+               int n_kv_heads, int head_dim, int window, double score_scale, Mat<S>& out) {
   const Eigen::Index T = q.rows();
   const Eigen::Index P = first_pos + T;
   const int group = n_heads / n_kv_heads;
-  const S scale = static_cast<S>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+  const auto scale = static_cast<S>(score_scale);
   out.resize(T, static_cast<Eigen::Index>(n_heads) * head_dim);
   const bool parallel = static_cast<double>(T) * static_cast<double>(P) * n_heads * head_dim > kParallelWork;
 #pragma omp parallel for schedule(dynamic) if (parallel)
@@ -120,18 +122,38 @@ void attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, in
 }
 
 template <typename S>
-void silu_mul(const Mat<S>& gate, const Mat<S>& up, Mat<S>& out) {
-  out = (gate.array() / (S(1) + (-gate.array()).exp()) * up.array()).matrix();
+void gated_activation(const Mat<S>& gate, const Mat<S>& up, model::Activation act, Mat<S>& out) {
+  switch (act) {
+    case model::Activation::silu: out = (gate.array() / (S(1) + (-gate.array()).exp()) * up.array()).matrix(); return;
+    case model::Activation::gelu: {
+      const S inv_sqrt2 = static_cast<S>(1.0 / std::sqrt(2.0));
+      out = (gate.array() * S(0.5) * (S(1) + (gate.array() * inv_sqrt2).unaryExpr([](S v) { return std::erf(v); })) * up.array()).matrix();
+      return;
+    }
+    case model::Activation::gelu_tanh: {
+      const S k = static_cast<S>(std::sqrt(2.0 / 3.14159265358979323846));
+      const auto g = gate.array();
+      out = (g * S(0.5) * (S(1) + (k * (g + S(0.044715) * g.cube())).tanh()) * up.array()).matrix();
+      return;
+    }
+  }
 }
 
-#define TAPDIFF_INSTANTIATE(S)                                                                               \
-  template void embed<S>(const ConstMatMap<S>&, std::span<const std::int32_t>, Mat<S>&);                     \
-  template void rms_norm<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, double, Mat<S>&);                \
-  template void rms_norm_per_head<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, double, int, Mat<S>&);  \
-  template void matmul<S>(const Mat<S>&, const ConstMatMap<S>&, const Vec<S>*, Mat<S>&);                     \
-  template void rope<S>(const Mat<S>&, int, int, const model::RopeFrequencies&, model::RopeStyle, Mat<S>&);  \
-  template void attention<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, int, int, int, int, int, Mat<S>&); \
-  template void silu_mul<S>(const Mat<S>&, const Mat<S>&, Mat<S>&);
+template <typename S>
+void scale_softcap(Mat<S>& x, double scale, double cap) {
+  if (scale != 1.0) x *= static_cast<S>(scale);
+  if (cap > 0) x = ((x.array() / static_cast<S>(cap)).tanh() * static_cast<S>(cap)).matrix();
+}
+
+#define TAPDIFF_INSTANTIATE(S)                                                                                       \
+  template void embed<S>(const ConstMatMap<S>&, std::span<const std::int32_t>, double, Mat<S>&);                     \
+  template void rms_norm<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, double, double, Mat<S>&);                \
+  template void rms_norm_groups<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, double, double, Mat<S>&);         \
+  template void matmul<S>(const Mat<S>&, const ConstMatMap<S>&, const S*, Mat<S>&);                                 \
+  template void rope<S>(const Mat<S>&, int, int, const model::RopeFrequencies&, model::RopeStyle, Mat<S>&);          \
+  template void attention<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, int, int, int, int, int, double, Mat<S>&); \
+  template void gated_activation<S>(const Mat<S>&, const Mat<S>&, model::Activation, Mat<S>&);                       \
+  template void scale_softcap<S>(Mat<S>&, double, double);
 TAPDIFF_INSTANTIATE(float)
 TAPDIFF_INSTANTIATE(double)
 #undef TAPDIFF_INSTANTIATE

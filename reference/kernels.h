@@ -9,23 +9,24 @@
 
 namespace tapdiff::reference {
 
-// out[t] = table[tokens[t]]                       table [vocab, dim] -> out [T, dim]
+// out[t] = table[tokens[t]] * scale              table [vocab, dim] -> out [T, dim]
 template <typename S>
-void embed(const ConstMatMap<S>& table, std::span<const std::int32_t> tokens, Mat<S>& out);
+void embed(const ConstMatMap<S>& table, std::span<const std::int32_t> tokens, double scale, Mat<S>& out);
 
-// out[t] = x[t] / sqrt(mean(x[t]^2) + eps) * w   x [T, dim], w [dim] -> out [T, dim]
+// out[t] = x[t] / sqrt(mean(x[t]^2) + eps) * (offset + w)   x [T, n], w [n] -> out [T, n]
 template <typename S>
-void rms_norm(const Mat<S>& x, const Eigen::Map<const Vec<S>>& w, double eps, Mat<S>& out);
+void rms_norm(const Mat<S>& x, const Eigen::Map<const Vec<S>>& w, double eps, double offset, Mat<S>& out);
 
-// rms_norm of each head's head_dim channels on its own, all heads with the same w [head_dim] (the
-// q/k norms of Qwen3). x [T, heads * head_dim] -> out, same shape.
+// rms_norm of each group of w.size() channels of a row on its own, all with the same w: a row of
+// heads normed per head (w [head_dim]: Qwen3's q/k norms), or as a whole (w [width]: OLMo 2's).
+// x [T, heads * head_dim] -> out, same shape.
 template <typename S>
-void rms_norm_per_head(const Mat<S>& x, const Eigen::Map<const Vec<S>>& w, double eps, int head_dim, Mat<S>& out);
+void rms_norm_groups(const Mat<S>& x, const Eigen::Map<const Vec<S>>& w, double eps, double offset, Mat<S>& out);
 
-// out = x W^T (+ bias)                           x [T, in], W [out, in] -> out [T, out]
+// out = x W^T (+ bias [out] where not null)      x [T, in], W [out, in] -> out [T, out]
 // Threads split the output columns when T is small (decode), Eigen's GEMM is used otherwise.
 template <typename S>
-void matmul(const Mat<S>& x, const ConstMatMap<S>& w, const Vec<S>* bias, Mat<S>& out);
+void matmul(const Mat<S>& x, const ConstMatMap<S>& w, const S* bias, Mat<S>& out);
 
 // Rotates the first rotary_dim channels of each head of row t: pair i turns by angle
 // (first_pos + t) * f.inv_freq[i], its cos and sin times f.attention_factor (model/rope.h).
@@ -37,13 +38,17 @@ void rope(const Mat<S>& x, int head_dim, int first_pos, const model::RopeFrequen
 // Causal grouped-query attention of the chunk's queries over the whole cache:
 // q [T, heads * hd] (after RoPE), k_cache / v_cache [>= P, kv_heads * hd] -> out [T, heads * hd].
 // Query head h reads KV head h / (heads / kv_heads); row t (position first_pos + t) sees cache rows
-// j <= first_pos + t, and j > first_pos + t - window when window > 0.
+// j <= first_pos + t, and j > first_pos + t - window when window > 0. Scores are q.k * scale.
 template <typename S>
 void attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, int first_pos, int n_heads,
-               int n_kv_heads, int head_dim, int window, Mat<S>& out);
+               int n_kv_heads, int head_dim, int window, double scale, Mat<S>& out);
 
-// out = silu(gate) * up, silu(x) = x / (1 + exp(-x))    [T, ffn]
+// out = act(gate) * up (model/block.h: silu, gelu or its tanh form)    [T, ffn]
 template <typename S>
-void silu_mul(const Mat<S>& gate, const Mat<S>& up, Mat<S>& out);
+void gated_activation(const Mat<S>& gate, const Mat<S>& up, model::Activation act, Mat<S>& out);
+
+// x = x * scale, then cap * tanh(x / cap) where cap > 0 (the logits of Granite and Gemma 2), in place.
+template <typename S>
+void scale_softcap(Mat<S>& x, double scale, double cap);
 
 }  // namespace tapdiff::reference

@@ -2,22 +2,17 @@
 
 #include <unistd.h>
 
-#include <array>
 
 namespace tapdiff::reference {
 namespace {
 
 using model::WeightKind;
 
-constexpr std::array kLayerMatrices = {WeightKind::wq,       WeightKind::wk,     WeightKind::wv,      WeightKind::wo,
-                                       WeightKind::ffn_gate, WeightKind::ffn_up, WeightKind::ffn_down};
-
 // Every matrix of the model, as (kind, layer).
 std::vector<std::pair<WeightKind, int>> matrices(const model::Model& m) {
-  std::vector<std::pair<WeightKind, int>> all = {{WeightKind::token_embd, -1}};
-  if (!m.config().tied_output) all.emplace_back(WeightKind::output, -1);
-  for (int l = 0; l < m.config().n_layers; ++l)
-    for (const WeightKind kind : kLayerMatrices) all.emplace_back(kind, l);
+  std::vector<std::pair<WeightKind, int>> all;
+  for (const auto& [key, t] : m.tensors())
+    if (!model::is_vector(key.first)) all.push_back(key);
   return all;
 }
 

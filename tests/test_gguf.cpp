@@ -54,7 +54,7 @@ TEST(Gguf, LoadsStories260K) {
   EXPECT_NEAR(c.norm_eps, 1e-5, 1e-12);
   EXPECT_EQ(c.rope_style, RopeStyle::interleaved);
   EXPECT_FALSE(c.tied_output);
-  EXPECT_FALSE(c.qkv_bias);
+  EXPECT_FALSE(c.block.qkv_bias);
   EXPECT_EQ(c.bos_token, 1);
   EXPECT_EQ(c.eos_token, 2);
   ASSERT_TRUE(model->vocabulary().has_value());
@@ -195,13 +195,13 @@ TEST(Gguf, UnfinishedWriterLeavesNoFile) {
 TEST(Gguf, Qwen2UsesRotateHalfAndBiases) {
   TinyGguf spec;
   spec.arch = "qwen2";
-  spec.qkv_bias = true;
+  spec.block.qkv_bias = true;
   spec.omit_tensors = {"output.weight"};
   const auto path = testing::temp_dir("gguf") / "qwen2.gguf";
   write_tiny_gguf(path, spec);
   const auto model = load_model(path);
   EXPECT_EQ(model->config().rope_style, RopeStyle::rotate_half);
-  EXPECT_TRUE(model->config().qkv_bias);
+  EXPECT_TRUE(model->config().block.qkv_bias);
   EXPECT_TRUE(model->config().tied_output);
   EXPECT_EQ(model->weight(WeightKind::bk, 1).cols, 32);
   EXPECT_EQ(model->find(WeightKind::output), nullptr);

@@ -162,7 +162,7 @@ TEST(ReferenceKernels, AttentionMatchesANaiveLoopWithGqaOffsetAndSlidingWindow) 
   const reference::Mat<double> v = reference::Mat<double>::Random(P, kv_heads * hd);
   for (int window : {0, 1, 4}) {
     reference::Mat<double> out;
-    reference::attention<double>(q, k, v, first_pos, heads, kv_heads, hd, window, out);
+    reference::attention<double>(q, k, v, first_pos, heads, kv_heads, hd, window, 1.0 / std::sqrt(double(hd)), out);
     EXPECT_LT((out - naive_attention(q, k, v, first_pos, heads, kv_heads, hd, window)).cwiseAbs().maxCoeff(), 1e-12)
         << "window " << window;
   }
@@ -204,7 +204,7 @@ TEST(ReferenceEngine, Qwen2StyleModelIsChunkInvariant) {
   options.config.rope_base = 1e6;
   model::write_synth_model(dir / "q.gguf", options);
   const auto m = model::load_model(dir / "q.gguf");
-  ASSERT_TRUE(m->config().qkv_bias);
+  ASSERT_TRUE(m->config().block.qkv_bias);
   ASSERT_EQ(m->config().rope_style, model::RopeStyle::rotate_half);
   const auto tokens = synth_prompt(40, m->config().vocab, 11);
   const TensorId logits{Op::logits, m->config().n_layers};

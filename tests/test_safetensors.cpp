@@ -36,7 +36,7 @@ TEST(Safetensors, LoadsStories260KFolder) {
   EXPECT_NEAR(c.norm_eps, 1e-5, 1e-12);
   EXPECT_EQ(c.rope_style, RopeStyle::rotate_half);
   EXPECT_TRUE(c.tied_output);
-  EXPECT_FALSE(c.qkv_bias);
+  EXPECT_FALSE(c.block.qkv_bias);
   EXPECT_EQ(c.bos_token, 1);
   EXPECT_EQ(c.eos_token, 2);
   EXPECT_FALSE(model->vocabulary().has_value());
@@ -116,7 +116,7 @@ TEST(Safetensors, ConfigOfQwen2AndMistral) {
   j["sliding_window"] = 4096;
   j["use_sliding_window"] = false;
   ModelConfig c = hf_config(j, "config.json");
-  EXPECT_TRUE(c.qkv_bias);
+  EXPECT_TRUE(c.block.qkv_bias);
   EXPECT_EQ(c.sliding_window, 0);
   EXPECT_EQ(c.head_dim, 16);
   EXPECT_EQ(c.rope_style, RopeStyle::rotate_half);
@@ -132,14 +132,14 @@ TEST(Safetensors, ConfigOfQwen2AndMistral) {
   j["head_dim"] = 32;
   c = hf_config(j, "config.json");
   EXPECT_EQ(c.sliding_window, 4096);
-  EXPECT_FALSE(c.qkv_bias);
+  EXPECT_FALSE(c.block.qkv_bias);
   EXPECT_EQ(c.head_dim, 32);
   j["sliding_window"] = nullptr;
   j["model_type"] = "llama";
   j.erase("num_key_value_heads");
   c = hf_config(j, "config.json");
   EXPECT_EQ(c.sliding_window, 0);
-  EXPECT_FALSE(c.qkv_bias);
+  EXPECT_FALSE(c.block.qkv_bias);
   EXPECT_EQ(c.n_kv_heads, 4);
 }
 

@@ -1,11 +1,15 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "activations.glsl"
-// residual add: out = a + b, elementwise over n values (elementwise.glsl).
+// residual add: out = a + scale * b, elementwise over n values (elementwise.glsl); scale is 1 but
+// in Granite (residual_multiplier).
 layout(local_size_x_id = 1) in;
-layout(push_constant) uniform Push { uint n; } pc;
+layout(push_constant) uniform Push {
+  uint n;
+  float scale;
+} pc;
 #include "common.glsl"
 
-float combine(float a, float b) { return a + b; }
+float combine(float a, float b) { return a + pc.scale * b; }
 
 #include "elementwise.glsl"

@@ -1,7 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "activations.glsl"
-// embed: out[t, c] = table[tokens[t], c], dequantized.   tokens [T] -> out [T, dim]
+// embed: out[t, c] = table[tokens[t], c] * scale, dequantized.   tokens [T] -> out [T, dim]
 // One invocation per output element. Token ids are checked on the host.
 layout(local_size_x_id = 1) in;
 layout(std430, binding = 0) readonly buffer Weights { uint w_words[]; };
@@ -11,6 +11,7 @@ layout(push_constant) uniform Push {
   uint rows;       // T
   uint dim;
   uint row_bytes;  // bytes of one table row as stored
+  float scale;     // 1 but in Gemma (sqrt(dim)) and Granite (embedding_multiplier)
 } pc;
 #include "common.glsl"
 #include "dequant.glsl"
@@ -19,5 +20,5 @@ void main() {
   const uint i = group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
   if (i >= pc.rows * pc.dim) return;
   const uint t = i / pc.dim;
-  y[i] = to_act(weight_at(uint(tokens[t]) * pc.row_bytes, i - t * pc.dim));
+  y[i] = to_act(weight_at(uint(tokens[t]) * pc.row_bytes, i - t * pc.dim) * pc.scale);
 }

@@ -9,11 +9,18 @@
 // uvec4s (the values rounded by round_f16 before packHalf2x16: exact).
 // (rmsnorm-eps, faults.glsl: out[t] = x[t] / (sqrt(mean(x[t]^2)) + eps) * w.)
 //
-// With ADD_FIRST (add+rms_norm: a residual add and the norm of its sum in one dispatch): x = a + b,
+// With ADD_FIRST (add+rms_norm: a residual add and the norm of its sum in one dispatch): x = a +
+// residual_scale * b,
 // rounded as add.comp rounds it, stored to `sum` by the pass that sums the squares; the pass that
 // scales reads back what its own invocation stored. The same values and the same order of every
 // sum as add then rms_norm: the same bits, one dispatch, barrier and read of the row fewer.
 layout(local_size_x_id = 1) in;
+layout(push_constant) uniform Push {
+  uint rows;
+  uint dim;
+  float eps;
+  float residual_scale;  // ADD_FIRST only
+} pc;
 #ifdef ADD_FIRST
 // Bindings: 0 a, 1 b, 2 w, 3 sum (a + b), 4 out.
 #define W_BINDING 2
@@ -27,7 +34,7 @@ layout(std430, binding = 1) readonly buffer BOctets { uvec4 b_octets[]; };
 layout(std430, binding = 3) buffer Sum { act_t x[]; };
 layout(std430, binding = 3) buffer SumQuads { act4 x_quads[]; };
 layout(std430, binding = 3) buffer SumOctets { uvec4 x_octets[]; };
-float combine(float p, float q) { return p + q; }
+float combine(float p, float q) { return p + pc.residual_scale * q; }
 #include "combine_pair.glsl"
 #else
 // Bindings: 0 x, 1 w, 2 out.
@@ -41,11 +48,6 @@ layout(std430, binding = W_BINDING) readonly buffer Weight { float w[]; };
 layout(std430, binding = W_BINDING) readonly buffer WeightQuads { vec4 w_quads[]; };
 layout(std430, binding = OUT_BINDING) writeonly buffer Output { act_t y[]; };
 layout(std430, binding = OUT_BINDING) writeonly buffer OutputOctets { uvec4 y_octets[]; };
-layout(push_constant) uniform Push {
-  uint rows;
-  uint dim;
-  float eps;
-} pc;
 #include "common.glsl"
 #include "faults.glsl"
 
@@ -56,13 +58,13 @@ shared float partial[gl_WorkGroupSize.x];
 // scales reads it back through).
 float first_value(uint i) {
 #ifdef ADD_FIRST
-  x[i] = to_act(float(a[i]) + float(b[i]));
+  x[i] = to_act(combine(float(a[i]), float(b[i])));
 #endif
   return float(x[i]);
 }
 vec4 first_quad(uint i) {
 #ifdef ADD_FIRST
-  const vec4 v = vec4(a_quads[i]) + vec4(b_quads[i]);
+  const vec4 v = vec4(a_quads[i]) + pc.residual_scale * vec4(b_quads[i]);
 #ifdef ACT_F16
   const vec4 r = vec4(round_f16(v.x), round_f16(v.y), round_f16(v.z), round_f16(v.w));
   x_quads[i] = f16vec4(r);

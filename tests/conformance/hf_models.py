@@ -21,13 +21,13 @@ SHAPE = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_atte
 @dataclass
 class Case:
     name: str
-    model_type: str  # llama | mistral | qwen2 | qwen3
+    model_type: str  # a transformers model_type tapdiff reads (model/hf_config.cpp)
     rope: dict = field(default_factory=lambda: {"rope_type": "default", "rope_theta": 10000.0})
     extra: dict = field(default_factory=dict)
 
     def config(self) -> transformers.PretrainedConfig:
         cls = transformers.CONFIG_MAPPING[self.model_type]
-        return cls(**SHAPE, rope_parameters=dict(self.rope), tie_word_embeddings=False, **self.extra)
+        return cls(**SHAPE, rope_parameters=dict(self.rope), **{"tie_word_embeddings": False, **self.extra})
 
 
 CASES = [
@@ -58,6 +58,14 @@ CASES = [
     Case("qwen3", "qwen3", {"rope_type": "default", "rope_theta": 1000000.0}, {"head_dim": 32}),
     Case("qwen3-yarn", "qwen3", {"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 4.0,
                                  "original_max_position_embeddings": 32}),
+    Case("llama-gelu-biases", "llama", extra={"hidden_act": "gelu", "mlp_bias": True, "attention_bias": True}),
+    Case("llama-gelu-tanh", "llama", extra={"hidden_act": "gelu_pytorch_tanh", "tie_word_embeddings": True}),
+    Case("granite", "granite", extra={"embedding_multiplier": 12.0, "residual_multiplier": 0.22,
+                                      "attention_multiplier": 0.2, "logits_scaling": 8.0}),
+    Case("olmo2", "olmo2", {"rope_type": "default", "rope_theta": 500000.0}, {"eos_token_id": 2}),
+    Case("olmo2-bias", "olmo2", extra={"attention_bias": True, "eos_token_id": 2}),
+    Case("gemma", "gemma", extra={"head_dim": 16, "tie_word_embeddings": True}),
+    Case("gemma-untied-gelu", "gemma", extra={"head_dim": 32, "hidden_act": "gelu"}),
 ]
 
 

@@ -34,7 +34,7 @@ void gguf_seeds(const fs::path& dir) {
     o.config.n_layers = 1, o.config.dim = dim, o.config.n_heads = 2, o.config.n_kv_heads = kv_heads;
     o.config.head_dim = head_dim, o.config.ffn_dim = 32, o.config.vocab = vocab, o.config.context_length = 64;
     o.config.rope_style = std::string(arch) == "qwen2" ? model::RopeStyle::rotate_half : model::RopeStyle::interleaved;
-    o.config.qkv_bias = std::string(arch) == "qwen2";
+    o.config.block.qkv_bias = std::string(arch) == "qwen2";
     o.config.tied_output = tied, o.config.bos_token = 1, o.config.eos_token = 2;
     o.dtype = dtype;
     model::write_synth_model(dir / name, o);

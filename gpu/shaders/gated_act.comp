@@ -1,0 +1,41 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "activations.glsl"
+// gated_act: out = act(gate) * up, elementwise over n values (elementwise.glsl: a = gate, b = up),
+// act by pc.activation (model::Activation):
+//   0 silu       gate / (1 + exp(-gate))
+//   1 gelu       gate/2 (1 + erf(gate / sqrt 2))
+//   2 gelu_tanh  gate/2 (1 + tanh(sqrt(2/pi) (gate + 0.044715 gate^3)))
+// (silu-approx, faults.glsl: silu's sigmoid as the hard sigmoid clamp(0.5 + gate/4, 0, 1).)
+layout(local_size_x_id = 1) in;
+layout(push_constant) uniform Push {
+  uint n;
+  uint activation;
+} pc;
+#include "common.glsl"
+#include "faults.glsl"
+
+// erf to within about 1.2e-7 of its value (Numerical Recipes' erfc, a Chebyshev fit): GLSL has no erf.
+float erf_approx(float x) {
+  const float z = abs(x);
+  const float t = 1.0 / (1.0 + 0.5 * z);
+  const float r =
+      t * exp(-z * z - 1.26551223 +
+              t * (1.00002368 +
+                   t * (0.37409196 +
+                        t * (0.09678418 +
+                             t * (-0.18628806 +
+                                  t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))));
+  return x >= 0.0 ? 1.0 - r : r - 1.0;
+}
+
+float combine(float g, float u) {
+  if (pc.activation == 1u) return 0.5 * g * (1.0 + erf_approx(g * 0.70710678118654752)) * u;
+  if (pc.activation == 2u) {
+    const float inner = 0.79788456080286536 * (g + 0.044715 * g * g * g);
+    return 0.5 * g * (1.0 + tanh(clamp(inner, -15.0, 15.0))) * u;
+  }
+  return planted(FAULT_SILU_HARD_SIGMOID) ? g * clamp(0.5 + 0.25 * g, 0.0, 1.0) * u : g / (1.0 + exp(-g)) * u;
+}
+
+#include "elementwise.glsl"

@@ -1,0 +1,21 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "activations.glsl"
+// scale_softcap: x = x * scale, then cap * tanh(x / cap) where cap > 0, in place over n values
+// (the logits of Granite: 1 / logits_scaling; of Gemma 2: the final soft-cap).
+layout(local_size_x_id = 1) in;
+layout(std430, binding = 0) buffer X { act_t x[]; };
+layout(push_constant) uniform Push {
+  uint n;
+  float scale;
+  float cap;
+} pc;
+#include "common.glsl"
+
+void main() {
+  const uint i = group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
+  if (i >= pc.n) return;
+  float v = float(x[i]) * pc.scale;
+  if (pc.cap > 0.0) v = pc.cap * tanh(clamp(v / pc.cap, -15.0, 15.0));
+  x[i] = to_act(v);
+}

@@ -1,0 +1,58 @@
+#pragma once
+// What one decoder layer computes, as data: which norms sit where and of which kind, the q/k
+// norms, the biases, the activation and the scalar scales of a family. The graph (model/graph.h)
+// is built from it, both engines execute that graph, and a family is a Block plus its tensor
+// names (model/families.h). A Llama block is Block{}:
+//
+//   x -> attn_norm -> q/k/v_proj -> [q/k_norm] -> rope -> attn -> o_proj -> [attn_post_norm] -> + x
+//     -> ffn_norm -> act(ffn_gate) * ffn_up -> ffn_down -> [ffn_post_norm] -> + (the stream)
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace tapdiff::model {
+
+// ffn_act = act(gate) * up.
+enum class Activation : std::uint8_t {
+  silu,       // x * sigmoid(x)                                   (SwiGLU: Llama, Mistral, Qwen, ...)
+  gelu,       // x/2 (1 + erf(x / sqrt 2))                        (transformers' "gelu")
+  gelu_tanh,  // x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))    ("gelu_pytorch_tanh": GeGLU in Gemma)
+};
+std::string_view activation_name(Activation a);  // "silu", "gelu", "gelu_tanh"
+
+// Where q and k are RMS-normed before RoPE.
+enum class QkNorm : std::uint8_t {
+  none,
+  per_head,  // each head's head_dim channels, one weight [head_dim] shared by the heads (Qwen3, Gemma 3)
+  whole,     // the whole projection's row, one weight [q_dim] or [kv_dim] (OLMo 2)
+};
+std::string_view qk_norm_name(QkNorm q);  // "none", "per_head", "whole"
+
+struct Block {
+  bool pre_norms = true;    // attn_norm before the attention, ffn_norm before the FFN
+  bool post_norms = false;  // attn_post_norm after o_proj, ffn_post_norm after ffn_down (Gemma 2/3, OLMo 2)
+  double norm_offset = 0;   // every RMSNorm scales by (norm_offset + w): 1 for Gemma's weights as transformers keeps them
+  QkNorm qk_norm = QkNorm::none;
+  Activation activation = Activation::silu;
+  bool qkv_bias = false;        // q/k/v_proj carry a bias
+  bool o_bias = false;          // o_proj carries a bias
+  bool mlp_bias = false;        // ffn_gate, ffn_up and ffn_down carry biases
+  double embed_scale = 1;       // embed = table[token] * embed_scale (Gemma: sqrt(dim); Granite: embedding_multiplier)
+  double residual_scale = 1;    // x + residual_scale * update (Granite: residual_multiplier)
+  double attention_scale = 0;   // scores = q.k * attention_scale; 0: 1/sqrt(head_dim)
+  double logit_scale = 1;       // logits = (final_norm W) * logit_scale (Granite: 1 / logits_scaling)
+  double logit_softcap = 0;     // then cap * tanh(logits / cap); 0: none (Gemma 2)
+
+  // Throws FormatError("<source>: ...") for values that cannot describe a working block.
+  void validate(const std::string& source) const;
+  friend bool operator==(const Block&, const Block&) = default;
+};
+
+// The scale of attention scores for a head width: attention_scale, or 1/sqrt(head_dim).
+double attention_scale(const Block& block, int head_dim);
+
+nlohmann::json to_json(const Block& block);
+
+}  // namespace tapdiff::model
