@@ -19,8 +19,9 @@ constexpr std::uint64_t kStagingLimit = 64ull << 20;  // flush the upload stream
 }  // namespace
 
 DeviceWeights::DeviceWeights(const Device& device, Stream& stream, const model::Model& m, bool f16)
-    : f16_(f16), norm_offset_(m.config().block.norm_offset), arena_(device, "weights", MemoryKind::device_local,
-                                                                   kWeightBlock) {
+    : f16_(f16),
+      norm_offset_(m.config().block.norm_offset),
+      arena_(device, "weights", MemoryKind::device_local, kWeightBlock) {
   for (const auto& [key, t] : m.tensors()) upload(stream, key.first, key.second, t);
   stream.trim();
 }
@@ -32,7 +33,7 @@ void DeviceWeights::upload(Stream& stream, model::WeightKind kind, int layer, co
   std::vector<std::uint16_t> f16;  // F32 and BF16 matrices under f16 weights
   const bool offset = model::is_norm(kind) && norm_offset_ != 0;
   const bool convert = model::is_vector(kind) ? t.dtype != model::DType::f32 || f16_ || offset
-                                       : f16_ && (t.dtype == model::DType::f32 || t.dtype == model::DType::bf16);
+                                              : f16_ && (t.dtype == model::DType::f32 || t.dtype == model::DType::bf16);
   if (convert) {
     widened.resize(static_cast<std::size_t>(t.rows * t.cols));
     for (std::int64_t r = 0; r < t.rows; ++r)

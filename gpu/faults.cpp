@@ -153,6 +153,11 @@ bool FaultSet::active(Fault fault, int layer) const {
   return every_layer_[i] || std::find(layers_[i].begin(), layers_[i].end(), layer) != layers_[i].end();
 }
 
+bool FaultSet::planted(Fault fault) const {
+  const auto i = static_cast<std::size_t>(fault);
+  return every_layer_[i] || !layers_[i].empty();
+}
+
 bool FaultSet::empty() const {
   for (std::size_t i = 0; i < kFaultCount; ++i)
     if (every_layer_[i] || !layers_[i].empty()) return false;
@@ -190,6 +195,23 @@ FaultSet parse_faults(std::string_view spec, int n_layers) {
     set.layers_[i].push_back(layer);
   }
   return set;
+}
+
+void require_faults_fit(const FaultSet& faults, const model::Graph& graph, model::Activation activation) {
+  for (const FaultInfo& f : kCatalogue) {
+    if (!faults.planted(f.fault)) continue;
+    const bool runs = std::any_of(graph.steps().begin(), graph.steps().end(), [&](const model::Step& s) {
+      return std::find(f.ops.begin(), f.ops.end(), s.op) != f.ops.end();
+    });
+    std::vector<std::string_view> ops;
+    for (Op op : f.ops) ops.push_back(model::op_name(op));
+    if (!runs)
+      throw UsageError(fmt::format("--inject {}: the fault is planted in {}, and this model computes none of them",
+                                   f.name, fmt::join(ops, ", ")));
+    if (f.fault == Fault::silu_approx && activation != model::Activation::silu)
+      throw UsageError(fmt::format("--inject {}: the fault is planted in silu, and this model's activation is {}",
+                                   f.name, model::activation_name(activation)));
+  }
 }
 
 bool moves_rope_table(const FaultSet& faults, int layer) {

@@ -11,7 +11,9 @@
 #include <string_view>
 #include <vector>
 
+#include "model/block.h"
 #include "model/engine.h"
+#include "model/graph.h"
 #include "model/ops.h"
 
 namespace tapdiff::gpu {
@@ -53,6 +55,7 @@ const FaultInfo& fault_info(Fault fault);
 class FaultSet {
  public:
   bool active(Fault fault, int layer) const;
+  bool planted(Fault fault) const;  // active at some layer
   bool empty() const;
   // "+inject:NAME[@LAYER]" for each fault active at `layer` that shows first in `op` (fault_info's
   // ops), as --inject named it; appended to the kernel variant the engine reports. Empty if none.
@@ -60,6 +63,12 @@ class FaultSet {
 
  private:
   friend FaultSet parse_faults(std::string_view spec, int n_layers);
+
+  // UsageError for a planted fault that this model would never run: none of its ops is in the
+  // model's graph (rmsnorm-eps in a block without pre-norms), or its code path is not the model's
+  // (silu-approx in a model whose activation is not silu). A fault that changes nothing must not
+  // pass for a clean run.
+  void require_faults_fit(const FaultSet& faults, const model::Graph& graph, model::Activation activation);
   std::array<bool, kFaultCount> every_layer_{};
   std::array<std::vector<int>, kFaultCount> layers_;
 };
@@ -67,6 +76,12 @@ class FaultSet {
 // "NAME[@LAYER][,NAME[@LAYER]...]"; "" plants nothing. UsageError for an unknown name (listing the
 // valid ones), a malformed item, or a layer outside [0, n_layers).
 FaultSet parse_faults(std::string_view spec, int n_layers);
+
+// UsageError for a planted fault that this model would never run: none of its ops is in the
+// model's graph (rmsnorm-eps in a block without pre-norms), or its code path is not the model's
+// (silu-approx in a model whose activation is not silu). A fault that changes nothing must not
+// pass for a clean run.
+void require_faults_fit(const FaultSet& faults, const model::Graph& graph, model::Activation activation);
 
 // The first position and the base of the RoPE table a layer uses in a chunk, after the faults that
 // live in the table (rope-off-by-one, rope-chunk-reset, rope-base, decode-position).

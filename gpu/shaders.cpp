@@ -29,6 +29,8 @@ namespace {
 #include "copy_spv.h"
 #include "embed_f16_spv.h"
 #include "embed_spv.h"
+#include "gated_act_f16_spv.h"
+#include "gated_act_spv.h"
 #include "matmul_coop_f16_spv.h"
 #include "matmul_coop_k16_f16_spv.h"
 #include "matmul_coop_probe_f16_spv.h"
@@ -42,8 +44,6 @@ namespace {
 #include "rms_norm_spv.h"
 #include "rope_f16_spv.h"
 #include "rope_spv.h"
-#include "gated_act_f16_spv.h"
-#include "gated_act_spv.h"
 #include "scale_softcap_f16_spv.h"
 #include "scale_softcap_spv.h"
 

@@ -151,6 +151,7 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
       faults_(parse_faults(options.inject, m.config().n_layers)),
       activation_type_(options.f16 ? Activations::f16 : Activations::f32),
       rope_table_of_(static_cast<std::size_t>(m.config().n_layers)) {
+  require_faults_fit(faults_, graph_, config_.block.activation);
   // At most one table per layer that a fault moves, plus the model's.
   std::size_t tables = 1;
   for (int l = 0; l < config_.n_layers; ++l) tables += moves_rope_table(faults_, l) ? 1 : 0;
@@ -209,8 +210,8 @@ const DeviceWeight& Engine::matrix(Op op, int l) const {
 
 const DeviceWeight* Engine::bias(Op op, int l) const {
   static constexpr std::pair<Op, WeightKind> kBiases[] = {
-      {Op::q_proj, WeightKind::bq},       {Op::k_proj, WeightKind::bk},   {Op::v_proj, WeightKind::bv},
-      {Op::o_proj, WeightKind::bo},       {Op::ffn_gate, WeightKind::b_gate}, {Op::ffn_up, WeightKind::b_up},
+      {Op::q_proj, WeightKind::bq},      {Op::k_proj, WeightKind::bk},       {Op::v_proj, WeightKind::bv},
+      {Op::o_proj, WeightKind::bo},      {Op::ffn_gate, WeightKind::b_gate}, {Op::ffn_up, WeightKind::b_up},
       {Op::ffn_down, WeightKind::b_down}};
   for (const auto& [o, kind] : kBiases)
     if (o == op) return weights_->find(kind, l);
@@ -475,8 +476,8 @@ std::string Engine::run(const model::Step& step, const Region& out) {
     case Op::q_norm:
     case Op::k_norm: {  // each group of the weight's width (a head, or the whole row) is one row of the norm
       const DeviceWeight& w = norm_weight(step.op, step.layer);
-      return kernels_->rms_norm(*stream_, in(0), w, eps, out,
-                                static_cast<int>(rows * graph_.width(step.op) / w.cols), faults);
+      return kernels_->rms_norm(*stream_, in(0), w, eps, out, static_cast<int>(rows * graph_.width(step.op) / w.cols),
+                                faults);
     }
     case Op::q_proj:
     case Op::k_proj:

@@ -33,17 +33,17 @@ std::string_view qk_norm_name(QkNorm q);  // "none", "per_head", "whole"
 struct Block {
   bool pre_norms = true;    // attn_norm before the attention, ffn_norm before the FFN
   bool post_norms = false;  // attn_post_norm after o_proj, ffn_post_norm after ffn_down (Gemma 2/3, OLMo 2)
-  double norm_offset = 0;   // every RMSNorm scales by (norm_offset + w): 1 for Gemma's weights as transformers keeps them
+  double norm_offset = 0;   // every RMSNorm scales by (norm_offset + w): 1 for Gemma's weights in transformers
   QkNorm qk_norm = QkNorm::none;
   Activation activation = Activation::silu;
-  bool qkv_bias = false;        // q/k/v_proj carry a bias
-  bool o_bias = false;          // o_proj carries a bias
-  bool mlp_bias = false;        // ffn_gate, ffn_up and ffn_down carry biases
-  double embed_scale = 1;       // embed = table[token] * embed_scale (Gemma: sqrt(dim); Granite: embedding_multiplier)
-  double residual_scale = 1;    // x + residual_scale * update (Granite: residual_multiplier)
-  double attention_scale = 0;   // scores = q.k * attention_scale; 0: 1/sqrt(head_dim)
-  double logit_scale = 1;       // logits = (final_norm W) * logit_scale (Granite: 1 / logits_scaling)
-  double logit_softcap = 0;     // then cap * tanh(logits / cap); 0: none (Gemma 2)
+  bool qkv_bias = false;       // q/k/v_proj carry a bias
+  bool o_bias = false;         // o_proj carries a bias
+  bool mlp_bias = false;       // ffn_gate, ffn_up and ffn_down carry biases
+  double embed_scale = 1;      // embed = table[token] * embed_scale (Gemma: sqrt(dim); Granite: embedding_multiplier)
+  double residual_scale = 1;   // x + residual_scale * update (Granite: residual_multiplier)
+  double attention_scale = 0;  // scores = q.k * attention_scale; 0: 1/sqrt(head_dim)
+  double logit_scale = 1;      // logits = (final_norm W) * logit_scale (Granite: 1 / logits_scaling)
+  double logit_softcap = 0;    // then cap * tanh(logits / cap); 0: none (Gemma 2)
 
   // Throws FormatError("<source>: ...") for values that cannot describe a working block.
   void validate(const std::string& source) const;

@@ -21,32 +21,32 @@
 
 namespace tapdiff::model {
 
-// The weights of a decoder, named once (which of them a model has: its block, model/block.h). Per-layer kinds use layer >= 0; the others
-// use layer -1.
+// The weights of a decoder, named once; which of them a model has is its block's choice
+// (model/block.h). Per-layer kinds use layer >= 0; the others use layer -1.
 enum class WeightKind : std::uint8_t {
-  token_embd,   // [vocab, dim]
-  attn_norm,    // [dim]     (pre_norms only)
-  wq,           // [q_dim, dim]
-  wk,           // [kv_dim, dim]
-  wv,           // [kv_dim, dim]
-  bq,           // [q_dim]   (qkv_bias only)
-  bk,           // [kv_dim]  (qkv_bias only)
-  bv,           // [kv_dim]  (qkv_bias only)
-  q_norm,       // [head_dim] (qk_norm per_head: one weight shared by every query head), [q_dim] (whole)
-  k_norm,       // [head_dim] or [kv_dim], as q_norm
-  wo,           // [dim, q_dim]
-  bo,           // [dim]     (o_bias only)
-  attn_post_norm,  // [dim]  (post_norms only)
-  ffn_norm,     // [dim]     (pre_norms only, as attn_norm)
-  ffn_gate,     // [ffn_dim, dim]
-  ffn_up,       // [ffn_dim, dim]
-  ffn_down,     // [dim, ffn_dim]
-  b_gate,       // [ffn_dim] (mlp_bias only)
-  b_up,         // [ffn_dim] (mlp_bias only)
-  b_down,       // [dim]     (mlp_bias only)
-  ffn_post_norm,  // [dim]   (post_norms only)
-  output_norm,  // [dim]
-  output,       // [vocab, dim] (absent when tied_output)
+  token_embd,      // [vocab, dim]
+  attn_norm,       // [dim]     (pre_norms only)
+  wq,              // [q_dim, dim]
+  wk,              // [kv_dim, dim]
+  wv,              // [kv_dim, dim]
+  bq,              // [q_dim]   (qkv_bias only)
+  bk,              // [kv_dim]  (qkv_bias only)
+  bv,              // [kv_dim]  (qkv_bias only)
+  q_norm,          // [head_dim] (qk_norm per_head: one weight shared by every query head), [q_dim] (whole)
+  k_norm,          // [head_dim] or [kv_dim], as q_norm
+  wo,              // [dim, q_dim]
+  bo,              // [dim]     (o_bias only)
+  attn_post_norm,  // [dim]     (post_norms only)
+  ffn_norm,        // [dim]     (pre_norms only, as attn_norm)
+  ffn_gate,        // [ffn_dim, dim]
+  ffn_up,          // [ffn_dim, dim]
+  ffn_down,        // [dim, ffn_dim]
+  b_gate,          // [ffn_dim] (mlp_bias only)
+  b_up,            // [ffn_dim] (mlp_bias only)
+  b_down,          // [dim]     (mlp_bias only)
+  ffn_post_norm,   // [dim]   (post_norms only)
+  output_norm,     // [dim]
+  output,          // [vocab, dim] (absent when tied_output)
 };
 std::string_view weight_kind_name(WeightKind kind);
 bool is_per_layer(WeightKind kind);
@@ -56,13 +56,29 @@ bool is_vector(WeightKind kind);
 bool is_norm(WeightKind kind);
 
 // Every kind, in the enum's order.
-inline constexpr WeightKind kAllWeightKinds[] = {
-    WeightKind::token_embd, WeightKind::attn_norm,      WeightKind::wq,       WeightKind::wk,
-    WeightKind::wv,         WeightKind::bq,             WeightKind::bk,       WeightKind::bv,
-    WeightKind::q_norm,     WeightKind::k_norm,         WeightKind::wo,       WeightKind::bo,
-    WeightKind::attn_post_norm, WeightKind::ffn_norm,   WeightKind::ffn_gate, WeightKind::ffn_up,
-    WeightKind::ffn_down,   WeightKind::b_gate,         WeightKind::b_up,     WeightKind::b_down,
-    WeightKind::ffn_post_norm, WeightKind::output_norm, WeightKind::output};
+inline constexpr WeightKind kAllWeightKinds[] = {WeightKind::token_embd,
+                                                 WeightKind::attn_norm,
+                                                 WeightKind::wq,
+                                                 WeightKind::wk,
+                                                 WeightKind::wv,
+                                                 WeightKind::bq,
+                                                 WeightKind::bk,
+                                                 WeightKind::bv,
+                                                 WeightKind::q_norm,
+                                                 WeightKind::k_norm,
+                                                 WeightKind::wo,
+                                                 WeightKind::bo,
+                                                 WeightKind::attn_post_norm,
+                                                 WeightKind::ffn_norm,
+                                                 WeightKind::ffn_gate,
+                                                 WeightKind::ffn_up,
+                                                 WeightKind::ffn_down,
+                                                 WeightKind::b_gate,
+                                                 WeightKind::b_up,
+                                                 WeightKind::b_down,
+                                                 WeightKind::ffn_post_norm,
+                                                 WeightKind::output_norm,
+                                                 WeightKind::output};
 static_assert(std::size(kAllWeightKinds) == static_cast<std::size_t>(WeightKind::output) + 1);
 
 // One weight tensor as stored: row-major [rows, cols] (cols contiguous; a 1-D tensor has rows = 1).

@@ -127,7 +127,9 @@ void gated_activation(const Mat<S>& gate, const Mat<S>& up, model::Activation ac
     case model::Activation::silu: out = (gate.array() / (S(1) + (-gate.array()).exp()) * up.array()).matrix(); return;
     case model::Activation::gelu: {
       const S inv_sqrt2 = static_cast<S>(1.0 / std::sqrt(2.0));
-      out = (gate.array() * S(0.5) * (S(1) + (gate.array() * inv_sqrt2).unaryExpr([](S v) { return std::erf(v); })) * up.array()).matrix();
+      out = (gate.array() * S(0.5) * (S(1) + (gate.array() * inv_sqrt2).unaryExpr([](S v) { return std::erf(v); })) *
+             up.array())
+                .matrix();
       return;
     }
     case model::Activation::gelu_tanh: {
@@ -149,7 +151,7 @@ void scale_softcap(Mat<S>& x, double scale, double cap) {
   template void embed<S>(const ConstMatMap<S>&, std::span<const std::int32_t>, double, Mat<S>&);                     \
   template void rms_norm<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, double, double, Mat<S>&);                \
   template void rms_norm_groups<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, double, double, Mat<S>&);         \
-  template void matmul<S>(const Mat<S>&, const ConstMatMap<S>&, const S*, Mat<S>&);                                 \
+  template void matmul<S>(const Mat<S>&, const ConstMatMap<S>&, const S*, Mat<S>&);                                  \
   template void rope<S>(const Mat<S>&, int, int, const model::RopeFrequencies&, model::RopeStyle, Mat<S>&);          \
   template void attention<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, int, int, int, int, int, double, Mat<S>&); \
   template void gated_activation<S>(const Mat<S>&, const Mat<S>&, model::Activation, Mat<S>&);                       \

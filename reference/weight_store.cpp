@@ -2,7 +2,6 @@
 
 #include <unistd.h>
 
-
 namespace tapdiff::reference {
 namespace {
 

@@ -312,8 +312,9 @@ TEST(BadFile, SafetensorsConfigProblems) {
   const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> cases = {
       {[](auto& j) { j.erase("hidden_size"); }, "'hidden_size': expected an integer, found no such key"},
       {[](auto& j) { j["num_hidden_layers"] = "five"; }, "'num_hidden_layers': expected a non-negative integer"},
-      {[](auto& j) { j["model_type"] = "gemma"; },
-       "'model_type' = \"gemma\" is not supported: tapdiff implements llama, mistral, qwen2 and qwen3"},
+      {[](auto& j) { j["model_type"] = "gemma2"; },
+       "'model_type' = \"gemma2\" is not supported: tapdiff implements llama, mistral, qwen2, qwen3, granite, olmo2, "
+       "gemma"},
       {[](auto& j) {
          j["rope_scaling"] = {{"type", "linear"}};
        },
@@ -322,9 +323,14 @@ TEST(BadFile, SafetensorsConfigProblems) {
          j["rope_scaling"] = {{"rope_type", "proportional"}, {"factor", 2}};
        },
        "'rope_type' = \"proportional\" is not supported: tapdiff implements default, linear, dynamic, yarn"},
-      {[](auto& j) { j["hidden_act"] = "gelu"; }, "'hidden_act' = \"gelu\" is not supported"},
-      {[](auto& j) { j["mlp_bias"] = true; }, "'mlp_bias' = true is not supported"},
-      {[](auto& j) { j["attention_bias"] = true; }, "'attention_bias' = true is not supported"},
+      {[](auto& j) { j["hidden_act"] = "relu"; },
+       "'hidden_act' = \"relu\" is not supported: tapdiff implements silu, gelu and gelu_pytorch_tanh"},
+      {[](auto& j) { j["model_type"] = "mistral", j["mlp_bias"] = true; },
+       "'mlp_bias' = true is not supported: tapdiff implements false only (no biases in this family's MLP)"},
+      {[](auto& j) { j["model_type"] = "mistral", j["attention_bias"] = true; },
+       "'attention_bias' = true is not supported: tapdiff implements only the keys whose meaning it implements"},
+      {[](auto& j) { j["model_type"] = "gemma", j["use_bidirectional_attention"] = true; },
+       "'use_bidirectional_attention' = true is not supported: tapdiff implements false only (causal attention)"},
       {[](auto& j) {
          j["quantization_config"] = {{"quant_method", "gptq"}};
        },
@@ -348,6 +354,31 @@ TEST(BadFile, SafetensorsConfigProblems) {
   const auto f = tiny_folder();
   std::ofstream(f.folder / "config.json") << "{\"model_type\": ";
   expect_message(load_error(f.folder), "config.json", {"expected a model config in JSON", "parse error"});
+}
+
+// Biases the config promises are required; norms a block does not have are refused; two names for
+// one weight are refused.
+TEST(BadFile, SafetensorsTensorsTheBlockDoesNotHave) {
+  auto hf = testing::tiny_hf();
+  hf.config["mlp_bias"] = true;
+  auto f = tiny_folder(hf);
+  expect_message(load_error(f.folder), f.folder, {"missing tensor", "b_gate of layer 0"});
+  hf = testing::tiny_hf();
+  auto extra = *entry(hf, "model.layers.0.input_layernorm.weight");
+  extra.name = "model.layers.0.post_feedforward_layernorm.weight";
+  hf.tensors.push_back(extra);
+  f = tiny_folder(hf);
+  expect_message(load_error(f.folder), f.folder,
+                 {"tensor 'model.layers.0.post_feedforward_layernorm.weight' is not supported", "\"post_norms\":false",
+                  "computes no op that uses it"});
+  hf = testing::tiny_hf();
+  extra.name = "model.layers.0.pre_feedforward_layernorm.weight";
+  hf.tensors.push_back(extra);
+  f = tiny_folder(hf);
+  expect_message(
+      load_error(f.folder), "model.safetensors",
+      {"'model.layers.0.post_attention_layernorm.weight'", "'model.layers.0.pre_feedforward_layernorm.weight'",
+       "are both ffn_norm of layer 0 for a llama model"});
 }
 
 TEST(BadFile, SafetensorsMissingFilesAndShards) {

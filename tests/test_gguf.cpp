@@ -195,7 +195,7 @@ TEST(Gguf, UnfinishedWriterLeavesNoFile) {
 TEST(Gguf, Qwen2UsesRotateHalfAndBiases) {
   TinyGguf spec;
   spec.arch = "qwen2";
-  spec.block.qkv_bias = true;
+  spec.qkv_bias = true;
   spec.omit_tensors = {"output.weight"};
   const auto path = testing::temp_dir("gguf") / "qwen2.gguf";
   write_tiny_gguf(path, spec);

@@ -3,6 +3,9 @@
 #include "model/graph.h"
 #include "model/ops.h"
 
+#include <optional>
+#include <vector>
+
 namespace tapdiff::model {
 
 TEST(Ops, NamesRoundTripThroughTheTable) {
@@ -29,6 +32,32 @@ TEST(Graph, HasEveryOpOfEveryLayerInOrder) {
   EXPECT_EQ(norm1.inputs[0], (TensorId{Op::ffn_residual, 0}));
   EXPECT_EQ(g.width(Op::k_proj), 8);
   EXPECT_EQ(g.width(Op::logits), 50);
+}
+
+// OLMo 2's block: no norm before the attention or the FFN, one after each, q/k normed as a whole.
+TEST(Graph, IsBuiltFromTheBlock) {
+  ModelConfig c;
+  c.n_layers = 2, c.dim = 16, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 4, c.ffn_dim = 40, c.vocab = 50;
+  c.block.pre_norms = false, c.block.post_norms = true, c.block.qk_norm = QkNorm::whole;
+  const Graph g(c);
+  ASSERT_EQ(g.steps().size(), 1u + 2u * 17u + 2u);
+  std::vector<Op> layer0;
+  for (const Step& s : g.steps())
+    if (s.layer == 0) layer0.push_back(s.op);
+  EXPECT_EQ(layer0, (std::vector<Op>{Op::q_proj, Op::k_proj, Op::v_proj, Op::q_norm, Op::k_norm, Op::rope_q, Op::rope_k,
+                                     Op::attn, Op::o_proj, Op::attn_post_norm, Op::attn_residual, Op::ffn_gate,
+                                     Op::ffn_up, Op::ffn_act, Op::ffn_down, Op::ffn_post_norm, Op::ffn_residual}));
+  const Step& q1 = g.steps()[1 + 17];  // layer 1's q_proj reads layer 0's output itself
+  EXPECT_EQ(q1.op, Op::q_proj);
+  EXPECT_EQ(q1.inputs, (std::vector<TensorId>{{Op::ffn_residual, 0}}));
+  const Step& residual = g.steps()[1 + 10];
+  EXPECT_EQ(residual.inputs, (std::vector<TensorId>{{Op::embed, -1}, {Op::attn_post_norm, 0}}));
+  // What an engine may fuse: only the final norm reads a residual add's output alone here.
+  EXPECT_EQ(g.norm_of({Op::attn_residual, 0}), std::nullopt);
+  EXPECT_EQ(g.norm_of({Op::ffn_residual, 1}), (TensorId{Op::final_norm, 2}));
+  ModelConfig llama = c;
+  llama.block = {};
+  EXPECT_EQ(Graph(llama).norm_of({Op::attn_residual, 0}), (TensorId{Op::ffn_norm, 0}));
 }
 
 }  // namespace tapdiff::model

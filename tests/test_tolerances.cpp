@@ -154,7 +154,8 @@ TEST(Tolerances, ErrorsNameFileLineAndKey) {
       error_of("[op.rope_x]\nnmse = 1\n"),
       "tol.toml:1:5: op.rope_x: expected one of embed, attn_norm, q_proj, k_proj, v_proj, q_norm, k_norm, rope_q, "
       "rope_k, attn, "
-      "o_proj, attn_residual, ffn_norm, ffn_gate, ffn_up, ffn_act, ffn_down, ffn_residual, final_norm, logits, "
+      "o_proj, attn_post_norm, attn_residual, ffn_norm, ffn_gate, ffn_up, ffn_act, ffn_down, ffn_post_norm, "
+      "ffn_residual, final_norm, logits, "
       "found the op 'rope_x'");
   EXPECT_EQ(error_of("[class.gemv]\nnmse = 1\n"),
             "tol.toml:1:8: class.gemv: expected one of embedding, norm, gemm, rope, attention, residual, activation, "

@@ -103,3 +103,40 @@ def test_vulkan_engine_matches_the_reference(case, dtype, tmp_path):
     run = subprocess.run([TAPDIFF, "bisect", "--model", str(folder), "--tokens", tokens, "--chunk", "16",
                           "--generate", "4", "--dtype", dtype], capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+FAMILY_FAULTS = [  # (case, --inject, the culprit bisect must name)
+    ("granite", "gqa-head-map@1", "1/attn"),
+    ("olmo2", "rope-base@1", "1/rope_q"),
+    ("gemma", "attn-scale@2", "2/attn"),
+    ("llama-gelu-biases", "mask-kv-offset@0", "0/attn"),
+]
+
+
+@pytest.mark.parametrize("name, fault, culprit", FAMILY_FAULTS)
+def test_vulkan_faults_are_localised_in_each_family(name, fault, culprit, tmp_path):
+    """The fault catalogue on the blocks the new families add: bisect names the planted op."""
+    case = next(c for c in CASES if c.name == name)
+    folder = tmp_path / "model"
+    make_model(case, folder, "5.x")
+    report = tmp_path / "bisect.json"
+    tokens = ",".join(str(t) for t in TOKENS)
+    run = subprocess.run([TAPDIFF, "bisect", "--model", str(folder), "--tokens", tokens, "--chunk", "16",
+                          "--inject", fault, "--json", str(report)], capture_output=True, text=True)
+    assert run.returncode == 1, run.stdout + run.stderr
+    got = json.loads(report.read_text())["culprit"]
+    assert f"{got['layer']}/{got['op']}" == culprit, run.stdout
+
+
+@pytest.mark.parametrize("name, fault, message", [
+    ("olmo2", "rmsnorm-eps", "planted in attn_norm, ffn_norm, and this model computes none of them"),
+    ("gemma", "silu-approx", "planted in silu, and this model's activation is gelu_tanh"),
+])
+def test_a_fault_the_model_would_never_run_is_refused(name, fault, message, tmp_path):
+    case = next(c for c in CASES if c.name == name)
+    folder = tmp_path / "model"
+    make_model(case, folder, "5.x")
+    run = subprocess.run([TAPDIFF, "bisect", "--model", str(folder), "--tokens", "1,2,3", "--inject", fault],
+                         capture_output=True, text=True)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert message in run.stderr, run.stderr
