@@ -77,10 +77,10 @@ std::vector<Diagnosis> lookalikes(const CompareResult& result, const TensorSourc
   for (const int layer : {op.id.layer - 1, op.id.layer + 1}) neighbours.push_back({op.id.op, layer});
   const auto& steps = graph.steps();
   const auto at = std::find_if(steps.begin(), steps.end(), [&](const model::Step& s) { return s.output() == op.id; });
-  // The stream entering the op's layer (the previous layer's output, or embed): a layer output
-  // taken one layer early.
+  // The stream entering the op's layer (the previous layer's output, or embed: what its attention's
+  // residual add starts from): a layer output taken one layer early.
   const auto entry = std::find_if(steps.begin(), steps.end(), [&](const model::Step& s) {
-    return s.op == model::Op::attn_norm && s.layer == op.id.layer;
+    return s.op == model::Op::attn_residual && s.layer == op.id.layer;
   });
   if (entry != steps.end()) neighbours.push_back(entry->inputs.front());
   if (at != steps.begin()) neighbours.push_back(std::prev(at)->output());

@@ -62,6 +62,7 @@ model::ModelConfig config_from_json(const nlohmann::json& config, const std::str
   out.ffn_dim = field("ffn_dim", 0);
   out.vocab = field("vocab", 0);
   if (config.contains("arch") && config.at("arch").is_string()) out.arch = config.at("arch").get<std::string>();
+  if (config.contains("block")) out.block = model::block_from_json(config.at("block"), source);
   out.validate(source);  // also keeps every width an int
   return out;
 }

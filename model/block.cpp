@@ -3,9 +3,11 @@
 #include <cmath>
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "model/errors.h"
+#include "model/json_input.h"
 
 namespace tapdiff::model {
 
@@ -59,6 +61,48 @@ nlohmann::json to_json(const Block& b) {
           {"attention_scale", b.attention_scale},
           {"logit_scale", b.logit_scale},
           {"logit_softcap", b.logit_softcap}};
+}
+
+Block block_from_json(const nlohmann::json& j, const std::string& source) {
+  auto fail = [&](const std::string& key, std::string_view expected, const nlohmann::json& found) {
+    throw FormatError(
+        fmt::format("{}: model_config.block.{}: expected {}, found {}", source, key, expected, json_excerpt(found)));
+  };
+  if (!j.is_object()) fail("", "an object", j);
+  Block b;
+  const auto flag = [&](const char* key, bool& out) {
+    if (!j.contains(key)) return;
+    if (!j.at(key).is_boolean()) fail(key, "true or false", j.at(key));
+    out = j.at(key).get<bool>();
+  };
+  const auto number = [&](const char* key, double& out) {
+    if (!j.contains(key)) return;
+    if (!j.at(key).is_number()) fail(key, "a number", j.at(key));
+    out = j.at(key).get<double>();
+  };
+  // An enum by its name: the name function's value for some value of the enum.
+  const auto named = [&](const char* key, auto& out, auto name_of, auto... values) {
+    if (!j.contains(key)) return;
+    const nlohmann::json& v = j.at(key);
+    for (auto value : {values...})
+      if (v.is_string() && v.get<std::string>() == name_of(value)) return void(out = value);
+    fail(key, fmt::format("one of {}", fmt::join({name_of(values)...}, ", ")), v);
+  };
+  flag("pre_norms", b.pre_norms);
+  flag("post_norms", b.post_norms);
+  number("norm_offset", b.norm_offset);
+  named("qk_norm", b.qk_norm, qk_norm_name, QkNorm::none, QkNorm::per_head, QkNorm::whole);
+  named("activation", b.activation, activation_name, Activation::silu, Activation::gelu, Activation::gelu_tanh);
+  flag("qkv_bias", b.qkv_bias);
+  flag("o_bias", b.o_bias);
+  flag("mlp_bias", b.mlp_bias);
+  number("embed_scale", b.embed_scale);
+  number("residual_scale", b.residual_scale);
+  number("attention_scale", b.attention_scale);
+  number("logit_scale", b.logit_scale);
+  number("logit_softcap", b.logit_softcap);
+  b.validate(source);
+  return b;
 }
 
 }  // namespace tapdiff::model

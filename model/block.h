@@ -54,5 +54,8 @@ struct Block {
 double attention_scale(const Block& block, int head_dim);
 
 nlohmann::json to_json(const Block& block);
+// The block to_json wrote (a dump's model_config.block); FormatError naming `source` and the key
+// for a field of the wrong type or an unknown name. Fields left out keep Block{}'s values.
+Block block_from_json(const nlohmann::json& j, const std::string& source);
 
 }  // namespace tapdiff::model

@@ -276,7 +276,11 @@ std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
         fmt::format("{}: tie_word_embeddings is false, but the folder has no lm_head.weight", config_path.string()));
   config.validate(config_path.string());
   auto model = std::make_unique<Model>(folder, config);
-  for (const auto& [name, where] : by_name) {
+  std::vector<std::string> names;  // sorted: the same tensor is named first in every message
+  for (const auto& entry : by_name) names.push_back(entry.first);
+  std::sort(names.begin(), names.end());
+  for (const std::string& name : names) {
+    const auto& where = by_name.at(name);
     const auto named = hf_weight(name, config.block);
     if (!named && name.ends_with(".rotary_emb.inv_freq")) continue;  // a buffer transformers recomputes
     if (!named)

@@ -1,10 +1,13 @@
 #include <gtest/gtest.h>
 
-#include "model/graph.h"
-#include "model/ops.h"
-
 #include <optional>
 #include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/errors.h"
+#include "model/graph.h"
+#include "model/ops.h"
 
 namespace tapdiff::model {
 
@@ -58,6 +61,27 @@ TEST(Graph, IsBuiltFromTheBlock) {
   ModelConfig llama = c;
   llama.block = {};
   EXPECT_EQ(Graph(llama).norm_of({Op::attn_residual, 0}), (TensorId{Op::ffn_norm, 0}));
+}
+
+// A dump's model_config.block gives the graph its model ran (the comparator's neighbours).
+TEST(Block, RoundTripsThroughJsonAndRefusesUnknownNames) {
+  Block b;
+  b.pre_norms = false, b.post_norms = true, b.qk_norm = QkNorm::whole, b.activation = Activation::gelu_tanh;
+  b.norm_offset = 1, b.embed_scale = 8, b.residual_scale = 0.22, b.logit_scale = 0.125, b.mlp_bias = true;
+  EXPECT_EQ(block_from_json(to_json(b), "d.h5"), b);
+  EXPECT_EQ(block_from_json(nlohmann::json::object(), "d.h5"), Block{});
+  nlohmann::json j = to_json(b);
+  j["activation"] = "relu";
+  try {
+    block_from_json(j, "d.h5");
+    FAIL() << "relu was accepted";
+  } catch (const FormatError& e) {
+    EXPECT_STREQ(e.what(),
+                 "d.h5: model_config.block.activation: expected one of silu, gelu, gelu_tanh, found \"relu\"");
+  }
+  j = to_json(b);
+  j["pre_norms"] = 1;
+  EXPECT_THROW(block_from_json(j, "d.h5"), FormatError);
 }
 
 }  // namespace tapdiff::model
