@@ -38,6 +38,7 @@ struct AttentionPush {
   std::uint32_t rows, heads, group, head_dim, window, q_stride, kv_stride;
   float scale;
   std::uint32_t split_keys, splits;  // attention_flash.comp with SPLIT only
+  float softcap;                     // all but attention-coop2
 };
 struct CombinePush {
   std::uint32_t rows, heads, head_dim, splits;
@@ -507,7 +508,8 @@ std::string Kernels::attention(Stream& s, const AttentionShape& a, float scale, 
                            u32(a.kv_heads * a.head_dim),
                            scale,
                            plan.split_keys,
-                           plan.splits};
+                           plan.splits,
+                           a.softcap};
   // attention_flash.comp: tiles of 32 (row, head) pairs of the heads of one GQA group (of one head
   // with gqa-head-map planted, whose heads do not share K/V in groups); attention_decode.comp: one
   // row and such a pack of heads per workgroup.
@@ -515,9 +517,10 @@ std::string Kernels::attention(Stream& s, const AttentionShape& a, float scale, 
   const std::uint64_t units = push.heads / pack;
   const std::uint64_t tiles = ceil_div(static_cast<std::uint64_t>(push.rows) * pack, kFlashRows) * units;
   using Kind = AttentionPlan::Kind;
-  // attention-coop2 has no faults: attention_coop.comp (or flash) runs a planted one
+  // attention-coop2 has no faults and no soft-cap: attention_coop.comp (or flash) runs those
   Kind kind = plan.kind;
-  if (kind == Kind::coop2 && faults != 0) kind = attention_coop_missing_.empty() ? Kind::coop : Kind::flash;
+  if (kind == Kind::coop2 && (faults != 0 || a.softcap > 0))
+    kind = attention_coop_missing_.empty() ? Kind::coop : Kind::flash;
   switch (kind) {
     case Kind::coop2:
       dispatch(s, Shader::attention_coop2, 0, {q, k, v, row_table, out}, &push, sizeof push,

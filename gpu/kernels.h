@@ -133,6 +133,7 @@ struct AttentionShape {
   int window = 0;     // 0: none
   int sequences = 1;  // of a ragged batch, whose rows these are
   int keys = 0;       // the most positions a row attends over: the largest position + 1
+  float softcap = 0;  // scores = softcap * tanh(score / softcap) where > 0 (Gemma 2)
 };
 
 class Kernels {

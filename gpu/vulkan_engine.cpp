@@ -316,9 +316,10 @@ void Engine::begin_batch(int index, std::span<const BatchPart> parts) {
                 config_.n_heads,
                 config_.n_kv_heads,
                 config_.head_dim,
-                config_.sliding_window,
+                config_.sliding_window,  // of the layers that slide (attend sets each layer's)
                 static_cast<int>(parts_.size()),
-                longest};
+                longest,
+                static_cast<float>(config_.block.attention_softcap)};
   if (const std::uint64_t bytes = kernels_->attention_scratch_bytes(attention_); bytes > attention_scratch_.size) {
     const std::uint64_t size = std::max(bytes, 2 * attention_scratch_.size);
     scratch_->release();  // nothing in flight: the stream is idle between passes
@@ -538,9 +539,10 @@ std::string Engine::attend(int layer, const Region& out) {
     kernels_->copy(*stream_, k_rows.sub(at, bytes), kv_->rows(layer, false, p.sequence, p.first_pos, p.rows));
     kernels_->copy(*stream_, v_rows.sub(at, bytes), kv_->rows(layer, true, p.sequence, p.first_pos, p.rows));
   }
-  const auto scale = attention_scale(layer);
+  AttentionShape shape = attention_;
+  shape.window = model::attention_window(config_, layer);
   const std::string variant =
-      kernels_->attention(*stream_, attention_, scale, input({Op::rope_q, layer}), kv_->all(layer, false),
+      kernels_->attention(*stream_, shape, attention_scale(layer), input({Op::rope_q, layer}), kv_->all(layer, false),
                           kv_->all(layer, true), row_table_.sub(0, static_cast<std::uint64_t>(chunk_.rows) * 16),
                           attention_scratch_, out, kernel_faults(Op::attn, layer));
   if (faults_.active(Fault::kv_stale_chunk, layer))

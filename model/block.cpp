@@ -39,6 +39,8 @@ void Block::validate(const std::string& source) const {
   require(std::isfinite(residual_scale) && residual_scale > 0, "a finite residual scale > 0", residual_scale);
   require(std::isfinite(attention_scale) && attention_scale >= 0, "a finite attention scale >= 0 (0: 1/sqrt(head_dim))",
           attention_scale);
+  require(std::isfinite(attention_softcap) && attention_softcap >= 0, "a finite attention soft-cap >= 0 (0: none)",
+          attention_softcap);
   require(std::isfinite(logit_scale) && logit_scale > 0, "a finite logit scale > 0", logit_scale);
   require(std::isfinite(logit_softcap) && logit_softcap >= 0, "a finite logit soft-cap >= 0 (0: none)", logit_softcap);
 }
@@ -59,6 +61,7 @@ nlohmann::json to_json(const Block& b) {
           {"embed_scale", b.embed_scale},
           {"residual_scale", b.residual_scale},
           {"attention_scale", b.attention_scale},
+          {"attention_softcap", b.attention_softcap},
           {"logit_scale", b.logit_scale},
           {"logit_softcap", b.logit_softcap}};
 }
@@ -99,6 +102,7 @@ Block block_from_json(const nlohmann::json& j, const std::string& source) {
   number("embed_scale", b.embed_scale);
   number("residual_scale", b.residual_scale);
   number("attention_scale", b.attention_scale);
+  number("attention_softcap", b.attention_softcap);
   number("logit_scale", b.logit_scale);
   number("logit_softcap", b.logit_softcap);
   b.validate(source);

@@ -36,14 +36,15 @@ struct Block {
   double norm_offset = 0;   // every RMSNorm scales by (norm_offset + w): 1 for Gemma's weights in transformers
   QkNorm qk_norm = QkNorm::none;
   Activation activation = Activation::silu;
-  bool qkv_bias = false;       // q/k/v_proj carry a bias
-  bool o_bias = false;         // o_proj carries a bias
-  bool mlp_bias = false;       // ffn_gate, ffn_up and ffn_down carry biases
-  double embed_scale = 1;      // embed = table[token] * embed_scale (Gemma: sqrt(dim); Granite: embedding_multiplier)
-  double residual_scale = 1;   // x + residual_scale * update (Granite: residual_multiplier)
-  double attention_scale = 0;  // scores = q.k * attention_scale; 0: 1/sqrt(head_dim)
-  double logit_scale = 1;      // logits = (final_norm W) * logit_scale (Granite: 1 / logits_scaling)
-  double logit_softcap = 0;    // then cap * tanh(logits / cap); 0: none (Gemma 2)
+  bool qkv_bias = false;         // q/k/v_proj carry a bias
+  bool o_bias = false;           // o_proj carries a bias
+  bool mlp_bias = false;         // ffn_gate, ffn_up and ffn_down carry biases
+  double embed_scale = 1;        // embed = table[token] * embed_scale (Gemma: sqrt(dim); Granite: embedding_multiplier)
+  double residual_scale = 1;     // x + residual_scale * update (Granite: residual_multiplier)
+  double attention_scale = 0;    // scores = q.k * attention_scale; 0: 1/sqrt(head_dim)
+  double attention_softcap = 0;  // then cap * tanh(scores / cap) before the mask; 0: none (Gemma 2)
+  double logit_scale = 1;        // logits = (final_norm W) * logit_scale (Granite: 1 / logits_scaling)
+  double logit_softcap = 0;      // then cap * tanh(logits / cap); 0: none (Gemma 2)
 
   // Throws FormatError("<source>: ...") for values that cannot describe a working block.
   void validate(const std::string& source) const;

@@ -65,10 +65,17 @@ void ModelConfig::validate(const std::string& source) const {
           rotary_dim);
   validate_rope_scaling(*this, source);
   require(sliding_window >= 0, "sliding_window >= 0", sliding_window);
+  require(sliding_layers.empty() || std::ssize(sliding_layers) == n_layers, "a sliding flag for every layer, or none",
+          sliding_layers.size());
   require(context_length >= 0, "context_length >= 0", context_length);
   block.validate(source);
   require(bos_token < vocab && eos_token < vocab, "special tokens inside the vocabulary",
           fmt::format("bos {} eos {} for vocab {}", bos_token, eos_token, vocab));
+}
+
+int attention_window(const ModelConfig& c, int layer) {
+  const bool slides = c.sliding_layers.empty() || c.sliding_layers.at(static_cast<std::size_t>(layer));
+  return slides ? c.sliding_window : 0;
 }
 
 std::string_view rope_style_name(RopeStyle style) {
@@ -97,25 +104,27 @@ nlohmann::json rope_scaling_json(const RopeScaling& s) {
 }  // namespace
 
 nlohmann::json to_json(const ModelConfig& c) {
-  return {{"arch", c.arch},
-          {"n_layers", c.n_layers},
-          {"dim", c.dim},
-          {"n_heads", c.n_heads},
-          {"n_kv_heads", c.n_kv_heads},
-          {"head_dim", c.head_dim},
-          {"ffn_dim", c.ffn_dim},
-          {"vocab", c.vocab},
-          {"context_length", c.context_length},
-          {"sliding_window", c.sliding_window},
-          {"rope_base", c.rope_base},
-          {"norm_eps", c.norm_eps},
-          {"rope_style", rope_style_name(c.rope_style)},
-          {"rotary_dim", rotary_dim(c)},
-          {"rope_scaling", rope_scaling_json(c.rope_scaling)},
-          {"tied_output", c.tied_output},
-          {"block", to_json(c.block)},
-          {"bos_token", c.bos_token},
-          {"eos_token", c.eos_token}};
+  nlohmann::json j = {{"arch", c.arch},
+                      {"n_layers", c.n_layers},
+                      {"dim", c.dim},
+                      {"n_heads", c.n_heads},
+                      {"n_kv_heads", c.n_kv_heads},
+                      {"head_dim", c.head_dim},
+                      {"ffn_dim", c.ffn_dim},
+                      {"vocab", c.vocab},
+                      {"context_length", c.context_length},
+                      {"sliding_window", c.sliding_window},
+                      {"rope_base", c.rope_base},
+                      {"norm_eps", c.norm_eps},
+                      {"rope_style", rope_style_name(c.rope_style)},
+                      {"rotary_dim", rotary_dim(c)},
+                      {"rope_scaling", rope_scaling_json(c.rope_scaling)},
+                      {"tied_output", c.tied_output},
+                      {"block", to_json(c.block)},
+                      {"bos_token", c.bos_token},
+                      {"eos_token", c.eos_token}};
+  if (!c.sliding_layers.empty()) j["sliding_layers"] = c.sliding_layers;
+  return j;
 }
 
 }  // namespace tapdiff::model

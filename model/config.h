@@ -2,6 +2,7 @@
 // What the network is: the hyper-parameters of a Llama-family decoder, whatever file it came from.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -21,8 +22,9 @@ struct ModelConfig {
   int head_dim = 0;
   int ffn_dim = 0;
   int vocab = 0;
-  int context_length = 0;  // trained context; 0 = unknown
-  int sliding_window = 0;  // attention window in tokens; 0 = full causal attention
+  int context_length = 0;            // trained context; 0 = unknown
+  int sliding_window = 0;            // attention window in tokens of the layers that slide; 0 = full causal attention
+  std::vector<bool> sliding_layers;  // [n_layers]: which layers slide (Gemma 2, Qwen2 mixes); empty: all
   double rope_base = 10000.0;
   int rotary_dim = 0;  // leading channels of a head that RoPE rotates; 0 = head_dim
   RopeScaling rope_scaling;
@@ -39,6 +41,9 @@ struct ModelConfig {
   // Throws FormatError("<source>: ...") when the numbers cannot describe a working model.
   void validate(const std::string& source) const;
 };
+
+// The attention window of a layer: sliding_window where the layer slides, else 0 (full).
+int attention_window(const ModelConfig& config, int layer);
 
 std::string_view rope_style_name(RopeStyle style);
 nlohmann::json to_json(const ModelConfig& config);

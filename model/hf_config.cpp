@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <set>
@@ -40,6 +41,7 @@ const std::set<std::string_view>& no_math_keys() {
                                                   "do_sample",
                                                   "dtype",
                                                   "early_stopping",
+                                                  "embd_pdrop",
                                                   "encoder_no_repeat_ngram_size",
                                                   "exponential_decay_length_penalty",
                                                   "finetuning_task",
@@ -67,6 +69,7 @@ const std::set<std::string_view>& no_math_keys() {
                                                   "pruned_heads",
                                                   "remove_invalid_values",
                                                   "repetition_penalty",
+                                                  "resid_pdrop",
                                                   "return_dict",
                                                   "return_dict_in_generate",
                                                   "sep_token_id",
@@ -109,6 +112,13 @@ class KeyReader {
     if (v == nullptr) return fallback ? *fallback : fail(key, "a number", "no such key");
     if (!v->is_number() || !std::isfinite(v->get<double>())) fail(key, "a finite number", json_excerpt(*v));
     return v->get<double>();
+  }
+  // A number that null switches off: absent -> fallback, null -> 0, else the number.
+  double number_or_off(const std::string& key, double fallback) {
+    read_.insert(key);
+    const auto it = j_.find(key);
+    if (it == j_.end()) return fallback;
+    return it->is_null() ? 0.0 : number(key);
   }
   bool boolean(const std::string& key, bool fallback) {
     const json* v = find(key);
@@ -189,7 +199,10 @@ void read_rope_object(const json& object, const std::string& where, double max_p
   if (r.find("rope_theta") != nullptr) c.rope_base = r.number("rope_theta");
   if (r.find("partial_rotary_factor") != nullptr)
     c.rotary_dim = static_cast<int>(c.head_dim * r.number("partial_rotary_factor"));
-  const double original = top_original > 0 ? top_original : r.number("original_max_position_embeddings", max_position);
+  // A top-level original_max_position_embeddings (Phi-3) takes the place of the object's, as
+  // transformers' standardize_rope_params puts it there.
+  const double inner_original = r.number("original_max_position_embeddings", max_position);
+  const double original = top_original > 0 ? top_original : inner_original;
   switch (s.type) {
     case RopeType::standard: break;
     case RopeType::linear: s.factor = r.number("factor"); break;
@@ -211,7 +224,7 @@ void read_rope_object(const json& object, const std::string& where, double max_p
       break;
     case RopeType::longrope:
       s.original_context = static_cast<int>(original);
-      s.factor = top_original > 0 || r.find("factor") == nullptr ? max_position / original : r.number("factor");
+      s.factor = r.find("factor") == nullptr ? max_position / original : r.number("factor");
       s.short_factor = r.numbers("short_factor"), s.long_factor = r.numbers("long_factor");
       s.attention_factor = r.find("attention_factor") != nullptr ? r.number("attention_factor")
                            : s.factor <= 1.0                     ? 1.0
@@ -239,22 +252,39 @@ void read_rope(KeyReader& k, const std::string& source, ModelConfig& c) {
   if (c.rotary_dim == c.head_dim) c.rotary_dim = 0;
 }
 
-// Qwen2's sliding window, from 5.x's layer_types or 4.x's use_sliding_window/max_window_layers:
-// one window for every layer, or none; a mix of layer types is refused.
-int qwen2_window(KeyReader& k, int n_layers) {
-  const bool use = k.boolean("use_sliding_window", false);
-  const int window = k.integer("sliding_window", 0);
-  const int from = k.integer("max_window_layers", 28);  // Qwen2Config's default
-  std::set<std::string> kinds;
+// Which layers slide, from 5.x's layer_types ("full_attention" or "sliding_attention" per layer)
+// or, where a 4.x config has none, the family's own rule; sliding_window is their window (absent:
+// the config class's 4096; null, or not `enabled`: none, every layer attends fully, as
+// transformers does).
+void read_layer_types(KeyReader& k, ModelConfig& c, bool enabled, const std::function<bool(int)>& slides_by_default) {
+  std::vector<bool> slides(static_cast<std::size_t>(c.n_layers));
   if (const json* types = k.find("layer_types")) {
-    if (!types->is_array()) k.fail("layer_types", "an array of layer types", json_excerpt(*types));
-    for (const json& t : *types) kinds.insert(t.is_string() ? t.get<std::string>() : t.dump());
+    if (!types->is_array() || std::ssize(*types) != c.n_layers)
+      k.fail("layer_types", fmt::format("an array of {} layer types (num_hidden_layers)", c.n_layers),
+             json_excerpt(*types));
+    for (std::size_t l = 0; l < slides.size(); ++l) {
+      const json& t = (*types)[l];
+      if (t != "full_attention" && t != "sliding_attention")
+        k.unsupported("layer_types", t, "full_attention and sliding_attention");
+      slides[l] = t == "sliding_attention";
+    }
   } else {
-    for (int l = 0; l < n_layers; ++l) kinds.insert(use && l >= from ? "sliding_attention" : "full_attention");
+    for (int l = 0; l < c.n_layers; ++l) slides[static_cast<std::size_t>(l)] = slides_by_default(l);
   }
-  if (kinds == std::set<std::string>{"full_attention"}) return 0;
-  if (kinds == std::set<std::string>{"sliding_attention"} && window > 0) return window;
-  k.unsupported("layer_types", json(kinds), "one kind of attention for every layer (all full, or all sliding)");
+  const double window = k.number_or_off("sliding_window", 4096);
+  if (window != std::floor(window) || window < 0 || window > kIntMax)
+    k.fail("sliding_window", "a window of tokens, a non-negative integer", json_excerpt(window));
+  const auto sliding = std::count(slides.begin(), slides.end(), true);
+  c.sliding_window = enabled && sliding > 0 ? static_cast<int>(window) : 0;
+  if (c.sliding_window > 0 && sliding < c.n_layers) c.sliding_layers = std::move(slides);
+}
+
+// Qwen2 and Qwen3: a window only where use_sliding_window is set; 4.x configs slide the layers
+// from max_window_layers on.
+void read_qwen2_windows(KeyReader& k, ModelConfig& c) {
+  const bool use = k.boolean("use_sliding_window", false);
+  const int from = k.integer("max_window_layers", 28);  // Qwen2Config's default
+  read_layer_types(k, c, use, [&](int layer) { return layer >= from; });
 }
 
 // The activation a config names (hidden_act, or Gemma 2/3's hidden_activation), as ACT2FN maps it.
@@ -288,6 +318,16 @@ void read_llama(KeyReader& k, ModelConfig& c) {
   read_attention_bias(k, c.block);
 }
 
+// What Gemma 1 and 2 share: RMSNorm by (1 + w), the embedding times sqrt(hidden_size) as
+// transformers keeps it (a float32 tensor, GemmaTextScaledWordEmbedding), causal attention only.
+void read_gemma(KeyReader& k, ModelConfig& c) {
+  no_mlp_bias(k);
+  read_attention_bias(k, c.block);
+  k.require_value("use_bidirectional_attention", false, "causal attention");
+  c.block.norm_offset = 1.0;
+  c.block.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(c.dim)));
+}
+
 constexpr HfFamily kFamilies[] = {
     {"llama", read_llama},
     {"mistral",
@@ -301,7 +341,7 @@ constexpr HfFamily kFamilies[] = {
        c.block.activation = read_activation(k, "hidden_act", "silu");
        no_mlp_bias(k);
        c.block.qkv_bias = true;
-       c.sliding_window = qwen2_window(k, c.n_layers);
+       read_qwen2_windows(k, c);
      }},
     {"qwen3",
      [](KeyReader& k, ModelConfig& c) {
@@ -309,7 +349,7 @@ constexpr HfFamily kFamilies[] = {
        no_mlp_bias(k);
        read_attention_bias(k, c.block);
        c.block.qk_norm = QkNorm::per_head;
-       c.sliding_window = qwen2_window(k, c.n_layers);
+       read_qwen2_windows(k, c);
      }},
     {"granite",
      [](KeyReader& k, ModelConfig& c) {
@@ -330,15 +370,30 @@ constexpr HfFamily kFamilies[] = {
      }},
     {"gemma",
      [](KeyReader& k, ModelConfig& c) {
+       read_gemma(k, c);
        c.block.activation = read_activation(k, "hidden_act", "gelu_pytorch_tanh");
-       no_mlp_bias(k);
-       read_attention_bias(k, c.block);
-       k.require_value("use_bidirectional_attention", false, "causal attention");
-       c.block.norm_offset = 1.0;
-       // transformers keeps sqrt(hidden_size) as a float32 tensor (GemmaTextScaledWordEmbedding)
-       c.block.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(c.dim)));
      },
      true},
+    {"gemma2",
+     [](KeyReader& k, ModelConfig& c) {
+       read_gemma(k, c);
+       c.block.activation = read_activation(k, "hidden_activation", "gelu_pytorch_tanh");
+       c.block.post_norms = true;
+       c.block.attention_scale = 1.0 / std::sqrt(k.number("query_pre_attn_scalar", 256));
+       c.block.attention_softcap = k.number_or_off("attn_logit_softcapping", 50.0);
+       c.block.logit_softcap = k.number_or_off("final_logit_softcapping", 30.0);
+       read_layer_types(k, c, true, [](int layer) { return layer % 2 == 0; });  // Gemma2Config: 0, 2, 4, ... slide
+     },
+     true},
+    {"phi3",
+     [](KeyReader& k, ModelConfig& c) {
+       c.block.activation = read_activation(k, "hidden_act", "silu");
+       c.sliding_window = k.integer("sliding_window", 0);
+       if (c.rope_scaling.type == RopeType::yarn)  // Phi3Config turns "yarn" (and "su") into longrope
+         k.fail("rope_parameters",
+                "Phi-3's RoPE as default, linear or longrope (transformers reads 'yarn' as longrope)",
+                "rope_type yarn");
+     }},
 };
 
 }  // namespace

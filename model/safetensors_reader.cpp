@@ -163,12 +163,14 @@ namespace {
 struct NamedWeight {
   WeightKind kind;
   int layer;
+  std::int64_t rows = 0;  // a fused tensor's part: its next `rows` rows; 0: the whole tensor
 };
 
-// The WeightKind of a Hugging Face tensor name in a model of this block, or nullopt for a tensor
-// the model does not use. post_attention_layernorm is the norm before the FFN in a block without
+// The weights a Hugging Face tensor name holds in a model of this config: one, the parts of a fused
+// projection (Phi-3's qkv_proj and gate_up_proj, their rows in order), or none for a tensor the
+// model does not use. post_attention_layernorm is the norm before the FFN in a block without
 // post-norms (Llama), the norm on the attention's output in one with them (Gemma 2/3, OLMo 2).
-std::optional<NamedWeight> hf_weight(std::string_view name, const Block& block) {
+std::vector<NamedWeight> hf_weights(std::string_view name, const ModelConfig& c) {
   static constexpr std::pair<std::string_view, WeightKind> kGlobal[] = {
       {"model.embed_tokens.weight", WeightKind::token_embd},
       {"model.norm.weight", WeightKind::output_norm},
@@ -185,7 +187,7 @@ std::optional<NamedWeight> hf_weight(std::string_view name, const Block& block) 
       {"self_attn.k_norm.weight", WeightKind::k_norm},
       {"self_attn.o_proj.weight", WeightKind::wo},
       {"self_attn.o_proj.bias", WeightKind::bo},
-      {"post_attention_layernorm.weight", block.post_norms ? WeightKind::attn_post_norm : WeightKind::ffn_norm},
+      {"post_attention_layernorm.weight", c.block.post_norms ? WeightKind::attn_post_norm : WeightKind::ffn_norm},
       {"pre_feedforward_layernorm.weight", WeightKind::ffn_norm},
       {"mlp.gate_proj.weight", WeightKind::ffn_gate},
       {"mlp.up_proj.weight", WeightKind::ffn_up},
@@ -195,17 +197,22 @@ std::optional<NamedWeight> hf_weight(std::string_view name, const Block& block) 
       {"mlp.down_proj.bias", WeightKind::b_down},
       {"post_feedforward_layernorm.weight", WeightKind::ffn_post_norm}};
   for (const auto& [n, kind] : kGlobal)
-    if (name == n) return NamedWeight{kind, -1};
+    if (name == n) return {{kind, -1}};
   constexpr std::string_view kPrefix = "model.layers.";
-  if (!name.starts_with(kPrefix)) return std::nullopt;
+  if (!name.starts_with(kPrefix)) return {};
   name.remove_prefix(kPrefix.size());
   int layer = 0;
   const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), layer);
-  if (ec != std::errc{} || end == name.data() || end == name.data() + name.size() || *end != '.') return std::nullopt;
+  if (ec != std::errc{} || end == name.data() || end == name.data() + name.size() || *end != '.') return {};
   name.remove_prefix(static_cast<std::size_t>(end - name.data()) + 1);
   for (const auto& [n, kind] : kLayer)
-    if (name == n) return NamedWeight{kind, layer};
-  return std::nullopt;
+    if (name == n) return {{kind, layer}};
+  if (name == "self_attn.qkv_proj.weight")
+    return {
+        {WeightKind::wq, layer, c.q_dim()}, {WeightKind::wk, layer, c.kv_dim()}, {WeightKind::wv, layer, c.kv_dim()}};
+  if (name == "mlp.gate_up_proj.weight")
+    return {{WeightKind::ffn_gate, layer, c.ffn_dim}, {WeightKind::ffn_up, layer, c.ffn_dim}};
+  return {};
 }
 
 // The tensor as [rows, cols]: the last dimension is cols, the one before rows, earlier ones must be 1.
@@ -281,20 +288,38 @@ std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
   std::sort(names.begin(), names.end());
   for (const std::string& name : names) {
     const auto& where = by_name.at(name);
-    const auto named = hf_weight(name, config.block);
-    if (!named && name.ends_with(".rotary_emb.inv_freq")) continue;  // a buffer transformers recomputes
-    if (!named)
-      throw_format_error(fmt::format("{}: tensor '{}' is not supported: tapdiff computes no op that uses it",
-                                     where.first->path().string(), name));
-    if (named->kind == WeightKind::output && config.tied_output) continue;  // transformers ties it to the embedding
-    if (named->layer >= config.n_layers)
-      throw_format_error(fmt::format("{}: tensor '{}' belongs to layer {}, but num_hidden_layers is {}",
-                                     where.first->path().string(), name, named->layer, config.n_layers));
-    if (const WeightTensor* twin = model->find(named->kind, named->layer))
-      throw_format_error(fmt::format("{}: tensors '{}' and '{}' are both {} of layer {} for a {} model",
-                                     where.first->path().string(), twin->name, name, weight_kind_name(named->kind),
-                                     named->layer, config.arch));
-    model->add(named->kind, named->layer, to_weight(*where.first, *where.second));
+    const std::vector<NamedWeight> parts = hf_weights(name, config);
+    if (parts.empty() && name.ends_with(".rotary_emb.inv_freq")) continue;  // a buffer transformers recomputes
+    const std::string file = where.first->path().string();
+    if (parts.empty())
+      throw_format_error(
+          fmt::format("{}: tensor '{}' is not supported: tapdiff computes no op that uses it", file, name));
+    const WeightTensor whole = to_weight(*where.first, *where.second);
+    std::int64_t fused_rows = 0;
+    for (const NamedWeight& part : parts) fused_rows += part.rows;
+    if (fused_rows > 0 && whole.rows != fused_rows)
+      throw_format_error(fmt::format("{}: tensor '{}' has {} rows, but the {} weights it fuses have {} for this config",
+                                     file, name, whole.rows, parts.size(), fused_rows));
+    std::int64_t row = 0;
+    for (const NamedWeight& part : parts) {
+      if (part.kind == WeightKind::output && config.tied_output) continue;  // transformers ties it to the embedding
+      if (part.layer >= config.n_layers)
+        throw_format_error(fmt::format("{}: tensor '{}' belongs to layer {}, but num_hidden_layers is {}", file, name,
+                                       part.layer, config.n_layers));
+      if (const WeightTensor* twin = model->find(part.kind, part.layer))
+        throw_format_error(fmt::format("{}: tensors '{}' and '{}' are both {} of layer {} for a {} model", file,
+                                       twin->name, name, weight_kind_name(part.kind), part.layer, config.arch));
+      WeightTensor t = whole;
+      if (part.rows > 0) {  // rows [row, row + part.rows) of the fused matrix
+        const std::size_t row_size = row_bytes(whole.dtype, whole.cols);
+        t.name = fmt::format("{}[{}:{}]", name, row, row + part.rows);
+        t.rows = part.rows;
+        t.bytes = whole.bytes.subspan(static_cast<std::size_t>(row) * row_size,
+                                      static_cast<std::size_t>(part.rows) * row_size);
+        row += part.rows;
+      }
+      model->add(part.kind, part.layer, t);
+    }
   }
   for (auto& f : files) model->adopt(f->release_mapping());
   model->validate();

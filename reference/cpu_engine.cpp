@@ -225,7 +225,8 @@ void CpuEngine<S>::attend(int layer, Mat<S>& out) {
   append_kv(layer);
   attention<S>(slot({Op::rope_q, layer}), k_cache_[static_cast<std::size_t>(layer)],
                v_cache_[static_cast<std::size_t>(layer)], chunk_.first_pos, config_.n_heads, config_.n_kv_heads,
-               config_.head_dim, config_.sliding_window, model::attention_scale(config_.block, config_.head_dim), out);
+               config_.head_dim, model::attention_window(config_, layer),
+               model::attention_scale(config_.block, config_.head_dim), config_.block.attention_softcap, out);
 }
 
 template <typename S>

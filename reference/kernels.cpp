@@ -94,8 +94,14 @@ void rope(const Mat<S>& x, int head_dim, int first_pos, const model::RopeFrequen
 }
 
 template <typename S>
+void scale_softcap(Mat<S>& x, double scale, double cap) {
+  if (scale != 1.0) x *= static_cast<S>(scale);
+  if (cap > 0) x = ((x.array() / static_cast<S>(cap)).tanh() * static_cast<S>(cap)).matrix();
+}
+
+template <typename S>
 void attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, int first_pos, int n_heads,
-               int n_kv_heads, int head_dim, int window, double score_scale, Mat<S>& out) {
+               int n_kv_heads, int head_dim, int window, double score_scale, double softcap, Mat<S>& out) {
   const Eigen::Index T = q.rows();
   const Eigen::Index P = first_pos + T;
   const int group = n_heads / n_kv_heads;
@@ -107,6 +113,7 @@ void attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, in
     const Eigen::Index qc = static_cast<Eigen::Index>(h) * head_dim;
     const Eigen::Index kc = static_cast<Eigen::Index>(h / group) * head_dim;
     Mat<S> scores = (q.middleCols(qc, head_dim) * k_cache.block(0, kc, P, head_dim).transpose()) * scale;  // [T, P]
+    if (softcap > 0) scale_softcap<S>(scores, 1.0, softcap);
     for (Eigen::Index t = 0; t < T; ++t) {
       const Eigen::Index pos = first_pos + t;
       const Eigen::Index lo = window > 0 ? std::max<Eigen::Index>(0, pos - window + 1) : 0;
@@ -141,20 +148,15 @@ void gated_activation(const Mat<S>& gate, const Mat<S>& up, model::Activation ac
   }
 }
 
-template <typename S>
-void scale_softcap(Mat<S>& x, double scale, double cap) {
-  if (scale != 1.0) x *= static_cast<S>(scale);
-  if (cap > 0) x = ((x.array() / static_cast<S>(cap)).tanh() * static_cast<S>(cap)).matrix();
-}
-
-#define TAPDIFF_INSTANTIATE(S)                                                                                       \
-  template void embed<S>(const ConstMatMap<S>&, std::span<const std::int32_t>, double, Mat<S>&);                     \
-  template void rms_norm<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, double, double, Mat<S>&);                \
-  template void rms_norm_groups<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, double, double, Mat<S>&);         \
-  template void matmul<S>(const Mat<S>&, const ConstMatMap<S>&, const S*, Mat<S>&);                                  \
-  template void rope<S>(const Mat<S>&, int, int, const model::RopeFrequencies&, model::RopeStyle, Mat<S>&);          \
-  template void attention<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, int, int, int, int, int, double, Mat<S>&); \
-  template void gated_activation<S>(const Mat<S>&, const Mat<S>&, model::Activation, Mat<S>&);                       \
+#define TAPDIFF_INSTANTIATE(S)                                                                                     \
+  template void embed<S>(const ConstMatMap<S>&, std::span<const std::int32_t>, double, Mat<S>&);                   \
+  template void rms_norm<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, double, double, Mat<S>&);              \
+  template void rms_norm_groups<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, double, double, Mat<S>&);       \
+  template void matmul<S>(const Mat<S>&, const ConstMatMap<S>&, const S*, Mat<S>&);                                \
+  template void rope<S>(const Mat<S>&, int, int, const model::RopeFrequencies&, model::RopeStyle, Mat<S>&);        \
+  template void attention<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, int, int, int, int, int, double, double, \
+                             Mat<S>&);                                                                             \
+  template void gated_activation<S>(const Mat<S>&, const Mat<S>&, model::Activation, Mat<S>&);                     \
   template void scale_softcap<S>(Mat<S>&, double, double);
 TAPDIFF_INSTANTIATE(float)
 TAPDIFF_INSTANTIATE(double)

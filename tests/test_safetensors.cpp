@@ -125,7 +125,16 @@ TEST(Safetensors, ConfigOfQwen2AndMistral) {
   j["max_window_layers"] = 0;
   EXPECT_EQ(hf_config(j, "config.json").sliding_window, 4096);
   j["max_window_layers"] = 1;  // one layer full, one sliding
+  c = hf_config(j, "config.json");
+  EXPECT_EQ(c.sliding_window, 4096);
+  EXPECT_EQ(c.sliding_layers, (std::vector<bool>{false, true}));
+  EXPECT_EQ(attention_window(c, 0), 0);
+  EXPECT_EQ(attention_window(c, 1), 4096);
+  j["layer_types"] = {"sliding_attention", "full_attention"};  // 5.x: the list decides
+  EXPECT_EQ(hf_config(j, "config.json").sliding_layers, (std::vector<bool>{true, false}));
+  j["layer_types"] = {"sliding_attention", "chunked_attention"};
   EXPECT_THROW(hf_config(j, "config.json"), FormatError);
+  j.erase("layer_types");
   j.erase("max_window_layers");
   j["model_type"] = "mistral";
   j.erase("use_sliding_window");

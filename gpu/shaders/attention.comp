@@ -31,7 +31,10 @@ layout(push_constant) uniform Push {
   uint window;     // 0: no sliding window
   uint q_stride;   // heads * head_dim
   uint kv_stride;  // kv_heads * head_dim
-  float scale;     // 1 / sqrt(head_dim), rounded from double on the host
+  float scale;     // 1 / sqrt(head_dim) (or the model's scale), rounded from double on the host
+  uint split_keys_unused;  // the other attention kernels' (attention_rows.glsl)
+  uint splits_unused;
+  float softcap;  // scores soft-capped where > 0 (common.glsl soft_cap)
 } pc;
 #include "common.glsl"
 #include "faults.glsl"
@@ -50,7 +53,7 @@ uint key_row(uint i) { return i < leaked ? leak_end - leaked + i : base_row + fi
 float score(uint key_base) {
   float s = 0.0;
   for (uint d = 0u; d < pc.head_dim; ++d) s += qs[d] * float(kc[key_base + d]);
-  return s * pc.scale;
+  return soft_cap(s * pc.scale, pc.softcap);
 }
 
 // Tree reduction of red[] (max or sum); the result is left in red[0].

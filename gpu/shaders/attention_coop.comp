@@ -205,7 +205,9 @@ void main() {
     [[unroll]] for (uint j = 0u; j < BC / 4u; ++j) {
       const uint key = 2u * (half_ + 2u * j);
       const uvec4 c = sp[base + r16 * S_STRIDE4 + key / 4u];
-      s[j] = uintBitsToFloat(key % 4u == 0u ? c.xy : c.zw) * scale2;
+      const vec2 raw = uintBitsToFloat(key % 4u == 0u ? c.xy : c.zw);
+      s[j] = pc.softcap > 0.0 ? vec2(soft_cap(raw.x * pc.scale, pc.softcap), soft_cap(raw.y * pc.scale, pc.softcap)) * LOG2E
+                              : raw * scale2;
       if (!all_seen) {
         if (!sees(v, k0 + key)) s[j].x = NEG_INF;
         if (!sees(v, k0 + key + 1u)) s[j].y = NEG_INF;

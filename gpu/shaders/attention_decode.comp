@@ -118,7 +118,7 @@ void main() {
     }
     // 2. Per head: the online softmax over the tile.
     [[unroll]] for (uint h = 0u; h < PACK; ++h) {
-      const float score = seen ? s[h] * pc.scale : NEG_INF;
+      const float score = seen ? soft_cap(s[h] * pc.scale, pc.softcap) : NEG_INF;
       const float tile_max = workgroup_reduce(score, true);
       const float m_new = planted(FAULT_ATTENTION_NO_MAX) ? 0.0 : max(m[h], tile_max);
       float a = 1.0, p = 0.0;  // while the row has seen no key: p = 0, a = 1

@@ -150,7 +150,7 @@ void main() {
       const uvec4 v = visible[row];
       [[unroll]] for (uint k = 0u; k < 4u; ++k) {
         const uint key = kl + k * KEY_LANES;
-        ps[row * P_STRIDE + key] = sees(v, k0 + key) ? s[r][k] * pc.scale : NEG_INF;
+        ps[row * P_STRIDE + key] = sees(v, k0 + key) ? soft_cap(s[r][k] * pc.scale, pc.softcap) : NEG_INF;
       }
     }
     barrier();

@@ -13,6 +13,7 @@ layout(push_constant) uniform Push {
   float scale;
   uint split_keys;  // attention_flash.comp with SPLIT: S, positions per split (a multiple of BC)
   uint splits;      // ... and workgroups per (tile, head)
+  float softcap;    // scores = softcap * tanh(q.k scale / softcap) where > 0 (common.glsl soft_cap)
 } pc;
 
 const uint NONE = 0xFFFFFFFFu;

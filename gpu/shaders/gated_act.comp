@@ -33,7 +33,7 @@ float combine(float g, float u) {
   if (pc.activation == 1u) return 0.5 * g * (1.0 + erf_approx(g * 0.70710678118654752)) * u;
   if (pc.activation == 2u) {
     const float inner = 0.79788456080286536 * (g + 0.044715 * g * g * g);
-    return 0.5 * g * (1.0 + tanh(clamp(inner, -15.0, 15.0))) * u;
+    return 0.5 * g * (1.0 + bounded_tanh(inner)) * u;
   }
   return planted(FAULT_SILU_HARD_SIGMOID) ? g * clamp(0.5 + 0.25 * g, 0.0, 1.0) * u : g / (1.0 + exp(-g)) * u;
 }

@@ -15,7 +15,5 @@ layout(push_constant) uniform Push {
 void main() {
   const uint i = group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
   if (i >= pc.n) return;
-  float v = float(x[i]) * pc.scale;
-  if (pc.cap > 0.0) v = pc.cap * tanh(clamp(v / pc.cap, -15.0, 15.0));
-  x[i] = to_act(v);
+  x[i] = to_act(soft_cap(float(x[i]) * pc.scale, pc.cap));
 }

@@ -66,6 +66,19 @@ CASES = [
     Case("olmo2-bias", "olmo2", extra={"attention_bias": True, "eos_token_id": 2}),
     Case("gemma", "gemma", extra={"head_dim": 16, "tie_word_embeddings": True}),
     Case("gemma-untied-gelu", "gemma", extra={"head_dim": 32, "hidden_act": "gelu"}),
+    Case("gemma2", "gemma2", extra={"head_dim": 16, "sliding_window": 6, "query_pre_attn_scalar": 24,
+                                    "attn_logit_softcapping": 5.0, "final_logit_softcapping": 3.0}),
+    Case("gemma2-uncapped", "gemma2", extra={"head_dim": 16, "attn_logit_softcapping": None,
+                                             "final_logit_softcapping": None, "tie_word_embeddings": True,
+                                             "layer_types": ["full_attention"] * 3}),
+    Case("phi3", "phi3", extra={"eos_token_id": 2, "pad_token_id": 0}),
+    Case("phi3-longrope-partial", "phi3", {"rope_type": "longrope", "rope_theta": 10000.0, "partial_rotary_factor": 0.5,
+                                           "short_factor": [1.0 + 0.2 * i for i in range(4)],
+                                           "long_factor": [2.0 + 0.5 * i for i in range(4)]},
+         {"eos_token_id": 2, "pad_token_id": 0, "original_max_position_embeddings": 16,
+          "max_position_embeddings": 64, "sliding_window": 6}),
+    Case("qwen2-mixed-windows", "qwen2", extra={"use_sliding_window": True, "sliding_window": 6,
+                                                "max_window_layers": 1}),
 ]
 
 
