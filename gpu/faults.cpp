@@ -201,13 +201,14 @@ void require_faults_fit(const FaultSet& faults, const model::Graph& graph, model
   for (const FaultInfo& f : kCatalogue) {
     if (!faults.planted(f.fault)) continue;
     const bool runs = std::any_of(graph.steps().begin(), graph.steps().end(), [&](const model::Step& s) {
-      return std::find(f.ops.begin(), f.ops.end(), s.op) != f.ops.end();
+      return faults.active(f.fault, s.layer) && std::find(f.ops.begin(), f.ops.end(), s.op) != f.ops.end();
     });
     std::vector<std::string_view> ops;
     for (Op op : f.ops) ops.push_back(model::op_name(op));
     if (!runs)
-      throw UsageError(fmt::format("--inject {}: the fault is planted in {}, and this model computes none of them",
-                                   f.name, fmt::join(ops, ", ")));
+      throw UsageError(fmt::format(
+          "--inject {}: the fault is planted in {}, and this model computes none of them where it is planted", f.name,
+          fmt::join(ops, ", ")));
     if (f.fault == Fault::silu_approx && activation != model::Activation::silu)
       throw UsageError(fmt::format("--inject {}: the fault is planted in silu, and this model's activation is {}",
                                    f.name, model::activation_name(activation)));

@@ -78,7 +78,8 @@ class FaultSet {
 FaultSet parse_faults(std::string_view spec, int n_layers);
 
 // UsageError for a planted fault that this model would never run: none of its ops is in the
-// model's graph (rmsnorm-eps in a block without pre-norms), or its code path is not the model's
+// model's graph at a layer it is planted at (rmsnorm-eps in a block without pre-norms, a RoPE fault
+// at a SmolLM3 layer without RoPE), or its code path is not the model's
 // (silu-approx in a model whose activation is not silu). A fault that changes nothing must not
 // pass for a clean run.
 void require_faults_fit(const FaultSet& faults, const model::Graph& graph, model::Activation activation);

@@ -78,7 +78,7 @@ class Engine final : public VulkanEngine {
   Region slot(Op op) const;  // the op's output for the current chunk, [rows, width] f32
   Region input(const TensorId& id) const;
   std::string run(const model::Step& step, const Region& out);
-  std::string attend(int layer, const Region& out);
+  std::string attend(const model::Step& step, const Region& out);
   std::string residual(const model::Step& step, const Region& out);
   void upload_rope_tables();
   void upload_row_table();
@@ -504,7 +504,7 @@ std::string Engine::run(const model::Step& step, const Region& out) {
       return kernels_->rope(*stream_, in(0), rope_tables_[rope_table_of_[static_cast<std::size_t>(step.layer)]], out,
                             rows, graph_.width(step.op), config_.head_dim, model::rotary_dim(config_), style);
     }
-    case Op::attn: return attend(step.layer, out);
+    case Op::attn: return attend(step, out);
     case Op::attn_residual:
     case Op::ffn_residual: return residual(step, out);
     case Op::ffn_act:
@@ -531,8 +531,9 @@ std::string Engine::residual(const model::Step& step, const Region& out) {
 
 // Appends each sequence's K (after RoPE) and V rows of the pass to its cache at [first_pos,
 // first_pos + rows), then attends: each row over its own sequence's rows [0, position].
-std::string Engine::attend(int layer, const Region& out) {
-  const Region k_rows = input({Op::rope_k, layer}), v_rows = input({Op::v_proj, layer});
+std::string Engine::attend(const model::Step& step, const Region& out) {
+  const int layer = step.layer;
+  const Region q_rows = input(step.inputs[0]), k_rows = input(step.inputs[1]), v_rows = input(step.inputs[2]);
   const int kv_dim = config_.kv_dim();
   for (const Part& p : parts_) {
     const std::uint64_t at = activation_bytes(p.row0, kv_dim), bytes = activation_bytes(p.rows, kv_dim);
@@ -542,7 +543,7 @@ std::string Engine::attend(int layer, const Region& out) {
   AttentionShape shape = attention_;
   shape.window = model::attention_window(config_, layer);
   const std::string variant =
-      kernels_->attention(*stream_, shape, attention_scale(layer), input({Op::rope_q, layer}), kv_->all(layer, false),
+      kernels_->attention(*stream_, shape, attention_scale(layer), q_rows, kv_->all(layer, false),
                           kv_->all(layer, true), row_table_.sub(0, static_cast<std::uint64_t>(chunk_.rows) * 16),
                           attention_scratch_, out, kernel_faults(Op::attn, layer));
   if (faults_.active(Fault::kv_stale_chunk, layer))

@@ -67,6 +67,8 @@ void ModelConfig::validate(const std::string& source) const {
   require(sliding_window >= 0, "sliding_window >= 0", sliding_window);
   require(sliding_layers.empty() || std::ssize(sliding_layers) == n_layers, "a sliding flag for every layer, or none",
           sliding_layers.size());
+  require(rope_layers.empty() || std::ssize(rope_layers) == n_layers, "a RoPE flag for every layer, or none",
+          rope_layers.size());
   require(context_length >= 0, "context_length >= 0", context_length);
   block.validate(source);
   require(bos_token < vocab && eos_token < vocab, "special tokens inside the vocabulary",
@@ -76,6 +78,10 @@ void ModelConfig::validate(const std::string& source) const {
 int attention_window(const ModelConfig& c, int layer) {
   const bool slides = c.sliding_layers.empty() || c.sliding_layers.at(static_cast<std::size_t>(layer));
   return slides ? c.sliding_window : 0;
+}
+
+bool uses_rope(const ModelConfig& c, int layer) {
+  return c.rope_layers.empty() || c.rope_layers.at(static_cast<std::size_t>(layer));
 }
 
 std::string_view rope_style_name(RopeStyle style) {
@@ -124,6 +130,7 @@ nlohmann::json to_json(const ModelConfig& c) {
                       {"bos_token", c.bos_token},
                       {"eos_token", c.eos_token}};
   if (!c.sliding_layers.empty()) j["sliding_layers"] = c.sliding_layers;
+  if (!c.rope_layers.empty()) j["rope_layers"] = c.rope_layers;
   return j;
 }
 

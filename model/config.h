@@ -25,6 +25,7 @@ struct ModelConfig {
   int context_length = 0;            // trained context; 0 = unknown
   int sliding_window = 0;            // attention window in tokens of the layers that slide; 0 = full causal attention
   std::vector<bool> sliding_layers;  // [n_layers]: which layers slide (Gemma 2, Qwen2 mixes); empty: all
+  std::vector<bool> rope_layers;     // [n_layers]: which layers rotate q and k (SmolLM3); empty: all
   double rope_base = 10000.0;
   int rotary_dim = 0;  // leading channels of a head that RoPE rotates; 0 = head_dim
   RopeScaling rope_scaling;
@@ -44,6 +45,8 @@ struct ModelConfig {
 
 // The attention window of a layer: sliding_window where the layer slides, else 0 (full).
 int attention_window(const ModelConfig& config, int layer);
+// Whether a layer rotates q and k (its graph has rope_q and rope_k).
+bool uses_rope(const ModelConfig& config, int layer);
 
 std::string_view rope_style_name(RopeStyle style);
 nlohmann::json to_json(const ModelConfig& config);

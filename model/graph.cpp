@@ -21,9 +21,9 @@ Graph::Graph(const ModelConfig& config) : config_(config), n_layers_(config.n_la
     const TensorId v = add(Op::v_proj, l, {x});
     q = maybe(b.qk_norm != QkNorm::none, Op::q_norm, l, q);
     k = maybe(b.qk_norm != QkNorm::none, Op::k_norm, l, k);
-    add(Op::rope_q, l, {q});
-    add(Op::rope_k, l, {k});
-    const TensorId attn = add(Op::attn, l, {{Op::rope_q, l}, {Op::rope_k, l}, v});
+    q = maybe(uses_rope(config, l), Op::rope_q, l, q);
+    k = maybe(uses_rope(config, l), Op::rope_k, l, k);
+    const TensorId attn = add(Op::attn, l, {q, k, v});
     const TensorId attn_out = maybe(b.post_norms, Op::attn_post_norm, l, add(Op::o_proj, l, {attn}));
     stream = add(Op::attn_residual, l, {stream, attn_out});
     const TensorId y = maybe(b.pre_norms, Op::ffn_norm, l, stream);

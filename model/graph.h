@@ -19,8 +19,9 @@ struct TensorId {
 };
 std::string to_string(const TensorId& id);  // "3/q_proj"
 
-// One op of the graph with the tensors it reads (the KV cache is implicit for attn: it appends
-// rope_k and v_proj of the chunk to the layer's cache and attends over the whole cache).
+// One op of the graph with the tensors it reads (the KV cache is implicit for attn: it appends its
+// inputs k and v of the chunk (rope_k and v_proj, or k_proj in a layer without RoPE) to the
+// layer's cache and attends over the whole cache with its input q).
 struct Step {
   Op op = Op::embed;
   int layer = -1;

@@ -60,8 +60,8 @@ class CpuEngine final : public model::Engine {
   const Mat<S>& slot(const TensorId& id) const;
   Mat<S>& output(const model::Step& step);
   void run(const model::Step& step, Mat<S>& out);
-  void attend(int layer, Mat<S>& out);
-  void append_kv(int layer);
+  void attend(const model::Step& step, Mat<S>& out);
+  void append_kv(const model::Step& step);
   void round_if_f16(Mat<S>& m) const;
   static HostTensor to_host(const Eigen::Ref<const Mat<S>>& m);
   static Mat<S> from_host(const HostTensor& t);
@@ -182,7 +182,7 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
               model::rope_frequencies(config_, config_.rope_base, chunk_.first_pos + chunk_.rows), config_.rope_style,
               out);
       return;
-    case Op::attn: attend(l, out); return;
+    case Op::attn: attend(step, out); return;
     case Op::o_proj: product(WeightKind::wo, WeightKind::bo); return;
     case Op::attn_post_norm: norm(WeightKind::attn_post_norm); return;
     case Op::attn_residual:
@@ -207,11 +207,13 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
   }
 }
 
-// Appends the chunk's K (after RoPE) and V rows to the layer's cache at [first_pos, first_pos + T).
+// Appends the chunk's K (after RoPE) and V rows, attn's inputs 1 and 2, to the layer's cache at
+// [first_pos, first_pos + T).
 template <typename S>
-void CpuEngine<S>::append_kv(int layer) {
-  const Mat<S>& k = slot({Op::rope_k, layer});
-  const Mat<S>& v = slot({Op::v_proj, layer});
+void CpuEngine<S>::append_kv(const model::Step& step) {
+  const int layer = step.layer;
+  const Mat<S>& k = slot(step.inputs[1]);
+  const Mat<S>& v = slot(step.inputs[2]);
   const Eigen::Index need = chunk_.first_pos + k.rows();
   for (Mat<S>* cache : {&k_cache_[static_cast<std::size_t>(layer)], &v_cache_[static_cast<std::size_t>(layer)]}) {
     if (cache->rows() < need) cache->conservativeResize(std::max<Eigen::Index>(need, 2 * cache->rows()), k.cols());
@@ -221,9 +223,10 @@ void CpuEngine<S>::append_kv(int layer) {
 }
 
 template <typename S>
-void CpuEngine<S>::attend(int layer, Mat<S>& out) {
-  append_kv(layer);
-  attention<S>(slot({Op::rope_q, layer}), k_cache_[static_cast<std::size_t>(layer)],
+void CpuEngine<S>::attend(const model::Step& step, Mat<S>& out) {
+  const int layer = step.layer;
+  append_kv(step);
+  attention<S>(slot(step.inputs[0]), k_cache_[static_cast<std::size_t>(layer)],
                v_cache_[static_cast<std::size_t>(layer)], chunk_.first_pos, config_.n_heads, config_.n_kv_heads,
                config_.head_dim, model::attention_window(config_, layer),
                model::attention_scale(config_.block, config_.head_dim), config_.block.attention_softcap, out);

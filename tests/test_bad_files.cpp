@@ -312,9 +312,9 @@ TEST(BadFile, SafetensorsConfigProblems) {
   const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> cases = {
       {[](auto& j) { j.erase("hidden_size"); }, "'hidden_size': expected an integer, found no such key"},
       {[](auto& j) { j["num_hidden_layers"] = "five"; }, "'num_hidden_layers': expected a non-negative integer"},
-      {[](auto& j) { j["model_type"] = "gemma2"; },
-       "'model_type' = \"gemma2\" is not supported: tapdiff implements llama, mistral, qwen2, qwen3, granite, olmo2, "
-       "gemma"},
+      {[](auto& j) { j["model_type"] = "gemma3_text"; },
+       "'model_type' = \"gemma3_text\" is not supported: tapdiff implements llama, mistral, qwen2, qwen3, granite, "
+       "olmo2, gemma, gemma2, smollm3, phi3"},
       {[](auto& j) {
          j["rope_scaling"] = {{"type", "linear"}};
        },

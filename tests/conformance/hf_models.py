@@ -77,6 +77,11 @@ CASES = [
                                            "long_factor": [2.0 + 0.5 * i for i in range(4)]},
          {"eos_token_id": 2, "pad_token_id": 0, "original_max_position_embeddings": 16,
           "max_position_embeddings": 64, "sliding_window": 6}),
+    Case("smollm3", "smollm3", extra={"no_rope_layer_interval": 2, "bos_token_id": 1, "eos_token_id": 2,
+                                      "pad_token_id": 0}),
+    Case("smollm3-flags-sliding", "smollm3", extra={"no_rope_layers": [1, 0, 0], "use_sliding_window": True,
+                                                    "sliding_window": 6, "bos_token_id": 1, "eos_token_id": 2,
+                                                    "pad_token_id": 0, "tie_word_embeddings": False}),
     Case("qwen2-mixed-windows", "qwen2", extra={"use_sliding_window": True, "sliding_window": 6,
                                                 "max_window_layers": 1}),
 ]

@@ -110,6 +110,9 @@ FAMILY_FAULTS = [  # (case, --inject, the culprit bisect must name)
     ("olmo2", "rope-base@1", "1/rope_q"),
     ("gemma", "attn-scale@2", "2/attn"),
     ("llama-gelu-biases", "mask-kv-offset@0", "0/attn"),
+    ("gemma2", "gqa-head-map@0", "0/attn"),
+    ("phi3-longrope-partial", "rope-base@2", "2/rope_q"),
+    ("smollm3", "rope-base@2", "2/rope_q"),
 ]
 
 
@@ -130,6 +133,7 @@ def test_vulkan_faults_are_localised_in_each_family(name, fault, culprit, tmp_pa
 
 @pytest.mark.parametrize("name, fault, message", [
     ("olmo2", "rmsnorm-eps", "planted in attn_norm, ffn_norm, and this model computes none of them"),
+    ("smollm3", "rope-base@1", "planted in rope_q, rope_k, and this model computes none of them where it is planted"),
     ("gemma", "silu-approx", "planted in silu, and this model's activation is gelu_tanh"),
 ])
 def test_a_fault_the_model_would_never_run_is_refused(name, fault, message, tmp_path):
