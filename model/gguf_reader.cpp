@@ -404,20 +404,27 @@ std::optional<NamedWeight> gguf_weight(std::string_view name) {
   static constexpr std::pair<std::string_view, WeightKind> kGlobal[] = {{"token_embd.weight", WeightKind::token_embd},
                                                                         {"output_norm.weight", WeightKind::output_norm},
                                                                         {"output.weight", WeightKind::output}};
-  static constexpr std::pair<std::string_view, WeightKind> kLayer[] = {{"attn_norm.weight", WeightKind::attn_norm},
-                                                                       {"attn_q.weight", WeightKind::wq},
-                                                                       {"attn_k.weight", WeightKind::wk},
-                                                                       {"attn_v.weight", WeightKind::wv},
-                                                                       {"attn_q.bias", WeightKind::bq},
-                                                                       {"attn_k.bias", WeightKind::bk},
-                                                                       {"attn_v.bias", WeightKind::bv},
-                                                                       {"attn_q_norm.weight", WeightKind::q_norm},
-                                                                       {"attn_k_norm.weight", WeightKind::k_norm},
-                                                                       {"attn_output.weight", WeightKind::wo},
-                                                                       {"ffn_norm.weight", WeightKind::ffn_norm},
-                                                                       {"ffn_gate.weight", WeightKind::ffn_gate},
-                                                                       {"ffn_up.weight", WeightKind::ffn_up},
-                                                                       {"ffn_down.weight", WeightKind::ffn_down}};
+  static constexpr std::pair<std::string_view, WeightKind> kLayer[] = {
+      {"attn_norm.weight", WeightKind::attn_norm},
+      {"attn_q.weight", WeightKind::wq},
+      {"attn_k.weight", WeightKind::wk},
+      {"attn_v.weight", WeightKind::wv},
+      {"attn_q.bias", WeightKind::bq},
+      {"attn_k.bias", WeightKind::bk},
+      {"attn_v.bias", WeightKind::bv},
+      {"attn_q_norm.weight", WeightKind::q_norm},
+      {"attn_k_norm.weight", WeightKind::k_norm},
+      {"attn_output.weight", WeightKind::wo},
+      {"attn_output.bias", WeightKind::bo},
+      {"post_attention_norm.weight", WeightKind::attn_post_norm},
+      {"ffn_norm.weight", WeightKind::ffn_norm},
+      {"ffn_gate.weight", WeightKind::ffn_gate},
+      {"ffn_up.weight", WeightKind::ffn_up},
+      {"ffn_down.weight", WeightKind::ffn_down},
+      {"ffn_gate.bias", WeightKind::b_gate},
+      {"ffn_up.bias", WeightKind::b_up},
+      {"ffn_down.bias", WeightKind::b_down},
+      {"post_ffw_norm.weight", WeightKind::ffn_post_norm}};
   for (const auto& [n, kind] : kGlobal)
     if (name == n) return NamedWeight{kind, -1};
   if (!name.starts_with("blk.")) return std::nullopt;
@@ -500,21 +507,113 @@ void read_rope_scaling(const GgufFile& f, ModelConfig& c) {
   }
 }
 
+// A float metadata value, `fallback` when absent.
+double float_key(const GgufFile& f, const std::string& key, double fallback) {
+  return f.get_float(key).value_or(fallback);
+}
+
+// One architecture as llama.cpp builds it (src/models/<arch>.cpp) and its converter writes it: the
+// RoPE layout, the block, and the "<arch>." keys it reads beside the ones every family has. q/k/v
+// biases come from the tensors present; the other biases only where the family's graph adds them.
+struct GgufFamily {
+  std::string_view arch;
+  RopeStyle rope_style;
+  std::vector<std::string_view> keys;
+  void (*read)(const GgufFile& f, const std::string& prefix, ModelConfig& c) = nullptr;
+};
+
+// Gemma 1/2 as llama.cpp computes them: the converter stores every norm as 1 + w (so no offset
+// here), the embedding times sqrtf(n_embd), GELU in its tanh form, the output tied to token_embd.
+void read_gemma_gguf(ModelConfig& c) {
+  c.block.activation = Activation::gelu_tanh;
+  c.block.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(c.dim)));
+  c.tied_output = true;
+}
+
+const std::vector<GgufFamily>& gguf_families() {
+  static const std::vector<GgufFamily> families = {
+      {"llama", RopeStyle::interleaved, {}},
+      {"mistral", RopeStyle::interleaved, {}},
+      {"qwen2", RopeStyle::rotate_half, {}},
+      {"qwen3",
+       RopeStyle::rotate_half,
+       {},
+       [](const GgufFile&, const std::string&, ModelConfig& c) { c.block.qk_norm = QkNorm::per_head; }},
+      // Granite: embedding, residual and attention scales where given (0 or absent: none, and
+      // 1/sqrt(head_dim)), logits divided by logit_scale; RoPE unless rope.scaling.finetuned is false.
+      {"granite",
+       RopeStyle::interleaved,
+       {"embedding_scale", "residual_scale", "attention.scale", "logit_scale"},
+       [](const GgufFile& f, const std::string& prefix, ModelConfig& c) {
+         const auto nonzero = [](double v) { return v != 0.0 ? v : 1.0; };
+         c.block.embed_scale = nonzero(float_key(f, prefix + "embedding_scale", 0.0));
+         c.block.residual_scale = nonzero(float_key(f, prefix + "residual_scale", 0.0));
+         c.block.attention_scale = float_key(f, prefix + "attention.scale", 0.0);
+         const auto logit = f.get_float(prefix + "logit_scale");
+         if (!logit)
+           throw_format_error(fmt::format("{}: missing metadata key '{}logit_scale' (llama.cpp's granite needs it)",
+                                          f.path().string(), prefix));
+         c.block.logit_scale = 1.0 / *logit;
+         if (!f.get_bool(prefix + "rope.scaling.finetuned").value_or(true))
+           c.rope_layers.assign(static_cast<std::size_t>(c.n_layers), false);
+         c.block.o_bias = f.find_tensor("blk.0.attn_output.bias") != nullptr;
+         c.block.mlp_bias = f.find_tensor("blk.0.ffn_down.bias") != nullptr;
+       }},
+      // OLMo 2: norms after each block only, q and k normed over the whole projection; llama.cpp
+      // adds no bias (a bias tensor is refused as one the model does not use).
+      {"olmo2",
+       RopeStyle::rotate_half,
+       {},
+       [](const GgufFile&, const std::string&, ModelConfig& c) {
+         c.block.qkv_bias = false;
+         c.block.pre_norms = false;
+         c.block.post_norms = true;
+         c.block.qk_norm = QkNorm::whole;
+       }},
+      {"gemma",
+       RopeStyle::rotate_half,
+       {},
+       [](const GgufFile&, const std::string&, ModelConfig& c) { read_gemma_gguf(c); }},
+      // Gemma 2: q scaled by 1/sqrt(head_dim), or 1/sqrt(n_embd / n_head) for the 27B (46 layers),
+      // as llama.cpp derives it; soft-caps 50 and 30 unless given; even layers slide (window 4096
+      // unless given).
+      {"gemma2",
+       RopeStyle::rotate_half,
+       {"attn_logit_softcapping", "final_logit_softcapping"},
+       [](const GgufFile& f, const std::string& prefix, ModelConfig& c) {
+         read_gemma_gguf(c);
+         c.block.post_norms = true;
+         if (c.n_layers == 46) c.block.attention_scale = 1.0 / std::sqrt(static_cast<double>(c.dim / c.n_heads));
+         c.block.attention_softcap = float_key(f, prefix + "attn_logit_softcapping", 50.0);
+         c.block.logit_softcap = float_key(f, prefix + "final_logit_softcapping", 30.0);
+         c.sliding_window = int_key(f, prefix + "attention.sliding_window", 4096);
+         c.sliding_layers.resize(static_cast<std::size_t>(c.n_layers));
+         for (int l = 0; l < c.n_layers; ++l) c.sliding_layers[static_cast<std::size_t>(l)] = l % 2 == 0;
+       }},
+  };
+  return families;
+}
+
 // Keys under "<arch>." that change the math must be read above; the others are listed here.
-void refuse_unknown_keys(const GgufFile& f, const ModelConfig& c) {
+void refuse_unknown_keys(const GgufFile& f, const ModelConfig& c, const GgufFamily& family) {
   static const std::set<std::string_view> kKnown = {
       "block_count", "embedding_length", "attention.head_count", "attention.head_count_kv", "attention.key_length",
       "feed_forward_length", "context_length", "attention.sliding_window", "rope.freq_base",
       "attention.layer_norm_rms_epsilon", "vocab_size", "rope.dimension_count", "rope.scaling.type",
       "rope.scaling.factor", "rope.scale_linear",
-      // Informational: llama.cpp itself computes nothing from them.
+      // Informational: llama.cpp itself computes nothing from them (granite reads finetuned above).
       "rope.scaling.original_context_length", "rope.scaling.finetuned"};
   const std::string prefix = c.arch + ".";
   for (const auto& [key, value] : f.metadata()) {
     if (!key.starts_with(prefix)) continue;
     const std::string_view rest = std::string_view(key).substr(prefix.size());
     if (rest == "attention.value_length" && value.is_integer() && f.get_int(key) == c.head_dim) continue;
-    if (!kKnown.contains(rest))
+    // OLMo 2's window is OLMo 3's pattern of sliding layers, which tapdiff does not read.
+    if (rest == "attention.sliding_window" && c.arch == "olmo2")
+      throw_format_error(
+          fmt::format("{}: metadata '{}' is not supported: tapdiff implements OLMo 2 without sliding layers",
+                      f.path().string(), key));
+    if (!kKnown.contains(rest) && std::find(family.keys.begin(), family.keys.end(), rest) == family.keys.end())
       throw_format_error(
           fmt::format("{}: metadata '{}' = {} is not supported: tapdiff implements only the keys whose "
                       "meaning it knows (docs/models.md)",
@@ -527,9 +626,15 @@ ModelConfig gguf_config(const GgufFile& f) {
   ModelConfig c;
   const auto arch = f.get_string("general.architecture");
   if (!arch) throw_format_error(fmt::format("{}: missing metadata key 'general.architecture'", file));
-  if (*arch != "llama" && *arch != "mistral" && *arch != "qwen2" && *arch != "qwen3")
+  const auto& families = gguf_families();
+  const auto family =
+      std::find_if(families.begin(), families.end(), [&](const GgufFamily& g) { return g.arch == *arch; });
+  if (family == families.end()) {
+    std::vector<std::string_view> names;
+    for (const GgufFamily& g : families) names.push_back(g.arch);
     throw_format_error(
-        fmt::format("{}: general.architecture: expected llama, mistral, qwen2 or qwen3, found '{}'", file, *arch));
+        fmt::format("{}: general.architecture: expected one of {}, found '{}'", file, fmt::join(names, ", "), *arch));
+  }
   c.arch = *arch;
   auto key = [&](std::string_view k) { return c.arch + "." + std::string(k); };
   c.n_layers = int_key(f, key("block_count"), std::nullopt);
@@ -542,10 +647,9 @@ ModelConfig gguf_config(const GgufFile& f) {
   c.sliding_window = int_key(f, key("attention.sliding_window"), 0);
   c.rope_base = f.get_float(key("rope.freq_base")).value_or(10000.0);
   c.norm_eps = f.get_float(key("attention.layer_norm_rms_epsilon")).value_or(1e-5);
-  c.rope_style = c.arch == "qwen2" || c.arch == "qwen3" ? RopeStyle::rotate_half : RopeStyle::interleaved;
-  if (c.arch == "qwen3") c.block.qk_norm = QkNorm::per_head;
+  c.rope_style = family->rope_style;
   read_rope_scaling(f, c);
-  refuse_unknown_keys(f, c);
+  refuse_unknown_keys(f, c, *family);
   const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
   if (embd == nullptr)
     throw_format_error(fmt::format("{}: missing tensor: expected token_embd.weight, found none", file));
@@ -557,6 +661,12 @@ ModelConfig gguf_config(const GgufFile& f) {
         fmt::format("{}: {} is {}, but token_embd.weight has {} rows", file, key("vocab_size"), *v, c.vocab));
   c.tied_output = f.find_tensor("output.weight") == nullptr;
   c.block.qkv_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
+  if (family->read) family->read(f, c.arch + ".", c);
+  if (c.tied_output && f.find_tensor("output.weight") != nullptr)
+    throw_format_error(
+        fmt::format("{}: tensor 'output.weight' is not supported: llama.cpp's {} ties the output to "
+                    "token_embd.weight and computes nothing with it",
+                    file, c.arch));
   c.bos_token = token_id(f, "tokenizer.ggml.bos_token_id");
   c.eos_token = token_id(f, "tokenizer.ggml.eos_token_id");
   return c;

@@ -328,6 +328,30 @@ void read_gemma(KeyReader& k, ModelConfig& c) {
   c.block.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(c.dim)));
 }
 
+// SmolLM3: Llama's block, and layers without RoPE. no_rope_layers: 1 where a layer rotates q and k,
+// 0 where it does not; absent: every no_rope_layer_interval-th layer (counting from 1) has none, as
+// SmolLM3Config makes it. Its 4.x rule slides the layers without RoPE where use_sliding_window.
+void read_smollm3(KeyReader& k, ModelConfig& c) {
+  read_llama(k, c);
+  const int interval = k.integer("no_rope_layer_interval", 4);
+  std::vector<bool> rope(static_cast<std::size_t>(c.n_layers));
+  if (const json* flags = k.find("no_rope_layers")) {
+    if (!flags->is_array() || std::ssize(*flags) != c.n_layers)
+      k.fail("no_rope_layers", fmt::format("an array of {} flags (num_hidden_layers)", c.n_layers),
+             json_excerpt(*flags));
+    for (std::size_t l = 0; l < rope.size(); ++l) {
+      if ((*flags)[l] != 0 && (*flags)[l] != 1) k.fail("no_rope_layers", "flags 0 or 1", json_excerpt(*flags));
+      rope[l] = (*flags)[l] == 1;
+    }
+  } else {
+    if (interval < 1) k.fail("no_rope_layer_interval", "an interval >= 1", std::to_string(interval));
+    for (int l = 0; l < c.n_layers; ++l) rope[static_cast<std::size_t>(l)] = (l + 1) % interval != 0;
+  }
+  const bool use = k.boolean("use_sliding_window", false);
+  read_layer_types(k, c, true, [&](int layer) { return use && !rope[static_cast<std::size_t>(layer)]; });
+  if (std::count(rope.begin(), rope.end(), false) > 0) c.rope_layers = std::move(rope);
+}
+
 constexpr HfFamily kFamilies[] = {
     {"llama", read_llama},
     {"mistral",
@@ -385,30 +409,7 @@ constexpr HfFamily kFamilies[] = {
        read_layer_types(k, c, true, [](int layer) { return layer % 2 == 0; });  // Gemma2Config: 0, 2, 4, ... slide
      },
      true},
-    {"smollm3",
-     [](KeyReader& k, ModelConfig& c) {
-       read_llama(k, c);
-       // no_rope_layers: 1 where a layer rotates q and k, 0 where it does not; absent: every
-       // no_rope_layer_interval-th layer (counting from 1) has no RoPE, as SmolLM3Config makes it.
-       const int interval = k.integer("no_rope_layer_interval", 4);
-       std::vector<bool> rope(static_cast<std::size_t>(c.n_layers));
-       if (const json* flags = k.find("no_rope_layers")) {
-         if (!flags->is_array() || std::ssize(*flags) != c.n_layers)
-           k.fail("no_rope_layers", fmt::format("an array of {} flags (num_hidden_layers)", c.n_layers),
-                  json_excerpt(*flags));
-         for (std::size_t l = 0; l < rope.size(); ++l) {
-           if ((*flags)[l] != 0 && (*flags)[l] != 1) k.fail("no_rope_layers", "flags 0 or 1", json_excerpt(*flags));
-           rope[l] = (*flags)[l] == 1;
-         }
-       } else {
-         if (interval < 1) k.fail("no_rope_layer_interval", "an interval >= 1", std::to_string(interval));
-         for (int l = 0; l < c.n_layers; ++l) rope[static_cast<std::size_t>(l)] = (l + 1) % interval != 0;
-       }
-       const bool use = k.boolean("use_sliding_window", false);
-       read_layer_types(k, c, true, [&](int layer) { return use && !rope[static_cast<std::size_t>(layer)]; });
-       if (std::count(rope.begin(), rope.end(), false) > 0) c.rope_layers = std::move(rope);
-     },
-     true},
+    {"smollm3", read_smollm3, true},
     {"phi3",
      [](KeyReader& k, ModelConfig& c) {
        c.block.activation = read_activation(k, "hidden_act", "silu");

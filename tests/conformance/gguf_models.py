@@ -14,7 +14,7 @@ DIM, LAYERS, HEADS, KV_HEADS, HEAD_DIM, FFN, VOCAB = 64, 3, 4, 2, 16, 96, 320
 @dataclass
 class GgufCase:
     name: str
-    arch: str = "llama"  # llama | qwen2 | qwen3
+    arch: str = "llama"  # llama | qwen2 | qwen3 | granite | olmo2 | gemma | gemma2
     rope_base: float = 10000.0
     rotary_dim: int = HEAD_DIM
     linear_factor: float = 0.0  # rope.scaling.type linear when > 0
@@ -28,7 +28,20 @@ GGUF_CASES = [
     GgufCase("llama3-rope-freqs", rope_base=500000.0, llama3=True),
     GgufCase("qwen2", arch="qwen2", rope_base=1000000.0),
     GgufCase("qwen3", arch="qwen3", rope_base=1000000.0),
+    GgufCase("granite", arch="granite", extra={"embedding_scale": 6.0, "residual_scale": 0.22,
+                                               "attention_scale": 0.2, "logit_scale": 8.0}),
+    GgufCase("olmo2", arch="olmo2", rope_base=500000.0),
+    GgufCase("gemma", arch="gemma"),
+    GgufCase("gemma2", arch="gemma2", extra={"attn_logit_softcapping": 20.0, "final_logit_softcapping": 15.0,
+                                             "sliding_window": 24}),
 ]
+
+# What each architecture's block has, as llama.cpp's converter writes it: norms before the
+# attention and the FFN, after them, and q/k norms of head_dim or of the whole projection.
+PRE_NORMS = {"olmo2": False}
+POST_NORMS = {"olmo2", "gemma2"}
+QK_NORM = {"qwen3": HEAD_DIM, "olmo2": None}  # None: the whole projection
+TIED = {"gemma", "gemma2"}
 
 
 def llama3_rope_factors(base: float, dim: int, factor=8.0, low=1.0, high=4.0, original=64) -> np.ndarray:
@@ -62,6 +75,8 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0) -> None:
     if case.linear_factor > 0:
         w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
         w.add_rope_scaling_factor(case.linear_factor)
+    for key, value in case.extra.items():  # add_embedding_scale(6.0), add_sliding_window(24), ...
+        getattr(w, f"add_{key}")(value)
     add_vocabulary(w)
 
     def matrix(rows: int, cols: int) -> np.ndarray:
@@ -75,7 +90,8 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0) -> None:
         w.add_tensor("rope_freqs.weight", llama3_rope_factors(case.rope_base, case.rotary_dim))
     for layer in range(LAYERS):
         p = f"blk.{layer}."
-        w.add_tensor(p + "attn_norm.weight", norm(DIM))
+        if PRE_NORMS.get(case.arch, True):
+            w.add_tensor(p + "attn_norm.weight", norm(DIM))
         w.add_tensor(p + "attn_q.weight", matrix(HEADS * HEAD_DIM, DIM))
         w.add_tensor(p + "attn_k.weight", matrix(KV_HEADS * HEAD_DIM, DIM))
         w.add_tensor(p + "attn_v.weight", matrix(KV_HEADS * HEAD_DIM, DIM))
@@ -83,16 +99,23 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0) -> None:
             for name, n in (("attn_q.bias", HEADS * HEAD_DIM), ("attn_k.bias", KV_HEADS * HEAD_DIM),
                             ("attn_v.bias", KV_HEADS * HEAD_DIM)):
                 w.add_tensor(p + name, (0.1 * rng.standard_normal(n)).astype(np.float32))
-        if case.arch == "qwen3":
-            w.add_tensor(p + "attn_q_norm.weight", norm(HEAD_DIM))
-            w.add_tensor(p + "attn_k_norm.weight", norm(HEAD_DIM))
+        if case.arch in QK_NORM:
+            width = QK_NORM[case.arch]
+            w.add_tensor(p + "attn_q_norm.weight", norm(width or HEADS * HEAD_DIM))
+            w.add_tensor(p + "attn_k_norm.weight", norm(width or KV_HEADS * HEAD_DIM))
         w.add_tensor(p + "attn_output.weight", matrix(DIM, HEADS * HEAD_DIM))
-        w.add_tensor(p + "ffn_norm.weight", norm(DIM))
+        if case.arch in POST_NORMS:
+            w.add_tensor(p + "post_attention_norm.weight", norm(DIM))
+        if PRE_NORMS.get(case.arch, True):
+            w.add_tensor(p + "ffn_norm.weight", norm(DIM))
         w.add_tensor(p + "ffn_gate.weight", matrix(FFN, DIM))
         w.add_tensor(p + "ffn_up.weight", matrix(FFN, DIM))
         w.add_tensor(p + "ffn_down.weight", matrix(DIM, FFN))
+        if case.arch in POST_NORMS:
+            w.add_tensor(p + "post_ffw_norm.weight", norm(DIM))
     w.add_tensor("output_norm.weight", norm(DIM))
-    w.add_tensor("output.weight", matrix(VOCAB, DIM) * 4.0)
+    if case.arch not in TIED:
+        w.add_tensor("output.weight", matrix(VOCAB, DIM) * 4.0)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
