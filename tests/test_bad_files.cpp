@@ -183,6 +183,20 @@ TEST(BadFile, GgufUnsupportedArchitectureAndMissingKey) {
   expect_message(load_error(tiny_gguf(spec).path), "model.gguf", {"missing metadata key 'llama.block_count'"});
 }
 
+// What an architecture's llama.cpp graph does not compute is refused, never computed anyway.
+TEST(BadFile, GgufArchitecturesRefuseWhatLlamaCppDoesNotCompute) {
+  TinyGguf spec;
+  spec.arch = "gemma";
+  expect_message(load_error(tiny_gguf(spec).path), "model.gguf",
+                 {"tensor 'output.weight' is not supported: llama.cpp's gemma ties the output to token_embd.weight"});
+  spec.arch = "granite";
+  expect_message(load_error(tiny_gguf(spec).path), "model.gguf",
+                 {"missing metadata key 'granite.logit_scale' (llama.cpp's granite needs it)"});
+  spec.arch = "olmo2";  // a Llama's tensors: no q/k norms over the whole projection
+  expect_message(load_error(tiny_gguf(spec).path), "model.gguf",
+                 {"missing tensor: expected q_norm of layer 0 for this olmo2 model"});
+}
+
 TEST(BadFile, GgufAbsurdCountsAndLengths) {
   auto f = tiny_gguf();
   const auto original = f.bytes;
