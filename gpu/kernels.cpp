@@ -231,8 +231,13 @@ KernelOverrides parse_kernel_overrides(const std::string& text) {
 }
 
 Kernels::Kernels(const Device& device, Pipelines& pipelines, const KernelOverrides& overrides, int head_dim, int group,
-                 model::Activation activation)
-    : device_(&device), pipelines_(&pipelines), overrides_(overrides), activation_(activation), head_dim_(head_dim) {
+                 const model::Block& block)
+    : device_(&device),
+      pipelines_(&pipelines),
+      overrides_(overrides),
+      activation_(block.activation),
+      attention_softcap_(static_cast<float>(block.attention_softcap)),
+      head_dim_(head_dim) {
   const DeviceInfo& d = device.info();
   wg_ = floor_pow2(std::min({256u, d.max_workgroup_invocations, d.max_workgroup_size_x}));
   attention_wg_ = std::min(64u, wg_);
@@ -517,10 +522,9 @@ std::string Kernels::attention(Stream& s, const AttentionShape& a, float scale, 
   const std::uint64_t units = push.heads / pack;
   const std::uint64_t tiles = ceil_div(static_cast<std::uint64_t>(push.rows) * pack, kFlashRows) * units;
   using Kind = AttentionPlan::Kind;
-  // attention-coop2 has no faults and no soft-cap: attention_coop.comp (or flash) runs those
+  // attention-coop2 has no faults: attention_coop.comp (or flash) runs a planted one
   Kind kind = plan.kind;
-  if (kind == Kind::coop2 && (faults != 0 || a.softcap > 0))
-    kind = attention_coop_missing_.empty() ? Kind::coop : Kind::flash;
+  if (kind == Kind::coop2 && faults != 0) kind = attention_coop_missing_.empty() ? Kind::coop : Kind::flash;
   switch (kind) {
     case Kind::coop2:
       dispatch(s, Shader::attention_coop2, 0, {q, k, v, row_table, out}, &push, sizeof push,
@@ -575,9 +579,12 @@ Kernels::AttentionPlan Kernels::plan_attention(const AttentionShape& a) const {
   // The cooperative-matrix kernels take the passes flash would run in one piece; short chunks keep
   // flash's split-KV; decode steps take attention_decode.comp unless attention is forced to
   // two-pass or decode-attention to flash-split.
-  const bool coop2 = overrides_.attention == Override::coop2 ||
-                     (overrides_.attention == Override::automatic && attention_coop2_missing_.empty());
-  const bool coop = coop2 || overrides_.attention == Override::coop ||
+  // attention-coop2 has no soft-cap: attention-coop takes a soft-capped model's passes instead.
+  const bool coop2_wanted = overrides_.attention == Override::coop2 ||
+                            (overrides_.attention == Override::automatic && attention_coop2_missing_.empty());
+  const bool coop2 = coop2_wanted && a.softcap == 0;
+  const bool coop = coop2 || (coop2_wanted && attention_coop_missing_.empty()) ||
+                    overrides_.attention == Override::coop ||
                     (overrides_.attention == Override::automatic && attention_coop_missing_.empty());
   const bool decode_step = a.rows <= a.sequences;  // one row per sequence
   const bool flash = coop || overrides_.attention == Override::flash ||
@@ -680,6 +687,7 @@ std::vector<std::string> Kernels::planned(model::OpClass cls, model::DType weigh
       // prefill's, a short chunk's past 32 positions, then decode's, each once
       std::vector<std::string> names;
       AttentionShape shape;
+      shape.softcap = attention_softcap_;
       for (const auto& [rows, keys] :
            {std::pair{kFlashMinRowsPerSequence, 1}, std::pair{2, 1000}, std::pair{1, 1000}}) {
         shape.rows = rows, shape.keys = keys;

@@ -139,9 +139,10 @@ struct AttentionShape {
 class Kernels {
  public:
   // UsageError when an override asks for a variant the device cannot run for a model of this
-  // head_dim and GQA group (heads per K/V head); `activation`: the model's gated activation.
+  // head_dim and GQA group (heads per K/V head); from `block`, the model's gated activation and
+  // attention soft-cap.
   Kernels(const Device& device, Pipelines& pipelines, const KernelOverrides& overrides, int head_dim, int group,
-          model::Activation activation);
+          const model::Block& block);
 
   // Each records one op (its barrier included) and returns the variant's name; `faults` is a set
   // of the kFault* bits of the op's kernel (0: the clean kernel).
@@ -232,6 +233,7 @@ class Kernels {
   Pipelines* pipelines_;
   KernelOverrides overrides_;
   model::Activation activation_;
+  float attention_softcap_;              // the model's; each call's AttentionShape::softcap carries it to the kernel
   std::uint32_t wg_;                     // workgroup size of the 1-D kernels: a power of two <= 256
   std::uint32_t attention_wg_;           // attention's: 64 or less
   std::uint32_t matvec_subgroups_;       // matvec-subgroup's subgroups per workgroup ...

@@ -166,7 +166,7 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
   pipelines_ = std::make_unique<Pipelines>(*device_, activation_type_);
   stream_ = std::make_unique<Stream>(*device_);
   kernels_ = std::make_unique<Kernels>(*device_, *pipelines_, parse_kernel_overrides(options.kernels), config_.head_dim,
-                                       config_.n_heads / config_.n_kv_heads, config_.block.activation);
+                                       config_.n_heads / config_.n_kv_heads, config_.block);
   if (config_.head_dim > kernels_->max_head_dim())
     throw UsageError(fmt::format("{}: head_dim {}: the Vulkan attention kernel handles head_dim up to {}",
                                  m.path().string(), config_.head_dim, kernels_->max_head_dim()));
