@@ -34,6 +34,7 @@ const std::set<std::string_view>& no_math_keys() {
                                                   "attention_dropout",
                                                   "bad_words_ids",
                                                   "begin_suppress_tokens",
+                                                  "cache_implementation",
                                                   "chunk_size_feed_forward",
                                                   "cross_attention_hidden_size",
                                                   "decoder_start_token_id",
@@ -252,16 +253,22 @@ void read_rope(KeyReader& k, const std::string& source, ModelConfig& c) {
   if (c.rotary_dim == c.head_dim) c.rotary_dim = 0;
 }
 
+// A per-layer key, if present: an array of one entry per layer (`what` names the entries), else
+// FormatError naming the key.
+const json* per_layer_array(KeyReader& k, const std::string& key, int n_layers, std::string_view what) {
+  const json* v = k.find(key);
+  if (v != nullptr && (!v->is_array() || std::ssize(*v) != n_layers))
+    k.fail(key, fmt::format("an array of {} {} (num_hidden_layers)", n_layers, what), json_excerpt(*v));
+  return v;
+}
+
 // Which layers slide, from 5.x's layer_types ("full_attention" or "sliding_attention" per layer)
 // or, where a 4.x config has none, the family's own rule; sliding_window is their window (absent:
 // the config class's 4096; null, or not `enabled`: none, every layer attends fully, as
 // transformers does).
 void read_layer_types(KeyReader& k, ModelConfig& c, bool enabled, const std::function<bool(int)>& slides_by_default) {
   std::vector<bool> slides(static_cast<std::size_t>(c.n_layers));
-  if (const json* types = k.find("layer_types")) {
-    if (!types->is_array() || std::ssize(*types) != c.n_layers)
-      k.fail("layer_types", fmt::format("an array of {} layer types (num_hidden_layers)", c.n_layers),
-             json_excerpt(*types));
+  if (const json* types = per_layer_array(k, "layer_types", c.n_layers, "layer types")) {
     for (std::size_t l = 0; l < slides.size(); ++l) {
       const json& t = (*types)[l];
       if (t != "full_attention" && t != "sliding_attention")
@@ -335,10 +342,7 @@ void read_smollm3(KeyReader& k, ModelConfig& c) {
   read_llama(k, c);
   const int interval = k.integer("no_rope_layer_interval", 4);
   std::vector<bool> rope(static_cast<std::size_t>(c.n_layers));
-  if (const json* flags = k.find("no_rope_layers")) {
-    if (!flags->is_array() || std::ssize(*flags) != c.n_layers)
-      k.fail("no_rope_layers", fmt::format("an array of {} flags (num_hidden_layers)", c.n_layers),
-             json_excerpt(*flags));
+  if (const json* flags = per_layer_array(k, "no_rope_layers", c.n_layers, "flags")) {
     for (std::size_t l = 0; l < rope.size(); ++l) {
       if ((*flags)[l] != 0 && (*flags)[l] != 1) k.fail("no_rope_layers", "flags 0 or 1", json_excerpt(*flags));
       rope[l] = (*flags)[l] == 1;
@@ -413,6 +417,7 @@ constexpr HfFamily kFamilies[] = {
     {"phi3",
      [](KeyReader& k, ModelConfig& c) {
        c.block.activation = read_activation(k, "hidden_act", "silu");
+       k.require_value("attention_bias", false, "Phi-3's projections without biases");
        c.sliding_window = k.integer("sliding_window", 0);
        if (c.rope_scaling.type == RopeType::yarn)  // Phi3Config turns "yarn" (and "su") into longrope
          k.fail("rope_parameters",

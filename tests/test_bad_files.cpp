@@ -343,6 +343,14 @@ TEST(BadFile, SafetensorsConfigProblems) {
        "'mlp_bias' = true is not supported: tapdiff implements false only (no biases in this family's MLP)"},
       {[](auto& j) { j["model_type"] = "mistral", j["attention_bias"] = true; },
        "'attention_bias' = true is not supported: tapdiff implements only the keys whose meaning it implements"},
+      {[](auto& j) { j["model_type"] = "phi3", j["attention_bias"] = true; },
+       "'attention_bias' = true is not supported: tapdiff implements false only (Phi-3's projections without biases)"},
+      {[](auto& j) { j["model_type"] = "qwen2", j["layer_types"] = {"full_attention"}; },
+       "'layer_types': expected an array of 2 layer types (num_hidden_layers), found [\"full_attention\"]"},
+      {[](auto& j) {
+         j["model_type"] = "smollm3", j["no_rope_layers"] = {1, 2};
+       },
+       "'no_rope_layers': expected flags 0 or 1, found [1,2]"},
       {[](auto& j) { j["model_type"] = "gemma", j["use_bidirectional_attention"] = true; },
        "'use_bidirectional_attention' = true is not supported: tapdiff implements false only (causal attention)"},
       {[](auto& j) {
