@@ -520,6 +520,8 @@ struct GgufFamily {
   RopeStyle rope_style;
   std::vector<std::string_view> keys;
   void (*read)(const GgufFile& f, const std::string& prefix, ModelConfig& c) = nullptr;
+  // Keys other families read that this one's graph computes nothing with: refused when present.
+  std::vector<std::string_view> unread = {};
 };
 
 // Gemma 1/2 as llama.cpp computes them: the converter stores every norm as 1 + w (so no offset
@@ -558,7 +560,8 @@ const std::vector<GgufFamily>& gguf_families() {
            c.rope_layers.assign(static_cast<std::size_t>(c.n_layers), false);
          c.block.o_bias = f.find_tensor("blk.0.attn_output.bias") != nullptr;
          c.block.mlp_bias = f.find_tensor("blk.0.ffn_down.bias") != nullptr;
-       }},
+       },
+       {"attention.sliding_window"}},
       // OLMo 2: norms after each block only, q and k normed over the whole projection; llama.cpp
       // adds no bias (a bias tensor is refused as one the model does not use).
       {"olmo2",
@@ -569,11 +572,13 @@ const std::vector<GgufFamily>& gguf_families() {
          c.block.pre_norms = false;
          c.block.post_norms = true;
          c.block.qk_norm = QkNorm::whole;
-       }},
+       },
+       {"attention.sliding_window"}},  // OLMo 3's pattern of sliding layers, not read
       {"gemma",
        RopeStyle::rotate_half,
        {},
-       [](const GgufFile&, const std::string&, ModelConfig& c) { read_gemma_gguf(c); }},
+       [](const GgufFile&, const std::string&, ModelConfig& c) { read_gemma_gguf(c); },
+       {"attention.sliding_window"}},
       // Gemma 2: q scaled by 1/sqrt(head_dim), or 1/sqrt(n_embd / n_head) for the 27B (46 layers),
       // as llama.cpp derives it; soft-caps 50 and 30 unless given; even layers slide (window 4096
       // unless given).
@@ -608,11 +613,9 @@ void refuse_unknown_keys(const GgufFile& f, const ModelConfig& c, const GgufFami
     if (!key.starts_with(prefix)) continue;
     const std::string_view rest = std::string_view(key).substr(prefix.size());
     if (rest == "attention.value_length" && value.is_integer() && f.get_int(key) == c.head_dim) continue;
-    // OLMo 2's window is OLMo 3's pattern of sliding layers, which tapdiff does not read.
-    if (rest == "attention.sliding_window" && c.arch == "olmo2")
-      throw_format_error(
-          fmt::format("{}: metadata '{}' is not supported: tapdiff implements OLMo 2 without sliding layers",
-                      f.path().string(), key));
+    if (std::find(family.unread.begin(), family.unread.end(), rest) != family.unread.end())
+      throw_format_error(fmt::format("{}: metadata '{}' is not supported: llama.cpp's {} computes nothing with it",
+                                     f.path().string(), key, c.arch));
     if (!kKnown.contains(rest) && std::find(family.keys.begin(), family.keys.end(), rest) == family.keys.end())
       throw_format_error(
           fmt::format("{}: metadata '{}' = {} is not supported: tapdiff implements only the keys whose "

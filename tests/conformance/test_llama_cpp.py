@@ -3,6 +3,7 @@ node-llama-cpp) on F32 GGUF files written by the gguf package (tests/conformance
 a 200-token prompt, 16 generated tokens, on the reference and on the Vulkan engine."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -49,3 +50,14 @@ def test_greedy_tokens_equal_llama_cpp(case, tmp_path):
     assert tapdiff_tokens(model, "--engine", "ref", "--dtype", "f64") == expected
     assert tapdiff_tokens(model, "--engine", "ref", "--dtype", "f32") == expected
     assert tapdiff_tokens(model, "--engine", "vulkan", "--chunk", "64") == expected
+
+
+@pytest.mark.parametrize("arch", ["granite", "olmo2", "gemma"])
+def test_a_window_llama_cpp_does_not_apply_is_refused(arch, tmp_path):
+    case = next(c for c in GGUF_CASES if c.arch == arch)
+    model = tmp_path / f"{arch}.gguf"
+    write_gguf(dataclasses.replace(case, extra={**case.extra, "sliding_window": 8}), model)
+    run = subprocess.run([TAPDIFF, "run", "--model", str(model), "--tokens", "1,2"], capture_output=True, text=True)
+    assert run.returncode == 2, run.stdout + run.stderr
+    expected = f"metadata '{arch}.attention.sliding_window' is not supported: llama.cpp's {arch} computes nothing with it"
+    assert expected in run.stderr, run.stderr
