@@ -221,8 +221,9 @@ bool moves_rope_table(const FaultSet& faults, int layer) {
   return false;
 }
 
-RopeTablePlan rope_table_plan(const FaultSet& faults, int layer, const model::ChunkInfo& chunk, double base) {
-  RopeTablePlan plan{chunk.first_pos, base};
+RopeTablePlan rope_table_plan(const FaultSet& faults, const model::ModelConfig& config, int layer,
+                              const model::ChunkInfo& chunk) {
+  RopeTablePlan plan{chunk.first_pos, model::rope_base(config, layer), model::uses_sliding_rope(config, layer)};
   if (faults.active(Fault::rope_chunk_reset, layer) && chunk.index > 0 && !chunk.decode) plan.first_pos = 0;
   if (faults.active(Fault::decode_position, layer) && chunk.decode) plan.first_pos -= 1;
   if (faults.active(Fault::rope_off_by_one, layer)) plan.first_pos += 1;

@@ -84,14 +84,17 @@ FaultSet parse_faults(std::string_view spec, int n_layers);
 // pass for a clean run.
 void require_faults_fit(const FaultSet& faults, const model::Graph& graph, model::Activation activation);
 
-// The first position and the base of the RoPE table a layer uses in a chunk, after the faults that
-// live in the table (rope-off-by-one, rope-chunk-reset, rope-base, decode-position).
+// The first position, the base and the scaling (the sliding layers' own or not) of the RoPE table a
+// layer uses in a chunk, after the faults that live in the table (rope-off-by-one,
+// rope-chunk-reset, rope-base, decode-position).
 struct RopeTablePlan {
   int first_pos = 0;
   double base = 0;
+  bool sliding_rope = false;  // model::uses_sliding_rope
   friend bool operator==(const RopeTablePlan&, const RopeTablePlan&) = default;
 };
-RopeTablePlan rope_table_plan(const FaultSet& faults, int layer, const model::ChunkInfo& chunk, double base);
+RopeTablePlan rope_table_plan(const FaultSet& faults, const model::ModelConfig& config, int layer,
+                              const model::ChunkInfo& chunk);
 // Whether any of those faults is planted at the layer (its plan may differ from the model's).
 bool moves_rope_table(const FaultSet& faults, int layer);
 

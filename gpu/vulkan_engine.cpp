@@ -152,8 +152,9 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
       activation_type_(options.f16 ? Activations::f16 : Activations::f32),
       rope_table_of_(static_cast<std::size_t>(m.config().n_layers)) {
   require_faults_fit(faults_, graph_, config_.block.activation);
-  // At most one table per layer that a fault moves, plus the model's.
-  std::size_t tables = 1;
+  // At most one table per layer that a fault moves, plus the model's (two where the sliding layers
+  // have their own RoPE).
+  std::size_t tables = config_.sliding_rope ? 2 : 1;
   for (int l = 0; l < config_.n_layers; ++l) tables += moves_rope_table(faults_, l) ? 1 : 0;
   rope_tables_.resize(tables);
   InstanceOptions instance_options;
@@ -360,7 +361,7 @@ void Engine::upload_rope_tables() {
   std::vector<std::vector<RopeTablePlan>> plans;
   for (int l = 0; l < config_.n_layers; ++l) {
     std::vector<RopeTablePlan> plan;
-    for (const Part& p : parts_) plan.push_back(rope_table_plan(faults_, l, chunk_of(p), config_.rope_base));
+    for (const Part& p : parts_) plan.push_back(rope_table_plan(faults_, config_, l, chunk_of(p)));
     const auto at = static_cast<std::size_t>(std::find(plans.begin(), plans.end(), plan) - plans.begin());
     rope_table_of_[static_cast<std::size_t>(l)] = at;
     if (at < plans.size()) continue;
@@ -373,7 +374,7 @@ void Engine::upload_rope_tables() {
     std::vector<float> table;
     for (const HeldRope& h : held)
       rope_cache_.append(table, h.plan.first_pos, h.rows, config_.head_dim,
-                         model::rope_frequencies(config_, h.plan.base, h.plan.first_pos + h.rows));
+                         model::rope_frequencies(config_, l, h.plan.base, h.plan.first_pos + h.rows));
     stream_->upload(table.data(), table.size() * sizeof(float), rope_tables_[at]);
     stream_->on_complete([this, at, held = std::move(held)]() mutable { rope_table_held_[at] = std::move(held); });
   }

@@ -12,8 +12,7 @@ namespace tapdiff::model {
 
 namespace {
 
-void validate_rope_scaling(const ModelConfig& c, const std::string& source) {
-  const RopeScaling& s = c.rope_scaling;
+void validate_rope_scaling(const ModelConfig& c, const RopeScaling& s, const std::string& source) {
   auto require = [&](bool ok, std::string_view what, auto found) {
     if (!ok)
       throw FormatError(fmt::format("{}: model config: RoPE scaling '{}': expected {}, found {}", source,
@@ -63,7 +62,12 @@ void ModelConfig::validate(const std::string& source) const {
   require(norm_eps > 0.0 && norm_eps < 1.0, "0 < norm eps < 1", norm_eps);
   require(rotary_dim >= 0 && rotary_dim <= head_dim && rotary_dim % 2 == 0, "an even rotary_dim up to head_dim",
           rotary_dim);
-  validate_rope_scaling(*this, source);
+  validate_rope_scaling(*this, rope_scaling, source);
+  if (sliding_rope) {
+    require(std::isfinite(sliding_rope->base) && sliding_rope->base > 1.0, "a finite sliding layers' rope base > 1",
+            sliding_rope->base);
+    validate_rope_scaling(*this, sliding_rope->scaling, source);
+  }
   require(sliding_window >= 0, "sliding_window >= 0", sliding_window);
   require(sliding_layers.empty() || std::ssize(sliding_layers) == n_layers, "a sliding flag for every layer, or none",
           sliding_layers.size());
@@ -75,9 +79,20 @@ void ModelConfig::validate(const std::string& source) const {
           fmt::format("bos {} eos {} for vocab {}", bos_token, eos_token, vocab));
 }
 
-int attention_window(const ModelConfig& c, int layer) {
-  const bool slides = c.sliding_layers.empty() || c.sliding_layers.at(static_cast<std::size_t>(layer));
-  return slides ? c.sliding_window : 0;
+bool slides(const ModelConfig& c, int layer) {
+  return c.sliding_layers.empty() || c.sliding_layers.at(static_cast<std::size_t>(layer));
+}
+
+int attention_window(const ModelConfig& c, int layer) { return slides(c, layer) ? c.sliding_window : 0; }
+
+bool uses_sliding_rope(const ModelConfig& c, int layer) { return c.sliding_rope && slides(c, layer); }
+
+double rope_base(const ModelConfig& c, int layer) {
+  return uses_sliding_rope(c, layer) ? c.sliding_rope->base : c.rope_base;
+}
+
+const RopeScaling& rope_scaling(const ModelConfig& c, int layer) {
+  return uses_sliding_rope(c, layer) ? c.sliding_rope->scaling : c.rope_scaling;
 }
 
 bool uses_rope(const ModelConfig& c, int layer) {
@@ -129,6 +144,8 @@ nlohmann::json to_json(const ModelConfig& c) {
                       {"block", to_json(c.block)},
                       {"bos_token", c.bos_token},
                       {"eos_token", c.eos_token}};
+  if (c.sliding_rope)
+    j["sliding_rope"] = {{"rope_base", c.sliding_rope->base}, {"rope_scaling", rope_scaling_json(c.sliding_rope->scaling)}};
   if (!c.sliding_layers.empty()) j["sliding_layers"] = c.sliding_layers;
   if (!c.rope_layers.empty()) j["rope_layers"] = c.rope_layers;
   return j;

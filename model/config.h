@@ -1,6 +1,7 @@
 #pragma once
 // What the network is: the hyper-parameters of a Llama-family decoder, whatever file it came from.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,13 @@
 namespace tapdiff::model {
 
 // RopeStyle (how RoPE pairs a head's channels) is in model/rope.h.
+
+// The RoPE of the sliding layers where a family gives them their own (Gemma 3: a local base of
+// 10,000, without the full layers' scaling).
+struct SlidingRope {
+  double base = 10000.0;
+  RopeScaling scaling;
+};
 
 struct ModelConfig {
   std::string arch = "llama";  // the family (model/families.h)
@@ -29,6 +37,7 @@ struct ModelConfig {
   double rope_base = 10000.0;
   int rotary_dim = 0;  // leading channels of a head that RoPE rotates; 0 = head_dim
   RopeScaling rope_scaling;
+  std::optional<SlidingRope> sliding_rope;  // the sliding layers' RoPE; absent: rope_base and rope_scaling
   double norm_eps = 1e-5;
   RopeStyle rope_style = RopeStyle::interleaved;
   bool tied_output = false;  // logits use the embedding matrix
@@ -43,8 +52,15 @@ struct ModelConfig {
   void validate(const std::string& source) const;
 };
 
+// Whether a layer is one of the sliding ones (sliding_layers; empty: all of them).
+bool slides(const ModelConfig& config, int layer);
 // The attention window of a layer: sliding_window where the layer slides, else 0 (full).
 int attention_window(const ModelConfig& config, int layer);
+// Whether a layer takes sliding_rope in place of rope_base and rope_scaling.
+bool uses_sliding_rope(const ModelConfig& config, int layer);
+// A layer's RoPE base and scaling.
+double rope_base(const ModelConfig& config, int layer);
+const RopeScaling& rope_scaling(const ModelConfig& config, int layer);
 // Whether a layer rotates q and k (its graph has rope_q and rope_k).
 bool uses_rope(const ModelConfig& config, int layer);
 

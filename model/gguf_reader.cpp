@@ -532,6 +532,14 @@ void read_gemma_gguf(ModelConfig& c) {
   c.tied_output = true;
 }
 
+// Gemma 2/3's block: Gemma's, norms after the attention and the FFN, q scaled by 1/sqrt(head_dim),
+// or by 1/sqrt(n_embd / n_head) for the model of `big_layers` layers, as llama.cpp derives it.
+void read_gemma2_gguf(ModelConfig& c, int big_layers) {
+  read_gemma_gguf(c);
+  c.block.post_norms = true;
+  if (c.n_layers == big_layers) c.block.attention_scale = 1.0 / std::sqrt(static_cast<double>(c.dim / c.n_heads));
+}
+
 const std::vector<GgufFamily>& gguf_families() {
   static const std::vector<GgufFamily> families = {
       {"llama", RopeStyle::interleaved, {}},
@@ -586,14 +594,26 @@ const std::vector<GgufFamily>& gguf_families() {
        RopeStyle::rotate_half,
        {"attn_logit_softcapping", "final_logit_softcapping"},
        [](const GgufFile& f, const std::string& prefix, ModelConfig& c) {
-         read_gemma_gguf(c);
-         c.block.post_norms = true;
-         if (c.n_layers == 46) c.block.attention_scale = 1.0 / std::sqrt(static_cast<double>(c.dim / c.n_heads));
+         read_gemma2_gguf(c, 46);
          c.block.attention_softcap = float_key(f, prefix + "attn_logit_softcapping", 50.0);
          c.block.logit_softcap = float_key(f, prefix + "final_logit_softcapping", 30.0);
          c.sliding_window = int_key(f, prefix + "attention.sliding_window", 4096);
          c.sliding_layers.resize(static_cast<std::size_t>(c.n_layers));
          for (int l = 0; l < c.n_layers; ++l) c.sliding_layers[static_cast<std::size_t>(l)] = l % 2 == 0;
+       }},
+      // Gemma 3: Gemma 2's block with q/k norms per head and no soft-caps, q scaled by
+      // 1/sqrt(n_embd / n_head) at 62 layers (the 27B); llama.cpp's fixed pattern of five sliding
+      // layers to one full, the sliding ones rotating with base 10,000 unscaled, the window required.
+      {"gemma3",
+       RopeStyle::rotate_half,
+       {},
+       [](const GgufFile& f, const std::string& prefix, ModelConfig& c) {
+         read_gemma2_gguf(c, 62);
+         c.block.qk_norm = QkNorm::per_head;
+         c.sliding_window = int_key(f, prefix + "attention.sliding_window", std::nullopt);
+         c.sliding_layers.resize(static_cast<std::size_t>(c.n_layers));
+         for (int l = 0; l < c.n_layers; ++l) c.sliding_layers[static_cast<std::size_t>(l)] = l % 6 < 5;
+         c.sliding_rope = SlidingRope{10000.0, {}};
        }},
   };
   return families;

@@ -235,21 +235,54 @@ void read_rope_object(const json& object, const std::string& where, double max_p
   r.refuse_unread_keys({});
 }
 
+// RoPE parameters per layer type (5.x's rope_parameters of Gemma 3: {"full_attention": {...},
+// "sliding_attention": {...}}): the full layers' into c, the sliding layers' into c.sliding_rope.
+// A type left out is the default RoPE with the family's base for it.
+void read_rope_per_layer_type(const json& p, const std::string& where, double max_position, double top_original,
+                              ModelConfig& c) {
+  KeyReader types(p, where);
+  auto object = [&](const std::string& key) {
+    const json* v = types.find(key);
+    if (v != nullptr && !v->is_object()) types.fail(key, "an object", json_excerpt(*v));
+    return v;
+  };
+  const json* full = object("full_attention");
+  const json* sliding = object("sliding_attention");
+  types.refuse_unread_keys({});
+  ModelConfig local = c;
+  local.rope_base = c.sliding_rope ? c.sliding_rope->base : c.rope_base;
+  if (full != nullptr) read_rope_object(*full, where + ": full_attention", max_position, top_original, c);
+  if (sliding != nullptr) read_rope_object(*sliding, where + ": sliding_attention", max_position, top_original, local);
+  if (local.rotary_dim != c.rotary_dim)
+    types.fail("sliding_attention", fmt::format("the full layers' rotary dimension, {}", c.rotary_dim),
+               fmt::format("{} (partial_rotary_factor)", local.rotary_dim));
+  c.sliding_rope = SlidingRope{local.rope_base, local.rope_scaling};
+}
+
 // The RoPE parameters: 5.x's rope_parameters object, or 4.x's top-level rope_theta,
-// partial_rotary_factor and rope_scaling (an object or null).
-void read_rope(KeyReader& k, const std::string& source, ModelConfig& c) {
+// partial_rotary_factor and rope_scaling (an object or null). `sliding_base`: the base of a family
+// whose sliding layers have their own RoPE (Gemma 3), else 0; such a family's rope_parameters may
+// also be per layer type, its rope_scaling is the full layers'.
+void read_rope(KeyReader& k, const std::string& source, double default_base, double sliding_base, ModelConfig& c) {
   const json* params = k.find("rope_parameters");
   const json* scaling = k.find("rope_scaling");
   if (params != nullptr && scaling != nullptr)
     k.fail("rope_scaling", "either rope_parameters (5.x) or rope_scaling (4.x)", "both");
-  c.rope_base = k.number("rope_theta", 10000.0);
+  c.rope_base = k.number("rope_theta", default_base);
   c.rotary_dim = static_cast<int>(c.head_dim * k.number("partial_rotary_factor", 1.0));
+  if (sliding_base > 0) c.sliding_rope = SlidingRope{k.number("rope_local_base_freq", sliding_base), {}};
   const double max_position = k.integer("max_position_embeddings", 0);
   const double top_original = k.integer("original_max_position_embeddings", 0);
   const json* p = params != nullptr ? params : scaling;
   const std::string name = params != nullptr ? "rope_parameters" : "rope_scaling";
   if (p != nullptr && !p->is_object()) k.fail(name, "an object", json_excerpt(*p));
-  if (p != nullptr) read_rope_object(*p, source + ": " + name, max_position, top_original, c);
+  const bool per_layer_type = p != nullptr && (p->contains("full_attention") || p->contains("sliding_attention"));
+  if (per_layer_type && (sliding_base == 0 || params == nullptr))
+    k.unsupported(name, *p, "RoPE parameters per layer type in Gemma 3's rope_parameters only");
+  if (per_layer_type)
+    read_rope_per_layer_type(*p, source + ": " + name, max_position, top_original, c);
+  else if (p != nullptr)
+    read_rope_object(*p, source + ": " + name, max_position, top_original, c);
   if (c.rotary_dim == c.head_dim) c.rotary_dim = 0;
 }
 
@@ -265,7 +298,7 @@ const json* per_layer_array(KeyReader& k, const std::string& key, int n_layers, 
 // Which layers slide, from 5.x's layer_types ("full_attention" or "sliding_attention" per layer)
 // or, where a 4.x config has none, the family's own rule; sliding_window is their window (absent:
 // the config class's 4096; null, or not `enabled`: none, every layer attends fully, as
-// transformers does).
+// transformers does). Where the sliding layers have their own RoPE, the types are always kept.
 void read_layer_types(KeyReader& k, ModelConfig& c, bool enabled, const std::function<bool(int)>& slides_by_default) {
   std::vector<bool> slides(static_cast<std::size_t>(c.n_layers));
   if (const json* types = per_layer_array(k, "layer_types", c.n_layers, "layer types")) {
@@ -283,7 +316,7 @@ void read_layer_types(KeyReader& k, ModelConfig& c, bool enabled, const std::fun
     k.fail("sliding_window", "a window of tokens, a non-negative integer", json_excerpt(window));
   const auto sliding = std::count(slides.begin(), slides.end(), true);
   c.sliding_window = enabled && sliding > 0 ? static_cast<int>(window) : 0;
-  if (c.sliding_window > 0 && sliding < c.n_layers) c.sliding_layers = std::move(slides);
+  if (c.sliding_rope || (c.sliding_window > 0 && sliding < c.n_layers)) c.sliding_layers = std::move(slides);
 }
 
 // Qwen2 and Qwen3: a window only where use_sliding_window is set; 4.x configs slide the layers
@@ -313,7 +346,9 @@ void read_attention_bias(KeyReader& k, Block& b) { b.qkv_bias = b.o_bias = k.boo
 struct HfFamily {
   std::string_view model_type;
   void (*read)(KeyReader& k, ModelConfig& c);
-  bool tied_by_default = false;  // tie_word_embeddings when the config leaves it out
+  bool tied_by_default = false;    // tie_word_embeddings when the config leaves it out
+  double rope_theta = 10000.0;     // rope_theta when the config leaves it out
+  double sliding_rope_theta = 0;   // > 0: the sliding layers have their own RoPE, of this base by default
 };
 
 // Families whose MLP has no bias: mlp_bias absent or false.
@@ -333,6 +368,31 @@ void read_gemma(KeyReader& k, ModelConfig& c) {
   k.require_value("use_bidirectional_attention", false, "causal attention");
   c.block.norm_offset = 1.0;
   c.block.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(c.dim)));
+}
+
+// Gemma 2 and 3: Gemma's block with norms after the attention and the FFN, attention scaled by
+// query_pre_attn_scalar, a final logit soft-cap (null: none) of the given default.
+void read_gemma2_block(KeyReader& k, ModelConfig& c, double logit_cap) {
+  read_gemma(k, c);
+  c.block.activation = read_activation(k, "hidden_activation", "gelu_pytorch_tanh");
+  c.block.post_norms = true;
+  c.block.attention_scale = 1.0 / std::sqrt(k.number("query_pre_attn_scalar", 256));
+  c.block.logit_softcap = k.number_or_off("final_logit_softcapping", logit_cap);
+}
+
+// Gemma 3's text model: Gemma 2's block with q/k norms per head, no final soft-cap by default,
+// five sliding layers to one full by default (4.x: sliding_window_pattern), and the sliding layers'
+// own RoPE (read with the RoPE parameters). The layer types are kept even where nothing slides,
+// since they choose each layer's RoPE. Gemma3Attention keeps attn_logit_softcapping but never
+// passes it to the attention, so it caps nothing (llama.cpp's gemma3 graph neither).
+void read_gemma3(KeyReader& k, ModelConfig& c) {
+  read_gemma2_block(k, c, 0.0);
+  k.find("attn_logit_softcapping");
+  c.block.qk_norm = QkNorm::per_head;
+  const int pattern = k.integer("sliding_window_pattern", 6);
+  k.find("_sliding_window_pattern");  // what 5.x saves of it beside layer_types; Gemma3TextConfig reads it not
+  if (pattern < 1) k.fail("sliding_window_pattern", "a pattern >= 1", std::to_string(pattern));
+  read_layer_types(k, c, true, [&](int layer) { return (layer + 1) % pattern != 0; });
 }
 
 // SmolLM3: Llama's block, and layers without RoPE. no_rope_layers: 1 where a layer rotates q and k,
@@ -404,15 +464,12 @@ constexpr HfFamily kFamilies[] = {
      true},
     {"gemma2",
      [](KeyReader& k, ModelConfig& c) {
-       read_gemma(k, c);
-       c.block.activation = read_activation(k, "hidden_activation", "gelu_pytorch_tanh");
-       c.block.post_norms = true;
-       c.block.attention_scale = 1.0 / std::sqrt(k.number("query_pre_attn_scalar", 256));
+       read_gemma2_block(k, c, 30.0);
        c.block.attention_softcap = k.number_or_off("attn_logit_softcapping", 50.0);
-       c.block.logit_softcap = k.number_or_off("final_logit_softcapping", 30.0);
        read_layer_types(k, c, true, [](int layer) { return layer % 2 == 0; });  // Gemma2Config: 0, 2, 4, ... slide
      },
      true},
+    {"gemma3_text", read_gemma3, true, 1'000'000.0, 10'000.0},
     {"smollm3", read_smollm3, true},
     {"phi3",
      [](KeyReader& k, ModelConfig& c) {
@@ -426,19 +483,55 @@ constexpr HfFamily kFamilies[] = {
      }},
 };
 
-}  // namespace
+// A multimodal checkpoint whose text decoder is one of the families above, under text_config: a
+// token-id run computes that decoder only, so the image encoder's keys are read as unused (its
+// tensors too: model/safetensors_reader.cpp). tie_word_embeddings is read at both levels and
+// must agree.
+struct HfComposite {
+  std::string_view model_type;
+  std::string_view text_model_type;         // text_config's model_type (absent: this one)
+  std::set<std::string_view> encoder_keys;  // keys of the image encoder and its projector
+};
 
-ModelConfig hf_config(const json& j, const std::string& source) {
+const HfComposite kComposites[] = {
+    {"gemma3", "gemma3_text",
+     {"vision_config", "mm_tokens_per_image", "boi_token_index", "eoi_token_index", "image_token_index"}},
+};
+
+ModelConfig decoder_config(const json& j, const std::string& source);
+
+ModelConfig composite_config(const HfComposite& composite, KeyReader& k, const std::string& source) {
+  const json* text = k.find("text_config");
+  if (text == nullptr || !text->is_object()) k.fail("text_config", "an object", text ? json_excerpt(*text) : "no such key");
+  json text_config = *text;
+  if (!text_config.contains("model_type")) text_config["model_type"] = composite.text_model_type;
+  if (text_config["model_type"] != composite.text_model_type)
+    k.unsupported("text_config", text_config["model_type"],
+                  fmt::format("a {} text model inside {}", composite.text_model_type, composite.model_type));
+  ModelConfig c = decoder_config(text_config, source + ": text_config");
+  if (k.boolean("tie_word_embeddings", c.tied_output) != c.tied_output)
+    k.fail("tie_word_embeddings", fmt::format("text_config's value, {}", c.tied_output), json_excerpt(!c.tied_output));
+  c.arch = composite.model_type;
+  std::set<std::string_view> unused = no_math_keys();
+  unused.insert(composite.encoder_keys.begin(), composite.encoder_keys.end());
+  k.refuse_unread_keys(unused);
+  return c;
+}
+
+ModelConfig decoder_config(const json& j, const std::string& source) {
   if (!j.is_object()) throw_format_error(fmt::format("{}: expected a JSON object, found {}", source, json_excerpt(j)));
   KeyReader k(j, source);
   ModelConfig c;
   const json* type = k.find("model_type");
-  const auto* family = std::find_if(std::begin(kFamilies), std::end(kFamilies), [&](const HfFamily& f) {
-    return type != nullptr && type->is_string() && type->get<std::string>() == f.model_type;
-  });
+  auto named = [&](std::string_view t) { return type != nullptr && type->is_string() && type->get<std::string>() == t; };
+  for (const HfComposite& composite : kComposites)
+    if (named(composite.model_type)) return composite_config(composite, k, source);
+  const auto* family =
+      std::find_if(std::begin(kFamilies), std::end(kFamilies), [&](const HfFamily& f) { return named(f.model_type); });
   if (family == std::end(kFamilies)) {
     std::vector<std::string_view> names;
     for (const HfFamily& f : kFamilies) names.push_back(f.model_type);
+    for (const HfComposite& composite : kComposites) names.push_back(composite.model_type);
     k.unsupported("model_type", type ? *type : json("(absent)"), fmt::format("{}", fmt::join(names, ", ")));
   }
   c.arch = type->get<std::string>();
@@ -451,7 +544,7 @@ ModelConfig hf_config(const json& j, const std::string& source) {
   c.vocab = k.integer("vocab_size");
   c.norm_eps = k.number("rms_norm_eps");
   c.context_length = k.integer("max_position_embeddings", 0);
-  read_rope(k, source, c);
+  read_rope(k, source, family->rope_theta, family->sliding_rope_theta, c);
   c.rope_style = RopeStyle::rotate_half;
   c.tied_output = k.boolean("tie_word_embeddings", family->tied_by_default);
   family->read(k, c);
@@ -460,5 +553,9 @@ ModelConfig hf_config(const json& j, const std::string& source) {
   k.refuse_unread_keys(no_math_keys());
   return c;
 }
+
+}  // namespace
+
+ModelConfig hf_config(const json& j, const std::string& source) { return decoder_config(j, source); }
 
 }  // namespace tapdiff::model

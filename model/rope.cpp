@@ -93,8 +93,8 @@ std::string_view rope_type_name(RopeType type) {
 
 int rotary_dim(const ModelConfig& config) { return config.rotary_dim > 0 ? config.rotary_dim : config.head_dim; }
 
-RopeFrequencies rope_frequencies(const ModelConfig& config, double base, std::int64_t seq_len) {
-  const RopeScaling& s = config.rope_scaling;
+RopeFrequencies rope_frequencies(const ModelConfig& config, int layer, double base, std::int64_t seq_len) {
+  const RopeScaling& s = rope_scaling(config, layer);
   const int d = rotary_dim(config);
   RopeFrequencies out;
   switch (s.type) {

@@ -68,9 +68,9 @@ struct RopeFrequencies {
 // The channels of a head that RoPE rotates (config.rotary_dim, or head_dim when 0).
 int rotary_dim(const ModelConfig& config);
 
-// The frequencies for a pass whose last position is seq_len - 1 (dynamic and longrope depend on
-// it, as transformers' dynamic_rope_update does); `base` is config.rope_base unless a planted fault
-// changes it.
-RopeFrequencies rope_frequencies(const ModelConfig& config, double base, std::int64_t seq_len);
+// A layer's frequencies for a pass whose last position is seq_len - 1 (dynamic and longrope depend
+// on it, as transformers' dynamic_rope_update does), by the layer's scaling (model::rope_scaling);
+// `base` is the layer's model::rope_base unless a planted fault changes it.
+RopeFrequencies rope_frequencies(const ModelConfig& config, int layer, double base, std::int64_t seq_len);
 
 }  // namespace tapdiff::model

@@ -215,6 +215,34 @@ std::vector<NamedWeight> hf_weights(std::string_view name, const ModelConfig& c)
   return {};
 }
 
+// The tensor names of a multimodal checkpoint (the composites of model/hf_config.cpp): its text
+// decoder's tensors under a prefix, as each transformers version saves them, beside the image
+// encoder's, which a run on token ids never computes.
+struct CompositeNames {
+  std::string_view arch;
+  std::pair<std::string_view, std::string_view> renames[3];  // (prefix in the file, the decoder's own)
+  std::string_view encoder[4];                               // prefixes of the encoder's tensors
+};
+
+constexpr CompositeNames kCompositeNames[] = {
+    {"gemma3",
+     {{"language_model.model.", "model."}, {"model.language_model.", "model."}, {"language_model.lm_head.", "lm_head."}},
+     {"vision_tower.", "multi_modal_projector.", "model.vision_tower.", "model.multi_modal_projector."}},
+};
+
+// A tensor's name as the text decoder's own (model.layers.0..., lm_head.weight), or nullopt for a
+// tensor of a multimodal checkpoint's image encoder.
+std::optional<std::string> decoder_name(std::string_view name, const ModelConfig& c) {
+  for (const CompositeNames& composite : kCompositeNames) {
+    if (composite.arch != c.arch) continue;
+    for (std::string_view prefix : composite.encoder)
+      if (name.starts_with(prefix)) return std::nullopt;
+    for (const auto& [in_file, own] : composite.renames)
+      if (name.starts_with(in_file)) return fmt::format("{}{}", own, name.substr(in_file.size()));
+  }
+  return std::string(name);
+}
+
 // The tensor as [rows, cols]: the last dimension is cols, the one before rows, earlier ones must be 1.
 WeightTensor to_weight(const SafetensorsFile& f, const SafetensorsTensor& t) {
   auto fail = [&](std::string_view expected, const std::string& found) {
@@ -278,17 +306,23 @@ std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
     if (!by_name.contains(tensor) || by_name[tensor].first->path().filename() != shard.get<std::string>())
       throw_format_error(fmt::format("{}: tensor '{}' listed in model.safetensors.index.json is missing",
                                      (folder / shard.get<std::string>()).string(), tensor));
-  if (!config.tied_output && !by_name.contains("lm_head.weight"))
+  std::map<std::string, std::string> names;  // the decoder's name -> the file's, sorted: one order for every message
+  for (const auto& [name, where] : by_name) {
+    const std::optional<std::string> own = decoder_name(name, config);
+    if (!own) continue;
+    if (const auto [at, added] = names.emplace(*own, name); !added)
+      throw_format_error(fmt::format("{}: tensors '{}' and '{}' are both the text decoder's '{}'",
+                                     where.first->path().string(), std::min(at->second, name),
+                                     std::max(at->second, name), *own));
+  }
+  if (!config.tied_output && !names.contains("lm_head.weight"))
     throw_format_error(
         fmt::format("{}: tie_word_embeddings is false, but the folder has no lm_head.weight", config_path.string()));
   config.validate(config_path.string());
   auto model = std::make_unique<Model>(folder, config);
-  std::vector<std::string> names;  // sorted: the same tensor is named first in every message
-  for (const auto& entry : by_name) names.push_back(entry.first);
-  std::sort(names.begin(), names.end());
-  for (const std::string& name : names) {
+  for (const auto& [own, name] : names) {
     const auto& where = by_name.at(name);
-    const std::vector<NamedWeight> parts = hf_weights(name, config);
+    const std::vector<NamedWeight> parts = hf_weights(own, config);
     if (parts.empty() && name.ends_with(".rotary_emb.inv_freq")) continue;  // a buffer transformers recomputes
     const std::string file = where.first->path().string();
     if (parts.empty())

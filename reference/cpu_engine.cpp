@@ -179,7 +179,8 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
     case Op::rope_q:
     case Op::rope_k:
       rope<S>(in(0), config_.head_dim, chunk_.first_pos,
-              model::rope_frequencies(config_, config_.rope_base, chunk_.first_pos + chunk_.rows), config_.rope_style,
+              model::rope_frequencies(config_, step.layer, model::rope_base(config_, step.layer),
+                                     chunk_.first_pos + chunk_.rows), config_.rope_style,
               out);
       return;
     case Op::attn: attend(step, out); return;

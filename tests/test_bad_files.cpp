@@ -326,9 +326,26 @@ TEST(BadFile, SafetensorsConfigProblems) {
   const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> cases = {
       {[](auto& j) { j.erase("hidden_size"); }, "'hidden_size': expected an integer, found no such key"},
       {[](auto& j) { j["num_hidden_layers"] = "five"; }, "'num_hidden_layers': expected a non-negative integer"},
-      {[](auto& j) { j["model_type"] = "gemma3_text"; },
-       "'model_type' = \"gemma3_text\" is not supported: tapdiff implements llama, mistral, qwen2, qwen3, granite, "
-       "olmo2, gemma, gemma2, smollm3, phi3"},
+      {[](auto& j) { j["model_type"] = "gemma3"; },
+       "'model_type' = \"gemma3\" is not supported: tapdiff implements llama, mistral, qwen2, qwen3, granite, "
+       "olmo2, gemma, gemma2, gemma3_text, smollm3, phi3"},
+      {[](auto& j) {
+         j["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 1e4}}}};
+       },
+       "'rope_parameters' = {\"full_attention\":{\"rope_theta\":10000.0,\"rope_type\":\"default\"}} is not supported: "
+       "tapdiff implements RoPE parameters per layer type in Gemma 3's rope_parameters only"},
+      {[](auto& j) {
+         j["model_type"] = "gemma3_text";
+         j["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}}}, {"chunked_attention", {{"rope_type", "default"}}}};
+         j["layer_types"] = {"full_attention", "full_attention"};
+       },
+       "rope_parameters: 'chunked_attention' = {\"rope_type\":\"default\"} is not supported"},
+      {[](auto& j) {
+         j["model_type"] = "gemma3_text";
+         j["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}}},
+                                 {"sliding_attention", {{"rope_type", "default"}, {"partial_rotary_factor", 0.5}}}};
+       },
+       "rope_parameters: 'sliding_attention': expected the full layers' rotary dimension, 16, found 8 (partial_rotary_factor)"},
       {[](auto& j) {
          j["rope_scaling"] = {{"type", "linear"}};
        },

@@ -27,7 +27,7 @@ std::vector<float> cached(gpu::RopeTableCache& cache, int first_pos, int rows, i
   std::vector<float> table{1.5f};  // appended after what the table already holds
   model::ModelConfig config;
   config.head_dim = head_dim;
-  cache.append(table, first_pos, rows, head_dim, model::rope_frequencies(config, base, first_pos + rows));
+  cache.append(table, first_pos, rows, head_dim, model::rope_frequencies(config, 0, base, first_pos + rows));
   EXPECT_EQ(table.front(), 1.5f);
   return {table.begin() + 1, table.end()};
 }

@@ -14,12 +14,14 @@ DIM, LAYERS, HEADS, KV_HEADS, HEAD_DIM, FFN, VOCAB = 64, 3, 4, 2, 16, 96, 320
 @dataclass
 class GgufCase:
     name: str
-    arch: str = "llama"  # llama | qwen2 | qwen3 | granite | olmo2 | gemma | gemma2
+    arch: str = "llama"  # llama | qwen2 | qwen3 | granite | olmo2 | gemma | gemma2 | gemma3
     rope_base: float = 10000.0
     rotary_dim: int = HEAD_DIM
     linear_factor: float = 0.0  # rope.scaling.type linear when > 0
     llama3: bool = False  # rope_freqs.weight as llama.cpp's converter computes it for Llama 3.1
     extra: dict = field(default_factory=dict)
+    layers: int = LAYERS
+    post_norm_gain: float = 1.0  # the post-norms' weights times this: updates as large as the stream
 
 
 GGUF_CASES = [
@@ -34,14 +36,18 @@ GGUF_CASES = [
     GgufCase("gemma", arch="gemma"),
     GgufCase("gemma2", arch="gemma2", extra={"attn_logit_softcapping": 20.0, "final_logit_softcapping": 15.0,
                                              "sliding_window": 24}),
+    # Six layers: llama.cpp's fixed pattern slides layers 0-4, layer 5 attends fully. The updates
+    # are made as large as the embedding (times sqrt(DIM)), else the tied logits pick the input token.
+    GgufCase("gemma3", arch="gemma3", rope_base=1000000.0, linear_factor=4.0, extra={"sliding_window": 12}, layers=6,
+             post_norm_gain=8.0),
 ]
 
 # What each architecture's block has, as llama.cpp's converter writes it: norms before the
 # attention and the FFN, after them, and q/k norms of head_dim or of the whole projection.
 PRE_NORMS = {"olmo2": False}
-POST_NORMS = {"olmo2", "gemma2"}
-QK_NORM = {"qwen3": HEAD_DIM, "olmo2": None}  # None: the whole projection
-TIED = {"gemma", "gemma2"}
+POST_NORMS = {"olmo2", "gemma2", "gemma3"}
+QK_NORM = {"qwen3": HEAD_DIM, "olmo2": None, "gemma3": HEAD_DIM}  # None: the whole projection
+TIED = {"gemma", "gemma2", "gemma3"}
 
 
 def llama3_rope_factors(base: float, dim: int, factor=8.0, low=1.0, high=4.0, original=64) -> np.ndarray:
@@ -65,7 +71,7 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0) -> None:
     w = gguf.GGUFWriter(str(path), case.arch)
     w.add_context_length(4096)
     w.add_embedding_length(DIM)
-    w.add_block_count(LAYERS)
+    w.add_block_count(case.layers)
     w.add_feed_forward_length(FFN)
     w.add_head_count(HEADS)
     w.add_head_count_kv(KV_HEADS)
@@ -82,13 +88,13 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0) -> None:
     def matrix(rows: int, cols: int) -> np.ndarray:
         return (rng.standard_normal((rows, cols)) / np.sqrt(cols)).astype(np.float32)
 
-    def norm(n: int) -> np.ndarray:
-        return (1.0 + 0.3 * rng.standard_normal(n)).astype(np.float32)
+    def norm(n: int, gain: float = 1.0) -> np.ndarray:
+        return (gain * (1.0 + 0.3 * rng.standard_normal(n))).astype(np.float32)
 
     w.add_tensor("token_embd.weight", rng.standard_normal((VOCAB, DIM)).astype(np.float32))
     if case.llama3:
         w.add_tensor("rope_freqs.weight", llama3_rope_factors(case.rope_base, case.rotary_dim))
-    for layer in range(LAYERS):
+    for layer in range(case.layers):
         p = f"blk.{layer}."
         if PRE_NORMS.get(case.arch, True):
             w.add_tensor(p + "attn_norm.weight", norm(DIM))
@@ -105,14 +111,14 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0) -> None:
             w.add_tensor(p + "attn_k_norm.weight", norm(width or KV_HEADS * HEAD_DIM))
         w.add_tensor(p + "attn_output.weight", matrix(DIM, HEADS * HEAD_DIM))
         if case.arch in POST_NORMS:
-            w.add_tensor(p + "post_attention_norm.weight", norm(DIM))
+            w.add_tensor(p + "post_attention_norm.weight", norm(DIM, case.post_norm_gain))
         if PRE_NORMS.get(case.arch, True):
             w.add_tensor(p + "ffn_norm.weight", norm(DIM))
         w.add_tensor(p + "ffn_gate.weight", matrix(FFN, DIM))
         w.add_tensor(p + "ffn_up.weight", matrix(FFN, DIM))
         w.add_tensor(p + "ffn_down.weight", matrix(DIM, FFN))
         if case.arch in POST_NORMS:
-            w.add_tensor(p + "post_ffw_norm.weight", norm(DIM))
+            w.add_tensor(p + "post_ffw_norm.weight", norm(DIM, case.post_norm_gain))
     w.add_tensor("output_norm.weight", norm(DIM))
     if case.arch not in TIED:
         w.add_tensor("output.weight", matrix(VOCAB, DIM) * 4.0)

@@ -24,10 +24,20 @@ class Case:
     model_type: str  # a transformers model_type tapdiff reads (model/hf_config.cpp)
     rope: dict = field(default_factory=lambda: {"rope_type": "default", "rope_theta": 10000.0})
     extra: dict = field(default_factory=dict)
+    composite: dict | None = None  # a multimodal model around the text model: its model_type and keys
 
     def config(self) -> transformers.PretrainedConfig:
         cls = transformers.CONFIG_MAPPING[self.model_type]
-        return cls(**SHAPE, rope_parameters=dict(self.rope), **{"tie_word_embeddings": False, **self.extra})
+        text = cls(**SHAPE, rope_parameters=dict(self.rope), **{"tie_word_embeddings": False, **self.extra})
+        if self.composite is None:
+            return text
+        keys = dict(self.composite)
+        return transformers.CONFIG_MAPPING[keys.pop("model_type")](text_config=text, **keys)
+
+
+# A SigLIP image encoder as small as it gets, for the multimodal cases (a token-id run never uses it).
+TINY_SIGLIP = dict(model_type="siglip_vision_model", hidden_size=32, intermediate_size=48, num_hidden_layers=1,
+                   num_attention_heads=2, image_size=28, patch_size=14)
 
 
 CASES = [
@@ -84,6 +94,22 @@ CASES = [
                                                     "pad_token_id": 0, "tie_word_embeddings": False}),
     Case("qwen2-mixed-windows", "qwen2", extra={"use_sliding_window": True, "sliding_window": 6,
                                                 "max_window_layers": 1}),
+    Case("gemma3", "gemma3_text",
+         {"full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1000000.0},
+          "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
+         {"head_dim": 16, "sliding_window": 6, "query_pre_attn_scalar": 24,
+          "layer_types": ["sliding_attention", "full_attention", "sliding_attention"]}),
+    Case("gemma3-pattern-capped", "gemma3_text",
+         {"full_attention": {"rope_type": "default", "rope_theta": 500000.0},
+          "sliding_attention": {"rope_type": "default", "rope_theta": 20000.0}},
+         {"head_dim": 16, "sliding_window": 5, "sliding_window_pattern": 2, "attn_logit_softcapping": 5.0,
+          "final_logit_softcapping": 3.0, "tie_word_embeddings": True}),
+    Case("gemma3-multimodal", "gemma3_text",
+         {"full_attention": {"rope_type": "linear", "factor": 4.0, "rope_theta": 1000000.0},
+          "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
+         {"head_dim": 16, "sliding_window": 6, "sliding_window_pattern": 2, "tie_word_embeddings": True},
+         {"model_type": "gemma3", "vision_config": TINY_SIGLIP, "mm_tokens_per_image": 4,
+          "image_token_index": 157, "boi_token_index": 158, "eoi_token_index": 159}),
 ]
 
 
@@ -105,10 +131,18 @@ def make_model(case: Case, folder: Path, style: str, seed: int = 0) -> None:
 def as_4x_config(path: Path) -> None:
     """Rewrites a 5.x config.json as transformers 4.x wrote it."""
     config = json.loads(path.read_text())
+    as_4x_text_config(config.get("text_config", config))
+    path.write_text(json.dumps(config, indent=2))
+
+
+def as_4x_text_config(config: dict) -> None:
     rope = dict(config.pop("rope_parameters", None) or {})
+    if "full_attention" in rope:  # Gemma 3: rope_scaling is the full layers', the sliding ones have a base
+        config["rope_local_base_freq"] = rope["sliding_attention"]["rope_theta"]
+        config["sliding_window_pattern"] = config.pop("_sliding_window_pattern")
+        rope = dict(rope["full_attention"])
     config["rope_theta"] = rope.pop("rope_theta", 10000.0)
     config["rope_scaling"] = rope if rope.get("rope_type", "default") != "default" else None
     if "dtype" in config:
         config["torch_dtype"] = config.pop("dtype")
     config.pop("layer_types", None)
-    path.write_text(json.dumps(config, indent=2))

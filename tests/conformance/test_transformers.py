@@ -44,9 +44,10 @@ def transformers_forward(folder: Path) -> dict[str, np.ndarray]:
             out[name] = value[0].detach().numpy()
         return hook
 
-    handles = [layer.register_forward_hook(keep(f"{i}/ffn_residual")) for i, layer in enumerate(model.model.layers)]
-    n_layers = len(model.model.layers)
-    handles.append(model.model.norm.register_forward_hook(keep(f"{n_layers}/final_norm")))
+    decoder = getattr(model.model, "language_model", model.model)  # a multimodal model's text decoder
+    handles = [layer.register_forward_hook(keep(f"{i}/ffn_residual")) for i, layer in enumerate(decoder.layers)]
+    n_layers = len(decoder.layers)
+    handles.append(decoder.norm.register_forward_hook(keep(f"{n_layers}/final_norm")))
     with torch.no_grad():
         logits = model(torch.tensor([TOKENS])).logits
     for h in handles:
@@ -113,6 +114,8 @@ FAMILY_FAULTS = [  # (case, --inject, the culprit bisect must name)
     ("gemma2", "gqa-head-map@0", "0/attn"),
     ("phi3-longrope-partial", "rope-base@2", "2/rope_q"),
     ("smollm3", "rope-base@2", "2/rope_q"),
+    ("gemma3", "rope-base@0", "0/rope_q"),
+    ("gemma3-pattern-capped", "gqa-head-map@1", "1/attn"),
 ]
 
 
