@@ -123,6 +123,39 @@ DumpReader::DumpReader(const std::string& path, Guard guard)
   read_layout();
 }
 
+DumpReader::DumpReader(const std::string& path, const ImportOptions& options) : path_(path) {
+  std::error_code error;
+  if (!std::filesystem::exists(path, error)) throw UsageError(fmt::format("{}: no such dump file", path));
+  if (!is_imported_dump(path)) {
+    file_ = open_guarded(path);
+    read_layout();
+    return;
+  }
+  config_ = config_from_json(options.model_config, path + ": the model given for it");
+  imported_ = std::make_shared<const ImportedDump>(path, options, config_);
+  import_from(*imported_, options);
+}
+
+void DumpReader::import_from(const ImportedDump& imported, const ImportOptions& options) {
+  metadata_.engine = fmt::format("imported {} (map {})", imported.format(), options.map.name);
+  metadata_.storage_dtype = metadata_.compute_dtype = imported.storage_dtype();
+  metadata_.model_config = options.model_config;
+  metadata_.model_sha256 = options.model_sha256;
+  metadata_.model_path = options.model_path;
+  metadata_.compression = "none";
+  rows_ = imported.rows();
+  tensors_ = imported.tensors();
+  positions_ = imported.positions();
+  chunks_ = imported.chunks();
+  decode_ = imported.decode_flags();
+  tokens_ = imported.tokens();
+  for (std::size_t r = 0; r < tokens_.size(); ++r)
+    if (decode_[r] == 0) metadata_.prompt_tokens.push_back(tokens_[r]);
+  if (!chunks_.empty() && chunks_.back() > 0)
+    metadata_.chunk_size = static_cast<int>(std::count(chunks_.begin(), chunks_.end(), chunks_.front()));
+  notes_ = imported.notes();
+}
+
 h5::File DumpReader::open_guarded(const std::string& path) {
   check_path(path);
   run_in_child(path, [&](const std::function<void()>& heartbeat) {
@@ -135,7 +168,7 @@ h5::File DumpReader::open_guarded(const std::string& path) {
 
 void DumpReader::read_layout() {
   try {  // what a writer makes durable first (DumpFile)
-    complete_ = !file_.has_attribute(names::kComplete) || file_.get_int(names::kComplete) != 0;
+    complete_ = !file_->has_attribute(names::kComplete) || file_->get_int(names::kComplete) != 0;
   } catch (const FormatError& e) {
     throw FormatError(
         fmt::format("{}: incomplete or damaged dump (a run stopped while creating it leaves a root "
@@ -144,11 +177,11 @@ void DumpReader::read_layout() {
   }
   try {
     check_schema_version();
-    metadata_ = read_metadata(file_);
+    metadata_ = read_metadata(*file_);
     config_ = config_from_json(metadata_.model_config, path_);
     read_provenance();
-    if (file_.has_attribute(names::kSummary))
-      summary_ = model::parse_json_text(file_.get_string(names::kSummary), path_ + ": attribute 'summary'", "a value");
+    if (file_->has_attribute(names::kSummary))
+      summary_ = model::parse_json_text(file_->get_string(names::kSummary), path_ + ": attribute 'summary'", "a value");
     read_taps();
   } catch (const FormatError& e) {
     if (complete_) throw;
@@ -161,29 +194,29 @@ void DumpReader::read_layout() {
 
 void DumpReader::walk_chunk_indexes(const std::function<void()>& heartbeat) const {
   for (const model::TensorId& id : tensors_) {
-    file_.open_dataset(tap_path(id).substr(1)).chunk_count();
+    file_->open_dataset(tap_path(id).substr(1)).chunk_count();
     heartbeat();
   }
 }
 
 void DumpReader::check_schema_version() const {
-  if (!file_.has_attribute(names::kSchemaVersion))
+  if (!file_->has_attribute(names::kSchemaVersion))
     throw FormatError(
         fmt::format("{}: not a tapdiff dump (no '{}' attribute at the root)", path_, names::kSchemaVersion));
-  const std::int64_t version = file_.get_int(names::kSchemaVersion);
+  const std::int64_t version = file_->get_int(names::kSchemaVersion);
   if (version != kSchemaVersion)
     throw FormatError(
         fmt::format("{}: schema version {}, this tapdiff reads version {}", path_, version, kSchemaVersion));
 }
 
 void DumpReader::read_provenance() {
-  const h5::Group rows = file_.open_group(names::kRows);
+  const h5::Group rows = file_->open_group(names::kRows);
   const h5::DataSet position = rows.open_dataset(names::kPosition), chunk = rows.open_dataset(names::kChunk),
                     decode = rows.open_dataset(names::kDecode), token = rows.open_dataset(names::kToken);
   const hsize_t n[4] = {length_of(position), length_of(chunk), length_of(decode), length_of(token)};
   // Rows past rows_complete (an unfinished chunk's, each dataset as far as it got) are not data.
-  const bool vouched = file_.has_attribute(names::kRowsComplete);
-  rows_ = vouched ? file_.get_int(names::kRowsComplete) : static_cast<std::int64_t>(n[0]);
+  const bool vouched = file_->has_attribute(names::kRowsComplete);
+  rows_ = vouched ? file_->get_int(names::kRowsComplete) : static_cast<std::int64_t>(n[0]);
   const auto fewest = *std::min_element(std::begin(n), std::end(n));
   if (vouched && (rows_ < 0 || std::cmp_greater(rows_, fewest)))
     throw FormatError(fmt::format("{}: rows_complete is {} but /rows holds {} rows", path_, rows_, fewest));
@@ -199,8 +232,8 @@ void DumpReader::read_provenance() {
 }
 
 void DumpReader::read_taps() {
-  if (!file_.contains(names::kTaps)) return;
-  const h5::Group taps = file_.open_group(names::kTaps);
+  if (!file_->contains(names::kTaps)) return;
+  const h5::Group taps = file_->open_group(names::kTaps);
   std::size_t narrowest = 0;
   for (const std::string& layer_name : taps.children()) {
     const std::optional<int> layer = parse_layer(layer_name);
@@ -308,11 +341,12 @@ bool DumpReader::has(const model::TensorId& id) const {
 }
 
 model::HostTensor DumpReader::read(const model::TensorId& id, std::int64_t first_row, std::int64_t count) const {
+  if (imported_) return imported_->read(id, first_row, count);
   if (!has(id)) throw UsageError(fmt::format("{}: {} was not tapped in this dump", path_, model::to_string(id)));
   TAPDIFF_ASSERT(first_row >= 0 && count >= 0, "read rows [{}, +{})", first_row, count);
   const std::int64_t first = std::min(first_row, rows_);
   const std::int64_t n = std::min(count, rows_ - first);
-  const h5::DataSet data = file_.open_dataset(tap_path(id).substr(1));
+  const h5::DataSet data = file_->open_dataset(tap_path(id).substr(1));
   const auto width = static_cast<std::int64_t>(data.extent()[1]);
   const auto start = static_cast<hsize_t>(first);
   const auto rows = static_cast<hsize_t>(n);

@@ -2,6 +2,7 @@
 // Reads a dump written by DumpWriter or by any writer following docs/dump-format.md (h5py).
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dumps/h5.h"
+#include "dumps/imported_dump.h"
 #include "dumps/schema.h"
 #include "model/graph.h"
 #include "model/host_tensor.h"
@@ -35,6 +37,13 @@ class DumpReader {
   // itself has just written (the fuzz target of the reader, where a memory error must surface).
   enum class Guard : std::uint8_t { child_process, none };
   explicit DumpReader(const std::string& path, Guard guard = Guard::child_process);
+  // The same for an HDF5 dump; a dump an outside engine wrote as safetensors or .npz (a file or a
+  // folder of per-step files: is_imported_dump) is imported through options' name map, for the
+  // model options name (docs/import.md). Its metadata say so: engine "imported <format> (map
+  // <name>)", compute_dtype its storage type.
+  DumpReader(const std::string& path, const ImportOptions& options);
+  // What a reader of an imported dump should be told (arrays no rule maps, positions assumed).
+  const std::vector<std::string>& notes() const { return notes_; }
 
   const std::string& path() const { return path_; }
   // storage_dtype is what the taps' data hold (the narrowest element type of any tap), whatever the
@@ -85,8 +94,12 @@ class DumpReader {
   // FormatError(message), or, when collecting, message appended; returns 0.
   std::size_t problem(std::string message);
 
+  void import_from(const ImportedDump& imported, const ImportOptions& options);
+
   std::string path_;
-  h5::File file_;
+  std::optional<h5::File> file_;                  // an HDF5 dump
+  std::shared_ptr<const ImportedDump> imported_;  // or an imported one
+  std::vector<std::string> notes_;
   RunMetadata metadata_;
   model::ModelConfig config_;
   bool complete_ = true;

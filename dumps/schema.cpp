@@ -63,6 +63,12 @@ model::ModelConfig config_from_json(const nlohmann::json& config, const std::str
   out.vocab = field("vocab", 0);
   if (config.contains("arch") && config.at("arch").is_string()) out.arch = config.at("arch").get<std::string>();
   if (config.contains("block")) out.block = model::block_from_json(config.at("block"), source);
+  if (config.contains("rope_style") && config.at("rope_style") == model::rope_style_name(model::RopeStyle::rotate_half))
+    out.rope_style = model::RopeStyle::rotate_half;
+  if (config.contains("rotary_dim")) {
+    const int rotary = field("rotary_dim", 0);
+    out.rotary_dim = rotary == out.head_dim ? 0 : rotary;
+  }
   out.validate(source);  // also keeps every width an int
   return out;
 }

@@ -9,6 +9,7 @@
 
 #include "bisect/cli/calibration_options.h"
 #include "bisect/cli/commands.h"
+#include "bisect/cli/dump_input.h"
 #include "bisect/cli/dump_model.h"
 #include "bisect/cli/engine_factory.h"
 #include "bisect/cli/model_source.h"
@@ -41,6 +42,7 @@ struct CompareArgs {
   std::string layers;
   int threads = 0;
   CalibrationOptions calibrate;
+  DumpInputOptions input;
 };
 
 // "FIRST:LAST" (either may be empty) into options' layer range. UsageError otherwise.
@@ -70,8 +72,9 @@ struct CheckOnB {
   bisect::LocalCheckOptions options;
 };
 
-CheckOnB prepare_check_on_b(const CompareArgs& args, const dumps::DumpReader& b, const bisect::Tolerances& tolerances) {
-  CheckOnB check{open_model(args.model), {}};
+CheckOnB prepare_check_on_b(const CompareArgs& args, std::unique_ptr<model::Model> model, const dumps::DumpReader& b,
+                            const bisect::Tolerances& tolerances) {
+  CheckOnB check{std::move(model), {}};
   require_model_of(b, *check.model, "--model", args.model);
   bisect::LocalCheckOptions& options = check.options;
   options.tolerances = tolerances;
@@ -105,11 +108,18 @@ int compare(const CompareArgs& args) {
   // Everything that can be refused is checked before the long part: the tolerance file first.
   const bisect::Tolerances tolerances =
       args.tolerances.empty() ? bisect::Tolerances() : bisect::Tolerances::from_file(args.tolerances);
-  const dumps::DumpReader a(args.a);
-  const dumps::DumpReader b(args.b);
   if (args.model.empty() && !args.layers.empty()) throw UsageError("--layers: give --model too");
+  std::unique_ptr<model::Model> model = args.model.empty() ? nullptr : open_model(args.model);
+  // An imported dump takes the model from --model, else from the other dump (HDF5 first).
+  const bool a_imported = dumps::is_imported_dump(args.a);
+  std::unique_ptr<dumps::DumpReader> a_dump, b_dump;
+  if (a_imported) b_dump = open_dump(args.b, args.input, model.get());
+  a_dump = open_dump(args.a, args.input, model.get(), b_dump.get());
+  if (!b_dump) b_dump = open_dump(args.b, args.input, model.get(), a_dump.get());
+  const dumps::DumpReader& a = *a_dump;
+  const dumps::DumpReader& b = *b_dump;
   std::optional<CheckOnB> check;
-  if (!args.model.empty()) check = prepare_check_on_b(args, b, tolerances);
+  if (model) check = prepare_check_on_b(args, std::move(model), b, tolerances);
   bisect::CompareOptions options;
   options.taps = dumps::TapFilter(args.taps);
   options.max_rows = args.max_rows;
@@ -153,8 +163,10 @@ void add_compare_command(CLI::App& app, CliContext& context) {
   auto args = std::make_shared<CompareArgs>();
   CLI::App* cmd = app.add_subcommand(
       "compare", "Compare dump B against reference dump A op by op under tolerances (exit 0 match, 1 diverged)");
-  cmd->add_option("a", args->a, "Reference dump (HDF5)")->required();
-  cmd->add_option("b", args->b, "Dump to check against it (HDF5)")->required();
+  cmd->add_option("a", args->a, "Reference dump (HDF5, or safetensors / .npz: a file or a folder of per-step files)")
+      ->required();
+  cmd->add_option("b", args->b, "Dump to check against it (as A)")->required();
+  add_dump_input_options(*cmd, args->input);
   cmd->add_option("--tolerances", args->tolerances, "TOML tolerance file (docs/tolerances.md); default: built-in");
   cmd->add_option("--json", args->json, "Write the full report as JSON");
   cmd->add_option("--junit", args->junit, "Write a JUnit XML report (one testcase per layer/op)");
@@ -164,7 +176,7 @@ void add_compare_command(CLI::App& app, CliContext& context) {
   cmd->add_option("--max-rows", args->max_rows, "Compare at most N positions (0 = all)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--model", args->model,
                   "The model B ran (GGUF file, Hugging Face folder, synth:SHAPE): on a divergence, run each op of B's "
-                  "dump on B's own inputs in the f64 reference to find the culprit");
+                  "dump on B's own inputs in the f64 reference to find the culprit; the model of an imported dump");
   cmd->add_option("--layers", args->layers,
                   "With --model: check only layers FIRST:LAST (embed is -1, final_norm and logits n_layers)");
   cmd->add_option("--threads", args->threads, "With --model: CPU threads of the reference (0 = all)")

@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "bisect/cli/commands.h"
+#include "bisect/cli/dump_input.h"
+#include "bisect/cli/model_source.h"
 #include "bisect/cli/option_checks.h"
 #include "bisect/cli/output_file.h"
 #include "bisect/cli/prompt_input.h"
@@ -31,6 +33,8 @@ struct InspectArgs {
   std::string cols = "0:8";
   std::string vocab;  // GGUF file for token text (default: the dump's model, if it exists)
   std::string json;
+  std::string model;  // the model of an imported dump
+  DumpInputOptions input;
 };
 
 constexpr std::int64_t kBlockRows = 256;  // rows read at a time: memory stays bounded
@@ -155,7 +159,9 @@ void print_slice(const InspectArgs& a, const dumps::DumpReader& dump, const Slic
 }
 
 void inspect(const InspectArgs& a) {
-  const dumps::DumpReader dump(a.dump);
+  const std::unique_ptr<model::Model> model = a.model.empty() ? nullptr : open_model(a.model);
+  const std::unique_ptr<dumps::DumpReader> opened = open_dump(a.dump, a.input, model.get());
+  const dumps::DumpReader& dump = *opened;
   const std::optional<SliceRequest> slice = plan_slice(a, dump);
   const dumps::RunMetadata& meta = dump.metadata();
   fmt::print("dump     {} (schema {}, {})\n", a.dump, dumps::kSchemaVersion,
@@ -175,7 +181,12 @@ void inspect(const InspectArgs& a) {
 void add_inspect_command(CLI::App& app, CliContext& context) {
   auto args = std::make_shared<InspectArgs>();
   CLI::App* cmd = app.add_subcommand("inspect", "Per-op statistics, top-k tokens and tensor slices of a dump");
-  cmd->add_option("dump", args->dump, "HDF5 dump written by tapdiff run (or a compatible writer)")->required();
+  cmd->add_option("dump", args->dump,
+                  "HDF5 dump written by tapdiff run (or a compatible writer), or an outside engine's safetensors / .npz "
+                  "dump (a file or a folder of per-step files: give --model)")
+      ->required();
+  cmd->add_option("--model", args->model, "The model an imported dump ran (GGUF file, Hugging Face folder, synth:SHAPE)");
+  add_dump_input_options(*cmd, args->input);
   cmd->add_option("--top-k", args->top_k, "Show the K most likely tokens at --positions")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--positions", args->positions, "Positions for --top-k, e.g. 0,5,-1 (default: the last)");

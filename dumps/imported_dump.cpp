@@ -1,0 +1,333 @@
+#include "dumps/imported_dump.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "model/dtype.h"
+#include "model/errors.h"
+
+namespace tapdiff::dumps {
+namespace {
+
+bool is_float(ElementType t) {
+  return t == ElementType::f16 || t == ElementType::bf16 || t == ElementType::f32 || t == ElementType::f64;
+}
+
+double element(const NamedArray& a, std::int64_t i) {
+  const std::byte* p = a.bytes.data() + static_cast<std::size_t>(i) * element_bytes(a.type);
+  switch (a.type) {
+    case ElementType::f16: {
+      std::uint16_t h = 0;
+      std::memcpy(&h, p, 2);
+      return model::f16_to_f32(h);
+    }
+    case ElementType::bf16: {
+      std::uint16_t h = 0;
+      std::memcpy(&h, p, 2);
+      return model::bf16_to_f32(h);
+    }
+    case ElementType::f32: {
+      float f = 0;
+      std::memcpy(&f, p, 4);
+      return f;
+    }
+    case ElementType::f64: {
+      double d = 0;
+      std::memcpy(&d, p, 8);
+      return d;
+    }
+    case ElementType::i32: {
+      std::int32_t v = 0;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case ElementType::i64: {
+      std::int64_t v = 0;
+      std::memcpy(&v, p, 8);
+      return static_cast<double>(v);
+    }
+    case ElementType::other: break;
+  }
+  return 0;
+}
+
+// "step_10.npz" after "step_9.npz": names compared with their digit runs as numbers.
+bool natural_less(const std::string& a, const std::string& b) {
+  std::size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (std::isdigit(static_cast<unsigned char>(a[i])) && std::isdigit(static_cast<unsigned char>(b[j]))) {
+      std::size_t ie = i, je = j;
+      while (ie < a.size() && std::isdigit(static_cast<unsigned char>(a[ie]))) ++ie;
+      while (je < b.size() && std::isdigit(static_cast<unsigned char>(b[je]))) ++je;
+      const std::string_view da = std::string_view(a).substr(i, ie - i), db = std::string_view(b).substr(j, je - j);
+      const auto strip = [](std::string_view d) { return d.substr(std::min(d.find_first_not_of('0'), d.size())); };
+      const std::string_view sa = strip(da), sb = strip(db);
+      if (sa.size() != sb.size()) return sa.size() < sb.size();
+      if (sa != sb) return sa < sb;
+      i = ie, j = je;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i, ++j;
+    }
+  }
+  return a.size() - i < b.size() - j;
+}
+
+std::vector<std::filesystem::path> step_files(const std::filesystem::path& path) {
+  if (!std::filesystem::is_directory(path)) return {path};
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(path)) {
+    const std::string ext = entry.path().extension().string();
+    if (entry.is_regular_file() && (ext == ".safetensors" || ext == ".npz")) files.push_back(entry.path());
+  }
+  if (files.empty())
+    throw FormatError(
+        fmt::format("{}: expected a dump folder of .safetensors or .npz files (one per forward pass), found none",
+                    path.string()));
+  std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) {
+    return natural_less(a.filename().string(), b.filename().string());
+  });
+  return files;
+}
+
+// The first array of `names` the file holds, or nullptr.
+const NamedArray* first_of(const ArrayFile& file, const std::vector<std::string>& names) {
+  for (const std::string& n : names)
+    if (const NamedArray* a = file.find(n)) return a;
+  return nullptr;
+}
+
+// The q/k ops, whose channels within each head follow the RoPE layout.
+bool follows_rope_layout(model::Op op) {
+  using model::Op;
+  return op == Op::q_proj || op == Op::k_proj || op == Op::q_norm || op == Op::k_norm || op == Op::rope_q ||
+         op == Op::rope_k;
+}
+
+}  // namespace
+
+bool is_imported_dump(const std::filesystem::path& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) return true;
+  return std::filesystem::is_regular_file(path, error) && ArrayFile::recognises(path);
+}
+
+ImportedDump::ImportedDump(const std::filesystem::path& path, const ImportOptions& options,
+                           const model::ModelConfig& config)
+    : path_(path), options_(options), config_(config), graph_(config) {
+  const std::vector<std::filesystem::path> paths = step_files(path);
+  for (const auto& p : paths) files_.push_back(std::make_unique<ArrayFile>(p));
+  for (std::size_t s = 0; s < files_.size(); ++s) read_step(*files_[s], static_cast<int>(s));
+  for (std::size_t t = 0; t < tensors_.size(); ++t) {
+    std::int64_t covered = 0;
+    for (const Segment& s : segments_[t]) covered += s.rows;
+    if (covered != rows())
+      throw FormatError(fmt::format("{}: {} holds {} of the dump's {} rows: a tap must be in every step file",
+                                    path.string(), model::to_string(tensors_[t]), covered, rows()));
+  }
+  std::vector<std::size_t> order(tensors_.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    const model::TensorId &x = tensors_[a], &y = tensors_[b];
+    return x.layer != y.layer ? x.layer < y.layer : static_cast<int>(x.op) < static_cast<int>(y.op);
+  });
+  std::vector<model::TensorId> tensors;
+  std::vector<std::vector<Segment>> segments;
+  for (const std::size_t i : order) tensors.push_back(tensors_[i]), segments.push_back(std::move(segments_[i]));
+  tensors_ = std::move(tensors), segments_ = std::move(segments);
+  if (positions_assumed_)
+    notes_.push_back(fmt::format("{}: no positions array ({}): rows taken as positions 0, 1, ... in order",
+                                 path.string(), fmt::join(options_.map.positions, ", ")));
+  if (!unmapped_.empty())
+    notes_.push_back(fmt::format("{}: {} array name{} the map '{}' does not know, not compared: {}", path.string(),
+                                 unmapped_.size(), unmapped_.size() == 1 ? "" : "s", options_.map.name,
+                                 fmt::join(unmapped_.begin(), unmapped_.begin() + std::min<std::ptrdiff_t>(
+                                                                                      8, std::ssize(unmapped_)),
+                                           ", ")));
+}
+
+ImportedDump::~ImportedDump() = default;
+
+std::int64_t ImportedDump::step_rows(const ArrayFile& file, int step) {
+  const std::string where = file.path().string();
+  const NamedArray* tokens = first_of(file, options_.map.tokens);
+  if (tokens == nullptr)
+    throw FormatError(fmt::format("{}: expected the token ids of its rows, an integer array named {}, found none",
+                                  where, fmt::join(options_.map.tokens, " or ")));
+  const auto integers = [&](const NamedArray& a) {
+    if (a.type != ElementType::i32 && a.type != ElementType::i64)
+      throw FormatError(fmt::format("{}: '{}': expected integers (int32 or int64), found {}", where, a.name,
+                                    a.type_name));
+    std::vector<std::int64_t> v(static_cast<std::size_t>(a.elements()));
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::int64_t>(element(a, static_cast<std::int64_t>(i)));
+    return v;
+  };
+  const std::vector<std::int64_t> ids = integers(*tokens);
+  const auto n = static_cast<std::int64_t>(ids.size());
+  std::vector<std::int64_t> positions;
+  if (const NamedArray* p = first_of(file, options_.map.positions)) {
+    positions = integers(*p);
+    if (std::ssize(positions) != n)
+      throw FormatError(fmt::format("{}: '{}' has {} entries for {} token ids", where, p->name, positions.size(), n));
+  } else {
+    positions_assumed_ = true;
+    const std::int64_t next = positions_.empty() ? 0 : positions_.back() + 1;
+    for (std::int64_t i = 0; i < n; ++i) positions.push_back(next + i);
+  }
+  std::vector<std::int64_t> decode(static_cast<std::size_t>(n), 0);
+  if (const NamedArray* d = first_of(file, options_.map.decode)) {
+    decode = integers(*d);
+    if (std::ssize(decode) != n)
+      throw FormatError(fmt::format("{}: '{}' has {} entries for {} token ids", where, d->name, decode.size(), n));
+  }
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto at = static_cast<std::size_t>(i);
+    if (ids[at] < 0 || ids[at] > INT32_MAX || positions[at] < 0 || positions[at] > INT32_MAX)
+      throw FormatError(fmt::format("{}: row {}: token {} at position {} is not a 32-bit id and position", where, i,
+                                    ids[at], positions[at]));
+    // A folder: a chunk per file. One file: one chunk for the prefill, one per decode row.
+    const std::int32_t chunk = files_.size() > 1          ? step
+                               : chunks_.empty()          ? 0
+                               : decode[at] != 0          ? chunks_.back() + 1
+                                                          : chunks_.back();
+    tokens_.push_back(static_cast<std::int32_t>(ids[at]));
+    positions_.push_back(static_cast<std::int32_t>(positions[at]));
+    chunks_.push_back(chunk);
+    decode_.push_back(decode[at] != 0 ? 1 : 0);
+  }
+  return n;
+}
+
+void ImportedDump::read_step(const ArrayFile& file, int step) {
+  const std::int64_t first_row = rows();
+  const std::int64_t n = step_rows(file, step);
+  std::set<std::string> provenance;
+  for (const auto* names : {&options_.map.tokens, &options_.map.positions, &options_.map.decode})
+    provenance.insert(names->begin(), names->end());
+  for (const NamedArray& array : file.arrays()) {
+    if (provenance.contains(array.name) || is_sum_partner(options_.map, array.name, config_)) continue;
+    add_array(file, array, first_row, n);
+  }
+}
+
+std::int64_t ImportedDump::row_width(const ArrayFile& file, const NamedArray& array, std::int64_t rows,
+                                     std::int64_t width) const {
+  // [rows, width], allowing leading ones and the width split into trailing dimensions (heads).
+  std::int64_t leading = 1;
+  for (std::size_t k = 0; k <= array.shape.size(); ++k) {
+    std::int64_t trailing = 1;
+    for (std::size_t d = k; d < array.shape.size(); ++d) trailing *= array.shape[d];
+    if (leading == rows && trailing == width) return width;
+    if (k < array.shape.size()) leading *= array.shape[k];
+  }
+  throw FormatError(fmt::format("{}: '{}' has shape [{}]: expected {} rows (the step's token ids) of width {}",
+                                file.path().string(), array.name, fmt::join(array.shape, ", "), rows, width));
+}
+
+void ImportedDump::add_array(const ArrayFile& file, const NamedArray& array, std::int64_t first_row,
+                             std::int64_t rows) {
+  const std::optional<Resolved> r = resolve(options_.map, array.name, config_);
+  if (!r) {
+    if (std::find(unmapped_.begin(), unmapped_.end(), array.name) == unmapped_.end()) unmapped_.push_back(array.name);
+    return;
+  }
+  const std::string where = fmt::format("{}: '{}'", file.path().string(), array.name);
+  if (!is_float(array.type))
+    throw FormatError(fmt::format("{}: expected floats (f16, bf16, f32, f64), found {}", where, array.type_name));
+  std::int64_t width = 0;
+  for (const model::TensorId& id : r->ids) {
+    const bool in_graph = std::any_of(graph_.steps().begin(), graph_.steps().end(),
+                                      [&](const model::Step& s) { return s.output() == id; });
+    if (!in_graph)
+      throw FormatError(fmt::format("{}: maps to {} (map '{}'), which this model does not compute", where,
+                                    model::to_string(id), options_.map.name));
+    width += model::op_width(config_, id.op);
+  }
+  row_width(file, array, rows, width);
+  const NamedArray* partner = nullptr;
+  if (r->combine == Combine::sum) {
+    partner = file.find(r->partner);
+    if (partner == nullptr || partner->shape != array.shape || partner->type != array.type)
+      throw FormatError(fmt::format("{}: its sum's other half '{}' is {} (expected one of shape [{}] and type {})",
+                                    where, r->partner, partner ? "of another shape or type" : "absent",
+                                    fmt::join(array.shape, ", "), array.type_name));
+  }
+  std::int64_t column = 0;
+  for (const model::TensorId& id : r->ids) {
+    auto at = std::find(tensors_.begin(), tensors_.end(), id);
+    if (at == tensors_.end()) {
+      tensors_.push_back(id);
+      segments_.emplace_back();
+      at = tensors_.end() - 1;
+    }
+    std::vector<Segment>& segs = segments_[static_cast<std::size_t>(at - tensors_.begin())];
+    if (!segs.empty() && segs.back().first_row + segs.back().rows > first_row)
+      throw FormatError(fmt::format("{}: a second array for {} in the same step ('{}' is the other)", where,
+                                    model::to_string(id), segs.back().array->name));
+    segs.push_back({&array, partner, first_row, rows, width, column});
+    column += model::op_width(config_, id.op);
+  }
+}
+
+std::string ImportedDump::storage_dtype() const {
+  std::size_t narrowest = 0;
+  for (const auto& segs : segments_)
+    for (const Segment& s : segs) {
+      const std::size_t b = element_bytes(s.array->type);
+      narrowest = narrowest == 0 ? b : std::min(narrowest, b);
+    }
+  return narrowest == 2 ? "f16" : narrowest == 8 ? "f64" : "f32";
+}
+
+std::string ImportedDump::format() const {
+  if (files_.size() == 1 && !std::filesystem::is_directory(path_)) return std::string(files_.front()->format());
+  return fmt::format("folder of {} {} files", files_.size(), files_.front()->format());
+}
+
+model::HostTensor ImportedDump::read(const model::TensorId& id, std::int64_t first_row, std::int64_t count) const {
+  const auto at = std::find(tensors_.begin(), tensors_.end(), id);
+  if (at == tensors_.end())
+    throw UsageError(fmt::format("{}: {} was not tapped in this dump", path_.string(), model::to_string(id)));
+  const std::vector<Segment>& segs = segments_[static_cast<std::size_t>(at - tensors_.begin())];
+  const std::int64_t first = std::clamp<std::int64_t>(first_row, 0, rows());
+  const std::int64_t n = std::clamp<std::int64_t>(count, 0, rows() - first);
+  const std::int64_t width = model::op_width(config_, id.op);
+  const bool wide = std::all_of(segs.begin(), segs.end(), [](const Segment& s) { return s.array->type == ElementType::f64; });
+  model::HostTensor out(wide ? model::Scalar::f64 : model::Scalar::f32, n, width);
+  // Where each of the model's channels is in the dump's row: the dump's q/k channel order may be
+  // the other RoPE layout (a Hugging Face dump of a GGUF model).
+  std::vector<std::int64_t> source(static_cast<std::size_t>(width));
+  for (std::int64_t c = 0; c < width; ++c) source[static_cast<std::size_t>(c)] = c;
+  const model::RopeStyle model_style = config_.rope_style;
+  if (options_.map.layout && *options_.map.layout != model_style && follows_rope_layout(id.op)) {
+    const int head = config_.head_dim, pairs = model::rotary_dim(config_) / 2;
+    for (std::int64_t h = 0; h < width / head; ++h)
+      for (int i = 0; i < pairs; ++i) {
+        const model::RopePair m = model::rope_pair(model_style, i, pairs);
+        const model::RopePair d = model::rope_pair(*options_.map.layout, i, pairs);
+        source[static_cast<std::size_t>(h * head + m.a)] = h * head + d.a;
+        source[static_cast<std::size_t>(h * head + m.b)] = h * head + d.b;
+      }
+  }
+  for (const Segment& s : segs) {
+    const std::int64_t lo = std::max(first, s.first_row), hi = std::min(first + n, s.first_row + s.rows);
+    for (std::int64_t r = lo; r < hi; ++r) {
+      const std::int64_t base = (r - s.first_row) * s.width + s.column;
+      for (std::int64_t c = 0; c < width; ++c) {
+        const std::int64_t i = base + source[static_cast<std::size_t>(c)];
+        const double v = element(*s.array, i) + (s.partner ? element(*s.partner, i) : 0.0);
+        if (wide)
+          out.f64()[static_cast<std::size_t>((r - first) * width + c)] = v;
+        else
+          out.f32()[static_cast<std::size_t>((r - first) * width + c)] = static_cast<float>(v);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace tapdiff::dumps

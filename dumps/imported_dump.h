@@ -1,0 +1,86 @@
+#pragma once
+// A dump an outside engine wrote as safetensors or .npz (docs/import.md): one file holding every
+// row, or a folder of one file per forward pass (a prefill chunk or a decode step, in the order of
+// their names, numbers compared as numbers). Each array is [rows, width] (leading dimensions of
+// one and a split of the width into heads are accepted); its name becomes a tap through a NameMap;
+// the per-row token ids are required, positions and decode flags optional. Values are read from
+// the mapped files when asked for, never all at once.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "dumps/array_file.h"
+#include "dumps/name_map.h"
+#include "model/config.h"
+#include "model/graph.h"
+#include "model/host_tensor.h"
+
+namespace tapdiff::dumps {
+
+// What an imported dump does not carry itself: how its names map, and the model it ran.
+struct ImportOptions {
+  NameMap map = preset_map("tapdiff");
+  nlohmann::json model_config;  // model::to_json of the model (--model, or the other dump's)
+  std::string model_sha256;     // "" when the model is known by its config only
+  std::string model_path;
+};
+
+// Whether path is a dump to import: a folder, or a file whose first bytes are safetensors' or zip's.
+bool is_imported_dump(const std::filesystem::path& path);
+
+class ImportedDump {
+ public:
+  // FormatError naming the file and the array for anything that cannot be read as taps of the
+  // model (an op the model's graph lacks, a shape that is not [rows, width], a tap missing from
+  // some steps, an element type that is not a float, no token ids).
+  ImportedDump(const std::filesystem::path& path, const ImportOptions& options, const model::ModelConfig& config);
+  ~ImportedDump();
+  ImportedDump(const ImportedDump&) = delete;
+  ImportedDump& operator=(const ImportedDump&) = delete;
+
+  const std::vector<model::TensorId>& tensors() const { return tensors_; }  // graph order
+  std::int64_t rows() const { return static_cast<std::int64_t>(positions_.size()); }
+  const std::vector<std::int32_t>& positions() const { return positions_; }
+  const std::vector<std::int32_t>& chunks() const { return chunks_; }
+  const std::vector<std::uint8_t>& decode_flags() const { return decode_; }
+  const std::vector<std::int32_t>& tokens() const { return tokens_; }
+  std::string storage_dtype() const;  // the narrowest float type of the taps: "f16", "f32", "f64"
+  std::string format() const;         // "safetensors", "npz", "folder of N npz files", ...
+  // What a reader should be told: arrays no rule maps, provenance assumed.
+  const std::vector<std::string>& notes() const { return notes_; }
+
+  // Rows [first_row, first_row + count) clamped to rows(): f64 when the arrays are f64, else f32.
+  model::HostTensor read(const model::TensorId& id, std::int64_t first_row, std::int64_t count) const;
+
+ private:
+  // One step's piece of a tap: the array (and its partner for a sum), the column range it holds.
+  struct Segment {
+    const NamedArray* array = nullptr;
+    const NamedArray* partner = nullptr;
+    std::int64_t first_row = 0, rows = 0;  // in the dump
+    std::int64_t width = 0, column = 0;    // the array's row width; where this tap's columns start
+  };
+  void read_step(const ArrayFile& file, int step);
+  std::int64_t step_rows(const ArrayFile& file, int step);
+  void add_array(const ArrayFile& file, const NamedArray& array, std::int64_t first_row, std::int64_t rows);
+  std::int64_t row_width(const ArrayFile& file, const NamedArray& array, std::int64_t rows, std::int64_t width) const;
+
+  std::filesystem::path path_;
+  ImportOptions options_;
+  model::ModelConfig config_;
+  model::Graph graph_;
+  std::vector<std::unique_ptr<ArrayFile>> files_;
+  std::vector<model::TensorId> tensors_;
+  std::vector<std::vector<Segment>> segments_;  // per tensors_ entry, in row order
+  std::vector<std::int32_t> positions_, chunks_, tokens_;
+  std::vector<std::uint8_t> decode_;
+  std::vector<std::string> notes_;
+  std::vector<std::string> unmapped_;
+  bool positions_assumed_ = false;
+};
+
+}  // namespace tapdiff::dumps

@@ -1,0 +1,280 @@
+#include "dumps/name_map.h"
+
+#include <charconv>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <toml++/toml.h>
+
+#include "model/errors.h"
+
+namespace tapdiff::dumps {
+namespace {
+
+using model::Op;
+
+MapRule one(std::string pattern, Op op, BlockKind block = BlockKind::any) {
+  return {std::move(pattern), {op}, Combine::one, "", block};
+}
+MapRule split(std::string pattern, std::vector<Op> ops) {
+  return {std::move(pattern), std::move(ops), Combine::split, "", BlockKind::any};
+}
+NameMap named(std::string name, std::optional<model::RopeStyle> layout = std::nullopt) {
+  NameMap m;
+  m.name = std::move(name);
+  m.layout = layout;
+  return m;
+}
+MapRule sum(std::string pattern, Op op, std::string partner) {
+  return {std::move(pattern), {op}, Combine::sum, std::move(partner)};
+}
+
+// Hugging Face transformers: each module's output as a forward hook sees it, and "<module>:input"
+// for what a module receives (the attention's output is o_proj's input; ffn_act is down_proj's).
+NameMap hf_map() {
+  const std::string l = "model.layers.{L}.";
+  NameMap m = named("hf", model::RopeStyle::rotate_half);
+  m.rules = {one("model.embed_tokens", Op::embed),
+             one(l + "input_layernorm", Op::attn_norm),
+             one(l + "self_attn.q_proj", Op::q_proj),
+             one(l + "self_attn.k_proj", Op::k_proj),
+             one(l + "self_attn.v_proj", Op::v_proj),
+             split(l + "self_attn.qkv_proj", {Op::q_proj, Op::k_proj, Op::v_proj}),
+             one(l + "self_attn.q_norm", Op::q_norm),
+             one(l + "self_attn.k_norm", Op::k_norm),
+             one(l + "self_attn.o_proj:input", Op::attn),
+             one(l + "self_attn.o_proj", Op::o_proj),
+             one(l + "post_attention_layernorm", Op::ffn_norm, BlockKind::without_post_norms),
+             one(l + "post_attention_layernorm:input", Op::attn_residual, BlockKind::without_post_norms),
+             one(l + "post_attention_layernorm", Op::attn_post_norm, BlockKind::with_post_norms),
+             one(l + "pre_feedforward_layernorm:input", Op::attn_residual, BlockKind::with_post_norms),
+             one(l + "pre_feedforward_layernorm", Op::ffn_norm),
+             one(l + "mlp.gate_proj", Op::ffn_gate),
+             one(l + "mlp.up_proj", Op::ffn_up),
+             split(l + "mlp.gate_up_proj", {Op::ffn_gate, Op::ffn_up}),
+             one(l + "mlp.down_proj:input", Op::ffn_act),
+             one(l + "mlp.down_proj", Op::ffn_down),
+             one(l + "post_feedforward_layernorm", Op::ffn_post_norm),
+             one("model.layers.{L}", Op::ffn_residual),
+             one("model.norm", Op::final_norm),
+             one("logits", Op::logits)};
+  return m;
+}
+
+// vLLM: module outputs, a tuple's members as "<module>.0", "<module>.1" (linear layers return
+// (output, bias); a norm given the residual returns (normed, residual); a decoder layer returns
+// (FFN output, residual), whose sum is the layer's output).
+NameMap vllm_map() {
+  const std::string l = "model.layers.{L}.";
+  NameMap m = named("vllm", model::RopeStyle::rotate_half);
+  m.rules = {one("model.embed_tokens", Op::embed),
+             one(l + "input_layernorm", Op::attn_norm),
+             one(l + "input_layernorm.0", Op::attn_norm),
+             split(l + "self_attn.qkv_proj.0", {Op::q_proj, Op::k_proj, Op::v_proj}),
+             one(l + "self_attn.rotary_emb.0", Op::rope_q),
+             one(l + "self_attn.rotary_emb.1", Op::rope_k),
+             one(l + "self_attn.attn", Op::attn),
+             one(l + "self_attn.o_proj.0", Op::o_proj),
+             one(l + "post_attention_layernorm.0", Op::ffn_norm),
+             one(l + "post_attention_layernorm.1", Op::attn_residual),
+             split(l + "mlp.gate_up_proj.0", {Op::ffn_gate, Op::ffn_up}),
+             one(l + "mlp.act_fn", Op::ffn_act),
+             one(l + "mlp.down_proj.0", Op::ffn_down),
+             sum("model.layers.{L}.0", Op::ffn_residual, "model.layers.{L}.1"),
+             one("model.norm", Op::final_norm),
+             one("model.norm.0", Op::final_norm),
+             one("logits", Op::logits)};
+  return m;
+}
+
+// llama.cpp: the names its graph gives tensors (ggml_tensor::name, as an eval callback sees them):
+// "<name>-<layer>". Qcur/Kcur are named again after RoPE: the last tensor of that name is kept.
+NameMap llama_cpp_map() {
+  NameMap m = named("llama.cpp");
+  m.rules = {one("inp_embd", Op::embed),          one("attn_norm-{L}", Op::attn_norm),
+             one("Qcur-{L}", Op::rope_q),         one("Kcur-{L}", Op::rope_k),
+             one("Vcur-{L}", Op::v_proj),         one("kqv_out-{L}", Op::attn),
+             one("ffn_inp-{L}", Op::attn_residual), one("ffn_norm-{L}", Op::ffn_norm),
+             one("ffn_out-{L}", Op::ffn_down),    one("l_out-{L}", Op::ffn_residual),
+             one("result_norm", Op::final_norm),  one("result_output", Op::logits)};
+  return m;
+}
+
+struct Preset {
+  std::string_view name;
+  NameMap (*make)();
+};
+constexpr Preset kPresets[] = {{"tapdiff", [] { return named("tapdiff"); }},
+                               {"hf", hf_map},
+                               {"vllm", vllm_map},
+                               {"llama.cpp", llama_cpp_map}};
+
+// The layer an op outside the blocks has: embed -1, final_norm and logits n_layers.
+std::optional<int> fixed_layer(Op op, int n_layers) {
+  if (op == Op::embed) return -1;
+  if (op == Op::final_norm || op == Op::logits) return n_layers;
+  return std::nullopt;
+}
+
+// The layer `name` has under `pattern` ("{L}" a layer number in [0, n_layers)), -2 for a pattern
+// without "{L}" that is the name, nullopt when it does not match.
+std::optional<int> match(std::string_view pattern, std::string_view name, int n_layers) {
+  const std::size_t at = pattern.find("{L}");
+  if (at == std::string_view::npos) return pattern == name ? std::optional<int>(-2) : std::nullopt;
+  const std::string_view prefix = pattern.substr(0, at), suffix = pattern.substr(at + 3);
+  if (name.size() <= prefix.size() + suffix.size() || !name.starts_with(prefix) || !name.ends_with(suffix))
+    return std::nullopt;
+  const std::string_view digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  int layer = 0;
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), layer);
+  if (error != std::errc() || end != digits.data() + digits.size() || layer < 0 || layer >= n_layers)
+    return std::nullopt;
+  return layer;
+}
+
+bool applies(const MapRule& rule, const model::ModelConfig& c) {
+  switch (rule.block) {
+    case BlockKind::any: return true;
+    case BlockKind::without_post_norms: return !c.block.post_norms;
+    case BlockKind::with_post_norms: return c.block.post_norms;
+  }
+  return false;
+}
+
+std::string with_layer(const std::string& pattern, int layer) {
+  const std::size_t at = pattern.find("{L}");
+  return at == std::string::npos ? pattern : pattern.substr(0, at) + std::to_string(layer) + pattern.substr(at + 3);
+}
+
+// "LAYER/OP", as /taps names a tap.
+std::optional<model::TensorId> tap_name(std::string_view name) {
+  const std::size_t slash = name.find('/');
+  if (slash == std::string_view::npos) return std::nullopt;
+  int layer = 0;
+  const std::string_view digits = name.substr(0, slash);
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), layer);
+  const std::optional<Op> op = model::op_from_name(name.substr(slash + 1));
+  if (error != std::errc() || end != digits.data() + digits.size() || !op) return std::nullopt;
+  return model::TensorId{*op, layer};
+}
+
+[[noreturn]] void bad_map(const std::filesystem::path& path, std::string_view key, std::string_view expected,
+                          std::string_view found) {
+  throw FormatError(fmt::format("{}: '{}': expected {}, found {}", path.string(), key, expected, found));
+}
+
+Op op_named(const std::filesystem::path& path, std::string_view key, const toml::node& node) {
+  const auto name = node.value<std::string>();
+  const std::optional<Op> op = name ? model::op_from_name(*name) : std::nullopt;
+  if (!op) bad_map(path, key, "an op name (docs/dump-format.md)", name ? fmt::format("'{}'", *name) : "another type");
+  return *op;
+}
+
+std::vector<std::string> names_of(const std::filesystem::path& path, std::string_view key, const toml::node& node) {
+  if (const auto s = node.value<std::string>()) return {*s};
+  std::vector<std::string> out;
+  if (const toml::array* a = node.as_array())
+    for (const toml::node& n : *a)
+      if (const auto s = n.value<std::string>()) out.push_back(*s);
+  if (out.empty()) bad_map(path, key, "a name or an array of names", "something else");
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string_view> preset_names() {
+  std::vector<std::string_view> out;
+  for (const Preset& p : kPresets) out.push_back(p.name);
+  return out;
+}
+
+NameMap preset_map(std::string_view name) {
+  for (const Preset& p : kPresets)
+    if (p.name == name) return p.make();
+  throw UsageError(fmt::format("--map {}: expected one of {} or a TOML map file (docs/import.md)", name,
+                               fmt::join(preset_names(), ", ")));
+}
+
+NameMap map_from_toml(const std::filesystem::path& path) {
+  toml::table t;
+  try {
+    t = toml::parse_file(path.string());
+  } catch (const toml::parse_error& e) {
+    throw FormatError(fmt::format("{}: expected a TOML name map, found a parse error: {}", path.string(),
+                                  e.description()));
+  }
+  NameMap m = named(path.string());
+  if (const toml::node* base = t.get("base")) {
+    const auto name = base->value<std::string>();
+    if (!name) bad_map(path, "base", "a preset name", "another type");
+    m = preset_map(*name);
+    m.name = path.string();
+  }
+  for (const auto& [key, node] : t) {
+    const std::string k(key.str());
+    if (k == "base") continue;
+    if (k == "layout") {
+      const auto v = node.value<std::string>();
+      if (v == "rotate_half") m.layout = model::RopeStyle::rotate_half;
+      else if (v == "interleaved") m.layout = model::RopeStyle::interleaved;
+      else if (v == "model") m.layout = std::nullopt;
+      else bad_map(path, k, "rotate_half, interleaved or model", v ? fmt::format("'{}'", *v) : "another type");
+    } else if (k == "tokens" || k == "positions" || k == "decode") {
+      (k == "tokens" ? m.tokens : k == "positions" ? m.positions : m.decode) = names_of(path, k, node);
+    } else if (k == "taps") {
+      const toml::table* taps = node.as_table();
+      if (taps == nullptr) bad_map(path, k, "a table of NAME = OP or NAME = [OPS]", "another type");
+      for (const auto& [name, value] : *taps) {
+        const std::string where = fmt::format("taps.\"{}\"", name.str());
+        if (const toml::array* ops = value.as_array()) {
+          MapRule rule = split(std::string(name.str()), {});
+          for (const toml::node& op : *ops) rule.ops.push_back(op_named(path, where, op));
+          if (rule.ops.size() < 2) bad_map(path, where, "two ops or more for a split array", "fewer");
+          m.rules.insert(m.rules.begin(), std::move(rule));
+        } else {
+          m.rules.insert(m.rules.begin(), one(std::string(name.str()), op_named(path, where, value)));
+        }
+      }
+    } else if (k == "sums") {
+      const toml::table* sums = node.as_table();
+      if (sums == nullptr) bad_map(path, k, "a table of OP = [NAME, NAME]", "another type");
+      for (const auto& [op_key, value] : *sums) {
+        const std::string where = fmt::format("sums.{}", op_key.str());
+        const std::optional<Op> op = model::op_from_name(op_key.str());
+        if (!op) bad_map(path, where, "an op name (docs/dump-format.md)", fmt::format("'{}'", op_key.str()));
+        const std::vector<std::string> names = names_of(path, where, value);
+        if (names.size() != 2) bad_map(path, where, "two names", std::to_string(names.size()));
+        m.rules.insert(m.rules.begin(), sum(names[0], *op, names[1]));
+      }
+    } else {
+      bad_map(path, k, "base, layout, tokens, positions, decode, [taps] or [sums]", "an unknown key");
+    }
+  }
+  return m;
+}
+
+std::optional<Resolved> resolve(const NameMap& map, std::string_view name, const model::ModelConfig& config) {
+  for (const MapRule& rule : map.rules) {
+    if (!applies(rule, config)) continue;
+    const std::optional<int> layer = match(rule.pattern, name, config.n_layers);
+    if (!layer) continue;
+    Resolved r{{}, rule.combine, *layer >= 0 ? with_layer(rule.partner, *layer) : rule.partner};
+    for (const Op op : rule.ops) {
+      const std::optional<int> fixed = fixed_layer(op, config.n_layers);
+      if (*layer == -2 && !fixed) continue;  // a block op needs "{L}" in its pattern
+      r.ids.push_back({op, fixed.value_or(*layer)});
+    }
+    if (r.ids.size() == rule.ops.size()) return r;
+  }
+  if (const std::optional<model::TensorId> id = tap_name(name)) return Resolved{{*id}, Combine::one, ""};
+  return std::nullopt;
+}
+
+bool is_sum_partner(const NameMap& map, std::string_view name, const model::ModelConfig& config) {
+  for (const MapRule& rule : map.rules)
+    if (rule.combine == Combine::sum && applies(rule, config) && match(rule.partner, name, config.n_layers))
+      return true;
+  return false;
+}
+
+}  // namespace tapdiff::dumps

@@ -1,0 +1,63 @@
+#pragma once
+// How an outside engine's array names become taps (docs/import.md): presets for the names Hugging
+// Face modules, vLLM modules and llama.cpp's graph give each value, and a user's TOML map. A rule
+// holds one op, or the ops a fused array holds side by side in its columns (split: qkv, gate_up),
+// or one op as the sum of two arrays (vLLM's residual stream, kept in two halves).
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/config.h"
+#include "model/graph.h"
+
+namespace tapdiff::dumps {
+
+enum class Combine : std::uint8_t { one, split, sum };
+
+// Which blocks a rule applies to: Hugging Face's post_attention_layernorm is the FFN's norm in a
+// block without post-norms and the attention's post-norm in one with them.
+enum class BlockKind : std::uint8_t { any, without_post_norms, with_post_norms };
+
+struct MapRule {
+  std::string pattern;          // the array's name; "{L}" stands for the layer number
+  std::vector<model::Op> ops;   // one op; split: the ops whose columns the array holds, in order
+  Combine combine = Combine::one;
+  std::string partner;          // sum: the other array's pattern
+  BlockKind block = BlockKind::any;
+};
+
+struct NameMap {
+  std::string name;  // the preset's, or the TOML file's path
+  std::vector<MapRule> rules;
+  // The order of each head's q/k channels in the dump's values (Hugging Face and vLLM: rotate_half);
+  // nullopt: the model's own. Where it differs from the model's, q/k ops are permuted to it.
+  std::optional<model::RopeStyle> layout;
+  std::vector<std::string> tokens = {"tokens", "input_ids"};  // the per-row token ids, by the first name present
+  std::vector<std::string> positions = {"positions", "position_ids"};
+  std::vector<std::string> decode = {"decode"};
+};
+
+// "tapdiff" (LAYER/OP, as /taps names them), "hf", "vllm", "llama.cpp"; UsageError listing them
+// for another name.
+NameMap preset_map(std::string_view name);
+std::vector<std::string_view> preset_names();
+
+// A user's map (docs/import.md): TOML with an optional base preset, layout, provenance names,
+// [taps] and [sums]. FormatError naming the file and the key for anything else.
+NameMap map_from_toml(const std::filesystem::path& path);
+
+// What one array name is under a map, for a model's config: the taps it holds (several for a
+// split), how, and for a sum the partner's name. Names of the form LAYER/OP are taps in every map.
+struct Resolved {
+  std::vector<model::TensorId> ids;
+  Combine combine = Combine::one;
+  std::string partner;
+};
+std::optional<Resolved> resolve(const NameMap& map, std::string_view name, const model::ModelConfig& config);
+// Whether `name` is the second array of some sum (used through its partner).
+bool is_sum_partner(const NameMap& map, std::string_view name, const model::ModelConfig& config);
+
+}  // namespace tapdiff::dumps
