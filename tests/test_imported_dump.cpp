@@ -1,0 +1,288 @@
+// Dumps of outside engines as safetensors and .npz (dumps/imported_dump.h): values read back as
+// written, rows by step, fused and halved arrays, q/k channel orders, and a clear error for each
+// bad input.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "dumps/dump_reader.h"
+#include "dumps/imported_dump.h"
+#include "model/errors.h"
+#include "tests/model_file_fixtures.h"
+#include "tests/test_support.h"
+
+namespace tapdiff {
+namespace {
+
+namespace fs = std::filesystem;
+using dumps::ImportedDump;
+using dumps::ImportOptions;
+using model::Op;
+
+model::ModelConfig small_config() {
+  model::ModelConfig c;
+  c.n_layers = 2, c.dim = 8, c.n_heads = 2, c.n_kv_heads = 1, c.head_dim = 4, c.ffn_dim = 12, c.vocab = 16;
+  return c;
+}
+
+ImportOptions options_for(const model::ModelConfig& c, std::string_view map = "tapdiff") {
+  ImportOptions o;
+  o.map = dumps::preset_map(map);
+  o.model_config = model::to_json(c);
+  return o;
+}
+
+// A .npy member: header dict padded to 64 bytes, then the data.
+struct Npy {
+  std::string name, descr;
+  std::vector<std::int64_t> shape;
+  std::vector<std::byte> data;
+  bool fortran = false;
+};
+
+template <class T>
+Npy npy(std::string name, std::string descr, std::vector<std::int64_t> shape, const std::vector<T>& values) {
+  std::vector<std::byte> data(values.size() * sizeof(T));
+  std::memcpy(data.data(), values.data(), data.size());
+  return {std::move(name), std::move(descr), std::move(shape), std::move(data)};
+}
+
+std::vector<std::byte> npy_bytes(const Npy& a) {
+  std::string shape = fmt::format("{}", fmt::join(a.shape, ", "));
+  if (a.shape.size() == 1) shape += ",";
+  std::string header = fmt::format("{{'descr': '{}', 'fortran_order': {}, 'shape': ({}), }}", a.descr,
+                                   a.fortran ? "True" : "False", shape);
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::string head = "\x93NUMPY\x01";
+  head += '\0';
+  head += static_cast<char>(header.size() & 0xff);
+  head += static_cast<char>(header.size() >> 8);
+  head += header;
+  std::vector<std::byte> out(head.size());
+  std::memcpy(out.data(), head.data(), head.size());
+  out.insert(out.end(), a.data.begin(), a.data.end());
+  return out;
+}
+
+// np.savez's layout: a zip of stored NAME.npy members (CRCs left 0: the reader does not check them).
+void write_npz(const fs::path& path, const std::vector<Npy>& arrays) {
+  std::string out, central;
+  auto u16 = [](std::string& s, std::uint16_t v) { s.append(reinterpret_cast<const char*>(&v), 2); };
+  auto u32 = [](std::string& s, std::uint32_t v) { s.append(reinterpret_cast<const char*>(&v), 4); };
+  for (const Npy& a : arrays) {
+    const std::vector<std::byte> body = npy_bytes(a);
+    const std::string name = a.name + ".npy";
+    const auto offset = static_cast<std::uint32_t>(out.size());
+    u32(out, 0x04034b50), u16(out, 20), u16(out, 0), u16(out, 0), u16(out, 0), u16(out, 0), u32(out, 0);
+    u32(out, static_cast<std::uint32_t>(body.size())), u32(out, static_cast<std::uint32_t>(body.size()));
+    u16(out, static_cast<std::uint16_t>(name.size())), u16(out, 0);
+    out += name;
+    out.append(reinterpret_cast<const char*>(body.data()), body.size());
+    u32(central, 0x02014b50), u16(central, 20), u16(central, 20), u16(central, 0), u16(central, 0);
+    u16(central, 0), u16(central, 0), u32(central, 0);
+    u32(central, static_cast<std::uint32_t>(body.size())), u32(central, static_cast<std::uint32_t>(body.size()));
+    u16(central, static_cast<std::uint16_t>(name.size())), u16(central, 0), u16(central, 0), u16(central, 0);
+    u16(central, 0), u32(central, 0), u32(central, offset);
+    central += name;
+  }
+  const auto at = static_cast<std::uint32_t>(out.size());
+  out += central;
+  u32(out, 0x06054b50), u16(out, 0), u16(out, 0), u16(out, static_cast<std::uint16_t>(arrays.size()));
+  u16(out, static_cast<std::uint16_t>(arrays.size())), u32(out, static_cast<std::uint32_t>(central.size()));
+  u32(out, at), u16(out, 0);
+  std::ofstream(path, std::ios::binary).write(out.data(), static_cast<std::streamsize>(out.size()));
+}
+
+std::vector<float> iota(std::size_t n, float from) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = from + static_cast<float>(i);
+  return v;
+}
+
+Npy tokens(std::vector<std::int64_t> ids) {
+  const auto n = static_cast<std::int64_t>(ids.size());
+  return npy("input_ids", "<i8", {n}, ids);
+}
+
+std::string import_error(const fs::path& path, const ImportOptions& options, const model::ModelConfig& c) {
+  try {
+    const ImportedDump dump(path, options, c);
+  } catch (const FormatError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(ImportedDump, NpzAndSafetensorsReadBackAsWritten) {
+  const auto dir = testing::temp_dir("imported-basic");
+  const model::ModelConfig c = small_config();
+  const std::vector<float> norm = iota(3 * 8, 0.5f);
+  std::vector<double> q(3 * 8);
+  for (std::size_t i = 0; i < q.size(); ++i) q[i] = 0.25 * static_cast<double>(i);
+  write_npz(dir / "a.npz", {tokens({1, 2, 3}), npy("0/attn_norm", "<f4", {3, 8}, norm),
+                            npy("1/q_proj", "<f8", {1, 3, 2, 4}, q)});
+  const ImportedDump dump(dir / "a.npz", options_for(c), c);
+  ASSERT_EQ(dump.rows(), 3);
+  EXPECT_EQ(dump.tokens(), (std::vector<std::int32_t>{1, 2, 3}));
+  EXPECT_EQ(dump.positions(), (std::vector<std::int32_t>{0, 1, 2}));
+  ASSERT_EQ(dump.tensors().size(), 2u);
+  EXPECT_EQ(dump.tensors()[0], (model::TensorId{Op::attn_norm, 0}));
+  const model::HostTensor n = dump.read({Op::attn_norm, 0}, 1, 2);
+  EXPECT_EQ(n.rows(), 2);
+  EXPECT_EQ(n.at(0, 0), 8.5);
+  EXPECT_EQ(n.at(1, 7), 23.5);
+  const model::HostTensor qr = dump.read({Op::q_proj, 1}, 0, 3);
+  EXPECT_EQ(qr.scalar(), model::Scalar::f64);
+  EXPECT_EQ(qr.at(2, 5), 0.25 * 21);
+  ASSERT_EQ(dump.notes().size(), 1u);
+  EXPECT_NE(dump.notes()[0].find("no positions array (positions, position_ids): rows taken as positions 0, 1"),
+            std::string::npos);
+
+  std::vector<testing::StEntry> st = {{"input_ids", "I32", {3}, {}}, {"0/attn_norm", "F32", {3, 8}, {}}};
+  const std::vector<std::int32_t> ids = {1, 2, 3};
+  st[0].data.resize(12), std::memcpy(st[0].data.data(), ids.data(), 12);
+  st[1].data.resize(norm.size() * 4), std::memcpy(st[1].data.data(), norm.data(), norm.size() * 4);
+  testing::write_safetensors(dir / "a.safetensors", st);
+  const ImportedDump same(dir / "a.safetensors", options_for(c), c);
+  EXPECT_EQ(same.read({Op::attn_norm, 0}, 0, 3).at(2, 3), norm[19]);
+}
+
+TEST(ImportedDump, AFolderIsOneFilePerForwardPassInNumericOrder) {
+  const auto dir = testing::temp_dir("imported-folder") / "steps";
+  fs::create_directories(dir);
+  const model::ModelConfig c = small_config();
+  write_npz(dir / "step_10.npz", {tokens({9}), npy("decode", "<i4", {1}, std::vector<std::int32_t>{1}),
+                                  npy("0/attn_norm", "<f4", {1, 8}, iota(8, 100))});
+  write_npz(dir / "step_9.npz", {tokens({4, 5}), npy("0/attn_norm", "<f4", {2, 8}, iota(16, 0))});
+  const ImportedDump dump(dir, options_for(c), c);
+  EXPECT_EQ(dump.tokens(), (std::vector<std::int32_t>{4, 5, 9}));
+  EXPECT_EQ(dump.chunks(), (std::vector<std::int32_t>{0, 0, 1}));
+  EXPECT_EQ(dump.decode_flags(), (std::vector<std::uint8_t>{0, 0, 1}));
+  EXPECT_EQ(dump.positions(), (std::vector<std::int32_t>{0, 1, 2}));
+  const model::HostTensor rows = dump.read({Op::attn_norm, 0}, 0, 3);
+  EXPECT_EQ(rows.at(1, 0), 8);
+  EXPECT_EQ(rows.at(2, 0), 100);
+  EXPECT_EQ(dump.format(), "folder of 2 npz files");
+}
+
+// qkv split by columns, the layer's output summed from two halves, q/k read from Hugging Face's
+// rotate-half order into an interleaved model's.
+TEST(ImportedDump, FusedArraysSplitHalvesSumAndQkChannelsFollowTheModel) {
+  const auto dir = testing::temp_dir("imported-transforms");
+  const model::ModelConfig c = small_config();  // interleaved RoPE, as a GGUF Llama
+  const int q = 8, kv = 4;
+  std::vector<float> qkv = iota(2 * (q + 2 * kv), 0);
+  write_npz(dir / "v.npz", {tokens({1, 2}), npy("model.layers.1.self_attn.qkv_proj.0", "<f4", {2, q + 2 * kv}, qkv),
+                            npy("model.layers.0.0", "<f4", {2, 8}, iota(16, 1)),
+                            npy("model.layers.0.1", "<f4", {2, 8}, iota(16, 10))});
+  const ImportedDump dump(dir / "v.npz", options_for(c, "vllm"), c);
+  const model::HostTensor k = dump.read({Op::k_proj, 1}, 0, 2);
+  // Row 0's k is columns 8..11 of the fused row in rotate-half order (a0 a1 b0 b1); the model
+  // pairs (0,1) and (2,3): channel 1 is the dump's channel 2.
+  EXPECT_EQ(k.at(0, 0), 8);
+  EXPECT_EQ(k.at(0, 1), 10);
+  EXPECT_EQ(k.at(0, 2), 9);
+  EXPECT_EQ(k.at(0, 3), 11);
+  const model::HostTensor v = dump.read({Op::v_proj, 1}, 1, 1);
+  EXPECT_EQ(v.at(0, 0), static_cast<float>(16 + 12));  // not permuted
+  const model::HostTensor sum = dump.read({Op::ffn_residual, 0}, 0, 2);
+  EXPECT_EQ(sum.at(1, 2), (1 + 10) + (10 + 10));
+}
+
+TEST(ImportedDump, BadInputsAreNamedWithWhatWasExpected) {
+  const auto dir = testing::temp_dir("imported-bad");
+  const model::ModelConfig c = small_config();
+  const auto opts = options_for(c);
+  struct Case {
+    std::vector<Npy> arrays;
+    std::string expected;
+  };
+  Npy fortran = npy("0/attn_norm", "<f4", {2, 8}, iota(16, 0));
+  fortran.fortran = true;
+  const std::vector<Case> cases = {
+      {{npy("0/attn_norm", "<f4", {2, 8}, iota(16, 0))},
+       "expected the token ids of its rows, an integer array named tokens or input_ids, found none"},
+      {{tokens({1, 2}), npy("0/attn_norm", "<f4", {2, 9}, iota(18, 0))},
+       "'0/attn_norm' has shape [2, 9]: expected 2 rows (the step's token ids) of width 8"},
+      {{tokens({1, 2}), fortran}, "expected a C-ordered array, found fortran_order True"},
+      {{tokens({1, 2}), npy("0/attn_norm", "<i4", {2, 8}, std::vector<std::int32_t>(16))},
+       "'0/attn_norm': expected floats (f16, bf16, f32, f64), found <i4"},
+      {{tokens({1, 2}), npy("0/q_norm", "<f4", {2, 8}, iota(16, 0))},
+       "'0/q_norm': maps to 0/q_norm (map 'tapdiff'), which this model does not compute"},
+      {{npy("input_ids", "<f4", {2}, iota(2, 0))}, "'input_ids': expected integers (int32 or int64), found <f4"},
+      {{tokens({1, 2}), npy("positions", "<i8", {3}, std::vector<std::int64_t>{0, 1, 2})},
+       "'positions' has 3 entries for 2 token ids"},
+  };
+  for (const Case& k : cases) {
+    write_npz(dir / "bad.npz", k.arrays);
+    const std::string message = import_error(dir / "bad.npz", opts, c);
+    EXPECT_NE(message.find(k.expected), std::string::npos) << message;
+    EXPECT_NE(message.find((dir / "bad.npz").string()), std::string::npos) << message;
+  }
+  // Cut short: every offset is checked against the file's size.
+  write_npz(dir / "cut.npz", {tokens({1, 2}), npy("0/attn_norm", "<f4", {2, 8}, iota(16, 0))});
+  fs::resize_file(dir / "cut.npz", fs::file_size(dir / "cut.npz") - 30);
+  EXPECT_NE(import_error(dir / "cut.npz", opts, c).find("expected a zip archive (.npz), found no end of central "
+                                                        "directory"),
+            std::string::npos);
+  // A tap that some step lacks.
+  fs::create_directories(dir / "steps");
+  write_npz(dir / "steps" / "0.npz", {tokens({1, 2}), npy("0/attn_norm", "<f4", {2, 8}, iota(16, 0))});
+  write_npz(dir / "steps" / "1.npz", {tokens({3})});
+  EXPECT_NE(import_error(dir / "steps", opts, c).find("0/attn_norm holds 2 of the dump's 3 rows: a tap must be in "
+                                                      "every step file"),
+            std::string::npos);
+}
+
+TEST(ImportedDump, UserMapsInTomlAreCheckedKeyByKey) {
+  const auto dir = testing::temp_dir("imported-toml");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"[taps]\n\"x.{L}\" = \"q_prj\"\n", "'taps.\"x.{L}\"': expected an op name (docs/dump-format.md), found 'q_prj'"},
+      {"base = \"candle\"\n", "--map candle: expected one of tapdiff, hf, vllm, llama.cpp"},
+      {"layers = 3\n", "'layers': expected base, layout, tokens, positions, decode, [taps] or [sums], found an unknown"},
+      {"[sums]\nffn_residual = [\"a.{L}\"]\n", "'sums.ffn_residual': expected two names, found 1"},
+      {"layout = \"neox\"\n", "'layout': expected rotate_half, interleaved or model, found 'neox'"},
+      {"[taps\n", "expected a TOML name map, found a parse error"},
+  };
+  for (const auto& [text, expected] : cases) {
+    std::ofstream(dir / "map.toml") << text;
+    std::string message = "(no error)";
+    try {
+      dumps::map_from_toml(dir / "map.toml");
+    } catch (const std::runtime_error& e) {
+      message = e.what();
+    }
+    EXPECT_NE(message.find(expected), std::string::npos) << message;
+  }
+  std::ofstream(dir / "map.toml") << "base = \"hf\"\ntokens = \"ids\"\n[taps]\n\"blk.{L}.q\" = \"q_proj\"\n";
+  const dumps::NameMap m = dumps::map_from_toml(dir / "map.toml");
+  const model::ModelConfig c = small_config();
+  const auto mine = dumps::resolve(m, "blk.1.q", c);
+  ASSERT_TRUE(mine.has_value());
+  EXPECT_EQ(mine->ids.front(), (model::TensorId{Op::q_proj, 1}));
+  EXPECT_TRUE(dumps::resolve(m, "model.layers.0.mlp.down_proj", c).has_value());  // the base's rules stay
+  EXPECT_FALSE(dumps::resolve(m, "blk.2.q", c).has_value());                      // past the last layer
+  EXPECT_EQ(m.tokens, std::vector<std::string>{"ids"});
+}
+
+// Through DumpReader: an imported dump says what it is, and an HDF5 path still opens as before.
+TEST(ImportedDump, DumpReaderSaysWhereTheValuesCameFrom) {
+  const auto dir = testing::temp_dir("imported-reader");
+  const model::ModelConfig c = small_config();
+  write_npz(dir / "b.npz", {tokens({1, 2}), npy("positions", "<i4", {2}, std::vector<std::int32_t>{5, 6}),
+                            npy("model.layers.0", "<f2", {2, 8}, std::vector<std::uint16_t>(16, 0x3c00))});
+  const dumps::DumpReader reader((dir / "b.npz").string(), options_for(c, "hf"));
+  EXPECT_EQ(reader.metadata().engine, "imported npz (map hf)");
+  EXPECT_EQ(reader.metadata().storage_dtype, "f16");
+  EXPECT_EQ(reader.positions(), (std::vector<std::int32_t>{5, 6}));
+  EXPECT_EQ(reader.read({Op::ffn_residual, 0}, 0, 2).at(1, 7), 1.0);
+  EXPECT_TRUE(reader.notes().empty());
+}
+
+}  // namespace
+}  // namespace tapdiff
