@@ -9,7 +9,7 @@
 # Targets: gguf safetensors config_json toml_tolerances tokenizer dump (default: all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-all_targets=(gguf safetensors config_json toml_tolerances tokenizer dump)
+all_targets=(gguf safetensors config_json toml_tolerances tokenizer dump imported_dump)
 limit=() targets=() build_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -32,7 +32,7 @@ CC=clang CXX=clang++ BUILD_TYPE=RelWithDebInfo BUILD_TARGET=tapdiff_fuzz ./scrip
 
 # Inputs up to this many bytes: above the largest seed of each format.
 declare -A max_len=([gguf]=65536 [safetensors]=65536 [config_json]=16384 [toml_tolerances]=16384
-                    [tokenizer]=16384 [dump]=16384)
+                    [tokenizer]=16384 [dump]=16384 [imported_dump]=16384)
 artifacts=$(realpath -m "${ARTIFACT_DIR:-$BUILD_DIR/artifacts}")
 mkdir -p "$artifacts"
 scratch_root=/tmp

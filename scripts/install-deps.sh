@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(
   build-essential cmake pkg-config git ccache clang-format
-  libeigen3-dev libhdf5-dev hdf5-tools libcli11-dev libfmt-dev libtomlplusplus-dev nlohmann-json3-dev libssl-dev
+  libeigen3-dev libhdf5-dev hdf5-tools libcli11-dev libfmt-dev libtomlplusplus-dev nlohmann-json3-dev libssl-dev zlib1g-dev
   libvulkan-dev glslang-tools glslang-dev mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
   libgtest-dev libgmock-dev python3 python3-venv python3-h5py python3-numpy nodejs
   clang libclang-rt-14-dev libomp-14-dev  # the fuzz build (scripts/fuzz.sh): clang, libFuzzer, clang's OpenMP

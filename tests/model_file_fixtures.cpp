@@ -1,8 +1,13 @@
 #include "tests/model_file_fixtures.h"
 
+#include <zlib.h>
+
 #include <cstring>
 #include <fstream>
 #include <random>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "model/gguf_writer.h"
 
@@ -59,6 +64,40 @@ void add_metadata(model::GgufWriter& w, const TinyGguf& t) {
   u32("tokenizer.ggml.bos_token_id", 1);
   u32("tokenizer.ggml.eos_token_id", 2);
   w.add_bool("tokenizer.ggml.add_space_prefix", false);
+}
+
+// A .npy member: the header dict (padded so that the data starts at a multiple of 64), then the data.
+std::vector<std::byte> npy_bytes(const Npy& a) {
+  std::string shape = fmt::format("{}", fmt::join(a.shape, ", "));
+  if (a.shape.size() == 1) shape += ",";
+  std::string header = fmt::format("{{'descr': '{}', 'fortran_order': {}, 'shape': ({}), }}", a.descr,
+                                   a.fortran ? "True" : "False", shape);
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::string head = "\x93NUMPY\x01";
+  head += '\0';
+  head += static_cast<char>(header.size() & 0xff);
+  head += static_cast<char>(header.size() >> 8);
+  head += header;
+  std::vector<std::byte> out(head.size());
+  std::memcpy(out.data(), head.data(), head.size());
+  out.insert(out.end(), a.data.begin(), a.data.end());
+  return out;
+}
+
+// Raw deflate (no zlib header), as zip members hold it.
+std::vector<std::byte> deflate_raw(const std::vector<std::byte>& in) {
+  z_stream z{};
+  deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+  std::vector<std::byte> out(deflateBound(&z, static_cast<uLong>(in.size())));
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<std::byte*>(in.data()));
+  z.avail_in = static_cast<uInt>(in.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
 }
 
 }  // namespace
@@ -175,6 +214,36 @@ void write_hf_folder(const std::filesystem::path& folder, const TinyHf& hf, int 
   }
   std::ofstream(folder / "model.safetensors.index.json")
       << nlohmann::json{{"metadata", {}}, {"weight_map", map}}.dump();
+}
+
+void write_npz(const std::filesystem::path& path, const std::vector<Npy>& arrays, bool deflated) {
+  std::string out, central;
+  auto u16 = [](std::string& s, std::uint16_t v) { s.append(reinterpret_cast<const char*>(&v), 2); };
+  auto u32 = [](std::string& s, std::uint32_t v) { s.append(reinterpret_cast<const char*>(&v), 4); };
+  const std::uint16_t method = deflated ? 8 : 0;
+  for (const Npy& a : arrays) {
+    const std::vector<std::byte> body = npy_bytes(a);
+    const std::vector<std::byte> packed = deflated ? deflate_raw(body) : body;
+    const std::string name = a.name + ".npy";
+    const auto offset = static_cast<std::uint32_t>(out.size());
+    u32(out, 0x04034b50), u16(out, 20), u16(out, 0), u16(out, method), u16(out, 0), u16(out, 0), u32(out, 0);
+    u32(out, static_cast<std::uint32_t>(packed.size())), u32(out, static_cast<std::uint32_t>(body.size()));
+    u16(out, static_cast<std::uint16_t>(name.size())), u16(out, 0);
+    out += name;
+    out.append(reinterpret_cast<const char*>(packed.data()), packed.size());
+    u32(central, 0x02014b50), u16(central, 20), u16(central, 20), u16(central, 0), u16(central, method);
+    u16(central, 0), u16(central, 0), u32(central, 0);
+    u32(central, static_cast<std::uint32_t>(packed.size())), u32(central, static_cast<std::uint32_t>(body.size()));
+    u16(central, static_cast<std::uint16_t>(name.size())), u16(central, 0), u16(central, 0), u16(central, 0);
+    u16(central, 0), u32(central, 0), u32(central, offset);
+    central += name;
+  }
+  const auto at = static_cast<std::uint32_t>(out.size());
+  out += central;
+  u32(out, 0x06054b50), u16(out, 0), u16(out, 0), u16(out, static_cast<std::uint16_t>(arrays.size()));
+  u16(out, static_cast<std::uint16_t>(arrays.size())), u32(out, static_cast<std::uint32_t>(central.size()));
+  u32(out, at), u16(out, 0);
+  std::ofstream(path, std::ios::binary).write(out.data(), static_cast<std::streamsize>(out.size()));
 }
 
 }  // namespace tapdiff::testing

@@ -2,6 +2,7 @@
 // Hand-made model files for the loader tests: a tiny GGUF written with GgufWriter and tiny
 // Hugging Face folders written byte by byte, so each test can break exactly one thing.
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -46,5 +47,22 @@ struct TinyHfShape {
 void write_safetensors(const std::filesystem::path& path, const std::vector<StEntry>& tensors);
 TinyHf tiny_hf(const TinyHfShape& shape = {});
 void write_hf_folder(const std::filesystem::path& folder, const TinyHf& hf, int shards = 1);
+
+// One array of a hand-written .npz (numpy's .npy format: a header dict, then the data).
+struct Npy {
+  std::string name, descr;  // descr: numpy's type string, "<f4", "<i8", ...
+  std::vector<std::int64_t> shape;
+  std::vector<std::byte> data;
+  bool fortran = false;
+};
+template <class T>
+Npy npy(std::string name, std::string descr, std::vector<std::int64_t> shape, const std::vector<T>& values) {
+  std::vector<std::byte> data(values.size() * sizeof(T));
+  std::memcpy(data.data(), values.data(), data.size());
+  return {std::move(name), std::move(descr), std::move(shape), std::move(data)};
+}
+// Writes np.savez's layout: a zip of NAME.npy members, stored, or deflated as np.savez_compressed
+// does (CRCs left 0: tapdiff does not check them).
+void write_npz(const std::filesystem::path& path, const std::vector<Npy>& arrays, bool deflated = false);
 
 }  // namespace tapdiff::testing

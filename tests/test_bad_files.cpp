@@ -326,9 +326,20 @@ TEST(BadFile, SafetensorsConfigProblems) {
   const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> cases = {
       {[](auto& j) { j.erase("hidden_size"); }, "'hidden_size': expected an integer, found no such key"},
       {[](auto& j) { j["num_hidden_layers"] = "five"; }, "'num_hidden_layers': expected a non-negative integer"},
-      {[](auto& j) { j["model_type"] = "gemma3"; },
-       "'model_type' = \"gemma3\" is not supported: tapdiff implements llama, mistral, qwen2, qwen3, granite, "
-       "olmo2, gemma, gemma2, gemma3_text, smollm3, phi3"},
+      {[](auto& j) { j["model_type"] = "gemma3n"; },
+       "'model_type' = \"gemma3n\" is not supported: tapdiff implements llama, mistral, qwen2, qwen3, granite, "
+       "olmo2, gemma, gemma2, gemma3_text, smollm3, phi3, gemma3"},
+      {[](auto& j) { j["model_type"] = "gemma3"; }, "'text_config': expected an object, found no such key"},
+      {[](auto& j) {
+         j = {{"model_type", "gemma3"}, {"text_config", j}, {"vision_config", {{"model_type", "siglip_vision_model"}}}};
+         j["text_config"]["model_type"] = "gemma2";
+       },
+       "'text_config' = \"gemma2\" is not supported: tapdiff implements a gemma3_text text model inside gemma3"},
+      {[](auto& j) {
+         j["model_type"] = "gemma3_text";
+         j = {{"model_type", "gemma3"}, {"text_config", j}, {"tie_word_embeddings", false}};
+       },
+       "'tie_word_embeddings': expected text_config's value, true, found false"},
       {[](auto& j) {
          j["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 1e4}}}};
        },

@@ -22,6 +22,9 @@ namespace fs = std::filesystem;
 using dumps::ImportedDump;
 using dumps::ImportOptions;
 using model::Op;
+using testing::Npy;
+using testing::npy;
+using testing::write_npz;
 
 model::ModelConfig small_config() {
   model::ModelConfig c;
@@ -34,68 +37,6 @@ ImportOptions options_for(const model::ModelConfig& c, std::string_view map = "t
   o.map = dumps::preset_map(map);
   o.model_config = model::to_json(c);
   return o;
-}
-
-// A .npy member: header dict padded to 64 bytes, then the data.
-struct Npy {
-  std::string name, descr;
-  std::vector<std::int64_t> shape;
-  std::vector<std::byte> data;
-  bool fortran = false;
-};
-
-template <class T>
-Npy npy(std::string name, std::string descr, std::vector<std::int64_t> shape, const std::vector<T>& values) {
-  std::vector<std::byte> data(values.size() * sizeof(T));
-  std::memcpy(data.data(), values.data(), data.size());
-  return {std::move(name), std::move(descr), std::move(shape), std::move(data)};
-}
-
-std::vector<std::byte> npy_bytes(const Npy& a) {
-  std::string shape = fmt::format("{}", fmt::join(a.shape, ", "));
-  if (a.shape.size() == 1) shape += ",";
-  std::string header = fmt::format("{{'descr': '{}', 'fortran_order': {}, 'shape': ({}), }}", a.descr,
-                                   a.fortran ? "True" : "False", shape);
-  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
-  header += '\n';
-  std::string head = "\x93NUMPY\x01";
-  head += '\0';
-  head += static_cast<char>(header.size() & 0xff);
-  head += static_cast<char>(header.size() >> 8);
-  head += header;
-  std::vector<std::byte> out(head.size());
-  std::memcpy(out.data(), head.data(), head.size());
-  out.insert(out.end(), a.data.begin(), a.data.end());
-  return out;
-}
-
-// np.savez's layout: a zip of stored NAME.npy members (CRCs left 0: the reader does not check them).
-void write_npz(const fs::path& path, const std::vector<Npy>& arrays) {
-  std::string out, central;
-  auto u16 = [](std::string& s, std::uint16_t v) { s.append(reinterpret_cast<const char*>(&v), 2); };
-  auto u32 = [](std::string& s, std::uint32_t v) { s.append(reinterpret_cast<const char*>(&v), 4); };
-  for (const Npy& a : arrays) {
-    const std::vector<std::byte> body = npy_bytes(a);
-    const std::string name = a.name + ".npy";
-    const auto offset = static_cast<std::uint32_t>(out.size());
-    u32(out, 0x04034b50), u16(out, 20), u16(out, 0), u16(out, 0), u16(out, 0), u16(out, 0), u32(out, 0);
-    u32(out, static_cast<std::uint32_t>(body.size())), u32(out, static_cast<std::uint32_t>(body.size()));
-    u16(out, static_cast<std::uint16_t>(name.size())), u16(out, 0);
-    out += name;
-    out.append(reinterpret_cast<const char*>(body.data()), body.size());
-    u32(central, 0x02014b50), u16(central, 20), u16(central, 20), u16(central, 0), u16(central, 0);
-    u16(central, 0), u16(central, 0), u32(central, 0);
-    u32(central, static_cast<std::uint32_t>(body.size())), u32(central, static_cast<std::uint32_t>(body.size()));
-    u16(central, static_cast<std::uint16_t>(name.size())), u16(central, 0), u16(central, 0), u16(central, 0);
-    u16(central, 0), u32(central, 0), u32(central, offset);
-    central += name;
-  }
-  const auto at = static_cast<std::uint32_t>(out.size());
-  out += central;
-  u32(out, 0x06054b50), u16(out, 0), u16(out, 0), u16(out, static_cast<std::uint16_t>(arrays.size()));
-  u16(out, static_cast<std::uint16_t>(arrays.size())), u32(out, static_cast<std::uint32_t>(central.size()));
-  u32(out, at), u16(out, 0);
-  std::ofstream(path, std::ios::binary).write(out.data(), static_cast<std::streamsize>(out.size()));
 }
 
 std::vector<float> iota(std::size_t n, float from) {
@@ -126,6 +67,11 @@ TEST(ImportedDump, NpzAndSafetensorsReadBackAsWritten) {
   for (std::size_t i = 0; i < q.size(); ++i) q[i] = 0.25 * static_cast<double>(i);
   write_npz(dir / "a.npz", {tokens({1, 2, 3}), npy("0/attn_norm", "<f4", {3, 8}, norm),
                             npy("1/q_proj", "<f8", {1, 3, 2, 4}, q)});
+  write_npz(dir / "deflated.npz",
+            {tokens({1, 2, 3}), npy("0/attn_norm", "<f4", {3, 8}, norm), npy("1/q_proj", "<f8", {1, 3, 2, 4}, q)},
+            true);
+  const ImportedDump deflated(dir / "deflated.npz", options_for(c), c);  // np.savez_compressed
+  EXPECT_EQ(deflated.read({Op::q_proj, 1}, 2, 1).at(0, 5), 0.25 * 21);
   const ImportedDump dump(dir / "a.npz", options_for(c), c);
   ASSERT_EQ(dump.rows(), 3);
   EXPECT_EQ(dump.tokens(), (std::vector<std::int32_t>{1, 2, 3}));

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -103,6 +104,35 @@ void tokenizer_seeds(const fs::path& dir) {
   write_text(dir / "gpt2-small", fuzz::format_tokenizer_input(bpe));
 }
 
+// Outside engines' dumps of the imported_dump target's model (vLLM's names): 3 prefill rows and
+// a decode row, q/k/v fused, the layer's output in two halves; as .npz stored and deflated, and as
+// safetensors.
+void imported_dump_seeds(const fs::path& dir) {
+  auto values = [](std::size_t n, float from) {
+    std::vector<float> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = from + 0.01f * static_cast<float>(i);
+    return v;
+  };
+  const std::int64_t rows = 4;
+  const std::vector<testing::Npy> arrays = {
+      testing::npy("input_ids", "<i8", {rows}, std::vector<std::int64_t>{1, 5, 9, 3}),
+      testing::npy("position_ids", "<i4", {rows}, std::vector<std::int32_t>{0, 1, 2, 3}),
+      testing::npy("decode", "<i4", {rows}, std::vector<std::int32_t>{0, 0, 0, 1}),
+      testing::npy("model.layers.0.self_attn.qkv_proj.0", "<f4", {rows, 32}, values(rows * 32, -1)),
+      testing::npy("model.layers.0.0", "<f4", {1, rows, 16}, values(rows * 16, 0.5f)),
+      testing::npy("model.layers.0.1", "<f4", {1, rows, 16}, values(rows * 16, 2)),
+      testing::npy("model.layers.0.self_attn.attn", "<f8", {rows, 2, 8}, std::vector<double>(rows * 16, 0.25)),
+      testing::npy("0/attn_norm", "<f2", {rows, 16}, std::vector<std::uint16_t>(rows * 16, 0x3c00)),
+      testing::npy("unmapped.thing", "<f4", {2}, values(2, 0))};
+  testing::write_npz(dir / "vllm-stored.npz", arrays);
+  testing::write_npz(dir / "vllm-deflated.npz", arrays, true);
+  std::vector<testing::StEntry> tensors;
+  const std::map<std::string, std::string> types = {{"<i8", "I64"}, {"<i4", "I32"}, {"<f4", "F32"},
+                                                    {"<f8", "F64"}, {"<f2", "F16"}};
+  for (const testing::Npy& a : arrays) tensors.push_back({a.name, types.at(a.descr), a.shape, a.data});
+  testing::write_safetensors(dir / "vllm.safetensors", tensors);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -111,8 +141,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   const fs::path out = argv[1];
-  for (const char* target : {"gguf", "safetensors", "config_json", "tokenizer", "dump"})
+  for (const char* target : {"gguf", "safetensors", "config_json", "tokenizer", "dump", "imported_dump"})
     fs::create_directories(out / target);
+  imported_dump_seeds(out / "imported_dump");
   gguf_seeds(out / "gguf");
   safetensors_seeds(out / "safetensors");
   config_seeds(out / "config_json");

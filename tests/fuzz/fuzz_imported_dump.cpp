@@ -1,0 +1,37 @@
+// libFuzzer target: an outside engine's dump (.npz, stored or deflated, or safetensors; the bytes
+// tell which) through ImportedDump with vLLM's map (plain names, a split, a sum and q/k channels
+// reordered) for a fixed tiny model, then every row of every tap read.
+#include <cstddef>
+#include <cstdint>
+
+#include "dumps/imported_dump.h"
+#include "tests/fuzz/fuzz_support.h"
+
+namespace {
+
+using namespace tapdiff;
+
+// The model of the seeds (tests/fuzz/write_seeds.cpp): 1 layer, dim 16, 2 heads of 8, 1 kv head.
+model::ModelConfig tiny_config() {
+  model::ModelConfig c;
+  c.n_layers = 1, c.dim = 16, c.n_heads = 2, c.n_kv_heads = 1, c.head_dim = 8, c.ffn_dim = 32, c.vocab = 16;
+  return c;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static const model::ModelConfig config = tiny_config();
+  static const dumps::ImportOptions options = [] {
+    dumps::ImportOptions o;
+    o.map = dumps::preset_map("vllm");
+    o.model_config = model::to_json(config);
+    return o;
+  }();
+  const auto path = fuzz::write_file(fuzz::scratch_dir() / "dump.npz", {data, size});
+  fuzz::documented_errors_only([&] {
+    const dumps::ImportedDump dump(path, options, config);
+    for (const model::TensorId& id : dump.tensors()) (void)dump.read(id, 0, dump.rows());
+  });
+  return 0;
+}
