@@ -9,7 +9,11 @@
 
 `tapdiff compare ref.h5 mine.h5 --model model.gguf` then compares it with tapdiff's reference and
 names the culprit op (docs/bisect.md). The layout is docs/dump-format.md.
+
+HfRecorder records a Hugging Face transformers model's run the same way, from hooks
+(tapdiff/hf_recorder.py).
 """
 from .dump_writer import DumpWriter, model_info
+from .hf_recorder import HfRecorder
 
-__all__ = ["DumpWriter", "model_info"]
+__all__ = ["DumpWriter", "HfRecorder", "model_info"]

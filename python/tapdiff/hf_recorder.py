@@ -1,0 +1,207 @@
+"""Record a Hugging Face transformers model's run as a tapdiff dump.
+
+    import transformers
+    from tapdiff import HfRecorder
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float64)
+    with HfRecorder(model, "hf.h5", folder, compute_dtype="f64") as recorder:
+        generated = recorder.generate(prompt_ids, chunk=64, generate=16)
+
+Every op tapdiff's graph has for the model (`tapdiff model-info --model FOLDER`) is recorded from
+forward hooks on the model's modules, and from what hooks cannot see: RoPE's outputs (the modeling
+module's apply_rotary_pos_emb, wrapped while recording), the attention's output (o_proj's input)
+and the activation (down_proj's input). `tapdiff compare` of this dump against `tapdiff run
+--model FOLDER` needs no edits; with `--model FOLDER` it names the culprit of a bug in the model's
+forward (docs/import.md, docs/bisect.md).
+"""
+from __future__ import annotations
+
+import inspect
+import sys
+
+import numpy as np
+
+from .dump_writer import DumpWriter, model_info
+
+
+def _rows(tensor) -> np.ndarray:
+    """A [1, seq, ...] activation as [seq, width] float64."""
+    value = tensor.detach().to("cpu").double().numpy()
+    return value.reshape(value.shape[1], -1) if value.ndim >= 3 else value.reshape(1, -1)
+
+
+def _heads_rows(tensor) -> np.ndarray:
+    """RoPE's [1, heads, seq, head_dim] output as [seq, heads * head_dim]."""
+    return _rows(tensor.transpose(1, 2))
+
+
+class HfRecorder:
+    """Hooks a transformers causal LM (batch of one) and records each forward pass it makes
+    through `generate` (or `forward`) into a DumpWriter dump."""
+
+    def __init__(self, model, path, model_path, *, compute_dtype=None, storage_dtype="f64", tapdiff="tapdiff",
+                 info=None, engine="transformers"):
+        import torch
+
+        self.model = model
+        self.info = info if info is not None else model_info(model_path, tapdiff)
+        self.config = self.info["model_config"]
+        self.taps = {(t["layer"], t["op"]) for t in self.info["taps"]}
+        dtype = {torch.float64: "f64", torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
+        compute = compute_dtype or dtype.get(next(model.parameters()).dtype, "f32")
+        self.writer = DumpWriter(path, model_path, engine=engine, device=str(next(model.parameters()).device),
+                                 compute_dtype=compute, storage_dtype=storage_dtype, info=self.info)
+        inner = model.model
+        self.decoder = getattr(inner, "language_model", inner)  # a multimodal model's text decoder
+        self.values: dict[tuple[int, str], np.ndarray] = {}
+        self.handles = []
+        self.layer = None  # the layer whose attention is running (for RoPE's outputs)
+        self._hook_modules()
+        self._wrap_rope()
+
+    # --- hooks ---------------------------------------------------------------------------------
+
+    def _keep(self, layer, op, value):
+        if (layer, op) in self.taps:
+            self.values[(layer, op)] = value
+
+    def _output(self, module, layer, op, convert=_rows):
+        if module is not None:
+            self.handles.append(module.register_forward_hook(
+                lambda _m, _args, out: self._keep(layer, op, convert(out[0] if isinstance(out, tuple) else out))))
+
+    def _input(self, module, layer, op):
+        if module is not None:
+            self.handles.append(module.register_forward_pre_hook(
+                lambda _m, args, kwargs: self._keep(layer, op, _rows(args[0] if args else
+                                                                    kwargs["hidden_states"])),
+                with_kwargs=True))
+
+    def _split(self, module, layer, ops_widths):
+        def hook(_m, _args, out):
+            value, at = _rows(out), 0
+            for op, width in ops_widths:
+                self._keep(layer, op, value[:, at:at + width])
+                at += width
+        if module is not None:
+            self.handles.append(module.register_forward_hook(hook))
+
+    def _head_norm(self, module, layer, op, projection):
+        """A q/k norm, whose input a family views as [1, seq, heads, head_dim] (Qwen3) or already
+        transposed to [1, heads, seq, head_dim] (Gemma 3): told apart by the projection's values."""
+        def hook(_m, args, out):
+            x, projected = args[0], self.values.get((layer, projection))
+            seq_first = x.ndim != 4 or (projected is not None and projected.shape == _rows(x).shape and
+                                        np.array_equal(_rows(x), projected))
+            self._keep(layer, op, _rows(out) if seq_first else _heads_rows(out))
+        if module is not None:
+            self.handles.append(module.register_forward_hook(hook))
+
+    def _hook_modules(self):
+        c = self.config
+        block = c.get("block", {})
+        q_dim, kv_dim, ffn = c["n_heads"] * c["head_dim"], c["n_kv_heads"] * c["head_dim"], c["ffn_dim"]
+        layers = self.decoder.layers
+        n = len(layers)
+        self._input(layers[0], -1, "embed")  # after any embedding scale the model applies
+        for i, layer in enumerate(layers):
+            attn, mlp = layer.self_attn, layer.mlp
+            self.handles.append(attn.register_forward_pre_hook(lambda _m, _a, i=i: setattr(self, "layer", i)))
+            self._output(getattr(layer, "input_layernorm", None), i, "attn_norm")
+            for op in ("q_proj", "k_proj", "v_proj", "o_proj"):
+                self._output(getattr(attn, op, None), i, op)
+            self._head_norm(getattr(attn, "q_norm", None), i, "q_norm", "q_proj")
+            self._head_norm(getattr(attn, "k_norm", None), i, "k_norm", "k_proj")
+            self._split(getattr(attn, "qkv_proj", None), i, [("q_proj", q_dim), ("k_proj", kv_dim),
+                                                             ("v_proj", kv_dim)])
+            self._input(attn.o_proj, i, "attn")
+            post_norms = block.get("post_norms", False)
+            after_attention = getattr(layer, "post_attention_layernorm", None)
+            before_ffn = getattr(layer, "pre_feedforward_layernorm", None)
+            if post_norms:
+                self._output(after_attention, i, "attn_post_norm")
+                self._output(before_ffn, i, "ffn_norm")
+            else:
+                self._output(after_attention, i, "ffn_norm")
+            if block.get("pre_norms", True):
+                self._input(before_ffn if post_norms else after_attention, i, "attn_residual")
+            else:
+                self._input(mlp, i, "attn_residual")
+            self._output(getattr(mlp, "gate_proj", None), i, "ffn_gate")
+            self._output(getattr(mlp, "up_proj", None), i, "ffn_up")
+            self._split(getattr(mlp, "gate_up_proj", None), i, [("ffn_gate", ffn), ("ffn_up", ffn)])
+            self._input(mlp.down_proj, i, "ffn_act")
+            self._output(mlp.down_proj, i, "ffn_down")
+            self._output(getattr(layer, "post_feedforward_layernorm", None), i, "ffn_post_norm")
+            self._output(layer, i, "ffn_residual")
+        self._output(self.decoder.norm, n, "final_norm")
+
+    def _wrap_rope(self):
+        """RoPE's outputs: the modeling module's apply_rotary_pos_emb, wrapped while recording."""
+        self.rope_module = sys.modules[type(self.decoder.layers[0].self_attn).__module__]
+        self.rope_original = getattr(self.rope_module, "apply_rotary_pos_emb", None)
+        if self.rope_original is None:
+            return
+
+        def apply(q, k, *args, **kwargs):
+            q_out, k_out = self.rope_original(q, k, *args, **kwargs)
+            self._keep(self.layer, "rope_q", _heads_rows(q_out))
+            self._keep(self.layer, "rope_k", _heads_rows(k_out))
+            return q_out, k_out
+
+        self.rope_module.apply_rotary_pos_emb = apply
+
+    def close(self):
+        """Removes the hooks and the RoPE wrapper; the dump stays as far as it was written."""
+        for h in self.handles:
+            h.remove()
+        self.handles = []
+        if self.rope_original is not None:
+            self.rope_module.apply_rotary_pos_emb = self.rope_original
+            self.rope_original = None
+        self.writer.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    # --- running -------------------------------------------------------------------------------
+
+    def forward(self, tokens, cache=None, decode=False):
+        """One forward pass over `tokens` (a prefill chunk or a decode step's token) after those
+        `cache` holds (a transformers Cache, None at first), recorded; returns its logits
+        [rows, vocab] and the cache to pass next."""
+        import torch
+
+        self.values = {}
+        # transformers 5.x names the cache argument `cache` (4.x and early 5.x: past_key_values)
+        key = "cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values"
+        with self.writer.chunk(tokens, decode=decode) as chunk:
+            with torch.no_grad():
+                out = self.model(input_ids=torch.tensor([list(tokens)]), use_cache=True, **{key: cache})
+            logits = _rows(out.logits)
+            self._keep(self.config["n_layers"], "logits", logits)
+            missing = sorted(self.taps - set(self.values))
+            if missing:
+                raise RuntimeError(f"the hooks saw no value for {', '.join(f'{l}/{o}' for l, o in missing)}")
+            for (layer, op), value in self.values.items():
+                chunk.record(layer, op, value)
+        return logits, getattr(out, "cache", None) or out.past_key_values
+
+    def generate(self, prompt, chunk=0, generate=0):
+        """Prefills `prompt` in chunks of `chunk` tokens (0: whole), then generates greedily;
+        records every pass, finishes the dump and returns the generated tokens."""
+        cache, prompt = None, [int(t) for t in prompt]
+        size = chunk or len(prompt)
+        for first in range(0, len(prompt), size):
+            logits, cache = self.forward(prompt[first:first + size], cache)
+        generated = []
+        for step in range(generate):
+            generated.append(int(np.argmax(logits[-1])))
+            if step + 1 == generate:
+                break
+            logits, cache = self.forward([generated[-1]], cache, decode=True)
+        self.writer.finish(generated=generated)
+        return generated

@@ -1,0 +1,87 @@
+"""The Hugging Face recorder shipped in python/tapdiff (HfRecorder): on a tiny model of every
+family and RoPE type tapdiff reads (hf_models.py, made by transformers from PyPI), its dump of
+transformers' own float64 run in chunks with decode steps compares clean against `tapdiff run` of
+the same folder, with no edits; with a bug planted in the model's forward, `compare --model` names
+the culprit."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+import transformers
+
+from hf_models import CASES, make_model
+from tapdiff import HfRecorder
+
+ROOT = Path(__file__).resolve().parents[2]
+TAPDIFF = os.environ.get("TAPDIFF_BINARY", str(ROOT / "build" / "tapdiff"))
+PROMPT = [1, 17, 42, 99, 7, 123, 58, 31, 77, 12, 64, 150, 3, 88, 41, 19, 120, 9, 33, 71]
+CHUNK, GENERATE = 8, 4
+
+
+def record(folder: Path, dump: Path, patch=None) -> list[int]:
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float64,
+                                                              attn_implementation="eager")
+    model.eval()
+    if patch:
+        patch(model)
+    with HfRecorder(model, dump, folder, tapdiff=TAPDIFF) as recorder:
+        return recorder.generate(PROMPT, chunk=CHUNK, generate=GENERATE)
+
+
+def tapdiff_run(folder: Path, dump: Path) -> None:
+    run = subprocess.run([TAPDIFF, "run", "--model", str(folder), "--engine", "ref", "--dtype", "f64",
+                          "--tokens", ",".join(map(str, PROMPT)), "--chunk", str(CHUNK), "--generate",
+                          str(GENERATE), "--dump", str(dump)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+
+
+def compare(a: Path, b: Path, report: Path, *extra: str) -> tuple[int, dict, str]:
+    run = subprocess.run([TAPDIFF, "compare", str(a), str(b), "--json", str(report), *extra], capture_output=True,
+                         text=True)
+    assert run.returncode in (0, 1), run.stdout + run.stderr
+    return run.returncode, json.loads(report.read_text()), run.stdout
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_the_recorders_dump_matches_tapdiff_run(case, tmp_path):
+    folder = tmp_path / "model"
+    make_model(case, folder, "5.x")
+    record(folder, tmp_path / "hf.h5")
+    tapdiff_run(folder, tmp_path / "ref.h5")
+    code, report, out = compare(tmp_path / "ref.h5", tmp_path / "hf.h5", tmp_path / "report.json")
+    assert code == 0, out
+    assert report["rows"]["compared"] == len(PROMPT) + GENERATE - 1, out
+    assert report["summary"]["ops"] > 0 and not report.get("problems"), out
+
+
+def scale_attention(model):
+    model.model.layers[1].self_attn.scaling *= 1.5
+
+
+def shift_norm(model):
+    with torch.no_grad():
+        model.model.layers[2].post_attention_layernorm.weight.add_(0.05)
+
+
+@pytest.mark.parametrize("name, patch, culprit", [
+    ("llama-default", scale_attention, "1/attn"),
+    ("qwen3", scale_attention, "1/attn"),
+    ("gemma2", scale_attention, "1/attn"),
+    ("llama-yarn", shift_norm, "2/ffn_norm"),
+    ("gemma3", shift_norm, "2/attn_post_norm"),
+])
+def test_a_bug_in_the_models_forward_is_named(name, patch, culprit, tmp_path):
+    case = next(c for c in CASES if c.name == name)
+    folder = tmp_path / "model"
+    make_model(case, folder, "5.x")
+    record(folder, tmp_path / "hf.h5", patch)
+    tapdiff_run(folder, tmp_path / "ref.h5")
+    code, report, out = compare(tmp_path / "ref.h5", tmp_path / "hf.h5", tmp_path / "report.json", "--model",
+                                str(folder))
+    assert code == 1, out
+    assert f"{report['culprit']['layer']}/{report['culprit']['op']}" == culprit, out
