@@ -1,5 +1,8 @@
 #include "dumps/tap_filter.h"
 
+#include <algorithm>
+#include <iterator>
+
 #include <fmt/core.h>
 
 #include "model/errors.h"
@@ -29,9 +32,12 @@ bool TapFilter::matches(const model::TensorId& id) const {
   switch (kind_) {
     case Kind::all: return true;
     case Kind::none: return false;
-    case Kind::layers:
-      return id.op == model::Op::embed || id.op == model::Op::ffn_residual || id.op == model::Op::final_norm ||
-             id.op == model::Op::logits;
+    case Kind::layers: {
+      static constexpr model::Op kStream[] = {
+          model::Op::embed,         model::Op::o_proj,       model::Op::attn_post_norm, model::Op::ffn_down,
+          model::Op::ffn_post_norm, model::Op::ffn_residual, model::Op::final_norm,     model::Op::logits};
+      return std::find(std::begin(kStream), std::end(kStream), id.op) != std::end(kStream);
+    }
     case Kind::regex: return std::regex_search(model::to_string(id), *regex_);
   }
   return false;

@@ -11,7 +11,10 @@ namespace tapdiff::dumps {
 
 // --taps values:
 //   all     every op of the graph
-//   layers  embed, each layer's ffn_residual, final_norm and logits (the residual stream)
+//   layers  the residual stream and what each block adds to it: embed, each layer's attention
+//           and FFN updates (o_proj or attn_post_norm, ffn_down or ffn_post_norm: the values added
+//           to the stream, judged on their own, so that a wrong update far smaller than the stream
+//           is not diluted in it) and its output (ffn_residual), final_norm and logits
 //   none    nothing
 //   REGEX   ops whose "LAYER/OP" name ("3/q_proj", "-1/embed", "5/logits") contains a match
 //           (std::regex ECMAScript, regex_search): "^0/", "rope_[qk]$", "^(2|3)/attn$"

@@ -147,8 +147,8 @@ TEST(Bisect, APlantedErrorIsTheCulpritAtItsPositionHeadAndChannel) {
   EXPECT_TRUE(has_code(r.diagnoses, "some-heads"));
 }
 
-// --layers-first: on a clean run only the layer outputs are compared (embed, each ffn_residual,
-// final_norm, logits); with a planted fault the free run is repeated with every op, and the
+// --layers-first: on a clean run only the layer outputs and updates are compared (embed, each
+// o_proj, ffn_down and ffn_residual, final_norm, logits); with a planted fault the free run is repeated with every op, and the
 // symptom and culprit are those of the plain bisection. (Not rope-off-by-one: shifting q and k
 // alike leaves every attention score, so every layer output, as it was.)
 TEST(Bisect, LayersFirstComparesLayerOutputsThenEveryOpOnADivergence) {
@@ -165,7 +165,7 @@ TEST(Bisect, LayersFirstComparesLayerOutputsThenEveryOpOnADivergence) {
   const BisectResult match = bisect::run_bisect(m->config(), {*truth, floor.get(), *clean}, prompt, options);
   EXPECT_TRUE(match.match());
   EXPECT_TRUE(match.layers_only);
-  EXPECT_EQ(match.run.ops.size(), static_cast<std::size_t>(m->config().n_layers + 3));
+  EXPECT_EQ(match.run.ops.size(), static_cast<std::size_t>(3 * m->config().n_layers + 3));
 
   gpu::VulkanEngineOptions faulty;
   faulty.inject = "gqa-head-map@1";
@@ -179,6 +179,38 @@ TEST(Bisect, LayersFirstComparesLayerOutputsThenEveryOpOnADivergence) {
   ASSERT_TRUE(layers_first.culprit && plain.culprit);
   EXPECT_EQ(layers_first.run.ops[*layers_first.run.first].id, plain.run.ops[*plain.run.first].id);
   EXPECT_EQ(layers_first.local[*layers_first.culprit].id, (TensorId{Op::attn, 1}));
+}
+
+// A wrong attention update far smaller than the stream: 4 residual channels 30 times the others
+// carry most of its energy, so RoPE positions restarting at the second chunk move layer 1's output
+// by NMSE ~2e-7, under f16's 1e-4, while the update itself (o_proj) is off by ~1e-3. Judging the
+// layer outputs alone, --layers-first said "match".
+TEST(Bisect, LayersFirstJudgesWhatEachBlockAddsNotOnlyTheStream) {
+  model::SynthOptions synth;
+  synth.config = model::synth_shape("tiny");
+  synth.outlier_channels = 4;
+  const auto m = model::load_model(synth_model_path(synth, "synth-tiny-outliers"));
+  const auto truth = reference(*m, model::Scalar::f64);
+  BisectOptions options;
+  options.chunk = 16;
+  options.layers_first = true;
+  options.calibration = std::nullopt;
+  options.dtype = "f16";
+  gpu::VulkanEngineOptions faulty;
+  faulty.f16 = true;
+  faulty.inject = "rope-chunk-reset@1";
+  const auto b = gpu::make_vulkan_engine(*m, faulty);
+  const BisectResult r = bisect::run_bisect(m->config(), {*truth, nullptr, *b}, synth_prompt(48, m->config().vocab, 3),
+                                            options);
+  ASSERT_FALSE(r.match());
+  EXPECT_FALSE(r.layers_only);
+  const auto find = [&](TensorId id) {
+    return *std::find_if(r.run.ops.begin(), r.run.ops.end(), [&](const bisect::OpResult& o) { return o.id == id; });
+  };
+  EXPECT_TRUE(find({Op::ffn_residual, 1}).pass());  // the layer output alone: diluted
+  EXPECT_FALSE(find({Op::o_proj, 1}).pass());
+  ASSERT_TRUE(r.culprit);
+  EXPECT_EQ(r.local[*r.culprit].id, (TensorId{Op::rope_q, 1}));
 }
 
 TEST(Bisect, AnErrorInTheKvPathShowsInAttentionOfTheNextChunk) {

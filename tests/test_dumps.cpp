@@ -103,9 +103,10 @@ TEST(TapFilter, AllMatchesEveryOpAndNoneNothing) {
   EXPECT_TRUE(filtered(TapFilter("none")).empty());
 }
 
-TEST(TapFilter, LayersMatchesTheResidualStream) {
+TEST(TapFilter, LayersMatchesTheResidualStreamAndWhatEachBlockAdds) {
   EXPECT_EQ(filtered(TapFilter("layers")),
-            (std::vector<std::string>{"-1/embed", "0/ffn_residual", "1/ffn_residual", "2/final_norm", "2/logits"}));
+            (std::vector<std::string>{"-1/embed", "0/o_proj", "0/ffn_down", "0/ffn_residual", "1/o_proj", "1/ffn_down",
+                                      "1/ffn_residual", "2/final_norm", "2/logits"}));
 }
 
 TEST(TapFilter, RegexSearchesLayerSlashOp) {

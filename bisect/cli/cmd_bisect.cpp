@@ -195,7 +195,8 @@ void add_bisect_command(CLI::App& app, CliContext& context) {
   add_calibration_options(*cmd, args->calibrate,
                           "Hold ops to the tolerance table instead of k x the measured noise floor");
   cmd->add_flag("--layers-first", args->layers_first,
-                "Compare the layer outputs first (fewer read-backs from engine B), every op only when one diverges");
+                "Compare the layer outputs and the attention and FFN updates first (fewer read-backs from engine "
+                "B), every op only when one diverges");
   cmd->add_option("--json", args->json, "Write the full report as JSON");
   cmd->add_option("--junit", args->junit, "Write a JUnit XML report (one testcase per layer/op)");
   cmd->add_option("--html", args->html, "Write a self-contained HTML report");
