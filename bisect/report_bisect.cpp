@@ -127,7 +127,8 @@ std::string bisect_terminal_report(const BisectResult& r, const std::vector<Diag
   extras.tokens =
       tokens_summary(r, text) + batch_summary(r) +
       (r.layers_only ? "layers   --layers-first: the layer outputs and each block's updates matched, so only they were "
-                        "compared\n" : "");
+                       "compared\n"
+                     : "");
   return terminal_report(r.run, diagnoses, color, 8, extras) +
          fmt::format("time     free run {:.2f} s, forced scan {:.2f} s\n", r.seconds_free, r.seconds_forced);
 }

@@ -32,9 +32,11 @@ ElementType safetensors_type(std::string_view name) {
 }
 
 ElementType numpy_type(std::string_view descr) {
-  static constexpr std::pair<std::string_view, ElementType> kTypes[] = {
-      {"<f2", ElementType::f16}, {"<f4", ElementType::f32}, {"<f8", ElementType::f64},
-      {"<i4", ElementType::i32}, {"<i8", ElementType::i64}};
+  static constexpr std::pair<std::string_view, ElementType> kTypes[] = {{"<f2", ElementType::f16},
+                                                                        {"<f4", ElementType::f32},
+                                                                        {"<f8", ElementType::f64},
+                                                                        {"<i4", ElementType::i32},
+                                                                        {"<i8", ElementType::i64}};
   for (const auto& [n, t] : kTypes)
     if (n == descr) return t;
   return ElementType::other;
@@ -79,7 +81,8 @@ struct Directory {
 
 Directory find_directory(const Bytes& b, const std::filesystem::path& path) {
   constexpr std::uint32_t kEnd = 0x06054b50, kEnd64 = 0x06064b50, kLocator64 = 0x07064b50;
-  if (b.size() < 22) throw FormatError(fmt::format("{}: expected a zip archive (.npz), found {} bytes", path.string(), b.size()));
+  if (b.size() < 22)
+    throw FormatError(fmt::format("{}: expected a zip archive (.npz), found {} bytes", path.string(), b.size()));
   const std::size_t lowest = b.size() > 22 + 65535 ? b.size() - 22 - 65535 : 0;
   for (std::size_t at = b.size() - 22;; --at) {
     if (b.get<std::uint32_t>(at, "end of central directory") == kEnd) {
@@ -149,6 +152,13 @@ std::optional<NpyHeader> parse_npy_header(std::string_view h) {
 }
 
 std::vector<std::byte> inflate_member(std::span<const std::byte> in, std::uint64_t size, const std::string& where) {
+  // Deflate expands at most 1032-fold: a larger size is a damaged directory, not memory to ask for.
+  constexpr std::uint64_t kMaxRatio = 1032;
+  if (size / kMaxRatio > in.size())
+    throw FormatError(
+        fmt::format("{}: declares {} bytes inflated from {} deflated bytes, more than deflate can expand "
+                    "to",
+                    where, size, in.size()));
   std::vector<std::byte> out;
   try {
     out.resize(size);
@@ -292,9 +302,8 @@ void ArrayFile::read_npz() {
       inflated_.push_back(inflate_member(b.at(data_at, packed, member), size, where));
       npy = inflated_.back();
     } else {
-      throw FormatError(
-          fmt::format("{}: expected stored or deflated data (np.savez, np.savez_compressed), found method {}", where,
-                      method));
+      throw FormatError(fmt::format(
+          "{}: expected stored or deflated data (np.savez, np.savez_compressed), found method {}", where, method));
     }
     const Bytes n(npy, path_);
     constexpr char kMagic[] = "\x93NUMPY";
@@ -309,9 +318,10 @@ void ArrayFile::read_npz() {
     const std::optional<NpyHeader> h = parse_npy_header(header);
     if (!h) throw FormatError(fmt::format("{}: expected a .npy header dict, found '{}'", where, header.substr(0, 120)));
     if (h->fortran)
-      throw FormatError(fmt::format("{}: expected a C-ordered array, found fortran_order True (np.ascontiguousarray "
-                                    "before saving)",
-                                    where));
+      throw FormatError(
+          fmt::format("{}: expected a C-ordered array, found fortran_order True (np.ascontiguousarray "
+                      "before saving)",
+                      where));
     NamedArray a{member.substr(0, member.size() - 4), numpy_type(h->descr), h->descr, h->shape, {}};
     std::uint64_t bytes = numpy_item_size(h->descr);
     for (const std::int64_t d : a.shape)

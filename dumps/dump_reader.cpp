@@ -35,6 +35,11 @@ void check_path(const std::string& path) {
   if (status.type() == std::filesystem::file_type::not_found)
     throw UsageError(fmt::format("{}: no such dump file", path));
   if (status.type() == std::filesystem::file_type::none) return;
+  if (status.type() == std::filesystem::file_type::directory)
+    throw UsageError(
+        fmt::format("{}: expected a dump file, found a directory (a folder is an outside engine's dump "
+                    "when it holds .safetensors or .npz files: docs/import.md)",
+                    path));
   if (status.type() != std::filesystem::file_type::regular)
     throw UsageError(fmt::format("{}: expected a dump file, found {}", path, kind_of(status.type())));
   if (std::filesystem::file_size(path, error) == 0 && !error)

@@ -85,12 +85,10 @@ std::vector<std::filesystem::path> step_files(const std::filesystem::path& path)
     if (entry.is_regular_file() && (ext == ".safetensors" || ext == ".npz")) files.push_back(entry.path());
   }
   if (files.empty())
-    throw FormatError(
-        fmt::format("{}: expected a dump folder of .safetensors or .npz files (one per forward pass), found none",
-                    path.string()));
-  std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) {
-    return natural_less(a.filename().string(), b.filename().string());
-  });
+    throw FormatError(fmt::format(
+        "{}: expected a dump folder of .safetensors or .npz files (one per forward pass), found none", path.string()));
+  std::sort(files.begin(), files.end(),
+            [](const auto& a, const auto& b) { return natural_less(a.filename().string(), b.filename().string()); });
   return files;
 }
 
@@ -112,7 +110,13 @@ bool follows_rope_layout(model::Op op) {
 
 bool is_imported_dump(const std::filesystem::path& path) {
   std::error_code error;
-  if (std::filesystem::is_directory(path, error)) return true;
+  if (std::filesystem::is_directory(path, error)) {
+    for (const auto& entry : std::filesystem::directory_iterator(path, error)) {
+      const std::string ext = entry.path().extension().string();
+      if (entry.is_regular_file(error) && (ext == ".safetensors" || ext == ".npz")) return true;
+    }
+    return false;
+  }
   return std::filesystem::is_regular_file(path, error) && ArrayFile::recognises(path);
 }
 
@@ -143,11 +147,10 @@ ImportedDump::ImportedDump(const std::filesystem::path& path, const ImportOption
     notes_.push_back(fmt::format("{}: no positions array ({}): rows taken as positions 0, 1, ... in order",
                                  path.string(), fmt::join(options_.map.positions, ", ")));
   if (!unmapped_.empty())
-    notes_.push_back(fmt::format("{}: {} array name{} the map '{}' does not know, not compared: {}", path.string(),
-                                 unmapped_.size(), unmapped_.size() == 1 ? "" : "s", options_.map.name,
-                                 fmt::join(unmapped_.begin(), unmapped_.begin() + std::min<std::ptrdiff_t>(
-                                                                                      8, std::ssize(unmapped_)),
-                                           ", ")));
+    notes_.push_back(fmt::format(
+        "{}: {} array name{} the map '{}' does not know, not compared: {}", path.string(), unmapped_.size(),
+        unmapped_.size() == 1 ? "" : "s", options_.map.name,
+        fmt::join(unmapped_.begin(), unmapped_.begin() + std::min<std::ptrdiff_t>(8, std::ssize(unmapped_)), ", ")));
 }
 
 ImportedDump::~ImportedDump() = default;
@@ -160,10 +163,11 @@ std::int64_t ImportedDump::step_rows(const ArrayFile& file, int step) {
                                   where, fmt::join(options_.map.tokens, " or ")));
   const auto integers = [&](const NamedArray& a) {
     if (a.type != ElementType::i32 && a.type != ElementType::i64)
-      throw FormatError(fmt::format("{}: '{}': expected integers (int32 or int64), found {}", where, a.name,
-                                    a.type_name));
+      throw FormatError(
+          fmt::format("{}: '{}': expected integers (int32 or int64), found {}", where, a.name, a.type_name));
     std::vector<std::int64_t> v(static_cast<std::size_t>(a.elements()));
-    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<std::int64_t>(element(a, static_cast<std::int64_t>(i)));
+    for (std::size_t i = 0; i < v.size(); ++i)
+      v[i] = static_cast<std::int64_t>(element(a, static_cast<std::int64_t>(i)));
     return v;
   };
   const std::vector<std::int64_t> ids = integers(*tokens);
@@ -190,10 +194,10 @@ std::int64_t ImportedDump::step_rows(const ArrayFile& file, int step) {
       throw FormatError(fmt::format("{}: row {}: token {} at position {} is not a 32-bit id and position", where, i,
                                     ids[at], positions[at]));
     // A folder: a chunk per file. One file: one chunk for the prefill, one per decode row.
-    const std::int32_t chunk = files_.size() > 1          ? step
-                               : chunks_.empty()          ? 0
-                               : decode[at] != 0          ? chunks_.back() + 1
-                                                          : chunks_.back();
+    const std::int32_t chunk = files_.size() > 1 ? step
+                               : chunks_.empty() ? 0
+                               : decode[at] != 0 ? chunks_.back() + 1
+                                                 : chunks_.back();
     tokens_.push_back(static_cast<std::int32_t>(ids[at]));
     positions_.push_back(static_cast<std::int32_t>(positions[at]));
     chunks_.push_back(chunk);
@@ -296,7 +300,8 @@ model::HostTensor ImportedDump::read(const model::TensorId& id, std::int64_t fir
   const std::int64_t first = std::clamp<std::int64_t>(first_row, 0, rows());
   const std::int64_t n = std::clamp<std::int64_t>(count, 0, rows() - first);
   const std::int64_t width = model::op_width(config_, id.op);
-  const bool wide = std::all_of(segs.begin(), segs.end(), [](const Segment& s) { return s.array->type == ElementType::f64; });
+  const bool wide =
+      std::all_of(segs.begin(), segs.end(), [](const Segment& s) { return s.array->type == ElementType::f64; });
   model::HostTensor out(wide ? model::Scalar::f64 : model::Scalar::f32, n, width);
   // Where each of the model's channels is in the dump's row: the dump's q/k channel order may be
   // the other RoPE layout (a Hugging Face dump of a GGUF model).

@@ -29,7 +29,8 @@ struct ImportOptions {
   std::string model_path;
 };
 
-// Whether path is a dump to import: a folder, or a file whose first bytes are safetensors' or zip's.
+// Whether path is a dump to import: a folder holding .safetensors or .npz files, or a file whose
+// first bytes are safetensors' or zip's.
 bool is_imported_dump(const std::filesystem::path& path);
 
 class ImportedDump {

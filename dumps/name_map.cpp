@@ -91,12 +91,18 @@ NameMap vllm_map() {
 // "<name>-<layer>". Qcur/Kcur are named again after RoPE: the last tensor of that name is kept.
 NameMap llama_cpp_map() {
   NameMap m = named("llama.cpp");
-  m.rules = {one("inp_embd", Op::embed),          one("attn_norm-{L}", Op::attn_norm),
-             one("Qcur-{L}", Op::rope_q),         one("Kcur-{L}", Op::rope_k),
-             one("Vcur-{L}", Op::v_proj),         one("kqv_out-{L}", Op::attn),
-             one("ffn_inp-{L}", Op::attn_residual), one("ffn_norm-{L}", Op::ffn_norm),
-             one("ffn_out-{L}", Op::ffn_down),    one("l_out-{L}", Op::ffn_residual),
-             one("result_norm", Op::final_norm),  one("result_output", Op::logits)};
+  m.rules = {one("inp_embd", Op::embed),
+             one("attn_norm-{L}", Op::attn_norm),
+             one("Qcur-{L}", Op::rope_q),
+             one("Kcur-{L}", Op::rope_k),
+             one("Vcur-{L}", Op::v_proj),
+             one("kqv_out-{L}", Op::attn),
+             one("ffn_inp-{L}", Op::attn_residual),
+             one("ffn_norm-{L}", Op::ffn_norm),
+             one("ffn_out-{L}", Op::ffn_down),
+             one("l_out-{L}", Op::ffn_residual),
+             one("result_norm", Op::final_norm),
+             one("result_output", Op::logits)};
   return m;
 }
 
@@ -104,10 +110,8 @@ struct Preset {
   std::string_view name;
   NameMap (*make)();
 };
-constexpr Preset kPresets[] = {{"tapdiff", [] { return named("tapdiff"); }},
-                               {"hf", hf_map},
-                               {"vllm", vllm_map},
-                               {"llama.cpp", llama_cpp_map}};
+constexpr Preset kPresets[] = {
+    {"tapdiff", [] { return named("tapdiff"); }}, {"hf", hf_map}, {"vllm", vllm_map}, {"llama.cpp", llama_cpp_map}};
 
 // The layer an op outside the blocks has: embed -1, final_norm and logits n_layers.
 std::optional<int> fixed_layer(Op op, int n_layers) {
@@ -200,8 +204,8 @@ NameMap map_from_toml(const std::filesystem::path& path) {
   try {
     t = toml::parse_file(path.string());
   } catch (const toml::parse_error& e) {
-    throw FormatError(fmt::format("{}: expected a TOML name map, found a parse error: {}", path.string(),
-                                  e.description()));
+    throw FormatError(
+        fmt::format("{}: expected a TOML name map, found a parse error: {}", path.string(), e.description()));
   }
   NameMap m = named(path.string());
   if (const toml::node* base = t.get("base")) {
@@ -215,10 +219,14 @@ NameMap map_from_toml(const std::filesystem::path& path) {
     if (k == "base") continue;
     if (k == "layout") {
       const auto v = node.value<std::string>();
-      if (v == "rotate_half") m.layout = model::RopeStyle::rotate_half;
-      else if (v == "interleaved") m.layout = model::RopeStyle::interleaved;
-      else if (v == "model") m.layout = std::nullopt;
-      else bad_map(path, k, "rotate_half, interleaved or model", v ? fmt::format("'{}'", *v) : "another type");
+      if (v == "rotate_half")
+        m.layout = model::RopeStyle::rotate_half;
+      else if (v == "interleaved")
+        m.layout = model::RopeStyle::interleaved;
+      else if (v == "model")
+        m.layout = std::nullopt;
+      else
+        bad_map(path, k, "rotate_half, interleaved or model", v ? fmt::format("'{}'", *v) : "another type");
     } else if (k == "tokens" || k == "positions" || k == "decode") {
       (k == "tokens" ? m.tokens : k == "positions" ? m.positions : m.decode) = names_of(path, k, node);
     } else if (k == "taps") {

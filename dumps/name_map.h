@@ -22,10 +22,10 @@ enum class Combine : std::uint8_t { one, split, sum };
 enum class BlockKind : std::uint8_t { any, without_post_norms, with_post_norms };
 
 struct MapRule {
-  std::string pattern;          // the array's name; "{L}" stands for the layer number
-  std::vector<model::Op> ops;   // one op; split: the ops whose columns the array holds, in order
+  std::string pattern;         // the array's name; "{L}" stands for the layer number
+  std::vector<model::Op> ops;  // one op; split: the ops whose columns the array holds, in order
   Combine combine = Combine::one;
-  std::string partner;          // sum: the other array's pattern
+  std::string partner;  // sum: the other array's pattern
   BlockKind block = BlockKind::any;
 };
 

@@ -145,7 +145,8 @@ nlohmann::json to_json(const ModelConfig& c) {
                       {"bos_token", c.bos_token},
                       {"eos_token", c.eos_token}};
   if (c.sliding_rope)
-    j["sliding_rope"] = {{"rope_base", c.sliding_rope->base}, {"rope_scaling", rope_scaling_json(c.sliding_rope->scaling)}};
+    j["sliding_rope"] = {{"rope_base", c.sliding_rope->base},
+                         {"rope_scaling", rope_scaling_json(c.sliding_rope->scaling)}};
   if (!c.sliding_layers.empty()) j["sliding_layers"] = c.sliding_layers;
   if (!c.rope_layers.empty()) j["rope_layers"] = c.rope_layers;
   return j;

@@ -346,9 +346,9 @@ void read_attention_bias(KeyReader& k, Block& b) { b.qkv_bias = b.o_bias = k.boo
 struct HfFamily {
   std::string_view model_type;
   void (*read)(KeyReader& k, ModelConfig& c);
-  bool tied_by_default = false;    // tie_word_embeddings when the config leaves it out
-  double rope_theta = 10000.0;     // rope_theta when the config leaves it out
-  double sliding_rope_theta = 0;   // > 0: the sliding layers have their own RoPE, of this base by default
+  bool tied_by_default = false;   // tie_word_embeddings when the config leaves it out
+  double rope_theta = 10000.0;    // rope_theta when the config leaves it out
+  double sliding_rope_theta = 0;  // > 0: the sliding layers have their own RoPE, of this base by default
 };
 
 // Families whose MLP has no bias: mlp_bias absent or false.
@@ -494,7 +494,8 @@ struct HfComposite {
 };
 
 const HfComposite kComposites[] = {
-    {"gemma3", "gemma3_text",
+    {"gemma3",
+     "gemma3_text",
      {"vision_config", "mm_tokens_per_image", "boi_token_index", "eoi_token_index", "image_token_index"}},
 };
 
@@ -502,7 +503,8 @@ ModelConfig decoder_config(const json& j, const std::string& source);
 
 ModelConfig composite_config(const HfComposite& composite, KeyReader& k, const std::string& source) {
   const json* text = k.find("text_config");
-  if (text == nullptr || !text->is_object()) k.fail("text_config", "an object", text ? json_excerpt(*text) : "no such key");
+  if (text == nullptr || !text->is_object())
+    k.fail("text_config", "an object", text ? json_excerpt(*text) : "no such key");
   json text_config = *text;
   if (!text_config.contains("model_type")) text_config["model_type"] = composite.text_model_type;
   if (text_config["model_type"] != composite.text_model_type)
@@ -523,7 +525,9 @@ ModelConfig decoder_config(const json& j, const std::string& source) {
   KeyReader k(j, source);
   ModelConfig c;
   const json* type = k.find("model_type");
-  auto named = [&](std::string_view t) { return type != nullptr && type->is_string() && type->get<std::string>() == t; };
+  auto named = [&](std::string_view t) {
+    return type != nullptr && type->is_string() && type->get<std::string>() == t;
+  };
   for (const HfComposite& composite : kComposites)
     if (named(composite.model_type)) return composite_config(composite, k, source);
   const auto* family =

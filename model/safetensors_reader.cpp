@@ -226,7 +226,9 @@ struct CompositeNames {
 
 constexpr CompositeNames kCompositeNames[] = {
     {"gemma3",
-     {{"language_model.model.", "model."}, {"model.language_model.", "model."}, {"language_model.lm_head.", "lm_head."}},
+     {{"language_model.model.", "model."},
+      {"model.language_model.", "model."},
+      {"language_model.lm_head.", "lm_head."}},
      {"vision_tower.", "multi_modal_projector.", "model.vision_tower.", "model.multi_modal_projector."}},
 };
 

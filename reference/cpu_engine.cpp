@@ -180,8 +180,8 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
     case Op::rope_k:
       rope<S>(in(0), config_.head_dim, chunk_.first_pos,
               model::rope_frequencies(config_, step.layer, model::rope_base(config_, step.layer),
-                                     chunk_.first_pos + chunk_.rows), config_.rope_style,
-              out);
+                                      chunk_.first_pos + chunk_.rows),
+              config_.rope_style, out);
       return;
     case Op::attn: attend(step, out); return;
     case Op::o_proj: product(WeightKind::wo, WeightKind::bo); return;

@@ -347,7 +347,8 @@ TEST(BadFile, SafetensorsConfigProblems) {
        "tapdiff implements RoPE parameters per layer type in Gemma 3's rope_parameters only"},
       {[](auto& j) {
          j["model_type"] = "gemma3_text";
-         j["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}}}, {"chunked_attention", {{"rope_type", "default"}}}};
+         j["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}}},
+                                 {"chunked_attention", {{"rope_type", "default"}}}};
          j["layer_types"] = {"full_attention", "full_attention"};
        },
        "rope_parameters: 'chunked_attention' = {\"rope_type\":\"default\"} is not supported"},
@@ -356,7 +357,8 @@ TEST(BadFile, SafetensorsConfigProblems) {
          j["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}}},
                                  {"sliding_attention", {{"rope_type", "default"}, {"partial_rotary_factor", 0.5}}}};
        },
-       "rope_parameters: 'sliding_attention': expected the full layers' rotary dimension, 16, found 8 (partial_rotary_factor)"},
+       "rope_parameters: 'sliding_attention': expected the full layers' rotary dimension, 16, found 8 "
+       "(partial_rotary_factor)"},
       {[](auto& j) {
          j["rope_scaling"] = {{"type", "linear"}};
        },

@@ -148,9 +148,9 @@ TEST(Bisect, APlantedErrorIsTheCulpritAtItsPositionHeadAndChannel) {
 }
 
 // --layers-first: on a clean run only the layer outputs and updates are compared (embed, each
-// o_proj, ffn_down and ffn_residual, final_norm, logits); with a planted fault the free run is repeated with every op, and the
-// symptom and culprit are those of the plain bisection. (Not rope-off-by-one: shifting q and k
-// alike leaves every attention score, so every layer output, as it was.)
+// o_proj, ffn_down and ffn_residual, final_norm, logits); with a planted fault the free run is repeated with every op,
+// and the symptom and culprit are those of the plain bisection. (Not rope-off-by-one: shifting q and k alike leaves
+// every attention score, so every layer output, as it was.)
 TEST(Bisect, LayersFirstComparesLayerOutputsThenEveryOpOnADivergence) {
   const auto m = model::load_model(synth_model_path("tiny"));
   const auto truth = reference(*m, model::Scalar::f64);
@@ -200,8 +200,8 @@ TEST(Bisect, LayersFirstJudgesWhatEachBlockAddsNotOnlyTheStream) {
   faulty.f16 = true;
   faulty.inject = "rope-chunk-reset@1";
   const auto b = gpu::make_vulkan_engine(*m, faulty);
-  const BisectResult r = bisect::run_bisect(m->config(), {*truth, nullptr, *b}, synth_prompt(48, m->config().vocab, 3),
-                                            options);
+  const BisectResult r =
+      bisect::run_bisect(m->config(), {*truth, nullptr, *b}, synth_prompt(48, m->config().vocab, 3), options);
   ASSERT_FALSE(r.match());
   EXPECT_FALSE(r.layers_only);
   const auto find = [&](TensorId id) {

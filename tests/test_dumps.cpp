@@ -224,7 +224,7 @@ TEST(DumpWriter, StoresF16AndReadsItBackAsF32) {
   EXPECT_EQ(embed.at(0, 0), 0.333251953125);  // 1/3 to the nearest f16
 }
 
-TEST(DumpWriter, LayersFilterCreatesOnlyTheResidualStream) {
+TEST(DumpWriter, LayersFilterCreatesOnlyTheResidualStreamAndTheBlocksUpdates) {
   const std::string path = dump_path("layers.h5");
   const Graph graph(fake_config());
   const ChunkInfo chunk{0, 0, 3, false};
@@ -237,9 +237,15 @@ TEST(DumpWriter, LayersFilterCreatesOnlyTheResidualStream) {
     writer.finish(nullptr);
   }
   const DumpReader reader(path);
-  EXPECT_EQ(reader.tensors(),
-            (std::vector<TensorId>{
-                {Op::embed, -1}, {Op::ffn_residual, 0}, {Op::ffn_residual, 1}, {Op::final_norm, 2}, {Op::logits, 2}}));
+  EXPECT_EQ(reader.tensors(), (std::vector<TensorId>{{Op::embed, -1},
+                                                     {Op::o_proj, 0},
+                                                     {Op::ffn_down, 0},
+                                                     {Op::ffn_residual, 0},
+                                                     {Op::o_proj, 1},
+                                                     {Op::ffn_down, 1},
+                                                     {Op::ffn_residual, 1},
+                                                     {Op::final_norm, 2},
+                                                     {Op::logits, 2}}));
   EXPECT_FALSE(reader.has({Op::q_proj, 0}));
   EXPECT_EQ(error_of<UsageError>([&] {
               reader.read({Op::q_proj, 0}, 0, 1);

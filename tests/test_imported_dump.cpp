@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <iterator>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -65,8 +66,8 @@ TEST(ImportedDump, NpzAndSafetensorsReadBackAsWritten) {
   const std::vector<float> norm = iota(3 * 8, 0.5f);
   std::vector<double> q(3 * 8);
   for (std::size_t i = 0; i < q.size(); ++i) q[i] = 0.25 * static_cast<double>(i);
-  write_npz(dir / "a.npz", {tokens({1, 2, 3}), npy("0/attn_norm", "<f4", {3, 8}, norm),
-                            npy("1/q_proj", "<f8", {1, 3, 2, 4}, q)});
+  write_npz(dir / "a.npz",
+            {tokens({1, 2, 3}), npy("0/attn_norm", "<f4", {3, 8}, norm), npy("1/q_proj", "<f8", {1, 3, 2, 4}, q)});
   write_npz(dir / "deflated.npz",
             {tokens({1, 2, 3}), npy("0/attn_norm", "<f4", {3, 8}, norm), npy("1/q_proj", "<f8", {1, 3, 2, 4}, q)},
             true);
@@ -173,15 +174,32 @@ TEST(ImportedDump, BadInputsAreNamedWithWhatWasExpected) {
   // Cut short: every offset is checked against the file's size.
   write_npz(dir / "cut.npz", {tokens({1, 2}), npy("0/attn_norm", "<f4", {2, 8}, iota(16, 0))});
   fs::resize_file(dir / "cut.npz", fs::file_size(dir / "cut.npz") - 30);
-  EXPECT_NE(import_error(dir / "cut.npz", opts, c).find("expected a zip archive (.npz), found no end of central "
-                                                        "directory"),
+  EXPECT_NE(import_error(dir / "cut.npz", opts, c)
+                .find("expected a zip archive (.npz), found no end of central "
+                      "directory"),
+            std::string::npos);
+  // A deflated member whose directory entry claims 4 GB (found by fuzz_imported_dump: it was
+  // allocated before inflating).
+  write_npz(dir / "claims.npz", {tokens({1, 2})}, true);
+  std::string bytes;
+  {
+    std::ifstream in(dir / "claims.npz", std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::size_t entry = bytes.find("PK\x01\x02");
+  ASSERT_NE(entry, std::string::npos);
+  const std::uint32_t huge = 0xF0000000u;
+  std::memcpy(bytes.data() + entry + 24, &huge, 4);
+  std::ofstream(dir / "claims.npz", std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  EXPECT_NE(import_error(dir / "claims.npz", opts, c).find("declares 4026531840 bytes inflated from"),
             std::string::npos);
   // A tap that some step lacks.
   fs::create_directories(dir / "steps");
   write_npz(dir / "steps" / "0.npz", {tokens({1, 2}), npy("0/attn_norm", "<f4", {2, 8}, iota(16, 0))});
   write_npz(dir / "steps" / "1.npz", {tokens({3})});
-  EXPECT_NE(import_error(dir / "steps", opts, c).find("0/attn_norm holds 2 of the dump's 3 rows: a tap must be in "
-                                                      "every step file"),
+  EXPECT_NE(import_error(dir / "steps", opts, c)
+                .find("0/attn_norm holds 2 of the dump's 3 rows: a tap must be in "
+                      "every step file"),
             std::string::npos);
 }
 
@@ -190,7 +208,8 @@ TEST(ImportedDump, UserMapsInTomlAreCheckedKeyByKey) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"[taps]\n\"x.{L}\" = \"q_prj\"\n", "'taps.\"x.{L}\"': expected an op name (docs/dump-format.md), found 'q_prj'"},
       {"base = \"candle\"\n", "--map candle: expected one of tapdiff, hf, vllm, llama.cpp"},
-      {"layers = 3\n", "'layers': expected base, layout, tokens, positions, decode, [taps] or [sums], found an unknown"},
+      {"layers = 3\n",
+       "'layers': expected base, layout, tokens, positions, decode, [taps] or [sums], found an unknown"},
       {"[sums]\nffn_residual = [\"a.{L}\"]\n", "'sums.ffn_residual': expected two names, found 1"},
       {"layout = \"neox\"\n", "'layout': expected rotate_half, interleaved or model, found 'neox'"},
       {"[taps\n", "expected a TOML name map, found a parse error"},

@@ -181,11 +181,13 @@ void inspect(const InspectArgs& a) {
 void add_inspect_command(CLI::App& app, CliContext& context) {
   auto args = std::make_shared<InspectArgs>();
   CLI::App* cmd = app.add_subcommand("inspect", "Per-op statistics, top-k tokens and tensor slices of a dump");
-  cmd->add_option("dump", args->dump,
-                  "HDF5 dump written by tapdiff run (or a compatible writer), or an outside engine's safetensors / .npz "
-                  "dump (a file or a folder of per-step files: give --model)")
+  cmd->add_option(
+         "dump", args->dump,
+         "HDF5 dump written by tapdiff run (or a compatible writer), or an outside engine's safetensors / .npz "
+         "dump (a file or a folder of per-step files: give --model)")
       ->required();
-  cmd->add_option("--model", args->model, "The model an imported dump ran (GGUF file, Hugging Face folder, synth:SHAPE)");
+  cmd->add_option("--model", args->model,
+                  "The model an imported dump ran (GGUF file, Hugging Face folder, synth:SHAPE)");
   add_dump_input_options(*cmd, args->input);
   cmd->add_option("--top-k", args->top_k, "Show the K most likely tokens at --positions")
       ->check(CLI::NonNegativeNumber);

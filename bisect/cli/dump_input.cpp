@@ -28,7 +28,7 @@ std::unique_ptr<dumps::DumpReader> open_dump(const std::string& path, const Dump
   const auto presets = dumps::preset_names();
   const bool preset = std::find(presets.begin(), presets.end(), options.map) != presets.end();
   import.map = !preset && std::filesystem::is_regular_file(options.map, error) ? dumps::map_from_toml(options.map)
-                                                                                : dumps::preset_map(options.map);
+                                                                               : dumps::preset_map(options.map);
   if (model != nullptr) {
     import.model_config = model::to_json(model->config());
     import.model_sha256 = model->sha256();
@@ -38,8 +38,8 @@ std::unique_ptr<dumps::DumpReader> open_dump(const std::string& path, const Dump
     import.model_sha256 = other->metadata().model_sha256;
     import.model_path = other->metadata().model_path;
   } else {
-    throw UsageError(fmt::format("{}: a safetensors or .npz dump carries no model: give --model (the model it ran)",
-                                 path));
+    throw UsageError(
+        fmt::format("{}: a safetensors or .npz dump carries no model: give --model (the model it ran)", path));
   }
   auto reader = std::make_unique<dumps::DumpReader>(path, import);
   for (const std::string& note : reader->notes()) fmt::print(stderr, "note: {}\n", note);

@@ -127,8 +127,8 @@ void imported_dump_seeds(const fs::path& dir) {
   testing::write_npz(dir / "vllm-stored.npz", arrays);
   testing::write_npz(dir / "vllm-deflated.npz", arrays, true);
   std::vector<testing::StEntry> tensors;
-  const std::map<std::string, std::string> types = {{"<i8", "I64"}, {"<i4", "I32"}, {"<f4", "F32"},
-                                                    {"<f8", "F64"}, {"<f2", "F16"}};
+  const std::map<std::string, std::string> types = {
+      {"<i8", "I64"}, {"<i4", "I32"}, {"<f4", "F32"}, {"<f8", "F64"}, {"<f2", "F16"}};
   for (const testing::Npy& a : arrays) tensors.push_back({a.name, types.at(a.descr), a.shape, a.data});
   testing::write_safetensors(dir / "vllm.safetensors", tensors);
 }
