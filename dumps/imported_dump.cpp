@@ -17,42 +17,28 @@ bool is_float(ElementType t) {
   return t == ElementType::f16 || t == ElementType::bf16 || t == ElementType::f32 || t == ElementType::f64;
 }
 
-double element(const NamedArray& a, std::int64_t i) {
-  const std::byte* p = a.bytes.data() + static_cast<std::size_t>(i) * element_bytes(a.type);
-  switch (a.type) {
-    case ElementType::f16: {
-      std::uint16_t h = 0;
-      std::memcpy(&h, p, 2);
-      return model::f16_to_f32(h);
-    }
-    case ElementType::bf16: {
-      std::uint16_t h = 0;
-      std::memcpy(&h, p, 2);
-      return model::bf16_to_f32(h);
-    }
-    case ElementType::f32: {
-      float f = 0;
-      std::memcpy(&f, p, 4);
-      return f;
-    }
-    case ElementType::f64: {
-      double d = 0;
-      std::memcpy(&d, p, 8);
-      return d;
-    }
-    case ElementType::i32: {
-      std::int32_t v = 0;
-      std::memcpy(&v, p, 4);
-      return v;
-    }
-    case ElementType::i64: {
-      std::int64_t v = 0;
-      std::memcpy(&v, p, 8);
-      return static_cast<double>(v);
-    }
-    case ElementType::other: break;
+// Elements [at, at + n) of a float array as doubles, one loop per element type.
+template <class T, class F>
+void widen_as(const std::byte* p, std::int64_t n, double* out, F&& to_double) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    T v;
+    std::memcpy(&v, p + i * static_cast<std::int64_t>(sizeof(T)), sizeof(T));
+    out[i] = to_double(v);
   }
-  return 0;
+}
+
+void widen(const NamedArray& a, std::int64_t at, std::int64_t n, double* out) {
+  const std::byte* p = a.bytes.data() + static_cast<std::size_t>(at) * element_bytes(a.type);
+  switch (a.type) {
+    case ElementType::f16: return widen_as<std::uint16_t>(p, n, out, [](std::uint16_t h) { return model::f16_to_f32(h); });
+    case ElementType::bf16:
+      return widen_as<std::uint16_t>(p, n, out, [](std::uint16_t h) { return model::bf16_to_f32(h); });
+    case ElementType::f32: return widen_as<float>(p, n, out, [](float f) { return static_cast<double>(f); });
+    case ElementType::f64: return widen_as<double>(p, n, out, [](double d) { return d; });
+    case ElementType::i32:
+    case ElementType::i64:
+    case ElementType::other: break;  // taps are floats (add_array)
+  }
 }
 
 // "step_10.npz" after "step_9.npz": names compared with their digit runs as numbers.
@@ -308,7 +294,8 @@ model::HostTensor ImportedDump::read(const model::TensorId& id, std::int64_t fir
   std::vector<std::int64_t> source(static_cast<std::size_t>(width));
   for (std::int64_t c = 0; c < width; ++c) source[static_cast<std::size_t>(c)] = c;
   const model::RopeStyle model_style = config_.rope_style;
-  if (options_.map.layout && *options_.map.layout != model_style && follows_rope_layout(id.op)) {
+  const bool permuted = options_.map.layout && *options_.map.layout != model_style && follows_rope_layout(id.op);
+  if (permuted) {
     const int head = config_.head_dim, pairs = model::rotary_dim(config_) / 2;
     for (std::int64_t h = 0; h < width / head; ++h)
       for (int i = 0; i < pairs; ++i) {
@@ -318,17 +305,23 @@ model::HostTensor ImportedDump::read(const model::TensorId& id, std::int64_t fir
         source[static_cast<std::size_t>(h * head + m.b)] = h * head + d.b;
       }
   }
+  std::vector<double> row(static_cast<std::size_t>(width)), half(static_cast<std::size_t>(width));
   for (const Segment& s : segs) {
     const std::int64_t lo = std::max(first, s.first_row), hi = std::min(first + n, s.first_row + s.rows);
     for (std::int64_t r = lo; r < hi; ++r) {
       const std::int64_t base = (r - s.first_row) * s.width + s.column;
-      for (std::int64_t c = 0; c < width; ++c) {
-        const std::int64_t i = base + source[static_cast<std::size_t>(c)];
-        const double v = element(*s.array, i) + (s.partner ? element(*s.partner, i) : 0.0);
+      widen(*s.array, base, width, row.data());
+      if (s.partner) {
+        widen(*s.partner, base, width, half.data());
+        for (std::size_t c = 0; c < row.size(); ++c) row[c] += half[c];
+      }
+      const auto at_row = static_cast<std::size_t>((r - first) * width);
+      for (std::size_t c = 0; c < row.size(); ++c) {
+        const double v = permuted ? row[static_cast<std::size_t>(source[c])] : row[c];
         if (wide)
-          out.f64()[static_cast<std::size_t>((r - first) * width + c)] = v;
+          out.f64()[at_row + c] = v;
         else
-          out.f32()[static_cast<std::size_t>((r - first) * width + c)] = static_cast<float>(v);
+          out.f32()[at_row + c] = static_cast<float>(v);
       }
     }
   }
