@@ -30,7 +30,8 @@ void widen_as(const std::byte* p, std::int64_t n, double* out, F&& to_double) {
 void widen(const NamedArray& a, std::int64_t at, std::int64_t n, double* out) {
   const std::byte* p = a.bytes.data() + static_cast<std::size_t>(at) * element_bytes(a.type);
   switch (a.type) {
-    case ElementType::f16: return widen_as<std::uint16_t>(p, n, out, [](std::uint16_t h) { return model::f16_to_f32(h); });
+    case ElementType::f16:
+      return widen_as<std::uint16_t>(p, n, out, [](std::uint16_t h) { return model::f16_to_f32(h); });
     case ElementType::bf16:
       return widen_as<std::uint16_t>(p, n, out, [](std::uint16_t h) { return model::bf16_to_f32(h); });
     case ElementType::f32: return widen_as<float>(p, n, out, [](float f) { return static_cast<double>(f); });
@@ -152,8 +153,15 @@ std::int64_t ImportedDump::step_rows(const ArrayFile& file, int step) {
       throw FormatError(
           fmt::format("{}: '{}': expected integers (int32 or int64), found {}", where, a.name, a.type_name));
     std::vector<std::int64_t> v(static_cast<std::size_t>(a.elements()));
-    for (std::size_t i = 0; i < v.size(); ++i)
-      v[i] = static_cast<std::int64_t>(element(a, static_cast<std::int64_t>(i)));
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (a.type == ElementType::i64) {
+        std::memcpy(&v[i], a.bytes.data() + 8 * i, 8);
+      } else {
+        std::int32_t x = 0;
+        std::memcpy(&x, a.bytes.data() + 4 * i, 4);
+        v[i] = x;
+      }
+    }
     return v;
   };
   const std::vector<std::int64_t> ids = integers(*tokens);
