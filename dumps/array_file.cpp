@@ -1,5 +1,7 @@
 #include "dumps/array_file.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -330,6 +332,18 @@ void ArrayFile::read_npz() {
     a.bytes = n.at(header_at + header_length, bytes, fmt::format("member '{}' data", member));
     arrays_.push_back(std::move(a));
   }
+}
+
+void ArrayFile::release(const NamedArray& array, std::int64_t first, std::int64_t count) const {
+  const std::span<const std::byte> mapped = file_->bytes();
+  const std::size_t size = element_bytes(array.type);
+  const std::byte* begin = array.bytes.data() + static_cast<std::size_t>(first) * size;
+  const std::byte* end = begin + static_cast<std::size_t>(count) * size;
+  if (begin < mapped.data() || end > mapped.data() + mapped.size()) return;  // inflated: not in the mapping
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const std::uintptr_t from = (reinterpret_cast<std::uintptr_t>(begin) + page - 1) / page * page;
+  const std::uintptr_t to = reinterpret_cast<std::uintptr_t>(end) / page * page;
+  if (to > from) ::madvise(reinterpret_cast<void*>(from), to - from, MADV_DONTNEED);
 }
 
 const NamedArray* ArrayFile::find(std::string_view name) const {

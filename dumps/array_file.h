@@ -42,6 +42,10 @@ class ArrayFile {
   std::string_view format() const { return format_; }  // "safetensors" or "npz"
   const std::vector<NamedArray>& arrays() const { return arrays_; }
   const NamedArray* find(std::string_view name) const;
+  // Drops elements [first, first + count) of an array (the pages wholly inside them) from this
+  // process's memory: they stay in the page cache and are read again if touched. A reader done
+  // with a block keeps its resident set to that block. Nothing for an inflated member.
+  void release(const NamedArray& array, std::int64_t first, std::int64_t count) const;
 
   // Whether the file's first bytes are those of a format this reads.
   static bool recognises(const std::filesystem::path& path);

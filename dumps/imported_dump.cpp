@@ -266,7 +266,7 @@ void ImportedDump::add_array(const ArrayFile& file, const NamedArray& array, std
     if (!segs.empty() && segs.back().first_row + segs.back().rows > first_row)
       throw FormatError(fmt::format("{}: a second array for {} in the same step ('{}' is the other)", where,
                                     model::to_string(id), segs.back().array->name));
-    segs.push_back({&array, partner, first_row, rows, width, column});
+    segs.push_back({&file, &array, partner, first_row, rows, width, column});
     column += model::op_width(config_, id.op);
   }
 }
@@ -318,12 +318,17 @@ model::HostTensor ImportedDump::read(const model::TensorId& id, std::int64_t fir
     const std::int64_t lo = std::max(first, s.first_row), hi = std::min(first + n, s.first_row + s.rows);
     for (std::int64_t r = lo; r < hi; ++r) {
       const std::int64_t base = (r - s.first_row) * s.width + s.column;
+      const auto at_row = static_cast<std::size_t>((r - first) * width);
+      if (!wide && !permuted && s.partner == nullptr && s.array->type == ElementType::f32) {  // as stored
+        std::memcpy(out.f32().data() + at_row, s.array->bytes.data() + static_cast<std::size_t>(base) * sizeof(float),
+                    static_cast<std::size_t>(width) * sizeof(float));
+        continue;
+      }
       widen(*s.array, base, width, row.data());
       if (s.partner) {
         widen(*s.partner, base, width, half.data());
         for (std::size_t c = 0; c < row.size(); ++c) row[c] += half[c];
       }
-      const auto at_row = static_cast<std::size_t>((r - first) * width);
       for (std::size_t c = 0; c < row.size(); ++c) {
         const double v = permuted ? row[static_cast<std::size_t>(source[c])] : row[c];
         if (wide)
@@ -332,6 +337,10 @@ model::HostTensor ImportedDump::read(const model::TensorId& id, std::int64_t fir
           out.f32()[at_row + c] = static_cast<float>(v);
       }
     }
+    // Done with these rows: their pages leave the resident set (read again if asked for again).
+    const std::int64_t from = (lo - s.first_row) * s.width, done = (hi - lo) * s.width;
+    for (const NamedArray* a : {s.array, s.partner})
+      if (a != nullptr && hi > lo) s.file->release(*a, from, done);
   }
   return out;
 }

@@ -60,6 +60,7 @@ class ImportedDump {
  private:
   // One step's piece of a tap: the array (and its partner for a sum), the column range it holds.
   struct Segment {
+    const ArrayFile* file = nullptr;
     const NamedArray* array = nullptr;
     const NamedArray* partner = nullptr;
     std::int64_t first_row = 0, rows = 0;  // in the dump
