@@ -283,6 +283,10 @@ Kernels::Kernels(const Device& device, Pipelines& pipelines, const KernelOverrid
     const char* what;
     const std::string& missing;
   };
+  if (overrides.attention == A::coop2 && block.attention_softcap > 0)
+    throw UsageError(
+        "--kernels attention=coop2: attention-coop2 computes no soft-cap, and this model caps its attention scores "
+        "(attn_logit_softcapping): attention=coop, flash or two-pass compute it");
   for (const Forced& f : {
            Forced{overrides.matmul == M::tiled, "matmul=tiled", tiled_missing},
            Forced{overrides.matmul == M::coop, "matmul=coop", coop_missing_},

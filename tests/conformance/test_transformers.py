@@ -147,3 +147,14 @@ def test_a_fault_the_model_would_never_run_is_refused(name, fault, message, tmp_
                          capture_output=True, text=True)
     assert run.returncode == 2, run.stdout + run.stderr
     assert message in run.stderr, run.stderr
+
+
+def test_a_kernel_without_the_models_soft_cap_is_refused_when_forced(tmp_path):
+    """attention-coop2 computes no soft-cap: forcing it on Gemma 2 is refused on any device, not
+    replaced by another kernel in silence."""
+    folder = tmp_path / "model"
+    make_model(next(c for c in CASES if c.name == "gemma2"), folder, "5.x")
+    run = subprocess.run([TAPDIFF, "bisect", "--model", str(folder), "--tokens", "1,2,3", "--kernels",
+                          "attention=coop2"], capture_output=True, text=True)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "--kernels attention=coop2: attention-coop2 computes no soft-cap" in run.stderr, run.stderr
