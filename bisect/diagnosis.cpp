@@ -58,11 +58,12 @@ void chunk_start(const OpResult& op, const RowInfo& first, std::vector<Diagnosis
 std::string_view position_zero_suspect(const OpResult& op) {
   switch (op.op_class()) {
     case model::OpClass::rope:
-      return "suspect the RoPE angles (position 0 is not rotated, so an angle error vanishes there)";
+      return "suspect the RoPE rotation, its angles or its pairing (position 0 is not rotated, so a rotation error "
+             "vanishes there)";
     case model::OpClass::attention:
       return "suspect the attention weights: the scale, the softmax or the mask (position 0 attends to itself "
              "alone, so any weighting gives its value exactly there); the RoPE ops before it pass";
-    default: return "suspect something that depends on the position (RoPE angle, causal mask)";
+    default: return "suspect something that depends on the position (RoPE rotation, causal mask)";
   }
 }
 
@@ -309,8 +310,11 @@ std::vector<Diagnosis> diagnose_op(const OpResult& whole, std::span<const RowInf
   if (whole.pass() || whole.first_bad < 0 || all_rows.size() != whole.rows.size()) return out;
   some_sequences(whole, all_rows, out);
   const auto [op, rows] = one_sequence(whole, all_rows, whole.first_bad_row.sequence);
+  // An error that starts at a later chunk's first row leaves position 0 exact by that alone:
+  // chunk-start says it, and position-zero-exact's suspect (the weighting, the angles) would mislead.
+  const std::size_t before = out.size();
   chunk_start(op, op.first_bad_row, out);
-  position_zero(op, rows, out);
+  if (out.size() == before) position_zero(op, rows, out);
   growth(op, rows, out);
   decode_only(op, rows, out);
   some_heads(op, out);

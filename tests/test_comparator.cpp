@@ -353,6 +353,21 @@ TEST(Diagnosis, DecodeOnlyAndChunkStart) {
   EXPECT_FALSE(has(codes, "decode-only"));
 }
 
+// An error from a later chunk's first row on leaves position 0 exact by that alone: chunk-start,
+// not position-zero-exact and its suspect (the attention weights), which a stale KV chunk misled.
+TEST(Diagnosis, AnErrorFromAChunkStartIsNotAlsoPositionZeroExact) {
+  const HostTensor a = filled(10, 8, base);
+  const HostTensor b = filled(10, 8, [](auto r, auto c) { return base(r, c) + (r >= 2 ? 0.1 : 0.0); });
+  std::vector<RowInfo> chunked = rows_of(10);
+  for (int p = 2; p < 10; ++p) chunked[static_cast<std::size_t>(p)].chunk_b = 1;
+  chunked[2].chunk_start_b = true;
+  const auto codes = codes_of(compare_op({Op::attn, 0}, a, b, chunked, {}, {{1e-8, {}, {}, {}}, "t"}), chunked);
+  EXPECT_TRUE(has(codes, "chunk-start"));
+  EXPECT_FALSE(has(codes, "position-zero-exact"));
+  const auto whole = codes_of(compare_op({Op::attn, 0}, a, b, rows_of(10), {}, {{1e-8, {}, {}, {}}, "t"}), rows_of(10));
+  EXPECT_TRUE(has(whole, "position-zero-exact"));
+}
+
 TEST(Diagnosis, AValueNearTheDtypeLimit) {
   const HostTensor a = filled(4, 8, base);
   const HostTensor b = filled(4, 8, [](auto r, auto c) { return r == 2 && c == 3 ? 60000.0 : base(r, c); });
