@@ -173,7 +173,7 @@ std::int64_t ImportedDump::step_rows(const ArrayFile& file, int step) {
       throw FormatError(fmt::format("{}: '{}' has {} entries for {} token ids", where, p->name, positions.size(), n));
   } else {
     positions_assumed_ = true;
-    const std::int64_t next = positions_.empty() ? 0 : positions_.back() + 1;
+    const std::int64_t next = positions_.empty() ? 0 : std::int64_t{positions_.back()} + 1;
     for (std::int64_t i = 0; i < n; ++i) positions.push_back(next + i);
   }
   std::vector<std::int64_t> decode(static_cast<std::size_t>(n), 0);
