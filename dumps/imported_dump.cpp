@@ -133,6 +133,9 @@ ImportedDump::ImportedDump(const std::filesystem::path& path, const ImportOption
   if (positions_assumed_)
     notes_.push_back(fmt::format("{}: no positions array ({}): rows taken as positions 0, 1, ... in order",
                                  path.string(), fmt::join(options_.map.positions, ", ")));
+  if (decode_assumed_)
+    notes_.push_back(fmt::format("{}: no decode array ({}) in {}: those rows taken as prefill rows", path.string(),
+                                 fmt::join(options_.map.decode, ", "), files_.size() > 1 ? "some step files" : "it"));
   if (!unmapped_.empty())
     notes_.push_back(fmt::format(
         "{}: {} array name{} the map '{}' does not know, not compared: {}", path.string(), unmapped_.size(),
@@ -177,7 +180,9 @@ std::int64_t ImportedDump::step_rows(const ArrayFile& file, int step) {
     for (std::int64_t i = 0; i < n; ++i) positions.push_back(next + i);
   }
   std::vector<std::int64_t> decode(static_cast<std::size_t>(n), 0);
-  if (const NamedArray* d = first_of(file, options_.map.decode)) {
+  const NamedArray* d = first_of(file, options_.map.decode);
+  decode_assumed_ = decode_assumed_ || d == nullptr;
+  if (d != nullptr) {
     decode = integers(*d);
     if (std::ssize(decode) != n)
       throw FormatError(fmt::format("{}: '{}' has {} entries for {} token ids", where, d->name, decode.size(), n));

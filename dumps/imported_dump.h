@@ -51,7 +51,7 @@ class ImportedDump {
   const std::vector<std::int32_t>& tokens() const { return tokens_; }
   std::string storage_dtype() const;  // the narrowest float type of the taps: "f16", "f32", "f64"
   std::string format() const;         // "safetensors", "npz", "folder of N npz files", ...
-  // What a reader should be told: arrays no rule maps, provenance assumed.
+  // What a reader should be told: arrays no rule maps, positions or decode flags assumed.
   const std::vector<std::string>& notes() const { return notes_; }
 
   // Rows [first_row, first_row + count) clamped to rows(): f64 when the arrays are f64, else f32.
@@ -83,6 +83,7 @@ class ImportedDump {
   std::vector<std::string> notes_;
   std::vector<std::string> unmapped_;
   bool positions_assumed_ = false;
+  bool decode_assumed_ = false;
 };
 
 }  // namespace tapdiff::dumps

@@ -86,8 +86,10 @@ TEST(ImportedDump, NpzAndSafetensorsReadBackAsWritten) {
   const model::HostTensor qr = dump.read({Op::q_proj, 1}, 0, 3);
   EXPECT_EQ(qr.scalar(), model::Scalar::f64);
   EXPECT_EQ(qr.at(2, 5), 0.25 * 21);
-  ASSERT_EQ(dump.notes().size(), 1u);
+  ASSERT_EQ(dump.notes().size(), 2u);
   EXPECT_NE(dump.notes()[0].find("no positions array (positions, position_ids): rows taken as positions 0, 1"),
+            std::string::npos);
+  EXPECT_NE(dump.notes()[1].find("no decode array (decode) in it: those rows taken as prefill rows"),
             std::string::npos);
 
   std::vector<testing::StEntry> st = {{"input_ids", "I32", {3}, {}}, {"0/attn_norm", "F32", {3, 8}, {}}};
@@ -240,13 +242,15 @@ TEST(ImportedDump, DumpReaderSaysWhereTheValuesCameFrom) {
   const auto dir = testing::temp_dir("imported-reader");
   const model::ModelConfig c = small_config();
   write_npz(dir / "b.npz", {tokens({1, 2}), npy("positions", "<i4", {2}, std::vector<std::int32_t>{5, 6}),
+                            npy("decode", "<i4", {2}, std::vector<std::int32_t>{0, 1}),
                             npy("model.layers.0", "<f2", {2, 8}, std::vector<std::uint16_t>(16, 0x3c00))});
   const dumps::DumpReader reader((dir / "b.npz").string(), options_for(c, "hf"));
   EXPECT_EQ(reader.metadata().engine, "imported npz (map hf)");
   EXPECT_EQ(reader.metadata().storage_dtype, "f16");
   EXPECT_EQ(reader.positions(), (std::vector<std::int32_t>{5, 6}));
   EXPECT_EQ(reader.read({Op::ffn_residual, 0}, 0, 2).at(1, 7), 1.0);
-  EXPECT_TRUE(reader.notes().empty());
+  EXPECT_EQ(reader.decode_flags(), (std::vector<std::uint8_t>{0, 1}));
+  EXPECT_TRUE(reader.notes().empty());  // its provenance whole, every array mapped
 }
 
 }  // namespace
