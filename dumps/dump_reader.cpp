@@ -131,11 +131,8 @@ DumpReader::DumpReader(const std::string& path, Guard guard)
 DumpReader::DumpReader(const std::string& path, const ImportOptions& options) : path_(path) {
   std::error_code error;
   if (!std::filesystem::exists(path, error)) throw UsageError(fmt::format("{}: no such dump file", path));
-  if (!is_imported_dump(path)) {
-    file_ = open_guarded(path);
-    read_layout();
-    return;
-  }
+  if (!is_imported_dump(path))
+    throw UsageError(fmt::format("{}: expected a safetensors or .npz dump, or a folder of them", path));
   config_ = config_from_json(options.model_config, path + ": the model given for it");
   imported_ = std::make_shared<const ImportedDump>(path, options, config_);
   import_from(*imported_, options);

@@ -37,8 +37,8 @@ class DumpReader {
   // itself has just written (the fuzz target of the reader, where a memory error must surface).
   enum class Guard : std::uint8_t { child_process, none };
   explicit DumpReader(const std::string& path, Guard guard = Guard::child_process);
-  // The same for an HDF5 dump; a dump an outside engine wrote as safetensors or .npz (a file or a
-  // folder of per-step files: is_imported_dump) is imported through options' name map, for the
+  // A dump an outside engine wrote as safetensors or .npz (a file or a folder of per-step files:
+  // is_imported_dump; UsageError for anything else), imported through options' name map, for the
   // model options name (docs/import.md). Its metadata say so: engine "imported <format> (map
   // <name>)", compute_dtype its storage type.
   DumpReader(const std::string& path, const ImportOptions& options);

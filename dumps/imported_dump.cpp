@@ -211,10 +211,17 @@ void ImportedDump::read_step(const ArrayFile& file, int step) {
   std::set<std::string> provenance;
   for (const auto* names : {&options_.map.tokens, &options_.map.positions, &options_.map.decode})
     provenance.insert(names->begin(), names->end());
+  std::set<std::string> halves, summed;  // second halves of sums seen, and those a sum used
   for (const NamedArray& array : file.arrays()) {
-    if (provenance.contains(array.name) || is_sum_partner(options_.map, array.name, config_)) continue;
-    add_array(file, array, first_row, n);
+    if (provenance.contains(array.name)) continue;
+    if (is_sum_partner(options_.map, array.name, config_))
+      halves.insert(array.name);
+    else if (std::string partner = add_array(file, array, first_row, n); !partner.empty())
+      summed.insert(std::move(partner));
   }
+  for (const std::string& half : halves)  // a second half without its first is not compared: say so
+    if (!summed.contains(half) && std::find(unmapped_.begin(), unmapped_.end(), half) == unmapped_.end())
+      unmapped_.push_back(half);
 }
 
 std::int64_t ImportedDump::row_width(const ArrayFile& file, const NamedArray& array, std::int64_t rows,
@@ -231,12 +238,12 @@ std::int64_t ImportedDump::row_width(const ArrayFile& file, const NamedArray& ar
                                 file.path().string(), array.name, fmt::join(array.shape, ", "), rows, width));
 }
 
-void ImportedDump::add_array(const ArrayFile& file, const NamedArray& array, std::int64_t first_row,
-                             std::int64_t rows) {
+std::string ImportedDump::add_array(const ArrayFile& file, const NamedArray& array, std::int64_t first_row,
+                                    std::int64_t rows) {
   const std::optional<Resolved> r = resolve(options_.map, array.name, config_);
   if (!r) {
     if (std::find(unmapped_.begin(), unmapped_.end(), array.name) == unmapped_.end()) unmapped_.push_back(array.name);
-    return;
+    return {};
   }
   const std::string where = fmt::format("{}: '{}'", file.path().string(), array.name);
   if (!is_float(array.type))
@@ -274,6 +281,7 @@ void ImportedDump::add_array(const ArrayFile& file, const NamedArray& array, std
     segs.push_back({&file, &array, partner, first_row, rows, width, column});
     column += model::op_width(config_, id.op);
   }
+  return partner != nullptr ? partner->name : std::string();
 }
 
 std::string ImportedDump::storage_dtype() const {

@@ -68,7 +68,9 @@ class ImportedDump {
   };
   void read_step(const ArrayFile& file, int step);
   std::int64_t step_rows(const ArrayFile& file, int step);
-  void add_array(const ArrayFile& file, const NamedArray& array, std::int64_t first_row, std::int64_t rows);
+  // Adds the taps an array holds (none, and a note, for a name the map does not know); returns the
+  // name of the second half it was summed with, or "".
+  std::string add_array(const ArrayFile& file, const NamedArray& array, std::int64_t first_row, std::int64_t rows);
   std::int64_t row_width(const ArrayFile& file, const NamedArray& array, std::int64_t rows, std::int64_t width) const;
 
   std::filesystem::path path_;

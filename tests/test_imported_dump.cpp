@@ -141,6 +141,13 @@ TEST(ImportedDump, FusedArraysSplitHalvesSumAndQkChannelsFollowTheModel) {
   EXPECT_EQ(v.at(0, 0), static_cast<float>(16 + 12));  // not permuted
   const model::HostTensor sum = dump.read({Op::ffn_residual, 0}, 0, 2);
   EXPECT_EQ(sum.at(1, 2), (1 + 10) + (10 + 10));
+  // A second half without its first is not compared, and the note names it.
+  write_npz(dir / "half.npz", {tokens({1, 2}), npy("model.layers.0.1", "<f4", {2, 8}, iota(16, 10))});
+  const ImportedDump half(dir / "half.npz", options_for(c, "vllm"), c);
+  EXPECT_TRUE(half.tensors().empty());
+  ASSERT_FALSE(half.notes().empty());
+  EXPECT_NE(half.notes().back().find("does not know, not compared: model.layers.0.1"), std::string::npos)
+      << half.notes().back();
 }
 
 TEST(ImportedDump, BadInputsAreNamedWithWhatWasExpected) {
