@@ -1,149 +1,102 @@
 #include "model/dtype.h"
 
-#include <algorithm>
 #include <array>
 #include <bit>
-#include <cmath>
 #include <cstring>
 
 #include "model/errors.h"
+#include "model/half_float.h"
+#include "model/quant_blocks.h"
 
 namespace tapdiff::model {
 namespace {
 
-constexpr int kBlock = 32;                        // elements per Q8_0 / Q4_0 block
-constexpr std::size_t kQ8Bytes = 2 + kBlock;      // f16 d + 32 x int8
-constexpr std::size_t kQ4Bytes = 2 + kBlock / 2;  // f16 d + 16 bytes of nibbles
+using DequantizeFn = void (*)(const std::byte* src, float* dst, std::int64_t n);
+using QuantizeFn = void (*)(const float* src, std::byte* dst, std::int64_t n);
 
-std::uint16_t load_u16(const std::byte* p) {
-  std::uint16_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
+void copy_f32(const std::byte* src, float* dst, std::int64_t n) {
+  std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(float));
 }
-
-void store_u16(std::byte* p, std::uint16_t v) { std::memcpy(p, &v, sizeof v); }
-
-// f16 -> f32, exact and branch-free so that row loops vectorize (as in the FP16 library):
-// normals, inf and nan by rescaling the exponent, subnormals by subtracting a magic bias.
-inline float widen_f16(std::uint16_t h) {
-  const std::uint32_t w = static_cast<std::uint32_t>(h) << 16;
-  const std::uint32_t sign = w & 0x80000000u;
-  const std::uint32_t two_w = w + w;
-  const float normalized = std::bit_cast<float>((two_w >> 4) + (0xE0u << 23)) * 0x1.0p-112f;
-  const float denormalized = std::bit_cast<float>((two_w >> 17) | (126u << 23)) - 0.5f;
-  const std::uint32_t subnormal_mask = 0u - static_cast<std::uint32_t>(two_w < (1u << 27));
-  const std::uint32_t bits = (std::bit_cast<std::uint32_t>(denormalized) & subnormal_mask) |
-                             (std::bit_cast<std::uint32_t>(normalized) & ~subnormal_mask);
-  return std::bit_cast<float>(sign | bits);
+void store_f32(const float* src, std::byte* dst, std::int64_t n) {
+  std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(float));
 }
-
 void dequantize_f16(const std::byte* src, float* dst, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) dst[i] = widen_f16(load_u16(src + 2 * i));
 }
-
+void quantize_f16(const float* src, std::byte* dst, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) store_u16(dst + 2 * i, narrow_f16(src[i]));
+}
 void dequantize_bf16(const std::byte* src, float* dst, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(load_u16(src + 2 * i));
 }
-
-// x[j] = d * q[j] for each block of 32.
-void dequantize_q8_0(const std::byte* src, float* dst, std::int64_t n) {
-  for (std::int64_t b = 0; b < n / kBlock; ++b, src += kQ8Bytes, dst += kBlock) {
-    const float d = widen_f16(load_u16(src));
-    const auto* q = reinterpret_cast<const std::int8_t*>(src + 2);
-    for (int j = 0; j < kBlock; ++j) dst[j] = d * static_cast<float>(q[j]);
-  }
+void quantize_bf16(const float* src, std::byte* dst, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) store_u16(dst + 2 * i, f32_to_bf16(src[i]));
 }
 
-// x[j] = d * (lo(q[j]) - 8), x[j + 16] = d * (hi(q[j]) - 8). The quants are copied out first so
-// that the loops vectorize (a char pointer could alias dst).
-void dequantize_q4_0(const std::byte* src, float* dst, std::int64_t n) {
-  constexpr int kHalf = kBlock / 2;
-  for (std::int64_t b = 0; b < n / kBlock; ++b, src += kQ4Bytes, dst += kBlock) {
-    const float d = widen_f16(load_u16(src));
-    std::array<std::uint8_t, kHalf> q;
-    std::memcpy(q.data(), src + 2, q.size());
-    for (int j = 0; j < kHalf; ++j) dst[j] = d * static_cast<float>((q[static_cast<std::size_t>(j)] & 0x0F) - 8);
-    for (int j = 0; j < kHalf; ++j) dst[j + kHalf] = d * static_cast<float>((q[static_cast<std::size_t>(j)] >> 4) - 8);
-  }
-}
+struct Format {
+  DType type;
+  std::string_view name;
+  int block;          // elements
+  std::size_t bytes;  // per block
+  DequantizeFn dequantize;
+  QuantizeFn quantize;
+};
 
-// roundf(v) (halves away from zero) for |v| <= 127, without a libm call; NaN -> 0.
-std::int8_t round_q8(float v) {
-  if (!(std::fabs(v) <= 127.5f)) return 0;
-  const int t = static_cast<int>(v);
-  const float frac = v - static_cast<float>(t);  // exact
-  return static_cast<std::int8_t>(t + (frac >= 0.5f) - (frac <= -0.5f));
-}
+// In DType order.
+constexpr std::array kFormats{
+    Format{DType::f32, "f32", 1, 4, copy_f32, store_f32},
+    Format{DType::f16, "f16", 1, 2, dequantize_f16, quantize_f16},
+    Format{DType::bf16, "bf16", 1, 2, dequantize_bf16, quantize_bf16},
+    Format{DType::q8_0, "q8_0", 32, 34, blocks::dequantize_q8_0, blocks::quantize_q8_0},
+    Format{DType::q4_0, "q4_0", 32, 18, blocks::dequantize_q4_0, blocks::quantize_q4_0},
+    Format{DType::q4_1, "q4_1", 32, 20, blocks::dequantize_q4_1, blocks::quantize_q4_1},
+    Format{DType::q5_0, "q5_0", 32, 22, blocks::dequantize_q5_0, blocks::quantize_q5_0},
+    Format{DType::q5_1, "q5_1", 32, 24, blocks::dequantize_q5_1, blocks::quantize_q5_1},
+    Format{DType::iq4_nl, "iq4_nl", 32, 18, blocks::dequantize_iq4_nl, blocks::quantize_iq4_nl},
+    Format{DType::q2_k, "q2_k", 256, 84, blocks::dequantize_q2_k, blocks::quantize_q2_k},
+    Format{DType::q3_k, "q3_k", 256, 110, blocks::dequantize_q3_k, blocks::quantize_q3_k},
+    Format{DType::q4_k, "q4_k", 256, 144, blocks::dequantize_q4_k, blocks::quantize_q4_k},
+    Format{DType::q5_k, "q5_k", 256, 176, blocks::dequantize_q5_k, blocks::quantize_q5_k},
+    Format{DType::q6_k, "q6_k", 256, 210, blocks::dequantize_q6_k, blocks::quantize_q6_k},
+    Format{DType::iq4_xs, "iq4_xs", 256, 136, blocks::dequantize_iq4_xs, blocks::quantize_iq4_xs},
+};
 
-// llama.cpp's quantize_row_q8_0_ref: d = amax / 127, q = roundf(x * (1 / d)).
-void quantize_q8_0(const float* src, std::byte* dst, std::int64_t n) {
-  for (std::int64_t b = 0; b < n / kBlock; ++b, src += kBlock, dst += kQ8Bytes) {
-    float amax = 0.0f;
-    for (int j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(src[j]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    store_u16(dst, f32_to_f16(d));
-    std::array<std::int8_t, kBlock> q;
-    for (int j = 0; j < kBlock; ++j) q[static_cast<std::size_t>(j)] = round_q8(src[j] * id);
-    std::memcpy(dst + 2, q.data(), q.size());
-  }
+constexpr bool formats_in_dtype_order() {
+  for (std::size_t i = 0; i < kFormats.size(); ++i)
+    if (static_cast<std::size_t>(kFormats[i].type) != i) return false;
+  return true;
 }
+static_assert(formats_in_dtype_order());
 
-// The nibble of x * id + 8 truncated to [0, 15] (NaN -> 0), as llama.cpp's MIN(15, (int8_t)(v + 8.5f)).
-std::uint8_t q4_nibble(float x_times_id) {
-  const float v = x_times_id + 8.5f;
-  if (!(v > 0.0f)) return 0;
-  return v >= 15.0f ? std::uint8_t{15} : static_cast<std::uint8_t>(v);
-}
+constexpr std::array<DType, kFormats.size()> kAll = [] {
+  std::array<DType, kFormats.size()> all{};
+  for (std::size_t i = 0; i < kFormats.size(); ++i) all[i] = kFormats[i].type;
+  return all;
+}();
 
-// llama.cpp's quantize_row_q4_0_ref: max = the value of largest |x|, d = max / -8,
-// q = min(15, trunc(x / d + 8.5)); byte j = q[j] | q[j + 16] << 4.
-void quantize_q4_0(const float* src, std::byte* dst, std::int64_t n) {
-  for (std::int64_t b = 0; b < n / kBlock; ++b, src += kBlock, dst += kQ4Bytes) {
-    float amax = 0.0f, max = 0.0f;
-    for (int j = 0; j < kBlock; ++j) {
-      if (amax < std::fabs(src[j])) amax = std::fabs(src[j]), max = src[j];
-    }
-    const float d = max / -8.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    store_u16(dst, f32_to_f16(d));
-    auto* q = reinterpret_cast<std::uint8_t*>(dst + 2);
-    for (int j = 0; j < kBlock / 2; ++j)
-      q[j] = static_cast<std::uint8_t>(q4_nibble(src[j] * id) | (q4_nibble(src[j + kBlock / 2] * id) << 4));
-  }
-}
+const Format& format(DType t) { return kFormats[static_cast<std::size_t>(t)]; }
 
 }  // namespace
 
-std::string_view dtype_name(DType t) {
-  switch (t) {
-    case DType::f32: return "f32";
-    case DType::f16: return "f16";
-    case DType::bf16: return "bf16";
-    case DType::q8_0: return "q8_0";
-    case DType::q4_0: return "q4_0";
-  }
-  return "?";
-}
+std::span<const DType> all_dtypes() { return kAll; }
+
+std::string_view dtype_name(DType t) { return format(t).name; }
 
 std::optional<DType> dtype_from_name(std::string_view name) {
-  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_0})
-    if (dtype_name(t) == name) return t;
+  for (const Format& f : kFormats)
+    if (f.name == name) return f.type;
   return std::nullopt;
 }
 
-int block_size(DType t) { return t == DType::q8_0 || t == DType::q4_0 ? kBlock : 1; }
-
-std::size_t block_bytes(DType t) {
-  switch (t) {
-    case DType::f32: return 4;
-    case DType::f16: return 2;
-    case DType::bf16: return 2;
-    case DType::q8_0: return kQ8Bytes;
-    case DType::q4_0: return kQ4Bytes;
-  }
-  return 0;
+std::string dtype_names() {
+  std::string names;
+  for (const Format& f : kFormats) (names += names.empty() ? "" : ", ") += f.name;
+  return names;
 }
+
+bool is_quantized(DType t) { return format(t).block > 1; }
+int block_size(DType t) { return format(t).block; }
+std::size_t block_bytes(DType t) { return format(t).bytes; }
 
 std::size_t row_bytes(DType t, std::int64_t n) {
   TAPDIFF_ASSERT(n >= 0 && n % block_size(t) == 0, "a row of {} elements of {} (blocks of {})", n, dtype_name(t),
@@ -152,30 +105,6 @@ std::size_t row_bytes(DType t, std::int64_t n) {
 }
 
 float f16_to_f32(std::uint16_t h) { return widen_f16(h); }
-
-namespace {
-
-// Round to nearest even; |f| >= 65520 -> inf; NaN -> quiet NaN of the same sign.
-std::uint16_t narrow_f16(float f) {
-  std::uint32_t u = std::bit_cast<std::uint32_t>(f);
-  const std::uint32_t sign = u & 0x80000000u;
-  u ^= sign;
-  std::uint32_t out;
-  if (u >= (143u << 23)) {  // |f| >= 2^16, inf or nan
-    out = u > 0x7F800000u ? 0x7E00u : 0x7C00u;
-  } else if (u < (113u << 23)) {  // |f| < 2^-14: f16 subnormal or zero; the FPU rounds the sum
-    const float magic = std::bit_cast<float>(((127u - 15u) + (23u - 10u) + 1u) << 23);
-    out = std::bit_cast<std::uint32_t>(std::bit_cast<float>(u) + magic) - std::bit_cast<std::uint32_t>(magic);
-  } else {  // normal: rebias the exponent, round the 13 dropped bits to even (may carry into inf)
-    const std::uint32_t mant_odd = (u >> 13) & 1u;
-    u += (static_cast<std::uint32_t>(15 - 127) << 23) + 0xFFFu + mant_odd;
-    out = u >> 13;
-  }
-  return static_cast<std::uint16_t>(out | (sign >> 16));
-}
-
-}  // namespace
-
 std::uint16_t f32_to_f16(float f) { return narrow_f16(f); }
 
 void f32_to_f16(std::span<const float> in, std::uint16_t* out) {
@@ -193,28 +122,12 @@ std::uint16_t f32_to_bf16(float f) {
 
 void dequantize_row(DType t, const std::byte* src, float* dst, std::int64_t n) {
   TAPDIFF_ASSERT(n % block_size(t) == 0, "dequantize {} elements of {}", n, dtype_name(t));
-  switch (t) {
-    case DType::f32: std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(float)); return;
-    case DType::f16: dequantize_f16(src, dst, n); return;
-    case DType::bf16: dequantize_bf16(src, dst, n); return;
-    case DType::q8_0: dequantize_q8_0(src, dst, n); return;
-    case DType::q4_0: dequantize_q4_0(src, dst, n); return;
-  }
+  format(t).dequantize(src, dst, n);
 }
 
 void quantize_row(DType t, const float* src, std::byte* dst, std::int64_t n) {
   TAPDIFF_ASSERT(n % block_size(t) == 0, "quantize {} elements to {}", n, dtype_name(t));
-  switch (t) {
-    case DType::f32: std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(float)); return;
-    case DType::f16:
-      for (std::int64_t i = 0; i < n; ++i) store_u16(dst + 2 * i, f32_to_f16(src[i]));
-      return;
-    case DType::bf16:
-      for (std::int64_t i = 0; i < n; ++i) store_u16(dst + 2 * i, f32_to_bf16(src[i]));
-      return;
-    case DType::q8_0: quantize_q8_0(src, dst, n); return;
-    case DType::q4_0: quantize_q4_0(src, dst, n); return;
-  }
+  format(t).quantize(src, dst, n);
 }
 
 }  // namespace tapdiff::model

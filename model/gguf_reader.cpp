@@ -29,21 +29,55 @@ std::string_view value_type_name(ValueType t) {
   return i < std::size(kValueTypes) ? kValueTypes[i].first : "?";
 }
 
+namespace {
+
+// ggml's type ids and names (ggml.h): those tapdiff reads, then those it knows only by name.
+struct GgmlType {
+  std::uint32_t id;
+  std::string_view name;
+  std::optional<DType> dtype;
+};
+
+constexpr GgmlType kGgmlTypes[] = {
+    {0, "F32", DType::f32},         {1, "F16", DType::f16},        {2, "Q4_0", DType::q4_0},
+    {3, "Q4_1", DType::q4_1},       {6, "Q5_0", DType::q5_0},      {7, "Q5_1", DType::q5_1},
+    {8, "Q8_0", DType::q8_0},       {10, "Q2_K", DType::q2_k},     {11, "Q3_K", DType::q3_k},
+    {12, "Q4_K", DType::q4_k},      {13, "Q5_K", DType::q5_k},     {14, "Q6_K", DType::q6_k},
+    {20, "IQ4_NL", DType::iq4_nl},  {23, "IQ4_XS", DType::iq4_xs}, {30, "BF16", DType::bf16},
+    {9, "Q8_1", std::nullopt},      {15, "Q8_K", std::nullopt},    {16, "IQ2_XXS", std::nullopt},
+    {17, "IQ2_XS", std::nullopt},   {18, "IQ3_XXS", std::nullopt}, {19, "IQ1_S", std::nullopt},
+    {21, "IQ3_S", std::nullopt},    {22, "IQ2_S", std::nullopt},   {24, "I8", std::nullopt},
+    {25, "I16", std::nullopt},      {26, "I32", std::nullopt},     {27, "I64", std::nullopt},
+    {28, "F64", std::nullopt},      {29, "IQ1_M", std::nullopt},   {34, "TQ1_0", std::nullopt},
+    {35, "TQ2_0", std::nullopt},    {39, "MXFP4", std::nullopt},
+};
+
+}  // namespace
+
 std::uint32_t ggml_type(DType t) {
-  switch (t) {
-    case DType::f32: return 0;
-    case DType::f16: return 1;
-    case DType::q4_0: return 2;
-    case DType::q8_0: return 8;
-    case DType::bf16: return 30;
-  }
+  for (const GgmlType& g : kGgmlTypes)
+    if (g.dtype == t) return g.id;
+  TAPDIFF_ASSERT(false, "no ggml type for {}", dtype_name(t));
   return 0;
 }
 
 std::optional<DType> dtype_from_ggml_type(std::uint32_t id) {
-  for (DType t : {DType::f32, DType::f16, DType::bf16, DType::q8_0, DType::q4_0})
-    if (ggml_type(t) == id) return t;
+  for (const GgmlType& g : kGgmlTypes)
+    if (g.id == id) return g.dtype;
   return std::nullopt;
+}
+
+std::string ggml_type_name(std::uint32_t id) {
+  for (const GgmlType& g : kGgmlTypes)
+    if (g.id == id) return std::string(g.name);
+  return fmt::format("unknown type {}", id);
+}
+
+std::string readable_ggml_types() {
+  std::string names;
+  for (const GgmlType& g : kGgmlTypes)
+    if (g.dtype) (names += names.empty() ? "" : ", ") += std::string(g.name);
+  return names;
 }
 
 }  // namespace gguf
@@ -178,8 +212,8 @@ GgufTensorInfo read_tensor_info(Cursor& c, std::size_t index) {
   const auto type = c.read<std::uint32_t>(fmt::format("the type of tensor '{}'", t.name));
   const auto dtype = gguf::dtype_from_ggml_type(type);
   if (!dtype)
-    c.fail("unknown/unsupported tensor type {} for tensor '{}' (expected F32 0, F16 1, Q4_0 2, Q8_0 8 or BF16 30)",
-           type, t.name);
+    c.fail("tensor '{}': type {} ({}) is not supported; tapdiff reads {}", t.name, type, gguf::ggml_type_name(type),
+           gguf::readable_ggml_types());
   t.dtype = *dtype;
   t.offset = c.read<std::uint64_t>(fmt::format("the data offset of tensor '{}'", t.name));
   return t;

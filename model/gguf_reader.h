@@ -39,9 +39,12 @@ enum class ValueType : std::uint32_t {
 std::string_view value_type_name(ValueType t);
 
 constexpr std::uint32_t kDefaultAlignment = 32;
-// The ggml type id of a DType (F32 0, F16 1, Q4_0 2, Q8_0 8, BF16 30), and back (nullopt for others).
+// The ggml type id of a DType (F32 0, F16 1, Q4_0 2, ..., IQ4_XS 23, BF16 30), and back (nullopt
+// for the types tapdiff does not read).
 std::uint32_t ggml_type(DType t);
 std::optional<DType> dtype_from_ggml_type(std::uint32_t id);
+std::string ggml_type_name(std::uint32_t id);  // "Q4_K", "IQ2_XXS", or "unknown type 99"
+std::string readable_ggml_types();             // the names of the types tapdiff reads, for messages
 }  // namespace gguf
 
 // One metadata value. Integers keep their sign class (std::uint64_t or std::int64_t), floats

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/config.h"
@@ -16,6 +17,9 @@ struct SynthOptions {
   // rope_style and qkv_bias follow the arch.
   ModelConfig config;
   DType dtype = DType::f32;  // storage type of the matrices (norm weights and biases stay f32)
+  // llama.cpp's _M mix over dtype q4_k or q5_k (its Q4_K_M and Q5_K_M files): output.weight, and
+  // attn_v and ffn_down of the layers llama.cpp's use_more_bits picks, stored as Q6_K.
+  bool medium_mix = false;
   std::uint64_t seed = 1;
   int outlier_channels = 0;   // residual-stream channels carrying large activations
   double outlier_scale = 30;  // their magnitude relative to the other channels
@@ -28,6 +32,11 @@ struct SynthOptions {
 // Outlier channels: their embedding columns are multiplied by outlier_scale and their norm
 // weights divided by it, the pattern trained models show.
 void write_synth_model(const std::filesystem::path& path, const SynthOptions& options);
+
+// Sets dtype and medium_mix from a storage name: a dtype name (model/dtype.h), q4_k_m or q5_k_m.
+// False for any other name.
+bool set_synth_storage(SynthOptions& options, std::string_view name);
+std::string synth_storage_names();  // every name set_synth_storage takes, for messages
 
 // A short hex digest of everything that determines the bytes write_synth_model writes (options
 // and generator version): equal digests, equal files. Names cached synth models.

@@ -152,9 +152,13 @@ TEST(BadFile, GgufUnalignedDataOffset) {
 
 TEST(BadFile, GgufUnknownTensorType) {
   auto f = tiny_gguf();
-  patch(f.bytes, type_pos(f, "blk.0.attn_q.weight", 2), std::uint32_t{12});  // Q4_K
+  patch(f.bytes, type_pos(f, "blk.0.attn_q.weight", 2), std::uint32_t{16});
   write_bytes(f.path, f.bytes);
-  expect_message(load_error(f.path), f.path, {"unknown/unsupported tensor type 12 for tensor 'blk.0.attn_q.weight'"});
+  expect_message(load_error(f.path), f.path,
+                 {"tensor 'blk.0.attn_q.weight': type 16 (IQ2_XXS) is not supported", "Q4_K", "IQ4_XS"});
+  patch(f.bytes, type_pos(f, "blk.0.attn_q.weight", 2), std::uint32_t{99});
+  write_bytes(f.path, f.bytes);
+  expect_message(load_error(f.path), f.path, {"type 99 (unknown type 99) is not supported"});
 }
 
 TEST(BadFile, GgufMissingTensor) {

@@ -458,6 +458,28 @@ INSTANTIATE_TEST_SUITE_P(
                         {{7}, {40}, {33, 33, 1}, {100, 1, 1}, {20, 90}}, "llama", 3, false, "attention=coop2"))),
     [](const ::testing::TestParamInfo<OpCase>& p) { return p.param.name; });
 
+// Every other block format (model/quant_blocks.h) in the f32 and f16 pipelines, through the
+// matrix-vector kernel (1 row), the tiled GEMM (5 rows, 2 + 5) and, in f16, the cooperative GEMM
+// where the device has one; widths a multiple of the format's block (256 for the super-blocks).
+std::vector<OpCase> block_format_cases() {
+  std::vector<OpCase> cases;
+  for (const DType t : model::all_dtypes()) {
+    if (!model::is_quantized(t) || t == DType::q8_0 || t == DType::q4_0) continue;  // in the shapes above
+    const bool super_block = model::block_size(t) == 256;
+    const std::array<int, 6> shape = super_block ? std::array{8, 4, 32, 256, 512, 300} : std::array{8, 4, 16, 96, 224, 300};
+    const OpCase c = op_case(fmt::format("block_{}", model::dtype_name(t)), shape, t, {{1}, {5}, {2, 5}});
+    cases.push_back(c);
+    cases.push_back(act_f16(c));
+    OpCase coop = op_case(fmt::format("coop_block_{}", model::dtype_name(t)), shape, t, {{5}, {33}}, "llama", 0, false,
+                          "matmul=coop");
+    cases.push_back(act_f16(coop));
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(BlockFormats, VulkanOps, ::testing::ValuesIn(block_format_cases()),
+                         [](const ::testing::TestParamInfo<OpCase>& p) { return p.param.name; });
+
 // The variant that ran is reported per op: a tile for prefill, a matrix-vector kernel for decode.
 TEST(VulkanKernels, GemmVariantDependsOnRowsAndIsReported) {
   const auto m = model::load_model(synth_model_path("tiny"));

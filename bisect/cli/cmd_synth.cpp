@@ -35,9 +35,8 @@ void run_synth(const SynthArgs& a) {
   if (a.rope_base > 0) o.config.rope_base = a.rope_base;
   o.config.arch = a.arch;
   o.config.tied_output = a.tied;
-  const auto dtype = model::dtype_from_name(a.dtype);
-  if (!dtype) throw UsageError(fmt::format("--dtype: expected f32, f16, bf16, q8_0 or q4_0, found '{}'", a.dtype));
-  o.dtype = *dtype;
+  if (!model::set_synth_storage(o, a.dtype))
+    throw UsageError(fmt::format("--dtype: expected one of {}, found '{}'", model::synth_storage_names(), a.dtype));
   o.seed = a.seed;
   o.outlier_channels = a.outliers;
   o.outlier_scale = a.outlier_scale;
@@ -65,7 +64,7 @@ void add_synth_command(CLI::App& app, CliContext& context) {
   cmd->add_option("--rope-base", args->rope_base, "RoPE base (theta)")->check(finite_positive());
   cmd->add_option("--arch", args->arch, "llama (interleaved RoPE) or qwen2 (rotate-half RoPE, QKV bias)")
       ->capture_default_str();
-  cmd->add_option("--dtype", args->dtype, "Matrix storage: f32, f16, bf16, q8_0, q4_0")->capture_default_str();
+  cmd->add_option("--dtype", args->dtype, "Matrix storage: f32, f16, bf16, a ggml block type (q8_0 ... iq4_xs), or llama.cpp's q4_k_m / q5_k_m mix")->capture_default_str();
   cmd->add_option("--seed", args->seed, "Random seed")->capture_default_str();
   cmd->add_option("--outliers", args->outliers, "Residual channels with large activations")
       ->check(CLI::NonNegativeNumber)

@@ -17,10 +17,9 @@ std::filesystem::path resolve_model_path(const std::string& spec) {
   const std::string dtype_name = colon == std::string::npos ? "f32" : rest.substr(colon + 1);
   model::SynthOptions options;
   options.config = model::synth_shape(shape);
-  const auto dtype = model::dtype_from_name(dtype_name);
-  if (!dtype)
-    throw UsageError(fmt::format("--model {}: unknown dtype '{}' (f32, f16, bf16, q8_0, q4_0)", spec, dtype_name));
-  options.dtype = *dtype;
+  if (!model::set_synth_storage(options, dtype_name))
+    throw UsageError(
+        fmt::format("--model {}: unknown storage '{}' ({})", spec, dtype_name, model::synth_storage_names()));
   const std::filesystem::path dir = model::cache_dir();
   const std::filesystem::path path =
       dir / fmt::format("synth-{}-{}-{}.gguf", shape, dtype_name, model::synth_digest(options));
