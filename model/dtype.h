@@ -31,12 +31,12 @@ enum class DType : std::uint8_t {
 };
 
 std::span<const DType> all_dtypes();
-std::string_view dtype_name(DType t);                   // "f32", "q4_k", ...
+std::string_view dtype_name(DType t);  // "f32", "q4_k", ...
 std::optional<DType> dtype_from_name(std::string_view name);
-std::string dtype_names();                              // "f32, f16, ..., iq4_xs", for messages
-bool is_quantized(DType t);                             // a block format
-int block_size(DType t);                                // elements per block (1 for plain types)
-std::size_t block_bytes(DType t);                       // bytes per block
+std::string dtype_names();         // "f32, f16, ..., iq4_xs", for messages
+bool is_quantized(DType t);        // a block format
+int block_size(DType t);           // elements per block (1 for plain types)
+std::size_t block_bytes(DType t);  // bytes per block
 // Bytes of a row of n elements; n must be a multiple of block_size(t) (FormatError otherwise is the
 // loader's job: this asserts).
 std::size_t row_bytes(DType t, std::int64_t n);

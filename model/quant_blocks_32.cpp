@@ -223,7 +223,8 @@ void dequantize_iq4_nl(const std::byte* src, float* dst, std::int64_t n) {
   for (std::int64_t b = 0; b < n / kBlock; ++b, src += 18, dst += kBlock) {
     const float d = load_f16(src);
     const auto q = nibble_bytes(src + 2);
-    for (int j = 0; j < kBlock; ++j) dst[j] = d * static_cast<float>(kIq4Values[static_cast<std::size_t>(nibble(q, j))]);
+    for (int j = 0; j < kBlock; ++j)
+      dst[j] = d * static_cast<float>(kIq4Values[static_cast<std::size_t>(nibble(q, j))]);
   }
 }
 

@@ -265,16 +265,17 @@ void write_synth_model(const std::filesystem::path& path, const SynthOptions& op
     throw UsageError(
         fmt::format("synth: expected 0 to {} outlier channels (dim), found {}", c.dim, options.outlier_channels));
   if (options.medium_mix && std::ranges::find(kMediumMixBases, options.dtype) == std::end(kMediumMixBases))
-    throw UsageError(fmt::format("synth: the _M mix is llama.cpp's over q4_k or q5_k, found {}", dtype_name(options.dtype)));
+    throw UsageError(
+        fmt::format("synth: the _M mix is llama.cpp's over q4_k or q5_k, found {}", dtype_name(options.dtype)));
   const std::vector<TensorPlan> plan = plan_tensors(c);
   std::vector<DType> storage;
   for (const TensorPlan& t : plan) {
     storage.push_back(storage_of(t, options, c.n_layers));
     if (t.cols % block_size(storage.back()) != 0)
-      throw UsageError(fmt::format("synth: {} needs the rows of {} to be a multiple of {} wide, found {} (dim {}, "
-                                   "heads*head_dim {}, ffn {})",
-                                   dtype_name(storage.back()), t.name, block_size(storage.back()), t.cols, c.dim,
-                                   c.q_dim(), c.ffn_dim));
+      throw UsageError(fmt::format(
+          "synth: {} needs the rows of {} to be a multiple of {} wide, found {} (dim {}, "
+          "heads*head_dim {}, ffn {})",
+          dtype_name(storage.back()), t.name, block_size(storage.back()), t.cols, c.dim, c.q_dim(), c.ffn_dim));
   }
   GgufWriter writer(path);
   add_config(writer, c);

@@ -51,7 +51,8 @@ TEST(Dtype, NamesSizesAndRowBytes) {
   EXPECT_EQ(all_dtypes().size(), 15u);
   for (DType t : all_dtypes()) EXPECT_EQ(dtype_from_name(dtype_name(t)), t);
   EXPECT_FALSE(dtype_from_name("q8_k").has_value());
-  EXPECT_EQ(dtype_names(), "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs");
+  EXPECT_EQ(dtype_names(),
+            "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs");
   EXPECT_FALSE(is_quantized(DType::bf16));
   EXPECT_TRUE(is_quantized(DType::iq4_nl));
   // ggml's block sizes (ggml.c type_traits): elements and bytes.
@@ -269,11 +270,11 @@ TEST(Dtype, BlockFormatsRoundTripWithinTheirSteps) {
     float per_element;  // of the block's amax
     double nmse;
   };
-  const std::map<DType, Bound> bounds{
-      {DType::q4_1, {0.07f, 8e-3}},  {DType::q5_0, {0.07f, 2.5e-3}}, {DType::q5_1, {0.035f, 2e-3}},
-      {DType::iq4_nl, {0.12f, 8e-3}}, {DType::q2_k, {0.35f, 0.14}},   {DType::q3_k, {0.22f, 0.03}},
-      {DType::q4_k, {0.07f, 8e-3}},  {DType::q5_k, {0.035f, 2e-3}},  {DType::q6_k, {0.026f, 5e-4}},
-      {DType::iq4_xs, {0.11f, 8e-3}}};
+  const std::map<DType, Bound> bounds{{DType::q4_1, {0.07f, 8e-3}},  {DType::q5_0, {0.07f, 2.5e-3}},
+                                      {DType::q5_1, {0.035f, 2e-3}}, {DType::iq4_nl, {0.12f, 8e-3}},
+                                      {DType::q2_k, {0.35f, 0.14}},  {DType::q3_k, {0.22f, 0.03}},
+                                      {DType::q4_k, {0.07f, 8e-3}},  {DType::q5_k, {0.035f, 2e-3}},
+                                      {DType::q6_k, {0.026f, 5e-4}}, {DType::iq4_xs, {0.11f, 8e-3}}};
   const auto row = random_row(256 * 64, 4, 1.5f);
   for (const auto& [t, bound] : bounds) {
     const auto back = round_trip(t, row);

@@ -466,7 +466,8 @@ std::vector<OpCase> block_format_cases() {
   for (const DType t : model::all_dtypes()) {
     if (!model::is_quantized(t) || t == DType::q8_0 || t == DType::q4_0) continue;  // in the shapes above
     const bool super_block = model::block_size(t) == 256;
-    const std::array<int, 6> shape = super_block ? std::array{8, 4, 32, 256, 512, 300} : std::array{8, 4, 16, 96, 224, 300};
+    const std::array<int, 6> shape =
+        super_block ? std::array{8, 4, 32, 256, 512, 300} : std::array{8, 4, 16, 96, 224, 300};
     const OpCase c = op_case(fmt::format("block_{}", model::dtype_name(t)), shape, t, {{1}, {5}, {2, 5}});
     cases.push_back(c);
     cases.push_back(act_f16(c));
