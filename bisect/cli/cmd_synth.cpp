@@ -64,7 +64,10 @@ void add_synth_command(CLI::App& app, CliContext& context) {
   cmd->add_option("--rope-base", args->rope_base, "RoPE base (theta)")->check(finite_positive());
   cmd->add_option("--arch", args->arch, "llama (interleaved RoPE) or qwen2 (rotate-half RoPE, QKV bias)")
       ->capture_default_str();
-  cmd->add_option("--dtype", args->dtype, "Matrix storage: f32, f16, bf16, a ggml block type (q8_0 ... iq4_xs), or llama.cpp's q4_k_m / q5_k_m mix")->capture_default_str();
+  cmd->add_option(
+         "--dtype", args->dtype,
+         "Matrix storage: f32, f16, bf16, a ggml block type (q8_0 ... iq4_xs), or llama.cpp's q4_k_m / q5_k_m mix")
+      ->capture_default_str();
   cmd->add_option("--seed", args->seed, "Random seed")->capture_default_str();
   cmd->add_option("--outliers", args->outliers, "Residual channels with large activations")
       ->check(CLI::NonNegativeNumber)
