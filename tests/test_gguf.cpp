@@ -10,6 +10,7 @@
 #include "model/errors.h"
 #include "model/gguf_reader.h"
 #include "model/gguf_writer.h"
+#include "model/synth.h"
 #include "model/weights.h"
 #include "tests/model_file_fixtures.h"
 #include "tests/test_support.h"
@@ -145,6 +146,35 @@ TEST(Gguf, RoundTripOfEveryDType) {
   EXPECT_EQ(wk.rows, 32);
   EXPECT_EQ(wk.cols, 64);
   EXPECT_EQ(wk.bytes.size(), 32u * 2u * 18u);
+}
+
+// synth's q4_k_m stores each tensor as llama.cpp's quantizer does for LLAMA_FTYPE_MOSTLY_Q4_K_M:
+// output Q6_K; attn_v and ffn_down Q6_K on the layers use_more_bits picks (of 8: 0, 3, 6, 7);
+// every other matrix Q4_K; norms F32.
+TEST(Gguf, SynthQ4KMMixesTypesAsLlamaCpp) {
+  SynthOptions o;
+  o.config = synth_shape("small");
+  o.config.n_layers = 8, o.config.ffn_dim = 512;
+  ASSERT_TRUE(set_synth_storage(o, "q4_k_m"));
+  EXPECT_FALSE(set_synth_storage(o, "q6_k_m"));
+  const auto path = testing::temp_dir("gguf") / "q4_k_m.gguf";
+  write_synth_model(path, o);
+  const std::set<int> more_bits{0, 3, 6, 7};
+  std::map<DType, int> counts;
+  const GgufFile file(path);
+  for (const GgufTensorInfo& t : file.tensors()) {
+    ++counts[t.dtype];
+    if (t.ne.size() == 1) {
+      EXPECT_EQ(t.dtype, DType::f32) << t.name;
+      continue;
+    }
+    const int layer = t.name.starts_with("blk.") ? std::stoi(t.name.substr(4)) : -1;
+    const bool wider = t.name == "output.weight" || (more_bits.count(layer) != 0 && (t.name.ends_with("attn_v.weight") ||
+                                                                                   t.name.ends_with("ffn_down.weight")));
+    EXPECT_EQ(t.dtype, wider ? DType::q6_k : DType::q4_k) << t.name;
+  }
+  EXPECT_EQ(counts[DType::q6_k], 1 + 2 * 4);
+  EXPECT_EQ(counts[DType::q4_k], 1 + 7 * 8 - 2 * 4);
 }
 
 TEST(Gguf, WriterLaysOutHeaderAndAlignedData) {

@@ -13,6 +13,7 @@ const context = await model.createContext({
   contextSize: prompt.length + Number(generate) + 8,
   batchSize: 512,
   threads: os.availableParallelism(),
+  flashAttention: false,  // llama.cpp's plain attention: what the reference's llama.cpp precision models
 });
 const sequence = context.getSequence();
 const out = [];
