@@ -169,8 +169,9 @@ TEST(Gguf, SynthQ4KMMixesTypesAsLlamaCpp) {
       continue;
     }
     const int layer = t.name.starts_with("blk.") ? std::stoi(t.name.substr(4)) : -1;
-    const bool wider = t.name == "output.weight" || (more_bits.count(layer) != 0 && (t.name.ends_with("attn_v.weight") ||
-                                                                                   t.name.ends_with("ffn_down.weight")));
+    const bool wider =
+        t.name == "output.weight" ||
+        (more_bits.count(layer) != 0 && (t.name.ends_with("attn_v.weight") || t.name.ends_with("ffn_down.weight")));
     EXPECT_EQ(t.dtype, wider ? DType::q6_k : DType::q4_k) << t.name;
   }
   EXPECT_EQ(counts[DType::q6_k], 1 + 2 * 4);
