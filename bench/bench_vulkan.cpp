@@ -1,9 +1,11 @@
 // Vulkan engine speed, kernel variants side by side: prefill of each prompt length in one chunk,
 // decode steps after a prompt, and what tapping every op into an HDF5 dump costs. One engine per
-// variant, all made up front; every round runs each variant in turn (rounds after one warm-up
-// round), so the ratios compare runs taken side by side. Prints Markdown; with --markdown FILE
+// variant (a --kernels choice, or a model of several: the same shape stored in other types), all
+// made up front; every round runs each variant in turn (rounds after one warm-up round), so the
+// ratios compare runs taken side by side. Prints Markdown; with --markdown FILE
 // also writes it into FILE between the markers of --section (bench_support.h).
-//   tapdiff_bench_vulkan --model SPEC [--dtype f16] [--prompt-tokens 512,2048] [--variants "auto;attention=two-pass"]
+//   tapdiff_bench_vulkan --model SPEC[;SPEC...] [--dtype f16] [--prompt-tokens 512,2048] [--variants
+//   "auto;attention=two-pass"]
 //                        [--decode-prompt 512] [--decode-steps 32] [--tap-tokens 512] [--repeats 3]
 //                        [--profile] [--pipeline-stats] [--markdown docs/benchmarks.md --section NAME]
 #include <unistd.h>
@@ -41,6 +43,9 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 
 struct Variant {
   std::string kernels;  // --kernels of the engine; "auto" = none forced
+  std::string label;    // in the tables: the kernels, or the model spec when several models run
+  const model::Model* model;
+  const model::Graph* graph;
   std::unique_ptr<tapdiff::gpu::VulkanEngine> engine;
 };
 
@@ -58,7 +63,10 @@ int main(int argc, char** argv) try {
   int decode_prompt = 512, decode_steps = 32, tap_tokens = 512, repeats = 3;
   bool profile = false, pipeline_stats = false;
   CLI::App app{"Vulkan engine benchmark: prefill, decode and taps, kernel variants side by side"};
-  app.add_option("--model", model_spec, "Model (file, folder or synth:SHAPE)")->required();
+  app.add_option("--model", model_spec,
+                 "Model (file, folder or synth:SHAPE[:TYPE]); several ';'-separated, of one vocabulary, run side by "
+                 "side as the variants")
+      ->required();
   app.add_option("--dtype", dtype, "Compute dtype of the engine: f32 or f16")->capture_default_str();
   app.add_option("--prompt-tokens", prompt_list, "Prefill prompt lengths (comma-separated)")->capture_default_str();
   app.add_option("--variants", variant_list, "--kernels of each engine, ';'-separated ('auto': none forced)")
@@ -78,18 +86,34 @@ int main(int argc, char** argv) try {
   if (dtype != "f16" && dtype != "f32") throw tapdiff::UsageError("--dtype: expected f32 or f16, found " + dtype);
 
   const auto load_start = Clock::now();
-  const auto m = tapdiff::cli::open_model(model_spec);
-  const model::Graph graph(m->config());
+  std::vector<std::unique_ptr<model::Model>> models;
+  std::vector<std::unique_ptr<model::Graph>> graphs;
+  for (const std::string_view spec : model::split_commas(model_spec, ';')) {
+    models.push_back(tapdiff::cli::open_model(std::string(spec)));
+    graphs.push_back(std::make_unique<model::Graph>(models.back()->config()));
+    if (models.back()->config().vocab != models.front()->config().vocab)
+      throw tapdiff::UsageError("--model: the models run side by side must share a vocabulary size");
+  }
+  const std::vector<std::string_view> kernel_choices = model::split_commas(variant_list, ';');
+  if (models.size() > 1 && kernel_choices.size() > 1)
+    throw tapdiff::UsageError("--variants: one kernel choice when several models are the variants");
+  if (models.size() > 1 && profile) throw tapdiff::UsageError("--profile: one model at a time");
+  const auto specs = model::split_commas(model_spec, ';');
   std::vector<Variant> variants;
-  for (const std::string_view v : model::split_commas(variant_list, ';')) {
+  for (std::size_t i = 0; i < std::max(models.size(), kernel_choices.size()); ++i) {
+    const std::string_view v = kernel_choices[std::min(i, kernel_choices.size() - 1)];
+    const std::size_t mi = std::min(i, models.size() - 1);
     tapdiff::gpu::VulkanEngineOptions options;
     options.device = device;
     options.f16 = dtype == "f16";
     options.kernels = v == "auto" ? "" : std::string(v);
     options.validation = false;
     options.pipeline_statistics = pipeline_stats;
-    variants.push_back({std::string(v), tapdiff::gpu::make_vulkan_engine(*m, options)});
+    variants.push_back({std::string(v), models.size() > 1 ? std::string(specs[mi]) : std::string(v), models[mi].get(),
+                        graphs[mi].get(), tapdiff::gpu::make_vulkan_engine(*models[mi], options)});
   }
+  const model::Model* m = models.front().get();
+  const model::Graph& graph = *graphs.front();
   const double load_s = seconds_since(load_start);
   const auto& info = variants.front().engine->device_info();
   const auto& c = m->config();
@@ -103,6 +127,13 @@ int main(int argc, char** argv) try {
       variants.front().engine->device(), bench::cpu_model(), std::thread::hardware_concurrency(), bench::today(),
       model_spec, c.n_layers, c.dim, c.n_heads, c.n_kv_heads, c.head_dim, c.ffn_dim, c.vocab, dtype,
       1e-9 * static_cast<double>(variants.front().engine->stats().weight_bytes), variants.size(), load_s);
+  if (models.size() > 1) {
+    out += "Weights on the device per model:";
+    for (const Variant& v : variants)
+      out += fmt::format(" `{}` {:.2f} GB;", v.label, 1e-9 * static_cast<double>(v.engine->stats().weight_bytes));
+    out.back() = '.';
+    out += "\n\n";
+  }
   out += fmt::format("Command: `tapdiff_bench_vulkan {}`\n\n", [&] {
     std::string args;
     for (int i = 1; i < argc; ++i) args += (i > 1 ? " " : "") + std::string(argv[i]);
@@ -119,17 +150,18 @@ int main(int argc, char** argv) try {
     const auto prompt = bench::spread_prompt(prompts[p], c.vocab);
     for (int r = 0; r <= repeats; ++r)
       for (std::size_t v = 0; v < variants.size(); ++v) {
-        const bench::TimedRun t = bench::timed_run(*variants[v].engine, graph, *m, prompt, prefill_only, {}, {});
+        const bench::TimedRun t =
+            bench::timed_run(*variants[v].engine, *variants[v].graph, *variants[v].model, prompt, prefill_only, {}, {});
         if (r == 0) continue;
         prefill[p][v].push_back(prompts[p] / t.run.prefill_seconds);
-        fmt::print(stderr, "prefill {} {}: {:.0f} tokens/s\n", prompts[p], variants[v].kernels, prefill[p][v].back());
+        fmt::print(stderr, "prefill {} {}: {:.0f} tokens/s\n", prompts[p], variants[v].label, prefill[p][v].back());
       }
   }
   std::string table = "Prefill, one chunk, untapped: tokens/s, median (min - max)";
   table += fmt::format(" of {} rounds after a warm-up round\n\n| prompt tokens |", repeats);
-  for (const Variant& v : variants) table += fmt::format(" `{}` |", v.kernels);
+  for (const Variant& v : variants) table += fmt::format(" `{}` |", v.label);
   for (std::size_t v = 1; v < variants.size(); ++v)
-    table += fmt::format(" `{}` / `{}` |", variants[v].kernels, variants[0].kernels);
+    table += fmt::format(" `{}` / `{}` |", variants[v].label, variants[0].label);
   table += "\n|---|";
   for (std::size_t i = 0; i < 2 * variants.size() - 1; ++i) table += "---|";
   table += "\n";
@@ -142,7 +174,7 @@ int main(int argc, char** argv) try {
   }
   table += "\nKernels that ran (attention / ffn_down):";  // every variant each engine has run
   for (const Variant& v : variants)
-    table += fmt::format(" `{}`: {} / {};", v.kernels, v.engine->kernel(model::Op::attn),
+    table += fmt::format(" `{}`: {} / {};", v.label, v.engine->kernel(model::Op::attn),
                          v.engine->kernel(model::Op::ffn_down));
   table.back() = '\n';
   fmt::print("{}\n", table);
@@ -155,7 +187,8 @@ int main(int argc, char** argv) try {
     decode.generate = decode_steps + 1;  // the first generated token needs no decode step
     for (int r = 0; r <= repeats; ++r)
       for (std::size_t v = 0; v < variants.size(); ++v) {
-        const bench::TimedRun t = bench::timed_run(*variants[v].engine, graph, *m, prompt, decode, {}, {});
+        const bench::TimedRun t =
+            bench::timed_run(*variants[v].engine, *variants[v].graph, *variants[v].model, prompt, decode, {}, {});
         if (r == 0) continue;
         ms[v].push_back(1e3 * t.run.decode_seconds / t.run.decode_steps);
         // The host's share: CPU time of the whole run, prefill included, over the decode steps.
@@ -167,7 +200,7 @@ int main(int argc, char** argv) try {
         "| variant | ms/token | tokens/s | host CPU ms/step |\n|---|---|---|---|\n",
         decode_steps, decode_prompt);
     for (std::size_t v = 0; v < variants.size(); ++v)
-      d += fmt::format("| `{}` | {} | {:.1f} | {:.2f} |\n", variants[v].kernels, stats(ms[v], "{:.2f}"),
+      d += fmt::format("| `{}` | {} | {:.1f} | {:.2f} |\n", variants[v].label, stats(ms[v], "{:.2f}"),
                        1e3 / bench::median(ms[v]), bench::median(cpu_ms[v]));
     fmt::print("{}\n", d);
     out += d + "\n";
