@@ -754,6 +754,7 @@ std::optional<Vocabulary> gguf_vocabulary(const GgufFile& f, const ModelConfig& 
   v.scores = f.get_float_array("tokenizer.ggml.scores").value_or(std::vector<float>{});
   v.types = f.get_int_array("tokenizer.ggml.token_type").value_or(std::vector<std::int32_t>{});
   v.merges = f.get_string_array("tokenizer.ggml.merges").value_or(std::vector<std::string>{});
+  v.pre = f.get_string("tokenizer.ggml.pre").value_or("");
   v.bos = c.bos_token;
   v.eos = c.eos_token;
   v.unk = token_id(f, "tokenizer.ggml.unknown_token_id");

@@ -2,10 +2,12 @@
 
 #include <optional>
 #include <queue>
+#include <set>
 
 #include <fmt/core.h>
 
 #include "model/errors.h"
+#include "model/unicode_classes.h"
 
 namespace tapdiff::model {
 namespace {
@@ -152,27 +154,20 @@ std::vector<std::string_view> merge_pairs(std::string_view text, std::span<const
 
 // ---- GPT-2 pre-tokenization --------------------------------------------------------------------
 
+// The tokenizer.ggml.pre values that llama.cpp splits as GPT-2 does (LLAMA_VOCAB_PRE_TYPE_GPT2).
+// Not "default" (or none given): llama.cpp's default split is a sequence of other patterns.
+const std::set<std::string, std::less<>> kGpt2PreTokenizers{
+    "gpt-2",      "phi-2",        "jina-es",     "jina-de", "gigachat", "jina-v1-en", "jina-v2-es",
+    "jina-v2-de", "jina-v2-code", "roberta-bpe", "a.x-4.0", "mellum",   "modern-bert"};
+
 enum class CharClass : std::uint8_t { letter, digit, space, other };
 
-// An approximation of the Unicode classes GPT-2's split uses (\p{L}, \p{N}, \s): exact for ASCII;
-// for the rest, white space, punctuation, symbols and emoji by range, and letters otherwise.
+// The Unicode classes of GPT-2's split: \p{L}, \p{N}, \s (model/unicode_classes.h).
 CharClass classify(char32_t c) {
-  if (c < 0x80) {
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) return CharClass::letter;
-    if (c >= '0' && c <= '9') return CharClass::digit;
-    if (c == ' ' || (c >= '\t' && c <= '\r')) return CharClass::space;
-    return CharClass::other;
-  }
-  if (c == 0x85 || c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
-      c == 0x202F || c == 0x205F || c == 0x3000)
-    return CharClass::space;
-  if (c == 0xB2 || c == 0xB3 || c == 0xB9 || (c >= 0xBC && c <= 0xBE) || (c >= 0xFF10 && c <= 0xFF19))
-    return CharClass::digit;
-  if (c < 0xC0) return (c == 0xAA || c == 0xB5 || c == 0xBA) ? CharClass::letter : CharClass::other;
-  const bool other = c == 0xD7 || c == 0xF7 || (c >= 0x0300 && c <= 0x036F) || (c >= 0x2000 && c <= 0x2BFF) ||
-                     (c >= 0x3000 && c <= 0x303F) || (c >= 0xE000 && c <= 0xF8FF) || (c >= 0xFE00 && c <= 0xFE4F) ||
-                     (c >= 0xFF00 && c <= 0xFF0F) || (c >= 0xFFF0 && c <= 0xFFFF) || (c >= 0x1F000 && c <= 0x1FAFF);
-  return other ? CharClass::other : CharClass::letter;
+  if (is_letter(c)) return CharClass::letter;
+  if (is_number(c)) return CharClass::digit;
+  if (is_white_space(c)) return CharClass::space;
+  return CharClass::other;
 }
 
 CharClass class_at(std::string_view s, std::size_t i) { return classify(utf8_decode(s, i)); }
@@ -191,10 +186,9 @@ std::size_t contraction_length(std::string_view s, std::size_t i) {
   return 0;
 }
 
-// Splits text as GPT-2's pattern does:
-//   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-// The pieces cover the text exactly, in order.
-std::vector<std::string_view> pretokenize_gpt2(std::string_view s) {
+}  // namespace
+
+std::vector<std::string_view> gpt2_words(std::string_view s) {
   std::vector<std::string_view> words;
   std::size_t i = 0;
   while (i < s.size()) {
@@ -227,6 +221,8 @@ std::vector<std::string_view> pretokenize_gpt2(std::string_view s) {
   }
   return words;
 }
+
+namespace {
 
 // GPT-2's reversible map from bytes to printable code points: printable Latin-1 bytes map to
 // themselves, the others to U+0100 onwards in byte order.
@@ -336,6 +332,12 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_bos)
   std::vector<std::int32_t> ids;
   if (add_bos && vocab_.bos >= 0) ids.push_back(vocab_.bos);
   if (text.empty()) return ids;
+  if (kind_ == Kind::bpe && !kGpt2PreTokenizers.contains(vocab_.pre))
+    throw UsageError(
+        fmt::format("{}: the pre-tokenizer '{}' (tokenizer.ggml.pre) is not implemented: tapdiff splits "
+                    "text as GPT-2 does ('gpt-2'), which gives other ids for this vocabulary; give the "
+                    "prompt as token ids (--tokens)",
+                    where(), vocab_.pre.empty() ? "default" : vocab_.pre));
   if (kind_ == Kind::spm)
     encode_spm(text, ids);
   else
@@ -378,7 +380,7 @@ void Tokenizer::encode_spm(std::string_view text, std::vector<std::int32_t>& out
 }
 
 void Tokenizer::encode_bpe(std::string_view text, std::vector<std::int32_t>& out) const {
-  for (std::string_view word : pretokenize_gpt2(text)) encode_bpe_word(word, out);
+  for (std::string_view word : gpt2_words(text)) encode_bpe_word(word, out);
 }
 
 // Byte-level BPE of one pre-tokenized word: its bytes as GPT-2 stand-in characters, merged by rank.

@@ -5,10 +5,11 @@
 //   llama2.c do it. ' ' becomes U+2581 "▁", a "▁" is prepended when add_space_prefix is set, and
 //   adjacent symbols merge, best piece score first (leftmost on ties); characters that are not a
 //   piece fall back to byte tokens <0xXX> (or to unk when the vocabulary has none).
-// model "gpt2": byte-level BPE with ranked merges ("a b" strings), after a GPT-2 style
-//   pre-tokenization (contractions, letters, digits, other, whitespace). The split classifies
-//   ASCII exactly and non-ASCII code points by a few ranges (punctuation, symbols, emoji, spaces
-//   are not letters; everything else is), an approximation of \p{L} and \p{N}.
+// model "gpt2": byte-level BPE with ranked merges ("a b" strings), after GPT-2's pre-tokenization
+//   (contractions, letters, digits, other, whitespace; \p{L}, \p{N} and \s as Unicode defines them:
+//   model/unicode_classes.h). Only the vocabularies whose tokenizer.ggml.pre llama.cpp splits so
+//   ("gpt-2", "phi-2", ...) tokenize text; for any other pre-tokenizer ("default" when none is
+//   given) encode() refuses, naming it (token ids still run).
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -76,6 +77,10 @@ class Tokenizer {
   std::array<std::string, 256> byte_chars_;                   // byte -> its GPT-2 unicode stand-in, UTF-8 (bpe)
   std::unordered_map<std::string, std::uint8_t> char_bytes_;  // the inverse of byte_chars_ (bpe)
 };
+
+// Splits text as GPT-2's pattern does (the pieces cover the text exactly, in order):
+//   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+std::vector<std::string_view> gpt2_words(std::string_view text);
 
 // text with every malformed UTF-8 sequence (a lone byte token's fragment, a surrogate) replaced by
 // U+FFFD, for display and JSON; decode() itself returns the exact bytes.

@@ -103,6 +103,7 @@ struct Vocabulary {
   std::vector<float> scores;        // may be empty
   std::vector<std::int32_t> types;  // 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte; may be empty
   std::vector<std::string> merges;  // gpt2 only
+  std::string pre;                  // gpt2: the pre-tokenizer (GGUF tokenizer.ggml.pre), "" when not given
   int bos = -1, eos = -1, unk = -1;
   bool add_bos = true;
   bool add_space_prefix = true;

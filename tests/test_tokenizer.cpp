@@ -1,4 +1,5 @@
 #include "model/tokenizer.h"
+#include "model/unicode_classes.h"
 
 #include <gtest/gtest.h>
 
@@ -203,6 +204,7 @@ namespace {
 Vocabulary gpt2_vocab(const std::vector<std::string>& merges) {
   Vocabulary v;
   v.model = "gpt2";
+  v.pre = "gpt-2";
   v.add_space_prefix = false;
   // GPT-2's table: printable Latin-1 bytes as themselves, others from U+0100 in byte order.
   int extra = 0;
@@ -253,6 +255,47 @@ TEST(Tokenizer, Gpt2RoundTripsAnyText) {
   }
   EXPECT_EQ(pieces_of(t, v, "é"), (std::vector<std::string>{"Ã©"}));
   EXPECT_EQ(t.decode_token(t.bos()), "");
+}
+
+// GPT-2's split with Unicode's classes: Arabic-Indic and circled digits are numbers, CJK and
+// accented letters letters, U+3000 white space, an em dash and emoji neither.
+TEST(Tokenizer, Gpt2SplitUsesUnicodeClasses) {
+  using Words = std::vector<std::string_view>;
+  EXPECT_EQ(gpt2_words("a\u0663\u0664b"), (Words{"a", "\u0663\u0664", "b"}));
+  EXPECT_EQ(gpt2_words("x\u2460\u2461!"), (Words{"x", "\u2460\u2461", "!"}));
+  EXPECT_EQ(gpt2_words("caf\u00e9 \u65e5\u672c\u8a9e"), (Words{"caf\u00e9", " \u65e5\u672c\u8a9e"}));
+  EXPECT_EQ(gpt2_words("a\u3000\u3000b"), (Words{"a", "\u3000", "\u3000", "b"}));  // only a " " prefixes a word
+  EXPECT_EQ(gpt2_words("a\u2014\U0001F600b"), (Words{"a", "\u2014\U0001F600", "b"}));
+  EXPECT_EQ(gpt2_words("it's 12 ok  \n"), (Words{"it", "'s", " 12", " ok", "  \n"}));
+  EXPECT_TRUE(is_letter(U'\u00e9'));
+  EXPECT_TRUE(is_number(U'\u00bd'));
+  EXPECT_FALSE(is_letter(U'\u0301'));  // a combining mark is M, not L
+  EXPECT_FALSE(is_white_space(U'\u200b'));
+}
+
+// A byte-level BPE vocabulary whose pre-tokenizer is not GPT-2's refuses text, naming it; its ids
+// still decode.
+TEST(Tokenizer, Gpt2VocabularyWithAnotherPreTokenizerRefusesText) {
+  auto v = gpt2_vocab({"h e"});
+  v.source = "/models/l3.gguf";
+  v.pre = "llama-bpe";
+  const Tokenizer t(v);
+  try {
+    t.encode("he said 123", false);
+    FAIL() << "encoded text with an unimplemented pre-tokenizer";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("/models/l3.gguf: tokenizer: the pre-tokenizer 'llama-bpe' "
+                                         "(tokenizer.ggml.pre) is not implemented"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(t.decode(Ids{104, 101}), "he");
+  for (const char* gpt2 : {"gpt-2", "phi-2"}) {
+    v.pre = gpt2;
+    EXPECT_EQ(Tokenizer(v).encode("he", false).size(), 1u) << gpt2;
+  }
+  v.pre = "";  // llama.cpp's "default": another split
+  EXPECT_THROW(Tokenizer(v).encode("he", false), UsageError);
 }
 
 // ---- the real stories260K vocabulary ----

@@ -21,5 +21,6 @@ void add_devices_command(CLI::App& app, CliContext& context);
 void add_faults_command(CLI::App& app, CliContext& context);
 void add_model_info_command(CLI::App& app, CliContext& context);
 void add_validate_command(CLI::App& app, CliContext& context);
+void add_tokenize_command(CLI::App& app, CliContext& context);
 
 }  // namespace tapdiff::cli

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   tapdiff::cli::add_faults_command(app, context);
   tapdiff::cli::add_model_info_command(app, context);
   tapdiff::cli::add_validate_command(app, context);
+  tapdiff::cli::add_tokenize_command(app, context);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -141,3 +141,40 @@ def add_vocabulary(w: gguf.GGUFWriter) -> None:
     w.add_bos_token_id(1)
     w.add_eos_token_id(2)
     w.add_unk_token_id(0)
+
+
+def write_tiny_llama(path: Path, dim: int, vocab: int, add_vocab, embedding: np.ndarray | None = None,
+                     embedding_type: gguf.GGMLQuantizationType | None = None, seed: int = 0) -> None:
+    """A one-layer Llama of width dim (4 heads, FFN 2 * dim), F32 matrices, its vocabulary written by
+    add_vocab(writer); token_embd is `embedding` (raw blocks of embedding_type) when given."""
+    rng = np.random.default_rng(seed)
+    ffn, heads = 2 * dim, 4
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_context_length(1024)
+    w.add_embedding_length(dim)
+    w.add_block_count(1)
+    w.add_feed_forward_length(ffn)
+    w.add_head_count(heads)
+    w.add_head_count_kv(heads)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_rope_dimension_count(dim // heads)
+    add_vocab(w)
+
+    def matrix(rows: int, cols: int) -> np.ndarray:
+        return (rng.standard_normal((rows, cols)) / np.sqrt(cols)).astype(np.float32)
+
+    if embedding is None:
+        w.add_tensor("token_embd.weight", matrix(vocab, dim))
+    else:
+        w.add_tensor("token_embd.weight", embedding, raw_dtype=embedding_type)
+    for name, shape in (("attn_q", (dim, dim)), ("attn_k", (dim, dim)), ("attn_v", (dim, dim)),
+                        ("attn_output", (dim, dim)), ("ffn_gate", (ffn, dim)), ("ffn_up", (ffn, dim)),
+                        ("ffn_down", (dim, ffn))):
+        w.add_tensor(f"blk.0.{name}.weight", matrix(*shape))
+    for name in ("blk.0.attn_norm", "blk.0.ffn_norm", "output_norm"):
+        w.add_tensor(f"{name}.weight", np.ones(dim, dtype=np.float32))
+    w.add_tensor("output.weight", matrix(vocab, dim))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()

@@ -13,12 +13,12 @@ import h5py
 import numpy as np
 import pytest
 
-from gguf_models import VOCAB, add_vocabulary
+from gguf_models import VOCAB, add_vocabulary, write_tiny_llama
 
 ROOT = Path(__file__).resolve().parents[2]
 TAPDIFF = os.environ.get("TAPDIFF_BINARY", str(ROOT / "build" / "tapdiff"))
 Q = gguf.GGMLQuantizationType
-DIM, HEADS, HEAD_DIM, FFN = 256, 4, 64, 512
+DIM = 256
 
 # Byte offsets of each block's f16 fields (d, and m or dmin), as ggml lays the block out.
 F16_FIELDS = {
@@ -39,35 +39,6 @@ def random_blocks(qtype: Q, rows: int, rng: np.random.Generator) -> np.ndarray:
     return blocks.reshape(rows, -1)
 
 
-def write_model(path: Path, qtype: Q, table: np.ndarray, rng: np.random.Generator) -> None:
-    w = gguf.GGUFWriter(str(path), "llama")
-    w.add_context_length(1024)
-    w.add_embedding_length(DIM)
-    w.add_block_count(1)
-    w.add_feed_forward_length(FFN)
-    w.add_head_count(HEADS)
-    w.add_head_count_kv(HEADS)
-    w.add_layer_norm_rms_eps(1e-5)
-    w.add_rope_dimension_count(HEAD_DIM)
-    add_vocabulary(w)
-
-    def matrix(rows: int, cols: int) -> np.ndarray:
-        return (rng.standard_normal((rows, cols)) / np.sqrt(cols)).astype(np.float32)
-
-    w.add_tensor("token_embd.weight", table, raw_dtype=qtype)
-    for name, shape in (("attn_q", (DIM, DIM)), ("attn_k", (DIM, DIM)), ("attn_v", (DIM, DIM)),
-                        ("attn_output", (DIM, DIM)), ("ffn_gate", (FFN, DIM)), ("ffn_up", (FFN, DIM)),
-                        ("ffn_down", (DIM, FFN))):
-        w.add_tensor(f"blk.0.{name}.weight", matrix(*shape))
-    for name in ("blk.0.attn_norm", "blk.0.ffn_norm", "output_norm"):
-        w.add_tensor(f"{name}.weight", np.ones(DIM, dtype=np.float32))
-    w.add_tensor("output.weight", matrix(VOCAB, DIM))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-
-
 def embedded_table(model: Path, dump: Path, *engine: str) -> np.ndarray:
     run = subprocess.run([TAPDIFF, "run", "--model", str(model), "--tokens", ",".join(map(str, range(VOCAB))),
                           "--taps", "embed", "--dump", str(dump), *engine], capture_output=True, text=True)
@@ -83,7 +54,7 @@ def test_dequantization_is_bit_for_bit_the_gguf_package_s(qtype, tmp_path):
     expected = gguf.quants.dequantize(table, qtype).astype(np.float32)
     assert expected.shape == (VOCAB, DIM) and np.isfinite(expected).all()
     model = tmp_path / f"{qtype.name}.gguf"
-    write_model(model, qtype, table, rng)
+    write_tiny_llama(model, DIM, VOCAB, add_vocabulary, table, qtype, seed=int(qtype))
     for engine in (["--engine", "ref", "--dtype", "f32"], ["--engine", "ref", "--dtype", "f64"],
                    ["--engine", "vulkan"]):
         got = embedded_table(model, tmp_path / "embed.h5", *engine)

@@ -34,6 +34,7 @@ TokenizerInput parse_tokenizer_input(std::span<const std::uint8_t> bytes) {
   const std::uint8_t flags = bytes[0];
   model::Vocabulary& v = in.vocab;
   v.model = (flags & kBert) != 0 ? "bert" : (flags & kGpt2) != 0 ? "gpt2" : "llama";
+  if (v.model == "gpt2") v.pre = "gpt-2";  // the split tapdiff implements, so that the encoder runs
   v.add_bos = (flags & kAddBos) != 0;
   v.add_space_prefix = (flags & kSpacePrefix) != 0;
   v.bos = static_cast<std::int8_t>(bytes[1]);

@@ -90,6 +90,7 @@ void tokenizer_seeds(const fs::path& dir) {
   // Byte-level BPE: printable ASCII stands for itself; U+0120 stands for ' ', U+010A for '\n'.
   fuzz::TokenizerInput bpe;
   bpe.vocab.model = "gpt2";
+  bpe.vocab.pre = "gpt-2";
   bpe.vocab.add_space_prefix = false;
   for (char c = '!'; c <= '~'; ++c) bpe.vocab.tokens.emplace_back(1, c);
   for (const char* piece : {"\xC4\xA0", "\xC4\x8A", "\xC4\xA0t", "he", "\xC4\xA0the", "in", "er", "'s"})
