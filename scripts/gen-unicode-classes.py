@@ -2,6 +2,7 @@
 """Writes model/unicode_classes.cpp: the code point ranges of the Unicode general categories L
 (letters) and N (numbers), from Python's unicodedata, which the pre-tokenizers' \\p{L} and \\p{N}
 mean. Run again (with the Python whose Unicode version the file names) to regenerate it."""
+import subprocess
 import sys
 import unicodedata
 from pathlib import Path
@@ -57,4 +58,6 @@ bool is_number(char32_t c) {{ return in(std::begin(kNumbers), std::end(kNumbers)
 
 }}  // namespace tapdiff::model
 """
-Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parents[1] / "model" / "unicode_classes.cpp").write_text(text)
+out = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parents[1] / "model" / "unicode_classes.cpp")
+out.write_text(text)
+subprocess.run(["clang-format", "-i", str(out)], check=True)  # the project's style, as scripts/check-format.sh checks
