@@ -2,70 +2,16 @@
 
 #include <optional>
 #include <queue>
-#include <set>
 
 #include <fmt/core.h>
 
 #include "model/errors.h"
-#include "model/unicode_classes.h"
+#include "model/utf8.h"
 
 namespace tapdiff::model {
 namespace {
 
 constexpr std::string_view kSpmSpace = "\xE2\x96\x81";  // U+2581 "▁", SentencePiece's space
-
-// ---- UTF-8 -------------------------------------------------------------------------------------
-
-bool is_continuation(unsigned char b) { return (b & 0xC0) == 0x80; }
-
-// The byte length of the UTF-8 character at s[i]: 1 for ASCII and for any malformed sequence
-// (a stray continuation byte, a truncated or bad lead), so that every byte belongs to one char.
-std::size_t utf8_length(std::string_view s, std::size_t i) {
-  const auto lead = static_cast<unsigned char>(s[i]);
-  std::size_t n = 1;
-  if ((lead & 0xE0) == 0xC0)
-    n = 2;
-  else if ((lead & 0xF0) == 0xE0)
-    n = 3;
-  else if ((lead & 0xF8) == 0xF0)
-    n = 4;
-  if (i + n > s.size()) return 1;
-  for (std::size_t k = 1; k < n; ++k)
-    if (!is_continuation(static_cast<unsigned char>(s[i + k]))) return 1;
-  return n;
-}
-
-std::vector<std::size_t> utf8_lengths(std::string_view s) {
-  std::vector<std::size_t> lengths;
-  lengths.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); i += lengths.back()) lengths.push_back(utf8_length(s, i));
-  return lengths;
-}
-
-// The code point at s[i] (of utf8_length(s, i) bytes); U+FFFD for a malformed byte.
-char32_t utf8_decode(std::string_view s, std::size_t i) {
-  const std::size_t n = utf8_length(s, i);
-  const auto lead = static_cast<unsigned char>(s[i]);
-  if (n == 1) return lead < 0x80 ? char32_t{lead} : char32_t{0xFFFD};
-  char32_t cp = lead & (0x7Fu >> n);
-  for (std::size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3Fu);
-  return cp;
-}
-
-std::string utf8_encode(char32_t cp) {
-  std::string out;
-  auto put = [&](char32_t bits) { out += static_cast<char>(static_cast<unsigned char>(bits)); };
-  if (cp < 0x80) {
-    put(cp);
-  } else if (cp < 0x800) {
-    put(0xC0 | (cp >> 6)), put(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    put(0xE0 | (cp >> 12)), put(0x80 | ((cp >> 6) & 0x3F)), put(0x80 | (cp & 0x3F));
-  } else {
-    put(0xF0 | (cp >> 18)), put(0x80 | ((cp >> 12) & 0x3F)), put(0x80 | ((cp >> 6) & 0x3F)), put(0x80 | (cp & 0x3F));
-  }
-  return out;
-}
 
 // The byte of a "<0xXX>" piece, or nullopt for any other text.
 std::optional<std::uint8_t> parse_byte_piece(std::string_view piece) {
@@ -152,75 +98,7 @@ std::vector<std::string_view> merge_pairs(std::string_view text, std::span<const
   return out;
 }
 
-// ---- GPT-2 pre-tokenization --------------------------------------------------------------------
-
-// The tokenizer.ggml.pre values that llama.cpp splits as GPT-2 does (LLAMA_VOCAB_PRE_TYPE_GPT2).
-// Not "default" (or none given): llama.cpp's default split is a sequence of other patterns.
-const std::set<std::string, std::less<>> kGpt2PreTokenizers{
-    "gpt-2",      "phi-2",        "jina-es",     "jina-de", "gigachat", "jina-v1-en", "jina-v2-es",
-    "jina-v2-de", "jina-v2-code", "roberta-bpe", "a.x-4.0", "mellum",   "modern-bert"};
-
-enum class CharClass : std::uint8_t { letter, digit, space, other };
-
-// The Unicode classes of GPT-2's split: \p{L}, \p{N}, \s (model/unicode_classes.h).
-CharClass classify(char32_t c) {
-  if (is_letter(c)) return CharClass::letter;
-  if (is_number(c)) return CharClass::digit;
-  if (is_white_space(c)) return CharClass::space;
-  return CharClass::other;
-}
-
-CharClass class_at(std::string_view s, std::size_t i) { return classify(utf8_decode(s, i)); }
-
-// The end of the run of characters of class k that starts at s[i].
-std::size_t run_end(std::string_view s, std::size_t i, CharClass k) {
-  while (i < s.size() && class_at(s, i) == k) i += utf8_length(s, i);
-  return i;
-}
-
-// The length of a contraction ('s 't 're 've 'm 'll 'd, case-sensitive) at s[i], or 0.
-std::size_t contraction_length(std::string_view s, std::size_t i) {
-  if (s[i] != '\'') return 0;
-  for (std::string_view c : {"re", "ve", "ll", "s", "t", "m", "d"})
-    if (s.substr(i + 1, c.size()) == c) return 1 + c.size();
-  return 0;
-}
-
 }  // namespace
-
-std::vector<std::string_view> gpt2_words(std::string_view s) {
-  std::vector<std::string_view> words;
-  std::size_t i = 0;
-  while (i < s.size()) {
-    if (const std::size_t n = contraction_length(s, i)) {
-      words.push_back(s.substr(i, n));
-      i += n;
-      continue;
-    }
-    std::size_t start = i;
-    if (class_at(s, i) == CharClass::space) {
-      std::size_t end = i, last = i;
-      for (; end < s.size() && class_at(s, end) == CharClass::space; end += utf8_length(s, end)) last = end;
-      if (end == s.size()) {  // trailing white space: one word
-        words.push_back(s.substr(i));
-        break;
-      }
-      // White space before a non-space: all of it but the last char, then that char alone unless
-      // it is a ' ', which prefixes the next word.
-      if (last > i) words.push_back(s.substr(i, last - i));
-      if (s[last] != ' ') {
-        words.push_back(s.substr(last, end - last));
-        i = end;
-        continue;
-      }
-      start = last, i = last + 1;
-    }
-    const std::size_t end = run_end(s, i, class_at(s, i));
-    words.push_back(s.substr(start, end - start));
-    i = end;
-  }
-  return words;
-}
 
 namespace {
 
@@ -240,6 +118,7 @@ Tokenizer::Tokenizer(const Vocabulary& vocab) : vocab_(vocab) {
     kind_ = Kind::spm;
   } else if (vocab_.model == "gpt2") {
     kind_ = Kind::bpe;
+    pre_ = find_pre_tokenizer(vocab_.pre);
   } else {
     throw UsageError(
         fmt::format("{}: tokenizer model '{}' is not supported: expected 'llama' or 'gpt2'", where(), vocab_.model));
@@ -332,11 +211,11 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_bos)
   std::vector<std::int32_t> ids;
   if (add_bos && vocab_.bos >= 0) ids.push_back(vocab_.bos);
   if (text.empty()) return ids;
-  if (kind_ == Kind::bpe && !kGpt2PreTokenizers.contains(vocab_.pre))
+  if (kind_ == Kind::bpe && pre_ == nullptr)
     throw UsageError(
         fmt::format("{}: the pre-tokenizer '{}' (tokenizer.ggml.pre) is not implemented: tapdiff splits "
-                    "text as GPT-2 does ('gpt-2'), which gives other ids for this vocabulary; give the "
-                    "prompt as token ids (--tokens)",
+                    "text as the GPT-2, Llama 3 and Qwen2 families do (model/pre_tokenizers.h), which "
+                    "would give other ids for this vocabulary; give the prompt as token ids (--tokens)",
                     where(), vocab_.pre.empty() ? "default" : vocab_.pre));
   if (kind_ == Kind::spm)
     encode_spm(text, ids);
@@ -380,7 +259,7 @@ void Tokenizer::encode_spm(std::string_view text, std::vector<std::int32_t>& out
 }
 
 void Tokenizer::encode_bpe(std::string_view text, std::vector<std::int32_t>& out) const {
-  for (std::string_view word : gpt2_words(text)) encode_bpe_word(word, out);
+  for (std::string_view word : pre_->split(text)) encode_bpe_word(word, out);
 }
 
 // Byte-level BPE of one pre-tokenized word: its bytes as GPT-2 stand-in characters, merged by rank.
@@ -392,6 +271,10 @@ void Tokenizer::encode_bpe_word(std::string_view word, std::vector<std::int32_t>
     const std::string& ch = byte_chars_[static_cast<unsigned char>(c)];
     mapped += ch;
     lengths.push_back(ch.size());
+  }
+  if (const std::int32_t whole = find_piece(mapped); pre_->ignore_merges && whole >= 0) {
+    out.push_back(whole);
+    return;
   }
   std::string key;
   auto score = [&](std::string_view left, std::string_view right) -> std::optional<double> {

@@ -5,11 +5,10 @@
 //   llama2.c do it. ' ' becomes U+2581 "▁", a "▁" is prepended when add_space_prefix is set, and
 //   adjacent symbols merge, best piece score first (leftmost on ties); characters that are not a
 //   piece fall back to byte tokens <0xXX> (or to unk when the vocabulary has none).
-// model "gpt2": byte-level BPE with ranked merges ("a b" strings), after GPT-2's pre-tokenization
-//   (contractions, letters, digits, other, whitespace; \p{L}, \p{N} and \s as Unicode defines them:
-//   model/unicode_classes.h). Only the vocabularies whose tokenizer.ggml.pre llama.cpp splits so
-//   ("gpt-2", "phi-2", ...) tokenize text; for any other pre-tokenizer ("default" when none is
-//   given) encode() refuses, naming it (token ids still run).
+// model "gpt2": byte-level BPE with ranked merges ("a b" strings), after the pre-tokenization
+//   tokenizer.ggml.pre names (model/pre_tokenizers.h: the GPT-2, Llama 3 and Qwen2 families); for
+//   a pre-tokenizer tapdiff does not implement ("default" when none is given) encode() refuses,
+//   naming it (token ids still run).
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -19,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "model/pre_tokenizers.h"
 #include "model/weights.h"
 
 namespace tapdiff::model {
@@ -57,6 +57,7 @@ class Tokenizer {
   using PieceMap = std::unordered_map<std::string, std::int32_t, StringHash, std::equal_to<>>;
 
   enum class Kind : std::uint8_t { spm, bpe };
+  const PreTokenizer* pre_ = nullptr;  // bpe: the split of tokenizer.ggml.pre, nullptr if not implemented
 
   std::string where() const;  // "<file>: tokenizer", the start of every message
   void check_vocab() const;
@@ -77,10 +78,6 @@ class Tokenizer {
   std::array<std::string, 256> byte_chars_;                   // byte -> its GPT-2 unicode stand-in, UTF-8 (bpe)
   std::unordered_map<std::string, std::uint8_t> char_bytes_;  // the inverse of byte_chars_ (bpe)
 };
-
-// Splits text as GPT-2's pattern does (the pieces cover the text exactly, in order):
-//   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-std::vector<std::string_view> gpt2_words(std::string_view text);
 
 // text with every malformed UTF-8 sequence (a lone byte token's fragment, a surrogate) replaced by
 // U+FFFD, for display and JSON; decode() itself returns the exact bytes.

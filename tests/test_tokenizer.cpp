@@ -1,5 +1,4 @@
 #include "model/tokenizer.h"
-#include "model/unicode_classes.h"
 
 #include <gtest/gtest.h>
 
@@ -7,6 +6,8 @@
 #include <sstream>
 
 #include "model/errors.h"
+#include "model/pre_tokenizers.h"
+#include "model/unicode_classes.h"
 #include "model/weights.h"
 #include "tests/test_support.h"
 
@@ -273,18 +274,40 @@ TEST(Tokenizer, Gpt2SplitUsesUnicodeClasses) {
   EXPECT_FALSE(is_white_space(U'\u200b'));
 }
 
-// A byte-level BPE vocabulary whose pre-tokenizer is not GPT-2's refuses text, naming it; its ids
-// still decode.
+// The Llama 3 and Qwen2 splits, against Python's `regex` module running their patterns
+// (model/pre_tokenizers.h) on the same strings.
+TEST(Tokenizer, Llama3AndQwen2SplitsAsTheirPatterns) {
+  using Words = std::vector<std::string_view>;
+  const std::string_view a = "Hello world's 12345 !!\n\n  x";
+  EXPECT_EQ(llama3_words(a), (Words{"Hello", " world", "'s", " ", "123", "45", " !!\n\n", " ", " x"}));
+  EXPECT_EQ(qwen2_words(a), (Words{"Hello", " world", "'s", " ", "1", "2", "3", "4", "5", " !!\n\n", " ", " x"}));
+  const std::string_view b = "IT'S \t\u3000 (x) \u0663\u0664\u0665\u0666 a\n \n b";
+  EXPECT_EQ(llama3_words(b),
+            (Words{"IT", "'S", " \t\u3000", " (", "x", ")", " ", "\u0663\u0664\u0665", "\u0666", " a", "\n \n", " b"}));
+  const std::string_view c = "e\u0301x 1\u00bd";
+  EXPECT_EQ(llama3_words(c), (Words{"e", "\u0301x", " ", "1\u00bd"}));
+  EXPECT_EQ(qwen2_words(c), (Words{"e", "\u0301x", " ", "1", "\u00bd"}));
+  ASSERT_NE(find_pre_tokenizer("llama-bpe"), nullptr);
+  EXPECT_EQ(find_pre_tokenizer("llama-bpe")->family, "llama3");
+  EXPECT_TRUE(find_pre_tokenizer("llama-bpe")->ignore_merges);
+  EXPECT_EQ(find_pre_tokenizer("qwen2")->family, "qwen2");
+  EXPECT_EQ(find_pre_tokenizer("gpt-2")->family, "gpt2");
+  EXPECT_EQ(find_pre_tokenizer("default"), nullptr);
+  EXPECT_EQ(find_pre_tokenizer(""), nullptr);
+}
+
+// A byte-level BPE vocabulary whose pre-tokenizer tapdiff does not implement refuses text, naming
+// it; its ids still decode.
 TEST(Tokenizer, Gpt2VocabularyWithAnotherPreTokenizerRefusesText) {
   auto v = gpt2_vocab({"h e"});
   v.source = "/models/l3.gguf";
-  v.pre = "llama-bpe";
+  v.pre = "tekken";
   const Tokenizer t(v);
   try {
     t.encode("he said 123", false);
     FAIL() << "encoded text with an unimplemented pre-tokenizer";
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("/models/l3.gguf: tokenizer: the pre-tokenizer 'llama-bpe' "
+    EXPECT_NE(std::string(e.what()).find("/models/l3.gguf: tokenizer: the pre-tokenizer 'tekken' "
                                          "(tokenizer.ggml.pre) is not implemented"),
               std::string::npos)
         << e.what();

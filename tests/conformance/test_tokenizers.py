@@ -1,7 +1,10 @@
 """tapdiff's token ids for text against llama.cpp's (npm's node-llama-cpp) and Hugging Face
-tokenizers' (PyPI) for the same vocabulary: a byte-level BPE that `tokenizers` trains with GPT-2's
-pre-tokenization, saved as its tokenizer.json and written into a GGUF (tokenizer.ggml.model
-'gpt2', tokenizer.ggml.pre 'gpt-2'), over the tricky strings of tricky_strings.py."""
+tokenizers' (PyPI) for the same vocabulary, for each pre-tokenizer family tapdiff implements: a
+byte-level BPE that `tokenizers` trains, saved as its tokenizer.json (the family's split as
+Hugging Face writes it: GPT-2's ByteLevel, or Llama 3's and Qwen2's Split regex, Llama 3 with
+ignore_merges) and written into a GGUF (tokenizer.ggml.model 'gpt2', the family's
+tokenizer.ggml.pre), over the tricky strings of tricky_strings.py; and a SentencePiece-style
+vocabulary against llama.cpp."""
 from __future__ import annotations
 
 import json
@@ -11,7 +14,7 @@ from pathlib import Path
 
 import gguf
 import pytest
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from gguf_models import write_tiny_llama
 from test_llama_cpp import node_script
@@ -22,17 +25,45 @@ TAPDIFF = os.environ.get("TAPDIFF_BINARY", str(ROOT / "build" / "tapdiff"))
 STRINGS = tricky_strings()
 
 
-def train_gpt2_bpe() -> Tokenizer:
+LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|"
+                  r"\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_PATTERN = LLAMA3_PATTERN.replace(r"\p{N}{1,3}", r"\p{N}")
+
+
+def split_then_bytes(pattern: str) -> pre_tokenizers.PreTokenizer:
+    return pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(pattern), behavior="isolated"),
+                                    pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+
+
+# family: (tokenizer.ggml.pre, Hugging Face's pre-tokenizer, ignore_merges)
+FAMILIES = {
+    "gpt2": ("gpt-2", lambda: pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True), False),
+    "llama3": ("llama-bpe", lambda: split_then_bytes(LLAMA3_PATTERN), True),
+    "qwen2": ("qwen2", lambda: split_then_bytes(QWEN2_PATTERN), False),
+}
+
+
+def train_bpe(family: str) -> Tokenizer:
     """Merges learnt over whole strings (no split while training), so that many of them span the
-    boundaries GPT-2's split draws: a split drawn elsewhere then gives other ids. Encoding splits
-    as GPT-2 does."""
+    boundaries the family's split draws: a split drawn elsewhere then gives other ids. Encoding
+    splits as the family does. With ignore_merges, 60 whole words join the vocabulary without
+    merges, so that only a tokenizer that ignores the merges for them gives their ids."""
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=1500, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
                                   special_tokens=["<|endoftext|>"], show_progress=False)
     tokenizer.train_from_iterator(STRINGS * 3, trainer)
-    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    saved = json.loads(tokenizer.to_str())
+    split = FAMILIES[family][1]()
+    if FAMILIES[family][2]:  # ignore_merges: whole words as tokens that no merge sequence builds
+        vocab = saved["model"]["vocab"]
+        words = {w for text in STRINGS for w, _ in split.pre_tokenize_str(text) if len(w) > 3 and w not in vocab}
+        for word in sorted(words)[:60]:
+            vocab[word] = len(vocab)
+    saved["model"]["ignore_merges"] = FAMILIES[family][2]
+    tokenizer = Tokenizer.from_str(json.dumps(saved))
+    tokenizer.pre_tokenizer = split
     return tokenizer
 
 
@@ -71,18 +102,19 @@ def llama_cpp_ids(model: Path, texts: list[str]) -> list[list[int]]:
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
-@pytest.fixture(scope="module")
-def gpt2_vocabulary(tmp_path_factory) -> tuple[Tokenizer, Path]:
-    tokenizer = train_gpt2_bpe()
-    model = tmp_path_factory.mktemp("gpt2-bpe") / "gpt2-bpe.gguf"
-    write_gguf(tokenizer, "gpt-2", model)
-    return tokenizer, model
+@pytest.fixture(scope="module", params=list(FAMILIES))
+def vocabulary(request, tmp_path_factory) -> tuple[str, Tokenizer, Path]:
+    family = request.param
+    tokenizer = train_bpe(family)
+    model = tmp_path_factory.mktemp(family) / f"{family}.gguf"
+    write_gguf(tokenizer, FAMILIES[family][0], model)
+    return family, tokenizer, model
 
 
-def test_gpt2_pre_tokenizer_ids_equal_llama_cpp_and_hugging_face(gpt2_vocabulary):
+def test_ids_equal_llama_cpp_and_hugging_face(vocabulary):
     """Special tokens written in the text are read as text by all three (tapdiff does not yet
     recognise them; llama.cpp and tokenizers are told not to)."""
-    tokenizer, model = gpt2_vocabulary
+    family, tokenizer, model = vocabulary
     tokenizer.encode_special_tokens = True
     assert len(STRINGS) >= 200
     theirs = llama_cpp_ids(model, STRINGS)
@@ -92,14 +124,13 @@ def test_gpt2_pre_tokenizer_ids_equal_llama_cpp_and_hugging_face(gpt2_vocabulary
         ours = tapdiff_ids(model, text)
         if not (ours == llama == hf):
             mismatches.append(f"{text!r}: tapdiff {ours}, llama.cpp {llama}, tokenizers {hf}")
-    assert not mismatches, f"{len(mismatches)} of {len(STRINGS)} differ:\n" + "\n".join(mismatches[:20])
+    assert not mismatches, f"{family}: {len(mismatches)} of {len(STRINGS)} differ:\n" + "\n".join(mismatches[:20])
 
 
-@pytest.mark.parametrize("pre", ["llama-bpe", "qwen2", "tekken", "default"])
-def test_a_pre_tokenizer_tapdiff_does_not_implement_is_refused_for_text(gpt2_vocabulary, pre, tmp_path):
-    tokenizer, _ = gpt2_vocabulary
+@pytest.mark.parametrize("pre", ["tekken", "deepseek-v3", "default"])
+def test_a_pre_tokenizer_tapdiff_does_not_implement_is_refused_for_text(pre, tmp_path):
     model = tmp_path / f"{pre}.gguf"
-    write_gguf(tokenizer, pre, model)
+    write_gguf(train_bpe("gpt2"), pre, model)
     run = subprocess.run([TAPDIFF, "tokenize", "--model", str(model), "--prompt", "it's 1234"], capture_output=True,
                          text=True)
     assert run.returncode == 2, run.stdout + run.stderr
@@ -108,3 +139,15 @@ def test_a_pre_tokenizer_tapdiff_does_not_implement_is_refused_for_text(gpt2_voc
                          capture_output=True, text=True)
     assert ids.returncode == 0, ids.stderr
     assert json.loads(ids.stdout)["ids"] == [5, 6, 7]
+
+
+def test_sentencepiece_ids_equal_llama_cpp(tmp_path):
+    """A SentencePiece-style vocabulary (tokenizer.ggml.model 'llama': scored pieces, byte
+    fallback, the space prefix), as synth writes it."""
+    model = tmp_path / "spm.gguf"
+    synth = subprocess.run([TAPDIFF, "synth", "--shape", "small", "-o", str(model)], capture_output=True, text=True)
+    assert synth.returncode == 0, synth.stderr
+    mismatches = [f"{text!r}: tapdiff {ours}, llama.cpp {llama}"
+                  for text, llama in zip(STRINGS, llama_cpp_ids(model, STRINGS))
+                  if (ours := tapdiff_ids(model, text)) != llama]
+    assert not mismatches, f"{len(mismatches)} of {len(STRINGS)} differ:\n" + "\n".join(mismatches[:20])
