@@ -1,5 +1,6 @@
 #include "model/tokenizer.h"
 
+#include <algorithm>
 #include <optional>
 #include <queue>
 
@@ -132,7 +133,15 @@ Tokenizer::Tokenizer(const Vocabulary& vocab) : vocab_(vocab) {
     if (t == TokenType::byte) {
       if (auto b = parse_byte_piece(piece); b && byte_ids_[*b] < 0) byte_ids_[*b] = id;
     }
+    if ((t == TokenType::control || t == TokenType::unknown || t == TokenType::user_defined) && !piece.empty()) {
+      specials_.push_back(id);
+      special_first_[static_cast<unsigned char>(piece.front())] = true;
+    }
   }
+  // Longest text first, so that "<|im_start|>" wins over a "<|im" that is also special.
+  std::stable_sort(specials_.begin(), specials_.end(), [this](std::int32_t a, std::int32_t b) {
+    return vocab_.tokens[static_cast<std::size_t>(a)].size() > vocab_.tokens[static_cast<std::size_t>(b)].size();
+  });
   if (kind_ == Kind::bpe) build_bpe_tables();
 }
 
@@ -207,7 +216,7 @@ void Tokenizer::throw_unencodable(std::string_view text) const {
 
 // ---- encoding ----------------------------------------------------------------------------------
 
-std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_bos) const {
+std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {
   std::vector<std::int32_t> ids;
   if (add_bos && vocab_.bos >= 0) ids.push_back(vocab_.bos);
   if (text.empty()) return ids;
@@ -217,19 +226,51 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_bos)
                     "text as the GPT-2, Llama 3 and Qwen2 families do (model/pre_tokenizers.h), which "
                     "would give other ids for this vocabulary; give the prompt as token ids (--tokens)",
                     where(), vocab_.pre.empty() ? "default" : vocab_.pre));
-  if (kind_ == Kind::spm)
-    encode_spm(text, ids);
-  else
-    encode_bpe(text, ids);
+  // As llama.cpp partitions the text: special tokens cut it into fragments, each encoded alone;
+  // with SentencePiece's space prefix, a fragment at the start or after a special token gets it.
+  bool after_special = true;
+  std::size_t start = 0;
+  const auto encode_fragment = [&](std::size_t end) {
+    if (end == start) return;
+    if (kind_ == Kind::spm)
+      encode_spm(text.substr(start, end - start), vocab_.add_space_prefix && after_special, ids);
+    else
+      encode_bpe(text.substr(start, end - start), ids);
+    after_special = false;
+  };
+  for (std::size_t i = 0; i < text.size();) {
+    const std::int32_t special = special_at(text, i, parse_special);
+    if (special < 0) {
+      ++i;
+      continue;
+    }
+    encode_fragment(i);
+    ids.push_back(special);
+    after_special = true;
+    i += vocab_.tokens[static_cast<std::size_t>(special)].size();
+    start = i;
+  }
+  encode_fragment(text.size());
   return ids;
+}
+
+// The special token whose text starts at text[i], longest first: user-defined pieces always,
+// control and unknown tokens when parse_special (as llama.cpp's tokenizer_st_partition); or -1.
+std::int32_t Tokenizer::special_at(std::string_view text, std::size_t i, bool parse_special) const {
+  if (!special_first_[static_cast<unsigned char>(text[i])]) return -1;
+  for (const std::int32_t id : specials_) {
+    if (!parse_special && type(id) != TokenType::user_defined) continue;
+    if (text.substr(i).starts_with(vocab_.tokens[static_cast<std::size_t>(id)])) return id;
+  }
+  return -1;
 }
 
 // SentencePiece BPE: merge UTF-8 characters, best-scoring resulting piece first. A character that
 // is no piece (merges only ever produce pieces) becomes its byte tokens, or one unk.
-void Tokenizer::encode_spm(std::string_view text, std::vector<std::int32_t>& out) const {
+void Tokenizer::encode_spm(std::string_view text, bool space_prefix, std::vector<std::int32_t>& out) const {
   std::string norm;
   norm.reserve(text.size() + text.size() / 2 + kSpmSpace.size());
-  if (vocab_.add_space_prefix) norm += kSpmSpace;
+  if (space_prefix) norm += kSpmSpace;
   for (char c : text) {
     if (c == ' ')
       norm += kSpmSpace;

@@ -33,8 +33,10 @@ class Tokenizer {
   explicit Tokenizer(const Vocabulary& vocab);
 
   // The ids of `text` (UTF-8; invalid bytes are encoded as bytes), with BOS first when add_bos
-  // and the vocabulary has a BOS. Control pieces are never produced from text.
-  std::vector<std::int32_t> encode(std::string_view text, bool add_bos) const;
+  // and the vocabulary has a BOS. The text of a control or unknown token written in it ("<s>",
+  // "<|im_start|>") is that token when parse_special, else text; a user-defined token's text is
+  // always that token (as llama.cpp's parse_special). Control pieces are never produced otherwise.
+  std::vector<std::int32_t> encode(std::string_view text, bool add_bos, bool parse_special = true) const;
   // The bytes of one token in a stream: control and unused tokens give "", byte tokens their byte
   // (possibly a fragment of a UTF-8 character), unk its piece text (e.g. "<unk>"). For "llama",
   // "▁" gives ' ' and, with add_space_prefix, the leading space is dropped when previous is BOS or
@@ -62,7 +64,8 @@ class Tokenizer {
   std::string where() const;  // "<file>: tokenizer", the start of every message
   void check_vocab() const;
   void build_bpe_tables();
-  void encode_spm(std::string_view text, std::vector<std::int32_t>& out) const;
+  std::int32_t special_at(std::string_view text, std::size_t i, bool parse_special) const;
+  void encode_spm(std::string_view text, bool space_prefix, std::vector<std::int32_t>& out) const;
   void encode_bpe(std::string_view text, std::vector<std::int32_t>& out) const;
   void encode_bpe_word(std::string_view word, std::vector<std::int32_t>& out) const;
   std::string decode_bpe_piece(std::string_view piece) const;
@@ -73,6 +76,8 @@ class Tokenizer {
   Vocabulary vocab_;
   Kind kind_ = Kind::spm;
   PieceMap pieces_;                                           // text -> id of normal and user-defined pieces
+  std::vector<std::int32_t> specials_;                        // control, unknown, user-defined ids, longest text first
+  std::array<bool, 256> special_first_{};                     // bytes that start the text of one of specials_
   std::array<std::int32_t, 256> byte_ids_;                    // byte -> id of its <0xXX> token, or -1 (spm)
   PieceMap merge_ranks_;                                      // "left right" -> rank, lower merges first (bpe)
   std::array<std::string, 256> byte_chars_;                   // byte -> its GPT-2 unicode stand-in, UTF-8 (bpe)

@@ -106,14 +106,18 @@ TEST(Tokenizer, FallsBackToUnkWithoutByteTokens) {
   EXPECT_THROW(Tokenizer(v).encode("aé", false), UsageError);
 }
 
-TEST(Tokenizer, NeverProducesControlPiecesFromText) {
-  // "<s>" is BOS (control); the text "<s>" must merge to normal pieces only.
+TEST(Tokenizer, ControlTextIsTheTokenOnlyWhenParsingSpecials) {
+  // "<s>" is BOS (control): the text "<s>" is that token when parsing specials, else it merges to
+  // normal pieces only.
   const auto v = no_prefix(spm_vocab({{"<", -1}, {"s", -1}, {">", -1}, {"<s", -2}, {"s>", -3}}));
-  EXPECT_EQ(Tokenizer(v).encode("<s>", false), (Ids{id_of(v, "<s"), id_of(v, ">")}));
+  EXPECT_EQ(Tokenizer(v).encode("<s>", false, false), (Ids{id_of(v, "<s"), id_of(v, ">")}));
+  EXPECT_EQ(Tokenizer(v).encode("<s>", false), (Ids{kBos}));
+  EXPECT_EQ(Tokenizer(v).encode("s<s>s", false), (Ids{id_of(v, "s"), kBos, id_of(v, "s")}));
   // The same when the types are inferred from the special ids.
   const auto inferred = no_prefix(spm_vocab({{"<", -1}, {"s", -1}, {">", -1}, {"<s", -2}}, true, true));
   const Tokenizer t(inferred);
-  EXPECT_EQ(t.encode("<s>", false), (Ids{id_of(inferred, "<s"), id_of(inferred, ">")}));
+  EXPECT_EQ(t.encode("<s>", false, false), (Ids{id_of(inferred, "<s"), id_of(inferred, ">")}));
+  EXPECT_EQ(t.encode("<s>", false), (Ids{kBos}));
   EXPECT_EQ(t.type(kBos), TokenType::control);
   EXPECT_EQ(t.type(kUnk), TokenType::unknown);
   EXPECT_EQ(t.type(byte_id(0x41)), TokenType::byte);

@@ -21,6 +21,9 @@ void add_prompt_options(CLI::App& command, PromptOptions& options) {
   command.add_option("--vocab", options.vocab,
                      "GGUF file whose vocabulary tokenizes the prompt (for models without one)");
   command.add_flag("--no-bos", options.no_bos, "Do not prepend the BOS token to a text prompt");
+  command.add_flag("--special-as-text", options.special_as_text,
+                   "Read the text of control tokens written in a text prompt (<s>, <|im_start|>) as text, not as "
+                   "those tokens");
   command
       .add_option("--prompt-length", options.length,
                   "Repeat the prompt (text joined by newlines) and cut it to exactly N tokens")
@@ -104,14 +107,14 @@ std::vector<std::int32_t> resolve_prompt(const PromptOptions& options,
   }
   if (!tokenizer)
     throw UsageError("the model carries no tokenizer vocabulary: pass --tokens, or --vocab FILE.gguf to tokenize text");
-  auto ids = tokenizer->encode(text, !options.no_bos);
+  auto ids = tokenizer->encode(text, !options.no_bos, !options.special_as_text);
   if (ids.empty()) throw UsageError("the prompt text encodes to no tokens");
   if (ids.size() < want) {
     // Enough copies of the text, tokenized as one text, so the joins tokenize as they would in it.
     const std::size_t copies = want / ids.size() + 2;
     std::string repeated = text;
     for (std::size_t i = 1; i < copies; ++i) repeated += "\n" + text;
-    ids = tokenizer->encode(repeated, !options.no_bos);
+    ids = tokenizer->encode(repeated, !options.no_bos, !options.special_as_text);
   }
   return cut(std::move(ids), options.length);
 }

@@ -19,6 +19,7 @@ struct PromptOptions {
   std::string prompt_file;
   std::string vocab;  // a GGUF file whose vocabulary to use (for models that carry none)
   bool no_bos = false;
+  bool special_as_text = false;  // control tokens' text in a text prompt stays text
   int length = 0;          // > 0: the prompt repeated (text: joined by newlines) and cut to exactly this many tokens
   std::string batch_file;  // --batch-prompts: a ragged batch, one prompt per line (commands that run batches)
 };

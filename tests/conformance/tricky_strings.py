@@ -1,5 +1,6 @@
 """Strings that tokenizers get wrong: digits and long numbers, contractions in both cases,
-accents, scripts and emoji, whitespace runs and newlines, code; each alone and in mixtures."""
+accents, scripts and emoji, whitespace runs and newlines, code, special tokens' text; each alone
+and in mixtures."""
 from __future__ import annotations
 
 import itertools
@@ -32,6 +33,12 @@ PARTS = [
 ]
 
 
+# Special tokens' text inside prompts: GPT-2's <|endoftext|>, SentencePiece's <s>, </s>, <unk>,
+# glued to words, spaced, repeated, cut short.
+SPECIAL = ["<|endoftext|>hello", "a<|endoftext|>b", "<|endoftext|><|endoftext|>", " <|endoftext|> x", "<|endof",
+           "<s>hello</s>", "x<s>", "<s> <s>", "say <unk> twice <unk>", "</s>\n<s>", "<<s>>", "<s", "s>"]
+
+
 def tricky_strings() -> list[str]:
     """Each part alone, then pairs joined by a space, nothing, and a newline: over 200 strings."""
     strings = list(PARTS)
@@ -41,4 +48,4 @@ def tricky_strings() -> list[str]:
     strings += ["The quick brown fox's 3 dogs don't jump 1234567 times!\n\n  Really?",
                 "   leading and trailing   ", "\n\nstarts with newlines", "tabs\tand\tspaces \t mixed",
                 "MiXeD CaSe WoRdS'S", "123abc456def", "emoji\U0001f600in\U0001f600words"]
-    return strings
+    return strings + SPECIAL
