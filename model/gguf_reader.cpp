@@ -13,6 +13,7 @@
 
 #include "model/errors.h"
 #include "model/mapped_file.h"
+#include "model/pre_tokenizers.h"
 
 namespace tapdiff::model {
 namespace gguf {
@@ -758,7 +759,11 @@ std::optional<Vocabulary> gguf_vocabulary(const GgufFile& f, const ModelConfig& 
   v.bos = c.bos_token;
   v.eos = c.eos_token;
   v.unk = token_id(f, "tokenizer.ggml.unknown_token_id");
-  v.add_bos = f.get_bool("tokenizer.ggml.add_bos_token").value_or(true);
+  // Without the key, llama.cpp's default: a BOS for SentencePiece vocabularies and the Llama 3
+  // family's, none for other byte-level BPE ones.
+  const PreTokenizer* pre = v.model == "gpt2" ? find_pre_tokenizer(v.pre) : nullptr;
+  v.add_bos =
+      f.get_bool("tokenizer.ggml.add_bos_token").value_or(v.model != "gpt2" || (pre != nullptr && pre->add_bos));
   v.add_space_prefix = f.get_bool("tokenizer.ggml.add_space_prefix").value_or(v.model == "llama");
   auto check = [&](std::size_t n, std::string_view what) {
     if (n != 0 && n != v.tokens.size())

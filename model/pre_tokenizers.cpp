@@ -142,9 +142,9 @@ std::vector<std::string_view> llama3_style_words(std::string_view s, std::size_t
 }
 
 constexpr std::array kPreTokenizers{
-    PreTokenizer{"gpt2", gpt2_words, false},
-    PreTokenizer{"llama3", llama3_words, true},
-    PreTokenizer{"qwen2", qwen2_words, false},
+    PreTokenizer{"gpt2", gpt2_words, false, false},
+    PreTokenizer{"llama3", llama3_words, true, true},
+    PreTokenizer{"qwen2", qwen2_words, false, false},
 };
 
 // tokenizer.ggml.pre names and their family, as llama.cpp's llama-vocab.cpp maps them.

@@ -18,6 +18,7 @@ struct PreTokenizer {
   std::string_view family;  // "gpt2", "llama3", "qwen2"
   WordSplit split;
   bool ignore_merges;  // a word that is itself a piece is that one token (llama.cpp's, for llama3)
+  bool add_bos;        // llama.cpp's default when tokenizer.ggml.add_bos_token is not given
 };
 
 // The pre-tokenizer tokenizer.ggml.pre names, as llama.cpp maps the name to a family; nullptr for

@@ -218,7 +218,7 @@ void Tokenizer::throw_unencodable(std::string_view text) const {
 
 std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {
   std::vector<std::int32_t> ids;
-  if (add_bos && vocab_.bos >= 0) ids.push_back(vocab_.bos);
+  if (add_bos && vocab_.add_bos && vocab_.bos >= 0) ids.push_back(vocab_.bos);
   if (text.empty()) return ids;
   if (kind_ == Kind::bpe && pre_ == nullptr)
     throw UsageError(

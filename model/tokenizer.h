@@ -33,7 +33,8 @@ class Tokenizer {
   explicit Tokenizer(const Vocabulary& vocab);
 
   // The ids of `text` (UTF-8; invalid bytes are encoded as bytes), with BOS first when add_bos
-  // and the vocabulary has a BOS. The text of a control or unknown token written in it ("<s>",
+  // and the vocabulary has a BOS it adds (Vocabulary::add_bos). The text of a control or unknown token written in it
+  // ("<s>",
   // "<|im_start|>") is that token when parse_special, else text; a user-defined token's text is
   // always that token (as llama.cpp's parse_special). Control pieces are never produced otherwise.
   std::vector<std::int32_t> encode(std::string_view text, bool add_bos, bool parse_special = true) const;

@@ -325,6 +325,15 @@ TEST(Tokenizer, Gpt2VocabularyWithAnotherPreTokenizerRefusesText) {
   EXPECT_THROW(Tokenizer(v).encode("he", false), UsageError);
 }
 
+// A vocabulary that adds no BOS (tokenizer.ggml.add_bos_token false, or llama.cpp's default for
+// most byte-level BPE families) gets none, even when the caller asks for one.
+TEST(Tokenizer, BosOnlyWhenTheVocabularyAddsIt) {
+  auto v = gpt2_vocab({"h e"});
+  EXPECT_EQ(Tokenizer(v).encode("he", true).front(), v.bos);
+  v.add_bos = false;
+  EXPECT_EQ(Tokenizer(v).encode("he", true), (Ids{static_cast<std::int32_t>(v.tokens.size()) - 2}));
+}
+
 // ---- the real stories260K vocabulary ----
 
 namespace {

@@ -69,7 +69,7 @@ def train_bpe(family: str) -> Tokenizer:
     return tokenizer
 
 
-def write_gguf(tokenizer: Tokenizer, pre: str, path: Path) -> None:
+def write_gguf(tokenizer: Tokenizer, pre: str, path: Path, add_bos: bool | None = False) -> None:
     saved = json.loads(tokenizer.to_str())
     vocab = sorted(saved["model"]["vocab"].items(), key=lambda item: item[1])
     tokens = [t for t, _ in vocab]
@@ -85,7 +85,8 @@ def write_gguf(tokenizer: Tokenizer, pre: str, path: Path) -> None:
         w.add_token_merges(merges)
         w.add_bos_token_id(tokens.index("<|endoftext|>"))
         w.add_eos_token_id(tokens.index("<|endoftext|>"))
-        w.add_add_bos_token(False)
+        if add_bos is not None:
+            w.add_add_bos_token(add_bos)
 
     write_tiny_llama(path, 64, len(tokens), add_vocab)
 
@@ -97,12 +98,17 @@ def tapdiff_ids(model: Path, text: str, special: bool) -> list[int]:
     return json.loads(run.stdout)["ids"]
 
 
-def llama_cpp_ids(model: Path, texts: list[str], special: bool) -> list[list[int]]:
+def llama_cpp_tokenize(model: Path, texts: list[str], special: bool) -> dict:
+    """{"ids": [[...] per text], "add_bos": whether llama.cpp starts a prompt with BOS}"""
     run = subprocess.run(["node", str(node_script("llama_cpp_tokenize.mjs")), str(model),
                           "special" if special else "text"], input=json.dumps(texts), capture_output=True,
                          text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def llama_cpp_ids(model: Path, texts: list[str], special: bool) -> list[list[int]]:
+    return llama_cpp_tokenize(model, texts, special)["ids"]
 
 
 @pytest.fixture(scope="module", params=list(FAMILIES))
@@ -156,3 +162,20 @@ def test_sentencepiece_ids_equal_llama_cpp(tmp_path, special):
                   for text, llama in zip(STRINGS, llama_cpp_ids(model, STRINGS, special))
                   if (ours := tapdiff_ids(model, text, special)) != llama]
     assert not mismatches, f"{len(mismatches)} of {len(STRINGS)} differ:\n" + "\n".join(mismatches[:20])
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_bos_as_llama_cpp_adds_it_when_the_file_does_not_say(family, tmp_path):
+    """Without tokenizer.ggml.add_bos_token, llama.cpp starts a Llama 3 family prompt with BOS and
+    a GPT-2 or Qwen2 one without; with the key, as it says."""
+    tokenizer = train_bpe(family)
+    bos = tokenizer.token_to_id("<|endoftext|>")
+    for add_bos in (None, True, False):
+        model = tmp_path / f"{family}-{add_bos}.gguf"
+        write_gguf(tokenizer, FAMILIES[family][0], model, add_bos)
+        theirs = llama_cpp_tokenize(model, ["hi"], True)
+        assert theirs["add_bos"] == (add_bos if add_bos is not None else family == "llama3")
+        run = subprocess.run([TAPDIFF, "tokenize", "--model", str(model), "--prompt", "hi", "--json"],
+                             capture_output=True, text=True)
+        assert run.returncode == 0, run.stderr
+        assert json.loads(run.stdout)["ids"] == [bos] * theirs["add_bos"] + theirs["ids"][0], add_bos
