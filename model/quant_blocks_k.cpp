@@ -25,6 +25,12 @@ std::pair<int, int> scale_min_k4(int j, const std::byte* q) {
   return {(u8(q, j + 4) & 0x0F) | ((u8(q, j - 4) >> 6) << 4), (u8(q, j + 4) >> 4) | ((u8(q, j) >> 6) << 4)};
 }
 
+// Sub-block j's d * scale and dmin * min of the Q4_K / Q5_K block at b (scales at b + 4).
+std::pair<float, float> sub_block_scale(const std::byte* b, int j, float d, float min) {
+  const auto [sc, m] = scale_min_k4(j, b + 4);
+  return {d * static_cast<float>(sc), min * static_cast<float>(m)};
+}
+
 void pack_scale_min_k4(const std::array<int, 8>& sc, const std::array<int, 8>& m, std::byte* q) {
   std::memset(q, 0, 12);
   for (std::size_t j = 0; j < 4; ++j) {
@@ -219,10 +225,8 @@ void dequantize_q4_k(const std::byte* src, float* dst, std::int64_t n) {
     const float d = load_f16(src), min = load_f16(src + 2);
     const std::byte* q = src + 16;
     for (int is = 0; is < 8; is += 2, q += 32) {
-      const auto [sc1, m1] = scale_min_k4(is, src + 4);
-      const auto [sc2, m2] = scale_min_k4(is + 1, src + 4);
-      const float d1 = d * static_cast<float>(sc1), dm1 = min * static_cast<float>(m1);
-      const float d2 = d * static_cast<float>(sc2), dm2 = min * static_cast<float>(m2);
+      const auto [d1, dm1] = sub_block_scale(src, is, d, min);
+      const auto [d2, dm2] = sub_block_scale(src, is + 1, d, min);
       for (int l = 0; l < 32; ++l) *dst++ = d1 * static_cast<float>(u8(q, l) & 0x0F) - dm1;
       for (int l = 0; l < 32; ++l) *dst++ = d2 * static_cast<float>(u8(q, l) >> 4) - dm2;
     }
@@ -249,10 +253,8 @@ void dequantize_q5_k(const std::byte* src, float* dst, std::int64_t n) {
     const std::byte* q = src + 48;
     int u1 = 1, u2 = 2;
     for (int is = 0; is < 8; is += 2, q += 32, u1 <<= 2, u2 <<= 2) {
-      const auto [sc1, m1] = scale_min_k4(is, src + 4);
-      const auto [sc2, m2] = scale_min_k4(is + 1, src + 4);
-      const float d1 = d * static_cast<float>(sc1), dm1 = min * static_cast<float>(m1);
-      const float d2 = d * static_cast<float>(sc2), dm2 = min * static_cast<float>(m2);
+      const auto [d1, dm1] = sub_block_scale(src, is, d, min);
+      const auto [d2, dm2] = sub_block_scale(src, is + 1, d, min);
       for (int l = 0; l < 32; ++l)
         *dst++ = d1 * static_cast<float>((u8(q, l) & 0x0F) + ((u8(qh, l) & u1) ? 16 : 0)) - dm1;
       for (int l = 0; l < 32; ++l)
