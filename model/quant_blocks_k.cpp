@@ -132,6 +132,17 @@ AffineBlock<kSubs> quantize_affine(const float* x, int top, int scale_top) {
   return b;
 }
 
+// A Q4_K / Q5_K super-block of quants in [0, top]: the block of `bytes` zeroed, its d, dmin and
+// 6-bit scales and mins written; the quants are the caller's to pack.
+AffineBlock<8> quantize_k4_header(const float* x, int top, std::byte* dst, std::size_t bytes) {
+  const auto blk = quantize_affine<8>(x, top, 63);
+  std::memset(dst, 0, bytes);
+  store_f16(dst, blk.d);
+  store_f16(dst + 2, blk.dmin);
+  pack_scale_min_k4(blk.sc, blk.m, dst + 4);
+  return blk;
+}
+
 // Signed quants q = nearest(x / (d * l)) in [lo, hi] per sub-block, d as stored in f16.
 template <std::size_t kSubs>
 Quants quantize_signed(const float* x, float d, const std::array<int, kSubs>& l, int lo, int hi) {
@@ -235,11 +246,7 @@ void dequantize_q4_k(const std::byte* src, float* dst, std::int64_t n) {
 
 void quantize_q4_k(const float* src, std::byte* dst, std::int64_t n) {
   for (std::int64_t b = 0; b < n / kSuper; ++b, src += kSuper, dst += 144) {
-    const auto blk = quantize_affine<8>(src, 15, 63);
-    std::memset(dst, 0, 144);
-    store_f16(dst, blk.d);
-    store_f16(dst + 2, blk.dmin);
-    pack_scale_min_k4(blk.sc, blk.m, dst + 4);
+    const auto blk = quantize_k4_header(src, 15, dst, 144);
     for (int e = 0; e < kSuper; ++e)
       or_bits(dst + 16, 32 * (e / 64) + e % 32, blk.q[static_cast<std::size_t>(e)] << ((e / 32) % 2 * 4));
   }
@@ -265,11 +272,7 @@ void dequantize_q5_k(const std::byte* src, float* dst, std::int64_t n) {
 
 void quantize_q5_k(const float* src, std::byte* dst, std::int64_t n) {
   for (std::int64_t b = 0; b < n / kSuper; ++b, src += kSuper, dst += 176) {
-    const auto blk = quantize_affine<8>(src, 31, 63);
-    std::memset(dst, 0, 176);
-    store_f16(dst, blk.d);
-    store_f16(dst + 2, blk.dmin);
-    pack_scale_min_k4(blk.sc, blk.m, dst + 4);
+    const auto blk = quantize_k4_header(src, 31, dst, 176);
     for (int e = 0; e < kSuper; ++e) {
       const int v = blk.q[static_cast<std::size_t>(e)];
       or_bits(dst + 48, 32 * (e / 64) + e % 32, (v & 0x0F) << ((e / 32) % 2 * 4));

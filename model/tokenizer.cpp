@@ -313,9 +313,11 @@ void Tokenizer::encode_bpe_word(std::string_view word, std::vector<std::int32_t>
     mapped += ch;
     lengths.push_back(ch.size());
   }
-  if (const std::int32_t whole = find_piece(mapped); pre_->ignore_merges && whole >= 0) {
-    out.push_back(whole);
-    return;
+  if (pre_->ignore_merges) {
+    if (const std::int32_t whole = find_piece(mapped); whole >= 0) {
+      out.push_back(whole);
+      return;
+    }
   }
   std::string key;
   auto score = [&](std::string_view left, std::string_view right) -> std::optional<double> {
