@@ -110,6 +110,10 @@ HeadLayout head_layout(model::Op op, const model::ModelConfig& config) {
     case model::Op::ffn_up:
     case model::Op::ffn_act:
     case model::Op::ffn_down:
+    case model::Op::moe_router:
+    case model::Op::moe_ids:
+    case model::Op::moe_weights:
+    case model::Op::moe_out:
     case model::Op::ffn_post_norm:
     case model::Op::ffn_residual:
     case model::Op::final_norm:

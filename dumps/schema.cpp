@@ -1,5 +1,6 @@
 #include "dumps/schema.h"
 
+#include <algorithm>
 #include <ctime>
 
 #include <fmt/core.h>
@@ -65,6 +66,30 @@ model::ModelConfig config_from_json(const nlohmann::json& config, const std::str
   if (config.contains("block")) out.block = model::block_from_json(config.at("block"), source);
   if (config.contains("rope_style") && config.at("rope_style") == model::rope_style_name(model::RopeStyle::rotate_half))
     out.rope_style = model::RopeStyle::rotate_half;
+  if (config.contains("experts")) {
+    const nlohmann::json& e = config.at("experts");
+    if (!e.is_object())
+      throw FormatError(fmt::format("{}: model_config.experts: expected an object, found {}", source,
+                                    model::json_excerpt(e)));
+    const auto count = [&](const char* key) {
+      if (!e.contains(key) || !e.at(key).is_number_integer() || e.at(key).get<std::int64_t>() < 1 ||
+          e.at(key).get<std::int64_t>() > INT32_MAX)
+        throw FormatError(fmt::format("{}: model_config.experts.{}: expected a positive integer, found {}", source,
+                                      key, e.contains(key) ? model::json_excerpt(e.at(key)) : "none"));
+      return e.at(key).get<int>();
+    };
+    out.experts.count = count("count");
+    out.experts.active = count("active");
+    out.experts.ffn_dim = count("ffn_dim");
+    if (e.contains("layers")) {
+      const nlohmann::json& layers = e.at("layers");
+      if (!layers.is_array() || std::ssize(layers) != out.n_layers ||
+          !std::all_of(layers.begin(), layers.end(), [](const nlohmann::json& f) { return f.is_boolean(); }))
+        throw FormatError(fmt::format("{}: model_config.experts.layers: expected {} flags true or false, found {}",
+                                      source, out.n_layers, model::json_excerpt(layers)));
+      for (const nlohmann::json& f : layers) out.experts.layers.push_back(f.get<bool>());
+    }
+  }
   if (config.contains("rotary_dim")) {
     const int rotary = field("rotary_dim", 0);
     out.rotary_dim = rotary == out.head_dim ? 0 : rotary;

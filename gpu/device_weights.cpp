@@ -28,7 +28,8 @@ DeviceWeights::DeviceWeights(const Device& device, Stream& stream, const model::
 
 void DeviceWeights::upload(Stream& stream, model::WeightKind kind, int layer, const model::WeightTensor& t) {
   DeviceWeight w{t.name, {}, t.dtype, t.rows, t.cols, static_cast<std::uint32_t>(model::row_bytes(t.dtype, t.cols))};
-  std::span<const std::byte> bytes = t.bytes;
+  std::vector<std::byte> gathered;  // a tensor in parts
+  std::span<const std::byte> bytes = t.contiguous(gathered);
   std::vector<float> widened;      // 1-D tensors as f32
   std::vector<std::uint16_t> f16;  // F32 and BF16 matrices under f16 weights
   const bool offset = model::is_norm(kind) && norm_offset_ != 0;

@@ -10,6 +10,7 @@
 
 #include "gpu/attention_coop2.h"
 #include "gpu/device.h"
+#include "gpu/dispatch_math.h"
 #include "gpu/matmul_coop2.h"
 #include "gpu/pipelines.h"
 #include "gpu/stream.h"
@@ -91,10 +92,6 @@ constexpr std::uint32_t kDecodeMaxPack = 16;      // ... and MAX_PACK, heads per
 constexpr int kFlashMinRowsPerSequence = 16;      // fewer rows per sequence: split the keys
 constexpr std::uint32_t kSplitMinKeys = 32;       // positions per split at least ...
 constexpr std::uint32_t kMaxSplits = 64;          // ... and splits at most (attention_combine.comp: MAX_SPLITS)
-
-std::uint32_t u32(std::int64_t v) { return static_cast<std::uint32_t>(v); }
-std::uint32_t dtype_code(model::DType t) { return static_cast<std::uint32_t>(t); }  // dequant.glsl DTYPE_*
-std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
 
 std::uint32_t floor_pow2(std::uint32_t v) {
   std::uint32_t p = 1;
@@ -307,7 +304,8 @@ Kernels::Kernels(const Device& device, Pipelines& pipelines, const KernelOverrid
 std::uint32_t Kernels::local_size(Shader shader) const {
   switch (shader) {
     case Shader::attention: return attention_wg_;
-    case Shader::matvec_subgroup: return matvec_wg_;
+    case Shader::matvec_subgroup:
+    case Shader::matvec_experts_subgroup: return matvec_wg_;
     default: return wg_;
   }
 }
@@ -703,6 +701,10 @@ std::vector<std::string> Kernels::planned(model::OpClass cls, model::DType weigh
       if (fuses_norms()) return {named("add+rms_norm-tree")};
       return {named("add")};
     case model::OpClass::activation: return {named(gated_activation_name(activation_))};
+    case model::OpClass::routing: return {named("moe-route")};
+    case model::OpClass::experts:
+      return {named(expert_matmul_name(), weight_dtype) + "+" + named(gated_activation_name(activation_)) + "+" +
+              named("moe-sum")};
   }
   return {};
 }

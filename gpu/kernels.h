@@ -57,6 +57,11 @@
 //   activation  silu_mul, gelu_mul, gelu_tanh_mul  the model's gated activation (gated_act.comp)
 //   logits      + scale_softcap                    after the product, where the model scales or
 //                                                  soft-caps its logits (Granite, Gemma 2)
+//   routing     moe-route                          moe_ids and moe_weights: an invocation per row
+//   experts     matvec-experts-subgroup/DTYPE      moe_out: per (token, chosen expert) pair, the
+//               (matvec-experts-shared/DTYPE)      expert's gate, up and down products by matvec.comp
+//               +moe-sum                           (EXPERTS), its gated activation, then the weighted
+//                                                  sum of each token's pairs
 //
 // Faults (--inject, gpu/faults.h): rms_norm, matmul, attention and gated_act take a set of the
 // kFault* bits below as specialization constant 2 of their shader (shaders/faults.glsl); 0 builds
@@ -183,6 +188,21 @@ class Kernels {
   // x = x * scale, then cap * tanh(x / cap) where cap > 0, in place over n values
   std::string scale_softcap(Stream& s, const Region& x, float scale, float cap, std::int64_t n);
 
+  // The mixture of experts (kernels_moe.cpp). logits [rows, experts] -> ids [rows, k]: the k
+  // largest ascending by id, as exact small integers of the activation type.
+  std::string moe_topk(Stream& s, const Region& logits, const Region& ids, int rows, int experts, int k);
+  // logits [rows, experts], ids [rows, k] -> weights [rows, k]: the softmax taken at ids,
+  // renormalised where `normalize`.
+  std::string moe_weights(Stream& s, const Region& logits, const Region& ids, const Region& weights, int rows,
+                          int experts, int k, bool normalize);
+  // Per (token, expert) pair p of `pairs` = rows * k: out [pairs, n] = x_p W_e^T with e = ids[p]
+  // and W_e rows [e n, (e + 1) n) of the stacked w; x_p is row p / k of x where shared_input (each
+  // token's row, for gate and up), else row p (down).
+  std::string expert_matmul(Stream& s, const Region& x, const DeviceWeight& w, int n, const Region& ids, int k,
+                            bool shared_input, const Region& out, int pairs);
+  // out [rows, dim] = sum over j of weights[t, j] * y[t k + j] (y [rows * k, dim])
+  std::string moe_sum(Stream& s, const Region& y, const Region& weights, const Region& out, int rows, int dim, int k);
+
   // matmul_coop.comp's probe build (bench/coop_ceiling.cpp, never the engine's): the grid and
   // bindings of matmul-coop-128x128 for x [rows, w.cols] -> out [rows, w.rows], its slice loop
   // without the parts that `probe` takes away (0: none; 1-4, the shader's PROBE_* levels).
@@ -220,6 +240,7 @@ class Kernels {
   // The name of a variant as reported: activation type, then weight storage for the ops with weights.
   std::string named(std::string_view variant, std::optional<model::DType> weights = std::nullopt) const;
   Shader matvec_shader() const;
+  std::string expert_matmul_name() const;
   // matvec-subgroup's subgroups per output (a power of two dividing matvec_subgroups_) for Y[1, n], K = k.
   std::uint32_t matvec_split(std::uint32_t n, std::uint32_t k) const;
   struct AttentionPlan {

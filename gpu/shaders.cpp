@@ -36,10 +36,20 @@ namespace {
 #include "matmul_coop_probe_f16_spv.h"
 #include "matmul_tiled_f16_spv.h"
 #include "matmul_tiled_spv.h"
+#include "matvec_experts_shared_f16_spv.h"
+#include "matvec_experts_shared_spv.h"
+#include "matvec_experts_subgroup_f16_spv.h"
+#include "matvec_experts_subgroup_spv.h"
 #include "matvec_shared_f16_spv.h"
 #include "matvec_shared_spv.h"
 #include "matvec_subgroup_f16_spv.h"
 #include "matvec_subgroup_spv.h"
+#include "moe_sum_f16_spv.h"
+#include "moe_sum_spv.h"
+#include "moe_topk_f16_spv.h"
+#include "moe_topk_spv.h"
+#include "moe_weights_f16_spv.h"
+#include "moe_weights_spv.h"
 #include "rms_norm_f16_spv.h"
 #include "rms_norm_spv.h"
 #include "rope_f16_spv.h"
@@ -63,7 +73,7 @@ std::span<const std::uint32_t> attention_coop2_words() {
   return words;
 }
 
-using ShaderTable = std::array<std::array<ShaderCode, 24>, 2>;
+using ShaderTable = std::array<std::array<ShaderCode, 29>, 2>;
 
 // In the order of the Shader enum: f32 activations, then f16. The cooperative-matrix kernels exist
 // in f16 only: their tensor cores multiply f16 values. Made on the first call (the coop2 kernels' words
@@ -95,6 +105,11 @@ const ShaderTable& shader_table() {
           {"add", add_spv, 3},
           {"gated_act", gated_act_spv, 3},
           {"scale_softcap", scale_softcap_spv, 1},
+          {"matvec_experts_subgroup", matvec_experts_subgroup_spv, 4},
+          {"matvec_experts_shared", matvec_experts_shared_spv, 4},
+          {"moe_topk", moe_topk_spv, 2},
+          {"moe_weights", moe_weights_spv, 3},
+          {"moe_sum", moe_sum_spv, 3},
       }},
       {{
           {"embed_f16", embed_f16_spv, 3},
@@ -121,6 +136,11 @@ const ShaderTable& shader_table() {
           {"add_f16", add_f16_spv, 3},
           {"gated_act_f16", gated_act_f16_spv, 3},
           {"scale_softcap_f16", scale_softcap_f16_spv, 1},
+          {"matvec_experts_subgroup_f16", matvec_experts_subgroup_f16_spv, 4},
+          {"matvec_experts_shared_f16", matvec_experts_shared_f16_spv, 4},
+          {"moe_topk_f16", moe_topk_f16_spv, 2},
+          {"moe_weights_f16", moe_weights_f16_spv, 3},
+          {"moe_sum_f16", moe_sum_f16_spv, 3},
       }},
   }};
   return table;

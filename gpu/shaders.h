@@ -34,6 +34,11 @@ enum class Shader : std::uint8_t {
   add,                 // add.comp
   gated_act,           // gated_act.comp
   scale_softcap,       // scale_softcap.comp
+  matvec_experts_subgroup,  // matvec.comp with SUBGROUP and EXPERTS
+  matvec_experts_shared,    // matvec.comp with EXPERTS
+  moe_topk,                 // moe_route.comp
+  moe_weights,              // moe_route.comp with WEIGHTS
+  moe_sum,                  // moe_sum.comp
 };
 
 // How activation buffers (op outputs, the KV cache) store their elements: --dtype f32 or f16.

@@ -80,6 +80,7 @@ class Engine final : public VulkanEngine {
   std::string run(const model::Step& step, const Region& out);
   std::string attend(const model::Step& step, const Region& out);
   std::string residual(const model::Step& step, const Region& out);
+  std::string mixture(const model::Step& step, const Region& out);
   void upload_rope_tables();
   void upload_row_table();
   model::ChunkInfo chunk_of(const Part& part) const { return {chunk_.index, part.first_pos, part.rows, part.decode}; }
@@ -117,6 +118,8 @@ class Engine final : public VulkanEngine {
   HostTensor delivered_;                              // each delivery widened into it, reused (deliver_after_chunk)
   std::array<double, model::kOpCount> op_seconds_{};  // set_profiling
   Region tokens_;                                     // [capacity_] int32
+  // moe_out's (token, expert) pairs: [capacity_ * active, experts.ffn_dim] each, and their outputs [.., dim]
+  Region expert_gate_, expert_up_, expert_hidden_, expert_out_;
   Region row_table_;  // [capacity_] of (cache row of position 0, position, chunk's first position, leak), attention's
   // [capacity_, head_dim / 2] (cos, sin) each: the chunk's distinct RoPE tables (more than one only
   // where --inject moves a layer's positions or base), and the one each layer uses.
@@ -189,6 +192,7 @@ const DeviceWeight& Engine::matrix(Op op, int l) const {
     case Op::ffn_gate: return weights_->get(WeightKind::ffn_gate, l);
     case Op::ffn_up: return weights_->get(WeightKind::ffn_up, l);
     case Op::ffn_down: return weights_->get(WeightKind::ffn_down, l);
+    case Op::moe_router: return weights_->get(WeightKind::moe_router, l);
     case Op::embed: return weights_->get(WeightKind::token_embd);
     case Op::logits: return weights_->get(config_.tied_output ? WeightKind::token_embd : WeightKind::output);
     case Op::attn_norm:
@@ -201,6 +205,9 @@ const DeviceWeight& Engine::matrix(Op op, int l) const {
     case Op::attn_residual:
     case Op::ffn_norm:
     case Op::ffn_act:
+    case Op::moe_ids:
+    case Op::moe_weights:
+    case Op::moe_out:
     case Op::ffn_post_norm:
     case Op::ffn_residual:
     case Op::final_norm: break;
@@ -219,10 +226,16 @@ const DeviceWeight* Engine::bias(Op op, int l) const {
   return nullptr;
 }
 
+// The weights' storage of the op's first step (f32 for ops without weights, or absent from the model).
 model::DType Engine::weight_dtype(Op op) const {
   const model::OpClass cls = model::op_class(op);
-  if (cls != model::OpClass::gemm && cls != model::OpClass::embedding) return model::DType::f32;
-  return matrix(op, op == Op::logits || op == Op::embed ? -1 : 0).dtype;
+  if (cls != model::OpClass::gemm && cls != model::OpClass::embedding && cls != model::OpClass::experts)
+    return model::DType::f32;
+  for (const model::Step& s : graph_.steps())
+    if (s.op == op)
+      return cls == model::OpClass::experts ? weights_->get(WeightKind::expert_gate, s.layer).dtype
+                                            : matrix(op, s.layer).dtype;
+  return model::DType::f32;
 }
 
 // The variants that ran for the op so far; before any ran, every variant it may run here, with the
@@ -262,8 +275,15 @@ void Engine::reserve_rows(int rows) {
   capacity_ = 0;            // until every slot is allocated again
   for (Op op : model::kAllOps) {
     const std::uint64_t bytes = activation_bytes(capacity, graph_.width(op));
+    if (bytes == 0) continue;  // an op this model has not (the experts' of a dense one)
     slots_[static_cast<std::size_t>(op)] =
         activations_->allocate(bytes, fmt::format("the {} activations ({} rows)", model::op_name(op), capacity));
+  }
+  if (config_.experts.count > 0) {
+    const std::int64_t pairs = std::int64_t{capacity} * config_.experts.active;
+    for (Region* r : {&expert_gate_, &expert_up_, &expert_hidden_})
+      *r = activations_->allocate(activation_bytes(pairs, config_.experts.ffn_dim), "the experts' FFN activations");
+    expert_out_ = activations_->allocate(activation_bytes(pairs, config_.dim), "the experts' outputs");
   }
   tokens_ = activations_->allocate(static_cast<std::uint64_t>(capacity) * 4, "the chunk's tokens");
   row_table_ = activations_->allocate(static_cast<std::uint64_t>(capacity) * 16, "the attention row table");
@@ -488,8 +508,15 @@ std::string Engine::run(const model::Step& step, const Region& out) {
     case Op::ffn_gate:
     case Op::ffn_up:
     case Op::ffn_down:
+    case Op::moe_router:
       return kernels_->matmul(*stream_, in(0), matrix(step.op, step.layer), bias(step.op, step.layer), out, rows,
                               faults);
+    case Op::moe_ids:
+      return kernels_->moe_topk(*stream_, in(0), out, rows, config_.experts.count, config_.experts.active);
+    case Op::moe_weights:
+      return kernels_->moe_weights(*stream_, in(0), in(1), out, rows, config_.experts.count, config_.experts.active,
+                                   config_.experts.normalize);
+    case Op::moe_out: return mixture(step, out);
     case Op::logits: {
       std::string kernel = kernels_->matmul(*stream_, in(0), matrix(step.op, step.layer), nullptr, out, rows, faults);
       const model::Block& b = config_.block;
@@ -528,6 +555,23 @@ std::string Engine::residual(const model::Step& step, const Region& out) {
                                               kernel_faults(norm->op, norm->layer));
   fused_norm_ = {*norm, kernel};
   return kernel;
+}
+
+// The chosen experts' FFNs per (token, expert) pair, then each token's weighted sum of its pairs.
+std::string Engine::mixture(const model::Step& step, const Region& out) {
+  const int l = step.layer, rows = chunk_.rows, k = config_.experts.active, f = config_.experts.ffn_dim;
+  const int pairs = rows * k;
+  const Region x = input(step.inputs[0]), ids = input(step.inputs[1]), weights = input(step.inputs[2]);
+  const auto used = [&](const Region& r, int width) { return r.sub(0, activation_bytes(pairs, width)); };
+  const Region gate = used(expert_gate_, f), up = used(expert_up_, f), hidden = used(expert_hidden_, f);
+  const Region y = used(expert_out_, config_.dim);
+  std::string kernel =
+      kernels_->expert_matmul(*stream_, x, weights_->get(WeightKind::expert_gate, l), f, ids, k, true, gate, pairs);
+  kernels_->expert_matmul(*stream_, x, weights_->get(WeightKind::expert_up, l), f, ids, k, true, up, pairs);
+  kernel += "+" + kernels_->gated_activation(*stream_, gate, up, hidden, std::int64_t{pairs} * f, 0);
+  kernels_->expert_matmul(*stream_, hidden, weights_->get(WeightKind::expert_down, l), config_.dim, ids, k, false, y,
+                          pairs);
+  return kernel + "+" + kernels_->moe_sum(*stream_, y, weights, out, rows, config_.dim, k);
 }
 
 // Appends each sequence's K (after RoPE) and V rows of the pass to its cache at [first_pos,

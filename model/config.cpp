@@ -75,6 +75,15 @@ void ModelConfig::validate(const std::string& source) const {
           rope_layers.size());
   require(context_length >= 0, "context_length >= 0", context_length);
   block.validate(source);
+  if (experts.count > 0) {
+    require(experts.active >= 1 && experts.active <= experts.count, "1 to n_experts active experts",
+            fmt::format("{} of {}", experts.active, experts.count));
+    require(experts.ffn_dim >= 1, "an expert FFN width >= 1", experts.ffn_dim);
+    require(experts.layers.empty() || std::ssize(experts.layers) == n_layers, "a MoE flag for every layer, or none",
+            experts.layers.size());
+  } else {
+    require(experts.active == 0 && experts.layers.empty(), "no active experts in a dense model", experts.active);
+  }
   require(bos_token < vocab && eos_token < vocab, "special tokens inside the vocabulary",
           fmt::format("bos {} eos {} for vocab {}", bos_token, eos_token, vocab));
 }
@@ -97,6 +106,10 @@ const RopeScaling& rope_scaling(const ModelConfig& c, int layer) {
 
 bool uses_rope(const ModelConfig& c, int layer) {
   return c.rope_layers.empty() || c.rope_layers.at(static_cast<std::size_t>(layer));
+}
+
+bool uses_experts(const ModelConfig& c, int layer) {
+  return c.experts.count > 0 && (c.experts.layers.empty() || c.experts.layers.at(static_cast<std::size_t>(layer)));
 }
 
 std::string_view rope_style_name(RopeStyle style) {
@@ -149,6 +162,13 @@ nlohmann::json to_json(const ModelConfig& c) {
                          {"rope_scaling", rope_scaling_json(c.sliding_rope->scaling)}};
   if (!c.sliding_layers.empty()) j["sliding_layers"] = c.sliding_layers;
   if (!c.rope_layers.empty()) j["rope_layers"] = c.rope_layers;
+  if (c.experts.count > 0) {
+    j["experts"] = {{"count", c.experts.count},
+                    {"active", c.experts.active},
+                    {"ffn_dim", c.experts.ffn_dim},
+                    {"normalize", c.experts.normalize}};
+    if (!c.experts.layers.empty()) j["experts"]["layers"] = c.experts.layers;
+  }
   return j;
 }
 

@@ -21,6 +21,18 @@ struct SlidingRope {
   RopeScaling scaling;
 };
 
+// The mixture-of-experts FFN of Mixtral and Qwen3-MoE: per token a router scores every expert,
+// the `active` best (top-k) run, and their outputs are summed weighted by the router's softmax
+// over all experts taken at the chosen ones (renormalised to sum 1 where `normalize`).
+struct Experts {
+  int count = 0;             // experts of a MoE layer; 0: a dense model
+  int active = 0;            // experts per token
+  int ffn_dim = 0;           // one expert's FFN width
+  bool normalize = false;    // the chosen weights renormalised (Mixtral; Qwen3-MoE's norm_topk_prob)
+  std::vector<bool> layers;  // [n_layers]: which layers are MoE (Qwen3-MoE's dense layers); empty: all
+  friend bool operator==(const Experts&, const Experts&) = default;
+};
+
 struct ModelConfig {
   std::string arch = "llama";  // the family (model/families.h)
   int n_layers = 0;
@@ -42,6 +54,7 @@ struct ModelConfig {
   RopeStyle rope_style = RopeStyle::interleaved;
   bool tied_output = false;  // logits use the embedding matrix
   Block block;               // what each layer computes (model/block.h)
+  Experts experts;           // count > 0: the FFN of the MoE layers
   int bos_token = -1;        // -1 = none
   int eos_token = -1;
 
@@ -63,6 +76,8 @@ double rope_base(const ModelConfig& config, int layer);
 const RopeScaling& rope_scaling(const ModelConfig& config, int layer);
 // Whether a layer rotates q and k (its graph has rope_q and rope_k).
 bool uses_rope(const ModelConfig& config, int layer);
+// Whether a layer's FFN is the mixture of experts (its graph has moe_router ... moe_out).
+bool uses_experts(const ModelConfig& config, int layer);
 
 std::string_view rope_style_name(RopeStyle style);
 nlohmann::json to_json(const ModelConfig& config);

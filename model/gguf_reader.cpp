@@ -459,7 +459,11 @@ std::optional<NamedWeight> gguf_weight(std::string_view name) {
       {"ffn_gate.bias", WeightKind::b_gate},
       {"ffn_up.bias", WeightKind::b_up},
       {"ffn_down.bias", WeightKind::b_down},
-      {"post_ffw_norm.weight", WeightKind::ffn_post_norm}};
+      {"post_ffw_norm.weight", WeightKind::ffn_post_norm},
+      {"ffn_gate_inp.weight", WeightKind::moe_router},
+      {"ffn_gate_exps.weight", WeightKind::expert_gate},
+      {"ffn_up_exps.weight", WeightKind::expert_up},
+      {"ffn_down_exps.weight", WeightKind::expert_down}};
   for (const auto& [n, kind] : kGlobal)
     if (name == n) return NamedWeight{kind, -1};
   if (!name.starts_with("blk.")) return std::nullopt;
@@ -491,15 +495,34 @@ int token_id(const GgufFile& f, const std::string& key) {
   return v && *v >= 0 && *v <= kIntMax ? static_cast<int>(*v) : -1;
 }
 
-// The tensor as [rows, cols]: ne[0] = cols, ne[1] = rows, any further dimensions must be 1.
-WeightTensor to_weight(const GgufFile& f, const GgufTensorInfo& t) {
-  for (std::size_t d = 2; d < t.ne.size(); ++d)
+// The tensor as [rows, cols]: ne[0] = cols, ne[1] = rows, any further dimensions must be 1; the
+// experts' tensors (ne[2] = experts) stack their experts' rows.
+WeightTensor to_weight(const GgufFile& f, const GgufTensorInfo& t, bool stacked = false) {
+  for (std::size_t d = stacked ? 3 : 2; d < t.ne.size(); ++d)
     if (t.ne[d] != 1)
-      throw_format_error(
-          fmt::format("{}: tensor '{}': expected a matrix (dimensions after the second of 1), found "
-                      "shape [{}]",
-                      f.path().string(), t.name, fmt::join(t.ne, ", ")));
-  return WeightTensor{t.name, t.dtype, t.ne.size() > 1 ? t.ne[1] : 1, t.ne[0], t.bytes};
+      throw_format_error(fmt::format("{}: tensor '{}': expected {} (dimensions after the {} of 1), found shape [{}]",
+                                     f.path().string(), t.name, stacked ? "experts' matrices" : "a matrix",
+                                     stacked ? "third" : "second", fmt::join(t.ne, ", ")));
+  const std::int64_t experts = stacked && t.ne.size() > 2 ? t.ne[2] : 1;
+  return WeightTensor{t.name, t.dtype, (t.ne.size() > 1 ? t.ne[1] : 1) * experts, t.ne[0], t.bytes, {}};
+}
+
+bool is_stacked_experts(WeightKind kind) {
+  return kind == WeightKind::expert_gate || kind == WeightKind::expert_up || kind == WeightKind::expert_down;
+}
+
+// The mixture of experts as llama.cpp builds it for the llama (Mixtral) and qwen3moe families:
+// expert_count experts, expert_used_count per token, softmax over all, the chosen weights always
+// renormalised (build_moe_ffn's norm_w; the converter writes no key for norm_topk_prob), each
+// expert `ffn_key` wide (absent: feed_forward_length / expert_used_count, as llama.cpp).
+void read_gguf_experts(const GgufFile& f, const std::string& prefix, ModelConfig& c, std::string_view ffn_key) {
+  Experts& e = c.experts;
+  e.count = int_key(f, prefix + "expert_count", 0);
+  e.active = int_key(f, prefix + "expert_used_count", 0);
+  if (e.count == 0) return void(e.active = 0);
+  e.normalize = true;
+  e.ffn_dim = ffn_key.empty() ? c.ffn_dim
+                              : int_key(f, prefix + std::string(ffn_key), e.active > 0 ? c.ffn_dim / e.active : 0);
 }
 
 constexpr std::string_view kRopeFreqs = "rope_freqs.weight";
@@ -577,13 +600,27 @@ void read_gemma2_gguf(ModelConfig& c, int big_layers) {
 
 const std::vector<GgufFamily>& gguf_families() {
   static const std::vector<GgufFamily> families = {
-      {"llama", RopeStyle::interleaved, {}},
+      {"llama",
+       RopeStyle::interleaved,
+       {"expert_count", "expert_used_count"},
+       [](const GgufFile& f, const std::string& prefix, ModelConfig& c) { read_gguf_experts(f, prefix, c, ""); }},
       {"mistral", RopeStyle::interleaved, {}},
       {"qwen2", RopeStyle::rotate_half, {}},
       {"qwen3",
        RopeStyle::rotate_half,
        {},
        [](const GgufFile&, const std::string&, ModelConfig& c) { c.block.qk_norm = QkNorm::per_head; }},
+      // Qwen3-MoE: Qwen3's attention, every layer a mixture of experts (llama.cpp requires them all).
+      {"qwen3moe",
+       RopeStyle::rotate_half,
+       {"expert_count", "expert_used_count", "expert_feed_forward_length"},
+       [](const GgufFile& f, const std::string& prefix, ModelConfig& c) {
+         c.block.qk_norm = QkNorm::per_head;
+         read_gguf_experts(f, prefix, c, "expert_feed_forward_length");
+         if (c.experts.count == 0)
+           throw_format_error(fmt::format("{}: missing metadata key '{}expert_count' (llama.cpp's qwen3moe needs it)",
+                                          f.path().string(), prefix));
+       }},
       // Granite: embedding, residual and attention scales where given (0 or absent: none, and
       // 1/sqrt(head_dim)), logits divided by logit_scale; RoPE unless rope.scaling.finetuned is false.
       {"granite",
@@ -740,7 +777,7 @@ void add_weights(const GgufFile& f, const ModelConfig& c, Model& model) {
     if (named->layer >= c.n_layers)
       throw_format_error(fmt::format("{}: tensor '{}' belongs to layer {}, but {}.block_count is {}", f.path().string(),
                                      t.name, named->layer, c.arch, c.n_layers));
-    model.add(named->kind, named->layer, to_weight(f, t));
+    model.add(named->kind, named->layer, to_weight(f, t, is_stacked_experts(named->kind)));
   }
 }
 

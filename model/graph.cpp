@@ -27,9 +27,18 @@ Graph::Graph(const ModelConfig& config) : config_(config), n_layers_(config.n_la
     const TensorId attn_out = maybe(b.post_norms, Op::attn_post_norm, l, add(Op::o_proj, l, {attn}));
     stream = add(Op::attn_residual, l, {stream, attn_out});
     const TensorId y = maybe(b.pre_norms, Op::ffn_norm, l, stream);
-    const TensorId gate = add(Op::ffn_gate, l, {y}), up = add(Op::ffn_up, l, {y});
-    const TensorId act = add(Op::ffn_act, l, {gate, up});
-    const TensorId ffn_out = maybe(b.post_norms, Op::ffn_post_norm, l, add(Op::ffn_down, l, {act}));
+    TensorId ffn = y;
+    if (uses_experts(config, l)) {
+      const TensorId router = add(Op::moe_router, l, {y});
+      const TensorId ids = add(Op::moe_ids, l, {router});
+      const TensorId weights = add(Op::moe_weights, l, {router, ids});
+      ffn = add(Op::moe_out, l, {y, ids, weights});
+    } else {
+      const TensorId gate = add(Op::ffn_gate, l, {y}), up = add(Op::ffn_up, l, {y});
+      const TensorId act = add(Op::ffn_act, l, {gate, up});
+      ffn = add(Op::ffn_down, l, {act});
+    }
+    const TensorId ffn_out = maybe(b.post_norms, Op::ffn_post_norm, l, ffn);
     stream = add(Op::ffn_residual, l, {stream, ffn_out});
   }
   add(Op::logits, n_layers_, {add(Op::final_norm, n_layers_, {stream})});
@@ -52,6 +61,7 @@ int op_width(const ModelConfig& config, Op op) {
     case Op::attn_residual:
     case Op::ffn_norm:
     case Op::ffn_down:
+    case Op::moe_out:
     case Op::ffn_post_norm:
     case Op::ffn_residual:
     case Op::final_norm: return config.dim;
@@ -66,6 +76,9 @@ int op_width(const ModelConfig& config, Op op) {
     case Op::ffn_gate:
     case Op::ffn_up:
     case Op::ffn_act: return config.ffn_dim;
+    case Op::moe_router: return config.experts.count;
+    case Op::moe_ids:
+    case Op::moe_weights: return config.experts.active;
     case Op::logits: return config.vocab;
   }
   return 0;

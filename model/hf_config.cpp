@@ -87,7 +87,11 @@ const std::set<std::string_view>& no_math_keys() {
                                                   "transformers_version",
                                                   "typical_p",
                                                   "use_bfloat16",
-                                                  "use_cache"};
+                                                  "use_cache",
+                                                  // MoE training: the auxiliary loss, and router noise applied in training only
+                                                  "output_router_logits",
+                                                  "router_aux_loss_coef",
+                                                  "router_jitter_noise"};
   return keys;
 }
 
@@ -416,6 +420,54 @@ void read_smollm3(KeyReader& k, ModelConfig& c) {
   if (std::count(rope.begin(), rope.end(), false) > 0) c.rope_layers = std::move(rope);
 }
 
+// The mixture of experts: `count_key` experts (Qwen3-MoE's 5.x saves num_local_experts for its
+// num_experts: either is read, not both), num_experts_per_tok of them per token, each `ffn_dim` wide.
+void read_experts(KeyReader& k, ModelConfig& c, const std::string& count_key, int ffn_dim, bool normalize) {
+  Experts& e = c.experts;
+  const std::string other = count_key == "num_experts" ? "num_local_experts" : "";
+  if (!other.empty() && k.find(other) != nullptr) {
+    if (k.find(count_key) != nullptr) k.fail(other, fmt::format("either {} or {}", count_key, other), "both");
+    e.count = k.integer(other);
+  } else {
+    e.count = k.integer(count_key);
+  }
+  e.active = k.integer("num_experts_per_tok");
+  e.ffn_dim = ffn_dim;
+  e.normalize = normalize;
+}
+
+// Qwen3-MoE: Qwen3's attention; a layer is MoE unless listed in mlp_only_layers or off the
+// decoder_sparse_step (layer + 1 a multiple of it), as Qwen3MoeDecoderLayer chooses; the dense
+// layers' FFN is intermediate_size wide, each expert's moe_intermediate_size; the chosen weights
+// renormalised where norm_topk_prob.
+void read_qwen3_moe(KeyReader& k, ModelConfig& c) {
+  c.block.activation = read_activation(k, "hidden_act", "silu");
+  no_mlp_bias(k);
+  read_attention_bias(k, c.block);
+  c.block.qk_norm = QkNorm::per_head;
+  read_qwen2_windows(k, c);
+  read_experts(k, c, "num_experts", k.integer("moe_intermediate_size"), k.boolean("norm_topk_prob", false));
+  const int step = k.integer("decoder_sparse_step", 1);
+  if (step < 1) k.fail("decoder_sparse_step", "a step >= 1", std::to_string(step));
+  std::vector<bool> moe(static_cast<std::size_t>(c.n_layers));
+  for (int l = 0; l < c.n_layers; ++l) moe[static_cast<std::size_t>(l)] = (l + 1) % step == 0;
+  if (const json* dense = k.find("mlp_only_layers")) {
+    if (!dense->is_array()) k.fail("mlp_only_layers", "an array of layer indices", json_excerpt(*dense));
+    for (const json& l : *dense) {
+      if (!l.is_number_integer() || l.get<std::int64_t>() < 0 || l.get<std::int64_t>() >= c.n_layers)
+        k.fail("mlp_only_layers", fmt::format("layer indices below num_hidden_layers ({})", c.n_layers),
+               json_excerpt(*dense));
+      moe[l.get<std::size_t>()] = false;
+    }
+  }
+  if (c.experts.count == 0) moe.assign(moe.size(), false);
+  if (std::count(moe.begin(), moe.end(), true) == 0) {
+    c.experts = {};  // every layer dense: Qwen3's block
+  } else if (std::count(moe.begin(), moe.end(), false) > 0) {
+    c.experts.layers = std::move(moe);
+  }
+}
+
 constexpr HfFamily kFamilies[] = {
     {"llama", read_llama},
     {"mistral",
@@ -424,6 +476,16 @@ constexpr HfFamily kFamilies[] = {
        no_mlp_bias(k);
        c.sliding_window = k.integer("sliding_window", 0);
      }},
+    // Mixtral: Mistral's block with every FFN a mixture of experts, intermediate_size wide each,
+    // the chosen weights renormalised (MixtralTopKRouter).
+    {"mixtral",
+     [](KeyReader& k, ModelConfig& c) {
+       c.block.activation = read_activation(k, "hidden_act", "silu");
+       no_mlp_bias(k);
+       c.sliding_window = k.integer("sliding_window", 0);
+       read_experts(k, c, "num_local_experts", c.ffn_dim, true);
+     }},
+    {"qwen3_moe", read_qwen3_moe},
     {"qwen2",
      [](KeyReader& k, ModelConfig& c) {
        c.block.activation = read_activation(k, "hidden_act", "silu");

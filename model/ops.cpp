@@ -15,9 +15,9 @@ constexpr std::array<OpClass, kOpCount> kOpClasses = {
 #undef TAPDIFF_OP
 };
 
-constexpr std::array<std::string_view, kOpClassCount> kClassNames = {"embedding", "norm",     "gemm",      "rope",
-                                                                     "attention", "residual", "activation"};
-static_assert(static_cast<int>(OpClass::activation) + 1 == kOpClassCount);
+constexpr std::array<std::string_view, kOpClassCount> kClassNames = {
+    "embedding", "norm", "gemm", "rope", "attention", "residual", "activation", "routing", "experts"};
+static_assert(static_cast<int>(OpClass::experts) + 1 == kOpClassCount);
 
 }  // namespace
 

@@ -7,8 +7,8 @@
 
 namespace tapdiff::model {
 
-enum class OpClass : std::uint8_t { embedding, norm, gemm, rope, attention, residual, activation };
-inline constexpr int kOpClassCount = 7;
+enum class OpClass : std::uint8_t { embedding, norm, gemm, rope, attention, residual, activation, routing, experts };
+inline constexpr int kOpClassCount = 9;
 
 enum class Op : std::uint8_t {
 #define TAPDIFF_OP(name, cls) name,

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/errors.h"
+#include "model/hf_experts.h"
 #include "model/input_file.h"
 #include "model/json_input.h"
 #include "model/mapped_file.h"
@@ -166,6 +167,17 @@ struct NamedWeight {
   std::int64_t rows = 0;  // a fused tensor's part: its next `rows` rows; 0: the whole tensor
 };
 
+// "model.layers.N.rest" as (N, rest), or nullopt for a name outside the layers.
+std::optional<std::pair<int, std::string_view>> layer_tensor(std::string_view name) {
+  constexpr std::string_view kPrefix = "model.layers.";
+  if (!name.starts_with(kPrefix)) return std::nullopt;
+  name.remove_prefix(kPrefix.size());
+  int layer = 0;
+  const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), layer);
+  if (ec != std::errc{} || end == name.data() || end == name.data() + name.size() || *end != '.') return std::nullopt;
+  return std::pair(layer, name.substr(static_cast<std::size_t>(end - name.data()) + 1));
+}
+
 // The weights a Hugging Face tensor name holds in a model of this config: one, the parts of a fused
 // projection (Phi-3's qkv_proj and gate_up_proj, their rows in order), or none for a tensor the
 // model does not use. post_attention_layernorm is the norm before the FFN in a block without
@@ -195,16 +207,15 @@ std::vector<NamedWeight> hf_weights(std::string_view name, const ModelConfig& c)
       {"mlp.gate_proj.bias", WeightKind::b_gate},
       {"mlp.up_proj.bias", WeightKind::b_up},
       {"mlp.down_proj.bias", WeightKind::b_down},
-      {"post_feedforward_layernorm.weight", WeightKind::ffn_post_norm}};
+      {"post_feedforward_layernorm.weight", WeightKind::ffn_post_norm},
+      {"block_sparse_moe.gate.weight", WeightKind::moe_router},
+      {"mlp.gate.weight", WeightKind::moe_router}};
   for (const auto& [n, kind] : kGlobal)
     if (name == n) return {{kind, -1}};
-  constexpr std::string_view kPrefix = "model.layers.";
-  if (!name.starts_with(kPrefix)) return {};
-  name.remove_prefix(kPrefix.size());
-  int layer = 0;
-  const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), layer);
-  if (ec != std::errc{} || end == name.data() || end == name.data() + name.size() || *end != '.') return {};
-  name.remove_prefix(static_cast<std::size_t>(end - name.data()) + 1);
+  const auto in_layer = layer_tensor(name);
+  if (!in_layer) return {};
+  const int layer = in_layer->first;
+  name = in_layer->second;
   for (const auto& [n, kind] : kLayer)
     if (name == n) return {{kind, layer}};
   if (name == "self_attn.qkv_proj.weight")
@@ -256,7 +267,7 @@ WeightTensor to_weight(const SafetensorsFile& f, const SafetensorsTensor& t) {
   for (std::size_t d = 0; d + 2 < n; ++d)
     if (t.shape[d] != 1) fail("a vector or a matrix", fmt::format("shape [{}]", fmt::join(t.shape, ", ")));
   if (n == 0) fail("a vector or a matrix", "a scalar");
-  return WeightTensor{t.name, *t.dtype, n >= 2 ? t.shape[n - 2] : 1, t.shape[n - 1], t.bytes};
+  return WeightTensor{t.name, *t.dtype, n >= 2 ? t.shape[n - 2] : 1, t.shape[n - 1], t.bytes, {}};
 }
 
 // The safetensors files of the folder: model.safetensors, or the shards its index names (sorted).
@@ -322,8 +333,11 @@ std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
         fmt::format("{}: tie_word_embeddings is false, but the folder has no lm_head.weight", config_path.string()));
   config.validate(config_path.string());
   auto model = std::make_unique<Model>(folder, config);
+  HfExperts experts(config);
   for (const auto& [own, name] : names) {
     const auto& where = by_name.at(name);
+    const auto in_layer = layer_tensor(own);
+    if (in_layer && experts.take(in_layer->first, in_layer->second, *where.first, *where.second)) continue;
     const std::vector<NamedWeight> parts = hf_weights(own, config);
     if (parts.empty() && name.ends_with(".rotary_emb.inv_freq")) continue;  // a buffer transformers recomputes
     const std::string file = where.first->path().string();
@@ -357,6 +371,7 @@ std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
       model->add(part.kind, part.layer, t);
     }
   }
+  experts.add_to(*model);
   for (auto& f : files) model->adopt(f->release_mapping());
   model->validate();
   return model;

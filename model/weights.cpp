@@ -38,6 +38,10 @@ std::string_view weight_kind_name(WeightKind kind) {
     case WeightKind::b_up: return "b_up";
     case WeightKind::b_down: return "b_down";
     case WeightKind::ffn_post_norm: return "ffn_post_norm";
+    case WeightKind::moe_router: return "moe_router";
+    case WeightKind::expert_gate: return "expert_gate";
+    case WeightKind::expert_up: return "expert_up";
+    case WeightKind::expert_down: return "expert_down";
     case WeightKind::output_norm: return "output_norm";
     case WeightKind::output: return "output";
   }
@@ -58,6 +62,10 @@ bool is_vector(WeightKind kind) {
     case WeightKind::ffn_gate:
     case WeightKind::ffn_up:
     case WeightKind::ffn_down:
+    case WeightKind::moe_router:
+    case WeightKind::expert_gate:
+    case WeightKind::expert_up:
+    case WeightKind::expert_down:
     case WeightKind::output: return false;
     case WeightKind::attn_norm:
     case WeightKind::bq:
@@ -81,6 +89,13 @@ bool is_norm(WeightKind kind) {
   return kind == WeightKind::attn_norm || kind == WeightKind::q_norm || kind == WeightKind::k_norm ||
          kind == WeightKind::attn_post_norm || kind == WeightKind::ffn_norm || kind == WeightKind::ffn_post_norm ||
          kind == WeightKind::output_norm;
+}
+
+std::span<const std::byte> WeightTensor::contiguous(std::vector<std::byte>& storage) const {
+  if (parts.empty()) return bytes;
+  storage.clear();
+  for (const std::span<const std::byte> part : parts) storage.insert(storage.end(), part.begin(), part.end());
+  return storage;
 }
 
 Model::Model(std::filesystem::path path, ModelConfig config) : path_(std::move(path)), config_(std::move(config)) {}
@@ -142,12 +157,20 @@ void Model::validate() const {
     vector(b.o_bias, WeightKind::bo, c.dim);
     vector(b.post_norms, WeightKind::attn_post_norm, c.dim);
     vector(b.pre_norms, WeightKind::ffn_norm, c.dim);
-    check(WeightKind::ffn_gate, l, c.ffn_dim, c.dim);
-    check(WeightKind::ffn_up, l, c.ffn_dim, c.dim);
-    check(WeightKind::ffn_down, l, c.dim, c.ffn_dim);
-    vector(b.mlp_bias, WeightKind::b_gate, c.ffn_dim);
-    vector(b.mlp_bias, WeightKind::b_up, c.ffn_dim);
-    vector(b.mlp_bias, WeightKind::b_down, c.dim);
+    if (uses_experts(c, l)) {
+      const Experts& e = c.experts;
+      check(WeightKind::moe_router, l, e.count, c.dim);
+      check(WeightKind::expert_gate, l, std::int64_t{e.count} * e.ffn_dim, c.dim);
+      check(WeightKind::expert_up, l, std::int64_t{e.count} * e.ffn_dim, c.dim);
+      check(WeightKind::expert_down, l, std::int64_t{e.count} * c.dim, e.ffn_dim);
+    } else {
+      check(WeightKind::ffn_gate, l, c.ffn_dim, c.dim);
+      check(WeightKind::ffn_up, l, c.ffn_dim, c.dim);
+      check(WeightKind::ffn_down, l, c.dim, c.ffn_dim);
+      vector(b.mlp_bias, WeightKind::b_gate, c.ffn_dim);
+      vector(b.mlp_bias, WeightKind::b_up, c.ffn_dim);
+      vector(b.mlp_bias, WeightKind::b_down, c.dim);
+    }
     vector(b.post_norms, WeightKind::ffn_post_norm, c.dim);
   }
   for (const auto& [key, t] : tensors_)

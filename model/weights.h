@@ -45,6 +45,10 @@ enum class WeightKind : std::uint8_t {
   b_up,            // [ffn_dim] (mlp_bias only)
   b_down,          // [dim]     (mlp_bias only)
   ffn_post_norm,   // [dim]   (post_norms only)
+  moe_router,      // [experts.count, dim]                       (MoE layers, in place of ffn_gate ... b_down)
+  expert_gate,     // [experts.count * experts.ffn_dim, dim]: expert e's rows [e * ffn_dim, (e + 1) * ffn_dim)
+  expert_up,       // [experts.count * experts.ffn_dim, dim]
+  expert_down,     // [experts.count * dim, experts.ffn_dim]: expert e's rows [e * dim, (e + 1) * dim)
   output_norm,     // [dim]
   output,          // [vocab, dim] (absent when tied_output)
 };
@@ -77,22 +81,34 @@ inline constexpr WeightKind kAllWeightKinds[] = {WeightKind::token_embd,
                                                  WeightKind::b_up,
                                                  WeightKind::b_down,
                                                  WeightKind::ffn_post_norm,
+                                                 WeightKind::moe_router,
+                                                 WeightKind::expert_gate,
+                                                 WeightKind::expert_up,
+                                                 WeightKind::expert_down,
                                                  WeightKind::output_norm,
                                                  WeightKind::output};
 static_assert(std::size(kAllWeightKinds) == static_cast<std::size_t>(WeightKind::output) + 1);
 
 // One weight tensor as stored: row-major [rows, cols] (cols contiguous; a 1-D tensor has rows = 1).
-// For matrices rows = output features and cols = input features, so y = W x.
+// For matrices rows = output features and cols = input features, so y = W x. Its rows lie in one
+// span of a mapped file, or, for the experts of a model that stores each expert apart, in parts of
+// equal row counts (stacked in order: part i holds rows [i * part_rows, (i + 1) * part_rows)).
 struct WeightTensor {
   std::string name;  // name in the file, for messages
   DType dtype = DType::f32;
   std::int64_t rows = 0;
   std::int64_t cols = 0;
-  std::span<const std::byte> bytes;  // rows * row_bytes(dtype, cols) bytes inside a mapped file
+  std::span<const std::byte> bytes;               // rows * row_bytes(dtype, cols) bytes; empty when in parts
+  std::vector<std::span<const std::byte>> parts;  // rows / parts.size() rows each; empty when in bytes
 
   const std::byte* row(std::int64_t r) const {
-    return bytes.data() + static_cast<std::size_t>(r) * row_bytes(dtype, cols);
+    const std::size_t size = row_bytes(dtype, cols);
+    if (parts.empty()) return bytes.data() + static_cast<std::size_t>(r) * size;
+    const std::int64_t part_rows = rows / std::ssize(parts);
+    return parts[static_cast<std::size_t>(r / part_rows)].data() + static_cast<std::size_t>(r % part_rows) * size;
   }
+  // The tensor's bytes, gathered into `storage` when they lie in parts.
+  std::span<const std::byte> contiguous(std::vector<std::byte>& storage) const;
 };
 
 // The tokenizer vocabulary as GGUF stores it (tokenizer.ggml.*).

@@ -10,6 +10,7 @@
 
 #include "model/errors.h"
 #include "reference/kernels.h"
+#include "reference/moe_kernels.h"
 #include "reference/round_f16.h"
 #include "reference/weight_matrix.h"
 #include "reference/weight_store.h"
@@ -109,6 +110,8 @@ std::string CpuEngine<S>::kernel(Op op) const {
   switch (model::op_class(op)) {
     case model::OpClass::gemm: return "eigen-gemm" + rounding;
     case model::OpClass::attention: return "eigen-attention-per-head" + rounding;
+    case model::OpClass::experts: return "eigen-gemm-per-expert" + rounding;
+    case model::OpClass::routing:
     case model::OpClass::embedding:
     case model::OpClass::norm:
     case model::OpClass::rope:
@@ -199,6 +202,16 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
     case Op::ffn_act: gated_activation<S>(in(0), in(1), block.activation, out); return;
     case Op::ffn_down: product(WeightKind::ffn_down, WeightKind::b_down); return;
     case Op::ffn_post_norm: norm(WeightKind::ffn_post_norm); return;
+    case Op::moe_router: matmul<S>(in(0), weights_.get(WeightKind::moe_router, l).matrix(), nullptr, out); return;
+    case Op::moe_ids: top_experts<S>(in(0), config_.experts.active, out); return;
+    case Op::moe_weights: expert_weights<S>(in(0), in(1), config_.experts.normalize, out); return;
+    case Op::moe_out: {
+      const ExpertMatrices<S> experts{weights_.get(WeightKind::expert_gate, l).matrix(),
+                                      weights_.get(WeightKind::expert_up, l).matrix(),
+                                      weights_.get(WeightKind::expert_down, l).matrix(), config_.experts.ffn_dim};
+      mixture<S>(in(0), in(1), in(2), experts, block.activation, f16_, out);
+      return;
+    }
     case Op::final_norm: rms_norm<S>(in(0), output_norm_.vector(), eps, offset, out); return;
     case Op::logits:
       matmul<S>(in(0), weights_.get(config_.tied_output ? WeightKind::token_embd : WeightKind::output).matrix(),

@@ -13,7 +13,7 @@ namespace {
 // f32 weights in an f32 engine without rounding are used where they lie in the mapped file.
 template <typename S>
 bool viewable(const model::WeightTensor& tensor, bool round_f16) {
-  return std::is_same_v<S, float> && tensor.dtype == model::DType::f32 && !round_f16 &&
+  return std::is_same_v<S, float> && tensor.dtype == model::DType::f32 && !round_f16 && tensor.parts.empty() &&
          reinterpret_cast<std::uintptr_t>(tensor.bytes.data()) % alignof(float) == 0;
 }
 

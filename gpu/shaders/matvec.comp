@@ -21,6 +21,10 @@
 // k = lid, lid + WG, ..., then a shared-memory tree (WG a power of two).
 // Both orders are fixed: deterministic. (gemm-f16-accum, faults.glsl: every partial sum rounded
 // to f16, the reductions' included.)
+// EXPERTS (moe_out's products, Kernels::expert_matmul): each of the T rows is a (token, expert)
+// pair t whose expert e = ids[t] picks rows [e N, (e + 1) N) of the stacked weights; its input is
+// X row t / pc.per_token where pc.shared_input (the token's row, read by each of its experts), else
+// X row t. No bias.
 #ifdef SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -28,7 +32,11 @@
 layout(local_size_x_id = 1) in;
 layout(std430, binding = 0) readonly buffer Weights { uint w_words[]; };
 layout(std430, binding = 1) readonly buffer Input { act_t x[]; };
+#ifdef EXPERTS
+layout(std430, binding = 2) readonly buffer Ids { act_t expert_ids[]; };
+#else
 layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
+#endif
 layout(std430, binding = 3) writeonly buffer Output { act_t y[]; };
 layout(push_constant) uniform Push {
   uint rows;
@@ -36,12 +44,23 @@ layout(push_constant) uniform Push {
   uint n;
   uint row_bytes;
   uint has_bias;
+  uint per_token;     // EXPERTS: experts per token
+  uint shared_input;  // EXPERTS: pair t reads X row t / per_token (else row t)
 } pc;
 #include "common.glsl"
 #include "dequant.glsl"
 #include "faults.glsl"
 
+#ifdef EXPERTS
+float finish(float sum, uint n) { return sum; }
+// Byte offset of output n's weight row for row (pair) t, and the element offset of t's input row.
+uint weight_row(uint t, uint n) { return (uint(float(expert_ids[t])) * pc.n + n) * pc.row_bytes; }
+uint input_row(uint t) { return (pc.shared_input != 0u ? t / pc.per_token : t) * pc.k; }
+#else
 float finish(float sum, uint n) { return pc.has_bias != 0u ? sum + bias[n] : sum; }
+uint weight_row(uint t, uint n) { return n * pc.row_bytes; }
+uint input_row(uint t) { return t * pc.k; }
+#endif
 
 #ifdef SUBGROUP
 layout(constant_id = 3) const uint ROWS = 4u;
@@ -111,7 +130,7 @@ void main() {
   for (uint slot = gl_SubgroupID; slot < ROWS * SPLIT; slot += gl_NumSubgroups) {
     const uint r = slot / SPLIT, p = slot % SPLIT, n = first + r;
     if (n >= pc.n) break;  // uniform over the subgroup
-    const uint row = n * pc.row_bytes, xb = t * pc.k;
+    const uint row = weight_row(t, n), xb = input_row(t);
     float sum = 0.0;
     if (quads) {
       const uint chunks = pc.k / 8u, step = lanes * SPLIT;
@@ -156,7 +175,7 @@ void main() {
   if (g >= pc.rows * pc.n) return;  // uniform over the workgroup
   const uint t = g / pc.n, n = g - t * pc.n;
   const uint lid = gl_LocalInvocationID.x;
-  const uint row = n * pc.row_bytes, xb = t * pc.k;
+  const uint row = weight_row(t, n), xb = input_row(t);
   float sum = 0.0;
   for (uint k = lid; k < pc.k; k += gl_WorkGroupSize.x) sum = accumulate(sum, float(x[xb + k]) * weight_at(row, k));
   partial[lid] = sum;

@@ -35,6 +35,9 @@ class Case:
         return transformers.CONFIG_MAPPING[keys.pop("model_type")](text_config=text, **keys)
 
 
+# A mixture of experts' router weight (Mixtral's block_sparse_moe.gate, Qwen3-MoE's mlp.gate).
+ROUTER = ("mlp.gate.weight", "block_sparse_moe.gate.weight")
+
 # A SigLIP image encoder as small as it gets, for the multimodal cases (a token-id run never uses it).
 TINY_SIGLIP = dict(model_type="siglip_vision_model", hidden_size=32, intermediate_size=48, num_hidden_layers=1,
                    num_attention_heads=2, image_size=28, patch_size=14)
@@ -94,6 +97,14 @@ CASES = [
                                                     "pad_token_id": 0, "tie_word_embeddings": False}),
     Case("qwen2-mixed-windows", "qwen2", extra={"use_sliding_window": True, "sliding_window": 6,
                                                 "max_window_layers": 1}),
+    Case("mixtral", "mixtral", {"rope_type": "default", "rope_theta": 1000000.0},
+         {"num_local_experts": 4, "num_experts_per_tok": 2, "sliding_window": 8}),
+    Case("qwen3-moe", "qwen3_moe", {"rope_type": "default", "rope_theta": 1000000.0},
+         {"head_dim": 32, "num_experts": 8, "num_experts_per_tok": 3, "moe_intermediate_size": 40,
+          "norm_topk_prob": True}),
+    Case("qwen3-moe-dense-layer", "qwen3_moe",
+         extra={"num_experts": 6, "num_experts_per_tok": 2, "moe_intermediate_size": 48, "norm_topk_prob": False,
+                "mlp_only_layers": [1]}),
     Case("gemma3", "gemma3_text",
          {"full_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1000000.0},
           "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
@@ -123,6 +134,8 @@ def make_model(case: Case, folder: Path, style: str, seed: int = 0) -> None:
                 p.copy_(1.0 + 0.3 * torch.randn_like(p))
             elif name.endswith(".bias"):
                 p.copy_(0.1 * torch.randn_like(p))
+            elif name.endswith(ROUTER):  # decisive routing: logits apart by more than f16's noise, mostly
+                p.copy_(torch.randn_like(p))
     model.save_pretrained(folder)
     if style == "4.x":
         as_4x_config(folder / "config.json")
@@ -145,4 +158,6 @@ def as_4x_text_config(config: dict) -> None:
     config["rope_scaling"] = rope if rope.get("rope_type", "default") != "default" else None
     if "dtype" in config:
         config["torch_dtype"] = config.pop("dtype")
+    if config.get("model_type") == "qwen3_moe":  # 4.x's Qwen3MoeConfig named its experts num_experts
+        config["num_experts"] = config.pop("num_local_experts")
     config.pop("layer_types", None)

@@ -1,6 +1,7 @@
 """tapdiff's f64 reference against transformers' own float64 forward, on tiny random models that
 transformers makes and saves (tests/conformance/hf_models.py), loaded back with from_pretrained as
-users load them. Every layer output, the final norm and the logits must agree to NMSE <= 1e-10.
+users load them. Every layer output, the final norm and the logits must agree to NMSE <= 1e-10;
+in a mixture of experts also the router's logits and weights, and its chosen experts exactly.
 
 transformers computes RoPE's cos and sin in float32 even in a float64 model (its rotary embedding
 casts inv_freq and positions with .float()), so the floor is not 0: about 1e-14 on these models
@@ -33,8 +34,10 @@ def nmse(a: np.ndarray, b: np.ndarray) -> float:
 
 def transformers_forward(folder: Path) -> dict[str, np.ndarray]:
     """The float64 forward's layer outputs, final norm and logits, keyed as tapdiff's dump names them."""
+    # The experts' eager loop: the grouped kernels refuse float64 on the CPU.
     model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float64,
-                                                              attn_implementation="eager")
+                                                              attn_implementation="eager",
+                                                              experts_implementation="eager")
     model.eval()
     out: dict[str, np.ndarray] = {}
 
@@ -44,8 +47,23 @@ def transformers_forward(folder: Path) -> dict[str, np.ndarray]:
             out[name] = value[0].detach().numpy()
         return hook
 
+    def keep_routing(layer):
+        """A router's (logits, weights, ids) as tapdiff's ops: each row's chosen ids ascending."""
+        def hook(_module, _inputs, output):
+            logits, weights, ids = (t.detach() for t in output)
+            order = torch.argsort(ids, dim=-1)
+            out[f"{layer}/moe_router"] = logits.numpy()
+            out[f"{layer}/moe_ids"] = torch.gather(ids, -1, order).numpy().astype(np.float64)
+            out[f"{layer}/moe_weights"] = torch.gather(weights, -1, order).double().numpy()
+        return hook
+
     decoder = getattr(model.model, "language_model", model.model)  # a multimodal model's text decoder
     handles = [layer.register_forward_hook(keep(f"{i}/ffn_residual")) for i, layer in enumerate(decoder.layers)]
+    for i, layer in enumerate(decoder.layers):
+        moe = getattr(layer, "mlp", None) if hasattr(getattr(layer, "mlp", None), "experts") else \
+            getattr(layer, "block_sparse_moe", None)
+        if moe is not None:
+            handles.append(moe.gate.register_forward_hook(keep_routing(i)))
     n_layers = len(decoder.layers)
     handles.append(decoder.norm.register_forward_hook(keep(f"{n_layers}/final_norm")))
     with torch.no_grad():
@@ -77,6 +95,10 @@ def test_reference_matches_transformers_float64(case, style, tmp_path):
     for name, want in expected.items():
         assert name in got, f"tapdiff's dump lacks {name}"
         assert got[name].shape == want.shape, name
+        if name.endswith("/moe_ids"):  # expert ids: exactly
+            differ = np.argwhere(want != got[name])
+            assert differ.size == 0, f"{case.name} ({style}) {name}: other experts at (row, slot) {differ[:5].tolist()}"
+            continue
         error = nmse(want, got[name])
         worst = max(worst, error)
         assert error <= NMSE_BOUND, f"{case.name} ({style}) {name}: NMSE {error:.3g}"

@@ -1,0 +1,71 @@
+// Kernels' mixture-of-experts ops (kernels.h): the router's choice, the experts' products and
+// their weighted sum.
+#include <fmt/core.h>
+
+#include "gpu/device.h"
+#include "gpu/dispatch_math.h"
+#include "gpu/kernels.h"
+#include "model/errors.h"
+
+namespace tapdiff::gpu {
+namespace {
+
+struct RoutePush {
+  std::uint32_t rows, experts, k, normalize;
+};
+struct ExpertMatmulPush {  // matvec.comp's Push with EXPERTS
+  std::uint32_t rows, k, n, row_bytes, has_bias, per_token, shared_input;
+};
+struct SumPush {
+  std::uint32_t rows, dim, k;
+};
+
+constexpr int kMaxActiveExperts = 64;  // moe_route.comp: MAX_K
+
+}  // namespace
+
+std::string Kernels::moe_topk(Stream& s, const Region& logits, const Region& ids, int rows, int experts, int k) {
+  if (k > kMaxActiveExperts)
+    throw UsageError(fmt::format("{} experts per token: the Vulkan router kernel takes at most {}", k, kMaxActiveExperts));
+  const RoutePush push{u32(rows), u32(experts), u32(k), 0};
+  dispatch(s, Shader::moe_topk, 0, {logits, ids}, &push, sizeof push, fold(ceil_div(push.rows, wg_)));
+  return named("moe-route");
+}
+
+std::string Kernels::moe_weights(Stream& s, const Region& logits, const Region& ids, const Region& weights, int rows,
+                                 int experts, int k, bool normalize) {
+  const RoutePush push{u32(rows), u32(experts), u32(k), normalize ? 1u : 0u};
+  dispatch(s, Shader::moe_weights, 0, {logits, ids, weights}, &push, sizeof push, fold(ceil_div(push.rows, wg_)));
+  return named("moe-route");
+}
+
+std::string Kernels::expert_matmul(Stream& s, const Region& x, const DeviceWeight& w, int n, const Region& ids, int k,
+                                   bool shared_input, const Region& out, int pairs) {
+  TAPDIFF_ASSERT(w.rows % n == 0 && static_cast<std::uint64_t>(w.rows) * w.row_bytes < (1ull << 32),
+                 "stacked experts {} of {} rows ({} per expert, {} bytes a row)", w.name, w.rows, n, w.row_bytes);
+  const ExpertMatmulPush push{u32(pairs), u32(w.cols), u32(n), w.row_bytes, 0, u32(k), shared_input ? 1u : 0u};
+  const std::initializer_list<Region> bindings = {w.region, x, ids, out};
+  if (matvec_shader() == Shader::matvec_subgroup) {
+    const std::uint32_t split = matvec_split(push.n, push.k), outputs = matvec_subgroups_ / split;
+    dispatch(s, Shader::matvec_experts_subgroup, dtype_code(w.dtype), bindings, &push, sizeof push,
+             fold(static_cast<std::uint64_t>(pairs) * ceil_div(push.n, outputs)), 0, {outputs, split});
+  } else {
+    dispatch(s, Shader::matvec_experts_shared, dtype_code(w.dtype), bindings, &push, sizeof push,
+             fold(static_cast<std::uint64_t>(pairs) * push.n));
+  }
+  return named(expert_matmul_name(), w.dtype);
+}
+
+std::string Kernels::moe_sum(Stream& s, const Region& y, const Region& weights, const Region& out, int rows, int dim,
+                             int k) {
+  const SumPush push{u32(rows), u32(dim), u32(k)};
+  dispatch(s, Shader::moe_sum, 0, {y, weights, out}, &push, sizeof push,
+           fold(ceil_div(static_cast<std::uint64_t>(rows) * push.dim, wg_)));
+  return named("moe-sum");
+}
+
+std::string Kernels::expert_matmul_name() const {
+  return matvec_shader() == Shader::matvec_subgroup ? "matvec-experts-subgroup" : "matvec-experts-shared";
+}
+
+}  // namespace tapdiff::gpu

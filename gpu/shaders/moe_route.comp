@@ -1,0 +1,71 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "activations.glsl"
+// The router's choice per row of logits [rows, experts], one invocation per row:
+//   moe_topk (default): ids [rows, k], the k experts of the largest logits ascending by id; of
+//   equal logits the lower id first (reference/moe_kernels.h top_experts).
+//   moe_weights (WEIGHTS): weights [rows, k], the softmax over every expert of the row taken at
+//   the given ids, divided by their sum where pc.normalize.
+// An id outside [0, experts) (a teacher-forced value) gives a NaN weight.
+layout(local_size_x_id = 1) in;
+layout(std430, binding = 0) readonly buffer Logits { act_t logits[]; };
+#ifdef WEIGHTS
+layout(std430, binding = 1) readonly buffer Ids { act_t ids[]; };
+layout(std430, binding = 2) writeonly buffer Weights { act_t weights[]; };
+#else
+layout(std430, binding = 1) writeonly buffer Ids { act_t ids[]; };
+#endif
+layout(push_constant) uniform Push {
+  uint rows;
+  uint experts;
+  uint k;
+  uint normalize;
+} pc;
+#include "common.glsl"
+
+const uint MAX_K = 64u;  // Kernels::moe_topk refuses more experts per token
+
+void main() {
+  const uint t = group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
+  if (t >= pc.rows) return;
+  const uint row = t * pc.experts;
+#ifdef WEIGHTS
+  float top = float(logits[row]);
+  for (uint e = 1u; e < pc.experts; ++e) top = max(top, float(logits[row + e]));
+  float total = 0.0;
+  for (uint e = 0u; e < pc.experts; ++e) total += exp(float(logits[row + e]) - top);
+  float chosen[MAX_K];
+  float sum = 0.0;
+  for (uint j = 0u; j < pc.k; ++j) {
+    const float id = float(ids[t * pc.k + j]);
+    const bool valid = id >= 0.0 && id < float(pc.experts) && id == floor(id);
+    chosen[j] = valid ? exp(float(logits[row + uint(id)]) - top) / total : uintBitsToFloat(0x7FC00000u);
+    sum += chosen[j];
+  }
+  for (uint j = 0u; j < pc.k; ++j) weights[t * pc.k + j] = to_act(pc.normalize != 0u ? chosen[j] / sum : chosen[j]);
+#else
+  // The j-th pick: the largest logit below the previous pick's in the order (logit desc, id asc).
+  uint picked[MAX_K];
+  float last = 0.0;
+  uint last_id = 0u;
+  for (uint j = 0u; j < pc.k; ++j) {
+    uint best = pc.experts;
+    float best_value = 0.0;
+    for (uint e = 0u; e < pc.experts; ++e) {
+      const float v = float(logits[row + e]);
+      const bool after_last = j == 0u || v < last || (v == last && e > last_id);
+      if (after_last && (best == pc.experts || v > best_value)) best = e, best_value = v;
+    }
+    picked[j] = best;
+    last = best_value, last_id = best;
+  }
+  // ascending by id (k is small: insertion sort)
+  for (uint j = 1u; j < pc.k; ++j)
+    for (uint i = j; i > 0u && picked[i - 1u] > picked[i]; --i) {
+      const uint swap = picked[i];
+      picked[i] = picked[i - 1u];
+      picked[i - 1u] = swap;
+    }
+  for (uint j = 0u; j < pc.k; ++j) ids[t * pc.k + j] = act_t(float(picked[j]));
+#endif
+}

@@ -1,0 +1,25 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "activations.glsl"
+// moe_out's last step: out[t, c] = sum over j of weights[t, j] * y[t k + j, c], j in order (the
+// experts' outputs of row t ascending by id, as the reference adds them), one invocation per
+// element.
+layout(local_size_x_id = 1) in;
+layout(std430, binding = 0) readonly buffer Experts { act_t y[]; };
+layout(std430, binding = 1) readonly buffer Weights { act_t weights[]; };
+layout(std430, binding = 2) writeonly buffer Output { act_t out_values[]; };
+layout(push_constant) uniform Push {
+  uint rows;
+  uint dim;
+  uint k;
+} pc;
+#include "common.glsl"
+
+void main() {
+  const uint i = group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
+  if (i >= pc.rows * pc.dim) return;
+  const uint t = i / pc.dim, c = i - t * pc.dim;
+  float sum = 0.0;
+  for (uint j = 0u; j < pc.k; ++j) sum += float(weights[t * pc.k + j]) * float(y[(t * pc.k + j) * pc.dim + c]);
+  out_values[i] = to_act(sum);
+}

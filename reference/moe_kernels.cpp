@@ -1,0 +1,107 @@
+#include "reference/moe_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <type_traits>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "model/errors.h"
+#include "reference/kernels.h"
+#include "reference/round_f16.h"
+
+namespace tapdiff::reference {
+namespace {
+
+// ids[t, j] as an expert index, or UsageError.
+template <typename S>
+Eigen::Index expert_at(const Mat<S>& ids, Eigen::Index t, Eigen::Index j, Eigen::Index experts) {
+  const S v = ids(t, j);
+  if (!(v >= 0 && v < static_cast<S>(experts)) || v != std::floor(v))
+    throw UsageError(fmt::format("moe_ids row {} column {}: expected an expert id in [0, {}), found {}", t, j, experts,
+                                 static_cast<double>(v)));
+  return static_cast<Eigen::Index>(v);
+}
+
+template <typename S>
+void round_if(bool round_f16, Mat<S>& m) {
+  if constexpr (std::is_same_v<S, float>) {
+    if (round_f16) round_to_f16(std::span<float>(m.data(), static_cast<std::size_t>(m.size())));
+  }
+}
+
+}  // namespace
+
+template <typename S>
+void top_experts(const Mat<S>& logits, int k, Mat<S>& ids) {
+  ids.resize(logits.rows(), k);
+  std::vector<Eigen::Index> order(static_cast<std::size_t>(logits.cols()));
+  for (Eigen::Index t = 0; t < logits.rows(); ++t) {
+    std::iota(order.begin(), order.end(), Eigen::Index{0});
+    const auto larger = [&](Eigen::Index a, Eigen::Index b) {
+      return logits(t, a) > logits(t, b) || (logits(t, a) == logits(t, b) && a < b);
+    };
+    std::partial_sort(order.begin(), order.begin() + k, order.end(), larger);
+    std::sort(order.begin(), order.begin() + k);
+    for (int j = 0; j < k; ++j) ids(t, j) = static_cast<S>(order[static_cast<std::size_t>(j)]);
+  }
+}
+
+template <typename S>
+void expert_weights(const Mat<S>& logits, const Mat<S>& ids, bool normalize, Mat<S>& weights) {
+  weights.resize(ids.rows(), ids.cols());
+  for (Eigen::Index t = 0; t < logits.rows(); ++t) {
+    const S top = logits.row(t).maxCoeff();
+    const S total = (logits.row(t).array() - top).exp().sum();
+    for (Eigen::Index j = 0; j < ids.cols(); ++j)
+      weights(t, j) = std::exp(logits(t, expert_at(ids, t, j, logits.cols())) - top) / total;
+    if (normalize) weights.row(t) /= weights.row(t).sum();
+  }
+}
+
+template <typename S>
+void mixture(const Mat<S>& x, const Mat<S>& ids, const Mat<S>& weights, const ExpertMatrices<S>& experts,
+             model::Activation act, bool round_f16, Mat<S>& out) {
+  const Eigen::Index dim = x.cols(), ffn = experts.ffn_dim, count = experts.gate.rows() / ffn;
+  // The (row, slot) pairs of each expert, rows ascending.
+  std::vector<std::vector<std::pair<Eigen::Index, Eigen::Index>>> users(static_cast<std::size_t>(count));
+  for (Eigen::Index t = 0; t < ids.rows(); ++t)
+    for (Eigen::Index j = 0; j < ids.cols(); ++j)
+      users[static_cast<std::size_t>(expert_at(ids, t, j, count))].emplace_back(t, j);
+  out = Mat<S>::Zero(x.rows(), dim);
+  Mat<S> rows, gate, up, hidden, y;
+  for (Eigen::Index e = 0; e < count; ++e) {
+    const auto& used = users[static_cast<std::size_t>(e)];
+    if (used.empty()) continue;
+    rows.resize(std::ssize(used), dim);
+    for (std::size_t i = 0; i < used.size(); ++i) rows.row(static_cast<Eigen::Index>(i)) = x.row(used[i].first);
+    const ConstMatMap<S> g(experts.gate.data() + e * ffn * dim, ffn, dim);
+    const ConstMatMap<S> u(experts.up.data() + e * ffn * dim, ffn, dim);
+    const ConstMatMap<S> d(experts.down.data() + e * dim * ffn, dim, ffn);
+    matmul<S>(rows, g, nullptr, gate);
+    matmul<S>(rows, u, nullptr, up);
+    round_if(round_f16, gate);
+    round_if(round_f16, up);
+    gated_activation<S>(gate, up, act, hidden);
+    round_if(round_f16, hidden);
+    matmul<S>(hidden, d, nullptr, y);
+    round_if(round_f16, y);
+    for (std::size_t i = 0; i < used.size(); ++i) {
+      const auto [t, j] = used[i];
+      out.row(t) += weights(t, j) * y.row(static_cast<Eigen::Index>(i));
+    }
+  }
+}
+
+#define TAPDIFF_INSTANTIATE(S)                                                                                   \
+  template void top_experts<S>(const Mat<S>&, int, Mat<S>&);                                                     \
+  template void expert_weights<S>(const Mat<S>&, const Mat<S>&, bool, Mat<S>&);                                  \
+  template void mixture<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, const ExpertMatrices<S>&, model::Activation, \
+                           bool, Mat<S>&);
+TAPDIFF_INSTANTIATE(float)
+TAPDIFF_INSTANTIATE(double)
+#undef TAPDIFF_INSTANTIATE
+
+}  // namespace tapdiff::reference

@@ -1,0 +1,35 @@
+#pragma once
+// The mixture-of-experts ops (model/config.h Experts) as plain functions over Eigen matrices, as
+// reference/kernels.h has the dense ones. Expert ids travel as exact small integers of S.
+#include "model/block.h"
+#include "reference/eigen_types.h"
+
+namespace tapdiff::reference {
+
+// ids [T, k]: per row the k experts of the largest router logits, ascending by id; of equal
+// logits the lower id first.                                        logits [T, experts]
+template <typename S>
+void top_experts(const Mat<S>& logits, int k, Mat<S>& ids);
+
+// weights [T, k]: the softmax of each row of logits over every expert, taken at ids; divided by
+// their sum where `normalize`. UsageError for an id that is no expert.
+template <typename S>
+void expert_weights(const Mat<S>& logits, const Mat<S>& ids, bool normalize, Mat<S>& weights);
+
+// The experts' FFN weights of one layer: stacked [experts * ffn_dim, dim] (gate, up) and
+// [experts * dim, ffn_dim] (down).
+template <typename S>
+struct ExpertMatrices {
+  ConstMatMap<S> gate, up, down;
+  int ffn_dim = 0;
+};
+
+// out[t] = sum over j of weights[t, j] * down_e(act(gate_e x[t]) * up_e x[t]) with e = ids[t, j],
+// added in the order of j (ascending expert id, as transformers adds them). Each expert's rows run
+// as one product. With round_f16 every intermediate (gate, up, activation, down, weighted sum) is
+// rounded to an f16 value, as an f16 engine stores them. UsageError for an id that is no expert.
+template <typename S>
+void mixture(const Mat<S>& x, const Mat<S>& ids, const Mat<S>& weights, const ExpertMatrices<S>& experts,
+             model::Activation act, bool round_f16, Mat<S>& out);
+
+}  // namespace tapdiff::reference
