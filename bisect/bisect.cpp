@@ -149,6 +149,8 @@ Schedule run_free_pass(const model::ModelConfig& config, const model::Graph& gra
     }
   };
   Lockstep free_run(graph, Drive::free, engines, observed);
+  RoutingArbiter routing(config, options.dtype);
+  free_run.set_routing(&routing);
   free_run.reset(n_seqs);
   model::SequenceChunks sequence_chunks(prompts.size());
   auto run_free = [&](std::size_t index) {
@@ -201,6 +203,7 @@ Schedule run_free_pass(const model::ModelConfig& config, const model::Graph& gra
     for (const model::BatchPart& part : passes.back().parts) next_token(static_cast<std::size_t>(part.sequence));
   }
 
+  result.routing = routing.flips();
   CompareResult& run = result.run;
   run.a.metadata = engine_metadata(engines.truth, config, prompts.front(), options.chunk);
   run.b.metadata = engine_metadata(engines.b, config, prompts.front(), options.chunk);
@@ -303,6 +306,8 @@ BisectResult run_bisect(const model::ModelConfig& config, const LockstepEngines&
     if (uniformity && out.step.op == Op::attn) uniformity->add_attention(out.step.layer, out.truth, out.b);
   };
   Lockstep forced(graph, Drive::forced, engines);
+  RoutingArbiter forced_routing(config, options.dtype);  // near ties on A's logits are no local error either
+  forced.set_routing(&forced_routing);
   forced.reset(n_seqs);
   for (std::size_t i = 0; i <= last_pass; ++i) {
     const PlannedPass& pass = passes[i];

@@ -398,8 +398,34 @@ std::vector<Diagnosis> diagnose(const CompareResult& result, const LocalCheck& l
   return out;
 }
 
+namespace {
+
+// Where B chose other experts than A: flips past B's precision first (a routing bug), then the
+// near ties it was settled past.
+void routing(const BisectResult& result, std::vector<Diagnosis>& out) {
+  for (const bool near : {false, true}) {
+    const auto first = std::find_if(result.routing.begin(), result.routing.end(),
+                                    [&](const RoutingFlip& f) { return f.near_tie() == near; });
+    if (first == result.routing.end()) continue;
+    const auto n = std::count_if(result.routing.begin(), result.routing.end(),
+                                 [&](const RoutingFlip& f) { return f.near_tie() == near; });
+    out.push_back(
+        {near ? "routing-near-tie" : "routing-flip",
+         near ? fmt::format("B chose other experts than A at {} row{}, each within its precision (a near tie, not a "
+                            "bug): B continued with A's choice there; first at {}",
+                            n, n == 1 ? "" : "s", first->text())
+              : fmt::format("B chose other experts than A at {} row{} with a margin far outside its precision: a "
+                            "routing bug (the router's logits, its top-k or the ids it hands on); first at {}",
+                            n, n == 1 ? "" : "s", first->text()),
+         {{"rows", n}, {"first", to_json(*first)}}});
+  }
+}
+
+}  // namespace
+
 std::vector<Diagnosis> diagnose(const BisectResult& result) {
   std::vector<Diagnosis> out;
+  routing(result, out);
   attention_uniform(result, out);
   isolation_diagnoses(result.run, result.local, result.local_rows, result.culprit, result.symptom_local, "A's inputs",
                       true, out);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "bisect/routing.h"
 #include "model/errors.h"
 
 namespace tapdiff::bisect {
@@ -75,7 +76,16 @@ void Lockstep::pass(int index, std::span<const model::BatchPart> parts, const St
     }
     std::optional<model::HostTensor> floor;
     if (engines_.floor) floor = run_step(*engines_.floor, step);
-    const model::HostTensor b = run_step(engines_.b, step);
+    model::HostTensor b = run_step(engines_.b, step);
+    if (routing_ && step.op == model::Op::moe_router) routing_->hold_router({step, chunk, truth, floor ? &*floor : nullptr, b});
+    if (routing_ && step.op == model::Op::moe_ids) {
+      RoutingArbiter::Settled settled =
+          routing_->settle({step, chunk, truth, floor ? &*floor : nullptr, b}, row_places(parts));
+      if (settled.b_changed) engines_.b.write(step.output(), settled.b);
+      if (settled.floor_changed) engines_.floor->write(step.output(), *settled.floor);
+      b = std::move(settled.b);
+      if (floor) floor = std::move(settled.floor);
+    }
     observe({step, chunk, truth, floor ? &*floor : nullptr, b});
     if (drive_ == Drive::forced) {
       for (std::size_t j = 0; j < i; ++j)

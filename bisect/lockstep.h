@@ -39,6 +39,8 @@ struct StepOutputs {
 using StepObserver = std::function<void(const StepOutputs&)>;
 using StepFilter = std::function<bool(const model::Step&)>;
 
+class RoutingArbiter;  // bisect/routing.h
+
 class Lockstep {
  public:
   // observed: the steps whose outputs are read and observed (all when empty; free drive only: a
@@ -48,6 +50,9 @@ class Lockstep {
 
   // Empties every engine's KV caches and makes room for `sequences` (model::Engine::set_sequences).
   void reset(int sequences = 1);
+  // At each observed moe_ids step, the arbiter settles B's and the floor's near-tie expert choices
+  // (bisect/routing.h): they continue with the truth's, and observe sees the settled ids. Null: none.
+  void set_routing(RoutingArbiter* arbiter) { routing_ = arbiter; }
   // One forward pass of every engine over the parts of a ragged batch (model::Engine::begin_batch);
   // observe sees every step's outputs, [every part's rows, width], in graph order, with chunk
   // describing the whole pass (its index, the first part's position, the total rows).
@@ -60,6 +65,7 @@ class Lockstep {
   std::vector<std::vector<std::size_t>> producers_;  // per step: the steps whose outputs it reads
   std::vector<std::size_t> last_use_;                // per step: the index of the last step that reads its output
   StepFilter observed_;
+  RoutingArbiter* routing_ = nullptr;
 };
 
 }  // namespace tapdiff::bisect

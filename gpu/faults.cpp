@@ -127,6 +127,35 @@ const std::array<FaultInfo, kFaultCount> kCatalogue = {{
      {Op::attn},
      OpClass::attention,
      "attention-uniform"},
+    {Fault::router_softmax_axis,
+     "router-softmax-axis",
+     "the chosen experts' weights take the softmax of each expert's logits over the pass's tokens instead of over the "
+     "experts",
+     "softmax(router_logits, dim=0) where dim=-1 was meant",
+     {Op::moe_weights},
+     OpClass::routing,
+     ""},
+    {Fault::topk_off_by_one,
+     "topk-off-by-one",
+     "the router's top-k starts one place late: the experts ranked 2 to k+1 run, the best one never",
+     "a top-k slice argsort(-logits)[1:k+1] where [0:k] was meant",
+     {Op::moe_ids},
+     OpClass::routing,
+     "routing-flip"},
+    {Fault::weights_unnormalised,
+     "weights-unnormalised",
+     "the chosen experts' weights are not renormalised to sum 1",
+     "norm_topk_prob (Qwen3-MoE) or Mixtral's renormalisation dropped: each token's expert output shrinks",
+     {Op::moe_weights},
+     OpClass::routing,
+     ""},
+    {Fault::expert_index,
+     "expert-index",
+     "the chosen expert e runs with the weights of expert e+1 (the last with the first's)",
+     "an expert's offset into the stacked weights computed from a 1-based id",
+     {Op::moe_out},
+     OpClass::experts,
+     ""},
 }};
 
 std::string valid_names() {
@@ -197,7 +226,7 @@ FaultSet parse_faults(std::string_view spec, int n_layers) {
   return set;
 }
 
-void require_faults_fit(const FaultSet& faults, const model::Graph& graph, model::Activation activation) {
+void require_faults_fit(const FaultSet& faults, const model::Graph& graph, const model::ModelConfig& config) {
   for (const FaultInfo& f : kCatalogue) {
     if (!faults.planted(f.fault)) continue;
     const bool runs = std::any_of(graph.steps().begin(), graph.steps().end(), [&](const model::Step& s) {
@@ -209,9 +238,13 @@ void require_faults_fit(const FaultSet& faults, const model::Graph& graph, model
       throw UsageError(fmt::format(
           "--inject {}: the fault is planted in {}, and this model computes none of them where it is planted", f.name,
           fmt::join(ops, ", ")));
-    if (f.fault == Fault::silu_approx && activation != model::Activation::silu)
+    if (f.fault == Fault::silu_approx && config.block.activation != model::Activation::silu)
       throw UsageError(fmt::format("--inject {}: the fault is planted in silu, and this model's activation is {}",
-                                   f.name, model::activation_name(activation)));
+                                   f.name, model::activation_name(config.block.activation)));
+    if (f.fault == Fault::weights_unnormalised && !config.experts.normalize)
+      throw UsageError(fmt::format("--inject {}: the fault skips the renormalisation of the chosen experts' "
+                                   "weights, and this model does not renormalise them",
+                                   f.name));
   }
 }
 

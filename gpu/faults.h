@@ -34,8 +34,12 @@ enum class Fault : std::uint8_t {
   decode_position,
   batch_seq_leak,
   attn_scale_int,
+  router_softmax_axis,
+  topk_off_by_one,
+  weights_unnormalised,
+  expert_index,
 };
-inline constexpr int kFaultCount = 15;
+inline constexpr int kFaultCount = 19;
 
 struct FaultInfo {
   Fault fault;
@@ -64,11 +68,6 @@ class FaultSet {
  private:
   friend FaultSet parse_faults(std::string_view spec, int n_layers);
 
-  // UsageError for a planted fault that this model would never run: none of its ops is in the
-  // model's graph (rmsnorm-eps in a block without pre-norms), or its code path is not the model's
-  // (silu-approx in a model whose activation is not silu). A fault that changes nothing must not
-  // pass for a clean run.
-  void require_faults_fit(const FaultSet& faults, const model::Graph& graph, model::Activation activation);
   std::array<bool, kFaultCount> every_layer_{};
   std::array<std::vector<int>, kFaultCount> layers_;
 };
@@ -80,9 +79,9 @@ FaultSet parse_faults(std::string_view spec, int n_layers);
 // UsageError for a planted fault that this model would never run: none of its ops is in the
 // model's graph at a layer it is planted at (rmsnorm-eps in a block without pre-norms, a RoPE fault
 // at a SmolLM3 layer without RoPE), or its code path is not the model's
-// (silu-approx in a model whose activation is not silu). A fault that changes nothing must not
-// pass for a clean run.
-void require_faults_fit(const FaultSet& faults, const model::Graph& graph, model::Activation activation);
+// (silu-approx in a model whose activation is not silu, weights-unnormalised in a mixture that
+// does not renormalise). A fault that changes nothing must not pass for a clean run.
+void require_faults_fit(const FaultSet& faults, const model::Graph& graph, const model::ModelConfig& config);
 
 // The first position, the base and the scaling (the sliding layers' own or not) of the RoPE table a
 // layer uses in a chunk, after the faults that live in the table (rope-off-by-one,

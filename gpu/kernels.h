@@ -127,6 +127,10 @@ inline constexpr std::uint32_t kFaultAttentionChunkMask = 1;   // attention: key
 inline constexpr std::uint32_t kFaultAttentionHeadModulo = 2;  // attention: KV head h % kv_heads
 inline constexpr std::uint32_t kFaultAttentionNoMax = 4;       // attention: exp(s) without the row max
 inline constexpr std::uint32_t kFaultAttentionBatchLeak = 8;   // attention: + the previous sequence's last rows
+inline constexpr std::uint32_t kFaultTopkSkipsBest = 1;        // moe_topk: the experts ranked 2 .. k+1
+inline constexpr std::uint32_t kFaultRouterTokenSoftmax = 1;   // moe_weights: softmax over the tokens
+inline constexpr std::uint32_t kFaultRouterUnnormalised = 2;   // moe_weights: no renormalisation
+inline constexpr std::uint32_t kFaultExpertNext = 2;           // matvec EXPERTS: expert e + 1's weights
 
 // The attention of one pass: `rows` queries, each at its own position over its own sequence's
 // cache rows (the row table of Kernels::attention).
@@ -190,16 +194,17 @@ class Kernels {
 
   // The mixture of experts (kernels_moe.cpp). logits [rows, experts] -> ids [rows, k]: the k
   // largest ascending by id, as exact small integers of the activation type.
-  std::string moe_topk(Stream& s, const Region& logits, const Region& ids, int rows, int experts, int k);
+  std::string moe_topk(Stream& s, const Region& logits, const Region& ids, int rows, int experts, int k,
+                       std::uint32_t faults);
   // logits [rows, experts], ids [rows, k] -> weights [rows, k]: the softmax taken at ids,
   // renormalised where `normalize`.
   std::string moe_weights(Stream& s, const Region& logits, const Region& ids, const Region& weights, int rows,
-                          int experts, int k, bool normalize);
+                          int experts, int k, bool normalize, std::uint32_t faults);
   // Per (token, expert) pair p of `pairs` = rows * k: out [pairs, n] = x_p W_e^T with e = ids[p]
   // and W_e rows [e n, (e + 1) n) of the stacked w; x_p is row p / k of x where shared_input (each
   // token's row, for gate and up), else row p (down).
   std::string expert_matmul(Stream& s, const Region& x, const DeviceWeight& w, int n, const Region& ids, int k,
-                            bool shared_input, const Region& out, int pairs);
+                            bool shared_input, const Region& out, int pairs, std::uint32_t faults);
   // out [rows, dim] = sum over j of weights[t, j] * y[t k + j] (y [rows * k, dim])
   std::string moe_sum(Stream& s, const Region& y, const Region& weights, const Region& out, int rows, int dim, int k);
 

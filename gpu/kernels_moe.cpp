@@ -14,7 +14,7 @@ struct RoutePush {
   std::uint32_t rows, experts, k, normalize;
 };
 struct ExpertMatmulPush {  // matvec.comp's Push with EXPERTS
-  std::uint32_t rows, k, n, row_bytes, has_bias, per_token, shared_input;
+  std::uint32_t rows, k, n, row_bytes, has_bias, per_token, shared_input, experts;
 };
 struct SumPush {
   std::uint32_t rows, dim, k;
@@ -24,34 +24,37 @@ constexpr int kMaxActiveExperts = 64;  // moe_route.comp: MAX_K
 
 }  // namespace
 
-std::string Kernels::moe_topk(Stream& s, const Region& logits, const Region& ids, int rows, int experts, int k) {
+std::string Kernels::moe_topk(Stream& s, const Region& logits, const Region& ids, int rows, int experts, int k,
+                              std::uint32_t faults) {
   if (k > kMaxActiveExperts)
     throw UsageError(fmt::format("{} experts per token: the Vulkan router kernel takes at most {}", k, kMaxActiveExperts));
   const RoutePush push{u32(rows), u32(experts), u32(k), 0};
-  dispatch(s, Shader::moe_topk, 0, {logits, ids}, &push, sizeof push, fold(ceil_div(push.rows, wg_)));
+  dispatch(s, Shader::moe_topk, 0, {logits, ids}, &push, sizeof push, fold(ceil_div(push.rows, wg_)), faults);
   return named("moe-route");
 }
 
 std::string Kernels::moe_weights(Stream& s, const Region& logits, const Region& ids, const Region& weights, int rows,
-                                 int experts, int k, bool normalize) {
+                                 int experts, int k, bool normalize, std::uint32_t faults) {
   const RoutePush push{u32(rows), u32(experts), u32(k), normalize ? 1u : 0u};
-  dispatch(s, Shader::moe_weights, 0, {logits, ids, weights}, &push, sizeof push, fold(ceil_div(push.rows, wg_)));
+  dispatch(s, Shader::moe_weights, 0, {logits, ids, weights}, &push, sizeof push, fold(ceil_div(push.rows, wg_)),
+           faults);
   return named("moe-route");
 }
 
 std::string Kernels::expert_matmul(Stream& s, const Region& x, const DeviceWeight& w, int n, const Region& ids, int k,
-                                   bool shared_input, const Region& out, int pairs) {
+                                   bool shared_input, const Region& out, int pairs, std::uint32_t faults) {
   TAPDIFF_ASSERT(w.rows % n == 0 && static_cast<std::uint64_t>(w.rows) * w.row_bytes < (1ull << 32),
                  "stacked experts {} of {} rows ({} per expert, {} bytes a row)", w.name, w.rows, n, w.row_bytes);
-  const ExpertMatmulPush push{u32(pairs), u32(w.cols), u32(n), w.row_bytes, 0, u32(k), shared_input ? 1u : 0u};
+  const ExpertMatmulPush push{u32(pairs), u32(w.cols), u32(n), w.row_bytes, 0, u32(k), shared_input ? 1u : 0u,
+                              u32(w.rows / n)};
   const std::initializer_list<Region> bindings = {w.region, x, ids, out};
   if (matvec_shader() == Shader::matvec_subgroup) {
     const std::uint32_t split = matvec_split(push.n, push.k), outputs = matvec_subgroups_ / split;
     dispatch(s, Shader::matvec_experts_subgroup, dtype_code(w.dtype), bindings, &push, sizeof push,
-             fold(static_cast<std::uint64_t>(pairs) * ceil_div(push.n, outputs)), 0, {outputs, split});
+             fold(static_cast<std::uint64_t>(pairs) * ceil_div(push.n, outputs)), faults, {outputs, split});
   } else {
     dispatch(s, Shader::matvec_experts_shared, dtype_code(w.dtype), bindings, &push, sizeof push,
-             fold(static_cast<std::uint64_t>(pairs) * push.n));
+             fold(static_cast<std::uint64_t>(pairs) * push.n), faults);
   }
   return named(expert_matmul_name(), w.dtype);
 }

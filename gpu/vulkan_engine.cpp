@@ -154,7 +154,7 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
       faults_(parse_faults(options.inject, m.config().n_layers)),
       activation_type_(options.f16 ? Activations::f16 : Activations::f32),
       rope_table_of_(static_cast<std::size_t>(m.config().n_layers)) {
-  require_faults_fit(faults_, graph_, config_.block.activation);
+  require_faults_fit(faults_, graph_, config_);
   // At most one table per layer that a fault moves, plus the model's (two where the sliding layers
   // have their own RoPE).
   std::size_t tables = config_.sliding_rope ? 2 : 1;
@@ -463,6 +463,11 @@ std::uint32_t Engine::kernel_faults(Op op, int layer) const {
   if (op == Op::attn_norm || op == Op::ffn_norm) return bit(Fault::rmsnorm_eps, kFaultNormEpsOutsideSqrt);  // pre-norms
   if (op == Op::ffn_down) return bit(Fault::gemm_f16_accum, kFaultGemmF16Accumulate);
   if (op == Op::ffn_act) return bit(Fault::silu_approx, kFaultSiluHardSigmoid);
+  if (op == Op::moe_ids) return bit(Fault::topk_off_by_one, kFaultTopkSkipsBest);
+  if (op == Op::moe_weights)
+    return bit(Fault::router_softmax_axis, kFaultRouterTokenSoftmax) |
+           bit(Fault::weights_unnormalised, kFaultRouterUnnormalised);
+  if (op == Op::moe_out) return bit(Fault::expert_index, kFaultExpertNext);
   if (op == Op::attn)
     return bit(Fault::mask_kv_offset, kFaultAttentionChunkMask) | bit(Fault::gqa_head_map, kFaultAttentionHeadModulo) |
            bit(Fault::softmax_no_max, kFaultAttentionNoMax) | bit(Fault::batch_seq_leak, kFaultAttentionBatchLeak);
@@ -512,10 +517,10 @@ std::string Engine::run(const model::Step& step, const Region& out) {
       return kernels_->matmul(*stream_, in(0), matrix(step.op, step.layer), bias(step.op, step.layer), out, rows,
                               faults);
     case Op::moe_ids:
-      return kernels_->moe_topk(*stream_, in(0), out, rows, config_.experts.count, config_.experts.active);
+      return kernels_->moe_topk(*stream_, in(0), out, rows, config_.experts.count, config_.experts.active, faults);
     case Op::moe_weights:
       return kernels_->moe_weights(*stream_, in(0), in(1), out, rows, config_.experts.count, config_.experts.active,
-                                   config_.experts.normalize);
+                                   config_.experts.normalize, faults);
     case Op::moe_out: return mixture(step, out);
     case Op::logits: {
       std::string kernel = kernels_->matmul(*stream_, in(0), matrix(step.op, step.layer), nullptr, out, rows, faults);
@@ -565,12 +570,13 @@ std::string Engine::mixture(const model::Step& step, const Region& out) {
   const auto used = [&](const Region& r, int width) { return r.sub(0, activation_bytes(pairs, width)); };
   const Region gate = used(expert_gate_, f), up = used(expert_up_, f), hidden = used(expert_hidden_, f);
   const Region y = used(expert_out_, config_.dim);
-  std::string kernel =
-      kernels_->expert_matmul(*stream_, x, weights_->get(WeightKind::expert_gate, l), f, ids, k, true, gate, pairs);
-  kernels_->expert_matmul(*stream_, x, weights_->get(WeightKind::expert_up, l), f, ids, k, true, up, pairs);
+  const std::uint32_t faults = kernel_faults(Op::moe_out, l);
+  std::string kernel = kernels_->expert_matmul(*stream_, x, weights_->get(WeightKind::expert_gate, l), f, ids, k, true,
+                                               gate, pairs, faults);
+  kernels_->expert_matmul(*stream_, x, weights_->get(WeightKind::expert_up, l), f, ids, k, true, up, pairs, faults);
   kernel += "+" + kernels_->gated_activation(*stream_, gate, up, hidden, std::int64_t{pairs} * f, 0);
   kernels_->expert_matmul(*stream_, hidden, weights_->get(WeightKind::expert_down, l), config_.dim, ids, k, false, y,
-                          pairs);
+                          pairs, faults);
   return kernel + "+" + kernels_->moe_sum(*stream_, y, weights, out, rows, config_.dim, k);
 }
 

@@ -48,11 +48,19 @@ class Normal {
 
 struct TensorPlan {
   std::string name;
-  std::int64_t rows, cols;
+  std::int64_t rows, cols;  // a stack of experts: rows of every expert, expert after expert
   double mean, stddev;
-  bool matrix;     // stored in the chosen dtype (else f32)
-  int layer = -1;  // of a blk.N tensor
+  bool matrix;      // stored in the chosen dtype (else f32)
+  int layer = -1;   // of a blk.N tensor
+  int experts = 0;  // > 0: stacked experts, a 3-D tensor [experts, rows / experts, cols]
 };
+
+// The tensor's GGUF shape (ne: columns first).
+std::vector<std::int64_t> gguf_shape(const TensorPlan& t) {
+  if (t.experts > 0) return {t.cols, t.rows / t.experts, t.experts};
+  if (t.rows == 1 && !t.matrix) return {t.cols};
+  return {t.cols, t.rows};
+}
 
 std::vector<TensorPlan> plan_tensors(const ModelConfig& c) {
   const double depth = 2.0 * c.n_layers;
@@ -63,6 +71,10 @@ std::vector<TensorPlan> plan_tensors(const ModelConfig& c) {
   };
   auto vector = [&](std::string name, int n, double mean, double stddev) {
     plan.push_back({std::move(name), 1, n, mean, stddev, false, layer});
+  };
+  auto stacked = [&](std::string name, int rows, int cols, double var) {
+    plan.push_back({std::move(name), std::int64_t{c.experts.count} * rows, cols, 0.0, std::sqrt(var), true, layer,
+                    c.experts.count});
   };
   matrix("token_embd.weight", c.vocab, c.dim, 1.0);
   for (int l = 0; l < c.n_layers; ++l) {
@@ -77,11 +89,23 @@ std::vector<TensorPlan> plan_tensors(const ModelConfig& c) {
       vector(b + "attn_k.bias", c.kv_dim(), 0.0, 0.1);
       vector(b + "attn_v.bias", c.kv_dim(), 0.0, 0.1);
     }
+    if (c.block.qk_norm == QkNorm::per_head) {
+      vector(b + "attn_q_norm.weight", c.head_dim, 1.0, 0.1);
+      vector(b + "attn_k_norm.weight", c.head_dim, 1.0, 0.1);
+    }
     matrix(b + "attn_output.weight", c.dim, c.q_dim(), 1.0 / (c.q_dim() * depth));
     vector(b + "ffn_norm.weight", c.dim, 1.0, 0.1);
-    matrix(b + "ffn_gate.weight", c.ffn_dim, c.dim, 1.0 / c.dim);
-    matrix(b + "ffn_up.weight", c.ffn_dim, c.dim, 1.0 / c.dim);
-    matrix(b + "ffn_down.weight", c.dim, c.ffn_dim, 1.0 / (c.ffn_dim * depth));
+    if (uses_experts(c, l)) {  // the router in f32, as llama.cpp's converter stores it
+      const int f = c.experts.ffn_dim;
+      plan.push_back({b + "ffn_gate_inp.weight", c.experts.count, c.dim, 0.0, std::sqrt(1.0 / c.dim), false, layer});
+      stacked(b + "ffn_gate_exps.weight", f, c.dim, 1.0 / c.dim);
+      stacked(b + "ffn_up_exps.weight", f, c.dim, 1.0 / c.dim);
+      stacked(b + "ffn_down_exps.weight", c.dim, f, 1.0 / (f * depth));
+    } else {
+      matrix(b + "ffn_gate.weight", c.ffn_dim, c.dim, 1.0 / c.dim);
+      matrix(b + "ffn_up.weight", c.ffn_dim, c.dim, 1.0 / c.dim);
+      matrix(b + "ffn_down.weight", c.dim, c.ffn_dim, 1.0 / (c.ffn_dim * depth));
+    }
   }
   layer = -1;
   vector("output_norm.weight", c.dim, 1.0, 0.1);
@@ -132,6 +156,11 @@ void add_config(GgufWriter& w, const ModelConfig& c) {
   w.add_f32(a + ".rope.freq_base", static_cast<float>(c.rope_base));
   w.add_f32(a + ".attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
   w.add_u32(a + ".vocab_size", static_cast<std::uint32_t>(c.vocab));
+  if (c.experts.count > 0) {
+    w.add_u32(a + ".expert_count", static_cast<std::uint32_t>(c.experts.count));
+    w.add_u32(a + ".expert_used_count", static_cast<std::uint32_t>(c.experts.active));
+    w.add_u32(a + ".expert_feed_forward_length", static_cast<std::uint32_t>(c.experts.ffn_dim));
+  }
 }
 
 void add_vocabulary(GgufWriter& w, int vocab) {
@@ -162,7 +191,17 @@ ModelConfig synth_shape(const std::string& name) {
     c.rope_base = 500000.0;
     return c;
   }
-  throw UsageError(fmt::format("unknown synth shape '{}': expected tiny, small, tinyllama or llama3-8b", name));
+  // Mixtures of experts (arch qwen3moe): experts, experts per token, an expert's FFN width.
+  auto moe = [](ModelConfig c, int experts, int active, int expert_ffn) {
+    c.arch = "qwen3moe";
+    c.experts = {experts, active, expert_ffn, true, {}};
+    c.rope_base = 1000000.0;
+    return c;
+  };
+  if (name == "tiny-moe") return moe(shape(2, 64, 4, 2, 16, 192, 512, 2048), 8, 2, 64);
+  if (name == "qwen3-30b-a3b") return moe(shape(48, 2048, 32, 4, 128, 6144, 151936, 4096), 128, 8, 768);
+  throw UsageError(fmt::format(
+      "unknown synth shape '{}': expected tiny, small, tinyllama, llama3-8b, tiny-moe or qwen3-30b-a3b", name));
 }
 
 SynthVocabulary synth_vocabulary(int vocab) {
@@ -210,7 +249,7 @@ DType storage_of(const TensorPlan& t, const SynthOptions& o, int n_layers) {
   if (!t.matrix) return DType::f32;
   if (!o.medium_mix) return o.dtype;
   const bool more_bits = t.layer >= 0 && use_more_bits(t.layer, n_layers) &&
-                         (t.name.ends_with(".attn_v.weight") || t.name.ends_with(".ffn_down.weight"));
+                         (t.name.ends_with(".attn_v.weight") || t.name.find(".ffn_down") != std::string::npos);
   return t.name == "output.weight" || more_bits ? DType::q6_k : o.dtype;
 }
 
@@ -250,10 +289,14 @@ std::string synth_digest(const SynthOptions& o) {
 
 void write_synth_model(const std::filesystem::path& path, const SynthOptions& options) {
   ModelConfig c = options.config;
-  if (c.arch != "llama" && c.arch != "qwen2")
-    throw UsageError(fmt::format("synth: --arch must be llama or qwen2, found '{}'", c.arch));
-  c.rope_style = c.arch == "qwen2" ? RopeStyle::rotate_half : RopeStyle::interleaved;
+  if (c.arch != "llama" && c.arch != "qwen2" && c.arch != "qwen3moe")
+    throw UsageError(fmt::format("synth: --arch must be llama, qwen2 or qwen3moe, found '{}'", c.arch));
+  if ((c.arch == "qwen3moe") != (c.experts.count > 0))
+    throw UsageError(fmt::format("synth: experts need arch qwen3moe and qwen3moe needs experts, found arch {} with {}",
+                                 c.arch, c.experts.count));
+  c.rope_style = c.arch == "llama" ? RopeStyle::interleaved : RopeStyle::rotate_half;
   c.block.qkv_bias = c.arch == "qwen2";
+  c.block.qk_norm = c.arch == "qwen3moe" ? QkNorm::per_head : QkNorm::none;
   c.validate("synth");
   if (!std::isfinite(options.outlier_scale) || options.outlier_scale <= 0)
     throw UsageError(fmt::format("synth: expected a finite outlier scale > 0, found {}", options.outlier_scale));
@@ -277,10 +320,7 @@ void write_synth_model(const std::filesystem::path& path, const SynthOptions& op
   add_config(writer, c);
   add_vocabulary(writer, c.vocab);
   for (std::size_t i = 0; i < plan.size(); ++i) {
-    if (plan[i].matrix)
-      writer.add_tensor(plan[i].name, storage[i], {plan[i].cols, plan[i].rows});
-    else
-      writer.add_tensor(plan[i].name, DType::f32, {plan[i].cols});
+    writer.add_tensor(plan[i].name, storage[i], gguf_shape(plan[i]));
   }
   const std::set<std::int64_t> outliers = outlier_set(options);
   for (std::size_t i = 0; i < plan.size(); ++i) {

@@ -13,8 +13,9 @@
 namespace tapdiff::model {
 
 struct SynthOptions {
-  // arch "llama" (interleaved RoPE) or "qwen2" (rotate-half RoPE, QKV bias); the config's
-  // rope_style and qkv_bias follow the arch.
+  // arch "llama" (interleaved RoPE), "qwen2" (rotate-half RoPE, QKV bias) or "qwen3moe" (with
+  // config.experts; rotate-half RoPE, q/k norms per head); the config's rope_style, qkv_bias and
+  // qk_norm follow the arch.
   ModelConfig config;
   DType dtype = DType::f32;  // storage type of the matrices (norm weights and biases stay f32)
   // llama.cpp's _M mix over dtype q4_k or q5_k (its Q4_K_M and Q5_K_M files): output.weight, and
@@ -48,6 +49,10 @@ std::string synth_digest(const SynthOptions& options);
 // (every width a multiple of 32, so each shape can be written in every dtype).
 //   tinyllama dim 2048, 22 layers, 32/4 heads of 64, ffn 5632, vocab 32000, context 2048
 //   llama3-8b dim 4096, 32 layers, 32/8 heads of 128, ffn 14336, vocab 128256, context 8192, base 5e5
+// and mixtures of experts (arch qwen3moe: q/k norms per head, rotate-half RoPE of base 1e6, the
+// chosen weights renormalised; the router's rows ~ N(0, 1/dim), stored f32):
+//   tiny-moe      tiny's attention, 8 experts of ffn 64, 2 per token
+//   qwen3-30b-a3b dim 2048, 48 layers, 32/4 heads of 128, 128 experts of ffn 768, 8 per token, vocab 151936
 ModelConfig synth_shape(const std::string& name);
 
 // The vocabulary written with synth models: <unk> <s> </s>, 256 byte tokens, printable ASCII

@@ -1,5 +1,5 @@
 // The fast subset of the fault matrix (docs/faults.md): every planted fault of gpu/faults.h, at the
-// middle layer of synth:tiny on lavapipe, is named by `bisect` as the culprit (its layer and one of
+// middle layer of synth:tiny (synth:tiny-moe for the mixture of experts' faults) on lavapipe, is named by `bisect` as the culprit (its layer and one of
 // its ops) with the diagnosis the catalogue promises. softmax-no-max changes nothing where scores
 // stay far below exp's overflow, so there it must be silent (a "match"), not a false alarm.
 // No other fault is taken for collapsed (uniform) attention.
@@ -26,7 +26,8 @@ class BisectFault : public ::testing::TestWithParam<gpu::Fault> {};
 
 TEST_P(BisectFault, IsTheCulpritWithItsDiagnosis) {
   const gpu::FaultInfo& info = gpu::fault_info(GetParam());
-  const auto m = model::load_model(synth_model_path("tiny"));
+  const bool experts = info.op_class == model::OpClass::routing || info.op_class == model::OpClass::experts;
+  const auto m = model::load_model(synth_model_path(experts ? "tiny-moe" : "tiny"));
   const int layer = m->config().n_layers / 2;
   const bool batched = info.diagnosis == "some-sequences";
   const model::Prompts prompts =

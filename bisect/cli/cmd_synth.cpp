@@ -1,4 +1,4 @@
-// tapdiff synth: write a deterministic random-weight Llama-family model as GGUF.
+// tapdiff synth: write a deterministic random-weight Llama-family model (or mixture of experts) as GGUF.
 #include <fmt/core.h>
 
 #include "bisect/cli/commands.h"
@@ -13,7 +13,7 @@ struct SynthArgs {
   std::string out;
   std::string shape = "tiny";
   std::string dtype = "f32";
-  std::string arch = "llama";
+  std::string arch;  // empty: the shape's
   int layers = 0, dim = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0, vocab = 0, context = 0;
   double rope_base = 0;
   std::uint64_t seed = 1;
@@ -33,7 +33,7 @@ void run_synth(const SynthArgs& a) {
   set(o.config.vocab, a.vocab), set(o.config.context_length, a.context);
   if (a.heads > 0 && a.kv_heads == 0) o.config.n_kv_heads = a.heads;
   if (a.rope_base > 0) o.config.rope_base = a.rope_base;
-  o.config.arch = a.arch;
+  if (!a.arch.empty()) o.config.arch = a.arch;
   o.config.tied_output = a.tied;
   if (!model::set_synth_storage(o, a.dtype))
     throw UsageError(fmt::format("--dtype: expected one of {}, found '{}'", model::synth_storage_names(), a.dtype));
@@ -52,7 +52,9 @@ void add_synth_command(CLI::App& app, CliContext& context) {
   auto args = std::make_shared<SynthArgs>();
   CLI::App* cmd = app.add_subcommand("synth", "Write a deterministic random-weight Llama model (GGUF)");
   cmd->add_option("-o,--out", args->out, "Output GGUF file")->required();
-  cmd->add_option("--shape", args->shape, "Starting shape: tiny, small, tinyllama, llama3-8b")->capture_default_str();
+  cmd->add_option("--shape", args->shape,
+                  "Starting shape: tiny, small, tinyllama, llama3-8b, or the mixtures of experts tiny-moe, qwen3-30b-a3b")
+      ->capture_default_str();
   cmd->add_option("--layers", args->layers, "Number of layers")->check(CLI::PositiveNumber);
   cmd->add_option("--dim", args->dim, "Residual stream width")->check(CLI::PositiveNumber);
   cmd->add_option("--heads", args->heads, "Query heads")->check(CLI::PositiveNumber);
@@ -62,8 +64,9 @@ void add_synth_command(CLI::App& app, CliContext& context) {
   cmd->add_option("--vocab", args->vocab, "Vocabulary size")->check(CLI::PositiveNumber);
   cmd->add_option("--context", args->context, "Context length recorded in the file")->check(CLI::PositiveNumber);
   cmd->add_option("--rope-base", args->rope_base, "RoPE base (theta)")->check(finite_positive());
-  cmd->add_option("--arch", args->arch, "llama (interleaved RoPE) or qwen2 (rotate-half RoPE, QKV bias)")
-      ->capture_default_str();
+  cmd->add_option("--arch", args->arch,
+                  "llama (interleaved RoPE) or qwen2 (rotate-half RoPE, QKV bias); default: the shape's (qwen3moe for "
+                  "the mixtures of experts)");
   cmd->add_option(
          "--dtype", args->dtype,
          "Matrix storage: f32, f16, bf16, a ggml block type (q8_0 ... iq4_xs), or llama.cpp's q4_k_m / q5_k_m mix")

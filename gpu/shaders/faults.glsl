@@ -11,6 +11,10 @@ const uint FAULT_ATTENTION_CHUNK_MASK = 1u;   // attention.comp: keys of the row
 const uint FAULT_ATTENTION_HEAD_MODULO = 2u;  // attention.comp: KV head h % kv_heads
 const uint FAULT_ATTENTION_NO_MAX = 4u;       // attention.comp: exp(s) without the row max
 const uint FAULT_ATTENTION_BATCH_LEAK = 8u;   // attention.comp: + the previous sequence's last rows
+const uint FAULT_TOPK_SKIPS_BEST = 1u;        // moe_route.comp: the experts ranked 2 .. k+1
+const uint FAULT_ROUTER_TOKEN_SOFTMAX = 1u;   // moe_route.comp WEIGHTS: each expert's softmax over the tokens
+const uint FAULT_ROUTER_UNNORMALISED = 2u;    // moe_route.comp WEIGHTS: no renormalisation
+const uint FAULT_EXPERT_NEXT = 2u;            // matvec.comp EXPERTS: expert e + 1's weights (mod the count)
 
 bool planted(uint fault) { return (FAULTS & fault) != 0u; }
 

@@ -24,7 +24,7 @@
 // EXPERTS (moe_out's products, Kernels::expert_matmul): each of the T rows is a (token, expert)
 // pair t whose expert e = ids[t] picks rows [e N, (e + 1) N) of the stacked weights; its input is
 // X row t / pc.per_token where pc.shared_input (the token's row, read by each of its experts), else
-// X row t. No bias.
+// X row t. No bias. (expert-index, faults.glsl: expert e + 1's rows, mod pc.experts.)
 #ifdef SUBGROUP
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -46,6 +46,7 @@ layout(push_constant) uniform Push {
   uint has_bias;
   uint per_token;     // EXPERTS: experts per token
   uint shared_input;  // EXPERTS: pair t reads X row t / per_token (else row t)
+  uint experts;       // EXPERTS: experts stacked in the weights
 } pc;
 #include "common.glsl"
 #include "dequant.glsl"
@@ -54,7 +55,10 @@ layout(push_constant) uniform Push {
 #ifdef EXPERTS
 float finish(float sum, uint n) { return sum; }
 // Byte offset of output n's weight row for row (pair) t, and the element offset of t's input row.
-uint weight_row(uint t, uint n) { return (uint(float(expert_ids[t])) * pc.n + n) * pc.row_bytes; }
+uint weight_row(uint t, uint n) {
+  const uint e = uint(float(expert_ids[t]));
+  return ((planted(FAULT_EXPERT_NEXT) ? (e + 1u) % pc.experts : e) * pc.n + n) * pc.row_bytes;
+}
 uint input_row(uint t) { return (pc.shared_input != 0u ? t / pc.per_token : t) * pc.k; }
 #else
 float finish(float sum, uint n) { return pc.has_bias != 0u ? sum + bias[n] : sum; }

@@ -7,6 +7,8 @@
 //   moe_weights (WEIGHTS): weights [rows, k], the softmax over every expert of the row taken at
 //   the given ids, divided by their sum where pc.normalize.
 // An id outside [0, experts) (a teacher-forced value) gives a NaN weight.
+// (topk-off-by-one, faults.glsl: the experts ranked 2 to k+1; router-softmax-axis: each expert's
+// softmax over the rows instead; weights-unnormalised: no renormalisation.)
 layout(local_size_x_id = 1) in;
 layout(std430, binding = 0) readonly buffer Logits { act_t logits[]; };
 #ifdef WEIGHTS
@@ -22,6 +24,7 @@ layout(push_constant) uniform Push {
   uint normalize;
 } pc;
 #include "common.glsl"
+#include "faults.glsl"
 
 const uint MAX_K = 64u;  // Kernels::moe_topk refuses more experts per token
 
@@ -39,16 +42,29 @@ void main() {
   for (uint j = 0u; j < pc.k; ++j) {
     const float id = float(ids[t * pc.k + j]);
     const bool valid = id >= 0.0 && id < float(pc.experts) && id == floor(id);
-    chosen[j] = valid ? exp(float(logits[row + uint(id)]) - top) / total : uintBitsToFloat(0x7FC00000u);
+    if (!valid) {
+      chosen[j] = uintBitsToFloat(0x7FC00000u);
+    } else if (planted(FAULT_ROUTER_TOKEN_SOFTMAX)) {  // expert id's softmax over the rows
+      const uint e = uint(id);
+      float column_top = float(logits[e]);
+      for (uint u = 1u; u < pc.rows; ++u) column_top = max(column_top, float(logits[u * pc.experts + e]));
+      float column_total = 0.0;
+      for (uint u = 0u; u < pc.rows; ++u) column_total += exp(float(logits[u * pc.experts + e]) - column_top);
+      chosen[j] = exp(float(logits[row + e]) - column_top) / column_total;
+    } else {
+      chosen[j] = exp(float(logits[row + uint(id)]) - top) / total;
+    }
     sum += chosen[j];
   }
-  for (uint j = 0u; j < pc.k; ++j) weights[t * pc.k + j] = to_act(pc.normalize != 0u ? chosen[j] / sum : chosen[j]);
+  const bool normalize = pc.normalize != 0u && !planted(FAULT_ROUTER_UNNORMALISED);
+  for (uint j = 0u; j < pc.k; ++j) weights[t * pc.k + j] = to_act(normalize ? chosen[j] / sum : chosen[j]);
 #else
   // The j-th pick: the largest logit below the previous pick's in the order (logit desc, id asc).
-  uint picked[MAX_K];
+  const uint skip = planted(FAULT_TOPK_SKIPS_BEST) ? 1u : 0u;
+  uint picked[MAX_K + 1u];
   float last = 0.0;
   uint last_id = 0u;
-  for (uint j = 0u; j < pc.k; ++j) {
+  for (uint j = 0u; j < pc.k + skip; ++j) {
     uint best = pc.experts;
     float best_value = 0.0;
     for (uint e = 0u; e < pc.experts; ++e) {
@@ -59,6 +75,7 @@ void main() {
     picked[j] = best;
     last = best_value, last_id = best;
   }
+  for (uint j = 0u; j < pc.k; ++j) picked[j] = picked[j + skip];
   // ascending by id (k is small: insertion sort)
   for (uint j = 1u; j < pc.k; ++j)
     for (uint i = j; i > 0u && picked[i - 1u] > picked[i]; --i) {

@@ -14,7 +14,7 @@ DIM, LAYERS, HEADS, KV_HEADS, HEAD_DIM, FFN, VOCAB = 64, 3, 4, 2, 16, 96, 320
 @dataclass
 class GgufCase:
     name: str
-    arch: str = "llama"  # llama | qwen2 | qwen3 | granite | olmo2 | gemma | gemma2 | gemma3
+    arch: str = "llama"  # llama | qwen2 | qwen3 | qwen3moe | granite | olmo2 | gemma | gemma2 | gemma3
     rope_base: float = 10000.0
     rotary_dim: int = HEAD_DIM
     linear_factor: float = 0.0  # rope.scaling.type linear when > 0
@@ -22,6 +22,7 @@ class GgufCase:
     extra: dict = field(default_factory=dict)
     layers: int = LAYERS
     post_norm_gain: float = 1.0  # the post-norms' weights times this: updates as large as the stream
+    experts: tuple[int, int, int] | None = None  # (count, used per token, FFN width of each): a mixture of experts
 
 
 GGUF_CASES = [
@@ -38,6 +39,9 @@ GGUF_CASES = [
                                              "sliding_window": 24}),
     # Six layers: llama.cpp's fixed pattern slides layers 0-4, layer 5 attends fully. The updates
     # are made as large as the embedding (times sqrt(DIM)), else the tied logits pick the input token.
+    # Mixtral as llama.cpp's converter writes it (arch llama with experts), and Qwen3-MoE.
+    GgufCase("mixtral", rope_base=1000000.0, experts=(4, 2, FFN)),
+    GgufCase("qwen3moe", arch="qwen3moe", rope_base=1000000.0, experts=(8, 3, 40)),
     GgufCase("gemma3", arch="gemma3", rope_base=1000000.0, linear_factor=4.0, extra={"sliding_window": 12}, layers=6,
              post_norm_gain=8.0),
 ]
@@ -46,7 +50,7 @@ GGUF_CASES = [
 # attention and the FFN, after them, and q/k norms of head_dim or of the whole projection.
 PRE_NORMS = {"olmo2": False}
 POST_NORMS = {"olmo2", "gemma2", "gemma3"}
-QK_NORM = {"qwen3": HEAD_DIM, "olmo2": None, "gemma3": HEAD_DIM}  # None: the whole projection
+QK_NORM = {"qwen3": HEAD_DIM, "qwen3moe": HEAD_DIM, "olmo2": None, "gemma3": HEAD_DIM}  # None: the whole projection
 TIED = {"gemma", "gemma2", "gemma3"}
 
 
@@ -81,6 +85,11 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0) -> None:
     if case.linear_factor > 0:
         w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
         w.add_rope_scaling_factor(case.linear_factor)
+    if case.experts:
+        w.add_expert_count(case.experts[0])
+        w.add_expert_used_count(case.experts[1])
+        if case.arch == "qwen3moe":
+            w.add_expert_feed_forward_length(case.experts[2])
     for key, value in case.extra.items():  # add_embedding_scale(6.0), add_sliding_window(24), ...
         getattr(w, f"add_{key}")(value)
     add_vocabulary(w)
@@ -114,9 +123,16 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0) -> None:
             w.add_tensor(p + "post_attention_norm.weight", norm(DIM, case.post_norm_gain))
         if PRE_NORMS.get(case.arch, True):
             w.add_tensor(p + "ffn_norm.weight", norm(DIM))
-        w.add_tensor(p + "ffn_gate.weight", matrix(FFN, DIM))
-        w.add_tensor(p + "ffn_up.weight", matrix(FFN, DIM))
-        w.add_tensor(p + "ffn_down.weight", matrix(DIM, FFN))
+        if case.experts:  # the router (its logits spread well past f32's rounding) and the stacked experts
+            count, _, ffn = case.experts
+            w.add_tensor(p + "ffn_gate_inp.weight", 4.0 * matrix(count, DIM))
+            w.add_tensor(p + "ffn_gate_exps.weight", np.stack([matrix(ffn, DIM) for _ in range(count)]))
+            w.add_tensor(p + "ffn_up_exps.weight", np.stack([matrix(ffn, DIM) for _ in range(count)]))
+            w.add_tensor(p + "ffn_down_exps.weight", np.stack([matrix(DIM, ffn) for _ in range(count)]))
+        else:
+            w.add_tensor(p + "ffn_gate.weight", matrix(FFN, DIM))
+            w.add_tensor(p + "ffn_up.weight", matrix(FFN, DIM))
+            w.add_tensor(p + "ffn_down.weight", matrix(DIM, FFN))
         if case.arch in POST_NORMS:
             w.add_tensor(p + "post_ffw_norm.weight", norm(DIM, case.post_norm_gain))
     w.add_tensor("output_norm.weight", norm(DIM))

@@ -138,6 +138,11 @@ FAMILY_FAULTS = [  # (case, --inject, the culprit bisect must name)
     ("smollm3", "rope-base@2", "2/rope_q"),
     ("gemma3", "rope-base@0", "0/rope_q"),
     ("gemma3-pattern-capped", "gqa-head-map@1", "1/attn"),
+    ("mixtral", "expert-index@0", "0/moe_out"),
+    ("mixtral", "weights-unnormalised@1", "1/moe_weights"),
+    ("qwen3-moe", "topk-off-by-one@1", "1/moe_ids"),
+    ("qwen3-moe", "router-softmax-axis@2", "2/moe_weights"),
+    ("qwen3-moe-dense-layer", "expert-index@2", "2/moe_out"),
 ]
 
 
@@ -160,6 +165,9 @@ def test_vulkan_faults_are_localised_in_each_family(name, fault, culprit, tmp_pa
     ("olmo2", "rmsnorm-eps", "planted in attn_norm, ffn_norm, and this model computes none of them"),
     ("smollm3", "rope-base@1", "planted in rope_q, rope_k, and this model computes none of them where it is planted"),
     ("gemma", "silu-approx", "planted in silu, and this model's activation is gelu_tanh"),
+    ("qwen3-moe-dense-layer", "expert-index@1", "planted in moe_out, and this model computes none of them where"),
+    ("qwen3-moe-dense-layer", "weights-unnormalised", "this model does not renormalise them"),
+    ("llama-default", "topk-off-by-one", "planted in moe_ids, and this model computes none of them"),
 ])
 def test_a_fault_the_model_would_never_run_is_refused(name, fault, message, tmp_path):
     case = next(c for c in CASES if c.name == name)
@@ -180,3 +188,35 @@ def test_a_kernel_without_the_models_soft_cap_is_refused_when_forced(tmp_path):
                           "attention=coop2"], capture_output=True, text=True)
     assert run.returncode == 2, run.stdout + run.stderr
     assert "--kernels attention=coop2: attention-coop2 computes no soft-cap" in run.stderr, run.stderr
+
+
+def test_an_f16_near_tie_between_experts_is_settled_not_a_divergence(tmp_path):
+    """Two experts whose router rows differ by 1e-4 of their size trade places under f16 noise: bisect
+    reports each such row as a near tie, continues with A's choice, and the run matches; in f32 the
+    same model flips nowhere."""
+    case = next(c for c in CASES if c.name == "qwen3-moe")
+    folder = tmp_path / "model"
+    make_model(case, folder, "5.x")
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for layer in model.model.layers:
+            router = layer.mlp.gate.weight
+            router[1] = router[0] * (1 + 1e-4 * torch.randn_like(router[0]))
+    model.save_pretrained(folder)
+    tokens = ",".join(str(t) for t in TOKENS)
+    reports = {}
+    for dtype in ("f16", "f32"):
+        report = tmp_path / f"bisect-{dtype}.json"
+        run = subprocess.run([TAPDIFF, "bisect", "--model", str(folder), "--tokens", tokens, "--chunk", "16",
+                              "--generate", "4", "--dtype", dtype, "--json", str(report)], capture_output=True,
+                             text=True)
+        assert run.returncode == 0, run.stdout + run.stderr
+        reports[dtype] = json.loads(report.read_text())
+    routing = reports["f16"]["routing"]
+    assert routing["near_ties"] > 0 and routing["near_ties"] == routing["flips"], routing
+    first = routing["first"][0]
+    assert set(first["ids_a"]) ^ set(first["ids_b"]) == {0, 1}, first  # the two experts traded places
+    assert first["margin"] <= first["factor"] * first["noise"], first
+    assert "routing-near-tie" in {d["code"] for d in reports["f16"]["diagnosis"]}
+    assert reports["f32"]["routing"]["flips"] == 0, reports["f32"]["routing"]
