@@ -77,7 +77,8 @@ void Lockstep::pass(int index, std::span<const model::BatchPart> parts, const St
     std::optional<model::HostTensor> floor;
     if (engines_.floor) floor = run_step(*engines_.floor, step);
     model::HostTensor b = run_step(engines_.b, step);
-    if (routing_ && step.op == model::Op::moe_router) routing_->hold_router({step, chunk, truth, floor ? &*floor : nullptr, b});
+    if (routing_ && step.op == model::Op::moe_router)
+      routing_->hold_router({step, chunk, truth, floor ? &*floor : nullptr, b});
     if (routing_ && step.op == model::Op::moe_ids) {
       RoutingArbiter::Settled settled =
           routing_->settle({step, chunk, truth, floor ? &*floor : nullptr, b}, row_places(parts));

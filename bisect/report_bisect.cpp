@@ -55,15 +55,15 @@ std::string tokens_summary(const BisectResult& r, const TokenText& text) {
 std::string routing_summary(const BisectResult& r) {
   std::string out;
   for (const bool near : {true, false}) {
-    const auto n = std::count_if(r.routing.begin(), r.routing.end(),
-                                 [&](const RoutingFlip& f) { return f.near_tie() == near; });
+    const auto n =
+        std::count_if(r.routing.begin(), r.routing.end(), [&](const RoutingFlip& f) { return f.near_tie() == near; });
     if (n == 0) continue;
-    const RoutingFlip& first = *std::find_if(r.routing.begin(), r.routing.end(),
-                                             [&](const RoutingFlip& f) { return f.near_tie() == near; });
-    out += fmt::format("routing  {} {} (B chose other experts than A{}); first: {}\n", n,
-                       near ? (n == 1 ? "near tie" : "near ties") : (n == 1 ? "flip" : "flips"),
-                       near ? " within its precision: B continued with A's choice" : " past its precision",
-                       first.text());
+    const RoutingFlip& first =
+        *std::find_if(r.routing.begin(), r.routing.end(), [&](const RoutingFlip& f) { return f.near_tie() == near; });
+    out +=
+        fmt::format("routing  {} {} (B chose other experts than A{}); first: {}\n", n,
+                    near ? (n == 1 ? "near tie" : "near ties") : (n == 1 ? "flip" : "flips"),
+                    near ? " within its precision: B continued with A's choice" : " past its precision", first.text());
   }
   return out;
 }
@@ -73,7 +73,8 @@ json routing_json(const BisectResult& r) {
   json flips = json::array();
   for (std::size_t i = 0; i < std::min(r.routing.size(), kListed); ++i) flips.push_back(to_json(r.routing[i]));
   return {{"flips", r.routing.size()},
-          {"near_ties", std::count_if(r.routing.begin(), r.routing.end(), [](const RoutingFlip& f) { return f.near_tie(); })},
+          {"near_ties",
+           std::count_if(r.routing.begin(), r.routing.end(), [](const RoutingFlip& f) { return f.near_tie(); })},
           {"first", std::move(flips)}};
 }
 

@@ -46,10 +46,9 @@ std::string RoutingFlip::text() const {
 nlohmann::json to_json(const RoutingFlip& f) {
   nlohmann::json logits = nlohmann::json::array();
   for (const ExpertLogit& e : f.logits) logits.push_back({{"expert", e.expert}, {"a", e.a}, {"b", e.b}});
-  return {{"layer", f.layer},       {"sequence", f.sequence}, {"position", f.position},
-          {"ids_a", f.ids_a},       {"ids_b", f.ids_b},       {"logits", std::move(logits)},
-          {"margin", f.margin},     {"noise", f.noise},       {"near_tie", f.near_tie()},
-          {"factor", kNearTieFactor}};
+  return {{"layer", f.layer},         {"sequence", f.sequence},      {"position", f.position}, {"ids_a", f.ids_a},
+          {"ids_b", f.ids_b},         {"logits", std::move(logits)}, {"margin", f.margin},     {"noise", f.noise},
+          {"near_tie", f.near_tie()}, {"factor", kNearTieFactor}};
 }
 
 std::vector<RowPlace> row_places(std::span<const model::BatchPart> parts) {

@@ -73,7 +73,7 @@ class RoutingArbiter {
  private:
   // The flip of row r of `ids` against the truth's, or nullopt where both chose the same experts.
   std::optional<RoutingFlip> flip(const model::HostTensor& ids, std::int64_t r, const model::HostTensor& truth_ids,
-                                   const model::HostTensor& logits_b) const;
+                                  const model::HostTensor& logits_b) const;
   model::HostTensor settle_rows(const model::HostTensor& ids, const model::HostTensor& truth_ids,
                                 const model::HostTensor& logits, bool& changed, int layer,
                                 std::span<const RowPlace> places, bool record);

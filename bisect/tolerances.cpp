@@ -128,7 +128,8 @@ Tolerance Tolerances::lookup(const model::TensorId& id, std::string_view dtype_i
                              std::string_view builtin_dtype) const {
   const std::string_view dtype = normal_dtype(dtype_in);
   // Another expert id is another expert, whatever the precision: ids compare exactly.
-  if (id.op == model::Op::moe_ids) return {Bound{.nmse = {}, .max_abs = 0.0, .max_rel = {}, .min_cosine = {}}, "expert ids: exact"};
+  if (id.op == model::Op::moe_ids)
+    return {Bound{.nmse = {}, .max_abs = 0.0, .max_rel = {}, .min_cosine = {}}, "expert ids: exact"};
   if (calibration_) {
     const auto floor = floors_.find({id.layer, id.op});
     if (floor != floors_.end())

@@ -69,18 +69,24 @@ model::ModelConfig config_from_json(const nlohmann::json& config, const std::str
   if (config.contains("experts")) {
     const nlohmann::json& e = config.at("experts");
     if (!e.is_object())
-      throw FormatError(fmt::format("{}: model_config.experts: expected an object, found {}", source,
-                                    model::json_excerpt(e)));
+      throw FormatError(
+          fmt::format("{}: model_config.experts: expected an object, found {}", source, model::json_excerpt(e)));
     const auto count = [&](const char* key) {
       if (!e.contains(key) || !e.at(key).is_number_integer() || e.at(key).get<std::int64_t>() < 1 ||
           e.at(key).get<std::int64_t>() > INT32_MAX)
-        throw FormatError(fmt::format("{}: model_config.experts.{}: expected a positive integer, found {}", source,
-                                      key, e.contains(key) ? model::json_excerpt(e.at(key)) : "none"));
+        throw FormatError(fmt::format("{}: model_config.experts.{}: expected a positive integer, found {}", source, key,
+                                      e.contains(key) ? model::json_excerpt(e.at(key)) : "none"));
       return e.at(key).get<int>();
     };
     out.experts.count = count("count");
     out.experts.active = count("active");
     out.experts.ffn_dim = count("ffn_dim");
+    if (e.contains("normalize")) {
+      if (!e.at("normalize").is_boolean())
+        throw FormatError(fmt::format("{}: model_config.experts.normalize: expected true or false, found {}", source,
+                                      model::json_excerpt(e.at("normalize"))));
+      out.experts.normalize = e.at("normalize").get<bool>();
+    }
     if (e.contains("layers")) {
       const nlohmann::json& layers = e.at("layers");
       if (!layers.is_array() || std::ssize(layers) != out.n_layers ||

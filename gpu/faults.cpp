@@ -242,9 +242,10 @@ void require_faults_fit(const FaultSet& faults, const model::Graph& graph, const
       throw UsageError(fmt::format("--inject {}: the fault is planted in silu, and this model's activation is {}",
                                    f.name, model::activation_name(config.block.activation)));
     if (f.fault == Fault::weights_unnormalised && !config.experts.normalize)
-      throw UsageError(fmt::format("--inject {}: the fault skips the renormalisation of the chosen experts' "
-                                   "weights, and this model does not renormalise them",
-                                   f.name));
+      throw UsageError(
+          fmt::format("--inject {}: the fault skips the renormalisation of the chosen experts' "
+                      "weights, and this model does not renormalise them",
+                      f.name));
   }
 }
 

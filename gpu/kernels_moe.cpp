@@ -27,7 +27,8 @@ constexpr int kMaxActiveExperts = 64;  // moe_route.comp: MAX_K
 std::string Kernels::moe_topk(Stream& s, const Region& logits, const Region& ids, int rows, int experts, int k,
                               std::uint32_t faults) {
   if (k > kMaxActiveExperts)
-    throw UsageError(fmt::format("{} experts per token: the Vulkan router kernel takes at most {}", k, kMaxActiveExperts));
+    throw UsageError(
+        fmt::format("{} experts per token: the Vulkan router kernel takes at most {}", k, kMaxActiveExperts));
   const RoutePush push{u32(rows), u32(experts), u32(k), 0};
   dispatch(s, Shader::moe_topk, 0, {logits, ids}, &push, sizeof push, fold(ceil_div(push.rows, wg_)), faults);
   return named("moe-route");
@@ -45,7 +46,7 @@ std::string Kernels::expert_matmul(Stream& s, const Region& x, const DeviceWeigh
                                    bool shared_input, const Region& out, int pairs, std::uint32_t faults) {
   TAPDIFF_ASSERT(w.rows % n == 0 && static_cast<std::uint64_t>(w.rows) * w.row_bytes < (1ull << 32),
                  "stacked experts {} of {} rows ({} per expert, {} bytes a row)", w.name, w.rows, n, w.row_bytes);
-  const ExpertMatmulPush push{u32(pairs), u32(w.cols), u32(n), w.row_bytes, 0, u32(k), shared_input ? 1u : 0u,
+  const ExpertMatmulPush push{u32(pairs),     u32(w.cols), u32(n), w.row_bytes, 0, u32(k), shared_input ? 1u : 0u,
                               u32(w.rows / n)};
   const std::initializer_list<Region> bindings = {w.region, x, ids, out};
   if (matvec_shader() == Shader::matvec_subgroup) {

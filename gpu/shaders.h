@@ -10,30 +10,30 @@
 namespace tapdiff::gpu {
 
 enum class Shader : std::uint8_t {
-  embed,               // embed.comp
-  rms_norm,            // rms_norm.comp
-  add_rms_norm,        // rms_norm.comp with ADD_FIRST: a residual add and the norm of its sum
-  matmul_tiled,        // matmul_tiled.comp
-  matmul_coop,         // matmul_coop.comp (f16 activations only)
-  matmul_coop_k16,     // matmul_coop.comp with COOP_BK=16 (f16 activations only)
-  matmul_coop_probe,   // matmul_coop.comp with COOP_PROBE (f16 only; benchmarks, not the engine)
-  matmul_coop2,        // gpu/matmul_coop2.h, written as SPIR-V (f16 activations only)
-  matmul_coop2_fault,  // the same with f16 sums: its gemm-f16-accum fault
-  matmul_coop2_wide,   // the same with kCoop2WideTile (no fault build: a fault runs the one above)
-  matvec_subgroup,     // matvec.comp with SUBGROUP
-  matvec_shared,       // matvec.comp
-  rope,                // rope.comp
-  attention,           // attention.comp
-  attention_flash,     // attention_flash.comp
-  attention_split,     // attention_flash.comp with SPLIT
-  attention_combine,   // attention_combine.comp
-  attention_coop,      // attention_coop.comp (f16 activations only)
-  attention_decode,    // attention_decode.comp
-  attention_coop2,     // gpu/attention_coop2.h, written as SPIR-V (f16 activations only)
-  copy,                // copy.comp
-  add,                 // add.comp
-  gated_act,           // gated_act.comp
-  scale_softcap,       // scale_softcap.comp
+  embed,                    // embed.comp
+  rms_norm,                 // rms_norm.comp
+  add_rms_norm,             // rms_norm.comp with ADD_FIRST: a residual add and the norm of its sum
+  matmul_tiled,             // matmul_tiled.comp
+  matmul_coop,              // matmul_coop.comp (f16 activations only)
+  matmul_coop_k16,          // matmul_coop.comp with COOP_BK=16 (f16 activations only)
+  matmul_coop_probe,        // matmul_coop.comp with COOP_PROBE (f16 only; benchmarks, not the engine)
+  matmul_coop2,             // gpu/matmul_coop2.h, written as SPIR-V (f16 activations only)
+  matmul_coop2_fault,       // the same with f16 sums: its gemm-f16-accum fault
+  matmul_coop2_wide,        // the same with kCoop2WideTile (no fault build: a fault runs the one above)
+  matvec_subgroup,          // matvec.comp with SUBGROUP
+  matvec_shared,            // matvec.comp
+  rope,                     // rope.comp
+  attention,                // attention.comp
+  attention_flash,          // attention_flash.comp
+  attention_split,          // attention_flash.comp with SPLIT
+  attention_combine,        // attention_combine.comp
+  attention_coop,           // attention_coop.comp (f16 activations only)
+  attention_decode,         // attention_decode.comp
+  attention_coop2,          // gpu/attention_coop2.h, written as SPIR-V (f16 activations only)
+  copy,                     // copy.comp
+  add,                      // add.comp
+  gated_act,                // gated_act.comp
+  scale_softcap,            // scale_softcap.comp
   matvec_experts_subgroup,  // matvec.comp with SUBGROUP and EXPERTS
   matvec_experts_shared,    // matvec.comp with EXPERTS
   moe_topk,                 // moe_route.comp

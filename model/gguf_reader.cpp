@@ -521,8 +521,8 @@ void read_gguf_experts(const GgufFile& f, const std::string& prefix, ModelConfig
   e.active = int_key(f, prefix + "expert_used_count", 0);
   if (e.count == 0) return void(e.active = 0);
   e.normalize = true;
-  e.ffn_dim = ffn_key.empty() ? c.ffn_dim
-                              : int_key(f, prefix + std::string(ffn_key), e.active > 0 ? c.ffn_dim / e.active : 0);
+  e.ffn_dim =
+      ffn_key.empty() ? c.ffn_dim : int_key(f, prefix + std::string(ffn_key), e.active > 0 ? c.ffn_dim / e.active : 0);
 }
 
 constexpr std::string_view kRopeFreqs = "rope_freqs.weight";

@@ -76,7 +76,9 @@ bool HfExperts::take(int layer, std::string_view name, const SafetensorsFile& f,
   const std::int64_t part_rows = down ? rows : ex.ffn_dim;
   for (int e = 0; e < ex.count; ++e)
     for (int half = 0; half < (down ? 1 : 2); ++half) {
-      const WeightKind kind = down ? WeightKind::expert_down : half == 0 ? WeightKind::expert_gate : WeightKind::expert_up;
+      const WeightKind kind = down        ? WeightKind::expert_down
+                              : half == 0 ? WeightKind::expert_gate
+                                          : WeightKind::expert_up;
       const std::size_t first_row = static_cast<std::size_t>(e * rows + half * part_rows);
       add_part(kind, layer, e, t.name, file, *t.dtype, part_rows, cols,
                t.bytes.subspan(first_row * row_size, static_cast<std::size_t>(part_rows) * row_size));

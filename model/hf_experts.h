@@ -30,7 +30,7 @@ class HfExperts {
 
  private:
   struct Stack {
-    std::string file, name;                        // the first tensor's file, and a name for every part
+    std::string file, name;  // the first tensor's file, and a name for every part
     DType dtype = DType::f32;
     std::int64_t part_rows = 0, cols = 0;
     std::vector<std::span<const std::byte>> parts;  // one per expert; empty span: not seen yet

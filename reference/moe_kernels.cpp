@@ -95,9 +95,9 @@ void mixture(const Mat<S>& x, const Mat<S>& ids, const Mat<S>& weights, const Ex
   }
 }
 
-#define TAPDIFF_INSTANTIATE(S)                                                                                   \
-  template void top_experts<S>(const Mat<S>&, int, Mat<S>&);                                                     \
-  template void expert_weights<S>(const Mat<S>&, const Mat<S>&, bool, Mat<S>&);                                  \
+#define TAPDIFF_INSTANTIATE(S)                                                                                       \
+  template void top_experts<S>(const Mat<S>&, int, Mat<S>&);                                                         \
+  template void expert_weights<S>(const Mat<S>&, const Mat<S>&, bool, Mat<S>&);                                      \
   template void mixture<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, const ExpertMatrices<S>&, model::Activation, \
                            bool, Mat<S>&);
 TAPDIFF_INSTANTIATE(float)

@@ -1,10 +1,9 @@
 // The fast subset of the fault matrix (docs/faults.md): every planted fault of gpu/faults.h, at the
-// middle layer of synth:tiny (synth:tiny-moe for the mixture of experts' faults) on lavapipe, is named by `bisect` as the culprit (its layer and one of
-// its ops) with the diagnosis the catalogue promises. softmax-no-max changes nothing where scores
-// stay far below exp's overflow, so there it must be silent (a "match"), not a false alarm.
-// No other fault is taken for collapsed (uniform) attention.
-// batch-seq-leak acts only in a ragged batch: it is bisected on a batch of three prompts, engine B
-// running them together and the reference each alone.
+// middle layer of synth:tiny (synth:tiny-moe for the mixture of experts' faults) on lavapipe, is named by `bisect` as
+// the culprit (its layer and one of its ops) with the diagnosis the catalogue promises. softmax-no-max changes nothing
+// where scores stay far below exp's overflow, so there it must be silent (a "match"), not a false alarm. No other fault
+// is taken for collapsed (uniform) attention. batch-seq-leak acts only in a ragged batch: it is bisected on a batch of
+// three prompts, engine B running them together and the reference each alone.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -133,8 +133,8 @@ TEST(Gguf, RoundTripOfEveryDType) {
     const DType dtype = d == spec.dtypes.end() ? DType::f32 : d->second;
     EXPECT_EQ(info.dtype, dtype) << info.name;
     const std::vector<float>& want = values.at(info.name);
-    const std::vector<float> got =
-        dequantize(WeightTensor{info.name, info.dtype, info.ne.size() > 1 ? info.ne[1] : 1, info.ne[0], info.bytes, {}});
+    const std::vector<float> got = dequantize(
+        WeightTensor{info.name, info.dtype, info.ne.size() > 1 ? info.ne[1] : 1, info.ne[0], info.bytes, {}});
     ASSERT_EQ(got.size(), want.size()) << info.name;
     for (std::size_t i = 0; i < want.size(); ++i)
       ASSERT_LE(std::fabs(got[i] - want[i]), error_bound(dtype, want, i)) << info.name << " element " << i;

@@ -1,0 +1,297 @@
+// The mixture of experts below the conformance tests: the checkpoint layouts of the experts, the
+// reference's routing and mixture against their definitions, the routing arbiter's near ties and
+// flips, and the experts in a dump's model config.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include <nlohmann/json.hpp>
+
+#include "bisect/routing.h"
+#include "dumps/schema.h"
+#include "model/errors.h"
+#include "model/graph.h"
+#include "model/weights.h"
+#include "reference/kernels.h"
+#include "reference/moe_kernels.h"
+#include "tests/model_file_fixtures.h"
+#include "tests/test_support.h"
+
+namespace tapdiff::testing {
+namespace {
+
+using model::WeightKind;
+using reference::Mat;
+
+constexpr int kExperts = 4, kExpertFfn = 24;
+
+std::vector<std::byte> f32_bytes(const std::vector<float>& v) {
+  std::vector<std::byte> out(v.size() * 4);
+  std::memcpy(out.data(), v.data(), out.size());
+  return out;
+}
+
+// Values that name their place: expert e, row r, column c of projection p.
+float value(int p, int e, std::int64_t r, std::int64_t c) {
+  return static_cast<float>(p * 1000 + e * 100) + static_cast<float>(r) * 0.5f + static_cast<float>(c) * 0.001f;
+}
+
+std::vector<float> expert_values(int p, int e, std::int64_t rows, std::int64_t cols) {
+  std::vector<float> v;
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < cols; ++c) v.push_back(value(p, e, r, c));
+  return v;
+}
+
+// tiny_hf() as a Qwen3-MoE: its MLP tensors replaced by the experts, per expert or fused.
+TinyHf tiny_moe(bool fused) {
+  TinyHf hf = tiny_hf();
+  hf.config["model_type"] = "qwen3_moe";
+  hf.config["num_experts"] = kExperts;
+  hf.config["num_experts_per_tok"] = 2;
+  hf.config["moe_intermediate_size"] = kExpertFfn;
+  hf.config["norm_topk_prob"] = true;
+  hf.config["head_dim"] = 16;
+  std::erase_if(hf.tensors, [](const StEntry& t) { return t.name.find(".mlp.") != std::string::npos; });
+  const std::int64_t dim = 64, f = kExpertFfn;
+  for (int l = 0; l < 2; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    hf.tensors.push_back({p + "mlp.gate.weight", "F32", {kExperts, dim}, f32_bytes(expert_values(9, l, kExperts, dim))});
+    for (const char* norm : {"self_attn.q_norm.weight", "self_attn.k_norm.weight"})
+      hf.tensors.push_back({p + norm, "F32", {16}, f32_bytes(std::vector<float>(16, 1.0f))});
+    if (fused) {
+      std::vector<float> gate_up, down;
+      for (int e = 0; e < kExperts; ++e) {
+        for (int proj : {0, 1}) {
+          const auto v = expert_values(proj, e, f, dim);
+          gate_up.insert(gate_up.end(), v.begin(), v.end());
+        }
+        const auto v = expert_values(2, e, dim, f);
+        down.insert(down.end(), v.begin(), v.end());
+      }
+      hf.tensors.push_back({p + "mlp.experts.gate_up_proj", "F32", {kExperts, 2 * f, dim}, f32_bytes(gate_up)});
+      hf.tensors.push_back({p + "mlp.experts.down_proj", "F32", {kExperts, dim, f}, f32_bytes(down)});
+      continue;
+    }
+    for (int e = 0; e < kExperts; ++e) {
+      const std::string x = p + "mlp.experts." + std::to_string(e) + ".";
+      hf.tensors.push_back({x + "gate_proj.weight", "F32", {f, dim}, f32_bytes(expert_values(0, e, f, dim))});
+      hf.tensors.push_back({x + "up_proj.weight", "F32", {f, dim}, f32_bytes(expert_values(1, e, f, dim))});
+      hf.tensors.push_back({x + "down_proj.weight", "F32", {dim, f}, f32_bytes(expert_values(2, e, dim, f))});
+    }
+  }
+  return hf;
+}
+
+float element(const model::WeightTensor& t, std::int64_t r, std::int64_t c) {
+  std::vector<float> row(static_cast<std::size_t>(t.cols));
+  model::dequantize_row(t.dtype, t.row(r), row.data(), t.cols);
+  return row[static_cast<std::size_t>(c)];
+}
+
+std::string load_error(const TinyHf& hf) {
+  const auto folder = temp_dir("moe-bad");
+  write_hf_folder(folder, hf);
+  try {
+    model::load_model(folder);
+  } catch (const FormatError& e) {
+    return e.what();
+  }
+  return "(loaded)";
+}
+
+TEST(MoeCheckpoint, PerExpertAndFusedLayoutsStackTheSameExperts) {
+  for (const bool fused : {false, true}) {
+    const auto folder = temp_dir(fused ? "moe-fused" : "moe-per-expert");
+    write_hf_folder(folder, tiny_moe(fused));
+    const auto m = model::load_model(folder);
+    const model::Experts& e = m->config().experts;
+    EXPECT_EQ(e.count, kExperts);
+    EXPECT_EQ(e.active, 2);
+    EXPECT_EQ(e.ffn_dim, kExpertFfn);
+    EXPECT_TRUE(e.normalize);
+    for (int layer : {0, 1}) {
+      EXPECT_EQ(m->weight(WeightKind::moe_router, layer).rows, kExperts);
+      for (const auto& [kind, proj, rows, cols] :
+           {std::tuple{WeightKind::expert_gate, 0, kExpertFfn, 64}, std::tuple{WeightKind::expert_up, 1, kExpertFfn, 64},
+            std::tuple{WeightKind::expert_down, 2, 64, kExpertFfn}}) {
+        const model::WeightTensor& t = m->weight(kind, layer);
+        ASSERT_EQ(t.rows, std::int64_t{kExperts} * rows) << t.name;
+        ASSERT_EQ(t.cols, cols) << t.name;
+        for (int x = 0; x < kExperts; ++x)
+          for (const std::int64_t r : {std::int64_t{0}, std::int64_t{rows - 1}})
+            EXPECT_EQ(element(t, x * rows + r, cols - 1), value(proj, x, r, cols - 1))
+                << t.name << " expert " << x << " row " << r << (fused ? " (fused)" : "");
+      }
+    }
+    EXPECT_EQ(model::Graph(m->config()).steps().size(), 1 + 2 * 17 + 2u);
+  }
+}
+
+TEST(MoeCheckpoint, AMissingExpertOrOneTooManyIsNamed) {
+  TinyHf missing = tiny_moe(false);
+  std::erase_if(missing.tensors,
+                [](const StEntry& t) { return t.name == "model.layers.1.mlp.experts.2.up_proj.weight"; });
+  EXPECT_NE(load_error(missing).find("layer 1: expected expert_up of each of the 4 experts, found none for expert 2"),
+            std::string::npos)
+      << load_error(missing);
+  TinyHf extra = tiny_moe(false);
+  StEntry fifth = extra.tensors.back();
+  fifth.name = "model.layers.1.mlp.experts.4.down_proj.weight";
+  extra.tensors.push_back(fifth);
+  EXPECT_NE(load_error(extra).find("expected an expert below the config's 4 experts, found expert 4"),
+            std::string::npos)
+      << load_error(extra);
+  TinyHf wrong = tiny_moe(true);
+  for (StEntry& t : wrong.tensors)
+    if (t.name == "model.layers.0.mlp.experts.down_proj") t.shape = {kExperts, kExpertFfn, 64};
+  EXPECT_NE(load_error(wrong).find("expected shape [4, 64, 24] for this config, found shape [4, 24, 64]"),
+            std::string::npos)
+      << load_error(wrong);
+}
+
+TEST(MoeCheckpoint, DenseLayersAndTheExpertsCountKeys) {
+  TinyHf hf = tiny_moe(false);
+  hf.config["mlp_only_layers"] = {1};
+  std::erase_if(hf.tensors, [](const StEntry& t) {
+    return t.name.starts_with("model.layers.1.mlp.experts.") || t.name == "model.layers.1.mlp.gate.weight";
+  });
+  const TinyHf dense_source = tiny_hf();
+  for (const StEntry& t : dense_source.tensors)
+    if (t.name.starts_with("model.layers.1.mlp.")) hf.tensors.push_back(t);
+  const auto folder = temp_dir("moe-dense-layer");
+  write_hf_folder(folder, hf);
+  const auto m = model::load_model(folder);
+  EXPECT_EQ(m->config().experts.layers, (std::vector<bool>{true, false}));
+  EXPECT_EQ(m->weight(WeightKind::ffn_gate, 1).rows, 96);
+  TinyHf both = tiny_moe(false);
+  both.config["num_local_experts"] = kExperts;
+  EXPECT_NE(load_error(both).find("'num_local_experts': expected either num_experts or num_local_experts, found both"),
+            std::string::npos)
+      << load_error(both);
+}
+
+TEST(MoeReference, TopExpertsAscendByIdAndBreakTiesTowardTheLowerId) {
+  Mat<double> logits(2, 5);
+  logits << 0.1, 3.0, -1.0, 3.0, 2.5,  //
+      1.0, 1.0, 1.0, 1.0, 1.0;
+  Mat<double> ids;
+  reference::top_experts<double>(logits, 3, ids);
+  EXPECT_EQ(ids.row(0), (Eigen::RowVector3d(1, 3, 4)));
+  EXPECT_EQ(ids.row(1), (Eigen::RowVector3d(0, 1, 2)));
+}
+
+TEST(MoeReference, WeightsAreTheSoftmaxOverAllExpertsRenormalisedWhereAsked) {
+  Mat<double> logits(1, 4), ids(1, 2);
+  logits << 0.5, 2.0, -1.0, 1.0;
+  ids << 1, 3;
+  const double total = std::exp(0.5) + std::exp(2.0) + std::exp(-1.0) + std::exp(1.0);
+  Mat<double> w;
+  reference::expert_weights<double>(logits, ids, false, w);
+  EXPECT_NEAR(w(0, 0), std::exp(2.0) / total, 1e-15);
+  EXPECT_NEAR(w(0, 1), std::exp(1.0) / total, 1e-15);
+  reference::expert_weights<double>(logits, ids, true, w);
+  EXPECT_NEAR(w(0, 0), std::exp(2.0) / (std::exp(2.0) + std::exp(1.0)), 1e-15);
+  EXPECT_NEAR(w(0, 0) + w(0, 1), 1.0, 1e-15);
+  ids(0, 1) = 4;
+  EXPECT_THROW(reference::expert_weights<double>(logits, ids, true, w), UsageError);
+}
+
+TEST(MoeReference, TheMixtureIsTheWeightedSumOfTheChosenExpertsFfn) {
+  const int dim = 6, f = 5, count = 3;
+  Mat<double> gate(count * f, dim), up(count * f, dim), down(count * dim, f), x(2, dim), ids(2, 2), weights(2, 2);
+  std::iota(gate.data(), gate.data() + gate.size(), 0.0);
+  gate = (gate.array() * 0.01).sin().matrix();
+  up = (gate.array() * 1.7 + 0.3).cos().matrix();
+  for (Eigen::Index i = 0; i < down.size(); ++i) down.data()[i] = std::sin(0.37 * static_cast<double>(i));
+  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = std::cos(0.91 * static_cast<double>(i));
+  ids << 0, 2, 1, 2;
+  weights << 0.25, 0.75, 0.6, 0.4;
+  Mat<double> out;
+  const reference::ExpertMatrices<double> experts{reference::ConstMatMap<double>(gate.data(), count * f, dim),
+                                                  reference::ConstMatMap<double>(up.data(), count * f, dim),
+                                                  reference::ConstMatMap<double>(down.data(), count * dim, f), f};
+  reference::mixture<double>(x, ids, weights, experts, model::Activation::silu, false, out);
+  for (int t = 0; t < 2; ++t) {
+    Eigen::RowVectorXd want = Eigen::RowVectorXd::Zero(dim);
+    for (int j = 0; j < 2; ++j) {
+      const int e = static_cast<int>(ids(t, j));
+      const Eigen::RowVectorXd g = x.row(t) * gate.middleRows(e * f, f).transpose();
+      const Eigen::RowVectorXd u = x.row(t) * up.middleRows(e * f, f).transpose();
+      const Eigen::RowVectorXd h = (g.array() / (1 + (-g.array()).exp()) * u.array()).matrix();
+      want += weights(t, j) * (h * down.middleRows(e * dim, dim).transpose());
+    }
+    EXPECT_LT((out.row(t) - want).norm(), 1e-12 * want.norm()) << "row " << t;
+  }
+}
+
+// A one-layer MoE config of 4 experts, 2 per token, for the arbiter.
+model::ModelConfig arbiter_config() {
+  model::ModelConfig c;
+  c.n_layers = 1, c.dim = 64, c.n_heads = 4, c.n_kv_heads = 4, c.head_dim = 16, c.ffn_dim = 32, c.vocab = 16;
+  c.experts = {4, 2, 32, true, {}};
+  return c;
+}
+
+model::HostTensor tensor(std::int64_t rows, std::int64_t cols, std::vector<double> v) {
+  model::HostTensor t(model::Scalar::f64, rows, cols);
+  std::copy(v.begin(), v.end(), t.f64().begin());
+  return t;
+}
+
+TEST(RoutingArbiter, SettlesANearTieWithTheTruthsChoiceAndLeavesAFarFlip) {
+  const model::ModelConfig c = arbiter_config();
+  const model::Graph graph(c);
+  const model::Step* router = nullptr;
+  const model::Step* ids_step = nullptr;
+  for (const model::Step& s : graph.steps()) {
+    if (s.op == model::Op::moe_router) router = &s;
+    if (s.op == model::Op::moe_ids) ids_step = &s;
+  }
+  ASSERT_TRUE(router && ids_step);
+  const model::ChunkInfo chunk{0, 0, 2, false};
+  // Row 0: experts 1 and 2 within 1e-4 of each other at the k-th place; row 1: 2.0 apart.
+  const auto truth_logits = tensor(2, 4, {3.0, 1.0001, 1.0, -2.0, 3.0, 1.0, -1.0, -2.0});
+  const auto floor_logits = tensor(2, 4, {3.0, 1.0001 - 3e-3, 1.0 + 3e-3, -2.0, 3.0, 1.0, -1.0, -2.0});
+  const auto b_logits = tensor(2, 4, {3.0, 1.0, 1.0002, -2.0, 3.0, -1.5, -1.0, -2.0});
+  bisect::RoutingArbiter arbiter(c, "f16");
+  arbiter.hold_router({*router, chunk, truth_logits, &floor_logits, b_logits});
+  const auto truth_ids = tensor(2, 2, {0, 1, 0, 1});
+  const auto b_ids = tensor(2, 2, {0, 2, 0, 2});
+  const std::vector<bisect::RowPlace> places = {{0, 7}, {0, 8}};
+  const bisect::RoutingArbiter::Settled s =
+      arbiter.settle({*ids_step, chunk, truth_ids, &truth_ids, b_ids}, places);
+  EXPECT_TRUE(s.b_changed);
+  EXPECT_FALSE(s.floor_changed);
+  EXPECT_EQ(s.b.at(0, 1), 1.0) << "the near tie continues with A's choice";
+  EXPECT_EQ(s.b.at(1, 1), 2.0) << "the far flip stays B's";
+  ASSERT_EQ(arbiter.flips().size(), 2u);
+  const bisect::RoutingFlip& near = arbiter.flips()[0];
+  EXPECT_TRUE(near.near_tie());
+  EXPECT_EQ(near.position, 7);
+  EXPECT_NEAR(near.margin, 1e-4, 1e-12);
+  EXPECT_NEAR(near.noise, 3e-3, 1e-12);  // the floor's error, above f16's rounding of 3.0 (1.5e-3)
+  EXPECT_EQ(near.ids_b, (std::vector<int>{0, 2}));
+  const bisect::RoutingFlip& far = arbiter.flips()[1];
+  EXPECT_FALSE(far.near_tie());
+  EXPECT_NEAR(far.margin, 2.0, 1e-12);
+  EXPECT_NE(far.text().find("layer 0 position 8: A chose experts 0,1, B 0,2"), std::string::npos) << far.text();
+}
+
+TEST(MoeDumpConfig, TheExpertsRoundTripThroughTheModelConfigJson) {
+  model::ModelConfig c = arbiter_config();
+  c.n_layers = 3;
+  c.experts.layers = {true, false, true};
+  const model::ModelConfig back = dumps::config_from_json(model::to_json(c), "dump.h5");
+  EXPECT_EQ(back.experts, c.experts);
+  EXPECT_EQ(model::op_width(back, model::Op::moe_router), 4);
+  EXPECT_EQ(model::op_width(back, model::Op::moe_ids), 2);
+  nlohmann::json bad = model::to_json(c);
+  bad["experts"]["layers"] = {true};
+  EXPECT_THROW(dumps::config_from_json(bad, "dump.h5"), FormatError);
+}
+
+}  // namespace
+}  // namespace tapdiff::testing
