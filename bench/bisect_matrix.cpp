@@ -99,6 +99,18 @@ std::vector<const gpu::FaultInfo*> selected_faults(const std::string& spec) {
   return out;
 }
 
+// Whether the model runs the fault at the layer (gpu::require_faults_fit): a mixture of experts'
+// fault is no fault of a dense model, a RoPE fault none of a layer without RoPE.
+bool plantable(const gpu::FaultInfo& f, int layer, const model::ModelConfig& config) {
+  try {
+    gpu::require_faults_fit(gpu::parse_faults(fmt::format("{}@{}", f.name, layer), config.n_layers),
+                            model::Graph(config), config);
+    return true;
+  } catch (const UsageError&) {
+    return false;
+  }
+}
+
 // Whether the bisection found the planted fault: "ok", "class" (the right layer and class, a
 // sibling op), "no diagnosis", "below noise floor" (the run matched), or "WRONG".
 std::string judge(const Case& c, const bisect::BisectResult& r, const std::vector<std::string>& codes) {
@@ -173,6 +185,7 @@ int main(int argc, char** argv) {
   fmt::print("{}", table);
   std::map<std::string, int> results;
   int skipped = 0;
+  int not_plantable = 0;  // (fault, layer) pairs a model never runs
   std::string devices;
   for (const std::string& spec : a.models) {
     const auto m = cli::open_model(spec);
@@ -245,6 +258,10 @@ int main(int argc, char** argv) {
     std::size_t rotation = 0;  // spreads the runs over the templates
     for (const gpu::FaultInfo* fault : faults)
       for (int layer : layers) {
+        if (!plantable(*fault, layer, m->config())) {
+          ++not_plantable;
+          continue;
+        }
         cli::EngineChoice b_choice;
         b_choice.name = "vulkan";
         b_choice.inject = fmt::format("{}@{}", fault->name, layer);
@@ -282,9 +299,9 @@ int main(int argc, char** argv) {
   for (const auto& [what, n] : results)
     counts += fmt::format("{}{}: {}", counts.empty() ? "" : ", ", what, n), total += n;
   const std::string summary = fmt::format(
-      "\n{} runs ({}); {} model x length combinations past a model's context skipped.\nMachine: {} ({} hardware "
-      "threads).\n{}",
-      total, counts, skipped, cpu_name(), std::thread::hardware_concurrency(), devices);
+      "\n{} runs ({}); {} model x length combinations past a model's context skipped; {} planted (fault, layer) "
+      "pairs a model never runs left out.\nMachine: {} ({} hardware threads).\n{}",
+      total, counts, skipped, not_plantable, cpu_name(), std::thread::hardware_concurrency(), devices);
   fmt::print("{}", summary);
   if (!a.out.empty()) std::ofstream(a.out) << table << summary;
   const bool wrong =

@@ -149,7 +149,7 @@ Schedule run_free_pass(const model::ModelConfig& config, const model::Graph& gra
     }
   };
   Lockstep free_run(graph, Drive::free, engines, observed);
-  RoutingArbiter routing(config, options.dtype);
+  RoutingArbiter routing(config, options.dtype, true);
   free_run.set_routing(&routing);
   free_run.reset(n_seqs);
   model::SequenceChunks sequence_chunks(prompts.size());
@@ -203,8 +203,8 @@ Schedule run_free_pass(const model::ModelConfig& config, const model::Graph& gra
     for (const model::BatchPart& part : passes.back().parts) next_token(static_cast<std::size_t>(part.sequence));
   }
 
-  result.routing = routing.flips();
   CompareResult& run = result.run;
+  run.routing = routing.flips();
   run.a.metadata = engine_metadata(engines.truth, config, prompts.front(), options.chunk);
   run.b.metadata = engine_metadata(engines.b, config, prompts.front(), options.chunk);
   run.a.rows = run.b.rows = static_cast<std::int64_t>(free_pass.rows().size());
@@ -306,7 +306,7 @@ BisectResult run_bisect(const model::ModelConfig& config, const LockstepEngines&
     if (uniformity && out.step.op == Op::attn) uniformity->add_attention(out.step.layer, out.truth, out.b);
   };
   Lockstep forced(graph, Drive::forced, engines);
-  RoutingArbiter forced_routing(config, options.dtype);  // near ties on A's logits are no local error either
+  RoutingArbiter forced_routing(config, options.dtype, true);  // near ties on A's logits are no local error either
   forced.set_routing(&forced_routing);
   forced.reset(n_seqs);
   for (std::size_t i = 0; i <= last_pass; ++i) {

@@ -25,7 +25,6 @@
 #include "bisect/attention_uniformity.h"
 #include "bisect/comparator.h"
 #include "bisect/lockstep.h"
-#include "bisect/routing.h"
 #include "bisect/tolerances.h"
 #include "dumps/schema.h"
 #include "model/batch_runner.h"
@@ -82,9 +81,6 @@ struct BisectResult {
   std::size_t tokens_sequence = 0;
   std::vector<TokenImpact> sequence_tokens;  // per sequence of the batch (one for a single prompt)
   std::vector<std::size_t> prompt_lengths;   // per sequence
-  // Pass 1: each row where B chose other experts than A (bisect/routing.h), near ties (settled:
-  // B continued with A's choice) and flips past B's precision alike, in the order they ran.
-  std::vector<RoutingFlip> routing;
   // Per layer, pass 2: how close each engine's attention is to uniform weights (one sequence
   // without a sliding window only; empty otherwise).
   std::vector<UniformityStats> attention_uniformity;

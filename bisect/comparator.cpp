@@ -421,6 +421,36 @@ void check_comparable(const dumps::DumpReader& a, const dumps::DumpReader& b, co
                                  a.rows(), b.path(), b.rows()));
 }
 
+namespace {
+
+// Where B's dump chose other experts than A's (bisect/routing.h, recorded, not settled: a dump's
+// later ops already inherit B's choice): each MoE layer whose moe_router and moe_ids both dumps hold.
+std::vector<RoutingFlip> routing_flips(const model::ModelConfig& config, const dumps::DumpReader& a,
+                                       const dumps::DumpReader& b, const RowAlignment& alignment,
+                                       const std::string& dtype) {
+  RoutingArbiter arbiter(config, dtype, false);
+  const DumpSource source_a(a), source_b(b);
+  for (int l = 0; l < config.n_layers; ++l) {
+    const model::TensorId router{model::Op::moe_router, l}, ids{model::Op::moe_ids, l};
+    if (!model::uses_experts(config, l) || !a.has(router) || !b.has(router) || !a.has(ids) || !b.has(ids)) continue;
+    for (const BlockRun& run : block_runs(alignment, block_rows(config.experts.count))) {
+      const std::int64_t n = run.end - run.begin;
+      const auto first_a = alignment.row_a[static_cast<std::size_t>(run.begin)];
+      const auto first_b = alignment.row_b[static_cast<std::size_t>(run.begin)];
+      std::vector<RowPlace> places;
+      for (std::int64_t i = run.begin; i < run.end; ++i) {
+        const RowInfo& row = alignment.rows[static_cast<std::size_t>(i)];
+        places.push_back({row.sequence, row.position});
+      }
+      arbiter.hold_router(l, source_a.read(router, first_a, n), nullptr, source_b.read(router, first_b, n));
+      arbiter.settle(l, source_a.read(ids, first_a, n), nullptr, source_b.read(ids, first_b, n), places);
+    }
+  }
+  return arbiter.flips();
+}
+
+}  // namespace
+
 CompareResult compare_dumps(const dumps::DumpReader& a, const dumps::DumpReader& b, const Tolerances& tolerances,
                             const CompareOptions& options) {
   CompareResult r;
@@ -458,6 +488,7 @@ CompareResult compare_dumps(const dumps::DumpReader& a, const dumps::DumpReader&
     r.bytes_read += n_rows * width * bytes_per_value;
     if (options.progress) options.progress({r.ops.size(), ids.size(), r.bytes_read, id});
   }
+  if (r.config.experts.count > 0) r.routing = routing_flips(r.config, a, b, r.alignment, r.dtype);
   r.problems = run_problems(r);
   return r;
 }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "bisect/metrics.h"
+#include "bisect/routing.h"
 #include "bisect/tolerances.h"
 #include "dumps/dump_reader.h"
 #include "dumps/tap_filter.h"
@@ -245,6 +246,9 @@ struct CompareResult {
   std::optional<std::size_t> first;             // index into ops of the first op past tolerance
   TokenComparison tokens;
   std::vector<RunProblem> problems;  // run_problems of the above
+  // Each row where B chose other experts than A (bisect/routing.h): near ties (a bisection's
+  // settled: B continued with A's choice) and flips past B's precision, in the order they ran.
+  std::vector<RoutingFlip> routing;
   std::int64_t bytes_read = 0;
 
   bool match() const { return !first.has_value() && problems.empty(); }

@@ -290,6 +290,31 @@ void attention_uniform(const BisectResult& r, std::vector<Diagnosis>& out) {
        {{"b_to_uniform", s.b_to_uniform}, {"a_to_uniform", s.a_to_uniform}, {"b_to_a", s.b_to_a}, {"rows", s.rows}}});
 }
 
+// Where B chose other experts than A: flips past B's precision first (a routing bug), then the
+// near ties (settled in a bisection: B continued with A's choice).
+void routing(std::span<const RoutingFlip> flips, std::vector<Diagnosis>& out) {
+  for (const bool near : {false, true}) {
+    const auto first =
+        std::find_if(flips.begin(), flips.end(), [&](const RoutingFlip& f) { return f.near_tie() == near; });
+    if (first == flips.end()) continue;
+    const auto n = std::count_if(flips.begin(), flips.end(), [&](const RoutingFlip& f) { return f.near_tie() == near; });
+    const std::string rows = fmt::format("{} row{}", n, n == 1 ? "" : "s");
+    const std::string text =
+        !near ? fmt::format("B chose other experts than A at {} with a margin far outside its precision: a routing "
+                            "bug (the router's logits, its top-k or the ids it hands on); first at {}",
+                            rows, first->text())
+        : first->settled
+            ? fmt::format("B chose other experts than A at {}, each within its precision (a near tie, not a bug): "
+                          "B continued with A's choice there; first at {}",
+                          rows, first->text())
+            : fmt::format("B chose other experts than A at {}, each within its precision (a near tie, not a bug), "
+                          "and its later ops inherit the other experts' output: tapdiff bisect continues with A's "
+                          "choice past it; first at {}",
+                          rows, first->text());
+    out.push_back({near ? "routing-near-tie" : "routing-flip", text, {{"rows", n}, {"first", to_json(*first)}}});
+  }
+}
+
 }  // namespace
 
 double spearman(std::span<const double> x, std::span<const double> y) {
@@ -324,8 +349,10 @@ std::vector<Diagnosis> diagnose_op(const OpResult& whole, std::span<const RowInf
 
 std::vector<Diagnosis> diagnose(const CompareResult& result) {
   std::vector<Diagnosis> out;
+  routing(result.routing, out);
   if (result.first) {
-    out = diagnose_op(result.ops[*result.first], result.alignment.rows, result.config);
+    const std::vector<Diagnosis> first = diagnose_op(result.ops[*result.first], result.alignment.rows, result.config);
+    out.insert(out.end(), first.begin(), first.end());
     near_limit(result.ops[*result.first], result.dtype, out);
   }
   const auto nonfinite =
@@ -398,34 +425,9 @@ std::vector<Diagnosis> diagnose(const CompareResult& result, const LocalCheck& l
   return out;
 }
 
-namespace {
-
-// Where B chose other experts than A: flips past B's precision first (a routing bug), then the
-// near ties it was settled past.
-void routing(const BisectResult& result, std::vector<Diagnosis>& out) {
-  for (const bool near : {false, true}) {
-    const auto first = std::find_if(result.routing.begin(), result.routing.end(),
-                                    [&](const RoutingFlip& f) { return f.near_tie() == near; });
-    if (first == result.routing.end()) continue;
-    const auto n = std::count_if(result.routing.begin(), result.routing.end(),
-                                 [&](const RoutingFlip& f) { return f.near_tie() == near; });
-    out.push_back(
-        {near ? "routing-near-tie" : "routing-flip",
-         near ? fmt::format("B chose other experts than A at {} row{}, each within its precision (a near tie, not a "
-                            "bug): B continued with A's choice there; first at {}",
-                            n, n == 1 ? "" : "s", first->text())
-              : fmt::format("B chose other experts than A at {} row{} with a margin far outside its precision: a "
-                            "routing bug (the router's logits, its top-k or the ids it hands on); first at {}",
-                            n, n == 1 ? "" : "s", first->text()),
-         {{"rows", n}, {"first", to_json(*first)}}});
-  }
-}
-
-}  // namespace
 
 std::vector<Diagnosis> diagnose(const BisectResult& result) {
   std::vector<Diagnosis> out;
-  routing(result, out);
   attention_uniform(result, out);
   isolation_diagnoses(result.run, result.local, result.local_rows, result.culprit, result.symptom_local, "A's inputs",
                       true, out);

@@ -77,16 +77,7 @@ void Lockstep::pass(int index, std::span<const model::BatchPart> parts, const St
     std::optional<model::HostTensor> floor;
     if (engines_.floor) floor = run_step(*engines_.floor, step);
     model::HostTensor b = run_step(engines_.b, step);
-    if (routing_ && step.op == model::Op::moe_router)
-      routing_->hold_router({step, chunk, truth, floor ? &*floor : nullptr, b});
-    if (routing_ && step.op == model::Op::moe_ids) {
-      RoutingArbiter::Settled settled =
-          routing_->settle({step, chunk, truth, floor ? &*floor : nullptr, b}, row_places(parts));
-      if (settled.b_changed) engines_.b.write(step.output(), settled.b);
-      if (settled.floor_changed) engines_.floor->write(step.output(), *settled.floor);
-      b = std::move(settled.b);
-      if (floor) floor = std::move(settled.floor);
-    }
+    if (routing_) arbitrate(step, parts, truth, floor, b);
     observe({step, chunk, truth, floor ? &*floor : nullptr, b});
     if (drive_ == Drive::forced) {
       for (std::size_t j = 0; j < i; ++j)
@@ -97,6 +88,18 @@ void Lockstep::pass(int index, std::span<const model::BatchPart> parts, const St
   engines_.truth.end_chunk();
   for (model::Engine* e : followers)
     if (e) e->end_chunk();
+}
+
+void Lockstep::arbitrate(const model::Step& step, std::span<const model::BatchPart> parts, const model::HostTensor& truth,
+                         std::optional<model::HostTensor>& floor, model::HostTensor& b) {
+  const model::HostTensor* floor_out = floor ? &*floor : nullptr;
+  if (step.op == model::Op::moe_router) routing_->hold_router(step.layer, truth, floor_out, b);
+  if (step.op != model::Op::moe_ids) return;
+  RoutingArbiter::Settled settled = routing_->settle(step.layer, truth, floor_out, b, row_places(parts));
+  if (settled.b_changed) engines_.b.write(step.output(), settled.b);
+  if (settled.floor_changed) engines_.floor->write(step.output(), *settled.floor);
+  b = std::move(settled.b);
+  if (floor) floor = std::move(settled.floor);
 }
 
 }  // namespace tapdiff::bisect

@@ -11,6 +11,7 @@
 //     bug in the engine's cache bookkeeping counts as attention's local error.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -66,6 +67,11 @@ class Lockstep {
   std::vector<std::size_t> last_use_;                // per step: the index of the last step that reads its output
   StepFilter observed_;
   RoutingArbiter* routing_ = nullptr;
+
+  // A moe_router step's outputs go to the arbiter; a moe_ids step's are settled by it (B's and
+  // the floor's rewritten where it changed them).
+  void arbitrate(const model::Step& step, std::span<const model::BatchPart> parts, const model::HostTensor& truth,
+                 std::optional<model::HostTensor>& floor, model::HostTensor& b);
 };
 
 }  // namespace tapdiff::bisect

@@ -1,7 +1,5 @@
 #include "bisect/report_bisect.h"
 
-#include <algorithm>
-
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
@@ -49,33 +47,6 @@ std::string tokens_summary(const BisectResult& r, const TokenText& text) {
   }
   if (t.early_eos_b()) out += fmt::format("         B stops early: EOS at step {}\n", *t.eos_step_b);
   return out;
-}
-
-// Where B chose other experts than A: near ties and flips past B's precision, a line each.
-std::string routing_summary(const BisectResult& r) {
-  std::string out;
-  for (const bool near : {true, false}) {
-    const auto n =
-        std::count_if(r.routing.begin(), r.routing.end(), [&](const RoutingFlip& f) { return f.near_tie() == near; });
-    if (n == 0) continue;
-    const RoutingFlip& first =
-        *std::find_if(r.routing.begin(), r.routing.end(), [&](const RoutingFlip& f) { return f.near_tie() == near; });
-    out +=
-        fmt::format("routing  {} {} (B chose other experts than A{}); first: {}\n", n,
-                    near ? (n == 1 ? "near tie" : "near ties") : (n == 1 ? "flip" : "flips"),
-                    near ? " within its precision: B continued with A's choice" : " past its precision", first.text());
-  }
-  return out;
-}
-
-json routing_json(const BisectResult& r) {
-  constexpr std::size_t kListed = 100;
-  json flips = json::array();
-  for (std::size_t i = 0; i < std::min(r.routing.size(), kListed); ++i) flips.push_back(to_json(r.routing[i]));
-  return {{"flips", r.routing.size()},
-          {"near_ties",
-           std::count_if(r.routing.begin(), r.routing.end(), [](const RoutingFlip& f) { return f.near_tie(); })},
-          {"first", std::move(flips)}};
 }
 
 // How each sequence's greedy tokens went, in a few words.
@@ -145,7 +116,6 @@ json bisect_json(const BisectResult& r, const std::vector<Diagnosis>& diagnoses,
   tokens["sequence"] = r.tokens_sequence;
   out["batch"] = batch_json(r);
   out["layers_only"] = r.layers_only;
-  out["routing"] = routing_json(r);
   out["timings"] = {{"free_run_seconds", r.seconds_free}, {"forced_scan_seconds", r.seconds_forced}};
   return out;
 }
@@ -155,7 +125,7 @@ std::string bisect_terminal_report(const BisectResult& r, const std::vector<Diag
   TerminalExtras extras;
   extras.after_verdict = isolation_lines(isolation(r));
   extras.tokens =
-      tokens_summary(r, text) + routing_summary(r) + batch_summary(r) +
+      tokens_summary(r, text) + batch_summary(r) +
       (r.layers_only ? "layers   --layers-first: the layer outputs and each block's updates matched, so only they were "
                        "compared\n"
                      : "");
@@ -165,7 +135,7 @@ std::string bisect_terminal_report(const BisectResult& r, const std::vector<Diag
 
 std::string bisect_html(const BisectResult& r, const std::vector<Diagnosis>& diagnoses, const TokenText& text) {
   std::string s = isolation_html(isolation(r));
-  s += fmt::format("<pre>{}</pre>\n", xml_escape(tokens_summary(r, text) + routing_summary(r) + batch_summary(r)));
+  s += fmt::format("<pre>{}</pre>\n", xml_escape(tokens_summary(r, text) + batch_summary(r)));
   return html_report(r.run, diagnoses, s);
 }
 

@@ -1,5 +1,7 @@
 #include "bisect/report_json.h"
 
+#include <algorithm>
+
 namespace tapdiff::bisect {
 namespace {
 
@@ -87,6 +89,16 @@ json tokens_json(const TokenComparison& t) {
           {"b", list(t.b)}};
 }
 
+// Where B chose other experts than A: counts, and the first 100 rows in full.
+json routing_json(const std::vector<RoutingFlip>& flips) {
+  constexpr std::size_t kListed = 100;
+  json listed = json::array();
+  for (std::size_t i = 0; i < std::min(flips.size(), kListed); ++i) listed.push_back(to_json(flips[i]));
+  return {{"flips", flips.size()},
+          {"near_ties", std::count_if(flips.begin(), flips.end(), [](const RoutingFlip& f) { return f.near_tie(); })},
+          {"first", std::move(listed)}};
+}
+
 }  // namespace
 
 json metrics_json(const Metrics& m) {
@@ -147,6 +159,7 @@ json report_json(const CompareResult& r, const std::vector<Diagnosis>& diagnoses
   };
   out["not_compared"] = {{"only_in_a", names(r.only_a)}, {"only_in_b", names(r.only_b)}};
   out["runs"] = {{"a", run_json(r.a)}, {"b", run_json(r.b)}};
+  out["routing"] = routing_json(r.routing);
   out["bytes_read"] = r.bytes_read;
   return out;
 }

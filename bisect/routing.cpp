@@ -48,7 +48,7 @@ nlohmann::json to_json(const RoutingFlip& f) {
   for (const ExpertLogit& e : f.logits) logits.push_back({{"expert", e.expert}, {"a", e.a}, {"b", e.b}});
   return {{"layer", f.layer},         {"sequence", f.sequence},      {"position", f.position}, {"ids_a", f.ids_a},
           {"ids_b", f.ids_b},         {"logits", std::move(logits)}, {"margin", f.margin},     {"noise", f.noise},
-          {"near_tie", f.near_tie()}, {"factor", kNearTieFactor}};
+          {"near_tie", f.near_tie()}, {"factor", kNearTieFactor}, {"settled", f.settled}};
 }
 
 std::vector<RowPlace> row_places(std::span<const model::BatchPart> parts) {
@@ -59,16 +59,16 @@ std::vector<RowPlace> row_places(std::span<const model::BatchPart> parts) {
   return places;
 }
 
-RoutingArbiter::RoutingArbiter(const model::ModelConfig& config, const std::string& b_dtype)
-    : dim_(config.dim), unit_roundoff_(unit_roundoff(b_dtype)) {}
+RoutingArbiter::RoutingArbiter(const model::ModelConfig& config, const std::string& b_dtype, bool settle)
+    : dim_(config.dim), unit_roundoff_(unit_roundoff(b_dtype)), settle_(settle) {}
 
-void RoutingArbiter::hold_router(const StepOutputs& out) {
-  TAPDIFF_ASSERT(out.step.op == model::Op::moe_router, "router logits from {}", model::to_string(out.step.output()));
-  layer_ = out.step.layer;
-  truth_ = out.truth;
-  b_ = out.b;
+void RoutingArbiter::hold_router(int layer, const model::HostTensor& truth, const model::HostTensor* floor,
+                                 const model::HostTensor& b) {
+  layer_ = layer;
+  truth_ = truth;
+  b_ = b;
   floor_.reset();
-  if (out.floor) floor_ = *out.floor;
+  if (floor) floor_ = *floor;
 }
 
 std::optional<RoutingFlip> RoutingArbiter::flip(const model::HostTensor& ids, std::int64_t r,
@@ -113,22 +113,24 @@ model::HostTensor RoutingArbiter::settle_rows(const model::HostTensor& ids, cons
     f->layer = layer;
     f->sequence = places[static_cast<std::size_t>(r)].sequence;
     f->position = places[static_cast<std::size_t>(r)].position;
-    if (f->near_tie()) {
+    if (settle_ && f->near_tie()) {
       out.set_rows(r, truth_ids.slice_rows(r, 1).to(ids.scalar()));
-      changed = true;
+      changed = f->settled = true;
     }
     if (record) flips_.push_back(std::move(*f));
   }
   return out;
 }
 
-RoutingArbiter::Settled RoutingArbiter::settle(const StepOutputs& out, std::span<const RowPlace> places) {
-  TAPDIFF_ASSERT(out.step.op == model::Op::moe_ids && out.step.layer == layer_ && truth_,
-                 "{} without its layer's router logits", model::to_string(out.step.output()));
-  TAPDIFF_ASSERT(std::ssize(places) == out.truth.rows(), "{} places for {} rows", places.size(), out.truth.rows());
+RoutingArbiter::Settled RoutingArbiter::settle(int layer, const model::HostTensor& truth,
+                                               const model::HostTensor* floor, const model::HostTensor& b,
+                                               std::span<const RowPlace> places) {
+  TAPDIFF_ASSERT(layer == layer_ && truth_ && truth_->rows() == truth.rows(),
+                 "moe_ids of layer {} without its router logits", layer);
+  TAPDIFF_ASSERT(std::ssize(places) == truth.rows(), "{} places for {} rows", places.size(), truth.rows());
   Settled s;
-  s.b = settle_rows(out.b, out.truth, *b_, s.b_changed, layer_, places, true);
-  if (out.floor) s.floor = settle_rows(*out.floor, out.truth, *floor_, s.floor_changed, layer_, places, false);
+  s.b = settle_rows(b, truth, *b_, s.b_changed, layer, places, true);
+  if (floor) s.floor = settle_rows(*floor, truth, *floor_, s.floor_changed, layer, places, false);
   return s;
 }
 

@@ -3,9 +3,10 @@
 // experts for a row than the truth. The truth's margin at the k-th place (the logit of the weakest
 // expert it chose minus the strongest it did not) against the router logits' noise in B's
 // precision decides what a flip is:
-//   - a near tie (margin <= kNearTieFactor x noise): not a bug. It is recorded, and B continues
-//     with the truth's choice (its moe_ids overwritten, teacher-forced), so the comparison goes on
-//     past it instead of reporting the other experts' output as a divergence;
+//   - a near tie (margin <= kNearTieFactor x noise): not a bug. It is recorded, and in a bisection
+//     B continues with the truth's choice (its moe_ids overwritten, teacher-forced: settled), so the
+//     comparison goes on past it instead of reporting the other experts' output as a divergence; in
+//     a comparison of two dumps it is recorded only;
 //   - a flip far outside the noise: a routing bug. It is recorded and left in place, so moe_ids
 //     (compared exactly) fails, and the forced scan locates the op that is wrong.
 // The noise is the floor engine's error on the row's router logits (the reference in B's
@@ -19,7 +20,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "bisect/lockstep.h"
+#include "model/batch_runner.h"
 #include "model/config.h"
 #include "model/host_tensor.h"
 
@@ -41,6 +42,7 @@ struct RoutingFlip {
   std::vector<ExpertLogit> logits;  // the experts either chose, by A's logit descending
   double margin = 0;                // A's logit gap at the k-th place (>= 0)
   double noise = 0;                 // the router logits' error of B's precision in the row
+  bool settled = false;             // B (a bisection's) continued with A's choice: a near tie
   bool near_tie() const { return margin <= kNearTieFactor * noise; }
   std::string text() const;  // one line: where, the choices, the logits, margin against noise
 };
@@ -54,19 +56,23 @@ std::vector<RowPlace> row_places(std::span<const model::BatchPart> parts);
 
 class RoutingArbiter {
  public:
-  // b_dtype: B's compute dtype (its storage's rounding: f64, f32, f16, bf16).
-  RoutingArbiter(const model::ModelConfig& config, const std::string& b_dtype);
+  // b_dtype: B's compute dtype (its storage's rounding: f64, f32, f16, bf16). settle: near ties
+  // are replaced by the truth's choice (a bisection); else only recorded (two dumps).
+  RoutingArbiter(const model::ModelConfig& config, const std::string& b_dtype, bool settle);
 
-  // A moe_router step's outputs: held until the layer's moe_ids step.
-  void hold_router(const StepOutputs& out);
-  // The ids B and the floor continue with after the moe_ids step `out`: theirs, with each row
-  // whose choice differs from the truth's by a near tie replaced by the truth's. Records B's flips.
+  // A layer's moe_router outputs (rows of a pass, or of a dump): held until its moe_ids.
+  void hold_router(int layer, const model::HostTensor& truth, const model::HostTensor* floor,
+                   const model::HostTensor& b);
+  // The ids B and the floor continue with after the layer's moe_ids, rows at `places`: theirs,
+  // with each row whose choice differs from the truth's by a near tie replaced by the truth's.
+  // Records B's flips.
   struct Settled {
     model::HostTensor b;
     std::optional<model::HostTensor> floor;
     bool b_changed = false, floor_changed = false;
   };
-  Settled settle(const StepOutputs& out, std::span<const RowPlace> places);
+  Settled settle(int layer, const model::HostTensor& truth, const model::HostTensor* floor, const model::HostTensor& b,
+                 std::span<const RowPlace> places);
 
   const std::vector<RoutingFlip>& flips() const { return flips_; }
 
@@ -80,6 +86,7 @@ class RoutingArbiter {
 
   int dim_;
   double unit_roundoff_;
+  bool settle_;
   int layer_ = -1;  // the layer whose router logits are held
   std::optional<model::HostTensor> truth_, floor_, b_;
   std::vector<RoutingFlip> flips_;

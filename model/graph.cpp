@@ -14,6 +14,16 @@ Graph::Graph(const ModelConfig& config) : config_(config), n_layers_(config.n_la
   };
   // `op` on x where the block has it (a norm), else x itself.
   auto maybe = [&](bool present, Op op, int layer, TensorId x) { return present ? add(op, layer, {x}) : x; };
+  // act(gate) * up, then down; or the router's chosen experts' FFNs weighted and summed.
+  auto dense_ffn = [&](int layer, TensorId y) {
+    const TensorId gate = add(Op::ffn_gate, layer, {y}), up = add(Op::ffn_up, layer, {y});
+    return add(Op::ffn_down, layer, {add(Op::ffn_act, layer, {gate, up})});
+  };
+  auto mixture = [&](int layer, TensorId y) {
+    const TensorId router = add(Op::moe_router, layer, {y});
+    const TensorId ids = add(Op::moe_ids, layer, {router});
+    return add(Op::moe_out, layer, {y, ids, add(Op::moe_weights, layer, {router, ids})});
+  };
   TensorId stream = add(Op::embed, -1, {});  // the residual stream entering the next layer
   for (int l = 0; l < n_layers_; ++l) {
     const TensorId x = maybe(b.pre_norms, Op::attn_norm, l, stream);
@@ -27,17 +37,7 @@ Graph::Graph(const ModelConfig& config) : config_(config), n_layers_(config.n_la
     const TensorId attn_out = maybe(b.post_norms, Op::attn_post_norm, l, add(Op::o_proj, l, {attn}));
     stream = add(Op::attn_residual, l, {stream, attn_out});
     const TensorId y = maybe(b.pre_norms, Op::ffn_norm, l, stream);
-    TensorId ffn = y;
-    if (uses_experts(config, l)) {
-      const TensorId router = add(Op::moe_router, l, {y});
-      const TensorId ids = add(Op::moe_ids, l, {router});
-      const TensorId weights = add(Op::moe_weights, l, {router, ids});
-      ffn = add(Op::moe_out, l, {y, ids, weights});
-    } else {
-      const TensorId gate = add(Op::ffn_gate, l, {y}), up = add(Op::ffn_up, l, {y});
-      const TensorId act = add(Op::ffn_act, l, {gate, up});
-      ffn = add(Op::ffn_down, l, {act});
-    }
+    const TensorId ffn = uses_experts(config, l) ? mixture(l, y) : dense_ffn(l, y);
     const TensorId ffn_out = maybe(b.post_norms, Op::ffn_post_norm, l, ffn);
     stream = add(Op::ffn_residual, l, {stream, ffn_out});
   }

@@ -243,26 +243,16 @@ model::HostTensor tensor(std::int64_t rows, std::int64_t cols, std::vector<doubl
 
 TEST(RoutingArbiter, SettlesANearTieWithTheTruthsChoiceAndLeavesAFarFlip) {
   const model::ModelConfig c = arbiter_config();
-  const model::Graph graph(c);
-  const model::Step* router = nullptr;
-  const model::Step* ids_step = nullptr;
-  for (const model::Step& s : graph.steps()) {
-    if (s.op == model::Op::moe_router) router = &s;
-    if (s.op == model::Op::moe_ids) ids_step = &s;
-  }
-  ASSERT_TRUE(router && ids_step);
-  const model::ChunkInfo chunk{0, 0, 2, false};
   // Row 0: experts 1 and 2 within 1e-4 of each other at the k-th place; row 1: 2.0 apart.
   const auto truth_logits = tensor(2, 4, {3.0, 1.0001, 1.0, -2.0, 3.0, 1.0, -1.0, -2.0});
   const auto floor_logits = tensor(2, 4, {3.0, 1.0001 - 3e-3, 1.0 + 3e-3, -2.0, 3.0, 1.0, -1.0, -2.0});
   const auto b_logits = tensor(2, 4, {3.0, 1.0, 1.0002, -2.0, 3.0, -1.5, -1.0, -2.0});
-  bisect::RoutingArbiter arbiter(c, "f16");
-  arbiter.hold_router({*router, chunk, truth_logits, &floor_logits, b_logits});
+  bisect::RoutingArbiter arbiter(c, "f16", true);
+  arbiter.hold_router(0, truth_logits, &floor_logits, b_logits);
   const auto truth_ids = tensor(2, 2, {0, 1, 0, 1});
   const auto b_ids = tensor(2, 2, {0, 2, 0, 2});
   const std::vector<bisect::RowPlace> places = {{0, 7}, {0, 8}};
-  const bisect::RoutingArbiter::Settled s =
-      arbiter.settle({*ids_step, chunk, truth_ids, &truth_ids, b_ids}, places);
+  const bisect::RoutingArbiter::Settled s = arbiter.settle(0, truth_ids, &truth_ids, b_ids, places);
   EXPECT_TRUE(s.b_changed);
   EXPECT_FALSE(s.floor_changed);
   EXPECT_EQ(s.b.at(0, 1), 1.0) << "the near tie continues with A's choice";
@@ -278,6 +268,18 @@ TEST(RoutingArbiter, SettlesANearTieWithTheTruthsChoiceAndLeavesAFarFlip) {
   EXPECT_FALSE(far.near_tie());
   EXPECT_NEAR(far.margin, 2.0, 1e-12);
   EXPECT_NE(far.text().find("layer 0 position 8: A chose experts 0,1, B 0,2"), std::string::npos) << far.text();
+  EXPECT_TRUE(near.settled);
+  EXPECT_FALSE(far.settled);
+
+  bisect::RoutingArbiter recorder(c, "f16", false);  // two dumps: flips recorded, nothing settled
+  recorder.hold_router(0, truth_logits, nullptr, b_logits);
+  const bisect::RoutingArbiter::Settled kept = recorder.settle(0, truth_ids, nullptr, b_ids, places);
+  EXPECT_FALSE(kept.b_changed);
+  EXPECT_EQ(kept.b.at(0, 1), 2.0);
+  ASSERT_EQ(recorder.flips().size(), 2u);
+  EXPECT_FALSE(recorder.flips()[0].settled);
+  // Without a floor the noise is f16's rounding of the row's largest logit times sqrt(dim).
+  EXPECT_NEAR(recorder.flips()[0].noise, 3.0 * std::ldexp(1.0, -11) * 8.0, 1e-12);
 }
 
 TEST(MoeDumpConfig, TheExpertsRoundTripThroughTheModelConfigJson) {

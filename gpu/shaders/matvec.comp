@@ -56,7 +56,8 @@ layout(push_constant) uniform Push {
 float finish(float sum, uint n) { return sum; }
 // Byte offset of output n's weight row for row (pair) t, and the element offset of t's input row.
 uint weight_row(uint t, uint n) {
-  const uint e = uint(float(expert_ids[t]));
+  // an id past the experts (moe_topk never makes one) reads the last expert, never outside the buffer
+  const uint e = min(uint(float(expert_ids[t])), pc.experts - 1u);
   return ((planted(FAULT_EXPERT_NEXT) ? (e + 1u) % pc.experts : e) * pc.n + n) * pc.row_bytes;
 }
 uint input_row(uint t) { return (pc.shared_input != 0u ? t / pc.per_token : t) * pc.k; }

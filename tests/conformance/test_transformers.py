@@ -217,6 +217,24 @@ def test_an_f16_near_tie_between_experts_is_settled_not_a_divergence(tmp_path):
     assert routing["near_ties"] > 0 and routing["near_ties"] == routing["flips"], routing
     first = routing["first"][0]
     assert set(first["ids_a"]) ^ set(first["ids_b"]) == {0, 1}, first  # the two experts traded places
-    assert first["margin"] <= first["factor"] * first["noise"], first
+    assert first["margin"] <= first["factor"] * first["noise"] and first["settled"], first
     assert "routing-near-tie" in {d["code"] for d in reports["f16"]["diagnosis"]}
     assert reports["f32"]["routing"]["flips"] == 0, reports["f32"]["routing"]
+
+    # Two dumps cannot go past the flip (B's later ops computed with its own choice): compare
+    # names it a near tie all the same, and points to bisect.
+    dumps = {}
+    for engine, dtype in (("ref", "f64"), ("vulkan", "f16")):
+        dumps[engine] = tmp_path / f"{engine}.h5"
+        run = subprocess.run([TAPDIFF, "run", "--model", str(folder), "--tokens", tokens, "--chunk", "16",
+                              "--engine", engine, "--dtype", dtype, "--dump", str(dumps[engine])],
+                             capture_output=True, text=True)
+        assert run.returncode == 0, run.stdout + run.stderr
+    report = tmp_path / "compare.json"
+    run = subprocess.run([TAPDIFF, "compare", str(dumps["ref"]), str(dumps["vulkan"]), "--json", str(report)],
+                         capture_output=True, text=True)
+    compared = json.loads(report.read_text())
+    assert compared["routing"]["near_ties"] > 0, compared["routing"]
+    assert not compared["routing"]["first"][0]["settled"]
+    near = [d for d in compared["diagnosis"] if d["code"] == "routing-near-tie"]
+    assert near and "tapdiff bisect continues with A's choice" in near[0]["text"], run.stdout
