@@ -49,17 +49,15 @@ struct Rows {
 constexpr Rows kAll{0, kTotal}, kChunk0{0, kChunk}, kFirstOfChunk1{kChunk, kChunk + 1}, kPrefill{0, kPrompt},
     kDecode{kPrompt, kTotal}, kPosition0{0, 1}, kAfterPosition0{1, kTotal}, kAfterChunk0{kChunk, kTotal};
 
-// synth:tiny's widths (4/2 heads of 16) with 4 layers, so a middle layer has clean layers on both sides.
-const std::filesystem::path& fault_model() {
-  static const std::filesystem::path path = [] {
-    model::SynthOptions options;
-    options.config = model::synth_shape("tiny");
-    options.config.n_layers = kLayers;
-    const auto file = temp_dir("fault-model") / "tiny-4-layers.gguf";
-    model::write_synth_model(file, options);
-    return file;
-  }();
-  return path;
+// synth:tiny's widths (4/2 heads of 16) with 4 layers, so a middle layer has clean layers on both
+// sides; synth:tiny-moe's for the mixture of experts' faults.
+std::filesystem::path fault_model(const std::string& shape) {
+  model::SynthOptions options;
+  options.config = model::synth_shape(shape);
+  options.config.n_layers = kLayers;
+  const auto file = temp_dir("fault-model-" + shape) / (shape + "-4-layers.gguf");
+  model::write_synth_model(file, options);
+  return file;
 }
 
 std::unique_ptr<gpu::VulkanEngine> engine_with(const model::Model& m, const std::string& inject,
@@ -92,17 +90,25 @@ struct Fixture {
   std::unique_ptr<model::MemoryTap> clean;
 };
 
-// The model and its clean run, once per process.
-const Fixture& fixture() {
-  static const Fixture f = [] {
-    auto m = model::load_model(fault_model());
-    model::Graph graph(m->config());
-    const auto engine = engine_with(*m, "");
-    auto clean = run_tapped(*engine, graph);
-    expect_clean(*engine);
-    return Fixture{std::move(m), std::move(graph), std::move(clean)};
-  }();
-  return f;
+Fixture make_fixture(const std::string& shape) {
+  auto m = model::load_model(fault_model(shape));
+  model::Graph graph(m->config());
+  const auto engine = engine_with(*m, "");
+  auto clean = run_tapped(*engine, graph);
+  expect_clean(*engine);
+  return Fixture{std::move(m), std::move(graph), std::move(clean)};
+}
+
+// The model a fault is planted in and its clean run, once per process: synth:tiny, or
+// synth:tiny-moe for a fault of the mixture of experts.
+const Fixture& fixture(Fault fault = Fault::rope_base) {
+  const model::OpClass cls = gpu::fault_info(fault).op_class;
+  if (cls == model::OpClass::routing || cls == model::OpClass::experts) {
+    static const Fixture moe = make_fixture("tiny-moe");
+    return moe;
+  }
+  static const Fixture dense = make_fixture("tiny");
+  return dense;
 }
 
 bool identical(const HostTensor& a, const HostTensor& b, Rows rows, int col_begin = 0, int col_end = -1) {
@@ -157,6 +163,10 @@ const std::vector<FaultCase> kCases = {
     {Fault::decode_position, {{kDecode}, {{kPrompt, kPrompt + 1}}}, {kPrefill}},
     {Fault::batch_seq_leak, {}, {kAll}},  // one sequence: no neighbour to leak from (BatchSeqLeak below)
     {Fault::attn_scale_int, {{kAfterPosition0}}, {kPosition0}},
+    {Fault::router_softmax_axis, {{kAll}}, {}},
+    {Fault::topk_off_by_one, {{kAll}}, {}},
+    {Fault::weights_unnormalised, {{kAll}}, {}},
+    {Fault::expert_index, {{kAll}}, {}},
 };
 
 class PlantedFault : public ::testing::TestWithParam<std::tuple<FaultCase, int>> {};
@@ -164,7 +174,7 @@ class PlantedFault : public ::testing::TestWithParam<std::tuple<FaultCase, int>>
 TEST_P(PlantedFault, LeavesEarlierOpsBitIdenticalAndChangesItsTarget) {
   const auto& [c, layer] = GetParam();
   const gpu::FaultInfo& info = gpu::fault_info(c.fault);
-  const Fixture& f = fixture();
+  const Fixture& f = fixture(c.fault);
   const std::string spec = fmt::format("{}@{}", info.name, layer);
   const auto engine = engine_with(*f.model, spec);
   const auto injected = run_tapped(*engine, f.graph);
@@ -442,7 +452,8 @@ TEST(FaultParser, BadSpecsAreUsageErrorsNamingTheChoices) {
 TEST(FaultCatalogue, IsCompleteAndConsistent) {
   const std::vector<std::string> codes = {
       "",           "chunk-start",  "position-zero-exact", "grows-with-position", "decode-only",
-      "some-heads", "pair-pattern", "nonfinite",           "some-sequences",      "attention-uniform"};
+      "some-heads", "pair-pattern", "nonfinite",           "some-sequences",      "attention-uniform",
+      "routing-flip"};
   ASSERT_EQ(gpu::fault_catalogue().size(), static_cast<std::size_t>(gpu::kFaultCount));
   for (std::size_t i = 0; i < gpu::fault_catalogue().size(); ++i) {
     const gpu::FaultInfo& f = gpu::fault_catalogue()[i];

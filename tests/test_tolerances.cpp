@@ -154,12 +154,13 @@ TEST(Tolerances, ErrorsNameFileLineAndKey) {
       error_of("[op.rope_x]\nnmse = 1\n"),
       "tol.toml:1:5: op.rope_x: expected one of embed, attn_norm, q_proj, k_proj, v_proj, q_norm, k_norm, rope_q, "
       "rope_k, attn, "
-      "o_proj, attn_post_norm, attn_residual, ffn_norm, ffn_gate, ffn_up, ffn_act, ffn_down, ffn_post_norm, "
+      "o_proj, attn_post_norm, attn_residual, ffn_norm, moe_router, moe_ids, moe_weights, moe_out, ffn_gate, ffn_up, "
+      "ffn_act, ffn_down, ffn_post_norm, "
       "ffn_residual, final_norm, logits, "
       "found the op 'rope_x'");
   EXPECT_EQ(error_of("[class.gemv]\nnmse = 1\n"),
             "tol.toml:1:8: class.gemv: expected one of embedding, norm, gemm, rope, attention, residual, activation, "
-            "found the class 'gemv'");
+            "routing, experts, found the class 'gemv'");
   EXPECT_EQ(error_of("\n[default]\nnmse = -1e-3\n"),
             "tol.toml:3:8: default.nmse: expected a finite number >= 0, found the number -0.001");
   EXPECT_EQ(error_of("[default]\nnmse = \"small\"\n"),

@@ -3,13 +3,16 @@
     import transformers
     from tapdiff import HfRecorder
     model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float64)
+    # a mixture of experts in float64 on the CPU: also experts_implementation="eager" (the grouped
+    # kernels refuse float64)
     with HfRecorder(model, "hf.h5", folder, compute_dtype="f64") as recorder:
         generated = recorder.generate(prompt_ids, chunk=64, generate=16)
 
 Every op tapdiff's graph has for the model (`tapdiff model-info --model FOLDER`) is recorded from
 forward hooks on the model's modules, and from what hooks cannot see: RoPE's outputs (the modeling
 module's apply_rotary_pos_emb, wrapped while recording), the attention's output (o_proj's input)
-and the activation (down_proj's input). `tapdiff compare` of this dump against `tapdiff run
+and the activation (down_proj's input); in a mixture of experts the router's logits, chosen ids and
+weights (what its top-k router returns) and the mixed output. `tapdiff compare` of this dump against `tapdiff run
 --model FOLDER` needs no edits; with `--model FOLDER` it names the culprit of a bug in the model's
 forward (docs/import.md, docs/bisect.md).
 """
@@ -96,6 +99,22 @@ class HfRecorder:
         if module is not None:
             self.handles.append(module.register_forward_hook(hook))
 
+    def _routing(self, router, layer):
+        """A mixture of experts' router: the (logits, weights, ids) per token that transformers 5's top-k
+        routers return, as tapdiff's moe_router, moe_weights and moe_ids (each row's ids ascending,
+        the weights in their order). A router that returns its logits alone (transformers 4.x) is
+        refused: what it chose is not visible to a hook."""
+        def hook(_m, _args, out):
+            if not isinstance(out, tuple) or len(out) != 3:
+                raise TypeError(f"layer {layer}: the router {type(router).__name__} returns {type(out).__name__}, "
+                                "expected (logits, weights, ids) as transformers 5's top-k routers do")
+            logits, weights, ids = (t.detach().to("cpu") for t in out)
+            order = ids.argsort(dim=-1)
+            self._keep(layer, "moe_router", logits.double().numpy().reshape(-1, logits.shape[-1]))
+            self._keep(layer, "moe_ids", ids.gather(-1, order).double().numpy().reshape(-1, ids.shape[-1]))
+            self._keep(layer, "moe_weights", weights.gather(-1, order).double().numpy().reshape(-1, ids.shape[-1]))
+        self.handles.append(router.register_forward_hook(hook))
+
     def _hook_modules(self):
         c = self.config
         block = c.get("block", {})
@@ -126,11 +145,15 @@ class HfRecorder:
                 self._input(before_ffn if post_norms else after_attention, i, "attn_residual")
             else:
                 self._input(mlp, i, "attn_residual")
-            self._output(getattr(mlp, "gate_proj", None), i, "ffn_gate")
-            self._output(getattr(mlp, "up_proj", None), i, "ffn_up")
-            self._split(getattr(mlp, "gate_up_proj", None), i, [("ffn_gate", ffn), ("ffn_up", ffn)])
-            self._input(mlp.down_proj, i, "ffn_act")
-            self._output(mlp.down_proj, i, "ffn_down")
+            if hasattr(mlp, "experts") and hasattr(mlp, "gate"):  # a mixture of experts' layer
+                self._routing(mlp.gate, i)
+                self._output(mlp, i, "moe_out")
+            else:
+                self._output(getattr(mlp, "gate_proj", None), i, "ffn_gate")
+                self._output(getattr(mlp, "up_proj", None), i, "ffn_up")
+                self._split(getattr(mlp, "gate_up_proj", None), i, [("ffn_gate", ffn), ("ffn_up", ffn)])
+                self._input(mlp.down_proj, i, "ffn_act")
+                self._output(mlp.down_proj, i, "ffn_down")
             self._output(getattr(layer, "post_feedforward_layernorm", None), i, "ffn_post_norm")
             self._output(layer, i, "ffn_residual")
         self._output(self.decoder.norm, n, "final_norm")

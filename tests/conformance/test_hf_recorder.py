@@ -25,7 +25,8 @@ CHUNK, GENERATE = 8, 4
 
 def record(folder: Path, dump: Path, patch=None) -> list[int]:
     model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float64,
-                                                              attn_implementation="eager")
+                                                              attn_implementation="eager",
+                                                              experts_implementation="eager")
     model.eval()
     if patch:
         patch(model)
@@ -68,7 +69,12 @@ def shift_norm(model):
         model.model.layers[2].post_attention_layernorm.weight.add_(0.05)
 
 
+def drop_renormalisation(model):
+    model.model.layers[1].mlp.gate.norm_topk_prob = False
+
+
 @pytest.mark.parametrize("name, patch, culprit", [
+    ("qwen3-moe", drop_renormalisation, "1/moe_weights"),
     ("llama-default", scale_attention, "1/attn"),
     ("qwen3", scale_attention, "1/attn"),
     ("gemma2", scale_attention, "1/attn"),
