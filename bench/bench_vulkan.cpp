@@ -172,10 +172,12 @@ int main(int argc, char** argv) try {
       table += fmt::format(" {:.2f} |", bench::median(prefill[p][v]) / bench::median(prefill[p][0]));
     table += "\n";
   }
-  table += "\nKernels that ran (attention / ffn_down):";  // every variant each engine has run
+  // Every variant each engine has run: the attention's, and the FFN's (its down product, or the
+  // mixture of experts of a model that has one)
+  const model::Op ffn = variants.front().model->config().experts.count > 0 ? model::Op::moe_out : model::Op::ffn_down;
+  table += fmt::format("\nKernels that ran (attention / {}):", model::op_name(ffn));
   for (const Variant& v : variants)
-    table += fmt::format(" `{}`: {} / {};", v.label, v.engine->kernel(model::Op::attn),
-                         v.engine->kernel(model::Op::ffn_down));
+    table += fmt::format(" `{}`: {} / {};", v.label, v.engine->kernel(model::Op::attn), v.engine->kernel(ffn));
   table.back() = '\n';
   fmt::print("{}\n", table);
   out += table + "\n";

@@ -290,27 +290,37 @@ void attention_uniform(const BisectResult& r, std::vector<Diagnosis>& out) {
        {{"b_to_uniform", s.b_to_uniform}, {"a_to_uniform", s.a_to_uniform}, {"b_to_a", s.b_to_a}, {"rows", s.rows}}});
 }
 
-// Where B chose other experts than A: flips past B's precision first (a routing bug), then the
-// near ties (settled in a bisection: B continued with A's choice).
-void routing(std::span<const RoutingFlip> flips, std::vector<Diagnosis>& out) {
+// Where B chose other experts than A: flips past B's precision (a routing bug) where they are the
+// first divergence (the first op past tolerance is that layer's moe_ids; later flips inherit an
+// earlier error and blame no router), then the near ties (settled in a bisection: B continued with
+// A's choice).
+void routing(const CompareResult& result, std::vector<Diagnosis>& out) {
+  const std::vector<RoutingFlip>& flips = result.routing;
+  const OpResult* first_op = result.first ? &result.ops[*result.first] : nullptr;
+  const auto is_bug = [&](const RoutingFlip& f) {
+    return !f.near_tie() && first_op && first_op->id == model::TensorId{model::Op::moe_ids, f.layer};
+  };
   for (const bool near : {false, true}) {
-    const auto first =
-        std::find_if(flips.begin(), flips.end(), [&](const RoutingFlip& f) { return f.near_tie() == near; });
+    const auto counted = [&](const RoutingFlip& f) { return near ? f.near_tie() : is_bug(f); };
+    const auto first = std::find_if(flips.begin(), flips.end(), counted);
     if (first == flips.end()) continue;
-    const auto n = std::count_if(flips.begin(), flips.end(), [&](const RoutingFlip& f) { return f.near_tie() == near; });
+    const auto n = std::count_if(flips.begin(), flips.end(), counted);
     const std::string rows = fmt::format("{} row{}", n, n == 1 ? "" : "s");
     const std::string text =
-        !near ? fmt::format("B chose other experts than A at {} with a margin far outside its precision: a routing "
-                            "bug (the router's logits, its top-k or the ids it hands on); first at {}",
-                            rows, first->text())
-        : first->settled
-            ? fmt::format("B chose other experts than A at {}, each within its precision (a near tie, not a bug): "
-                          "B continued with A's choice there; first at {}",
-                          rows, first->text())
-            : fmt::format("B chose other experts than A at {}, each within its precision (a near tie, not a bug), "
-                          "and its later ops inherit the other experts' output: tapdiff bisect continues with A's "
-                          "choice past it; first at {}",
-                          rows, first->text());
+        !near ? fmt::format(
+                    "B chose other experts than A at {} of layer {} with a margin far outside its precision, "
+                    "where nothing before differs: a routing bug (the router's logits, its top-k or the ids "
+                    "it hands on); first at {}",
+                    rows, first->layer, first->text())
+        : first->settled ? fmt::format(
+                               "B chose other experts than A at {}, each within its precision (a near tie, not a bug): "
+                               "B continued with A's choice there; first at {}",
+                               rows, first->text())
+                         : fmt::format(
+                               "B chose other experts than A at {}, each within its precision (a near tie, not a bug), "
+                               "and its later ops inherit the other experts' output: tapdiff bisect continues with A's "
+                               "choice past it; first at {}",
+                               rows, first->text());
     out.push_back({near ? "routing-near-tie" : "routing-flip", text, {{"rows", n}, {"first", to_json(*first)}}});
   }
 }
@@ -349,7 +359,7 @@ std::vector<Diagnosis> diagnose_op(const OpResult& whole, std::span<const RowInf
 
 std::vector<Diagnosis> diagnose(const CompareResult& result) {
   std::vector<Diagnosis> out;
-  routing(result.routing, out);
+  routing(result, out);
   if (result.first) {
     const std::vector<Diagnosis> first = diagnose_op(result.ops[*result.first], result.alignment.rows, result.config);
     out.insert(out.end(), first.begin(), first.end());
@@ -424,7 +434,6 @@ std::vector<Diagnosis> diagnose(const CompareResult& result, const LocalCheck& l
   }
   return out;
 }
-
 
 std::vector<Diagnosis> diagnose(const BisectResult& result) {
   std::vector<Diagnosis> out;

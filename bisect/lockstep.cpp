@@ -90,8 +90,9 @@ void Lockstep::pass(int index, std::span<const model::BatchPart> parts, const St
     if (e) e->end_chunk();
 }
 
-void Lockstep::arbitrate(const model::Step& step, std::span<const model::BatchPart> parts, const model::HostTensor& truth,
-                         std::optional<model::HostTensor>& floor, model::HostTensor& b) {
+void Lockstep::arbitrate(const model::Step& step, std::span<const model::BatchPart> parts,
+                         const model::HostTensor& truth, std::optional<model::HostTensor>& floor,
+                         model::HostTensor& b) {
   const model::HostTensor* floor_out = floor ? &*floor : nullptr;
   if (step.op == model::Op::moe_router) routing_->hold_router(step.layer, truth, floor_out, b);
   if (step.op != model::Op::moe_ids) return;

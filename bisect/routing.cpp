@@ -48,7 +48,7 @@ nlohmann::json to_json(const RoutingFlip& f) {
   for (const ExpertLogit& e : f.logits) logits.push_back({{"expert", e.expert}, {"a", e.a}, {"b", e.b}});
   return {{"layer", f.layer},         {"sequence", f.sequence},      {"position", f.position}, {"ids_a", f.ids_a},
           {"ids_b", f.ids_b},         {"logits", std::move(logits)}, {"margin", f.margin},     {"noise", f.noise},
-          {"near_tie", f.near_tie()}, {"factor", kNearTieFactor}, {"settled", f.settled}};
+          {"near_tie", f.near_tie()}, {"factor", kNearTieFactor},    {"settled", f.settled}};
 }
 
 std::vector<RowPlace> row_places(std::span<const model::BatchPart> parts) {

@@ -46,9 +46,10 @@ std::string Kernels::expert_matmul(Stream& s, const Region& x, const DeviceWeigh
                                    bool shared_input, const Region& out, int pairs, std::uint32_t faults) {
   TAPDIFF_ASSERT(w.rows % n == 0, "stacked experts {} of {} rows, {} per expert", w.name, w.rows, n);
   if (static_cast<std::uint64_t>(w.rows) * w.row_bytes >= (1ull << 32))
-    throw UsageError(fmt::format("{}: {} bytes of stacked experts: the Vulkan expert kernel addresses at most 4 GiB "
-                                 "per projection",
-                                 w.name, static_cast<std::uint64_t>(w.rows) * w.row_bytes));
+    throw UsageError(
+        fmt::format("{}: {} bytes of stacked experts: the Vulkan expert kernel addresses at most 4 GiB "
+                    "per projection",
+                    w.name, static_cast<std::uint64_t>(w.rows) * w.row_bytes));
   const ExpertMatmulPush push{u32(pairs),     u32(w.cols), u32(n), w.row_bytes, 0, u32(k), shared_input ? 1u : 0u,
                               u32(w.rows / n)};
   const std::initializer_list<Region> bindings = {w.region, x, ids, out};

@@ -450,10 +450,17 @@ TEST(FaultParser, BadSpecsAreUsageErrorsNamingTheChoices) {
 }
 
 TEST(FaultCatalogue, IsCompleteAndConsistent) {
-  const std::vector<std::string> codes = {
-      "",           "chunk-start",  "position-zero-exact", "grows-with-position", "decode-only",
-      "some-heads", "pair-pattern", "nonfinite",           "some-sequences",      "attention-uniform",
-      "routing-flip"};
+  const std::vector<std::string> codes = {"",
+                                          "chunk-start",
+                                          "position-zero-exact",
+                                          "grows-with-position",
+                                          "decode-only",
+                                          "some-heads",
+                                          "pair-pattern",
+                                          "nonfinite",
+                                          "some-sequences",
+                                          "attention-uniform",
+                                          "routing-flip"};
   ASSERT_EQ(gpu::fault_catalogue().size(), static_cast<std::size_t>(gpu::kFaultCount));
   for (std::size_t i = 0; i < gpu::fault_catalogue().size(); ++i) {
     const gpu::FaultInfo& f = gpu::fault_catalogue()[i];

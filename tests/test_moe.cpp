@@ -58,7 +58,8 @@ TinyHf tiny_moe(bool fused) {
   const std::int64_t dim = 64, f = kExpertFfn;
   for (int l = 0; l < 2; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
-    hf.tensors.push_back({p + "mlp.gate.weight", "F32", {kExperts, dim}, f32_bytes(expert_values(9, l, kExperts, dim))});
+    hf.tensors.push_back(
+        {p + "mlp.gate.weight", "F32", {kExperts, dim}, f32_bytes(expert_values(9, l, kExperts, dim))});
     for (const char* norm : {"self_attn.q_norm.weight", "self_attn.k_norm.weight"})
       hf.tensors.push_back({p + norm, "F32", {16}, f32_bytes(std::vector<float>(16, 1.0f))});
     if (fused) {
@@ -114,9 +115,9 @@ TEST(MoeCheckpoint, PerExpertAndFusedLayoutsStackTheSameExperts) {
     EXPECT_TRUE(e.normalize);
     for (int layer : {0, 1}) {
       EXPECT_EQ(m->weight(WeightKind::moe_router, layer).rows, kExperts);
-      for (const auto& [kind, proj, rows, cols] :
-           {std::tuple{WeightKind::expert_gate, 0, kExpertFfn, 64}, std::tuple{WeightKind::expert_up, 1, kExpertFfn, 64},
-            std::tuple{WeightKind::expert_down, 2, 64, kExpertFfn}}) {
+      for (const auto& [kind, proj, rows, cols] : {std::tuple{WeightKind::expert_gate, 0, kExpertFfn, 64},
+                                                   std::tuple{WeightKind::expert_up, 1, kExpertFfn, 64},
+                                                   std::tuple{WeightKind::expert_down, 2, 64, kExpertFfn}}) {
         const model::WeightTensor& t = m->weight(kind, layer);
         ASSERT_EQ(t.rows, std::int64_t{kExperts} * rows) << t.name;
         ASSERT_EQ(t.cols, cols) << t.name;

@@ -28,6 +28,7 @@
 #include <array>
 #include <cstdio>
 #include <map>
+#include <numeric>
 #include <random>
 
 #include <fmt/core.h>
@@ -63,6 +64,7 @@ struct OpCase {
   bool f16 = false;                  // --dtype f16 against the reference's f16 emulation
   int rotary_dim = 0;                // RoPE on the leading channels of a head only (0: all)
   double rope_attention_factor = 0;  // YaRN's cos/sin scale (0: none)
+  model::Experts experts = {};       // count > 0: a mixture of experts (arch qwen3moe)
 };
 
 std::ostream& operator<<(std::ostream& os, const OpCase& c) { return os << c.name; }
@@ -81,10 +83,19 @@ OpCase act_f16(OpCase c) {
   return c;
 }
 
+// The case as a mixture of experts (synth's qwen3moe): `count` experts of FFN width `ffn`, `active`
+// per token.
+OpCase experts(OpCase c, int count, int active, int ffn) {
+  c.arch = "qwen3moe";
+  c.experts = {count, active, ffn, true, {}};
+  return c;
+}
+
 // A 1-layer synth model of the case's shape (the per-op kernels do not depend on depth).
 std::filesystem::path write_case_model(const OpCase& c) {
   model::SynthOptions o;
   o.config.arch = c.arch;
+  o.config.experts = c.experts;
   o.config.n_layers = 1;
   o.config.n_heads = c.heads, o.config.n_kv_heads = c.kv_heads, o.config.head_dim = c.head_dim;
   o.config.dim = c.dim, o.config.ffn_dim = c.ffn, o.config.vocab = c.vocab;
@@ -137,12 +148,28 @@ HostTensor random_tensor(std::mt19937_64& rng, std::int64_t rows, std::int64_t c
   return t;
 }
 
+// Random expert choices: per row `cols` distinct ids of `experts`, ascending (what moe_ids holds).
+HostTensor random_ids(std::mt19937_64& rng, std::int64_t rows, std::int64_t cols, int experts) {
+  HostTensor t(model::Scalar::f32, rows, cols);
+  std::vector<int> all(static_cast<std::size_t>(experts));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::iota(all.begin(), all.end(), 0);
+    std::shuffle(all.begin(), all.end(), rng);
+    std::sort(all.begin(), all.begin() + cols);
+    for (std::int64_t j = 0; j < cols; ++j)
+      t.f32()[static_cast<std::size_t>(r * cols + j)] = static_cast<float>(all[static_cast<std::size_t>(j)]);
+  }
+  return t;
+}
+
 // Gives every engine the same fresh random inputs of `step` (rows of the current chunk), runs the
 // step on each and returns their outputs, in the engines' order.
 std::vector<HostTensor> run_step(std::initializer_list<model::Engine*> engines, const model::Graph& graph,
                                  const model::Step& step, int rows, std::mt19937_64& rng) {
   for (const TensorId& in : step.inputs) {
-    const HostTensor x = random_tensor(rng, rows, graph.width(in.op));
+    const HostTensor x = in.op == model::Op::moe_ids
+                             ? random_ids(rng, rows, graph.width(in.op), graph.width(model::Op::moe_router))
+                             : random_tensor(rng, rows, graph.width(in.op));
     for (model::Engine* e : engines) e->write(in, x);
   }
   std::vector<HostTensor> outputs;
@@ -327,6 +354,15 @@ INSTANTIATE_TEST_SUITE_P(
                 "matmul=matvec,matvec=subgroup"),
         op_case("forced_tiled_q8_0", {6, 6, 16, 96, 160, 300}, DType::q8_0, {{1}, {2, 5}}, "llama", 0, false,
                 "matmul=tiled"),
+        // Mixtures of experts: the router, its choice and the experts' products on random ids
+        // (decode rows and prefill rows, chunks after chunks), f32 and block weights, f16
+        // activations, the shared-memory matrix-vector build
+        experts(op_case("moe_8x2_f32", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {7}, {33}, {2, 5}}), 8, 2, 40),
+        experts(op_case("moe_16x4_q8_0", {8, 4, 16, 96, 160, 300}, DType::q8_0, {{1}, {5}, {2, 5}}), 16, 4, 64),
+        act_f16(experts(op_case("moe_8x2_f16", {8, 4, 16, 72, 136, 301}, DType::f16, {{1}, {7}, {2, 5}}), 8, 2, 40)),
+        experts(op_case("moe_forced_matvec_shared", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {5}}, "llama", 0, false,
+                        "matvec=shared"),
+                6, 3, 24),
         // Both attention kernels at every row count: flash tiles of 32 rows and 32 keys (16 keys at
         // head_dim 128 on lavapipe's 32 KiB of shared memory) over partial tiles, chunks after
         // chunks and decode steps; two-pass over the long chunks auto gives to flash
