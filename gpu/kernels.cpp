@@ -210,6 +210,10 @@ KernelOverrides parse_kernel_overrides(const std::string& text) {
       o.norm = value == "fused"   ? KernelOverrides::Norm::fused
                : value == "apart" ? KernelOverrides::Norm::apart
                                   : KernelOverrides::Norm::automatic;
+    } else if (key == "experts" && (value == "auto" || value == "tiled" || value == "matvec")) {
+      o.experts = value == "tiled"    ? KernelOverrides::Experts::tiled
+                  : value == "matvec" ? KernelOverrides::Experts::matvec
+                                      : KernelOverrides::Experts::automatic;
     } else if (key == "decode-attention" && (value == "auto" || value == "decode-split" || value == "flash-split")) {
       o.decode_attention = value == "decode-split"  ? KernelOverrides::DecodeAttention::decode_split
                            : value == "flash-split" ? KernelOverrides::DecodeAttention::flash_split
@@ -218,8 +222,8 @@ KernelOverrides parse_kernel_overrides(const std::string& text) {
       throw UsageError(
           fmt::format("--kernels: expected matmul=auto|tiled|coop|coop-k16|coop2|coop2-128x128|coop2-128x256|matvec, "
                       "matvec=auto|subgroup|shared, "
-                      "attention=auto|coop2|coop|flash|two-pass, decode-attention=auto|decode-split|flash-split "
-                      "or norm=auto|fused|apart "
+                      "attention=auto|coop2|coop|flash|two-pass, decode-attention=auto|decode-split|flash-split, "
+                      "experts=auto|tiled|matvec or norm=auto|fused|apart "
                       "(comma-separated), found '{}'",
                       item));
     }
@@ -286,6 +290,7 @@ Kernels::Kernels(const Device& device, Pipelines& pipelines, const KernelOverrid
         "(attn_logit_softcapping): attention=coop, flash or two-pass compute it");
   for (const Forced& f : {
            Forced{overrides.matmul == M::tiled, "matmul=tiled", tiled_missing},
+           Forced{overrides.experts == KernelOverrides::Experts::tiled, "experts=tiled", tiled_missing},
            Forced{overrides.matmul == M::coop, "matmul=coop", coop_missing_},
            Forced{overrides.matmul == M::coop_k16, "matmul=coop-k16", coop_missing_},
            Forced{overrides.matmul == M::coop2, "matmul=coop2", coop2_missing_},
@@ -702,9 +707,15 @@ std::vector<std::string> Kernels::planned(model::OpClass cls, model::DType weigh
       return {named("add")};
     case model::OpClass::activation: return {named(gated_activation_name(activation_))};
     case model::OpClass::routing: return {named("moe-route")};
-    case model::OpClass::experts:
-      return {named(expert_matmul_name(), weight_dtype) + "+" + named(gated_activation_name(activation_)) + "+" +
-              named("moe-sum")};
+    case model::OpClass::experts: {  // prefill's, then decode's
+      const std::string rest = "+" + named(gated_activation_name(activation_)) + "+" + named("moe-sum");
+      std::vector<std::string> names;
+      if (tiled_ok_ && overrides_.experts != KernelOverrides::Experts::matvec)
+        names.push_back(named("matmul-experts-tiled-64x64", weight_dtype) + rest);
+      if (overrides_.experts != KernelOverrides::Experts::tiled)
+        names.push_back(named(expert_matmul_name(), weight_dtype) + rest);
+      return names;
+    }
   }
   return {};
 }

@@ -58,10 +58,14 @@
 //   logits      + scale_softcap                    after the product, where the model scales or
 //                                                  soft-caps its logits (Granite, Gemma 2)
 //   routing     moe-route                          moe_ids and moe_weights: an invocation per row
-//   experts     matvec-experts-subgroup/DTYPE      moe_out: per (token, chosen expert) pair, the
-//               (matvec-experts-shared/DTYPE)      expert's gate, up and down products by matvec.comp
-//               +moe-sum                           (EXPERTS), its gated activation, then the weighted
-//                                                  sum of each token's pairs
+//   experts     matmul-experts-tiled-64x64/DTYPE   moe_out, rows > 1: the (token, chosen expert) pairs
+//                                                  grouped by expert (moe_plan.comp), each tile of up
+//                                                  to 64 pairs of one expert through matmul_tiled.comp
+//                                                  (EXPERTS) for gate, up and down; then the gated
+//                                                  activation and the weighted sum of each token's
+//                                                  pairs (+moe-sum)
+//               matvec-experts-subgroup/DTYPE      one row (decode), or where the tiled kernel cannot
+//               (matvec-experts-shared/DTYPE)      run: per pair by matvec.comp (EXPERTS)
 //
 // Faults (--inject, gpu/faults.h): rms_norm, matmul, attention and gated_act take a set of the
 // kFault* bits below as specialization constant 2 of their shader (shaders/faults.glsl); 0 builds
@@ -89,7 +93,8 @@ class Stream;
 // What --kernels may force:
 // "matmul=auto|tiled|coop|coop-k16|coop2|coop2-128x128|coop2-128x256|matvec,matvec=auto|subgroup|shared,
 // attention=auto|coop2|coop|flash|two-pass,
-// decode-attention=auto|decode-split|flash-split,norm=auto|fused|apart" (norm=apart: every residual
+// decode-attention=auto|decode-split|flash-split,norm=auto|fused|apart,experts=auto|tiled|matvec"
+// (experts: moe_out's products, grouped by expert in tiles or per pair; norm=apart: every residual
 // add and norm in a dispatch of its own; decode-attention: the kernel of decode steps over
 // more than 32 positions; with auto, attention=two-pass takes them too). matmul=coop2 runs the
 // products whose shape it takes (f16 weights, K and N multiples of 8) on matmul-coop2 (its tile
@@ -115,6 +120,7 @@ struct KernelOverrides {
     flash_split
   } decode_attention = DecodeAttention::automatic;
   enum class Norm : std::uint8_t { automatic, fused, apart } norm = Norm::automatic;
+  enum class Experts : std::uint8_t { automatic, tiled, matvec } experts = Experts::automatic;
 };
 // UsageError naming the bad key or value and the choices.
 KernelOverrides parse_kernel_overrides(const std::string& text);
@@ -200,11 +206,21 @@ class Kernels {
   // renormalised where `normalize`.
   std::string moe_weights(Stream& s, const Region& logits, const Region& ids, const Region& weights, int rows,
                           int experts, int k, bool normalize, std::uint32_t faults);
+  // The pairs of ids [pairs] grouped by expert in tiles (moe_plan.comp), for expert_matmul. Null
+  // where moe_out runs per pair (one row, experts=matvec, or no tiled kernel on this device).
+  struct ExpertPlan {
+    Region tiles, sorted;  // (1 + 3 * expert_plan_tiles) and `pairs` uint32
+  };
+  std::optional<ExpertPlan> moe_plan(Stream& s, const Region& ids, const ExpertPlan& space, int rows, int k,
+                                     int experts);
+  // The most tiles a plan of `pairs` pairs of `experts` experts can have.
+  static std::uint64_t expert_plan_tiles(std::uint64_t pairs, int experts);
   // Per (token, expert) pair p of `pairs` = rows * k: out [pairs, n] = x_p W_e^T with e = ids[p]
   // and W_e rows [e n, (e + 1) n) of the stacked w; x_p is row p / k of x where shared_input (each
-  // token's row, for gate and up), else row p (down).
+  // token's row, for gate and up), else row p (down). With a plan, in its tiles; else per pair.
   std::string expert_matmul(Stream& s, const Region& x, const DeviceWeight& w, int n, const Region& ids, int k,
-                            bool shared_input, const Region& out, int pairs, std::uint32_t faults);
+                            bool shared_input, const Region& out, int pairs, const std::optional<ExpertPlan>& plan,
+                            std::uint32_t faults);
   // out [rows, dim] = sum over j of weights[t, j] * y[t k + j] (y [rows * k, dim])
   std::string moe_sum(Stream& s, const Region& y, const Region& weights, const Region& out, int rows, int dim, int k);
 

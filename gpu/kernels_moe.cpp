@@ -1,5 +1,7 @@
 // Kernels' mixture-of-experts ops (kernels.h): the router's choice, the experts' products and
 // their weighted sum.
+#include <algorithm>
+
 #include <fmt/core.h>
 
 #include "gpu/device.h"
@@ -19,8 +21,13 @@ struct ExpertMatmulPush {  // matvec.comp's Push with EXPERTS
 struct SumPush {
   std::uint32_t rows, dim, k;
 };
+struct PlanPush {
+  std::uint32_t pairs, experts;
+};
 
-constexpr int kMaxActiveExperts = 64;  // moe_route.comp: MAX_K
+constexpr int kMaxActiveExperts = 64;       // moe_route.comp: MAX_K
+constexpr int kMaxPlanExperts = 256;        // moe_plan.comp: MAX_EXPERTS (more: the products run per pair)
+constexpr std::uint64_t kExpertTile = 64;  // moe_plan.comp: TILE, matmul_tiled.comp: BM and BN
 
 }  // namespace
 
@@ -42,16 +49,40 @@ std::string Kernels::moe_weights(Stream& s, const Region& logits, const Region& 
   return named("moe-route");
 }
 
+std::uint64_t Kernels::expert_plan_tiles(std::uint64_t pairs, int experts) {
+  return ceil_div(pairs, kExpertTile) + std::min<std::uint64_t>(pairs, static_cast<std::uint64_t>(experts));
+}
+
+std::optional<Kernels::ExpertPlan> Kernels::moe_plan(Stream& s, const Region& ids, const ExpertPlan& space, int rows,
+                                                     int k, int experts) {
+  const bool tiled = overrides_.experts == KernelOverrides::Experts::tiled ||
+                     (overrides_.experts == KernelOverrides::Experts::automatic && rows > 1);
+  if (!tiled || !tiled_ok_ || experts > kMaxPlanExperts) return std::nullopt;
+  const std::uint64_t pairs = static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(k);
+  const ExpertPlan plan{space.tiles.sub(0, (1 + 3 * expert_plan_tiles(pairs, experts)) * 4),
+                        space.sorted.sub(0, pairs * 4)};
+  const PlanPush push{u32(static_cast<std::int64_t>(pairs)), u32(experts)};
+  dispatch(s, Shader::moe_plan, 0, {ids, plan.tiles, plan.sorted}, &push, sizeof push, {1, 1});
+  return plan;
+}
+
 std::string Kernels::expert_matmul(Stream& s, const Region& x, const DeviceWeight& w, int n, const Region& ids, int k,
-                                   bool shared_input, const Region& out, int pairs, std::uint32_t faults) {
+                                   bool shared_input, const Region& out, int pairs,
+                                   const std::optional<ExpertPlan>& plan, std::uint32_t faults) {
   TAPDIFF_ASSERT(w.rows % n == 0, "stacked experts {} of {} rows, {} per expert", w.name, w.rows, n);
   if (static_cast<std::uint64_t>(w.rows) * w.row_bytes >= (1ull << 32))
-    throw UsageError(
-        fmt::format("{}: {} bytes of stacked experts: the Vulkan expert kernel addresses at most 4 GiB "
-                    "per projection",
-                    w.name, static_cast<std::uint64_t>(w.rows) * w.row_bytes));
-  const ExpertMatmulPush push{u32(pairs),     u32(w.cols), u32(n), w.row_bytes, 0, u32(k), shared_input ? 1u : 0u,
+    throw UsageError(fmt::format("{}: {} bytes of stacked experts: the Vulkan expert kernels address at most 4 GiB "
+                                 "per projection",
+                                 w.name, static_cast<std::uint64_t>(w.rows) * w.row_bytes));
+  const ExpertMatmulPush push{u32(pairs), u32(w.cols), u32(n), w.row_bytes, 0, u32(k), shared_input ? 1u : 0u,
                               u32(w.rows / n)};
+  if (plan) {
+    const Grid grid{static_cast<std::uint32_t>(ceil_div(push.n, kExpertTile)),
+                    static_cast<std::uint32_t>(expert_plan_tiles(push.rows, static_cast<int>(push.experts)))};
+    dispatch(s, Shader::matmul_tiled_experts, dtype_code(w.dtype), {w.region, x, plan->tiles, plan->sorted, out},
+             &push, sizeof push, grid, faults);
+    return named("matmul-experts-tiled-64x64", w.dtype);
+  }
   const std::initializer_list<Region> bindings = {w.region, x, ids, out};
   if (matvec_shader() == Shader::matvec_subgroup) {
     const std::uint32_t split = matvec_split(push.n, push.k), outputs = matvec_subgroups_ / split;

@@ -34,6 +34,8 @@ namespace {
 #include "matmul_coop_f16_spv.h"
 #include "matmul_coop_k16_f16_spv.h"
 #include "matmul_coop_probe_f16_spv.h"
+#include "matmul_tiled_experts_f16_spv.h"
+#include "matmul_tiled_experts_spv.h"
 #include "matmul_tiled_f16_spv.h"
 #include "matmul_tiled_spv.h"
 #include "matvec_experts_shared_f16_spv.h"
@@ -44,6 +46,8 @@ namespace {
 #include "matvec_shared_spv.h"
 #include "matvec_subgroup_f16_spv.h"
 #include "matvec_subgroup_spv.h"
+#include "moe_plan_f16_spv.h"
+#include "moe_plan_spv.h"
 #include "moe_sum_f16_spv.h"
 #include "moe_sum_spv.h"
 #include "moe_topk_f16_spv.h"
@@ -73,7 +77,7 @@ std::span<const std::uint32_t> attention_coop2_words() {
   return words;
 }
 
-using ShaderTable = std::array<std::array<ShaderCode, 29>, 2>;
+using ShaderTable = std::array<std::array<ShaderCode, 31>, 2>;
 
 // In the order of the Shader enum: f32 activations, then f16. The cooperative-matrix kernels exist
 // in f16 only: their tensor cores multiply f16 values. Made on the first call (the coop2 kernels' words
@@ -110,6 +114,8 @@ const ShaderTable& shader_table() {
           {"moe_topk", moe_topk_spv, 2},
           {"moe_weights", moe_weights_spv, 3},
           {"moe_sum", moe_sum_spv, 3},
+          {"moe_plan", moe_plan_spv, 3, 2},
+          {"matmul_tiled_experts", matmul_tiled_experts_spv, 5},
       }},
       {{
           {"embed_f16", embed_f16_spv, 3},
@@ -141,6 +147,8 @@ const ShaderTable& shader_table() {
           {"moe_topk_f16", moe_topk_f16_spv, 2},
           {"moe_weights_f16", moe_weights_f16_spv, 3},
           {"moe_sum_f16", moe_sum_f16_spv, 3},
+          {"moe_plan_f16", moe_plan_f16_spv, 3, 2},
+          {"matmul_tiled_experts_f16", matmul_tiled_experts_f16_spv, 5},
       }},
   }};
   return table;

@@ -39,6 +39,8 @@ enum class Shader : std::uint8_t {
   moe_topk,                 // moe_route.comp
   moe_weights,              // moe_route.comp with WEIGHTS
   moe_sum,                  // moe_sum.comp
+  moe_plan,                 // moe_plan.comp
+  matmul_tiled_experts,     // matmul_tiled.comp with EXPERTS
 };
 
 // How activation buffers (op outputs, the KV cache) store their elements: --dtype f32 or f16.

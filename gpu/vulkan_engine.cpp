@@ -118,8 +118,10 @@ class Engine final : public VulkanEngine {
   HostTensor delivered_;                              // each delivery widened into it, reused (deliver_after_chunk)
   std::array<double, model::kOpCount> op_seconds_{};  // set_profiling
   Region tokens_;                                     // [capacity_] int32
-  // moe_out's (token, expert) pairs: [capacity_ * active, experts.ffn_dim] each, and their outputs [.., dim]
+  // moe_out's (token, expert) pairs: [capacity_ * active, experts.ffn_dim] each, and their outputs
+  // [.., dim]; the room for a plan grouping them by expert
   Region expert_gate_, expert_up_, expert_hidden_, expert_out_;
+  Kernels::ExpertPlan expert_plan_;
   Region row_table_;  // [capacity_] of (cache row of position 0, position, chunk's first position, leak), attention's
   // [capacity_, head_dim / 2] (cos, sin) each: the chunk's distinct RoPE tables (more than one only
   // where --inject moves a layer's positions or base), and the one each layer uses.
@@ -284,6 +286,9 @@ void Engine::reserve_rows(int rows) {
     for (Region* r : {&expert_gate_, &expert_up_, &expert_hidden_})
       *r = activations_->allocate(activation_bytes(pairs, config_.experts.ffn_dim), "the experts' FFN activations");
     expert_out_ = activations_->allocate(activation_bytes(pairs, config_.dim), "the experts' outputs");
+    const auto plan_tiles = Kernels::expert_plan_tiles(static_cast<std::uint64_t>(pairs), config_.experts.count);
+    expert_plan_ = {activations_->allocate((1 + 3 * plan_tiles) * 4, "the experts' tiles"),
+                    activations_->allocate(static_cast<std::uint64_t>(pairs) * 4, "the pairs grouped by expert")};
   }
   tokens_ = activations_->allocate(static_cast<std::uint64_t>(capacity) * 4, "the chunk's tokens");
   row_table_ = activations_->allocate(static_cast<std::uint64_t>(capacity) * 16, "the attention row table");
@@ -571,12 +576,14 @@ std::string Engine::mixture(const model::Step& step, const Region& out) {
   const Region gate = used(expert_gate_, f), up = used(expert_up_, f), hidden = used(expert_hidden_, f);
   const Region y = used(expert_out_, config_.dim);
   const std::uint32_t faults = kernel_faults(Op::moe_out, l);
+  const auto plan = kernels_->moe_plan(*stream_, ids, expert_plan_, rows, k, config_.experts.count);
   std::string kernel = kernels_->expert_matmul(*stream_, x, weights_->get(WeightKind::expert_gate, l), f, ids, k, true,
-                                               gate, pairs, faults);
-  kernels_->expert_matmul(*stream_, x, weights_->get(WeightKind::expert_up, l), f, ids, k, true, up, pairs, faults);
+                                               gate, pairs, plan, faults);
+  kernels_->expert_matmul(*stream_, x, weights_->get(WeightKind::expert_up, l), f, ids, k, true, up, pairs, plan,
+                          faults);
   kernel += "+" + kernels_->gated_activation(*stream_, gate, up, hidden, std::int64_t{pairs} * f, 0);
   kernels_->expert_matmul(*stream_, hidden, weights_->get(WeightKind::expert_down, l), config_.dim, ids, k, false, y,
-                          pairs, faults);
+                          pairs, plan, faults);
   return kernel + "+" + kernels_->moe_sum(*stream_, y, weights, out, rows, config_.dim, k);
 }
 

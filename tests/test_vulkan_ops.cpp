@@ -355,13 +355,19 @@ INSTANTIATE_TEST_SUITE_P(
         op_case("forced_tiled_q8_0", {6, 6, 16, 96, 160, 300}, DType::q8_0, {{1}, {2, 5}}, "llama", 0, false,
                 "matmul=tiled"),
         // Mixtures of experts: the router, its choice and the experts' products on random ids
-        // (decode rows and prefill rows, chunks after chunks), f32 and block weights, f16
-        // activations, the shared-memory matrix-vector build
-        experts(op_case("moe_8x2_f32", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {7}, {33}, {2, 5}}), 8, 2, 40),
-        experts(op_case("moe_16x4_q8_0", {8, 4, 16, 96, 160, 300}, DType::q8_0, {{1}, {5}, {2, 5}}), 16, 4, 64),
-        act_f16(experts(op_case("moe_8x2_f16", {8, 4, 16, 72, 136, 301}, DType::f16, {{1}, {7}, {2, 5}}), 8, 2, 40)),
-        experts(op_case("moe_forced_matvec_shared", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {5}}, "llama", 0, false,
-                        "matvec=shared"),
+        // (decode rows and prefill rows, chunks after chunks; 300 rows: two tiles of pairs per
+        // expert), f32 and block weights, f16 activations; the products per pair in prefill
+        // (experts=matvec, the shared-memory build) and grouped in tiles in decode (experts=tiled)
+        experts(op_case("moe_8x2_f32", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {7}, {33}, {300}, {2, 5}}), 8, 2,
+                40),
+        experts(op_case("moe_16x4_q8_0", {8, 4, 16, 96, 160, 300}, DType::q8_0, {{1}, {5}, {100}, {2, 5}}), 16, 4, 64),
+        act_f16(experts(op_case("moe_8x2_f16", {8, 4, 16, 72, 136, 301}, DType::f16, {{1}, {7}, {130}, {2, 5}}), 8, 2,
+                        40)),
+        experts(op_case("moe_forced_matvec_shared", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {5}, {70}}, "llama", 0,
+                        false, "matvec=shared,experts=matvec"),
+                6, 3, 24),
+        experts(op_case("moe_forced_tiled_decode", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {2, 1, 1}}, "llama", 0,
+                        false, "experts=tiled"),
                 6, 3, 24),
         // Both attention kernels at every row count: flash tiles of 32 rows and 32 keys (16 keys at
         // head_dim 128 on lavapipe's 32 KiB of shared memory) over partial tiles, chunks after
