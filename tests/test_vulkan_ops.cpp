@@ -626,6 +626,7 @@ TEST(VulkanKernels, UnknownKernelOverrideIsAUsageError) {
   EXPECT_NE(error.find("attention=auto|coop2|coop|flash|two-pass"), std::string::npos) << error;
   EXPECT_NE(error.find("decode-attention=auto|decode-split|flash-split"), std::string::npos) << error;
   EXPECT_NE(error.find("norm=auto|fused|apart"), std::string::npos) << error;
+  EXPECT_NE(error.find("experts=auto|tiled|matvec"), std::string::npos) << error;
 }
 
 // Forcing a cooperative-matrix kernel (`kernels`) in f32 mode is an error on any device: the

@@ -14,7 +14,7 @@ void add_vulkan_options(CLI::App& cmd, EngineChoice& choice) {
                  "Vulkan kernel overrides: matmul=auto|tiled|coop|coop-k16|coop2|coop2-128x128|coop2-128x256|matvec,"
                  "matvec=auto|subgroup|shared,"
                  "attention=auto|coop2|coop|flash|two-pass,decode-attention=auto|decode-split|flash-split,"
-                 "norm=auto|fused|apart");
+                 "norm=auto|fused|apart,experts=auto|tiled|matvec");
   cmd.add_option("--max-context", choice.max_context, "Vulkan KV-cache limit in positions (0 = grow as needed)")
       ->check(CLI::NonNegativeNumber);
   cmd.add_option("--inject", choice.inject,
