@@ -15,8 +15,7 @@ namespace {
 struct RoutePush {
   std::uint32_t rows, experts, k, normalize;
 };
-struct ExpertMatmulPush {  // matvec.comp's Push with EXPERTS
-  std::uint32_t rows, k, n, row_bytes, has_bias, per_token, shared_input, experts;
+X std::uint32_t rows, k, n, row_bytes, has_bias, per_token, shared_input, experts;
 };
 struct SumPush {
   std::uint32_t rows, dim, k;
@@ -25,8 +24,8 @@ struct PlanPush {
   std::uint32_t pairs, experts;
 };
 
-constexpr int kMaxActiveExperts = 64;       // moe_route.comp: MAX_K
-constexpr int kMaxPlanExperts = 256;        // moe_plan.comp: MAX_EXPERTS (more: the products run per pair)
+constexpr int kMaxActiveExperts = 64;      // moe_route.comp: MAX_K
+constexpr int kMaxPlanExperts = 256;       // moe_plan.comp: MAX_EXPERTS (more: the products run per pair)
 constexpr std::uint64_t kExpertTile = 64;  // moe_plan.comp: TILE, matmul_tiled.comp: BM and BN
 
 }  // namespace
@@ -71,16 +70,17 @@ std::string Kernels::expert_matmul(Stream& s, const Region& x, const DeviceWeigh
                                    const std::optional<ExpertPlan>& plan, std::uint32_t faults) {
   TAPDIFF_ASSERT(w.rows % n == 0, "stacked experts {} of {} rows, {} per expert", w.name, w.rows, n);
   if (static_cast<std::uint64_t>(w.rows) * w.row_bytes >= (1ull << 32))
-    throw UsageError(fmt::format("{}: {} bytes of stacked experts: the Vulkan expert kernels address at most 4 GiB "
-                                 "per projection",
-                                 w.name, static_cast<std::uint64_t>(w.rows) * w.row_bytes));
-  const ExpertMatmulPush push{u32(pairs), u32(w.cols), u32(n), w.row_bytes, 0, u32(k), shared_input ? 1u : 0u,
+    throw UsageError(
+        fmt::format("{}: {} bytes of stacked experts: the Vulkan expert kernels address at most 4 GiB "
+                    "per projection",
+                    w.name, static_cast<std::uint64_t>(w.rows) * w.row_bytes));
+  const ExpertMatmulPush push{u32(pairs),     u32(w.cols), u32(n), w.row_bytes, 0, u32(k), shared_input ? 1u : 0u,
                               u32(w.rows / n)};
   if (plan) {
     const Grid grid{static_cast<std::uint32_t>(ceil_div(push.n, kExpertTile)),
                     static_cast<std::uint32_t>(expert_plan_tiles(push.rows, static_cast<int>(push.experts)))};
-    dispatch(s, Shader::matmul_tiled_experts, dtype_code(w.dtype), {w.region, x, plan->tiles, plan->sorted, out},
-             &push, sizeof push, grid, faults);
+    dispatch(s, Shader::matmul_tiled_experts, dtype_code(w.dtype), {w.region, x, plan->tiles, plan->sorted, out}, &push,
+             sizeof push, grid, faults);
     return named("matmul-experts-tiled-64x64", w.dtype);
   }
   const std::initializer_list<Region> bindings = {w.region, x, ids, out};
