@@ -15,7 +15,8 @@ namespace {
 struct RoutePush {
   std::uint32_t rows, experts, k, normalize;
 };
-X std::uint32_t rows, k, n, row_bytes, has_bias, per_token, shared_input, experts;
+struct ExpertMatmulPush {  // the Push of matvec.comp and matmul_tiled.comp with EXPERTS
+  std::uint32_t rows, k, n, row_bytes, has_bias, per_token, shared_input, experts;
 };
 struct SumPush {
   std::uint32_t rows, dim, k;

@@ -802,6 +802,7 @@ std::optional<Vocabulary> gguf_vocabulary(const GgufFile& f, const ModelConfig& 
   v.add_bos =
       f.get_bool("tokenizer.ggml.add_bos_token").value_or(v.model != "gpt2" || (pre != nullptr && pre->add_bos));
   v.add_space_prefix = f.get_bool("tokenizer.ggml.add_space_prefix").value_or(v.model == "llama");
+  v.add_eos = f.get_bool("tokenizer.ggml.add_eos_token").value_or(false);
   auto check = [&](std::size_t n, std::string_view what) {
     if (n != 0 && n != v.tokens.size())
       throw_format_error(fmt::format("{}: {}: expected {} entries (one per token), found {}", f.path().string(), what,

@@ -216,10 +216,14 @@ void Tokenizer::throw_unencodable(std::string_view text) const {
 
 // ---- encoding ----------------------------------------------------------------------------------
 
-std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {
+std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
   std::vector<std::int32_t> ids;
-  if (add_bos && vocab_.add_bos && vocab_.bos >= 0) ids.push_back(vocab_.bos);
-  if (text.empty()) return ids;
+  if (add_special && vocab_.add_bos && vocab_.bos >= 0) ids.push_back(vocab_.bos);
+  const bool add_eos = add_special && vocab_.add_eos && vocab_.eos >= 0;
+  if (text.empty()) {
+    if (add_eos) ids.push_back(vocab_.eos);
+    return ids;
+  }
   if (kind_ == Kind::bpe && pre_ == nullptr)
     throw UsageError(
         fmt::format("{}: the pre-tokenizer '{}' (tokenizer.ggml.pre) is not implemented: tapdiff splits "
@@ -251,6 +255,7 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_bos,
     start = i;
   }
   encode_fragment(text.size());
+  if (add_eos) ids.push_back(vocab_.eos);
   return ids;
 }
 

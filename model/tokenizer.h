@@ -32,12 +32,12 @@ class Tokenizer {
   // UsageError when its model is neither "llama" nor "gpt2".
   explicit Tokenizer(const Vocabulary& vocab);
 
-  // The ids of `text` (UTF-8; invalid bytes are encoded as bytes), with BOS first when add_bos
-  // and the vocabulary has a BOS it adds (Vocabulary::add_bos). The text of a control or unknown token written in it
-  // ("<s>",
-  // "<|im_start|>") is that token when parse_special, else text; a user-defined token's text is
-  // always that token (as llama.cpp's parse_special). Control pieces are never produced otherwise.
-  std::vector<std::int32_t> encode(std::string_view text, bool add_bos, bool parse_special = true) const;
+  // The ids of `text` (UTF-8; invalid bytes are encoded as bytes), with, where add_special, BOS
+  // first and EOS last as the vocabulary adds them (Vocabulary::add_bos, add_eos: llama.cpp's
+  // add_special). The text of a control or unknown token written in it ("<s>", "<|im_start|>")
+  // is that token when parse_special, else text; a user-defined token's text is always that token
+  // (as llama.cpp's parse_special). Control pieces are never produced otherwise.
+  std::vector<std::int32_t> encode(std::string_view text, bool add_special, bool parse_special = true) const;
   // The bytes of one token in a stream: control and unused tokens give "", byte tokens their byte
   // (possibly a fragment of a UTF-8 character), unk its piece text (e.g. "<unk>"). For "llama",
   // "▁" gives ' ' and, with add_space_prefix, the leading space is dropped when previous is BOS or

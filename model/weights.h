@@ -121,7 +121,8 @@ struct Vocabulary {
   std::vector<std::string> merges;  // gpt2 only
   std::string pre;                  // gpt2: the pre-tokenizer (GGUF tokenizer.ggml.pre), "" when not given
   int bos = -1, eos = -1, unk = -1;
-  bool add_bos = true;  // a text prompt starts with BOS (tokenizer.ggml.add_bos_token, or llama.cpp's default)
+  bool add_bos = true;   // a text prompt starts with BOS (tokenizer.ggml.add_bos_token, or llama.cpp's default)
+  bool add_eos = false;  // a text prompt ends with EOS (tokenizer.ggml.add_eos_token)
   bool add_space_prefix = true;
 };
 

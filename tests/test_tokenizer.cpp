@@ -334,6 +334,19 @@ TEST(Tokenizer, BosOnlyWhenTheVocabularyAddsIt) {
   EXPECT_EQ(Tokenizer(v).encode("he", true), (Ids{static_cast<std::int32_t>(v.tokens.size()) - 2}));
 }
 
+// tokenizer.ggml.add_eos_token: EOS last, where special tokens are added at all (llama.cpp's
+// add_special), an empty text included.
+TEST(Tokenizer, EosLastWhenTheVocabularyAppendsIt) {
+  auto v = gpt2_vocab({"h e"});
+  const auto he = static_cast<std::int32_t>(v.tokens.size()) - 2;
+  v.add_eos = true;
+  EXPECT_EQ(Tokenizer(v).encode("he", true), (Ids{v.bos, he, v.eos}));
+  EXPECT_EQ(Tokenizer(v).encode("he", false), (Ids{he}));
+  EXPECT_EQ(Tokenizer(v).encode("", true), (Ids{v.bos, v.eos}));
+  v.add_eos = false;
+  EXPECT_EQ(Tokenizer(v).encode("he", true), (Ids{v.bos, he}));
+}
+
 // ---- the real stories260K vocabulary ----
 
 namespace {

@@ -20,7 +20,8 @@ void add_prompt_options(CLI::App& command, PromptOptions& options) {
   tokens->excludes(file);
   command.add_option("--vocab", options.vocab,
                      "GGUF file whose vocabulary tokenizes the prompt (for models without one)");
-  command.add_flag("--no-bos", options.no_bos, "Do not prepend the BOS token to a text prompt");
+  command.add_flag("--no-bos", options.no_bos,
+                   "Add no BOS token to a text prompt (nor the EOS of a vocabulary that appends one)");
   command.add_flag("--special-as-text", options.special_as_text,
                    "Read the text of control tokens written in a text prompt (<s>, <|im_start|>) as text, not as "
                    "those tokens");

@@ -69,7 +69,8 @@ def train_bpe(family: str) -> Tokenizer:
     return tokenizer
 
 
-def write_gguf(tokenizer: Tokenizer, pre: str, path: Path, add_bos: bool | None = False) -> None:
+def write_gguf(tokenizer: Tokenizer, pre: str, path: Path, add_bos: bool | None = False,
+               add_eos: bool | None = None) -> None:
     saved = json.loads(tokenizer.to_str())
     vocab = sorted(saved["model"]["vocab"].items(), key=lambda item: item[1])
     tokens = [t for t, _ in vocab]
@@ -87,6 +88,8 @@ def write_gguf(tokenizer: Tokenizer, pre: str, path: Path, add_bos: bool | None 
         w.add_eos_token_id(tokens.index("<|endoftext|>"))
         if add_bos is not None:
             w.add_add_bos_token(add_bos)
+        if add_eos is not None:
+            w.add_add_eos_token(add_eos)
 
     write_tiny_llama(path, 64, len(tokens), add_vocab)
 
@@ -99,7 +102,7 @@ def tapdiff_ids(model: Path, text: str, special: bool) -> list[int]:
 
 
 def llama_cpp_tokenize(model: Path, texts: list[str], special: bool) -> dict:
-    """{"ids": [[...] per text], "add_bos": whether llama.cpp starts a prompt with BOS}"""
+    """{"ids": [[...] per text], "add_bos", "add_eos": whether llama.cpp starts a prompt with BOS, ends it with EOS}"""
     run = subprocess.run(["node", str(node_script("llama_cpp_tokenize.mjs")), str(model),
                           "special" if special else "text"], input=json.dumps(texts), capture_output=True,
                          text=True, timeout=300)
@@ -179,3 +182,20 @@ def test_bos_as_llama_cpp_adds_it_when_the_file_does_not_say(family, tmp_path):
                              capture_output=True, text=True)
         assert run.returncode == 0, run.stderr
         assert json.loads(run.stdout)["ids"] == [bos] * theirs["add_bos"] + theirs["ids"][0], add_bos
+
+
+def test_eos_as_llama_cpp_appends_it(tmp_path):
+    """tokenizer.ggml.add_eos_token: llama.cpp ends a prompt with EOS (an embedding model's habit);
+    tapdiff's prompt too, and neither with --no-bos (llama.cpp's add_special false)."""
+    tokenizer = train_bpe("llama3")
+    eos = tokenizer.token_to_id("<|endoftext|>")
+    for add_eos in (True, False):
+        model = tmp_path / f"eos-{add_eos}.gguf"
+        write_gguf(tokenizer, FAMILIES["llama3"][0], model, False, add_eos)
+        theirs = llama_cpp_tokenize(model, ["hi there"], True)
+        assert theirs["add_eos"] == add_eos
+        for flags, special in (([], True), (["--no-bos"], False)):
+            run = subprocess.run([TAPDIFF, "tokenize", "--model", str(model), "--prompt", "hi there", "--json", *flags],
+                                 capture_output=True, text=True)
+            assert run.returncode == 0, run.stderr
+            assert json.loads(run.stdout)["ids"] == theirs["ids"][0] + [eos] * (add_eos and special), flags
