@@ -146,6 +146,10 @@ class DumpWriter:
                              f"width), found {list(values.shape)}")
         if (layer, op) in chunk._recorded:
             raise ValueError(f"{layer}/{op} recorded twice in one chunk")
+        if op == "moe_ids" and values.shape[1] > 1 and not np.all(np.diff(values, axis=1) > 0):
+            row = int(np.argmax(np.any(np.diff(values, axis=1) <= 0, axis=1)))
+            raise ValueError(f"{layer}/{op}: expected each row's expert ids ascending (and their moe_weights in that "
+                             f"order: tapdiff compares the choice as a set), found {values[row].tolist()} in row {row}")
         chunk._recorded.add((layer, op))
         data = self._tap(layer, op, width)
         data.resize(self._rows + chunk.rows, axis=0)

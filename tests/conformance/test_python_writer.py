@@ -119,6 +119,17 @@ def test_the_writer_refuses_what_does_not_fit_the_model(info, tmp_path):
         DumpWriter(tmp_path / "x.h5", MODEL, info=info, storage_dtype="bf16")
 
 
+def test_the_writer_refuses_expert_ids_out_of_order(tmp_path):
+    """moe_ids hold each row's chosen experts ascending (tapdiff compares the choice as a set): an
+    engine's top-k order is refused, naming the row, not compared as another choice."""
+    with DumpWriter(tmp_path / "moe.h5", "synth:tiny-moe", tapdiff=TAPDIFF) as dump:
+        with pytest.raises(ValueError, match=r"0/moe_ids: expected each row's expert ids ascending.*in row 1"):
+            with dump.chunk([1, 2]) as chunk:
+                chunk.record(0, "moe_ids", np.array([[1.0, 6.0], [5.0, 2.0]]))
+        with dump.chunk([1, 2]) as chunk:
+            chunk.record(0, "moe_ids", np.array([[1.0, 6.0], [2.0, 5.0]]))
+
+
 def test_an_engine_that_stops_leaves_a_dump_readable_up_to_rows_complete(info, tmp_path):
     path = tmp_path / "stopped.h5"
     engine = NumpyLlama(info["model_path"], info["model_config"])
