@@ -370,17 +370,22 @@ void read_smollm3(KeyReader& k, ModelConfig& c) {
   if (std::count(rope.begin(), rope.end(), false) > 0) c.rope_layers = std::move(rope);
 }
 
-// The mixture of experts: `count_key` experts (Qwen3-MoE's 5.x saves num_local_experts for its
-// num_experts: either is read, not both), num_experts_per_tok of them per token, each `ffn_dim` wide.
-void read_experts(KeyReader& k, ModelConfig& c, const std::string& count_key, int ffn_dim, bool normalize) {
+// Mistral: Llama's block without MLP biases, every layer within `sliding_window` (absent or null: none).
+void read_mistral(KeyReader& k, ModelConfig& c) {
+  c.block.activation = read_activation(k, "hidden_act", "silu");
+  no_mlp_bias(k);
+  c.sliding_window = k.integer("sliding_window", 0);
+}
+
+// The mixture of experts: `count_key` experts (or `alias`, where the family has one: Qwen3-MoE's
+// 5.x saves num_local_experts for its num_experts; either is read, not both), num_experts_per_tok
+// of them per token, each `ffn_dim` wide.
+void read_experts(KeyReader& k, ModelConfig& c, const std::string& count_key, const std::string& alias, int ffn_dim,
+                  bool normalize) {
   Experts& e = c.experts;
-  const std::string other = count_key == "num_experts" ? "num_local_experts" : "";
-  if (!other.empty() && k.find(other) != nullptr) {
-    if (k.find(count_key) != nullptr) k.fail(other, fmt::format("either {} or {}", count_key, other), "both");
-    e.count = k.integer(other);
-  } else {
-    e.count = k.integer(count_key);
-  }
+  const bool aliased = !alias.empty() && k.find(alias) != nullptr;
+  if (aliased && k.find(count_key) != nullptr) k.fail(alias, fmt::format("either {} or {}", count_key, alias), "both");
+  e.count = k.integer(aliased ? alias : count_key);
   e.active = k.integer("num_experts_per_tok");
   e.ffn_dim = ffn_dim;
   e.normalize = normalize;
@@ -396,7 +401,8 @@ void read_qwen3_moe(KeyReader& k, ModelConfig& c) {
   read_attention_bias(k, c.block);
   c.block.qk_norm = QkNorm::per_head;
   read_qwen2_windows(k, c);
-  read_experts(k, c, "num_experts", k.integer("moe_intermediate_size"), k.boolean("norm_topk_prob", false));
+  read_experts(k, c, "num_experts", "num_local_experts", k.integer("moe_intermediate_size"),
+               k.boolean("norm_topk_prob", false));
   const int step = k.integer("decoder_sparse_step", 1);
   if (step < 1) k.fail("decoder_sparse_step", "a step >= 1", std::to_string(step));
   std::vector<bool> moe(static_cast<std::size_t>(c.n_layers));
@@ -420,20 +426,13 @@ void read_qwen3_moe(KeyReader& k, ModelConfig& c) {
 
 constexpr HfFamily kFamilies[] = {
     {"llama", read_llama},
-    {"mistral",
-     [](KeyReader& k, ModelConfig& c) {
-       c.block.activation = read_activation(k, "hidden_act", "silu");
-       no_mlp_bias(k);
-       c.sliding_window = k.integer("sliding_window", 0);
-     }},
+    {"mistral", read_mistral},
     // Mixtral: Mistral's block with every FFN a mixture of experts, intermediate_size wide each,
     // the chosen weights renormalised (MixtralTopKRouter).
     {"mixtral",
      [](KeyReader& k, ModelConfig& c) {
-       c.block.activation = read_activation(k, "hidden_act", "silu");
-       no_mlp_bias(k);
-       c.sliding_window = k.integer("sliding_window", 0);
-       read_experts(k, c, "num_local_experts", c.ffn_dim, true);
+       read_mistral(k, c);
+       read_experts(k, c, "num_local_experts", "", c.ffn_dim, true);
      }},
     {"qwen3_moe", read_qwen3_moe},
     {"qwen2",
