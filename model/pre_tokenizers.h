@@ -1,32 +1,48 @@
 #pragma once
 // The pre-tokenizers of byte-level BPE vocabularies: how text is split into words before the
-// merges, named by GGUF tokenizer.ggml.pre as llama.cpp's converter writes it. Each family is one
-// pattern, split by hand with Unicode's classes (\p{L}, \p{N}, \s: model/unicode_classes.h):
-//   gpt2:   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-//   llama3: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|
-//           \s*[\r\n]+|\s+(?!\S)|\s+
-//   qwen2:  llama3's with \p{N} (one digit a word) for \p{N}{1,3}
-// The words cover the text exactly, in order.
+// merges. Each is a list of split patterns (model/split_regex.h), applied in order, each cutting
+// every piece of the one before into its matches and the text between them (Hugging Face
+// tokenizers' Split "isolated"). The GGUF names (tokenizer.ggml.pre) are llama.cpp's, with the
+// patterns llama.cpp runs for them (llama-vocab.cpp); a tokenizer.json brings its own.
+#include <cstdint>
+#include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
+#include "model/split_regex.h"
+
 namespace tapdiff::model {
 
-using WordSplit = std::vector<std::string_view> (*)(std::string_view text);
-
 struct PreTokenizer {
-  std::string_view family;  // "gpt2", "llama3", "qwen2"
-  WordSplit split;
+  std::string_view family;                     // llama.cpp's pre-tokenizer type: "gpt2", "llama3", "tekken", ...
+  std::span<const std::string_view> patterns;  // applied in order
   bool ignore_merges;  // a word that is itself a piece is that one token (llama.cpp's, for llama3)
   bool add_bos;        // llama.cpp's default when tokenizer.ggml.add_bos_token is not given
 };
 
-// The pre-tokenizer tokenizer.ggml.pre names, as llama.cpp maps the name to a family; nullptr for
-// a name tapdiff does not implement ("default", the name llama.cpp reads when none is given, too).
+// The pre-tokenizer tokenizer.ggml.pre names, as llama.cpp maps the name to a type; nullptr for a
+// name tapdiff does not implement, and for "" (llama.cpp then falls back to "default" with a warning).
 const PreTokenizer* find_pre_tokenizer(std::string_view name);
 
-std::vector<std::string_view> gpt2_words(std::string_view text);
-std::vector<std::string_view> llama3_words(std::string_view text);
-std::vector<std::string_view> qwen2_words(std::string_view text);
+// Who runs the patterns: Hugging Face tokenizers reads the text as it is; llama.cpp runs a pattern
+// without \p{..} through std::wregex with every non-ASCII White_Space character replaced by U+000B
+// (std::wregex's \s knows ASCII only), which changes what a class of literal ranges matches
+// (deepseek-llm's U+0800-U+4E00 holds U+2009 and U+3000).
+enum class SplitDialect : std::uint8_t { tokenizers, llama_cpp };
+
+// Compiled split patterns.
+class WordSplitter {
+ public:
+  // FormatError naming `where` and the pattern when one is outside model/split_regex.h's syntax.
+  WordSplitter(std::span<const std::string> patterns, std::string_view where);
+  WordSplitter(std::span<const std::string_view> patterns, std::string_view where, SplitDialect dialect);
+  // The words of text, covering it exactly, in order.
+  std::vector<std::string_view> split(std::string_view text) const;
+
+ private:
+  std::vector<SplitRegex> regexes_;
+  std::vector<bool> white_space_as_vt_;  // per pattern: non-ASCII white space reads as U+000B
+};
 
 }  // namespace tapdiff::model

@@ -119,7 +119,13 @@ Tokenizer::Tokenizer(const Vocabulary& vocab) : vocab_(vocab) {
     kind_ = Kind::spm;
   } else if (vocab_.model == "gpt2") {
     kind_ = Kind::bpe;
-    pre_ = find_pre_tokenizer(vocab_.pre);
+    if (vocab_.split_patterns) {
+      splitter_.emplace(std::span<const std::string>(*vocab_.split_patterns), where());
+      ignore_merges_ = vocab_.ignore_merges;
+    } else if (const PreTokenizer* pre = find_pre_tokenizer(vocab_.pre)) {
+      splitter_.emplace(pre->patterns, where(), SplitDialect::llama_cpp);
+      ignore_merges_ = pre->ignore_merges;
+    }
   } else {
     throw UsageError(
         fmt::format("{}: tokenizer model '{}' is not supported: expected 'llama' or 'gpt2'", where(), vocab_.model));
@@ -224,12 +230,19 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_spec
     if (add_eos) ids.push_back(vocab_.eos);
     return ids;
   }
-  if (kind_ == Kind::bpe && pre_ == nullptr)
+  if (kind_ == Kind::bpe && !splitter_) {
+    if (vocab_.pre.empty())
+      throw UsageError(
+          fmt::format("{}: the file names no pre-tokenizer (tokenizer.ggml.pre), so how the model "
+                      "splits text is unknown (llama.cpp guesses its 'default' split, with a "
+                      "warning); give the prompt as token ids (--tokens)",
+                      where()));
     throw UsageError(
-        fmt::format("{}: the pre-tokenizer '{}' (tokenizer.ggml.pre) is not implemented: tapdiff splits "
-                    "text as the GPT-2, Llama 3 and Qwen2 families do (model/pre_tokenizers.h), which "
+        fmt::format("{}: the pre-tokenizer '{}' (tokenizer.ggml.pre) is not implemented: tapdiff "
+                    "splits text as llama.cpp's pre-tokenizers of model/pre_tokenizers.cpp do, which "
                     "would give other ids for this vocabulary; give the prompt as token ids (--tokens)",
-                    where(), vocab_.pre.empty() ? "default" : vocab_.pre));
+                    where(), vocab_.pre));
+  }
   // As llama.cpp partitions the text: special tokens cut it into fragments, each encoded alone;
   // with SentencePiece's space prefix, a fragment at the start or after a special token gets it.
   bool after_special = true;
@@ -305,7 +318,7 @@ void Tokenizer::encode_spm(std::string_view text, bool space_prefix, std::vector
 }
 
 void Tokenizer::encode_bpe(std::string_view text, std::vector<std::int32_t>& out) const {
-  for (std::string_view word : pre_->split(text)) encode_bpe_word(word, out);
+  for (std::string_view word : splitter_->split(text)) encode_bpe_word(word, out);
 }
 
 // Byte-level BPE of one pre-tokenized word: its bytes as GPT-2 stand-in characters, merged by rank.
@@ -318,7 +331,7 @@ void Tokenizer::encode_bpe_word(std::string_view word, std::vector<std::int32_t>
     mapped += ch;
     lengths.push_back(ch.size());
   }
-  if (pre_->ignore_merges) {
+  if (ignore_merges_) {
     if (const std::int32_t whole = find_piece(mapped); whole >= 0) {
       out.push_back(whole);
       return;

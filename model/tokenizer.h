@@ -6,12 +6,13 @@
 //   adjacent symbols merge, best piece score first (leftmost on ties); characters that are not a
 //   piece fall back to byte tokens <0xXX> (or to unk when the vocabulary has none).
 // model "gpt2": byte-level BPE with ranked merges ("a b" strings), after the pre-tokenization
-//   tokenizer.ggml.pre names (model/pre_tokenizers.h: the GPT-2, Llama 3 and Qwen2 families); for
-//   a pre-tokenizer tapdiff does not implement ("default" when none is given) encode() refuses,
-//   naming it (token ids still run).
+//   the vocabulary's split patterns give (a tokenizer.json's) or tokenizer.ggml.pre names
+//   (model/pre_tokenizers.h: llama.cpp's); for a pre-tokenizer tapdiff does not implement, or
+//   none named, encode() refuses, naming it (token ids still run).
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -60,7 +61,8 @@ class Tokenizer {
   using PieceMap = std::unordered_map<std::string, std::int32_t, StringHash, std::equal_to<>>;
 
   enum class Kind : std::uint8_t { spm, bpe };
-  const PreTokenizer* pre_ = nullptr;  // bpe: the split of tokenizer.ggml.pre, nullptr if not implemented
+  std::optional<WordSplitter> splitter_;  // bpe: the pre-tokenizer's split; none when not implemented
+  bool ignore_merges_ = false;            // bpe: a word that is itself a piece is that one token
 
   std::string where() const;  // "<file>: tokenizer", the start of every message
   void check_vocab() const;

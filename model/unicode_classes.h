@@ -1,14 +1,56 @@
 #pragma once
-// The Unicode classes the pre-tokenizers' patterns name: \p{L} (letters), \p{N} (numbers) and \s
-// (the White_Space property). L and N come from a generated table (model/unicode_classes.cpp,
-// scripts/gen-unicode-classes.py; unicode_version() says which Unicode).
+// The Unicode classes the pre-tokenizers' patterns name: the general categories of \p{..}
+// (\p{L} letters, \p{Lu} upper case, \p{N} numbers, ...) and \s (the White_Space property). The
+// categories come from a generated table (model/unicode_classes.cpp, scripts/gen-unicode-classes.py;
+// unicode_version() says which Unicode).
+#include <cstdint>
 #include <string_view>
 
 namespace tapdiff::model {
 
+// Unicode's general categories; Cn for a code point that is not assigned (or past U+10FFFF).
+enum class GeneralCategory : std::uint8_t {
+  Lu,
+  Ll,
+  Lt,
+  Lm,
+  Lo,
+  Mn,
+  Mc,
+  Me,
+  Nd,
+  Nl,
+  No,
+  Pc,
+  Pd,
+  Ps,
+  Pe,
+  Pi,
+  Pf,
+  Po,
+  Sm,
+  Sc,
+  Sk,
+  So,
+  Zs,
+  Zl,
+  Zp,
+  Cc,
+  Cf,
+  Cs,
+  Co,
+  Cn
+};
+
 std::string_view unicode_version();
-bool is_letter(char32_t c);  // general category L*
-bool is_number(char32_t c);  // general category N*
+GeneralCategory general_category(char32_t c);
+
+constexpr bool is_letter_category(GeneralCategory g) { return g <= GeneralCategory::Lo; }  // L*
+constexpr bool is_number_category(GeneralCategory g) {                                     // N*
+  return g >= GeneralCategory::Nd && g <= GeneralCategory::No;
+}
+inline bool is_letter(char32_t c) { return is_letter_category(general_category(c)); }
+inline bool is_number(char32_t c) { return is_number_category(general_category(c)); }
 
 // Unicode's White_Space property (PropList.txt): what \s matches in the tokenizers' regexes.
 constexpr bool is_white_space(char32_t c) {

@@ -120,6 +120,10 @@ struct Vocabulary {
   std::vector<std::int32_t> types;  // 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte; may be empty
   std::vector<std::string> merges;  // gpt2 only
   std::string pre;                  // gpt2: the pre-tokenizer (GGUF tokenizer.ggml.pre), "" when not given
+  // gpt2 from a tokenizer.json: its split patterns, in order (none: the text is one word), used
+  // instead of `pre`; and its model's ignore_merges.
+  std::optional<std::vector<std::string>> split_patterns;
+  bool ignore_merges = false;
   int bos = -1, eos = -1, unk = -1;
   bool add_bos = true;   // a text prompt starts with BOS (tokenizer.ggml.add_bos_token, or llama.cpp's default)
   bool add_eos = false;  // a text prompt ends with EOS (tokenizer.ggml.add_eos_token)

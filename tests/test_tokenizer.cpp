@@ -262,10 +262,21 @@ TEST(Tokenizer, Gpt2RoundTripsAnyText) {
   EXPECT_EQ(t.decode_token(t.bos()), "");
 }
 
+using Words = std::vector<std::string_view>;
+
+// The words of text under the pre-tokenizer a GGUF names.
+Words words(std::string_view pre, std::string_view text) {
+  const PreTokenizer* p = find_pre_tokenizer(pre);
+  if (p == nullptr) throw std::runtime_error("no pre-tokenizer " + std::string(pre));
+  return WordSplitter(p->patterns, "test", SplitDialect::llama_cpp).split(text);
+}
+Words gpt2_words(std::string_view text) { return words("gpt-2", text); }
+Words llama3_words(std::string_view text) { return words("llama-bpe", text); }
+Words qwen2_words(std::string_view text) { return words("qwen2", text); }
+
 // GPT-2's split with Unicode's classes: Arabic-Indic and circled digits are numbers, CJK and
 // accented letters letters, U+3000 white space, an em dash and emoji neither.
 TEST(Tokenizer, Gpt2SplitUsesUnicodeClasses) {
-  using Words = std::vector<std::string_view>;
   EXPECT_EQ(gpt2_words("a\u0663\u0664b"), (Words{"a", "\u0663\u0664", "b"}));
   EXPECT_EQ(gpt2_words("x\u2460\u2461!"), (Words{"x", "\u2460\u2461", "!"}));
   EXPECT_EQ(gpt2_words("caf\u00e9 \u65e5\u672c\u8a9e"), (Words{"caf\u00e9", " \u65e5\u672c\u8a9e"}));
@@ -281,7 +292,6 @@ TEST(Tokenizer, Gpt2SplitUsesUnicodeClasses) {
 // The Llama 3 and Qwen2 splits, against Python's `regex` module running their patterns
 // (model/pre_tokenizers.h) on the same strings.
 TEST(Tokenizer, Llama3AndQwen2SplitsAsTheirPatterns) {
-  using Words = std::vector<std::string_view>;
   const std::string_view a = "Hello world's 12345 !!\n\n  x";
   EXPECT_EQ(llama3_words(a), (Words{"Hello", " world", "'s", " ", "123", "45", " !!\n\n", " ", " x"}));
   EXPECT_EQ(qwen2_words(a), (Words{"Hello", " world", "'s", " ", "1", "2", "3", "4", "5", " !!\n\n", " ", " x"}));
@@ -291,12 +301,19 @@ TEST(Tokenizer, Llama3AndQwen2SplitsAsTheirPatterns) {
   const std::string_view c = "e\u0301x 1\u00bd";
   EXPECT_EQ(llama3_words(c), (Words{"e", "\u0301x", " ", "1\u00bd"}));
   EXPECT_EQ(qwen2_words(c), (Words{"e", "\u0301x", " ", "1", "\u00bd"}));
+  // llama.cpp reads deepseek-llm's patterns without \p{..} with non-ASCII white space as U+000B,
+  // so its U+0800-U+4E00 class does not take U+2009; tokenizers reads U+2009.
+  EXPECT_EQ(words("deepseek-llm", "a  \u2009  "), (Words{"a", "  \u2009  "}));
+  const PreTokenizer* deepseek = find_pre_tokenizer("deepseek-llm");
+  const std::vector<std::string> as_written(deepseek->patterns.begin(), deepseek->patterns.end());
+  EXPECT_EQ(WordSplitter(as_written, "test").split("a  \u2009  "), (Words{"a", "  ", "\u2009", "  "}));
   ASSERT_NE(find_pre_tokenizer("llama-bpe"), nullptr);
   EXPECT_EQ(find_pre_tokenizer("llama-bpe")->family, "llama3");
   EXPECT_TRUE(find_pre_tokenizer("llama-bpe")->ignore_merges);
   EXPECT_EQ(find_pre_tokenizer("qwen2")->family, "qwen2");
   EXPECT_EQ(find_pre_tokenizer("gpt-2")->family, "gpt2");
-  EXPECT_EQ(find_pre_tokenizer("default"), nullptr);
+  EXPECT_EQ(find_pre_tokenizer("default")->family, "default");
+  EXPECT_EQ(find_pre_tokenizer("kimi-k2"), nullptr);  // split code of its own in llama.cpp
   EXPECT_EQ(find_pre_tokenizer(""), nullptr);
 }
 
@@ -305,13 +322,13 @@ TEST(Tokenizer, Llama3AndQwen2SplitsAsTheirPatterns) {
 TEST(Tokenizer, Gpt2VocabularyWithAnotherPreTokenizerRefusesText) {
   auto v = gpt2_vocab({"h e"});
   v.source = "/models/l3.gguf";
-  v.pre = "tekken";
+  v.pre = "superbpe";
   const Tokenizer t(v);
   try {
     t.encode("he said 123", false);
     FAIL() << "encoded text with an unimplemented pre-tokenizer";
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("/models/l3.gguf: tokenizer: the pre-tokenizer 'tekken' "
+    EXPECT_NE(std::string(e.what()).find("/models/l3.gguf: tokenizer: the pre-tokenizer 'superbpe' "
                                          "(tokenizer.ggml.pre) is not implemented"),
               std::string::npos)
         << e.what();
@@ -321,8 +338,10 @@ TEST(Tokenizer, Gpt2VocabularyWithAnotherPreTokenizerRefusesText) {
     v.pre = gpt2;
     EXPECT_EQ(Tokenizer(v).encode("he", false).size(), 1u) << gpt2;
   }
-  v.pre = "";  // llama.cpp's "default": another split
+  v.pre = "";  // none named: llama.cpp guesses its "default"
   EXPECT_THROW(Tokenizer(v).encode("he", false), UsageError);
+  v.split_patterns = std::vector<std::string>{};  // a tokenizer.json without a split: one word
+  EXPECT_EQ(Tokenizer(v).encode("he", false).size(), 1u);
 }
 
 // A vocabulary that adds no BOS (tokenizer.ggml.add_bos_token false, or llama.cpp's default for

@@ -30,6 +30,8 @@ PARTS = [
     "abc\u0663\u0664def", "x\u2014y", "\u00e9\u2026\u00e9", "\u65e5\u672c2026\u5e74", "\u00bd\u00bcx",
     "word\u3002word", "\u00abquote\u00bb", "heart\u2764\ufe0fheart", "\u0915\u093f\u0924\u093e\u092c",
     "na\u0308ive", "\u2160\u2161\u2162", "x\u00b2+y\u00b2", "\u00bfqu\u00e9?", "\u00a1hola!",
+    # cased letters outside ASCII next to each other (Tekken's and GPT-4o's upper/lower split)
+    "\u00c9COLE \u00e9cole", "\u00c9t\u00c9", "\u0391\u03b2\u0393\u03b4", "\u01c5ungla", "\u0130stanbul",
 ]
 
 
