@@ -14,6 +14,7 @@
 
 #include "model/errors.h"
 #include "model/hf_experts.h"
+#include "model/hf_tokenizer.h"
 #include "model/input_file.h"
 #include "model/json_input.h"
 #include "model/mapped_file.h"
@@ -333,6 +334,7 @@ std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
         fmt::format("{}: tie_word_embeddings is false, but the folder has no lm_head.weight", config_path.string()));
   config.validate(config_path.string());
   auto model = std::make_unique<Model>(folder, config);
+  if (auto vocab = hf_vocabulary(folder, config)) model->set_vocabulary(std::move(*vocab));
   HfExperts experts(config);
   for (const auto& [own, name] : names) {
     const auto& where = by_name.at(name);

@@ -60,18 +60,14 @@ std::optional<std::uint32_t> categories_named(std::string_view name) {
     const bool whole = name.size() == 1 && kNames[i][0] == name[0];
     if (whole || kNames[i] == name) bits |= category_bit(static_cast<GeneralCategory>(i));
   }
-  if (name == "L&") bits = category_bit(GeneralCategory::Lu) | category_bit(GeneralCategory::Ll) |
-                           category_bit(GeneralCategory::Lt);
+  if (name == "L&")
+    bits = category_bit(GeneralCategory::Lu) | category_bit(GeneralCategory::Ll) | category_bit(GeneralCategory::Lt);
   if (bits == 0) return std::nullopt;
   return bits;
 }
 
-CharItem range_item(char32_t first, char32_t last) {
-  return {CharItem::Kind::range, false, first, last, 0};
-}
-CharItem categories_item(std::uint32_t bits, bool negated) {
-  return {CharItem::Kind::categories, negated, 0, 0, bits};
-}
+CharItem range_item(char32_t first, char32_t last) { return {CharItem::Kind::range, false, first, last, 0}; }
+CharItem categories_item(std::uint32_t bits, bool negated) { return {CharItem::Kind::categories, negated, 0, 0, bits}; }
 
 // The ASCII letters of [first, last] in the other case, as ranges.
 void add_other_case(char32_t first, char32_t last, std::vector<CharItem>& items) {
@@ -109,9 +105,10 @@ class Parser {
 
  private:
   [[noreturn]] void fail(std::string_view what) const {
-    throw FormatError(fmt::format("{}: split pattern '{}': {} at character {}: tapdiff's patterns take the syntax "
-                                  "of model/split_regex.h",
-                                  where_, pattern_, what, i_ + 1));
+    throw FormatError(
+        fmt::format("{}: split pattern '{}': {} at character {}: tapdiff's patterns take the syntax "
+                    "of model/split_regex.h",
+                    where_, pattern_, what, i_ + 1));
   }
   bool at_end() const { return i_ >= p_.size(); }
   char32_t peek(std::size_t ahead = 0) const { return i_ + ahead < p_.size() ? p_[i_ + ahead] : 0; }
@@ -215,7 +212,8 @@ class Parser {
         escape(set.items, false);
         if (icase_)
           for (std::size_t k = 0, n = set.items.size(); k < n; ++k)
-            if (set.items[k].kind == CharItem::Kind::range) add_other_case(set.items[k].first, set.items[k].last, set.items);
+            if (set.items[k].kind == CharItem::Kind::range)
+              add_other_case(set.items[k].first, set.items[k].last, set.items);
         return set_node(std::move(set));
       }
       default: ++i_; return literal(c);
@@ -303,8 +301,8 @@ class Parser {
       case U'D': items.push_back(categories_item(category_bit(GeneralCategory::Nd), c == U'D')); return;
       case U'w':
       case U'W': {
-        const std::uint32_t word = *categories_named("L") | *categories_named("M") |
-                                   category_bit(GeneralCategory::Nd) | category_bit(GeneralCategory::Pc);
+        const std::uint32_t word = *categories_named("L") | *categories_named("M") | category_bit(GeneralCategory::Nd) |
+                                   category_bit(GeneralCategory::Pc);
         items.push_back(categories_item(word, c == U'W'));
         return;
       }
@@ -318,9 +316,10 @@ class Parser {
           const std::string ascii(name.begin(), name.end());
           const auto bits = categories_named(ascii);
           if (!bits || name.size() != ascii.size())
-            fail(fmt::format("the property \\p{{{}}}, which is no general category (scripts and other "
-                             "properties are not implemented)",
-                             valid_name(name)));
+            fail(
+                fmt::format("the property \\p{{{}}}, which is no general category (scripts and other "
+                            "properties are not implemented)",
+                            valid_name(name)));
           negated = negated != (c == U'P');
           items.push_back(categories_item(*bits, negated));
           return;
@@ -521,8 +520,8 @@ std::optional<Span> SplitRegex::find(const CodePoints& text, Span piece, std::si
           if (pos == piece.end || char_at(pos) == U'\n') stack.push_back({t.pc + 1, t.start});
           break;
         case Op::look: {
-          const bool hit = pos < piece.end &&
-                           sets_[static_cast<std::size_t>(inst.x)].contains(char_at(pos), text.categories[pos]);
+          const bool hit =
+              pos < piece.end && sets_[static_cast<std::size_t>(inst.x)].contains(char_at(pos), text.categories[pos]);
           if (hit != (inst.y != 0)) stack.push_back({t.pc + 1, t.start});
           break;
         }

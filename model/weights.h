@@ -124,6 +124,7 @@ struct Vocabulary {
   // instead of `pre`; and its model's ignore_merges.
   std::optional<std::vector<std::string>> split_patterns;
   bool ignore_merges = false;
+  std::string cannot_encode;  // why text cannot be encoded (a tokenizer.json feature not implemented); "" if it can
   int bos = -1, eos = -1, unk = -1;
   bool add_bos = true;   // a text prompt starts with BOS (tokenizer.ggml.add_bos_token, or llama.cpp's default)
   bool add_eos = false;  // a text prompt ends with EOS (tokenizer.ggml.add_eos_token)

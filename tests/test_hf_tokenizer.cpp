@@ -1,0 +1,124 @@
+#include "model/hf_tokenizer.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "model/errors.h"
+#include "model/tokenizer.h"
+#include "tests/test_support.h"
+
+namespace tapdiff::model {
+namespace {
+
+using json = nlohmann::json;
+using testing::temp_dir;
+
+// A byte-level BPE tokenizer.json over "h", "e", "he", "Ġ" and a special token, as tokenizers
+// saves one.
+json byte_level_tokenizer() {
+  return json::parse(R"({
+    "added_tokens": [{"id": 4, "content": "<|end|>", "special": true, "lstrip": false, "rstrip": false,
+                      "single_word": false, "normalized": false}],
+    "normalizer": null,
+    "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+      {"type": "Split", "pattern": {"Regex": "\\p{N}"}, "behavior": "Isolated", "invert": false},
+      {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true}]},
+    "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<|end|>", "type_id": 0}},
+                       {"Sequence": {"id": "A", "type_id": 0}}], "pair": [],
+                       "special_tokens": {"<|end|>": {"id": "<|end|>", "ids": [4], "tokens": ["<|end|>"]}}},
+    "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
+    "model": {"type": "BPE", "dropout": null, "unk_token": null, "continuing_subword_prefix": null,
+              "end_of_word_suffix": null, "fuse_unk": false, "byte_fallback": false, "ignore_merges": false,
+              "vocab": {"h": 0, "e": 1, "he": 2, "Ġ": 3}, "merges": [["h", "e"]]}})");
+}
+
+std::filesystem::path folder_with(const json& tokenizer, const std::string& name) {
+  const auto dir = temp_dir(name);
+  std::ofstream(dir / "tokenizer.json") << tokenizer.dump();
+  return dir;
+}
+
+ModelConfig config_of(int vocab) {
+  ModelConfig c;
+  c.vocab = vocab;
+  return c;
+}
+
+TEST(HfTokenizer, ByteLevelBpeEncodesWithItsSplitAndTemplate) {
+  const auto v = hf_vocabulary(folder_with(byte_level_tokenizer(), "hf_tok_ok"), config_of(6));
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->model, "gpt2");
+  EXPECT_EQ(v->tokens.size(), 6u);  // padded to the embedding's rows
+  EXPECT_EQ(v->types[4], static_cast<std::int32_t>(TokenType::control));
+  EXPECT_EQ(v->types[5], static_cast<std::int32_t>(TokenType::unused));
+  EXPECT_TRUE(v->add_bos);
+  EXPECT_EQ(v->bos, 4);
+  const Tokenizer t(*v);
+  EXPECT_EQ(t.encode("he h<|end|>", true), (std::vector<std::int32_t>{4, 2, 3, 0, 4}));
+  EXPECT_EQ(t.decode(std::vector<std::int32_t>{2, 3, 0}), "he h");
+}
+
+TEST(HfTokenizer, FeaturesTapdiffDoesNotImplementRefuseTextNamingThem) {
+  const auto refusal = [](const json& tokenizer) {
+    const auto v = hf_vocabulary(folder_with(tokenizer, "hf_tok_refused"), config_of(5));
+    try {
+      Tokenizer(*v).encode("he", false);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("encoded");
+  };
+  json nfc = byte_level_tokenizer();
+  nfc["normalizer"] = {{"type", "NFC"}};
+  EXPECT_NE(refusal(nfc).find("tokenizer.json: the normalizer {\"type\":\"NFC\"} is not implemented, so tapdiff "
+                              "would give other ids than the model's tokenizer; give the prompt as token ids"),
+            std::string::npos)
+      << refusal(nfc);
+  json prefix = byte_level_tokenizer();
+  prefix["pre_tokenizer"]["pretokenizers"][1]["add_prefix_space"] = true;
+  EXPECT_NE(refusal(prefix).find("ByteLevel add_prefix_space true is not implemented"), std::string::npos);
+  json lstrip = byte_level_tokenizer();
+  lstrip["added_tokens"][0]["lstrip"] = true;
+  EXPECT_NE(refusal(lstrip).find("the added token \"<|end|>\" has lstrip true"), std::string::npos);
+  json merged = byte_level_tokenizer();
+  merged["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "MergedWithPrevious";
+  EXPECT_NE(refusal(merged).find("Split behavior 'MergedWithPrevious' is not implemented"), std::string::npos);
+  json unigram = byte_level_tokenizer();
+  unigram["model"] = {{"type", "Unigram"},
+                      {"vocab", json::array({{"h", -1.0}, {"e", -2.0}, {"he", -0.5}, {"x", -3.0}})}};
+  EXPECT_NE(refusal(unigram).find("model.type 'Unigram' is not implemented"), std::string::npos);
+  json lookbehind = byte_level_tokenizer();
+  lookbehind["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(?<=x)y";
+  EXPECT_THROW(refusal(lookbehind), FormatError);  // a pattern outside the syntax: named when the tokenizer is built
+}
+
+TEST(HfTokenizer, AMalformedFileIsRefusedNamingIt) {
+  const auto message = [](const json& tokenizer, int vocab) {
+    try {
+      hf_vocabulary(folder_with(tokenizer, "hf_tok_bad"), config_of(vocab));
+    } catch (const FormatError& e) {
+      return std::string(e.what());
+    }
+    return std::string("read");
+  };
+  json gap = byte_level_tokenizer();
+  gap["model"]["vocab"].erase("e");
+  EXPECT_NE(message(gap, 5).find("tokenizer.json: token id 1: expected a piece for every id below the largest"),
+            std::string::npos)
+      << message(gap, 5);
+  EXPECT_NE(message(byte_level_tokenizer(), 4)
+                .find("tokenizer.json: added_tokens '<|end|>': expected an id in [0, 4) (vocab_size), found 4"),
+            std::string::npos)
+      << message(byte_level_tokenizer(), 4);
+  json clash = byte_level_tokenizer();
+  clash["added_tokens"][0]["id"] = 2;
+  EXPECT_NE(message(clash, 5).find("token id 2: expected one piece, found 'he' and"), std::string::npos)
+      << message(clash, 5);
+  EXPECT_FALSE(hf_vocabulary(temp_dir("hf_tok_none"), config_of(5)).has_value());
+}
+
+}  // namespace
+}  // namespace tapdiff::model
