@@ -231,9 +231,10 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_spec
     return ids;
   }
   if (!vocab_.cannot_encode.empty())
-    throw UsageError(fmt::format("{}: {}, so tapdiff would give other ids than the model's tokenizer; give the "
-                                 "prompt as token ids (--tokens)",
-                                 where(), vocab_.cannot_encode));
+    throw UsageError(
+        fmt::format("{}: {}, so tapdiff would give other ids than the model's tokenizer; give the "
+                    "prompt as token ids (--tokens)",
+                    where(), vocab_.cannot_encode));
   if (kind_ == Kind::bpe && !splitter_) {
     if (vocab_.pre.empty())
       throw UsageError(
