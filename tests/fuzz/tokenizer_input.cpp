@@ -49,6 +49,11 @@ TokenizerInput parse_tokenizer_input(std::span<const std::uint8_t> bytes) {
     const std::string_view payload = record.substr(1);
     if (record[0] == 'm') {
       v.merges.emplace_back(payload);
+    } else if (record[0] == 'p') {
+      v.pre = payload;
+    } else if (record[0] == 's') {
+      if (!v.split_patterns) v.split_patterns.emplace();
+      v.split_patterns->emplace_back(payload);
     } else if (record[0] == 'x') {
       in.texts.emplace_back(payload);
     } else if (record[0] == 't' && payload.size() >= 2) {
@@ -78,6 +83,9 @@ std::string format_tokenizer_input(const TokenizerInput& in) {
     record('t', payload + v.tokens[i]);
   }
   for (const std::string& merge : v.merges) record('m', merge);
+  if (v.model == "gpt2" && v.pre != "gpt-2") record('p', v.pre);
+  if (v.split_patterns)
+    for (const std::string& pattern : *v.split_patterns) record('s', pattern);
   for (const std::string& text : in.texts) record('x', text);
   return out;
 }

@@ -8,6 +8,8 @@
 //     't' type score piece   a token: type and score one int8 each (score 127 NaN, 126 +inf,
 //                            -128 -inf), the rest its piece
 //     'm' merge              a gpt2 merge, "left right"
+//     'p' name               a gpt2 pre-tokenizer (tokenizer.ggml.pre; "gpt-2" when none)
+//     's' pattern            a gpt2 split pattern (a tokenizer.json's; when any, `pre` is not read)
 //     'x' text               a text to encode
 //   other records are ignored.
 #include <cstdint>

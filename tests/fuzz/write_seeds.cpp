@@ -103,6 +103,13 @@ void tokenizer_seeds(const fs::path& dir) {
   bpe.texts = texts;
   bpe.texts.emplace_back("the cat's in there\n");
   write_text(dir / "gpt2-small", fuzz::format_tokenizer_input(bpe));
+  // Another GGUF pre-tokenizer; then a tokenizer.json's own split patterns (Tekken's).
+  bpe.vocab.pre = "deepseek-llm";
+  write_text(dir / "gpt2-deepseek-llm", fuzz::format_tokenizer_input(bpe));
+  bpe.vocab.split_patterns = std::vector<std::string>{
+      R"re([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)re",
+      R"re(\p{N}{1,3})re"};
+  write_text(dir / "gpt2-split-patterns", fuzz::format_tokenizer_input(bpe));
 }
 
 // Outside engines' dumps of the imported_dump target's model (vLLM's names): 3 prefill rows and
