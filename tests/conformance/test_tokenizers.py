@@ -60,6 +60,10 @@ DEEPSEEK_LLM_PATTERNS = ["[\r\n]", (
                          r"\s?[!-/:-~\x{FF01}-\x{FF0F}\x{FF1A}-\x{FF5E}\x{2018}-\x{201F}\x{3000}-\x{3002}]+", r"\s+$",
                          r"[\x{4E00}-\x{9FA5}\x{800}-\x{4E00}\x{AC00}-\x{D7FF}]+", r"\p{N}+"]
 
+# llama.cpp's own fallback, "default" (a GGUF that names it), as Hugging Face Splits.
+DEFAULT_PATTERNS = [r"[\p{P}\$\+<=>\^~\|]+", r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)",
+                    r"\p{N}+", r"[0-9][0-9][0-9]"]
+
 
 def split_then_bytes(*patterns: str) -> pre_tokenizers.PreTokenizer:
     return pre_tokenizers.Sequence([*(pre_tokenizers.Split(Regex(p), behavior="isolated") for p in patterns),
@@ -92,6 +96,7 @@ FAMILIES = {
     "deepseek-v3": Family("deepseek-v3", lambda: split_then_bytes(*DEEPSEEK_V3_PATTERNS)),
     "smollm": Family("smollm", lambda: pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True),
                                                                  gpt2_bytes()])),
+    "default": Family("default", lambda: split_then_bytes(*DEFAULT_PATTERNS)),
     # Hugging Face's Digits comes after ByteLevel and so reads byte stand-ins ("\u00b2" is one, of
     # the first byte of "\u00b2"); llama.cpp's \p{N}+ reads the text.
     "falcon": Family("falcon", lambda: pre_tokenizers.Sequence([
