@@ -28,7 +28,7 @@ tapdiff run --model llama.gguf --tokens 1,5 --generate 2 --dump-dtype f16 --comp
 tapdiff run --model qwen2.gguf --tokens 1,5,9,11 --chunk 2 --dump-dtype f64 --compress 9 --dump qwen2-f64-chunks.h5 \
   >/dev/null
 
-for target in gguf safetensors config_json toml_tolerances tokenizer dump imported_dump; do
+for target in gguf safetensors config_json toml_tolerances tokenizer tokenizer_json dump imported_dump; do
   mkdir -p "$corpus/$target"
   find "$corpus/$target" -type f ! -name 'regress-*' -delete
 done

@@ -74,7 +74,65 @@ void config_seeds(const fs::path& dir) {
   write_text(dir / "qwen2.json", config.dump(1));
 }
 
-void tokenizer_seeds(const fs::path& dir) {
+// The byte-level vocabulary of a tokenizer seed as a Hugging Face tokenizer.json, with a
+// pre-tokenizer, post-processor and added token.
+nlohmann::json tokenizer_json(const model::Vocabulary& v, nlohmann::json pre_tokenizer) {
+  nlohmann::json vocab = nlohmann::json::object(), added = nlohmann::json::array();
+  for (std::size_t id = 0; id < v.tokens.size(); ++id) {
+    if (v.types[id] == 3)
+      added.push_back({{"id", id},
+                       {"content", v.tokens[id]},
+                       {"special", true},
+                       {"lstrip", false},
+                       {"rstrip", false},
+                       {"single_word", false},
+                       {"normalized", false}});
+    else
+      vocab[v.tokens[id]] = id;
+  }
+  nlohmann::json merges = nlohmann::json::array();
+  for (const std::string& m : v.merges) merges.push_back({m.substr(0, m.find(' ')), m.substr(m.find(' ') + 1)});
+  const std::string& bos = v.tokens[static_cast<std::size_t>(v.bos)];
+  return {
+      {"version", "1.0"},
+      {"added_tokens", added},
+      {"normalizer", nullptr},
+      {"pre_tokenizer", std::move(pre_tokenizer)},
+      {"post_processor",
+       {{"type", "TemplateProcessing"},
+        {"single", {{{"SpecialToken", {{"id", bos}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+        {"special_tokens", {{bos, {{"id", bos}, {"ids", {v.bos}}, {"tokens", {bos}}}}}}}},
+      {"decoder", {{"type", "ByteLevel"}}},
+      {"model",
+       {{"type", "BPE"},
+        {"dropout", nullptr},
+        {"unk_token", nullptr},
+        {"byte_fallback", false},
+        {"ignore_merges", true},
+        {"vocab", vocab},
+        {"merges", merges}}}};
+}
+
+void tokenizer_json_seeds(const model::Vocabulary& bpe, const fs::path& dir) {
+  const nlohmann::json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}};
+  write_text(dir / "byte-level.json", tokenizer_json(bpe, byte_level).dump(1));
+  const nlohmann::json split = {
+      {"type", "Split"},
+      {"pattern",
+       {{"Regex",
+         R"re([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)re"}}},
+      {"behavior", "Isolated"},
+      {"invert", false}};
+  const nlohmann::json steps = {{"type", "Sequence"},
+                                {"pretokenizers",
+                                 {{{"type", "Digits"}, {"individual_digits", true}},
+                                  {{"type", "Punctuation"}, {"behavior", "Contiguous"}},
+                                  split,
+                                  {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}};
+  write_text(dir / "split-sequence.json", tokenizer_json(bpe, steps).dump());
+}
+
+void tokenizer_seeds(const fs::path& dir, const fs::path& json_dir) {
   const std::vector<std::string> texts = {"Hello world", " it's 42 tokens,\n\ttwo  spaces",
                                           "caf\xC3\xA9 \xF0\x9F\x98\x80 \xFF"};
   fuzz::TokenizerInput spm;
@@ -103,6 +161,7 @@ void tokenizer_seeds(const fs::path& dir) {
   bpe.texts = texts;
   bpe.texts.emplace_back("the cat's in there\n");
   write_text(dir / "gpt2-small", fuzz::format_tokenizer_input(bpe));
+  tokenizer_json_seeds(bpe.vocab, json_dir);
   // Another GGUF pre-tokenizer; then a tokenizer.json's own split patterns (Tekken's).
   bpe.vocab.pre = "deepseek-llm";
   write_text(dir / "gpt2-deepseek-llm", fuzz::format_tokenizer_input(bpe));
@@ -149,13 +208,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   const fs::path out = argv[1];
-  for (const char* target : {"gguf", "safetensors", "config_json", "tokenizer", "dump", "imported_dump"})
+  for (const char* target :
+       {"gguf", "safetensors", "config_json", "tokenizer", "tokenizer_json", "dump", "imported_dump"})
     fs::create_directories(out / target);
   imported_dump_seeds(out / "imported_dump");
   gguf_seeds(out / "gguf");
   safetensors_seeds(out / "safetensors");
   config_seeds(out / "config_json");
-  tokenizer_seeds(out / "tokenizer");
+  tokenizer_seeds(out / "tokenizer", out / "tokenizer_json");
   for (int i = 2; i < argc; ++i)  // 16 values per dataset: the text repeats them to fill it
     write_text(out / "dump" / fs::path(argv[i]).filename().replace_extension(".txt"),
                fuzz::read_dump_text(argv[i], 16));
