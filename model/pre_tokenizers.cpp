@@ -1,5 +1,6 @@
 #include "model/pre_tokenizers.h"
 
+#include <algorithm>
 #include <array>
 #include <optional>
 
@@ -180,8 +181,7 @@ WordSplitter::WordSplitter(std::span<const std::string_view> patterns, std::stri
 std::vector<std::string_view> WordSplitter::split(std::string_view text) const {
   const CodePoints cps(text);
   std::optional<CodePoints> vt;  // cps with non-ASCII white space as U+000B, where a pattern reads that
-  for (std::size_t i = 0; i < regexes_.size() && !vt; ++i) {
-    if (!white_space_as_vt_[i]) continue;
+  if (std::find(white_space_as_vt_.begin(), white_space_as_vt_.end(), true) != white_space_as_vt_.end()) {
     vt = cps;
     for (std::size_t k = 0; k < vt->size(); ++k) {
       if (vt->chars[k] > 0x7F && is_white_space(vt->chars[k])) {

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <sstream>
 
 #include "model/errors.h"
@@ -342,6 +344,23 @@ TEST(Tokenizer, Gpt2VocabularyWithAnotherPreTokenizerRefusesText) {
   EXPECT_THROW(Tokenizer(v).encode("he", false), UsageError);
   v.split_patterns = std::vector<std::string>{};  // a tokenizer.json without a split: one word
   EXPECT_EQ(Tokenizer(v).encode("he", false).size(), 1u);
+}
+
+// tapdiff tokenize --texts: one JSON line per string of the array, as --prompt would give each;
+// a file that is not an array of strings is refused naming it and the item.
+TEST(Tokenizer, TokenizeTextsPrintsALinePerString) {
+  const auto dir = testing::temp_dir("tokenize_texts");
+  std::ofstream(dir / "texts.json") << R"(["Once upon a time", "a\nb"])";
+  const auto run = testing::run_tapdiff("tokenize --model synth:tiny --texts " + (dir / "texts.json").string());
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto one = testing::run_tapdiff("tokenize --model synth:tiny --json --prompt 'Once upon a time'");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_EQ(run.output.substr(0, run.output.find('\n') + 1), one.output);
+  EXPECT_EQ(std::count(run.output.begin(), run.output.end(), '\n'), 2);
+  std::ofstream(dir / "bad.json") << R"(["ok", 3])";
+  const auto bad = testing::run_tapdiff("tokenize --model synth:tiny --texts " + (dir / "bad.json").string());
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.output.find("bad.json: item 1: expected a string, found 3"), std::string::npos) << bad.output;
 }
 
 // A vocabulary that adds no BOS (tokenizer.ggml.add_bos_token false, or llama.cpp's default for
