@@ -82,6 +82,8 @@ class Reader {
         return refuse(v, fmt::format("model.{} {} is not implemented", key, s->dump()));
     if (bool_at(model, "model.byte_fallback", false))
       return refuse(v, "model.byte_fallback true is not implemented for a byte-level vocabulary");
+    if (v.unk >= 0 && bool_at(model, "model.fuse_unk", false))
+      return refuse(v, "model.fuse_unk true is not implemented (tapdiff gives an unknown piece one unk each)");
     if (const json* n = find(root_, "normalizer"); n != nullptr && !n->is_null())
       return refuse(v, fmt::format("the normalizer {} is not implemented", json_excerpt(*n)));
     std::vector<std::string> patterns;

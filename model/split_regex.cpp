@@ -69,7 +69,9 @@ std::optional<std::uint32_t> categories_named(std::string_view name) {
 CharItem range_item(char32_t first, char32_t last) { return {CharItem::Kind::range, false, first, last, 0}; }
 CharItem categories_item(std::uint32_t bits, bool negated) { return {CharItem::Kind::categories, negated, 0, 0, bits}; }
 
-// The ASCII letters of [first, last] in the other case, as ranges.
+// The ASCII letters of [first, last] in the other case, as ranges, with the two characters
+// Unicode's case folding makes ASCII letters (U+017F long s is s, U+212A Kelvin sign is k), as
+// Oniguruma folds them.
 void add_other_case(char32_t first, char32_t last, std::vector<CharItem>& items) {
   const auto add = [&](char32_t lo, char32_t hi, char32_t shift_from, char32_t shift_to) {
     const char32_t a = std::max(first, lo), b = std::min(last, hi);
@@ -77,6 +79,12 @@ void add_other_case(char32_t first, char32_t last, std::vector<CharItem>& items)
   };
   add(U'A', U'Z', U'A', U'a');
   add(U'a', U'z', U'a', U'A');
+  const auto covers = [&](char32_t c) { return first <= c && c <= last; };
+  for (const auto& [ascii, folded] : {std::pair{U's', U'\u017F'}, std::pair{U'k', U'\u212A'}}) {
+    const char32_t upper = ascii - (U'a' - U'A');
+    if (covers(ascii) || covers(upper)) items.push_back(range_item(folded, folded));
+    if (covers(folded)) items.push_back(range_item(ascii, ascii)), items.push_back(range_item(upper, upper));
+  }
 }
 
 struct Node {

@@ -86,6 +86,9 @@ TEST(HfTokenizer, FeaturesTapdiffDoesNotImplementRefuseTextNamingThem) {
   json merged = byte_level_tokenizer();
   merged["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "MergedWithPrevious";
   EXPECT_NE(refusal(merged).find("Split behavior 'MergedWithPrevious' is not implemented"), std::string::npos);
+  json fused = byte_level_tokenizer();
+  fused["model"]["unk_token"] = "h", fused["model"]["fuse_unk"] = true;
+  EXPECT_NE(refusal(fused).find("model.fuse_unk true is not implemented"), std::string::npos);
   json unigram = byte_level_tokenizer();
   unigram["model"] = {{"type", "Unigram"},
                       {"vocab", json::array({{"h", -1.0}, {"e", -2.0}, {"he", -0.5}, {"x", -3.0}})}};

@@ -37,6 +37,9 @@ TEST(SplitRegex, LookaheadsAnchorsAndCaseInsensitiveGroups) {
   EXPECT_EQ(pieces("\\s+(?!\\S)", "a   b  "), (Strings{"a", "  ", " b", "  "}));
   EXPECT_EQ(pieces("((?=[\\p{L}])([^a-z]))+", "abCDe\u00c9\u00e9f"), (Strings{"ab", "CD", "e", "\u00c9\u00e9", "f"}));
   EXPECT_EQ(pieces("(?i:'s|'ll)", "IT'S we'LL"), (Strings{"IT", "'S", " we", "'LL"}));
+  // Unicode's case folding, as Oniguruma's: U+017F long s is s, U+212A Kelvin sign is k.
+  EXPECT_EQ(pieces("(?i:'s)", "it'\u017f x"), (Strings{"it", "'\u017f", " x"}));
+  EXPECT_EQ(pieces("(?i:k+)", "ak\u212aKb"), (Strings{"a", "k\u212aK", "b"}));
   // ^ and $ at the ends of every line, as Oniguruma (Ruby syntax) reads them.
   EXPECT_EQ(pieces("\\s+$", "a  \nb  "), (Strings{"a", "  ", "\nb", "  "}));
   EXPECT_EQ(pieces("^x", "xx\nxx"), (Strings{"x", "x\n", "x", "x"}));

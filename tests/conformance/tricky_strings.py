@@ -32,6 +32,8 @@ PARTS = [
     "na\u0308ive", "\u2160\u2161\u2162", "x\u00b2+y\u00b2", "\u00bfqu\u00e9?", "\u00a1hola!",
     # cased letters outside ASCII next to each other (Tekken's and GPT-4o's upper/lower split)
     "\u00c9COLE \u00e9cole", "\u00c9t\u00c9", "\u0391\u03b2\u0393\u03b4", "\u01c5ungla", "\u0130stanbul",
+    # letters that Unicode's case folding makes ASCII (long s, Kelvin sign) after an apostrophe
+    "it'\u017f", "we'\u212all",
 ]
 
 
