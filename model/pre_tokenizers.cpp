@@ -11,7 +11,9 @@ namespace {
 // llama.cpp rewrote Hugging Face's pattern for std::regex (case-insensitive contractions spelt
 // out, tekken's \p{Lu}/\p{Ll} as "a letter not a-z" / "not A-Z"), its rewrite is what it runs, so
 // it is what tapdiff runs for the GGUF name.
-constexpr std::string_view kGpt2[] = {R"re('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))re"};
+// GPT-2's, which several types run after splits of their own.
+constexpr std::string_view kGpt2Split = R"re('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))re";
+constexpr std::string_view kGpt2[] = {kGpt2Split};
 constexpr std::string_view kLlama3[] = {
     R"re((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re"};
 constexpr std::string_view kQwen2[] = {
@@ -36,12 +38,12 @@ constexpr std::string_view kDeepseekV3[] = {
 };
 constexpr std::string_view kFalcon[] = {
     R"re([\p{P}\$\+<=>\^~\|`]+)re",
-    R"re('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))re",
+    kGpt2Split,
     R"re([0-9][0-9][0-9])re",
 };
 constexpr std::string_view kStarcoder[] = {
     R"re(\p{N})re",
-    R"re('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))re",
+    kGpt2Split,
 };
 constexpr std::string_view kPoro[] = {R"re( ?[^(\s|.,!?\x{2026}\x{3002}\x{FF0C}\x{3001}\x{964}\x{6D4}\x{60C})]+)re"};
 constexpr std::string_view kViking[] = {R"re( ?[^(\s|.,!?\x{2026}\x{3002}\x{FF0C}\x{3001}\x{964}\x{6D4}\x{60C})]+)re",
@@ -56,7 +58,7 @@ constexpr std::string_view kSeedCoder[] = {
     R"re((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1}| ?[^\s\p{L}\p{N}\r\n]+|\s*[\r\n]+|\s+(?!\S)|\s+)re"};
 constexpr std::string_view kDefault[] = {
     R"re([\p{P}\$\+<=>\^~\|]+)re",
-    R"re('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))re",
+    kGpt2Split,
     R"re(\p{N}+)re",
     R"re([0-9][0-9][0-9])re",
 };
