@@ -87,6 +87,20 @@ void add_other_case(char32_t first, char32_t last, std::vector<CharItem>& items)
   }
 }
 
+// Whether [first, last] holds a character outside ASCII that may have another case (a cased
+// letter, a Roman numeral, a circled letter: the categories CaseFolding.txt folds), other than the
+// two add_other_case folds to ASCII. Cased characters end below U+20000.
+bool may_fold_outside_ascii(char32_t first, char32_t last) {
+  for (char32_t c = std::max(first, char32_t{0x80}); c <= std::min(last, char32_t{0x1FFFF}); ++c) {
+    if (c == U'\u017F' || c == U'\u212A') continue;
+    const GeneralCategory g = general_category(c);
+    if (g == GeneralCategory::Lu || g == GeneralCategory::Ll || g == GeneralCategory::Lt || g == GeneralCategory::Nl ||
+        g == GeneralCategory::So)
+      return true;
+  }
+  return false;
+}
+
 struct Node {
   enum class Kind : std::uint8_t { empty, set, any, concat, alternate, repeat, line_begin, line_end, look };
   explicit Node(Kind k = Kind::empty) : kind(k) {}
@@ -189,7 +203,21 @@ class Parser {
     return true;
   }
 
+  // In a (?i:...) group a set also holds the other case of its letters. Oniguruma folds every
+  // letter Unicode's CaseFolding.txt folds; tapdiff folds the ASCII ones (add_other_case) and
+  // refuses a set that holds a character outside ASCII that may have another case.
   Node set_node(CharSet set) {
+    if (icase_) {
+      for (std::size_t k = 0, n = set.items.size(); k < n; ++k) {
+        const CharItem item = set.items[k];
+        if (item.kind != CharItem::Kind::range) continue;
+        if (may_fold_outside_ascii(item.first, item.last))
+          fail(
+              "a character outside ASCII that has another case, in a case-insensitive group (tapdiff folds "
+              "the case of ASCII letters only)");
+        add_other_case(item.first, item.last, set.items);
+      }
+    }
     sets_.push_back(std::move(set));
     Node n{Node::Kind::set};
     n.set = static_cast<int>(sets_.size() - 1);
@@ -199,7 +227,6 @@ class Parser {
   Node literal(char32_t c) {
     CharSet set;
     set.items.push_back(range_item(c, c));
-    if (icase_) add_other_case(c, c, set.items);
     return set_node(std::move(set));
   }
 
@@ -218,10 +245,6 @@ class Parser {
         ++i_;
         CharSet set;
         escape(set.items, false);
-        if (icase_)
-          for (std::size_t k = 0, n = set.items.size(); k < n; ++k)
-            if (set.items[k].kind == CharItem::Kind::range)
-              add_other_case(set.items[k].first, set.items[k].last, set.items);
         return set_node(std::move(set));
       }
       default: ++i_; return literal(c);
@@ -401,7 +424,6 @@ class Parser {
         if (hi < lo) fail("a range whose end is below its start");
       }
       set.items.push_back(range_item(lo, hi));
-      if (icase_) add_other_case(lo, hi, set.items);
     }
     return set;
   }

@@ -5,7 +5,8 @@
 // quantifiers are greedy unless lazy. A Pike VM runs them, in time linear in the text for any
 // pattern, so that a pattern read from a file cannot hang tapdiff.
 //
-// Syntax: alternatives a|b; groups (...) (?:...) and (?i:...) (ASCII letters in either case);
+// Syntax: alternatives a|b; groups (...) (?:...) and (?i:...) (ASCII letters in either case, with
+// U+017F and U+212A as s and k; a character outside ASCII that has another case is refused there);
 // quantifiers ? * + {n} {n,} {n,m}, lazy with a trailing ?; classes [...] [^...] with ranges;
 // \p{X} \P{X} for a general category or its letter (L, Lu, N, Nd, P, S, M, Z, C, ...); \s \S (the
 // White_Space property), \d \D (Nd), \w \W (L, M, Nd, Pc); . (anything but \n); escapes \r \n \t

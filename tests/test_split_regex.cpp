@@ -91,6 +91,11 @@ TEST(SplitRegex, SyntaxOutsideTheSubsetIsRefusedNamingThePlace) {
   EXPECT_NE(message("[z-a]").find("a range whose end is below its start"), std::string::npos);
   EXPECT_NE(message("((a{1000}){1000}){1000}").find("compiles to more than 65536 instructions"), std::string::npos);
   EXPECT_NE(message("\\x{110000}").find("a code point past U+10FFFF"), std::string::npos);
+  // Oniguruma folds \u00e9 to \u00c9 in (?i:...); tapdiff folds ASCII letters only, so it refuses.
+  EXPECT_NE(message("(?i:caf\u00e9)").find("a character outside ASCII that has another case"), std::string::npos);
+  EXPECT_NE(message("(?i:[\\x{100}-\\x{200}])").find("a character outside ASCII that has another case"),
+            std::string::npos);
+  EXPECT_EQ(message("(?i:'s|\u65e5)"), "accepted");  // no other case
 }
 
 }  // namespace
