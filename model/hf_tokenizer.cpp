@@ -86,6 +86,9 @@ class Reader {
       return refuse(v, "model.fuse_unk true is not implemented (tapdiff gives an unknown piece one unk each)");
     if (const json* n = find(root_, "normalizer"); n != nullptr && !n->is_null())
       return refuse(v, fmt::format("the normalizer {} is not implemented", json_excerpt(*n)));
+    for (const char* key : {"truncation", "padding"})  // cut or pad every encoding when set
+      if (const json* s = find(root_, key); s != nullptr && !s->is_null())
+        return refuse(v, fmt::format("{} {} is not implemented", key, json_excerpt(*s)));
     std::vector<std::string> patterns;
     const json* pre = find(root_, "pre_tokenizer");
     if (pre == nullptr || pre->is_null())

@@ -86,6 +86,10 @@ TEST(HfTokenizer, FeaturesTapdiffDoesNotImplementRefuseTextNamingThem) {
   json merged = byte_level_tokenizer();
   merged["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "MergedWithPrevious";
   EXPECT_NE(refusal(merged).find("Split behavior 'MergedWithPrevious' is not implemented"), std::string::npos);
+  json truncated = byte_level_tokenizer();
+  truncated["truncation"] = {{"max_length", 8}, {"strategy", "LongestFirst"}};
+  EXPECT_NE(refusal(truncated).find("tokenizer.json: truncation {\"max_length\":8"), std::string::npos)
+      << refusal(truncated);
   json fused = byte_level_tokenizer();
   fused["model"]["unk_token"] = "h", fused["model"]["fuse_unk"] = true;
   EXPECT_NE(refusal(fused).find("model.fuse_unk true is not implemented"), std::string::npos);
