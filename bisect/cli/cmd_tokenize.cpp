@@ -31,7 +31,7 @@ void tokenize_texts(const std::string& path, const PromptOptions& prompt, const 
     if (!texts[i].is_string())
       throw UsageError(fmt::format("{}: item {}: expected a string, found {}", path, i, model::json_excerpt(texts[i])));
   for (const nlohmann::json& text : texts) {
-    const auto ids = tokenizer.encode(text.get<std::string>(), !prompt.no_bos, !prompt.special_as_text);
+    const auto ids = encode_text(prompt, tokenizer, text.get<std::string>());
     fmt::print("{}\n", nlohmann::json{{"ids", ids}, {"pieces", pieces_of(ids, tokenizer)}}.dump());
   }
 }

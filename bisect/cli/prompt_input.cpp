@@ -108,16 +108,21 @@ std::vector<std::int32_t> resolve_prompt(const PromptOptions& options,
   }
   if (!tokenizer)
     throw UsageError("the model carries no tokenizer vocabulary: pass --tokens, or --vocab FILE.gguf to tokenize text");
-  auto ids = tokenizer->encode(text, !options.no_bos, !options.special_as_text);
+  auto ids = encode_text(options, *tokenizer, text);
   if (ids.empty()) throw UsageError("the prompt text encodes to no tokens");
   if (ids.size() < want) {
     // Enough copies of the text, tokenized as one text, so the joins tokenize as they would in it.
     const std::size_t copies = want / ids.size() + 2;
     std::string repeated = text;
     for (std::size_t i = 1; i < copies; ++i) repeated += "\n" + text;
-    ids = tokenizer->encode(repeated, !options.no_bos, !options.special_as_text);
+    ids = encode_text(options, *tokenizer, repeated);
   }
   return cut(std::move(ids), options.length);
+}
+
+std::vector<std::int32_t> encode_text(const PromptOptions& options, const model::Tokenizer& tokenizer,
+                                      std::string_view text) {
+  return tokenizer.encode(text, !options.no_bos, !options.special_as_text);
 }
 
 std::vector<std::vector<std::int32_t>> resolve_batch_prompts(const PromptOptions& options,

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -38,6 +39,10 @@ model::Tokenizer tokenizer_from_file(const std::string& path, int model_vocab);
 
 // The model's tokenizer, or the one of --vocab; nullopt when neither carries a vocabulary.
 std::optional<model::Tokenizer> load_tokenizer(const PromptOptions& options, const model::Model& model);
+
+// The ids of a text prompt as --no-bos and --special-as-text say to encode it.
+std::vector<std::int32_t> encode_text(const PromptOptions& options, const model::Tokenizer& tokenizer,
+                                      std::string_view text);
 
 // Token ids of the prompt (--prompt-length applied). UsageError when no prompt was given, when a text prompt needs a
 // tokenizer and there is none, or when --tokens is not a list of integers.
