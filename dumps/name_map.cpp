@@ -89,16 +89,26 @@ NameMap vllm_map() {
 
 // llama.cpp: the names its graph gives tensors (ggml_tensor::name, as an eval callback sees them):
 // "<name>-<layer>". Qcur/Kcur are named again after RoPE: the last tensor of that name is kept.
+// The embedding is "embd" (after Granite's scale); releases before 2026 named it "inp_embd". With
+// FFN biases, the gate's and up's sums are "ffn_gate_b" and "ffn_up_b".
 NameMap llama_cpp_map() {
   NameMap m = named("llama.cpp");
-  m.rules = {one("inp_embd", Op::embed),
+  m.rules = {one("embd", Op::embed),
+             one("inp_embd", Op::embed),
              one("attn_norm-{L}", Op::attn_norm),
              one("Qcur-{L}", Op::rope_q),
              one("Kcur-{L}", Op::rope_k),
              one("Vcur-{L}", Op::v_proj),
              one("kqv_out-{L}", Op::attn),
+             one("attn_out-{L}", Op::o_proj),
              one("ffn_inp-{L}", Op::attn_residual),
              one("ffn_norm-{L}", Op::ffn_norm),
+             one("ffn_gate-{L}", Op::ffn_gate, BlockKind::without_mlp_bias),
+             one("ffn_up-{L}", Op::ffn_up, BlockKind::without_mlp_bias),
+             one("ffn_gate_b-{L}", Op::ffn_gate, BlockKind::with_mlp_bias),
+             one("ffn_up_b-{L}", Op::ffn_up, BlockKind::with_mlp_bias),
+             one("ffn_swiglu-{L}", Op::ffn_act),
+             one("ffn_geglu-{L}", Op::ffn_act),
              one("ffn_out-{L}", Op::ffn_down),
              one("l_out-{L}", Op::ffn_residual),
              one("result_norm", Op::final_norm),
@@ -141,6 +151,8 @@ bool applies(const MapRule& rule, const model::ModelConfig& c) {
     case BlockKind::any: return true;
     case BlockKind::without_post_norms: return !c.block.post_norms;
     case BlockKind::with_post_norms: return c.block.post_norms;
+    case BlockKind::without_mlp_bias: return !c.block.mlp_bias;
+    case BlockKind::with_mlp_bias: return c.block.mlp_bias;
   }
   return false;
 }

@@ -19,7 +19,9 @@ enum class Combine : std::uint8_t { one, split, sum };
 
 // Which blocks a rule applies to: Hugging Face's post_attention_layernorm is the FFN's norm in a
 // block without post-norms and the attention's post-norm in one with them.
-enum class BlockKind : std::uint8_t { any, without_post_norms, with_post_norms };
+// Which blocks a rule applies to (model/block.h): any, those without or with post-norms, those
+// without or with FFN biases.
+enum class BlockKind : std::uint8_t { any, without_post_norms, with_post_norms, without_mlp_bias, with_mlp_bias };
 
 struct MapRule {
   std::string pattern;         // the array's name; "{L}" stands for the layer number

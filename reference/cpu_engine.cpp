@@ -10,6 +10,7 @@
 
 #include "model/errors.h"
 #include "reference/kernels.h"
+#include "reference/llama_cpp_rounding.h"
 #include "reference/moe_kernels.h"
 #include "reference/round_f16.h"
 #include "reference/weight_matrix.h"
@@ -35,12 +36,13 @@ struct LayerVectors {
 template <typename S>
 class CpuEngine final : public model::Engine {
  public:
-  CpuEngine(const model::Model& model, int threads, bool f16, std::uint64_t weight_budget);
+  CpuEngine(const model::Model& model, int threads, Emulation emulation, std::uint64_t weight_budget);
 
   std::string name() const override { return "ref"; }
   std::string device() const override {
-    return fmt::format("CPU (Eigen {}.{}.{}, {} threads{})", EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION,
-                       EIGEN_MINOR_VERSION, threads_, weights_.streaming() ? ", weights streamed per layer" : "");
+    return fmt::format("CPU (Eigen {}.{}.{}, {} threads{}{})", EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION,
+                       EIGEN_MINOR_VERSION, threads_, weights_.streaming() ? ", weights streamed per layer" : "",
+                       llama_cpp_ ? ", rounding as llama.cpp's CPU backend" : "");
   }
   std::string compute_dtype() const override { return f16_ ? "f16" : scalar() == model::Scalar::f32 ? "f32" : "f64"; }
   std::string kernel(Op op) const override;
@@ -62,6 +64,8 @@ class CpuEngine final : public model::Engine {
   Mat<S>& output(const model::Step& step);
   void run(const model::Step& step, Mat<S>& out);
   void attend(const model::Step& step, Mat<S>& out);
+  void multiply(const Mat<S>& x, model::WeightKind matrix, int layer, const S* bias, Mat<S>& out);
+  void round_if_llama_cpp_cache(Mat<S>& cache, Eigen::Index first, Eigen::Index rows) const;
   void append_kv(const model::Step& step);
   void round_if_f16(Mat<S>& m) const;
   static HostTensor to_host(const Eigen::Ref<const Mat<S>>& m);
@@ -69,7 +73,10 @@ class CpuEngine final : public model::Engine {
 
   model::ModelConfig config_;
   int threads_;
-  bool f16_;  // the f16 emulation (S = float only)
+  const model::Model& model_;
+  bool f16_;        // the f16 emulation (S = float only)
+  bool llama_cpp_;  // the llama.cpp emulation (S = float only)
+  Mat<S> rounded_;  // a product's input as llama.cpp converts it
   WeightStore<S> weights_;
   WeightMatrix<S> output_norm_;
   std::vector<LayerVectors<S>> layers_;
@@ -91,9 +98,14 @@ int use_threads(int threads) {
 }
 
 template <typename S>
-CpuEngine<S>::CpuEngine(const model::Model& m, int threads, bool f16, std::uint64_t weight_budget)
-    : config_(m.config()), threads_(use_threads(threads)), f16_(f16), weights_(m, f16, weight_budget) {
-  TAPDIFF_ASSERT((!f16_ || std::is_same_v<S, float>), "the f16 emulation computes in f32");
+CpuEngine<S>::CpuEngine(const model::Model& m, int threads, Emulation emulation, std::uint64_t weight_budget)
+    : config_(m.config()),
+      threads_(use_threads(threads)),
+      model_(m),
+      f16_(emulation == Emulation::f16),
+      llama_cpp_(emulation == Emulation::llama_cpp),
+      weights_(m, f16_, weight_budget) {
+  TAPDIFF_ASSERT((emulation == Emulation::none || std::is_same_v<S, float>), "the emulations compute in f32");
   output_norm_ = WeightMatrix<S>(m.weight(WeightKind::output_norm), f16_);
   layers_.resize(static_cast<std::size_t>(config_.n_layers));
   for (const auto& [key, t] : m.tensors())
@@ -108,8 +120,8 @@ template <typename S>
 std::string CpuEngine<S>::kernel(Op op) const {
   const std::string rounding = f16_ ? "+round-f16" : "";
   switch (model::op_class(op)) {
-    case model::OpClass::gemm: return "eigen-gemm" + rounding;
-    case model::OpClass::attention: return "eigen-attention-per-head" + rounding;
+    case model::OpClass::gemm: return "eigen-gemm" + (llama_cpp_ ? "+llama.cpp-dot-type" : rounding);
+    case model::OpClass::attention: return "eigen-attention-per-head" + (llama_cpp_ ? "+llama.cpp-f16-kv" : rounding);
     case model::OpClass::experts: return "eigen-gemm-per-expert" + rounding;
     case model::OpClass::routing:
     case model::OpClass::embedding:
@@ -169,7 +181,7 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
   const auto head_norm = [&](WeightKind kind) { rms_norm_groups<S>(in(0), (*w)[kind].vector(), eps, offset, out); };
   // The op's matrix times its input, plus its bias where the model has one.
   const auto product = [&](WeightKind matrix, WeightKind bias) {
-    matmul<S>(in(0), weights_.get(matrix, l).matrix(), (*w)[bias].empty() ? nullptr : (*w)[bias].vector().data(), out);
+    multiply(in(0), matrix, l, (*w)[bias].empty() ? nullptr : (*w)[bias].vector().data(), out);
   };
   switch (step.op) {
     case Op::embed: embed<S>(weights_.get(WeightKind::token_embd).matrix(), tokens_, block.embed_scale, out); return;
@@ -202,7 +214,7 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
     case Op::ffn_act: gated_activation<S>(in(0), in(1), block.activation, out); return;
     case Op::ffn_down: product(WeightKind::ffn_down, WeightKind::b_down); return;
     case Op::ffn_post_norm: norm(WeightKind::ffn_post_norm); return;
-    case Op::moe_router: matmul<S>(in(0), weights_.get(WeightKind::moe_router, l).matrix(), nullptr, out); return;
+    case Op::moe_router: multiply(in(0), WeightKind::moe_router, l, nullptr, out); return;
     case Op::moe_ids: top_experts<S>(in(0), config_.experts.active, out); return;
     case Op::moe_weights: expert_weights<S>(in(0), in(1), config_.experts.normalize, out); return;
     case Op::moe_out: {
@@ -214,10 +226,42 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
     }
     case Op::final_norm: rms_norm<S>(in(0), output_norm_.vector(), eps, offset, out); return;
     case Op::logits:
-      matmul<S>(in(0), weights_.get(config_.tied_output ? WeightKind::token_embd : WeightKind::output).matrix(),
-                nullptr, out);
+      multiply(in(0), config_.tied_output ? WeightKind::token_embd : WeightKind::output, -1, nullptr, out);
       scale_softcap<S>(out, block.logit_scale, block.logit_softcap);
       return;
+  }
+}
+
+// out = x W^T (+ bias), W the layer's matrix of that kind; under the llama.cpp emulation x as
+// llama.cpp converts it for W's storage type.
+template <typename S>
+void CpuEngine<S>::multiply(const Mat<S>& x, WeightKind matrix, int layer, const S* bias, Mat<S>& out) {
+  const ConstMatMap<S> w = weights_.get(matrix, layer).matrix();
+  if constexpr (std::is_same_v<S, float>) {
+    if (llama_cpp_) {
+      const model::WeightTensor& stored = model_.weight(matrix, layer);
+      const DotType type = dot_type(stored.dtype);
+      rounded_ = x;
+      Mat<float> correction;
+      if (type == DotType::q8_1) correction = q8_1_sum_correction(x, stored);
+      round_to_dot_type(type, rounded_);
+      matmul<S>(rounded_, w, bias, out);
+      if (type == DotType::q8_1) out += correction;
+      return;
+    }
+  }
+  matmul<S>(x, w, bias, out);
+}
+
+// llama.cpp's KV cache holds f16 values: rows [first, first + rows) of a cache rounded to them.
+template <typename S>
+void CpuEngine<S>::round_if_llama_cpp_cache(Mat<S>& cache, Eigen::Index first, Eigen::Index rows) const {
+  if constexpr (std::is_same_v<S, float>) {
+    if (llama_cpp_) {
+      Mat<float> block = cache.middleRows(first, rows);
+      round_to_dot_type(DotType::f16, block);
+      cache.middleRows(first, rows) = block;
+    }
   }
 }
 
@@ -234,16 +278,18 @@ void CpuEngine<S>::append_kv(const model::Step& step) {
   }
   k_cache_[static_cast<std::size_t>(layer)].middleRows(chunk_.first_pos, k.rows()) = k;
   v_cache_[static_cast<std::size_t>(layer)].middleRows(chunk_.first_pos, v.rows()) = v;
+  round_if_llama_cpp_cache(k_cache_[static_cast<std::size_t>(layer)], chunk_.first_pos, k.rows());
+  round_if_llama_cpp_cache(v_cache_[static_cast<std::size_t>(layer)], chunk_.first_pos, v.rows());
 }
 
 template <typename S>
 void CpuEngine<S>::attend(const model::Step& step, Mat<S>& out) {
   const int layer = step.layer;
   append_kv(step);
-  attention<S>(slot(step.inputs[0]), k_cache_[static_cast<std::size_t>(layer)],
-               v_cache_[static_cast<std::size_t>(layer)], chunk_.first_pos, config_.n_heads, config_.n_kv_heads,
-               config_.head_dim, model::attention_window(config_, layer),
-               model::attention_scale(config_.block, config_.head_dim), config_.block.attention_softcap, out);
+  attention<S>(
+      slot(step.inputs[0]), k_cache_[static_cast<std::size_t>(layer)], v_cache_[static_cast<std::size_t>(layer)],
+      chunk_.first_pos, config_.n_heads, config_.n_kv_heads, config_.head_dim, model::attention_window(config_, layer),
+      model::attention_scale(config_.block, config_.head_dim), config_.block.attention_softcap, llama_cpp_, out);
 }
 
 template <typename S>
@@ -273,6 +319,7 @@ void CpuEngine<S>::write_kv(int layer, bool value, const HostTensor& rows) {
   Mat<S>& cache = (value ? v_cache_ : k_cache_).at(static_cast<std::size_t>(layer));
   cache = from_host(rows);
   round_if_f16(cache);
+  round_if_llama_cpp_cache(cache, 0, cache.rows());
   n_past_ = static_cast<int>(rows.rows());
 }
 
@@ -311,12 +358,21 @@ Mat<S> CpuEngine<S>::from_host(const HostTensor& t) {
 }  // namespace
 
 std::unique_ptr<model::Engine> make_cpu_engine(const model::Model& m, const CpuEngineOptions& options) {
-  if (options.f16 && options.scalar != model::Scalar::f32)
+  if (options.emulation == Emulation::f16 && options.scalar != model::Scalar::f32)
     throw UsageError("the reference's f16 emulation computes in f32 (rounding to f16 after every op), not f64");
+  if (options.emulation == Emulation::llama_cpp) {
+    if (options.scalar != model::Scalar::f32)
+      throw UsageError("the reference's llama.cpp emulation computes in f32, as llama.cpp does, not f64");
+    if (m.config().experts.count > 0)
+      throw UsageError(
+          fmt::format("{}: the llama.cpp emulation does not round a mixture of experts' products "
+                      "(--dtype llama.cpp is for dense models)",
+                      m.path().string()));
+  }
   const std::uint64_t budget = options.weight_budget > 0 ? options.weight_budget : default_weight_budget();
   if (options.scalar == model::Scalar::f32)
-    return std::make_unique<CpuEngine<float>>(m, options.threads, options.f16, budget);
-  return std::make_unique<CpuEngine<double>>(m, options.threads, false, budget);
+    return std::make_unique<CpuEngine<float>>(m, options.threads, options.emulation, budget);
+  return std::make_unique<CpuEngine<double>>(m, options.threads, Emulation::none, budget);
 }
 
 }  // namespace tapdiff::reference

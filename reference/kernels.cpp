@@ -4,13 +4,25 @@
 #include <cmath>
 #include <vector>
 
+#include <span>
+#include <type_traits>
+
 #include "model/errors.h"
+#include "reference/round_f16.h"
 
 namespace tapdiff::reference {
 namespace {
 
 // Below this many multiply-adds a parallel region costs more than it saves.
 constexpr double kParallelWork = 1 << 18;
+
+template <typename S>
+void round_f16_values(Mat<S>& m) {
+  if constexpr (std::is_same_v<S, float>)
+    round_to_f16(std::span<float>(m.data(), static_cast<std::size_t>(m.size())));
+  else
+    TAPDIFF_ASSERT(false, "f16 operands are rounded in f32 arithmetic only");
+}
 
 }  // namespace
 
@@ -101,7 +113,8 @@ void scale_softcap(Mat<S>& x, double scale, double cap) {
 
 template <typename S>
 void attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, int first_pos, int n_heads,
-               int n_kv_heads, int head_dim, int window, double score_scale, double softcap, Mat<S>& out) {
+               int n_kv_heads, int head_dim, int window, double score_scale, double softcap, bool f16_operands,
+               Mat<S>& out) {
   const Eigen::Index T = q.rows();
   const Eigen::Index P = first_pos + T;
   const int group = n_heads / n_kv_heads;
@@ -112,7 +125,9 @@ void attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, in
   for (int h = 0; h < n_heads; ++h) {
     const Eigen::Index qc = static_cast<Eigen::Index>(h) * head_dim;
     const Eigen::Index kc = static_cast<Eigen::Index>(h / group) * head_dim;
-    Mat<S> scores = (q.middleCols(qc, head_dim) * k_cache.block(0, kc, P, head_dim).transpose()) * scale;  // [T, P]
+    Mat<S> q_head = q.middleCols(qc, head_dim);
+    if (f16_operands) round_f16_values(q_head);
+    Mat<S> scores = (q_head * k_cache.block(0, kc, P, head_dim).transpose()) * scale;  // [T, P]
     if (softcap > 0) scale_softcap<S>(scores, 1.0, softcap);
     for (Eigen::Index t = 0; t < T; ++t) {
       const Eigen::Index pos = first_pos + t;
@@ -124,6 +139,7 @@ void attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, in
       live = (live.array() - live.maxCoeff()).exp().matrix();
       live /= live.sum();
     }
+    if (f16_operands) round_f16_values(scores);
     out.middleCols(qc, head_dim).noalias() = scores * v_cache.block(0, kc, P, head_dim);
   }
 }
@@ -155,7 +171,7 @@ void gated_activation(const Mat<S>& gate, const Mat<S>& up, model::Activation ac
   template void matmul<S>(const Mat<S>&, const ConstMatMap<S>&, const S*, Mat<S>&);                                \
   template void rope<S>(const Mat<S>&, int, int, const model::RopeFrequencies&, model::RopeStyle, Mat<S>&);        \
   template void attention<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, int, int, int, int, int, double, double, \
-                             Mat<S>&);                                                                             \
+                             bool, Mat<S>&);                                                                       \
   template void gated_activation<S>(const Mat<S>&, const Mat<S>&, model::Activation, Mat<S>&);                     \
   template void scale_softcap<S>(Mat<S>&, double, double);
 TAPDIFF_INSTANTIATE(float)

@@ -39,10 +39,12 @@ void rope(const Mat<S>& x, int head_dim, int first_pos, const model::RopeFrequen
 // q [T, heads * hd] (after RoPE), k_cache / v_cache [>= P, kv_heads * hd] -> out [T, heads * hd].
 // Query head h reads KV head h / (heads / kv_heads); row t (position first_pos + t) sees cache rows
 // j <= first_pos + t, and j > first_pos + t - window when window > 0. Scores are q.k * scale,
-// then softcap * tanh(score / softcap) where softcap > 0.
+// then softcap * tanh(score / softcap) where softcap > 0. With f16_operands, q and the softmax
+// probabilities are rounded to f16 values for their products, as llama.cpp's CPU backend converts
+// them to multiply its f16 KV cache (S = float only).
 template <typename S>
 void attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, int first_pos, int n_heads,
-               int n_kv_heads, int head_dim, int window, double scale, double softcap, Mat<S>& out);
+               int n_kv_heads, int head_dim, int window, double scale, double softcap, bool f16_operands, Mat<S>& out);
 
 // out = act(gate) * up (model/block.h: silu, gelu or its tanh form)    [T, ffn]
 template <typename S>

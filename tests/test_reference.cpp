@@ -86,7 +86,8 @@ TEST(ReferenceEngine, StreamedWeightsGiveTheSameOutputsBitForBit) {
   const auto tokens = synth_prompt(40, m->config().vocab, 11);
   const model::Graph graph(m->config());
   for (const reference::CpuEngineOptions held :
-       {reference::CpuEngineOptions{Scalar::f64, 0}, reference::CpuEngineOptions{Scalar::f32, 0, true}}) {
+       {reference::CpuEngineOptions{Scalar::f64, 0},
+        reference::CpuEngineOptions{Scalar::f32, 0, reference::Emulation::f16}}) {
     reference::CpuEngineOptions streamed = held;
     streamed.weight_budget = 1;  // no copy fits
     EXPECT_EQ(reference::make_cpu_engine(*m, held)->device().find("streamed"), std::string::npos);
@@ -163,7 +164,7 @@ TEST(ReferenceKernels, AttentionMatchesANaiveLoopWithGqaOffsetAndSlidingWindow) 
   for (int window : {0, 1, 4}) {
     reference::Mat<double> out;
     reference::attention<double>(q, k, v, first_pos, heads, kv_heads, hd, window, 1.0 / std::sqrt(double(hd)), 0.0,
-                                 out);
+                                 false, out);
     EXPECT_LT((out - naive_attention(q, k, v, first_pos, heads, kv_heads, hd, window)).cwiseAbs().maxCoeff(), 1e-12)
         << "window " << window;
   }

@@ -29,7 +29,7 @@ using model::Op;
 using model::Scalar;
 using model::TensorId;
 
-const reference::CpuEngineOptions kF16{Scalar::f32, 0, true};
+const reference::CpuEngineOptions kF16{Scalar::f32, 0, reference::Emulation::f16};
 
 // x is exactly an f16 value: to f16 and back gives the same bits.
 bool is_f16(float x) {
@@ -73,7 +73,7 @@ TEST(ReferenceF16, NamesItsDtypeAndKernelsAndRefusesF64) {
   EXPECT_EQ(engine->kernel(Op::q_proj), "eigen-gemm+round-f16");
   EXPECT_EQ(engine->kernel(Op::attn), "eigen-attention-per-head+round-f16");
   EXPECT_EQ(reference::make_cpu_engine(*m, {Scalar::f32, 0})->kernel(Op::q_proj), "eigen-gemm");
-  EXPECT_THROW(reference::make_cpu_engine(*m, {Scalar::f64, 0, true}), UsageError);
+  EXPECT_THROW(reference::make_cpu_engine(*m, {Scalar::f64, 0, reference::Emulation::f16}), UsageError);
 }
 
 TEST(ReferenceF16, EveryOpOutputAndTheKvCacheHoldF16Values) {
@@ -254,7 +254,7 @@ TEST(ReferenceF16, TapdiffRunDtypeF16WritesAnF16Dump) {
 
   const auto bad = run_tapdiff("run --model '" + model_path.string() + "' --dtype bf16 --tokens 1,5");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
-  EXPECT_NE(bad.output.find("--dtype bf16: the ref engine computes in f32, f64 or f16"), std::string::npos)
+  EXPECT_NE(bad.output.find("--dtype bf16: the ref engine computes in f32, f64, f16 (f32 rounded to f16 after every op) or llama.cpp"), std::string::npos)
       << bad.output;
 }
 

@@ -107,7 +107,7 @@ TEST(VulkanEngine, WholeSynthModelInF16StaysAtTheF16Floor) {
   const auto tokens = synth_prompt(100, m->config().vocab, 11);
   const auto truth = run_reference(*m, tokens, model::Scalar::f64, 33, 4);
   reference::CpuEngineOptions emulation{model::Scalar::f32, 0};
-  emulation.f16 = true;
+  emulation.emulation = reference::Emulation::f16;
   const auto floor = run_reference(*m, tokens, emulation, 33, 4);
   const auto engine = vulkan_engine(*m, "", true);
   model::MemoryTap tap;

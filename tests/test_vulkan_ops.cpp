@@ -293,7 +293,7 @@ TEST_P(VulkanOps, EveryOpMatchesTheReferenceOnRandomInputs) {
   const model::Model& model = m ? *m : *base;
   const model::Graph graph(model.config());
   reference::CpuEngineOptions cpu_options{model::Scalar::f32, 1};
-  cpu_options.f16 = c.f16;
+  cpu_options.emulation = c.f16 ? reference::Emulation::f16 : reference::Emulation::none;
   const auto cpu = reference::make_cpu_engine(model, cpu_options);
   gpu::VulkanEngineOptions options;
   options.kernels = c.kernels;
@@ -728,7 +728,7 @@ void expect_f16_sums_miss_the_f16_bound(const std::string& kernels, const std::s
   const auto m = model::load_model(write_case_model(c));
   const model::Graph graph(m->config());
   reference::CpuEngineOptions cpu_options{model::Scalar::f32, 1};
-  cpu_options.f16 = true;
+  cpu_options.emulation = reference::Emulation::f16;
   const auto cpu = reference::make_cpu_engine(*m, cpu_options);
   gpu::VulkanEngineOptions options;
   options.f16 = true;

@@ -41,6 +41,7 @@ struct CompareArgs {
   std::string model;
   std::string layers;
   int threads = 0;
+  std::string b_precision;  // the floor's precision: B's compute dtype when empty
   CalibrationOptions calibrate;
   DumpInputOptions input;
 };
@@ -70,19 +71,32 @@ void parse_layers(const std::string& spec, int n_layers, bisect::LocalCheckOptio
 struct CheckOnB {
   std::unique_ptr<model::Model> model;
   bisect::LocalCheckOptions options;
+  std::string floor_dtype;  // the reference's --dtype that emulates B's precision
 };
 
 CheckOnB prepare_check_on_b(const CompareArgs& args, std::unique_ptr<model::Model> model, const dumps::DumpReader& b,
                             const bisect::Tolerances& tolerances) {
-  CheckOnB check{std::move(model), {}};
+  CheckOnB check{std::move(model), {}, ""};
   require_model_of(b, *check.model, "--model", args.model);
   bisect::LocalCheckOptions& options = check.options;
   options.tolerances = tolerances;
   options.dtype = b.metadata().compute_dtype.empty() ? "f32" : b.metadata().compute_dtype;
   if (!args.layers.empty()) parse_layers(args.layers, check.model->config().n_layers, options);
-  // The reference emulates f64, f32 and f16 (not bf16) for the floor.
-  const bool floor_dtype = bisect::Tolerances::knows_dtype(options.dtype) && options.dtype != "bf16";
-  options.calibration = floor_dtype ? args.calibrate.calibration() : std::nullopt;
+  // The reference emulates f64, f32 and f16 (not bf16) for the floor, and llama.cpp's CPU
+  // roundings (its arithmetic is f32: the tolerance rules of f32).
+  if (args.b_precision.empty()) {
+    const bool emulated = bisect::Tolerances::knows_dtype(options.dtype) && options.dtype != "bf16";
+    check.floor_dtype = emulated ? options.dtype : "";
+  } else if (args.b_precision == "llama.cpp") {
+    check.floor_dtype = args.b_precision;
+    options.dtype = "f32";
+  } else if (args.b_precision == "f32" || args.b_precision == "f16" || args.b_precision == "f64") {
+    check.floor_dtype = options.dtype = args.b_precision;
+  } else {
+    throw UsageError(fmt::format("--b-precision {}: expected f32, f16, f64 or llama.cpp (llama.cpp's CPU roundings)",
+                                 args.b_precision));
+  }
+  options.calibration = check.floor_dtype.empty() ? std::nullopt : args.calibrate.calibration();
   return check;
 }
 
@@ -92,7 +106,7 @@ bisect::LocalCheck check_on_b(const CompareArgs& args, CheckOnB& check, const du
   const model::Graph graph(m.config());
   const auto truth = make_engine(reference_choice("f64", args.threads), m);
   std::unique_ptr<model::Engine> floor;
-  if (check.options.calibration) floor = make_engine(reference_choice(check.options.dtype, args.threads), m);
+  if (check.options.calibration) floor = make_engine(reference_choice(check.floor_dtype, args.threads), m);
   ProgressLine progress;
   check.options.progress = [&progress](int chunk, int chunks) {
     progress.update(
@@ -181,6 +195,10 @@ void add_compare_command(CLI::App& app, CliContext& context) {
                   "With --model: check only layers FIRST:LAST (embed is -1, final_norm and logits n_layers)");
   cmd->add_option("--threads", args->threads, "With --model: CPU threads of the reference (0 = all)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--b-precision", args->b_precision,
+                  "With --model: what B computes in, emulated by the reference for the noise floor: f32, f16, f64 "
+                  "or llama.cpp (f32 rounded where llama.cpp's CPU backend rounds); default: B's dump's compute "
+                  "dtype");
   add_calibration_options(*cmd, args->calibrate,
                           "With --model: hold each op's own error to the tolerance table instead of k x the noise "
                           "floor of the reference in B's precision");

@@ -240,7 +240,10 @@ void add_run_command(CLI::App& app, CliContext& context) {
   cmd->add_option("--model", args->model, "GGUF file, Hugging Face folder, or synth:SHAPE[:DTYPE]")
       ->capture_default_str();
   cmd->add_option("--engine", args->engine.name, "Engine: ref or vulkan")->capture_default_str();
-  cmd->add_option("--dtype", args->engine.dtype, "Compute dtype: f32, f64 or f16 (ref), f32 or f16 (vulkan)")
+  cmd->add_option(
+         "--dtype", args->engine.dtype,
+         "Compute dtype: f32, f64, f16 or llama.cpp (ref: f32 rounded as llama.cpp's CPU backend rounds), f32 or f16 "
+         "(vulkan)")
       ->capture_default_str();
   cmd->add_option("--threads", args->engine.threads, "CPU threads (0 = all)")->check(CLI::NonNegativeNumber);
   add_vulkan_options(*cmd, args->engine);

@@ -36,14 +36,17 @@ std::unique_ptr<model::Engine> make_engine(const EngineChoice& choice, const mod
   if (choice.name == "ref") {
     reference::CpuEngineOptions options;
     options.threads = choice.threads;
-    if (choice.dtype == "f32" || choice.dtype == "f16")  // f16: f32 rounded to f16 after every op
-      options.scalar = model::Scalar::f32;
-    else if (choice.dtype == "f64")
+    if (choice.dtype == "f64")
       options.scalar = model::Scalar::f64;
-    else
-      throw UsageError(fmt::format(
-          "--dtype {}: the ref engine computes in f32, f64 or f16 (f32 rounded to f16 after every op)", choice.dtype));
-    options.f16 = choice.dtype == "f16";
+    else if (choice.dtype == "f16")
+      options.emulation = reference::Emulation::f16;
+    else if (choice.dtype == "llama.cpp")
+      options.emulation = reference::Emulation::llama_cpp;
+    else if (choice.dtype != "f32")
+      throw UsageError(
+          fmt::format("--dtype {}: the ref engine computes in f32, f64, f16 (f32 rounded to f16 after every op) or "
+                      "llama.cpp (f32 rounded where llama.cpp's CPU backend rounds)",
+                      choice.dtype));
     return reference::make_cpu_engine(m, options);
   }
   if (choice.name == "vulkan") {

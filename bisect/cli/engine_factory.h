@@ -12,7 +12,7 @@ namespace tapdiff::cli {
 
 struct EngineChoice {
   std::string name = "ref";   // ref | vulkan
-  std::string dtype = "f32";  // ref: f32 | f64 | f16 (f32 rounded to f16 after every op); vulkan: f32 | f16
+  std::string dtype = "f32";  // ref: f32 | f64 | f16 | llama.cpp (reference::Emulation); vulkan: f32 | f16
   int threads = 0;            // CPU threads, 0 = all
   std::string device;         // vulkan: "" (prefer a discrete GPU), an index, or a name substring
   std::string kernels;        // vulkan: kernel overrides, e.g. "matmul=matvec,matvec=shared"

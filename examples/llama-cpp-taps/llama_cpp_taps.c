@@ -1,0 +1,229 @@
+/* llama.cpp's intermediate values through its eval callback, written as a folder of safetensors
+ * files that `tapdiff compare ... --map llama.cpp` reads (docs/import.md).
+ *
+ *   llama_cpp_taps MODEL.gguf OUT_DIR TOKEN,TOKEN,... [--chunk N] [--generate N] [--all]
+ *                  [--backends DIR]
+ *
+ * Evaluates the tokens as one sequence in llama_decode calls of --chunk tokens (default 512; every
+ * row's logits computed), then picks --generate greedy tokens, feeding each but the last back in a
+ * llama_decode call of its own (as `tapdiff run --generate`), prints the tokens, and writes
+ * each call's tensors as OUT_DIR/pass_N.safetensors: `tokens`, `positions` and `decode` (I32), and
+ * the tensors the llama.cpp map reads (with --all, every named tensor of the graph), F32,
+ * [rows, width]. A name the graph gives twice keeps the last tensor (Qcur and Kcur after RoPE).
+ * Flash attention is off. --backends loads ggml's backends from a folder (a build with
+ * GGML_BACKEND_DL, such as npm's node-llama-cpp); otherwise those linked in are used. */
+#include <ggml-backend.h>
+#include <ggml.h>
+#include <llama.h>
+
+#include <ctype.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  char name[GGML_MAX_NAME];
+  int64_t rows, width;
+  float* values;
+} Tap;
+
+typedef struct {
+  Tap* taps;
+  size_t count, capacity;
+  bool all;
+} Taps;
+
+/* The names docs/import.md's llama.cpp map knows, each followed by "-LAYER" or nothing. */
+static const char* const kMapNames[] = {"embd",      "inp_embd", "attn_norm",  "Qcur",        "Kcur",
+                                        "Vcur",      "kqv_out",  "attn_out",   "ffn_inp",     "ffn_norm",
+                                        "ffn_gate",  "ffn_up",   "ffn_gate_b", "ffn_up_b",    "ffn_swiglu",
+                                        "ffn_geglu", "ffn_out",  "l_out",      "result_norm", "result_output"};
+
+static void die(const char* what) {
+  fprintf(stderr, "llama_cpp_taps: %s\n", what);
+  exit(1);
+}
+
+static void* checked(void* p) {
+  if (!p) die("out of memory");
+  return p;
+}
+
+/* A name of the map: one of kMapNames, alone or followed by "-" and the layer's digits (not a view
+ * such as "Kcur-0 (view)"). */
+static bool wanted(const Taps* taps, const char* name) {
+  if (taps->all) return name[0] != '\0';
+  for (size_t i = 0; i < sizeof kMapNames / sizeof kMapNames[0]; ++i) {
+    size_t n = strlen(kMapNames[i]);
+    if (strncmp(name, kMapNames[i], n) != 0) continue;
+    if (name[n] == '\0') return true;
+    if (name[n] != '-' || !isdigit((unsigned char)name[n + 1])) continue;
+    const char* p = name + n + 1;
+    while (isdigit((unsigned char)*p)) ++p;
+    if (*p == '\0') return true;
+  }
+  return false;
+}
+
+static Tap* slot(Taps* taps, const char* name) {
+  for (size_t i = 0; i < taps->count; ++i)
+    if (strcmp(taps->taps[i].name, name) == 0) return &taps->taps[i];
+  if (taps->count == taps->capacity) {
+    taps->capacity = taps->capacity ? 2 * taps->capacity : 64;
+    taps->taps = checked(realloc(taps->taps, taps->capacity * sizeof(Tap)));
+  }
+  Tap* tap = &taps->taps[taps->count++];
+  memset(tap, 0, sizeof *tap);
+  snprintf(tap->name, sizeof tap->name, "%s", name);
+  return tap;
+}
+
+static void clear(Taps* taps) {
+  for (size_t i = 0; i < taps->count; ++i) free(taps->taps[i].values);
+  taps->count = 0;
+}
+
+/* A row is everything before the last dimension of more than one element among ne[1..3]
+ * (ne[0] * ne[1] for Qcur's [head_dim, heads, tokens]). Kept: contiguous F32 tensors. */
+static bool on_tensor(struct ggml_tensor* t, bool ask, void* user) {
+  Taps* taps = user;
+  if (!wanted(taps, ggml_get_name(t))) return false;
+  if (ask) return true;
+  if (t->type != GGML_TYPE_F32 || !ggml_is_contiguous(t)) return true;
+  int64_t rows = t->ne[3] > 1 ? t->ne[3] : (t->ne[2] > 1 ? t->ne[2] : t->ne[1]);
+  Tap* tap = slot(taps, ggml_get_name(t));
+  tap->rows = rows;
+  tap->width = ggml_nelements(t) / rows;
+  free(tap->values);
+  tap->values = checked(malloc(ggml_nbytes(t)));
+  ggml_backend_tensor_get(t, tap->values, 0, ggml_nbytes(t));
+  return true;
+}
+
+/* safetensors: an 8-byte header length, the JSON header (padded with spaces to 8 bytes), data. */
+static void write_pass(const char* path, const Taps* taps, const int32_t* provenance, int rows) {
+  size_t capacity = 512 + taps->count * (GGML_MAX_NAME + 96), length = 0, offset = 12 * (size_t)rows;
+  char* header = checked(malloc(capacity));
+  length += snprintf(header + length, capacity - length,
+                     "{\"tokens\":{\"dtype\":\"I32\",\"shape\":[%d],\"data_offsets\":[0,%zu]},"
+                     "\"positions\":{\"dtype\":\"I32\",\"shape\":[%d],\"data_offsets\":[%zu,%zu]},"
+                     "\"decode\":{\"dtype\":\"I32\",\"shape\":[%d],\"data_offsets\":[%zu,%zu]}",
+                     rows, 4 * (size_t)rows, rows, 4 * (size_t)rows, 8 * (size_t)rows, rows, 8 * (size_t)rows, offset);
+  for (size_t i = 0; i < taps->count; ++i) {
+    const Tap* tap = &taps->taps[i];
+    size_t bytes = 4 * (size_t)(tap->rows * tap->width);
+    length += snprintf(header + length, capacity - length,
+                       ",\"%s\":{\"dtype\":\"F32\",\"shape\":[%lld,%lld],\"data_offsets\":[%zu,%zu]}", tap->name,
+                       (long long)tap->rows, (long long)tap->width, offset, offset + bytes);
+    offset += bytes;
+  }
+  length += snprintf(header + length, capacity - length, "}");
+  while (length % 8) header[length++] = ' ';
+  FILE* out = fopen(path, "wb");
+  if (!out) die("cannot create an output file (does OUT_DIR exist?)");
+  uint64_t size = length;
+  bool ok = fwrite(&size, 8, 1, out) == 1 && fwrite(header, 1, length, out) == length &&
+            fwrite(provenance, 4, 3 * (size_t)rows, out) == 3 * (size_t)rows;
+  for (size_t i = 0; ok && i < taps->count; ++i) {
+    size_t n = (size_t)(taps->taps[i].rows * taps->taps[i].width);
+    ok = fwrite(taps->taps[i].values, 4, n, out) == n;
+  }
+  if (fclose(out) != 0 || !ok) die("cannot write an output file");
+  free(header);
+}
+
+/* One llama_decode call over tokens [0, rows) at positions first.., written as pass `pass`. */
+static void run_pass(struct llama_context* context, struct llama_batch* batch, Taps* taps, const char* out_dir,
+                     int pass, const int32_t* tokens, int first, int rows, bool decode) {
+  int32_t* provenance = checked(malloc(12 * (size_t)rows));
+  batch->n_tokens = rows;
+  for (int i = 0; i < rows; ++i) {
+    batch->token[i] = provenance[i] = tokens[i];
+    batch->pos[i] = provenance[rows + i] = first + i;
+    provenance[2 * rows + i] = decode;
+    batch->n_seq_id[i] = 1;
+    batch->seq_id[i][0] = 0;
+    batch->logits[i] = 1;
+  }
+  clear(taps);
+  if (llama_decode(context, *batch) != 0) die("llama_decode failed");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/pass_%d.safetensors", out_dir, pass);
+  write_pass(path, taps, provenance, rows);
+  free(provenance);
+}
+
+int main(int argc, char** argv) {
+  if (argc < 4)
+    die("usage: llama_cpp_taps MODEL.gguf OUT_DIR TOKEN,TOKEN,... [--chunk N] [--generate N] [--all] "
+        "[--backends DIR]");
+  Taps taps = {0};
+  int chunk = 512, generate = 0;
+  const char* backends = NULL;
+  for (int i = 4; i < argc; ++i) {
+    if (strcmp(argv[i], "--all") == 0)
+      taps.all = true;
+    else if (strcmp(argv[i], "--chunk") == 0 && i + 1 < argc)
+      chunk = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--generate") == 0 && i + 1 < argc)
+      generate = atoi(argv[++i]);
+    else if (strcmp(argv[i], "--backends") == 0 && i + 1 < argc)
+      backends = argv[++i];
+    else
+      die("unknown option (expected --chunk N, --generate N, --all, --backends DIR)");
+  }
+  if (chunk <= 0 || generate < 0) die("--chunk must be positive and --generate not negative");
+  int count = 1;
+  for (const char* p = argv[3]; *p; ++p) count += *p == ',';
+  int32_t* tokens = checked(malloc(sizeof(int32_t) * (size_t)(count + generate)));
+  char* p = argv[3];
+  for (int i = 0; i < count; ++i) {
+    char* end = NULL;
+    tokens[i] = (int32_t)strtol(p, &end, 10);
+    if (end == p || (*end != ',' && *end != '\0')) die("TOKENS: expected comma-separated token ids");
+    p = *end == ',' ? end + 1 : end;
+  }
+
+  if (backends) ggml_backend_load_all_from_path(backends);
+  llama_backend_init();
+  struct llama_model_params model_params = llama_model_default_params();
+  model_params.n_gpu_layers = 0;
+  struct llama_model* model = llama_model_load_from_file(argv[1], model_params);
+  if (!model) die("cannot load the model");
+  struct llama_context_params params = llama_context_default_params();
+  params.n_ctx = (uint32_t)(count + generate + 8);
+  params.n_batch = params.n_ubatch = (uint32_t)chunk;
+  params.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+  params.cb_eval = on_tensor;
+  params.cb_eval_user_data = &taps;
+  struct llama_context* context = llama_init_from_model(model, params);
+  if (!context) die("cannot create a context");
+
+  struct llama_batch batch = llama_batch_init(chunk, 0, 1);
+  const int vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
+  int pass = 0, rows = 0;
+  for (int first = 0; first < count; first += chunk) {
+    rows = count - first < chunk ? count - first : chunk;
+    run_pass(context, &batch, &taps, argv[2], pass++, tokens + first, first, rows, false);
+  }
+  for (int step = 0; step < generate; ++step) {
+    const float* logits = llama_get_logits_ith(context, rows - 1);
+    int best = 0;
+    for (int t = 1; t < vocab; ++t)
+      if (logits[t] > logits[best]) best = t;
+    tokens[count + step] = best;
+    rows = 1;
+    if (step + 1 < generate)  // as `tapdiff run --generate`: the last token is not fed back
+      run_pass(context, &batch, &taps, argv[2], pass++, tokens + count + step, count + step, 1, true);
+  }
+  for (int i = 0; i < count + generate; ++i) printf("%s%d", i ? "," : "", tokens[i]);
+  printf("\n");
+  clear(&taps);
+  free(taps.taps);
+  free(tokens);
+  llama_batch_free(batch);
+  llama_free(context);
+  llama_model_free(model);
+  return 0;
+}

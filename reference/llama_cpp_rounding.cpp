@@ -1,0 +1,143 @@
+#include "reference/llama_cpp_rounding.h"
+
+#include <cmath>
+#include <cstring>
+#include <span>
+
+#include "model/errors.h"
+#include "model/quant_blocks.h"
+#include "reference/round_f16.h"
+
+namespace tapdiff::reference {
+namespace {
+
+constexpr int kBlock32 = 32;
+constexpr int kBlock256 = 256;
+
+float to_f16_value(float v) { return model::f16_to_f32(model::f32_to_f16(v)); }
+
+// quantize_row_q8_0 / q8_1 (ggml-cpu/arch/x86/quants.c): d = max|x| / 127 stored as f16, each
+// value rounded from x * (127 / max|x|), half to even.
+void round_block_q8_0(float* x) {
+  float amax = 0.0f;
+  for (int j = 0; j < kBlock32; ++j) amax = std::fmax(amax, std::fabs(x[j]));
+  const float d = to_f16_value(amax / 127.0f);
+  const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+  for (int j = 0; j < kBlock32; ++j) x[j] = std::nearbyint(x[j] * id) * d;
+}
+
+// quantize_row_q8_K_ref (ggml-quants.c): the value of largest magnitude (the first of equal ones)
+// sets iscale = -127 / max; each value is nearest_int(iscale * x), at most 127; d = 1 / iscale.
+void round_block_q8_k(float* x) {
+  float max = 0.0f, amax = 0.0f;
+  for (int j = 0; j < kBlock256; ++j) {
+    const float ax = std::fabs(x[j]);
+    if (ax > amax) {
+      amax = ax;
+      max = x[j];
+    }
+  }
+  if (amax == 0.0f) {
+    std::fill_n(x, kBlock256, 0.0f);
+    return;
+  }
+  const float iscale = -127.0f / max;
+  const float d = 1.0f / iscale;
+  for (int j = 0; j < kBlock256; ++j)
+    x[j] = static_cast<float>(std::min(127, model::blocks::nearest_int(iscale * x[j]))) * d;
+}
+
+template <typename RoundBlock>
+void round_blocks(Mat<float>& x, int block, RoundBlock round_block) {
+  TAPDIFF_ASSERT(x.cols() % block == 0, "rows of {} values are no whole blocks of {}", x.cols(), block);
+  float* data = x.data();
+  const Eigen::Index blocks = x.size() / block;
+#pragma omp parallel for schedule(static) if (blocks > 4096)
+  for (Eigen::Index b = 0; b < blocks; ++b) round_block(data + b * block);
+}
+
+}  // namespace
+
+DotType dot_type(model::DType weights) {
+  using model::DType;
+  switch (weights) {
+    case DType::f32: return DotType::f32;
+    case DType::f16: return DotType::f16;
+    case DType::bf16: return DotType::bf16;
+    case DType::q8_0:
+    case DType::q4_0:
+    case DType::q5_0:
+    case DType::iq4_nl: return DotType::q8_0;
+    case DType::q4_1:
+    case DType::q5_1: return DotType::q8_1;
+    case DType::q2_k:
+    case DType::q3_k:
+    case DType::q4_k:
+    case DType::q5_k:
+    case DType::q6_k:
+    case DType::iq4_xs: return DotType::q8_k;
+  }
+  TAPDIFF_ASSERT(false, "weight type {} has no dot-product type", static_cast<int>(weights));
+  return DotType::f32;
+}
+
+const char* dot_type_name(DotType t) {
+  switch (t) {
+    case DotType::f32: return "f32";
+    case DotType::f16: return "f16";
+    case DotType::bf16: return "bf16";
+    case DotType::q8_0: return "q8_0";
+    case DotType::q8_1: return "q8_1";
+    case DotType::q8_k: return "q8_k";
+  }
+  return "?";
+}
+
+void round_to_dot_type(DotType t, Mat<float>& x) {
+  switch (t) {
+    case DotType::f32: return;
+    case DotType::f16: round_to_f16(std::span<float>(x.data(), static_cast<std::size_t>(x.size()))); return;
+    case DotType::bf16:
+      for (float& v : x.reshaped()) v = model::bf16_to_f32(model::f32_to_bf16(v));
+      return;
+    case DotType::q8_0:
+    case DotType::q8_1: round_blocks(x, kBlock32, round_block_q8_0); return;
+    case DotType::q8_k: round_blocks(x, kBlock256, round_block_q8_k); return;
+  }
+}
+
+Mat<float> q8_1_sum_correction(const Mat<float>& x, const model::WeightTensor& weights) {
+  TAPDIFF_ASSERT(weights.dtype == model::DType::q4_1 || weights.dtype == model::DType::q5_1,
+                 "{}: a Q8_1 sum correction needs Q4_1 or Q5_1 weights", weights.name);
+  TAPDIFF_ASSERT(x.cols() == weights.cols && x.cols() % kBlock32 == 0, "{}: input of {} columns for {} weights",
+                 weights.name, x.cols(), weights.cols);
+  const Eigen::Index blocks = x.cols() / kBlock32;
+  // Per row and block: f16(d * sum(q)) - f16(d) * sum(q), the stored sum against the values'.
+  Mat<float> excess(x.rows(), blocks);
+  for (Eigen::Index t = 0; t < x.rows(); ++t) {
+    for (Eigen::Index b = 0; b < blocks; ++b) {
+      const float* block = x.row(t).data() + b * kBlock32;
+      float amax = 0.0f;
+      for (int j = 0; j < kBlock32; ++j) amax = std::fmax(amax, std::fabs(block[j]));
+      const float d = amax / 127.0f;
+      const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+      float sum = 0.0f;  // of at most 32 integers of magnitude 127 or less: exact
+      for (int j = 0; j < kBlock32; ++j) sum += std::nearbyint(block[j] * id);
+      excess(t, b) = to_f16_value(d * sum) - to_f16_value(d) * sum;
+    }
+  }
+  // Each weight block's minimum m, the f16 after its scale d (model/quant_blocks.h: Q4_1, Q5_1).
+  const std::size_t block_bytes = model::block_bytes(weights.dtype);
+  Mat<float> mins(weights.rows, blocks);
+  for (std::int64_t r = 0; r < weights.rows; ++r) {
+    const std::byte* row = weights.row(r);
+    for (Eigen::Index b = 0; b < blocks; ++b) {
+      std::uint16_t m = 0;
+      std::memcpy(&m, row + static_cast<std::size_t>(b) * block_bytes + sizeof(std::uint16_t), sizeof m);
+      mins(r, b) = model::f16_to_f32(m);
+    }
+  }
+  return excess * mins.transpose();
+}
+
+}  // namespace tapdiff::reference

@@ -1,0 +1,179 @@
+// The reference's llama.cpp emulation (reference/llama_cpp_rounding.h): each weight type's
+// dot-product type, the conversions' values on blocks whose answers are known by hand, the Q8_1
+// sum correction against ggml's Q4_1 product formula, and the engine's options and names. Its
+// values against llama.cpp's own: tests/conformance/test_llama_cpp.py.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "model/dtype.h"
+#include "model/errors.h"
+#include "reference/cpu_engine.h"
+#include "reference/llama_cpp_rounding.h"
+#include "tests/reference_fixtures.h"
+
+namespace tapdiff::testing {
+namespace {
+
+using model::DType;
+using model::Op;
+using reference::DotType;
+using reference::Mat;
+
+const reference::CpuEngineOptions kLlamaCpp{model::Scalar::f32, 0, reference::Emulation::llama_cpp};
+
+TEST(LlamaCppRounding, EachWeightTypeConvertsActivationsToGgmlsDotType) {
+  const std::vector<std::pair<DType, DotType>> table = {
+      {DType::f32, DotType::f32},     {DType::f16, DotType::f16},   {DType::bf16, DotType::bf16},
+      {DType::q8_0, DotType::q8_0},   {DType::q4_0, DotType::q8_0}, {DType::q5_0, DotType::q8_0},
+      {DType::iq4_nl, DotType::q8_0}, {DType::q4_1, DotType::q8_1}, {DType::q5_1, DotType::q8_1},
+      {DType::q2_k, DotType::q8_k},   {DType::q3_k, DotType::q8_k}, {DType::q4_k, DotType::q8_k},
+      {DType::q5_k, DotType::q8_k},   {DType::q6_k, DotType::q8_k}, {DType::iq4_xs, DotType::q8_k}};
+  ASSERT_EQ(table.size(), model::all_dtypes().size());
+  for (const auto& [weights, dot] : table) EXPECT_EQ(reference::dot_type(weights), dot) << model::dtype_name(weights);
+}
+
+// One row of a block: its largest magnitude 127 makes the scale 1, so each value rounds to an
+// integer, halves to even.
+TEST(LlamaCppRounding, Q8_0RoundsHalvesToEvenWithAnF16Scale) {
+  Mat<float> x = Mat<float>::Zero(1, 32);
+  x.row(0).head(6) << 127.0f, 0.5f, 1.5f, 2.5f, -2.5f, 3.4f;
+  reference::round_to_dot_type(DotType::q8_0, x);
+  EXPECT_EQ(x(0, 0), 127.0f);
+  EXPECT_EQ(x(0, 1), 0.0f);
+  EXPECT_EQ(x(0, 2), 2.0f);
+  EXPECT_EQ(x(0, 3), 2.0f);
+  EXPECT_EQ(x(0, 4), -2.0f);
+  EXPECT_EQ(x(0, 5), 3.0f);
+  // A scale max/127 that is no f16 value is stored as f16: the values are its integer multiples.
+  Mat<float> y = Mat<float>::Constant(1, 32, 0.3f);
+  y(0, 0) = 1.0f;
+  reference::round_to_dot_type(DotType::q8_0, y);
+  const float d = model::f16_to_f32(model::f32_to_f16(1.0f / 127.0f));
+  EXPECT_EQ(y(0, 0), 127.0f * d);
+  EXPECT_EQ(y(0, 1), 38.0f * d);  // 0.3 * 127 = 38.1
+}
+
+// Q8_K: blocks of 256 scaled by -127 / (the value of largest magnitude), its sign kept.
+TEST(LlamaCppRounding, Q8_KScalesBy127OverTheSignedMaximumPerSuperBlock) {
+  Mat<float> x = Mat<float>::Zero(2, 256);
+  x(0, 7) = -254.0f;  // scale -127 / -254 = 0.5: values become multiples of 2
+  x(0, 8) = 3.0f;     // 1.5 -> 2 -> 4
+  x(0, 9) = 5.0f;     // 2.5 -> 2 -> 4
+  x(1, 0) = 1.0f;     // a block of its own: a positive maximum
+  x(1, 1) = 0.25f;    // -31.75 -> -32 -> 32 * (-1/127) * ... = 0.2519...
+  reference::round_to_dot_type(DotType::q8_k, x);
+  EXPECT_EQ(x(0, 7), -254.0f);
+  EXPECT_EQ(x(0, 8), 4.0f);
+  EXPECT_EQ(x(0, 9), 4.0f);
+  const float d = 1.0f / (-127.0f / 1.0f);
+  EXPECT_EQ(x(1, 0), -127.0f * d);
+  EXPECT_EQ(x(1, 1), -32.0f * d);
+  EXPECT_EQ(x(1, 2), 0.0f);
+}
+
+TEST(LlamaCppRounding, F16AndBf16RoundToNearestEven) {
+  Mat<float> x(1, 3);
+  x << 1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 1.0f + 0x1p-8f;
+  Mat<float> h = x, b = x;
+  reference::round_to_dot_type(DotType::f16, h);
+  reference::round_to_dot_type(DotType::bf16, b);
+  EXPECT_EQ(h(0, 0), 1.0f);            // halfway between 1 and 1 + 2^-10: to even
+  EXPECT_EQ(h(0, 1), 1.0f + 0x1p-9f);  // halfway between 1 + 2^-10 and 1 + 2^-9: to even
+  EXPECT_EQ(b(0, 2), 1.0f);            // bf16 keeps 7 bits: 2^-8 is half its step, to even
+  EXPECT_EQ(b(0, 0), 1.0f);
+}
+
+// ggml's Q4_1 x Q8_1 product per block: d_w * d_x * sum(q_w * q_x) + m_w * s_x, with d_x the f16
+// scale and s_x = f16(d * sum(q_x)) from the unrounded d. The emulation's product on the rounded
+// values plus the correction gives it.
+TEST(LlamaCppRounding, Q4_1ProductsTakeTheStoredBlockSum) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const int in = 64, out = 3;
+  std::vector<float> w(static_cast<std::size_t>(in * out));
+  for (float& v : w) v = normal(rng) + 0.7f;  // a minimum far from 0
+  const std::size_t row_bytes = model::row_bytes(DType::q4_1, in);
+  std::vector<std::byte> bytes(row_bytes * out);
+  for (int r = 0; r < out; ++r)
+    model::quantize_row(DType::q4_1, &w[static_cast<std::size_t>(r * in)], &bytes[row_bytes * r], in);
+  model::WeightTensor tensor{"w", DType::q4_1, out, in, bytes, {}};
+  Mat<float> x(2, in);
+  for (float& v : x.reshaped()) v = normal(rng);
+
+  Mat<float> rounded = x;
+  const Mat<float> correction = reference::q8_1_sum_correction(x, tensor);
+  reference::round_to_dot_type(DotType::q8_1, rounded);
+  Mat<float> dequantized(out, in);
+  for (int r = 0; r < out; ++r)
+    model::dequantize_row(DType::q4_1, &bytes[row_bytes * r], dequantized.row(r).data(), in);
+  const Mat<double> emulated =
+      (rounded.cast<double>() * dequantized.cast<double>().transpose()) + correction.cast<double>();
+
+  for (int t = 0; t < 2; ++t) {
+    for (int o = 0; o < out; ++o) {
+      double ggml = 0.0;
+      for (int b = 0; b < in / 32; ++b) {
+        const std::byte* block = &bytes[row_bytes * o + 20 * static_cast<std::size_t>(b)];
+        std::uint16_t dw = 0, mw = 0;
+        std::memcpy(&dw, block, 2);
+        std::memcpy(&mw, block + 2, 2);
+        float amax = 0.0f;
+        for (int j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(x(t, b * 32 + j)));
+        const float dx = amax / 127.0f;
+        double dot = 0.0, sum = 0.0;
+        for (int j = 0; j < 32; ++j) {
+          const auto nibble = static_cast<std::uint8_t>(block[4 + (j % 16)]);
+          const int qw = j < 16 ? (nibble & 0xF) : (nibble >> 4);
+          const double qx = std::nearbyint(x(t, b * 32 + j) * (127.0f / amax));
+          dot += qw * qx;
+          sum += qx;
+        }
+        const double s = model::f16_to_f32(model::f32_to_f16(dx * static_cast<float>(sum)));
+        ggml += model::f16_to_f32(dw) * model::f16_to_f32(model::f32_to_f16(dx)) * dot + model::f16_to_f32(mw) * s;
+      }
+      EXPECT_NEAR(emulated(t, o), ggml, 1e-5 * std::fabs(ggml) + 1e-6) << "row " << t << " output " << o;
+    }
+  }
+  // Without the correction the product misses by the sums' f16 rounding: the test can tell.
+  const Mat<double> uncorrected = rounded.cast<double>() * dequantized.cast<double>().transpose();
+  EXPECT_GT((uncorrected - emulated).cwiseAbs().maxCoeff(), 1e-4);
+}
+
+TEST(LlamaCppRounding, TheEngineNamesItsRoundingsAndRefusesF64AndExperts) {
+  const auto m = model::load_model(synth_model_path("tiny", "q8_0"));
+  const auto engine = reference::make_cpu_engine(*m, kLlamaCpp);
+  EXPECT_EQ(engine->compute_dtype(), "f32");
+  EXPECT_EQ(engine->kernel(Op::q_proj), "eigen-gemm+llama.cpp-dot-type");
+  EXPECT_EQ(engine->kernel(Op::attn), "eigen-attention-per-head+llama.cpp-f16-kv");
+  EXPECT_NE(engine->device().find("rounding as llama.cpp's CPU backend"), std::string::npos) << engine->device();
+  EXPECT_THROW(reference::make_cpu_engine(*m, {model::Scalar::f64, 0, reference::Emulation::llama_cpp}), UsageError);
+  const auto moe = model::load_model(synth_model_path("tiny-moe"));
+  EXPECT_THROW(reference::make_cpu_engine(*moe, kLlamaCpp), UsageError);
+}
+
+// On Q8_0 weights the emulation's products part from the f32 reference's by the activations'
+// 8-bit rounding (NMSE near 1e-5), on F32 weights only by the f16 KV cache in attention.
+TEST(LlamaCppRounding, ItsProductsPartFromF32ByTheActivationsRounding) {
+  for (const std::string dtype : {"q8_0", "f32"}) {
+    const auto m = model::load_model(synth_model_path("small", dtype));
+    const auto tokens = synth_prompt(40, m->config().vocab, 3);
+    const auto f32 = run_reference(*m, tokens, model::Scalar::f32, 0, 0);
+    const auto emulated = run_reference(*m, tokens, kLlamaCpp, 0, 0);
+    const model::TensorId v{Op::v_proj, 0};
+    const double error = nmse(emulated->tap.get(v), f32->tap.get(v));
+    if (dtype == "q8_0") {
+      EXPECT_GT(error, 3e-6) << dtype;
+      EXPECT_LT(error, 1e-4) << dtype;
+    } else {
+      EXPECT_EQ(error, 0.0) << dtype;
+      EXPECT_GT(nmse(emulated->tap.get({Op::attn, 0}), f32->tap.get({Op::attn, 0})), 1e-9) << dtype;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tapdiff::testing
