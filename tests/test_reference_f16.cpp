@@ -254,7 +254,10 @@ TEST(ReferenceF16, TapdiffRunDtypeF16WritesAnF16Dump) {
 
   const auto bad = run_tapdiff("run --model '" + model_path.string() + "' --dtype bf16 --tokens 1,5");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
-  EXPECT_NE(bad.output.find("--dtype bf16: the ref engine computes in f32, f64, f16 (f32 rounded to f16 after every op) or llama.cpp"), std::string::npos)
+  EXPECT_NE(
+      bad.output.find(
+          "--dtype bf16: the ref engine computes in f32, f64, f16 (f32 rounded to f16 after every op) or llama.cpp"),
+      std::string::npos)
       << bad.output;
 }
 

@@ -25,10 +25,11 @@ HF = {"embed": "model.embed_tokens", "attn_norm": "model.layers.{L}.input_layern
       "ffn_up": "model.layers.{L}.mlp.up_proj", "ffn_act": "model.layers.{L}.mlp.down_proj:input",
       "ffn_down": "model.layers.{L}.mlp.down_proj", "ffn_residual": "model.layers.{L}", "final_norm": "model.norm",
       "logits": "logits"}
-LLAMA_CPP = {"embed": "inp_embd", "attn_norm": "attn_norm-{L}", "rope_q": "Qcur-{L}", "rope_k": "Kcur-{L}",
-             "v_proj": "Vcur-{L}", "attn": "kqv_out-{L}", "attn_residual": "ffn_inp-{L}", "ffn_norm": "ffn_norm-{L}",
-             "ffn_down": "ffn_out-{L}", "ffn_residual": "l_out-{L}", "final_norm": "result_norm",
-             "logits": "result_output"}
+LLAMA_CPP = {"embed": "embd", "attn_norm": "attn_norm-{L}", "rope_q": "Qcur-{L}", "rope_k": "Kcur-{L}",
+             "v_proj": "Vcur-{L}", "attn": "kqv_out-{L}", "o_proj": "attn_out-{L}", "attn_residual": "ffn_inp-{L}",
+             "ffn_norm": "ffn_norm-{L}", "ffn_gate": "ffn_gate-{L}", "ffn_up": "ffn_up-{L}",
+             "ffn_act": "ffn_swiglu-{L}", "ffn_down": "ffn_out-{L}", "ffn_residual": "l_out-{L}",
+             "final_norm": "result_norm", "logits": "result_output"}
 VLLM = {"embed": "model.embed_tokens", "attn_norm": "model.layers.{L}.input_layernorm",
         "rope_q": "model.layers.{L}.self_attn.rotary_emb.0", "rope_k": "model.layers.{L}.self_attn.rotary_emb.1",
         "attn": "model.layers.{L}.self_attn.attn", "o_proj": "model.layers.{L}.self_attn.o_proj.0",
