@@ -83,6 +83,23 @@ std::size_t shown_sequence(const BisectResult& result) {
   return parted == t.end() ? 0 : static_cast<std::size_t>(parted - t.begin());
 }
 
+// The shown sequence's first parting tokens, judged at the row whose logits chose them (both
+// engines under A's history there); A's margin from its top-k logits.
+std::optional<TokenTie> live_token_tie(const BisectResult& result) {
+  const TokenImpact& t = result.tokens;
+  const auto& ops = result.run.ops;
+  const auto logits = std::find_if(ops.begin(), ops.end(), [](const OpResult& o) { return o.id.op == Op::logits; });
+  if (!t.first_mismatch_step || t.top_a.empty() || t.top_b.empty() || logits == ops.end()) return std::nullopt;
+  TokenTie tie;  // B's token is its logits' first: they agree with it
+  tie.step = *t.first_mismatch_step;
+  tie.position =
+      static_cast<std::int32_t>(result.prompt_lengths[result.tokens_sequence] - 1 + static_cast<std::size_t>(tie.step));
+  tie.a = t.top_a.front().id, tie.b = t.top_b.front().id;
+  for (const TopToken& x : t.top_a)
+    if (x.id == tie.b) tie.margin = t.top_a.front().logit - x.logit;
+  return judged_tie(tie, static_cast<std::int32_t>(result.tokens_sequence), *logits, result.run.alignment.rows);
+}
+
 // B's own greedy tokens after the step where they part from A's, for every sequence where they do.
 void generate_b_freely(model::Engine& b, const model::Graph& graph, const model::Prompts& prompts,
                        const BisectOptions& options, std::vector<TokenImpact>& tokens) {
@@ -212,8 +229,8 @@ Schedule run_free_pass(const model::ModelConfig& config, const model::Graph& gra
   run.dtype = options.dtype;
   run.builtin_dtype = Tolerances::coarsest_dtype({engines.truth.compute_dtype(), options.dtype});
   run.tolerance_source = options.calibration && engines.floor
-                             ? fmt::format("calibrated against {} {} (k = {})", engines.floor->name(),
-                                           engines.floor->compute_dtype(), short_number(options.calibration->k))
+                             ? fmt::format("calibrated against {} {} (k = {})", engines.floor->name(), options.dtype,
+                                           short_number(options.calibration->k))
                              : options.tolerances.source();
   run.alignment.rows = free_pass.rows();
   run.alignment.row_a.resize(run.alignment.rows.size());
@@ -289,6 +306,7 @@ BisectResult run_bisect(const model::ModelConfig& config, const LockstepEngines&
   result.tokens = result.sequence_tokens[result.tokens_sequence];
   run.tokens.a = result.tokens.a, run.tokens.b = result.tokens.b;
   run.tokens.first_mismatch_step = result.tokens.first_mismatch_step;
+  run.tokens.tie = live_token_tie(result);
   run.problems = run_problems(run);
   if (!run.first) return result;
 

@@ -297,11 +297,29 @@ std::vector<BlockRun> block_runs(const RowAlignment& alignment, std::int64_t blo
 
 namespace {
 
-RunProblem tokens_problem(const TokenComparison& t) {
+// The tokens' problem, refined by the tie where it was judged. At a near tie the runs do not
+// differ: no problem, unless rows fed different tokens after it went unjudged (near-tie).
+std::optional<RunProblem> parting_problem(RunProblem p, const std::optional<TokenTie>& tie,
+                                          std::int64_t rows_left_out) {
+  if (!tie) return p;
+  p.evidence["tie"] = tie->json();
+  p.text += fmt::format(" ({})", tie->text());
+  if (!tie->near_tie()) return p;
+  if (rows_left_out == 0) return std::nullopt;
+  p.code = "near-tie", p.unjudged = true;
+  p.evidence["rows_left_out"] = rows_left_out;
+  if (p.text.find("not compared") == std::string::npos)
+    p.text += fmt::format("; the {} rows fed different tokens after it were not compared", rows_left_out);
+  return p;
+}
+
+std::optional<RunProblem> tokens_problem(const TokenComparison& t, std::int64_t rows_left_out) {
   const auto step = static_cast<std::size_t>(*t.first_mismatch_step);
-  return {"tokens-differ",
-          fmt::format("the generated tokens differ from step {}: A {}, B {}", step, (*t.a)[step], (*t.b)[step]),
-          {{"step", step}, {"a", (*t.a)[step]}, {"b", (*t.b)[step]}}};
+  return parting_problem(
+      {"tokens-differ",
+       fmt::format("the generated tokens differ from step {}: A {}, B {}", step, (*t.a)[step], (*t.b)[step]),
+       {{"step", step}, {"a", (*t.a)[step]}, {"b", (*t.b)[step]}}},
+      t.tie, rows_left_out);
 }
 
 RunProblem anomaly_problem(const PositionAnomaly& x) {
@@ -323,14 +341,18 @@ RunProblem anomaly_problem(const PositionAnomaly& x) {
 std::vector<RunProblem> run_problems(const CompareResult& r) {
   std::vector<RunProblem> out;
   const RowAlignment& al = r.alignment;
+  std::optional<RunProblem> parting;
   if (r.tokens.first_mismatch_step)
-    out.push_back(tokens_problem(r.tokens));
+    parting = tokens_problem(r.tokens, al.after_mismatch);
   else if (al.token_mismatch_position)
-    out.push_back({"generation-diverged",
-                   fmt::format("the runs fed different tokens from position {} on (their generations parted): the {} "
-                               "rows from there were not compared",
-                               *al.token_mismatch_position, al.after_mismatch),
-                   {{"position", *al.token_mismatch_position}, {"rows_left_out", al.after_mismatch}}});
+    parting = parting_problem(
+        {"generation-diverged",
+         fmt::format("the runs fed different tokens from position {} on (their generations parted): the {} "
+                     "rows from there were not compared",
+                     *al.token_mismatch_position, al.after_mismatch),
+         {{"position", *al.token_mismatch_position}, {"rows_left_out", al.after_mismatch}}},
+        r.tokens.tie, al.after_mismatch);
+  if (parting) out.push_back(std::move(*parting));
   for (const PositionAnomaly& x : al.anomalies) out.push_back(anomaly_problem(x));
   if (al.only_b > 0)
     out.push_back({"rows-only-in-b",
@@ -449,6 +471,57 @@ std::vector<RoutingFlip> routing_flips(const model::ModelConfig& config, const d
   return arbiter.flips();
 }
 
+// The first row of `run` recorded at `position`, or nullopt.
+std::optional<std::size_t> row_at(const dumps::DumpReader& run, std::int32_t position) {
+  const auto& p = run.positions();
+  const auto at = std::find(p.begin(), p.end(), position);
+  return at == p.end() ? std::nullopt : std::optional<std::size_t>(static_cast<std::size_t>(at - p.begin()));
+}
+
+// Where the dumps' tokens first part, judged at the row whose logits chose them: by the summaries'
+// generated tokens (A fed its prompt and every generated token but the last, so step s was chosen
+// at A's last position less the generated tokens fed, plus s), else by the first position fed
+// different tokens (chosen a row before it, step: its distance from A's first decode row).
+std::optional<TokenTie> dump_token_tie(const CompareResult& r, const dumps::DumpReader& a, const dumps::DumpReader& b) {
+  const auto logits =
+      std::find_if(r.ops.begin(), r.ops.end(), [](const OpResult& o) { return o.id.op == model::Op::logits; });
+  const auto& positions = a.positions();
+  if (logits == r.ops.end() || positions.empty()) return std::nullopt;
+  std::int64_t step = 0;
+  std::int32_t position = 0, token_a = 0, token_b = 0;
+  if (r.tokens.first_mismatch_step) {
+    step = *r.tokens.first_mismatch_step;
+    token_a = (*r.tokens.a)[static_cast<std::size_t>(step)], token_b = (*r.tokens.b)[static_cast<std::size_t>(step)];
+    const auto fed = static_cast<std::int64_t>(r.tokens.a->size()) - 1;
+    position = static_cast<std::int32_t>(*std::max_element(positions.begin(), positions.end()) - fed + step);
+  } else if (r.alignment.token_mismatch_position && !r.alignment.token_mismatch_in_prompt) {
+    const std::int32_t parted = *r.alignment.token_mismatch_position;
+    const auto row_a = row_at(a, parted), row_b = row_at(b, parted);
+    const auto& decode = a.decode_flags();
+    const auto first_decode = std::find(decode.begin(), decode.end(), std::uint8_t{1});
+    if (!row_a || !row_b || first_decode == decode.end()) return std::nullopt;
+    position = parted - 1;
+    step = parted - positions[static_cast<std::size_t>(first_decode - decode.begin())];
+    token_a = a.tokens()[*row_a], token_b = b.tokens()[*row_b];
+  } else {
+    return std::nullopt;
+  }
+  TokenTie tie;
+  tie.step = step, tie.position = position, tie.a = token_a, tie.b = token_b;
+  const RowAlignment& al = r.alignment;
+  const auto vocab = static_cast<std::int32_t>(model::op_width(r.config, model::Op::logits));
+  if (token_a < 0 || token_b < 0 || token_a >= vocab || token_b >= vocab) return std::nullopt;
+  for (std::size_t i = 0; i < al.rows.size(); ++i) {
+    if (al.rows[i].position != position) continue;
+    const auto logit = [&](const dumps::DumpReader& run, std::int64_t row, std::int32_t token) {
+      return run.read(logits->id, row, 1).to(model::Scalar::f64).f64()[static_cast<std::size_t>(token)];
+    };
+    tie.margin = logit(a, al.row_a[i], token_a) - logit(a, al.row_a[i], token_b);
+    tie.b_logits_agree = logit(b, al.row_b[i], token_b) >= logit(b, al.row_b[i], token_a);
+  }
+  return judged_tie(tie, 0, *logits, al.rows);
+}
+
 }  // namespace
 
 CompareResult compare_dumps(const dumps::DumpReader& a, const dumps::DumpReader& b, const Tolerances& tolerances,
@@ -489,6 +562,7 @@ CompareResult compare_dumps(const dumps::DumpReader& a, const dumps::DumpReader&
     if (options.progress) options.progress({r.ops.size(), ids.size(), r.bytes_read, id});
   }
   if (r.config.experts.count > 0) r.routing = routing_flips(r.config, a, b, r.alignment, r.dtype);
+  r.tokens.tie = dump_token_tie(r, a, b);
   r.problems = run_problems(r);
   return r;
 }

@@ -20,6 +20,7 @@
 
 #include "bisect/metrics.h"
 #include "bisect/routing.h"
+#include "bisect/token_tie.h"
 #include "bisect/tolerances.h"
 #include "dumps/dump_reader.h"
 #include "dumps/tap_filter.h"
@@ -215,6 +216,9 @@ struct CompareOptions {
 struct TokenComparison {
   std::optional<std::vector<std::int32_t>> a, b;    // nullopt when a dump has no summary
   std::optional<std::int64_t> first_mismatch_step;  // first index where they differ; nullopt when equal
+  // Where the tokens part (by the summaries, or the rows' fed tokens), judged at the row that chose
+  // them: nullopt when they do not part or the logits were not compared there.
+  std::optional<TokenTie> tie;
 };
 TokenComparison compare_tokens(const nlohmann::json& summary_a, const nlohmann::json& summary_b);
 
@@ -228,7 +232,9 @@ struct RunInfo {
 // Why two runs do not match besides an op past tolerance, or why part of them went unjudged: a
 // comparison with any run problem does not pass (docs/tolerances.md, "Run problems").
 struct RunProblem {
-  std::string code;  // tokens-differ, generation-diverged, positions-anomaly, rows-only-in-b, incomplete-dump
+  // tokens-differ, generation-diverged, near-tie (either of the first two where B's logits are within
+  // tolerance), positions-anomaly, rows-only-in-b, incomplete-dump
+  std::string code;
   std::string text;  // one sentence with the evidence
   nlohmann::json evidence;
   bool unjudged = false;  // rows went unjudged (rows-only-in-b, incomplete-dump); else the runs differ

@@ -44,6 +44,7 @@ std::string tokens_summary(const BisectResult& r, const TokenText& text) {
                       text(t.a[s]), t.b[s], text(t.b[s]));
     out += fmt::format("         top-{} of A there: {}\n", t.top_a.size(), top_text(t.top_a, text));
     out += fmt::format("         top-{} of B there: {}\n", t.top_b.size(), top_text(t.top_b, text));
+    if (r.run.tokens.tie) out += fmt::format("         {}\n", r.run.tokens.tie->text());
   }
   if (t.early_eos_b()) out += fmt::format("         B stops early: EOS at step {}\n", *t.eos_step_b);
   return out;

@@ -86,7 +86,8 @@ json tokens_json(const TokenComparison& t) {
   auto list = [](const std::optional<std::vector<std::int32_t>>& v) { return v ? json(*v) : json(nullptr); };
   return {{"first_mismatch_step", t.first_mismatch_step ? json(*t.first_mismatch_step) : json(nullptr)},
           {"a", list(t.a)},
-          {"b", list(t.b)}};
+          {"b", list(t.b)},
+          {"tie", t.tie ? t.tie->json() : json(nullptr)}};
 }
 
 // Where B chose other experts than A: counts, and the first 100 rows in full.

@@ -74,8 +74,8 @@ std::string tokens_text(const TokenComparison& t) {
   if (!t.a || !t.b) return "tokens   not compared: a dump has no summary of generated tokens\n";
   if (t.first_mismatch_step) {
     const auto step = static_cast<std::size_t>(*t.first_mismatch_step);
-    return fmt::format("tokens   generated tokens differ from step {}: A {} vs B {}\n", step, (*t.a)[step],
-                       (*t.b)[step]);
+    return fmt::format("tokens   generated tokens differ from step {}: A {} vs B {}{}\n", step, (*t.a)[step],
+                       (*t.b)[step], t.tie ? "; " + t.tie->text() : "");
   }
   if (t.a->empty() && t.b->empty()) return "tokens   no tokens generated\n";
   return fmt::format("tokens   the same {} generated tokens\n", std::min(t.a->size(), t.b->size()));

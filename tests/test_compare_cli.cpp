@@ -2,8 +2,12 @@
 // XML and the self-contained HTML report.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
+
+#include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
 #include "dumps/dump_reader.h"
@@ -19,8 +23,6 @@ std::string slurp(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), {}};
 }
-
-std::string quoted(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
 
 std::size_t count(const std::string& text, const std::string& what) {
   std::size_t n = 0;
@@ -241,6 +243,77 @@ TEST(CompareCli, GeneratedTokensThatDifferNeverExit0) {
   EXPECT_EQ(json["verdict"], "diverged");
   EXPECT_EQ(json["problems"][0]["code"], "tokens-differ");
   EXPECT_EQ(json["problems"][0]["evidence"]["step"], 2);
+}
+
+// Where the generated tokens part, the row whose logits chose them is judged: B's logits there
+// within tolerance and ranking B's token first is a near tie (the rows fed other tokens after it
+// go unjudged, no divergence); past tolerance, or B's own logits ranking A's token first, is not.
+TEST(CompareCli, TokensThatPartAtANearTieAreNoDivergence) {
+  const Dumps d("near-tie");
+  const std::string logits_tap = "2/logits";  // synth tiny: 2 layers
+  const std::int64_t decided = 47, fed = 48;  // the prompt's last row chose step 0, fed at position 48
+  std::vector<float> row;
+  {
+    const dumps::h5::File file = dumps::h5::File::open(d.a.string(), dumps::h5::File::Mode::read);
+    const dumps::h5::DataSet data = file.open_dataset("taps/" + logits_tap);
+    row.resize(data.extent()[1]);
+    data.read_rows(decided, 1, dumps::h5::memory_type(dumps::h5::Type::f32), row.data());
+  }
+  std::vector<std::size_t> order(row.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::partial_sort(order.begin(), order.begin() + 2, order.end(), [&](auto i, auto j) { return row[i] > row[j]; });
+  const auto a = static_cast<std::int32_t>(order[0]), b = static_cast<std::int32_t>(order[1]);
+  const double margin = double(row[order[0]]) - double(row[order[1]]);
+  // B chose its second token: its summary and the token it fed at the next position say so.
+  const auto choose_b = [&] {
+    const dumps::h5::File file = dumps::h5::File::open(d.b.string(), dumps::h5::File::Mode::write);
+    auto summary = nlohmann::json::parse(file.get_string("summary"));
+    summary["generated"][0] = b;
+    file.set_string("summary", summary.dump());
+    file.open_group("rows").open_dataset("token").write_rows(fed, 1, dumps::h5::memory_type(dumps::h5::Type::i32), &b);
+  };
+  const auto tolerances = d.dir / "loose-logits.toml";
+  std::ofstream(tolerances) << "[op.logits]\nnmse = 1e-2\n";
+
+  // B's own logits still rank A's token first: B did not choose by them.
+  choose_b();
+  const auto unexplained = d.compare("--tolerances " + quoted(tolerances) + " --json " + quoted(d.dir / "u.json"));
+  EXPECT_EQ(unexplained.exit_code, 1) << unexplained.output;
+  auto json = nlohmann::json::parse(slurp(d.dir / "u.json"));
+  EXPECT_EQ(json["verdict"], "diverged");
+  EXPECT_EQ(json["problems"][0]["code"], "tokens-differ");
+  EXPECT_EQ(json["tokens"]["tie"]["b_logits_agree"], false);
+  EXPECT_NE(unexplained.output.find("B did not choose its token by them"), std::string::npos) << unexplained.output;
+
+  // B's logits swap the two: B chose by them, and the swap is within the loose logits tolerance.
+  d.corrupt(logits_tap, decided, a, static_cast<float>(-margin - 1e-3));
+  d.corrupt(logits_tap, decided, b, static_cast<float>(margin + 1e-3));
+  const auto tie = d.compare("--tolerances " + quoted(tolerances) + " --json " + quoted(d.dir / "t.json"));
+  EXPECT_EQ(tie.exit_code, 1) << tie.output;  // the rows after it went unjudged: no match either
+  json = nlohmann::json::parse(slurp(d.dir / "t.json"));
+  EXPECT_EQ(json["verdict"], "incomplete");
+  ASSERT_EQ(json["problems"].size(), 1u) << json["problems"].dump();
+  EXPECT_EQ(json["problems"][0]["code"], "near-tie");
+  EXPECT_EQ(json["problems"][0]["evidence"]["rows_left_out"], 2);
+  const auto& evidence = json["tokens"]["tie"];
+  EXPECT_EQ(evidence["position"], decided);
+  EXPECT_EQ(evidence["a"], a);
+  EXPECT_EQ(evidence["b"], b);
+  EXPECT_NEAR(evidence["margin"].get<double>(), margin, 1e-6);
+  EXPECT_EQ(evidence["near_tie"], true);
+  EXPECT_NE(tie.output.find(fmt::format("problem  near-tie: the generated tokens differ from step 0: A {}, B {} (A's "
+                                        "logits at position 47 put {} above {} by ",
+                                        a, b, a, b)),
+            std::string::npos)
+      << tie.output;
+
+  // Under the default f32 tolerances the same swap is past tolerance: the runs differ.
+  const auto past = d.compare("--json " + quoted(d.dir / "p.json"));
+  EXPECT_EQ(past.exit_code, 1) << past.output;
+  json = nlohmann::json::parse(slurp(d.dir / "p.json"));
+  EXPECT_EQ(json["verdict"], "diverged");
+  EXPECT_EQ(json["tokens"]["tie"]["within_tolerance"], false);
+  EXPECT_NE(past.output.find("B's logits there are past tolerance"), std::string::npos) << past.output;
 }
 
 // --model: each op of B's dump run by the f64 reference on B's own inputs names the culprit.

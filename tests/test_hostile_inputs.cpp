@@ -23,6 +23,7 @@ namespace tapdiff {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::quoted;
 using testing::run_command;
 using testing::run_tapdiff;
 using testing::temp_dir;
@@ -33,8 +34,6 @@ std::string slurp(const fs::path& p) {
 }
 
 void spill(const fs::path& p, const std::string& bytes) { std::ofstream(p, std::ios::binary) << bytes; }
-
-std::string quoted(const fs::path& p) { return "'" + p.string() + "'"; }
 
 // The message of the FormatError that loading path throws ("" and a failure when none).
 std::string load_error(const fs::path& path) {

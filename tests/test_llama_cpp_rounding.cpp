@@ -6,14 +6,18 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <vector>
 
+#include <nlohmann/json.hpp>
 #include "model/dtype.h"
+
 #include "model/errors.h"
 #include "reference/cpu_engine.h"
 #include "reference/llama_cpp_rounding.h"
 #include "tests/reference_fixtures.h"
+#include "tests/test_support.h"
 
 namespace tapdiff::testing {
 namespace {
@@ -173,6 +177,39 @@ TEST(LlamaCppRounding, ItsProductsPartFromF32ByTheActivationsRounding) {
       EXPECT_GT(nmse(emulated->tap.get({Op::attn, 0}), f32->tap.get({Op::attn, 0})), 1e-9) << dtype;
     }
   }
+}
+
+// Exact and llama.cpp-precision greedy tokens part only where two tokens are closer than
+// llama.cpp's rounding moves logits: bisect reports such a step as a near tie with A's margin, and
+// the runs as a match (every op within the floor the emulation sets for itself).
+TEST(LlamaCppRounding, BisectReportsWhereExactAndLlamaCppTokensPartAsANearTie) {
+  const auto model = synth_model_path("small", "q8_0");
+  const auto dir = temp_dir("llama-cpp-near-tie");
+  for (std::uint32_t seed = 1; seed <= 40; ++seed) {
+    std::string tokens;
+    for (std::int32_t t : synth_prompt(64, 2048, seed)) tokens += (tokens.empty() ? "" : ",") + std::to_string(t);
+    const auto report = dir / ("r" + std::to_string(seed) + ".json");
+    const auto r = run_tapdiff("bisect --model " + quoted(model) + " --tokens " + tokens +
+                               " --generate 24 --engine-b ref --dtype llama.cpp --json " + quoted(report));
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    std::ifstream in(report);
+    const auto json = nlohmann::json::parse(in);
+    if (json["tokens"]["first_mismatch_step"].is_null()) continue;
+    EXPECT_EQ(json["verdict"], "match") << r.output;
+    const auto& tie = json["tokens"]["tie"];
+    ASSERT_TRUE(tie.is_object()) << r.output;
+    EXPECT_EQ(tie["near_tie"], true) << r.output;
+    EXPECT_EQ(tie["step"], json["tokens"]["first_mismatch_step"]);
+    EXPECT_EQ(tie["position"], 63 + tie["step"].get<int>());
+    ASSERT_TRUE(tie["margin"].is_number()) << r.output;
+    EXPECT_GE(tie["margin"].get<double>(), 0.0);
+    EXPECT_LT(tie["margin"].get<double>(), 0.05) << r.output;  // logits of magnitude 1 to 10
+    EXPECT_NE(r.output.find("a near tie for B's precision"), std::string::npos) << r.output;
+    std::printf("prompt seed %u: the tokens part at step %d, A's margin %.3g\n", seed, tie["step"].get<int>(),
+                tie["margin"].get<double>());
+    return;
+  }
+  FAIL() << "no prompt of 40 made exact and llama.cpp-precision tokens part in 24 steps";
 }
 
 }  // namespace

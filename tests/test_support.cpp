@@ -40,6 +40,8 @@ CommandResult run_tapdiff(const std::string& args) {
   return run_command(std::string("'") + TAPDIFF_BINARY + "' " + args);
 }
 
+std::string quoted(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
+
 CommandResult run_command(const std::string& command_line) {
   const std::string command = command_line + " 2>&1";
   CommandResult result;

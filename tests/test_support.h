@@ -29,6 +29,8 @@ struct CommandResult {
 CommandResult run_command(const std::string& command);
 // Runs the tapdiff binary with the given arguments (a shell-quoted string).
 CommandResult run_tapdiff(const std::string& args);
+// A path as one shell word: in single quotes.
+std::string quoted(const std::filesystem::path& p);
 // A python3 that imports h5py and numpy (the one on PATH may be a virtualenv without them), or ""
 // when there is none.
 std::string python_with_h5py();
