@@ -20,6 +20,7 @@
 #include "bisect/diagnosis.h"
 #include "bisect/local_check.h"
 #include "bisect/lookalike.h"
+#include "bisect/report_format.h"
 #include "bisect/report_html.h"
 #include "bisect/report_isolation.h"
 #include "bisect/report_json.h"
@@ -42,6 +43,7 @@ struct CompareArgs {
   std::string layers;
   int threads = 0;
   std::string b_precision;  // the floor's precision: B's compute dtype when empty
+  std::string floor;        // --floor: a run in B's precision whose error against A calibrates B's tolerances
   CalibrationOptions calibrate;
   DumpInputOptions input;
 };
@@ -118,9 +120,24 @@ bisect::LocalCheck check_on_b(const CompareArgs& args, CheckOnB& check, const du
   return bisect::check_locally(b, graph, {*truth, floor.get()}, check.options);
 }
 
+// --floor F: F's error against A per op, F a run of the same prompt in B's precision (`tapdiff run
+// --dtype llama.cpp`, say): B's ops are held to k times it, as bisect's floor engine holds them.
+bisect::Tolerances with_floor(bisect::Tolerances tolerances, const dumps::DumpReader& a, const dumps::DumpReader& floor,
+                              const CompareArgs& args) {
+  const std::optional<bisect::Calibration> calibration = args.calibrate.calibration();
+  if (!calibration) throw UsageError("--floor calibrates the tolerances: give --floor or --no-calibrate, not both");
+  bisect::CompareOptions options;
+  options.taps = dumps::TapFilter(args.taps);
+  options.max_rows = args.max_rows;
+  const bisect::CompareResult measured = bisect::compare_dumps(a, floor, bisect::Tolerances(), options);
+  tolerances.set_calibration(*calibration);
+  for (const bisect::OpResult& op : measured.ops) tolerances.set_floor(op.id, op.metrics);
+  return tolerances;
+}
+
 int compare(const CompareArgs& args) {
   // Everything that can be refused is checked before the long part: the tolerance file first.
-  const bisect::Tolerances tolerances =
+  bisect::Tolerances tolerances =
       args.tolerances.empty() ? bisect::Tolerances() : bisect::Tolerances::from_file(args.tolerances);
   if (args.model.empty() && !args.layers.empty()) throw UsageError("--layers: give --model too");
   std::unique_ptr<model::Model> model = args.model.empty() ? nullptr : open_model(args.model);
@@ -132,6 +149,8 @@ int compare(const CompareArgs& args) {
   if (!b_dump) b_dump = open_dump(args.b, args.input, model.get(), a_dump.get());
   const dumps::DumpReader& a = *a_dump;
   const dumps::DumpReader& b = *b_dump;
+  if (!args.floor.empty())
+    tolerances = with_floor(std::move(tolerances), a, *open_dump(args.floor, args.input, model.get(), &a), args);
   std::optional<CheckOnB> check;
   if (model) check = prepare_check_on_b(args, std::move(model), b, tolerances);
   bisect::CompareOptions options;
@@ -145,6 +164,9 @@ int compare(const CompareArgs& args) {
     };
     result = bisect::compare_dumps(a, b, tolerances, options);
   }
+  if (!args.floor.empty())
+    result.tolerance_source =
+        fmt::format("calibrated against {} (k = {})", args.floor, bisect::short_number(args.calibrate.k));
   std::optional<bisect::LocalCheck> local;
   if (check && !result.match()) local = check_on_b(args, *check, b);
   std::vector<bisect::Diagnosis> diagnoses = local ? bisect::diagnose(result, *local) : bisect::diagnose(result);
@@ -195,13 +217,16 @@ void add_compare_command(CLI::App& app, CliContext& context) {
                   "With --model: check only layers FIRST:LAST (embed is -1, final_norm and logits n_layers)");
   cmd->add_option("--threads", args->threads, "With --model: CPU threads of the reference (0 = all)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--floor", args->floor,
+                  "A run of the same prompt in B's precision (`tapdiff run --dtype llama.cpp --dump F`, say): B's "
+                  "ops are held to k times its error against A instead of the tolerance table");
   cmd->add_option("--b-precision", args->b_precision,
                   "With --model: what B computes in, emulated by the reference for the noise floor: f32, f16, f64 "
                   "or llama.cpp (f32 rounded where llama.cpp's CPU backend rounds); default: B's dump's compute "
                   "dtype");
   add_calibration_options(*cmd, args->calibrate,
                           "With --model: hold each op's own error to the tolerance table instead of k x the noise "
-                          "floor of the reference in B's precision");
+                          "floor of the reference in B's precision (and refuse --floor)");
   cmd->callback([args, &context] { context.exit_code = compare(*args); });
 }
 

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct {
   char name[GGML_MAX_NAME];
@@ -195,6 +196,8 @@ int main(int argc, char** argv) {
   params.n_ctx = (uint32_t)(count + generate + 8);
   params.n_batch = params.n_ubatch = (uint32_t)chunk;
   params.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);  /* llama.cpp's default of 4 spins on fewer cores */
+  params.n_threads = params.n_threads_batch = cores > 0 && cores < 4 ? (int32_t)cores : 4;
   params.cb_eval = on_tensor;
   params.cb_eval_user_data = &taps;
   struct llama_context* context = llama_init_from_model(model, params);

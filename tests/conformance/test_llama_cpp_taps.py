@@ -142,3 +142,30 @@ def test_llama_cpp_precision_is_the_floor_its_own_rounding_is_held_to(llama_cpp_
     planted, _ = compare(tmp_path / "exact.h5", tmp_path / "llama.cpp", tmp_path / "planted.json", *check,
                          "--b-precision", "llama.cpp")
     assert (planted["culprit"]["layer"], planted["culprit"]["op"]) == (2, "ffn_down"), planted["culprit"]
+
+
+@pytest.mark.parametrize("storage", ["f16", "bf16"] + BLOCK_STORAGE)
+def test_exact_and_llama_cpp_tokens_part_only_at_near_ties(llama_cpp_taps, storage, tmp_path):
+    """The exact answer against llama.cpp's own run, every op held to the llama.cpp emulation's
+    error against it (`--floor`): every op within tolerance, and where the greedy tokens part, a
+    near tie with A's margin (the rows fed different tokens after it unjudged)."""
+    model = synth(storage, tmp_path / f"{storage}.gguf")
+    theirs = llama_cpp_dump(llama_cpp_taps, model, tmp_path / "llama.cpp", generate=16)
+    ours = tapdiff_dump(model, tmp_path / "exact.h5", "f64", generate=16)
+    tapdiff_dump(model, tmp_path / "floor.h5", "llama.cpp", generate=16)
+    report, output = compare(tmp_path / "exact.h5", tmp_path / "llama.cpp", tmp_path / "report.json", "--floor",
+                             str(tmp_path / "floor.h5"))
+    assert report["first"] is None, output
+    step = next((s for s, (a, b) in enumerate(zip(ours, theirs[len(PROMPT):])) if a != b), None)
+    if step is None or step == len(ours) - 1:  # the last token is fed to no row: nothing left unjudged
+        assert report["verdict"] == "match", output
+        print(f"{storage}: the same {len(ours)} tokens" if step is None else f"{storage}: parts at the last step")
+        return
+    assert report["verdict"] == "incomplete", output
+    (problem,) = report["problems"]
+    assert problem["code"] == "near-tie", output
+    tie = report["tokens"]["tie"]
+    assert (tie["step"], tie["a"], tie["b"]) == (step, ours[step], theirs[len(PROMPT) + step]), tie
+    assert tie["position"] == len(PROMPT) - 1 + step
+    assert 0 <= tie["margin"] < 0.05, tie
+    print(f"{storage}: parts from llama.cpp at step {step}, a near tie: A's margin {tie['margin']:.2g}")
