@@ -316,6 +316,38 @@ TEST(CompareCli, TokensThatPartAtANearTieAreNoDivergence) {
   EXPECT_NE(past.output.find("B's logits there are past tolerance"), std::string::npos) << past.output;
 }
 
+// --floor: a third run calibrates every op: B's error within k times the floor run's passes (the
+// tolerance names its source), an error far past it is named, and --no-calibrate contradicts it.
+TEST(CompareCli, AFloorRunInBsPrecisionCalibratesEveryOp) {
+  const Dumps d("floor");  // A and B: the f32 reference
+  const auto exact = d.dir / "exact.h5", floor = d.dir / "floor.h5";
+  const std::string run = "run --model " + quoted(synth_model_path("tiny")) + " --tokens " + Dumps::prompt_tokens() +
+                          " --chunk 16 --generate 3 --dump ";
+  ASSERT_EQ(run_tapdiff(run + quoted(exact) + " --dtype f64").exit_code, 0);
+  ASSERT_EQ(run_tapdiff(run + quoted(floor) + " --dtype f16").exit_code, 0);
+  // B in f32 against the exact answer, held to 100 x the f16 run's error: within it.
+  const auto b = [&](const std::string& options) {
+    return run_tapdiff("compare " + quoted(exact) + " " + quoted(d.b) + " " + options);
+  };
+  const auto held = b("--floor " + quoted(floor) + " --json " + quoted(d.dir / "r.json"));
+  EXPECT_EQ(held.exit_code, 0) << held.output;
+  EXPECT_NE(held.output.find("tolerances calibrated against " + floor.string() + " (k = 100)"), std::string::npos)
+      << held.output;
+  const auto json = nlohmann::json::parse(slurp(d.dir / "r.json"));
+  EXPECT_EQ(json["first"], nullptr);
+  EXPECT_EQ(json["ops"][3]["tolerance"]["source"].get<std::string>().rfind("calibrated: 100 x max(floor ", 0), 0u)
+      << json["ops"][3].dump();
+  // An error far past the f16 run's: named.
+  d.corrupt("1/ffn_down", 20, 3, 0.5f);
+  const auto wrong = b("--floor " + quoted(floor));
+  EXPECT_EQ(wrong.exit_code, 1) << wrong.output;
+  EXPECT_EQ(wrong.output.rfind("diverged at layer 1 ffn_down (gemm): ", 0), 0u) << wrong.output;
+  // --floor calibrates: --no-calibrate with it is a contradiction.
+  const auto both = b("--floor " + quoted(floor) + " --no-calibrate");
+  EXPECT_EQ(both.exit_code, 2) << both.output;
+  EXPECT_NE(both.output.find("--floor calibrates the tolerances"), std::string::npos) << both.output;
+}
+
 // --model: each op of B's dump run by the f64 reference on B's own inputs names the culprit.
 TEST(CompareCli, ModelFindsTheCulpritOnBsOwnInputs) {
   const Dumps d("culprit");
