@@ -801,7 +801,9 @@ std::optional<Vocabulary> gguf_vocabulary(const GgufFile& f, const ModelConfig& 
   const PreTokenizer* pre = v.model == "gpt2" ? find_pre_tokenizer(v.pre) : nullptr;
   v.add_bos =
       f.get_bool("tokenizer.ggml.add_bos_token").value_or(v.model != "gpt2" || (pre != nullptr && pre->add_bos));
-  v.add_space_prefix = f.get_bool("tokenizer.ggml.add_space_prefix").value_or(v.model == "llama");
+  v.space_prefix = f.get_bool("tokenizer.ggml.add_space_prefix").value_or(v.model == "llama")
+                       ? SpacePrefix::every_fragment
+                       : SpacePrefix::none;
   v.add_eos = f.get_bool("tokenizer.ggml.add_eos_token").value_or(false);
   auto check = [&](std::size_t n, std::string_view what) {
     if (n != 0 && n != v.tokens.size())

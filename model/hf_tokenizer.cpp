@@ -55,14 +55,12 @@ class Reader {
     const bool byte_level_pieces =
         type == "BPE" && decoder != nullptr && decoder->is_object() && decoder->value("type", "") == "ByteLevel";
     v.model = byte_level_pieces ? "gpt2" : "llama";
-    v.add_space_prefix = !byte_level_pieces;
+    v.space_prefix = byte_level_pieces ? SpacePrefix::none : SpacePrefix::every_fragment;  // until read
     if (!byte_level_pieces && bool_at(model, "model.byte_fallback", false))
       for (std::size_t i = 0; i < v.tokens.size(); ++i)
         if (v.tokens[i].size() == 6 && v.tokens[i].starts_with("<0x") && v.tokens[i].back() == '>')
           v.types[i] = static_cast<std::int32_t>(TokenType::byte);
     if (type != "BPE") return refuse(v, fmt::format("model.type '{}' is not implemented (tapdiff reads BPE)", type));
-    if (!byte_level_pieces)
-      return refuse(v, "a BPE whose decoder is not ByteLevel (SentencePiece-style) is not implemented");
     for (const auto& m : member(model, "model", "merges")) {
       if (m.is_string()) {
         v.merges.push_back(m.get<std::string>());
@@ -80,23 +78,11 @@ class Reader {
     for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
       if (const json* s = find(model, key); s != nullptr && !s->is_null() && *s != "")
         return refuse(v, fmt::format("model.{} {} is not implemented", key, s->dump()));
-    if (bool_at(model, "model.byte_fallback", false))
-      return refuse(v, "model.byte_fallback true is not implemented for a byte-level vocabulary");
-    if (v.unk >= 0 && bool_at(model, "model.fuse_unk", false))
-      return refuse(v, "model.fuse_unk true is not implemented (tapdiff gives an unknown piece one unk each)");
-    if (const json* n = find(root_, "normalizer"); n != nullptr && !n->is_null())
-      return refuse(v, fmt::format("the normalizer {} is not implemented", json_excerpt(*n)));
     for (const char* key : {"truncation", "padding"})  // cut or pad every encoding when set
       if (const json* s = find(root_, key); s != nullptr && !s->is_null())
         return refuse(v, fmt::format("{} {} is not implemented", key, json_excerpt(*s)));
-    std::vector<std::string> patterns;
-    const json* pre = find(root_, "pre_tokenizer");
-    if (pre == nullptr || pre->is_null())
-      return refuse(v, "a BPE without a ByteLevel pre-tokenizer is not implemented");
-    bool byte_level = false;
-    if (std::string why = read_pre_tokenizer(*pre, patterns, byte_level); !why.empty()) return refuse(v, why);
-    if (!byte_level) return refuse(v, "a BPE without a ByteLevel pre-tokenizer is not implemented");
-    v.split_patterns = std::move(patterns);
+    if (std::string why = byte_level_pieces ? read_byte_level(model, v) : read_sentencepiece(model, v); !why.empty())
+      return refuse(v, why);
     if (const json* p = find(root_, "post_processor"); p != nullptr && !p->is_null())
       if (std::string why = read_post_processor(*p, v); !why.empty()) return refuse(v, why);
     for (const auto& added : member(root_, "added_tokens", "added_tokens"))
@@ -189,6 +175,102 @@ class Reader {
       v.tokens.push_back(it == by_id.end() ? "" : it->second.first);
       v.types.push_back(static_cast<std::int32_t>(it == by_id.end() ? TokenType::unused : it->second.second));
     }
+  }
+
+  // A byte-level BPE (GPT-2's byte stand-ins): a ByteLevel pre-tokenizer, last, after Split, Digits
+  // or Punctuation steps; no normalizer, no byte fallback. A non-empty return says why text cannot
+  // be encoded.
+  std::string read_byte_level(const json& model, Vocabulary& v) const {
+    if (bool_at(model, "model.byte_fallback", false))
+      return "model.byte_fallback true is not implemented for a byte-level vocabulary";
+    if (v.unk >= 0 && bool_at(model, "model.fuse_unk", false))
+      return "model.fuse_unk true is not implemented (tapdiff gives an unknown piece one unk each)";
+    if (const json* n = find(root_, "normalizer"); n != nullptr && !n->is_null())
+      return fmt::format("the normalizer {} is not implemented", json_excerpt(*n));
+    std::vector<std::string> patterns;
+    const json* pre = find(root_, "pre_tokenizer");
+    bool byte_level = false;
+    if (pre != nullptr && !pre->is_null())
+      if (std::string why = read_pre_tokenizer(*pre, patterns, byte_level); !why.empty()) return why;
+    if (!byte_level) return "a BPE without a ByteLevel pre-tokenizer is not implemented";
+    v.split_patterns = std::move(patterns);
+    return "";
+  }
+
+  // A SentencePiece-style BPE (pieces with "▁" for a space, <0xXX> byte fallback), as
+  // transformers' converters write it: the normalizer Prepend("▁") and Replace(" ", "▁") with no
+  // pre-tokenizer (Llama 2's "legacy" files), or a Metaspace pre-tokenizer and no normalizer.
+  std::string read_sentencepiece(const json& model, Vocabulary& v) const {
+    v.fuse_unk = bool_at(model, "model.fuse_unk", false);
+    const json* n = find(root_, "normalizer");
+    const json* pre = find(root_, "pre_tokenizer");
+    const bool normalizer = n != nullptr && !n->is_null(), pre_tokenizer = pre != nullptr && !pre->is_null();
+    if (normalizer && pre_tokenizer)
+      return fmt::format(
+          "a normalizer and a pre-tokenizer ({}) together are not implemented for a "
+          "SentencePiece-style BPE",
+          json_excerpt(*pre));
+    if (normalizer) return read_spm_normalizer(*n, v);
+    if (pre_tokenizer) return read_metaspace(*pre, v);
+    return "a SentencePiece-style BPE with neither a normalizer nor a Metaspace pre-tokenizer (spaces "
+           "left as spaces) is not implemented";
+  }
+
+  // Replace(" " -> "▁"), and optionally Prepend("▁"), alone or in a Sequence, in either order.
+  std::string read_spm_normalizer(const json& n, Vocabulary& v) const {
+    std::vector<const json*> steps;
+    if (string_at(n, "normalizer", "type") == "Sequence") {
+      for (const json& step : member(n, "normalizer", "normalizers")) steps.push_back(&step);
+    } else {
+      steps.push_back(&n);
+    }
+    bool replace = false, prepend = false;
+    for (const json* step : steps) {
+      const std::string type = string_at(*step, "normalizer", "type");
+      const json* pattern = type == "Replace" ? find(*step, "pattern") : nullptr;
+      if (type == "Prepend" && step->value("prepend", "") == kSpmSpace && !prepend) {
+        prepend = true;
+      } else if (pattern != nullptr && pattern->is_object() && pattern->value("String", "") == " " &&
+                 step->value("content", "") == kSpmSpace && !replace) {
+        replace = true;
+      } else {
+        return fmt::format("the normalizer {} is not implemented (Replace(\" \", \"▁\") and Prepend(\"▁\") are)",
+                           json_excerpt(*step));
+      }
+    }
+    if (!replace) return "a SentencePiece-style normalizer without Replace(\" \", \"▁\") is not implemented";
+    v.space_prefix = prepend ? SpacePrefix::every_fragment : SpacePrefix::none;
+    return "";
+  }
+
+  // Metaspace("▁"): prepend_scheme (default "always"; the older add_prefix_space true is
+  // "always" and must agree with a prepend_scheme beside it, as tokenizers requires) and split
+  // (default true).
+  std::string read_metaspace(const json& pre, Vocabulary& v) const {
+    if (string_at(pre, "pre_tokenizer", "type") != "Metaspace")
+      return fmt::format("the pre-tokenizer {} is not implemented for a SentencePiece-style BPE (Metaspace is)",
+                         json_excerpt(pre));
+    if (const std::string r = string_at(pre, "pre_tokenizer", "replacement"); r != kSpmSpace)
+      return fmt::format("Metaspace replacement {} is not implemented (\"▁\" is)", json(r).dump());
+    const json* scheme = find(pre, "prepend_scheme");
+    if (scheme != nullptr && !scheme->is_string()) fail("pre_tokenizer.prepend_scheme", "a string", *scheme);
+    const std::string prepend = scheme != nullptr ? scheme->get<std::string>() : "always";
+    if (const json* add = find(pre, "add_prefix_space"); add != nullptr && !add->is_null()) {
+      if (!add->is_boolean()) fail("pre_tokenizer.add_prefix_space", "true or false", *add);
+      if (add->get<bool>() != (prepend != "never"))
+        return fmt::format("Metaspace add_prefix_space {} disagrees with prepend_scheme '{}' (tokenizers refuses it)",
+                           add->dump(), prepend);
+    }
+    if (prepend == "first")
+      v.space_prefix = SpacePrefix::first_fragment_unless_space;
+    else if (prepend == "always")
+      v.space_prefix = SpacePrefix::every_fragment_unless_space;
+    else if (prepend == "never")
+      v.space_prefix = SpacePrefix::none;
+    else
+      return fmt::format("Metaspace prepend_scheme '{}' is not implemented (first, always and never are)", prepend);
+    v.split_at_spaces = bool_at(pre, "pre_tokenizer.split", true);
+    return "";
   }
 
   // The split patterns of a pre-tokenizer, in order; byte_level once its ByteLevel step is read

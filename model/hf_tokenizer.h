@@ -1,9 +1,11 @@
 #pragma once
 // The vocabulary of a Hugging Face folder's tokenizer.json, as tapdiff's Tokenizer reads it:
 // byte-level BPE (model "BPE" whose pre-tokenizer ends in ByteLevel, after any Split, Digits or
-// Punctuation steps: their patterns, read as Hugging Face tokenizers reads them), its added tokens
-// (special: control; the others user-defined) and the BOS and EOS its post-processor puts around a
-// text. A tokenizer.json tapdiff cannot follow (another model, a normalizer, an option it does not
+// Punctuation steps: their patterns, read as Hugging Face tokenizers reads them), or
+// SentencePiece-style BPE (pieces with "▁", byte fallback, fuse_unk; the normalizer Prepend("▁") +
+// Replace(" ", "▁"), or a Metaspace pre-tokenizer with its prepend_scheme and split), its added
+// tokens (special: control; the others user-defined) and the BOS and EOS its post-processor puts
+// around a text. A tokenizer.json tapdiff cannot follow (another model, a normalizer, an option it does not
 // implement) still gives its pieces for decoding, and Vocabulary::cannot_encode says why text is
 // refused, naming the key.
 #include <filesystem>

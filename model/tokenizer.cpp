@@ -12,8 +12,6 @@
 namespace tapdiff::model {
 namespace {
 
-constexpr std::string_view kSpmSpace = "\xE2\x96\x81";  // U+2581 "▁", SentencePiece's space
-
 // The byte of a "<0xXX>" piece, or nullopt for any other text.
 std::optional<std::uint8_t> parse_byte_piece(std::string_view piece) {
   if (piece.size() != 6 || piece.substr(0, 3) != "<0x" || piece[5] != '>') return std::nullopt;
@@ -149,6 +147,7 @@ Tokenizer::Tokenizer(const Vocabulary& vocab) : vocab_(vocab) {
     return vocab_.tokens[static_cast<std::size_t>(a)].size() > vocab_.tokens[static_cast<std::size_t>(b)].size();
   });
   if (kind_ == Kind::bpe) build_bpe_tables();
+  if (kind_ == Kind::spm) read_merge_ranks();
 }
 
 std::string Tokenizer::where() const {
@@ -180,6 +179,10 @@ void Tokenizer::build_bpe_tables() {
     byte_chars_[byte] = utf8_encode(gpt2_byte_char(byte, next_extra));
     char_bytes_.emplace(byte_chars_[byte], byte);
   }
+  read_merge_ranks();
+}
+
+void Tokenizer::read_merge_ranks() {
   for (std::size_t rank = 0; rank < vocab_.merges.size(); ++rank) {
     const std::string& merge = vocab_.merges[rank];
     const std::size_t space = merge.find(' ');
@@ -248,17 +251,16 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_spec
                     "would give other ids for this vocabulary; give the prompt as token ids (--tokens)",
                     where(), vocab_.pre));
   }
-  // As llama.cpp partitions the text: special tokens cut it into fragments, each encoded alone;
-  // with SentencePiece's space prefix, a fragment at the start or after a special token gets it.
-  bool after_special = true;
+  // As llama.cpp and tokenizers partition the text: special tokens cut it into fragments, each
+  // encoded alone (SentencePiece's space prefix goes before fragments as Vocabulary::space_prefix says).
   std::size_t start = 0;
   const auto encode_fragment = [&](std::size_t end) {
     if (end == start) return;
+    const std::string_view fragment = text.substr(start, end - start);
     if (kind_ == Kind::spm)
-      encode_spm(text.substr(start, end - start), vocab_.add_space_prefix && after_special, ids);
+      encode_spm(fragment, space_prefix(fragment, start == 0), ids);
     else
-      encode_bpe(text.substr(start, end - start), ids);
-    after_special = false;
+      encode_bpe(fragment, ids);
   };
   for (std::size_t i = 0; i < text.size();) {
     const std::int32_t special = special_at(text, i, parse_special);
@@ -268,7 +270,6 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_spec
     }
     encode_fragment(i);
     ids.push_back(special);
-    after_special = true;
     i += vocab_.tokens[static_cast<std::size_t>(special)].size();
     start = i;
   }
@@ -288,38 +289,69 @@ std::int32_t Tokenizer::special_at(std::string_view text, std::size_t i, bool pa
   return -1;
 }
 
-// SentencePiece BPE: merge UTF-8 characters, best-scoring resulting piece first. A character that
-// is no piece (merges only ever produce pieces) becomes its byte tokens, or one unk.
-void Tokenizer::encode_spm(std::string_view text, bool space_prefix, std::vector<std::int32_t>& out) const {
+// Whether a "▁" goes before this fragment of the text (Vocabulary::space_prefix).
+bool Tokenizer::space_prefix(std::string_view fragment, bool at_start) const {
+  switch (vocab_.space_prefix) {
+    case SpacePrefix::none: return false;
+    case SpacePrefix::every_fragment: return true;
+    case SpacePrefix::every_fragment_unless_space: return fragment.front() != ' ';
+    case SpacePrefix::first_fragment_unless_space: return at_start && fragment.front() != ' ';
+  }
+  return false;
+}
+
+// SentencePiece BPE: ' ' becomes "▁", then UTF-8 characters merge, the best-scoring resulting
+// piece first (or, with a tokenizer.json's merges, the best-ranked pair), over the whole fragment
+// or each "▁"-led word (split_at_spaces). A character that is no piece (merges only ever produce
+// pieces) becomes its byte tokens, or one unk (adjacent ones one in all, with fuse_unk).
+void Tokenizer::encode_spm(std::string_view text, bool prefix, std::vector<std::int32_t>& out) const {
   std::string norm;
   norm.reserve(text.size() + text.size() / 2 + kSpmSpace.size());
-  if (space_prefix) norm += kSpmSpace;
+  if (prefix) norm += kSpmSpace;
   for (char c : text) {
     if (c == ' ')
       norm += kSpmSpace;
     else
       norm += c;
   }
-  const std::vector<std::size_t> lengths = utf8_lengths(norm);
-  auto score = [this](std::string_view left, std::string_view right) -> std::optional<double> {
+  std::string key;
+  auto score = [&](std::string_view left, std::string_view right) -> std::optional<double> {
+    if (!merge_ranks_.empty()) {
+      key.assign(left).append(1, ' ').append(right);
+      const auto it = merge_ranks_.find(key);
+      return it == merge_ranks_.end() ? std::nullopt : std::optional<double>(-static_cast<double>(it->second));
+    }
     const std::int32_t id = find_piece(std::string_view(left.data(), left.size() + right.size()));
     return id < 0 ? std::nullopt : std::optional<double>(spm_score(id));
   };
-  for (std::string_view symbol : merge_pairs(norm, lengths, score)) {
-    if (const std::int32_t id = find_piece(symbol); id >= 0) {
-      out.push_back(id);
-      continue;
+  const auto encode_word = [&](std::string_view word) {
+    bool unk_last = false;
+    for (std::string_view symbol : merge_pairs(word, utf8_lengths(word), score)) {
+      const bool fused = unk_last && vocab_.fuse_unk;
+      unk_last = false;
+      if (const std::int32_t id = find_piece(symbol); id >= 0) {
+        out.push_back(id);
+        continue;
+      }
+      bool all_bytes = true;
+      for (char c : symbol) all_bytes = all_bytes && byte_ids_[static_cast<unsigned char>(c)] >= 0;
+      if (all_bytes) {
+        for (char c : symbol) out.push_back(byte_ids_[static_cast<unsigned char>(c)]);
+      } else if (vocab_.unk >= 0) {
+        if (!fused) out.push_back(vocab_.unk);
+        unk_last = true;
+      } else {
+        throw_unencodable(symbol);
+      }
     }
-    bool all_bytes = true;
-    for (char c : symbol) all_bytes = all_bytes && byte_ids_[static_cast<unsigned char>(c)] >= 0;
-    if (all_bytes) {
-      for (char c : symbol) out.push_back(byte_ids_[static_cast<unsigned char>(c)]);
-    } else if (vocab_.unk >= 0) {
-      out.push_back(vocab_.unk);
-    } else {
-      throw_unencodable(symbol);
-    }
+  };
+  if (!vocab_.split_at_spaces) return encode_word(norm);
+  std::size_t begin = 0;
+  for (std::size_t at = norm.find(kSpmSpace, 1); at != std::string::npos; at = norm.find(kSpmSpace, at + 1)) {
+    encode_word(std::string_view(norm).substr(begin, at - begin));
+    begin = at;
   }
+  encode_word(std::string_view(norm).substr(begin));
 }
 
 void Tokenizer::encode_bpe(std::string_view text, std::vector<std::int32_t>& out) const {
@@ -398,7 +430,7 @@ std::string Tokenizer::decode_token(std::int32_t id, std::int32_t previous) cons
     }
   }
   const bool at_start = previous < 0 || previous == vocab_.bos;
-  if (at_start && vocab_.add_space_prefix && !text.empty() && text.front() == ' ') text.erase(0, 1);
+  if (at_start && vocab_.space_prefix != SpacePrefix::none && !text.empty() && text.front() == ' ') text.erase(0, 1);
   return text;
 }
 

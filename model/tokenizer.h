@@ -1,10 +1,12 @@
 #pragma once
-// Text <-> token ids for the vocabularies GGUF files carry (tokenizer.ggml.*).
+// Text <-> token ids for the vocabularies GGUF files carry (tokenizer.ggml.*), and those read from
+// a tokenizer.json (model/hf_tokenizer.h).
 //
 // model "llama": SentencePiece-style BPE over UTF-8 characters, as llama.cpp's SPM tokenizer and
-//   llama2.c do it. ' ' becomes U+2581 "▁", a "▁" is prepended when add_space_prefix is set, and
-//   adjacent symbols merge, best piece score first (leftmost on ties); characters that are not a
-//   piece fall back to byte tokens <0xXX> (or to unk when the vocabulary has none).
+//   llama2.c do it. ' ' becomes U+2581 "▁", a "▁" is prepended as Vocabulary::space_prefix says, and
+//   adjacent symbols merge, best piece score first (leftmost on ties), or with a tokenizer.json's
+//   merges the best-ranked pair first, as tokenizers' BPE does; characters that are not a piece
+//   fall back to byte tokens <0xXX> (or to unk when the vocabulary has none).
 // model "gpt2": byte-level BPE with ranked merges ("a b" strings), after the pre-tokenization
 //   the vocabulary's split patterns give (a tokenizer.json's) or tokenizer.ggml.pre names
 //   (model/pre_tokenizers.h: llama.cpp's); for a pre-tokenizer tapdiff does not implement, or
@@ -24,6 +26,8 @@
 
 namespace tapdiff::model {
 
+inline constexpr std::string_view kSpmSpace = "\xE2\x96\x81";  // U+2581 "▁", SentencePiece's space
+
 // GGUF tokenizer.ggml.token_type values.
 enum class TokenType : std::int32_t { normal = 1, unknown = 2, control = 3, user_defined = 4, unused = 5, byte = 6 };
 
@@ -41,7 +45,7 @@ class Tokenizer {
   std::vector<std::int32_t> encode(std::string_view text, bool add_special, bool parse_special = true) const;
   // The bytes of one token in a stream: control and unused tokens give "", byte tokens their byte
   // (possibly a fragment of a UTF-8 character), unk its piece text (e.g. "<unk>"). For "llama",
-  // "▁" gives ' ' and, with add_space_prefix, the leading space is dropped when previous is BOS or
+  // "▁" gives ' ' and, with a space prefix, the leading space is dropped when previous is BOS or
   // negative (the start), undoing the encoder's prefix. For "gpt2", the byte stand-ins give bytes.
   // UsageError when id is not a token id.
   std::string decode_token(std::int32_t id, std::int32_t previous = -1) const;
@@ -67,8 +71,10 @@ class Tokenizer {
   std::string where() const;  // "<file>: tokenizer", the start of every message
   void check_vocab() const;
   void build_bpe_tables();
+  void read_merge_ranks();
+  bool space_prefix(std::string_view fragment, bool at_start) const;
   std::int32_t special_at(std::string_view text, std::size_t i, bool parse_special) const;
-  void encode_spm(std::string_view text, bool space_prefix, std::vector<std::int32_t>& out) const;
+  void encode_spm(std::string_view text, bool prefix, std::vector<std::int32_t>& out) const;
   void encode_bpe(std::string_view text, std::vector<std::int32_t>& out) const;
   void encode_bpe_word(std::string_view word, std::vector<std::int32_t>& out) const;
   std::string decode_bpe_piece(std::string_view piece) const;

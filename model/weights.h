@@ -111,6 +111,15 @@ struct WeightTensor {
   std::span<const std::byte> contiguous(std::vector<std::byte>& storage) const;
 };
 
+// Where the SentencePiece-style encoder (model "llama") puts a "▁" before a fragment of text (the
+// text at the start and between special tokens; model/tokenizer.h).
+enum class SpacePrefix : std::uint8_t {
+  none,
+  every_fragment,               // llama.cpp's add_space_prefix; tokenizers' Prepend("▁") normalizer
+  every_fragment_unless_space,  // tokenizers' Metaspace prepend_scheme "always": not before a leading ' '
+  first_fragment_unless_space,  // Metaspace "first": the fragment at the text's start only, not before a ' '
+};
+
 // The tokenizer vocabulary as GGUF stores it (tokenizer.ggml.*).
 struct Vocabulary {
   std::string source;  // the file it came from, named in the tokenizer's messages
@@ -118,8 +127,10 @@ struct Vocabulary {
   std::vector<std::string> tokens;
   std::vector<float> scores;        // may be empty
   std::vector<std::int32_t> types;  // 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte; may be empty
-  std::vector<std::string> merges;  // gpt2 only
-  std::string pre;                  // gpt2: the pre-tokenizer (GGUF tokenizer.ggml.pre), "" when not given
+  // gpt2: ranked merges ("a b"); llama: empty (pieces merge by score), or from a tokenizer.json its
+  // BPE's ranked merges, used instead of the scores.
+  std::vector<std::string> merges;
+  std::string pre;  // gpt2: the pre-tokenizer (GGUF tokenizer.ggml.pre), "" when not given
   // gpt2 from a tokenizer.json: its split patterns, in order (none: the text is one word), used
   // instead of `pre`; and its model's ignore_merges.
   std::optional<std::vector<std::string>> split_patterns;
@@ -128,7 +139,9 @@ struct Vocabulary {
   int bos = -1, eos = -1, unk = -1;
   bool add_bos = true;   // a text prompt starts with BOS (tokenizer.ggml.add_bos_token, or llama.cpp's default)
   bool add_eos = false;  // a text prompt ends with EOS (tokenizer.ggml.add_eos_token)
-  bool add_space_prefix = true;
+  SpacePrefix space_prefix = SpacePrefix::every_fragment;  // llama only
+  bool split_at_spaces = false;  // llama: each "▁"-led word merges alone (tokenizers' Metaspace split)
+  bool fuse_unk = false;         // llama: adjacent unknown characters give one unk (tokenizers' fuse_unk)
 };
 
 class MappedFile;  // model/mapped_file.h

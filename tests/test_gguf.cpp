@@ -69,7 +69,7 @@ TEST(Gguf, LoadsStories260K) {
   EXPECT_EQ(v.eos, 2);
   EXPECT_EQ(v.unk, 0);
   EXPECT_TRUE(v.add_bos);
-  EXPECT_TRUE(v.add_space_prefix);
+  EXPECT_EQ(v.space_prefix, model::SpacePrefix::every_fragment);
   const WeightTensor& wq = model->weight(WeightKind::wq, 0);
   EXPECT_EQ(wq.name, "blk.0.attn_q.weight");
   EXPECT_EQ(wq.rows, 64);
@@ -124,7 +124,7 @@ TEST(Gguf, RoundTripOfEveryDType) {
   EXPECT_EQ(c.rope_base, 500000.0);
   EXPECT_NEAR(c.norm_eps, 1e-6, 1e-12);
   EXPECT_EQ(c.context_length, 128);
-  EXPECT_FALSE(model->vocabulary()->add_space_prefix);
+  EXPECT_EQ(model->vocabulary()->space_prefix, model::SpacePrefix::none);
   const GgufFile raw(path);
   int checked = 0;
   for (const GgufTensorInfo& info : raw.tensors()) {

@@ -61,9 +61,69 @@ TEST(HfTokenizer, ByteLevelBpeEncodesWithItsSplitAndTemplate) {
   EXPECT_EQ(t.decode(std::vector<std::int32_t>{2, 3, 0}), "he h");
 }
 
+// A SentencePiece-style BPE tokenizer.json as Llama 2's (legacy): pieces with "▁", byte fallback,
+// the normalizer Prepend("▁") + Replace(" ", "▁"), <s> added by the post-processor.
+json sentencepiece_tokenizer() {
+  json t = json::parse(R"({
+    "added_tokens": [{"id": 0, "content": "<unk>", "special": true, "normalized": false},
+                     {"id": 1, "content": "<s>", "special": true, "normalized": false}],
+    "normalizer": {"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "\u2581"},
+                   {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
+    "pre_tokenizer": null,
+    "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                       {"Sequence": {"id": "A", "type_id": 0}}], "pair": [],
+                       "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
+    "decoder": {"type": "Sequence", "decoders": []},
+    "model": {"type": "BPE", "dropout": null, "unk_token": "<unk>", "fuse_unk": true, "byte_fallback": true,
+              "vocab": {"<unk>": 0, "<s>": 1, "\u2581": 2, "a": 3, "b": 4, "\u2581a": 5, "ab": 6, "\u2581ab": 7,
+                        "\u2581\u2581": 8, "<0xC3>": 9, "<0xA9>": 10},
+              "merges": [["\u2581", "a"], ["a", "b"], ["\u2581a", "b"], ["\u2581", "\u2581"]]}})");
+  return t;
+}
+
+// The ids tokenizers gives for the same files (its Python package, once by hand; the conformance
+// suite compares whole corpora): "▁" before fragments as the normalizer or Metaspace says, merges
+// by rank, é as its two byte tokens, unknown characters as one unk.
+TEST(HfTokenizer, SentencePieceStyleBpeEncodesAsItsNormalizerOrMetaspaceSays) {
+  const auto encode = [](const json& tokenizer, const std::string& text) {
+    const auto v = hf_vocabulary(folder_with(tokenizer, "hf_tok_spm"), config_of(11));
+    return Tokenizer(*v).encode(text, true);
+  };
+  using Ids = std::vector<std::int32_t>;
+  const json legacy = sentencepiece_tokenizer();
+  const auto v = hf_vocabulary(folder_with(legacy, "hf_tok_spm"), config_of(11));
+  EXPECT_EQ(v->model, "llama");
+  EXPECT_EQ(v->types[9], static_cast<std::int32_t>(TokenType::byte));
+  EXPECT_EQ(encode(legacy, "ab b"), (Ids{1, 7, 2, 4}));       // ▁ab ▁ b: no "▁b" piece
+  EXPECT_EQ(encode(legacy, " ab"), (Ids{1, 2, 7}));           // ▁▁ab: "▁ a" ranks before "▁ ▁"
+  EXPECT_EQ(encode(legacy, "a<s>ab"), (Ids{1, 5, 1, 7}));     // the prefix again after <s>
+  EXPECT_EQ(encode(legacy, "\xC3\xA9"), (Ids{1, 2, 9, 10}));  // é: byte fallback
+  EXPECT_EQ(Tokenizer(*v).decode(Ids{7, 2, 9, 10}), "ab \xC3\xA9");
+
+  json first = legacy;
+  first["normalizer"] = nullptr;
+  first["pre_tokenizer"] = {
+      {"type", "Metaspace"}, {"replacement", "\u2581"}, {"prepend_scheme", "first"}, {"split", false}};
+  EXPECT_EQ(encode(first, " ab"), (Ids{1, 7}));           // a leading space is the prefix
+  EXPECT_EQ(encode(first, "a<s>ab"), (Ids{1, 5, 1, 6}));  // none after <s>
+  json always = first;
+  always["pre_tokenizer"]["prepend_scheme"] = "always";
+  EXPECT_EQ(encode(always, "a<s>ab"), (Ids{1, 5, 1, 7}));
+  json split = first;
+  split["pre_tokenizer"]["split"] = true;
+  EXPECT_EQ(encode(first, "a  "), (Ids{1, 5, 8}));     // ▁a ▁▁
+  EXPECT_EQ(encode(split, "a  "), (Ids{1, 5, 2, 2}));  // words ▁a, ▁, ▁
+  json unk = legacy;
+  unk["model"]["byte_fallback"] = false;
+  EXPECT_EQ(encode(unk,
+                   "\xC3\xA9\xC3\xA9"
+                   "a"),
+            (Ids{1, 2, 0, 3}));  // two unknown characters: one fused unk
+}
+
 TEST(HfTokenizer, FeaturesTapdiffDoesNotImplementRefuseTextNamingThem) {
   const auto refusal = [](const json& tokenizer) {
-    const auto v = hf_vocabulary(folder_with(tokenizer, "hf_tok_refused"), config_of(5));
+    const auto v = hf_vocabulary(folder_with(tokenizer, "hf_tok_refused"), config_of(11));
     try {
       Tokenizer(*v).encode("he", false);
     } catch (const UsageError& e) {
@@ -97,6 +157,18 @@ TEST(HfTokenizer, FeaturesTapdiffDoesNotImplementRefuseTextNamingThem) {
   unigram["model"] = {{"type", "Unigram"},
                       {"vocab", json::array({{"h", -1.0}, {"e", -2.0}, {"he", -0.5}, {"x", -3.0}})}};
   EXPECT_NE(refusal(unigram).find("model.type 'Unigram' is not implemented"), std::string::npos);
+  json nfkc = sentencepiece_tokenizer();
+  nfkc["normalizer"]["normalizers"].push_back({{"type", "NFKC"}});
+  EXPECT_NE(refusal(nfkc).find("the normalizer {\"type\":\"NFKC\"} is not implemented (Replace"), std::string::npos)
+      << refusal(nfkc);
+  json bare = sentencepiece_tokenizer();
+  bare["normalizer"] = nullptr;
+  EXPECT_NE(refusal(bare).find("neither a normalizer nor a Metaspace pre-tokenizer"), std::string::npos);
+  json disagree = bare;
+  disagree["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "\u2581"}, {"add_prefix_space", false}};
+  EXPECT_NE(refusal(disagree).find("Metaspace add_prefix_space false disagrees with prepend_scheme 'always'"),
+            std::string::npos)
+      << refusal(disagree);
   json lookbehind = byte_level_tokenizer();
   lookbehind["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(?<=x)y";
   EXPECT_THROW(refusal(lookbehind), FormatError);  // a pattern outside the syntax: named when the tokenizer is built

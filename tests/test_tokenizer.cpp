@@ -49,7 +49,7 @@ std::int32_t id_of(const Vocabulary& v, std::string_view piece) {
 std::int32_t byte_id(unsigned char b) { return kFirstByte + b; }
 
 Vocabulary no_prefix(Vocabulary v) {
-  v.add_space_prefix = false;
+  v.space_prefix = model::SpacePrefix::none;
   return v;
 }
 
@@ -212,7 +212,7 @@ Vocabulary gpt2_vocab(const std::vector<std::string>& merges) {
   Vocabulary v;
   v.model = "gpt2";
   v.pre = "gpt-2";
-  v.add_space_prefix = false;
+  v.space_prefix = model::SpacePrefix::none;
   // GPT-2's table: printable Latin-1 bytes as themselves, others from U+0100 in byte order.
   int extra = 0;
   for (int b = 0; b < 256; ++b) {

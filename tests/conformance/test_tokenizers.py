@@ -4,7 +4,8 @@ byte-level BPE that `tokenizers` trains, saved as its tokenizer.json (the family
 Hugging Face writes it: GPT-2's ByteLevel, the Split patterns of Llama 3, Qwen2, Tekken, GPT-4o
 and DeepSeek, SmolLM's Digits, Falcon's Punctuation) and written into a GGUF (tokenizer.ggml.model
 'gpt2', the family's tokenizer.ggml.pre), over the tricky strings of tricky_strings.py; and a
-SentencePiece-style vocabulary against llama.cpp."""
+SentencePiece-style vocabulary against llama.cpp, and as tokenizer.json (Llama 2's normalizer, or
+a Metaspace pre-tokenizer) against tokenizers."""
 from __future__ import annotations
 
 import dataclasses
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import gguf
 import pytest
-from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
 from gguf_models import write_tiny_llama
 from test_llama_cpp import node_script
@@ -269,15 +270,14 @@ def test_eos_as_llama_cpp_appends_it(tmp_path):
             assert json.loads(run.stdout)["ids"] == theirs["ids"][0] + [eos] * (add_eos and special), flags
 
 
-def hf_folder(tokenizer: Tokenizer, folder: Path) -> Path:
+def hf_folder(tokenizer: Tokenizer, folder: Path, bos: str = "<|endoftext|>", eos: str = "<|endoftext|>") -> Path:
     """A tiny Llama saved by transformers with the vocabulary's size, and the tokenizer.json beside it."""
     import torch
     import transformers
     config = transformers.LlamaConfig(hidden_size=32, intermediate_size=48, num_hidden_layers=1,
                                       num_attention_heads=2, num_key_value_heads=1,
                                       vocab_size=tokenizer.get_vocab_size(), tie_word_embeddings=True,
-                                      bos_token_id=tokenizer.token_to_id("<|endoftext|>"),
-                                      eos_token_id=tokenizer.token_to_id("<|endoftext|>"))
+                                      bos_token_id=tokenizer.token_to_id(bos), eos_token_id=tokenizer.token_to_id(eos))
     torch.manual_seed(0)
     transformers.LlamaForCausalLM(config).save_pretrained(folder)
     tokenizer.save(str(folder / "tokenizer.json"))
@@ -327,3 +327,81 @@ def test_run_takes_a_text_prompt_in_a_hugging_face_folder(tmp_path):
     result = json.loads(summary.read_text())
     assert result["prompt"] == tokenizer.encode(prompt).ids, result
     assert result["text"] == tokenizer.decode(result["generated"]), result
+
+
+# SentencePiece-style tokenizer.json files as transformers' converters write them: Llama 2's (and
+# TinyLlama's) normalizer, or a Metaspace pre-tokenizer (legacy=False files), with or without split.
+SPM_VARIANTS = {
+    "legacy": lambda: (normalizers.Sequence([normalizers.Prepend("\u2581"), normalizers.Replace(" ", "\u2581")]),
+                       None),
+    "metaspace-first": lambda: (None, pre_tokenizers.Metaspace(prepend_scheme="first", split=False)),
+    "metaspace-always": lambda: (None, pre_tokenizers.Metaspace(prepend_scheme="always", split=False)),
+    "metaspace-split": lambda: (None, pre_tokenizers.Metaspace(prepend_scheme="first", split=True)),
+}
+
+
+def train_sentencepiece_bpe(variant: str) -> Tokenizer:
+    """As Llama 2's vocabulary is laid out: <unk>, <s>, </s>, the 256 byte tokens, then pieces with
+    "\u2581" for a space. The merges are learnt over whole strings (spaces inside pieces: "\u2581\u2581",
+    "o\u2581w"), so that a split drawn elsewhere gives other ids, from a small alphabet, so that rare
+    characters fall back to bytes."""
+    trained = Tokenizer(models.BPE(unk_token="<unk>"))
+    trained.pre_tokenizer = pre_tokenizers.Metaspace(prepend_scheme="always", split=False)
+    trainer = trainers.BpeTrainer(vocab_size=1200, special_tokens=["<unk>", "<s>", "</s>"], limit_alphabet=120,
+                                  show_progress=False)
+    trained.train_from_iterator([t for t in STRINGS if t not in SPECIAL] * 3, trainer)
+    saved = json.loads(trained.to_str())["model"]
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    vocab.update({f"<0x{b:02X}>": 3 + b for b in range(256)})
+    for piece, _ in sorted(saved["vocab"].items(), key=lambda item: item[1]):
+        vocab.setdefault(piece, len(vocab))
+    merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in saved["merges"]]
+    tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+    normalizer, pre = SPM_VARIANTS[variant]()
+    if normalizer is not None:
+        tokenizer.normalizer = normalizer
+    if pre is not None:
+        tokenizer.pre_tokenizer = pre
+    tokenizer.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in ("<unk>", "<s>", "</s>")])
+    tokenizer.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
+    tokenizer.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                           decoders.Strip(" ", 1, 0)])
+    return tokenizer
+
+
+@pytest.mark.parametrize("variant", list(SPM_VARIANTS))
+def test_sentencepiece_tokenizer_json_ids_equal_hugging_face(variant, tmp_path):
+    """A SentencePiece-style tokenizer.json gives tokenizers' ids, with the <s> its post-processor
+    adds: the space prefix as its normalizer or Metaspace says (before every fragment, or the first
+    only, and not before a space), merges by rank within the whole fragment or each word, bytes for
+    characters outside the vocabulary."""
+    tokenizer = train_sentencepiece_bpe(variant)
+    folder = hf_folder(tokenizer, tmp_path / variant, bos="<s>", eos="</s>")
+    corpus = tmp_path / "texts.json"
+    corpus.write_text(json.dumps(STRINGS))
+    run = subprocess.run([TAPDIFF, "tokenize", "--model", str(folder), "--texts", str(corpus)],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    ours = [json.loads(line)["ids"] for line in run.stdout.splitlines()]
+    mismatches = [f"{text!r}: tapdiff {mine}, tokenizers {theirs}"
+                  for text, mine in zip(STRINGS, ours, strict=True)
+                  if mine != (theirs := tokenizer.encode(text).ids)]
+    assert not mismatches, f"{variant}: {len(mismatches)} of {len(STRINGS)} differ:\n" + "\n".join(mismatches[:20])
+    assert any(3 <= i < 259 for ids in ours for i in ids)  # some characters fell back to bytes
+
+
+def test_run_takes_a_text_prompt_in_a_sentencepiece_hugging_face_folder(tmp_path):
+    """As TinyLlama's folder: the prompt's ids are tokenizers', and the generated ids decode as its
+    decoder decodes them after the prompt (spaces from "\u2581", bytes joined; only the text's
+    first space is stripped, so a continuation keeps its own)."""
+    tokenizer = train_sentencepiece_bpe("legacy")
+    folder = hf_folder(tokenizer, tmp_path / "legacy", bos="<s>", eos="</s>")
+    prompt = "The quick brown fox's 3 dogs don't jump! \u00e9t\u00e9 \U0001f600"
+    summary = tmp_path / "run.json"
+    run = subprocess.run([TAPDIFF, "run", "--model", str(folder), "--prompt", prompt, "--generate", "8",
+                          "--json", str(summary)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    result = json.loads(summary.read_text())
+    assert result["prompt"] == tokenizer.encode(prompt).ids, result
+    before = tokenizer.decode(result["prompt"])
+    assert result["text"] == tokenizer.decode(result["prompt"] + result["generated"])[len(before):], result

@@ -9,7 +9,16 @@ namespace tapdiff::fuzz {
 namespace {
 
 constexpr char kSeparator = '\x1e';
-enum Flag : std::uint8_t { kGpt2 = 1, kAddBos = 2, kSpacePrefix = 4, kScores = 8, kTypes = 16, kBert = 32 };
+enum Flag : std::uint8_t {
+  kGpt2 = 1,
+  kAddBos = 2,
+  kSpacePrefix = 4,
+  kScores = 8,
+  kTypes = 16,
+  kBert = 32,
+  kSpacePrefixHigh = 64,
+  kSplitFuse = 128
+};
 
 float score_of(std::int8_t code) {
   switch (code) {
@@ -36,7 +45,9 @@ TokenizerInput parse_tokenizer_input(std::span<const std::uint8_t> bytes) {
   v.model = (flags & kBert) != 0 ? "bert" : (flags & kGpt2) != 0 ? "gpt2" : "llama";
   if (v.model == "gpt2") v.pre = "gpt-2";  // the split tapdiff implements, so that the encoder runs
   v.add_bos = (flags & kAddBos) != 0;
-  v.add_space_prefix = (flags & kSpacePrefix) != 0;
+  v.space_prefix = static_cast<model::SpacePrefix>(((flags & kSpacePrefix) != 0 ? 1 : 0) +
+                                                   ((flags & kSpacePrefixHigh) != 0 ? 2 : 0));
+  v.split_at_spaces = v.fuse_unk = (flags & kSplitFuse) != 0;
   v.bos = static_cast<std::int8_t>(bytes[1]);
   v.eos = static_cast<std::int8_t>(bytes[2]);
   v.unk = static_cast<std::int8_t>(bytes[3]);
@@ -71,7 +82,10 @@ std::string format_tokenizer_input(const TokenizerInput& in) {
   if (v.model == "gpt2") flags |= kGpt2;
   if (v.model != "gpt2" && v.model != "llama") flags |= kBert;
   if (v.add_bos) flags |= kAddBos;
-  if (v.add_space_prefix) flags |= kSpacePrefix;
+  const auto prefix = static_cast<int>(v.space_prefix);
+  if ((prefix & 1) != 0) flags |= kSpacePrefix;
+  if ((prefix & 2) != 0) flags |= kSpacePrefixHigh;
+  if (v.split_at_spaces || v.fuse_unk) flags |= kSplitFuse;
   if (!v.scores.empty()) flags |= kScores;
   if (!v.types.empty()) flags |= kTypes;
   std::string out{static_cast<char>(flags), static_cast<char>(v.bos), static_cast<char>(v.eos),

@@ -143,13 +143,14 @@ void tokenizer_seeds(const fs::path& dir, const fs::path& json_dir) {
   spm.texts = texts;
   write_text(dir / "llama-synth", fuzz::format_tokenizer_input(spm));
   // Without scores and types: the tokenizer infers them.
-  spm.vocab.tokens.resize(40), spm.vocab.scores.clear(), spm.vocab.types.clear(), spm.vocab.add_space_prefix = false;
+  spm.vocab.tokens.resize(40), spm.vocab.scores.clear(), spm.vocab.types.clear();
+  spm.vocab.space_prefix = model::SpacePrefix::none;
   write_text(dir / "llama-untyped", fuzz::format_tokenizer_input(spm));
   // Byte-level BPE: printable ASCII stands for itself; U+0120 stands for ' ', U+010A for '\n'.
   fuzz::TokenizerInput bpe;
   bpe.vocab.model = "gpt2";
   bpe.vocab.pre = "gpt-2";
-  bpe.vocab.add_space_prefix = false;
+  bpe.vocab.space_prefix = model::SpacePrefix::none;
   for (char c = '!'; c <= '~'; ++c) bpe.vocab.tokens.emplace_back(1, c);
   for (const char* piece : {"\xC4\xA0", "\xC4\x8A", "\xC4\xA0t", "he", "\xC4\xA0the", "in", "er", "'s"})
     bpe.vocab.tokens.emplace_back(piece);
