@@ -511,13 +511,13 @@ std::optional<TokenTie> dump_token_tie(const CompareResult& r, const dumps::Dump
   const RowAlignment& al = r.alignment;
   const auto vocab = static_cast<std::int32_t>(model::op_width(r.config, model::Op::logits));
   if (token_a < 0 || token_b < 0 || token_a >= vocab || token_b >= vocab) return std::nullopt;
+  const auto ta = static_cast<std::size_t>(token_a), tb = static_cast<std::size_t>(token_b);
   for (std::size_t i = 0; i < al.rows.size(); ++i) {
     if (al.rows[i].position != position) continue;
-    const auto logit = [&](const dumps::DumpReader& run, std::int64_t row, std::int32_t token) {
-      return run.read(logits->id, row, 1).to(model::Scalar::f64).f64()[static_cast<std::size_t>(token)];
-    };
-    tie.margin = logit(a, al.row_a[i], token_a) - logit(a, al.row_a[i], token_b);
-    tie.b_logits_agree = logit(b, al.row_b[i], token_b) >= logit(b, al.row_b[i], token_a);
+    const model::HostTensor la = a.read(logits->id, al.row_a[i], 1).to(model::Scalar::f64);
+    const model::HostTensor lb = b.read(logits->id, al.row_b[i], 1).to(model::Scalar::f64);
+    tie.margin = la.f64()[ta] - la.f64()[tb];
+    tie.b_logits_agree = lb.f64()[tb] >= lb.f64()[ta];
   }
   return judged_tie(tie, 0, *logits, al.rows);
 }

@@ -113,6 +113,35 @@ nlohmann::json tokenizer_json(const model::Vocabulary& v, nlohmann::json pre_tok
         {"merges", merges}}}};
 }
 
+// A SentencePiece-style vocabulary as a tokenizer.json: Llama 2's normalizer, or Metaspace.
+nlohmann::json sentencepiece_json(const model::Vocabulary& v, bool metaspace) {
+  nlohmann::json vocab = nlohmann::json::object(), added = nlohmann::json::array(), merges = nlohmann::json::array();
+  for (std::size_t id = 0; id < v.tokens.size(); ++id) {
+    vocab[v.tokens[id]] = id;
+    if (v.types[id] == 2 || v.types[id] == 3)
+      added.push_back({{"id", id}, {"content", v.tokens[id]}, {"special", true}, {"normalized", false}});
+  }
+  for (const std::string& m : v.merges) merges.push_back({m.substr(0, m.find(' ')), m.substr(m.find(' ') + 1)});
+  const std::string space = "\xE2\x96\x81";
+  const nlohmann::json normalizer = {{"type", "Sequence"},
+                                     {"normalizers",
+                                      {{{"type", "Prepend"}, {"prepend", space}},
+                                       {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", space}}}}};
+  const nlohmann::json pre = {{"type", "Metaspace"}, {"replacement", space}, {"prepend_scheme", "first"}};
+  return {{"version", "1.0"},
+          {"added_tokens", added},
+          {"normalizer", metaspace ? nlohmann::json(nullptr) : normalizer},
+          {"pre_tokenizer", metaspace ? pre : nlohmann::json(nullptr)},
+          {"decoder", {{"type", "Sequence"}, {"decoders", nlohmann::json::array()}}},
+          {"model",
+           {{"type", "BPE"},
+            {"unk_token", v.tokens[static_cast<std::size_t>(v.unk)]},
+            {"byte_fallback", true},
+            {"fuse_unk", true},
+            {"vocab", vocab},
+            {"merges", merges}}}};
+}
+
 void tokenizer_json_seeds(const model::Vocabulary& bpe, const fs::path& dir) {
   const nlohmann::json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}};
   write_text(dir / "byte-level.json", tokenizer_json(bpe, byte_level).dump(1));
@@ -170,6 +199,35 @@ void tokenizer_seeds(const fs::path& dir, const fs::path& json_dir) {
       R"re([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)re",
       R"re(\p{N}{1,3})re"};
   write_text(dir / "gpt2-split-patterns", fuzz::format_tokenizer_input(bpe));
+  // SentencePiece-style with a tokenizer.json's ranked merges, Metaspace "first", split and fuse_unk.
+  fuzz::TokenizerInput ranked;
+  ranked.vocab.model = "llama";
+  ranked.vocab.tokens = {"<unk>",
+                         "<s>",
+                         "</s>",
+                         "\xE2\x96\x81",
+                         "a",
+                         "b",
+                         "\xE2\x96\x81"
+                         "a",
+                         "ab",
+                         "\xE2\x96\x81"
+                         "ab",
+                         "\xE2\x96\x81\xE2\x96\x81",
+                         "<0xC3>",
+                         "<0xA9>"};
+  ranked.vocab.types = {2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 6, 6};
+  ranked.vocab.merges = {"\xE2\x96\x81 a", "a b",
+                         "\xE2\x96\x81"
+                         "a b",
+                         "\xE2\x96\x81 \xE2\x96\x81"};
+  ranked.vocab.bos = 1, ranked.vocab.eos = 2, ranked.vocab.unk = 0;
+  ranked.vocab.space_prefix = model::SpacePrefix::first_fragment_unless_space;
+  ranked.vocab.split_at_spaces = ranked.vocab.fuse_unk = true;
+  ranked.texts = texts;
+  write_text(dir / "llama-ranked-merges", fuzz::format_tokenizer_input(ranked));
+  write_text(json_dir / "sentencepiece-legacy.json", sentencepiece_json(ranked.vocab, false).dump(1));
+  write_text(json_dir / "sentencepiece-metaspace.json", sentencepiece_json(ranked.vocab, true).dump());
 }
 
 // Outside engines' dumps of the imported_dump target's model (vLLM's names): 3 prefill rows and
