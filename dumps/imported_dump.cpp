@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <set>
+#include <span>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -130,6 +132,8 @@ ImportedDump::ImportedDump(const std::filesystem::path& path, const ImportOption
   std::vector<std::vector<Segment>> segments;
   for (const std::size_t i : order) tensors.push_back(tensors_[i]), segments.push_back(std::move(segments_[i]));
   tensors_ = std::move(tensors), segments_ = std::move(segments);
+  for (const model::TensorId& id : tensors_)
+    if (id.op == model::Op::moe_ids) check_expert_order(id);
   if (positions_assumed_)
     notes_.push_back(fmt::format("{}: no positions array ({}): rows taken as positions 0, 1, ... in order",
                                  path.string(), fmt::join(options_.map.positions, ", ")));
@@ -292,6 +296,23 @@ std::string ImportedDump::storage_dtype() const {
       narrowest = narrowest == 0 ? b : std::min(narrowest, b);
     }
   return narrowest == 2 ? "f16" : narrowest == 8 ? "f64" : "f32";
+}
+
+// moe_ids compares exactly and by place: an engine's top-k in its own order (by weight, say) would
+// read as other experts chosen. Each row must be ascending (docs/import.md).
+void ImportedDump::check_expert_order(const model::TensorId& id) const {
+  const model::HostTensor ids = read(id, 0, rows()).to(model::Scalar::f64);
+  const std::span<const double> values = ids.f64();
+  const auto k = static_cast<std::size_t>(ids.cols());
+  for (std::size_t r = 0; r < static_cast<std::size_t>(ids.rows()); ++r) {
+    const std::span<const double> row = values.subspan(r * k, k);
+    if (std::adjacent_find(row.begin(), row.end(), std::greater_equal<>()) != row.end())
+      throw FormatError(
+          fmt::format("{}: {} at row {} (position {}) holds experts [{}]: expected ids ascending "
+                      "(sort the engine's top-k by expert id before saving it, and its moe_weights "
+                      "with it)",
+                      path_.string(), model::to_string(id), r, positions_[r], fmt::join(row, ", ")));
+  }
 }
 
 std::string ImportedDump::format() const {

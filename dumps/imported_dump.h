@@ -72,6 +72,8 @@ class ImportedDump {
   // name of the second half it was summed with, or "".
   std::string add_array(const ArrayFile& file, const NamedArray& array, std::int64_t first_row, std::int64_t rows);
   std::int64_t row_width(const ArrayFile& file, const NamedArray& array, std::int64_t rows, std::int64_t width) const;
+  // FormatError naming the file, the row and its ids when a row of moe_ids is not ascending.
+  void check_expert_order(const model::TensorId& id) const;
 
   std::filesystem::path path_;
   ImportOptions options_;

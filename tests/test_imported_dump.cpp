@@ -212,6 +212,25 @@ TEST(ImportedDump, BadInputsAreNamedWithWhatWasExpected) {
             std::string::npos);
 }
 
+// moe_ids compares by place: a row in the engine's own top-k order would read as other experts.
+TEST(ImportedDump, ExpertIdsOutOfAscendingOrderAreRefusedNamingTheRow) {
+  const auto dir = testing::temp_dir("imported-moe-order");
+  model::ModelConfig c = small_config();
+  c.experts.count = 4, c.experts.active = 2, c.experts.ffn_dim = 6;
+  const auto opts = options_for(c);
+  const auto ids = [](std::vector<float> values) { return npy("0/moe_ids", "<f4", {3, 2}, values); };
+  write_npz(dir / "sorted.npz", {tokens({1, 2, 3}), ids({0, 3, 1, 2, 2, 3})});
+  EXPECT_EQ(ImportedDump(dir / "sorted.npz", opts, c).read({Op::moe_ids, 0}, 1, 1).f32()[1], 2.0f);
+  write_npz(dir / "by-weight.npz", {tokens({1, 2, 3}), ids({0, 3, 2, 1, 2, 3})});
+  const std::string message = import_error(dir / "by-weight.npz", opts, c);
+  EXPECT_NE(message.find((dir / "by-weight.npz").string() +
+                         ": 0/moe_ids at row 1 (position 1) holds experts [2, 1]: expected ids ascending"),
+            std::string::npos)
+      << message;
+  write_npz(dir / "twice.npz", {tokens({1, 2, 3}), ids({0, 3, 1, 1, 2, 3})});
+  EXPECT_NE(import_error(dir / "twice.npz", opts, c).find("holds experts [1, 1]"), std::string::npos);
+}
+
 TEST(ImportedDump, UserMapsInTomlAreCheckedKeyByKey) {
   const auto dir = testing::temp_dir("imported-toml");
   const std::vector<std::pair<std::string, std::string>> cases = {
