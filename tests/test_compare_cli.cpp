@@ -342,6 +342,10 @@ TEST(CompareCli, AFloorRunInBsPrecisionCalibratesEveryOp) {
   const auto wrong = b("--floor " + quoted(floor));
   EXPECT_EQ(wrong.exit_code, 1) << wrong.output;
   EXPECT_EQ(wrong.output.rfind("diverged at layer 1 ffn_down (gemm): ", 0), 0u) << wrong.output;
+  // --b-precision is the precision of the check on B's own inputs: it needs --model.
+  const auto alone = b("--b-precision llama.cpp");
+  EXPECT_EQ(alone.exit_code, 2) << alone.output;
+  EXPECT_NE(alone.output.find("--b-precision: give --model too"), std::string::npos) << alone.output;
   // --floor calibrates: --no-calibrate with it is a contradiction.
   const auto both = b("--floor " + quoted(floor) + " --no-calibrate");
   EXPECT_EQ(both.exit_code, 2) << both.output;

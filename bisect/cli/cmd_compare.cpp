@@ -140,6 +140,7 @@ int compare(const CompareArgs& args) {
   bisect::Tolerances tolerances =
       args.tolerances.empty() ? bisect::Tolerances() : bisect::Tolerances::from_file(args.tolerances);
   if (args.model.empty() && !args.layers.empty()) throw UsageError("--layers: give --model too");
+  if (args.model.empty() && !args.b_precision.empty()) throw UsageError("--b-precision: give --model too");
   std::unique_ptr<model::Model> model = args.model.empty() ? nullptr : open_model(args.model);
   // An imported dump takes the model from --model, else from the other dump (HDF5 first).
   const bool a_imported = dumps::is_imported_dump(args.a);
