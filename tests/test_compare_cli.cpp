@@ -346,6 +346,10 @@ TEST(CompareCli, AFloorRunInBsPrecisionCalibratesEveryOp) {
   const auto alone = b("--b-precision llama.cpp");
   EXPECT_EQ(alone.exit_code, 2) << alone.output;
   EXPECT_NE(alone.output.find("--b-precision: give --model too"), std::string::npos) << alone.output;
+  const auto bf16 = b("--model " + quoted(synth_model_path("tiny")) + " --b-precision bf16");
+  EXPECT_EQ(bf16.exit_code, 2) << bf16.output;
+  EXPECT_NE(bf16.output.find("--b-precision bf16: expected f32, f16, f64 or llama.cpp"), std::string::npos)
+      << bf16.output;
   // --floor calibrates: --no-calibrate with it is a contradiction.
   const auto both = b("--floor " + quoted(floor) + " --no-calibrate");
   EXPECT_EQ(both.exit_code, 2) << both.output;
