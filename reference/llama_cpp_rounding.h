@@ -6,7 +6,6 @@
 // and IQ4_XS. The product then runs on the converted values with f32 sums. Without flash
 // attention, K and V are cached as f16 and the attention's Q and probabilities are converted to
 // f16 for their products with them.
-#include <Eigen/Core>
 
 #include "model/dtype.h"
 #include "model/weights.h"
