@@ -147,7 +147,7 @@ TEST(LlamaCppRounding, Q4_1ProductsTakeTheStoredBlockSum) {
   EXPECT_GT((uncorrected - emulated).cwiseAbs().maxCoeff(), 1e-4);
 }
 
-TEST(LlamaCppRounding, TheEngineNamesItsRoundingsAndRefusesF64AndExperts) {
+TEST(LlamaCppRounding, TheEngineNamesItsRoundingsAndRefusesF64ExpertsAndOtherBlocks) {
   const auto m = model::load_model(synth_model_path("tiny", "q8_0"));
   const auto engine = reference::make_cpu_engine(*m, kLlamaCpp);
   EXPECT_EQ(engine->compute_dtype(), "f32");
@@ -157,6 +157,18 @@ TEST(LlamaCppRounding, TheEngineNamesItsRoundingsAndRefusesF64AndExperts) {
   EXPECT_THROW(reference::make_cpu_engine(*m, {model::Scalar::f64, 0, reference::Emulation::llama_cpp}), UsageError);
   const auto moe = model::load_model(synth_model_path("tiny-moe"));
   EXPECT_THROW(reference::make_cpu_engine(*moe, kLlamaCpp), UsageError);
+  // A block llama.cpp may round elsewhere in (Gemma 2's post-norms and soft-caps): refused by name.
+  model::ModelConfig gemma2 = m->config();
+  gemma2.block.post_norms = true, gemma2.block.attention_softcap = 50;
+  try {
+    reference::make_cpu_engine(model::Model("gemma2.gguf", gemma2), kLlamaCpp);
+    ADD_FAILURE() << "a Gemma 2 block was emulated";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("gemma2.gguf: the llama.cpp emulation is held to llama.cpp on Llama-family "
+                                         "blocks only; this model's block ({"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // On Q8_0 weights the emulation's products part from the f32 reference's by the activations'

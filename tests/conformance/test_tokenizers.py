@@ -314,17 +314,22 @@ def test_tokenizer_json_ids_equal_hugging_face(family, tmp_path):
     assert ours[0][0] == bos if family == "llama3" else ours[0][0] != bos
 
 
+def run_text_prompt(folder: Path, prompt: str, generate: int, tmp_path: Path) -> dict:
+    """tapdiff run --model FOLDER --prompt TEXT: its JSON summary."""
+    summary = tmp_path / "run.json"
+    run = subprocess.run([TAPDIFF, "run", "--model", str(folder), "--prompt", prompt, "--generate", str(generate),
+                          "--json", str(summary)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    return json.loads(summary.read_text())
+
+
 def test_run_takes_a_text_prompt_in_a_hugging_face_folder(tmp_path):
     """tapdiff run --model HF_FOLDER --prompt TEXT, no --vocab: the prompt's ids are tokenizers' and
     the generated tokens decode through the same vocabulary."""
     tokenizer = train_bpe("qwen2")
     folder = hf_folder(tokenizer, tmp_path / "qwen2")
     prompt = "The quick brown fox's 3 dogs don't jump!"
-    summary = tmp_path / "run.json"
-    run = subprocess.run([TAPDIFF, "run", "--model", str(folder), "--prompt", prompt, "--generate", "4",
-                          "--json", str(summary)], capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    result = json.loads(summary.read_text())
+    result = run_text_prompt(folder, prompt, 4, tmp_path)
     assert result["prompt"] == tokenizer.encode(prompt).ids, result
     assert result["text"] == tokenizer.decode(result["generated"]), result
 
@@ -400,11 +405,7 @@ def test_run_takes_a_text_prompt_in_a_sentencepiece_hugging_face_folder(tmp_path
     tokenizer = train_sentencepiece_bpe("legacy")
     folder = hf_folder(tokenizer, tmp_path / "legacy", bos="<s>", eos="</s>")
     prompt = "The quick \U0001f600 brown fox's 3 dogs don't jump! \u00e9t\u00e9 ok"
-    summary = tmp_path / "run.json"
-    run = subprocess.run([TAPDIFF, "run", "--model", str(folder), "--prompt", prompt, "--generate", "8",
-                          "--json", str(summary)], capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    result = json.loads(summary.read_text())
+    result = run_text_prompt(folder, prompt, 8, tmp_path)
     assert result["prompt"] == tokenizer.encode(prompt).ids, result
     before = tokenizer.decode(result["prompt"])
     theirs = tokenizer.decode(result["prompt"] + result["generated"])
