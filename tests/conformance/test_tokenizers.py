@@ -158,13 +158,27 @@ def write_gguf(tokenizer: Tokenizer, pre: str, path: Path, add_bos: bool | None 
     write_tiny_llama(path, 64, len(tokens), add_vocab)
 
 
-def tapdiff_ids(model: Path, texts: list[str], special: bool, tmp_path: Path) -> list[list[int]]:
+def tokenize_texts(model: Path, texts: list[str], tmp_path: Path, *flags: str) -> subprocess.CompletedProcess:
+    """tapdiff tokenize --texts: one JSON line of ids per text."""
     corpus = tmp_path / "texts.json"
     corpus.write_text(json.dumps(texts))
-    run = subprocess.run([TAPDIFF, "tokenize", "--model", str(model), "--texts", str(corpus), "--no-bos",
-                          *([] if special else ["--special-as-text"])], capture_output=True, text=True)
+    return subprocess.run([TAPDIFF, "tokenize", "--model", str(model), "--texts", str(corpus), *flags],
+                          capture_output=True, text=True)
+
+
+def ids_of(run: subprocess.CompletedProcess) -> list[list[int]]:
     assert run.returncode == 0, run.stderr
     return [json.loads(line)["ids"] for line in run.stdout.splitlines()]
+
+
+def tapdiff_ids(model: Path, texts: list[str], special: bool, tmp_path: Path) -> list[list[int]]:
+    return ids_of(tokenize_texts(model, texts, tmp_path, "--no-bos", *([] if special else ["--special-as-text"])))
+
+
+def tokenizers_mismatches(tokenizer: Tokenizer, ours: list[list[int]]) -> list[str]:
+    """The strings whose ids (with the post-processor's specials) tokenizers gives otherwise."""
+    return [f"{text!r}: tapdiff {mine}, tokenizers {theirs}" for text, mine in zip(STRINGS, ours, strict=True)
+            if mine != (theirs := tokenizer.encode(text).ids)]
 
 
 def llama_cpp_tokenize(model: Path, texts: list[str], special: bool) -> dict:
@@ -297,19 +311,13 @@ def test_tokenizer_json_ids_equal_hugging_face(family, tmp_path):
         tokenizer.post_processor = processors.TemplateProcessing(single="<|endoftext|> $A",
                                                                  special_tokens=[("<|endoftext|>", bos)])
     folder = hf_folder(tokenizer, tmp_path / family)
-    corpus = tmp_path / "texts.json"
-    corpus.write_text(json.dumps(STRINGS))
-    run = subprocess.run([TAPDIFF, "tokenize", "--model", str(folder), "--texts", str(corpus)],
-                         capture_output=True, text=True)
+    run = tokenize_texts(folder, STRINGS, tmp_path)
     if family == "falcon":
         assert run.returncode == 2, run.stdout
         assert "tokenizer.json: a pre-tokenizer (Digits) after ByteLevel is not implemented" in run.stderr, run.stderr
         return
-    assert run.returncode == 0, run.stderr
-    ours = [json.loads(line)["ids"] for line in run.stdout.splitlines()]
-    mismatches = [f"{text!r}: tapdiff {mine}, tokenizers {theirs}"
-                  for text, mine in zip(STRINGS, ours, strict=True)
-                  if mine != (theirs := tokenizer.encode(text).ids)]
+    ours = ids_of(run)
+    mismatches = tokenizers_mismatches(tokenizer, ours)
     assert not mismatches, f"{family}: {len(mismatches)} of {len(STRINGS)} differ:\n" + "\n".join(mismatches[:20])
     assert ours[0][0] == bos if family == "llama3" else ours[0][0] != bos
 
@@ -382,15 +390,8 @@ def test_sentencepiece_tokenizer_json_ids_equal_hugging_face(variant, tmp_path):
     characters outside the vocabulary."""
     tokenizer = train_sentencepiece_bpe(variant)
     folder = hf_folder(tokenizer, tmp_path / variant, bos="<s>", eos="</s>")
-    corpus = tmp_path / "texts.json"
-    corpus.write_text(json.dumps(STRINGS))
-    run = subprocess.run([TAPDIFF, "tokenize", "--model", str(folder), "--texts", str(corpus)],
-                         capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    ours = [json.loads(line)["ids"] for line in run.stdout.splitlines()]
-    mismatches = [f"{text!r}: tapdiff {mine}, tokenizers {theirs}"
-                  for text, mine in zip(STRINGS, ours, strict=True)
-                  if mine != (theirs := tokenizer.encode(text).ids)]
+    ours = ids_of(tokenize_texts(folder, STRINGS, tmp_path))
+    mismatches = tokenizers_mismatches(tokenizer, ours)
     assert not mismatches, f"{variant}: {len(mismatches)} of {len(STRINGS)} differ:\n" + "\n".join(mismatches[:20])
     assert any(3 <= i < 259 for ids in ours for i in ids)  # some characters fell back to bytes
 
