@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <array>
+#include <span>
 #include <type_traits>
 #include <vector>
 
@@ -259,11 +260,8 @@ void CpuEngine<S>::multiply(const Mat<S>& x, WeightKind matrix, int layer, const
 template <typename S>
 void CpuEngine<S>::round_if_llama_cpp_cache(Mat<S>& cache, Eigen::Index first, Eigen::Index rows) const {
   if constexpr (std::is_same_v<S, float>) {
-    if (llama_cpp_) {
-      Mat<float> block = cache.middleRows(first, rows);
-      round_to_dot_type(DotType::f16, block);
-      cache.middleRows(first, rows) = block;
-    }
+    if (llama_cpp_ && rows > 0)  // row-major: the rows are one contiguous run
+      round_to_f16(std::span<float>(cache.row(first).data(), static_cast<std::size_t>(rows * cache.cols())));
   }
 }
 
