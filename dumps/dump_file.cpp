@@ -87,11 +87,12 @@ std::string compression_name(int level) { return level > 0 ? fmt::format("shuffl
 
 DumpFile::DumpFile(const std::string& path, const RunMetadata& metadata, const std::vector<TapSpec>& taps,
                    StorageType storage, int compress_level)
-    : path_(path), storage_(storage), filtered_(compress_level > 0) {
+    : path_(path), storage_(storage) {
   TAPDIFF_ASSERT(compress_level >= 0 && compress_level <= 9, "{}: gzip level {}", path, compress_level);
   if (compress_level > 0) {
     require_encoder(path, H5Z_FILTER_SHUFFLE, "shuffle");
     require_encoder(path, H5Z_FILTER_DEFLATE, "deflate (gzip)");
+    encoder_.emplace(compress_level);
   }
   file_.emplace(create_file(path));
   // First what makes the file an unfinished dump of no rows, made durable alone: a file cut short
@@ -194,18 +195,20 @@ void DumpFile::append_tap_rows(std::size_t slot, std::int64_t rows, std::size_t 
   const hsize_t end = rows_ + n;
   const hsize_t extent[2] = {end, tap.width};
   tap.data.set_extent(extent);
-  // The rows of whole chunks [whole_from, whole_to) skip HDF5's conversion, selections and chunk
-  // cache (a copy of every byte, ~20% of a prefill's writing); the rows around them, sharing a
-  // chunk with rows of other calls, go through H5Dwrite, and so does everything compressed.
+  // The rows of whole chunks [whole_from, whole_to) skip HDF5's conversion, selections, chunk cache
+  // and filters (a copy of every byte, ~20% of a prefill's writing; a zlib stream set up per
+  // chunk); the rows around them, sharing a chunk with rows of other calls, go through H5Dwrite.
+  // A compressed tap's chunks are single rows: all whole.
   const hsize_t cr = tap.chunk_rows;
-  const hsize_t whole_from = filtered_ ? end : std::min(end, (rows_ + cr - 1) / cr * cr);
+  const hsize_t whole_from = std::min(end, (rows_ + cr - 1) / cr * cr);
   const hsize_t whole_to = std::max(whole_from, end / cr * cr);
   const auto* bytes = static_cast<const std::byte*>(data);
   const std::size_t row_bytes = tap.width * element_bytes(storage_);
   tap.data.write_rows(rows_, whole_from - rows_, memory_type, bytes);
   for (hsize_t r = whole_from; r < whole_to; r += cr) {
     const hsize_t offset[2] = {r, 0};
-    tap.data.write_chunk(offset, {bytes + (r - rows_) * row_bytes, cr * row_bytes});
+    const std::span<const std::byte> chunk(bytes + (r - rows_) * row_bytes, cr * row_bytes);
+    tap.data.write_chunk(offset, encoder_ ? encoder_->encode(chunk, element_bytes(storage_)) : chunk);
   }
   tap.data.write_rows(whole_to, end - whole_to, memory_type, bytes + (whole_to - rows_) * row_bytes);
   tap.rows = end;

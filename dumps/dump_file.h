@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dumps/chunk_encoder.h"
 #include "dumps/h5.h"
 #include "dumps/schema.h"
 #include "model/engine.h"
@@ -71,13 +72,14 @@ class DumpFile {
   // The values in the storage type: (memory type, pointer), converted into scratch when needed.
   std::pair<hid_t, const void*> stored(model::Scalar scalar, std::span<const std::byte> values);
   // Extends taps[slot] by `rows` and writes them: `values` elements of memory_type at data, which
-  // is the storage type (stored()'s result). Whole HDF5 chunks go to the file as they are.
+  // is the storage type (stored()'s result). Whole HDF5 chunks go to the file as they are (encoded
+  // first when compressed).
   void append_tap_rows(std::size_t slot, std::int64_t rows, std::size_t values, hid_t memory_type, const void* data);
   void append_provenance(const model::ChunkInfo& chunk, std::span<const std::int32_t> tokens);
 
   std::string path_;
   StorageType storage_;
-  bool filtered_ = false;         // tap datasets are compressed: no chunk is written past HDF5's filters
+  std::optional<ChunkEncoder> encoder_;  // compressed tap datasets: each chunk shuffled and deflated here
   std::optional<h5::File> file_;  // declared first: closed after the datasets below
   std::vector<TapDataset> taps_;  // in the order of the specs
   std::optional<Provenance> provenance_;

@@ -150,10 +150,12 @@ class Group : public Object {
 class File : public Group {
  public:
   enum class Mode : std::uint8_t { read, write };
-  // Creates (truncates) path. EnvironmentError naming path when that fails.
+  // Creates (truncates) path in the HDF5 1.10 file format. EnvironmentError naming path when that
+  // fails.
   static File create(const std::string& path);
   // Opens an existing file. FormatError when path is not an HDF5 file, or is damaged or cut short
-  // (a writer that stopped before its first flush leaves a file HDF5 cannot open).
+  // (a writer that stopped before its first flush leaves a file HDF5 cannot open). Read-only, a
+  // file that a writer left without closing it opens too.
   static File open(const std::string& path, Mode mode = Mode::read);
 
   // Writes every dirty buffer of the file to the OS, so that a later crash keeps what is here.
