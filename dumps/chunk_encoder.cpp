@@ -16,7 +16,8 @@ ChunkEncoder::ChunkEncoder(int level) : stream_(std::make_unique<Stream>()) {
   TAPDIFF_ASSERT(level >= 1 && level <= 9, "deflate level {}", level);
   // compress2()'s settings, which HDF5's deflate filter uses: a zlib stream, 32 KiB window.
   if (deflateInit(&stream_->z, level) != Z_OK)
-    throw EnvironmentError(fmt::format("cannot set up deflate (zlib: {})", stream_->z.msg ? stream_->z.msg : "no memory"));
+    throw EnvironmentError(
+        fmt::format("cannot set up deflate (zlib: {})", stream_->z.msg ? stream_->z.msg : "no memory"));
 }
 
 ChunkEncoder::~ChunkEncoder() { deflateEnd(&stream_->z); }
