@@ -79,14 +79,14 @@ class DumpFile {
 
   std::string path_;
   StorageType storage_;
-  std::optional<ChunkEncoder> encoder_;  // compressed tap datasets: each chunk shuffled and deflated here
-  std::optional<h5::File> file_;         // declared first: closed after the datasets below
-  std::vector<TapDataset> taps_;         // in the order of the specs
+  std::optional<h5::File> file_;  // declared first: closed after the datasets below
+  std::vector<TapDataset> taps_;  // in the order of the specs
   std::optional<Provenance> provenance_;
   hsize_t rows_ = 0;  // rows of the chunks made durable
   std::vector<float> scratch_f32_;
   std::vector<double> scratch_f64_;
   std::vector<std::uint16_t> scratch_f16_;
+  std::optional<ChunkEncoder> encoder_;  // compressed tap datasets: each chunk shuffled and deflated here
 };
 
 }  // namespace tapdiff::dumps
