@@ -410,8 +410,8 @@ def test_tokenizer_config_add_bos_and_eos_are_what_transformers_makes_of_them(ad
     theirs = transformers.AutoTokenizer.from_pretrained(folder)
     texts = [t for t in STRINGS if t]
     ours = ids_of(tokenize_texts(folder, texts, tmp_path))
-    differ = [f"{t!r}: ours {o}, transformers {theirs(t)['input_ids']}" for t, o in zip(texts, ours)
-              if o != theirs(t)["input_ids"]]
+    expected = [theirs(t)["input_ids"] for t in texts]
+    differ = [f"{t!r}: ours {o}, transformers {e}" for t, o, e in zip(texts, ours, expected) if o != e]
     assert not differ, f"{len(differ)} of {len(texts)} differ:\n" + "\n".join(differ[:20])
     assert all(ids[0] == 1 for ids in ours)
 
