@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/errors.h"
+#include "model/hf_tokenizer_class.h"
 #include "model/input_file.h"
 #include "model/json_input.h"
 #include "model/tokenizer.h"
@@ -36,11 +37,22 @@ std::string escape_literal(const std::string& text) {
 class Reader {
  public:
   Reader(std::filesystem::path path, const ModelConfig& config) : path_(std::move(path)), config_(config) {
-    root_ = parse_json_text(read_regular_file(path_, "tokenizer.json"), path_.string(), "a tokenizer");
+    const std::string text = read_regular_file(path_, "tokenizer.json");
+    root_ = parse_json_text(text, path_.string(), "a tokenizer");
     if (!root_.is_object()) fail("", "an object", root_);
+    class_refusal_ = as_transformers_builds_it(path_.parent_path(), text, root_);
   }
 
+  // The vocabulary as transformers' AutoTokenizer builds it from the folder; where tapdiff cannot
+  // follow that, the pieces (for decoding) with the reason text is refused.
   Vocabulary read() {
+    Vocabulary v = read_root();
+    if (!class_refusal_.empty()) v.cannot_encode = "tokenizer.json: " + class_refusal_;
+    return v;
+  }
+
+ private:
+  Vocabulary read_root() {
     Vocabulary v;
     v.source = path_.string();
     v.bos = config_.bos_token;
@@ -93,7 +105,6 @@ class Reader {
     return v;
   }
 
- private:
   [[noreturn]] void fail(std::string_view key, std::string_view expected, const json& found) const {
     throw_format_error(fmt::format("{}: {}{}expected {}, found {}", path_.string(), key, key.empty() ? "" : ": ",
                                    expected, json_excerpt(found)));
@@ -357,7 +368,8 @@ class Reader {
 
   std::filesystem::path path_;
   const ModelConfig& config_;
-  json root_;
+  json root_;  // as the class transformers picks builds it
+  std::string class_refusal_;
 };
 
 }  // namespace

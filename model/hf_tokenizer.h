@@ -1,5 +1,6 @@
 #pragma once
-// The vocabulary of a Hugging Face folder's tokenizer.json, as tapdiff's Tokenizer reads it:
+// The vocabulary of a Hugging Face folder's tokenizer.json, as transformers' AutoTokenizer builds it
+// for the folder (model/hf_tokenizer_class.h) and tapdiff's Tokenizer reads it:
 // byte-level BPE (model "BPE" whose pre-tokenizer ends in ByteLevel, after any Split, Digits or
 // Punctuation steps: their patterns, read as Hugging Face tokenizers reads them), or
 // SentencePiece-style BPE (pieces with "▁", byte fallback, fuse_unk; the normalizer Prepend("▁") +

@@ -35,9 +35,13 @@ json byte_level_tokenizer() {
               "vocab": {"h": 0, "e": 1, "he": 2, "Ġ": 3}, "merges": [["h", "e"]]}})");
 }
 
-std::filesystem::path folder_with(const json& tokenizer, const std::string& name) {
+// A folder with the tokenizer.json, config.json's model_type and, when given, a tokenizer_config.json.
+std::filesystem::path folder_with(const json& tokenizer, const std::string& name,
+                                  const std::string& model_type = "llama", const json& tokenizer_config = nullptr) {
   const auto dir = temp_dir(name);
   std::ofstream(dir / "tokenizer.json") << tokenizer.dump();
+  std::ofstream(dir / "config.json") << json{{"model_type", model_type}}.dump();
+  if (!tokenizer_config.is_null()) std::ofstream(dir / "tokenizer_config.json") << tokenizer_config.dump();
   return dir;
 }
 
@@ -172,6 +176,114 @@ TEST(HfTokenizer, FeaturesTapdiffDoesNotImplementRefuseTextNamingThem) {
   json lookbehind = byte_level_tokenizer();
   lookbehind["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(?<=x)y";
   EXPECT_THROW(refusal(lookbehind), FormatError);  // a pattern outside the syntax: named when the tokenizer is built
+}
+
+// The class transformers 5.x's AutoTokenizer picks from config.json's model_type and
+// tokenizer_config.json (tests/conformance/test_tokenizer_classes.py holds the ids to transformers').
+TEST(HfTokenizer, TheClassTransformersPicksBuildsThePipeline) {
+  struct Case {
+    std::string model_type;
+    json tokenizer_config;
+    std::string refusal;  // "" where text is encoded
+    SpacePrefix prefix;
+  };
+  const std::vector<Case> cases = {
+      {"llama", nullptr, "", SpacePrefix::every_fragment},  // no class: the file (its legacy normalizer)
+      // The vocabulary has no </s>, LlamaTokenizer's default EOS.
+      {"llama",
+       {{"tokenizer_class", "LlamaTokenizer"}, {"eos_token", "<s>"}},
+       "",
+       SpacePrefix::first_fragment_unless_space},
+      {"llama",
+       {{"tokenizer_class", "LlamaTokenizerFast"}, {"eos_token", "<s>"}, {"legacy", true}},
+       "",
+       SpacePrefix::every_fragment_unless_space},
+      {"llama",
+       {{"tokenizer_class", "LlamaTokenizer"}, {"eos_token", "<s>"}, {"add_prefix_space", false}},
+       "",
+       SpacePrefix::none},
+      {"llama",
+       {{"tokenizer_class", "LlamaTokenizer"}},
+       "LlamaTokenizer takes the special token \"</s>\" (LlamaTokenizer's default eos_token) as a token past",
+       SpacePrefix::none},
+      {"llama", {{"tokenizer_class", "PreTrainedTokenizerFast"}}, "", SpacePrefix::every_fragment},
+      {"phi3", {{"tokenizer_class", "LlamaTokenizer"}}, "", SpacePrefix::every_fragment},     // phi3's override
+      {"mistral", {{"tokenizer_class", "LlamaTokenizer"}}, "", SpacePrefix::every_fragment},  // its registered class
+      {"gemma",
+       {{"pad_token", "<unk>"}, {"mask_token", nullptr}, {"bos_token", "<s>"}, {"eos_token", "<s>"}},
+       "",
+       SpacePrefix::none},
+      {"llama",
+       {{"tokenizer_class", "LlamaTokenizer"}, {"auto_map", {{"AutoTokenizer", {"m.T", nullptr}}}}},
+       "tokenizer_config.json auto_map (a tokenizer class in the model's own code) is not followed",
+       SpacePrefix::none},
+      {"qwen2",
+       {{"tokenizer_class", "PreTrainedTokenizerFast"}},
+       "with Qwen2Tokenizer (config.json model_type 'qwen2'), which builds its own pipeline",
+       SpacePrefix::none},
+      {"qwen3", nullptr, "with Qwen2Tokenizer (config.json model_type 'qwen3')", SpacePrefix::none},
+      {"llama",
+       {{"tokenizer_class", "GPT2TokenizerFast"}},
+       "with GPT2Tokenizer (tokenizer_config.json tokenizer_class 'GPT2TokenizerFast')",
+       SpacePrefix::none},
+      {"gemma", nullptr, "takes the special token \"<bos>\" (GemmaTokenizer's default bos_token)", SpacePrefix::none},
+      {"falcon", nullptr, "config.json model_type 'falcon': which tokenizer class transformers picks",
+       SpacePrefix::none},
+  };
+  for (const Case& c : cases) {
+    const auto v = hf_vocabulary(
+        folder_with(sentencepiece_tokenizer(), "hf_tok_class", c.model_type, c.tokenizer_config), config_of(11));
+    SCOPED_TRACE(c.model_type + " " + c.tokenizer_config.dump());
+    if (c.refusal.empty()) {
+      EXPECT_EQ(v->cannot_encode, "");
+      EXPECT_EQ(v->space_prefix, c.prefix);
+    } else {
+      EXPECT_NE(v->cannot_encode.find(c.refusal), std::string::npos) << v->cannot_encode;
+    }
+  }
+  // A Llama class beside a byte-level file is the file; a model id transformers loads generically too.
+  const auto byte_level = hf_vocabulary(
+      folder_with(byte_level_tokenizer(), "hf_tok_class", "llama", {{"tokenizer_class", "LlamaTokenizerFast"}}),
+      config_of(6));
+  EXPECT_EQ(byte_level->model, "gpt2");
+  EXPECT_EQ(byte_level->cannot_encode, "");
+  const auto dir =
+      folder_with(sentencepiece_tokenizer(), "hf_tok_class", "llama", {{"tokenizer_class", "LlamaTokenizer"}});
+  std::ofstream(dir / "config.json") << json{{"model_type", "llama"},
+                                             {"_name_or_path", "DeepSeek-AI/deepseek-coder-1.3b"}};
+  EXPECT_EQ(hf_vocabulary(dir, config_of(11))->space_prefix, SpacePrefix::every_fragment);
+  // A special token tokenizer_config.json names that is a normal piece becomes an added token.
+  const auto named = hf_vocabulary(
+      folder_with(sentencepiece_tokenizer(), "hf_tok_class", "llama", {{"additional_special_tokens", {"ab"}}}),
+      config_of(11));
+  EXPECT_EQ(named->types[6], static_cast<std::int32_t>(TokenType::control));
+  EXPECT_EQ(Tokenizer(*named).encode("aab", false), (std::vector<std::int32_t>{5, 6}));
+}
+
+TEST(HfTokenizer, AMalformedTokenizerConfigIsRefusedNamingIt) {
+  const auto message = [](const std::string& text) {
+    const auto dir = folder_with(sentencepiece_tokenizer(), "hf_tok_bad_config");
+    std::ofstream(dir / "tokenizer_config.json") << text;
+    try {
+      hf_vocabulary(dir, config_of(11));
+    } catch (const FormatError& e) {
+      return std::string(e.what());
+    }
+    return std::string("read");
+  };
+  EXPECT_NE(message("{").find("tokenizer_config.json: expected an object in JSON"), std::string::npos) << message("{");
+  EXPECT_NE(message("[1]").find("tokenizer_config.json: expected a JSON object, found [1]"), std::string::npos);
+  EXPECT_NE(
+      message(R"({"tokenizer_class": 5})").find("tokenizer_config.json: tokenizer_class: expected a string, found 5"),
+      std::string::npos);
+  EXPECT_NE(message(R"({"tokenizer_class": "LlamaTokenizer", "legacy": "no"})")
+                .find("tokenizer_config.json: legacy: expected true or false, found \"no\""),
+            std::string::npos);
+  EXPECT_NE(message(R"({"bos_token": 3})").find("tokenizer_config.json: bos_token: expected a token (a string or"),
+            std::string::npos);
+  EXPECT_NE(message(R"({"additional_special_tokens": "x"})")
+                .find("tokenizer_config.json: additional_special_tokens: expected a list of tokens"),
+            std::string::npos);
 }
 
 TEST(HfTokenizer, AMalformedFileIsRefusedNamingIt) {

@@ -396,26 +396,6 @@ def test_sentencepiece_tokenizer_json_ids_equal_hugging_face(variant, tmp_path):
     assert any(3 <= i < 259 for ids in ours for i in ids)  # some characters fell back to bytes
 
 
-@pytest.mark.parametrize("add_bos,add_eos", [(False, True), (True, False)])
-def test_tokenizer_config_add_bos_and_eos_are_what_transformers_makes_of_them(add_bos, add_eos, tmp_path):
-    """tokenizer_config.json's add_bos_token / add_eos_token beside a tokenizer.json with a
-    post-processor: transformers 5.x (AutoTokenizer of a PreTrainedTokenizerFast) adds what the
-    post-processor says and nothing else, and so does tapdiff (it reads tokenizer.json alone)."""
-    import transformers
-    tokenizer = train_sentencepiece_bpe("legacy")
-    folder = hf_folder(tokenizer, tmp_path / "spm", bos="<s>", eos="</s>")
-    (folder / "tokenizer_config.json").write_text(json.dumps({
-        "tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
-        "add_bos_token": add_bos, "add_eos_token": add_eos}))
-    theirs = transformers.AutoTokenizer.from_pretrained(folder)
-    texts = [t for t in STRINGS if t]
-    ours = ids_of(tokenize_texts(folder, texts, tmp_path))
-    expected = [theirs(t)["input_ids"] for t in texts]
-    differ = [f"{t!r}: ours {o}, transformers {e}" for t, o, e in zip(texts, ours, expected) if o != e]
-    assert not differ, f"{len(differ)} of {len(texts)} differ:\n" + "\n".join(differ[:20])
-    assert all(ids[0] == 1 for ids in ours)
-
-
 def test_run_takes_a_text_prompt_in_a_sentencepiece_hugging_face_folder(tmp_path):
     """As TinyLlama's folder: the prompt's ids are tokenizers', and the generated ids decode as its
     decoder decodes them after the prompt (spaces from "\u2581", bytes joined; only the text's

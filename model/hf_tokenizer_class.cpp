@@ -1,0 +1,341 @@
+#include "model/hf_tokenizer_class.h"
+
+#include <algorithm>
+#include <cctype>
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "model/errors.h"
+#include "model/input_file.h"
+#include "model/json_input.h"
+
+namespace tapdiff::model {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr std::string_view kBackend = "TokenizersBackend";
+constexpr std::string_view kSpmSpace = "\u2581";
+
+// transformers 5.24's TOKENIZER_MAPPING_NAMES for the model types tapdiff reads ("" where it has
+// none; mistral and mixtral as without mistral-common installed), and whether the type is in
+// MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS (the registered class overrides the folder's).
+struct RegisteredClass {
+  std::string_view model_type;
+  std::string_view tokenizer_class;
+  bool overrides_folder = false;
+};
+constexpr RegisteredClass kRegistered[] = {
+    {"gemma", "GemmaTokenizer"},
+    {"gemma2", "GemmaTokenizer"},
+    {"gemma3", "GemmaTokenizer"},
+    {"gemma3_text", "GemmaTokenizer"},
+    {"granite", kBackend},
+    {"llama", ""},
+    {"mistral", kBackend},
+    {"mixtral", kBackend},
+    {"olmo2", kBackend},
+    {"phi3", kBackend, true},
+    {"qwen2", "Qwen2Tokenizer", true},
+    {"qwen3", "Qwen2Tokenizer"},
+    {"qwen3_moe", "Qwen2Tokenizer"},
+    {"smollm3", ""},
+};
+
+// MODEL_IDS_TO_TOKENIZERS_BACKEND: config.json `_name_or_path` (lower case) patterns that
+// AutoTokenizer loads with TokenizersBackend whatever the folder names; "*" only at the end.
+constexpr std::string_view kBackendModelIds[] = {
+    "deepseek-ai/deepseek-r1-distill-llama-*",
+    "deepseek-ai/deepseek-coder-*",
+    "allenai/dolma2-tokenizer",
+    "google/umt5-small",
+    "naver-clova-ix/donut-*",
+    "salesforce/blip2-opt-*",
+    "salesforce/blip2-flan-t5-*",
+    "salesforce/instructblip-flan-t5-*",
+    "stepfun-ai/step-3.7-*",
+};
+
+// The special tokens a tokenizer_config.json names (PreTrainedTokenizerBase's attributes).
+constexpr std::string_view kSpecialTokenKeys[] = {"bos_token", "eos_token", "unk_token", "sep_token",
+                                                  "pad_token", "cls_token", "mask_token"};
+constexpr std::string_view kSpecialTokenListKeys[] = {"additional_special_tokens", "extra_special_tokens"};
+
+// A class tapdiff follows other than TokenizersBackend: the pipeline it builds over the file's
+// vocabulary and merges, and the special tokens its __init__ names when tokenizer_config.json
+// does not.
+struct RebuiltClass {
+  std::string_view name;
+  std::vector<std::pair<std::string_view, std::string_view>> default_specials;
+};
+const std::vector<RebuiltClass>& rebuilt_classes() {
+  static const std::vector<RebuiltClass> classes = {
+      {"LlamaTokenizer", {{"unk_token", "<unk>"}, {"bos_token", "<s>"}, {"eos_token", "</s>"}}},
+      {"GemmaTokenizer",
+       {{"unk_token", "<unk>"},
+        {"bos_token", "<bos>"},
+        {"eos_token", "<eos>"},
+        {"pad_token", "<pad>"},
+        {"mask_token", "<mask>"}}},
+  };
+  return classes;
+}
+
+bool generic(std::string_view name) {
+  return name == kBackend || name == "PythonBackend" || name == "PreTrainedTokenizerFast" ||
+         name == "MistralCommonBackend";
+}
+
+std::string_view without_fast(std::string_view name) {
+  return name.ends_with("Fast") ? name.substr(0, name.size() - 4) : name;
+}
+
+// The class a name resolves to (tokenizer_class_from_name with AutoTokenizer's fallbacks): the
+// generic names are TokenizersBackend, "Fast" names are their class.
+std::string canonical(std::string_view name) {
+  if (generic(name) || without_fast(name) == "PreTrainedTokenizer") return std::string(kBackend);
+  return std::string(without_fast(name));
+}
+
+struct Choice {
+  std::string name;  // canonical
+  std::string by;    // what chose it
+};
+
+class ClassReader {
+ public:
+  explicit ClassReader(const std::filesystem::path& folder) : folder_(folder) {
+    config_ = read_object(folder / "config.json");
+    if (const std::filesystem::path p = folder / "tokenizer_config.json"; std::filesystem::exists(p))
+      tokenizer_config_ = read_object(p);
+  }
+
+  const json& tokenizer_config() const { return tokenizer_config_; }
+
+  // AutoTokenizer.from_pretrained's choice, for the inputs a local folder gives it. An empty name:
+  // a choice tapdiff cannot make (its reason in `by`).
+  Choice choose(std::string_view tokenizer_json_text) const {
+    const std::string model_type = string_or(config_, "config.json", "model_type", "");
+    const auto registered = std::find_if(std::begin(kRegistered), std::end(kRegistered),
+                                         [&](const RegisteredClass& r) { return r.model_type == model_type; });
+    if (registered == std::end(kRegistered))
+      return {"", fmt::format("config.json model_type '{}': which tokenizer class transformers picks for it is "
+                              "not known to tapdiff",
+                              model_type)};
+    if (const auto it = tokenizer_config_.find("auto_map"); it != tokenizer_config_.end() && !it->is_null())
+      return {"", "tokenizer_config.json auto_map (a tokenizer class in the model's own code) is not followed"};
+    std::string name_or_path = string_or(config_, "config.json", "_name_or_path", "");
+    std::transform(name_or_path.begin(), name_or_path.end(), name_or_path.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    for (std::string_view id : kBackendModelIds)
+      if (id.ends_with('*') ? name_or_path.starts_with(id.substr(0, id.size() - 1)) : name_or_path == id)
+        return {std::string(kBackend), fmt::format("config.json _name_or_path '{}'", name_or_path)};
+
+    const std::string folder_class = string_or(tokenizer_config_, "tokenizer_config.json", "tokenizer_class", "");
+    const std::string config_class = string_or(config_, "config.json", "tokenizer_class", "");
+    const std::string hub = folder_class.empty() ? config_class : folder_class;
+    const std::string hub_by = folder_class.empty()
+                                   ? fmt::format("config.json tokenizer_class '{}'", config_class)
+                                   : fmt::format("tokenizer_config.json tokenizer_class '{}'", folder_class);
+    const std::string_view reg = registered->tokenizer_class;
+    const std::string reg_by = fmt::format("config.json model_type '{}'", model_type);
+    // A Llama class over a byte-level file is taken as the file (DeepSeek's folders).
+    if (!hub.empty() && without_fast(hub) == "LlamaTokenizer" && !registered->overrides_folder &&
+        tokenizer_json_text.find("\"ByteLevel\"") != std::string_view::npos)
+      return {std::string(kBackend), hub_by + " beside a ByteLevel tokenizer.json"};
+    if (!hub.empty() && !reg.empty() && without_fast(reg) != without_fast(hub)) {
+      if (!generic(reg)) {
+        const Choice specific =
+            registered->overrides_folder ? Choice{canonical(reg), reg_by} : Choice{canonical(hub), hub_by};
+        if (specific.name != kBackend) return specific;
+      }
+      return {std::string(kBackend), hub_by + " with " + reg_by};
+    }
+    if (!hub.empty()) return {canonical(hub), hub_by};
+    if (!reg.empty()) return {canonical(reg), reg_by};
+    return {std::string(kBackend), reg_by + " (no class named)"};
+  }
+
+ private:
+  json read_object(const std::filesystem::path& path) const {
+    json value = parse_json_text(read_regular_file(path, path.filename().string()), path.string(), "an object");
+    if (!value.is_object())
+      throw_format_error(fmt::format("{}: expected a JSON object, found {}", path.string(), json_excerpt(value)));
+    return value;
+  }
+  std::string string_or(const json& object, std::string_view file, const char* key, std::string absent) const {
+    const auto it = object.find(key);
+    if (it == object.end() || it->is_null()) return absent;
+    if (!it->is_string())
+      throw_format_error(
+          fmt::format("{}: {}: expected a string, found {}", (folder_ / file).string(), key, json_excerpt(*it)));
+    return it->get<std::string>();
+  }
+
+  std::filesystem::path folder_;
+  json config_ = json::object();
+  json tokenizer_config_ = json::object();
+};
+
+// The content of a special-token value as tokenizer_config.json writes it: "text", or an AddedToken
+// object {"content": "text", ...}; nullopt for null.
+std::optional<std::string> special_content(const json& value, const std::filesystem::path& file, std::string_view key) {
+  if (value.is_null()) return std::nullopt;
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_object() && value.contains("content") && value["content"].is_string())
+    return value["content"].get<std::string>();
+  throw_format_error(fmt::format("{}: {}: expected a token (a string or {{\"content\": ...}}), found {}", file.string(),
+                                 key, json_excerpt(value)));
+}
+
+// The id of `content` in the file's model.vocab (an object for BPE), or -1.
+std::int64_t vocab_id(const json& tokenizer_json, const std::string& content) {
+  const auto model = tokenizer_json.find("model");
+  if (model == tokenizer_json.end() || !model->is_object()) return -1;
+  const auto vocab = model->find("vocab");
+  if (vocab == model->end() || !vocab->is_object()) return -1;
+  const auto it = vocab->find(content);
+  return it != vocab->end() && it->is_number_integer() ? it->get<std::int64_t>() : -1;
+}
+
+// Adds to tokenizer.json's added_tokens the special tokens `named` (tokenizer_config.json's, or the
+// class's defaults) that it lacks, as AutoTokenizer makes them special added tokens at their
+// vocabulary ids. Returns "" or why text cannot be encoded (a token with no id in the vocabulary:
+// transformers would give it a new one).
+std::string add_named_specials(const std::vector<std::pair<std::string, std::string>>& named,
+                               const std::string& class_name, json& tokenizer_json) {
+  const auto found = tokenizer_json.find("added_tokens");
+  if (found == tokenizer_json.end() || !found->is_array()) return "";  // the reader names the malformed file
+  json& added = *found;
+  for (const auto& [key, content] : named) {
+    const bool present = std::any_of(added.begin(), added.end(), [&](const json& a) {
+      return a.is_object() && a.value("content", json()) == json(content);
+    });
+    if (present) continue;
+    const std::int64_t id = vocab_id(tokenizer_json, content);
+    if (id < 0)
+      return fmt::format(
+          "{} takes the special token {} ({}) as a token past tokenizer.json's vocabulary, with an id of its own: not "
+          "implemented",
+          class_name, json(content).dump(), key);
+    added.push_back({{"id", id},
+                     {"content", content},
+                     {"special", true},
+                     {"single_word", false},
+                     {"lstrip", false},
+                     {"rstrip", false},
+                     {"normalized", false}});
+  }
+  return "";
+}
+
+// The special tokens AutoTokenizer adds: tokenizer_config.json's added_tokens_decoder and named
+// special tokens, and the class's defaults for names it does not give.
+std::vector<std::pair<std::string, std::string>> named_specials(const json& tokenizer_config,
+                                                                const std::filesystem::path& file,
+                                                                const RebuiltClass* rebuilt) {
+  std::vector<std::pair<std::string, std::string>> named;
+  if (const auto it = tokenizer_config.find("added_tokens_decoder"); it != tokenizer_config.end() && it->is_object())
+    for (const auto& [id, token] : it->items())
+      if (auto content = special_content(token, file, "added_tokens_decoder." + id))
+        named.emplace_back("added_tokens_decoder." + id, *content);
+  for (std::string_view key : kSpecialTokenKeys) {
+    const auto it = tokenizer_config.find(key);
+    if (it != tokenizer_config.end()) {
+      if (auto content = special_content(*it, file, key)) named.emplace_back(std::string(key), *content);
+    } else if (rebuilt != nullptr) {
+      for (const auto& [default_key, content] : rebuilt->default_specials)
+        if (default_key == key)
+          named.emplace_back(fmt::format("{}'s default {}", rebuilt->name, key), std::string(content));
+    }
+  }
+  for (std::string_view key : kSpecialTokenListKeys) {
+    const auto it = tokenizer_config.find(key);
+    if (it == tokenizer_config.end() || it->is_null()) continue;
+    if (!it->is_array())
+      throw_format_error(
+          fmt::format("{}: {}: expected a list of tokens, found {}", file.string(), key, json_excerpt(*it)));
+    for (const json& token : *it)
+      if (auto content = special_content(token, file, key)) named.emplace_back(std::string(key), *content);
+  }
+  return named;
+}
+
+bool bool_or(const json& object, const std::filesystem::path& file, const char* key, bool absent) {
+  const auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return absent;
+  if (!it->is_boolean())
+    throw_format_error(fmt::format("{}: {}: expected true or false, found {}", file.string(), key, json_excerpt(*it)));
+  return it->get<bool>();
+}
+
+// The pipeline LlamaTokenizer / GemmaTokenizer build (their __init__ in transformers 5.24) over
+// the file's vocabulary and merges.
+std::string rebuild(const RebuiltClass& cls, const json& tokenizer_config, const std::filesystem::path& file,
+                    json& tokenizer_json) {
+  const auto found = tokenizer_json.find("model");
+  if (found == tokenizer_json.end() || !found->is_object() || found->value("type", json()) != json("BPE"))
+    return fmt::format("{} over a tokenizer.json whose model is not BPE is not implemented", cls.name);
+  json& model = *found;
+  model["byte_fallback"] = true;
+  model["fuse_unk"] = true;
+  model["dropout"] = nullptr;
+  model["ignore_merges"] = false;
+  model["continuing_subword_prefix"] = nullptr;
+  model["end_of_word_suffix"] = nullptr;
+  const json replace_space = {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", kSpmSpace}};
+  json decoders = json::array({{{"type", "Replace"}, {"pattern", {{"String", kSpmSpace}}}, {"content", " "}},
+                               {{"type", "ByteFallback"}},
+                               {{"type", "Fuse"}}});
+  if (cls.name == "LlamaTokenizer") {
+    // Metaspace with the prepend scheme of _get_prepend_scheme: add_prefix_space (default true),
+    // then "first" unless legacy (default false).
+    const bool prefix = bool_or(tokenizer_config, file, "add_prefix_space", true);
+    const bool legacy = bool_or(tokenizer_config, file, "legacy", false);
+    model["unk_token"] = nullptr;
+    tokenizer_json["normalizer"] = nullptr;
+    tokenizer_json["pre_tokenizer"] = {{"type", "Metaspace"},
+                                       {"replacement", kSpmSpace},
+                                       {"prepend_scheme", prefix ? (legacy ? "always" : "first") : "never"},
+                                       {"split", false}};
+    if (prefix) decoders.push_back({{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}});
+  } else {
+    // GemmaTokenizer: Replace(" ", "▁") and a Split at " ", which finds none after that Replace.
+    const auto unk = tokenizer_config.find("unk_token");
+    const std::optional<std::string> unk_content =
+        unk == tokenizer_config.end() ? std::optional<std::string>("<unk>") : special_content(*unk, file, "unk_token");
+    model["unk_token"] = unk_content && vocab_id(tokenizer_json, *unk_content) >= 0 ? json(*unk_content) : json();
+    tokenizer_json["normalizer"] = replace_space;
+    tokenizer_json["pre_tokenizer"] = nullptr;
+  }
+  tokenizer_json["decoder"] = {{"type", "Sequence"}, {"decoders", std::move(decoders)}};
+  return "";
+}
+
+}  // namespace
+
+std::string as_transformers_builds_it(const std::filesystem::path& folder, std::string_view tokenizer_json_text,
+                                      json& tokenizer_json) {
+  const ClassReader reader(folder);
+  const Choice choice = reader.choose(tokenizer_json_text);
+  if (choice.name.empty()) return choice.by;
+  const std::filesystem::path file = folder / "tokenizer_config.json";
+  const auto& classes = rebuilt_classes();
+  const auto rebuilt =
+      std::find_if(classes.begin(), classes.end(), [&](const RebuiltClass& c) { return c.name == choice.name; });
+  if (choice.name != kBackend && rebuilt == classes.end())
+    return fmt::format(
+        "transformers 5.x tokenizes this folder with {} ({}), which builds its own pipeline over tokenizer.json: not "
+        "implemented (tapdiff follows TokenizersBackend, LlamaTokenizer and GemmaTokenizer)",
+        choice.name, choice.by);
+  const RebuiltClass* cls = rebuilt == classes.end() ? nullptr : &*rebuilt;
+  if (cls != nullptr)
+    if (std::string why = rebuild(*cls, reader.tokenizer_config(), file, tokenizer_json); !why.empty()) return why;
+  return add_named_specials(named_specials(reader.tokenizer_config(), file, cls), choice.name, tokenizer_json);
+}
+
+}  // namespace tapdiff::model
