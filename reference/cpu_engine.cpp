@@ -92,11 +92,12 @@ class CpuEngine final : public model::Engine {
   int n_past_ = 0;
 };
 
-// Sets the threads of OpenMP and Eigen (0 = all hardware threads) before any weight is loaded.
+// Sets the OpenMP threads (0 = all hardware threads) before any weight is loaded. Eigen itself runs
+// on one: the kernels split their work across the threads (kernels.cpp, matmul).
 int use_threads(int threads) {
   const int n = threads > 0 ? threads : omp_get_max_threads();
   omp_set_num_threads(n);
-  Eigen::setNbThreads(n);
+  Eigen::setNbThreads(1);
   return n;
 }
 

@@ -60,20 +60,19 @@ void rms_norm_groups(const Mat<S>& x, const Eigen::Map<const Vec<S>>& w, double 
 template <typename S>
 void matmul(const Mat<S>& x, const ConstMatMap<S>& w, const S* bias, Mat<S>& out) {
   out.resize(x.rows(), w.rows());
+  // The weight rows are split into blocks of a fixed size across the OpenMP threads, each block a
+  // serial Eigen product: every output is computed the same way whatever the thread count, and
+  // Eigen's own parallel GEMM, which gave wrong rows now and then (GCC 12 at -O1, two threads), is
+  // never used (use_threads keeps Eigen to one thread).
   constexpr Eigen::Index kSmallT = 4;
-  if (x.rows() <= kSmallT) {
-    // Matrix-vector products: Eigen runs them on one thread, so split the weight rows.
-    constexpr Eigen::Index kBlock = 64;
-    const Eigen::Index blocks = (w.rows() + kBlock - 1) / kBlock;
-    const bool parallel = static_cast<double>(w.size()) * static_cast<double>(x.rows()) > kParallelWork;
+  const Eigen::Index block = x.rows() <= kSmallT ? 64 : 256;
+  const Eigen::Index blocks = (w.rows() + block - 1) / block;
+  const bool parallel = static_cast<double>(w.size()) * static_cast<double>(x.rows()) > kParallelWork;
 #pragma omp parallel for schedule(static) if (parallel)
-    for (Eigen::Index b = 0; b < blocks; ++b) {
-      const Eigen::Index first = b * kBlock;
-      const Eigen::Index n = std::min(kBlock, w.rows() - first);
-      out.middleCols(first, n).noalias() = x * w.middleRows(first, n).transpose();
-    }
-  } else {
-    out.noalias() = x * w.transpose();
+  for (Eigen::Index b = 0; b < blocks; ++b) {
+    const Eigen::Index first = b * block;
+    const Eigen::Index n = std::min(block, w.rows() - first);
+    out.middleCols(first, n).noalias() = x * w.middleRows(first, n).transpose();
   }
   if (bias != nullptr) out.rowwise() += Eigen::Map<const Vec<S>>(bias, out.cols());
 }

@@ -80,6 +80,26 @@ TEST(ReferenceEngine, F32DiffersFromF64GoldenByASmallNoiseFloorInEveryOp) {
   std::printf("f32 vs f64 noise floor on synth:small: worst op NMSE %.3g\n", worst);
 }
 
+// Every op's output is the same, bit for bit, whatever the number of threads and run after run:
+// the products split their work in blocks of a fixed size, never by the thread count. (Eigen's own
+// parallel GEMM gave some f64 runs wrong rows, built at -O1 with two threads or more.)
+TEST(ReferenceEngine, OutputsAreTheSameBitForBitWhateverTheThreadCount) {
+  const auto m = model::load_model(synth_model_path("small"));
+  const auto tokens = synth_prompt(64, m->config().vocab, 3);
+  const model::Graph graph(m->config());
+  for (const Scalar scalar : {Scalar::f64, Scalar::f32}) {
+    const auto one = run_reference(*m, tokens, reference::CpuEngineOptions{scalar, 1}, 16, 2);
+    for (const int threads : {3, 8, 8, 8}) {
+      const auto many = run_reference(*m, tokens, reference::CpuEngineOptions{scalar, threads}, 16, 2);
+      EXPECT_EQ(one->result.generated, many->result.generated);
+      for (const auto& step : graph.steps())
+        ASSERT_EQ(nmse(one->tap.get(step.output()), many->tap.get(step.output())), 0.0)
+            << model::to_string(step.output()) << ", " << threads << " threads, "
+            << (scalar == Scalar::f64 ? "f64" : "f32");
+    }
+  }
+}
+
 // Weights past the budget are dequantized a layer at a time, once per pass: the same numbers.
 TEST(ReferenceEngine, StreamedWeightsGiveTheSameOutputsBitForBit) {
   const auto m = model::load_model(synth_model_path("small"));
