@@ -12,6 +12,7 @@
 #include "model/input_file.h"
 #include "model/json_input.h"
 #include "model/tokenizer.h"
+#include "model/unicode_normalization.h"
 
 namespace tapdiff::model {
 namespace {
@@ -197,7 +198,7 @@ class Reader {
     if (v.unk >= 0 && bool_at(model, "model.fuse_unk", false))
       return "model.fuse_unk true is not implemented (tapdiff gives an unknown piece one unk each)";
     if (const json* n = find(root_, "normalizer"); n != nullptr && !n->is_null())
-      return fmt::format("the normalizer {} is not implemented", json_excerpt(*n));
+      if (std::string why = read_unicode_normalizer(*n, v); !why.empty()) return why;
     std::vector<std::string> patterns;
     const json* pre = find(root_, "pre_tokenizer");
     bool byte_level = false;
@@ -205,6 +206,19 @@ class Reader {
       if (std::string why = read_pre_tokenizer(*pre, patterns, byte_level); !why.empty()) return why;
     if (!byte_level) return "a BPE without a ByteLevel pre-tokenizer is not implemented";
     v.split_patterns = std::move(patterns);
+    return "";
+  }
+
+  // One of Unicode's normalization forms (NFC, NFD, NFKC, NFKD), alone or as a Sequence of one.
+  std::string read_unicode_normalizer(const json& n, Vocabulary& v) const {
+    const json* step = &n;
+    if (string_at(n, "normalizer", "type") == "Sequence") {
+      const json& steps = member(n, "normalizer", "normalizers");
+      if (steps.is_array() && steps.size() == 1) step = &steps[0];
+    }
+    v.normalization = unicode_form_named(step->is_object() ? step->value("type", "") : "");
+    if (v.normalization == UnicodeForm::none)
+      return fmt::format("the normalizer {} is not implemented (NFC, NFD, NFKC and NFKD are)", json_excerpt(n));
     return "";
   }
 

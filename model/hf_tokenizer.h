@@ -2,7 +2,8 @@
 // The vocabulary of a Hugging Face folder's tokenizer.json, as transformers' AutoTokenizer builds it
 // for the folder (model/hf_tokenizer_class.h) and tapdiff's Tokenizer reads it:
 // byte-level BPE (model "BPE" whose pre-tokenizer ends in ByteLevel, after any Split, Digits or
-// Punctuation steps: their patterns, read as Hugging Face tokenizers reads them), or
+// Punctuation steps: their patterns, read as Hugging Face tokenizers reads them; a Unicode
+// normalization form before it), or
 // SentencePiece-style BPE (pieces with "▁", byte fallback, fuse_unk; the normalizer Prepend("▁") +
 // Replace(" ", "▁"), or a Metaspace pre-tokenizer with its prepend_scheme and split), its added
 // tokens (special: control; the others user-defined) and the BOS and EOS its post-processor puts

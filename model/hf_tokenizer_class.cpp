@@ -65,26 +65,6 @@ constexpr std::string_view kSpecialTokenKeys[] = {"bos_token", "eos_token", "unk
                                                   "pad_token", "cls_token", "mask_token"};
 constexpr std::string_view kSpecialTokenListKeys[] = {"additional_special_tokens", "extra_special_tokens"};
 
-// A class tapdiff follows other than TokenizersBackend: the pipeline it builds over the file's
-// vocabulary and merges, and the special tokens its __init__ names when tokenizer_config.json
-// does not.
-struct RebuiltClass {
-  std::string_view name;
-  std::vector<std::pair<std::string_view, std::string_view>> default_specials;
-};
-const std::vector<RebuiltClass>& rebuilt_classes() {
-  static const std::vector<RebuiltClass> classes = {
-      {"LlamaTokenizer", {{"unk_token", "<unk>"}, {"bos_token", "<s>"}, {"eos_token", "</s>"}}},
-      {"GemmaTokenizer",
-       {{"unk_token", "<unk>"},
-        {"bos_token", "<bos>"},
-        {"eos_token", "<eos>"},
-        {"pad_token", "<pad>"},
-        {"mask_token", "<mask>"}}},
-  };
-  return classes;
-}
-
 bool generic(std::string_view name) {
   return name == kBackend || name == "PythonBackend" || name == "PreTrainedTokenizerFast" ||
          name == "MistralCommonBackend";
@@ -233,6 +213,111 @@ std::string add_named_specials(const std::vector<std::pair<std::string, std::str
   return "";
 }
 
+bool bool_or(const json& object, const std::filesystem::path& file, const char* key, bool absent) {
+  const auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return absent;
+  if (!it->is_boolean())
+    throw_format_error(fmt::format("{}: {}: expected true or false, found {}", file.string(), key, json_excerpt(*it)));
+  return it->get<bool>();
+}
+
+// The pipelines the classes tapdiff follows build (their __init__ in transformers 5.24) over the
+// file's vocabulary and merges: the BPE model's options, normalizer, pre-tokenizer and decoder.
+using Build = void (*)(const json& tokenizer_config, const std::filesystem::path& file, json& tokenizer_json);
+
+// SentencePiece-style: byte fallback and fuse_unk, "▁" decoded as a space.
+json spm_model_and_decoders(json& tokenizer_json) {
+  json& model = tokenizer_json["model"];
+  model["byte_fallback"] = true;
+  model["fuse_unk"] = true;
+  model["dropout"] = nullptr;
+  model["ignore_merges"] = false;
+  model["continuing_subword_prefix"] = nullptr;
+  model["end_of_word_suffix"] = nullptr;
+  return json::array({{{"type", "Replace"}, {"pattern", {{"String", kSpmSpace}}}, {"content", " "}},
+                      {{"type", "ByteFallback"}},
+                      {{"type", "Fuse"}}});
+}
+
+// LlamaTokenizer: no normalizer, Metaspace with the prepend scheme of _get_prepend_scheme
+// (add_prefix_space, default true, then "first" unless legacy, default false), no unknown token.
+void build_llama(const json& tokenizer_config, const std::filesystem::path& file, json& tokenizer_json) {
+  json decoders = spm_model_and_decoders(tokenizer_json);
+  const bool prefix = bool_or(tokenizer_config, file, "add_prefix_space", true);
+  const bool legacy = bool_or(tokenizer_config, file, "legacy", false);
+  tokenizer_json["model"]["unk_token"] = nullptr;
+  tokenizer_json["normalizer"] = nullptr;
+  tokenizer_json["pre_tokenizer"] = {{"type", "Metaspace"},
+                                     {"replacement", kSpmSpace},
+                                     {"prepend_scheme", prefix ? (legacy ? "always" : "first") : "never"},
+                                     {"split", false}};
+  if (prefix) decoders.push_back({{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}});
+  tokenizer_json["decoder"] = {{"type", "Sequence"}, {"decoders", std::move(decoders)}};
+}
+
+// GemmaTokenizer: Replace(" ", "▁") and a Split at " ", which finds none after that Replace; the
+// unknown token <unk> (or tokenizer_config.json's).
+void build_gemma(const json& tokenizer_config, const std::filesystem::path& file, json& tokenizer_json) {
+  json decoders = spm_model_and_decoders(tokenizer_json);
+  const auto unk = tokenizer_config.find("unk_token");
+  const std::optional<std::string> unk_content =
+      unk == tokenizer_config.end() ? std::optional<std::string>("<unk>") : special_content(*unk, file, "unk_token");
+  tokenizer_json["model"]["unk_token"] =
+      unk_content && vocab_id(tokenizer_json, *unk_content) >= 0 ? json(*unk_content) : json();
+  tokenizer_json["normalizer"] = {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", kSpmSpace}};
+  tokenizer_json["pre_tokenizer"] = nullptr;
+  tokenizer_json["decoder"] = {{"type", "Sequence"}, {"decoders", std::move(decoders)}};
+}
+
+// Qwen2Tokenizer (Qwen2, Qwen2.5, Qwen3): NFC, its own split, then bytes (add_prefix_space, default
+// false); no unknown token, no byte fallback.
+constexpr std::string_view kQwen2Split =
+    R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
+void build_qwen2(const json& tokenizer_config, const std::filesystem::path& file, json& tokenizer_json) {
+  json& model = tokenizer_json["model"];
+  model["byte_fallback"] = false;
+  model["fuse_unk"] = false;
+  model["unk_token"] = nullptr;
+  model["dropout"] = nullptr;
+  model["ignore_merges"] = false;
+  model["continuing_subword_prefix"] = "";
+  model["end_of_word_suffix"] = "";
+  tokenizer_json["normalizer"] = {{"type", "NFC"}};
+  tokenizer_json["pre_tokenizer"] = {
+      {"type", "Sequence"},
+      {"pretokenizers",
+       {{{"type", "Split"}, {"pattern", {{"Regex", kQwen2Split}}}, {"behavior", "Isolated"}, {"invert", false}},
+        {{"type", "ByteLevel"},
+         {"add_prefix_space", bool_or(tokenizer_config, file, "add_prefix_space", false)},
+         {"trim_offsets", true},
+         {"use_regex", false}}}}};
+  tokenizer_json["decoder"] = {{"type", "ByteLevel"}};
+}
+
+// A class tapdiff follows other than TokenizersBackend: its pipeline, and the special tokens its
+// __init__ names when tokenizer_config.json does not (none: the key has no token).
+struct RebuiltClass {
+  std::string_view name;
+  Build build;
+  std::vector<std::pair<std::string_view, std::string_view>> default_specials;
+};
+const std::vector<RebuiltClass>& rebuilt_classes() {
+  static const std::vector<RebuiltClass> classes = {
+      {"LlamaTokenizer", build_llama, {{"unk_token", "<unk>"}, {"bos_token", "<s>"}, {"eos_token", "</s>"}}},
+      {"GemmaTokenizer",
+       build_gemma,
+       {{"unk_token", "<unk>"},
+        {"bos_token", "<bos>"},
+        {"eos_token", "<eos>"},
+        {"pad_token", "<pad>"},
+        {"mask_token", "<mask>"}}},
+      {"Qwen2Tokenizer",
+       build_qwen2,
+       {{"unk_token", "<|endoftext|>"}, {"eos_token", "<|endoftext|>"}, {"pad_token", "<|endoftext|>"}}},
+  };
+  return classes;
+}
+
 // The special tokens AutoTokenizer adds: tokenizer_config.json's added_tokens_decoder and named
 // special tokens, and the class's defaults for names it does not give.
 std::vector<std::pair<std::string, std::string>> named_specials(const json& tokenizer_config,
@@ -265,54 +350,12 @@ std::vector<std::pair<std::string, std::string>> named_specials(const json& toke
   return named;
 }
 
-bool bool_or(const json& object, const std::filesystem::path& file, const char* key, bool absent) {
-  const auto it = object.find(key);
-  if (it == object.end() || it->is_null()) return absent;
-  if (!it->is_boolean())
-    throw_format_error(fmt::format("{}: {}: expected true or false, found {}", file.string(), key, json_excerpt(*it)));
-  return it->get<bool>();
-}
-
-// The pipeline LlamaTokenizer / GemmaTokenizer build (their __init__ in transformers 5.24) over
-// the file's vocabulary and merges.
 std::string rebuild(const RebuiltClass& cls, const json& tokenizer_config, const std::filesystem::path& file,
                     json& tokenizer_json) {
-  const auto found = tokenizer_json.find("model");
-  if (found == tokenizer_json.end() || !found->is_object() || found->value("type", json()) != json("BPE"))
+  const auto model = tokenizer_json.find("model");
+  if (model == tokenizer_json.end() || !model->is_object() || model->value("type", json()) != json("BPE"))
     return fmt::format("{} over a tokenizer.json whose model is not BPE is not implemented", cls.name);
-  json& model = *found;
-  model["byte_fallback"] = true;
-  model["fuse_unk"] = true;
-  model["dropout"] = nullptr;
-  model["ignore_merges"] = false;
-  model["continuing_subword_prefix"] = nullptr;
-  model["end_of_word_suffix"] = nullptr;
-  const json replace_space = {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", kSpmSpace}};
-  json decoders = json::array({{{"type", "Replace"}, {"pattern", {{"String", kSpmSpace}}}, {"content", " "}},
-                               {{"type", "ByteFallback"}},
-                               {{"type", "Fuse"}}});
-  if (cls.name == "LlamaTokenizer") {
-    // Metaspace with the prepend scheme of _get_prepend_scheme: add_prefix_space (default true),
-    // then "first" unless legacy (default false).
-    const bool prefix = bool_or(tokenizer_config, file, "add_prefix_space", true);
-    const bool legacy = bool_or(tokenizer_config, file, "legacy", false);
-    model["unk_token"] = nullptr;
-    tokenizer_json["normalizer"] = nullptr;
-    tokenizer_json["pre_tokenizer"] = {{"type", "Metaspace"},
-                                       {"replacement", kSpmSpace},
-                                       {"prepend_scheme", prefix ? (legacy ? "always" : "first") : "never"},
-                                       {"split", false}};
-    if (prefix) decoders.push_back({{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}});
-  } else {
-    // GemmaTokenizer: Replace(" ", "▁") and a Split at " ", which finds none after that Replace.
-    const auto unk = tokenizer_config.find("unk_token");
-    const std::optional<std::string> unk_content =
-        unk == tokenizer_config.end() ? std::optional<std::string>("<unk>") : special_content(*unk, file, "unk_token");
-    model["unk_token"] = unk_content && vocab_id(tokenizer_json, *unk_content) >= 0 ? json(*unk_content) : json();
-    tokenizer_json["normalizer"] = replace_space;
-    tokenizer_json["pre_tokenizer"] = nullptr;
-  }
-  tokenizer_json["decoder"] = {{"type", "Sequence"}, {"decoders", std::move(decoders)}};
+  cls.build(tokenizer_config, file, tokenizer_json);
   return "";
 }
 
@@ -330,7 +373,7 @@ std::string as_transformers_builds_it(const std::filesystem::path& folder, std::
   if (choice.name != kBackend && rebuilt == classes.end())
     return fmt::format(
         "transformers 5.x tokenizes this folder with {} ({}), which builds its own pipeline over tokenizer.json: not "
-        "implemented (tapdiff follows TokenizersBackend, LlamaTokenizer and GemmaTokenizer)",
+        "implemented (tapdiff follows TokenizersBackend, LlamaTokenizer, GemmaTokenizer and Qwen2Tokenizer)",
         choice.name, choice.by);
   const RebuiltClass* cls = rebuilt == classes.end() ? nullptr : &*rebuilt;
   if (cls != nullptr)

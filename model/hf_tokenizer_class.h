@@ -5,8 +5,9 @@
 // (transformers/models/auto/tokenization_auto.py, AutoTokenizer.from_pretrained). The generic one
 // (TokenizersBackend, PreTrainedTokenizerFast's name in 5.x) runs the file; a model family's own
 // class keeps the file's vocabulary, merges, post-processor and added tokens and builds its own
-// normalizer, pre-tokenizer and model options. tapdiff follows TokenizersBackend, LlamaTokenizer
-// and GemmaTokenizer; any other class is refused for text, naming it (token ids still work).
+// normalizer, pre-tokenizer and model options. tapdiff follows TokenizersBackend, LlamaTokenizer,
+// GemmaTokenizer and Qwen2Tokenizer; any other class is refused for text, naming it (token ids
+// still work).
 #include <filesystem>
 #include <string>
 #include <string_view>

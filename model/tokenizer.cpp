@@ -252,11 +252,14 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_spec
                     where(), vocab_.pre));
   }
   // As llama.cpp and tokenizers partition the text: special tokens cut it into fragments, each
-  // encoded alone (SentencePiece's space prefix goes before fragments as Vocabulary::space_prefix says).
+  // normalized (Vocabulary::normalization) and encoded alone (SentencePiece's space prefix goes
+  // before fragments as Vocabulary::space_prefix says).
   std::size_t start = 0;
   const auto encode_fragment = [&](std::size_t end) {
     if (end == start) return;
-    const std::string_view fragment = text.substr(start, end - start);
+    const std::string normalized = normalize(text.substr(start, end - start), vocab_.normalization);
+    const std::string_view fragment = normalized;
+    if (fragment.empty()) return;
     if (kind_ == Kind::spm)
       encode_spm(fragment, space_prefix(fragment, start == 0), ids);
     else

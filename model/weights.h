@@ -18,6 +18,7 @@
 
 #include "model/config.h"
 #include "model/dtype.h"
+#include "model/unicode_normalization.h"
 
 namespace tapdiff::model {
 
@@ -142,6 +143,7 @@ struct Vocabulary {
   SpacePrefix space_prefix = SpacePrefix::every_fragment;  // llama only
   bool split_at_spaces = false;  // llama: each "▁"-led word merges alone (tokenizers' Metaspace split)
   bool fuse_unk = false;         // llama: adjacent unknown characters give one unk (tokenizers' fuse_unk)
+  UnicodeForm normalization = UnicodeForm::none;  // applied to each fragment of text (tokenizers' NFC, ...)
 };
 
 class MappedFile;  // model/mapped_file.h

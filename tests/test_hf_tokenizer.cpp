@@ -135,12 +135,14 @@ TEST(HfTokenizer, FeaturesTapdiffDoesNotImplementRefuseTextNamingThem) {
     }
     return std::string("encoded");
   };
-  json nfc = byte_level_tokenizer();
-  nfc["normalizer"] = {{"type", "NFC"}};
-  EXPECT_NE(refusal(nfc).find("tokenizer.json: the normalizer {\"type\":\"NFC\"} is not implemented, so tapdiff "
-                              "would give other ids than the model's tokenizer; give the prompt as token ids"),
+  json lowercase = byte_level_tokenizer();
+  lowercase["normalizer"] = {{"type", "Lowercase"}};
+  EXPECT_NE(refusal(lowercase).find(
+                "tokenizer.json: the normalizer {\"type\":\"Lowercase\"} is not implemented (NFC, NFD, NFKC "
+                "and NFKD are), so tapdiff would give other ids than the model's tokenizer; give the prompt as "
+                "token ids"),
             std::string::npos)
-      << refusal(nfc);
+      << refusal(lowercase);
   json prefix = byte_level_tokenizer();
   prefix["pre_tokenizer"]["pretokenizers"][1]["add_prefix_space"] = true;
   EXPECT_NE(refusal(prefix).find("ByteLevel add_prefix_space true is not implemented"), std::string::npos);
@@ -217,11 +219,13 @@ TEST(HfTokenizer, TheClassTransformersPicksBuildsThePipeline) {
        {{"tokenizer_class", "LlamaTokenizer"}, {"auto_map", {{"AutoTokenizer", {"m.T", nullptr}}}}},
        "tokenizer_config.json auto_map (a tokenizer class in the model's own code) is not followed",
        SpacePrefix::none},
+      // Qwen2Tokenizer (qwen2 overrides the folder's class) over a SentencePiece-style file that
+      // has no <|endoftext|>, its default special token.
       {"qwen2",
        {{"tokenizer_class", "PreTrainedTokenizerFast"}},
-       "with Qwen2Tokenizer (config.json model_type 'qwen2'), which builds its own pipeline",
+       "Qwen2Tokenizer takes the special token \"<|endoftext|>\" (Qwen2Tokenizer's default eos_token)",
        SpacePrefix::none},
-      {"qwen3", nullptr, "with Qwen2Tokenizer (config.json model_type 'qwen3')", SpacePrefix::none},
+      {"qwen3", nullptr, "Qwen2Tokenizer takes the special token", SpacePrefix::none},
       {"llama",
        {{"tokenizer_class", "GPT2TokenizerFast"}},
        "with GPT2Tokenizer (tokenizer_config.json tokenizer_class 'GPT2TokenizerFast')",

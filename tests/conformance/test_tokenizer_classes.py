@@ -1,7 +1,7 @@
 """A Hugging Face folder's text as transformers 5.x tokenizes it: AutoTokenizer picks a class from
 tokenizer_config.json's tokenizer_class and config.json's model_type, and a model family's own class
-(LlamaTokenizer, GemmaTokenizer) keeps tokenizer.json's vocabulary, merges, post-processor and added
-tokens but builds its own normalizer and pre-tokenizer. tapdiff's ids equal AutoTokenizer's for the
+(LlamaTokenizer, GemmaTokenizer, Qwen2Tokenizer) keeps tokenizer.json's vocabulary, merges,
+post-processor and added tokens but builds its own normalizer and pre-tokenizer. tapdiff's ids equal AutoTokenizer's for the
 classes it follows, over the tricky strings; any other class is refused for text, naming it."""
 from __future__ import annotations
 
@@ -12,7 +12,10 @@ import pytest
 
 from test_tokenizers import STRINGS, hf_folder, ids_of, tokenize_texts, train_bpe, train_sentencepiece_bpe
 
-TEXTS = [t for t in STRINGS if t]
+# Text that NFC changes (decomposed accents, jamo, a singleton), for the classes that normalize.
+DECOMPOSED = ["cafe\u0301 Ame\u0301lie", "\u1100\u1161\u11a8 \u1112\u1161\u11ab", "A\u030a \u212b",
+              "o\u0308\u0304 x\u0323\u0307"]
+TEXTS = [t for t in STRINGS if t] + DECOMPOSED
 SPECIALS = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
 # TinyLlama-1.1B-Chat's tokenizer_config.json (Llama 2's layout of tokenizer.json beside it).
 TINYLLAMA = {
@@ -44,6 +47,8 @@ CASES = {
     "no-tokenizer-config": ("legacy", None, "TokenizersBackend", False),
     "llama-class-byte-level": ("llama3", {"tokenizer_class": "LlamaTokenizerFast", "bos_token": "<|endoftext|>",
                                           "eos_token": "<|endoftext|>"}, "TokenizersBackend", False),
+    "qwen2-class": ("qwen2", {"tokenizer_class": "Qwen2Tokenizer", "eos_token": "<|endoftext|>"}, "Qwen2Tokenizer",
+                    True),
 }
 
 
@@ -83,9 +88,9 @@ def test_ids_equal_transformers_auto_tokenizer(case, tmp_path):
 
 
 REFUSED = {
-    "qwen2-class": ({**SPECIALS, "tokenizer_class": "Qwen2Tokenizer"},
-                    "transformers 5.x tokenizes this folder with Qwen2Tokenizer (tokenizer_config.json tokenizer_class "
-                    "'Qwen2Tokenizer'), which builds its own pipeline over tokenizer.json: not implemented"),
+    "gpt2-class": ({**SPECIALS, "tokenizer_class": "GPT2Tokenizer"},
+                   "transformers 5.x tokenizes this folder with GPT2Tokenizer (tokenizer_config.json tokenizer_class "
+                   "'GPT2Tokenizer'), which builds its own pipeline over tokenizer.json: not implemented"),
     "gemma-default-pad": ({**SPECIALS, "tokenizer_class": "GemmaTokenizer"},
                           "GemmaTokenizer takes the special token \"<pad>\" (GemmaTokenizer's default pad_token) as a "
                           "token past tokenizer.json's vocabulary, with an id of its own: not implemented"),
@@ -103,7 +108,8 @@ def test_a_class_tapdiff_does_not_follow_is_refused_for_text(case, tmp_path):
     run = tokenize_texts(folder, ["hello world"], tmp_path)
     assert run.returncode == 2, run.stdout
     assert "tokenizer.json: " + message in run.stderr, run.stderr
+    import transformers
     if case == "gemma-default-pad":  # transformers gives <pad> and <mask> ids past the vocabulary
-        import transformers
-        theirs = transformers.AutoTokenizer.from_pretrained(folder)
-        assert len(theirs) == tokenizer.get_vocab_size() + 2
+        assert len(transformers.AutoTokenizer.from_pretrained(folder)) == tokenizer.get_vocab_size() + 2
+    if case == "gpt2-class":
+        assert type(transformers.AutoTokenizer.from_pretrained(folder)).__name__ == "GPT2Tokenizer"
