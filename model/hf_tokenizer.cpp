@@ -98,11 +98,17 @@ class Reader {
       return refuse(v, why);
     if (const json* p = find(root_, "post_processor"); p != nullptr && !p->is_null())
       if (std::string why = read_post_processor(*p, v); !why.empty()) return refuse(v, why);
-    for (const auto& added : member(root_, "added_tokens", "added_tokens"))
-      for (const char* key : {"lstrip", "rstrip", "single_word"})
-        if (bool_at(added, fmt::format("added_tokens '{}'.{}", added.value("content", ""), key), false))
-          return refuse(v, fmt::format("the added token {} has {} true, which is not implemented",
-                                       json(added.value("content", "")).dump(), key));
+    for (const auto& added : member(root_, "added_tokens", "added_tokens")) {
+      const std::string content = added.value("content", "");
+      const auto flag = [&](const char* key) {
+        return bool_at(added, fmt::format("added_tokens '{}'.{}", content, key), false);
+      };
+      if (flag("single_word"))
+        return refuse(
+            v, fmt::format("the added token {} has single_word true, which is not implemented", json(content).dump()));
+      if (flag("lstrip") || flag("rstrip"))
+        v.strip_space[added["id"].get<std::int32_t>()] = StripSpace{flag("lstrip"), flag("rstrip")};
+    }
     return v;
   }
 

@@ -7,10 +7,26 @@
 #include <fmt/core.h>
 
 #include "model/errors.h"
+#include "model/unicode_classes.h"
 #include "model/utf8.h"
 
 namespace tapdiff::model {
 namespace {
+
+// The position in text where its trailing Unicode white space starts (text.size() when none).
+std::size_t white_space_at_end(std::string_view text) {
+  const std::vector<std::size_t> lengths = utf8_lengths(text);
+  std::size_t at = text.size();
+  for (auto it = lengths.rbegin(); it != lengths.rend() && is_white_space(utf8_decode(text, at - *it)); ++it) at -= *it;
+  return at;
+}
+
+// The bytes of text's leading Unicode white space.
+std::size_t white_space_at_start(std::string_view text) {
+  std::size_t at = 0;
+  while (at < text.size() && is_white_space(utf8_decode(text, at))) at += utf8_length(text, at);
+  return at;
+}
 
 // The byte of a "<0xXX>" piece, or nullopt for any other text.
 std::optional<std::uint8_t> parse_byte_piece(std::string_view piece) {
@@ -271,9 +287,15 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_spec
       ++i;
       continue;
     }
-    encode_fragment(i);
+    // The token's match, with the white space it takes beside it (not before the last match).
+    std::size_t begin = i, end = i + vocab_.tokens[static_cast<std::size_t>(special)].size();
+    if (const auto strip = vocab_.strip_space.find(special); strip != vocab_.strip_space.end()) {
+      if (strip->second.left) begin = start + white_space_at_end(text.substr(start, i - start));
+      if (strip->second.right) end += white_space_at_start(text.substr(end));
+    }
+    encode_fragment(begin);
     ids.push_back(special);
-    i += vocab_.tokens[static_cast<std::size_t>(special)].size();
+    i = end;
     start = i;
   }
   encode_fragment(text.size());

@@ -121,6 +121,12 @@ enum class SpacePrefix : std::uint8_t {
   first_fragment_unless_space,  // Metaspace "first": the fragment at the text's start only, not before a ' '
 };
 
+// An added token that takes the white space beside it into its match (tokenizers' lstrip, rstrip).
+struct StripSpace {
+  bool left = false;
+  bool right = false;
+};
+
 // The tokenizer vocabulary as GGUF stores it (tokenizer.ggml.*).
 struct Vocabulary {
   std::string source;  // the file it came from, named in the tokenizer's messages
@@ -143,7 +149,8 @@ struct Vocabulary {
   SpacePrefix space_prefix = SpacePrefix::every_fragment;  // llama only
   bool split_at_spaces = false;  // llama: each "▁"-led word merges alone (tokenizers' Metaspace split)
   bool fuse_unk = false;         // llama: adjacent unknown characters give one unk (tokenizers' fuse_unk)
-  UnicodeForm normalization = UnicodeForm::none;  // applied to each fragment of text (tokenizers' NFC, ...)
+  UnicodeForm normalization = UnicodeForm::none;   // applied to each fragment of text (tokenizers' NFC, ...)
+  std::map<std::int32_t, StripSpace> strip_space;  // by token id; none: the token's own text only
 };
 
 class MappedFile;  // model/mapped_file.h

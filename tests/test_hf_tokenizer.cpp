@@ -125,6 +125,23 @@ TEST(HfTokenizer, SentencePieceStyleBpeEncodesAsItsNormalizerOrMetaspaceSays) {
             (Ids{1, 2, 0, 3}));  // two unknown characters: one fused unk
 }
 
+// An added token with lstrip / rstrip takes the white space before / after it into its match, as
+// tokenizers' AddedVocabulary does (not back past the previous match).
+TEST(HfTokenizer, AddedTokensTakeTheWhiteSpaceTheirStripOptionsSay) {
+  using Ids = std::vector<std::int32_t>;
+  const auto encode = [](bool left, bool right, const std::string& text) {
+    json tokenizer = byte_level_tokenizer();
+    tokenizer["added_tokens"][0]["lstrip"] = left;
+    tokenizer["added_tokens"][0]["rstrip"] = right;
+    return Tokenizer(*hf_vocabulary(folder_with(tokenizer, "hf_tok_strip"), config_of(6))).encode(text, false);
+  };
+  EXPECT_EQ(encode(false, false, "h <|end|> he"), (Ids{0, 3, 4, 3, 2}));  // "h", "Ġ", <|end|>, "Ġ", "he"
+  EXPECT_EQ(encode(true, false, "h <|end|> he"), (Ids{0, 4, 3, 2}));
+  EXPECT_EQ(encode(false, true, "h <|end|> he"), (Ids{0, 3, 4, 2}));
+  EXPECT_EQ(encode(true, true, "h \u3000\t<|end|>\n he"), (Ids{0, 4, 2}));  // Unicode white space
+  EXPECT_EQ(encode(true, true, "<|end|> <|end|>"), (Ids{4, 4}));            // the first took the space
+}
+
 TEST(HfTokenizer, FeaturesTapdiffDoesNotImplementRefuseTextNamingThem) {
   const auto refusal = [](const json& tokenizer) {
     const auto v = hf_vocabulary(folder_with(tokenizer, "hf_tok_refused"), config_of(11));
@@ -146,9 +163,9 @@ TEST(HfTokenizer, FeaturesTapdiffDoesNotImplementRefuseTextNamingThem) {
   json prefix = byte_level_tokenizer();
   prefix["pre_tokenizer"]["pretokenizers"][1]["add_prefix_space"] = true;
   EXPECT_NE(refusal(prefix).find("ByteLevel add_prefix_space true is not implemented"), std::string::npos);
-  json lstrip = byte_level_tokenizer();
-  lstrip["added_tokens"][0]["lstrip"] = true;
-  EXPECT_NE(refusal(lstrip).find("the added token \"<|end|>\" has lstrip true"), std::string::npos);
+  json single_word = byte_level_tokenizer();
+  single_word["added_tokens"][0]["single_word"] = true;
+  EXPECT_NE(refusal(single_word).find("the added token \"<|end|>\" has single_word true"), std::string::npos);
   json merged = byte_level_tokenizer();
   merged["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "MergedWithPrevious";
   EXPECT_NE(refusal(merged).find("Split behavior 'MergedWithPrevious' is not implemented"), std::string::npos);

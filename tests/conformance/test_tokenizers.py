@@ -322,6 +322,22 @@ def test_tokenizer_json_ids_equal_hugging_face(family, tmp_path):
     assert ours[0][0] == bos if family == "llama3" else ours[0][0] != bos
 
 
+@pytest.mark.parametrize("lstrip,rstrip", [(True, False), (False, True), (True, True)])
+def test_added_tokens_that_take_white_space_equal_hugging_face(lstrip, rstrip, tmp_path):
+    """An added token with lstrip / rstrip (Phi-3's <|end|> and kin) takes the white space beside it
+    into its match: the ids equal tokenizers' on the tricky strings (special tokens' text in them)."""
+    saved = json.loads(train_bpe("llama3").to_str())
+    for added in saved["added_tokens"]:
+        added.update(lstrip=lstrip, rstrip=rstrip)
+    tokenizer = Tokenizer.from_str(json.dumps(saved))
+    folder = hf_folder(tokenizer, tmp_path / "strip")
+    ours = ids_of(tokenize_texts(folder, STRINGS, tmp_path))
+    mismatches = tokenizers_mismatches(tokenizer, ours)
+    assert not mismatches, f"{len(mismatches)} of {len(STRINGS)} differ:\n" + "\n".join(mismatches[:20])
+    plain = train_bpe("llama3")
+    assert any(mine != plain.encode(text).ids for text, mine in zip(STRINGS, ours))  # the options matter
+
+
 def run_text_prompt(folder: Path, prompt: str, generate: int, tmp_path: Path) -> dict:
     """tapdiff run --model FOLDER --prompt TEXT: its JSON summary."""
     summary = tmp_path / "run.json"
