@@ -1,6 +1,7 @@
 #include "gpu/device_weights.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include <fmt/core.h>
@@ -28,19 +29,24 @@ DeviceWeights::DeviceWeights(const Device& device, Stream& stream, const model::
 
 void DeviceWeights::upload(Stream& stream, model::WeightKind kind, int layer, const model::WeightTensor& t) {
   DeviceWeight w{t.name, {}, t.dtype, t.rows, t.cols, static_cast<std::uint32_t>(model::row_bytes(t.dtype, t.cols))};
+  const bool vector = model::is_vector(kind);
+  if (!vector && f16_ && (t.dtype == model::DType::f32 || t.dtype == model::DType::bf16)) {
+    w.dtype = model::DType::f16;
+    w.row_bytes = static_cast<std::uint32_t>(t.cols * 2);
+    w.region = arena_.allocate(static_cast<std::uint64_t>(t.rows) * w.row_bytes, fmt::format("weights of {}", t.name));
+    upload_as_f16(stream, t, w);
+    stored_ += w.region.size;
+    weights_.emplace(std::make_pair(kind, layer), std::move(w));
+    return;
+  }
   std::vector<std::byte> gathered;  // a tensor in parts
   std::span<const std::byte> bytes = t.contiguous(gathered);
-  std::vector<float> widened;      // 1-D tensors as f32
-  std::vector<std::uint16_t> f16;  // F32 and BF16 matrices under f16 weights
+  std::vector<float> widened;  // 1-D tensors as f32
   const bool offset = model::is_norm(kind) && norm_offset_ != 0;
-  const bool convert = model::is_vector(kind) ? t.dtype != model::DType::f32 || f16_ || offset
-                                              : f16_ && (t.dtype == model::DType::f32 || t.dtype == model::DType::bf16);
-  if (convert) {
+  if (vector && (t.dtype != model::DType::f32 || f16_ || offset)) {
     widened.resize(static_cast<std::size_t>(t.rows * t.cols));
     for (std::int64_t r = 0; r < t.rows; ++r)
       model::dequantize_row(t.dtype, t.row(r), widened.data() + r * t.cols, t.cols);
-  }
-  if (convert && model::is_vector(kind)) {
     if (f16_)
       for (float& v : widened) v = model::f16_to_f32(model::f32_to_f16(v));
     if (offset)
@@ -48,24 +54,45 @@ void DeviceWeights::upload(Stream& stream, model::WeightKind kind, int layer, co
     bytes = std::as_bytes(std::span<const float>(widened));
     w.dtype = model::DType::f32;
     w.row_bytes = static_cast<std::uint32_t>(t.cols * 4);
-  } else if (convert) {
-    f16.resize(widened.size());
-    model::f32_to_f16(widened, f16.data());
-    widened = {};
-    bytes = std::as_bytes(std::span<const std::uint16_t>(f16));
-    w.dtype = model::DType::f16;
-    w.row_bytes = static_cast<std::uint32_t>(t.cols * 2);
   }
   w.region = arena_.allocate(bytes.size(), fmt::format("weights of {}", t.name));
   stored_ += bytes.size();
   // Pieces of at most kStagingLimit, flushed as they accumulate, bound the staging memory.
   for (std::uint64_t off = 0; off < bytes.size();) {
     const std::uint64_t n = std::min<std::uint64_t>(kStagingLimit, bytes.size() - off);
-    stream.upload(bytes.data() + off, n, w.region.sub(off, n));
-    off += n, staged_ += n;
-    if (staged_ >= kStagingLimit) stream.flush(), staged_ = 0;
+    stage(stream, n, w.region.sub(off, n),
+          [&](std::span<std::byte> staging) { std::memcpy(staging.data(), bytes.data() + off, n); });
+    off += n;
   }
   weights_.emplace(std::make_pair(kind, layer), std::move(w));
+}
+
+void DeviceWeights::stage(Stream& stream, std::uint64_t size, const Region& dst,
+                          const std::function<void(std::span<std::byte>)>& fill) {
+  stream.upload(size, dst, fill);
+  staged_ += size;
+  if (staged_ >= kStagingLimit) stream.flush(), staged_ = 0;
+}
+
+void DeviceWeights::upload_as_f16(Stream& stream, const model::WeightTensor& t, const DeviceWeight& w) {
+  const std::int64_t block_rows = std::max<std::int64_t>(1, static_cast<std::int64_t>(kStagingLimit / w.row_bytes));
+  for (std::int64_t first = 0; first < t.rows; first += block_rows) {
+    const std::int64_t rows = std::min(block_rows, t.rows - first);
+    const std::uint64_t size = static_cast<std::uint64_t>(rows) * w.row_bytes;
+    stage(stream, size, w.region.sub(static_cast<std::uint64_t>(first) * w.row_bytes, size),
+          [&](std::span<std::byte> staging) {
+            auto* out = reinterpret_cast<std::uint16_t*>(staging.data());
+#pragma omp parallel
+            {
+              std::vector<float> row(static_cast<std::size_t>(t.cols));
+#pragma omp for schedule(static)
+              for (std::int64_t r = 0; r < rows; ++r) {
+                model::dequantize_row(t.dtype, t.row(first + r), row.data(), t.cols);
+                model::f32_to_f16(row, out + r * t.cols);
+              }
+            }
+          });
+  }
 }
 
 const DeviceWeight* DeviceWeights::find(model::WeightKind kind, int layer) const {

@@ -3,12 +3,15 @@
 // BF16, Q8_0, Q4_0: the kernels dequantize); 1-D tensors (norm weights, biases) are widened to f32
 // on the host, an exact conversion, so the kernels that read them need no dequantization.
 // With f16 weights (--dtype f16) every weight is an f16 value: F32 and BF16 matrices are stored as
-// F16 (rounded to nearest even on the host), 1-D tensors are rounded to f16 values (kept in f32),
+// F16 (rounded to nearest even on the host, a block of rows at a time, the rows in parallel,
+// straight into the upload's staging memory), 1-D tensors are rounded to f16 values (kept in f32),
 // F16 matrices stay, and Q8_0/Q4_0 stay quantized (the f16 kernels round what they dequantize).
 // A norm weight w is stored as norm_offset + w (model/block.h; f32 arithmetic, after the f16
 // rounding), so that the norm kernel scales by what it reads.
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -40,6 +43,11 @@ class DeviceWeights {
 
  private:
   void upload(Stream& stream, model::WeightKind kind, int layer, const model::WeightTensor& tensor);
+  // Stages `size` bytes for dst, written by fill; flushes the stream once staging holds enough.
+  void stage(Stream& stream, std::uint64_t size, const Region& dst,
+             const std::function<void(std::span<std::byte>)>& fill);
+  // An F32 or BF16 matrix as F16 into w.region.
+  void upload_as_f16(Stream& stream, const model::WeightTensor& t, const DeviceWeight& w);
 
   bool f16_;
   double norm_offset_;

@@ -123,9 +123,13 @@ void Stream::zero(const Region& dst) {
 }
 
 void Stream::upload(const void* data, std::uint64_t size, const Region& dst) {
+  upload(size, dst, [&](std::span<std::byte> staging) { std::memcpy(staging.data(), data, size); });
+}
+
+void Stream::upload(std::uint64_t size, const Region& dst, const std::function<void(std::span<std::byte>)>& fill) {
   if (size == 0) return;
   const Region staging = uploads_.allocate(size, "an upload");
-  std::memcpy(staging.host, data, size);  // coherent: visible to the device at submit
+  fill(std::span<std::byte>(staging.host, size));  // coherent: visible to the device at submit
   copy(staging.sub(0, size), dst);
 }
 

@@ -53,6 +53,8 @@ class Stream {
   void zero(const Region& dst);
   // Host bytes to a device region, staged through host-visible memory, in stream order.
   void upload(const void* data, std::uint64_t size, const Region& dst);
+  // The same with the bytes written by fill straight into the staging memory (size bytes).
+  void upload(std::uint64_t size, const Region& dst, const std::function<void(std::span<std::byte>)>& fill);
   // After the next flush, done(bytes) receives a host copy of src (valid during the call only).
   void download(const Region& src, std::function<void(const std::byte*)> done);
   // Runs after the next flush has waited for the device, in the order registered.
