@@ -181,7 +181,14 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
   const model::Block& block = config_.block;
   const double eps = config_.norm_eps, offset = block.norm_offset;
   const LayerVectors<S>* w = l >= 0 && l < config_.n_layers ? &layers_[static_cast<std::size_t>(l)] : nullptr;
-  const auto norm = [&](WeightKind kind) { rms_norm<S>(in(0), (*w)[kind].vector(), eps, offset, out); };
+  // Under the llama.cpp emulation the norms round as ggml's do (llama_cpp_rounding.h; its blocks
+  // have no norm offset).
+  const auto rms = [&](const Eigen::Map<const Vec<S>>& weight) {
+    if constexpr (std::is_same_v<S, float>)
+      if (llama_cpp_) return rms_norm_as_llama_cpp(in(0), weight, eps, out);
+    rms_norm<S>(in(0), weight, eps, offset, out);
+  };
+  const auto norm = [&](WeightKind kind) { rms((*w)[kind].vector()); };
   const auto head_norm = [&](WeightKind kind) { rms_norm_groups<S>(in(0), (*w)[kind].vector(), eps, offset, out); };
   // The op's matrix times its input, plus its bias where the model has one.
   const auto product = [&](WeightKind matrix, WeightKind bias) {
@@ -228,7 +235,7 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
       mixture<S>(in(0), in(1), in(2), experts, block.activation, f16_, out);
       return;
     }
-    case Op::final_norm: rms_norm<S>(in(0), output_norm_.vector(), eps, offset, out); return;
+    case Op::final_norm: rms(output_norm_.vector()); return;
     case Op::logits:
       multiply(in(0), config_.tied_output ? WeightKind::token_embd : WeightKind::output, -1, nullptr, out);
       scale_softcap<S>(out, block.logit_scale, block.logit_softcap);

@@ -140,4 +140,15 @@ Mat<float> q8_1_sum_correction(const Mat<float>& x, const model::WeightTensor& w
   return excess * mins.transpose();
 }
 
+void rms_norm_as_llama_cpp(const Mat<float>& x, const Eigen::Map<const Vec<float>>& w, double eps, Mat<float>& out) {
+  out.resize(x.rows(), x.cols());
+  for (Eigen::Index t = 0; t < x.rows(); ++t) {
+    double sum = 0.0;
+    for (Eigen::Index c = 0; c < x.cols(); ++c) sum += static_cast<double>(x(t, c) * x(t, c));
+    const auto mean = static_cast<float>(sum / static_cast<double>(x.cols()));
+    const float scale = 1.0f / std::sqrt(mean + static_cast<float>(eps));
+    for (Eigen::Index c = 0; c < x.cols(); ++c) out(t, c) = (x(t, c) * scale) * w(c);
+  }
+}
+
 }  // namespace tapdiff::reference

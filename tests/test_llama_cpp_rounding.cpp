@@ -172,7 +172,8 @@ TEST(LlamaCppRounding, TheEngineNamesItsRoundingsAndRefusesF64ExpertsAndOtherBlo
 }
 
 // On Q8_0 weights the emulation's products part from the f32 reference's by the activations'
-// 8-bit rounding (NMSE near 1e-5), on F32 weights only by the f16 KV cache in attention.
+// 8-bit rounding (NMSE near 1e-5); on F32 weights only by ggml's norm rounding (the last bit of
+// some values) and, far more, the f16 KV cache in attention.
 TEST(LlamaCppRounding, ItsProductsPartFromF32ByTheActivationsRounding) {
   for (const std::string dtype : {"q8_0", "f32"}) {
     const auto m = model::load_model(synth_model_path("small", dtype));
@@ -185,7 +186,7 @@ TEST(LlamaCppRounding, ItsProductsPartFromF32ByTheActivationsRounding) {
       EXPECT_GT(error, 3e-6) << dtype;
       EXPECT_LT(error, 1e-4) << dtype;
     } else {
-      EXPECT_EQ(error, 0.0) << dtype;
+      EXPECT_LT(error, 1e-12) << dtype;
       EXPECT_GT(nmse(emulated->tap.get({Op::attn, 0}), f32->tap.get({Op::attn, 0})), 1e-9) << dtype;
     }
   }
