@@ -191,7 +191,9 @@ std::string add_named_specials(const std::vector<std::pair<std::string, std::str
   const auto found = tokenizer_json.find("added_tokens");
   if (found == tokenizer_json.end() || !found->is_array()) return "";  // the reader names the malformed file
   json& added = *found;
-  for (const auto& [key, content] : named) {
+  for (const auto& entry : named) {
+    const std::string& key = entry.first;
+    const std::string& content = entry.second;
     const bool present = std::any_of(added.begin(), added.end(), [&](const json& a) {
       return a.is_object() && a.value("content", json()) == json(content);
     });
