@@ -33,9 +33,10 @@ void DeviceWeights::upload(Stream& stream, model::WeightKind kind, int layer, co
   if (!vector && f16_ && (t.dtype == model::DType::f32 || t.dtype == model::DType::bf16)) {
     w.dtype = model::DType::f16;
     w.row_bytes = static_cast<std::uint32_t>(t.cols * 2);
-    w.region = arena_.allocate(static_cast<std::uint64_t>(t.rows) * w.row_bytes, fmt::format("weights of {}", t.name));
+    const std::uint64_t size = static_cast<std::uint64_t>(t.rows) * w.row_bytes;
+    w.region = arena_.allocate(size, fmt::format("weights of {}", t.name));
     upload_as_f16(stream, t, w);
-    stored_ += w.region.size;
+    stored_ += size;
     weights_.emplace(std::make_pair(kind, layer), std::move(w));
     return;
   }
