@@ -98,14 +98,22 @@ class Reader {
       return refuse(v, why);
     if (const json* p = find(root_, "post_processor"); p != nullptr && !p->is_null())
       if (std::string why = read_post_processor(*p, v); !why.empty()) return refuse(v, why);
+    const json* normalizer = find(root_, "normalizer");
+    const bool normalizes = normalizer != nullptr && !normalizer->is_null();
     for (const auto& added : member(root_, "added_tokens", "added_tokens")) {
       const std::string content = added.value("content", "");
-      const auto flag = [&](const char* key) {
-        return bool_at(added, fmt::format("added_tokens '{}'.{}", content, key), false);
+      const auto flag = [&](const char* key, bool absent = false) {
+        return bool_at(added, fmt::format("added_tokens '{}'.{}", content, key), absent);
       };
       if (flag("single_word"))
         return refuse(
             v, fmt::format("the added token {} has single_word true, which is not implemented", json(content).dump()));
+      // tokenizers finds such a token in the normalized text, after the normalizer has run on the
+      // text around it (its SentencePiece "▁" prefix once, not per fragment), not in the raw text.
+      if (normalizes && flag("normalized", !flag("special")))
+        return refuse(v, fmt::format("the added token {} has normalized true beside a normalizer: matching it in the "
+                                     "normalized text is not implemented",
+                                     json(content).dump()));
       if (flag("lstrip") || flag("rstrip"))
         v.strip_space[added["id"].get<std::int32_t>()] = StripSpace{flag("lstrip"), flag("rstrip")};
     }

@@ -163,6 +163,11 @@ TEST(HfTokenizer, FeaturesTapdiffDoesNotImplementRefuseTextNamingThem) {
   json prefix = byte_level_tokenizer();
   prefix["pre_tokenizer"]["pretokenizers"][1]["add_prefix_space"] = true;
   EXPECT_NE(refusal(prefix).find("ByteLevel add_prefix_space true is not implemented"), std::string::npos);
+  json normalized = sentencepiece_tokenizer();
+  normalized["added_tokens"][1]["normalized"] = true;
+  EXPECT_NE(refusal(normalized).find("the added token \"<s>\" has normalized true beside a normalizer"),
+            std::string::npos)
+      << refusal(normalized);
   json single_word = byte_level_tokenizer();
   single_word["added_tokens"][0]["single_word"] = true;
   EXPECT_NE(refusal(single_word).find("the added token \"<|end|>\" has single_word true"), std::string::npos);
