@@ -41,14 +41,15 @@ class Reader {
     const std::string text = read_regular_file(path_, "tokenizer.json");
     root_ = parse_json_text(text, path_.string(), "a tokenizer");
     if (!root_.is_object()) fail("", "an object", root_);
-    class_refusal_ = as_transformers_builds_it(path_.parent_path(), text, root_);
+    built_ = as_transformers_builds_it(path_.parent_path(), text, root_);
   }
 
   // The vocabulary as transformers' AutoTokenizer builds it from the folder; where tapdiff cannot
   // follow that, the pieces (for decoding) with the reason text is refused.
   Vocabulary read() {
     Vocabulary v = read_root();
-    if (!class_refusal_.empty()) v.cannot_encode = "tokenizer.json: " + class_refusal_;
+    if (!built_.refusal.empty()) v.cannot_encode = "tokenizer.json: " + built_.refusal;
+    v.special_tokens_as_text = built_.special_tokens_as_text;
     return v;
   }
 
@@ -397,7 +398,7 @@ class Reader {
   std::filesystem::path path_;
   const ModelConfig& config_;
   json root_;  // as the class transformers picks builds it
-  std::string class_refusal_;
+  TransformersTokenizer built_;
 };
 
 }  // namespace

@@ -227,15 +227,21 @@ bool bool_or(const json& object, const std::filesystem::path& file, const char* 
 // file's vocabulary and merges: the BPE model's options, normalizer, pre-tokenizer and decoder.
 using Build = void (*)(const json& tokenizer_config, const std::filesystem::path& file, json& tokenizer_json);
 
-// SentencePiece-style: byte fallback and fuse_unk, "▁" decoded as a space.
-json spm_model_and_decoders(json& tokenizer_json) {
+// The BPE model's options a class sets: byte fallback and fuse_unk together, the subword affixes
+// (null or ""), no dropout, merges never ignored.
+void set_bpe_options(json& tokenizer_json, bool byte_fallback, const json& affix) {
   json& model = tokenizer_json["model"];
-  model["byte_fallback"] = true;
-  model["fuse_unk"] = true;
+  model["byte_fallback"] = byte_fallback;
+  model["fuse_unk"] = byte_fallback;
   model["dropout"] = nullptr;
   model["ignore_merges"] = false;
-  model["continuing_subword_prefix"] = nullptr;
-  model["end_of_word_suffix"] = nullptr;
+  model["continuing_subword_prefix"] = affix;
+  model["end_of_word_suffix"] = affix;
+}
+
+// SentencePiece-style: byte fallback and fuse_unk, "▁" decoded as a space.
+json spm_model_and_decoders(json& tokenizer_json) {
+  set_bpe_options(tokenizer_json, true, nullptr);
   return json::array({{{"type", "Replace"}, {"pattern", {{"String", kSpmSpace}}}, {"content", " "}},
                       {{"type", "ByteFallback"}},
                       {{"type", "Fuse"}}});
@@ -276,14 +282,8 @@ void build_gemma(const json& tokenizer_config, const std::filesystem::path& file
 constexpr std::string_view kQwen2Split =
     R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re";
 void build_qwen2(const json& tokenizer_config, const std::filesystem::path& file, json& tokenizer_json) {
-  json& model = tokenizer_json["model"];
-  model["byte_fallback"] = false;
-  model["fuse_unk"] = false;
-  model["unk_token"] = nullptr;
-  model["dropout"] = nullptr;
-  model["ignore_merges"] = false;
-  model["continuing_subword_prefix"] = "";
-  model["end_of_word_suffix"] = "";
+  set_bpe_options(tokenizer_json, false, "");
+  tokenizer_json["model"]["unk_token"] = nullptr;
   tokenizer_json["normalizer"] = {{"type", "NFC"}};
   tokenizer_json["pre_tokenizer"] = {
       {"type", "Sequence"},
@@ -363,24 +363,30 @@ std::string rebuild(const RebuiltClass& cls, const json& tokenizer_config, const
 
 }  // namespace
 
-std::string as_transformers_builds_it(const std::filesystem::path& folder, std::string_view tokenizer_json_text,
-                                      json& tokenizer_json) {
+TransformersTokenizer as_transformers_builds_it(const std::filesystem::path& folder,
+                                                std::string_view tokenizer_json_text, json& tokenizer_json) {
   const ClassReader reader(folder);
-  const Choice choice = reader.choose(tokenizer_json_text);
-  if (choice.name.empty()) return choice.by;
   const std::filesystem::path file = folder / "tokenizer_config.json";
+  // Every class sets tokenizers' encode_special_tokens from it.
+  const bool special_tokens_as_text = bool_or(reader.tokenizer_config(), file, "split_special_tokens", false);
+  const auto built = [&](std::string refusal) {
+    return TransformersTokenizer{std::move(refusal), special_tokens_as_text};
+  };
+  const Choice choice = reader.choose(tokenizer_json_text);
+  if (choice.name.empty()) return built(choice.by);
   const auto& classes = rebuilt_classes();
   const auto rebuilt =
       std::find_if(classes.begin(), classes.end(), [&](const RebuiltClass& c) { return c.name == choice.name; });
   if (choice.name != kBackend && rebuilt == classes.end())
-    return fmt::format(
+    return built(fmt::format(
         "transformers 5.x tokenizes this folder with {} ({}), which builds its own pipeline over tokenizer.json: not "
         "implemented (tapdiff follows TokenizersBackend, LlamaTokenizer, GemmaTokenizer and Qwen2Tokenizer)",
-        choice.name, choice.by);
+        choice.name, choice.by));
   const RebuiltClass* cls = rebuilt == classes.end() ? nullptr : &*rebuilt;
   if (cls != nullptr)
-    if (std::string why = rebuild(*cls, reader.tokenizer_config(), file, tokenizer_json); !why.empty()) return why;
-  return add_named_specials(named_specials(reader.tokenizer_config(), file, cls), choice.name, tokenizer_json);
+    if (std::string why = rebuild(*cls, reader.tokenizer_config(), file, tokenizer_json); !why.empty())
+      return built(std::move(why));
+  return built(add_named_specials(named_specials(reader.tokenizer_config(), file, cls), choice.name, tokenizer_json));
 }
 
 }  // namespace tapdiff::model

@@ -16,13 +16,19 @@
 
 namespace tapdiff::model {
 
+// What transformers makes of the folder beyond tokenizer.json itself.
+struct TransformersTokenizer {
+  std::string refusal;                  // "" or why text cannot be encoded the way transformers does
+  bool special_tokens_as_text = false;  // tokenizer_config.json split_special_tokens: no special token is read in text
+};
+
 // Rewrites `tokenizer_json` (the parsed text of folder/tokenizer.json) as the class AutoTokenizer
 // picks builds it, with the special tokens tokenizer_config.json names (or the class's defaults)
-// among its added tokens. Returns "" or why text cannot be encoded the way transformers does (a
-// class tapdiff does not follow, named with what chose it; the vocabulary and merges are then as
-// the file has them, the rest may be rewritten). FormatError naming the file for a
-// tokenizer_config.json or config.json that is not JSON or holds a key of the wrong type.
-std::string as_transformers_builds_it(const std::filesystem::path& folder, std::string_view tokenizer_json_text,
-                                      nlohmann::json& tokenizer_json);
+// among its added tokens. A refusal names a class tapdiff does not follow, with what chose it; the
+// vocabulary and merges are then as the file has them, the rest may be rewritten. FormatError
+// naming the file for a tokenizer_config.json or config.json that is not JSON or holds a key of
+// the wrong type.
+TransformersTokenizer as_transformers_builds_it(const std::filesystem::path& folder,
+                                                std::string_view tokenizer_json_text, nlohmann::json& tokenizer_json);
 
 }  // namespace tapdiff::model

@@ -242,6 +242,7 @@ void Tokenizer::throw_unencodable(std::string_view text) const {
 // ---- encoding ----------------------------------------------------------------------------------
 
 std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
+  parse_special = parse_special && !vocab_.special_tokens_as_text;
   std::vector<std::int32_t> ids;
   if (add_special && vocab_.add_bos && vocab_.bos >= 0) ids.push_back(vocab_.bos);
   const bool add_eos = add_special && vocab_.add_eos && vocab_.eos >= 0;

@@ -40,7 +40,8 @@ class Tokenizer {
   // The ids of `text` (UTF-8; invalid bytes are encoded as bytes), with, where add_special, BOS
   // first and EOS last as the vocabulary adds them (Vocabulary::add_bos, add_eos: llama.cpp's
   // add_special). The text of a control or unknown token written in it ("<s>", "<|im_start|>")
-  // is that token when parse_special, else text; a user-defined token's text is always that token
+  // is that token when parse_special (unless the vocabulary reads them as text:
+  // Vocabulary::special_tokens_as_text), else text; a user-defined token's text is always that token
   // (as llama.cpp's parse_special). Control pieces are never produced otherwise.
   std::vector<std::int32_t> encode(std::string_view text, bool add_special, bool parse_special = true) const;
   // The bytes of one token in a stream: control and unused tokens give "", byte tokens their byte

@@ -151,6 +151,7 @@ struct Vocabulary {
   bool fuse_unk = false;         // llama: adjacent unknown characters give one unk (tokenizers' fuse_unk)
   UnicodeForm normalization = UnicodeForm::none;   // applied to each fragment of text (tokenizers' NFC, ...)
   std::map<std::int32_t, StripSpace> strip_space;  // by token id; none: the token's own text only
+  bool special_tokens_as_text = false;             // control tokens written in text are text (split_special_tokens)
 };
 
 class MappedFile;  // model/mapped_file.h

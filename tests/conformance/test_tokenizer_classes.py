@@ -49,6 +49,9 @@ CASES = {
                                           "eos_token": "<|endoftext|>"}, "TokenizersBackend", False),
     "qwen2-class": ("qwen2", {"tokenizer_class": "Qwen2Tokenizer", "eos_token": "<|endoftext|>"}, "Qwen2Tokenizer",
                     True),
+    # Special tokens' text in a prompt is text (tokenizers' encode_special_tokens).
+    "split-special-tokens": ("legacy", {**SPECIALS, "tokenizer_class": "PreTrainedTokenizerFast",
+                                        "split_special_tokens": True}, "TokenizersBackend", True),
 }
 
 
