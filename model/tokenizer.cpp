@@ -15,10 +15,10 @@ namespace {
 
 // The position in text where its trailing Unicode white space starts (text.size() when none).
 std::size_t white_space_at_end(std::string_view text) {
-  const std::vector<std::size_t> lengths = utf8_lengths(text);
-  std::size_t at = text.size();
-  for (auto it = lengths.rbegin(); it != lengths.rend() && is_white_space(utf8_decode(text, at - *it)); ++it) at -= *it;
-  return at;
+  std::size_t end = 0;  // after the last character that is not white space
+  for (std::size_t at = 0; at < text.size(); at += utf8_length(text, at))
+    if (!is_white_space(utf8_decode(text, at))) end = at + utf8_length(text, at);
+  return end;
 }
 
 // The bytes of text's leading Unicode white space.
@@ -276,7 +276,6 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_spec
     if (end == start) return;
     const std::string normalized = normalize(text.substr(start, end - start), vocab_.normalization);
     const std::string_view fragment = normalized;
-    if (fragment.empty()) return;
     if (kind_ == Kind::spm)
       encode_spm(fragment, space_prefix(fragment, start == 0), ids);
     else
