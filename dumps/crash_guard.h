@@ -2,7 +2,9 @@
 // Reading files that libhdf5 may not survive. libhdf5 1.10 trusts parts of a file that the format
 // gives no checksum (global heap object sizes, chunk index nodes), so a damaged file can crash it
 // or make it loop forever; run_in_child does such a read first in a child process, so that a
-// crash or a hang becomes an error of the file, not of tapdiff.
+// crash or a hang becomes an error of the file, not of tapdiff. The child of a process with other
+// threads may find a lock held forever by a thread it does not have: read such files before
+// starting threads (engines, model hashing).
 #include <functional>
 #include <string>
 

@@ -160,11 +160,10 @@ void run_batch(const RunArgs& a, const model::Model& m, const std::optional<mode
                    "\n");
 }
 
-// --tokens-from B: exactly the tokens, positions and chunking of B's run (teacher forcing), so this
-// run and B's compare row for row, decode rows included. The summary's generated tokens are this
-// engine's own greedy choices under B's history.
-void run_tokens_from(const RunArgs& a, const model::Model& m, const std::optional<model::Tokenizer>& tokenizer,
-                     model::Engine& engine) {
+// B's dump, read before any other thread starts: the guarded read forks (dumps/crash_guard.h). Its
+// options are checked first, so that a wrong one is named before a large file is read.
+std::unique_ptr<dumps::DumpReader> read_tokens_from(const RunArgs& a) {
+  if (a.tokens_from.empty()) return nullptr;
   const PromptOptions& p = a.prompt;
   for (const auto& [given, option] : {std::pair{!p.prompt.empty(), "--prompt"},
                                       {!p.tokens.empty(), "--tokens"},
@@ -177,7 +176,14 @@ void run_tokens_from(const RunArgs& a, const model::Model& m, const std::optiona
     if (given)
       throw UsageError(fmt::format("--tokens-from runs the tokens, positions and chunking of {}: it does not take {}",
                                    a.tokens_from, option));
-  const dumps::DumpReader from(a.tokens_from);
+  return std::make_unique<dumps::DumpReader>(a.tokens_from);
+}
+
+// --tokens-from B: exactly the tokens, positions and chunking of B's run (teacher forcing), so this
+// run and B's compare row for row, decode rows included. The summary's generated tokens are this
+// engine's own greedy choices under B's history.
+void run_tokens_from(const RunArgs& a, const dumps::DumpReader& from, const model::Model& m,
+                     const std::optional<model::Tokenizer>& tokenizer, model::Engine& engine) {
   require_model_of(from, m, "--model", a.model);
   const std::vector<bisect::DumpChunk> chunks = bisect::dump_chunks(from, "run its tokens again");
   std::vector<model::FedChunk> fed;
@@ -205,11 +211,12 @@ void run_tokens_from(const RunArgs& a, const model::Model& m, const std::optiona
 }
 
 void run(const RunArgs& a) {
+  const std::unique_ptr<dumps::DumpReader> tokens_from = read_tokens_from(a);
   const auto m = open_model(a.model);
   if (!a.dump.empty()) m->prefetch_sha256();  // the dump names it: hashing overlaps the engine's loading
   const auto tokenizer = load_tokenizer(a.prompt, *m);
   const auto engine = make_engine(a.engine, *m);
-  if (!a.tokens_from.empty()) return run_tokens_from(a, *m, tokenizer, *engine);
+  if (tokens_from) return run_tokens_from(a, *tokens_from, *m, tokenizer, *engine);
   if (!a.prompt.batch_file.empty()) return run_batch(a, *m, tokenizer, *engine);
   const auto prompt = resolve_prompt(a.prompt, tokenizer);
   warn_past_context(*m, prompt.size() + static_cast<std::size_t>(a.generate));
