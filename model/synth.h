@@ -26,10 +26,19 @@ struct SynthOptions {
   double outlier_scale = 30;  // their magnitude relative to the other channels
 };
 
-// Scales (Xavier-like, so activations stay O(1) through depth, as in trained models):
-//   token_embd ~ N(0, 1);  wq, wk, wv, ffn_gate, ffn_up ~ N(0, 1/in);
-//   wo, ffn_down ~ N(0, 1/(in * 2 * n_layers)) (residual branches shrink with depth);
-//   norm weights ~ 1 + N(0, 0.1^2);  biases ~ N(0, 0.1^2);  output ~ N(0, 1/dim).
+// Gains chosen so that what each block adds to the residual stream is as large, relative to the
+// stream, as in a trained model (docs/models.md, "Synthetic models"; stories260K measured):
+// q.k logits with a standard deviation of about kSynthQkGain make attention as peaked as trained
+// attention (a few keys carry each row), and kSynthFfnDownGain makes up for the gated product's
+// small magnitude.
+inline constexpr double kSynthQkGain = 2.5;
+inline constexpr double kSynthFfnDownGain = 2.5;
+
+// Scales:
+//   token_embd ~ N(0, 1);  wv, ffn_gate, ffn_up, wo ~ N(0, 1/in);  wq, wk ~ N(0, kSynthQkGain/in);
+//   ffn_down ~ N(0, kSynthFfnDownGain/in);  norm weights ~ 1 + N(0, 0.1^2);  biases ~ N(0, 0.1^2);
+//   output ~ N(0, 1/dim). Every update has about the same size whatever the depth, so the stream
+//   grows along the layers and each update's share of it shrinks, as in trained models.
 // Outlier channels: their embedding columns are multiplied by outlier_scale and their norm
 // weights divided by it, the pattern trained models show.
 void write_synth_model(const std::filesystem::path& path, const SynthOptions& options);

@@ -338,7 +338,7 @@ TEST(CompareCli, AFloorRunInBsPrecisionCalibratesEveryOp) {
   EXPECT_EQ(json["ops"][3]["tolerance"]["source"].get<std::string>().rfind("calibrated: 100 x max(floor ", 0), 0u)
       << json["ops"][3].dump();
   // An error far past the f16 run's: named.
-  d.corrupt("1/ffn_down", 20, 3, 0.5f);
+  d.corrupt("1/ffn_down", 20, 3, 2.0f);
   const auto wrong = b("--floor " + quoted(floor));
   EXPECT_EQ(wrong.exit_code, 1) << wrong.output;
   EXPECT_EQ(wrong.output.rfind("diverged at layer 1 ffn_down (gemm): ", 0), 0u) << wrong.output;

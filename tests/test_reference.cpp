@@ -42,6 +42,9 @@ INSTANTIATE_TEST_SUITE_P(AllLayoutsDtypesAndChunks, StoriesGolden,
                                             ::testing::Values(1, 2, 3, 7, 0)),
                          golden_case_name);
 
+// Chunks change the f32 summation order of the attention rows: the logits differ by f32 rounding
+// (NMSE up to 7e-12 per row on synth:small, a relative error of 3e-6); a chunk that missed the
+// previous chunks' KV cache would be ~1e-2.
 TEST(ReferenceEngine, ChunkedPrefillEqualsUnchunkedPrefill) {
   const auto m = model::load_model(synth_model_path("small"));
   const auto tokens = synth_prompt(300, m->config().vocab, 7);
@@ -56,7 +59,7 @@ TEST(ReferenceEngine, ChunkedPrefillEqualsUnchunkedPrefill) {
     ASSERT_EQ(b.rows(), 300);
     for (std::int64_t pos = 0; pos < 300; ++pos) {
       const double e = nmse(a.slice_rows(pos, 1), b.slice_rows(pos, 1));
-      ASSERT_LE(e, 1e-12) << "chunk " << chunk << ", position " << pos;
+      ASSERT_LE(e, 1e-10) << "chunk " << chunk << ", position " << pos;
     }
   }
 }

@@ -148,11 +148,12 @@ void expect_band(const std::string& model_name, std::vector<std::pair<TensorId, 
 }
 
 // Rounding every element once to f16 gives NMSE ~u^2/3 = 8e-8 (embed: 4e-8, the table's rounding
-// alone); errors inherited from the ops above grow that to ~1e-6 by the last layers. Below 1e-8 an
-// op would not be rounded; above 1e-5 the emulation would be worse than an f16 engine should be.
+// alone); errors inherited from the ops above grow that to a median of 2.2e-6, worst 1.4e-5
+// (3/attn: peaked attention, as trained models have, amplifies its inputs' rounding). Below 1e-8 an
+// op would not be rounded; above 5e-5 the emulation would be worse than an f16 engine should be.
 TEST(ReferenceF16, EveryOpOfSynthSmallIsWithinTheF16NoiseBand) {
   const auto m = model::load_model(synth_model_path("small"));
-  expect_band("synth:small", f16_vs_f32(*m, synth_prompt(100, m->config().vocab, 17)), 1e-8, 1e-5);
+  expect_band("synth:small", f16_vs_f32(*m, synth_prompt(100, m->config().vocab, 17)), 1e-8, 5e-5);
 }
 
 // A real model's activations are less even: worst op 7.5e-6 (2/attn), median 1.4e-6; 2e-5 leaves
@@ -208,8 +209,8 @@ TEST(ReferenceF16, Stories260KGreedyTokensAreTheF32Tokens) {
 
 // Other chunkings run other GEMM shapes, whose last-bit f32 differences flip some f16 roundings: a
 // chunked f16 run is another f16 rounding of the same math, not the same bits. It must stay within
-// the f16 noise (the f16 vs f32 NMSE of the logits, 7.3e-7 here) as a whole and in every row (4x:
-// measured <= 1.1x); a chunk that lost the KV cache of the previous chunks is ~1e-2.
+// the f16 noise (the f16 vs f32 NMSE of the logits, 5.5e-6 here) as a whole and in every row (4x:
+// measured <= 0.82x); a chunk that lost the KV cache of the previous chunks is ~1e-2.
 TEST(ReferenceF16, ChunkedPrefillEqualsUnchunkedPrefill) {
   const auto m = model::load_model(synth_model_path("small"));
   const auto tokens = synth_prompt(300, m->config().vocab, 7);

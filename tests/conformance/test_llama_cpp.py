@@ -92,13 +92,14 @@ def tapdiff_logits(model: Path, tokens: list[int], rows: int, dump: Path) -> np.
 # Every block type and llama.cpp's _M mixes, in a synth model whose matrices are whole super-blocks
 # wide (dim 256, ffn 768). llama.cpp converts the activations before each product (to Q8_0 blocks
 # for the 32-element types, Q8_K for the super-blocks: 8 bits per value) and caches K and V as f16,
-# so its logits part from the exact answer by that rounding: an NMSE of 3e-5 to 2e-4 on these
-# models, bounded here by 5e-4 (a misread block gives NMSE near 1). Its greedy tokens equal the
+# so its logits part from the exact answer by that rounding: an NMSE of 6e-4 to 2.6e-3 on these
+# models (peaked attention, as trained models have, amplifies it), bounded here by 1e-2 (a misread
+# block gives NMSE near 1). Its greedy tokens equal the
 # exact answer's until a step whose top two tokens are closer than llama.cpp's own deviation
 # there: a near tie, after which the two continuations differ.
 BLOCK_STORAGE = ["q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "iq4_xs",
                  "q4_k_m", "q5_k_m"]
-LLAMA_CPP_LOGIT_NMSE = 5e-4
+LLAMA_CPP_LOGIT_NMSE = 1e-2
 
 
 @pytest.mark.parametrize("storage", BLOCK_STORAGE)

@@ -13,6 +13,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import h5py
 import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
@@ -87,9 +88,10 @@ def test_the_llama_cpp_map_reads_llama_cpps_own_dump(llama_cpp_taps, tmp_path):
     nmse = op_nmse(report)
     assert len(nmse) == 1 + 13 * LAYERS + 2  # embed, 13 ops of each layer, final_norm and logits
     assert report["rows"]["compared"] == len(PROMPT) + 3  # the prefill chunks and three decode steps
-    # F32 weights: llama.cpp rounds only its f16 KV cache and attention operands (NMSE near 1e-7).
+    # F32 weights: llama.cpp rounds only its f16 KV cache and attention operands (NMSE up to 2e-6,
+    # the last layer's attention; a tensor read under another name or layout is near 1).
     worst = max(nmse, key=nmse.get)
-    assert nmse[worst] < 1e-6, (worst, nmse[worst])
+    assert nmse[worst] < 1e-5, (worst, nmse[worst])
 
 
 @pytest.mark.parametrize("storage", ["f16", "bf16"] + BLOCK_STORAGE)
@@ -144,6 +146,22 @@ def test_llama_cpp_precision_is_the_floor_its_own_rounding_is_held_to(llama_cpp_
     assert (planted["culprit"]["layer"], planted["culprit"]["op"]) == (2, "ffn_down"), planted["culprit"]
 
 
+def exact_logits(dump: Path, position: int) -> np.ndarray:
+    with h5py.File(dump, "r") as f:
+        (row,) = np.flatnonzero(f["rows"]["position"][:] == position)
+        return f["taps"][str(LAYERS)]["logits"][row].astype(np.float64)
+
+
+def llama_cpp_logits_at(dump: Path, position: int) -> np.ndarray:
+    """The logits of llama.cpp's row at `position`, from the pass that computed it."""
+    for path in sorted(dump.glob("pass_*.safetensors")):
+        arrays = load_file(str(path))
+        rows = np.flatnonzero(arrays["positions"] == position)
+        if rows.size:
+            return arrays["result_output"][rows[0]].astype(np.float64)
+    raise AssertionError(f"no row at position {position} in {dump}")
+
+
 @pytest.mark.parametrize("storage", ["f16", "bf16"] + BLOCK_STORAGE)
 def test_exact_and_llama_cpp_tokens_part_only_at_near_ties(llama_cpp_taps, storage, tmp_path):
     """The exact answer against llama.cpp's own run, every op held to the llama.cpp emulation's
@@ -167,5 +185,10 @@ def test_exact_and_llama_cpp_tokens_part_only_at_near_ties(llama_cpp_taps, stora
     tie = report["tokens"]["tie"]
     assert (tie["step"], tie["a"], tie["b"]) == (step, ours[step], theirs[len(PROMPT) + step]), tie
     assert tie["position"] == len(PROMPT) - 1 + step
-    assert 0 <= tie["margin"] < 0.05, tie
-    print(f"{storage}: parts from llama.cpp at step {step}, a near tie: A's margin {tie['margin']:.2g}")
+    # A near tie for llama.cpp's precision: A's two candidates closer than llama.cpp's own
+    # deviation from A in that row's logits.
+    deviation = np.abs(exact_logits(tmp_path / "exact.h5", tie["position"]) -
+                       llama_cpp_logits_at(tmp_path / "llama.cpp", tie["position"])).max()
+    assert 0 <= tie["margin"] <= deviation, (tie, deviation)
+    print(f"{storage}: parts from llama.cpp at step {step}, a near tie: A's margin {tie['margin']:.2g}, "
+          f"llama.cpp's deviation there {deviation:.2g}")
