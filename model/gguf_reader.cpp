@@ -789,7 +789,8 @@ std::optional<Vocabulary> gguf_vocabulary(const GgufFile& f, const ModelConfig& 
   v.source = f.path().string();
   v.model = f.get_string("tokenizer.ggml.model").value_or("llama");
   v.tokens = std::move(*tokens);
-  v.scores = f.get_float_array("tokenizer.ggml.scores").value_or(std::vector<float>{});
+  const std::vector<float> scores = f.get_float_array("tokenizer.ggml.scores").value_or(std::vector<float>{});
+  v.scores.assign(scores.begin(), scores.end());
   v.types = f.get_int_array("tokenizer.ggml.token_type").value_or(std::vector<std::int32_t>{});
   v.merges = f.get_string_array("tokenizer.ggml.merges").value_or(std::vector<std::string>{});
   v.pre = f.get_string("tokenizer.ggml.pre").value_or("");

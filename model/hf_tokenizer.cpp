@@ -74,24 +74,13 @@ class Reader {
       for (std::size_t i = 0; i < v.tokens.size(); ++i)
         if (v.tokens[i].size() == 6 && v.tokens[i].starts_with("<0x") && v.tokens[i].back() == '>')
           v.types[i] = static_cast<std::int32_t>(TokenType::byte);
-    if (type != "BPE") return refuse(v, fmt::format("model.type '{}' is not implemented (tapdiff reads BPE)", type));
-    for (const auto& m : member(model, "model", "merges")) {
-      if (m.is_string()) {
-        v.merges.push_back(m.get<std::string>());
-      } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-        v.merges.push_back(m[0].get<std::string>() + " " + m[1].get<std::string>());
-      } else {
-        fail("model.merges", "\"a b\" strings or [a, b] pairs", m);
-      }
+    if (type == "Unigram") {
+      if (std::string why = read_unigram(model, v); !why.empty()) return refuse(v, why);
+    } else if (type != "BPE") {
+      return refuse(v, fmt::format("model.type '{}' is not implemented (tapdiff reads BPE and Unigram)", type));
+    } else if (std::string why = read_bpe(model, v); !why.empty()) {
+      return refuse(v, why);
     }
-    v.ignore_merges = bool_at(model, "model.ignore_merges", false);
-    if (const json* unk = find(model, "unk_token"); unk != nullptr && !unk->is_null()) v.unk = id_of(v, *unk);
-    // Options of the model that change the ids, where they are not their no-op values.
-    if (const json* d = find(model, "dropout"); d != nullptr && !d->is_null() && *d != 0.0)
-      return refuse(v, fmt::format("model.dropout {} is not implemented", d->dump()));
-    for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
-      if (const json* s = find(model, key); s != nullptr && !s->is_null() && *s != "")
-        return refuse(v, fmt::format("model.{} {} is not implemented", key, s->dump()));
     for (const char* key : {"truncation", "padding"})  // cut or pad every encoding when set
       if (const json* s = find(root_, key); s != nullptr && !s->is_null())
         return refuse(v, fmt::format("{} {} is not implemented", key, json_excerpt(*s)));
@@ -204,6 +193,49 @@ class Reader {
     }
   }
 
+  // A BPE model: its ranked merges, unknown token and ignore_merges; an option that changes the ids
+  // beyond those, where it is not its no-op value, is refused (a non-empty return says why).
+  std::string read_bpe(const json& model, Vocabulary& v) const {
+    for (const auto& m : member(model, "model", "merges")) {
+      if (m.is_string()) {
+        v.merges.push_back(m.get<std::string>());
+      } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+        v.merges.push_back(m[0].get<std::string>() + " " + m[1].get<std::string>());
+      } else {
+        fail("model.merges", "\"a b\" strings or [a, b] pairs", m);
+      }
+    }
+    v.ignore_merges = bool_at(model, "model.ignore_merges", false);
+    if (const json* unk = find(model, "unk_token"); unk != nullptr && !unk->is_null()) v.unk = id_of(v, *unk);
+    if (const json* d = find(model, "dropout"); d != nullptr && !d->is_null() && *d != 0.0)
+      return fmt::format("model.dropout {} is not implemented", d->dump());
+    for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"})
+      if (const json* s = find(model, key); s != nullptr && !s->is_null() && *s != "")
+        return fmt::format("model.{} {} is not implemented", key, s->dump());
+    return "";
+  }
+
+  // A Unigram model: [piece, score] pairs, their ids their places (scores: log probabilities),
+  // unk_id (null: none) and byte_fallback, the keys tokenizers writes; another key is refused.
+  std::string read_unigram(const json& model, Vocabulary& v) const {
+    const json& vocab = member(model, "model", "vocab");
+    v.scores.assign(v.tokens.size(), 0.0);
+    for (std::size_t i = 0; i < vocab.size(); ++i) {
+      if (vocab[i].size() != 2 || !vocab[i][1].is_number()) fail("model.vocab", "[piece, score]", vocab[i]);
+      v.scores[i] = vocab[i][1].get<double>();
+    }
+    v.unigram_pieces = static_cast<std::int32_t>(vocab.size());
+    if (const json* unk = find(model, "unk_id"); unk != nullptr && !unk->is_null()) {
+      if (!unk->is_number_integer() || unk->get<std::int64_t>() < 0 || unk->get<std::int64_t>() >= v.unigram_pieces)
+        fail("model.unk_id", fmt::format("null or an id in [0, {})", v.unigram_pieces), *unk);
+      v.unk = unk->get<int>();
+    }
+    for (const auto& [key, value] : model.items())
+      if (key != "type" && key != "vocab" && key != "unk_id" && key != "byte_fallback")
+        return fmt::format("the Unigram option model.{} {} is not implemented", key, json_excerpt(value));
+    return "";
+  }
+
   // A byte-level BPE (GPT-2's byte stand-ins): a ByteLevel pre-tokenizer, last, after Split, Digits
   // or Punctuation steps; no normalizer, no byte fallback. A non-empty return says why text cannot
   // be encoded.
@@ -241,7 +273,7 @@ class Reader {
   // transformers' converters write it: the normalizer Prepend("▁") and Replace(" ", "▁") with no
   // pre-tokenizer (Llama 2's "legacy" files), or a Metaspace pre-tokenizer and no normalizer.
   std::string read_sentencepiece(const json& model, Vocabulary& v) const {
-    v.fuse_unk = bool_at(model, "model.fuse_unk", false);
+    v.fuse_unk = v.unigram_pieces > 0 || bool_at(model, "model.fuse_unk", false);  // a Unigram always fuses
     const json* n = find(root_, "normalizer");
     const json* pre = find(root_, "pre_tokenizer");
     const bool normalizer = n != nullptr && !n->is_null(), pre_tokenizer = pre != nullptr && !pre->is_null();

@@ -5,7 +5,8 @@
 // Punctuation steps: their patterns, read as Hugging Face tokenizers reads them; a Unicode
 // normalization form before it), or
 // SentencePiece-style BPE (pieces with "▁", byte fallback, fuse_unk; the normalizer Prepend("▁") +
-// Replace(" ", "▁"), or a Metaspace pre-tokenizer with its prepend_scheme and split), its added
+// Replace(" ", "▁"), or a Metaspace pre-tokenizer with its prepend_scheme and split) or a Unigram
+// over the same (pieces with scores, unk_id, byte fallback: Vocabulary::unigram_pieces), its added
 // tokens (special: control; the others user-defined) and the BOS and EOS its post-processor puts
 // around a text. A tokenizer.json tapdiff cannot follow (another model, a normalizer, an option it does not
 // implement) still gives its pieces for decoding, and Vocabulary::cannot_encode says why text is

@@ -1,6 +1,7 @@
 #include "model/tokenizer.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 #include <queue>
 
@@ -164,6 +165,23 @@ Tokenizer::Tokenizer(const Vocabulary& vocab) : vocab_(vocab) {
   });
   if (kind_ == Kind::bpe) build_bpe_tables();
   if (kind_ == Kind::spm) read_merge_ranks();
+  if (vocab_.unigram_pieces > 0) build_unigram_tables();
+}
+
+// Every piece of a Unigram, whatever its type (a later one of the same text wins, as in
+// tokenizers' map), the longest, and the unknown characters' score.
+void Tokenizer::build_unigram_tables() {
+  if (kind_ != Kind::spm || vocab_.unigram_pieces > size() || vocab_.scores.empty())
+    throw FormatError(fmt::format("{}: a Unigram needs SentencePiece-style pieces, at most {} of them, with scores",
+                                  where(), size()));
+  double lowest = std::numeric_limits<double>::infinity();
+  for (std::int32_t id = 0; id < vocab_.unigram_pieces; ++id) {
+    const std::string& piece = vocab_.tokens[static_cast<std::size_t>(id)];
+    unigram_ids_.insert_or_assign(piece, id);
+    unigram_longest_ = std::max(unigram_longest_, piece.size());
+    lowest = std::min(lowest, vocab_.scores[static_cast<std::size_t>(id)]);
+  }
+  unigram_unk_score_ = lowest - 10.0;
 }
 
 std::string Tokenizer::where() const {
@@ -351,10 +369,11 @@ void Tokenizer::encode_spm(std::string_view text, bool prefix, std::vector<std::
   };
   const auto encode_word = [&](std::string_view word) {
     bool unk_last = false;
-    for (std::string_view symbol : merge_pairs(word, utf8_lengths(word), score)) {
+    const bool unigram = vocab_.unigram_pieces > 0;
+    for (std::string_view symbol : unigram ? unigram_segments(word) : merge_pairs(word, utf8_lengths(word), score)) {
       const bool fused = unk_last && vocab_.fuse_unk;
       unk_last = false;
-      if (const std::int32_t id = find_piece(symbol); id >= 0) {
+      if (const std::int32_t id = unigram ? unigram_piece(symbol) : find_piece(symbol); id >= 0) {
         out.push_back(id);
         continue;
       }
@@ -377,6 +396,62 @@ void Tokenizer::encode_spm(std::string_view text, bool prefix, std::vector<std::
     begin = at;
   }
   encode_word(std::string_view(norm).substr(begin));
+}
+
+// tokenizers' Unigram (its encode_optimized): the cut of the word into pieces whose scores sum
+// highest, found left to right (a later path replaces an earlier one only when strictly better). A
+// character that no piece is alone is also an unknown one, scored as the lowest piece minus 10
+// (and refused without an unk token, as tokenizers refuses it). Unknown characters, and pieces
+// that are the unk token, next to each other are one segment.
+std::vector<std::string_view> Tokenizer::unigram_segments(std::string_view word) const {
+  struct Best {
+    double score = 0;
+    std::size_t start = 0;
+    std::int32_t id = -1;
+    bool reached = false;
+  };
+  std::vector<Best> best(word.size() + 1);
+  std::size_t at = 0;
+  for (const std::size_t char_length : utf8_lengths(word)) {
+    const double here = best[at].score;
+    const auto reach = [&](std::size_t end, double score, std::int32_t id) {
+      Best& b = best[end];
+      if (!b.reached || here + score > b.score) b = {here + score, at, id, true};
+    };
+    bool single = false;
+    for (std::size_t length = 1; length <= unigram_longest_ && at + length <= word.size(); ++length) {
+      const auto it = unigram_ids_.find(word.substr(at, length));
+      if (it == unigram_ids_.end()) continue;
+      reach(at + length, vocab_.scores[static_cast<std::size_t>(it->second)], it->second);
+      single = single || length == char_length;
+    }
+    if (!single) {
+      if (vocab_.unk < 0) throw_unencodable(word.substr(at, char_length));
+      reach(at + char_length, unigram_unk_score_, vocab_.unk);
+    }
+    at += char_length;
+  }
+  std::vector<std::string_view> segments;  // from the end
+  std::size_t unknown_end = 0;
+  bool unknown = false;
+  for (std::size_t end = word.size(); end > 0; end = best[end].start) {
+    if (best[end].id == vocab_.unk) {
+      if (!unknown) unknown_end = end;
+      unknown = true;
+      continue;
+    }
+    if (unknown) segments.push_back(word.substr(end, unknown_end - end));
+    unknown = false;
+    segments.push_back(word.substr(best[end].start, end - best[end].start));
+  }
+  if (unknown) segments.push_back(word.substr(0, unknown_end));
+  std::reverse(segments.begin(), segments.end());
+  return segments;
+}
+
+std::int32_t Tokenizer::unigram_piece(std::string_view piece) const {
+  const auto it = unigram_ids_.find(piece);
+  return it == unigram_ids_.end() ? -1 : it->second;
 }
 
 void Tokenizer::encode_bpe(std::string_view text, std::vector<std::int32_t>& out) const {

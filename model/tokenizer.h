@@ -7,6 +7,8 @@
 //   adjacent symbols merge, best piece score first (leftmost on ties), or with a tokenizer.json's
 //   merges the best-ranked pair first, as tokenizers' BPE does; characters that are not a piece
 //   fall back to byte tokens <0xXX> (or to unk when the vocabulary has none).
+//   From a tokenizer.json Unigram (Vocabulary::unigram_pieces), each word is instead cut into the
+//   pieces whose scores sum highest, as tokenizers' Unigram does.
 // model "gpt2": byte-level BPE with ranked merges ("a b" strings), after the pre-tokenization
 //   the vocabulary's split patterns give (a tokenizer.json's) or tokenizer.ggml.pre names
 //   (model/pre_tokenizers.h: llama.cpp's); for a pre-tokenizer tapdiff does not implement, or
@@ -80,6 +82,9 @@ class Tokenizer {
   void encode_bpe_word(std::string_view word, std::vector<std::int32_t>& out) const;
   std::string decode_bpe_piece(std::string_view piece) const;
   std::int32_t find_piece(std::string_view piece) const;  // -1 when not a mergeable piece
+  void build_unigram_tables();
+  std::vector<std::string_view> unigram_segments(std::string_view word) const;
+  std::int32_t unigram_piece(std::string_view piece) const;  // -1 when no piece of the Unigram
   double spm_score(std::int32_t id) const;
   [[noreturn]] void throw_unencodable(std::string_view text) const;
 
@@ -92,6 +97,9 @@ class Tokenizer {
   PieceMap merge_ranks_;                                      // "left right" -> rank, lower merges first (bpe)
   std::array<std::string, 256> byte_chars_;                   // byte -> its GPT-2 unicode stand-in, UTF-8 (bpe)
   std::unordered_map<std::string, std::uint8_t> char_bytes_;  // the inverse of byte_chars_ (bpe)
+  PieceMap unigram_ids_;                                      // text -> id of every piece of a Unigram
+  std::size_t unigram_longest_ = 0;                           // its longest piece, in bytes
+  double unigram_unk_score_ = 0;                              // an unknown character's score
 };
 
 // text with every malformed UTF-8 sequence (a lone byte token's fragment, a surrogate) replaced by

@@ -132,7 +132,7 @@ struct Vocabulary {
   std::string source;  // the file it came from, named in the tokenizer's messages
   std::string model;   // "llama" (SentencePiece-style) or "gpt2" (byte-level BPE)
   std::vector<std::string> tokens;
-  std::vector<float> scores;        // may be empty
+  std::vector<double> scores;       // may be empty
   std::vector<std::int32_t> types;  // 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte; may be empty
   // gpt2: ranked merges ("a b"); llama: empty (pieces merge by score), or from a tokenizer.json its
   // BPE's ranked merges, used instead of the scores.
@@ -149,6 +149,9 @@ struct Vocabulary {
   SpacePrefix space_prefix = SpacePrefix::every_fragment;  // llama only
   bool split_at_spaces = false;  // llama: each "▁"-led word merges alone (tokenizers' Metaspace split)
   bool fuse_unk = false;         // llama: adjacent unknown characters give one unk (tokenizers' fuse_unk)
+  // llama from a tokenizer.json Unigram: ids below this are its pieces, into which each word is cut
+  // by the best sum of their scores (tokenizers' Viterbi) instead of merged; 0 for the others.
+  std::int32_t unigram_pieces = 0;
   UnicodeForm normalization = UnicodeForm::none;   // applied to each fragment of text (tokenizers' NFC, ...)
   std::map<std::int32_t, StripSpace> strip_space;  // by token id; none: the token's own text only
   bool special_tokens_as_text = false;             // control tokens written in text are text (split_special_tokens)

@@ -125,6 +125,43 @@ TEST(HfTokenizer, SentencePieceStyleBpeEncodesAsItsNormalizerOrMetaspaceSays) {
             (Ids{1, 2, 0, 3}));  // two unknown characters: one fused unk
 }
 
+// A Unigram as tokenizers saves one: [piece, score] pairs, Metaspace cutting the text into words.
+json unigram_tokenizer() {
+  return json::parse(R"({
+    "added_tokens": [{"id": 0, "content": "<unk>", "special": true, "normalized": false}],
+    "normalizer": null,
+    "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": true},
+    "post_processor": null,
+    "decoder": null,
+    "model": {"type": "Unigram", "unk_id": 0, "byte_fallback": false,
+              "vocab": [["<unk>", 0.0], ["\u2581", -4.0], ["a", -3.0], ["b", -3.0], ["c", -3.0],
+                        ["\u2581ab", -1.0], ["\u2581a", -2.0], ["bc", -0.5], ["ax", -24.5]]}})");
+}
+
+// Each word is cut into the pieces whose scores sum highest, not the longest first: "▁abc" is
+// ▁a + bc (-2.5), not ▁ab + c (-4). An unknown character scores as the lowest piece minus 10
+// (-34.5 here: "▁ax" is ▁ + ax, -28.5, not ▁a + unknown x, -36.5), and a run of them is one unk.
+TEST(HfTokenizer, UnigramCutsEachWordIntoThePiecesWhoseScoresSumHighest) {
+  using Ids = std::vector<std::int32_t>;
+  const auto v = hf_vocabulary(folder_with(unigram_tokenizer(), "hf_tok_unigram"), config_of(9));
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->model, "llama");
+  EXPECT_EQ(v->unigram_pieces, 9);
+  EXPECT_EQ(v->unk, 0);
+  const Tokenizer t(*v);
+  EXPECT_EQ(t.encode("abc", false), (Ids{6, 7}));
+  EXPECT_EQ(t.encode("ab", false), (Ids{5}));
+  EXPECT_EQ(t.encode("xyz a", false), (Ids{1, 0, 6}));  // ▁, unk for "xyz", ▁a
+  EXPECT_EQ(t.encode("ax", false), (Ids{1, 8}));
+  EXPECT_EQ(t.encode("ayz", false), (Ids{6, 0}));  // ▁a, unk for "yz"
+  EXPECT_EQ(t.decode(Ids{6, 7, 6}), "abc a");
+  json no_unk = unigram_tokenizer();
+  no_unk["model"]["unk_id"] = nullptr;
+  const Tokenizer strict(*hf_vocabulary(folder_with(no_unk, "hf_tok_unigram"), config_of(9)));
+  EXPECT_EQ(strict.encode("abc", false), (Ids{6, 7}));
+  EXPECT_THROW(strict.encode("ax", false), UsageError);  // tokenizers fails without an unk id too
+}
+
 // An added token with lstrip / rstrip takes the white space before / after it into its match, as
 // tokenizers' AddedVocabulary does (not back past the previous match).
 TEST(HfTokenizer, AddedTokensTakeTheWhiteSpaceTheirStripOptionsSay) {
@@ -181,10 +218,10 @@ TEST(HfTokenizer, FeaturesTapdiffDoesNotImplementRefuseTextNamingThem) {
   json fused = byte_level_tokenizer();
   fused["model"]["unk_token"] = "h", fused["model"]["fuse_unk"] = true;
   EXPECT_NE(refusal(fused).find("model.fuse_unk true is not implemented"), std::string::npos);
-  json unigram = byte_level_tokenizer();
-  unigram["model"] = {{"type", "Unigram"},
-                      {"vocab", json::array({{"h", -1.0}, {"e", -2.0}, {"he", -0.5}, {"x", -3.0}})}};
-  EXPECT_NE(refusal(unigram).find("model.type 'Unigram' is not implemented"), std::string::npos);
+  json word_piece = byte_level_tokenizer();
+  word_piece["model"] = {{"type", "WordPiece"}, {"vocab", {{"h", 0}, {"e", 1}, {"he", 2}, {"##e", 3}}}};
+  EXPECT_NE(refusal(word_piece).find("model.type 'WordPiece' is not implemented (tapdiff reads BPE and Unigram)"),
+            std::string::npos);
   json nfkc = sentencepiece_tokenizer();
   nfkc["normalizer"]["normalizers"].push_back({{"type", "NFKC"}});
   EXPECT_NE(refusal(nfkc).find("the normalizer {\"type\":\"NFKC\"} is not implemented (Replace"), std::string::npos)

@@ -391,6 +391,12 @@ def train_sentencepiece_bpe(variant: str) -> Tokenizer:
         tokenizer.normalizer = normalizer
     if pre is not None:
         tokenizer.pre_tokenizer = pre
+    return with_llama_2_specials(tokenizer)
+
+
+def with_llama_2_specials(tokenizer: Tokenizer) -> Tokenizer:
+    """<unk>, <s> and </s> as special tokens (ids 0, 1, 2), <s> before the text, "\u2581" decoded as a
+    space, byte tokens joined, the first space stripped: as Llama 2's tokenizer.json has them."""
     tokenizer.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in ("<unk>", "<s>", "</s>")])
     tokenizer.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
     tokenizer.decoder = decoders.Sequence([decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(),

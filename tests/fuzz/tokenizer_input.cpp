@@ -29,10 +29,10 @@ float score_of(std::int8_t code) {
   }
 }
 
-char code_of(float score) {
+char code_of(double score) {
   if (std::isnan(score)) return static_cast<char>(127);
   if (std::isinf(score)) return static_cast<char>(score > 0 ? 126 : -128);
-  return static_cast<char>(static_cast<std::int8_t>(std::clamp(std::round(score), -127.0f, 125.0f)));
+  return static_cast<char>(static_cast<std::int8_t>(std::clamp(std::round(score), -127.0, 125.0)));
 }
 
 }  // namespace
@@ -67,6 +67,8 @@ TokenizerInput parse_tokenizer_input(std::span<const std::uint8_t> bytes) {
       v.split_patterns->emplace_back(payload);
     } else if (record[0] == 'x') {
       in.texts.emplace_back(payload);
+    } else if (record[0] == 'u') {
+      v.unigram_pieces = static_cast<std::int32_t>(v.tokens.size());
     } else if (record[0] == 't' && payload.size() >= 2) {
       v.tokens.emplace_back(payload.substr(2));
       if ((flags & kTypes) != 0) v.types.push_back(static_cast<std::int8_t>(payload[0]));
@@ -95,6 +97,7 @@ std::string format_tokenizer_input(const TokenizerInput& in) {
     std::string payload{v.types.empty() ? '\1' : static_cast<char>(v.types[i]),
                         v.scores.empty() ? '\0' : code_of(v.scores[i])};
     record('t', payload + v.tokens[i]);
+    if (static_cast<std::int32_t>(i) + 1 == v.unigram_pieces) record('u', "");
   }
   for (const std::string& merge : v.merges) record('m', merge);
   if (v.model == "gpt2" && v.pre != "gpt-2") record('p', v.pre);

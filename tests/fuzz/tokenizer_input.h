@@ -12,6 +12,7 @@
 //     'p' name               a gpt2 pre-tokenizer (tokenizer.ggml.pre; "gpt-2" when none)
 //     's' pattern            a gpt2 split pattern (a tokenizer.json's; when any, `pre` is not read)
 //     'x' text               a text to encode
+//     'u'                    the tokens so far are a Unigram's pieces (Vocabulary::unigram_pieces)
 //   other records are ignored.
 #include <cstdint>
 #include <span>

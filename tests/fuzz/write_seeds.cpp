@@ -167,7 +167,8 @@ void tokenizer_seeds(const fs::path& dir, const fs::path& json_dir) {
   fuzz::TokenizerInput spm;
   const model::SynthVocabulary synth = model::synth_vocabulary(300);
   spm.vocab.model = "llama";
-  spm.vocab.tokens = synth.tokens, spm.vocab.scores = synth.scores, spm.vocab.types = synth.types;
+  spm.vocab.tokens = synth.tokens, spm.vocab.scores.assign(synth.scores.begin(), synth.scores.end()),
+  spm.vocab.types = synth.types;
   spm.vocab.bos = 1, spm.vocab.eos = 2, spm.vocab.unk = 0;
   spm.texts = texts;
   write_text(dir / "llama-synth", fuzz::format_tokenizer_input(spm));
@@ -228,6 +229,17 @@ void tokenizer_seeds(const fs::path& dir, const fs::path& json_dir) {
   write_text(dir / "llama-ranked-merges", fuzz::format_tokenizer_input(ranked));
   write_text(json_dir / "sentencepiece-legacy.json", sentencepiece_json(ranked.vocab, false).dump(1));
   write_text(json_dir / "sentencepiece-metaspace.json", sentencepiece_json(ranked.vocab, true).dump());
+  // The same pieces as a Unigram's, scored by their place.
+  nlohmann::json unigram = sentencepiece_json(ranked.vocab, true), pieces = nlohmann::json::array();
+  ranked.vocab.scores.clear();
+  for (std::size_t id = 0; id < ranked.vocab.tokens.size(); ++id) {
+    ranked.vocab.scores.push_back(-static_cast<double>(id));
+    pieces.push_back({ranked.vocab.tokens[id], ranked.vocab.scores.back()});
+  }
+  unigram["model"] = {{"type", "Unigram"}, {"unk_id", 0}, {"byte_fallback", true}, {"vocab", pieces}};
+  write_text(json_dir / "unigram.json", unigram.dump());
+  ranked.vocab.unigram_pieces = static_cast<std::int32_t>(ranked.vocab.tokens.size());
+  write_text(dir / "llama-unigram", fuzz::format_tokenizer_input(ranked));
 }
 
 // Outside engines' dumps of the imported_dump target's model (vLLM's names): 3 prefill rows and
