@@ -605,6 +605,16 @@ const std::vector<GgufFamily>& gguf_families() {
        {"expert_count", "expert_used_count"},
        [](const GgufFile& f, const std::string& prefix, ModelConfig& c) { read_gguf_experts(f, prefix, c, ""); }},
       {"mistral", RopeStyle::interleaved, {}},
+      // SmolLM3: Llama's block, every fourth layer (counting from 1) without RoPE: llama.cpp's
+      // fixed step, which its converter writes no key for; no sliding window in its graph.
+      {"smollm3",
+       RopeStyle::interleaved,
+       {},
+       [](const GgufFile&, const std::string&, ModelConfig& c) {
+         c.rope_layers.resize(static_cast<std::size_t>(c.n_layers));
+         for (int l = 0; l < c.n_layers; ++l) c.rope_layers[static_cast<std::size_t>(l)] = (l + 1) % 4 != 0;
+       },
+       {"attention.sliding_window"}},
       {"qwen2", RopeStyle::rotate_half, {}},
       {"qwen3",
        RopeStyle::rotate_half,

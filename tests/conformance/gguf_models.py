@@ -14,7 +14,7 @@ DIM, LAYERS, HEADS, KV_HEADS, HEAD_DIM, FFN, VOCAB = 64, 3, 4, 2, 16, 96, 320
 @dataclass
 class GgufCase:
     name: str
-    arch: str = "llama"  # llama | qwen2 | qwen3 | qwen3moe | granite | olmo2 | gemma | gemma2 | gemma3
+    arch: str = "llama"  # llama | smollm3 | qwen2 | qwen3 | qwen3moe | granite | olmo2 | gemma | gemma2 | gemma3
     rope_base: float = 10000.0
     rotary_dim: int = HEAD_DIM
     linear_factor: float = 0.0  # rope.scaling.type linear when > 0
@@ -29,6 +29,8 @@ GGUF_CASES = [
     GgufCase("llama"),
     GgufCase("llama-linear", linear_factor=4.0),
     GgufCase("llama3-rope-freqs", rope_base=500000.0, llama3=True),
+    # SmolLM3: layers 3 and 7 without RoPE (llama.cpp's fixed step of 4).
+    GgufCase("smollm3", arch="smollm3", rope_base=5000000.0, layers=8),
     GgufCase("qwen2", arch="qwen2", rope_base=1000000.0),
     GgufCase("qwen3", arch="qwen3", rope_base=1000000.0),
     GgufCase("granite", arch="granite", extra={"embedding_scale": 6.0, "residual_scale": 0.22,

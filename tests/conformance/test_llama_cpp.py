@@ -59,7 +59,7 @@ def test_greedy_tokens_equal_llama_cpp(case, tmp_path):
     assert tapdiff_tokens(model, "--engine", "vulkan", "--chunk", "64") == expected
 
 
-@pytest.mark.parametrize("arch", ["granite", "olmo2", "gemma"])
+@pytest.mark.parametrize("arch", ["granite", "olmo2", "gemma", "smollm3"])
 def test_a_window_llama_cpp_does_not_apply_is_refused(arch, tmp_path):
     case = next(c for c in GGUF_CASES if c.arch == arch)
     model = tmp_path / f"{arch}.gguf"
