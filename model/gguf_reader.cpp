@@ -431,7 +431,8 @@ constexpr int kIntMax = std::numeric_limits<int>::max();
 
 struct NamedWeight {
   WeightKind kind;
-  int layer;  // -1 for whole-model tensors
+  int layer;              // -1 for whole-model tensors
+  std::int64_t rows = 0;  // a fused tensor's part: its next `rows` rows; 0: the whole tensor
 };
 
 // The WeightKind of a GGUF tensor name, or nullopt for a tensor the model does not use.
@@ -580,6 +581,7 @@ struct GgufFamily {
   void (*read)(const GgufFile& f, const std::string& prefix, ModelConfig& c) = nullptr;
   // Keys other families read that this one's graph computes nothing with: refused when present.
   std::vector<std::string_view> unread = {};
+  bool gate_up_in_ffn_up = false;  // ffn_up holds the gate's rows, then up's (Phi-3)
 };
 
 // Gemma 1/2 as llama.cpp computes them: the converter stores every norm as 1 + w (so no offset
@@ -697,8 +699,33 @@ const std::vector<GgufFamily>& gguf_families() {
          for (int l = 0; l < c.n_layers; ++l) c.sliding_layers[static_cast<std::size_t>(l)] = l % 6 < 5;
          c.sliding_rope = SlidingRope{10000.0, {}};
        }},
+      // Phi-3 / Phi-4: rotate-half RoPE, gate and up fused in ffn_up. llama.cpp disables the
+      // sliding window the converter writes (a warning), so it attends to every position here too.
+      // LongRoPE's factor tensors are refused: llama.cpp picks the long or the short ones by the
+      // context size a run asks for, not by anything the file says.
+      {"phi3",
+       RopeStyle::rotate_half,
+       {},
+       [](const GgufFile& f, const std::string&, ModelConfig& c) {
+         c.sliding_window = 0;
+         for (const char* factors : {"rope_factors_long.weight", "rope_factors_short.weight"})
+           if (f.find_tensor(factors) != nullptr)
+             throw_format_error(fmt::format(
+                 "{}: tensor '{}' is not supported: llama.cpp's phi3 picks LongRoPE's long or short factors by "
+                 "the context size it runs with, which tapdiff does not choose for it",
+                 f.path().string(), factors));
+       },
+       {},
+       true},
   };
   return families;
+}
+
+const GgufFamily& family_of(std::string_view arch) {
+  const auto& families = gguf_families();
+  const auto it = std::find_if(families.begin(), families.end(), [&](const GgufFamily& g) { return g.arch == arch; });
+  if (it == families.end()) throw_format_error(fmt::format("general.architecture '{}' is not supported", arch));
+  return *it;
 }
 
 // Keys under "<arch>." that change the math must be read above; the others are listed here.
@@ -777,17 +804,54 @@ ModelConfig gguf_config(const GgufFile& f) {
   return c;
 }
 
+// The weights a GGUF tensor holds: one, or the parts of a fused projection in row order (q, k and
+// v in attn_qkv, which llama.cpp reads for every family; gate and up in the ffn_up of a family
+// whose graph splits it); none for a tensor the model does not use.
+std::vector<NamedWeight> gguf_weights(std::string_view name, const ModelConfig& c) {
+  constexpr std::string_view kQkv = "attn_qkv.weight";
+  if (name.ends_with(kQkv)) {
+    const auto q = gguf_weight(std::string(name.substr(0, name.size() - kQkv.size())) + "attn_q.weight");
+    if (!q) return {};
+    return {{WeightKind::wq, q->layer, c.q_dim()},
+            {WeightKind::wk, q->layer, c.kv_dim()},
+            {WeightKind::wv, q->layer, c.kv_dim()}};
+  }
+  const auto named = gguf_weight(name);
+  if (!named) return {};
+  if (named->kind == WeightKind::ffn_up && family_of(c.arch).gate_up_in_ffn_up)
+    return {{WeightKind::ffn_gate, named->layer, c.ffn_dim}, {WeightKind::ffn_up, named->layer, c.ffn_dim}};
+  return {*named};
+}
+
 void add_weights(const GgufFile& f, const ModelConfig& c, Model& model) {
+  const std::string file = f.path().string();
   for (const GgufTensorInfo& t : f.tensors()) {
-    const auto named = gguf_weight(t.name);
-    if (!named && t.name == kRopeFreqs) continue;  // read into the config's RoPE scaling
-    if (!named)
-      throw_format_error(fmt::format("{}: tensor '{}' is not supported: tapdiff computes no op that uses it",
-                                     f.path().string(), t.name));
-    if (named->layer >= c.n_layers)
-      throw_format_error(fmt::format("{}: tensor '{}' belongs to layer {}, but {}.block_count is {}", f.path().string(),
-                                     t.name, named->layer, c.arch, c.n_layers));
-    model.add(named->kind, named->layer, to_weight(f, t, is_stacked_experts(named->kind)));
+    const std::vector<NamedWeight> parts = gguf_weights(t.name, c);
+    if (parts.empty() && t.name == kRopeFreqs) continue;  // read into the config's RoPE scaling
+    if (parts.empty())
+      throw_format_error(
+          fmt::format("{}: tensor '{}' is not supported: tapdiff computes no op that uses it", file, t.name));
+    if (parts.front().layer >= c.n_layers)
+      throw_format_error(fmt::format("{}: tensor '{}' belongs to layer {}, but {}.block_count is {}", file, t.name,
+                                     parts.front().layer, c.arch, c.n_layers));
+    const WeightTensor whole = to_weight(f, t, is_stacked_experts(parts.front().kind));
+    if (parts.size() == 1) {
+      model.add(parts.front().kind, parts.front().layer, whole);
+      continue;
+    }
+    std::int64_t row = 0;
+    for (const NamedWeight& part : parts) row += part.rows;
+    if (whole.rows != row)
+      throw_format_error(fmt::format("{}: tensor '{}' has {} rows, but the {} weights it fuses have {} for this config",
+                                     file, t.name, whole.rows, parts.size(), row));
+    row = 0;
+    for (const NamedWeight& part : parts) {
+      if (model.find(part.kind, part.layer) != nullptr)
+        throw_format_error(fmt::format("{}: tensor '{}' holds {} of layer {}, which another tensor holds too", file,
+                                       t.name, weight_kind_name(part.kind), part.layer));
+      model.add(part.kind, part.layer, whole.row_slice(row, part.rows));
+      row += part.rows;
+    }
   }
 }
 

@@ -361,16 +361,8 @@ std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
       if (const WeightTensor* twin = model->find(part.kind, part.layer))
         throw_format_error(fmt::format("{}: tensors '{}' and '{}' are both {} of layer {} for a {} model", file,
                                        twin->name, name, weight_kind_name(part.kind), part.layer, config.arch));
-      WeightTensor t = whole;
-      if (part.rows > 0) {  // rows [row, row + part.rows) of the fused matrix
-        const std::size_t row_size = row_bytes(whole.dtype, whole.cols);
-        t.name = fmt::format("{}[{}:{}]", name, row, row + part.rows);
-        t.rows = part.rows;
-        t.bytes = whole.bytes.subspan(static_cast<std::size_t>(row) * row_size,
-                                      static_cast<std::size_t>(part.rows) * row_size);
-        row += part.rows;
-      }
-      model->add(part.kind, part.layer, t);
+      model->add(part.kind, part.layer, part.rows > 0 ? whole.row_slice(row, part.rows) : whole);
+      row += part.rows;
     }
   }
   experts.add_to(*model);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <set>
 
+#include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
 #include "model/errors.h"
@@ -96,6 +97,16 @@ std::span<const std::byte> WeightTensor::contiguous(std::vector<std::byte>& stor
   storage.clear();
   for (const std::span<const std::byte> part : parts) storage.insert(storage.end(), part.begin(), part.end());
   return storage;
+}
+
+WeightTensor WeightTensor::row_slice(std::int64_t first, std::int64_t count) const {
+  const std::size_t size = row_bytes(dtype, cols);
+  return WeightTensor{fmt::format("{}[{}:{}]", name, first, first + count),
+                      dtype,
+                      count,
+                      cols,
+                      bytes.subspan(static_cast<std::size_t>(first) * size, static_cast<std::size_t>(count) * size),
+                      {}};
 }
 
 Model::Model(std::filesystem::path path, ModelConfig config) : path_(std::move(path)), config_(std::move(config)) {}

@@ -110,6 +110,9 @@ struct WeightTensor {
   }
   // The tensor's bytes, gathered into `storage` when they lie in parts.
   std::span<const std::byte> contiguous(std::vector<std::byte>& storage) const;
+  // Rows [first, first + count) of a tensor in one piece (a part of a fused projection), named
+  // "<name>[first:end]".
+  WeightTensor row_slice(std::int64_t first, std::int64_t count) const;
 };
 
 // Where the SentencePiece-style encoder (model "llama") puts a "▁" before a fragment of text (the

@@ -14,11 +14,12 @@ DIM, LAYERS, HEADS, KV_HEADS, HEAD_DIM, FFN, VOCAB = 64, 3, 4, 2, 16, 96, 320
 @dataclass
 class GgufCase:
     name: str
-    arch: str = "llama"  # llama | smollm3 | qwen2 | qwen3 | qwen3moe | granite | olmo2 | gemma | gemma2 | gemma3
+    arch: str = "llama"  # llama | smollm3 | phi3 | qwen2 | qwen3 | qwen3moe | granite | olmo2 | gemma | gemma2 | gemma3
     rope_base: float = 10000.0
     rotary_dim: int = HEAD_DIM
     linear_factor: float = 0.0  # rope.scaling.type linear when > 0
     llama3: bool = False  # rope_freqs.weight as llama.cpp's converter computes it for Llama 3.1
+    longrope: bool = False  # Phi-3's rope_factors_long.weight and rope_factors_short.weight
     extra: dict = field(default_factory=dict)
     layers: int = LAYERS
     post_norm_gain: float = 1.0  # the post-norms' weights times this: updates as large as the stream
@@ -31,6 +32,8 @@ GGUF_CASES = [
     GgufCase("llama3-rope-freqs", rope_base=500000.0, llama3=True),
     # SmolLM3: layers 3 and 7 without RoPE (llama.cpp's fixed step of 4).
     GgufCase("smollm3", arch="smollm3", rope_base=5000000.0, layers=8),
+    # Phi-3 with q, k, v and gate, up fused, and a window llama.cpp disables (the prompt is longer).
+    GgufCase("phi3", arch="phi3", extra={"sliding_window": 24}),
     GgufCase("qwen2", arch="qwen2", rope_base=1000000.0),
     GgufCase("qwen3", arch="qwen3", rope_base=1000000.0),
     GgufCase("granite", arch="granite", extra={"embedding_scale": 6.0, "residual_scale": 0.22,
@@ -54,6 +57,7 @@ PRE_NORMS = {"olmo2": False}
 POST_NORMS = {"olmo2", "gemma2", "gemma3"}
 QK_NORM = {"qwen3": HEAD_DIM, "qwen3moe": HEAD_DIM, "olmo2": None, "gemma3": HEAD_DIM}  # None: the whole projection
 TIED = {"gemma", "gemma2", "gemma3"}
+FUSED = {"phi3"}  # q, k and v in attn_qkv, gate and up in ffn_up, as llama.cpp's converter writes them
 
 
 def llama3_rope_factors(base: float, dim: int, factor=8.0, low=1.0, high=4.0, original=64) -> np.ndarray:
@@ -105,13 +109,20 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0) -> None:
     w.add_tensor("token_embd.weight", rng.standard_normal((VOCAB, DIM)).astype(np.float32))
     if case.llama3:
         w.add_tensor("rope_freqs.weight", llama3_rope_factors(case.rope_base, case.rotary_dim))
+    if case.longrope:
+        for factors in ("rope_factors_long", "rope_factors_short"):
+            w.add_tensor(f"{factors}.weight", (1.0 + rng.random(case.rotary_dim // 2)).astype(np.float32))
     for layer in range(case.layers):
         p = f"blk.{layer}."
         if PRE_NORMS.get(case.arch, True):
             w.add_tensor(p + "attn_norm.weight", norm(DIM))
-        w.add_tensor(p + "attn_q.weight", matrix(HEADS * HEAD_DIM, DIM))
-        w.add_tensor(p + "attn_k.weight", matrix(KV_HEADS * HEAD_DIM, DIM))
-        w.add_tensor(p + "attn_v.weight", matrix(KV_HEADS * HEAD_DIM, DIM))
+        q, k, v = matrix(HEADS * HEAD_DIM, DIM), matrix(KV_HEADS * HEAD_DIM, DIM), matrix(KV_HEADS * HEAD_DIM, DIM)
+        if case.arch in FUSED:
+            w.add_tensor(p + "attn_qkv.weight", np.concatenate([q, k, v]))
+        else:
+            w.add_tensor(p + "attn_q.weight", q)
+            w.add_tensor(p + "attn_k.weight", k)
+            w.add_tensor(p + "attn_v.weight", v)
         if case.arch == "qwen2":
             for name, n in (("attn_q.bias", HEADS * HEAD_DIM), ("attn_k.bias", KV_HEADS * HEAD_DIM),
                             ("attn_v.bias", KV_HEADS * HEAD_DIM)):
@@ -132,8 +143,12 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0) -> None:
             w.add_tensor(p + "ffn_up_exps.weight", np.stack([matrix(ffn, DIM) for _ in range(count)]))
             w.add_tensor(p + "ffn_down_exps.weight", np.stack([matrix(DIM, ffn) for _ in range(count)]))
         else:
-            w.add_tensor(p + "ffn_gate.weight", matrix(FFN, DIM))
-            w.add_tensor(p + "ffn_up.weight", matrix(FFN, DIM))
+            gate, up = matrix(FFN, DIM), matrix(FFN, DIM)
+            if case.arch in FUSED:
+                w.add_tensor(p + "ffn_up.weight", np.concatenate([gate, up]))
+            else:
+                w.add_tensor(p + "ffn_gate.weight", gate)
+                w.add_tensor(p + "ffn_up.weight", up)
             w.add_tensor(p + "ffn_down.weight", matrix(DIM, FFN))
         if case.arch in POST_NORMS:
             w.add_tensor(p + "post_ffw_norm.weight", norm(DIM, case.post_norm_gain))

@@ -59,6 +59,16 @@ def test_greedy_tokens_equal_llama_cpp(case, tmp_path):
     assert tapdiff_tokens(model, "--engine", "vulkan", "--chunk", "64") == expected
 
 
+def test_phi3_longrope_factors_are_refused(tmp_path):
+    """llama.cpp takes the long factors when the context it is run with exceeds the original one:
+    a choice of the run, not of the file, which tapdiff does not guess."""
+    model = tmp_path / "phi3-longrope.gguf"
+    write_gguf(dataclasses.replace(next(c for c in GGUF_CASES if c.arch == "phi3"), longrope=True), model)
+    run = subprocess.run([TAPDIFF, "run", "--model", str(model), "--tokens", "1,2"], capture_output=True, text=True)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "tensor 'rope_factors_long.weight' is not supported: llama.cpp's phi3 picks LongRoPE's" in run.stderr
+
+
 @pytest.mark.parametrize("arch", ["granite", "olmo2", "gemma", "smollm3"])
 def test_a_window_llama_cpp_does_not_apply_is_refused(arch, tmp_path):
     case = next(c for c in GGUF_CASES if c.arch == arch)
