@@ -508,6 +508,11 @@ const HfComposite kComposites[] = {
     {"gemma3",
      "gemma3_text",
      {"vision_config", "mm_tokens_per_image", "boi_token_index", "eoi_token_index", "image_token_index"}},
+    // Mistral 3 (Mistral-Small-3.1, Devstral's multimodal parent): Mistral under a Pixtral encoder.
+    {"mistral3",
+     "mistral",
+     {"vision_config", "image_token_index", "projector_hidden_act", "vision_feature_layer", "multimodal_projector_bias",
+      "spatial_merge_size"}},
 };
 
 ModelConfig decoder_config(const json& j, const std::string& source);

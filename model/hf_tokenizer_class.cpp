@@ -22,7 +22,7 @@ constexpr std::string_view kBackend = "TokenizersBackend";
 constexpr std::string_view kSpmSpace = "\u2581";
 
 // transformers 5.24's TOKENIZER_MAPPING_NAMES for the model types tapdiff reads ("" where it has
-// none; mistral and mixtral as without mistral-common installed), and whether the type is in
+// none; mistral, mistral3 and mixtral as without mistral-common installed), and whether the type is in
 // MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS (the registered class overrides the folder's).
 struct RegisteredClass {
   std::string_view model_type;
@@ -37,6 +37,7 @@ constexpr RegisteredClass kRegistered[] = {
     {"granite", kBackend},
     {"llama", ""},
     {"mistral", kBackend},
+    {"mistral3", kBackend},
     {"mixtral", kBackend},
     {"olmo2", kBackend},
     {"phi3", kBackend, true},

@@ -231,13 +231,13 @@ std::vector<NamedWeight> hf_weights(std::string_view name, const ModelConfig& c)
 // decoder's tensors under a prefix, as each transformers version saves them, beside the image
 // encoder's, which a run on token ids never computes.
 struct CompositeNames {
-  std::string_view arch;
+  std::string_view archs[2];
   std::pair<std::string_view, std::string_view> renames[3];  // (prefix in the file, the decoder's own)
   std::string_view encoder[4];                               // prefixes of the encoder's tensors
 };
 
 constexpr CompositeNames kCompositeNames[] = {
-    {"gemma3",
+    {{"gemma3", "mistral3"},
      {{"language_model.model.", "model."},
       {"model.language_model.", "model."},
       {"language_model.lm_head.", "lm_head."}},
@@ -248,7 +248,7 @@ constexpr CompositeNames kCompositeNames[] = {
 // tensor of a multimodal checkpoint's image encoder.
 std::optional<std::string> decoder_name(std::string_view name, const ModelConfig& c) {
   for (const CompositeNames& composite : kCompositeNames) {
-    if (composite.arch != c.arch) continue;
+    if (std::ranges::find(composite.archs, c.arch) == std::end(composite.archs)) continue;
     for (std::string_view prefix : composite.encoder)
       if (name.starts_with(prefix)) return std::nullopt;
     for (const auto& [in_file, own] : composite.renames)

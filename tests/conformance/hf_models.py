@@ -38,9 +38,19 @@ class Case:
 # A mixture of experts' router weight (Mixtral's block_sparse_moe.gate, Qwen3-MoE's mlp.gate).
 ROUTER = ("mlp.gate.weight", "block_sparse_moe.gate.weight")
 
-# A SigLIP image encoder as small as it gets, for the multimodal cases (a token-id run never uses it).
+# Image encoders as small as they get, for the multimodal cases (a token-id run never uses them).
 TINY_SIGLIP = dict(model_type="siglip_vision_model", hidden_size=32, intermediate_size=48, num_hidden_layers=1,
                    num_attention_heads=2, image_size=28, patch_size=14)
+TINY_PIXTRAL = dict(model_type="pixtral", hidden_size=32, intermediate_size=48, num_hidden_layers=1,
+                    num_attention_heads=2, image_size=28, patch_size=14, head_dim=16)
+
+
+def model_class(config: transformers.PretrainedConfig):
+    """The auto class that builds the model: AutoModelForCausalLM, or AutoModelForImageTextToText for
+    a multimodal model it does not map (Mistral 3)."""
+    if type(config) in transformers.MODEL_FOR_CAUSAL_LM_MAPPING:
+        return transformers.AutoModelForCausalLM
+    return transformers.AutoModelForImageTextToText
 
 
 CASES = [
@@ -121,13 +131,20 @@ CASES = [
          {"head_dim": 16, "sliding_window": 6, "sliding_window_pattern": 2, "tie_word_embeddings": True},
          {"model_type": "gemma3", "vision_config": TINY_SIGLIP, "mm_tokens_per_image": 4,
           "image_token_index": 157, "boi_token_index": 158, "eoi_token_index": 159}),
+    # Mistral-Small-3.1's layout: Mistral (head_dim apart from hidden / heads) under a Pixtral
+    # encoder, the output untied at both levels (Mistral3Config's own default ties it).
+    Case("mistral3-multimodal", "mistral", {"rope_type": "default", "rope_theta": 1000000000.0},
+         {"head_dim": 32, "sliding_window": None},
+         {"model_type": "mistral3", "vision_config": TINY_PIXTRAL, "image_token_index": 157,
+          "tie_word_embeddings": False}),
 ]
 
 
 def make_model(case: Case, folder: Path, style: str, seed: int = 0) -> None:
     """Builds the case's model with random weights and saves it to folder (style "5.x" or "4.x")."""
     torch.manual_seed(seed)
-    model = transformers.AutoModelForCausalLM.from_config(case.config(), dtype=torch.float32)
+    config = case.config()
+    model = model_class(config).from_config(config, dtype=torch.float32)
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith("norm.weight"):

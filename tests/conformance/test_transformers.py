@@ -9,6 +9,7 @@ at the positions used here (printed by -s).
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -20,7 +21,7 @@ import pytest
 import torch
 import transformers
 
-from hf_models import CASES, make_model
+from hf_models import CASES, make_model, model_class
 
 TAPDIFF = os.environ.get("TAPDIFF_BINARY", str(Path(__file__).resolve().parents[2] / "build" / "tapdiff"))
 NMSE_BOUND = 1e-10
@@ -35,9 +36,8 @@ def nmse(a: np.ndarray, b: np.ndarray) -> float:
 def transformers_forward(folder: Path) -> dict[str, np.ndarray]:
     """The float64 forward's layer outputs, final norm and logits, keyed as tapdiff's dump names them."""
     # The experts' eager loop: the grouped kernels refuse float64 on the CPU.
-    model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float64,
-                                                              attn_implementation="eager",
-                                                              experts_implementation="eager")
+    model = model_class(transformers.AutoConfig.from_pretrained(folder)).from_pretrained(
+        folder, dtype=torch.float64, attn_implementation="eager", experts_implementation="eager")
     model.eval()
     out: dict[str, np.ndarray] = {}
 
@@ -177,6 +177,18 @@ def test_a_fault_the_model_would_never_run_is_refused(name, fault, message, tmp_
                          capture_output=True, text=True)
     assert run.returncode == 2, run.stdout + run.stderr
     assert message in run.stderr, run.stderr
+
+
+def test_a_multimodal_model_whose_levels_disagree_on_tying_is_refused(tmp_path):
+    """Mistral3Config ties the output by default while its Mistral text config does not: transformers
+    ties such a model and saves no lm_head. tapdiff does not pick one of the two levels."""
+    case = next(c for c in CASES if c.name == "mistral3-multimodal")
+    composite = {key: value for key, value in case.composite.items() if key != "tie_word_embeddings"}
+    folder = tmp_path / "model"
+    make_model(dataclasses.replace(case, composite=composite), folder, "5.x")
+    run = subprocess.run([TAPDIFF, "run", "--model", str(folder), "--tokens", "1,2"], capture_output=True, text=True)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "'tie_word_embeddings': expected text_config's value, false, found true" in run.stderr, run.stderr
 
 
 def test_a_kernel_without_the_models_soft_cap_is_refused_when_forced(tmp_path):
