@@ -835,21 +835,17 @@ void add_weights(const GgufFile& f, const ModelConfig& c, Model& model) {
       throw_format_error(fmt::format("{}: tensor '{}' belongs to layer {}, but {}.block_count is {}", file, t.name,
                                      parts.front().layer, c.arch, c.n_layers));
     const WeightTensor whole = to_weight(f, t, is_stacked_experts(parts.front().kind));
-    if (parts.size() == 1) {
-      model.add(parts.front().kind, parts.front().layer, whole);
-      continue;
-    }
     std::int64_t row = 0;
     for (const NamedWeight& part : parts) row += part.rows;
-    if (whole.rows != row)
+    if (parts.size() > 1 && whole.rows != row)
       throw_format_error(fmt::format("{}: tensor '{}' has {} rows, but the {} weights it fuses have {} for this config",
                                      file, t.name, whole.rows, parts.size(), row));
     row = 0;
-    for (const NamedWeight& part : parts) {
-      if (model.find(part.kind, part.layer) != nullptr)
-        throw_format_error(fmt::format("{}: tensor '{}' holds {} of layer {}, which another tensor holds too", file,
-                                       t.name, weight_kind_name(part.kind), part.layer));
-      model.add(part.kind, part.layer, whole.row_slice(row, part.rows));
+    for (const NamedWeight& part : parts) {  // a fused tensor and its parts apart (attn_qkv and attn_q): refused
+      if (const WeightTensor* twin = model.find(part.kind, part.layer))
+        throw_format_error(fmt::format("{}: tensors '{}' and '{}' are both {} of layer {}", file, twin->name, t.name,
+                                       weight_kind_name(part.kind), part.layer));
+      model.add(part.kind, part.layer, parts.size() > 1 ? whole.row_slice(row, part.rows) : whole);
       row += part.rows;
     }
   }

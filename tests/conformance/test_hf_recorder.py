@@ -14,7 +14,7 @@ import pytest
 import torch
 import transformers
 
-from hf_models import CASES, make_model
+from hf_models import CASES, make_model, model_class
 from tapdiff import HfRecorder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,9 +24,8 @@ CHUNK, GENERATE = 8, 4
 
 
 def record(folder: Path, dump: Path, patch=None) -> list[int]:
-    model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float64,
-                                                              attn_implementation="eager",
-                                                              experts_implementation="eager")
+    model = model_class(transformers.AutoConfig.from_pretrained(folder)).from_pretrained(
+        folder, dtype=torch.float64, attn_implementation="eager", experts_implementation="eager")
     model.eval()
     if patch:
         patch(model)
