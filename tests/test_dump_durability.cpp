@@ -2,14 +2,19 @@
 // every row below rows_complete must decode to what was recorded.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
+#include <new>
+#include <span>
+#include <stdexcept>
 #include <thread>
 
 #include <fmt/core.h>
@@ -30,7 +35,6 @@ using dumps::WriterOptions;
 using model::ChunkInfo;
 using model::Graph;
 using model::TensorId;
-using Clock = std::chrono::steady_clock;
 
 // A run of deep_config() (every op tapped): prefill chunks of 1 to 7 rows, every fourth chunk a
 // decode step, so that HDF5 chunks of up to 64 rows fill over several flushes.
@@ -56,18 +60,59 @@ model::ModelConfig deep_config() {
   return config;
 }
 
-void write_long_run(const std::string& path, const FakeRun& run, int compress_level) {
+// Passes everything on to `inner`, counting the chunks it has ended in `ended`.
+class ProgressTap : public model::Tap {
+ public:
+  ProgressTap(model::Tap& inner, std::atomic<int>& ended) : inner_(inner), ended_(ended) {}
+  bool wants(const model::TapKey& key) const override { return inner_.wants(key); }
+  void record(const model::TapKey& key, const model::HostTensor& value) override { inner_.record(key, value); }
+  void end_chunk(const model::ChunkInfo& chunk, std::span<const std::int32_t> tokens) override {
+    inner_.end_chunk(chunk, tokens);
+    ++ended_;
+  }
+
+ private:
+  model::Tap& inner_;
+  std::atomic<int>& ended_;
+};
+
+void write_long_run(const std::string& path, const FakeRun& run, int compress_level, std::atomic<int>& ended) {
   const Graph graph(deep_config());
   DumpWriter writer(path, fake_metadata(deep_config()), graph, TapFilter("all"),
                     WriterOptions{.compress_level = compress_level});
-  feed_fake_run(writer, graph, run, run.chunks.size(), model::Scalar::f32);
+  ProgressTap tap(writer, ended);
+  feed_fake_run(tap, graph, run, run.chunks.size(), model::Scalar::f32);
   writer.finish({{"generated", {1}}});
 }
 
-// Runs work() in a forked child, SIGKILLed `delay` after the fork unless it ends first. Returns
-// the seconds from the fork to the child's end.
-double run_child(const std::function<void()>& work, std::optional<Clock::duration> delay) {
-  const Clock::time_point start = Clock::now();
+// A counter in memory that a forked child shares with this process.
+class SharedCounter {
+ public:
+  SharedCounter()
+      : memory_(::mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0)) {
+    if (memory_ == MAP_FAILED) throw std::runtime_error("mmap of a shared counter failed");
+    value_ = new (memory_) std::atomic<int>(0);
+  }
+  ~SharedCounter() { ::munmap(memory_, sizeof(std::atomic<int>)); }
+  SharedCounter(const SharedCounter&) = delete;
+  SharedCounter& operator=(const SharedCounter&) = delete;
+  std::atomic<int>& value() { return *value_; }
+
+ private:
+  void* memory_;
+  std::atomic<int>* value_;
+};
+
+// The moment to kill a writer at: when it has ended `chunks` chunks (counted in `ended`).
+struct KillAt {
+  std::atomic<int>& ended;
+  int chunks = 0;
+};
+
+// Runs work() in a forked child, SIGKILLed once it has ended kill_at's chunks (looked at every
+// millisecond) unless it ends first: moments spread over the writer's own progress, however busy
+// the machine is.
+void run_child(const std::function<void()>& work, const std::optional<KillAt>& kill_at) {
   const pid_t child = ::fork();
   if (child == 0) {
     ::alarm(120);  // never outlive a broken parent
@@ -78,14 +123,16 @@ double run_child(const std::function<void()>& work, std::optional<Clock::duratio
     }
     ::_exit(0);
   }
-  if (child < 0) return -1;
-  if (delay) {
-    std::this_thread::sleep_for(*delay);
-    ::kill(child, SIGKILL);
-  }
+  if (child < 0) return;
   int status = 0;
+  while (kill_at && ::waitpid(child, &status, WNOHANG) == 0) {
+    if (kill_at->ended.load() >= kill_at->chunks) {
+      ::kill(child, SIGKILL);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   ::waitpid(child, &status, 0);
-  return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 // Rows of the dump at path that DumpReader vouches for, each checked against the fake run; or -1
@@ -129,20 +176,23 @@ int kill_points() {
 }
 
 // SIGKILLs the writer at kill_points() moments spread evenly over one whole run of n_chunks
-// chunks, then decodes every row below rows_complete of each file left behind.
+// chunks (by the chunks it has handed to its writer), then decodes every row below rows_complete
+// of each file left behind.
 void kill_at_many_moments(int compress_level, int n_chunks) {
   const int points = kill_points();
   const auto dir = temp_dir(fmt::format("durability-{}", compress_level));
   const FakeRun run = long_run(n_chunks);
   const std::string whole = (dir / "whole.h5").string();
-  const double seconds = run_child([&] { write_long_run(whole, run, compress_level); }, std::nullopt);
+  SharedCounter ended;
+  run_child([&] { write_long_run(whole, run, compress_level, ended.value()); }, std::nullopt);
   ASSERT_EQ(checked_rows(whole, run), run.tokens.size());
   int with_rows = 0;
   for (int i = 0; i < points; ++i) {
     const std::string path = (dir / fmt::format("killed-{}.h5", i)).string();
-    const auto delay = std::chrono::duration<double>(seconds * (i + 0.5) / points);
-    run_child([&] { write_long_run(path, run, compress_level); }, std::chrono::duration_cast<Clock::duration>(delay));
-    SCOPED_TRACE(fmt::format("killed after {:.3f} of {:.3f} s", delay.count(), seconds));
+    const int chunks = static_cast<int>(n_chunks * (i + 0.5) / points);
+    ended.value() = 0;
+    run_child([&] { write_long_run(path, run, compress_level, ended.value()); }, KillAt{ended.value(), chunks});
+    SCOPED_TRACE(fmt::format("killed after {} of {} chunks", chunks, n_chunks));
     try {
       with_rows += checked_rows(path, run) > 0 ? 1 : 0;
     } catch (const std::exception& e) {
