@@ -721,10 +721,16 @@ const std::vector<GgufFamily>& gguf_families() {
   return families;
 }
 
-const GgufFamily& family_of(std::string_view arch) {
+// The family of general.architecture `arch`; FormatError naming `file` and the families otherwise.
+const GgufFamily& family_of(std::string_view arch, const std::string& file) {
   const auto& families = gguf_families();
   const auto it = std::find_if(families.begin(), families.end(), [&](const GgufFamily& g) { return g.arch == arch; });
-  if (it == families.end()) throw_format_error(fmt::format("general.architecture '{}' is not supported", arch));
+  if (it == families.end()) {
+    std::vector<std::string_view> names;
+    for (const GgufFamily& g : families) names.push_back(g.arch);
+    throw_format_error(
+        fmt::format("{}: general.architecture: expected one of {}, found '{}'", file, fmt::join(names, ", "), arch));
+  }
   return *it;
 }
 
@@ -758,15 +764,7 @@ ModelConfig gguf_config(const GgufFile& f) {
   ModelConfig c;
   const auto arch = f.get_string("general.architecture");
   if (!arch) throw_format_error(fmt::format("{}: missing metadata key 'general.architecture'", file));
-  const auto& families = gguf_families();
-  const auto family =
-      std::find_if(families.begin(), families.end(), [&](const GgufFamily& g) { return g.arch == *arch; });
-  if (family == families.end()) {
-    std::vector<std::string_view> names;
-    for (const GgufFamily& g : families) names.push_back(g.arch);
-    throw_format_error(
-        fmt::format("{}: general.architecture: expected one of {}, found '{}'", file, fmt::join(names, ", "), *arch));
-  }
+  const GgufFamily& family = family_of(*arch, file);
   c.arch = *arch;
   auto key = [&](std::string_view k) { return c.arch + "." + std::string(k); };
   c.n_layers = int_key(f, key("block_count"), std::nullopt);
@@ -779,9 +777,9 @@ ModelConfig gguf_config(const GgufFile& f) {
   c.sliding_window = int_key(f, key("attention.sliding_window"), 0);
   c.rope_base = f.get_float(key("rope.freq_base")).value_or(10000.0);
   c.norm_eps = f.get_float(key("attention.layer_norm_rms_epsilon")).value_or(1e-5);
-  c.rope_style = family->rope_style;
+  c.rope_style = family.rope_style;
   read_rope_scaling(f, c);
-  refuse_unknown_keys(f, c, *family);
+  refuse_unknown_keys(f, c, family);
   const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
   if (embd == nullptr)
     throw_format_error(fmt::format("{}: missing tensor: expected token_embd.weight, found none", file));
@@ -793,7 +791,7 @@ ModelConfig gguf_config(const GgufFile& f) {
         fmt::format("{}: {} is {}, but token_embd.weight has {} rows", file, key("vocab_size"), *v, c.vocab));
   c.tied_output = f.find_tensor("output.weight") == nullptr;
   c.block.qkv_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
-  if (family->read) family->read(f, c.arch + ".", c);
+  if (family.read) family.read(f, c.arch + ".", c);
   if (c.tied_output && f.find_tensor("output.weight") != nullptr)
     throw_format_error(
         fmt::format("{}: tensor 'output.weight' is not supported: llama.cpp's {} ties the output to "
@@ -807,7 +805,7 @@ ModelConfig gguf_config(const GgufFile& f) {
 // The weights a GGUF tensor holds: one, or the parts of a fused projection in row order (q, k and
 // v in attn_qkv, which llama.cpp reads for every family; gate and up in the ffn_up of a family
 // whose graph splits it); none for a tensor the model does not use.
-std::vector<NamedWeight> gguf_weights(std::string_view name, const ModelConfig& c) {
+std::vector<NamedWeight> gguf_weights(std::string_view name, const ModelConfig& c, const std::string& file) {
   constexpr std::string_view kQkv = "attn_qkv.weight";
   if (name.ends_with(kQkv)) {
     const auto q = gguf_weight(std::string(name.substr(0, name.size() - kQkv.size())) + "attn_q.weight");
@@ -818,7 +816,7 @@ std::vector<NamedWeight> gguf_weights(std::string_view name, const ModelConfig& 
   }
   const auto named = gguf_weight(name);
   if (!named) return {};
-  if (named->kind == WeightKind::ffn_up && family_of(c.arch).gate_up_in_ffn_up)
+  if (named->kind == WeightKind::ffn_up && family_of(c.arch, file).gate_up_in_ffn_up)
     return {{WeightKind::ffn_gate, named->layer, c.ffn_dim}, {WeightKind::ffn_up, named->layer, c.ffn_dim}};
   return {*named};
 }
@@ -826,7 +824,7 @@ std::vector<NamedWeight> gguf_weights(std::string_view name, const ModelConfig& 
 void add_weights(const GgufFile& f, const ModelConfig& c, Model& model) {
   const std::string file = f.path().string();
   for (const GgufTensorInfo& t : f.tensors()) {
-    const std::vector<NamedWeight> parts = gguf_weights(t.name, c);
+    const std::vector<NamedWeight> parts = gguf_weights(t.name, c, file);
     if (parts.empty() && t.name == kRopeFreqs) continue;  // read into the config's RoPE scaling
     if (parts.empty())
       throw_format_error(
