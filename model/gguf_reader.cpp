@@ -429,14 +429,8 @@ namespace {
 
 constexpr int kIntMax = std::numeric_limits<int>::max();
 
-struct NamedWeight {
-  WeightKind kind;
-  int layer;              // -1 for whole-model tensors
-  std::int64_t rows = 0;  // a fused tensor's part: its next `rows` rows; 0: the whole tensor
-};
-
 // The WeightKind of a GGUF tensor name, or nullopt for a tensor the model does not use.
-std::optional<NamedWeight> gguf_weight(std::string_view name) {
+std::optional<WeightPart> gguf_weight(std::string_view name) {
   static constexpr std::pair<std::string_view, WeightKind> kGlobal[] = {{"token_embd.weight", WeightKind::token_embd},
                                                                         {"output_norm.weight", WeightKind::output_norm},
                                                                         {"output.weight", WeightKind::output}};
@@ -466,7 +460,7 @@ std::optional<NamedWeight> gguf_weight(std::string_view name) {
       {"ffn_up_exps.weight", WeightKind::expert_up},
       {"ffn_down_exps.weight", WeightKind::expert_down}};
   for (const auto& [n, kind] : kGlobal)
-    if (name == n) return NamedWeight{kind, -1};
+    if (name == n) return WeightPart{kind, -1};
   if (!name.starts_with("blk.")) return std::nullopt;
   name.remove_prefix(4);
   int layer = 0;
@@ -474,7 +468,7 @@ std::optional<NamedWeight> gguf_weight(std::string_view name) {
   if (ec != std::errc{} || end == name.data() || end == name.data() + name.size() || *end != '.') return std::nullopt;
   name.remove_prefix(static_cast<std::size_t>(end - name.data()) + 1);
   for (const auto& [n, kind] : kLayer)
-    if (name == n) return NamedWeight{kind, layer};
+    if (name == n) return WeightPart{kind, layer};
   return std::nullopt;
 }
 
@@ -805,7 +799,7 @@ ModelConfig gguf_config(const GgufFile& f) {
 // The weights a GGUF tensor holds: one, or the parts of a fused projection in row order (q, k and
 // v in attn_qkv, which llama.cpp reads for every family; gate and up in the ffn_up of a family
 // whose graph splits it); none for a tensor the model does not use.
-std::vector<NamedWeight> gguf_weights(std::string_view name, const ModelConfig& c, const std::string& file) {
+std::vector<WeightPart> gguf_weights(std::string_view name, const ModelConfig& c, const std::string& file) {
   constexpr std::string_view kQkv = "attn_qkv.weight";
   if (name.ends_with(kQkv)) {
     const auto q = gguf_weight(std::string(name.substr(0, name.size() - kQkv.size())) + "attn_q.weight");
@@ -824,7 +818,7 @@ std::vector<NamedWeight> gguf_weights(std::string_view name, const ModelConfig& 
 void add_weights(const GgufFile& f, const ModelConfig& c, Model& model) {
   const std::string file = f.path().string();
   for (const GgufTensorInfo& t : f.tensors()) {
-    const std::vector<NamedWeight> parts = gguf_weights(t.name, c, file);
+    const std::vector<WeightPart> parts = gguf_weights(t.name, c, file);
     if (parts.empty() && t.name == kRopeFreqs) continue;  // read into the config's RoPE scaling
     if (parts.empty())
       throw_format_error(
@@ -832,20 +826,7 @@ void add_weights(const GgufFile& f, const ModelConfig& c, Model& model) {
     if (parts.front().layer >= c.n_layers)
       throw_format_error(fmt::format("{}: tensor '{}' belongs to layer {}, but {}.block_count is {}", file, t.name,
                                      parts.front().layer, c.arch, c.n_layers));
-    const WeightTensor whole = to_weight(f, t, is_stacked_experts(parts.front().kind));
-    std::int64_t row = 0;
-    for (const NamedWeight& part : parts) row += part.rows;
-    if (parts.size() > 1 && whole.rows != row)
-      throw_format_error(fmt::format("{}: tensor '{}' has {} rows, but the {} weights it fuses have {} for this config",
-                                     file, t.name, whole.rows, parts.size(), row));
-    row = 0;
-    for (const NamedWeight& part : parts) {  // a fused tensor and its parts apart (attn_qkv and attn_q): refused
-      if (const WeightTensor* twin = model.find(part.kind, part.layer))
-        throw_format_error(fmt::format("{}: tensors '{}' and '{}' are both {} of layer {}", file, twin->name, t.name,
-                                       weight_kind_name(part.kind), part.layer));
-      model.add(part.kind, part.layer, parts.size() > 1 ? whole.row_slice(row, part.rows) : whole);
-      row += part.rows;
-    }
+    model.add_parts(to_weight(f, t, is_stacked_experts(parts.front().kind)), parts, file);
   }
 }
 

@@ -162,12 +162,6 @@ std::unique_ptr<MappedFile> SafetensorsFile::release_mapping() { return std::mov
 
 namespace {
 
-struct NamedWeight {
-  WeightKind kind;
-  int layer;
-  std::int64_t rows = 0;  // a fused tensor's part: its next `rows` rows; 0: the whole tensor
-};
-
 // "model.layers.N.rest" as (N, rest), or nullopt for a name outside the layers.
 std::optional<std::pair<int, std::string_view>> layer_tensor(std::string_view name) {
   constexpr std::string_view kPrefix = "model.layers.";
@@ -183,7 +177,7 @@ std::optional<std::pair<int, std::string_view>> layer_tensor(std::string_view na
 // projection (Phi-3's qkv_proj and gate_up_proj, their rows in order), or none for a tensor the
 // model does not use. post_attention_layernorm is the norm before the FFN in a block without
 // post-norms (Llama), the norm on the attention's output in one with them (Gemma 2/3, OLMo 2).
-std::vector<NamedWeight> hf_weights(std::string_view name, const ModelConfig& c) {
+std::vector<WeightPart> hf_weights(std::string_view name, const ModelConfig& c) {
   static constexpr std::pair<std::string_view, WeightKind> kGlobal[] = {
       {"model.embed_tokens.weight", WeightKind::token_embd},
       {"model.norm.weight", WeightKind::output_norm},
@@ -340,30 +334,17 @@ std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
     const auto& where = by_name.at(name);
     const auto in_layer = layer_tensor(own);
     if (in_layer && experts.take(in_layer->first, in_layer->second, *where.first, *where.second)) continue;
-    const std::vector<NamedWeight> parts = hf_weights(own, config);
+    const std::vector<WeightPart> parts = hf_weights(own, config);
     if (parts.empty() && name.ends_with(".rotary_emb.inv_freq")) continue;  // a buffer transformers recomputes
     const std::string file = where.first->path().string();
     if (parts.empty())
       throw_format_error(
           fmt::format("{}: tensor '{}' is not supported: tapdiff computes no op that uses it", file, name));
-    const WeightTensor whole = to_weight(*where.first, *where.second);
-    std::int64_t fused_rows = 0;
-    for (const NamedWeight& part : parts) fused_rows += part.rows;
-    if (fused_rows > 0 && whole.rows != fused_rows)
-      throw_format_error(fmt::format("{}: tensor '{}' has {} rows, but the {} weights it fuses have {} for this config",
-                                     file, name, whole.rows, parts.size(), fused_rows));
-    std::int64_t row = 0;
-    for (const NamedWeight& part : parts) {
-      if (part.kind == WeightKind::output && config.tied_output) continue;  // transformers ties it to the embedding
-      if (part.layer >= config.n_layers)
-        throw_format_error(fmt::format("{}: tensor '{}' belongs to layer {}, but num_hidden_layers is {}", file, name,
-                                       part.layer, config.n_layers));
-      if (const WeightTensor* twin = model->find(part.kind, part.layer))
-        throw_format_error(fmt::format("{}: tensors '{}' and '{}' are both {} of layer {} for a {} model", file,
-                                       twin->name, name, weight_kind_name(part.kind), part.layer, config.arch));
-      model->add(part.kind, part.layer, part.rows > 0 ? whole.row_slice(row, part.rows) : whole);
-      row += part.rows;
-    }
+    if (parts.front().kind == WeightKind::output && config.tied_output) continue;  // tied to the embedding
+    if (parts.front().layer >= config.n_layers)
+      throw_format_error(fmt::format("{}: tensor '{}' belongs to layer {}, but num_hidden_layers is {}", file, name,
+                                     parts.front().layer, config.n_layers));
+    model->add_parts(to_weight(*where.first, *where.second), parts, file);
   }
   experts.add_to(*model);
   for (auto& f : files) model->adopt(f->release_mapping());

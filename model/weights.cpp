@@ -135,6 +135,22 @@ void Model::add(WeightKind kind, int layer, WeightTensor tensor) {
   tensors_[{kind, is_per_layer(kind) ? layer : -1}] = std::move(tensor);
 }
 
+void Model::add_parts(const WeightTensor& whole, std::span<const WeightPart> parts, const std::string& file) {
+  std::int64_t row = 0;
+  for (const WeightPart& part : parts) row += part.rows;
+  if (row > 0 && whole.rows != row)
+    throw FormatError(fmt::format("{}: tensor '{}' has {} rows, but the {} weights it fuses have {} for this config",
+                                  file, whole.name, whole.rows, parts.size(), row));
+  row = 0;
+  for (const WeightPart& part : parts) {  // a fused tensor and its parts apart (attn_qkv and attn_q) too
+    if (const WeightTensor* twin = find(part.kind, part.layer))
+      throw FormatError(fmt::format("{}: tensors '{}' and '{}' are both {} of layer {} for a {} model", file,
+                                    twin->name, whole.name, weight_kind_name(part.kind), part.layer, config_.arch));
+    add(part.kind, part.layer, part.rows > 0 ? whole.row_slice(row, part.rows) : whole);
+    row += part.rows;
+  }
+}
+
 void Model::validate() const {
   const ModelConfig& c = config_;
   std::set<std::pair<WeightKind, int>> used;

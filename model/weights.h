@@ -160,6 +160,14 @@ struct Vocabulary {
   bool special_tokens_as_text = false;             // control tokens written in text are text (split_special_tokens)
 };
 
+// One weight that a file's tensor holds: the whole tensor, or (rows > 0) its next `rows` rows, the
+// parts of a fused projection in row order (Phi-3's q/k/v and gate/up).
+struct WeightPart {
+  WeightKind kind;
+  int layer;              // -1 for whole-model tensors
+  std::int64_t rows = 0;  // 0: the whole tensor
+};
+
 class MappedFile;  // model/mapped_file.h
 
 class Model {
@@ -187,6 +195,9 @@ class Model {
   // For loaders: take ownership of a mapping and register tensors that point into it.
   const MappedFile& adopt(std::unique_ptr<MappedFile> file);
   void add(WeightKind kind, int layer, WeightTensor tensor);
+  // Adds each part of `whole`, a tensor of `file`: FormatError when the parts' rows do not add up to
+  // the tensor's, or when another tensor already gave one of them.
+  void add_parts(const WeightTensor& whole, std::span<const WeightPart> parts, const std::string& file);
   void set_vocabulary(Vocabulary vocab) { vocabulary_ = std::move(vocab); }
   // Checks that every tensor the config needs is present with the shape the config implies.
   void validate() const;
