@@ -30,6 +30,11 @@ void check_device_offers(const DeviceInfo& info, const DeviceNeeds& needs) {
         fmt::format("Vulkan device {}: --dtype f16 needs the storageBuffer16BitAccess feature (f16 activation "
                     "buffers); the device does not offer it (use --dtype f32)",
                     summary(info)));
+  if (needs.float64 && !info.shader_float64)
+    throw EnvironmentError(
+        fmt::format("Vulkan device {}: --dtype llama.cpp needs the shaderFloat64 feature (norms summed in double, "
+                    "as ggml sums them); the device does not offer it",
+                    summary(info)));
 }
 
 namespace {
@@ -125,9 +130,12 @@ Device::Device(const Instance& instance, DeviceInfo info, const DeviceNeeds& nee
   const EnabledFeatures features(needs, cooperative_matrix(), cooperative_matrix2(),
                                  cooperative_matrix2() && info_.nv_cooperative_matrix2_reductions,
                                  pipeline_statistics_);
+  VkPhysicalDeviceFeatures core{};
+  core.shaderFloat64 = VK_TRUE;
   VkDeviceCreateInfo create{};
   create.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
   create.pNext = &features.v11;
+  if (needs.float64) create.pEnabledFeatures = &core;
   create.queueCreateInfoCount = 1;
   create.pQueueCreateInfos = &queue;
   create.enabledExtensionCount = static_cast<std::uint32_t>(features.extensions.size());

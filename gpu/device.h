@@ -20,6 +20,9 @@ struct DeviceNeeds {
   // each compiled kernel (Pipelines::statistics), for benchmarks. Pipelines are then created with
   // VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR.
   bool pipeline_statistics = false;
+  // shaderFloat64: the llama.cpp precision's kernels (--dtype llama.cpp) sum a norm's squares in
+  // double, as ggml does, and take f32 divisions and square roots correctly rounded through double.
+  bool float64 = false;
 };
 
 // The instance's physical devices, described, in the order --device N counts them.

@@ -79,6 +79,7 @@ void query_features(VkPhysicalDevice device, DeviceInfo& info) {
   features.pNext = &v11;
   vkGetPhysicalDeviceFeatures2(device, &features);
   info.shader_float16 = v12.shaderFloat16 == VK_TRUE;
+  info.shader_float64 = features.features.shaderFloat64 == VK_TRUE;
   info.shader_int8 = v12.shaderInt8 == VK_TRUE;
   info.storage_buffer_8bit = v12.storageBuffer8BitAccess == VK_TRUE;
   info.storage_buffer_16bit = v11.storageBuffer16BitAccess == VK_TRUE;
@@ -253,10 +254,10 @@ std::string describe(const DeviceInfo& d) {
                      yes(d.subgroup_arithmetic), d.compute_queue_family >= 0 ? "yes" : "no");
   out += fmt::format("    memory {}\n", heaps);
   out += fmt::format(
-      "    shaderFloat16 {}, storageBuffer16BitAccess {}, shaderInt8 {}, storageBuffer8BitAccess {}, "
+      "    shaderFloat16 {}, shaderFloat64 {}, storageBuffer16BitAccess {}, shaderInt8 {}, storageBuffer8BitAccess {}, "
       "cooperative matrix {} (VK_NV_cooperative_matrix2 {}), kernel statistics {}\n",
-      yes(d.shader_float16), yes(d.storage_buffer_16bit), yes(d.shader_int8), yes(d.storage_buffer_8bit),
-      yes(d.cooperative_matrix), yes(d.nv_cooperative_matrix2), yes(d.pipeline_statistics));
+      yes(d.shader_float16), yes(d.shader_float64), yes(d.storage_buffer_16bit), yes(d.shader_int8),
+      yes(d.storage_buffer_8bit), yes(d.cooperative_matrix), yes(d.nv_cooperative_matrix2), yes(d.pipeline_statistics));
   out += fmt::format("    max storage buffer range {}, shared memory {}, workgroup invocations {}\n",
                      format_bytes(static_cast<double>(d.max_storage_buffer_range)),
                      format_bytes(static_cast<double>(d.max_shared_memory)), d.max_workgroup_invocations);

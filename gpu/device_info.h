@@ -36,6 +36,7 @@ struct DeviceInfo {
 
   // Features that later precision modes and kernels need (queried only for Vulkan >= 1.2 devices).
   bool shader_float16 = false;
+  bool shader_float64 = false;  // doubles in shaders (core 1.0 feature)
   bool storage_buffer_16bit = false;
   bool shader_int8 = false;
   bool storage_buffer_8bit = false;

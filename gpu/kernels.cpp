@@ -47,6 +47,12 @@ struct CombinePush {
 struct CountPush {
   std::uint32_t n;
 };
+struct RoundDotPush {
+  std::uint32_t units, type;
+};
+struct Q81CorrectionPush {
+  std::uint32_t rows, n, blocks, row_bytes, block_bytes;
+};
 struct AddPush {
   std::uint32_t n;
   float scale;
@@ -232,13 +238,25 @@ KernelOverrides parse_kernel_overrides(const std::string& text) {
 }
 
 Kernels::Kernels(const Device& device, Pipelines& pipelines, const KernelOverrides& overrides, int head_dim, int group,
-                 const model::Block& block)
+                 const model::Block& block, bool llama_cpp)
     : device_(&device),
       pipelines_(&pipelines),
       overrides_(overrides),
       activation_(block.activation),
       attention_softcap_(static_cast<float>(block.attention_softcap)),
-      head_dim_(head_dim) {
+      head_dim_(head_dim),
+      llama_cpp_(llama_cpp) {
+  TAPDIFF_ASSERT(!llama_cpp || pipelines.activations() == Activations::f32,
+                 "llama.cpp's precision with f16 activations");
+  if (llama_cpp && ((overrides.attention != KernelOverrides::Attention::automatic &&
+                     overrides.attention != KernelOverrides::Attention::two_pass) ||
+                    overrides.decode_attention != KernelOverrides::DecodeAttention::automatic ||
+                    overrides.norm == KernelOverrides::Norm::fused))
+    throw UsageError(
+        "--kernels: under --dtype llama.cpp the attention runs attention-two-pass (its probabilities are rounded to "
+        "f16 "
+        "once their sum is known, as llama.cpp's are) and every norm rms_norm-ggml apart from the residual add: "
+        "expected attention=auto|two-pass, decode-attention=auto and norm=auto|apart");
   const DeviceInfo& d = device.info();
   wg_ = floor_pow2(std::min({256u, d.max_workgroup_invocations, d.max_workgroup_size_x}));
   attention_wg_ = std::min(64u, wg_);
@@ -371,6 +389,12 @@ std::string Kernels::rms_norm(Stream& s, const Region& x, const DeviceWeight& w,
                               std::uint32_t faults) {
   TAPDIFF_ASSERT(w.dtype == model::DType::f32, "norm weight {} as {}", w.name, model::dtype_name(w.dtype));
   const NormPush push{u32(rows), u32(w.cols), eps, 1.0f};
+  if (llama_cpp_) {
+    TAPDIFF_ASSERT(faults == 0, "a fault planted in rms_norm-ggml");
+    dispatch(s, Shader::rms_norm_ggml, 0, {x, w.region, out}, &push, sizeof push,
+             fold(static_cast<std::uint64_t>(rows)));
+    return named("rms_norm-ggml");
+  }
   dispatch(s, Shader::rms_norm, 0, {x, w.region, out}, &push, sizeof push, fold(static_cast<std::uint64_t>(rows)),
            faults);
   return named("rms_norm-tree");
@@ -564,8 +588,8 @@ std::string Kernels::attention(Stream& s, const AttentionShape& a, float scale, 
       break;
     }
     case Kind::two_pass:
-      dispatch(s, Shader::attention, 0, {q, k, v, row_table, out}, &push, sizeof push,
-               fold(static_cast<std::uint64_t>(a.rows) * push.heads), faults);
+      dispatch(s, llama_cpp_ ? Shader::attention_llama_cpp : Shader::attention, 0, {q, k, v, row_table, out}, &push,
+               sizeof push, fold(static_cast<std::uint64_t>(a.rows) * push.heads), faults);
       break;
   }
   return attention_name(kind);
@@ -585,8 +609,9 @@ Kernels::AttentionPlan Kernels::plan_attention(const AttentionShape& a) const {
   };
   // The cooperative-matrix kernels take the passes flash would run in one piece; short chunks keep
   // flash's split-KV; decode steps take attention_decode.comp unless attention is forced to
-  // two-pass or decode-attention to flash-split.
+  // two-pass or decode-attention to flash-split. llama.cpp's precision runs two-pass only.
   // attention-coop2 has no soft-cap: attention-coop takes a soft-capped model's passes instead.
+  if (llama_cpp_) return {};
   const bool coop2_wanted = overrides_.attention == Override::coop2 ||
                             (overrides_.attention == Override::automatic && attention_coop2_missing_.empty());
   const bool coop2 = coop2_wanted && a.softcap == 0;
@@ -627,7 +652,34 @@ std::string Kernels::attention_name(AttentionPlan::Kind kind) const {
     case AttentionPlan::Kind::decode: return named("attention-decode-split");
     case AttentionPlan::Kind::two_pass: break;
   }
-  return named("attention-two-pass");
+  return named(llama_cpp_ ? "attention-two-pass+llama.cpp-f16-kv" : "attention-two-pass");
+}
+
+std::string Kernels::dot_suffix(model::DType weights) const {
+  const model::DotType type = model::dot_type(weights);
+  return llama_cpp_ && type != model::DotType::f32 ? fmt::format("+llama.cpp-{}", model::dot_type_name(type)) : "";
+}
+
+std::string Kernels::round_to_dot_type(Stream& s, model::DotType type, const Region& x, const Region& out,
+                                       const Region& excess, int rows, int width) {
+  TAPDIFF_ASSERT(llama_cpp_ && type != model::DotType::f32, "round_dot to {}", model::dot_type_name(type));
+  const std::uint32_t block = type == model::DotType::q8_k                                  ? 256
+                              : type == model::DotType::f16 || type == model::DotType::bf16 ? 1
+                                                                                            : 32;
+  TAPDIFF_ASSERT(width % block == 0, "rows of {} values are no whole blocks of {}", width, block);
+  const std::uint64_t values = static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(width);
+  const RoundDotPush push{u32(static_cast<std::int64_t>(values / block)), static_cast<std::uint32_t>(type)};
+  dispatch(s, Shader::round_dot, 0, {x, out, excess}, &push, sizeof push, fold(ceil_div(push.units, wg_)));
+  return fmt::format("+llama.cpp-{}", model::dot_type_name(type));
+}
+
+void Kernels::q8_1_correction(Stream& s, const Region& excess, const DeviceWeight& w, const Region& out, int rows) {
+  TAPDIFF_ASSERT(w.dtype == model::DType::q4_1 || w.dtype == model::DType::q5_1, "{}: a Q8_1 correction of {} weights",
+                 w.name, model::dtype_name(w.dtype));
+  const Q81CorrectionPush push{u32(rows), u32(w.rows), u32(w.cols / 32), w.row_bytes,
+                               static_cast<std::uint32_t>(model::block_bytes(w.dtype))};
+  dispatch(s, Shader::q8_1_correction, 0, {excess, w.region, out}, &push, sizeof push,
+           fold(ceil_div(static_cast<std::uint64_t>(push.rows) * push.n, wg_)));
 }
 
 void Kernels::copy(Stream& s, const Region& src, const Region& dst) {
@@ -677,6 +729,7 @@ std::vector<std::string> Kernels::planned(model::OpClass cls, model::DType weigh
   switch (cls) {
     case model::OpClass::embedding: return {named("embed-gather", weight_dtype)};
     case model::OpClass::norm:
+      if (llama_cpp_) return {named("rms_norm-ggml")};
       if (fuses_norms()) return {named("add+rms_norm-tree"), named("rms_norm-tree")};
       return {named("rms_norm-tree")};
     case model::OpClass::gemm: {
@@ -686,7 +739,8 @@ std::vector<std::string> Kernels::planned(model::OpClass cls, model::DType weigh
       for (const auto& [rows, aligned] :
            {std::pair{2, true}, std::pair{kLarge, true}, std::pair{2, false}, std::pair{1, true}})
         add_once(names,
-                 gemm_name(gemm_variant(rows, rows == kLarge ? kLarge : 8, weight_dtype, aligned), weight_dtype));
+                 gemm_name(gemm_variant(rows, rows == kLarge ? kLarge : 8, weight_dtype, aligned), weight_dtype) +
+                     dot_suffix(weight_dtype));
       return names;
     }
     case model::OpClass::rope: return {named("rope-table")};

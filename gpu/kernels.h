@@ -67,6 +67,13 @@
 //               matvec-experts-subgroup/DTYPE      one row (decode), or where the tiled kernel cannot
 //               (matvec-experts-shared/DTYPE)      run: per pair by matvec.comp (EXPERTS)
 //
+// llama.cpp's precision (--dtype llama.cpp, f32 activations; model/llama_cpp_precision.h): each
+// product's input rounded to its weight's dot-product type first (round_dot.comp, named
+// "+llama.cpp-DOT" after the product's variant; Q4_1 and Q5_1 products then add the Q8_1 sums'
+// excess, q8_1_correction.comp), the norms as ggml's (rms_norm-ggml: squares summed in double), the
+// attention two-pass with q and the probabilities rounded to f16 (attention-two-pass+llama.cpp-f16-kv;
+// the engine rounds the KV cache rows to f16 as it appends them), every residual add apart.
+//
 // Faults (--inject, gpu/faults.h): rms_norm, matmul, attention and gated_act take a set of the
 // kFault* bits below as specialization constant 2 of their shader (shaders/faults.glsl); 0 builds
 // the clean pipeline, exactly as without faults.
@@ -82,6 +89,7 @@
 #include "gpu/memory.h"
 #include "gpu/shaders.h"
 #include "model/config.h"
+#include "model/llama_cpp_precision.h"
 #include "model/ops.h"
 
 namespace tapdiff::gpu {
@@ -154,10 +162,10 @@ struct AttentionShape {
 class Kernels {
  public:
   // UsageError when an override asks for a variant the device cannot run for a model of this
-  // head_dim and GQA group (heads per K/V head); from `block`, the model's gated activation and
-  // attention soft-cap.
+  // head_dim and GQA group (heads per K/V head), or one llama.cpp's precision does not run; from
+  // `block`, the model's gated activation and attention soft-cap.
   Kernels(const Device& device, Pipelines& pipelines, const KernelOverrides& overrides, int head_dim, int group,
-          const model::Block& block);
+          const model::Block& block, bool llama_cpp = false);
 
   // Each records one op (its barrier included) and returns the variant's name; `faults` is a set
   // of the kFault* bits of the op's kernel (0: the clean kernel).
@@ -171,8 +179,17 @@ class Kernels {
   // same bits as add() then rms_norm()); all [rows, w.cols]
   std::string add_rms_norm(Stream& s, const Region& a, const Region& b, float scale, const DeviceWeight& w, float eps,
                            const Region& sum, const Region& out, int rows, std::uint32_t faults);
-  // Whether a residual add runs with the norm after it (add_rms_norm): norm=auto or fused.
-  bool fuses_norms() const { return overrides_.norm != KernelOverrides::Norm::apart; }
+  // Whether a residual add runs with the norm after it (add_rms_norm): norm=auto or fused, not in
+  // llama.cpp's precision.
+  bool fuses_norms() const { return overrides_.norm != KernelOverrides::Norm::apart && !llama_cpp_; }
+  bool llama_cpp() const { return llama_cpp_; }
+  // llama.cpp's precision: out = x [rows, width] rounded to `type` as ggml converts a product's
+  // input (round_dot.comp); for q8_1 also excess [rows, width / 32], what the stored block sums
+  // exceed the rounded values' by (q8_1_correction's input). Returns "+llama.cpp-TYPE".
+  std::string round_to_dot_type(Stream& s, model::DotType type, const Region& x, const Region& out,
+                                const Region& excess, int rows, int width);
+  // out [rows, w.rows] += the Q8_1 sums' excess [rows, w.cols / 32] times w's block minimums (Q4_1, Q5_1)
+  void q8_1_correction(Stream& s, const Region& excess, const DeviceWeight& w, const Region& out, int rows);
   // x [rows, w.cols] -> out [rows, w.rows], + bias [w.rows] when given (f32)
   std::string matmul(Stream& s, const Region& x, const DeviceWeight& w, const DeviceWeight* bias, const Region& out,
                      int rows, std::uint32_t faults);
@@ -257,6 +274,8 @@ class Kernels {
   // rows of 16 bytes (what matmul-coop2 takes besides f16 weights).
   Gemm gemm_variant(int rows, std::uint32_t n, model::DType weights, bool aligned) const;
   std::string gemm_name(Gemm gemm, model::DType weights) const;
+  // "+llama.cpp-DOT" for a product of such weights in llama.cpp's precision; "" otherwise.
+  std::string dot_suffix(model::DType weights) const;
   static const Coop2Tile& coop2_tile(Gemm gemm);  // of coop2 or coop2_wide
   // The name of a variant as reported: activation type, then weight storage for the ops with weights.
   std::string named(std::string_view variant, std::optional<model::DType> weights = std::nullopt) const;
@@ -290,6 +309,7 @@ class Kernels {
   std::string coop_missing_;             // why the cooperative-matrix GEMM cannot run here; "" when it can
   std::string coop2_missing_;            // likewise matmul-coop2
   std::string coop2_wide_missing_;       // ... and its wide tile
+  bool llama_cpp_;                       // llama.cpp's precision: its norm and attention, roundings before products
 };
 
 // The name a gated activation's kernel reports: "silu_mul", "gelu_mul", "gelu_tanh_mul".

@@ -23,6 +23,7 @@ namespace {
 #include "attention_f16_spv.h"
 #include "attention_flash_f16_spv.h"
 #include "attention_flash_spv.h"
+#include "attention_llama_cpp_spv.h"
 #include "attention_split_f16_spv.h"
 #include "attention_split_spv.h"
 #include "attention_spv.h"
@@ -54,10 +55,13 @@ namespace {
 #include "moe_topk_spv.h"
 #include "moe_weights_f16_spv.h"
 #include "moe_weights_spv.h"
+#include "q8_1_correction_spv.h"
 #include "rms_norm_f16_spv.h"
+#include "rms_norm_ggml_spv.h"
 #include "rms_norm_spv.h"
 #include "rope_f16_spv.h"
 #include "rope_spv.h"
+#include "round_dot_spv.h"
 #include "scale_softcap_f16_spv.h"
 #include "scale_softcap_spv.h"
 
@@ -77,11 +81,11 @@ std::span<const std::uint32_t> attention_coop2_words() {
   return words;
 }
 
-using ShaderTable = std::array<std::array<ShaderCode, 31>, 2>;
+using ShaderTable = std::array<std::array<ShaderCode, 35>, 2>;
 
 // In the order of the Shader enum: f32 activations, then f16. The cooperative-matrix kernels exist
-// in f16 only: their tensor cores multiply f16 values. Made on the first call (the coop2 kernels' words
-// are written then), not at the start of every process.
+// in f16 only: their tensor cores multiply f16 values; llama.cpp's precision in f32 only. Made on the first call (the
+// coop2 kernels' words are written then), not at the start of every process.
 const ShaderTable& shader_table() {
   static const ShaderTable table = {{
       {{
@@ -116,6 +120,10 @@ const ShaderTable& shader_table() {
           {"moe_sum", moe_sum_spv, 3},
           {"moe_plan", moe_plan_spv, 3, 2},
           {"matmul_tiled_experts", matmul_tiled_experts_spv, 5},
+          {"round_dot", round_dot_spv, 3, 2},
+          {"q8_1_correction", q8_1_correction_spv, 3},
+          {"rms_norm_ggml", rms_norm_ggml_spv, 3},
+          {"attention_llama_cpp", attention_llama_cpp_spv, 5},
       }},
       {{
           {"embed_f16", embed_f16_spv, 3},
@@ -149,6 +157,10 @@ const ShaderTable& shader_table() {
           {"moe_sum_f16", moe_sum_f16_spv, 3},
           {"moe_plan_f16", moe_plan_f16_spv, 3, 2},
           {"matmul_tiled_experts_f16", matmul_tiled_experts_f16_spv, 5},
+          {"round_dot", {}, 3, 2},
+          {"q8_1_correction", {}, 3},
+          {"rms_norm_ggml", {}, 3},
+          {"attention_llama_cpp", {}, 5},
       }},
   }};
   return table;

@@ -41,6 +41,10 @@ enum class Shader : std::uint8_t {
   moe_sum,                  // moe_sum.comp
   moe_plan,                 // moe_plan.comp
   matmul_tiled_experts,     // matmul_tiled.comp with EXPERTS
+  round_dot,                // round_dot.comp (f32 activations only, as the three below)
+  q8_1_correction,          // q8_1_correction.comp
+  rms_norm_ggml,            // rms_norm_ggml.comp
+  attention_llama_cpp,      // attention.comp with LLAMA_CPP
 };
 
 // How activation buffers (op outputs, the KV cache) store their elements: --dtype f32 or f16.

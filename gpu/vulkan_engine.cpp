@@ -19,6 +19,7 @@
 #include "gpu/rope_table.h"
 #include "gpu/stream.h"
 #include "model/errors.h"
+#include "model/llama_cpp_precision.h"
 
 namespace tapdiff::gpu {
 namespace {
@@ -30,6 +31,13 @@ using model::TensorId;
 using model::WeightKind;
 
 constexpr std::uint64_t kActivationBlock = 64ull << 20;
+
+// t's values rounded to f16 (ties to even), as f32: what llama.cpp's KV cache holds.
+HostTensor f16_values(const HostTensor& t) {
+  HostTensor rounded = t.to(model::Scalar::f32);
+  for (float& v : rounded.f32()) v = model::f16_to_f32(model::f32_to_f16(v));
+  return rounded;
+}
 
 // A sequence's rows in the current pass: rows [row0, row0 + rows) of every op output.
 struct Part {
@@ -78,6 +86,9 @@ class Engine final : public VulkanEngine {
   Region slot(Op op) const;  // the op's output for the current chunk, [rows, width] f32
   Region input(const TensorId& id) const;
   std::string run(const model::Step& step, const Region& out);
+  std::string product(const Region& x, Op op, int layer, const DeviceWeight* bias, const Region& out,
+                      std::uint32_t faults);
+  int widest_product_input() const;
   std::string attend(const model::Step& step, const Region& out);
   std::string residual(const model::Step& step, const Region& out);
   std::string mixture(const model::Step& step, const Region& out);
@@ -122,6 +133,9 @@ class Engine final : public VulkanEngine {
   // [.., dim]; the room for a plan grouping them by expert
   Region expert_gate_, expert_up_, expert_hidden_, expert_out_;
   Kernels::ExpertPlan expert_plan_;
+  // llama.cpp's precision: a product's input rounded to its dot-product type [capacity_, widest
+  // input], and its Q8_1 blocks' excess sums [capacity_, widest input / 32] (Kernels::round_to_dot_type)
+  Region dot_input_, dot_excess_;
   Region row_table_;  // [capacity_] of (cache row of position 0, position, chunk's first position, leak), attention's
   // [capacity_, head_dim / 2] (cos, sin) each: the chunk's distinct RoPE tables (more than one only
   // where --inject moves a layer's positions or base), and the one each layer uses.
@@ -157,6 +171,14 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
       activation_type_(options.f16 ? Activations::f16 : Activations::f32),
       rope_table_of_(static_cast<std::size_t>(m.config().n_layers)) {
   require_faults_fit(faults_, graph_, config_);
+  if (options.llama_cpp) {
+    if (options.f16)
+      throw UsageError("the vulkan engine computes llama.cpp's precision in f32, not with f16 activations");
+    model::require_llama_cpp_precision(m);
+    if (!options.inject.empty())
+      throw UsageError(fmt::format(
+          "--inject {}: faults are planted in the f32 and f16 kernels, not in --dtype llama.cpp's", options.inject));
+  }
   // At most one table per layer that a fault moves, plus the model's (two where the sliding layers
   // have their own RoPE).
   std::size_t tables = config_.sliding_rope ? 2 : 1;
@@ -168,11 +190,11 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
   instance_ = shared_instance(instance_options);
   first_message_ = instance_->message_count();
   device_ = std::make_unique<Device>(*instance_, select_device(devices_of(*instance_), options.device),
-                                     DeviceNeeds{options.f16, options.pipeline_statistics});
+                                     DeviceNeeds{options.f16, options.pipeline_statistics, options.llama_cpp});
   pipelines_ = std::make_unique<Pipelines>(*device_, activation_type_);
   stream_ = std::make_unique<Stream>(*device_);
   kernels_ = std::make_unique<Kernels>(*device_, *pipelines_, parse_kernel_overrides(options.kernels), config_.head_dim,
-                                       config_.n_heads / config_.n_kv_heads, config_.block);
+                                       config_.n_heads / config_.n_kv_heads, config_.block, options.llama_cpp);
   if (config_.head_dim > kernels_->max_head_dim())
     throw UsageError(fmt::format("{}: head_dim {}: the Vulkan attention kernel handles head_dim up to {}",
                                  m.path().string(), config_.head_dim, kernels_->max_head_dim()));
@@ -289,6 +311,11 @@ void Engine::reserve_rows(int rows) {
     const auto plan_tiles = Kernels::expert_plan_tiles(static_cast<std::uint64_t>(pairs), config_.experts.count);
     expert_plan_ = {activations_->allocate((1 + 3 * plan_tiles) * 4, "the experts' tiles"),
                     activations_->allocate(static_cast<std::uint64_t>(pairs) * 4, "the pairs grouped by expert")};
+  }
+  if (kernels_->llama_cpp()) {
+    const int widest = widest_product_input();
+    dot_input_ = activations_->allocate(activation_bytes(capacity, widest), "the products' rounded inputs");
+    dot_excess_ = activations_->allocate(activation_bytes(capacity, std::max(widest / 32, 1)), "the Q8_1 sums' excess");
   }
   tokens_ = activations_->allocate(static_cast<std::uint64_t>(capacity) * 4, "the chunk's tokens");
   row_table_ = activations_->allocate(static_cast<std::uint64_t>(capacity) * 16, "the attention row table");
@@ -518,9 +545,7 @@ std::string Engine::run(const model::Step& step, const Region& out) {
     case Op::ffn_gate:
     case Op::ffn_up:
     case Op::ffn_down:
-    case Op::moe_router:
-      return kernels_->matmul(*stream_, in(0), matrix(step.op, step.layer), bias(step.op, step.layer), out, rows,
-                              faults);
+    case Op::moe_router: return product(in(0), step.op, step.layer, bias(step.op, step.layer), out, faults);
     case Op::moe_ids:
       return kernels_->moe_topk(*stream_, in(0), out, rows, config_.experts.count, config_.experts.active, faults);
     case Op::moe_weights:
@@ -528,7 +553,7 @@ std::string Engine::run(const model::Step& step, const Region& out) {
                                    config_.experts.normalize, faults);
     case Op::moe_out: return mixture(step, out);
     case Op::logits: {
-      std::string kernel = kernels_->matmul(*stream_, in(0), matrix(step.op, step.layer), nullptr, out, rows, faults);
+      std::string kernel = product(in(0), step.op, step.layer, nullptr, out, faults);
       const model::Block& b = config_.block;
       if (b.logit_scale == 1.0 && b.logit_softcap == 0.0) return kernel;
       return kernel + "+" +
@@ -549,6 +574,32 @@ std::string Engine::run(const model::Step& step, const Region& out) {
       return kernels_->gated_activation(*stream_, in(0), in(1), out, std::int64_t{rows} * config_.ffn_dim, faults);
   }
   return {};
+}
+
+// x W^T (+ bias) for a product step; in llama.cpp's precision x rounded to W's dot-product type
+// first, and a Q4_1 or Q5_1 product given what its input blocks' stored sums add.
+std::string Engine::product(const Region& x, Op op, int layer, const DeviceWeight* bias, const Region& out,
+                            std::uint32_t faults) {
+  const DeviceWeight& w = matrix(op, layer);
+  const int rows = chunk_.rows;
+  const model::DotType type = model::dot_type(w.dtype);
+  if (!kernels_->llama_cpp() || type == model::DotType::f32)
+    return kernels_->matmul(*stream_, x, w, bias, out, rows, faults);
+  const Region rounded = dot_input_.sub(0, activation_bytes(rows, w.cols));
+  const std::string rounding =
+      kernels_->round_to_dot_type(*stream_, type, x, rounded, dot_excess_, rows, static_cast<int>(w.cols));
+  std::string kernel = kernels_->matmul(*stream_, rounded, w, bias, out, rows, faults) + rounding;
+  if (type == model::DotType::q8_1) kernels_->q8_1_correction(*stream_, dot_excess_, w, out, rows);
+  return kernel;
+}
+
+// The widest input of the model's products (their matrices' columns).
+int Engine::widest_product_input() const {
+  int widest = 0;
+  for (const model::Step& s : graph_.steps())
+    if (model::op_class(s.op) == model::OpClass::gemm)
+      widest = std::max(widest, static_cast<int>(graph_.width(s.inputs[0].op)));
+  return widest;
 }
 
 // A residual add, with the norm that reads its output (in the graph) where the kernels fuse them:
@@ -595,8 +646,14 @@ std::string Engine::attend(const model::Step& step, const Region& out) {
   const int kv_dim = config_.kv_dim();
   for (const Part& p : parts_) {
     const std::uint64_t at = activation_bytes(p.row0, kv_dim), bytes = activation_bytes(p.rows, kv_dim);
-    kernels_->copy(*stream_, k_rows.sub(at, bytes), kv_->rows(layer, false, p.sequence, p.first_pos, p.rows));
-    kernels_->copy(*stream_, v_rows.sub(at, bytes), kv_->rows(layer, true, p.sequence, p.first_pos, p.rows));
+    for (const auto& [rows, value] : {std::pair{k_rows, false}, std::pair{v_rows, true}}) {
+      const Region cache = kv_->rows(layer, value, p.sequence, p.first_pos, p.rows);
+      if (kernels_->llama_cpp())  // llama.cpp caches K and V as f16
+        kernels_->round_to_dot_type(*stream_, model::DotType::f16, rows.sub(at, bytes), cache, dot_excess_, p.rows,
+                                    kv_dim);
+      else
+        kernels_->copy(*stream_, rows.sub(at, bytes), cache);
+    }
   }
   AttentionShape shape = attention_;
   shape.window = model::attention_window(config_, layer);
@@ -674,7 +731,7 @@ void Engine::write_kv(int layer, bool value, const HostTensor& rows) {
         fmt::format("write_kv layer {}: expected rows of {} values, found {}", layer, config_.kv_dim(), rows.cols()));
   const int n = static_cast<int>(rows.rows());
   kv_->reserve(*stream_, static_cast<int>(n_past_.size()), n);
-  if (n > 0) upload(rows, kv_->rows(layer, value, 0, 0, n));
+  if (n > 0) upload(kernels_->llama_cpp() ? f16_values(rows) : rows, kv_->rows(layer, value, 0, 0, n));
   n_past_.front() = n;
 }
 

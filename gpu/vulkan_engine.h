@@ -3,7 +3,8 @@
 // arithmetic, weights dequantized in the kernels, KV cache on the device, command buffers of
 // layers 1, 2-3, 4-7, ..., each submitted as soon as it is recorded. Untapped op outputs never leave the device. In f16
 // mode weights and activations (op outputs, the KV cache) are stored as f16 and every sum still accumulates in f32: the
-// engine the reference's f16 emulation (reference/cpu_engine.h) bounds.
+// engine the reference's f16 emulation (reference/cpu_engine.h) bounds. In llama.cpp's precision it
+// rounds as the reference's llama.cpp emulation does (model/llama_cpp_precision.h).
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -20,13 +21,16 @@
 namespace tapdiff::gpu {
 
 struct VulkanEngineOptions {
-  std::string device;                // "" = prefer a discrete GPU, then integrated, then any; "N"; or a name substring
-  std::string kernels;               // overrides, "matmul=...,matvec=...,attention=..." (kernels.h)
-  int max_context = 0;               // KV-cache limit in positions; 0 = grow as needed
-  std::optional<bool> validation;    // Khronos validation layer; default: TAPDIFF_VK_VALIDATION=1
-  bool print_validation = false;     // print validation messages to stderr as they arrive
-  std::string inject;                // faults to plant, "NAME[@LAYER][,...]" (gpu/faults.h); "" = none
-  bool f16 = false;                  // --dtype f16: f16 weights and activations (needs storageBuffer16BitAccess)
+  std::string device;              // "" = prefer a discrete GPU, then integrated, then any; "N"; or a name substring
+  std::string kernels;             // overrides, "matmul=...,matvec=...,attention=..." (kernels.h)
+  int max_context = 0;             // KV-cache limit in positions; 0 = grow as needed
+  std::optional<bool> validation;  // Khronos validation layer; default: TAPDIFF_VK_VALIDATION=1
+  bool print_validation = false;   // print validation messages to stderr as they arrive
+  std::string inject;              // faults to plant, "NAME[@LAYER][,...]" (gpu/faults.h); "" = none
+  bool f16 = false;                // --dtype f16: f16 weights and activations (needs storageBuffer16BitAccess)
+  // --dtype llama.cpp: f32, rounded where llama.cpp's CPU backend rounds (gpu/kernels.h; needs
+  // shaderFloat64): Llama-family dense models only (model::require_llama_cpp_precision), no faults
+  bool llama_cpp = false;
   bool pipeline_statistics = false;  // capture the driver's statistics of each kernel, where offered
 };
 

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include <fmt/core.h>
-#include <nlohmann/json.hpp>
 
 #include "model/block.h"
 #include "model/errors.h"
@@ -371,21 +370,7 @@ std::unique_ptr<model::Engine> make_cpu_engine(const model::Model& m, const CpuE
   if (options.emulation == Emulation::llama_cpp) {
     if (options.scalar != model::Scalar::f32)
       throw UsageError("the reference's llama.cpp emulation computes in f32, as llama.cpp does, not f64");
-    if (m.config().experts.count > 0)
-      throw UsageError(
-          fmt::format("{}: the llama.cpp emulation does not round a mixture of experts' products "
-                      "(--dtype llama.cpp is for dense models)",
-                      m.path().string()));
-    // Held to llama.cpp on Llama's block; biases are added after the product in f32 in both. Other
-    // blocks (norm offsets, post-norms, q/k norms, scales, soft-caps, GELU) may round elsewhere in
-    // llama.cpp's graph (Gemma 2 scales Q before converting it, say).
-    model::Block block = m.config().block;
-    block.qkv_bias = block.o_bias = block.mlp_bias = false;
-    if (block != model::Block{})
-      throw UsageError(
-          fmt::format("{}: the llama.cpp emulation is held to llama.cpp on Llama-family blocks only; "
-                      "this model's block ({}) is not (docs/llama-cpp.md)",
-                      m.path().string(), model::to_json(m.config().block).dump()));
+    model::require_llama_cpp_precision(m);
   }
   const std::uint64_t budget = options.weight_budget > 0 ? options.weight_budget : default_weight_budget();
   if (options.scalar == model::Scalar::f32)

@@ -58,41 +58,6 @@ void round_blocks(Mat<float>& x, int block, RoundBlock round_block) {
 
 }  // namespace
 
-DotType dot_type(model::DType weights) {
-  using model::DType;
-  switch (weights) {
-    case DType::f32: return DotType::f32;
-    case DType::f16: return DotType::f16;
-    case DType::bf16: return DotType::bf16;
-    case DType::q8_0:
-    case DType::q4_0:
-    case DType::q5_0:
-    case DType::iq4_nl: return DotType::q8_0;
-    case DType::q4_1:
-    case DType::q5_1: return DotType::q8_1;
-    case DType::q2_k:
-    case DType::q3_k:
-    case DType::q4_k:
-    case DType::q5_k:
-    case DType::q6_k:
-    case DType::iq4_xs: return DotType::q8_k;
-  }
-  TAPDIFF_ASSERT(false, "weight type {} has no dot-product type", static_cast<int>(weights));
-  return DotType::f32;
-}
-
-const char* dot_type_name(DotType t) {
-  switch (t) {
-    case DotType::f32: return "f32";
-    case DotType::f16: return "f16";
-    case DotType::bf16: return "bf16";
-    case DotType::q8_0: return "q8_0";
-    case DotType::q8_1: return "q8_1";
-    case DotType::q8_k: return "q8_k";
-  }
-  return "?";
-}
-
 void round_to_dot_type(DotType t, Mat<float>& x) {
   switch (t) {
     case DotType::f32: return;

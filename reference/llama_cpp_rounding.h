@@ -1,23 +1,16 @@
 #pragma once
-// What llama.cpp's CPU backend (ggml-cpu) rounds, as the reference's llama.cpp emulation repeats
-// it (--dtype llama.cpp): before each matrix product ggml converts the activations to the weight
-// type's dot-product type (its vec_dot_type): F16 for F16 weights, BF16 for BF16, Q8_0 blocks for
-// Q8_0, Q4_0, Q5_0 and IQ4_NL, Q8_1 blocks for Q4_1 and Q5_1, Q8_K super-blocks for the K-quants
-// and IQ4_XS. The product then runs on the converted values with f32 sums. Without flash
-// attention, K and V are cached as f16 and the attention's Q and probabilities are converted to
-// f16 for their products with them.
+// How the reference's llama.cpp emulation (--dtype llama.cpp) rounds what llama.cpp's CPU backend
+// (ggml-cpu) rounds: each product's activations converted to the weight type's dot-product type
+// (model/llama_cpp_precision.h), RMSNorm's scale as ggml computes it.
 
 #include "model/dtype.h"
+#include "model/llama_cpp_precision.h"
 #include "model/weights.h"
 #include "reference/eigen_types.h"
 
 namespace tapdiff::reference {
 
-enum class DotType { f32, f16, bf16, q8_0, q8_1, q8_k };
-
-// ggml-cpu's vec_dot_type of a weight stored as `weights`.
-DotType dot_type(model::DType weights);
-const char* dot_type_name(DotType t);  // "f32", "q8_k", ...
+using model::DotType;
 
 // Replaces each row of x by the values ggml's conversion to t gives (quantized, then dequantized
 // as the product reads them), as its x86 code converts: Q8_0 and Q8_1 scale each block of 32 by

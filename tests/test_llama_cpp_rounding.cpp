@@ -37,7 +37,7 @@ TEST(LlamaCppRounding, EachWeightTypeConvertsActivationsToGgmlsDotType) {
       {DType::q2_k, DotType::q8_k},   {DType::q3_k, DotType::q8_k}, {DType::q4_k, DotType::q8_k},
       {DType::q5_k, DotType::q8_k},   {DType::q6_k, DotType::q8_k}, {DType::iq4_xs, DotType::q8_k}};
   ASSERT_EQ(table.size(), model::all_dtypes().size());
-  for (const auto& [weights, dot] : table) EXPECT_EQ(reference::dot_type(weights), dot) << model::dtype_name(weights);
+  for (const auto& [weights, dot] : table) EXPECT_EQ(model::dot_type(weights), dot) << model::dtype_name(weights);
 }
 
 // One row of a block: its largest magnitude 127 makes the scale 1, so each value rounds to an

@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <numeric>
 #include <random>
@@ -62,6 +63,7 @@ struct OpCase {
   bool tied = false;
   std::string kernels;               // --kernels overrides
   bool f16 = false;                  // --dtype f16 against the reference's f16 emulation
+  bool llama_cpp = false;            // --dtype llama.cpp against the reference's llama.cpp emulation
   int rotary_dim = 0;                // RoPE on the leading channels of a head only (0: all)
   double rope_attention_factor = 0;  // YaRN's cos/sin scale (0: none)
   model::Experts experts = {};       // count > 0: a mixture of experts (arch qwen3moe)
@@ -181,9 +183,11 @@ std::vector<HostTensor> run_step(std::initializer_list<model::Engine*> engines, 
 }
 
 // Runs the chunks one after another on one KV cache; in each, every step of the graph gets fresh
-// random inputs on both engines and its output is compared. worst[op] collects the largest NMSE.
+// random inputs on both engines and its output is compared, held to bound(op). worst[op] collects
+// the largest NMSE.
 void compare_chunks(model::Engine& cpu, model::Engine& gpu, const model::Graph& graph, const std::vector<int>& chunks,
-                    int vocab, double bound, std::mt19937_64& rng, std::map<std::string, double>& worst) {
+                    int vocab, const std::function<double(Op)>& bound, std::mt19937_64& rng,
+                    std::map<std::string, double>& worst) {
   cpu.reset(), gpu.reset();
   int pos = 0;
   for (std::size_t ci = 0; ci < chunks.size(); ++ci) {
@@ -195,9 +199,9 @@ void compare_chunks(model::Engine& cpu, model::Engine& gpu, const model::Graph& 
     for (const model::Step& step : graph.steps()) {
       const std::vector<HostTensor> out = run_step({&cpu, &gpu}, graph, step, rows, rng);
       const double e = nmse(out[0], out[1]);
-      EXPECT_LE(e, bound) << model::to_string(step.output()) << " chunk " << ci << " of "
-                          << ::testing::PrintToString(chunks) << " (rows " << rows << ", first_pos " << pos
-                          << "), kernel " << gpu.kernel(step.op);
+      EXPECT_LE(e, bound(step.op)) << model::to_string(step.output()) << " chunk " << ci << " of "
+                                   << ::testing::PrintToString(chunks) << " (rows " << rows << ", first_pos " << pos
+                                   << "), kernel " << gpu.kernel(step.op);
       double& w = worst[std::string(model::op_name(step.op))];
       w = std::max(w, e);
     }
@@ -293,17 +297,26 @@ TEST_P(VulkanOps, EveryOpMatchesTheReferenceOnRandomInputs) {
   const model::Model& model = m ? *m : *base;
   const model::Graph graph(model.config());
   reference::CpuEngineOptions cpu_options{model::Scalar::f32, 1};
-  cpu_options.emulation = c.f16 ? reference::Emulation::f16 : reference::Emulation::none;
+  cpu_options.emulation = c.f16         ? reference::Emulation::f16
+                          : c.llama_cpp ? reference::Emulation::llama_cpp
+                                        : reference::Emulation::none;
   const auto cpu = reference::make_cpu_engine(model, cpu_options);
   gpu::VulkanEngineOptions options;
   options.kernels = c.kernels;
   options.f16 = c.f16;
+  options.llama_cpp = c.llama_cpp;
   const auto gpu = engine_for(model, options);
 
   std::mt19937_64 rng(12345);
   std::map<std::string, double> worst;  // per op
+  // llama.cpp's norms are ggml's to the last bit in both engines (their outputs are what the
+  // products round to 8 bits)
+  const auto bound = [&](Op op) {
+    if (c.llama_cpp && model::op_class(op) == model::OpClass::norm) return 0.0;
+    return c.f16 ? kMaxNmseF16 : kMaxNmse;
+  };
   for (const std::vector<int>& chunks : c.chunkings)
-    compare_chunks(*cpu, *gpu, graph, chunks, c.vocab, c.f16 ? kMaxNmseF16 : kMaxNmse, rng, worst);
+    compare_chunks(*cpu, *gpu, graph, chunks, c.vocab, bound, rng, worst);
   std::string line;
   for (const auto& [op, e] : worst) line += fmt::format(" {} {:.1e}", op, e);
   std::printf("[%s] worst NMSE per op:%s\n", c.name.c_str(), line.c_str());
@@ -521,6 +534,28 @@ std::vector<OpCase> block_format_cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(BlockFormats, VulkanOps, ::testing::ValuesIn(block_format_cases()),
+                         [](const ::testing::TestParamInfo<OpCase>& p) { return p.param.name; });
+
+// llama.cpp's precision (--dtype llama.cpp) against the reference's emulation of it, for every
+// weight type: each product's input rounded to the type's dot-product type (F16, BF16, Q8_0, Q8_1
+// with its sums, Q8_K), the norms as ggml's, the f16 KV cache, q and the probabilities; decode rows,
+// prefill rows, a chunk after a chunk. Both engines round the same inputs to the same bits, so a
+// product differs only by its sums' order: one value on the other side of an 8-bit rounding
+// boundary would move a row by a quantum (NMSE ~1e-6 / rows for K = 256), past the 1e-9 bound; the
+// norms must agree to the last bit.
+std::vector<OpCase> llama_cpp_cases() {
+  std::vector<OpCase> cases;
+  for (const DType t : model::all_dtypes()) {
+    const std::array<int, 6> shape =
+        model::block_size(t) == 256 ? std::array{8, 4, 32, 256, 512, 300} : std::array{8, 4, 16, 96, 224, 300};
+    OpCase c = op_case(fmt::format("llama_cpp_{}", model::dtype_name(t)), shape, t, {{1}, {5}, {33}, {2, 5, 1}});
+    c.llama_cpp = true;
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(LlamaCppPrecision, VulkanOps, ::testing::ValuesIn(llama_cpp_cases()),
                          [](const ::testing::TestParamInfo<OpCase>& p) { return p.param.name; });
 
 // The variant that ran is reported per op: a tile for prefill, a matrix-vector kernel for decode.

@@ -50,12 +50,14 @@ std::unique_ptr<model::Engine> make_engine(const EngineChoice& choice, const mod
     return reference::make_cpu_engine(m, options);
   }
   if (choice.name == "vulkan") {
-    if (choice.dtype != "f32" && choice.dtype != "f16")
-      throw UsageError(fmt::format(
-          "--dtype {}: the vulkan engine computes in f32 or f16 (f16 weights and activations, f32 accumulation)",
-          choice.dtype));
+    if (choice.dtype != "f32" && choice.dtype != "f16" && choice.dtype != "llama.cpp")
+      throw UsageError(
+          fmt::format("--dtype {}: the vulkan engine computes in f32, f16 (f16 weights and activations, f32 "
+                      "accumulation) or llama.cpp (f32 rounded where llama.cpp's CPU backend rounds)",
+                      choice.dtype));
     gpu::VulkanEngineOptions options;
     options.f16 = choice.dtype == "f16";
+    options.llama_cpp = choice.dtype == "llama.cpp";
     options.device = choice.device;
     options.kernels = choice.kernels;
     options.max_context = choice.max_context;

@@ -17,6 +17,11 @@
 // reads KV head h % kv_heads; softmax-no-max takes p_j = exp(s_j); batch-seq-leak also sees, before
 // its own keys, the last (w & 7) cache rows before row (w >> 3): the end of the previous sequence
 // in the pass, which the row table's fourth field gives (0 for a pass's first sequence).
+// With LLAMA_CPP (attention-two-pass+llama.cpp-f16-kv, --dtype llama.cpp): the products as
+// llama.cpp's CPU backend computes them without flash attention (model/llama_cpp_precision.h): q is
+// rounded to f16 for its product with the (f16-valued) keys, and each probability p_j / sum_j p_j
+// is rounded to f16 before its product with the values, so the sum of p_j comes first (a pass of
+// its own).
 layout(local_size_x_id = 1) in;
 layout(std430, binding = 0) readonly buffer Query { act_t q[]; };
 layout(std430, binding = 1) readonly buffer KeyCache { act_t kc[]; };
@@ -81,7 +86,11 @@ void main() {
   leak_end = info.w >> 3;
   const uint keys = leaked + pos + 1u - first_key;
   const uint out_base = t * pc.q_stride + h * pc.head_dim;
+#ifdef LLAMA_CPP
+  for (uint d = lid; d < pc.head_dim; d += WG) qs[d] = round_f16(float(q[out_base + d]));
+#else
   for (uint d = lid; d < pc.head_dim; d += WG) qs[d] = float(q[out_base + d]);
+#endif
   barrier();
 
   float m = uintBitsToFloat(0xFF800000u);  // -inf
@@ -93,10 +102,22 @@ void main() {
   barrier();
 
   float l = 0.0;
+#ifdef LLAMA_CPP
+  for (uint i = lid; i < keys; i += WG) l += exp(score(key_row(i) * pc.kv_stride + kv_col) - m_all);
+  red[lid] = l;
+  barrier();
+  reduce(false);
+  const float l_sum = red[0];
+  barrier();
+#endif
   float acc[CHANNELS] = float[CHANNELS](0.0, 0.0, 0.0, 0.0);
   for (uint i0 = 0u; i0 < keys; i0 += WG) {
     const uint i = i0 + lid;
+#ifdef LLAMA_CPP
+    const float p = i < keys ? round_f16(exp(score(key_row(i) * pc.kv_stride + kv_col) - m_all) / l_sum) : 0.0;
+#else
     const float p = i < keys ? exp(score(key_row(i) * pc.kv_stride + kv_col) - m_all) : 0.0;
+#endif
     ps[lid] = p;
     l += p;
     barrier();
@@ -108,10 +129,14 @@ void main() {
     }
     barrier();
   }
+#ifdef LLAMA_CPP
+  const float l_all = 1.0;  // the probabilities were normalised before their products
+#else
   red[lid] = l;
   barrier();
   reduce(false);
   const float l_all = red[0];
+#endif
   for (uint c = 0u; c < CHANNELS; ++c) {
     const uint d = lid + c * WG;
     if (d < pc.head_dim) y[out_base + d] = to_act(acc[c] / l_all);
