@@ -486,7 +486,7 @@ TEST(VulkanCli, F16RunIsRecordedAndBisectsClean) {
 
   const CommandResult bad = run_tapdiff("run --engine vulkan --dtype f64 --model synth:tiny --tokens 1,5");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
-  EXPECT_NE(bad.output.find("f32 or f16"), std::string::npos) << bad.output;
+  EXPECT_NE(bad.output.find("computes in f32, f16"), std::string::npos) << bad.output;
 
   const CommandResult bisect = run_tapdiff(
       "bisect --engine-b vulkan --dtype f16 --model synth:small --tokens 1,5,9,12,40,41,42,7,8,9,10,11 --chunk 5 "
