@@ -1,11 +1,13 @@
 """llama.cpp's own intermediate values, taken through its eval callback by examples/llama-cpp-taps
 (built against npm's node-llama-cpp CPU build), against tapdiff:
 - the `llama.cpp` name map reads every tensor that dump holds, prefill chunks and decode steps;
-- the llama.cpp emulation (`run --dtype llama.cpp`) repeats llama.cpp's first products to f32
-  precision for every weight type, where the exact answer differs by llama.cpp's activation rounding;
+- the llama.cpp emulation (`run --dtype llama.cpp`, the reference's and the Vulkan engine's)
+  repeats llama.cpp's first products to f32 precision for every weight type, where the exact answer
+  differs by llama.cpp's activation rounding;
 - as the noise floor of `compare --model` (`--b-precision llama.cpp`) it takes llama.cpp's own
   rounding for what it is, which the f32 floor blames on the first product, and still names a
-  planted bug."""
+  planted bug;
+- exact and llama.cpp-precision tokens (llama.cpp's own, the Vulkan engine's) part only at near ties."""
 from __future__ import annotations
 
 import json
@@ -54,17 +56,17 @@ def llama_cpp_dump(harness, model: Path, out: Path, generate: int = 0) -> list[i
     return [int(t) for t in run.stdout.strip().splitlines()[-1].split(",")]
 
 
-def tapdiff_dump(model: Path, dump: Path, dtype: str, generate: int = 0) -> list[int]:
+def tapdiff_dump(model: Path, dump: Path, dtype: str, generate: int = 0, engine: str = "ref") -> list[int]:
     summary = dump.with_suffix(".json")
     run = subprocess.run([TAPDIFF, "run", "--model", str(model), "--tokens", ",".join(map(str, PROMPT)), "--generate",
-                          str(generate), "--engine", "ref", "--dtype", dtype, "--dump", str(dump), "--json",
+                          str(generate), "--engine", engine, "--dtype", dtype, "--dump", str(dump), "--json",
                           str(summary)], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     return json.loads(summary.read_text())["generated"]
 
 
-def compare(a: Path, b: Path, report: Path, *extra: str) -> tuple[dict, str]:
-    run = subprocess.run([TAPDIFF, "compare", str(a), str(b), "--map", "llama.cpp", "--json", str(report), *extra],
+def compare(a: Path, b: Path, report: Path, *extra: str, name_map: str = "llama.cpp") -> tuple[dict, str]:
+    run = subprocess.run([TAPDIFF, "compare", str(a), str(b), "--map", name_map, "--json", str(report), *extra],
                          capture_output=True, text=True)
     assert run.returncode in (0, 1), run.stderr
     return json.loads(report.read_text()), run.stdout + run.stderr
@@ -96,21 +98,23 @@ def test_the_llama_cpp_map_reads_llama_cpps_own_dump(llama_cpp_taps, tmp_path):
 
 @pytest.mark.parametrize("storage", ["f16", "bf16"] + BLOCK_STORAGE)
 def test_the_llama_cpp_emulation_repeats_llama_cpps_products(llama_cpp_taps, storage, tmp_path):
+    """The reference's emulation and the Vulkan engine's in llama.cpp's precision."""
     model = synth(storage, tmp_path / f"{storage}.gguf")
     llama_cpp_dump(llama_cpp_taps, model, tmp_path / "llama.cpp")
-    tapdiff_dump(model, tmp_path / "emulated.h5", "llama.cpp")
     tapdiff_dump(model, tmp_path / "exact.h5", "f64")
-    emulated = op_nmse(compare(tmp_path / "emulated.h5", tmp_path / "llama.cpp", tmp_path / "e.json")[0])
     exact = op_nmse(compare(tmp_path / "exact.h5", tmp_path / "llama.cpp", tmp_path / "x.json")[0])
-    print(f"{storage}: 0/v_proj NMSE against llama.cpp: emulated {emulated['0/v_proj']:.1e}, exact "
-          f"{exact['0/v_proj']:.1e}; 0/attn {emulated['0/attn']:.1e}, {exact['0/attn']:.1e}; logits "
-          f"{emulated[f'{LAYERS}/logits']:.1e}, {exact[f'{LAYERS}/logits']:.1e}")
-    # The first product after the embedding: both runs see the same input, llama.cpp rounds it.
-    assert emulated["0/v_proj"] < 1e-12
-    assert exact["0/v_proj"] > 1e-8
-    # Attention over the f16 cache, with f16 Q and probabilities.
-    assert emulated["0/attn"] < 1e-8
-    assert exact["0/attn"] > 10 * emulated["0/attn"]
+    for engine in ("ref", "vulkan"):
+        tapdiff_dump(model, tmp_path / f"{engine}.h5", "llama.cpp", engine=engine)
+        emulated = op_nmse(compare(tmp_path / f"{engine}.h5", tmp_path / "llama.cpp", tmp_path / f"{engine}.json")[0])
+        print(f"{storage}, {engine}: 0/v_proj NMSE against llama.cpp: emulated {emulated['0/v_proj']:.1e}, exact "
+              f"{exact['0/v_proj']:.1e}; 0/attn {emulated['0/attn']:.1e}, {exact['0/attn']:.1e}; logits "
+              f"{emulated[f'{LAYERS}/logits']:.1e}, {exact[f'{LAYERS}/logits']:.1e}")
+        # The first product after the embedding: both runs see the same input, llama.cpp rounds it.
+        assert emulated["0/v_proj"] < 1e-12, engine
+        assert exact["0/v_proj"] > 1e-8
+        # Attention over the f16 cache, with f16 Q and probabilities.
+        assert emulated["0/attn"] < 1e-8, engine
+        assert exact["0/attn"] > 10 * emulated["0/attn"], engine
 
 
 def scaled(dump: Path, name: str, factor: float) -> None:
@@ -166,29 +170,46 @@ def llama_cpp_logits_at(dump: Path, position: int) -> np.ndarray:
 def test_exact_and_llama_cpp_tokens_part_only_at_near_ties(llama_cpp_taps, storage, tmp_path):
     """The exact answer against llama.cpp's own run, every op held to the llama.cpp emulation's
     error against it (`--floor`): every op within tolerance, and where the greedy tokens part, a
-    near tie with A's margin (the rows fed different tokens after it unjudged)."""
+    near tie with A's margin (the rows fed different tokens after it unjudged). The Vulkan engine
+    in llama.cpp's precision, against the same answer and floor, likewise."""
     model = synth(storage, tmp_path / f"{storage}.gguf")
     theirs = llama_cpp_dump(llama_cpp_taps, model, tmp_path / "llama.cpp", generate=16)
     ours = tapdiff_dump(model, tmp_path / "exact.h5", "f64", generate=16)
     tapdiff_dump(model, tmp_path / "floor.h5", "llama.cpp", generate=16)
     report, output = compare(tmp_path / "exact.h5", tmp_path / "llama.cpp", tmp_path / "report.json", "--floor",
                              str(tmp_path / "floor.h5"))
+    tie = judged_at_most_a_near_tie(report, output, ours, theirs[len(PROMPT):])
+    if tie is not None:
+        # A near tie for llama.cpp's precision: A's two candidates closer than llama.cpp's own
+        # deviation from A in that row's logits.
+        deviation = np.abs(exact_logits(tmp_path / "exact.h5", tie["position"]) -
+                           llama_cpp_logits_at(tmp_path / "llama.cpp", tie["position"])).max()
+        assert 0 <= tie["margin"] <= deviation, (tie, deviation)
+        print(f"{storage}: parts from llama.cpp at step {tie['step']}, a near tie: A's margin {tie['margin']:.2g}, "
+              f"llama.cpp's deviation there {deviation:.2g}")
+    # tapdiff's Vulkan engine in llama.cpp's precision, judged as llama.cpp is.
+    vulkan = tapdiff_dump(model, tmp_path / "vulkan.h5", "llama.cpp", generate=16, engine="vulkan")
+    report, output = compare(tmp_path / "exact.h5", tmp_path / "vulkan.h5", tmp_path / "vulkan.json", "--floor",
+                             str(tmp_path / "floor.h5"), name_map="tapdiff")
+    tie = judged_at_most_a_near_tie(report, output, ours, vulkan)
+    print(f"{storage}: Vulkan in llama.cpp's precision: " +
+          ("the exact tokens" if tie is None else f"parts at step {tie['step']}, a near tie (A's margin "
+                                                  f"{tie['margin']:.2g})") +
+          f"; its tokens {'equal' if vulkan == theirs[len(PROMPT):] else 'differ from'} llama.cpp's")
+
+
+def judged_at_most_a_near_tie(report: dict, output: str, ours: list[int], theirs: list[int]) -> dict | None:
+    """Every op within the floor, and where the generated tokens part (not at the last step: the
+    last token is fed to no row), a near tie at that step: its `tie`. None where they do not part."""
     assert report["first"] is None, output
-    step = next((s for s, (a, b) in enumerate(zip(ours, theirs[len(PROMPT):])) if a != b), None)
-    if step is None or step == len(ours) - 1:  # the last token is fed to no row: nothing left unjudged
+    step = next((s for s, (a, b) in enumerate(zip(ours, theirs)) if a != b), None)
+    if step is None or step == len(ours) - 1:
         assert report["verdict"] == "match", output
-        print(f"{storage}: the same {len(ours)} tokens" if step is None else f"{storage}: parts at the last step")
-        return
+        return None
     assert report["verdict"] == "incomplete", output
     (problem,) = report["problems"]
     assert problem["code"] == "near-tie", output
     tie = report["tokens"]["tie"]
-    assert (tie["step"], tie["a"], tie["b"]) == (step, ours[step], theirs[len(PROMPT) + step]), tie
+    assert (tie["step"], tie["a"], tie["b"]) == (step, ours[step], theirs[step]), tie
     assert tie["position"] == len(PROMPT) - 1 + step
-    # A near tie for llama.cpp's precision: A's two candidates closer than llama.cpp's own
-    # deviation from A in that row's logits.
-    deviation = np.abs(exact_logits(tmp_path / "exact.h5", tie["position"]) -
-                       llama_cpp_logits_at(tmp_path / "llama.cpp", tie["position"])).max()
-    assert 0 <= tie["margin"] <= deviation, (tie, deviation)
-    print(f"{storage}: parts from llama.cpp at step {step}, a near tie: A's margin {tie['margin']:.2g}, "
-          f"llama.cpp's deviation there {deviation:.2g}")
+    return tie
