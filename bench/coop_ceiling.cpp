@@ -121,12 +121,14 @@ int main(int argc, char** argv) try {
                         gpu::DeviceNeeds{true, true});
   gpu::Pipelines pipelines(dev, gpu::Activations::f16);
   gpu::Stream stream(dev);
-  gpu::Kernels kernels(dev, pipelines, {}, 128, 1, tapdiff::model::Block{});
+  const gpu::DeviceProfile profile = gpu::device_profile(dev, gpu::Activations::f16, 128);
+  gpu::Kernels kernels(gpu::KernelChoice(profile, {}, 128, 1, tapdiff::model::Block{}), pipelines);
   std::vector<std::unique_ptr<gpu::Kernels>> forced(std::size(kLevels));  // the levels that force a kernel
   for (std::size_t l = 0; l < std::size(kLevels); ++l)
     if (*kLevels[l].kernels != 0)
-      forced[l] = std::make_unique<gpu::Kernels>(dev, pipelines, gpu::parse_kernel_overrides(kLevels[l].kernels), 128,
-                                                 1, tapdiff::model::Block{});
+      forced[l] = std::make_unique<gpu::Kernels>(
+          gpu::KernelChoice(profile, gpu::parse_kernel_overrides(kLevels[l].kernels), 128, 1, tapdiff::model::Block{}),
+          pipelines);
   gpu::Arena arena(dev, "operands", gpu::MemoryKind::device_local, 64ull << 20);
   stream.set_timestamps(true);
 

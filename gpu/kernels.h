@@ -1,7 +1,8 @@
 #pragma once
 // The kernel variants of each op class and how each is recorded: pipeline, bindings, push
-// constants and grid. A variant is chosen per call by device capability, the chunk's rows and the
-// user's overrides; its name is returned so the engine can report which kernel ran.
+// constants and grid. gpu/kernel_choice.h chooses the variant per call from the device's profile,
+// the chunk's rows and the user's overrides; its name is returned so the engine can report which
+// kernel ran.
 //
 // Variants (f32 arithmetic; DTYPE: the weights as stored on the device). With f16 activations
 // (--dtype f16: shaders.h Activations) each name carries ".f16" after the variant, as in
@@ -85,6 +86,7 @@
 #include <vector>
 
 #include "gpu/device_weights.h"
+#include "gpu/kernel_choice.h"
 #include "gpu/matmul_coop2.h"
 #include "gpu/memory.h"
 #include "gpu/shaders.h"
@@ -94,44 +96,8 @@
 
 namespace tapdiff::gpu {
 
-class Device;
 class Pipelines;
 class Stream;
-
-// What --kernels may force:
-// "matmul=auto|tiled|coop|coop-k16|coop2|coop2-128x128|coop2-128x256|matvec,matvec=auto|subgroup|shared,
-// attention=auto|coop2|coop|flash|two-pass,
-// decode-attention=auto|decode-split|flash-split,norm=auto|fused|apart,experts=auto|tiled|matvec"
-// (experts: moe_out's products, grouped by expert in tiles or per pair; norm=apart: every residual
-// add and norm in a dispatch of its own; decode-attention: the kernel of decode steps over
-// more than 32 positions; with auto, attention=two-pass takes them too). matmul=coop2 runs the
-// products whose shape it takes (f16 weights, K and N multiples of 8) on matmul-coop2 (its tile
-// chosen by the product's size, as auto does; coop2-128x128 and coop2-128x256 force one), the
-// others on matmul-coop; each op's kernel name says which ran. attention=coop2 runs attention-coop-64x32
-// where a fault is planted (attention-coop2 has no faults).
-struct KernelOverrides {
-  enum class Matmul : std::uint8_t {
-    automatic,
-    tiled,
-    coop,
-    coop_k16,
-    coop2,
-    coop2_narrow,  // coop2-128x128
-    coop2_wide,    // coop2-128x256
-    matvec
-  } matmul = Matmul::automatic;
-  enum class Matvec : std::uint8_t { automatic, subgroup, shared } matvec = Matvec::automatic;
-  enum class Attention : std::uint8_t { automatic, coop2, coop, flash, two_pass } attention = Attention::automatic;
-  enum class DecodeAttention : std::uint8_t {
-    automatic,
-    decode_split,
-    flash_split
-  } decode_attention = DecodeAttention::automatic;
-  enum class Norm : std::uint8_t { automatic, fused, apart } norm = Norm::automatic;
-  enum class Experts : std::uint8_t { automatic, tiled, matvec } experts = Experts::automatic;
-};
-// UsageError naming the bad key or value and the choices.
-KernelOverrides parse_kernel_overrides(const std::string& text);
 
 // Bits of specialization constant 2, as shaders/faults.glsl names them.
 inline constexpr std::uint32_t kFaultNormEpsOutsideSqrt = 1;   // rms_norm: x / (sqrt(mean(x^2)) + eps)
@@ -146,26 +112,11 @@ inline constexpr std::uint32_t kFaultRouterTokenSoftmax = 1;   // moe_weights: s
 inline constexpr std::uint32_t kFaultRouterUnnormalised = 2;   // moe_weights: no renormalisation
 inline constexpr std::uint32_t kFaultExpertNext = 2;           // matvec EXPERTS: expert e + 1's weights
 
-// The attention of one pass: `rows` queries, each at its own position over its own sequence's
-// cache rows (the row table of Kernels::attention).
-struct AttentionShape {
-  int rows = 0;
-  int heads = 0;
-  int kv_heads = 0;
-  int head_dim = 0;
-  int window = 0;     // 0: none
-  int sequences = 1;  // of a ragged batch, whose rows these are
-  int keys = 0;       // the most positions a row attends over: the largest position + 1
-  float softcap = 0;  // scores = softcap * tanh(score / softcap) where > 0 (Gemma 2)
-};
-
 class Kernels {
  public:
-  // UsageError when an override asks for a variant the device cannot run for a model of this
-  // head_dim and GQA group (heads per K/V head), or one llama.cpp's precision does not run; from
-  // `block`, the model's gated activation and attention soft-cap.
-  Kernels(const Device& device, Pipelines& pipelines, const KernelOverrides& overrides, int head_dim, int group,
-          const model::Block& block, bool llama_cpp = false);
+  // Records the variants `choice` picks, with pipelines of its profile's activations.
+  Kernels(KernelChoice choice, Pipelines& pipelines);
+  const KernelChoice& choice() const { return choice_; }
 
   // Each records one op (its barrier included) and returns the variant's name; `faults` is a set
   // of the kFault* bits of the op's kernel (0: the clean kernel).
@@ -179,10 +130,6 @@ class Kernels {
   // same bits as add() then rms_norm()); all [rows, w.cols]
   std::string add_rms_norm(Stream& s, const Region& a, const Region& b, float scale, const DeviceWeight& w, float eps,
                            const Region& sum, const Region& out, int rows, std::uint32_t faults);
-  // Whether a residual add runs with the norm after it (add_rms_norm): norm=auto or fused, not in
-  // llama.cpp's precision.
-  bool fuses_norms() const { return overrides_.norm != KernelOverrides::Norm::apart && !llama_cpp_; }
-  bool llama_cpp() const { return llama_cpp_; }
   // llama.cpp's precision: out = x [rows, width] rounded to `type` as ggml converts a product's
   // input (round_dot.comp); for q8_1 also excess [rows, width / 32], what the stored block sums
   // exceed the rounded values' by (q8_1_correction's input). Returns "+llama.cpp-TYPE".
@@ -248,18 +195,12 @@ class Kernels {
   void matmul_coop_probe(Stream& s, const Region& x, const DeviceWeight& w, const Region& out, int rows,
                          std::uint32_t probe);
 
-  // The largest head_dim the attention kernel takes on this device.
-  int max_head_dim() const;
-  // The variants an op class may run on this device with these overrides (all row counts).
-  std::vector<std::string> planned(model::OpClass cls, model::DType weight_dtype) const;
-
  private:
   struct Grid {
     std::uint32_t x = 0, y = 0;
   };
   Grid fold(std::uint64_t groups) const;                    // groups -> (x, y) within maxComputeWorkGroupCount
   std::uint64_t elementwise_groups(std::uint32_t n) const;  // add, gated_act: workgroups for n values
-  std::uint32_t local_size(Shader shader) const;            // a shader's workgroup size: specialization constant 1
   // One group per output tile of a [rows, cols] matrix: x across the columns, y down the rows.
   static Grid tile_grid(std::uint32_t rows, std::uint32_t cols, std::uint32_t tile_rows, std::uint32_t tile_cols);
   // matmul_coop.comp's grid: row tiles along x, so that workgroups next in line share a W tile.
@@ -269,50 +210,15 @@ class Kernels {
   void dispatch(Stream& s, Shader shader, std::uint32_t dtype, std::initializer_list<Region> bindings, const void* push,
                 std::uint32_t push_bytes, Grid grid, std::uint32_t faults = 0,
                 std::initializer_list<std::uint32_t> more = {});
-  enum class Gemm : std::uint8_t { tiled, coop, coop_k16, coop2, coop2_wide, matvec };
-  // For Y[rows, N] of weights stored as `weights`; `aligned`: K and N are multiples of 8 and W's
-  // rows of 16 bytes (what matmul-coop2 takes besides f16 weights).
-  Gemm gemm_variant(int rows, std::uint32_t n, model::DType weights, bool aligned) const;
-  std::string gemm_name(Gemm gemm, model::DType weights) const;
-  // "+llama.cpp-DOT" for a product of such weights in llama.cpp's precision; "" otherwise.
-  std::string dot_suffix(model::DType weights) const;
-  static const Coop2Tile& coop2_tile(Gemm gemm);  // of coop2 or coop2_wide
-  // The name of a variant as reported: activation type, then weight storage for the ops with weights.
-  std::string named(std::string_view variant, std::optional<model::DType> weights = std::nullopt) const;
-  Shader matvec_shader() const;
-  std::string expert_matmul_name() const;
-  // matvec-subgroup's subgroups per output (a power of two dividing matvec_subgroups_) for Y[1, n], K = k.
-  std::uint32_t matvec_split(std::uint32_t n, std::uint32_t k) const;
-  struct AttentionPlan {
-    enum class Kind : std::uint8_t { two_pass, flash, split, coop, coop2, decode } kind = Kind::two_pass;
-    std::uint32_t splits = 1, split_keys = 0;  // split, decode: workgroups per (tile, head), positions each
-  };
-  AttentionPlan plan_attention(const AttentionShape& a) const;
-  std::string attention_name(AttentionPlan::Kind kind) const;
+  using Gemm = KernelChoice::Gemm;
+  using AttentionPlan = KernelChoice::AttentionPlan;
+  std::string named(std::string_view variant, std::optional<model::DType> weights = std::nullopt) const {
+    return choice_.named(variant, weights);
+  }
 
-  const Device* device_;
+  KernelChoice choice_;
   Pipelines* pipelines_;
-  KernelOverrides overrides_;
-  model::Activation activation_;
-  float attention_softcap_;              // the model's; each call's AttentionShape::softcap carries it to the kernel
-  std::uint32_t wg_;                     // workgroup size of the 1-D kernels: a power of two <= 256
-  std::uint32_t attention_wg_;           // attention's: 64 or less
-  std::uint32_t matvec_subgroups_;       // matvec-subgroup's subgroups per workgroup ...
-  std::uint32_t matvec_wg_;              // ... and its workgroup size
-  bool tiled_ok_;                        // the device runs 256-invocation workgroups with 8 KiB shared
-  int head_dim_;                         // the model's
-  std::uint32_t flash_keys_;             // attention_flash.comp's BC for head_dim_ on this device
-  std::string flash_missing_;            // why it cannot run here; "" when it can
-  std::string attention_coop_missing_;   // why attention_coop.comp cannot run here; "" when it can
-  std::string attention_coop2_missing_;  // likewise attention-coop2
-  std::string decode_missing_;           // likewise attention_decode.comp
-  std::string coop_missing_;             // why the cooperative-matrix GEMM cannot run here; "" when it can
-  std::string coop2_missing_;            // likewise matmul-coop2
-  std::string coop2_wide_missing_;       // ... and its wide tile
-  bool llama_cpp_;                       // llama.cpp's precision: its norm and attention, roundings before products
+  std::uint32_t wg_;  // choice_.workgroup_size()
 };
-
-// The name a gated activation's kernel reports: "silu_mul", "gelu_mul", "gelu_tanh_mul".
-std::string gated_activation_name(model::Activation act);
 
 }  // namespace tapdiff::gpu

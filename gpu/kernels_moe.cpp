@@ -4,8 +4,8 @@
 
 #include <fmt/core.h>
 
-#include "gpu/device.h"
 #include "gpu/dispatch_math.h"
+#include "gpu/kernel_shapes.h"
 #include "gpu/kernels.h"
 #include "model/errors.h"
 
@@ -24,10 +24,6 @@ struct SumPush {
 struct PlanPush {
   std::uint32_t pairs, experts;
 };
-
-constexpr int kMaxActiveExperts = 64;      // moe_route.comp: MAX_K
-constexpr int kMaxPlanExperts = 256;       // moe_plan.comp: MAX_EXPERTS (more: the products run per pair)
-constexpr std::uint64_t kExpertTile = 64;  // moe_plan.comp: TILE, matmul_tiled.comp: BM and BN
 
 }  // namespace
 
@@ -55,9 +51,7 @@ std::uint64_t Kernels::expert_plan_tiles(std::uint64_t pairs, int experts) {
 
 std::optional<Kernels::ExpertPlan> Kernels::moe_plan(Stream& s, const Region& ids, const ExpertPlan& space, int rows,
                                                      int k, int experts) {
-  const bool tiled = overrides_.experts == KernelOverrides::Experts::tiled ||
-                     (overrides_.experts == KernelOverrides::Experts::automatic && rows > 1);
-  if (!tiled || !tiled_ok_ || experts > kMaxPlanExperts) return std::nullopt;
+  if (!choice_.experts_tiled(rows, experts)) return std::nullopt;
   const std::uint64_t pairs = static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(k);
   const ExpertPlan plan{space.tiles.sub(0, (1 + 3 * expert_plan_tiles(pairs, experts)) * 4),
                         space.sorted.sub(0, pairs * 4)};
@@ -85,15 +79,15 @@ std::string Kernels::expert_matmul(Stream& s, const Region& x, const DeviceWeigh
     return named("matmul-experts-tiled-64x64", w.dtype);
   }
   const std::initializer_list<Region> bindings = {w.region, x, ids, out};
-  if (matvec_shader() == Shader::matvec_subgroup) {
-    const std::uint32_t split = matvec_split(push.n, push.k), outputs = matvec_subgroups_ / split;
+  if (choice_.matvec_shader() == Shader::matvec_subgroup) {
+    const std::uint32_t split = choice_.matvec_split(push.n, push.k), outputs = choice_.matvec_subgroups() / split;
     dispatch(s, Shader::matvec_experts_subgroup, dtype_code(w.dtype), bindings, &push, sizeof push,
              fold(static_cast<std::uint64_t>(pairs) * ceil_div(push.n, outputs)), faults, {outputs, split});
   } else {
     dispatch(s, Shader::matvec_experts_shared, dtype_code(w.dtype), bindings, &push, sizeof push,
              fold(static_cast<std::uint64_t>(pairs) * push.n), faults);
   }
-  return named(expert_matmul_name(), w.dtype);
+  return named(choice_.expert_matmul_name(), w.dtype);
 }
 
 std::string Kernels::moe_sum(Stream& s, const Region& y, const Region& weights, const Region& out, int rows, int dim,
@@ -102,10 +96,6 @@ std::string Kernels::moe_sum(Stream& s, const Region& y, const Region& weights, 
   dispatch(s, Shader::moe_sum, 0, {y, weights, out}, &push, sizeof push,
            fold(ceil_div(static_cast<std::uint64_t>(rows) * push.dim, wg_)));
   return named("moe-sum");
-}
-
-std::string Kernels::expert_matmul_name() const {
-  return matvec_shader() == Shader::matvec_subgroup ? "matvec-experts-subgroup" : "matvec-experts-shared";
 }
 
 }  // namespace tapdiff::gpu

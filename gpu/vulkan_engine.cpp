@@ -9,6 +9,7 @@
 #include <fmt/core.h>
 
 #include "gpu/device.h"
+#include "gpu/device_profile.h"
 #include "gpu/device_weights.h"
 #include "gpu/faults.h"
 #include "gpu/host_activations.h"
@@ -193,11 +194,14 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
                                      DeviceNeeds{options.f16, options.pipeline_statistics, options.llama_cpp});
   pipelines_ = std::make_unique<Pipelines>(*device_, activation_type_);
   stream_ = std::make_unique<Stream>(*device_);
-  kernels_ = std::make_unique<Kernels>(*device_, *pipelines_, parse_kernel_overrides(options.kernels), config_.head_dim,
-                                       config_.n_heads / config_.n_kv_heads, config_.block, options.llama_cpp);
-  if (config_.head_dim > kernels_->max_head_dim())
+  kernels_ =
+      std::make_unique<Kernels>(KernelChoice(device_profile(*device_, activation_type_, config_.head_dim),
+                                             parse_kernel_overrides(options.kernels), config_.head_dim,
+                                             config_.n_heads / config_.n_kv_heads, config_.block, options.llama_cpp),
+                                *pipelines_);
+  if (config_.head_dim > kernels_->choice().max_head_dim())
     throw UsageError(fmt::format("{}: head_dim {}: the Vulkan attention kernel handles head_dim up to {}",
-                                 m.path().string(), config_.head_dim, kernels_->max_head_dim()));
+                                 m.path().string(), config_.head_dim, kernels_->choice().max_head_dim()));
   weights_ = std::make_unique<DeviceWeights>(*device_, *stream_, m, options.f16);
   kv_ = std::make_unique<KvCache>(*device_, config_.n_layers, config_.kv_dim(), gpu::activation_bytes(activation_type_),
                                   options.max_context);
@@ -267,7 +271,7 @@ model::DType Engine::weight_dtype(Op op) const {
 std::string Engine::kernel(Op op) const {
   std::vector<std::string> names = ran_[static_cast<std::size_t>(op)];
   if (names.empty()) {
-    const std::vector<std::string> planned = kernels_->planned(model::op_class(op), weight_dtype(op));
+    const std::vector<std::string> planned = kernels_->choice().planned(model::op_class(op), weight_dtype(op));
     names = planned;
     for (int l = 0; l < config_.n_layers; ++l)
       for (const std::string& p : planned)
@@ -312,7 +316,7 @@ void Engine::reserve_rows(int rows) {
     expert_plan_ = {activations_->allocate((1 + 3 * plan_tiles) * 4, "the experts' tiles"),
                     activations_->allocate(static_cast<std::uint64_t>(pairs) * 4, "the pairs grouped by expert")};
   }
-  if (kernels_->llama_cpp()) {
+  if (kernels_->choice().llama_cpp()) {
     const int widest = widest_product_input();
     dot_input_ = activations_->allocate(activation_bytes(capacity, widest), "the products' rounded inputs");
     dot_excess_ = activations_->allocate(activation_bytes(capacity, std::max(widest / 32, 1)), "the Q8_1 sums' excess");
@@ -583,7 +587,7 @@ std::string Engine::product(const Region& x, Op op, int layer, const DeviceWeigh
   const DeviceWeight& w = matrix(op, layer);
   const int rows = chunk_.rows;
   const model::DotType type = model::dot_type(w.dtype);
-  if (!kernels_->llama_cpp() || type == model::DotType::f32)
+  if (!kernels_->choice().llama_cpp() || type == model::DotType::f32)
     return kernels_->matmul(*stream_, x, w, bias, out, rows, faults);
   const Region rounded = dot_input_.sub(0, activation_bytes(rows, w.cols));
   const std::string rounding =
@@ -609,7 +613,7 @@ std::string Engine::residual(const model::Step& step, const Region& out) {
   const Region a = input(step.inputs[0]), b = input(step.inputs[1]);
   const auto scale = static_cast<float>(config_.block.residual_scale);
   const std::optional<TensorId> norm = graph_.norm_of(step.output());
-  if (!kernels_->fuses_norms() || !norm)
+  if (!kernels_->choice().fuses_norms() || !norm)
     return kernels_->add(*stream_, a, b, scale, out, std::int64_t{chunk_.rows} * config_.dim);
   std::string kernel = kernels_->add_rms_norm(*stream_, a, b, scale, norm_weight(norm->op, norm->layer),
                                               static_cast<float>(config_.norm_eps), out, slot(norm->op), chunk_.rows,
@@ -648,7 +652,7 @@ std::string Engine::attend(const model::Step& step, const Region& out) {
     const std::uint64_t at = activation_bytes(p.row0, kv_dim), bytes = activation_bytes(p.rows, kv_dim);
     for (const auto& [rows, value] : {std::pair{k_rows, false}, std::pair{v_rows, true}}) {
       const Region cache = kv_->rows(layer, value, p.sequence, p.first_pos, p.rows);
-      if (kernels_->llama_cpp())  // llama.cpp caches K and V as f16
+      if (kernels_->choice().llama_cpp())  // llama.cpp caches K and V as f16
         kernels_->round_to_dot_type(*stream_, model::DotType::f16, rows.sub(at, bytes), cache, dot_excess_, p.rows,
                                     kv_dim);
       else
@@ -731,7 +735,7 @@ void Engine::write_kv(int layer, bool value, const HostTensor& rows) {
         fmt::format("write_kv layer {}: expected rows of {} values, found {}", layer, config_.kv_dim(), rows.cols()));
   const int n = static_cast<int>(rows.rows());
   kv_->reserve(*stream_, static_cast<int>(n_past_.size()), n);
-  if (n > 0) upload(kernels_->llama_cpp() ? f16_values(rows) : rows, kv_->rows(layer, value, 0, 0, n));
+  if (n > 0) upload(kernels_->choice().llama_cpp() ? f16_values(rows) : rows, kv_->rows(layer, value, 0, 0, n));
   n_past_.front() = n;
 }
 

@@ -1,0 +1,18 @@
+#include "gpu/device_profile.h"
+
+#include "gpu/device.h"
+
+namespace tapdiff::gpu {
+
+DeviceProfile device_profile(const Device& device, Activations activations, int head_dim) {
+  DeviceProfile p;
+  p.info = device.info();
+  p.activations = activations;
+  p.cooperative_matrix_missing = device.cooperative_matrix_missing();
+  p.cooperative_matrix2_missing = device.cooperative_matrix2_missing();
+  p.cooperative_matrix2_wide_missing = device.cooperative_matrix2_wide_missing();
+  p.attention_coop2_missing = device.attention_coop2_missing(static_cast<std::uint32_t>(head_dim));
+  return p;
+}
+
+}  // namespace tapdiff::gpu
