@@ -1,11 +1,13 @@
 #include "gpu/attention_coop2.h"
 
 #include <bit>
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <tuple>
 
 #include "gpu/coop2_module.h"
+#include "gpu/shaders/push_constants.h"
 #include "gpu/spirv_module.h"
 #include "gpu/spirv_ops.h"
 #include "model/errors.h"
@@ -16,18 +18,18 @@ namespace {
 
 using namespace spirv;  // NOLINT(google-build-using-namespace): the opcodes and enumerants
 
-// Push constants, as gpu/kernels.cpp's AttentionPush (attention_rows.glsl's Push).
+// The AttentionPush members it reads (shaders/push_constants.h: 4-byte scalars, member i at offset 4 i).
 enum Push : std::uint32_t {
-  kRows,
-  kHeads,
-  kGroup,
-  kHeadDim,
-  kWindow,
-  kQStride,
-  kKvStride,
-  kScale,
-  kSplitKeys,
-  kSplits,
+  kRows = offsetof(AttentionPush, rows) / 4,
+  kHeads = offsetof(AttentionPush, heads) / 4,
+  kGroup = offsetof(AttentionPush, group) / 4,
+  kHeadDim = offsetof(AttentionPush, head_dim) / 4,
+  kWindow = offsetof(AttentionPush, window) / 4,
+  kQStride = offsetof(AttentionPush, q_stride) / 4,
+  kKvStride = offsetof(AttentionPush, kv_stride) / 4,
+  kScale = offsetof(AttentionPush, scale) / 4,
+  kSplitKeys = offsetof(AttentionPush, split_keys) / 4,
+  kSplits = offsetof(AttentionPush, splits) / 4,
 };
 // Bindings: q, the K and V caches, the row table, out.
 enum Binding : std::uint32_t { kQuery, kKeys, kValues, kRowTable, kOut, kBindings };

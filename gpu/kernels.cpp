@@ -13,57 +13,13 @@
 #include "gpu/kernel_shapes.h"
 #include "gpu/matmul_coop2.h"
 #include "gpu/pipelines.h"
+#include "gpu/shaders/push_constants.h"
 #include "gpu/stream.h"
 #include "model/comma_list.h"
 #include "model/errors.h"
 
 namespace tapdiff::gpu {
 namespace {
-
-// Push-constant blocks, laid out as the shaders declare them (std430 scalars).
-struct EmbedPush {
-  std::uint32_t rows, dim, row_bytes;
-  float scale;
-};
-struct NormPush {
-  std::uint32_t rows, dim;
-  float eps, residual_scale;
-};
-struct MatmulPush {
-  std::uint32_t rows, k, n, row_bytes, has_bias;
-};
-struct RopePush {
-  std::uint32_t rows, width, head_dim, rotate_half, rotary_dim;
-};
-struct AttentionPush {
-  std::uint32_t rows, heads, group, head_dim, window, q_stride, kv_stride;
-  float scale;
-  std::uint32_t split_keys, splits;  // attention_flash.comp with SPLIT only
-  float softcap;                     // all but attention-coop2
-};
-struct CombinePush {
-  std::uint32_t rows, heads, head_dim, splits;
-};
-struct CountPush {
-  std::uint32_t n;
-};
-struct RoundDotPush {
-  std::uint32_t units, type;
-};
-struct Q81CorrectionPush {
-  std::uint32_t rows, n, blocks, row_bytes, block_bytes;
-};
-struct AddPush {
-  std::uint32_t n;
-  float scale;
-};
-struct ActivationPush {
-  std::uint32_t n, activation;
-};
-struct ScaleSoftcapPush {
-  std::uint32_t n;
-  float scale, cap;
-};
 
 // The split-KV partials of a pass: (m, l, sums[head_dim]) f32 per row, head and split.
 std::uint64_t partial_bytes(const AttentionShape& a, std::uint32_t splits) {
@@ -158,7 +114,7 @@ std::string Kernels::matmul(Stream& s, const Region& x, const DeviceWeight& w, c
                             const Region& out, int rows, std::uint32_t faults) {
   TAPDIFF_ASSERT(bias == nullptr || bias->dtype == model::DType::f32, "bias {} as {}", bias->name,
                  model::dtype_name(bias->dtype));
-  const MatmulPush push{u32(rows), u32(w.cols), u32(w.rows), w.row_bytes, bias != nullptr ? 1u : 0u};
+  const MatmulPush push{u32(rows), u32(w.cols), u32(w.rows), w.row_bytes, bias != nullptr ? 1u : 0u, 0, 0, 0};
   // Without a bias the weights stand in for the unused binding (never read).
   const Region& b = bias != nullptr ? bias->region : w.region;
   const std::initializer_list<Region> bindings = {w.region, x, b, out};
@@ -201,7 +157,7 @@ void Kernels::matmul_coop_probe(Stream& s, const Region& x, const DeviceWeight& 
                                 std::uint32_t probe) {
   if (!choice_.coop_missing().empty())
     throw EnvironmentError(fmt::format("the cooperative-matrix GEMM: {}", choice_.coop_missing()));
-  const MatmulPush push{u32(rows), u32(w.cols), u32(w.rows), w.row_bytes, 0u};
+  const MatmulPush push{u32(rows), u32(w.cols), u32(w.rows), w.row_bytes, 0, 0, 0, 0};
   dispatch(s, Shader::matmul_coop_probe, dtype_code(w.dtype), {w.region, x, w.region, out}, &push, sizeof push,
            coop_grid(push.rows, push.n), 0, {probe});
 }

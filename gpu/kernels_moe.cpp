@@ -7,25 +7,10 @@
 #include "gpu/dispatch_math.h"
 #include "gpu/kernel_shapes.h"
 #include "gpu/kernels.h"
+#include "gpu/shaders/push_constants.h"
 #include "model/errors.h"
 
 namespace tapdiff::gpu {
-namespace {
-
-struct RoutePush {
-  std::uint32_t rows, experts, k, normalize;
-};
-struct ExpertMatmulPush {  // the Push of matvec.comp and matmul_tiled.comp with EXPERTS
-  std::uint32_t rows, k, n, row_bytes, has_bias, per_token, shared_input, experts;
-};
-struct SumPush {
-  std::uint32_t rows, dim, k;
-};
-struct PlanPush {
-  std::uint32_t pairs, experts;
-};
-
-}  // namespace
 
 std::string Kernels::moe_topk(Stream& s, const Region& logits, const Region& ids, int rows, int experts, int k,
                               std::uint32_t faults) {
@@ -69,8 +54,8 @@ std::string Kernels::expert_matmul(Stream& s, const Region& x, const DeviceWeigh
         fmt::format("{}: {} bytes of stacked experts: the Vulkan expert kernels address at most 4 GiB "
                     "per projection",
                     w.name, static_cast<std::uint64_t>(w.rows) * w.row_bytes));
-  const ExpertMatmulPush push{u32(pairs),     u32(w.cols), u32(n), w.row_bytes, 0, u32(k), shared_input ? 1u : 0u,
-                              u32(w.rows / n)};
+  const MatmulPush push{u32(pairs),     u32(w.cols), u32(n), w.row_bytes, 0, u32(k), shared_input ? 1u : 0u,
+                        u32(w.rows / n)};
   if (plan) {
     const Grid grid{static_cast<std::uint32_t>(ceil_div(push.n, kExpertTile)),
                     static_cast<std::uint32_t>(expert_plan_tiles(push.rows, static_cast<int>(push.experts)))};

@@ -1,9 +1,11 @@
 #include "gpu/matmul_coop2.h"
 
 #include <bit>
+#include <cstddef>
 #include <tuple>
 
 #include "gpu/coop2_module.h"
+#include "gpu/shaders/push_constants.h"
 #include "gpu/spirv_module.h"
 #include "gpu/spirv_ops.h"
 #include "model/errors.h"
@@ -14,8 +16,14 @@ namespace {
 
 using namespace spirv;  // NOLINT(google-build-using-namespace): the opcodes and enumerants
 
-// Push constants, as gpu/kernels.cpp's MatmulPush.
-enum Push : std::uint32_t { kRows, kK, kN, kRowBytes, kHasBias };
+// The MatmulPush members it reads (shaders/push_constants.h: 4-byte scalars, member i at offset 4 i).
+enum Push : std::uint32_t {
+  kRows = offsetof(MatmulPush, rows) / 4,
+  kK = offsetof(MatmulPush, k) / 4,
+  kN = offsetof(MatmulPush, n) / 4,
+  kRowBytes = offsetof(MatmulPush, row_bytes) / 4,
+  kHasBias = offsetof(MatmulPush, has_bias) / 4,
+};
 
 class Writer {
  public:

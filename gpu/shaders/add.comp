@@ -4,10 +4,8 @@
 // residual add: out = a + scale * b, elementwise over n values (elementwise.glsl); scale is 1 but
 // in Granite (residual_multiplier).
 layout(local_size_x_id = 1) in;
-layout(push_constant) uniform Push {
-  uint n;
-  float scale;
-} pc;
+#include "push_constants.h"
+layout(push_constant) uniform Push { AddPush pc; };
 #include "common.glsl"
 
 float combine(float a, float b) { return a + pc.scale * b; }

@@ -28,19 +28,8 @@ layout(std430, binding = 1) readonly buffer KeyCache { act_t kc[]; };
 layout(std430, binding = 2) readonly buffer ValueCache { act_t vc[]; };
 layout(std430, binding = 3) readonly buffer Rows { uvec4 row_info[]; };  // (base, pos, chunk_first, leak)
 layout(std430, binding = 4) writeonly buffer Output { act_t y[]; };
-layout(push_constant) uniform Push {
-  uint rows;
-  uint heads;
-  uint group;      // heads / kv_heads
-  uint head_dim;
-  uint window;     // 0: no sliding window
-  uint q_stride;   // heads * head_dim
-  uint kv_stride;  // kv_heads * head_dim
-  float scale;     // 1 / sqrt(head_dim) (or the model's scale), rounded from double on the host
-  uint split_keys_unused;  // the other attention kernels' (attention_rows.glsl)
-  uint splits_unused;
-  float softcap;  // scores soft-capped where > 0 (common.glsl soft_cap)
-} pc;
+#include "push_constants.h"
+layout(push_constant) uniform Push { AttentionPush pc; };
 #include "common.glsl"
 #include "faults.glsl"
 

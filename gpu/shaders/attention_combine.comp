@@ -13,12 +13,8 @@
 layout(local_size_x_id = 1) in;
 layout(std430, binding = 0) readonly buffer Partial { float partial[]; };  // [rows, heads, splits] of (m, l, sums[hd])
 layout(std430, binding = 1) writeonly buffer Output { act_t y[]; };        // [rows, heads * hd]
-layout(push_constant) uniform Push {
-  uint rows;
-  uint heads;
-  uint head_dim;
-  uint splits;
-} pc;
+#include "push_constants.h"
+layout(push_constant) uniform Push { CombinePush pc; };
 #include "common.glsl"
 
 const uint MAX_SPLITS = 64u;  // Kernels: kMaxSplits

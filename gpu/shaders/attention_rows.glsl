@@ -2,19 +2,8 @@
 // constants (Kernels' AttentionPush), which (query row, head) pairs a tile holds and which cache
 // rows each of them sees, with the faults that change either. Included after the Rows binding
 // (row_info) and faults.glsl.
-layout(push_constant) uniform Push {
-  uint rows;
-  uint heads;
-  uint group;      // heads / kv_heads
-  uint head_dim;   // = HD
-  uint window;     // 0: no sliding window
-  uint q_stride;   // heads * head_dim
-  uint kv_stride;  // kv_heads * head_dim
-  float scale;
-  uint split_keys;  // attention_flash.comp with SPLIT: S, positions per split (a multiple of BC)
-  uint splits;      // ... and workgroups per (tile, head)
-  float softcap;    // scores = softcap * tanh(q.k scale / softcap) where > 0 (common.glsl soft_cap)
-} pc;
+#include "push_constants.h"
+layout(push_constant) uniform Push { AttentionPush pc; };
 
 const uint NONE = 0xFFFFFFFFu;
 #define NEG_INF uintBitsToFloat(0xFF800000u)

@@ -7,7 +7,8 @@
 layout(local_size_x_id = 1) in;
 layout(std430, binding = 0) readonly buffer Source { uint src[]; };
 layout(std430, binding = 1) writeonly buffer Destination { uint dst[]; };
-layout(push_constant) uniform Push { uint n; } pc;
+#include "push_constants.h"
+layout(push_constant) uniform Push { CountPush pc; };
 #include "common.glsl"
 
 void main() {

@@ -7,12 +7,8 @@ layout(local_size_x_id = 1) in;
 layout(std430, binding = 0) readonly buffer Weights { uint w_words[]; };
 layout(std430, binding = 1) readonly buffer Tokens { int tokens[]; };
 layout(std430, binding = 2) writeonly buffer Output { act_t y[]; };
-layout(push_constant) uniform Push {
-  uint rows;       // T
-  uint dim;
-  uint row_bytes;  // bytes of one table row as stored
-  float scale;     // 1 but in Gemma (sqrt(dim)) and Granite (embedding_multiplier)
-} pc;
+#include "push_constants.h"
+layout(push_constant) uniform Push { EmbedPush pc; };
 #include "common.glsl"
 #include "dequant.glsl"
 

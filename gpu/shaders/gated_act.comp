@@ -8,10 +8,8 @@
 //   2 gelu_tanh  gate/2 (1 + tanh(sqrt(2/pi) (gate + 0.044715 gate^3)))
 // (silu-approx, faults.glsl: silu's sigmoid as the hard sigmoid clamp(0.5 + gate/4, 0, 1).)
 layout(local_size_x_id = 1) in;
-layout(push_constant) uniform Push {
-  uint n;
-  uint activation;
-} pc;
+#include "push_constants.h"
+layout(push_constant) uniform Push { ActivationPush pc; };
 #include "common.glsl"
 #include "faults.glsl"
 

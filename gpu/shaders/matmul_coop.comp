@@ -77,13 +77,8 @@ layout(std430, binding = 1) readonly buffer Input { float16_t x[]; };
 layout(std430, binding = 1) readonly buffer InputChunks { uvec4 x_chunks[]; };
 layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
 layout(std430, binding = 3) writeonly buffer Output { act_t y[]; };
-layout(push_constant) uniform Push {
-  uint rows;       // T
-  uint k;          // K
-  uint n;          // N
-  uint row_bytes;  // bytes of one W row as stored
-  uint has_bias;
-} pc;
+#include "push_constants.h"
+layout(push_constant) uniform Push { MatmulPush pc; };
 #include "common.glsl"
 #include "dequant.glsl"
 #include "faults.glsl"

@@ -23,16 +23,8 @@ layout(std430, binding = 4) writeonly buffer Output { act_t y[]; };
 layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
 layout(std430, binding = 3) writeonly buffer Output { act_t y[]; };
 #endif
-layout(push_constant) uniform Push {
-  uint rows;       // T
-  uint k;          // K
-  uint n;          // N
-  uint row_bytes;  // bytes of one W row as stored
-  uint has_bias;
-  uint per_token;     // EXPERTS: experts per token
-  uint shared_input;  // EXPERTS: a pair reads its token's X row (else its own)
-  uint experts;       // EXPERTS: experts stacked in the weights
-} pc;
+#include "push_constants.h"
+layout(push_constant) uniform Push { MatmulPush pc; };
 #include "common.glsl"
 #include "dequant.glsl"
 #include "faults.glsl"

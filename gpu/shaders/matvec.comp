@@ -38,16 +38,8 @@ layout(std430, binding = 2) readonly buffer Ids { act_t expert_ids[]; };
 layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
 #endif
 layout(std430, binding = 3) writeonly buffer Output { act_t y[]; };
-layout(push_constant) uniform Push {
-  uint rows;
-  uint k;
-  uint n;
-  uint row_bytes;
-  uint has_bias;
-  uint per_token;     // EXPERTS: experts per token
-  uint shared_input;  // EXPERTS: pair t reads X row t / per_token (else row t)
-  uint experts;       // EXPERTS: experts stacked in the weights
-} pc;
+#include "push_constants.h"
+layout(push_constant) uniform Push { MatmulPush pc; };
 #include "common.glsl"
 #include "dequant.glsl"
 #include "faults.glsl"

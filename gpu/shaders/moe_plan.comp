@@ -11,10 +11,8 @@ layout(local_size_x_id = 1) in;
 layout(std430, binding = 0) readonly buffer Ids { act_t ids[]; };
 layout(std430, binding = 1) writeonly buffer Tiles { uint tiles[]; };
 layout(std430, binding = 2) writeonly buffer Sorted { uint sorted_pairs[]; };
-layout(push_constant) uniform Push {
-  uint pairs;
-  uint experts;
-} pc;
+#include "push_constants.h"
+layout(push_constant) uniform Push { PlanPush pc; };
 #include "common.glsl"
 
 const uint MAX_EXPERTS = 256u, TILE = 64u;

@@ -17,12 +17,8 @@ layout(std430, binding = 2) writeonly buffer Weights { act_t weights[]; };
 #else
 layout(std430, binding = 1) writeonly buffer Ids { act_t ids[]; };
 #endif
-layout(push_constant) uniform Push {
-  uint rows;
-  uint experts;
-  uint k;
-  uint normalize;
-} pc;
+#include "push_constants.h"
+layout(push_constant) uniform Push { RoutePush pc; };
 #include "common.glsl"
 #include "faults.glsl"
 

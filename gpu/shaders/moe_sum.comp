@@ -8,11 +8,8 @@ layout(local_size_x_id = 1) in;
 layout(std430, binding = 0) readonly buffer Experts { act_t y[]; };
 layout(std430, binding = 1) readonly buffer Weights { act_t weights[]; };
 layout(std430, binding = 2) writeonly buffer Output { act_t out_values[]; };
-layout(push_constant) uniform Push {
-  uint rows;
-  uint dim;
-  uint k;
-} pc;
+#include "push_constants.h"
+layout(push_constant) uniform Push { SumPush pc; };
 #include "common.glsl"
 
 void main() {

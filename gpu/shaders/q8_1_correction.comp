@@ -10,13 +10,8 @@ layout(local_size_x_id = 1) in;
 layout(std430, binding = 0) readonly buffer Excess { float excess[]; };
 layout(std430, binding = 1) readonly buffer Weights { uint w_words[]; };
 layout(std430, binding = 2) buffer Output { float y[]; };
-layout(push_constant) uniform Push {
-  uint rows;
-  uint n;
-  uint blocks;       // per row of w
-  uint row_bytes;    // of w
-  uint block_bytes;  // 20 (Q4_1) or 24 (Q5_1); the minimum is the f16 after the block's scale
-} pc;
+#include "push_constants.h"
+layout(push_constant) uniform Push { Q81CorrectionPush pc; };
 #include "common.glsl"
 #include "dequant.glsl"
 

@@ -15,12 +15,8 @@
 // scales reads back what its own invocation stored. The same values and the same order of every
 // sum as add then rms_norm: the same bits, one dispatch, barrier and read of the row fewer.
 layout(local_size_x_id = 1) in;
-layout(push_constant) uniform Push {
-  uint rows;
-  uint dim;
-  float eps;
-  float residual_scale;  // ADD_FIRST only
-} pc;
+#include "push_constants.h"
+layout(push_constant) uniform Push { NormPush pc; };
 #ifdef ADD_FIRST
 // Bindings: 0 a, 1 b, 2 w, 3 sum (a + b), 4 out.
 #define W_BINDING 2

@@ -12,11 +12,8 @@ layout(local_size_x_id = 1) in;
 layout(std430, binding = 0) readonly buffer Input { float x[]; };
 layout(std430, binding = 1) readonly buffer Weight { float w[]; };
 layout(std430, binding = 2) writeonly buffer Output { float y[]; };
-layout(push_constant) uniform Push {
-  uint rows;
-  uint dim;
-  float eps;
-} pc;
+#include "push_constants.h"
+layout(push_constant) uniform Push { NormPush pc; };
 #include "common.glsl"
 
 shared double partial[gl_WorkGroupSize.x];

@@ -18,13 +18,8 @@ layout(std430, binding = 1) readonly buffer Table { vec2 cos_sin[]; };
 layout(std430, binding = 2) writeonly buffer Output { act_t y[]; };
 layout(std430, binding = 0) readonly buffer InputQuads { act4 x_quads[]; };
 layout(std430, binding = 1) readonly buffer TableQuads { vec4 cos_sin_pairs[]; };
-layout(push_constant) uniform Push {
-  uint rows;
-  uint width;        // heads * head_dim
-  uint head_dim;
-  uint rotate_half;  // 0: interleaved pairs, 1: rotate-half pairs
-  uint rotary_dim;   // leading channels of a head that rotate (even, <= head_dim)
-} pc;
+#include "push_constants.h"
+layout(push_constant) uniform Push { RopePush pc; };
 #include "common.glsl"
 
 // Stores 4 values at y[at], at a multiple of 4: f16 as one 8-byte word pair (the values rounded by

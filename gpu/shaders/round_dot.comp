@@ -19,10 +19,8 @@ layout(local_size_x_id = 1) in;
 layout(std430, binding = 0) readonly buffer Input { float x[]; };
 layout(std430, binding = 1) writeonly buffer Output { float y[]; };
 layout(std430, binding = 2) writeonly buffer Excess { float excess[]; };
-layout(push_constant) uniform Push {
-  uint units;  // blocks, or values for f16 and bf16
-  uint type;   // the DOT_* below
-} pc;
+#include "push_constants.h"
+layout(push_constant) uniform Push { RoundDotPush pc; };
 #include "common.glsl"
 
 const uint DOT_F16 = 1u, DOT_BF16 = 2u, DOT_Q8_0 = 3u, DOT_Q8_1 = 4u, DOT_Q8_K = 5u;  // model::DotType's order

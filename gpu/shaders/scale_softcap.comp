@@ -5,11 +5,8 @@
 // (the logits of Granite: 1 / logits_scaling; of Gemma 2: the final soft-cap).
 layout(local_size_x_id = 1) in;
 layout(std430, binding = 0) buffer X { act_t x[]; };
-layout(push_constant) uniform Push {
-  uint n;
-  float scale;
-  float cap;
-} pc;
+#include "push_constants.h"
+layout(push_constant) uniform Push { ScaleSoftcapPush pc; };
 #include "common.glsl"
 
 void main() {

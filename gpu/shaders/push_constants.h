@@ -1,0 +1,123 @@
+// The push constants of every shader, one struct per layout: the shaders read them as
+// `layout(push_constant) uniform Push { XPush pc; };` after including this file, gpu/kernels.cpp
+// fills the same structs (and the SPIR-V that gpu/matmul_coop2.cpp and gpu/attention_coop2.cpp
+// write takes its members' offsets from them). Valid GLSL and C++: 4-byte scalars only, which lay
+// out alike in both (std430 push constants; C++ without padding). At most 64 bytes each
+// (shaders.h kPushConstantBytes).
+#ifndef TAPDIFF_GPU_SHADERS_PUSH_CONSTANTS_H
+#define TAPDIFF_GPU_SHADERS_PUSH_CONSTANTS_H
+#ifdef __cplusplus
+#include <cstdint>
+namespace tapdiff::gpu {
+using uint = std::uint32_t;
+#endif
+
+struct EmbedPush {  // embed.comp
+  uint rows;
+  uint dim;
+  uint row_bytes;  // bytes of one table row as stored
+  float scale;     // 1 but in Gemma (sqrt(dim)) and Granite (embedding_multiplier)
+};
+
+struct NormPush {  // rms_norm.comp, rms_norm_ggml.comp
+  uint rows;
+  uint dim;
+  float eps;
+  float residual_scale;  // rms_norm.comp with ADD_FIRST only
+};
+
+struct MatmulPush {  // matmul_tiled.comp, matmul_coop.comp, matvec.comp, matmul-coop2
+  uint rows;         // T
+  uint k;            // K
+  uint n;            // N
+  uint row_bytes;    // bytes of one W row as stored
+  uint has_bias;
+  uint per_token;     // EXPERTS: experts per token
+  uint shared_input;  // EXPERTS: pair t reads X row t / per_token (its token's), else row t
+  uint experts;       // EXPERTS: experts stacked in the weights
+};
+
+struct RopePush {  // rope.comp
+  uint rows;
+  uint width;  // heads * head_dim
+  uint head_dim;
+  uint rotate_half;  // 0: interleaved pairs, 1: rotate-half pairs
+  uint rotary_dim;   // leading channels of a head that rotate (even, <= head_dim)
+};
+
+struct AttentionPush {  // attention.comp, attention_rows.glsl (flash, split, coop, decode), attention-coop2
+  uint rows;
+  uint heads;
+  uint group;  // heads / kv_heads
+  uint head_dim;
+  uint window;      // 0: no sliding window
+  uint q_stride;    // heads * head_dim
+  uint kv_stride;   // kv_heads * head_dim
+  float scale;      // 1 / sqrt(head_dim) (or the model's scale), rounded from double on the host
+  uint split_keys;  // attention_flash.comp with SPLIT: positions per split (a multiple of BC); decode: likewise
+  uint splits;      // ... and workgroups per (tile, head)
+  float softcap;    // scores = softcap * tanh(q.k scale / softcap) where > 0 (common.glsl soft_cap)
+};
+
+struct CombinePush {  // attention_combine.comp
+  uint rows;
+  uint heads;
+  uint head_dim;
+  uint splits;
+};
+
+struct CountPush {  // copy.comp
+  uint n;
+};
+
+struct AddPush {  // add.comp
+  uint n;
+  float scale;
+};
+
+struct ActivationPush {  // gated_act.comp
+  uint n;
+  uint activation;  // model::Activation
+};
+
+struct ScaleSoftcapPush {  // scale_softcap.comp
+  uint n;
+  float scale;
+  float cap;
+};
+
+struct RoutePush {  // moe_route.comp
+  uint rows;
+  uint experts;
+  uint k;
+  uint normalize;
+};
+
+struct SumPush {  // moe_sum.comp
+  uint rows;
+  uint dim;
+  uint k;
+};
+
+struct PlanPush {  // moe_plan.comp
+  uint pairs;
+  uint experts;
+};
+
+struct RoundDotPush {  // round_dot.comp
+  uint units;          // blocks, or values for f16 and bf16
+  uint type;           // model::DotType
+};
+
+struct Q81CorrectionPush {  // q8_1_correction.comp
+  uint rows;
+  uint n;
+  uint blocks;       // per row of w
+  uint row_bytes;    // of w
+  uint block_bytes;  // 20 (Q4_1) or 24 (Q5_1); the minimum is the f16 after the block's scale
+};
+
+#ifdef __cplusplus
+}  // namespace tapdiff::gpu
+#endif
+#endif
