@@ -1,5 +1,6 @@
 #include "model/hf_tokenizer.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -95,17 +96,15 @@ class Reader {
       const auto flag = [&](const char* key, bool absent = false) {
         return bool_at(added, fmt::format("added_tokens '{}'.{}", content, key), absent);
       };
-      if (flag("single_word"))
-        return refuse(
-            v, fmt::format("the added token {} has single_word true, which is not implemented", json(content).dump()));
       // tokenizers finds such a token in the normalized text, after the normalizer has run on the
       // text around it (its SentencePiece "▁" prefix once, not per fragment), not in the raw text.
       if (normalizes && flag("normalized", !flag("special")))
         return refuse(v, fmt::format("the added token {} has normalized true beside a normalizer: matching it in the "
                                      "normalized text is not implemented",
                                      json(content).dump()));
-      if (flag("lstrip") || flag("rstrip"))
-        v.strip_space[added["id"].get<std::int32_t>()] = StripSpace{flag("lstrip"), flag("rstrip")};
+      if (const AddedTokenMatch match{flag("lstrip"), flag("rstrip"), flag("single_word")};
+          match.strip_left || match.strip_right || match.single_word)
+        v.added_token_match[added["id"].get<std::int32_t>()] = match;
     }
     return v;
   }
@@ -181,9 +180,11 @@ class Reader {
           !a["content"].is_string())
         fail("added_tokens", "{\"id\": integer, \"content\": string, ...}", a);
       const bool special = bool_at(a, "added_tokens.special", false);
-      put(a["id"].get<std::int64_t>(), a["content"].get<std::string>(),
-          special ? TokenType::control : TokenType::user_defined, "added_tokens");
+      const std::int64_t id = a["id"].get<std::int64_t>();
+      if (!by_id.contains(id)) v.added_only.push_back(static_cast<std::int32_t>(id));
+      put(id, a["content"].get<std::string>(), special ? TokenType::control : TokenType::user_defined, "added_tokens");
     }
+    std::sort(v.added_only.begin(), v.added_only.end());
     for (std::int64_t id = 0; id < config_.vocab; ++id) {
       const auto it = by_id.find(id);
       if (it == by_id.end() && id < (by_id.empty() ? 0 : by_id.rbegin()->first))

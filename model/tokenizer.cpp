@@ -22,6 +22,16 @@ std::size_t white_space_at_end(std::string_view text) {
   return end;
 }
 
+// Whether text[begin, end) has no word character (\w) just before or just after it.
+bool stands_alone(std::string_view text, std::size_t begin, std::size_t end) {
+  if (begin > 0) {
+    std::size_t last = begin - 1;  // the first byte of the character before begin
+    while (last > 0 && begin - last < 4 && (static_cast<unsigned char>(text[last]) & 0xC0) == 0x80) --last;
+    if (is_word_character(utf8_decode(text, last))) return false;
+  }
+  return end == text.size() || !is_word_character(utf8_decode(text, end));
+}
+
 // The bytes of text's leading Unicode white space.
 std::size_t white_space_at_start(std::string_view text) {
   std::size_t at = 0;
@@ -150,7 +160,9 @@ Tokenizer::Tokenizer(const Vocabulary& vocab) : vocab_(vocab) {
   for (std::int32_t id = 0; id < size(); ++id) {
     const std::string& piece = vocab_.tokens[static_cast<std::size_t>(id)];
     const TokenType t = type(id);
-    if (t == TokenType::normal || t == TokenType::user_defined) pieces_.emplace(piece, id);
+    if ((t == TokenType::normal || t == TokenType::user_defined) &&
+        !std::binary_search(vocab_.added_only.begin(), vocab_.added_only.end(), id))
+      pieces_.emplace(piece, id);
     if (t == TokenType::byte) {
       if (auto b = parse_byte_piece(piece); b && byte_ids_[*b] < 0) byte_ids_[*b] = id;
     }
@@ -305,11 +317,17 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_spec
       ++i;
       continue;
     }
-    // The token's match, with the white space it takes beside it (not before the last match).
+    // The token's match, with the white space it takes beside it (not before the last match); a
+    // single_word token's match with a word character beside it is text, and the search goes on
+    // after it (tokenizers' matches do not overlap).
     std::size_t begin = i, end = i + vocab_.tokens[static_cast<std::size_t>(special)].size();
-    if (const auto strip = vocab_.strip_space.find(special); strip != vocab_.strip_space.end()) {
-      if (strip->second.left) begin = start + white_space_at_end(text.substr(start, i - start));
-      if (strip->second.right) end += white_space_at_start(text.substr(end));
+    if (const auto rules = vocab_.added_token_match.find(special); rules != vocab_.added_token_match.end()) {
+      if (rules->second.single_word && !stands_alone(text, begin, end)) {
+        i = end;
+        continue;
+      }
+      if (rules->second.strip_left) begin = start + white_space_at_end(text.substr(start, i - start));
+      if (rules->second.strip_right) end += white_space_at_start(text.substr(end));
     }
     encode_fragment(begin);
     ids.push_back(special);

@@ -1,8 +1,8 @@
 #pragma once
 // The Unicode classes the pre-tokenizers' patterns name: the general categories of \p{..}
-// (\p{L} letters, \p{Lu} upper case, \p{N} numbers, ...) and \s (the White_Space property). The
-// categories come from a generated table (model/unicode_classes.cpp, scripts/gen-unicode-classes.py;
-// unicode_version() says which Unicode).
+// (\p{L} letters, \p{Lu} upper case, \p{N} numbers, ...), \s (the White_Space property) and
+// \w (word characters). The categories come from a generated table (model/unicode_classes.cpp,
+// scripts/gen-unicode-classes.py; unicode_version() says which Unicode).
 #include <cstdint>
 #include <string_view>
 
@@ -57,5 +57,12 @@ constexpr bool is_white_space(char32_t c) {
   return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
          (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
+
+// The regex class \w as Rust's regex crate defines it, which tokenizers tests around a
+// `single_word` added token (UTS#18: Alphabetic, Mark, Decimal_Number, Connector_Punctuation,
+// Join_Control). From regex-syntax's own table (model/unicode_word.cpp,
+// scripts/gen-unicode-word.py), whose Unicode version word_character_unicode_version() gives.
+bool is_word_character(char32_t c);
+std::string_view word_character_unicode_version();
 
 }  // namespace tapdiff::model

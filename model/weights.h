@@ -124,10 +124,13 @@ enum class SpacePrefix : std::uint8_t {
   first_fragment_unless_space,  // Metaspace "first": the fragment at the text's start only, not before a ' '
 };
 
-// An added token that takes the white space beside it into its match (tokenizers' lstrip, rstrip).
-struct StripSpace {
-  bool left = false;
-  bool right = false;
+// How an added token is matched in text beyond its own characters (tokenizers' AddedToken): with
+// the white space beside it taken into the match (lstrip, rstrip), or only where no word character
+// (\w) stands just before or after it (single_word; elsewhere the match is text).
+struct AddedTokenMatch {
+  bool strip_left = false;
+  bool strip_right = false;
+  bool single_word = false;
 };
 
 // The tokenizer vocabulary as GGUF stores it (tokenizer.ggml.*).
@@ -155,9 +158,13 @@ struct Vocabulary {
   // llama from a tokenizer.json Unigram: ids below this are its pieces, into which each word is cut
   // by the best sum of their scores (tokenizers' Viterbi) instead of merged; 0 for the others.
   std::int32_t unigram_pieces = 0;
-  UnicodeForm normalization = UnicodeForm::none;   // applied to each fragment of text (tokenizers' NFC, ...)
-  std::map<std::int32_t, StripSpace> strip_space;  // by token id; none: the token's own text only
-  bool special_tokens_as_text = false;             // control tokens written in text are text (split_special_tokens)
+  UnicodeForm normalization = UnicodeForm::none;              // applied to each fragment of text (tokenizers' NFC, ...)
+  std::map<std::int32_t, AddedTokenMatch> added_token_match;  // by token id; none: its own text, anywhere
+  // tokenizer.json's added tokens that its model's vocabulary lacks (sorted): matched in text as
+  // added tokens only, never a piece of a word (tokenizers' model does not know them; llama.cpp's
+  // GGUF vocabulary has no such tokens, its user-defined ones are pieces too).
+  std::vector<std::int32_t> added_only;
+  bool special_tokens_as_text = false;  // control tokens written in text are text (split_special_tokens)
 };
 
 // One weight that a file's tensor holds: the whole tensor, or (rows > 0) its next `rows` rows, the

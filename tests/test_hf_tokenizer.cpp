@@ -8,6 +8,7 @@
 
 #include "model/errors.h"
 #include "model/tokenizer.h"
+#include "model/unicode_classes.h"
 #include "tests/test_support.h"
 
 namespace tapdiff::model {
@@ -179,6 +180,34 @@ TEST(HfTokenizer, AddedTokensTakeTheWhiteSpaceTheirStripOptionsSay) {
   EXPECT_EQ(encode(true, true, "<|end|> <|end|>"), (Ids{4, 4}));            // the first took the space
 }
 
+// A single_word added token is a token only where no word character (Rust regex's \\w) stands
+// beside it; elsewhere its text is encoded as text, and the search goes on after it.
+TEST(HfTokenizer, SingleWordAddedTokensStandAloneOrAreText) {
+  using Ids = std::vector<std::int32_t>;
+  json tokenizer = byte_level_tokenizer();
+  tokenizer["added_tokens"].push_back({{"id", 5},
+                                       {"content", "eh"},
+                                       {"special", false},
+                                       {"lstrip", false},
+                                       {"rstrip", false},
+                                       {"single_word", true},
+                                       {"normalized", false}});
+  const Tokenizer t(*hf_vocabulary(folder_with(tokenizer, "hf_tok_single_word"), config_of(6)));
+  EXPECT_EQ(t.encode("eh", false), (Ids{5}));
+  EXPECT_EQ(t.encode("h eh", false), (Ids{0, 3, 5}));
+  EXPECT_EQ(t.encode("eh<|end|>", false), (Ids{5, 4}));
+  EXPECT_EQ(t.encode("heh", false), (Ids{2, 0}));  // "h" before it: the text "heh"
+  EXPECT_EQ(t.encode("ehe", false), (Ids{1, 2}));  // "e" after it
+  // What counts as a word character: letters, marks, decimal digits of any script, connector
+  // punctuation, the joiners, and alphabetic symbols (circled letters); not other numbers or emoji.
+  for (const char32_t c :
+       {U'a', U'Z', U'_', U'7', U'\u00e9', U'\u0301', U'\u0663', U'\u203f', U'\u200d', U'\u24b6', U'\u4e2d'})
+    EXPECT_TRUE(model::is_word_character(c)) << static_cast<std::uint32_t>(c);
+  for (const char32_t c : {U' ', U'-', U'<', U'\u00bd', U'\u00b2', U'\u3000', U'\U0001F600', U'\u2028'})
+    EXPECT_FALSE(model::is_word_character(c)) << static_cast<std::uint32_t>(c);
+  EXPECT_EQ(model::word_character_unicode_version(), "16.0.0");
+}
+
 TEST(HfTokenizer, FeaturesTapdiffDoesNotImplementRefuseTextNamingThem) {
   const auto refusal = [](const json& tokenizer) {
     const auto v = hf_vocabulary(folder_with(tokenizer, "hf_tok_refused"), config_of(11));
@@ -205,9 +234,6 @@ TEST(HfTokenizer, FeaturesTapdiffDoesNotImplementRefuseTextNamingThem) {
   EXPECT_NE(refusal(normalized).find("the added token \"<s>\" has normalized true beside a normalizer"),
             std::string::npos)
       << refusal(normalized);
-  json single_word = byte_level_tokenizer();
-  single_word["added_tokens"][0]["single_word"] = true;
-  EXPECT_NE(refusal(single_word).find("the added token \"<|end|>\" has single_word true"), std::string::npos);
   json merged = byte_level_tokenizer();
   merged["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "MergedWithPrevious";
   EXPECT_NE(refusal(merged).find("Split behavior 'MergedWithPrevious' is not implemented"), std::string::npos);

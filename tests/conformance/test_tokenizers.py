@@ -175,9 +175,9 @@ def tapdiff_ids(model: Path, texts: list[str], special: bool, tmp_path: Path) ->
     return ids_of(tokenize_texts(model, texts, tmp_path, "--no-bos", *([] if special else ["--special-as-text"])))
 
 
-def tokenizers_mismatches(tokenizer: Tokenizer, ours: list[list[int]]) -> list[str]:
+def tokenizers_mismatches(tokenizer: Tokenizer, ours: list[list[int]], texts: list[str] = STRINGS) -> list[str]:
     """The strings whose ids (with the post-processor's specials) tokenizers gives otherwise."""
-    return [f"{text!r}: tapdiff {mine}, tokenizers {theirs}" for text, mine in zip(STRINGS, ours, strict=True)
+    return [f"{text!r}: tapdiff {mine}, tokenizers {theirs}" for text, mine in zip(texts, ours, strict=True)
             if mine != (theirs := tokenizer.encode(text).ids)]
 
 
@@ -336,6 +336,35 @@ def test_added_tokens_that_take_white_space_equal_hugging_face(lstrip, rstrip, t
     assert not mismatches, f"{len(mismatches)} of {len(STRINGS)} differ:\n" + "\n".join(mismatches[:20])
     plain = train_bpe("llama3")
     assert any(mine != plain.encode(text).ids for text, mine in zip(STRINGS, ours))  # the options matter
+
+
+# Texts that put a word character, or none, beside a token X: ASCII, accented letters, a combining
+# mark, digits of other scripts, connector punctuation, the joiners, circled letters (Other_Alphabetic
+# symbols), fractions, superscripts, emoji and ideographic space (no word characters).
+WORD_EDGES = ["X", "Xs", "baX", "X_cat", "X2", "2X", "\u00e9X", "X\u00e9", "X\u0301", "\u24b6X", "X\u24d0",
+              "\u0663X", "\u00bdX", "X\u00b2", "X\U0001F600", "\u203fX", "X\u200dx", "x\u200cX", "XX", "X X",
+              "(X) [X] X.", "\u4e2dX\u6587", "X\u3000X", "\u0915\u093fX", "X\u0966"]
+
+
+@pytest.mark.parametrize("lstrip,rstrip", [(False, False), (True, True)])
+def test_single_word_added_tokens_equal_hugging_face(lstrip, rstrip, tmp_path):
+    """An added token with single_word (the special tokens and 'zq' here) is a token only where no
+    word character (Rust regex's Unicode \\w) stands beside it, elsewhere text; the ids equal
+    tokenizers' on the tricky strings and on texts that put every kind of character beside it."""
+    saved = json.loads(train_bpe("llama3").to_str())
+    for added in saved["added_tokens"]:
+        added.update(lstrip=lstrip, rstrip=rstrip, single_word=True)
+    tokenizer = Tokenizer.from_str(json.dumps(saved))
+    tokenizer.add_tokens([AddedToken("zq", single_word=True, lstrip=lstrip, rstrip=rstrip, normalized=False)])
+    folder = hf_folder(tokenizer, tmp_path / "single-word")
+    edges = [text.replace("X", token) for token in ("zq", "<|endoftext|>") for text in WORD_EDGES]
+    texts = STRINGS + edges
+    ours = ids_of(tokenize_texts(folder, texts, tmp_path))
+    mismatches = tokenizers_mismatches(tokenizer, ours, texts)
+    assert not mismatches, f"{len(mismatches)} of {len(texts)} differ:\n" + "\n".join(mismatches[:20])
+    token = tokenizer.token_to_id("<|endoftext|>")
+    alone = [token in mine for mine in ours[len(STRINGS) + len(WORD_EDGES):]]
+    assert any(alone) and not all(alone), alone  # a token in some texts, text in others
 
 
 def run_text_prompt(folder: Path, prompt: str, generate: int, tmp_path: Path) -> dict:
