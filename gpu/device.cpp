@@ -62,11 +62,14 @@ std::string why_no_cooperative_matrix(const Instance& instance, const DeviceInfo
 // stores require). Without them the device is created exactly as before the GEMMs existed.
 struct EnabledFeatures {
   EnabledFeatures(const DeviceNeeds& needs, bool cooperative_matrix, bool cooperative_matrix2, bool reductions,
-                  bool pipeline_statistics)
+                  bool pipeline_statistics, bool device_scope)
       : coop2(reductions) {
     v12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
     v12.shaderFloat16 = VK_TRUE;
     v12.vulkanMemoryModel = VK_TRUE;
+    // The other kernels' atomics (moe_plan.comp) take Device scope, which the memory model allows
+    // only with this feature on.
+    v12.vulkanMemoryModelDeviceScope = device_scope ? VK_TRUE : VK_FALSE;
     v11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
     v11.storageBuffer16BitAccess = needs.storage_16bit ? VK_TRUE : VK_FALSE;
     if (cooperative_matrix) {
@@ -128,8 +131,8 @@ Device::Device(const Instance& instance, DeviceInfo info, const DeviceNeeds& nee
   queue.pQueuePriorities = &priority;
   pipeline_statistics_ = needs.pipeline_statistics && info_.pipeline_statistics;
   const EnabledFeatures features(needs, cooperative_matrix(), cooperative_matrix2(),
-                                 cooperative_matrix2() && info_.nv_cooperative_matrix2_reductions,
-                                 pipeline_statistics_);
+                                 cooperative_matrix2() && info_.nv_cooperative_matrix2_reductions, pipeline_statistics_,
+                                 info_.vulkan_memory_model_device_scope);
   VkPhysicalDeviceFeatures core{};
   core.shaderFloat64 = VK_TRUE;
   VkDeviceCreateInfo create{};

@@ -84,6 +84,7 @@ void query_features(VkPhysicalDevice device, DeviceInfo& info) {
   info.storage_buffer_8bit = v12.storageBuffer8BitAccess == VK_TRUE;
   info.storage_buffer_16bit = v11.storageBuffer16BitAccess == VK_TRUE;
   info.vulkan_memory_model = v12.vulkanMemoryModel == VK_TRUE;
+  info.vulkan_memory_model_device_scope = v12.vulkanMemoryModelDeviceScope == VK_TRUE;
 }
 
 // The feature and the shader stages of VK_NV_cooperative_matrix; their structs may only be chained

@@ -41,8 +41,9 @@ struct DeviceInfo {
   bool shader_int8 = false;
   bool storage_buffer_8bit = false;
   bool vulkan_memory_model = false;
-  bool cooperative_matrix = false;     // VK_KHR_cooperative_matrix or VK_NV_cooperative_matrix
-  bool nv_cooperative_matrix = false;  // VK_NV_cooperative_matrix, its feature on, in compute shaders
+  bool vulkan_memory_model_device_scope = false;  // Device scope under the memory model (atomics' default)
+  bool cooperative_matrix = false;                // VK_KHR_cooperative_matrix or VK_NV_cooperative_matrix
+  bool nv_cooperative_matrix = false;             // VK_NV_cooperative_matrix, its feature on, in compute shaders
   // VK_NV_cooperative_matrix2 with VK_KHR_cooperative_matrix, the features matmul-coop2 declares on
   // (gpu/device_coop2.h)
   bool nv_cooperative_matrix2 = false;
