@@ -742,6 +742,7 @@ void Engine::write_kv(int layer, bool value, const HostTensor& rows) {
 }  // namespace
 
 std::unique_ptr<VulkanEngine> make_vulkan_engine(const model::Model& model, const VulkanEngineOptions& options) {
+  model::require_runnable(model);
   return std::make_unique<Engine>(model, options);
 }
 

@@ -29,6 +29,8 @@ void validate_rope_scaling(const ModelConfig& c, const RopeScaling& s, const std
   if (s.type == RopeType::yarn)
     require(std::isfinite(s.beta_fast) && std::isfinite(s.beta_slow) && s.beta_fast > 0 && s.beta_slow > 0,
             "finite beta_fast and beta_slow > 0", fmt::format("{} and {}", s.beta_fast, s.beta_slow));
+  require(!s.by_run_context || (s.type == RopeType::longrope && s.run_context >= 0),
+          "factors picked by the run's context for LongRoPE only", rope_type_name(s.type));
   require(std::isfinite(s.attention_factor) && s.attention_factor >= 0, "a finite attention factor",
           s.attention_factor);
   if (s.type == RopeType::longrope)
@@ -131,6 +133,7 @@ nlohmann::json rope_scaling_json(const RopeScaling& s) {
   if (s.type == RopeType::yarn) j["beta_fast"] = s.beta_fast, j["beta_slow"] = s.beta_slow, j["truncate"] = s.truncate;
   if (s.attention_factor > 0) j["attention_factor"] = s.attention_factor;
   if (!s.short_factor.empty()) j["short_factor"] = s.short_factor, j["long_factor"] = s.long_factor;
+  if (s.by_run_context) j["factors_by_run_context"] = s.run_context;
   if (!s.freq_factors.empty()) j["freq_factors"] = s.freq_factors;
   return j;
 }

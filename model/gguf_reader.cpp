@@ -521,6 +521,21 @@ void read_gguf_experts(const GgufFile& f, const std::string& prefix, ModelConfig
 }
 
 constexpr std::string_view kRopeFreqs = "rope_freqs.weight";
+constexpr std::string_view kRopeFactorsLong = "rope_factors_long.weight",
+                           kRopeFactorsShort = "rope_factors_short.weight";
+
+// A per-pair factor tensor (rope_freqs, rope_factors_long/short): F32 of rotary_dim / 2 values.
+std::vector<double> rope_factor_tensor(const GgufFile& f, const GgufTensorInfo& t, const ModelConfig& c) {
+  const int pairs = (c.rotary_dim > 0 ? c.rotary_dim : c.head_dim) / 2;
+  if (t.dtype != DType::f32 || t.ne.size() != 1 || t.ne[0] != pairs)
+    throw_format_error(
+        fmt::format("{}: tensor '{}': expected F32 of shape [{}] (rope.dimension_count / 2), found {} "
+                    "of shape [{}]",
+                    f.path().string(), t.name, pairs, dtype_name(t.dtype), fmt::join(t.ne, ", ")));
+  std::vector<float> values(static_cast<std::size_t>(pairs));
+  std::memcpy(values.data(), t.bytes.data(), values.size() * sizeof(float));
+  return {values.begin(), values.end()};
+}
 
 // RoPE as llama.cpp reads it: whole heads rotated (rope.dimension_count = head_dim), rope.scaling.type none or
 // linear (rope.scaling.factor, or the older rope.scale_linear), and the per-pair divisors of
@@ -547,17 +562,7 @@ void read_rope_scaling(const GgufFile& f, ModelConfig& c) {
     s.type = RopeType::linear;
     s.factor = *old;
   }
-  if (const GgufTensorInfo* t = f.find_tensor(kRopeFreqs)) {
-    const int pairs = (c.rotary_dim > 0 ? c.rotary_dim : c.head_dim) / 2;
-    if (t->dtype != DType::f32 || t->ne.size() != 1 || t->ne[0] != pairs)
-      throw_format_error(
-          fmt::format("{}: tensor '{}': expected F32 of shape [{}] (rope.dimension_count / 2), found {} "
-                      "of shape [{}]",
-                      file, t->name, pairs, dtype_name(t->dtype), fmt::join(t->ne, ", ")));
-    std::vector<float> values(static_cast<std::size_t>(pairs));
-    std::memcpy(values.data(), t->bytes.data(), values.size() * sizeof(float));
-    s.freq_factors.assign(values.begin(), values.end());
-  }
+  if (const GgufTensorInfo* t = f.find_tensor(kRopeFreqs)) s.freq_factors = rope_factor_tensor(f, *t, c);
 }
 
 // A float metadata value, `fallback` when absent.
@@ -576,6 +581,8 @@ struct GgufFamily {
   // Keys other families read that this one's graph computes nothing with: refused when present.
   std::vector<std::string_view> unread = {};
   bool gate_up_in_ffn_up = false;  // ffn_up holds the gate's rows, then up's (Phi-3)
+  // LongRoPE: rope_factors_long/short.weight, picked by the run's context (Phi-3; read_longrope)
+  bool longrope = false;
 };
 
 // Gemma 1/2 as llama.cpp computes them: the converter stores every norm as 1 + w (so no offset
@@ -693,23 +700,15 @@ const std::vector<GgufFamily>& gguf_families() {
          for (int l = 0; l < c.n_layers; ++l) c.sliding_layers[static_cast<std::size_t>(l)] = l % 6 < 5;
          c.sliding_rope = SlidingRope{10000.0, {}};
        }},
-      // Phi-3 / Phi-4: rotate-half RoPE, gate and up fused in ffn_up. llama.cpp disables the
-      // sliding window the converter writes (a warning), so it attends to every position here too.
-      // LongRoPE's factor tensors are refused: llama.cpp picks the long or the short ones by the
-      // context size a run asks for, not by anything the file says.
+      // Phi-3 / Phi-4: rotate-half RoPE, gate and up fused in ffn_up, LongRoPE (read_longrope).
+      // llama.cpp disables the sliding window the converter writes (a warning), so it attends to
+      // every position here too.
       {"phi3",
        RopeStyle::rotate_half,
+       {"rope.scaling.attn_factor"},
+       [](const GgufFile&, const std::string&, ModelConfig& c) { c.sliding_window = 0; },
        {},
-       [](const GgufFile& f, const std::string&, ModelConfig& c) {
-         c.sliding_window = 0;
-         for (const char* factors : {"rope_factors_long.weight", "rope_factors_short.weight"})
-           if (f.find_tensor(factors) != nullptr)
-             throw_format_error(fmt::format(
-                 "{}: tensor '{}' is not supported: llama.cpp's phi3 picks LongRoPE's long or short factors by "
-                 "the context size it runs with, which tapdiff does not choose for it",
-                 f.path().string(), factors));
-       },
-       {},
+       true,
        true},
   };
   return families;
@@ -726,6 +725,42 @@ const GgufFamily& family_of(std::string_view arch, const std::string& file) {
         fmt::format("{}: general.architecture: expected one of {}, found '{}'", file, fmt::join(names, ", "), arch));
   }
   return *it;
+}
+
+// LongRoPE as llama.cpp computes it (llama_model::get_rope_factors): each pair's frequency divided
+// by its factor of rope_factors_long.weight when the context the run has (n_ctx) exceeds
+// rope.scaling.original_context_length, else of rope_factors_short.weight; cos and sin times
+// rope.scaling.attn_factor (1 when absent). The families without it refuse the tensors
+// (add_weights) and the key (refuse_unknown_keys).
+void read_longrope(const GgufFile& f, const GgufFamily& family, const LoadOptions& options, ModelConfig& c) {
+  if (!family.longrope) return;
+  const std::string file = f.path().string(), prefix = c.arch + ".";
+  const GgufTensorInfo* long_factors = f.find_tensor(kRopeFactorsLong);
+  const GgufTensorInfo* short_factors = f.find_tensor(kRopeFactorsShort);
+  const auto attn_factor = f.get_float(prefix + "rope.scaling.attn_factor");
+  if (long_factors == nullptr && short_factors == nullptr) {
+    if (attn_factor)
+      throw_format_error(
+          fmt::format("{}: {}rope.scaling.attn_factor = {} without LongRoPE's factor tensors is not "
+                      "supported",
+                      file, prefix, *attn_factor));
+    return;
+  }
+  if (long_factors == nullptr || short_factors == nullptr)
+    throw_format_error(fmt::format("{}: LongRoPE: expected both tensors '{}' and '{}', found only '{}'", file,
+                                   kRopeFactorsLong, kRopeFactorsShort,
+                                   long_factors != nullptr ? kRopeFactorsLong : kRopeFactorsShort));
+  RopeScaling& s = c.rope_scaling;
+  if (s.type != RopeType::standard || !s.freq_factors.empty())
+    throw_format_error(fmt::format("{}: LongRoPE beside rope.scaling.type '{}' or {} is not supported", file,
+                                   rope_type_name(s.type), kRopeFreqs));
+  s.type = RopeType::longrope;
+  s.original_context = int_key(f, prefix + "rope.scaling.original_context_length", std::nullopt);
+  s.long_factor = rope_factor_tensor(f, *long_factors, c);
+  s.short_factor = rope_factor_tensor(f, *short_factors, c);
+  s.attention_factor = attn_factor.value_or(1.0);
+  s.by_run_context = true;
+  s.run_context = options.context_size;
 }
 
 // Keys under "<arch>." that change the math must be read above; the others are listed here.
@@ -753,7 +788,7 @@ void refuse_unknown_keys(const GgufFile& f, const ModelConfig& c, const GgufFami
   }
 }
 
-ModelConfig gguf_config(const GgufFile& f) {
+ModelConfig gguf_config(const GgufFile& f, const LoadOptions& options) {
   const std::string file = f.path().string();
   ModelConfig c;
   const auto arch = f.get_string("general.architecture");
@@ -773,6 +808,7 @@ ModelConfig gguf_config(const GgufFile& f) {
   c.norm_eps = f.get_float(key("attention.layer_norm_rms_epsilon")).value_or(1e-5);
   c.rope_style = family.rope_style;
   read_rope_scaling(f, c);
+  read_longrope(f, family, options, c);
   refuse_unknown_keys(f, c, family);
   const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
   if (embd == nullptr)
@@ -819,7 +855,10 @@ void add_weights(const GgufFile& f, const ModelConfig& c, Model& model) {
   const std::string file = f.path().string();
   for (const GgufTensorInfo& t : f.tensors()) {
     const std::vector<WeightPart> parts = gguf_weights(t.name, c, file);
-    if (parts.empty() && t.name == kRopeFreqs) continue;  // read into the config's RoPE scaling
+    // read into the config's RoPE scaling
+    if (parts.empty() && (t.name == kRopeFreqs || (c.rope_scaling.by_run_context &&
+                                                   (t.name == kRopeFactorsLong || t.name == kRopeFactorsShort))))
+      continue;
     if (parts.empty())
       throw_format_error(
           fmt::format("{}: tensor '{}' is not supported: tapdiff computes no op that uses it", file, t.name));
@@ -872,9 +911,9 @@ std::optional<Vocabulary> gguf_vocabulary(const GgufFile& f, const ModelConfig& 
 
 }  // namespace
 
-std::unique_ptr<Model> read_gguf(const std::filesystem::path& path) {
+std::unique_ptr<Model> read_gguf(const std::filesystem::path& path, const LoadOptions& options) {
   GgufFile file(path);
-  const ModelConfig config = gguf_config(file);
+  const ModelConfig config = gguf_config(file, options);
   config.validate(path.string());
   auto model = std::make_unique<Model>(path, config);
   add_weights(file, config, *model);

@@ -117,6 +117,6 @@ class GgufFile {
 };
 
 // Loads a Llama-family model (general.architecture llama, mistral or qwen2) from a GGUF file.
-std::unique_ptr<Model> read_gguf(const std::filesystem::path& path);
+std::unique_ptr<Model> read_gguf(const std::filesystem::path& path, const LoadOptions& options = {});
 
 }  // namespace tapdiff::model

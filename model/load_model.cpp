@@ -34,7 +34,7 @@ std::string describe_start(const std::filesystem::path& path) {
 
 }  // namespace
 
-std::unique_ptr<Model> load_model(const std::filesystem::path& path) {
+std::unique_ptr<Model> load_model(const std::filesystem::path& path, const LoadOptions& options) {
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
   if (!std::filesystem::exists(status))
@@ -49,10 +49,19 @@ std::unique_ptr<Model> load_model(const std::filesystem::path& path) {
     return read_safetensors(path);
   }
   const std::string found = describe_start(path);
-  if (found == "a file starting with 'GGUF'") return read_gguf(path);
+  if (found == "a file starting with 'GGUF'") return read_gguf(path, options);
   throw FormatError(
       fmt::format("{}: expected a GGUF file (magic 'GGUF') or a Hugging Face folder with config.json, found {}",
                   path.string(), found));
+}
+
+void require_runnable(const Model& m) {
+  const RopeScaling& s = m.config().rope_scaling;
+  if (s.by_run_context && s.run_context == 0)
+    throw UsageError(
+        fmt::format("{}: its LongRoPE (rope_factors_long and rope_factors_short) has llama.cpp pick the long or the "
+                    "short factors by the context size it runs with (n_ctx, -c): give that size with --context N",
+                    m.path().string()));
 }
 
 }  // namespace tapdiff::model

@@ -63,9 +63,12 @@ std::vector<double> llama3(const RopeScaling& s, std::vector<double> f) {
   return f;
 }
 
-// transformers' _compute_longrope_parameters with its _longrope_frequency_update.
+// transformers' _compute_longrope_parameters with its _longrope_frequency_update, or llama.cpp's
+// choice by the run's context (RopeScaling::by_run_context).
 RopeFrequencies longrope(const RopeScaling& s, double base, int d, std::int64_t seq_len) {
-  const std::vector<double>& factors = seq_len > s.original_context ? s.long_factor : s.short_factor;
+  TAPDIFF_ASSERT(!s.by_run_context || s.run_context > 0, "LongRoPE by the run's context without one");
+  const std::int64_t length = s.by_run_context ? s.run_context : seq_len;
+  const std::vector<double>& factors = length > s.original_context ? s.long_factor : s.short_factor;
   RopeFrequencies out{standard_inv_freq(base, d), 1.0};
   TAPDIFF_ASSERT(factors.size() == out.inv_freq.size(), "{} longrope factors for {} pairs", factors.size(),
                  out.inv_freq.size());

@@ -51,6 +51,12 @@ struct RopeScaling {
   bool truncate = true;                                  // yarn: round the ramp's ends outward
   double attention_factor = 0.0;                         // yarn, longrope: 0 = derived from factor
   std::vector<double> short_factor, long_factor;         // longrope, one per pair
+  // longrope: which factors. transformers picks them per pass, long_factor once the pass reaches
+  // past original_context; llama.cpp (a GGUF's rope_factors_long/short) once for the run,
+  // long_factor when the context it runs with (n_ctx) exceeds original_context: run_context, 0
+  // where not given (then no engine runs the model: require_runnable in model/weights.h).
+  bool by_run_context = false;
+  int run_context = 0;
   // llama.cpp's rope_freqs.weight (GGUF, Llama 3.1+): each pair's frequency is divided by its
   // factor, on top of the type above.
   std::vector<double> freq_factors;

@@ -222,6 +222,17 @@ class Model {
 };
 
 // Loads a GGUF file or a Hugging Face folder (config.json + *.safetensors); FormatError on bad input.
-std::unique_ptr<Model> load_model(const std::filesystem::path& path);
+// What a model file leaves to the run that loads it.
+struct LoadOptions {
+  // The context size the model runs with (llama.cpp's n_ctx, -c): a GGUF's LongRoPE takes its long
+  // factors when it exceeds rope.scaling.original_context_length (0: not given).
+  int context_size = 0;
+};
+
+std::unique_ptr<Model> load_model(const std::filesystem::path& path, const LoadOptions& options = {});
+
+// UsageError naming the file where an engine cannot run the model as loaded: a GGUF's LongRoPE
+// without LoadOptions::context_size.
+void require_runnable(const Model& m);
 
 }  // namespace tapdiff::model

@@ -365,6 +365,7 @@ Mat<S> CpuEngine<S>::from_host(const HostTensor& t) {
 }  // namespace
 
 std::unique_ptr<model::Engine> make_cpu_engine(const model::Model& m, const CpuEngineOptions& options) {
+  model::require_runnable(m);
   if (options.emulation == Emulation::f16 && options.scalar != model::Scalar::f32)
     throw UsageError("the reference's f16 emulation computes in f32 (rounding to f16 after every op), not f64");
   if (options.emulation == Emulation::llama_cpp) {

@@ -13,6 +13,7 @@
 #include "model/synth.h"
 #include "model/weights.h"
 #include "tests/model_file_fixtures.h"
+#include "tests/reference_fixtures.h"
 #include "tests/test_support.h"
 
 namespace tapdiff::model {
@@ -236,6 +237,41 @@ TEST(Gguf, Qwen2UsesRotateHalfAndBiases) {
   EXPECT_TRUE(model->config().tied_output);
   EXPECT_EQ(model->weight(WeightKind::bk, 1).cols, 32);
   EXPECT_EQ(model->find(WeightKind::output), nullptr);
+}
+
+// A GGUF's LongRoPE (Phi-3) as llama.cpp computes it: the long or the short factors for the whole
+// run, by whether its context exceeds the original one, whatever the pass's length; no engine runs
+// the model until that context is given. (Read from a file and held to llama.cpp's tokens:
+// tests/conformance/test_llama_cpp.py.)
+TEST(Gguf, LongRopeTakesTheFactorsTheRunsContextPicks) {
+  ModelConfig c = load_model(testing::synth_model_path("tiny"))->config();
+  const std::size_t pairs = static_cast<std::size_t>(c.head_dim / 2);
+  RopeScaling& s = c.rope_scaling;
+  s.type = RopeType::longrope;
+  s.original_context = 64;
+  s.short_factor.assign(pairs, 1.25);
+  s.long_factor.assign(pairs, 4.0);
+  s.attention_factor = 1.5;
+  s.by_run_context = true;
+  const std::vector<double> plain =
+      rope_frequencies(load_model(testing::synth_model_path("tiny"))->config(), 0, c.rope_base, 10).inv_freq;
+  for (const auto& [context, factor] : {std::pair{32, 1.25}, std::pair{64, 1.25}, std::pair{512, 4.0}}) {
+    s.run_context = context;
+    c.validate("longrope");
+    for (const std::int64_t seq_len : {10, 1000}) {  // the pass's length does not matter
+      const RopeFrequencies f = rope_frequencies(c, 0, c.rope_base, seq_len);
+      EXPECT_EQ(f.attention_factor, 1.5);
+      for (std::size_t i = 0; i < pairs; ++i) EXPECT_DOUBLE_EQ(f.inv_freq[i], plain[i] / factor) << context << " " << i;
+    }
+  }
+  s.run_context = 0;
+  try {
+    require_runnable(Model("phi3.gguf", c));
+    ADD_FAILURE() << "a LongRoPE model without its run's context was runnable";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("phi3.gguf: its LongRoPE"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("give that size with --context N"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Gguf, ReadsVersion2AndNestedArrays) {

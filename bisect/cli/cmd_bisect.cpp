@@ -37,6 +37,7 @@ EngineChoice vulkan_choice() {
 
 struct BisectArgs {
   std::string model = kDefaultModel;
+  model::LoadOptions load;
   std::string engine_a = "ref";
   EngineChoice engine_b = vulkan_choice();
   PromptOptions prompt;
@@ -107,7 +108,7 @@ int bisect_command(const BisectArgs& a) {
     std::filesystem::create_directories(a.dump_dir, ec);
     if (ec) throw UsageError(fmt::format("--dump-dir {}: cannot create the folder: {}", a.dump_dir, ec.message()));
   }
-  const auto m = open_model(a.model);
+  const auto m = open_model(a.model, a.load);
   m->prefetch_sha256();  // the report names it: hashing overlaps the runs
   const auto tokenizer = load_tokenizer(a.prompt, *m);
   const model::Prompts prompts = a.prompt.batch_file.empty() ? model::Prompts{resolve_prompt(a.prompt, tokenizer)}
@@ -172,6 +173,7 @@ void add_bisect_command(CLI::App& app, CliContext& context) {
                                      "it (exit 0 match, 1 diverged)");
   cmd->add_option("--model", args->model, "GGUF file, Hugging Face folder, or synth:SHAPE[:DTYPE]")
       ->capture_default_str();
+  add_load_options(*cmd, args->load);
   cmd->add_option("--engine-a", args->engine_a,
                   "Engine A, the truth: ref (computes in f64) or vulkan (f32 on B's device; needs --dtype f16)")
       ->capture_default_str();

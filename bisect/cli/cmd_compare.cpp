@@ -40,6 +40,7 @@ struct CompareArgs {
   std::int64_t max_rows = 0;
   // --model: the culprit on B's own inputs
   std::string model;
+  model::LoadOptions load;
   std::string layers;
   int threads = 0;
   std::string b_precision;  // the floor's precision: B's compute dtype when empty
@@ -141,7 +142,7 @@ int compare(const CompareArgs& args) {
       args.tolerances.empty() ? bisect::Tolerances() : bisect::Tolerances::from_file(args.tolerances);
   if (args.model.empty() && !args.layers.empty()) throw UsageError("--layers: give --model too");
   if (args.model.empty() && !args.b_precision.empty()) throw UsageError("--b-precision: give --model too");
-  std::unique_ptr<model::Model> model = args.model.empty() ? nullptr : open_model(args.model);
+  std::unique_ptr<model::Model> model = args.model.empty() ? nullptr : open_model(args.model, args.load);
   // An imported dump takes the model from --model, else from the other dump (HDF5 first).
   const bool a_imported = dumps::is_imported_dump(args.a);
   std::unique_ptr<dumps::DumpReader> a_dump, b_dump;
@@ -214,6 +215,7 @@ void add_compare_command(CLI::App& app, CliContext& context) {
   cmd->add_option("--model", args->model,
                   "The model B ran (GGUF file, Hugging Face folder, synth:SHAPE): on a divergence, run each op of B's "
                   "dump on B's own inputs in the f64 reference to find the culprit; the model of an imported dump");
+  add_load_options(*cmd, args->load);
   cmd->add_option("--layers", args->layers,
                   "With --model: check only layers FIRST:LAST (embed is -1, final_norm and logits n_layers)");
   cmd->add_option("--threads", args->threads, "With --model: CPU threads of the reference (0 = all)")

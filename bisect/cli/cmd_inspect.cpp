@@ -34,6 +34,7 @@ struct InspectArgs {
   std::string vocab;  // GGUF file for token text (default: the dump's model, if it exists)
   std::string json;
   std::string model;  // the model of an imported dump
+  model::LoadOptions load;
   DumpInputOptions input;
 };
 
@@ -159,7 +160,7 @@ void print_slice(const InspectArgs& a, const dumps::DumpReader& dump, const Slic
 }
 
 void inspect(const InspectArgs& a) {
-  const std::unique_ptr<model::Model> model = a.model.empty() ? nullptr : open_model(a.model);
+  const std::unique_ptr<model::Model> model = a.model.empty() ? nullptr : open_model(a.model, a.load);
   const std::unique_ptr<dumps::DumpReader> opened = open_dump(a.dump, a.input, model.get());
   const dumps::DumpReader& dump = *opened;
   const std::optional<SliceRequest> slice = plan_slice(a, dump);
@@ -188,6 +189,7 @@ void add_inspect_command(CLI::App& app, CliContext& context) {
       ->required();
   cmd->add_option("--model", args->model,
                   "The model an imported dump ran (GGUF file, Hugging Face folder, synth:SHAPE)");
+  add_load_options(*cmd, args->load);
   add_dump_input_options(*cmd, args->input);
   cmd->add_option("--top-k", args->top_k, "Show the K most likely tokens at --positions")
       ->check(CLI::NonNegativeNumber);

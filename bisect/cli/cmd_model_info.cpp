@@ -12,11 +12,13 @@ namespace tapdiff::cli {
 
 void add_model_info_command(CLI::App& app, CliContext& context) {
   auto model = std::make_shared<std::string>(kDefaultModel);
+  auto load = std::make_shared<model::LoadOptions>();
   CLI::App* cmd = app.add_subcommand(
       "model-info", "Print a model's dump metadata as JSON: model_config, sha256, and every tap with its width");
   cmd->add_option("--model", *model, "GGUF file, Hugging Face folder, or synth:SHAPE[:DTYPE]")->capture_default_str();
-  cmd->callback([model, &context] {
-    const auto m = open_model(*model);
+  add_load_options(*cmd, *load);
+  cmd->callback([model, load, &context] {
+    const auto m = open_model(*model, *load);
     const model::Graph graph(m->config());
     nlohmann::json taps = nlohmann::json::array();
     for (const model::Step& step : graph.steps())

@@ -27,6 +27,7 @@ namespace {
 
 struct RunArgs {
   std::string model = kDefaultModel;
+  model::LoadOptions load;
   EngineChoice engine;
   PromptOptions prompt;
   int chunk = 0;
@@ -212,7 +213,7 @@ void run_tokens_from(const RunArgs& a, const dumps::DumpReader& from, const mode
 
 void run(const RunArgs& a) {
   const std::unique_ptr<dumps::DumpReader> tokens_from = read_tokens_from(a);
-  const auto m = open_model(a.model);
+  const auto m = open_model(a.model, a.load);
   if (!a.dump.empty()) m->prefetch_sha256();  // the dump names it: hashing overlaps the engine's loading
   const auto tokenizer = load_tokenizer(a.prompt, *m);
   const auto engine = make_engine(a.engine, *m);
@@ -246,6 +247,7 @@ void add_run_command(CLI::App& app, CliContext& context) {
   CLI::App* cmd = app.add_subcommand("run", "Run a model on one engine, tapping every op (optionally to an HDF5 dump)");
   cmd->add_option("--model", args->model, "GGUF file, Hugging Face folder, or synth:SHAPE[:DTYPE]")
       ->capture_default_str();
+  add_load_options(*cmd, args->load);
   cmd->add_option("--engine", args->engine.name, "Engine: ref or vulkan")->capture_default_str();
   cmd->add_option(
          "--dtype", args->engine.dtype,

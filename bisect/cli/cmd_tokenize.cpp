@@ -41,6 +41,7 @@ void tokenize_texts(const std::string& path, const PromptOptions& prompt, const 
 void add_tokenize_command(CLI::App& app, CliContext& context) {
   struct Args {
     std::string model = kDefaultModel;
+    model::LoadOptions load;
     PromptOptions prompt;
     bool json = false;
     std::string texts;
@@ -50,6 +51,7 @@ void add_tokenize_command(CLI::App& app, CliContext& context) {
       "tokenize", "Print the token ids of a prompt (as `run` feeds them) with each token's piece of text");
   cmd->add_option("--model", args->model, "GGUF file, Hugging Face folder, or synth:SHAPE[:DTYPE]")
       ->capture_default_str();
+  add_load_options(*cmd, args->load);
   add_prompt_options(*cmd, args->prompt);
   cmd->add_flag("--json", args->json, "Print {\"ids\": [...], \"pieces\": [...]} instead of one token per line");
   cmd->add_option("--texts", args->texts,
@@ -60,7 +62,7 @@ void add_tokenize_command(CLI::App& app, CliContext& context) {
       ->excludes("--prompt-file")
       ->excludes("--prompt-length");
   cmd->callback([args, &context] {
-    const auto m = open_model(args->model);
+    const auto m = open_model(args->model, args->load);
     const std::optional<model::Tokenizer> tokenizer = load_tokenizer(args->prompt, *m);
     if (!args->texts.empty()) {
       if (!tokenizer)

@@ -1,6 +1,7 @@
 #include "bisect/cli/model_source.h"
 
 #include <fmt/core.h>
+#include <CLI/CLI.hpp>
 
 #include "model/cache_dir.h"
 #include "model/errors.h"
@@ -32,12 +33,19 @@ std::filesystem::path resolve_model_path(const std::string& spec) {
   return path;
 }
 
-std::unique_ptr<model::Model> open_model(const std::string& spec) {
-  auto m = model::load_model(resolve_model_path(spec));
+std::unique_ptr<model::Model> open_model(const std::string& spec, const model::LoadOptions& options) {
+  auto m = model::load_model(resolve_model_path(spec), options);
   for (const model::NonFiniteWeights& w : model::find_non_finite_weights(*m))
     fmt::print(stderr, "tapdiff: warning: {}: tensor '{}' holds {} NaN and {} infinite values of {}\n",
                m->path().string(), w.tensor, w.nan, w.inf, w.values);
   return m;
+}
+
+void add_load_options(CLI::App& cmd, model::LoadOptions& options) {
+  cmd.add_option("--context", options.context_size,
+                 "The context size the model runs with in the engine it is compared to (llama.cpp's n_ctx, -c): a "
+                 "GGUF's LongRoPE (Phi-3) takes its long factors when it exceeds the original context")
+      ->check(CLI::PositiveNumber);
 }
 
 void warn_past_context(const model::Model& m, std::size_t positions) {

@@ -19,7 +19,7 @@ class GgufCase:
     rotary_dim: int = HEAD_DIM
     linear_factor: float = 0.0  # rope.scaling.type linear when > 0
     llama3: bool = False  # rope_freqs.weight as llama.cpp's converter computes it for Llama 3.1
-    longrope: bool = False  # Phi-3's rope_factors_long.weight and rope_factors_short.weight
+    longrope: int = 0  # Phi-3's LongRoPE when > 0: its original context, rope_factors_long/short.weight, attn_factor
     extra: dict = field(default_factory=dict)
     layers: int = LAYERS
     post_norm_gain: float = 1.0  # the post-norms' weights times this: updates as large as the stream
@@ -88,6 +88,9 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0) -> None:
     w.add_layer_norm_rms_eps(1e-5)
     w.add_rope_freq_base(case.rope_base)
     w.add_rope_dimension_count(case.rotary_dim)
+    if case.longrope:  # as llama.cpp's converter writes Phi-3's (conversion/phi.py)
+        w.add_rope_scaling_orig_ctx_len(case.longrope)
+        w.add_rope_scaling_attn_factors(float(np.sqrt(1 + np.log(4096 / case.longrope) / np.log(case.longrope))))
     if case.linear_factor > 0:
         w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
         w.add_rope_scaling_factor(case.linear_factor)
@@ -109,9 +112,10 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0) -> None:
     w.add_tensor("token_embd.weight", rng.standard_normal((VOCAB, DIM)).astype(np.float32))
     if case.llama3:
         w.add_tensor("rope_freqs.weight", llama3_rope_factors(case.rope_base, case.rotary_dim))
-    if case.longrope:
-        for factors in ("rope_factors_long", "rope_factors_short"):
-            w.add_tensor(f"{factors}.weight", (1.0 + rng.random(case.rotary_dim // 2)).astype(np.float32))
+    if case.longrope:  # short factors near 1, long ones growing toward the low frequencies, as Phi-3's
+        pairs = case.rotary_dim // 2
+        w.add_tensor("rope_factors_long.weight", (1.0 + np.linspace(0, 12, pairs) ** 1.5).astype(np.float32))
+        w.add_tensor("rope_factors_short.weight", (1.0 + 0.2 * rng.random(pairs)).astype(np.float32))
     for layer in range(case.layers):
         p = f"blk.{layer}."
         if PRE_NORMS.get(case.arch, True):

@@ -31,9 +31,10 @@ def node_script(name: str) -> Path:
     return peers / name
 
 
-def llama_cpp_tokens(model: Path) -> list[int]:
+def llama_cpp_tokens(model: Path, *context: str) -> list[int]:
+    """llama.cpp's greedy tokens after PROMPT; `context`: its context size (n_ctx) when given."""
     script = node_script("llama_cpp_greedy.mjs")
-    run = subprocess.run(["node", str(script), str(model), str(GENERATE), ",".join(map(str, PROMPT))],
+    run = subprocess.run(["node", str(script), str(model), str(GENERATE), ",".join(map(str, PROMPT)), *context],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     return json.loads(run.stdout.strip().splitlines()[-1])
@@ -59,14 +60,38 @@ def test_greedy_tokens_equal_llama_cpp(case, tmp_path):
     assert tapdiff_tokens(model, "--engine", "vulkan", "--chunk", "64") == expected
 
 
-def test_phi3_longrope_factors_are_refused(tmp_path):
-    """llama.cpp takes the long factors when the context it is run with exceeds the original one:
-    a choice of the run, not of the file, which tapdiff does not guess."""
+@pytest.mark.parametrize("original", [64, 2048])
+def test_phi3_longrope_takes_the_factors_llama_cpps_context_picks(original, tmp_path):
+    """Phi-3's LongRoPE in a GGUF: llama.cpp divides each pair's frequency by rope_factors_long when
+    the context it runs with (n_ctx, 512 here) exceeds the original one (64), else by
+    rope_factors_short (2048), and scales cos and sin by rope.scaling.attn_factor. Given that
+    context (--context 512), tapdiff's greedy tokens equal llama.cpp's on the reference and on the
+    Vulkan engine; the other factors give other tokens; without it, a run is refused naming the
+    option (a choice of the run, not of the file)."""
     model = tmp_path / "phi3-longrope.gguf"
-    write_gguf(dataclasses.replace(next(c for c in GGUF_CASES if c.arch == "phi3"), longrope=True), model)
+    write_gguf(dataclasses.replace(next(c for c in GGUF_CASES if c.arch == "phi3"), longrope=original), model)
+    expected = llama_cpp_tokens(model, "512")
+    assert tapdiff_tokens(model, "--context", "512", "--engine", "ref", "--dtype", "f64") == expected
+    assert tapdiff_tokens(model, "--context", "512", "--engine", "ref", "--dtype", "f32") == expected
+    assert tapdiff_tokens(model, "--context", "512", "--engine", "vulkan", "--chunk", "64") == expected
+    if original == 2048:  # a context past 2048 takes the long factors, which llama.cpp did not
+        assert tapdiff_tokens(model, "--context", "4096", "--engine", "ref", "--dtype", "f64") != expected
     run = subprocess.run([TAPDIFF, "run", "--model", str(model), "--tokens", "1,2"], capture_output=True, text=True)
     assert run.returncode == 2, run.stdout + run.stderr
-    assert "tensor 'rope_factors_long.weight' is not supported: llama.cpp's phi3 picks LongRoPE's" in run.stderr
+    assert "pick the long or the short factors by the context size it runs with (n_ctx, -c): give that size with " \
+           "--context N" in run.stderr, run.stderr
+
+
+def test_an_attention_factor_without_longrope_factors_is_refused(tmp_path):
+    """llama.cpp scales cos and sin by rope.scaling.attn_factor with or without LongRoPE's tensors;
+    tapdiff implements it with them only, and refuses it alone, naming it."""
+    model = tmp_path / "phi3-attn-factor.gguf"
+    case = next(c for c in GGUF_CASES if c.arch == "phi3")
+    write_gguf(dataclasses.replace(case, extra={**case.extra, "rope_scaling_attn_factors": 1.25}), model)
+    run = subprocess.run([TAPDIFF, "run", "--model", str(model), "--tokens", "1,2"], capture_output=True, text=True)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "phi3.rope.scaling.attn_factor = 1.25 without LongRoPE's factor tensors is not supported" in run.stderr, \
+        run.stderr
 
 
 @pytest.mark.parametrize("arch", ["granite", "olmo2", "gemma", "smollm3"])
