@@ -161,10 +161,9 @@ KernelChoice::KernelChoice(DeviceProfile profile, const KernelOverrides& overrid
                     overrides.decode_attention != KernelOverrides::DecodeAttention::automatic ||
                     overrides.norm == KernelOverrides::Norm::fused))
     throw UsageError(
-        "--kernels: under --dtype llama.cpp the attention runs attention-two-pass (its probabilities are rounded to "
-        "f16 "
-        "once their sum is known, as llama.cpp's are) and every norm rms_norm-ggml apart from the residual add: "
-        "expected attention=auto|two-pass, decode-attention=auto and norm=auto|apart");
+        "--kernels: under --dtype llama.cpp the attention runs attention-two-pass (its probabilities are rounded "
+        "to f16 once their sum is known, as llama.cpp's are) and every norm rms_norm-ggml apart from the residual "
+        "add: expected attention=auto|two-pass, decode-attention=auto and norm=auto|apart");
   const DeviceInfo& d = profile_.info;
   wg_ = floor_pow2(std::min({256u, d.max_workgroup_invocations, d.max_workgroup_size_x}));
   attention_wg_ = std::min(64u, wg_);

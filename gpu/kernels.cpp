@@ -15,7 +15,6 @@
 #include "gpu/pipelines.h"
 #include "gpu/shaders/push_constants.h"
 #include "gpu/stream.h"
-#include "model/comma_list.h"
 #include "model/errors.h"
 
 namespace tapdiff::gpu {
