@@ -97,13 +97,15 @@ class Reader {
         return bool_at(added, fmt::format("added_tokens '{}'.{}", content, key), absent);
       };
       // tokenizers finds such a token in the normalized text, after the normalizer has run on the
-      // text around it (its SentencePiece "▁" prefix once, not per fragment), not in the raw text.
-      if (normalizes && flag("normalized", !flag("special")))
-        return refuse(v, fmt::format("the added token {} has normalized true beside a normalizer: matching it in the "
-                                     "normalized text is not implemented",
-                                     json(content).dump()));
-      if (const AddedTokenMatch match{flag("lstrip"), flag("rstrip"), flag("single_word")};
-          match.strip_left || match.strip_right || match.single_word)
+      // text around it: implemented for the Unicode forms, not for a SentencePiece-style normalizer
+      // (its "▁" prefix goes once before the fragment, not before the token).
+      const bool normalized = flag("normalized", !flag("special"));
+      if (normalizes && normalized && v.normalization == UnicodeForm::none)
+        return refuse(v, fmt::format("the added token {} has normalized true beside the normalizer {}: matching it "
+                                     "in text normalized so is not implemented",
+                                     json(content).dump(), json_excerpt(*normalizer)));
+      if (const AddedTokenMatch match{flag("lstrip"), flag("rstrip"), flag("single_word"), normalized};
+          match.strip_left || match.strip_right || match.single_word || match.normalized)
         v.added_token_match[added["id"].get<std::int32_t>()] = match;
     }
     return v;

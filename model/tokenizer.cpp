@@ -167,14 +167,19 @@ Tokenizer::Tokenizer(const Vocabulary& vocab) : vocab_(vocab) {
       if (auto b = parse_byte_piece(piece); b && byte_ids_[*b] < 0) byte_ids_[*b] = id;
     }
     if ((t == TokenType::control || t == TokenType::unknown || t == TokenType::user_defined) && !piece.empty()) {
-      specials_.push_back(id);
-      special_first_[static_cast<unsigned char>(piece.front())] = true;
+      const auto rules = vocab_.added_token_match.find(id);
+      if (rules == vocab_.added_token_match.end() || !rules->second.normalized)
+        raw_added_.tokens.emplace_back(piece, id);
+      else if (std::string normalized = normalize(piece, vocab_.normalization); !normalized.empty())
+        normalized_added_.tokens.emplace_back(std::move(normalized), id);
     }
   }
   // Longest text first, so that "<|im_start|>" wins over a "<|im" that is also special.
-  std::stable_sort(specials_.begin(), specials_.end(), [this](std::int32_t a, std::int32_t b) {
-    return vocab_.tokens[static_cast<std::size_t>(a)].size() > vocab_.tokens[static_cast<std::size_t>(b)].size();
-  });
+  for (AddedPatterns* added : {&raw_added_, &normalized_added_}) {
+    std::stable_sort(added->tokens.begin(), added->tokens.end(),
+                     [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+    for (const auto& [text, id] : added->tokens) added->first[static_cast<unsigned char>(text.front())] = true;
+  }
   if (kind_ == Kind::bpe) build_bpe_tables();
   if (kind_ == Kind::spm) read_merge_ranks();
   if (vocab_.unigram_pieces > 0) build_unigram_tables();
@@ -298,30 +303,48 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_spec
                     "would give other ids for this vocabulary; give the prompt as token ids (--tokens)",
                     where(), vocab_.pre));
   }
-  // As llama.cpp and tokenizers partition the text: special tokens cut it into fragments, each
-  // normalized (Vocabulary::normalization) and encoded alone (SentencePiece's space prefix goes
-  // before fragments as Vocabulary::space_prefix says).
+  // As llama.cpp and tokenizers partition the text: added tokens cut it into fragments, each
+  // normalized (Vocabulary::normalization), cut again at tokenizers' normalized added tokens, and
+  // encoded alone (SentencePiece's space prefix goes before fragments as Vocabulary::space_prefix says).
+  split_at_added(
+      text, raw_added_, parse_special,
+      [&](std::string_view fragment, bool at_start) {
+        const std::string normalized = normalize(fragment, vocab_.normalization);
+        split_at_added(
+            normalized, normalized_added_, parse_special,
+            [&](std::string_view piece, bool piece_at_start) {
+              if (kind_ == Kind::spm)
+                encode_spm(piece, space_prefix(piece, at_start && piece_at_start), ids);
+              else
+                encode_bpe(piece, ids);
+            },
+            ids);
+      },
+      ids);
+  if (add_eos) ids.push_back(vocab_.eos);
+  return ids;
+}
+
+// As tokenizers' AddedVocabulary::find_matches: text cut at the added tokens of `added` (leftmost,
+// longest first, not overlapping), each taking the white space its lstrip / rstrip say (not back
+// past the previous match); a single_word token's match with a word character beside it is text,
+// and the search goes on after it. on_text(fragment, at_start) gets the text between them, `out`
+// their ids.
+void Tokenizer::split_at_added(std::string_view text, const AddedPatterns& added, bool parse_special,
+                               const std::function<void(std::string_view, bool)>& on_text,
+                               std::vector<std::int32_t>& out) const {
   std::size_t start = 0;
-  const auto encode_fragment = [&](std::size_t end) {
-    if (end == start) return;
-    const std::string normalized = normalize(text.substr(start, end - start), vocab_.normalization);
-    const std::string_view fragment = normalized;
-    if (kind_ == Kind::spm)
-      encode_spm(fragment, space_prefix(fragment, start == 0), ids);
-    else
-      encode_bpe(fragment, ids);
+  const auto text_until = [&](std::size_t end) {
+    if (end > start) on_text(text.substr(start, end - start), start == 0);
   };
   for (std::size_t i = 0; i < text.size();) {
-    const std::int32_t special = special_at(text, i, parse_special);
-    if (special < 0) {
+    const AddedMatch match = added_at(added, text, i, parse_special);
+    if (match.id < 0) {
       ++i;
       continue;
     }
-    // The token's match, with the white space it takes beside it (not before the last match); a
-    // single_word token's match with a word character beside it is text, and the search goes on
-    // after it (tokenizers' matches do not overlap).
-    std::size_t begin = i, end = i + vocab_.tokens[static_cast<std::size_t>(special)].size();
-    if (const auto rules = vocab_.added_token_match.find(special); rules != vocab_.added_token_match.end()) {
+    std::size_t begin = i, end = i + match.length;
+    if (const auto rules = vocab_.added_token_match.find(match.id); rules != vocab_.added_token_match.end()) {
       if (rules->second.single_word && !stands_alone(text, begin, end)) {
         i = end;
         continue;
@@ -329,25 +352,25 @@ std::vector<std::int32_t> Tokenizer::encode(std::string_view text, bool add_spec
       if (rules->second.strip_left) begin = start + white_space_at_end(text.substr(start, i - start));
       if (rules->second.strip_right) end += white_space_at_start(text.substr(end));
     }
-    encode_fragment(begin);
-    ids.push_back(special);
+    text_until(begin);
+    out.push_back(match.id);
     i = end;
     start = i;
   }
-  encode_fragment(text.size());
-  if (add_eos) ids.push_back(vocab_.eos);
-  return ids;
+  text_until(text.size());
 }
 
-// The special token whose text starts at text[i], longest first: user-defined pieces always,
-// control and unknown tokens when parse_special (as llama.cpp's tokenizer_st_partition); or -1.
-std::int32_t Tokenizer::special_at(std::string_view text, std::size_t i, bool parse_special) const {
-  if (!special_first_[static_cast<unsigned char>(text[i])]) return -1;
-  for (const std::int32_t id : specials_) {
+// The added token of `added` whose text starts at text[i], longest first: user-defined ones
+// always, control and unknown tokens when parse_special (as llama.cpp's tokenizer_st_partition); or
+// none (id -1).
+Tokenizer::AddedMatch Tokenizer::added_at(const AddedPatterns& added, std::string_view text, std::size_t i,
+                                          bool parse_special) const {
+  if (!added.first[static_cast<unsigned char>(text[i])]) return {};
+  for (const auto& [pattern, id] : added.tokens) {
     if (!parse_special && type(id) != TokenType::user_defined) continue;
-    if (text.substr(i).starts_with(vocab_.tokens[static_cast<std::size_t>(id)])) return id;
+    if (text.substr(i).starts_with(pattern)) return {id, pattern.size()};
   }
-  return -1;
+  return {};
 }
 
 // Whether a "▁" goes before this fragment of the text (Vocabulary::space_prefix).

@@ -76,7 +76,19 @@ class Tokenizer {
   void build_bpe_tables();
   void read_merge_ranks();
   bool space_prefix(std::string_view fragment, bool at_start) const;
-  std::int32_t special_at(std::string_view text, std::size_t i, bool parse_special) const;
+  // The added tokens matched at one level of the text, longest text first: in the raw text, or
+  // (tokenizers' normalized ones) in each fragment between those once normalized.
+  struct AddedPatterns {
+    std::vector<std::pair<std::string, std::int32_t>> tokens;  // the text matched, the id
+    std::array<bool, 256> first{};                             // bytes that start one
+  };
+  struct AddedMatch {
+    std::int32_t id = -1;
+    std::size_t length = 0;
+  };
+  AddedMatch added_at(const AddedPatterns& added, std::string_view text, std::size_t i, bool parse_special) const;
+  void split_at_added(std::string_view text, const AddedPatterns& added, bool parse_special,
+                      const std::function<void(std::string_view, bool)>& on_text, std::vector<std::int32_t>& out) const;
   void encode_spm(std::string_view text, bool prefix, std::vector<std::int32_t>& out) const;
   void encode_bpe(std::string_view text, std::vector<std::int32_t>& out) const;
   void encode_bpe_word(std::string_view word, std::vector<std::int32_t>& out) const;
@@ -91,8 +103,7 @@ class Tokenizer {
   Vocabulary vocab_;
   Kind kind_ = Kind::spm;
   PieceMap pieces_;                                           // text -> id of normal and user-defined pieces
-  std::vector<std::int32_t> specials_;                        // control, unknown, user-defined ids, longest text first
-  std::array<bool, 256> special_first_{};                     // bytes that start the text of one of specials_
+  AddedPatterns raw_added_, normalized_added_;                // control, unknown and user-defined tokens
   std::array<std::int32_t, 256> byte_ids_;                    // byte -> id of its <0xXX> token, or -1 (spm)
   PieceMap merge_ranks_;                                      // "left right" -> rank, lower merges first (bpe)
   std::array<std::string, 256> byte_chars_;                   // byte -> its GPT-2 unicode stand-in, UTF-8 (bpe)

@@ -125,12 +125,15 @@ enum class SpacePrefix : std::uint8_t {
 };
 
 // How an added token is matched in text beyond its own characters (tokenizers' AddedToken): with
-// the white space beside it taken into the match (lstrip, rstrip), or only where no word character
-// (\w) stands just before or after it (single_word; elsewhere the match is text).
+// the white space beside it taken into the match (lstrip, rstrip), only where no word character
+// (\w) stands just before or after it (single_word; elsewhere the match is text), and in the
+// fragments between the other added tokens once normalized, as its own text normalized
+// (normalized), rather than in the raw text.
 struct AddedTokenMatch {
   bool strip_left = false;
   bool strip_right = false;
   bool single_word = false;
+  bool normalized = false;
 };
 
 // The tokenizer vocabulary as GGUF stores it (tokenizer.ggml.*).

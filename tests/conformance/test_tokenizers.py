@@ -367,6 +367,30 @@ def test_single_word_added_tokens_equal_hugging_face(lstrip, rstrip, tmp_path):
     assert any(alone) and not all(alone), alone  # a token in some texts, text in others
 
 
+# Texts where a normalized added token's text appears only once normalized (a ligature, full-width
+# letters), and where matching it before the raw added tokens would cut "<|endoftext|>" apart.
+NORMALIZED_EDGES = ["fix the \ufb01x", "\uff46\uff49\uff58", "at<|endoftext|>", "t<|endoftext|>", "t< x", "ok \uff4f\uff4b",
+                    "book \uff4f\uff4bay", "\ufb01x<|endoftext|>\ufb01x"]
+
+
+def test_normalized_added_tokens_equal_hugging_face(tmp_path):
+    """Added tokens with normalized true beside an NFKC normalizer: tokenizers cuts the raw text at
+    the other added tokens first, normalizes each fragment, then cuts it at these tokens' own text
+    normalized ("\ufb01x" matches "fix"). tapdiff's ids equal tokenizers' on the tricky strings
+    and on texts where the order of the two cuts or the normalization of the pattern shows."""
+    tokenizer = Tokenizer.from_str(train_bpe("llama3").to_str())
+    tokenizer.normalizer = normalizers.NFKC()
+    tokenizer.add_tokens([AddedToken("\ufb01x", normalized=True), AddedToken("t<", normalized=True),
+                          AddedToken("\uff4f\uff4b", normalized=True, single_word=True)])
+    folder = hf_folder(tokenizer, tmp_path / "normalized")
+    texts = STRINGS + NORMALIZED_EDGES
+    ours = ids_of(tokenize_texts(folder, texts, tmp_path))
+    mismatches = tokenizers_mismatches(tokenizer, ours, texts)
+    assert not mismatches, f"{len(mismatches)} of {len(texts)} differ:\n" + "\n".join(mismatches[:20])
+    fix = tokenizer.token_to_id("\ufb01x")
+    assert fix in ours[len(STRINGS)]  # "fix" written plainly is the token
+
+
 def run_text_prompt(folder: Path, prompt: str, generate: int, tmp_path: Path) -> dict:
     """tapdiff run --model FOLDER --prompt TEXT: its JSON summary."""
     summary = tmp_path / "run.json"
