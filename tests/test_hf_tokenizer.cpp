@@ -231,8 +231,9 @@ TEST(HfTokenizer, FeaturesTapdiffDoesNotImplementRefuseTextNamingThem) {
   EXPECT_NE(refusal(prefix).find("ByteLevel add_prefix_space true is not implemented"), std::string::npos);
   json normalized = sentencepiece_tokenizer();
   normalized["added_tokens"][1]["normalized"] = true;
-  EXPECT_NE(refusal(normalized).find("the added token \"<s>\" has normalized true beside the normalizer {\"normalizers\""),
-            std::string::npos)
+  EXPECT_NE(
+      refusal(normalized).find("the added token \"<s>\" has normalized true beside the normalizer {\"normalizers\""),
+      std::string::npos)
       << refusal(normalized);
   json merged = byte_level_tokenizer();
   merged["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "MergedWithPrevious";
