@@ -35,6 +35,11 @@ std::filesystem::path resolve_model_path(const std::string& spec) {
 
 std::unique_ptr<model::Model> open_model(const std::string& spec, const model::LoadOptions& options) {
   auto m = model::load_model(resolve_model_path(spec), options);
+  if (options.context_size > 0 && !m->config().rope_scaling.by_run_context)
+    fmt::print(stderr,
+               "tapdiff: warning: --context {} changes nothing for {}: only a GGUF's LongRoPE reads it (a Hugging Face "
+               "folder's LongRoPE picks its factors per pass, as transformers does)\n",
+               options.context_size, m->path().string());
   for (const model::NonFiniteWeights& w : model::find_non_finite_weights(*m))
     fmt::print(stderr, "tapdiff: warning: {}: tensor '{}' holds {} NaN and {} infinite values of {}\n",
                m->path().string(), w.tensor, w.nan, w.inf, w.values);

@@ -76,6 +76,11 @@ def test_phi3_longrope_takes_the_factors_llama_cpps_context_picks(original, tmp_
     assert tapdiff_tokens(model, "--context", "512", "--engine", "vulkan", "--chunk", "64") == expected
     if original == 2048:  # a context past 2048 takes the long factors, which llama.cpp did not
         assert tapdiff_tokens(model, "--context", "4096", "--engine", "ref", "--dtype", "f64") != expected
+    plain = tmp_path / "phi3.gguf"  # a model that does not read the context: said so
+    write_gguf(next(c for c in GGUF_CASES if c.arch == "phi3"), plain)
+    run = subprocess.run([TAPDIFF, "run", "--model", str(plain), "--tokens", "1,2", "--context", "512"],
+                         capture_output=True, text=True)
+    assert run.returncode == 0 and "warning: --context 512 changes nothing for" in run.stderr, run.stderr
     run = subprocess.run([TAPDIFF, "run", "--model", str(model), "--tokens", "1,2"], capture_output=True, text=True)
     assert run.returncode == 2, run.stdout + run.stderr
     assert "pick the long or the short factors by the context size it runs with (n_ctx, -c): give that size with " \
