@@ -240,8 +240,8 @@ std::uint64_t Kernels::attention_scratch_bytes(const AttentionShape& a) const {
              : 0;
 }
 
-std::string Kernels::round_to_dot_type(Stream& s, model::DotType type, const Region& x, const Region& out,
-                                       const Region& excess, int rows, int width) {
+void Kernels::round_to_dot_type(Stream& s, model::DotType type, const Region& x, const Region& out,
+                                const Region& excess, int rows, int width) {
   TAPDIFF_ASSERT(choice_.llama_cpp() && type != model::DotType::f32, "round_dot to {}", model::dot_type_name(type));
   const std::uint32_t block = type == model::DotType::q8_k                                  ? 256
                               : type == model::DotType::f16 || type == model::DotType::bf16 ? 1
@@ -250,7 +250,6 @@ std::string Kernels::round_to_dot_type(Stream& s, model::DotType type, const Reg
   const std::uint64_t values = static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(width);
   const RoundDotPush push{u32(static_cast<std::int64_t>(values / block)), static_cast<std::uint32_t>(type)};
   dispatch(s, Shader::round_dot, 0, {x, out, excess}, &push, sizeof push, fold(ceil_div(push.units, wg_)));
-  return fmt::format("+llama.cpp-{}", model::dot_type_name(type));
 }
 
 void Kernels::q8_1_correction(Stream& s, const Region& excess, const DeviceWeight& w, const Region& out, int rows) {

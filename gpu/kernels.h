@@ -132,9 +132,9 @@ class Kernels {
                            const Region& sum, const Region& out, int rows, std::uint32_t faults);
   // llama.cpp's precision: out = x [rows, width] rounded to `type` as ggml converts a product's
   // input (round_dot.comp); for q8_1 also excess [rows, width / 32], what the stored block sums
-  // exceed the rounded values' by (q8_1_correction's input). Returns "+llama.cpp-TYPE".
-  std::string round_to_dot_type(Stream& s, model::DotType type, const Region& x, const Region& out,
-                                const Region& excess, int rows, int width);
+  // exceed the rounded values' by (q8_1_correction's input).
+  void round_to_dot_type(Stream& s, model::DotType type, const Region& x, const Region& out, const Region& excess,
+                         int rows, int width);
   // out [rows, w.rows] += the Q8_1 sums' excess [rows, w.cols / 32] times w's block minimums (Q4_1, Q5_1)
   void q8_1_correction(Stream& s, const Region& excess, const DeviceWeight& w, const Region& out, int rows);
   // x [rows, w.cols] -> out [rows, w.rows], + bias [w.rows] when given (f32)

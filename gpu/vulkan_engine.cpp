@@ -590,9 +590,9 @@ std::string Engine::product(const Region& x, Op op, int layer, const DeviceWeigh
   if (!kernels_->choice().llama_cpp() || type == model::DotType::f32)
     return kernels_->matmul(*stream_, x, w, bias, out, rows, faults);
   const Region rounded = dot_input_.sub(0, activation_bytes(rows, w.cols));
-  const std::string rounding =
-      kernels_->round_to_dot_type(*stream_, type, x, rounded, dot_excess_, rows, static_cast<int>(w.cols));
-  std::string kernel = kernels_->matmul(*stream_, rounded, w, bias, out, rows, faults) + rounding;
+  kernels_->round_to_dot_type(*stream_, type, x, rounded, dot_excess_, rows, static_cast<int>(w.cols));
+  std::string kernel =
+      kernels_->matmul(*stream_, rounded, w, bias, out, rows, faults) + kernels_->choice().dot_suffix(w.dtype);
   if (type == model::DotType::q8_1) kernels_->q8_1_correction(*stream_, dot_excess_, w, out, rows);
   return kernel;
 }
