@@ -16,8 +16,8 @@ using model::Op;
 MapRule one(std::string pattern, Op op, BlockKind block = BlockKind::any) {
   return {std::move(pattern), {op}, Combine::one, "", block};
 }
-MapRule split(std::string pattern, std::vector<Op> ops) {
-  return {std::move(pattern), std::move(ops), Combine::split, "", BlockKind::any};
+MapRule split(std::string pattern, std::vector<Op> ops, BlockKind block = BlockKind::any) {
+  return {std::move(pattern), std::move(ops), Combine::split, "", block};
 }
 NameMap named(std::string name, std::optional<model::RopeStyle> layout = std::nullopt) {
   NameMap m;
@@ -89,20 +89,25 @@ NameMap vllm_map() {
 
 // llama.cpp: the names its graph gives tensors (ggml_tensor::name, as an eval callback sees them):
 // "<name>-<layer>". Qcur/Kcur are named again after RoPE: the last tensor of that name is kept.
-// The embedding is "embd" (after Granite's scale); releases before 2026 named it "inp_embd". With
-// FFN biases, the gate's and up's sums are "ffn_gate_b" and "ffn_up_b".
+// The embedding is "embd" (after Granite's scale; releases before 2026 named it "inp_embd"), or,
+// where Gemma's graphs scale it after that, "inp_scaled". With FFN biases, the gate's and up's sums
+// are "ffn_gate_b" and "ffn_up_b". Phi-3 multiplies by q, k, v as one matrix ("wqkv") and by gate
+// and up as one ("ffn_up"); its "Qcur" is named again once scaled, so its rope_q is not read.
 NameMap llama_cpp_map() {
   NameMap m = named("llama.cpp");
-  m.rules = {one("embd", Op::embed),
-             one("inp_embd", Op::embed),
+  m.rules = {one("embd", Op::embed, BlockKind::embedding_scaled_in_embd),
+             one("inp_embd", Op::embed, BlockKind::embedding_scaled_in_embd),
+             one("inp_scaled", Op::embed),
              one("attn_norm-{L}", Op::attn_norm),
-             one("Qcur-{L}", Op::rope_q),
+             split("wqkv-{L}", {Op::q_proj, Op::k_proj, Op::v_proj}, BlockKind::projections_fused),
+             one("Qcur-{L}", Op::rope_q, BlockKind::projections_apart),
              one("Kcur-{L}", Op::rope_k),
-             one("Vcur-{L}", Op::v_proj),
+             one("Vcur-{L}", Op::v_proj, BlockKind::projections_apart),
              one("kqv_out-{L}", Op::attn),
              one("attn_out-{L}", Op::o_proj),
              one("ffn_inp-{L}", Op::attn_residual),
              one("ffn_norm-{L}", Op::ffn_norm),
+             split("ffn_up-{L}", {Op::ffn_gate, Op::ffn_up}, BlockKind::projections_fused),
              one("ffn_gate-{L}", Op::ffn_gate, BlockKind::without_mlp_bias),
              one("ffn_up-{L}", Op::ffn_up, BlockKind::without_mlp_bias),
              one("ffn_gate_b-{L}", Op::ffn_gate, BlockKind::with_mlp_bias),
@@ -153,6 +158,9 @@ bool applies(const MapRule& rule, const model::ModelConfig& c) {
     case BlockKind::with_post_norms: return c.block.post_norms;
     case BlockKind::without_mlp_bias: return !c.block.mlp_bias;
     case BlockKind::with_mlp_bias: return c.block.mlp_bias;
+    case BlockKind::embedding_scaled_in_embd: return !c.arch.starts_with("gemma");
+    case BlockKind::projections_fused: return c.arch == "phi3";
+    case BlockKind::projections_apart: return c.arch != "phi3";
   }
   return false;
 }

@@ -17,11 +17,23 @@ namespace tapdiff::dumps {
 
 enum class Combine : std::uint8_t { one, split, sum };
 
-// Which blocks a rule applies to: Hugging Face's post_attention_layernorm is the FFN's norm in a
-// block without post-norms and the attention's post-norm in one with them.
-// Which blocks a rule applies to (model/block.h): any, those without or with post-norms, those
-// without or with FFN biases.
-enum class BlockKind : std::uint8_t { any, without_post_norms, with_post_norms, without_mlp_bias, with_mlp_bias };
+// Which models a rule applies to: any; by their block (model/block.h), those without or with
+// post-norms (Hugging Face's post_attention_layernorm is the FFN's norm in a block without them and
+// the attention's post-norm in one with them), without or with FFN biases; by how llama.cpp's graph
+// of their family names its tensors, those whose "embd" holds the embedding after its scale (all
+// but Gemma's, scaled later as "inp_scaled"), those whose q, k and v and whose gate and up are
+// one product each (Phi-3: "wqkv" and "ffn_up" hold them side by side, its "Vcur" is a view in
+// prefill and its last "Qcur" is scaled) and the others.
+enum class BlockKind : std::uint8_t {
+  any,
+  without_post_norms,
+  with_post_norms,
+  without_mlp_bias,
+  with_mlp_bias,
+  embedding_scaled_in_embd,
+  projections_fused,
+  projections_apart
+};
 
 struct MapRule {
   std::string pattern;         // the array's name; "{L}" stands for the layer number

@@ -372,6 +372,11 @@ std::string KernelChoice::dot_suffix(model::DType weights) const {
 
 std::string gated_activation_name(model::Activation act) { return fmt::format("{}_mul", model::activation_name(act)); }
 
+std::string KernelChoice::activation_kernel_name() const {
+  const bool table = llama_cpp_ && activation_ == model::Activation::gelu_tanh;
+  return named(gated_activation_name(activation_)) + (table ? "+llama.cpp-f16-gelu-table" : "");
+}
+
 std::string KernelChoice::named(std::string_view variant, std::optional<model::DType> weights) const {
   const std::string_view activations = profile_.activations == Activations::f16 ? ".f16" : "";
   return weights ? fmt::format("{}{}/{}", variant, activations, model::dtype_name(*weights))
@@ -415,7 +420,7 @@ std::vector<std::string> KernelChoice::planned(model::OpClass cls, model::DType 
     case model::OpClass::residual:
       if (fuses_norms()) return {named("add+rms_norm-tree")};
       return {named("add")};
-    case model::OpClass::activation: return {named(gated_activation_name(activation_))};
+    case model::OpClass::activation: return {activation_kernel_name()};
     case model::OpClass::routing: return {named("moe-route")};
     case model::OpClass::experts: {  // prefill's, then decode's
       const std::string rest = "+" + named(gated_activation_name(activation_)) + "+" + named("moe-sum");

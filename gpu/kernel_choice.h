@@ -66,6 +66,9 @@ struct AttentionShape {
   int sequences = 1;  // of a ragged batch, whose rows these are
   int keys = 0;       // the most positions a row attends over: the largest position + 1
   float softcap = 0;  // scores = softcap * tanh(score / softcap) where > 0 (Gemma 2)
+  // llama.cpp's precision, where its graph scales q before the attention (model::llama_cpp_scales_q_first):
+  // q times the scale, then rounded to f16, the scores not scaled again
+  bool scale_q_first = false;
 };
 
 class KernelChoice {
@@ -103,6 +106,9 @@ class KernelChoice {
   std::string dot_suffix(model::DType weights) const;
   std::string attention_name(AttentionPlan::Kind kind) const;
   std::string expert_matmul_name() const;
+  // The gated activation's: gated_activation_name's, "+llama.cpp-f16-gelu-table" where llama.cpp's
+  // precision computes GELU by its table (Kernels::gated_activation).
+  std::string activation_kernel_name() const;
   // The variants an op class may run on this device with these overrides (all row counts).
   std::vector<std::string> planned(model::OpClass cls, model::DType weight_dtype) const;
 

@@ -176,17 +176,22 @@ std::string Kernels::attention(Stream& s, const AttentionShape& a, float scale, 
                                std::uint32_t faults) {
   TAPDIFF_ASSERT(a.head_dim <= choice_.max_head_dim(), "head_dim {} in the attention kernel", a.head_dim);
   const AttentionPlan plan = choice_.attention(a, faults);
-  const AttentionPush push{u32(a.rows),
-                           u32(a.heads),
-                           u32(a.heads / a.kv_heads),
-                           u32(a.head_dim),
-                           u32(a.window),
-                           u32(a.heads * a.head_dim),
-                           u32(a.kv_heads * a.head_dim),
-                           scale,
-                           plan.split_keys,
-                           plan.splits,
-                           a.softcap};
+  AttentionPush push{u32(a.rows),
+                     u32(a.heads),
+                     u32(a.heads / a.kv_heads),
+                     u32(a.head_dim),
+                     u32(a.window),
+                     u32(a.heads * a.head_dim),
+                     u32(a.kv_heads * a.head_dim),
+                     scale,
+                     plan.split_keys,
+                     plan.splits,
+                     a.softcap,
+                     1.0f};
+  if (a.scale_q_first) {
+    TAPDIFF_ASSERT(choice_.llama_cpp(), "q scaled first outside llama.cpp's precision");
+    push.q_scale = std::exchange(push.scale, 1.0f);
+  }
   // attention_flash.comp: tiles of 32 (row, head) pairs of the heads of one GQA group (of one head
   // with gqa-head-map planted, whose heads do not share K/V in groups); attention_decode.comp: one
   // row and such a pack of heads per workgroup.
@@ -280,10 +285,17 @@ std::string Kernels::add(Stream& s, const Region& a, const Region& b, float scal
 }
 
 std::string Kernels::gated_activation(Stream& s, const Region& gate, const Region& up, const Region& out,
-                                      std::int64_t n, std::uint32_t faults) {
-  const ActivationPush push{u32(n), static_cast<std::uint32_t>(choice_.activation())};
-  dispatch(s, Shader::gated_act, 0, {gate, up, out}, &push, sizeof push, fold(elementwise_groups(push.n)), faults);
-  return named(gated_activation_name(choice_.activation()));
+                                      std::int64_t n, std::uint32_t faults, const Region* gelu_table) {
+  if (choice_.llama_cpp() && choice_.activation() == model::Activation::gelu_tanh) {
+    TAPDIFF_ASSERT(gelu_table != nullptr && faults == 0, "llama.cpp's GELU without its table, or with a fault");
+    const CountPush push{u32(n)};
+    dispatch(s, Shader::gelu_llama_cpp, 0, {gate, up, *gelu_table, out}, &push, sizeof push,
+             fold(ceil_div(push.n, wg_)));
+  } else {
+    const ActivationPush push{u32(n), static_cast<std::uint32_t>(choice_.activation())};
+    dispatch(s, Shader::gated_act, 0, {gate, up, out}, &push, sizeof push, fold(elementwise_groups(push.n)), faults);
+  }
+  return choice_.activation_kernel_name();
 }
 
 std::string Kernels::scale_softcap(Stream& s, const Region& x, float scale, float cap, std::int64_t n) {

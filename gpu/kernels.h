@@ -73,7 +73,9 @@
 // "+llama.cpp-DOT" after the product's variant; Q4_1 and Q5_1 products then add the Q8_1 sums'
 // excess, q8_1_correction.comp), the norms as ggml's (rms_norm-ggml: squares summed in double), the
 // attention two-pass with q and the probabilities rounded to f16 (attention-two-pass+llama.cpp-f16-kv;
-// the engine rounds the KV cache rows to f16 as it appends them), every residual add apart.
+// the engine rounds the KV cache rows to f16 as it appends them; q scaled first where llama.cpp's
+// graph scales it, AttentionShape::scale_q_first), GELU from llama.cpp's f16 table
+// (gelu_tanh_mul+llama.cpp-f16-gelu-table), every residual add apart.
 //
 // Faults (--inject, gpu/faults.h): rms_norm, matmul, attention and gated_act take a set of the
 // kFault* bits below as specialization constant 2 of their shader (shaders/faults.glsl); 0 builds
@@ -157,8 +159,10 @@ class Kernels {
   void copy(Stream& s, const Region& src, const Region& dst);
   // out = a + scale * b, and out = act(gate) * up with the model's activation, over n values
   std::string add(Stream& s, const Region& a, const Region& b, float scale, const Region& out, std::int64_t n);
+  // In llama.cpp's precision GELU (the tanh form) comes from `gelu_table`, llama.cpp's f16 table
+  // widened to f32 [65536] (model::llama_cpp_gelu_table; gelu_llama_cpp.comp).
   std::string gated_activation(Stream& s, const Region& gate, const Region& up, const Region& out, std::int64_t n,
-                               std::uint32_t faults);
+                               std::uint32_t faults, const Region* gelu_table = nullptr);
   // x = x * scale, then cap * tanh(x / cap) where cap > 0, in place over n values
   std::string scale_softcap(Stream& s, const Region& x, float scale, float cap, std::int64_t n);
 

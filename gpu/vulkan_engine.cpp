@@ -20,6 +20,7 @@
 #include "gpu/rope_table.h"
 #include "gpu/stream.h"
 #include "model/errors.h"
+#include "model/half_float.h"
 #include "model/llama_cpp_precision.h"
 
 namespace tapdiff::gpu {
@@ -137,6 +138,9 @@ class Engine final : public VulkanEngine {
   // llama.cpp's precision: a product's input rounded to its dot-product type [capacity_, widest
   // input], and its Q8_1 blocks' excess sums [capacity_, widest input / 32] (Kernels::round_to_dot_type)
   Region dot_input_, dot_excess_;
+  // ... and where it computes GELU, llama.cpp's f16 table of it widened to f32 [65536], in an arena of its own
+  std::unique_ptr<Arena> gelu_arena_;
+  Region gelu_table_;
   Region row_table_;  // [capacity_] of (cache row of position 0, position, chunk's first position, leak), attention's
   // [capacity_, head_dim / 2] (cos, sin) each: the chunk's distinct RoPE tables (more than one only
   // where --inject moves a layer's positions or base), and the one each layer uses.
@@ -207,6 +211,15 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
                                   options.max_context);
   activations_ = std::make_unique<Arena>(*device_, "activations", MemoryKind::device_local, kActivationBlock);
   scratch_ = std::make_unique<Arena>(*device_, "attention scratch", MemoryKind::device_local, kActivationBlock);
+  if (options.llama_cpp && config_.block.activation == model::Activation::gelu_tanh) {
+    std::vector<float> table;
+    for (const std::uint16_t h : model::llama_cpp_gelu_table()) table.push_back(model::widen_f16(h));
+    const std::uint64_t bytes = table.size() * sizeof(float);
+    gelu_arena_ = std::make_unique<Arena>(*device_, "llama.cpp's GELU table", MemoryKind::device_local, bytes);
+    gelu_table_ = gelu_arena_->allocate(bytes, "llama.cpp's GELU table");
+    stream_->upload(table.data(), bytes, gelu_table_);
+    stream_->flush();  // now: a reset abandons what is recorded
+  }
   slot_layer_.fill(-2);
 }
 
@@ -575,7 +588,8 @@ std::string Engine::run(const model::Step& step, const Region& out) {
     case Op::attn_residual:
     case Op::ffn_residual: return residual(step, out);
     case Op::ffn_act:
-      return kernels_->gated_activation(*stream_, in(0), in(1), out, std::int64_t{rows} * config_.ffn_dim, faults);
+      return kernels_->gated_activation(*stream_, in(0), in(1), out, std::int64_t{rows} * config_.ffn_dim, faults,
+                                        &gelu_table_);
   }
   return {};
 }
@@ -661,6 +675,7 @@ std::string Engine::attend(const model::Step& step, const Region& out) {
   }
   AttentionShape shape = attention_;
   shape.window = model::attention_window(config_, layer);
+  shape.scale_q_first = kernels_->choice().llama_cpp() && model::llama_cpp_scales_q_first(config_);
   const std::string variant =
       kernels_->attention(*stream_, shape, attention_scale(layer), q_rows, kv_->all(layer, false),
                           kv_->all(layer, true), row_table_.sub(0, static_cast<std::uint64_t>(chunk_.rows) * 16),

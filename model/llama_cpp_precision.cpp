@@ -1,9 +1,12 @@
 #include "model/llama_cpp_precision.h"
 
+#include <cmath>
+
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
 #include "model/errors.h"
+#include "model/half_float.h"
 #include "model/weights.h"
 
 namespace tapdiff::model {
@@ -43,18 +46,45 @@ const char* dot_type_name(DotType t) {
 }
 
 void require_llama_cpp_precision(const Model& m) {
-  if (m.config().experts.count > 0)
+  const ModelConfig& c = m.config();
+  if (c.experts.count > 0)
     throw UsageError(
         fmt::format("{}: the llama.cpp emulation does not round a mixture of experts' products "
                     "(--dtype llama.cpp is for dense models)",
                     m.path().string()));
-  Block block = m.config().block;
-  block.qkv_bias = block.o_bias = block.mlp_bias = false;
-  if (block != Block{})
+  if (c.block.norm_offset != 0)
+    throw UsageError(fmt::format(
+        "{}: the norms scale by ({} + w); llama.cpp's converter stores that sum rounded to the file's type and "
+        "--dtype llama.cpp emulates llama.cpp's graph of it: run the model's GGUF",
+        m.path().string(), c.block.norm_offset));
+  if (c.block.activation == Activation::gelu)
     throw UsageError(
-        fmt::format("{}: the llama.cpp emulation is held to llama.cpp on Llama-family blocks only; "
-                    "this model's block ({}) is not (docs/llama-cpp.md)",
-                    m.path().string(), to_json(m.config().block).dump()));
+        fmt::format("{}: GELU in its erf form; llama.cpp's graphs compute GELU in its tanh form (through an f16 "
+                    "table), so --dtype llama.cpp has nothing of llama.cpp's to emulate for this model",
+                    m.path().string()));
+}
+
+bool llama_cpp_scales_q_first(const ModelConfig& c) {
+  return c.arch == "gemma" || c.arch == "gemma2" || c.arch == "gemma3" || c.arch == "phi3";
+}
+
+const std::array<std::uint16_t, 65536>& llama_cpp_gelu_table() {
+  static const std::array<std::uint16_t, 65536> table = [] {
+    std::array<std::uint16_t, 65536> t{};
+    constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f, kCoefA = 0.044715f;
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      const float x = widen_f16(static_cast<std::uint16_t>(i));
+      t[i] = narrow_f16(0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoefA * x * x))));  // ggml_gelu_f32
+    }
+    return t;
+  }();
+  return table;
+}
+
+float llama_cpp_gelu(float x) {
+  if (x <= -10.0f) return 0.0f;
+  if (x >= 10.0f) return x;
+  return widen_f16(llama_cpp_gelu_table()[narrow_f16(x)]);
 }
 
 }  // namespace tapdiff::model

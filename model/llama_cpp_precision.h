@@ -6,11 +6,15 @@
 // runs on the converted values with f32 sums. Without flash attention, K and V are cached as f16
 // and the attention's Q and probabilities are converted to f16 for their products with them. How
 // each engine rounds: reference/llama_cpp_rounding.h, gpu/shaders/round_dot.comp.
+#include <array>
+#include <cstdint>
+
 #include "model/dtype.h"
 
 namespace tapdiff::model {
 
 class Model;
+struct ModelConfig;
 
 enum class DotType { f32, f16, bf16, q8_0, q8_1, q8_k };
 
@@ -19,9 +23,21 @@ DotType dot_type(DType weights);
 const char* dot_type_name(DotType t);  // "f32", "q8_k", ...
 
 // UsageError naming the file where the emulation is not held to llama.cpp: a mixture of experts
-// (llama.cpp's per-expert products are not emulated), or a block other than Llama's (biases
-// allowed: both add them after the product in f32), whose graph llama.cpp may round elsewhere in
-// (Gemma 2 scales Q before converting it, say).
+// (llama.cpp's per-expert products are not emulated), norms scaled by (offset + w) (llama.cpp's
+// converter stores Gemma's as 1 + w, rounded: run the GGUF), or GELU in its erf form (llama.cpp's
+// graphs compute GELU by the table below).
 void require_llama_cpp_precision(const Model& m);
+
+// Whether llama.cpp's graph of this family scales Q by the attention scale before the attention
+// (Gemma 1/2/3, Phi-3: Q rounded to f16 after that scale) rather than the scores after their
+// product (the others: soft_max_ext's scale).
+bool llama_cpp_scales_q_first(const ModelConfig& c);
+
+// ggml-cpu's GELU (GGML_GELU_FP16, the tanh form): for -10 < x < 10 the f16 value at x rounded to
+// f16, table[f16 bits of x] = f16 of 0.5f x (1 + tanhf(sqrt(2/pi) x (1 + 0.044715f x x))) in f32;
+// 0 at and below -10, x at and above 10. Its f16 bits, computed once.
+const std::array<std::uint16_t, 65536>& llama_cpp_gelu_table();
+// gelu(x) as ggml-cpu's vectors compute it from that table.
+float llama_cpp_gelu(float x);
 
 }  // namespace tapdiff::model

@@ -126,12 +126,15 @@ std::string CpuEngine<S>::kernel(Op op) const {
     case model::OpClass::gemm: return "eigen-gemm" + (llama_cpp_ ? "+llama.cpp-dot-type" : rounding);
     case model::OpClass::attention: return "eigen-attention-per-head" + (llama_cpp_ ? "+llama.cpp-f16-kv" : rounding);
     case model::OpClass::experts: return "eigen-gemm-per-expert" + rounding;
+    case model::OpClass::activation:
+      if (llama_cpp_ && config_.block.activation == model::Activation::gelu_tanh)
+        return "eigen-rowwise+llama.cpp-f16-gelu-table";
+      return "eigen-rowwise" + rounding;
     case model::OpClass::routing:
     case model::OpClass::embedding:
     case model::OpClass::norm:
     case model::OpClass::rope:
-    case model::OpClass::residual:
-    case model::OpClass::activation: return "eigen-rowwise" + rounding;
+    case model::OpClass::residual: return "eigen-rowwise" + rounding;
   }
   return "?";
 }
@@ -181,14 +184,18 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
   const double eps = config_.norm_eps, offset = block.norm_offset;
   const LayerVectors<S>* w = l >= 0 && l < config_.n_layers ? &layers_[static_cast<std::size_t>(l)] : nullptr;
   // Under the llama.cpp emulation the norms round as ggml's do (llama_cpp_rounding.h; its blocks
-  // have no norm offset).
+  // have no norm offset), q/k norms over each run of their weight's width.
   const auto rms = [&](const Eigen::Map<const Vec<S>>& weight) {
     if constexpr (std::is_same_v<S, float>)
       if (llama_cpp_) return rms_norm_as_llama_cpp(in(0), weight, eps, out);
     rms_norm<S>(in(0), weight, eps, offset, out);
   };
   const auto norm = [&](WeightKind kind) { rms((*w)[kind].vector()); };
-  const auto head_norm = [&](WeightKind kind) { rms_norm_groups<S>(in(0), (*w)[kind].vector(), eps, offset, out); };
+  const auto head_norm = [&](WeightKind kind) {
+    if constexpr (std::is_same_v<S, float>)
+      if (llama_cpp_) return rms_norm_as_llama_cpp(in(0), (*w)[kind].vector(), eps, out);
+    rms_norm_groups<S>(in(0), (*w)[kind].vector(), eps, offset, out);
+  };
   // The op's matrix times its input, plus its bias where the model has one.
   const auto product = [&](WeightKind matrix, WeightKind bias) {
     multiply(in(0), matrix, l, (*w)[bias].empty() ? nullptr : (*w)[bias].vector().data(), out);
@@ -221,7 +228,12 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
     case Op::ffn_norm: norm(WeightKind::ffn_norm); return;
     case Op::ffn_gate: product(WeightKind::ffn_gate, WeightKind::b_gate); return;
     case Op::ffn_up: product(WeightKind::ffn_up, WeightKind::b_up); return;
-    case Op::ffn_act: gated_activation<S>(in(0), in(1), block.activation, out); return;
+    case Op::ffn_act:
+      if constexpr (std::is_same_v<S, float>)
+        if (llama_cpp_ && block.activation == model::Activation::gelu_tanh)
+          return gelu_mul_as_llama_cpp(in(0), in(1), out);
+      gated_activation<S>(in(0), in(1), block.activation, out);
+      return;
     case Op::ffn_down: product(WeightKind::ffn_down, WeightKind::b_down); return;
     case Op::ffn_post_norm: norm(WeightKind::ffn_post_norm); return;
     case Op::moe_router: multiply(in(0), WeightKind::moe_router, l, nullptr, out); return;
@@ -293,10 +305,18 @@ template <typename S>
 void CpuEngine<S>::attend(const model::Step& step, Mat<S>& out) {
   const int layer = step.layer;
   append_kv(step);
-  attention<S>(
-      slot(step.inputs[0]), k_cache_[static_cast<std::size_t>(layer)], v_cache_[static_cast<std::size_t>(layer)],
-      chunk_.first_pos, config_.n_heads, config_.n_kv_heads, config_.head_dim, model::attention_window(config_, layer),
-      model::attention_scale(config_.block, config_.head_dim), config_.block.attention_softcap, llama_cpp_, out);
+  const double scale = model::attention_scale(config_.block, config_.head_dim);
+  const auto attend_to = [&](const Mat<S>& q, double score_scale) {
+    attention<S>(q, k_cache_[static_cast<std::size_t>(layer)], v_cache_[static_cast<std::size_t>(layer)],
+                 chunk_.first_pos, config_.n_heads, config_.n_kv_heads, config_.head_dim,
+                 model::attention_window(config_, layer), score_scale, config_.block.attention_softcap, llama_cpp_,
+                 out);
+  };
+  // Some of llama.cpp's graphs scale Q in f32 before the attention rounds it to f16.
+  if (llama_cpp_ && model::llama_cpp_scales_q_first(config_))
+    attend_to(slot(step.inputs[0]) * static_cast<S>(scale), 1.0);
+  else
+    attend_to(slot(step.inputs[0]), scale);
 }
 
 template <typename S>

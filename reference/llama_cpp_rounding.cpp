@@ -106,14 +106,22 @@ Mat<float> q8_1_sum_correction(const Mat<float>& x, const model::WeightTensor& w
 }
 
 void rms_norm_as_llama_cpp(const Mat<float>& x, const Eigen::Map<const Vec<float>>& w, double eps, Mat<float>& out) {
+  const Eigen::Index width = w.size();
+  TAPDIFF_ASSERT(width > 0 && x.cols() % width == 0, "rows of {} values normed in runs of {}", x.cols(), width);
   out.resize(x.rows(), x.cols());
   for (Eigen::Index t = 0; t < x.rows(); ++t) {
-    double sum = 0.0;
-    for (Eigen::Index c = 0; c < x.cols(); ++c) sum += static_cast<double>(x(t, c) * x(t, c));
-    const auto mean = static_cast<float>(sum / static_cast<double>(x.cols()));
-    const float scale = 1.0f / std::sqrt(mean + static_cast<float>(eps));
-    for (Eigen::Index c = 0; c < x.cols(); ++c) out(t, c) = (x(t, c) * scale) * w(c);
+    for (Eigen::Index first = 0; first < x.cols(); first += width) {
+      double sum = 0.0;
+      for (Eigen::Index c = first; c < first + width; ++c) sum += static_cast<double>(x(t, c) * x(t, c));
+      const auto mean = static_cast<float>(sum / static_cast<double>(width));
+      const float scale = 1.0f / std::sqrt(mean + static_cast<float>(eps));
+      for (Eigen::Index c = first; c < first + width; ++c) out(t, c) = (x(t, c) * scale) * w(c - first);
+    }
   }
+}
+
+void gelu_mul_as_llama_cpp(const Mat<float>& gate, const Mat<float>& up, Mat<float>& out) {
+  out = (gate.unaryExpr([](float g) { return model::llama_cpp_gelu(g); }).array() * up.array()).matrix();
 }
 
 }  // namespace tapdiff::reference

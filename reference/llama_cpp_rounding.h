@@ -26,10 +26,14 @@ void round_to_dot_type(DotType t, Mat<float>& x);
 // before round_to_dot_type. `weights` is the Q4_1 or Q5_1 matrix [out, in].
 Mat<float> q8_1_sum_correction(const Mat<float>& x, const model::WeightTensor& weights);
 
-// RMSNorm as ggml-cpu computes it (ggml_compute_forward_rms_norm_f32, then ggml_mul): each square
-// rounded to f32 and summed in double, the mean rounded to f32, scale = 1 / sqrtf(mean + eps), the
-// row times scale, then times the weight. The same values to the last bit, so that a product's
-// rounding of them to its dot-product type flips no value that llama.cpp's does not.
+// RMSNorm as ggml-cpu computes it (ggml_compute_forward_rms_norm_f32, then ggml_mul) over each run
+// of w.size() values of a row (the row; a head of q or k): each square rounded to f32 and summed in
+// double, the mean rounded to f32, scale = 1 / sqrtf(mean + eps), the values times scale, then
+// times the weight. The same values to the last bit, so that a product's rounding of them to its
+// dot-product type flips no value that llama.cpp's does not.
 void rms_norm_as_llama_cpp(const Mat<float>& x, const Eigen::Map<const Vec<float>>& w, double eps, Mat<float>& out);
+
+// out = gelu(gate) * up with ggml-cpu's GELU (model::llama_cpp_gelu: the f16 table).
+void gelu_mul_as_llama_cpp(const Mat<float>& gate, const Mat<float>& up, Mat<float>& out);
 
 }  // namespace tapdiff::reference

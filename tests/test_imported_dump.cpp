@@ -263,6 +263,32 @@ TEST(ImportedDump, UserMapsInTomlAreCheckedKeyByKey) {
   EXPECT_EQ(m.tokens, std::vector<std::string>{"ids"});
 }
 
+// llama.cpp's names per family: Gemma scales its embedding after "embd" ("inp_scaled"); Phi-3
+// multiplies by q, k, v as one matrix ("wqkv") and by gate and up as one ("ffn_up"), names q
+// "Qcur" again once scaled and has a view for "Vcur"; the others read "embd", "Qcur", "Vcur".
+TEST(ImportedDump, TheLlamaCppMapReadsEachFamilysNames) {
+  const dumps::NameMap m = dumps::preset_map("llama.cpp");
+  const auto ops = [&](std::string_view name, const std::string& arch) {
+    model::ModelConfig c = small_config();
+    c.arch = arch;
+    std::vector<model::TensorId> ids;
+    if (const auto r = dumps::resolve(m, name, c)) ids = r->ids;
+    return ids;
+  };
+  using Ids = std::vector<model::TensorId>;
+  EXPECT_EQ(ops("embd", "llama"), (Ids{{Op::embed, -1}}));
+  EXPECT_EQ(ops("embd", "gemma2"), Ids{});
+  EXPECT_EQ(ops("inp_scaled", "gemma2"), (Ids{{Op::embed, -1}}));
+  EXPECT_EQ(ops("wqkv-1", "phi3"), (Ids{{Op::q_proj, 1}, {Op::k_proj, 1}, {Op::v_proj, 1}}));
+  EXPECT_EQ(ops("ffn_up-1", "phi3"), (Ids{{Op::ffn_gate, 1}, {Op::ffn_up, 1}}));
+  EXPECT_EQ(ops("Qcur-1", "phi3"), Ids{});
+  EXPECT_EQ(ops("Vcur-1", "phi3"), Ids{});
+  EXPECT_EQ(ops("Kcur-1", "phi3"), (Ids{{Op::rope_k, 1}}));
+  EXPECT_EQ(ops("ffn_up-1", "qwen3"), (Ids{{Op::ffn_up, 1}}));
+  EXPECT_EQ(ops("Qcur-1", "qwen3"), (Ids{{Op::rope_q, 1}}));
+  EXPECT_EQ(ops("Vcur-1", "qwen3"), (Ids{{Op::v_proj, 1}}));
+}
+
 // Through DumpReader: an imported dump says what it is, and an HDF5 path still opens as before.
 TEST(ImportedDump, DumpReaderSaysWhereTheValuesCameFrom) {
   const auto dir = testing::temp_dir("imported-reader");

@@ -160,7 +160,7 @@ TEST(KernelChoice, LavapipeRunsTheScalarKernelsWithTheTilesItsSharedMemoryHolds)
   }
 }
 
-TEST(KernelChoice, LlamaCppPrecisionRunsTwoPassAttentionAndGgmlsNormEverywhere) {
+TEST(KernelChoice, LlamaCppPrecisionRunsTwoPassAttentionGgmlsNormEverywhereAndItsGeluTable) {
   for (const DeviceProfile& p : {lavapipe(Activations::f32), hopper("NVIDIA H200", Activations::f32)}) {
     const KernelChoice c = choice(p, "", true);
     EXPECT_EQ(c.attention(pass(2048, 2048)).kind, Kind::two_pass) << p.info.name;
@@ -172,6 +172,15 @@ TEST(KernelChoice, LlamaCppPrecisionRunsTwoPassAttentionAndGgmlsNormEverywhere) 
         << p.info.name;
     EXPECT_THROW(choice(p, "attention=flash", true), UsageError) << p.info.name;
     EXPECT_THROW(choice(p, "norm=fused", true), UsageError) << p.info.name;
+    // GELU (tanh form) from llama.cpp's f16 table; SiLU as in f32
+    model::Block gemma;
+    gemma.activation = model::Activation::gelu_tanh;
+    EXPECT_EQ(joined(choice(p, "", true, gemma).planned(model::OpClass::activation, DType::f32)),
+              "gelu_tanh_mul+llama.cpp-f16-gelu-table")
+        << p.info.name;
+    EXPECT_EQ(joined(choice(p, "", false, gemma).planned(model::OpClass::activation, DType::f32)), "gelu_tanh_mul")
+        << p.info.name;
+    EXPECT_EQ(joined(c.planned(model::OpClass::activation, DType::f32)), "silu_mul") << p.info.name;
   }
 }
 

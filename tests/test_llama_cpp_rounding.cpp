@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <numbers>
 #include <random>
 #include <vector>
 
@@ -14,6 +15,8 @@
 #include "model/dtype.h"
 
 #include "model/errors.h"
+#include "model/half_float.h"
+#include "model/llama_cpp_precision.h"
 #include "reference/cpu_engine.h"
 #include "reference/llama_cpp_rounding.h"
 #include "tests/reference_fixtures.h"
@@ -147,7 +150,7 @@ TEST(LlamaCppRounding, Q4_1ProductsTakeTheStoredBlockSum) {
   EXPECT_GT((uncorrected - emulated).cwiseAbs().maxCoeff(), 1e-4);
 }
 
-TEST(LlamaCppRounding, TheEngineNamesItsRoundingsAndRefusesF64ExpertsAndOtherBlocks) {
+TEST(LlamaCppRounding, TheEngineNamesItsRoundingsAndRefusesF64ExpertsAndWhatItCannotEmulate) {
   const auto m = model::load_model(synth_model_path("tiny", "q8_0"));
   const auto engine = reference::make_cpu_engine(*m, kLlamaCpp);
   EXPECT_EQ(engine->compute_dtype(), "f32");
@@ -157,18 +160,66 @@ TEST(LlamaCppRounding, TheEngineNamesItsRoundingsAndRefusesF64ExpertsAndOtherBlo
   EXPECT_THROW(reference::make_cpu_engine(*m, {model::Scalar::f64, 0, reference::Emulation::llama_cpp}), UsageError);
   const auto moe = model::load_model(synth_model_path("tiny-moe"));
   EXPECT_THROW(reference::make_cpu_engine(*moe, kLlamaCpp), UsageError);
-  // A block llama.cpp may round elsewhere in (Gemma 2's post-norms and soft-caps): refused by name.
+  // Norms scaled by (1 + w) (a Hugging Face Gemma folder; llama.cpp's converter stores the sum,
+  // rounded) and GELU's erf form (no llama.cpp graph computes it): refused by name. Gemma 2's
+  // block otherwise (post-norms, soft-caps, GELU's tanh form) is emulated.
+  const auto refusal = [&](const model::ModelConfig& config) -> std::string {
+    try {
+      reference::make_cpu_engine(model::Model("gemma.gguf", config), kLlamaCpp);
+      return "";
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+  };
+  model::ModelConfig gemma = m->config();
+  gemma.block.norm_offset = 1;
+  EXPECT_NE(refusal(gemma).find("gemma.gguf: the norms scale by (1 + w); llama.cpp's converter stores that sum"),
+            std::string::npos)
+      << refusal(gemma);
+  gemma.block.norm_offset = 0, gemma.block.activation = model::Activation::gelu;
+  EXPECT_NE(refusal(gemma).find("gemma.gguf: GELU in its erf form"), std::string::npos) << refusal(gemma);
   model::ModelConfig gemma2 = m->config();
-  gemma2.block.post_norms = true, gemma2.block.attention_softcap = 50;
-  try {
-    reference::make_cpu_engine(model::Model("gemma2.gguf", gemma2), kLlamaCpp);
-    ADD_FAILURE() << "a Gemma 2 block was emulated";
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("gemma2.gguf: the llama.cpp emulation is held to llama.cpp on Llama-family "
-                                         "blocks only; this model's block ({"),
-              std::string::npos)
-        << e.what();
+  gemma2.arch = "gemma2", gemma2.block.post_norms = true, gemma2.block.attention_softcap = 50;
+  gemma2.block.activation = model::Activation::gelu_tanh;
+  EXPECT_NO_THROW(model::require_llama_cpp_precision(model::Model("gemma2.gguf", gemma2)));
+}
+
+// ggml-cpu's GELU (GGML_GELU_FP16): the tanh form at x rounded to f16, from a table of f16 values;
+// 0 at and below -10, x at and above 10.
+TEST(LlamaCppRounding, GeluIsGgmlsF16Table) {
+  const auto& table = model::llama_cpp_gelu_table();
+  const auto gelu = [](double x) {
+    return 0.5 * x * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
+  };
+  for (std::uint32_t h = 0; h < table.size(); ++h) {
+    const float x = model::widen_f16(static_cast<std::uint16_t>(h));
+    if (!(std::fabs(x) < 10.0f)) continue;  // NaN, inf and the ends, where no table is read
+    const float g = model::llama_cpp_gelu(x);
+    ASSERT_EQ(g, model::widen_f16(table[h])) << x;
+    // an f16 value, within half an f16 step (and f32 tanh's error, times x) of the exact GELU
+    const double exact = gelu(x), step = std::ldexp(1.0, std::max(std::ilogb(exact), -14) - 10);
+    ASSERT_EQ(model::widen_f16(model::narrow_f16(g)), g) << x;
+    ASSERT_LE(std::fabs(g - exact), 0.5 * step + 2e-7 * std::fabs(x)) << x;
   }
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> wide(-10.0f, 10.0f);
+  int rounded = 0;
+  for (int i = 0; i < 10000; ++i) {
+    const float x = wide(rng);
+    EXPECT_EQ(model::llama_cpp_gelu(x), model::llama_cpp_gelu(model::widen_f16(model::narrow_f16(x)))) << x;
+    rounded += model::llama_cpp_gelu(x) != static_cast<float>(gelu(x)) ? 1 : 0;
+  }
+  EXPECT_GT(rounded, 8000);  // what it is for: at most inputs it is not the f32 GELU (8653 of 10000)
+  EXPECT_EQ(model::llama_cpp_gelu(-10.0f), 0.0f);
+  EXPECT_EQ(model::llama_cpp_gelu(-12.5f), 0.0f);
+  EXPECT_EQ(model::llama_cpp_gelu(10.0f), 10.0f);
+  EXPECT_EQ(model::llama_cpp_gelu(11.5f), 11.5f);
+  // the emulation's ffn_act: gelu from the table times up
+  Mat<float> gate(3, 5), up(3, 5), out;
+  for (Eigen::Index i = 0; i < gate.size(); ++i) gate.data()[i] = wide(rng), up.data()[i] = wide(rng);
+  reference::gelu_mul_as_llama_cpp(gate, up, out);
+  for (Eigen::Index i = 0; i < gate.size(); ++i)
+    EXPECT_EQ(out.data()[i], model::llama_cpp_gelu(gate.data()[i]) * up.data()[i]);
 }
 
 // On Q8_0 weights the emulation's products part from the f32 reference's by the activations'

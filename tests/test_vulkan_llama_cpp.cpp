@@ -109,10 +109,10 @@ TEST(VulkanLlamaCpp, NamesItsRoundingsAndRefusesWhatItDoesNotEmulate) {
   const auto moe = model::load_model(synth_model_path("tiny-moe"));
   EXPECT_NE(refusal(*moe, llama_cpp_options()).find("does not round a mixture of experts' products"),
             std::string::npos);
-  model::ModelConfig gemma2 = m->config();
-  gemma2.block.post_norms = true, gemma2.block.attention_softcap = 50;
-  EXPECT_NE(refusal(model::Model("gemma2.gguf", gemma2), llama_cpp_options())
-                .find("gemma2.gguf: the llama.cpp emulation is held to llama.cpp on Llama-family blocks only"),
+  model::ModelConfig gemma = m->config();
+  gemma.block.norm_offset = 1;
+  EXPECT_NE(refusal(model::Model("gemma.gguf", gemma), llama_cpp_options())
+                .find("gemma.gguf: the norms scale by (1 + w); llama.cpp's converter stores that sum"),
             std::string::npos);
 }
 

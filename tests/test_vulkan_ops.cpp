@@ -67,6 +67,9 @@ struct OpCase {
   int rotary_dim = 0;                // RoPE on the leading channels of a head only (0: all)
   double rope_attention_factor = 0;  // YaRN's cos/sin scale (0: none)
   model::Experts experts = {};       // count > 0: a mixture of experts (arch qwen3moe)
+  // The block of a Gemma 2 GGUF where synth's weights allow: GELU (tanh form), an attention
+  // soft-cap, arch gemma2 (whose llama.cpp graph scales q before the attention)
+  bool gemma_block = false;
 };
 
 std::ostream& operator<<(std::ostream& os, const OpCase& c) { return os << c.name; }
@@ -120,10 +123,12 @@ OpCase partial_rotary(OpCase c, int rotary_dim, double attention_factor) {
 }
 
 // Whether the case runs the weights under a config that synth does not write.
-bool edits_config(const OpCase& c) { return c.window > 0 || c.rotary_dim > 0 || c.rope_attention_factor > 0; }
+bool edits_config(const OpCase& c) {
+  return c.window > 0 || c.rotary_dim > 0 || c.rope_attention_factor > 0 || c.gemma_block;
+}
 
-// The same weights under the case's config edits: the sliding window, partial rotary and YaRN's
-// attention factor (scaling the frequencies too), which synth has no options for.
+// The same weights under the case's config edits: the sliding window, partial rotary, YaRN's
+// attention factor (scaling the frequencies too) and Gemma's block, which synth has no options for.
 std::unique_ptr<model::Model> with_config_edits(const model::Model& base, const OpCase& c) {
   model::ModelConfig config = base.config();
   config.sliding_window = c.window;
@@ -133,6 +138,11 @@ std::unique_ptr<model::Model> with_config_edits(const model::Model& base, const 
     config.rope_scaling.factor = 4.0;
     config.rope_scaling.original_context = 32;
     config.rope_scaling.attention_factor = c.rope_attention_factor;
+  }
+  if (c.gemma_block) {
+    config.arch = "gemma2";
+    config.block.activation = model::Activation::gelu_tanh;
+    config.block.attention_softcap = 20;
   }
   config.validate("op case " + c.name);
   auto m = std::make_unique<model::Model>(base.path(), config);
@@ -313,6 +323,10 @@ TEST_P(VulkanOps, EveryOpMatchesTheReferenceOnRandomInputs) {
   // products round to 8 bits)
   const auto bound = [&](Op op) {
     if (c.llama_cpp && model::op_class(op) == model::OpClass::norm) return 0.0;
+    if (c.llama_cpp && c.gemma_block && op == Op::ffn_act) return 0.0;  // a table lookup and a product
+    // the soft-cap's tanh is the device's, not the CPU's: some probabilities round to the other f16
+    // value (5.7e-10 on lavapipe; q rounded before its scale instead: 1e-7)
+    if (c.llama_cpp && c.gemma_block && op == Op::attn) return 1e-8;
     return c.f16 ? kMaxNmseF16 : kMaxNmse;
   };
   for (const std::vector<int>& chunks : c.chunkings)
@@ -329,6 +343,10 @@ TEST_P(VulkanOps, EveryOpMatchesTheReferenceOnRandomInputs) {
   // attention=coop2 runs the passes of 16 rows or more (the last one here, where it has them)
   if (c.kernels.find("attention=coop2") != std::string::npos && c.chunkings.back().back() >= 16) {
     EXPECT_NE(gpu->kernel(model::Op::attn).find("attention-coop2-"), std::string::npos) << gpu->kernel(model::Op::attn);
+  }
+  if (c.llama_cpp && c.gemma_block) {
+    EXPECT_EQ(gpu->kernel(model::Op::ffn_act), "gelu_tanh_mul+llama.cpp-f16-gelu-table");
+    EXPECT_EQ(cpu->kernel(model::Op::ffn_act), "eigen-rowwise+llama.cpp-f16-gelu-table");
   }
   expect_clean_if_validated(*gpu, c.kernels);
 }
@@ -539,10 +557,10 @@ INSTANTIATE_TEST_SUITE_P(BlockFormats, VulkanOps, ::testing::ValuesIn(block_form
 // llama.cpp's precision (--dtype llama.cpp) against the reference's emulation of it, for every
 // weight type: each product's input rounded to the type's dot-product type (F16, BF16, Q8_0, Q8_1
 // with its sums, Q8_K), the norms as ggml's, the f16 KV cache, q and the probabilities; decode rows,
-// prefill rows, a chunk after a chunk. Both engines round the same inputs to the same bits, so a
-// product differs only by its sums' order: one value on the other side of an 8-bit rounding
-// boundary would move a row by a quantum (NMSE ~1e-6 / rows for K = 256), past the 1e-9 bound; the
-// norms must agree to the last bit.
+// prefill rows, a chunk after a chunk; Gemma 2's block. Both engines round the same inputs to the
+// same bits, so a product differs only by its sums' order: one value on the other side of an 8-bit
+// rounding boundary would move a row by a quantum (NMSE ~1e-6 / rows for K = 256), past the 1e-9
+// bound; the norms and the GELU table must agree to the last bit.
 std::vector<OpCase> llama_cpp_cases() {
   std::vector<OpCase> cases;
   for (const DType t : model::all_dtypes()) {
@@ -552,6 +570,11 @@ std::vector<OpCase> llama_cpp_cases() {
     c.llama_cpp = true;
     cases.push_back(c);
   }
+  // Gemma 2's block (head_dim 24: q scaled by 1/sqrt(24) before its rounding to f16, as llama.cpp's
+  // graph does; GELU from llama.cpp's f16 table, bit for bit)
+  OpCase gemma = op_case("llama_cpp_gemma2_block_q8_0", {8, 4, 24, 96, 224, 300}, DType::q8_0, {{1}, {5}, {2, 5, 1}});
+  gemma.llama_cpp = gemma.gemma_block = true;
+  cases.push_back(gemma);
   return cases;
 }
 

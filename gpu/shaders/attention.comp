@@ -18,8 +18,9 @@
 // its own keys, the last (w & 7) cache rows before row (w >> 3): the end of the previous sequence
 // in the pass, which the row table's fourth field gives (0 for a pass's first sequence).
 // With LLAMA_CPP (attention-two-pass+llama.cpp-f16-kv, --dtype llama.cpp): the products as
-// llama.cpp's CPU backend computes them without flash attention (model/llama_cpp_precision.h): q is
-// rounded to f16 for its product with the (f16-valued) keys, and each probability p_j / sum_j p_j
+// llama.cpp's CPU backend computes them without flash attention (model/llama_cpp_precision.h): q,
+// times pc.q_scale where llama.cpp's graph scales it first (Gemma, Phi-3), is rounded to f16 for
+// its product with the (f16-valued) keys, and each probability p_j / sum_j p_j
 // is rounded to f16 before its product with the values, so the sum of p_j comes first (a pass of
 // its own).
 layout(local_size_x_id = 1) in;
@@ -76,7 +77,7 @@ void main() {
   const uint keys = leaked + pos + 1u - first_key;
   const uint out_base = t * pc.q_stride + h * pc.head_dim;
 #ifdef LLAMA_CPP
-  for (uint d = lid; d < pc.head_dim; d += WG) qs[d] = round_f16(float(q[out_base + d]));
+  for (uint d = lid; d < pc.head_dim; d += WG) qs[d] = round_f16(float(q[out_base + d]) * pc.q_scale);
 #else
   for (uint d = lid; d < pc.head_dim; d += WG) qs[d] = float(q[out_base + d]);
 #endif

@@ -1,5 +1,6 @@
 """Tiny random models written as GGUF by the gguf package (llama.cpp's own GGUF library), F32
-tensors, with the metadata llama.cpp's converter writes for each case."""
+tensors (the matrices of the blocks and the output quantized by that package where asked), with
+the metadata llama.cpp's converter writes for each case."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -76,9 +77,19 @@ def llama3_rope_factors(base: float, dim: int, factor=8.0, low=1.0, high=4.0, or
     return np.array(factors, dtype=np.float32)
 
 
-def write_gguf(case: GgufCase, path: Path, seed: int = 0) -> None:
+def write_gguf(case: GgufCase, path: Path, seed: int = 0, storage: str = "f32") -> None:
+    """`storage`: the type of the attention's, the FFN's and the output's matrices (f32, or a ggml
+    type the gguf package quantizes, such as q8_0); the embedding and the norms stay F32."""
     rng = np.random.default_rng(seed)
     w = gguf.GGUFWriter(str(path), case.arch)
+    quant = None if storage == "f32" else gguf.GGMLQuantizationType[storage.upper()]
+
+    def add_matrix(name: str, values: np.ndarray) -> None:
+        if quant is None:
+            w.add_tensor(name, values)
+        else:
+            w.add_tensor(name, gguf.quants.quantize(values, quant), raw_dtype=quant)
+
     w.add_context_length(4096)
     w.add_embedding_length(DIM)
     w.add_block_count(case.layers)
@@ -122,11 +133,11 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0) -> None:
             w.add_tensor(p + "attn_norm.weight", norm(DIM))
         q, k, v = matrix(HEADS * HEAD_DIM, DIM), matrix(KV_HEADS * HEAD_DIM, DIM), matrix(KV_HEADS * HEAD_DIM, DIM)
         if case.arch in FUSED:
-            w.add_tensor(p + "attn_qkv.weight", np.concatenate([q, k, v]))
+            add_matrix(p + "attn_qkv.weight", np.concatenate([q, k, v]))
         else:
-            w.add_tensor(p + "attn_q.weight", q)
-            w.add_tensor(p + "attn_k.weight", k)
-            w.add_tensor(p + "attn_v.weight", v)
+            add_matrix(p + "attn_q.weight", q)
+            add_matrix(p + "attn_k.weight", k)
+            add_matrix(p + "attn_v.weight", v)
         if case.arch == "qwen2":
             for name, n in (("attn_q.bias", HEADS * HEAD_DIM), ("attn_k.bias", KV_HEADS * HEAD_DIM),
                             ("attn_v.bias", KV_HEADS * HEAD_DIM)):
@@ -135,7 +146,7 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0) -> None:
             width = QK_NORM[case.arch]
             w.add_tensor(p + "attn_q_norm.weight", norm(width or HEADS * HEAD_DIM))
             w.add_tensor(p + "attn_k_norm.weight", norm(width or KV_HEADS * HEAD_DIM))
-        w.add_tensor(p + "attn_output.weight", matrix(DIM, HEADS * HEAD_DIM))
+        add_matrix(p + "attn_output.weight", matrix(DIM, HEADS * HEAD_DIM))
         if case.arch in POST_NORMS:
             w.add_tensor(p + "post_attention_norm.weight", norm(DIM, case.post_norm_gain))
         if PRE_NORMS.get(case.arch, True):
@@ -143,22 +154,22 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0) -> None:
         if case.experts:  # the router (its logits spread well past f32's rounding) and the stacked experts
             count, _, ffn = case.experts
             w.add_tensor(p + "ffn_gate_inp.weight", 4.0 * matrix(count, DIM))
-            w.add_tensor(p + "ffn_gate_exps.weight", np.stack([matrix(ffn, DIM) for _ in range(count)]))
-            w.add_tensor(p + "ffn_up_exps.weight", np.stack([matrix(ffn, DIM) for _ in range(count)]))
-            w.add_tensor(p + "ffn_down_exps.weight", np.stack([matrix(DIM, ffn) for _ in range(count)]))
+            add_matrix(p + "ffn_gate_exps.weight", np.stack([matrix(ffn, DIM) for _ in range(count)]))
+            add_matrix(p + "ffn_up_exps.weight", np.stack([matrix(ffn, DIM) for _ in range(count)]))
+            add_matrix(p + "ffn_down_exps.weight", np.stack([matrix(DIM, ffn) for _ in range(count)]))
         else:
             gate, up = matrix(FFN, DIM), matrix(FFN, DIM)
             if case.arch in FUSED:
-                w.add_tensor(p + "ffn_up.weight", np.concatenate([gate, up]))
+                add_matrix(p + "ffn_up.weight", np.concatenate([gate, up]))
             else:
-                w.add_tensor(p + "ffn_gate.weight", gate)
-                w.add_tensor(p + "ffn_up.weight", up)
-            w.add_tensor(p + "ffn_down.weight", matrix(DIM, FFN))
+                add_matrix(p + "ffn_gate.weight", gate)
+                add_matrix(p + "ffn_up.weight", up)
+            add_matrix(p + "ffn_down.weight", matrix(DIM, FFN))
         if case.arch in POST_NORMS:
             w.add_tensor(p + "post_ffw_norm.weight", norm(DIM, case.post_norm_gain))
     w.add_tensor("output_norm.weight", norm(DIM))
     if case.arch not in TIED:
-        w.add_tensor("output.weight", matrix(VOCAB, DIM) * 4.0)
+        add_matrix("output.weight", matrix(VOCAB, DIM) * 4.0)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
