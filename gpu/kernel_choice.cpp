@@ -1,9 +1,11 @@
 #include "gpu/kernel_choice.h"
 
 #include <algorithm>
+#include <type_traits>
 #include <utility>
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include "gpu/attention_coop2.h"
 #include "gpu/dispatch_math.h"
@@ -95,54 +97,63 @@ void add_once(std::vector<std::string>& names, std::string name) {
 
 }  // namespace
 
+namespace {
+
+// What --kernels takes: each key's values, in the order of its enum's values.
+struct OverrideKey {
+  std::string_view key;
+  std::vector<std::string_view> values;
+  void (*set)(KernelOverrides& o, std::size_t value);
+};
+
+template <auto member>
+void set_override(KernelOverrides& o, std::size_t value) {
+  o.*member = static_cast<std::remove_reference_t<decltype(o.*member)>>(value);
+}
+
+const std::vector<OverrideKey>& override_keys() {
+  using O = KernelOverrides;
+  static const std::vector<OverrideKey> keys = {
+      {"matmul",
+       {"auto", "tiled", "coop", "coop-k16", "coop2", "coop2-128x128", "coop2-128x256", "matvec"},
+       set_override<&O::matmul>},
+      {"matvec", {"auto", "subgroup", "shared"}, set_override<&O::matvec>},
+      {"attention", {"auto", "coop2", "coop", "flash", "two-pass"}, set_override<&O::attention>},
+      {"decode-attention", {"auto", "decode-split", "flash-split"}, set_override<&O::decode_attention>},
+      {"experts", {"auto", "tiled", "matvec"}, set_override<&O::experts>},
+      {"norm", {"auto", "fused", "apart"}, set_override<&O::norm>},
+  };
+  return keys;
+}
+
+// "key=value" as --kernels spells the value of that key's enum.
+template <typename E>
+std::string spelled(std::string_view key, E value) {
+  for (const OverrideKey& k : override_keys())
+    if (k.key == key) return fmt::format("{}={}", key, k.values.at(static_cast<std::size_t>(value)));
+  TAPDIFF_ASSERT(false, "--kernels has no key {}", key);
+  return {};
+}
+
+}  // namespace
+
 KernelOverrides parse_kernel_overrides(const std::string& text) {
   KernelOverrides o;
   for (const std::string_view item : model::split_commas(text)) {
     const std::size_t eq = item.find('=');
     const std::string_view key = item.substr(0, eq), value = eq == std::string_view::npos ? "" : item.substr(eq + 1);
-    if (key == "matmul" &&
-        (value == "auto" || value == "tiled" || value == "coop" || value == "coop-k16" || value == "coop2" ||
-         value == "coop2-128x128" || value == "coop2-128x256" || value == "matvec")) {
-      o.matmul = value == "tiled"           ? KernelOverrides::Matmul::tiled
-                 : value == "coop"          ? KernelOverrides::Matmul::coop
-                 : value == "coop-k16"      ? KernelOverrides::Matmul::coop_k16
-                 : value == "coop2"         ? KernelOverrides::Matmul::coop2
-                 : value == "coop2-128x128" ? KernelOverrides::Matmul::coop2_narrow
-                 : value == "coop2-128x256" ? KernelOverrides::Matmul::coop2_wide
-                 : value == "matvec"        ? KernelOverrides::Matmul::matvec
-                                            : KernelOverrides::Matmul::automatic;
-    } else if (key == "matvec" && (value == "auto" || value == "subgroup" || value == "shared")) {
-      o.matvec = value == "subgroup" ? KernelOverrides::Matvec::subgroup
-                 : value == "shared" ? KernelOverrides::Matvec::shared
-                                     : KernelOverrides::Matvec::automatic;
-    } else if (key == "attention" &&
-               (value == "auto" || value == "coop2" || value == "coop" || value == "flash" || value == "two-pass")) {
-      o.attention = value == "coop2"      ? KernelOverrides::Attention::coop2
-                    : value == "coop"     ? KernelOverrides::Attention::coop
-                    : value == "flash"    ? KernelOverrides::Attention::flash
-                    : value == "two-pass" ? KernelOverrides::Attention::two_pass
-                                          : KernelOverrides::Attention::automatic;
-    } else if (key == "norm" && (value == "auto" || value == "fused" || value == "apart")) {
-      o.norm = value == "fused"   ? KernelOverrides::Norm::fused
-               : value == "apart" ? KernelOverrides::Norm::apart
-                                  : KernelOverrides::Norm::automatic;
-    } else if (key == "experts" && (value == "auto" || value == "tiled" || value == "matvec")) {
-      o.experts = value == "tiled"    ? KernelOverrides::Experts::tiled
-                  : value == "matvec" ? KernelOverrides::Experts::matvec
-                                      : KernelOverrides::Experts::automatic;
-    } else if (key == "decode-attention" && (value == "auto" || value == "decode-split" || value == "flash-split")) {
-      o.decode_attention = value == "decode-split"  ? KernelOverrides::DecodeAttention::decode_split
-                           : value == "flash-split" ? KernelOverrides::DecodeAttention::flash_split
-                                                    : KernelOverrides::DecodeAttention::automatic;
-    } else {
+    const auto& keys = override_keys();
+    const auto k = std::find_if(keys.begin(), keys.end(), [&](const OverrideKey& each) { return each.key == key; });
+    const auto v = k == keys.end() ? std::vector<std::string_view>::const_iterator{}
+                                   : std::find(k->values.begin(), k->values.end(), value);
+    if (k == keys.end() || v == k->values.end()) {
+      std::vector<std::string> expected;
+      for (const OverrideKey& each : keys)
+        expected.push_back(fmt::format("{}={}", each.key, fmt::join(each.values, "|")));
       throw UsageError(
-          fmt::format("--kernels: expected matmul=auto|tiled|coop|coop-k16|coop2|coop2-128x128|coop2-128x256|matvec, "
-                      "matvec=auto|subgroup|shared, "
-                      "attention=auto|coop2|coop|flash|two-pass, decode-attention=auto|decode-split|flash-split, "
-                      "experts=auto|tiled|matvec or norm=auto|fused|apart "
-                      "(comma-separated), found '{}'",
-                      item));
+          fmt::format("--kernels: expected {} (comma-separated), found '{}'", fmt::join(expected, ", "), item));
     }
+    k->set(o, static_cast<std::size_t>(v - k->values.begin()));
   }
   return o;
 }
@@ -204,9 +215,11 @@ KernelChoice::KernelChoice(DeviceProfile profile, const KernelOverrides& overrid
   using M = KernelOverrides::Matmul;
   using A = KernelOverrides::Attention;
   using D = KernelOverrides::DecodeAttention;
+  using E = KernelOverrides::Experts;
+  using V = KernelOverrides::Matvec;
   struct Forced {
     bool forced;
-    const char* what;
+    std::string what;
     const std::string& missing;
   };
   if (overrides.attention == A::coop2 && block.attention_softcap > 0)
@@ -214,19 +227,21 @@ KernelChoice::KernelChoice(DeviceProfile profile, const KernelOverrides& overrid
         "--kernels attention=coop2: attention-coop2 computes no soft-cap, and this model caps its attention scores "
         "(attn_logit_softcapping): attention=coop, flash or two-pass compute it");
   for (const Forced& f : {
-           Forced{overrides.matmul == M::tiled, "matmul=tiled", tiled_missing},
-           Forced{overrides.experts == KernelOverrides::Experts::tiled, "experts=tiled", tiled_missing},
-           Forced{overrides.matmul == M::coop, "matmul=coop", coop_missing_},
-           Forced{overrides.matmul == M::coop_k16, "matmul=coop-k16", coop_missing_},
-           Forced{overrides.matmul == M::coop2, "matmul=coop2", coop2_missing_},
-           Forced{overrides.matmul == M::coop2_narrow, "matmul=coop2-128x128", coop2_missing_},
-           Forced{overrides.matmul == M::coop2_wide, "matmul=coop2-128x256", coop2_wide_missing_},
-           Forced{overrides.matvec == KernelOverrides::Matvec::subgroup, "matvec=subgroup", subgroup_missing},
-           Forced{overrides.attention == A::flash, "attention=flash", flash_missing_},
-           Forced{overrides.attention == A::coop2, "attention=coop2", attention_coop2_missing_},
-           Forced{overrides.attention == A::coop, "attention=coop", attention_coop_missing_},
-           Forced{overrides.decode_attention == D::decode_split, "decode-attention=decode-split", decode_missing_},
-           Forced{overrides.decode_attention == D::flash_split, "decode-attention=flash-split", flash_missing_},
+           Forced{overrides.matmul == M::tiled, spelled("matmul", M::tiled), tiled_missing},
+           Forced{overrides.experts == E::tiled, spelled("experts", E::tiled), tiled_missing},
+           Forced{overrides.matmul == M::coop, spelled("matmul", M::coop), coop_missing_},
+           Forced{overrides.matmul == M::coop_k16, spelled("matmul", M::coop_k16), coop_missing_},
+           Forced{overrides.matmul == M::coop2, spelled("matmul", M::coop2), coop2_missing_},
+           Forced{overrides.matmul == M::coop2_narrow, spelled("matmul", M::coop2_narrow), coop2_missing_},
+           Forced{overrides.matmul == M::coop2_wide, spelled("matmul", M::coop2_wide), coop2_wide_missing_},
+           Forced{overrides.matvec == V::subgroup, spelled("matvec", V::subgroup), subgroup_missing},
+           Forced{overrides.attention == A::flash, spelled("attention", A::flash), flash_missing_},
+           Forced{overrides.attention == A::coop2, spelled("attention", A::coop2), attention_coop2_missing_},
+           Forced{overrides.attention == A::coop, spelled("attention", A::coop), attention_coop_missing_},
+           Forced{overrides.decode_attention == D::decode_split, spelled("decode-attention", D::decode_split),
+                  decode_missing_},
+           Forced{overrides.decode_attention == D::flash_split, spelled("decode-attention", D::flash_split),
+                  flash_missing_},
        })
     if (f.forced && !f.missing.empty()) throw UsageError(fmt::format("--kernels {}: {}", f.what, f.missing));
 }
@@ -290,17 +305,7 @@ Shader KernelChoice::matvec_shader() const {
 }
 
 std::string KernelChoice::gemm_name(Gemm gemm, model::DType weights) const {
-  switch (gemm) {
-    case Gemm::tiled: return named("matmul-tiled-64x64", weights);
-    case Gemm::coop: return named(fmt::format("matmul-coop-{}x{}", kCoopRows, kCoopCols), weights);
-    case Gemm::coop_k16: return named(fmt::format("matmul-coop-{}x{}-k16", kCoopRows, kCoopCols), weights);
-    case Gemm::coop2:
-    case Gemm::coop2_wide: {
-      const Coop2Tile& tile = coop2_tile(gemm);
-      return named(fmt::format("matmul-coop2-{}x{}", tile.rows, tile.cols), weights);
-    }
-    case Gemm::matvec: break;
-  }
+  if (gemm != Gemm::matvec) return named(gemm_variant(gemm).label(), weights);
   return named(matvec_shader() == Shader::matvec_subgroup ? "matvec-subgroup" : "matvec-shared", weights);
 }
 
@@ -433,10 +438,6 @@ std::vector<std::string> KernelChoice::planned(model::OpClass cls, model::DType 
     }
   }
   return {};
-}
-
-const Coop2Tile& coop2_tile(KernelChoice::Gemm gemm) {
-  return gemm == KernelChoice::Gemm::coop2_wide ? kCoop2WideTile : kCoop2Tile;
 }
 
 bool KernelChoice::experts_tiled(int rows, int experts) const {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gpu/device_profile.h"
+#include "gpu/gemm_variants.h"
 #include "gpu/matmul_coop2.h"
 #include "gpu/shaders.h"
 #include "model/config.h"
@@ -79,7 +80,7 @@ class KernelChoice {
   KernelChoice(DeviceProfile profile, const KernelOverrides& overrides, int head_dim, int group,
                const model::Block& block, bool llama_cpp = false);
 
-  enum class Gemm : std::uint8_t { tiled, coop, coop_k16, coop2, coop2_wide, matvec };
+  using Gemm = gpu::Gemm;  // gpu/gemm_variants.h
   // For Y[rows, N] of weights stored as `weights`; `aligned`: K and N are multiples of 8 and W's
   // rows of 16 bytes (what matmul-coop2 takes besides f16 weights); `faults`: the kFault* bits
   // planted in the product (gpu/kernels.h).
@@ -148,9 +149,6 @@ class KernelChoice {
   std::string coop2_wide_missing_;       // ... and its wide tile
   bool llama_cpp_;                       // llama.cpp's precision: its norm and attention, roundings before products
 };
-
-// matmul-coop2's tile of a coop2 or coop2_wide variant.
-const Coop2Tile& coop2_tile(KernelChoice::Gemm gemm);
 
 // The name a gated activation's kernel reports: "silu_mul", "gelu_mul", "gelu_tanh_mul".
 std::string gated_activation_name(model::Activation act);

@@ -33,9 +33,9 @@ Kernels::Kernels(KernelChoice choice, Pipelines& pipelines)
   TAPDIFF_ASSERT(pipelines.activations() == choice_.profile().activations, "pipelines of other activations");
 }
 
-Kernels::Grid Kernels::coop_grid(std::uint32_t rows, std::uint32_t cols) {
-  const Grid tiles = tile_grid(rows, cols, kCoopRows, kCoopCols);
-  return {tiles.y, tiles.x};
+Kernels::Grid Kernels::gemm_grid(const GemmVariant& v, std::uint32_t rows, std::uint32_t cols) {
+  const Grid tiles = tile_grid(rows, cols, v.tile_rows, v.tile_cols);
+  return v.rows_along_x ? Grid{tiles.y, tiles.x} : tiles;
 }
 
 Kernels::Grid Kernels::fold(std::uint64_t groups) const {
@@ -119,36 +119,27 @@ std::string Kernels::matmul(Stream& s, const Region& x, const DeviceWeight& w, c
   const std::initializer_list<Region> bindings = {w.region, x, b, out};
   const bool aligned = push.k % 8 == 0 && push.n % 8 == 0 && push.row_bytes % 16 == 0;
   const Gemm gemm = choice_.gemm(rows, push.n, w.dtype, aligned, faults);
-  switch (gemm) {
-    case Gemm::tiled:
-      dispatch(s, Shader::matmul_tiled, dtype_code(w.dtype), bindings, &push, sizeof push,
-               tile_grid(push.rows, push.n, kTile, kTile), faults);
-      break;
-    case Gemm::coop:
-    case Gemm::coop_k16:
-      dispatch(s, gemm == Gemm::coop ? Shader::matmul_coop : Shader::matmul_coop_k16, dtype_code(w.dtype), bindings,
-               &push, sizeof push, coop_grid(push.rows, push.n), faults);
-      break;
-    case Gemm::coop2:
-    case Gemm::coop2_wide: {  // row tiles along x, as coop_grid; its one fault is a 128 x 128 build of its own
-      const Coop2Tile& tile = coop2_tile(gemm);
-      const Shader shader = gemm == Gemm::coop2_wide                  ? Shader::matmul_coop2_wide
-                            : (faults & kFaultGemmF16Accumulate) != 0 ? Shader::matmul_coop2_fault
-                                                                      : Shader::matmul_coop2;
-      const Grid tiles = tile_grid(push.rows, push.n, tile.rows, tile.cols);
-      dispatch(s, shader, 0, bindings, &push, sizeof push, {tiles.y, tiles.x});
-      break;
-    }
-    case Gemm::matvec:
-      if (choice_.matvec_shader() == Shader::matvec_subgroup) {
-        const std::uint32_t split = choice_.matvec_split(push.n, push.k), outputs = choice_.matvec_subgroups() / split;
-        dispatch(s, Shader::matvec_subgroup, dtype_code(w.dtype), bindings, &push, sizeof push,
-                 fold(static_cast<std::uint64_t>(rows) * ceil_div(push.n, outputs)), faults, {outputs, split});
-      } else
-        dispatch(s, Shader::matvec_shared, dtype_code(w.dtype), bindings, &push, sizeof push,
-                 fold(static_cast<std::uint64_t>(rows) * push.n), faults);
-      break;
+  if (gemm == Gemm::matvec) {
+    if (choice_.matvec_shader() == Shader::matvec_subgroup) {
+      const std::uint32_t split = choice_.matvec_split(push.n, push.k), outputs = choice_.matvec_subgroups() / split;
+      dispatch(s, Shader::matvec_subgroup, dtype_code(w.dtype), bindings, &push, sizeof push,
+               fold(static_cast<std::uint64_t>(rows) * ceil_div(push.n, outputs)), faults, {outputs, split});
+    } else
+      dispatch(s, Shader::matvec_shared, dtype_code(w.dtype), bindings, &push, sizeof push,
+               fold(static_cast<std::uint64_t>(rows) * push.n), faults);
+    return choice_.gemm_name(gemm, w.dtype);
   }
+  const GemmVariant& v = gemm_variant(gemm);
+  Shader shader = v.shader;
+  std::uint32_t constant_faults = 0;
+  if (faults != 0 && v.faults_by_constant)
+    constant_faults = faults;
+  else if (faults != 0) {
+    TAPDIFF_ASSERT(v.fault_build.has_value(), "a fault planted in {}", v.label());
+    shader = *v.fault_build;
+  }
+  dispatch(s, shader, v.dtype_constant ? dtype_code(w.dtype) : 0, bindings, &push, sizeof push,
+           gemm_grid(v, push.rows, push.n), constant_faults);
   return choice_.gemm_name(gemm, w.dtype);
 }
 
@@ -158,7 +149,7 @@ void Kernels::matmul_coop_probe(Stream& s, const Region& x, const DeviceWeight& 
     throw EnvironmentError(fmt::format("the cooperative-matrix GEMM: {}", choice_.coop_missing()));
   const MatmulPush push{u32(rows), u32(w.cols), u32(w.rows), w.row_bytes, 0, 0, 0, 0};
   dispatch(s, Shader::matmul_coop_probe, dtype_code(w.dtype), {w.region, x, w.region, out}, &push, sizeof push,
-           coop_grid(push.rows, push.n), 0, {probe});
+           gemm_grid(gemm_variant(Gemm::coop), push.rows, push.n), 0, {probe});
 }
 
 std::string Kernels::rope(Stream& s, const Region& x, const Region& table, const Region& out, int rows, int width,

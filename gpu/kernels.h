@@ -207,8 +207,8 @@ class Kernels {
   std::uint64_t elementwise_groups(std::uint32_t n) const;  // add, gated_act: workgroups for n values
   // One group per output tile of a [rows, cols] matrix: x across the columns, y down the rows.
   static Grid tile_grid(std::uint32_t rows, std::uint32_t cols, std::uint32_t tile_rows, std::uint32_t tile_cols);
-  // matmul_coop.comp's grid: row tiles along x, so that workgroups next in line share a W tile.
-  static Grid coop_grid(std::uint32_t rows, std::uint32_t cols);
+  // A tile GEMM's grid for Y [rows, cols], laid out as the variant says.
+  static Grid gemm_grid(const GemmVariant& v, std::uint32_t rows, std::uint32_t cols);
   // Specialization constants: 0 dtype, 1 the workgroup size, 2 faults (only when not 0 or when
   // `more` follow), then `more` from constant 3 on.
   void dispatch(Stream& s, Shader shader, std::uint32_t dtype, std::initializer_list<Region> bindings, const void* push,

@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include <fmt/core.h>
-#include <nlohmann/json.hpp>
 
 #include "model/errors.h"
 #include "model/half_float.h"

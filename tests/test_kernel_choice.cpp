@@ -84,6 +84,36 @@ std::string joined(const std::vector<std::string>& names) {
   return out;
 }
 
+// --kernels: each key's values set that override; anything else is refused with every key's values.
+TEST(KernelChoice, KernelOverridesParseEveryKeysValues) {
+  using O = gpu::KernelOverrides;
+  const O o = gpu::parse_kernel_overrides(
+      "matmul=coop2-128x256,matvec=shared,attention=two-pass,decode-attention=flash-split,experts=matvec,norm=apart");
+  EXPECT_EQ(o.matmul, O::Matmul::coop2_wide);
+  EXPECT_EQ(o.matvec, O::Matvec::shared);
+  EXPECT_EQ(o.attention, O::Attention::two_pass);
+  EXPECT_EQ(o.decode_attention, O::DecodeAttention::flash_split);
+  EXPECT_EQ(o.experts, O::Experts::matvec);
+  EXPECT_EQ(o.norm, O::Norm::apart);
+  EXPECT_EQ(gpu::parse_kernel_overrides("matmul=coop-k16").matmul, O::Matmul::coop_k16);
+  EXPECT_EQ(gpu::parse_kernel_overrides("matmul=coop2-128x128").matmul, O::Matmul::coop2_narrow);
+  EXPECT_EQ(gpu::parse_kernel_overrides("attention=coop2,attention=auto").attention, O::Attention::automatic);
+  for (const std::string bad : {"matmul=fast", "norm", "colour=red", "matmul=tiled,matvec=Shared"}) {
+    try {
+      gpu::parse_kernel_overrides(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(
+                    "--kernels: expected matmul=auto|tiled|coop|coop-k16|coop2|coop2-128x128|coop2-128x256|matvec, "
+                    "matvec=auto|subgroup|shared, attention=auto|coop2|coop|flash|two-pass, "
+                    "decode-attention=auto|decode-split|flash-split, experts=auto|tiled|matvec, "
+                    "norm=auto|fused|apart (comma-separated), found '"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(KernelChoice, HopperInF16RunsTheTensorCoreKernelsWhereTheyTakeTheShape) {
   for (const std::string name : {"NVIDIA H100 80GB HBM3", "NVIDIA H200"}) {
     const KernelChoice c = choice(hopper(name, Activations::f16));
