@@ -6,7 +6,8 @@
 # memory, anonymous (what the process allocated) and file-backed (pages of the memory-mapped model
 # file, which the kernel may drop), sampled every 0.2 s from /proc. The results are in
 # docs/benchmarks.md ("A Devstral-sized model").
-# Usage: bench/devstral_shape.sh TAPDIFF WORKDIR STEP...   (STEP: synth, ref, vulkan, clean)
+# decode: the Vulkan engine's steady decode step, from runs of 4 and 36 greedy tokens side by side.
+# Usage: bench/devstral_shape.sh TAPDIFF WORKDIR STEP...   (STEP: synth, ref, vulkan, decode, clean)
 set -euo pipefail
 tapdiff=$1 work=$2
 shift 2
@@ -46,7 +47,13 @@ for step in "$@"; do
       measured "$tapdiff" run --model "$model" --engine vulkan --dtype f16 --tokens "$tokens" --generate 4 \
         --json "$work/vulkan.json"
       cat "$work/vulkan.json"; echo ;;
+    decode)  # 4 and 36 greedy tokens, twice each in turn: the steady step is the decode times' difference / 32
+      for generate in 4 36 4 36; do
+        "$tapdiff" run --model "$model" --engine vulkan --dtype f16 --tokens "$tokens" --generate "$generate" \
+          --json "$work/decode-$generate.json" >/dev/null
+        echo "generate $generate: $(sed -n '/"timings"/,/}/p' "$work/decode-$generate.json" | tr -d ' \n')"
+      done ;;
     clean) rm -f "$model" ;;
-    *) echo "devstral_shape.sh: unknown step '$step' (synth, ref, vulkan, clean)" >&2; exit 2 ;;
+    *) echo "devstral_shape.sh: unknown step '$step' (synth, ref, vulkan, decode, clean)" >&2; exit 2 ;;
   esac
 done

@@ -39,7 +39,7 @@ for type in f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl q2_k q3_k q4_k q5_k q6_k iq
   loaded=$(tokens "$model" all)
   printf '%-8s' "$type"
   for b in $builds; do
-    mine=$(tokens "$model" "$b")
+    mine=$(tokens "$model" "$b" || true)
     [ -n "$mine" ] || { printf ' %12s' n/a; continue; }
     step=$("$python" -c "import sys; a, b = sys.argv[1].split(','), sys.argv[2].split(','); print(next((str(i) for i, (x, y) in enumerate(zip(a, b)) if x != y), '-'))" "$loaded" "$mine")
     printf ' %12s' "$step"
