@@ -1,9 +1,10 @@
 #pragma once
-// The GEMM variants of the products, one entry each (gpu/gemm_variants.cpp): the tile kernels by
-// the name they report, their tile, their shader and how their grid lays the tiles out, and the
-// matrix-vector kernel (rows == 1), whose grid and split KernelChoice works out. KernelChoice picks
-// a variant per product (gpu/kernel_choice.h), Kernels::matmul records it (gpu/kernels.h): a new
-// tile kernel is a line of gpu/shaders/shaders.def, an entry here and its case in the choice.
+// The GEMM's tile kernels, one entry each (gpu/gemm_variants.cpp): the name each reports, its
+// tile, its shader, how a fault is planted in it and how its grid lays the tiles out. KernelChoice
+// picks a variant per product (gpu/kernel_choice.h), Kernels::matmul records it (gpu/kernels.h): a
+// new tile kernel is a line of gpu/shaders/shaders.def, an entry here and its case in the choice.
+// Gemm::matvec, the matrix-vector kernel of one-row products, has no entry: its grid follows the
+// split of K that KernelChoice::matvec_split works out.
 #include <cstdint>
 #include <optional>
 #include <string>

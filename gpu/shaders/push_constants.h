@@ -57,7 +57,8 @@ struct AttentionPush {  // attention.comp, attention_rows.glsl (flash, split, co
   uint split_keys;  // attention_flash.comp with SPLIT: positions per split (a multiple of BC); decode: likewise
   uint splits;      // ... and workgroups per (tile, head)
   float softcap;    // scores = softcap * tanh(q.k scale / softcap) where > 0 (common.glsl soft_cap)
-  float q_scale;    // LLAMA_CPP: q times this before its rounding to f16 (1, or the scale, then 1 above)
+  float q_scale;    // LLAMA_CPP: q times this before its rounding to f16: 1, or the scale where
+                    // llama.cpp's graph scales q first (Gemma, Phi-3; `scale` is then 1)
 };
 
 struct CombinePush {  // attention_combine.comp
