@@ -16,6 +16,7 @@ peers=$("$here/../scripts/node-peers.sh")
 bins=$peers/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
 "$here/../examples/llama-cpp-taps/build.sh" "$work/llama_cpp_taps" >/dev/null
 prompt=$(cd "$here/../tests/conformance" && "$python" -c 'from test_llama_cpp import PROMPT; print(",".join(map(str, PROMPT)))')
+generated_from=$(($(tr ',' '\n' <<<"$prompt" | wc -l) + 1))  # the harness prints the prompt, then the tokens
 
 # The build's 16 tokens: its library alone in a backend folder ("all": every build, as loaded).
 tokens() {
@@ -28,7 +29,7 @@ tokens() {
   fi
   rm -rf "$out" && mkdir "$out"
   "$work/llama_cpp_taps" "$model" "$out" "$prompt" --chunk 64 --generate 16 --backends "$backends" 2>/dev/null |
-    tail -1 | cut -d, -f201-
+    tail -1 | cut -d, -f"$generated_from"-
 }
 
 builds=$(cd "$bins" && ls libggml-cpu-*.so | sed 's/libggml-cpu-\(.*\)\.so/\1/' | sort)

@@ -7,6 +7,7 @@
 #include <toml++/toml.h>
 
 #include "model/errors.h"
+#include "model/llama_cpp_precision.h"
 
 namespace tapdiff::dumps {
 namespace {
@@ -158,7 +159,7 @@ bool applies(const MapRule& rule, const model::ModelConfig& c) {
     case BlockKind::with_post_norms: return c.block.post_norms;
     case BlockKind::without_mlp_bias: return !c.block.mlp_bias;
     case BlockKind::with_mlp_bias: return c.block.mlp_bias;
-    case BlockKind::embedding_scaled_in_embd: return !c.arch.starts_with("gemma");
+    case BlockKind::embedding_scaled_in_embd: return !model::llama_cpp_gemma_graph(c);
     case BlockKind::projections_fused: return c.arch == "phi3";
     case BlockKind::projections_apart: return c.arch != "phi3";
   }

@@ -95,10 +95,6 @@ void add_once(std::vector<std::string>& names, std::string name) {
   if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(std::move(name));
 }
 
-}  // namespace
-
-namespace {
-
 // What --kernels takes: each key's values, in the order of its enum's values.
 struct OverrideKey {
   std::string_view key;
@@ -163,6 +159,7 @@ KernelChoice::KernelChoice(DeviceProfile profile, const KernelOverrides& overrid
     : profile_(std::move(profile)),
       overrides_(overrides),
       activation_(block.activation),
+      gelu_by_table_(llama_cpp && model::llama_cpp_gelu_by_table(block)),
       attention_softcap_(static_cast<float>(block.attention_softcap)),
       head_dim_(head_dim),
       llama_cpp_(llama_cpp) {
@@ -378,8 +375,7 @@ std::string KernelChoice::dot_suffix(model::DType weights) const {
 std::string gated_activation_name(model::Activation act) { return fmt::format("{}_mul", model::activation_name(act)); }
 
 std::string KernelChoice::activation_kernel_name() const {
-  const bool table = llama_cpp_ && activation_ == model::Activation::gelu_tanh;
-  return named(gated_activation_name(activation_)) + (table ? "+llama.cpp-f16-gelu-table" : "");
+  return named(gated_activation_name(activation_)) + (gelu_by_table_ ? "+llama.cpp-f16-gelu-table" : "");
 }
 
 std::string KernelChoice::named(std::string_view variant, std::optional<model::DType> weights) const {

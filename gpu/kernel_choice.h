@@ -13,7 +13,6 @@
 
 #include "gpu/device_profile.h"
 #include "gpu/gemm_variants.h"
-#include "gpu/matmul_coop2.h"
 #include "gpu/shaders.h"
 #include "model/config.h"
 #include "model/dtype.h"
@@ -21,10 +20,10 @@
 
 namespace tapdiff::gpu {
 
-// What --kernels may force:
+// What --kernels may force (its keys and values are one table in kernel_choice.cpp):
 // "matmul=auto|tiled|coop|coop-k16|coop2|coop2-128x128|coop2-128x256|matvec,matvec=auto|subgroup|shared,
-// attention=auto|coop2|coop|flash|two-pass,
-// decode-attention=auto|decode-split|flash-split,norm=auto|fused|apart,experts=auto|tiled|matvec"
+// attention=auto|coop2|coop|flash|two-pass,decode-attention=auto|decode-split|flash-split,
+// experts=auto|tiled|matvec,norm=auto|fused|apart"
 // (experts: moe_out's products, grouped by expert in tiles or per pair; norm=apart: every residual
 // add and norm in a dispatch of its own; decode-attention: the kernel of decode steps over
 // more than 32 positions; with auto, attention=two-pass takes them too). matmul=coop2 runs the
@@ -123,6 +122,7 @@ class KernelChoice {
   const DeviceProfile& profile() const { return profile_; }
   const KernelOverrides& overrides() const { return overrides_; }
   model::Activation activation() const { return activation_; }
+  bool gelu_by_table() const { return gelu_by_table_; }  // llama.cpp's precision, GELU: from llama.cpp's table
   const std::string& coop_missing() const { return coop_missing_; }  // why matmul-coop cannot run; "" when it can
 
  private:
@@ -132,6 +132,7 @@ class KernelChoice {
   DeviceProfile profile_;
   KernelOverrides overrides_;
   model::Activation activation_;
+  bool gelu_by_table_;                   // llama.cpp's precision computes the activation from its f16 table
   float attention_softcap_;              // the model's; each call's AttentionShape::softcap carries it to the kernel
   std::uint32_t wg_;                     // workgroup size of the 1-D kernels: a power of two <= 256
   std::uint32_t attention_wg_;           // attention's: 64 or less

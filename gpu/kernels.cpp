@@ -11,7 +11,6 @@
 #include "gpu/attention_coop2.h"
 #include "gpu/dispatch_math.h"
 #include "gpu/kernel_shapes.h"
-#include "gpu/matmul_coop2.h"
 #include "gpu/pipelines.h"
 #include "gpu/shaders/push_constants.h"
 #include "gpu/stream.h"
@@ -277,8 +276,9 @@ std::string Kernels::add(Stream& s, const Region& a, const Region& b, float scal
 
 std::string Kernels::gated_activation(Stream& s, const Region& gate, const Region& up, const Region& out,
                                       std::int64_t n, std::uint32_t faults, const Region* gelu_table) {
-  if (choice_.llama_cpp() && choice_.activation() == model::Activation::gelu_tanh) {
-    TAPDIFF_ASSERT(gelu_table != nullptr && faults == 0, "llama.cpp's GELU without its table, or with a fault");
+  if (choice_.gelu_by_table()) {
+    TAPDIFF_ASSERT(gelu_table != nullptr && gelu_table->size >= 65536 * sizeof(float) && faults == 0,
+                   "llama.cpp's GELU without its table, or with a fault");
     const CountPush push{u32(n)};
     dispatch(s, Shader::gelu_llama_cpp, 0, {gate, up, *gelu_table, out}, &push, sizeof push,
              fold(ceil_div(push.n, wg_)));

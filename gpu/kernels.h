@@ -89,7 +89,6 @@
 
 #include "gpu/device_weights.h"
 #include "gpu/kernel_choice.h"
-#include "gpu/matmul_coop2.h"
 #include "gpu/memory.h"
 #include "gpu/shaders.h"
 #include "model/config.h"

@@ -211,7 +211,7 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
                                   options.max_context);
   activations_ = std::make_unique<Arena>(*device_, "activations", MemoryKind::device_local, kActivationBlock);
   scratch_ = std::make_unique<Arena>(*device_, "attention scratch", MemoryKind::device_local, kActivationBlock);
-  if (options.llama_cpp && config_.block.activation == model::Activation::gelu_tanh) {
+  if (options.llama_cpp && model::llama_cpp_gelu_by_table(config_.block)) {
     std::vector<float> table;
     for (const std::uint16_t h : model::llama_cpp_gelu_table()) table.push_back(model::widen_f16(h));
     const std::uint64_t bytes = table.size() * sizeof(float);
@@ -530,6 +530,7 @@ float Engine::attention_scale(int layer) const {
   const int d = config_.head_dim;
   if (faults_.active(Fault::attn_scale_int, layer)) return static_cast<float>(1 / static_cast<int>(std::sqrt(d)));
   if (faults_.active(Fault::attn_scale, layer)) return static_cast<float>(1.0 / d);
+  if (kernels_->choice().llama_cpp()) return model::llama_cpp_attention_scale(config_);
   return static_cast<float>(model::attention_scale(config_.block, d));
 }
 

@@ -63,9 +63,21 @@ void require_llama_cpp_precision(const Model& m) {
                     m.path().string()));
 }
 
-bool llama_cpp_scales_q_first(const ModelConfig& c) {
-  return c.arch == "gemma" || c.arch == "gemma2" || c.arch == "gemma3" || c.arch == "phi3";
+bool llama_cpp_gemma_graph(const ModelConfig& c) {
+  return c.arch == "gemma" || c.arch == "gemma2" || c.arch == "gemma3";
 }
+
+bool llama_cpp_scales_q_first(const ModelConfig& c) { return llama_cpp_gemma_graph(c) || c.arch == "phi3"; }
+
+float llama_cpp_attention_scale(const ModelConfig& c) {
+  if (c.block.attention_scale == 0) return 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const int gemma_n = c.dim / c.n_heads;  // read_gemma2_gguf's rule for the largest Gemma 2/3
+  if (llama_cpp_gemma_graph(c) && c.block.attention_scale == 1.0 / std::sqrt(static_cast<double>(gemma_n)))
+    return 1.0f / std::sqrt(static_cast<float>(gemma_n));
+  return static_cast<float>(c.block.attention_scale);
+}
+
+bool llama_cpp_gelu_by_table(const Block& b) { return b.activation == Activation::gelu_tanh; }
 
 const std::array<std::uint16_t, 65536>& llama_cpp_gelu_table() {
   static const std::array<std::uint16_t, 65536> table = [] {
@@ -73,17 +85,17 @@ const std::array<std::uint16_t, 65536>& llama_cpp_gelu_table() {
     constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f, kCoefA = 0.044715f;
     for (std::size_t i = 0; i < t.size(); ++i) {
       const float x = widen_f16(static_cast<std::uint16_t>(i));
-      t[i] = narrow_f16(0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoefA * x * x))));  // ggml_gelu_f32
+      t[i] = narrow_f16(0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * std::fma(kCoefA * x, x, 1.0f))));
     }
     return t;
   }();
   return table;
 }
 
-float llama_cpp_gelu(float x) {
+float llama_cpp_gelu_mul(float x, float up) {
   if (x <= -10.0f) return 0.0f;
-  if (x >= 10.0f) return x;
-  return widen_f16(llama_cpp_gelu_table()[narrow_f16(x)]);
+  if (x >= 10.0f || std::isnan(x)) return x * up;
+  return widen_f16(llama_cpp_gelu_table()[narrow_f16(x)]) * up;
 }
 
 }  // namespace tapdiff::model

@@ -14,6 +14,7 @@
 namespace tapdiff::model {
 
 class Model;
+struct Block;
 struct ModelConfig;
 
 enum class DotType { f32, f16, bf16, q8_0, q8_1, q8_k };
@@ -28,16 +29,31 @@ const char* dot_type_name(DotType t);  // "f32", "q8_k", ...
 // graphs compute GELU by the table below).
 void require_llama_cpp_precision(const Model& m);
 
+// Whether the family's graph in llama.cpp is one of Gemma's (gemma, gemma2, gemma3: the embedding
+// scaled after "embd", Q scaled first).
+bool llama_cpp_gemma_graph(const ModelConfig& c);
+
 // Whether llama.cpp's graph of this family scales Q by the attention scale before the attention
 // (Gemma 1/2/3, Phi-3: Q rounded to f16 after that scale) rather than the scores after their
 // product (the others: soft_max_ext's scale).
 bool llama_cpp_scales_q_first(const ModelConfig& c);
 
+// The attention's scale as llama.cpp computes it, in f32: 1.0f / sqrtf(head_dim), or Gemma 2/3's
+// 1.0f / sqrtf(n_embd / n_head) for their largest models; a scale read from the file (Granite,
+// SmolLM3) is its f32 value. (1 / sqrt(96) in double, rounded to f32, is one step off, say.)
+float llama_cpp_attention_scale(const ModelConfig& c);
+
+// Whether the block's activation is GELU, which llama.cpp's precision computes from the table below.
+bool llama_cpp_gelu_by_table(const Block& b);
+
 // ggml-cpu's GELU (GGML_GELU_FP16, the tanh form): for -10 < x < 10 the f16 value at x rounded to
-// f16, table[f16 bits of x] = f16 of 0.5f x (1 + tanhf(sqrt(2/pi) x (1 + 0.044715f x x))) in f32;
-// 0 at and below -10, x at and above 10. Its f16 bits, computed once.
+// f16, table[f16 bits of x] = f16 of 0.5f x (1 + tanhf(sqrt(2/pi) x (1 + 0.044715f x x))) in f32,
+// the innermost product and sum fused (fmaf), as ggml's builds for CPUs with FMA (haswell and
+// later) compute it; its builds without FMA (x64, sse42, sandybridge, ivybridge) differ at one
+// entry, x = -1.999 (0xbfff). Its f16 bits, computed once.
 const std::array<std::uint16_t, 65536>& llama_cpp_gelu_table();
-// gelu(x) as ggml-cpu's vectors compute it from that table.
-float llama_cpp_gelu(float x);
+// gelu(x) times up as ggml-cpu's vectors compute it from that table: exactly 0 at and below -10,
+// x times up at and above 10 (NaN stays NaN).
+float llama_cpp_gelu_mul(float x, float up);
 
 }  // namespace tapdiff::model

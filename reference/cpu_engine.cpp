@@ -127,8 +127,7 @@ std::string CpuEngine<S>::kernel(Op op) const {
     case model::OpClass::attention: return "eigen-attention-per-head" + (llama_cpp_ ? "+llama.cpp-f16-kv" : rounding);
     case model::OpClass::experts: return "eigen-gemm-per-expert" + rounding;
     case model::OpClass::activation:
-      if (llama_cpp_ && config_.block.activation == model::Activation::gelu_tanh)
-        return "eigen-rowwise+llama.cpp-f16-gelu-table";
+      if (llama_cpp_ && model::llama_cpp_gelu_by_table(config_.block)) return "eigen-rowwise+llama.cpp-f16-gelu-table";
       return "eigen-rowwise" + rounding;
     case model::OpClass::routing:
     case model::OpClass::embedding:
@@ -230,8 +229,7 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
     case Op::ffn_up: product(WeightKind::ffn_up, WeightKind::b_up); return;
     case Op::ffn_act:
       if constexpr (std::is_same_v<S, float>)
-        if (llama_cpp_ && block.activation == model::Activation::gelu_tanh)
-          return gelu_mul_as_llama_cpp(in(0), in(1), out);
+        if (llama_cpp_ && model::llama_cpp_gelu_by_table(block)) return gelu_mul_as_llama_cpp(in(0), in(1), out);
       gated_activation<S>(in(0), in(1), block.activation, out);
       return;
     case Op::ffn_down: product(WeightKind::ffn_down, WeightKind::b_down); return;
@@ -305,7 +303,8 @@ template <typename S>
 void CpuEngine<S>::attend(const model::Step& step, Mat<S>& out) {
   const int layer = step.layer;
   append_kv(step);
-  const double scale = model::attention_scale(config_.block, config_.head_dim);
+  const double scale =
+      llama_cpp_ ? model::llama_cpp_attention_scale(config_) : model::attention_scale(config_.block, config_.head_dim);
   const auto attend_to = [&](const Mat<S>& q, double score_scale) {
     attention<S>(q, k_cache_[static_cast<std::size_t>(layer)], v_cache_[static_cast<std::size_t>(layer)],
                  chunk_.first_pos, config_.n_heads, config_.n_kv_heads, config_.head_dim,

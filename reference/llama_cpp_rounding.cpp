@@ -121,7 +121,7 @@ void rms_norm_as_llama_cpp(const Mat<float>& x, const Eigen::Map<const Vec<float
 }
 
 void gelu_mul_as_llama_cpp(const Mat<float>& gate, const Mat<float>& up, Mat<float>& out) {
-  out = (gate.unaryExpr([](float g) { return model::llama_cpp_gelu(g); }).array() * up.array()).matrix();
+  out = gate.binaryExpr(up, [](float g, float u) { return model::llama_cpp_gelu_mul(g, u); });
 }
 
 }  // namespace tapdiff::reference

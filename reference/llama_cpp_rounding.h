@@ -33,7 +33,7 @@ Mat<float> q8_1_sum_correction(const Mat<float>& x, const model::WeightTensor& w
 // dot-product type flips no value that llama.cpp's does not.
 void rms_norm_as_llama_cpp(const Mat<float>& x, const Eigen::Map<const Vec<float>>& w, double eps, Mat<float>& out);
 
-// out = gelu(gate) * up with ggml-cpu's GELU (model::llama_cpp_gelu: the f16 table).
+// out = gelu(gate) * up with ggml-cpu's GELU (model::llama_cpp_gelu_mul: the f16 table).
 void gelu_mul_as_llama_cpp(const Mat<float>& gate, const Mat<float>& up, Mat<float>& out);
 
 }  // namespace tapdiff::reference

@@ -185,7 +185,7 @@ TEST(LlamaCppRounding, TheEngineNamesItsRoundingsAndRefusesF64ExpertsAndWhatItCa
 }
 
 // ggml-cpu's GELU (GGML_GELU_FP16): the tanh form at x rounded to f16, from a table of f16 values;
-// 0 at and below -10, x at and above 10.
+// exactly 0 at and below -10, x times up at and above 10.
 TEST(LlamaCppRounding, GeluIsGgmlsF16Table) {
   const auto& table = model::llama_cpp_gelu_table();
   const auto gelu = [](double x) {
@@ -194,32 +194,53 @@ TEST(LlamaCppRounding, GeluIsGgmlsF16Table) {
   for (std::uint32_t h = 0; h < table.size(); ++h) {
     const float x = model::widen_f16(static_cast<std::uint16_t>(h));
     if (!(std::fabs(x) < 10.0f)) continue;  // NaN, inf and the ends, where no table is read
-    const float g = model::llama_cpp_gelu(x);
+    const float g = model::llama_cpp_gelu_mul(x, 1.0f);
     ASSERT_EQ(g, model::widen_f16(table[h])) << x;
     // an f16 value, within half an f16 step (and f32 tanh's error, times x) of the exact GELU
     const double exact = gelu(x), step = std::ldexp(1.0, std::max(std::ilogb(exact), -14) - 10);
     ASSERT_EQ(model::widen_f16(model::narrow_f16(g)), g) << x;
     ASSERT_LE(std::fabs(g - exact), 0.5 * step + 2e-7 * std::fabs(x)) << x;
   }
+  // ggml's builds with FMA fuse the innermost product and sum: at x = -1.999 that decides the f16
+  EXPECT_EQ(table[0xbfff], 0xa9d3);
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> wide(-10.0f, 10.0f);
   int rounded = 0;
   for (int i = 0; i < 10000; ++i) {
     const float x = wide(rng);
-    EXPECT_EQ(model::llama_cpp_gelu(x), model::llama_cpp_gelu(model::widen_f16(model::narrow_f16(x)))) << x;
-    rounded += model::llama_cpp_gelu(x) != static_cast<float>(gelu(x)) ? 1 : 0;
+    EXPECT_EQ(model::llama_cpp_gelu_mul(x, 1.0f),
+              model::llama_cpp_gelu_mul(model::widen_f16(model::narrow_f16(x)), 1.0f))
+        << x;
+    rounded += model::llama_cpp_gelu_mul(x, 1.0f) != static_cast<float>(gelu(x)) ? 1 : 0;
   }
-  EXPECT_GT(rounded, 8000);  // what it is for: at most inputs it is not the f32 GELU (8653 of 10000)
-  EXPECT_EQ(model::llama_cpp_gelu(-10.0f), 0.0f);
-  EXPECT_EQ(model::llama_cpp_gelu(-12.5f), 0.0f);
-  EXPECT_EQ(model::llama_cpp_gelu(10.0f), 10.0f);
-  EXPECT_EQ(model::llama_cpp_gelu(11.5f), 11.5f);
-  // the emulation's ffn_act: gelu from the table times up
+  EXPECT_GT(rounded, 8000);                 // what it is for: at most inputs it is not the f32 GELU (8653 of 10000)
+  for (const float x : {-10.0f, -12.5f}) {  // exactly +0, whatever up is (ggml writes 0.0f)
+    EXPECT_EQ(model::llama_cpp_gelu_mul(x, -3.0f), 0.0f);
+    EXPECT_FALSE(std::signbit(model::llama_cpp_gelu_mul(x, -3.0f)));
+  }
+  EXPECT_EQ(model::llama_cpp_gelu_mul(10.0f, 3.0f), 30.0f);
+  EXPECT_EQ(model::llama_cpp_gelu_mul(11.5f, 2.0f), 23.0f);
+  EXPECT_TRUE(std::isnan(model::llama_cpp_gelu_mul(std::nanf(""), 2.0f)));
+  // the emulation's ffn_act: that, per value
   Mat<float> gate(3, 5), up(3, 5), out;
-  for (Eigen::Index i = 0; i < gate.size(); ++i) gate.data()[i] = wide(rng), up.data()[i] = wide(rng);
+  for (Eigen::Index i = 0; i < gate.size(); ++i) gate.data()[i] = 1.2f * wide(rng), up.data()[i] = wide(rng);
   reference::gelu_mul_as_llama_cpp(gate, up, out);
   for (Eigen::Index i = 0; i < gate.size(); ++i)
-    EXPECT_EQ(out.data()[i], model::llama_cpp_gelu(gate.data()[i]) * up.data()[i]);
+    EXPECT_EQ(out.data()[i], model::llama_cpp_gelu_mul(gate.data()[i], up.data()[i]));
+}
+
+// The attention's scale as llama.cpp computes it in f32: 1.0f / sqrtf(head_dim), which for head_dim
+// 96 (Phi-3 mini) is not 1 / sqrt(96) rounded to f32; Gemma 2/3's largest models' 1.0f /
+// sqrtf(n_embd / n_head); a scale read from the file, its f32 value.
+TEST(LlamaCppRounding, TheAttentionScaleIsComputedInF32AsLlamaCppComputesIt) {
+  model::ModelConfig c;
+  c.dim = 3072, c.n_heads = 32, c.head_dim = 96;
+  EXPECT_EQ(model::llama_cpp_attention_scale(c), 1.0f / std::sqrt(96.0f));
+  EXPECT_NE(model::llama_cpp_attention_scale(c), static_cast<float>(1.0 / std::sqrt(96.0)));
+  c.arch = "gemma2", c.dim = 4608, c.head_dim = 128, c.block.attention_scale = 1.0 / std::sqrt(4608.0 / 32);
+  EXPECT_EQ(model::llama_cpp_attention_scale(c), 1.0f / std::sqrt(144.0f));
+  c.arch = "granite", c.block.attention_scale = 0.0078125;
+  EXPECT_EQ(model::llama_cpp_attention_scale(c), 0.0078125f);
 }
 
 // On Q8_0 weights the emulation's products part from the f32 reference's by the activations'

@@ -1,10 +1,10 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "activations.glsl"
-// gelu_llama_cpp: out = gelu(gate) * up as ggml-cpu computes GELU (model::llama_cpp_gelu), for
-// llama.cpp's precision: 0 at and below -10, gate at and above 10, else the table's value at gate
-// rounded to f16. table [65536]: llama.cpp's f16 GELU table widened to f32, indexed by f16 bits.
-// One invocation per value; f32 activations.
+// gelu_llama_cpp: out = gelu(gate) * up as ggml-cpu computes GELU (model::llama_cpp_gelu_mul), for
+// llama.cpp's precision: exactly 0 at and below -10, gate * up at and above 10 (and for NaN), else
+// the table's value at gate rounded to f16, times up. table [65536]: llama.cpp's f16 GELU table
+// widened to f32, indexed by f16 bits. One invocation per value; f32 activations.
 layout(local_size_x_id = 1) in;
 layout(std430, binding = 0) readonly buffer Gate { float gate[]; };
 layout(std430, binding = 1) readonly buffer Up { float up[]; };
@@ -14,8 +14,8 @@ layout(std430, binding = 3) writeonly buffer Output { float y[]; };
 layout(push_constant) uniform Push { CountPush pc; };
 #include "common.glsl"
 
-// The bits of an f16 value held in f32 (|h| < 65504), in integer operations: no driver's
-// conversion rounds or flushes it.
+// The bits of a finite f16 value held in f32, in integer operations: no driver's conversion rounds
+// or flushes it.
 uint f16_bits(float h) {
   const uint u = floatBitsToUint(h), sign = (u >> 16) & 0x8000u, a = u & 0x7FFFFFFFu;
   if (a < 0x38800000u) return sign | uint(uintBitsToFloat(a) * 16777216.0);  // subnormal or zero: a multiple of 2^-24
@@ -26,6 +26,8 @@ void main() {
   const uint i = group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
   if (i >= pc.n) return;
   const float g = gate[i];
-  const float act = g <= -10.0 ? 0.0 : g >= 10.0 ? g : table[f16_bits(round_f16(g))];
-  y[i] = act * up[i];
+  if (g <= -10.0)
+    y[i] = 0.0;
+  else
+    y[i] = (g >= 10.0 || isnan(g) ? g : table[f16_bits(round_f16(g))]) * up[i];
 }

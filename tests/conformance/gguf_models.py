@@ -17,7 +17,8 @@ class GgufCase:
     name: str
     arch: str = "llama"  # llama | smollm3 | phi3 | qwen2 | qwen3 | qwen3moe | granite | olmo2 | gemma | gemma2 | gemma3
     rope_base: float = 10000.0
-    rotary_dim: int = HEAD_DIM
+    head_dim: int = HEAD_DIM  # written as attention.key_length / value_length where not DIM / HEADS
+    rotary_dim: int = 0  # 0: head_dim
     linear_factor: float = 0.0  # rope.scaling.type linear when > 0
     llama3: bool = False  # rope_freqs.weight as llama.cpp's converter computes it for Llama 3.1
     longrope: int = 0  # Phi-3's LongRoPE when > 0: its original context, rope_factors_long/short.weight, attn_factor
@@ -43,6 +44,10 @@ GGUF_CASES = [
     GgufCase("gemma", arch="gemma"),
     GgufCase("gemma2", arch="gemma2", extra={"attn_logit_softcapping": 20.0, "final_logit_softcapping": 15.0,
                                              "sliding_window": 24}),
+    # Heads of 24: an attention scale (1/sqrt(24)) that is no power of two, which llama.cpp's Gemma
+    # graph applies to Q before rounding it to f16.
+    GgufCase("gemma2-hd24", arch="gemma2", head_dim=24,
+             extra={"attn_logit_softcapping": 20.0, "final_logit_softcapping": 15.0, "sliding_window": 24}),
     # Six layers: llama.cpp's fixed pattern slides layers 0-4, layer 5 attends fully. The updates
     # are made as large as the embedding (times sqrt(DIM)), else the tied logits pick the input token.
     # Mixtral as llama.cpp's converter writes it (arch llama with experts), and Qwen3-MoE.
@@ -56,7 +61,7 @@ GGUF_CASES = [
 # attention and the FFN, after them, and q/k norms of head_dim or of the whole projection.
 PRE_NORMS = {"olmo2": False}
 POST_NORMS = {"olmo2", "gemma2", "gemma3"}
-QK_NORM = {"qwen3": HEAD_DIM, "qwen3moe": HEAD_DIM, "olmo2": None, "gemma3": HEAD_DIM}  # None: the whole projection
+QK_NORM = {"qwen3": "head", "qwen3moe": "head", "olmo2": "whole", "gemma3": "head"}  # per head, or the whole projection
 TIED = {"gemma", "gemma2", "gemma3"}
 FUSED = {"phi3"}  # q, k and v in attn_qkv, gate and up in ffn_up, as llama.cpp's converter writes them
 
@@ -98,7 +103,12 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0, storage: str = "f32") 
     w.add_head_count_kv(KV_HEADS)
     w.add_layer_norm_rms_eps(1e-5)
     w.add_rope_freq_base(case.rope_base)
-    w.add_rope_dimension_count(case.rotary_dim)
+    hd = case.head_dim
+    rotary_dim = case.rotary_dim or hd
+    if hd * HEADS != DIM:
+        w.add_key_length(hd)
+        w.add_value_length(hd)
+    w.add_rope_dimension_count(rotary_dim)
     if case.longrope:  # as llama.cpp's converter writes Phi-3's (conversion/phi.py)
         w.add_rope_scaling_orig_ctx_len(case.longrope)
         w.add_rope_scaling_attn_factors(float(np.sqrt(1 + np.log(4096 / case.longrope) / np.log(case.longrope))))
@@ -122,16 +132,16 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0, storage: str = "f32") 
 
     w.add_tensor("token_embd.weight", rng.standard_normal((VOCAB, DIM)).astype(np.float32))
     if case.llama3:
-        w.add_tensor("rope_freqs.weight", llama3_rope_factors(case.rope_base, case.rotary_dim))
+        w.add_tensor("rope_freqs.weight", llama3_rope_factors(case.rope_base, rotary_dim))
     if case.longrope:  # short factors near 1, long ones growing toward the low frequencies, as Phi-3's
-        pairs = case.rotary_dim // 2
+        pairs = rotary_dim // 2
         w.add_tensor("rope_factors_long.weight", (1.0 + np.linspace(0, 12, pairs) ** 1.5).astype(np.float32))
         w.add_tensor("rope_factors_short.weight", (1.0 + 0.2 * rng.random(pairs)).astype(np.float32))
     for layer in range(case.layers):
         p = f"blk.{layer}."
         if PRE_NORMS.get(case.arch, True):
             w.add_tensor(p + "attn_norm.weight", norm(DIM))
-        q, k, v = matrix(HEADS * HEAD_DIM, DIM), matrix(KV_HEADS * HEAD_DIM, DIM), matrix(KV_HEADS * HEAD_DIM, DIM)
+        q, k, v = matrix(HEADS * hd, DIM), matrix(KV_HEADS * hd, DIM), matrix(KV_HEADS * hd, DIM)
         if case.arch in FUSED:
             add_matrix(p + "attn_qkv.weight", np.concatenate([q, k, v]))
         else:
@@ -139,14 +149,13 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0, storage: str = "f32") 
             add_matrix(p + "attn_k.weight", k)
             add_matrix(p + "attn_v.weight", v)
         if case.arch == "qwen2":
-            for name, n in (("attn_q.bias", HEADS * HEAD_DIM), ("attn_k.bias", KV_HEADS * HEAD_DIM),
-                            ("attn_v.bias", KV_HEADS * HEAD_DIM)):
+            for name, n in (("attn_q.bias", HEADS * hd), ("attn_k.bias", KV_HEADS * hd), ("attn_v.bias", KV_HEADS * hd)):
                 w.add_tensor(p + name, (0.1 * rng.standard_normal(n)).astype(np.float32))
         if case.arch in QK_NORM:
-            width = QK_NORM[case.arch]
-            w.add_tensor(p + "attn_q_norm.weight", norm(width or HEADS * HEAD_DIM))
-            w.add_tensor(p + "attn_k_norm.weight", norm(width or KV_HEADS * HEAD_DIM))
-        add_matrix(p + "attn_output.weight", matrix(DIM, HEADS * HEAD_DIM))
+            per_head = QK_NORM[case.arch] == "head"
+            w.add_tensor(p + "attn_q_norm.weight", norm(hd if per_head else HEADS * hd))
+            w.add_tensor(p + "attn_k_norm.weight", norm(hd if per_head else KV_HEADS * hd))
+        add_matrix(p + "attn_output.weight", matrix(DIM, HEADS * hd))
         if case.arch in POST_NORMS:
             w.add_tensor(p + "post_attention_norm.weight", norm(DIM, case.post_norm_gain))
         if PRE_NORMS.get(case.arch, True):

@@ -8,8 +8,8 @@
   rounding for what it is, which the f32 floor blames on the first product, and still names a
   planted bug;
 - exact and llama.cpp-precision tokens (llama.cpp's own, the Vulkan engine's) part only at near ties;
-- so for every dense family as llama.cpp's converter writes it (Gemma's GELU table, its scaled
-  embedding, Phi-3's fused products and scaled Q read through the map)."""
+- so for every dense family as llama.cpp's converter writes it (Gemma's GELU table and Q scaled
+  before its rounding; through the map, Gemma's scaled embedding and Phi-3's fused products)."""
 from __future__ import annotations
 
 import json
