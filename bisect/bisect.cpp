@@ -166,7 +166,7 @@ Schedule run_free_pass(const model::ModelConfig& config, const model::Graph& gra
     }
   };
   Lockstep free_run(graph, Drive::free, engines, observed);
-  RoutingArbiter routing(config, options.dtype, true);
+  RoutingArbiter routing(config, options.precision, true);
   free_run.set_routing(&routing);
   free_run.reset(n_seqs);
   model::SequenceChunks sequence_chunks(prompts.size());
@@ -226,17 +226,19 @@ Schedule run_free_pass(const model::ModelConfig& config, const model::Graph& gra
   run.b.metadata = engine_metadata(engines.b, config, prompts.front(), options.chunk);
   run.a.rows = run.b.rows = static_cast<std::int64_t>(free_pass.rows().size());
   run.config = config;
-  run.dtype = options.dtype;
-  run.builtin_dtype = Tolerances::coarsest_dtype({engines.truth.compute_dtype(), options.dtype});
+  run.precision = {options.precision, PrecisionOfB::From::given, ""};
+  run.builtin_precision = model::coarsest(
+      {model::parse_precision(engines.truth.compute_dtype()).value_or(model::Precision::f32), options.precision});
   run.tolerance_source = options.calibration && engines.floor
-                             ? fmt::format("calibrated against {} {} (k = {})", engines.floor->name(), options.dtype,
+                             ? fmt::format("calibrated against {} {} (k = {})", engines.floor->name(),
+                                           model::precision_name(options.precision),
                                            short_number(options.calibration->k))
                              : options.tolerances.source();
   run.alignment.rows = free_pass.rows();
   run.alignment.row_a.resize(run.alignment.rows.size());
   std::iota(run.alignment.row_a.begin(), run.alignment.row_a.end(), std::int64_t{0});
   run.alignment.row_b = run.alignment.row_a;
-  run.ops = free_pass.finish(options.tolerances, options.dtype, options.calibration, engines.floor != nullptr);
+  run.ops = free_pass.finish(options.tolerances, options.precision, options.calibration, engines.floor != nullptr);
   const auto first = std::find_if(run.ops.begin(), run.ops.end(), [](const OpResult& op) { return !op.pass(); });
   if (first != run.ops.end()) run.first = static_cast<std::size_t>(first - run.ops.begin());
   Schedule schedule{{}, std::move(passes)};
@@ -256,7 +258,8 @@ dumps::RunMetadata engine_metadata(const model::Engine& engine, const model::Mod
   m.model_config = model::to_json(config);
   m.prompt_tokens.assign(prompt.begin(), prompt.end());
   m.chunk_size = chunk > 0 ? chunk : static_cast<int>(prompt.size());
-  m.storage_dtype = engine.compute_dtype();
+  // HDF5 has no bf16: a bf16 engine's values are stored exactly as f32.
+  m.storage_dtype = dumps::storage_from_name(m.compute_dtype) ? m.compute_dtype : "f32";
   return m;
 }
 
@@ -324,7 +327,7 @@ BisectResult run_bisect(const model::ModelConfig& config, const LockstepEngines&
     if (uniformity && out.step.op == Op::attn) uniformity->add_attention(out.step.layer, out.truth, out.b);
   };
   Lockstep forced(graph, Drive::forced, engines);
-  RoutingArbiter forced_routing(config, options.dtype, true);  // near ties on A's logits are no local error either
+  RoutingArbiter forced_routing(config, options.precision, true);  // near ties on A's logits are no local error either
   forced.set_routing(&forced_routing);
   forced.reset(n_seqs);
   for (std::size_t i = 0; i <= last_pass; ++i) {
@@ -333,7 +336,7 @@ BisectResult run_bisect(const model::ModelConfig& config, const LockstepEngines&
     for (std::size_t p = 0; p < pass.parts.size(); ++p) forced_pass.add_rows(pass.local[p], pass.parts[p].sequence);
     report(options, 2, static_cast<int>(i) + 1, static_cast<int>(last_pass) + 1);
   }
-  result.local = forced_pass.finish(options.tolerances, options.dtype, options.calibration, engines.floor != nullptr);
+  result.local = forced_pass.finish(options.tolerances, options.precision, options.calibration, engines.floor != nullptr);
   result.local_rows = forced_pass.rows();
   const auto culprit =
       std::find_if(result.local.begin(), result.local.end(), [](const OpResult& op) { return !op.pass(); });

@@ -47,7 +47,7 @@ struct BisectOptions {
   // Otherwise every op is held to tolerances.lookup (the table, or the built-in default).
   std::optional<Calibration> calibration = Calibration{};
   Tolerances tolerances;
-  std::string dtype = "f32";  // B's compute dtype: what tolerance rules match
+  model::Precision precision = model::Precision::f32;  // B's: what tolerance rules match
   // Pass 1 compares the residual stream and each block's updates only (--taps layers: embed, each
   // o_proj / attn_post_norm, ffn_down / ffn_post_norm and ffn_residual, final_norm, logits), so
   // engine B's other ops never leave it; when one diverges, pass 1 is repeated with every op.

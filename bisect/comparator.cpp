@@ -7,6 +7,7 @@
 
 #include <fmt/core.h>
 
+#include "bisect/precision_evidence.h"
 #include "bisect/read_ahead.h"
 #include "model/errors.h"
 
@@ -354,6 +355,13 @@ std::vector<RunProblem> run_problems(const CompareResult& r) {
         r.tokens.tie, al.after_mismatch);
   if (parting) out.push_back(std::move(*parting));
   for (const PositionAnomaly& x : al.anomalies) out.push_back(anomaly_problem(x));
+  if (al.only_a > 0 && !r.common_rows)
+    out.push_back({"rows-only-in-a",
+                   fmt::format("A holds {} position{} that B does not (B's run stopped early or a pass is missing): "
+                               "they were not compared (--common-rows compares the positions both hold)",
+                               al.only_a, al.only_a == 1 ? "" : "s"),
+                   {{"positions", al.only_a}},
+                   true});
   if (al.only_b > 0)
     out.push_back({"rows-only-in-b",
                    fmt::format("B holds {} position{} that A does not: they were not compared", al.only_b,
@@ -367,13 +375,42 @@ std::vector<RunProblem> run_problems(const CompareResult& r) {
                                  name, run->path, run->rows),
                      {{"run", std::string(1, name)}, {"rows", run->rows}},
                      true});
+  if (r.first && r.precision.from == PrecisionOfB::From::unknown)
+    out.push_back({"precision-unknown",
+                   fmt::format("B does not say what it computes in and its values do not tell ({}): an op past f32's "
+                               "tolerance may be B's own precision; give --b-precision",
+                               r.precision.evidence),
+                   {{"evidence", r.precision.evidence}},
+                   true});
   return out;
+}
+
+std::string_view from_name(PrecisionOfB::From from) {
+  switch (from) {
+    case PrecisionOfB::From::stated: return "stated";
+    case PrecisionOfB::From::given: return "given";
+    case PrecisionOfB::From::inferred: return "inferred";
+    case PrecisionOfB::From::unknown: return "unknown";
+  }
+  return "?";
+}
+
+std::string precision_text(const PrecisionOfB& p) {
+  const std::string_view name = model::precision_name(p.value);
+  switch (p.from) {
+    case PrecisionOfB::From::stated:
+    case PrecisionOfB::From::given: return std::string(name);
+    case PrecisionOfB::From::inferred: return fmt::format("{}, inferred", name);
+    case PrecisionOfB::From::unknown: return fmt::format("unknown (judged as {})", name);
+  }
+  return std::string(name);
 }
 
 std::string CompareResult::verdict() const {
   if (match()) return "match";
+  const bool judged_op = first && precision.from != PrecisionOfB::From::unknown;
   const bool differ =
-      first || std::any_of(problems.begin(), problems.end(), [](const RunProblem& p) { return !p.unjudged; });
+      judged_op || std::any_of(problems.begin(), problems.end(), [](const RunProblem& p) { return !p.unjudged; });
   return differ ? "diverged" : "incomplete";
 }
 
@@ -411,10 +448,28 @@ std::string shape_of(const model::ModelConfig& c) {
 }
 
 std::int64_t element_bytes(const dumps::RunMetadata& m) {
-  return m.storage_dtype == "f16" ? 2 : m.storage_dtype == "f64" ? 8 : 4;
+  return m.storage_dtype == "f16" || m.storage_dtype == "bf16" ? 2 : m.storage_dtype == "f64" ? 8 : 4;
 }
 
 RunInfo run_info(const dumps::DumpReader& d) { return {d.path(), d.metadata(), d.rows(), d.complete()}; }
+
+// A dump's precision name (compute or storage) where it states a known one, else f32.
+model::Precision stated_or_f32(const std::string& name) {
+  return model::parse_precision(name).value_or(model::Precision::f32);
+}
+
+// A dump's generated tokens: its summary's, else the tokens its decode rows were fed (each the
+// token chosen after the row before), in row order.
+nlohmann::json generated_tokens(const dumps::DumpReader& d) {
+  const nlohmann::json& summary = d.summary();
+  if (summary.is_object() && summary.contains("generated")) return summary;
+  const std::vector<std::uint8_t>& decode = d.decode_flags();
+  if (std::find(decode.begin(), decode.end(), std::uint8_t{1}) == decode.end()) return summary;
+  std::vector<std::int32_t> fed;
+  for (std::size_t r = 0; r < decode.size(); ++r)
+    if (decode[r] != 0) fed.push_back(d.tokens()[r]);
+  return {{"generated", fed}};
+}
 
 }  // namespace
 
@@ -424,11 +479,11 @@ void check_comparable(const dumps::DumpReader& a, const dumps::DumpReader& b, co
     throw UsageError(fmt::format("{}: {}", both, dumps::DumpReader::mismatch(a, b).value_or("different models")));
   for (const dumps::DumpReader* d : {&a, &b}) {
     const std::string& dtype = d->metadata().compute_dtype;
-    if (!dtype.empty() && !Tolerances::knows_dtype(dtype))
+    if (!dtype.empty() && !model::parse_precision(dtype))
       throw UsageError(
-          fmt::format("{}: {} has compute_dtype '{}': tapdiff has tolerances for f64, f32, f16 and "
-                      "bf16 only (write the precision the engine's arithmetic has)",
-                      both, d->path(), dtype));
+          fmt::format("{}: {} has compute_dtype '{}': tapdiff has tolerances for {} only (write the precision the "
+                      "engine's arithmetic has)",
+                      both, d->path(), dtype, model::precision_names()));
   }
   if (shape_of(a.config()) != shape_of(b.config()))
     throw UsageError(fmt::format("{}: different model configs: {} has {}, {} has {}", both, a.path(),
@@ -449,8 +504,8 @@ namespace {
 // later ops already inherit B's choice): each MoE layer whose moe_router and moe_ids both dumps hold.
 std::vector<RoutingFlip> routing_flips(const model::ModelConfig& config, const dumps::DumpReader& a,
                                        const dumps::DumpReader& b, const RowAlignment& alignment,
-                                       const std::string& dtype) {
-  RoutingArbiter arbiter(config, dtype, false);
+                                       model::Precision precision) {
+  RoutingArbiter arbiter(config, precision, false);
   const DumpSource source_a(a), source_b(b);
   for (int l = 0; l < config.n_layers; ++l) {
     const model::TensorId router{model::Op::moe_router, l}, ids{model::Op::moe_ids, l};
@@ -530,11 +585,13 @@ CompareResult compare_dumps(const dumps::DumpReader& a, const dumps::DumpReader&
   r.alignment = align_rows(run_rows(a), run_rows(b), options.max_rows);
   check_comparable(a, b, r.alignment);
   r.a = run_info(a), r.b = run_info(b), r.config = a.config();
-  r.dtype = b.metadata().compute_dtype.empty() ? "f32" : b.metadata().compute_dtype;
-  r.builtin_dtype = Tolerances::coarsest_dtype(
-      {a.metadata().compute_dtype, b.metadata().compute_dtype, a.metadata().storage_dtype, b.metadata().storage_dtype});
+  r.precision = options.b_precision ? *options.b_precision : precision_of(b);
+  r.builtin_precision = model::coarsest({r.precision.value, stated_or_f32(a.metadata().compute_dtype),
+                                         stated_or_f32(a.metadata().storage_dtype),
+                                         stated_or_f32(b.metadata().storage_dtype)});
+  r.common_rows = options.common_rows;
   r.tolerance_source = tolerances.source();
-  r.tokens = compare_tokens(a.summary(), b.summary());
+  r.tokens = compare_tokens(generated_tokens(a), generated_tokens(b));
   std::vector<model::TensorId> ids;
   for (const model::TensorId& id : a.tensors())
     if (options.taps.matches(id)) (b.has(id) ? ids : r.only_a).push_back(id);
@@ -556,12 +613,12 @@ CompareResult compare_dumps(const dumps::DumpReader& a, const dumps::DumpReader&
   for (const model::TensorId& id : ids) {
     const int width = graph.width(id.op);
     r.ops.push_back(compare_tensor(id, width, ahead.a(), ahead.b(), r.alignment, head_layout(id.op, r.config),
-                                   tolerances.lookup(id, r.dtype, r.builtin_dtype), options.block_bytes));
+                                   tolerances.lookup(id, r.precision.value, r.builtin_precision), options.block_bytes));
     if (!r.first && !r.ops.back().pass()) r.first = r.ops.size() - 1;
     r.bytes_read += n_rows * width * bytes_per_value;
     if (options.progress) options.progress({r.ops.size(), ids.size(), r.bytes_read, id});
   }
-  if (r.config.experts.count > 0) r.routing = routing_flips(r.config, a, b, r.alignment, r.dtype);
+  if (r.config.experts.count > 0) r.routing = routing_flips(r.config, a, b, r.alignment, r.precision.value);
   r.tokens.tie = dump_token_tie(r, a, b);
   r.problems = run_problems(r);
   return r;

@@ -205,9 +205,27 @@ struct CompareProgress {
   model::TensorId id;               // the op just finished
 };
 
+// What B computes in, and how that is known: what its ops' tolerances are for.
+struct PrecisionOfB {
+  // stated: B's dump says it; given: --b-precision; inferred: B's values or its name map tell
+  // (evidence says how); unknown: nothing tells (value is then f32, the strictest there is, and an
+  // op past it is not taken for a bug: evidence says why).
+  enum class From { stated, given, inferred, unknown };
+  model::Precision value = model::Precision::f32;
+  From from = From::stated;
+  std::string evidence;
+};
+std::string_view from_name(PrecisionOfB::From from);  // "stated", "given", "inferred", "unknown"
+// "bf16"; "bf16, inferred"; "unknown (judged as f32)".
+std::string precision_text(const PrecisionOfB& precision);
+
 struct CompareOptions {
   dumps::TapFilter taps;      // which tensors to compare (default: all both dumps hold)
   std::int64_t max_rows = 0;  // compare at most this many positions; <= 0: all
+  // Positions only A holds are left out, said, and no run problem (B stopped early on purpose).
+  bool common_rows = false;
+  // B's precision; nullopt: as B's dump states it, else as its values tell (precision_evidence.h).
+  std::optional<PrecisionOfB> b_precision;
   std::size_t block_bytes = kDefaultBlockBytes;
   std::function<void(const CompareProgress&)> progress;  // after each op, when set
 };
@@ -233,7 +251,7 @@ struct RunInfo {
 // comparison with any run problem does not pass (docs/tolerances.md, "Run problems").
 struct RunProblem {
   // tokens-differ, generation-diverged, near-tie (either of the first two where B's logits are within
-  // tolerance), positions-anomaly, rows-only-in-b, incomplete-dump
+  // tolerance), positions-anomaly, rows-only-in-a, rows-only-in-b, incomplete-dump, precision-unknown
   std::string code;
   std::string text;  // one sentence with the evidence
   nlohmann::json evidence;
@@ -243,8 +261,10 @@ struct RunProblem {
 struct CompareResult {
   RunInfo a, b;
   model::ModelConfig config;
-  std::string dtype;             // B's compute dtype, what tolerance rules match
-  std::string builtin_dtype;     // the coarsest compute/storage dtype of both runs: the built-in defaults' dtype
+  PrecisionOfB precision;        // B's: what tolerance rules match
+  // The coarsest compute and storage precision of both runs: the built-in defaults'.
+  model::Precision builtin_precision = model::Precision::f32;
+  bool common_rows = false;      // CompareOptions::common_rows
   std::string tolerance_source;  // the tolerance file, or "" for the built-in defaults
   RowAlignment alignment;
   std::vector<OpResult> ops;                    // graph order
@@ -267,7 +287,7 @@ std::vector<RunProblem> run_problems(const CompareResult& r);
 
 // UsageError naming both files when a and b are not two runs of one model on one prompt:
 // different models (DumpReader::mismatch), model configs of other widths, different prompt tokens;
-// or a compute_dtype that has no tolerances (Tolerances::knows_dtype).
+// or a compute_dtype that is no precision (model/precision.def).
 // Decode rows fed different tokens are no error: align_rows stops before them.
 void check_comparable(const dumps::DumpReader& a, const dumps::DumpReader& b, const RowAlignment& alignment);
 

@@ -210,22 +210,16 @@ void pair_pattern(const OpResult& op, const model::ModelConfig& config, std::vec
   report(low, high, "first-half", "second-half", "rotate-half pairs (i, i + head_dim/2)");
 }
 
-// The largest finite magnitude of a compute dtype (f64 for unknown ones: never near).
-double dtype_limit(std::string_view dtype) {
-  if (dtype == "f16") return 65504.0;
-  if (dtype == "bf16" || dtype == "f32") return 3.4028234663852886e38;
-  return 1.7976931348623157e308;
-}
-
-// B's worst value is within a factor 2 of its dtype's largest finite value: overflow territory.
-void near_limit(const OpResult& op, std::string_view dtype, std::vector<Diagnosis>& out) {
-  const double limit = dtype_limit(dtype), value = std::abs(op.worst.b);
+// B's worst value is within a factor 2 of its precision's largest finite value: overflow territory.
+void near_limit(const OpResult& op, model::Precision precision, std::vector<Diagnosis>& out) {
+  const double limit = model::largest_finite(precision), value = std::abs(op.worst.b);
   if (op.worst.index < 0 || !(value >= 0.5 * limit)) return;
   out.push_back(
       {"near-dtype-limit",
        fmt::format("{} reaches {} in B at position {}, within a factor 2 of the largest {} value ({}): "
                    "suspect overflow (a softmax without its max, an unscaled sum)",
-                   model::to_string(op.id), short_number(op.worst.b), op.worst.position, dtype, short_number(limit)),
+                   model::to_string(op.id), short_number(op.worst.b), op.worst.position,
+                   model::precision_name(precision), short_number(limit)),
        {{"value", op.worst.b}, {"limit", limit}, {"position", op.worst.position}}});
 }
 
@@ -363,7 +357,7 @@ std::vector<Diagnosis> diagnose(const CompareResult& result) {
   if (result.first) {
     const std::vector<Diagnosis> first = diagnose_op(result.ops[*result.first], result.alignment.rows, result.config);
     out.insert(out.end(), first.begin(), first.end());
-    near_limit(result.ops[*result.first], result.dtype, out);
+    near_limit(result.ops[*result.first], result.precision.value, out);
   }
   const auto nonfinite =
       std::find_if(result.ops.begin(), result.ops.end(), [](const OpResult& op) { return op.metrics.nonfinite > 0; });

@@ -23,7 +23,7 @@ void PassComparison::add_rows(const model::ChunkInfo& chunk, int sequence) {
   next_row_ += chunk.rows;
 }
 
-std::vector<OpResult> PassComparison::finish(const Tolerances& tolerances, const std::string& dtype,
+std::vector<OpResult> PassComparison::finish(const Tolerances& tolerances, model::Precision precision,
                                              const std::optional<Calibration>& calibration, bool have_floor) {
   Tolerances judged = tolerances;
   const bool calibrated = calibration && have_floor;
@@ -33,7 +33,7 @@ std::vector<OpResult> PassComparison::finish(const Tolerances& tolerances, const
     if (!compared_[i]) continue;
     const model::TensorId id = graph_.steps()[i].output();
     if (calibrated) judged.set_floor(id, floors_[i].result());
-    ops_[i].set_tolerance(judged.lookup(id, dtype));
+    ops_[i].set_tolerance(judged.lookup(id, precision));
     out.push_back(ops_[i].finish(rows_));
   }
   return out;

@@ -28,8 +28,8 @@ class PassComparison {
   void add_rows(const model::ChunkInfo& chunk, int sequence);
 
   // Judges every compared op: by k times its floor when calibration is set and there is a floor,
-  // else by tolerances.lookup(id, dtype).
-  std::vector<OpResult> finish(const Tolerances& tolerances, const std::string& dtype,
+  // else by tolerances.lookup(id, precision).
+  std::vector<OpResult> finish(const Tolerances& tolerances, model::Precision precision,
                                const std::optional<Calibration>& calibration, bool have_floor);
 
   const std::vector<RowInfo>& rows() const { return rows_; }

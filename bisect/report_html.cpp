@@ -185,8 +185,8 @@ std::string html_report(const CompareResult& r, const std::vector<Diagnosis>& di
       "<p>A = <code>{}</code> (reference), B = <code>{}</code>; {} positions compared; tolerances: {} (B computes "
       "in {}, built-in defaults for {}).</p>\n",
       xml_escape(r.a.path), xml_escape(r.b.path), r.alignment.rows.size(),
-      xml_escape(r.tolerance_source.empty() ? "built-in" : r.tolerance_source), xml_escape(r.dtype),
-      xml_escape(r.builtin_dtype));
+      xml_escape(r.tolerance_source.empty() ? "built-in" : r.tolerance_source), precision_text(r.precision),
+      model::precision_name(r.builtin_precision));
   if (!diagnoses.empty()) {
     s += "<h2>Diagnosis</h2><ul>\n";
     for (const Diagnosis& d : diagnoses) s += fmt::format("<li><b>{}</b>: {}</li>\n", d.code, xml_escape(d.text));

@@ -35,12 +35,14 @@ std::string op_title(const OpResult& op) {
 
 std::string culprit_text(const Isolation& i) {
   if (i.run.match()) return {};
-  if (!i.run.first) return "none: every op is within tolerance; the runs differ only as the run problems say";
+  if (!i.run.first && !i.culprit)
+    return "none: every op is within tolerance; the runs differ only as the run problems say";
   if (!i.culprit)
     return fmt::format("no op is past its tolerance on {}: the error accumulates (see the diagnosis)", i.inputs);
   const OpResult& op = i.local[*i.culprit];
-  return fmt::format("{}: its own error on {} {}{}", op_title(op), i.inputs, op.violations.front().text(),
-                     local_where(op, i.batch));
+  return fmt::format("{}: its own error on {} {}{}{}", op_title(op), i.inputs, op.violations.front().text(),
+                     local_where(op, i.batch),
+                     i.run.first ? "" : " (the run's ops are each within tolerance: the error stays below it downstream)");
 }
 
 std::string symptom_text(const Isolation& i) {

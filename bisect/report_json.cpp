@@ -151,8 +151,10 @@ json report_json(const CompareResult& r, const std::vector<Diagnosis>& diagnoses
   out["summary"] = {{"ops", r.ops.size()}, {"failing", failing}, {"positions", r.alignment.rows.size()}};
   out["rows"] = rows_json(r.alignment);
   out["tolerances"] = {{"file", r.tolerance_source.empty() ? json(nullptr) : json(r.tolerance_source)},
-                       {"dtype", r.dtype},
-                       {"builtin_dtype", r.builtin_dtype}};
+                       {"dtype", model::precision_name(r.precision.value)},
+                       {"dtype_from", from_name(r.precision.from)},
+                       {"dtype_evidence", r.precision.evidence},
+                       {"builtin_dtype", model::precision_name(r.builtin_precision)}};
   auto names = [](const std::vector<model::TensorId>& ids) {
     json list = json::array();
     for (const auto& id : ids) list.push_back(model::to_string(id));

@@ -43,7 +43,7 @@ std::string junit_xml(const CompareResult& r, const std::string& suite_name) {
   xml += "    <properties>\n";
   for (const auto& [name, value] : {std::pair<std::string, std::string>{"a", r.a.path},
                                     {"b", r.b.path},
-                                    {"dtype", r.dtype},
+                                    {"dtype", std::string(model::precision_name(r.precision.value))},
                                     {"tolerances", r.tolerance_source.empty() ? "built-in" : r.tolerance_source},
                                     {"positions", std::to_string(r.alignment.rows.size())}})
     xml += fmt::format("      <property name=\"{}\" value=\"{}\"/>\n", name, xml_escape(value));

@@ -115,11 +115,16 @@ std::string terminal_report(const CompareResult& r, const std::vector<Diagnosis>
   if (al.token_mismatch_position)
     out += fmt::format(", stopped before position {} (fed tokens differ)", *al.token_mismatch_position);
   if (al.beyond_max_rows > 0) out += fmt::format(", {} more left out by --max-rows", al.beyond_max_rows);
-  if (al.only_a + al.only_b > 0) out += fmt::format(", {} only in A, {} only in B", al.only_a, al.only_b);
+  if (al.only_a + al.only_b > 0)
+    out += fmt::format(", {} only in A{}, {} only in B", al.only_a, r.common_rows ? " (left out by --common-rows)" : "",
+                       al.only_b);
   if (r.tolerance_source.empty())
-    out += fmt::format("; built-in tolerances for {}{}\n", r.builtin_dtype, off);
+    out += fmt::format("; built-in tolerances for {}{}\n", model::precision_name(r.builtin_precision), off);
   else
-    out += fmt::format("; tolerances {} (B computes in {}){}\n", r.tolerance_source, r.dtype, off);
+    out += fmt::format("; tolerances {} (B computes in {}){}\n", r.tolerance_source, precision_text(r.precision), off);
+  if (r.precision.from == PrecisionOfB::From::inferred || r.precision.from == PrecisionOfB::From::unknown)
+    out += fmt::format("{}precision B computes in {}: {}{}\n", dim, precision_text(r.precision), r.precision.evidence,
+                       off);
   if (!r.only_a.empty() || !r.only_b.empty())
     out += fmt::format("{}not compared: {} ops tapped only in A, {} only in B{}\n", dim, r.only_a.size(),
                        r.only_b.size(), off);

@@ -14,14 +14,6 @@
 namespace tapdiff::bisect {
 namespace {
 
-// The unit roundoff of B's storage: the rounding every stored router logit carries.
-double unit_roundoff(const std::string& dtype) {
-  if (dtype == "f16") return std::ldexp(1.0, -11);
-  if (dtype == "bf16") return std::ldexp(1.0, -8);
-  if (dtype == "f64") return std::ldexp(1.0, -53);
-  return std::ldexp(1.0, -24);
-}
-
 std::vector<int> row_ids(const model::HostTensor& ids, std::int64_t r) {
   std::vector<int> out;
   for (std::int64_t j = 0; j < ids.cols(); ++j) out.push_back(static_cast<int>(std::lround(ids.at(r, j))));
@@ -59,8 +51,9 @@ std::vector<RowPlace> row_places(std::span<const model::BatchPart> parts) {
   return places;
 }
 
-RoutingArbiter::RoutingArbiter(const model::ModelConfig& config, const std::string& b_dtype, bool settle)
-    : dim_(config.dim), unit_roundoff_(unit_roundoff(b_dtype)), settle_(settle) {}
+// The unit roundoff of B's storage is the rounding every stored router logit carries.
+RoutingArbiter::RoutingArbiter(const model::ModelConfig& config, model::Precision b_precision, bool settle)
+    : dim_(config.dim), unit_roundoff_(model::unit_roundoff(b_precision)), settle_(settle) {}
 
 void RoutingArbiter::hold_router(int layer, const model::HostTensor& truth, const model::HostTensor* floor,
                                  const model::HostTensor& b) {

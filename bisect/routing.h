@@ -23,6 +23,7 @@
 #include "model/batch_runner.h"
 #include "model/config.h"
 #include "model/host_tensor.h"
+#include "model/precision.h"
 
 namespace tapdiff::bisect {
 
@@ -56,9 +57,9 @@ std::vector<RowPlace> row_places(std::span<const model::BatchPart> parts);
 
 class RoutingArbiter {
  public:
-  // b_dtype: B's compute dtype (its storage's rounding: f64, f32, f16, bf16). settle: near ties
-  // are replaced by the truth's choice (a bisection); else only recorded (two dumps).
-  RoutingArbiter(const model::ModelConfig& config, const std::string& b_dtype, bool settle);
+  // b_precision: what B computes in (its storage's rounding). settle: near ties are replaced by
+  // the truth's choice (a bisection); else only recorded (two dumps).
+  RoutingArbiter(const model::ModelConfig& config, model::Precision b_precision, bool settle);
 
   // A layer's moe_router outputs (rows of a pass, or of a dump): held until its moe_ids.
   void hold_router(int layer, const model::HostTensor& truth, const model::HostTensor* floor,

@@ -73,29 +73,20 @@ Bound calibrated_bound(const Metrics& floor, const Calibration& calibration) {
   return b;
 }
 
-Bound Tolerances::builtin_bound(std::string_view dtype) {
+Bound Tolerances::builtin_bound(model::Precision precision) {
   Bound b;
-  if (dtype == "f16")
-    b.nmse = 1e-4;
-  else if (dtype == "bf16")
-    b.nmse = 1e-3;
-  else
-    b.nmse = 1e-8;  // f32, f64, unknown
+  b.nmse = model::builtin_nmse(precision);
   return b;
 }
 
-namespace {
-std::string_view normal_dtype(std::string_view dtype) { return dtype.empty() ? "f32" : dtype; }
-}  // namespace
-
-const Tolerances::Rule* Tolerances::best_rule(const model::TensorId& id, std::string_view dtype) const {
+const Tolerances::Rule* Tolerances::best_rule(const model::TensorId& id, model::Precision precision) const {
   const Rule* best = nullptr;
   std::tuple<bool, bool, bool, bool> best_rank{};
   for (const Rule& r : rules_) {
     if (r.op && *r.op != id.op) continue;
     if (r.cls && *r.cls != model::op_class(id.op)) continue;
     if (r.layers && !r.layers->contains(id.layer)) continue;
-    if (r.dtype && *r.dtype != dtype) continue;
+    if (r.dtype && *r.dtype != precision) continue;
     // Most specific first: op, then layers, then class, then dtype; a later rule wins a tie.
     const std::tuple<bool, bool, bool, bool> rank{r.op.has_value(), r.layers.has_value(), r.cls.has_value(),
                                                   r.dtype.has_value()};
@@ -104,29 +95,8 @@ const Tolerances::Rule* Tolerances::best_rule(const model::TensorId& id, std::st
   return best;
 }
 
-namespace {
-constexpr std::array<std::string_view, 4> kByPrecision = {"f64", "f32", "f16", "bf16"};
-}  // namespace
-
-bool Tolerances::knows_dtype(std::string_view dtype) {
-  return std::find(kByPrecision.begin(), kByPrecision.end(), dtype) != kByPrecision.end();
-}
-
-std::string Tolerances::coarsest_dtype(std::initializer_list<std::string_view> dtypes) {
-  std::size_t coarsest = 1;  // f32
-  bool known = false;
-  for (std::string_view d : dtypes) {
-    const auto at = std::find(kByPrecision.begin(), kByPrecision.end(), d);
-    if (at == kByPrecision.end()) continue;
-    const auto rank = static_cast<std::size_t>(at - kByPrecision.begin());
-    coarsest = known ? std::max(coarsest, rank) : rank, known = true;
-  }
-  return std::string(kByPrecision[coarsest]);
-}
-
-Tolerance Tolerances::lookup(const model::TensorId& id, std::string_view dtype_in,
-                             std::string_view builtin_dtype) const {
-  const std::string_view dtype = normal_dtype(dtype_in);
+Tolerance Tolerances::lookup(const model::TensorId& id, model::Precision precision,
+                             std::optional<model::Precision> builtin) const {
   // Another expert id is another expert, whatever the precision: ids compare exactly.
   if (id.op == model::Op::moe_ids)
     return {Bound{.nmse = {}, .max_abs = 0.0, .max_rel = {}, .min_cosine = {}}, "expert ids: exact"};
@@ -137,12 +107,12 @@ Tolerance Tolerances::lookup(const model::TensorId& id, std::string_view dtype_i
               fmt::format("calibrated: {} x max(floor {}, {})", short_number(calibration_->k),
                           short_number(floor->second.nmse), short_number(calibration_->min_floor_nmse))};
   }
-  if (const Rule* rule = best_rule(id, dtype)) return rule->tolerance;
+  if (const Rule* rule = best_rule(id, precision)) return rule->tolerance;
   if (const auto op = ops_.find(id.op); op != ops_.end()) return op->second;
   if (const auto cls = classes_.find(model::op_class(id.op)); cls != classes_.end()) return cls->second;
   if (default_) return *default_;
-  const std::string_view fallback = builtin_dtype.empty() ? dtype : builtin_dtype;
-  return {builtin_bound(fallback), fmt::format("built-in {} default", fallback)};
+  const model::Precision fallback = builtin.value_or(precision);
+  return {builtin_bound(fallback), fmt::format("built-in {} default", model::precision_name(fallback))};
 }
 
 void Tolerances::set_floor(const model::TensorId& id, const Metrics& floor) { floors_[{id.layer, id.op}] = floor; }
@@ -284,9 +254,8 @@ class TomlLoader {
       if (!r.layers) fail(n->source(), key + ".layers", "a layer range \"5\", \"0-3\" or \"10-\"", found(*n));
     }
     if (const toml::node* n = t.get("dtype")) {
-      r.dtype = string_of(*n, key + ".dtype");
-      if (!Tolerances::knows_dtype(*r.dtype))
-        fail(n->source(), key + ".dtype", "one of f32, f16, bf16, f64", found(*n));
+      r.dtype = model::parse_precision(string_of(*n, key + ".dtype"));
+      if (!r.dtype) fail(n->source(), key + ".dtype", "one of " + model::precision_names(), found(*n));
     }
     return r;
   }

@@ -1,6 +1,6 @@
 #pragma once
 // How far engine B may be from reference A, per op: bounds on the comparison metrics, looked up
-// by (layer, op) and the compute dtype of B. From a TOML file (docs/tolerances.md), from the
+// by (layer, op) and the precision B computes in. From a TOML file (docs/tolerances.md), from the
 // built-in defaults, or calibrated from a measured noise floor (f64 reference vs the reference in
 // B's precision). Pure data and lookups: no I/O besides reading the file.
 #include <cstdint>
@@ -13,6 +13,7 @@
 
 #include "bisect/metrics.h"
 #include "model/graph.h"
+#include "model/precision.h"
 
 namespace tapdiff::bisect {
 
@@ -71,7 +72,7 @@ class Tolerances {
     std::optional<model::Op> op;
     std::optional<model::OpClass> cls;
     std::optional<LayerRange> layers;
-    std::optional<std::string> dtype;  // f32 | f16 | bf16 | f64
+    std::optional<model::Precision> dtype;
     Tolerance tolerance;
   };
 
@@ -84,21 +85,16 @@ class Tolerances {
   // The same from text; source names it in errors and in Tolerance::source.
   static Tolerances from_toml(std::string_view text, const std::string& source);
 
-  // The built-in bound for a compute dtype (nmse only): f32 and f64 1e-8, f16 1e-4, bf16 1e-3;
-  // an unknown or empty dtype reads as f32. Reasoning in docs/tolerances.md.
-  static Bound builtin_bound(std::string_view dtype);
-  // The least precise of some dtypes (f64 < f32 < f16 < bf16; unknown or empty ones are ignored;
-  // none known: f32). A comparison is only as precise as the coarsest thing that touched its
-  // numbers: either run's compute dtype and either dump's storage dtype.
-  static std::string coarsest_dtype(std::initializer_list<std::string_view> dtypes);
-  // Whether the tolerances know the compute dtype: f64, f32, f16 or bf16.
-  static bool knows_dtype(std::string_view dtype);
+  // The built-in bound of a precision (nmse only: model/precision.def). Reasoning in
+  // docs/tolerances.md.
+  static Bound builtin_bound(model::Precision precision);
 
-  // The tolerance of one tensor when B computes in dtype. A calibrated floor for the tensor wins;
-  // else the most specific entry of the file (docs/tolerances.md, "Precedence"); else the
-  // built-in default for builtin_dtype (empty: dtype). The entry found is used whole: metrics it
+  // The tolerance of one tensor when B computes in `precision`. A calibrated floor for the tensor
+  // wins; else the most specific entry of the file (docs/tolerances.md, "Precedence"); else the
+  // built-in default of builtin (nullopt: precision). The entry found is used whole: metrics it
   // leaves out are unchecked.
-  Tolerance lookup(const model::TensorId& id, std::string_view dtype, std::string_view builtin_dtype = {}) const;
+  Tolerance lookup(const model::TensorId& id, model::Precision precision,
+                   std::optional<model::Precision> builtin = std::nullopt) const;
 
   // Calibrated mode. Floors may be added at any time (the in-process bisect measures them live);
   // a tensor without a floor falls back to the table lookup above.
@@ -119,7 +115,7 @@ class Tolerances {
 
  private:
   friend class TomlLoader;
-  const Rule* best_rule(const model::TensorId& id, std::string_view dtype) const;
+  const Rule* best_rule(const model::TensorId& id, model::Precision precision) const;
 
   std::string source_;
   std::optional<Tolerance> default_;

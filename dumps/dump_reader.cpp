@@ -140,7 +140,8 @@ DumpReader::DumpReader(const std::string& path, const ImportOptions& options) : 
 
 void DumpReader::import_from(const ImportedDump& imported, const ImportOptions& options) {
   metadata_.engine = fmt::format("imported {} (map {})", imported.format(), options.map.name);
-  metadata_.storage_dtype = metadata_.compute_dtype = imported.storage_dtype();
+  metadata_.storage_dtype = imported.storage_dtype();
+  import_map_ = options.map.name;
   metadata_.model_config = options.model_config;
   metadata_.model_sha256 = options.model_sha256;
   metadata_.model_path = options.model_path;

@@ -40,10 +40,12 @@ class DumpReader {
   // A dump an outside engine wrote as safetensors or .npz (a file or a folder of per-step files:
   // is_imported_dump; UsageError for anything else), imported through options' name map, for the
   // model options name (docs/import.md). Its metadata say so: engine "imported <format> (map
-  // <name>)", compute_dtype its storage type.
+  // <name>)", compute_dtype empty (such files do not say what the engine computed in).
   DumpReader(const std::string& path, const ImportOptions& options);
   // What a reader of an imported dump should be told (arrays no rule maps, positions assumed).
   const std::vector<std::string>& notes() const { return notes_; }
+  // The name map an imported dump was read through ("hf", "llama.cpp", a TOML file); "" for HDF5.
+  const std::string& import_map() const { return import_map_; }
 
   const std::string& path() const { return path_; }
   // storage_dtype is what the taps' data hold (the narrowest element type of any tap), whatever the
@@ -100,6 +102,7 @@ class DumpReader {
   std::optional<h5::File> file_;                  // an HDF5 dump
   std::shared_ptr<const ImportedDump> imported_;  // or an imported one
   std::vector<std::string> notes_;
+  std::string import_map_;
   RunMetadata metadata_;
   model::ModelConfig config_;
   bool complete_ = true;

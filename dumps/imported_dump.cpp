@@ -290,11 +290,14 @@ std::string ImportedDump::add_array(const ArrayFile& file, const NamedArray& arr
 
 std::string ImportedDump::storage_dtype() const {
   std::size_t narrowest = 0;
+  bool bf16 = false;
   for (const auto& segs : segments_)
     for (const Segment& s : segs) {
       const std::size_t b = element_bytes(s.array->type);
       narrowest = narrowest == 0 ? b : std::min(narrowest, b);
+      bf16 = bf16 || s.array->type == ElementType::bf16;
     }
+  if (bf16) return "bf16";  // coarser than f16 where both are held
   return narrowest == 2 ? "f16" : narrowest == 8 ? "f64" : "f32";
 }
 

@@ -49,7 +49,7 @@ class ImportedDump {
   const std::vector<std::int32_t>& chunks() const { return chunks_; }
   const std::vector<std::uint8_t>& decode_flags() const { return decode_; }
   const std::vector<std::int32_t>& tokens() const { return tokens_; }
-  std::string storage_dtype() const;  // the narrowest float type of the taps: "f16", "f32", "f64"
+  std::string storage_dtype() const;  // the coarsest float type of the taps: "bf16", "f16", "f32", "f64"
   std::string format() const;         // "safetensors", "npz", "folder of N npz files", ...
   // What a reader should be told: arrays no rule maps, positions or decode flags assumed.
   const std::vector<std::string>& notes() const { return notes_; }

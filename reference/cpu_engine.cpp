@@ -14,7 +14,7 @@
 #include "reference/kernels.h"
 #include "reference/llama_cpp_rounding.h"
 #include "reference/moe_kernels.h"
-#include "reference/round_f16.h"
+#include "reference/rounding.h"
 #include "reference/weight_matrix.h"
 #include "reference/weight_store.h"
 
@@ -46,7 +46,7 @@ class CpuEngine final : public model::Engine {
                        EIGEN_MINOR_VERSION, threads_, weights_.streaming() ? ", weights streamed per layer" : "",
                        llama_cpp_ ? ", rounding as llama.cpp's CPU backend" : "");
   }
-  std::string compute_dtype() const override { return f16_ ? "f16" : scalar() == model::Scalar::f32 ? "f32" : "f64"; }
+  std::string compute_dtype() const override;
   std::string kernel(Op op) const override;
   model::Scalar scalar() const override { return sizeof(S) == 4 ? model::Scalar::f32 : model::Scalar::f64; }
 
@@ -69,14 +69,16 @@ class CpuEngine final : public model::Engine {
   void multiply(const Mat<S>& x, model::WeightKind matrix, int layer, const S* bias, Mat<S>& out);
   void round_if_llama_cpp_cache(Mat<S>& cache, Eigen::Index first, Eigen::Index rows) const;
   void append_kv(const model::Step& step);
-  void round_if_f16(Mat<S>& m) const;
+  // An emulated engine's buffers hold its storage's values only: whatever enters one (an op's
+  // output, a teacher-forced value, a KV row) is rounded.
+  void round_stored(Mat<S>& m) const { round_matrix(storage_, m); }
   static HostTensor to_host(const Eigen::Ref<const Mat<S>>& m);
   static Mat<S> from_host(const HostTensor& t);
 
   model::ModelConfig config_;
   int threads_;
   const model::Model& model_;
-  bool f16_;        // the f16 emulation (S = float only)
+  Storage storage_;  // what the f16 and bf16 emulations round every stored value to (S = float only)
   bool llama_cpp_;  // the llama.cpp emulation (S = float only)
   Mat<S> rounded_;  // a product's input as llama.cpp converts it
   WeightStore<S> weights_;
@@ -105,23 +107,35 @@ CpuEngine<S>::CpuEngine(const model::Model& m, int threads, Emulation emulation,
     : config_(m.config()),
       threads_(use_threads(threads)),
       model_(m),
-      f16_(emulation == Emulation::f16),
+      storage_(emulation == Emulation::f16    ? Storage::f16
+               : emulation == Emulation::bf16 ? Storage::bf16
+                                              : Storage::f32),
       llama_cpp_(emulation == Emulation::llama_cpp),
-      weights_(m, f16_, weight_budget) {
+      weights_(m, storage_, weight_budget) {
   TAPDIFF_ASSERT((emulation == Emulation::none || std::is_same_v<S, float>), "the emulations compute in f32");
-  output_norm_ = WeightMatrix<S>(m.weight(WeightKind::output_norm), f16_);
+  output_norm_ = WeightMatrix<S>(m.weight(WeightKind::output_norm), storage_);
   layers_.resize(static_cast<std::size_t>(config_.n_layers));
   for (const auto& [key, t] : m.tensors())
     if (model::is_vector(key.first) && model::is_per_layer(key.first))
-      layers_[static_cast<std::size_t>(key.second)][key.first] = WeightMatrix<S>(t, f16_);
+      layers_[static_cast<std::size_t>(key.second)][key.first] = WeightMatrix<S>(t, storage_);
   k_cache_.resize(layers_.size());
   v_cache_.resize(layers_.size());
   slot_layer_.fill(-2);
 }
 
 template <typename S>
+std::string CpuEngine<S>::compute_dtype() const {
+  switch (storage_) {
+    case Storage::f16: return "f16";
+    case Storage::bf16: return "bf16";
+    case Storage::f32: break;
+  }
+  return scalar() == model::Scalar::f32 ? "f32" : "f64";
+}
+
+template <typename S>
 std::string CpuEngine<S>::kernel(Op op) const {
-  const std::string rounding = f16_ ? "+round-f16" : "";
+  const std::string rounding = storage_ == Storage::f32 ? "" : "+round-" + compute_dtype();
   switch (model::op_class(op)) {
     case model::OpClass::gemm: return "eigen-gemm" + (llama_cpp_ ? "+llama.cpp-dot-type" : rounding);
     case model::OpClass::attention: return "eigen-attention-per-head" + (llama_cpp_ ? "+llama.cpp-f16-kv" : rounding);
@@ -165,11 +179,11 @@ Mat<S>& CpuEngine<S>::output(const model::Step& step) {
 template <typename S>
 void CpuEngine<S>::execute(const model::Step& step, const model::Deliver& deliver) {
   // Computed into the op's scratch buffer, then swapped in: buffers are reused across layers.
-  // The f16 emulation rounds here, once per op, so the kernels stay f32 and the KV cache receives
-  // the rounded rope_k and v_proj.
+  // The f16 and bf16 emulations round here, once per op, so the kernels stay f32 and the KV cache
+  // receives the rounded rope_k and v_proj.
   Mat<S>& scratch = scratch_[static_cast<std::size_t>(step.op)];
   run(step, scratch);
-  round_if_f16(scratch);
+  round_stored(scratch);
   Mat<S>& dst = output(step);
   dst.swap(scratch);
   if (deliver) deliver(to_host(dst));
@@ -241,7 +255,7 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
       const ExpertMatrices<S> experts{weights_.get(WeightKind::expert_gate, l).matrix(),
                                       weights_.get(WeightKind::expert_up, l).matrix(),
                                       weights_.get(WeightKind::expert_down, l).matrix(), config_.experts.ffn_dim};
-      mixture<S>(in(0), in(1), in(2), experts, block.activation, f16_, out);
+      mixture<S>(in(0), in(1), in(2), experts, block.activation, storage_, out);
       return;
     }
     case Op::final_norm: rms(output_norm_.vector()); return;
@@ -331,7 +345,7 @@ void CpuEngine<S>::write(const TensorId& id, const HostTensor& value) {
   const model::Step step{id.op, id.layer, {}};
   Mat<S>& dst = output(step);
   dst = from_host(value);
-  round_if_f16(dst);
+  round_stored(dst);
 }
 
 template <typename S>
@@ -344,18 +358,9 @@ template <typename S>
 void CpuEngine<S>::write_kv(int layer, bool value, const HostTensor& rows) {
   Mat<S>& cache = (value ? v_cache_ : k_cache_).at(static_cast<std::size_t>(layer));
   cache = from_host(rows);
-  round_if_f16(cache);
+  round_stored(cache);
   round_if_llama_cpp_cache(cache, 0, cache.rows());
   n_past_ = static_cast<int>(rows.rows());
-}
-
-// An f16 engine's buffers hold f16 values only: whatever enters one (an op's output, a
-// teacher-forced value) is rounded.
-template <typename S>
-void CpuEngine<S>::round_if_f16(Mat<S>& m) const {
-  if constexpr (std::is_same_v<S, float>) {
-    if (f16_) round_to_f16(std::span<float>(m.data(), static_cast<std::size_t>(m.size())));
-  }
 }
 
 template <typename S>
@@ -385,8 +390,9 @@ Mat<S> CpuEngine<S>::from_host(const HostTensor& t) {
 
 std::unique_ptr<model::Engine> make_cpu_engine(const model::Model& m, const CpuEngineOptions& options) {
   model::require_runnable(m);
-  if (options.emulation == Emulation::f16 && options.scalar != model::Scalar::f32)
-    throw UsageError("the reference's f16 emulation computes in f32 (rounding to f16 after every op), not f64");
+  if ((options.emulation == Emulation::f16 || options.emulation == Emulation::bf16) &&
+      options.scalar != model::Scalar::f32)
+    throw UsageError("the reference's f16 and bf16 emulations compute in f32 (rounding after every op), not f64");
   if (options.emulation == Emulation::llama_cpp) {
     if (options.scalar != model::Scalar::f32)
       throw UsageError("the reference's llama.cpp emulation computes in f32, as llama.cpp does, not f64");

@@ -1,6 +1,6 @@
 #pragma once
 // The Eigen CPU reference engine: the numerical truth, in f32 or f64 ("golden") arithmetic, and
-// the emulation of an f16 engine (the noise floor an f16 engine is held to).
+// the emulations of f16, bf16 and llama.cpp engines (the noise floor such an engine is held to).
 #include <cstdint>
 #include <memory>
 
@@ -17,6 +17,9 @@ enum class Emulation {
   // teacher-forced value rounded to f16: what an f16 engine with f32 accumulation can at best
   // compute. compute_dtype() is then "f16"; tensors read back are f32 holding f16 values.
   f16,
+  // The same with bf16 in place of f16: how PyTorch, MLX and Metal run a bf16 model (f32
+  // accumulation, every stored value bf16). compute_dtype() is "bf16".
+  bf16,
   // f32 arithmetic with the roundings of llama.cpp's CPU backend without flash attention
   // (reference/llama_cpp_rounding.h): each product's activations converted to the weight's
   // dot-product type, K and V cached as f16, the attention's Q and probabilities as f16.

@@ -8,7 +8,7 @@
 #include <type_traits>
 
 #include "model/errors.h"
-#include "reference/round_f16.h"
+#include "reference/rounding.h"
 
 namespace tapdiff::reference {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "model/errors.h"
 #include "model/quant_blocks.h"
-#include "reference/round_f16.h"
+#include "reference/rounding.h"
 
 namespace tapdiff::reference {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "model/errors.h"
 #include "reference/kernels.h"
-#include "reference/round_f16.h"
+#include "reference/rounding.h"
 
 namespace tapdiff::reference {
 namespace {
@@ -23,13 +23,6 @@ Eigen::Index expert_at(const Mat<S>& ids, Eigen::Index t, Eigen::Index j, Eigen:
     throw UsageError(fmt::format("moe_ids row {} column {}: expected an expert id in [0, {}), found {}", t, j, experts,
                                  static_cast<double>(v)));
   return static_cast<Eigen::Index>(v);
-}
-
-template <typename S>
-void round_if(bool round_f16, Mat<S>& m) {
-  if constexpr (std::is_same_v<S, float>) {
-    if (round_f16) round_to_f16(std::span<float>(m.data(), static_cast<std::size_t>(m.size())));
-  }
 }
 
 }  // namespace
@@ -63,7 +56,7 @@ void expert_weights(const Mat<S>& logits, const Mat<S>& ids, bool normalize, Mat
 
 template <typename S>
 void mixture(const Mat<S>& x, const Mat<S>& ids, const Mat<S>& weights, const ExpertMatrices<S>& experts,
-             model::Activation act, bool round_f16, Mat<S>& out) {
+             model::Activation act, Storage storage, Mat<S>& out) {
   const Eigen::Index dim = x.cols(), ffn = experts.ffn_dim, count = experts.gate.rows() / ffn;
   // The (row, slot) pairs of each expert, rows ascending.
   std::vector<std::vector<std::pair<Eigen::Index, Eigen::Index>>> users(static_cast<std::size_t>(count));
@@ -82,12 +75,12 @@ void mixture(const Mat<S>& x, const Mat<S>& ids, const Mat<S>& weights, const Ex
     const ConstMatMap<S> d(experts.down.data() + e * dim * ffn, dim, ffn);
     matmul<S>(rows, g, nullptr, gate);
     matmul<S>(rows, u, nullptr, up);
-    round_if(round_f16, gate);
-    round_if(round_f16, up);
+    round_matrix(storage, gate);
+    round_matrix(storage, up);
     gated_activation<S>(gate, up, act, hidden);
-    round_if(round_f16, hidden);
+    round_matrix(storage, hidden);
     matmul<S>(hidden, d, nullptr, y);
-    round_if(round_f16, y);
+    round_matrix(storage, y);
     for (std::size_t i = 0; i < used.size(); ++i) {
       const auto [t, j] = used[i];
       out.row(t) += weights(t, j) * y.row(static_cast<Eigen::Index>(i));
@@ -99,7 +92,7 @@ void mixture(const Mat<S>& x, const Mat<S>& ids, const Mat<S>& weights, const Ex
   template void top_experts<S>(const Mat<S>&, int, Mat<S>&);                                                         \
   template void expert_weights<S>(const Mat<S>&, const Mat<S>&, bool, Mat<S>&);                                      \
   template void mixture<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, const ExpertMatrices<S>&, model::Activation, \
-                           bool, Mat<S>&);
+                           Storage, Mat<S>&);
 TAPDIFF_INSTANTIATE(float)
 TAPDIFF_INSTANTIATE(double)
 #undef TAPDIFF_INSTANTIATE

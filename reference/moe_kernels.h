@@ -3,6 +3,7 @@
 // reference/kernels.h has the dense ones. Expert ids travel as exact small integers of S.
 #include "model/block.h"
 #include "reference/eigen_types.h"
+#include "reference/rounding.h"
 
 namespace tapdiff::reference {
 
@@ -26,10 +27,10 @@ struct ExpertMatrices {
 
 // out[t] = sum over j of weights[t, j] * down_e(act(gate_e x[t]) * up_e x[t]) with e = ids[t, j],
 // added in the order of j (ascending expert id, as transformers adds them). Each expert's rows run
-// as one product. With round_f16 every intermediate (gate, up, activation, down, weighted sum) is
-// rounded to an f16 value, as an f16 engine stores them. UsageError for an id that is no expert.
+// as one product. With a storage other than f32 every intermediate (gate, up, activation, down,
+// weighted sum) is rounded to it, as an f16 or bf16 engine stores them. UsageError for an id that is no expert.
 template <typename S>
 void mixture(const Mat<S>& x, const Mat<S>& ids, const Mat<S>& weights, const ExpertMatrices<S>& experts,
-             model::Activation act, bool round_f16, Mat<S>& out);
+             model::Activation act, Storage storage, Mat<S>& out);
 
 }  // namespace tapdiff::reference

@@ -1,6 +1,6 @@
 #include "reference/weight_matrix.h"
 
-#include "reference/round_f16.h"
+#include "reference/rounding.h"
 
 #include <cstdint>
 #include <type_traits>
@@ -12,22 +12,22 @@ namespace {
 
 // f32 weights in an f32 engine without rounding are used where they lie in the mapped file.
 template <typename S>
-bool viewable(const model::WeightTensor& tensor, bool round_f16) {
-  return std::is_same_v<S, float> && tensor.dtype == model::DType::f32 && !round_f16 && tensor.parts.empty() &&
+bool viewable(const model::WeightTensor& tensor, Storage storage) {
+  return std::is_same_v<S, float> && tensor.dtype == model::DType::f32 && storage == Storage::f32 && tensor.parts.empty() &&
          reinterpret_cast<std::uintptr_t>(tensor.bytes.data()) % alignof(float) == 0;
 }
 
 }  // namespace
 
 template <typename S>
-std::uint64_t WeightMatrix<S>::copy_bytes(const model::WeightTensor& tensor, bool round_f16) {
-  return viewable<S>(tensor, round_f16) ? 0 : static_cast<std::uint64_t>(tensor.rows * tensor.cols) * sizeof(S);
+std::uint64_t WeightMatrix<S>::copy_bytes(const model::WeightTensor& tensor, Storage storage) {
+  return viewable<S>(tensor, storage) ? 0 : static_cast<std::uint64_t>(tensor.rows * tensor.cols) * sizeof(S);
 }
 
 template <typename S>
-WeightMatrix<S>::WeightMatrix(const model::WeightTensor& tensor, bool round_f16)
+WeightMatrix<S>::WeightMatrix(const model::WeightTensor& tensor, Storage storage)
     : rows_(static_cast<Eigen::Index>(tensor.rows)), cols_(static_cast<Eigen::Index>(tensor.cols)) {
-  if (viewable<S>(tensor, round_f16)) {
+  if (viewable<S>(tensor, storage)) {
     data_ = reinterpret_cast<const S*>(tensor.bytes.data());
     return;
   }
@@ -36,7 +36,7 @@ WeightMatrix<S>::WeightMatrix(const model::WeightTensor& tensor, bool round_f16)
 #pragma omp parallel for firstprivate(row) schedule(static) if (rows_ * cols_ > (1 << 18))
   for (Eigen::Index r = 0; r < rows_; ++r) {
     model::dequantize_row(tensor.dtype, tensor.row(r), row.data(), cols_);
-    if (round_f16) round_to_f16(row);
+    round_to(storage, row);
     for (Eigen::Index c = 0; c < cols_; ++c) owned_(r, c) = static_cast<S>(row[static_cast<std::size_t>(c)]);
   }
   data_ = owned_.data();

@@ -1,12 +1,13 @@
 #pragma once
 // A weight tensor seen as an Eigen matrix of the engine's scalar type: a zero-copy view into the
 // memory-mapped file when the stored type already is that scalar (f32 weights, f32 engine),
-// otherwise a dequantized copy made once at load. With round_f16 the copy holds the dequantized
-// values rounded to f16 (the f16 emulation's weights), whatever the stored type.
+// otherwise a dequantized copy made once at load. With a storage other than f32 the copy holds the
+// dequantized values rounded to it (an f16 or bf16 emulation's weights), whatever the stored type.
 #include <cstdint>
 
 #include "model/weights.h"
 #include "reference/eigen_types.h"
+#include "reference/rounding.h"
 
 namespace tapdiff::reference {
 
@@ -14,9 +15,9 @@ template <typename S>
 class WeightMatrix {
  public:
   WeightMatrix() = default;
-  explicit WeightMatrix(const model::WeightTensor& tensor, bool round_f16 = false);
+  explicit WeightMatrix(const model::WeightTensor& tensor, Storage storage = Storage::f32);
   // The bytes the matrix of this tensor owns: 0 for a view.
-  static std::uint64_t copy_bytes(const model::WeightTensor& tensor, bool round_f16 = false);
+  static std::uint64_t copy_bytes(const model::WeightTensor& tensor, Storage storage = Storage::f32);
 
   ConstMatMap<S> matrix() const { return ConstMatMap<S>(data_, rows_, cols_); }  // [rows, cols]
   // A 1-D tensor (rows == 1) as a row vector.

@@ -20,7 +20,7 @@ std::uint64_t default_weight_budget();
 template <typename S>
 class WeightStore {
  public:
-  WeightStore(const model::Model& model, bool round_f16, std::uint64_t budget_bytes);
+  WeightStore(const model::Model& model, Storage storage, std::uint64_t budget_bytes);
 
   // A per-layer matrix (layer >= 0) or a global one (token_embd, output; layer -1). Streamed, the
   // reference stays valid until a different layer is asked for.
@@ -30,7 +30,7 @@ class WeightStore {
 
  private:
   const model::Model* model_;
-  bool round_f16_;
+  Storage storage_;
   std::uint64_t copy_bytes_ = 0;
   bool streaming_ = false;
   std::map<std::pair<model::WeightKind, int>, WeightMatrix<S>> held_;

@@ -195,7 +195,7 @@ TEST(Bisect, LayersFirstJudgesWhatEachBlockAddsNotOnlyTheStream) {
   options.chunk = 16;
   options.layers_first = true;
   options.calibration = std::nullopt;
-  options.dtype = "f16";
+  options.precision = model::Precision::f16;
   gpu::VulkanEngineOptions faulty;
   faulty.f16 = true;
   faulty.inject = "rope-chunk-reset@1";

@@ -42,7 +42,7 @@ TEST(Cli, BadOptionsExitWithCode2) {
   EXPECT_EQ(run_tapdiff("run --tokens 1,x").exit_code, 2);
   EXPECT_EQ(run_tapdiff("run --model synth:tiny --tokens 1 --taps 'q_proj['  --dump /tmp/x.h5").exit_code, 2);
   EXPECT_EQ(run_tapdiff("run --model synth:nope --tokens 1").exit_code, 2);
-  EXPECT_EQ(run_tapdiff("run --dtype bf16 --tokens 1").exit_code, 2);
+  EXPECT_EQ(run_tapdiff("run --dtype fp8 --tokens 1").exit_code, 2);
   EXPECT_EQ(run_tapdiff("inspect /nonexistent.h5").exit_code, 2);
 }
 

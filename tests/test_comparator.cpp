@@ -375,12 +375,12 @@ TEST(Diagnosis, AValueNearTheDtypeLimit) {
   r.alignment.rows = rows_of(4);
   r.ops.push_back(compare_op({Op::attn, 0}, a, b, r.alignment.rows, {}, {{1e-8, {}, {}, {}}, "t"}));
   r.first = 0;
-  r.dtype = "f16";
+  r.precision.value = model::Precision::f16;
   auto has_code = [](const std::vector<Diagnosis>& d, const std::string& code) {
     return std::any_of(d.begin(), d.end(), [&](const Diagnosis& x) { return x.code == code; });
   };
   EXPECT_TRUE(has_code(diagnose(r), "near-dtype-limit"));
-  r.dtype = "f32";  // 60000 is nowhere near the f32 limit
+  r.precision.value = model::Precision::f32;  // 60000 is nowhere near the f32 limit
   EXPECT_FALSE(has_code(diagnose(r), "near-dtype-limit"));
 }
 
@@ -409,7 +409,7 @@ TEST(CompareDumps, F32AgainstF64MatchesUnderDefaultsAndDivergesUnderAStrictFile)
   dump_reference(dir / "f32.h5", "small", ids(80), Scalar::f32, 32);
   const CompareResult r = compare_files(dir / "f64.h5", dir / "f32.h5");
   EXPECT_TRUE(r.match());
-  EXPECT_EQ(r.dtype, "f32");
+  EXPECT_EQ(r.precision.value, model::Precision::f32);
   double worst = 0;
   for (const OpResult& op : r.ops) worst = std::max(worst, op.metrics.nmse);
   EXPECT_GT(worst, 0.0);    // f32 is not f64...

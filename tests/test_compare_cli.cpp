@@ -342,18 +342,89 @@ TEST(CompareCli, AFloorRunInBsPrecisionCalibratesEveryOp) {
   const auto wrong = b("--floor " + quoted(floor));
   EXPECT_EQ(wrong.exit_code, 1) << wrong.output;
   EXPECT_EQ(wrong.output.rfind("diverged at layer 1 ffn_down (gemm): ", 0), 0u) << wrong.output;
-  // --b-precision is the precision of the check on B's own inputs: it needs --model.
-  const auto alone = b("--b-precision llama.cpp");
-  EXPECT_EQ(alone.exit_code, 2) << alone.output;
-  EXPECT_NE(alone.output.find("--b-precision: give --model too"), std::string::npos) << alone.output;
-  const auto bf16 = b("--model " + quoted(synth_model_path("tiny")) + " --b-precision bf16");
-  EXPECT_EQ(bf16.exit_code, 2) << bf16.output;
-  EXPECT_NE(bf16.output.find("--b-precision bf16: expected f32, f16, f64 or llama.cpp"), std::string::npos)
-      << bf16.output;
+  // --b-precision alone says what B computes in: the built-in bound of that precision (B's
+  // corruption above, nmse 1.5e-3, is past bf16's 1e-3 too).
+  const auto alone = b("--b-precision bf16 --json " + quoted(d.dir / "alone.json"));
+  EXPECT_EQ(alone.exit_code, 1) << alone.output;
+  const auto given = nlohmann::json::parse(slurp(d.dir / "alone.json"))["tolerances"];
+  EXPECT_EQ(given["dtype"], "bf16");
+  EXPECT_EQ(given["dtype_from"], "given");
+  EXPECT_EQ(given["builtin_dtype"], "bf16");
+  const auto fp8 = b("--b-precision fp8");
+  EXPECT_EQ(fp8.exit_code, 2) << fp8.output;
+  EXPECT_NE(fp8.output.find("--b-precision fp8: expected one of f64, f32, f16, bf16, llama.cpp"), std::string::npos)
+      << fp8.output;
   // --floor calibrates: --no-calibrate with it is a contradiction.
   const auto both = b("--floor " + quoted(floor) + " --no-calibrate");
   EXPECT_EQ(both.exit_code, 2) << both.output;
   EXPECT_NE(both.output.find("--floor calibrates the tolerances"), std::string::npos) << both.output;
+}
+
+// --model with B's precision: the reference in that precision runs A's own passes beside the f64
+// truth, and that noise floor calibrates the scan. A clean bf16 run matches; an error some 3x past
+// k x its floor, which bf16's built-in bound (nmse 1e-3) lets pass, is named with its culprit.
+TEST(CompareCli, BsPrecisionCalibratesTheScanFromANoiseFloorRunInProcess) {
+  const Dumps d("precision-floor");
+  const auto exact = d.dir / "exact.h5";
+  const std::string model = quoted(synth_model_path("tiny"));
+  const std::string run =
+      "run --model " + model + " --tokens " + Dumps::prompt_tokens() + " --chunk 16 --generate 3 --dump ";
+  ASSERT_EQ(run_tapdiff(run + quoted(exact) + " --dtype f64").exit_code, 0);
+  std::filesystem::remove(d.b);
+  ASSERT_EQ(run_tapdiff(run + quoted(d.b) + " --dtype bf16").exit_code, 0);
+  const auto compare = [&](const std::string& options) {
+    return run_tapdiff("compare " + quoted(exact) + " " + quoted(d.b) + " " + options);
+  };
+  const auto clean = compare("--model " + model + " --json " + quoted(d.dir / "clean.json"));
+  EXPECT_EQ(clean.exit_code, 0) << clean.output;
+  EXPECT_NE(clean.output.find("tolerances calibrated against ref bf16 on A's passes (k = 10) (B computes in bf16)"),
+            std::string::npos)
+      << clean.output;
+  auto json = nlohmann::json::parse(slurp(d.dir / "clean.json"));
+  EXPECT_EQ(json["tolerances"]["dtype_from"], "stated");
+  double worst_share = 0;  // of its bound, over every op: the clean run's margin
+  for (const auto& op : json["ops"]) {
+    if (op["op"] == "moe_ids") continue;
+    worst_share = std::max(worst_share, op["metrics"]["nmse"].get<double>() / op["tolerance"]["nmse"].get<double>());
+  }
+  EXPECT_LT(worst_share, 0.5) << "a clean bf16 run must pass with margin";
+  // Every element of row 20 of 0/q_proj scaled by 1.15: nmse about 4.5e-4 over the op, where its
+  // floor is about 1.3e-5.
+  {
+    const dumps::h5::File file = dumps::h5::File::open(d.b.string(), dumps::h5::File::Mode::write);
+    const dumps::h5::DataSet data = file.open_dataset("taps/0/q_proj");
+    std::vector<float> values(data.extent()[1]);
+    const hid_t f32 = dumps::h5::memory_type(dumps::h5::Type::f32);
+    data.read_rows(20, 1, f32, values.data());
+    for (float& v : values) v *= 1.15f;
+    data.write_rows(20, 1, f32, values.data());
+  }
+  const auto table = compare("--model " + model + " --no-calibrate");
+  EXPECT_EQ(table.exit_code, 0) << "the built-in bf16 bound is blind to it:\n" << table.output;
+  const auto named = compare("--model " + model + " --json " + quoted(d.dir / "named.json"));
+  EXPECT_EQ(named.exit_code, 1) << named.output;
+  EXPECT_EQ(named.output.rfind("diverged at layer 0 q_proj (gemm): ", 0), 0u) << named.output;
+  json = nlohmann::json::parse(slurp(d.dir / "named.json"));
+  EXPECT_EQ(json["culprit"]["layer"], 0) << json["culprit"].dump();
+  EXPECT_EQ(json["culprit"]["op"], "q_proj") << json["culprit"].dump();
+}
+
+// Positions only A holds (B's run stopped early) are never passed over: the comparison is
+// incomplete and says how many, unless --common-rows narrows it to the positions both hold.
+TEST(CompareCli, PositionsOnlyInAFailUnlessCommonRowsNarrowsTheComparison) {
+  const Dumps d("only-in-a");
+  std::filesystem::remove(d.b);
+  const auto r = run_tapdiff("run --model " + quoted(synth_model_path("tiny")) + " --tokens " +
+                             Dumps::prompt_tokens() + " --chunk 16 --generate 1 --dump " + quoted(d.b));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto missing = d.compare("--json " + quoted(d.dir / "r.json"));
+  EXPECT_EQ(missing.exit_code, 1) << missing.output;
+  EXPECT_NE(missing.output.find("problem  rows-only-in-a: A holds 2 positions that B does not"), std::string::npos)
+      << missing.output;
+  EXPECT_EQ(nlohmann::json::parse(slurp(d.dir / "r.json"))["verdict"], "incomplete");
+  const auto narrowed = d.compare("--common-rows");
+  EXPECT_EQ(narrowed.exit_code, 0) << narrowed.output;
+  EXPECT_NE(narrowed.output.find("2 only in A (left out by --common-rows)"), std::string::npos) << narrowed.output;
 }
 
 // --model: each op of B's dump run by the f64 reference on B's own inputs names the culprit.
@@ -531,7 +602,7 @@ TEST(CompareCli, AComputeDtypeWithoutTolerancesIsRefused) {
   dumps::h5::File::open(d.b.string(), dumps::h5::File::Mode::write).set_string("compute_dtype", "fp8");
   const auto r = d.compare();
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("has compute_dtype 'fp8': tapdiff has tolerances for f64, f32, f16 and bf16 only"),
+  EXPECT_NE(r.output.find("has compute_dtype 'fp8': tapdiff has tolerances for f64, f32, f16, bf16, llama.cpp only"),
             std::string::npos)
       << r.output;
 }

@@ -214,7 +214,7 @@ TEST(MoeReference, TheMixtureIsTheWeightedSumOfTheChosenExpertsFfn) {
   const reference::ExpertMatrices<double> experts{reference::ConstMatMap<double>(gate.data(), count * f, dim),
                                                   reference::ConstMatMap<double>(up.data(), count * f, dim),
                                                   reference::ConstMatMap<double>(down.data(), count * dim, f), f};
-  reference::mixture<double>(x, ids, weights, experts, model::Activation::silu, false, out);
+  reference::mixture<double>(x, ids, weights, experts, model::Activation::silu, reference::Storage::f32, out);
   for (int t = 0; t < 2; ++t) {
     Eigen::RowVectorXd want = Eigen::RowVectorXd::Zero(dim);
     for (int j = 0; j < 2; ++j) {
@@ -248,7 +248,7 @@ TEST(RoutingArbiter, SettlesANearTieWithTheTruthsChoiceAndLeavesAFarFlip) {
   const auto truth_logits = tensor(2, 4, {3.0, 1.0001, 1.0, -2.0, 3.0, 1.0, -1.0, -2.0});
   const auto floor_logits = tensor(2, 4, {3.0, 1.0001 - 3e-3, 1.0 + 3e-3, -2.0, 3.0, 1.0, -1.0, -2.0});
   const auto b_logits = tensor(2, 4, {3.0, 1.0, 1.0002, -2.0, 3.0, -1.5, -1.0, -2.0});
-  bisect::RoutingArbiter arbiter(c, "f16", true);
+  bisect::RoutingArbiter arbiter(c, model::Precision::f16, true);
   arbiter.hold_router(0, truth_logits, &floor_logits, b_logits);
   const auto truth_ids = tensor(2, 2, {0, 1, 0, 1});
   const auto b_ids = tensor(2, 2, {0, 2, 0, 2});
@@ -272,7 +272,7 @@ TEST(RoutingArbiter, SettlesANearTieWithTheTruthsChoiceAndLeavesAFarFlip) {
   EXPECT_TRUE(near.settled);
   EXPECT_FALSE(far.settled);
 
-  bisect::RoutingArbiter recorder(c, "f16", false);  // two dumps: flips recorded, nothing settled
+  bisect::RoutingArbiter recorder(c, model::Precision::f16, false);  // two dumps: flips recorded, nothing settled
   recorder.hold_router(0, truth_logits, nullptr, b_logits);
   const bisect::RoutingArbiter::Settled kept = recorder.settle(0, truth_ids, nullptr, b_ids, places);
   EXPECT_FALSE(kept.b_changed);

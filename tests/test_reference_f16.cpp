@@ -17,7 +17,7 @@
 #include "model/dtype.h"
 #include "model/errors.h"
 #include "reference/cpu_engine.h"
-#include "reference/round_f16.h"
+#include "reference/rounding.h"
 #include "reference/weight_matrix.h"
 #include "tests/reference_fixtures.h"
 #include "tests/test_support.h"
@@ -101,7 +101,7 @@ TEST(ReferenceF16, WeightsAreRoundedToF16AtLoad) {
     const auto m = model::load_model(synth_model_path("tiny", dtype));
     const model::WeightTensor& wq = m->weight(model::WeightKind::wq, 1);
     const reference::WeightMatrix<float> exact(wq);
-    const reference::WeightMatrix<float> rounded(wq, true);
+    const reference::WeightMatrix<float> rounded(wq, reference::Storage::f16);
     EXPECT_FALSE(rounded.is_view());
     reference::Mat<float> expected = exact.matrix();
     reference::round_to_f16(std::span<float>(expected.data(), static_cast<std::size_t>(expected.size())));
@@ -253,12 +253,11 @@ TEST(ReferenceF16, TapdiffRunDtypeF16WritesAnF16Dump) {
   const TensorId ffn_down{Op::ffn_down, 1};
   EXPECT_EQ(nmse(in_process->tap.get(ffn_down), reader.read(ffn_down, 0, 100)), 0.0);
 
-  const auto bad = run_tapdiff("run --model '" + model_path.string() + "' --dtype bf16 --tokens 1,5");
+  const auto bad = run_tapdiff("run --model '" + model_path.string() + "' --dtype fp8 --tokens 1,5");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
-  EXPECT_NE(
-      bad.output.find(
-          "--dtype bf16: the ref engine computes in f32, f64, f16 (f32 rounded to f16 after every op) or llama.cpp"),
-      std::string::npos)
+  EXPECT_NE(bad.output.find("--dtype fp8: the ref engine computes in f32, f64, f16 or bf16 (f32 rounded to it after "
+                            "every op) or llama.cpp"),
+            std::string::npos)
       << bad.output;
 }
 

@@ -14,6 +14,7 @@ namespace tapdiff::bisect {
 namespace {
 
 using model::Op;
+using P = model::Precision;
 using model::TensorId;
 
 // The repository root: this file is tests/test_tolerances.cpp.
@@ -63,59 +64,60 @@ min_cosine = 0.99
 
 TEST(Tolerances, BuiltinDefaultsDependOnTheComputeDtype) {
   const Tolerances t;
-  EXPECT_EQ(t.lookup({Op::q_proj, 0}, "f32").bound.nmse, 1e-8);
-  EXPECT_EQ(t.lookup({Op::q_proj, 0}, "f64").bound.nmse, 1e-8);
-  EXPECT_EQ(t.lookup({Op::q_proj, 0}, "f16").bound.nmse, 1e-4);
-  EXPECT_EQ(t.lookup({Op::q_proj, 0}, "bf16").bound.nmse, 1e-3);
-  EXPECT_EQ(t.lookup({Op::q_proj, 0}, "").bound.nmse, 1e-8);  // unknown: as f32
-  EXPECT_FALSE(t.lookup({Op::q_proj, 0}, "f32").bound.max_abs.has_value());
-  EXPECT_EQ(t.lookup({Op::logits, 4}, "f16").source, "built-in f16 default");
+  EXPECT_EQ(t.lookup({Op::q_proj, 0}, P::f32).bound.nmse, 1e-8);
+  EXPECT_EQ(t.lookup({Op::q_proj, 0}, P::f64).bound.nmse, 1e-8);
+  EXPECT_EQ(t.lookup({Op::q_proj, 0}, P::f16).bound.nmse, 1e-4);
+  EXPECT_EQ(t.lookup({Op::q_proj, 0}, P::bf16).bound.nmse, 1e-3);
+  EXPECT_EQ(t.lookup({Op::q_proj, 0}, P::llama_cpp).bound.nmse, 1e-3);
+  EXPECT_FALSE(t.lookup({Op::q_proj, 0}, P::f32).bound.max_abs.has_value());
+  EXPECT_EQ(t.lookup({Op::logits, 4}, P::f16).source, "built-in f16 default");
 }
 
 TEST(Tolerances, BuiltinDefaultsFollowTheCoarsestDtypeOfTheComparison) {
-  EXPECT_EQ(Tolerances::coarsest_dtype({"f64", "f32", "f64", "f64"}), "f32");
-  EXPECT_EQ(Tolerances::coarsest_dtype({"f32", "f32", "f32", "f16"}), "f16");  // a dump stored as f16
-  EXPECT_EQ(Tolerances::coarsest_dtype({"bf16", "f16"}), "bf16");
-  EXPECT_EQ(Tolerances::coarsest_dtype({"f64", ""}), "f64");
-  EXPECT_EQ(Tolerances::coarsest_dtype({"", "q8"}), "f32");
+  using model::coarsest;
+  EXPECT_EQ(coarsest({P::f64, P::f32, P::f64, P::f64}), P::f32);
+  EXPECT_EQ(coarsest({P::f32, P::f32, P::f32, P::f16}), P::f16);  // a dump stored as f16
+  EXPECT_EQ(coarsest({P::bf16, P::f16}), P::bf16);
+  EXPECT_EQ(coarsest({P::f64}), P::f64);
+  EXPECT_EQ(coarsest({}), P::f32);
   // Rules match B's compute dtype; only the built-in fallback uses the coarsest one.
   const Tolerances t = Tolerances::from_toml("[[rule]]\ndtype = \"f32\"\nop = \"attn\"\nnmse = 0.5\n", "r.toml");
-  EXPECT_EQ(t.lookup({Op::attn, 0}, "f32", "f16").bound.nmse, 0.5);
-  EXPECT_EQ(t.lookup({Op::q_proj, 0}, "f32", "f16").bound.nmse, 1e-4);
-  EXPECT_EQ(t.lookup({Op::q_proj, 0}, "f32", "f16").source, "built-in f16 default");
+  EXPECT_EQ(t.lookup({Op::attn, 0}, P::f32, P::f16).bound.nmse, 0.5);
+  EXPECT_EQ(t.lookup({Op::q_proj, 0}, P::f32, P::f16).bound.nmse, 1e-4);
+  EXPECT_EQ(t.lookup({Op::q_proj, 0}, P::f32, P::f16).source, "built-in f16 default");
 }
 
 TEST(Tolerances, MostSpecificEntryWinsInTheDocumentedOrder) {
   const Tolerances t = Tolerances::from_toml(kLevels, "levels.toml");
   // default < class < op table < rule class+layers < rule op < rule op+layers
-  EXPECT_EQ(t.lookup({Op::ffn_up, 0}, "f32").bound.nmse, 1e-9);
-  EXPECT_EQ(t.lookup({Op::rope_k, 0}, "f32").bound.nmse, 1e-7);
-  EXPECT_EQ(t.lookup({Op::rope_k, 2}, "f32").bound.nmse, 1e-5);  // rule 1 beats [class.rope]
-  EXPECT_EQ(t.lookup({Op::rope_q, 0}, "f32").bound.nmse, 1e-4);  // rule 2 beats [op.rope_q]
-  EXPECT_EQ(t.lookup({Op::rope_q, 2}, "f32").bound.nmse, 1e-4);  // rule 2 (op) beats rule 1 (class+layers)
-  EXPECT_EQ(t.lookup({Op::rope_q, 3}, "f32").bound.nmse, 1e-3);  // rule 3 (op+layers) beats rule 2
-  EXPECT_EQ(t.lookup({Op::rope_q, 3}, "f32").source, "levels.toml:21 [[rule]] #3");
-  EXPECT_EQ(t.lookup({Op::rope_k, 0}, "f32").source, "levels.toml:5 [class.rope]");
+  EXPECT_EQ(t.lookup({Op::ffn_up, 0}, P::f32).bound.nmse, 1e-9);
+  EXPECT_EQ(t.lookup({Op::rope_k, 0}, P::f32).bound.nmse, 1e-7);
+  EXPECT_EQ(t.lookup({Op::rope_k, 2}, P::f32).bound.nmse, 1e-5);  // rule 1 beats [class.rope]
+  EXPECT_EQ(t.lookup({Op::rope_q, 0}, P::f32).bound.nmse, 1e-4);  // rule 2 beats [op.rope_q]
+  EXPECT_EQ(t.lookup({Op::rope_q, 2}, P::f32).bound.nmse, 1e-4);  // rule 2 (op) beats rule 1 (class+layers)
+  EXPECT_EQ(t.lookup({Op::rope_q, 3}, P::f32).bound.nmse, 1e-3);  // rule 3 (op+layers) beats rule 2
+  EXPECT_EQ(t.lookup({Op::rope_q, 3}, P::f32).source, "levels.toml:21 [[rule]] #3");
+  EXPECT_EQ(t.lookup({Op::rope_k, 0}, P::f32).source, "levels.toml:5 [class.rope]");
 }
 
 TEST(Tolerances, TheEntryFoundIsUsedWhole) {
   const Tolerances t = Tolerances::from_toml(kLevels, "levels.toml");
   // [op.rope_q] sets max_rel, but rule 2 wins for rope_q and leaves max_rel unchecked.
-  const Bound b = t.lookup({Op::rope_q, 0}, "f32").bound;
+  const Bound b = t.lookup({Op::rope_q, 0}, P::f32).bound;
   EXPECT_EQ(b.nmse, 1e-4);
   EXPECT_FALSE(b.max_rel.has_value());
   // Without rules, [op.rope_q] applies with both of its bounds.
   const Tolerances only_op = Tolerances::from_toml("[op.rope_q]\nnmse = 1e-6\nmax_rel = 0.01\n", "x.toml");
-  EXPECT_EQ(only_op.lookup({Op::rope_q, 1}, "f32").bound, (Bound{1e-6, std::nullopt, 0.01, std::nullopt}));
+  EXPECT_EQ(only_op.lookup({Op::rope_q, 1}, P::f32).bound, (Bound{1e-6, std::nullopt, 0.01, std::nullopt}));
   // A file without [default] falls back to the built-in default of the dtype.
-  EXPECT_EQ(only_op.lookup({Op::attn, 1}, "f16").bound.nmse, 1e-4);
+  EXPECT_EQ(only_op.lookup({Op::attn, 1}, P::f16).bound.nmse, 1e-4);
 }
 
 TEST(Tolerances, DtypeRulesMatchOnlyThatDtype) {
   const Tolerances t = Tolerances::from_toml(kLevels, "levels.toml");
-  EXPECT_EQ(t.lookup({Op::ffn_up, 12}, "f16").bound, (Bound{std::nullopt, std::nullopt, std::nullopt, 0.99}));
-  EXPECT_EQ(t.lookup({Op::ffn_up, 12}, "f32").bound.nmse, 1e-9);  // [default]
-  EXPECT_EQ(t.lookup({Op::ffn_up, 9}, "f16").bound.nmse, 1e-9);   // below the range
+  EXPECT_EQ(t.lookup({Op::ffn_up, 12}, P::f16).bound, (Bound{std::nullopt, std::nullopt, std::nullopt, 0.99}));
+  EXPECT_EQ(t.lookup({Op::ffn_up, 12}, P::f32).bound.nmse, 1e-9);  // [default]
+  EXPECT_EQ(t.lookup({Op::ffn_up, 9}, P::f16).bound.nmse, 1e-9);   // below the range
   // Same selectors, with and without dtype: the dtype rule is more specific; a later rule wins a tie.
   const Tolerances d = Tolerances::from_toml(R"(
 [[rule]]
@@ -130,8 +132,8 @@ op = "attn"
 nmse = 1e-7
 )",
                                              "d.toml");
-  EXPECT_EQ(d.lookup({Op::attn, 0}, "f16").bound.nmse, 1e-3);
-  EXPECT_EQ(d.lookup({Op::attn, 0}, "f32").bound.nmse, 1e-7);
+  EXPECT_EQ(d.lookup({Op::attn, 0}, P::f16).bound.nmse, 1e-3);
+  EXPECT_EQ(d.lookup({Op::attn, 0}, P::f32).bound.nmse, 1e-7);
 }
 
 TEST(Tolerances, LayerRanges) {
@@ -145,8 +147,8 @@ TEST(Tolerances, LayerRanges) {
     EXPECT_FALSE(parse_layer_range(bad).has_value()) << bad;
   // An integer works as a one-layer range in the file.
   const Tolerances t = Tolerances::from_toml("[[rule]]\nlayers = 2\nnmse = 0.5\n", "i.toml");
-  EXPECT_EQ(t.lookup({Op::attn, 2}, "f32").bound.nmse, 0.5);
-  EXPECT_EQ(t.lookup({Op::attn, 3}, "f32").bound.nmse, 1e-8);
+  EXPECT_EQ(t.lookup({Op::attn, 2}, P::f32).bound.nmse, 0.5);
+  EXPECT_EQ(t.lookup({Op::attn, 3}, P::f32).bound.nmse, 1e-8);
 }
 
 TEST(Tolerances, ErrorsNameFileLineAndKey) {
@@ -177,7 +179,7 @@ TEST(Tolerances, ErrorsNameFileLineAndKey) {
       error_of("[[rule]]\nnmse = 1\n[[rule]]\nlayers = \"4-2\"\n"),
       "tol.toml:4:10: rule #2.layers: expected a layer range \"5\", \"0-3\" or \"10-\", found the string \"4-2\"");
   EXPECT_EQ(error_of("[[rule]]\ndtype = \"fp16\"\n"),
-            "tol.toml:2:9: rule #1.dtype: expected one of f32, f16, bf16, f64, found the string \"fp16\"");
+            "tol.toml:2:9: rule #1.dtype: expected one of f64, f32, f16, bf16, llama.cpp, found the string \"fp16\"");
   EXPECT_EQ(error_of("[[rule]]\nop = \"attn\"\nclass = \"gemm\"\n"),
             "tol.toml:3:9: rule #1.class: expected the class of op attn, found the string \"gemm\"");
   EXPECT_EQ(error_of("[[rule]]\nheads = 3\n"),
@@ -212,7 +214,7 @@ TEST(Tolerances, MissingFileIsAUsageErrorNamingIt) {
   const auto dir = testing::temp_dir("tol");
   std::ofstream(dir / "t.toml") << "[op.attn]\nmax_abs = 0.25\n";
   const Tolerances t = Tolerances::from_file((dir / "t.toml").string());
-  EXPECT_EQ(t.lookup({Op::attn, 0}, "f32").bound.max_abs, 0.25);
+  EXPECT_EQ(t.lookup({Op::attn, 0}, P::f32).bound.max_abs, 0.25);
   EXPECT_EQ(t.source(), (dir / "t.toml").string());
 }
 
@@ -245,16 +247,16 @@ TEST(Tolerances, CalibratedBoundIsKTimesTheFloorAboveAMinimum) {
   Metrics q_floor;
   q_floor.nmse = 2e-12;
   Tolerances t = Tolerances::calibrated({{TensorId{Op::q_proj, 1}, q_floor}}, {10, 1e-14});
-  EXPECT_DOUBLE_EQ(*t.lookup({Op::q_proj, 1}, "f32").bound.nmse, 2e-11);
-  EXPECT_EQ(t.lookup({Op::q_proj, 1}, "f32").source, "calibrated: 10 x max(floor 2e-12, 1e-14)");
-  EXPECT_EQ(t.lookup({Op::q_proj, 0}, "f32").bound.nmse, 1e-8);  // no floor: the table lookup
+  EXPECT_DOUBLE_EQ(*t.lookup({Op::q_proj, 1}, P::f32).bound.nmse, 2e-11);
+  EXPECT_EQ(t.lookup({Op::q_proj, 1}, P::f32).source, "calibrated: 10 x max(floor 2e-12, 1e-14)");
+  EXPECT_EQ(t.lookup({Op::q_proj, 0}, P::f32).bound.nmse, 1e-8);  // no floor: the table lookup
   // Floors arrive live, and override the file's entries for that tensor only.
   Tolerances file = Tolerances::from_toml("[op.q_proj]\nnmse = 1e-5\n", "f.toml");
   file.set_calibration({100, 1e-14});
   file.set_floor({Op::q_proj, 0}, q_floor);
   EXPECT_TRUE(file.has_floor({Op::q_proj, 0}));
-  EXPECT_DOUBLE_EQ(*file.lookup({Op::q_proj, 0}, "f32").bound.nmse, 2e-10);
-  EXPECT_EQ(file.lookup({Op::q_proj, 1}, "f32").bound.nmse, 1e-5);
+  EXPECT_DOUBLE_EQ(*file.lookup({Op::q_proj, 0}, P::f32).bound.nmse, 2e-10);
+  EXPECT_EQ(file.lookup({Op::q_proj, 1}, P::f32).bound.nmse, 1e-5);
 }
 
 TEST(Tolerances, ExampleFileParses) {

@@ -11,12 +11,12 @@
 namespace tapdiff::cli {
 
 struct CalibrationOptions {
-  bool off = false;  // --no-calibrate
-  double k = bisect::Calibration{}.k;
+  bool off = false;          // --no-calibrate
+  std::optional<double> k;   // --k; default: the precision's (model/precision.def)
   double min_floor = bisect::Calibration{}.min_floor_nmse;
 
-  // The calibration asked for; nullopt with --no-calibrate.
-  std::optional<bisect::Calibration> calibration() const;
+  // The calibration asked for, for an engine B in `precision`; nullopt with --no-calibrate.
+  std::optional<bisect::Calibration> calibration(model::Precision precision) const;
 };
 
 // Adds --no-calibrate (its help: no_calibrate_help), --k and --min-floor (finite, > 0).

@@ -24,6 +24,7 @@
 #include "bisect/report_junit.h"
 #include "dumps/dump_writer.h"
 #include "model/errors.h"
+#include "model/precision.h"
 #include "model/per_sequence_engine.h"
 
 namespace tapdiff::cli {
@@ -100,6 +101,10 @@ nlohmann::json dump_summary(const std::vector<std::int32_t>& generated) { return
 
 int bisect_command(const BisectArgs& a) {
   check_truth_choice(a);
+  const std::optional<model::Precision> parsed = model::parse_precision(a.engine_b.dtype);
+  if (!parsed)
+    throw UsageError(fmt::format("--dtype {}: expected one of {}", a.engine_b.dtype, model::precision_names()));
+  const model::Precision b_precision = *parsed;
   // Everything that can be refused is checked before the long part.
   const bisect::Tolerances table =
       a.tolerances.empty() ? bisect::Tolerances() : bisect::Tolerances::from_file(a.tolerances);
@@ -130,10 +135,10 @@ int bisect_command(const BisectArgs& a) {
   options.generate = a.generate;
   options.top_k = a.top_k;
   options.eos_token = tokenizer ? tokenizer->eos() : m->config().eos_token;
-  options.dtype = a.engine_b.dtype;
+  options.precision = b_precision;
   options.layers_first = a.layers_first;
   options.tolerances = table;
-  options.calibration = a.calibrate.calibration();
+  options.calibration = a.calibrate.calibration(b_precision);
   auto dump_a = open_dump(a, "a.h5", *m, *truth, prompt, graph);
   auto dump_b = open_dump(a, "b.h5", *m, *b, prompt, graph);
   if (dump_a) options.tap_a = &*dump_a;

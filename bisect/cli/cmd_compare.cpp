@@ -18,8 +18,10 @@
 #include "bisect/cli/progress_line.h"
 #include "bisect/comparator.h"
 #include "bisect/diagnosis.h"
+#include "bisect/floor_run.h"
 #include "bisect/local_check.h"
 #include "bisect/lookalike.h"
+#include "bisect/precision_evidence.h"
 #include "bisect/report_format.h"
 #include "bisect/report_html.h"
 #include "bisect/report_isolation.h"
@@ -28,6 +30,7 @@
 #include "bisect/report_terminal.h"
 #include "dumps/dump_reader.h"
 #include "model/errors.h"
+#include "model/precision.h"
 
 namespace tapdiff::cli {
 namespace {
@@ -38,12 +41,13 @@ struct CompareArgs {
   std::string json, junit, html;
   std::string taps = "all";
   std::int64_t max_rows = 0;
+  bool common_rows = false;
   // --model: the culprit on B's own inputs
   std::string model;
   model::LoadOptions load;
   std::string layers;
   int threads = 0;
-  std::string b_precision;  // the floor's precision: B's compute dtype when empty
+  std::string b_precision;  // what B computes in: as B's dump states it, or its values tell, when empty
   std::string floor;        // --floor: a run in B's precision whose error against A calibrates B's tolerances
   CalibrationOptions calibrate;
   DumpInputOptions input;
@@ -69,38 +73,58 @@ void parse_layers(const std::string& spec, int n_layers, bisect::LocalCheckOptio
     throw UsageError(fmt::format("--layers {}: the first layer is after the last", spec));
 }
 
+// What B computes in: --b-precision, else as B's dump states it or its values tell.
+bisect::PrecisionOfB precision_of_b(const CompareArgs& args, const dumps::DumpReader& b) {
+  if (args.b_precision.empty()) return bisect::precision_of(b);
+  const std::optional<model::Precision> given = model::parse_precision(args.b_precision);
+  if (!given)
+    throw UsageError(fmt::format("--b-precision {}: expected one of {} (llama.cpp: its CPU backend's roundings)",
+                                 args.b_precision, model::precision_names()));
+  return {*given, bisect::PrecisionOfB::From::given, ""};
+}
+
 // --model, checked before the comparison: the model B ran, and the options of the check on B's
-// own inputs (its layers, B's dtype, calibration).
+// own inputs (its layers, B's precision, calibration: none where B's precision is unknown).
 struct CheckOnB {
   std::unique_ptr<model::Model> model;
   bisect::LocalCheckOptions options;
-  std::string floor_dtype;  // the reference's --dtype that emulates B's precision
 };
 
 CheckOnB prepare_check_on_b(const CompareArgs& args, std::unique_ptr<model::Model> model, const dumps::DumpReader& b,
-                            const bisect::Tolerances& tolerances) {
-  CheckOnB check{std::move(model), {}, ""};
+                            const bisect::Tolerances& tolerances, const bisect::PrecisionOfB& precision) {
+  CheckOnB check{std::move(model), {}};
   require_model_of(b, *check.model, "--model", args.model);
   bisect::LocalCheckOptions& options = check.options;
   options.tolerances = tolerances;
-  options.dtype = b.metadata().compute_dtype.empty() ? "f32" : b.metadata().compute_dtype;
+  options.precision = precision.value;
   if (!args.layers.empty()) parse_layers(args.layers, check.model->config().n_layers, options);
-  // The reference emulates f64, f32 and f16 (not bf16) for the floor, and llama.cpp's CPU
-  // roundings (its arithmetic is f32: the tolerance rules of f32).
-  if (args.b_precision.empty()) {
-    const bool emulated = bisect::Tolerances::knows_dtype(options.dtype) && options.dtype != "bf16";
-    check.floor_dtype = emulated ? options.dtype : "";
-  } else if (args.b_precision == "llama.cpp") {
-    check.floor_dtype = args.b_precision;
-    options.dtype = "f32";
-  } else if (args.b_precision == "f32" || args.b_precision == "f16" || args.b_precision == "f64") {
-    check.floor_dtype = options.dtype = args.b_precision;
-  } else {
-    throw UsageError(fmt::format("--b-precision {}: expected f32, f16, f64 or llama.cpp (llama.cpp's CPU roundings)",
-                                 args.b_precision));
-  }
-  options.calibration = check.floor_dtype.empty() ? std::nullopt : args.calibrate.calibration();
+  const bool known = precision.from != bisect::PrecisionOfB::From::unknown;
+  options.calibration = known ? args.calibrate.calibration(precision.value) : std::nullopt;
   return check;
+}
+
+std::string precision_word(model::Precision precision) { return std::string(model::precision_name(precision)); }
+
+// The scan's tolerances from the noise floor of B's precision over A's own passes (floor_run.h):
+// B's ops are held to k times it, as bisect's floor engine holds them.
+bisect::Tolerances with_measured_floor(bisect::Tolerances tolerances, const dumps::DumpReader& a,
+                                       const model::Model& m, const bisect::Calibration& calibration,
+                                       model::Precision precision, const CompareArgs& args) {
+  const model::Graph graph(m.config());
+  const auto truth = make_engine(reference_choice("f64", args.threads), m);
+  const auto floor = make_engine(reference_choice(precision_word(precision), args.threads), m);
+  ProgressLine progress;
+  const auto floors = bisect::measure_floor(
+      a, graph, {*truth, *floor}, precision, dumps::TapFilter(args.taps), [&progress](int pass, int passes) {
+        progress.update(
+            [&](double seconds) {
+              return fmt::format("noise floor on A's passes  pass {:>4}/{}  {:.1f} s", pass, passes, seconds);
+            },
+            pass == passes);
+      });
+  tolerances.set_calibration(calibration);
+  for (const auto& [id, metrics] : floors) tolerances.set_floor(id, metrics);
+  return tolerances;
 }
 
 // The culprit on B's own inputs: every op of B's dump run by the reference on B's inputs.
@@ -109,7 +133,8 @@ bisect::LocalCheck check_on_b(const CompareArgs& args, CheckOnB& check, const du
   const model::Graph graph(m.config());
   const auto truth = make_engine(reference_choice("f64", args.threads), m);
   std::unique_ptr<model::Engine> floor;
-  if (check.options.calibration) floor = make_engine(reference_choice(check.floor_dtype, args.threads), m);
+  if (check.options.calibration)
+    floor = make_engine(reference_choice(precision_word(check.options.precision), args.threads), m);
   ProgressLine progress;
   check.options.progress = [&progress](int chunk, int chunks) {
     progress.update(
@@ -124,8 +149,8 @@ bisect::LocalCheck check_on_b(const CompareArgs& args, CheckOnB& check, const du
 // --floor F: F's error against A per op, F a run of the same prompt in B's precision (`tapdiff run
 // --dtype llama.cpp`, say): B's ops are held to k times it, as bisect's floor engine holds them.
 bisect::Tolerances with_floor(bisect::Tolerances tolerances, const dumps::DumpReader& a, const dumps::DumpReader& floor,
-                              const CompareArgs& args) {
-  const std::optional<bisect::Calibration> calibration = args.calibrate.calibration();
+                              const CompareArgs& args, model::Precision precision) {
+  const std::optional<bisect::Calibration> calibration = args.calibrate.calibration(precision);
   if (!calibration) throw UsageError("--floor calibrates the tolerances: give --floor or --no-calibrate, not both");
   bisect::CompareOptions options;
   options.taps = dumps::TapFilter(args.taps);
@@ -141,7 +166,6 @@ int compare(const CompareArgs& args) {
   bisect::Tolerances tolerances =
       args.tolerances.empty() ? bisect::Tolerances() : bisect::Tolerances::from_file(args.tolerances);
   if (args.model.empty() && !args.layers.empty()) throw UsageError("--layers: give --model too");
-  if (args.model.empty() && !args.b_precision.empty()) throw UsageError("--b-precision: give --model too");
   std::unique_ptr<model::Model> model = args.model.empty() ? nullptr : open_model(args.model, args.load);
   // An imported dump takes the model from --model, else from the other dump (HDF5 first).
   const bool a_imported = dumps::is_imported_dump(args.a);
@@ -151,13 +175,27 @@ int compare(const CompareArgs& args) {
   if (!b_dump) b_dump = open_dump(args.b, args.input, model.get(), a_dump.get());
   const dumps::DumpReader& a = *a_dump;
   const dumps::DumpReader& b = *b_dump;
-  if (!args.floor.empty())
-    tolerances = with_floor(std::move(tolerances), a, *open_dump(args.floor, args.input, model.get(), &a), args);
+  const bisect::PrecisionOfB precision = precision_of_b(args, b);
+  const std::optional<bisect::Calibration> calibration = args.calibrate.calibration(precision.value);
+  const bool known = precision.from != bisect::PrecisionOfB::From::unknown;
+  std::string tolerance_source;
+  if (!args.floor.empty()) {
+    tolerances =
+        with_floor(std::move(tolerances), a, *open_dump(args.floor, args.input, model.get(), &a), args, precision.value);
+    tolerance_source = fmt::format("calibrated against {} (k = {})", args.floor, bisect::short_number(calibration->k));
+  }
   std::optional<CheckOnB> check;
-  if (model) check = prepare_check_on_b(args, std::move(model), b, tolerances);
+  if (model) check = prepare_check_on_b(args, std::move(model), b, tolerances, precision);
+  if (check && args.floor.empty() && calibration && known) {
+    tolerances = with_measured_floor(std::move(tolerances), a, *check->model, *calibration, precision.value, args);
+    tolerance_source = fmt::format("calibrated against ref {} on A's passes (k = {})",
+                                   model::precision_name(precision.value), bisect::short_number(calibration->k));
+  }
   bisect::CompareOptions options;
   options.taps = dumps::TapFilter(args.taps);
   options.max_rows = args.max_rows;
+  options.common_rows = args.common_rows;
+  options.b_precision = precision;
   bisect::CompareResult result;
   {
     ProgressLine progress;
@@ -166,11 +204,10 @@ int compare(const CompareArgs& args) {
     };
     result = bisect::compare_dumps(a, b, tolerances, options);
   }
-  if (!args.floor.empty())
-    result.tolerance_source =
-        fmt::format("calibrated against {} (k = {})", args.floor, bisect::short_number(args.calibrate.k));
+  if (!tolerance_source.empty()) result.tolerance_source = tolerance_source;
+  // Where nothing tells what B computes in, no op is taken for a bug: no culprit is named.
   std::optional<bisect::LocalCheck> local;
-  if (check && !result.match()) local = check_on_b(args, *check, b);
+  if (check && !result.match() && known) local = check_on_b(args, *check, b);
   std::vector<bisect::Diagnosis> diagnoses = local ? bisect::diagnose(result, *local) : bisect::diagnose(result);
   for (bisect::Diagnosis& d : bisect::lookalikes(result, bisect::DumpSource(a), bisect::DumpSource(b)))
     diagnoses.push_back(std::move(d));
@@ -212,6 +249,9 @@ void add_compare_command(CLI::App& app, CliContext& context) {
   cmd->add_option("--taps", args->taps, "Which ops to compare: all, layers, or a regex over LAYER/OP")
       ->capture_default_str();
   cmd->add_option("--max-rows", args->max_rows, "Compare at most N positions (0 = all)")->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--common-rows", args->common_rows,
+                "Compare the positions both runs hold: positions only A holds (B stopped early on purpose) are "
+                "reported, not failed");
   cmd->add_option("--model", args->model,
                   "The model B ran (GGUF file, Hugging Face folder, synth:SHAPE): on a divergence, run each op of B's "
                   "dump on B's own inputs in the f64 reference to find the culprit; the model of an imported dump");
@@ -224,12 +264,12 @@ void add_compare_command(CLI::App& app, CliContext& context) {
                   "A run of the same prompt in B's precision (`tapdiff run --dtype llama.cpp --dump F`, say): B's "
                   "ops are held to k times its error against A instead of the tolerance table");
   cmd->add_option("--b-precision", args->b_precision,
-                  "With --model: what B computes in, emulated by the reference for the noise floor: f32, f16, f64 "
-                  "or llama.cpp (f32 rounded where llama.cpp's CPU backend rounds); default: B's dump's compute "
-                  "dtype");
+                  "What B computes in: f64, f32, f16, bf16 or llama.cpp (f32 rounded where llama.cpp's CPU backend "
+                  "rounds); default: as B's dump states it, else as its values tell. With --model the reference "
+                  "emulates it on A's passes and on B's inputs, and B's ops are held to k x that noise floor");
   add_calibration_options(*cmd, args->calibrate,
-                          "With --model: hold each op's own error to the tolerance table instead of k x the noise "
-                          "floor of the reference in B's precision (and refuse --floor)");
+                          "With --model: hold each op to the tolerance table instead of k x the noise floor of the "
+                          "reference in B's precision, on A's passes and on B's inputs (and refuse --floor)");
   cmd->callback([args, &context] { context.exit_code = compare(*args); });
 }
 

@@ -4,6 +4,7 @@
 
 #include "gpu/vulkan_engine.h"
 #include "model/errors.h"
+#include "model/precision.h"
 #include "reference/cpu_engine.h"
 
 namespace tapdiff::cli {
@@ -33,31 +34,34 @@ std::unique_ptr<model::Engine> make_engine(const EngineChoice& choice, const mod
     throw UsageError(
         fmt::format("--inject {}: expected --engine vulkan (faults live in its kernels), found --engine {}",
                     choice.inject, choice.name));
+  const std::optional<model::Precision> precision = model::parse_precision(choice.dtype);
   if (choice.name == "ref") {
+    if (!precision)
+      throw UsageError(fmt::format(
+          "--dtype {}: the ref engine computes in f32, f64, f16 or bf16 (f32 rounded to it after every op) or "
+          "llama.cpp (f32 rounded where llama.cpp's CPU backend rounds)",
+          choice.dtype));
     reference::CpuEngineOptions options;
     options.threads = choice.threads;
-    if (choice.dtype == "f64")
-      options.scalar = model::Scalar::f64;
-    else if (choice.dtype == "f16")
-      options.emulation = reference::Emulation::f16;
-    else if (choice.dtype == "llama.cpp")
-      options.emulation = reference::Emulation::llama_cpp;
-    else if (choice.dtype != "f32")
-      throw UsageError(
-          fmt::format("--dtype {}: the ref engine computes in f32, f64, f16 (f32 rounded to f16 after every op) or "
-                      "llama.cpp (f32 rounded where llama.cpp's CPU backend rounds)",
-                      choice.dtype));
+    switch (*precision) {
+      case model::Precision::f64: options.scalar = model::Scalar::f64; break;
+      case model::Precision::f32: break;
+      case model::Precision::f16: options.emulation = reference::Emulation::f16; break;
+      case model::Precision::bf16: options.emulation = reference::Emulation::bf16; break;
+      case model::Precision::llama_cpp: options.emulation = reference::Emulation::llama_cpp; break;
+    }
     return reference::make_cpu_engine(m, options);
   }
   if (choice.name == "vulkan") {
-    if (choice.dtype != "f32" && choice.dtype != "f16" && choice.dtype != "llama.cpp")
+    if (precision != model::Precision::f32 && precision != model::Precision::f16 &&
+        precision != model::Precision::llama_cpp)
       throw UsageError(
           fmt::format("--dtype {}: the vulkan engine computes in f32, f16 (f16 weights and activations, f32 "
                       "accumulation) or llama.cpp (f32 rounded where llama.cpp's CPU backend rounds)",
                       choice.dtype));
     gpu::VulkanEngineOptions options;
-    options.f16 = choice.dtype == "f16";
-    options.llama_cpp = choice.dtype == "llama.cpp";
+    options.f16 = precision == model::Precision::f16;
+    options.llama_cpp = precision == model::Precision::llama_cpp;
     options.device = choice.device;
     options.kernels = choice.kernels;
     options.max_context = choice.max_context;

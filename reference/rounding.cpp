@@ -1,4 +1,4 @@
-#include "reference/round_f16.h"
+#include "reference/rounding.h"
 
 #include <bit>
 #include <cstdint>
@@ -30,7 +30,32 @@ inline float round_one(float x) {
   return std::bit_cast<float>(r | sign);
 }
 
+// Keeps the top 16 bits, ties to even; a carry moves into the exponent (and from the largest
+// finite value into inf). A NaN keeps its sign and becomes quiet.
+inline float round_one_bf16(float x) {
+  const std::uint32_t u = std::bit_cast<std::uint32_t>(x);
+  const std::uint32_t sign = u & kSign;
+  const std::uint32_t a = u ^ sign;
+  const std::uint32_t rounded = (a + 0x7FFFu + ((a >> 16) & 1u)) & 0xFFFF0000u;
+  const std::uint32_t is_nan = 0u - static_cast<std::uint32_t>(a > kInf);
+  return std::bit_cast<float>(((kQuietNan & is_nan) | (rounded & ~is_nan)) | sign);
+}
+
 }  // namespace
+
+void round_to_bf16(std::span<float> values) {
+  float* v = values.data();
+  const std::size_t n = values.size();
+  for (std::size_t i = 0; i < n; ++i) v[i] = round_one_bf16(v[i]);
+}
+
+void round_to(Storage storage, std::span<float> values) {
+  switch (storage) {
+    case Storage::f32: return;
+    case Storage::f16: return round_to_f16(values);
+    case Storage::bf16: return round_to_bf16(values);
+  }
+}
 
 void round_to_f16(std::span<float> values) {
   float* v = values.data();

@@ -1,0 +1,81 @@
+#include "bisect/precision_evidence.h"
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <utility>
+
+#include <fmt/core.h>
+
+#include "model/half_float.h"
+
+namespace tapdiff::bisect {
+namespace {
+
+constexpr std::int64_t kRowsRead = 64;      // of each op, from its first row
+constexpr std::int64_t kValuesNeeded = 64;  // non-zero finite values of one op, to be evidence
+constexpr std::size_t kOpsRead = 8;         // computed ops looked at, at most
+
+// Which narrow types hold every non-zero finite value of an op's rows.
+struct Fit {
+  std::int64_t values = 0;
+  bool bf16 = true, f16 = true, f32 = true;
+};
+
+void fit_value(double v, Fit& fit) {
+  if (!std::isfinite(v) || v == 0) return;
+  ++fit.values;
+  const auto f = static_cast<float>(v);
+  if (static_cast<double>(f) != v) {
+    fit.f32 = fit.f16 = fit.bf16 = false;
+    return;
+  }
+  fit.bf16 = fit.bf16 && (std::bit_cast<std::uint32_t>(f) & 0xFFFFu) == 0;
+  fit.f16 = fit.f16 && model::widen_f16(model::narrow_f16(f)) == f;
+}
+
+Fit fit_of(const dumps::DumpReader& b, const model::TensorId& id) {
+  const model::HostTensor rows = b.read(id, 0, kRowsRead).to(model::Scalar::f64);
+  Fit fit;
+  for (double v : rows.f64()) fit_value(v, fit);
+  return fit;
+}
+
+}  // namespace
+
+PrecisionOfB infer_precision(const dumps::DumpReader& b) {
+  using From = PrecisionOfB::From;
+  if (b.import_map() == "llama.cpp")
+    return {model::Precision::llama_cpp, From::inferred, "read through llama.cpp's names: llama.cpp's CPU backend"};
+  std::size_t looked = 0;
+  std::optional<std::pair<model::TensorId, Fit>> finest_seen;
+  for (const model::TensorId& id : b.tensors()) {
+    if (id.op == model::Op::embed || id.op == model::Op::moe_ids) continue;
+    const Fit fit = fit_of(b, id);
+    if (fit.values < kValuesNeeded) continue;
+    const auto said = [&](model::Precision p, const char* what) {
+      return PrecisionOfB{p, From::inferred,
+                          fmt::format("every one of {} values of B's {} is {}", fit.values, model::to_string(id), what)};
+    };
+    if (fit.bf16) return said(model::Precision::bf16, "a bf16 value");
+    if (fit.f16) return said(model::Precision::f16, "an f16 value");
+    if (!fit.f32) return said(model::Precision::f64, "needs f64");
+    if (!finest_seen) finest_seen.emplace(id, fit);
+    if (++looked == kOpsRead) break;
+  }
+  if (finest_seen)
+    return {model::Precision::f32, From::inferred,
+            fmt::format("B's {} and the next {} computed ops hold values no f16 or bf16 holds",
+                        model::to_string(finest_seen->first), looked - 1)};
+  return {model::Precision::f32, From::unknown,
+          fmt::format("no computed op of B holds {} non-zero values in its first {} rows", kValuesNeeded, kRowsRead)};
+}
+
+PrecisionOfB precision_of(const dumps::DumpReader& b) {
+  if (const auto stated = model::parse_precision(b.metadata().compute_dtype))
+    return {*stated, PrecisionOfB::From::stated, ""};
+  return infer_precision(b);
+}
+
+}  // namespace tapdiff::bisect
