@@ -229,11 +229,11 @@ Schedule run_free_pass(const model::ModelConfig& config, const model::Graph& gra
   run.precision = {options.precision, PrecisionOfB::From::given, ""};
   run.builtin_precision = model::coarsest(
       {model::parse_precision(engines.truth.compute_dtype()).value_or(model::Precision::f32), options.precision});
-  run.tolerance_source = options.calibration && engines.floor
-                             ? fmt::format("calibrated against {} {} (k = {})", engines.floor->name(),
-                                           model::precision_name(options.precision),
-                                           short_number(options.calibration->k))
-                             : options.tolerances.source();
+  run.tolerance_source =
+      options.calibration && engines.floor
+          ? fmt::format("calibrated against {} {} (k = {})", engines.floor->name(),
+                        model::precision_name(options.precision), short_number(options.calibration->k))
+          : options.tolerances.source();
   run.alignment.rows = free_pass.rows();
   run.alignment.row_a.resize(run.alignment.rows.size());
   std::iota(run.alignment.row_a.begin(), run.alignment.row_a.end(), std::int64_t{0});
@@ -336,7 +336,8 @@ BisectResult run_bisect(const model::ModelConfig& config, const LockstepEngines&
     for (std::size_t p = 0; p < pass.parts.size(); ++p) forced_pass.add_rows(pass.local[p], pass.parts[p].sequence);
     report(options, 2, static_cast<int>(i) + 1, static_cast<int>(last_pass) + 1);
   }
-  result.local = forced_pass.finish(options.tolerances, options.precision, options.calibration, engines.floor != nullptr);
+  result.local =
+      forced_pass.finish(options.tolerances, options.precision, options.calibration, engines.floor != nullptr);
   result.local_rows = forced_pass.rows();
   const auto culprit =
       std::find_if(result.local.begin(), result.local.end(), [](const OpResult& op) { return !op.pass(); });

@@ -586,9 +586,9 @@ CompareResult compare_dumps(const dumps::DumpReader& a, const dumps::DumpReader&
   check_comparable(a, b, r.alignment);
   r.a = run_info(a), r.b = run_info(b), r.config = a.config();
   r.precision = options.b_precision ? *options.b_precision : precision_of(b);
-  r.builtin_precision = model::coarsest({r.precision.value, stated_or_f32(a.metadata().compute_dtype),
-                                         stated_or_f32(a.metadata().storage_dtype),
-                                         stated_or_f32(b.metadata().storage_dtype)});
+  r.builtin_precision =
+      model::coarsest({r.precision.value, stated_or_f32(a.metadata().compute_dtype),
+                       stated_or_f32(a.metadata().storage_dtype), stated_or_f32(b.metadata().storage_dtype)});
   r.common_rows = options.common_rows;
   r.tolerance_source = tolerances.source();
   r.tokens = compare_tokens(generated_tokens(a), generated_tokens(b));

@@ -261,7 +261,7 @@ struct RunProblem {
 struct CompareResult {
   RunInfo a, b;
   model::ModelConfig config;
-  PrecisionOfB precision;        // B's: what tolerance rules match
+  PrecisionOfB precision;  // B's: what tolerance rules match
   // The coarsest compute and storage precision of both runs: the built-in defaults'.
   model::Precision builtin_precision = model::Precision::f32;
   bool common_rows = false;      // CompareOptions::common_rows

@@ -214,13 +214,12 @@ void pair_pattern(const OpResult& op, const model::ModelConfig& config, std::vec
 void near_limit(const OpResult& op, model::Precision precision, std::vector<Diagnosis>& out) {
   const double limit = model::largest_finite(precision), value = std::abs(op.worst.b);
   if (op.worst.index < 0 || !(value >= 0.5 * limit)) return;
-  out.push_back(
-      {"near-dtype-limit",
-       fmt::format("{} reaches {} in B at position {}, within a factor 2 of the largest {} value ({}): "
-                   "suspect overflow (a softmax without its max, an unscaled sum)",
-                   model::to_string(op.id), short_number(op.worst.b), op.worst.position,
-                   model::precision_name(precision), short_number(limit)),
-       {{"value", op.worst.b}, {"limit", limit}, {"position", op.worst.position}}});
+  out.push_back({"near-dtype-limit",
+                 fmt::format("{} reaches {} in B at position {}, within a factor 2 of the largest {} value ({}): "
+                             "suspect overflow (a softmax without its max, an unscaled sum)",
+                             model::to_string(op.id), short_number(op.worst.b), op.worst.position,
+                             model::precision_name(precision), short_number(limit)),
+                 {{"value", op.worst.b}, {"limit", limit}, {"position", op.worst.position}}});
 }
 
 // The rows over tolerance per sequence of a batch (empty for a single sequence).

@@ -10,9 +10,8 @@
 
 namespace tapdiff::bisect {
 
-std::vector<std::pair<model::TensorId, Metrics>> measure_floor(const dumps::DumpReader& dump,
-                                                               const model::Graph& graph, FloorEngines engines,
-                                                               model::Precision precision,
+std::vector<std::pair<model::TensorId, Metrics>> measure_floor(const dumps::DumpReader& dump, const model::Graph& graph,
+                                                               FloorEngines engines, model::Precision precision,
                                                                const dumps::TapFilter& taps,
                                                                const std::function<void(int, int)>& progress) {
   const std::vector<DumpChunk> chunks = dump_chunks(dump, "the noise floor's run of its passes");

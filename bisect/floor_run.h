@@ -24,9 +24,8 @@ struct FloorEngines {
 // Floors of the ops the dump holds and taps selects, in graph order. UsageError naming the dump
 // when its rows do not hold every position from 0 on (bisect/dump_chunks.h). progress: after each
 // forward pass, when set.
-std::vector<std::pair<model::TensorId, Metrics>> measure_floor(const dumps::DumpReader& dump,
-                                                               const model::Graph& graph, FloorEngines engines,
-                                                               model::Precision precision,
+std::vector<std::pair<model::TensorId, Metrics>> measure_floor(const dumps::DumpReader& dump, const model::Graph& graph,
+                                                               FloorEngines engines, model::Precision precision,
                                                                const dumps::TapFilter& taps,
                                                                const std::function<void(int, int)>& progress = {});
 

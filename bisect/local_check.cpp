@@ -82,7 +82,8 @@ LocalCheck check_locally(const dumps::DumpReader& b, const model::Graph& graph, 
       if (e) e->end_chunk();
     if (options.progress) options.progress(info.index + 1, static_cast<int>(chunks.size()));
   }
-  result.local = comparison.finish(options.tolerances, options.precision, options.calibration, engines.floor != nullptr);
+  result.local =
+      comparison.finish(options.tolerances, options.precision, options.calibration, engines.floor != nullptr);
   result.rows = comparison.rows();
   const auto culprit =
       std::find_if(result.local.begin(), result.local.end(), [](const OpResult& op) { return !op.pass(); });

@@ -29,7 +29,7 @@ struct LocalCheckEngines {
 
 struct LocalCheckOptions {
   Tolerances tolerances;
-  model::Precision precision = model::Precision::f32;  // B's: what tolerance rules match, and the floor's
+  model::Precision precision = model::Precision::f32;      // B's: what tolerance rules match, and the floor's
   std::optional<Calibration> calibration = Calibration{};  // needs a floor engine
   int first_layer = -1;  // the layers checked: embed is -1, final_norm and logits n_layers
   int last_layer = 1 << 30;

@@ -55,8 +55,9 @@ PrecisionOfB infer_precision(const dumps::DumpReader& b) {
     const Fit fit = fit_of(b, id);
     if (fit.values < kValuesNeeded) continue;
     const auto said = [&](model::Precision p, const char* what) {
-      return PrecisionOfB{p, From::inferred,
-                          fmt::format("every one of {} values of B's {} is {}", fit.values, model::to_string(id), what)};
+      return PrecisionOfB{
+          p, From::inferred,
+          fmt::format("every one of {} values of B's {} is {}", fit.values, model::to_string(id), what)};
     };
     if (fit.bf16) return said(model::Precision::bf16, "a bf16 value");
     if (fit.f16) return said(model::Precision::f16, "an f16 value");

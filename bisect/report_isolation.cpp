@@ -40,9 +40,9 @@ std::string culprit_text(const Isolation& i) {
   if (!i.culprit)
     return fmt::format("no op is past its tolerance on {}: the error accumulates (see the diagnosis)", i.inputs);
   const OpResult& op = i.local[*i.culprit];
-  return fmt::format("{}: its own error on {} {}{}{}", op_title(op), i.inputs, op.violations.front().text(),
-                     local_where(op, i.batch),
-                     i.run.first ? "" : " (the run's ops are each within tolerance: the error stays below it downstream)");
+  return fmt::format(
+      "{}: its own error on {} {}{}{}", op_title(op), i.inputs, op.violations.front().text(), local_where(op, i.batch),
+      i.run.first ? "" : " (the run's ops are each within tolerance: the error stays below it downstream)");
 }
 
 std::string symptom_text(const Isolation& i) {

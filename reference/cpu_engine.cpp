@@ -79,8 +79,8 @@ class CpuEngine final : public model::Engine {
   int threads_;
   const model::Model& model_;
   Storage storage_;  // what the f16 and bf16 emulations round every stored value to (S = float only)
-  bool llama_cpp_;  // the llama.cpp emulation (S = float only)
-  Mat<S> rounded_;  // a product's input as llama.cpp converts it
+  bool llama_cpp_;   // the llama.cpp emulation (S = float only)
+  Mat<S> rounded_;   // a product's input as llama.cpp converts it
   WeightStore<S> weights_;
   WeightMatrix<S> output_norm_;
   std::vector<LayerVectors<S>> layers_;

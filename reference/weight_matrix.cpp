@@ -13,8 +13,8 @@ namespace {
 // f32 weights in an f32 engine without rounding are used where they lie in the mapped file.
 template <typename S>
 bool viewable(const model::WeightTensor& tensor, Storage storage) {
-  return std::is_same_v<S, float> && tensor.dtype == model::DType::f32 && storage == Storage::f32 && tensor.parts.empty() &&
-         reinterpret_cast<std::uintptr_t>(tensor.bytes.data()) % alignof(float) == 0;
+  return std::is_same_v<S, float> && tensor.dtype == model::DType::f32 && storage == Storage::f32 &&
+         tensor.parts.empty() && reinterpret_cast<std::uintptr_t>(tensor.bytes.data()) % alignof(float) == 0;
 }
 
 }  // namespace

@@ -414,8 +414,8 @@ TEST(CompareCli, BsPrecisionCalibratesTheScanFromANoiseFloorRunInProcess) {
 TEST(CompareCli, PositionsOnlyInAFailUnlessCommonRowsNarrowsTheComparison) {
   const Dumps d("only-in-a");
   std::filesystem::remove(d.b);
-  const auto r = run_tapdiff("run --model " + quoted(synth_model_path("tiny")) + " --tokens " +
-                             Dumps::prompt_tokens() + " --chunk 16 --generate 1 --dump " + quoted(d.b));
+  const auto r = run_tapdiff("run --model " + quoted(synth_model_path("tiny")) + " --tokens " + Dumps::prompt_tokens() +
+                             " --chunk 16 --generate 1 --dump " + quoted(d.b));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto missing = d.compare("--json " + quoted(d.dir / "r.json"));
   EXPECT_EQ(missing.exit_code, 1) << missing.output;

@@ -99,8 +99,8 @@ TEST(PrecisionEvidence, TheValuesOfComputedOpsTellBf16F16AndF32Apart) {
   for (const auto& [dtype, expected] : {std::pair{"bf16", Precision::bf16}, std::pair{"f16", Precision::f16},
                                         std::pair{"f32", Precision::f32}, std::pair{"f64", Precision::f64}}) {
     const auto path = dir / (std::string(dtype) + ".h5");
-    const auto r = run_tapdiff("run --model " + model + " --tokens 1,7,9,300,41,5,6,8 --dtype " + dtype +
-                               " --dump " + quoted(path));
+    const auto r = run_tapdiff("run --model " + model + " --tokens 1,7,9,300,41,5,6,8 --dtype " + dtype + " --dump " +
+                               quoted(path));
     ASSERT_EQ(r.exit_code, 0) << r.output;
     const dumps::DumpReader dump(path.string());
     const bisect::PrecisionOfB p = bisect::infer_precision(dump);
@@ -110,9 +110,9 @@ TEST(PrecisionEvidence, TheValuesOfComputedOpsTellBf16F16AndF32Apart) {
   }
   // One row of a tiny model holds fewer values than the evidence needs: nothing is inferred.
   const auto one = dir / "one.h5";
-  ASSERT_EQ(run_tapdiff("run --model " + model + " --tokens 1 --taps '0/(k_proj|v_proj)' --dump " + quoted(one))
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      run_tapdiff("run --model " + model + " --tokens 1 --taps '0/(k_proj|v_proj)' --dump " + quoted(one)).exit_code,
+      0);
   const bisect::PrecisionOfB unknown = bisect::infer_precision(dumps::DumpReader(one.string()));
   EXPECT_EQ(unknown.from, bisect::PrecisionOfB::From::unknown) << unknown.evidence;
 }

@@ -11,8 +11,8 @@
 namespace tapdiff::cli {
 
 struct CalibrationOptions {
-  bool off = false;          // --no-calibrate
-  std::optional<double> k;   // --k; default: the precision's (model/precision.def)
+  bool off = false;         // --no-calibrate
+  std::optional<double> k;  // --k; default: the precision's (model/precision.def)
   double min_floor = bisect::Calibration{}.min_floor_nmse;
 
   // The calibration asked for, for an engine B in `precision`; nullopt with --no-calibrate.

@@ -24,8 +24,8 @@
 #include "bisect/report_junit.h"
 #include "dumps/dump_writer.h"
 #include "model/errors.h"
-#include "model/precision.h"
 #include "model/per_sequence_engine.h"
+#include "model/precision.h"
 
 namespace tapdiff::cli {
 namespace {

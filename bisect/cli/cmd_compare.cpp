@@ -107,9 +107,9 @@ std::string precision_word(model::Precision precision) { return std::string(mode
 
 // The scan's tolerances from the noise floor of B's precision over A's own passes (floor_run.h):
 // B's ops are held to k times it, as bisect's floor engine holds them.
-bisect::Tolerances with_measured_floor(bisect::Tolerances tolerances, const dumps::DumpReader& a,
-                                       const model::Model& m, const bisect::Calibration& calibration,
-                                       model::Precision precision, const CompareArgs& args) {
+bisect::Tolerances with_measured_floor(bisect::Tolerances tolerances, const dumps::DumpReader& a, const model::Model& m,
+                                       const bisect::Calibration& calibration, model::Precision precision,
+                                       const CompareArgs& args) {
   const model::Graph graph(m.config());
   const auto truth = make_engine(reference_choice("f64", args.threads), m);
   const auto floor = make_engine(reference_choice(precision_word(precision), args.threads), m);
@@ -180,8 +180,8 @@ int compare(const CompareArgs& args) {
   const bool known = precision.from != bisect::PrecisionOfB::From::unknown;
   std::string tolerance_source;
   if (!args.floor.empty()) {
-    tolerances =
-        with_floor(std::move(tolerances), a, *open_dump(args.floor, args.input, model.get(), &a), args, precision.value);
+    tolerances = with_floor(std::move(tolerances), a, *open_dump(args.floor, args.input, model.get(), &a), args,
+                            precision.value);
     tolerance_source = fmt::format("calibrated against {} (k = {})", args.floor, bisect::short_number(calibration->k));
   }
   std::optional<CheckOnB> check;
