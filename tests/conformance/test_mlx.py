@@ -1,0 +1,110 @@
+"""Apple MLX (mlx[cpu], mlx-lm's Llama) in bfloat16 and float16, recorded per forward pass as
+safetensors (mlx_recorder.py), against tapdiff's f64 reference of the same Hugging Face folder:
+a clean run matches with no flag (its precision read from its values) and with --b-precision; each
+bug planted in mlx-lm's modules is named as its culprit; a dump missing passes does not pass."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from safetensors.torch import load_file, save_file
+
+import hf_models
+import mlx_recorder
+from test_python_writer import tapdiff
+
+PROMPT = [1] + [(i * 37) % 150 + 3 for i in range(39)]
+CHUNK, GENERATE = 16, 4
+DTYPES = ("bf16", "f16")
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory) -> Path:
+    """A tiny Llama with biases and a RoPE base away from the defaults, its q and k weights 10x what
+    random initialisation gives, so that attention is peaked enough for its scale to matter."""
+    folder = tmp_path_factory.mktemp("mlx") / "model"
+    case = hf_models.Case("llama-mlx", "llama", {"rope_type": "default", "rope_theta": 50000.0},
+                          {"attention_bias": True, "mlp_bias": True})
+    hf_models.make_model(case, folder, "4.x", seed=3)  # mlx-lm reads rope_theta, not 5.x's rope_parameters
+    weights = load_file(folder / "model.safetensors")
+    for name in weights:
+        if name.endswith(("q_proj.weight", "k_proj.weight")):
+            weights[name] = weights[name] * 10
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+    return folder
+
+
+@pytest.fixture(scope="module")
+def reference(model: Path) -> Path:
+    path = model.parent / "ref.h5"
+    run = tapdiff("run", "--model", str(model), "--dtype", "f64", "--tokens", ",".join(map(str, PROMPT)), "--chunk",
+                  str(CHUNK), "--generate", str(GENERATE), "--dump", str(path))
+    assert run.returncode == 0, run.stdout + run.stderr
+    return path
+
+
+def mlx_dump(model: Path, dtype: str, faults=()) -> Path:
+    out = model.parent / f"mlx-{dtype}-{'-'.join(faults) or 'clean'}"
+    if not out.exists():
+        mlx_recorder.run(model, out, dtype, PROMPT, CHUNK, GENERATE, set(faults))
+    return out
+
+
+def compare(reference: Path, b: Path, model: Path, *extra: str) -> tuple[int, dict, str]:
+    report = b.parent / f"{b.name}.json"
+    run = tapdiff("compare", str(reference), str(b), "--model", str(model), "--json", str(report), *extra)
+    assert run.returncode in (0, 1), run.stdout + run.stderr
+    return run.returncode, json.loads(report.read_text()), run.stdout
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_a_clean_mlx_run_matches_with_its_precision_read_from_its_values(model, reference, dtype):
+    b = mlx_dump(model, dtype)
+    code, report, out = compare(reference, b, model)
+    assert code == 0, out
+    assert report["tolerances"]["dtype"] == dtype, out
+    assert report["tolerances"]["dtype_from"] == "inferred", out
+    assert f"precision B computes in {dtype}, inferred: every one of" in out, out
+    assert "tolerances calibrated against ref " + dtype + " on A's passes (k = 10)" in out, out
+    assert report["rows"]["compared"] == len(PROMPT) + GENERATE - 1, out
+    # The margin a clean MLX run keeps below its bounds, op by op (docs/tolerances.md quotes it).
+    shares = [op["metrics"]["nmse"] / op["tolerance"]["nmse"] for op in report["ops"]]
+    assert max(shares) < 0.5, sorted(shares)[-3:]
+    given, _, out = compare(reference, b, model, "--b-precision", dtype)
+    assert given == 0, out
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("fault, culprit", [
+    ("rope-restart@all", "0/rope_q"),
+    ("mask-offset@all", "0/attn"),
+    ("attn-scale@1", "1/attn"),
+    ("norm-eps@1", "1/attn_norm"),
+])
+def test_a_bug_planted_in_mlx_is_named_as_the_culprit(model, reference, dtype, fault, culprit):
+    code, report, out = compare(reference, mlx_dump(model, dtype, [fault]), model)
+    assert code == 1, out
+    assert report["culprit"] is not None, out
+    assert f"{report['culprit']['layer']}/{report['culprit']['op']}" == culprit, out
+
+
+def test_an_mlx_dump_missing_passes_does_not_pass(model, reference, tmp_path):
+    clean = mlx_dump(model, "bf16")
+    passes = sorted(clean.iterdir())
+    crashed = tmp_path / "crashed"  # the engine stopped after its first pass
+    crashed.mkdir()
+    shutil.copy(passes[0], crashed)
+    code, report, out = compare(reference, crashed, model)
+    assert code == 1, out
+    assert [p["code"] for p in report["problems"]] == ["rows-only-in-a"], out
+    assert f"A holds {len(PROMPT) + GENERATE - 1 - CHUNK} positions that B does not" in out, out
+    assert report["verdict"] == "incomplete", out
+    gapped = tmp_path / "gapped"  # one pass of the middle lost
+    gapped.mkdir()
+    for p in passes[:1] + passes[2:]:
+        shutil.copy(p, gapped)
+    run = tapdiff("compare", str(reference), str(gapped), "--model", str(model))
+    assert run.returncode != 0, run.stdout
+    assert "position" in run.stdout + run.stderr, run.stdout + run.stderr
