@@ -436,10 +436,10 @@ TokenComparison compare_tokens(const nlohmann::json& summary_a, const nlohmann::
 
 namespace {
 
-// The rule of DumpReader::mismatch: sha256 when both have one, else the model_config.
+// The rule of DumpReader::mismatch: sha256 when both have one, else the model_config's meaning.
 bool same_model(const dumps::RunMetadata& a, const dumps::RunMetadata& b) {
   if (!a.model_sha256.empty() && !b.model_sha256.empty()) return a.model_sha256 == b.model_sha256;
-  return a.model_config == b.model_config;
+  return dumps::config_differences(a.model_config, b.model_config).empty();
 }
 
 std::string shape_of(const model::ModelConfig& c) {

@@ -412,13 +412,9 @@ std::vector<Diagnosis> diagnose(const CompareResult& result, const LocalCheck& l
   isolation_diagnoses(result, local.local, local.rows, local.culprit, local.symptom_of(result), "B's own inputs",
                       local.undecidable.empty(), out);
   if (!local.undecidable.empty()) {
-    std::vector<std::string> ops, missing;
-    for (const Undecidable& u : local.undecidable) {
-      ops.push_back(model::to_string(u.id));
-      for (const model::TensorId& id : u.missing) missing.push_back(model::to_string(id));
-    }
-    std::sort(missing.begin(), missing.end());
-    missing.erase(std::unique(missing.begin(), missing.end()), missing.end());
+    std::vector<std::string> ops;
+    for (const Undecidable& u : local.undecidable) ops.push_back(model::to_string(u.id));
+    const std::vector<std::string> missing = local.missing_taps();
     out.push_back({"unchecked",
                    fmt::format("{} op{} of B's dump could not be checked on B's own inputs: tapping {} would make "
                                "them decidable",

@@ -17,6 +17,15 @@ bool in_layers(const model::Step& step, const LocalCheckOptions& options) {
 
 }  // namespace
 
+std::vector<std::string> LocalCheck::missing_taps() const {
+  std::vector<std::string> out;
+  for (const Undecidable& u : undecidable)
+    for (const model::TensorId& id : u.missing) out.push_back(model::to_string(id));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 std::optional<std::size_t> LocalCheck::symptom_of(const CompareResult& run) const {
   if (!run.first) return std::nullopt;
   const model::TensorId& id = run.ops[*run.first].id;

@@ -50,6 +50,8 @@ struct LocalCheck {
 
   // Index into local of the comparison's symptom (its first op past tolerance), when it was checked.
   std::optional<std::size_t> symptom_of(const CompareResult& run) const;
+  // The taps whose absence left ops undecidable, "LAYER/OP" each, sorted, once each.
+  std::vector<std::string> missing_taps() const;
 };
 
 // UsageError naming B's file when its rows do not hold every position from 0 on (the reference

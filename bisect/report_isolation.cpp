@@ -1,6 +1,7 @@
 #include "bisect/report_isolation.h"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include "bisect/report_format.h"
 #include "bisect/report_json.h"
@@ -37,6 +38,12 @@ std::string culprit_text(const Isolation& i) {
   if (i.run.match()) return {};
   if (!i.run.first && !i.culprit)
     return "none: every op is within tolerance; the runs differ only as the run problems say";
+  if (!i.culprit && i.unchecked_ops > 0)
+    return fmt::format(
+        "unchecked: no op checked on {} is past its tolerance, but {} op{} could not be checked: "
+        "tapping {} would decide {}",
+        i.inputs, i.unchecked_ops, i.unchecked_ops == 1 ? "" : "s", fmt::join(i.missing_taps, ", "),
+        i.unchecked_ops == 1 ? "it" : "them");
   if (!i.culprit)
     return fmt::format("no op is past its tolerance on {}: the error accumulates (see the diagnosis)", i.inputs);
   const OpResult& op = i.local[*i.culprit];

@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -21,6 +22,10 @@ struct Isolation {
   std::optional<std::size_t> symptom_local;  // index into local of the symptom op, when it was checked
   std::string_view inputs;                   // whose inputs the local errors are on: "A's inputs", ...
   bool batch = false;                        // rows of several sequences
+  // Ops that could not be checked for want of taps (compare --model), and the taps that would
+  // decide them: then "no op is past its tolerance" is no verdict that the error accumulates.
+  std::size_t unchecked_ops = 0;
+  std::vector<std::string> missing_taps;
 
   bool symptom_is_culprit() const { return symptom_local && culprit && *symptom_local == *culprit; }
 };

@@ -1,8 +1,10 @@
 #include "dumps/dump_reader.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <filesystem>
+#include <optional>
 #include <utility>
 
 #include <fmt/core.h>
@@ -388,15 +390,43 @@ std::optional<std::string> model_mismatch(const DumpReader& a, const DumpReader&
     return fmt::format("different models: {} has sha256 {} ({}), {} has {} ({})", a.path(), short_sha(ma.model_sha256),
                        model_file(ma), b.path(), short_sha(mb.model_sha256), model_file(mb));
   }
-  if (ma.model_config == mb.model_config) return std::nullopt;
+  const std::string differ = config_differences(ma.model_config, mb.model_config);
+  if (differ.empty()) return std::nullopt;
   return fmt::format("different models: the model_config of {} ({}) and {} ({}) differ in {}", a.path(), model_file(ma),
-                     b.path(), model_file(mb), config_differences(ma.model_config, mb.model_config));
+                     b.path(), model_file(mb), differ);
+}
+
+// The keys config_from_json reads, and so can say what a left-out one means.
+constexpr std::array kParsedKeys = {"n_layers", "dim",        "n_heads",    "n_kv_heads", "head_dim", "ffn_dim",
+                                    "vocab",    "rope_style", "rotary_dim", "block",      "experts"};
+
+// A model_config with its parsed keys at what they mean (to_json of the parsed config); nullopt
+// when it does not parse (it is then compared as written).
+std::optional<nlohmann::json> meaning(const nlohmann::json& config) {
+  try {
+    const nlohmann::json parsed = model::to_json(config_from_json(config, "model_config"));
+    nlohmann::json out = config;
+    for (const char* key : kParsedKeys) {
+      if (parsed.contains(key))
+        out[key] = parsed.at(key);
+      else
+        out.erase(key);
+    }
+    return out;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace
 
-std::string config_differences(const nlohmann::json& a, const nlohmann::json& b) {
-  if (!a.is_object() || !b.is_object()) return fmt::format("{} vs {}", model::json_excerpt(a), model::json_excerpt(b));
+std::string config_differences(const nlohmann::json& raw_a, const nlohmann::json& raw_b) {
+  if (!raw_a.is_object() || !raw_b.is_object())
+    return fmt::format("{} vs {}", model::json_excerpt(raw_a), model::json_excerpt(raw_b));
+  const std::optional<nlohmann::json> meant_a = meaning(raw_a), meant_b = meaning(raw_b);
+  const bool by_meaning = meant_a && meant_b;
+  const nlohmann::json& a = by_meaning ? *meant_a : raw_a;
+  const nlohmann::json& b = by_meaning ? *meant_b : raw_b;
   std::vector<std::string> keys;
   for (const auto& [key, value] : a.items()) keys.push_back(key);
   for (const auto& [key, value] : b.items()) keys.push_back(key);
@@ -405,6 +435,7 @@ std::string config_differences(const nlohmann::json& a, const nlohmann::json& b)
   std::vector<std::string> out;
   for (const std::string& key : keys) {
     if (a.contains(key) && b.contains(key) && a.at(key) == b.at(key)) continue;
+    if (by_meaning && (!a.contains(key) || !b.contains(key))) continue;  // said by one only: no contradiction
     const std::string va = a.contains(key) ? model::json_excerpt(a.at(key)) : "(absent)";
     const std::string vb = b.contains(key) ? model::json_excerpt(b.at(key)) : "(absent)";
     out.push_back(fmt::format("{}: {} vs {}", key.substr(0, 80), va, vb));

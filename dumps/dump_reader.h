@@ -17,8 +17,11 @@
 
 namespace tapdiff::dumps {
 
-// Every key whose value differs between two model_config objects, "key: A value vs B value" joined
-// by "; " (values quoted as bounded excerpts); "" when they are equal.
+// Every key whose meaning differs between two model_config objects, "key: A value vs B value"
+// joined by "; " (values quoted as bounded excerpts); "" when they mean the same model. Compared by
+// meaning: the keys the reader parses (widths, block, rope_style, rotary_dim, experts) at the value
+// they stand for, a field left out at its documented default (docs/dump-format.md); any other key
+// only where both state it (left out, it is not said, not contradicted).
 std::string config_differences(const nlohmann::json& a, const nlohmann::json& b);
 
 class DumpReader {

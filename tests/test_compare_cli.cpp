@@ -427,6 +427,40 @@ TEST(CompareCli, PositionsOnlyInAFailUnlessCommonRowsNarrowsTheComparison) {
   EXPECT_NE(narrowed.output.find("2 only in A (left out by --common-rows)"), std::string::npos) << narrowed.output;
 }
 
+// A dump's model_config written to the documented minimum (block, rope_scaling, rotary_dim left
+// out) is the model's config by what it means: --model takes it and names the culprit; a key that
+// says otherwise (a bias the model lacks, another rotary width) is still refused by name.
+TEST(CompareCli, AModelConfigIsComparedByWhatItMeans) {
+  const Dumps d("minimal-config");
+  d.corrupt("1/v_proj", 30, 2, 3.0f);
+  const auto rewrite = [&](const nlohmann::json& config) {
+    dumps::h5::File::open(d.b.string(), dumps::h5::File::Mode::write).set_string("model_config", config.dump());
+  };
+  const nlohmann::json full = nlohmann::json::parse(dumps::DumpReader(d.a.string()).metadata().model_config.dump());
+  nlohmann::json minimal;
+  for (const char* key : {"arch", "n_layers", "dim", "n_heads", "n_kv_heads", "ffn_dim", "vocab", "rope_style"})
+    minimal[key] = full.at(key);
+  rewrite(minimal);
+  const std::string model = " --model " + quoted(synth_model_path("tiny"));
+  const auto culprit = d.compare(model + " --json " + quoted(d.dir / "r.json"));
+  EXPECT_EQ(culprit.exit_code, 1) << culprit.output;
+  const auto json = nlohmann::json::parse(slurp(d.dir / "r.json"));
+  EXPECT_EQ(json["culprit"]["layer"], 1) << culprit.output;
+  EXPECT_EQ(json["culprit"]["op"], "v_proj") << culprit.output;
+  nlohmann::json biased = minimal;
+  biased["block"] = {{"qkv_bias", true}};
+  rewrite(biased);
+  const auto refused = d.compare(model);
+  EXPECT_EQ(refused.exit_code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("differ in block: "), std::string::npos) << refused.output;
+  nlohmann::json narrower = minimal;
+  narrower["rotary_dim"] = full.at("head_dim").get<int>() / 2;
+  rewrite(narrower);
+  const auto rotary = d.compare(model);
+  EXPECT_EQ(rotary.exit_code, 2) << rotary.output;
+  EXPECT_NE(rotary.output.find("differ in rotary_dim: "), std::string::npos) << rotary.output;
+}
+
 // --model: each op of B's dump run by the f64 reference on B's own inputs names the culprit.
 TEST(CompareCli, ModelFindsTheCulpritOnBsOwnInputs) {
   const Dumps d("culprit");
@@ -474,6 +508,15 @@ TEST(CompareCli, ModelSaysWhichTapsWouldDecideAnOpAndRefusesAnotherModel) {
                           "1/ffn_up would make them decidable"),
             std::string::npos)
       << r.output;
+  // The op at fault undecidable, the ops that could be checked clean: the headline says unchecked,
+  // not that the error accumulates.
+  d.run_b("--inject silu-approx@1 --taps '1/ffn_(act|down)'");
+  const auto act = d.compare("--model synth:tiny");
+  EXPECT_EQ(act.exit_code, 1) << act.output;
+  EXPECT_NE(act.output.find("culprit  unchecked: no op checked on B's own inputs is past its tolerance, but 1 op "
+                            "could not be checked: tapping 1/ffn_gate, 1/ffn_up would decide it"),
+            std::string::npos)
+      << act.output;
   const auto no_ops = d.compare("--model synth:tiny --layers 0:0");
   EXPECT_EQ(no_ops.exit_code, 2) << no_ops.output;
   EXPECT_NE(no_ops.output.find("no op in the layers asked for has its output and all of its inputs tapped"),

@@ -213,8 +213,8 @@ int compare(const CompareArgs& args) {
     diagnoses.push_back(std::move(d));
   std::optional<bisect::Isolation> isolation;
   if (local) {
-    isolation.emplace(
-        bisect::Isolation{result, local->local, local->culprit, local->symptom_of(result), "B's own inputs", false});
+    isolation.emplace(bisect::Isolation{result, local->local, local->culprit, local->symptom_of(result),
+                                        "B's own inputs", false, local->undecidable.size(), local->missing_taps()});
   }
   if (!args.json.empty()) {
     nlohmann::json report = bisect::report_json(result, diagnoses);
