@@ -20,8 +20,26 @@ import mlx.nn as nn
 from mlx_lm import utils as mlx_utils
 from mlx_lm.models import cache as mlx_cache
 from mlx_lm.models import llama as mlx_llama
+from safetensors.torch import load_file, save_file
+
+import hf_models
 
 DTYPES = {"bf16": mx.bfloat16, "f16": mx.float16}
+
+
+def peaked_llama(folder: Path) -> None:
+    """A tiny Llama saved by transformers, with biases and a RoPE base away from the defaults, its
+    q and k weights 10x what random initialisation gives, so that attention is peaked enough for
+    its scale to matter. Its config as transformers 4.x wrote it: mlx-lm 0.32 reads rope_theta, not
+    5.x's rope_parameters (it runs a 5.x config at base 10000 whatever it says)."""
+    case = hf_models.Case("llama-mlx", "llama", {"rope_type": "default", "rope_theta": 50000.0},
+                          {"attention_bias": True, "mlp_bias": True})
+    hf_models.make_model(case, folder, "4.x", seed=3)
+    weights = load_file(folder / "model.safetensors")
+    for name in weights:
+        if name.endswith(("q_proj.weight", "k_proj.weight")):
+            weights[name] = weights[name] * 10
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
 
 
 def rows(x: mx.array) -> mx.array:

@@ -9,9 +9,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-from safetensors.torch import load_file, save_file
-
-import hf_models
 import mlx_recorder
 from test_python_writer import tapdiff
 
@@ -22,17 +19,8 @@ DTYPES = ("bf16", "f16")
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory) -> Path:
-    """A tiny Llama with biases and a RoPE base away from the defaults, its q and k weights 10x what
-    random initialisation gives, so that attention is peaked enough for its scale to matter."""
     folder = tmp_path_factory.mktemp("mlx") / "model"
-    case = hf_models.Case("llama-mlx", "llama", {"rope_type": "default", "rope_theta": 50000.0},
-                          {"attention_bias": True, "mlp_bias": True})
-    hf_models.make_model(case, folder, "4.x", seed=3)  # mlx-lm reads rope_theta, not 5.x's rope_parameters
-    weights = load_file(folder / "model.safetensors")
-    for name in weights:
-        if name.endswith(("q_proj.weight", "k_proj.weight")):
-            weights[name] = weights[name] * 10
-    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+    mlx_recorder.peaked_llama(folder)
     return folder
 
 
