@@ -6,6 +6,8 @@
 // F16 (rounded to nearest even on the host, a block of rows at a time, the rows in parallel,
 // straight into the upload's staging memory), 1-D tensors are rounded to f16 values (kept in f32),
 // F16 matrices stay, and Q8_0/Q4_0 stay quantized (the f16 kernels round what they dequantize).
+// With bf16 weights (--dtype bf16) likewise bf16: F32 and F16 matrices stored as BF16, 1-D tensors
+// rounded to bf16 values, BF16 matrices and block formats as they are.
 // A norm weight w is stored as norm_offset + w (model/block.h; f32 arithmetic, after the f16
 // rounding), so that the norm kernel scales by what it reads.
 #include <cstdint>
@@ -16,6 +18,7 @@
 #include <utility>
 
 #include "gpu/memory.h"
+#include "gpu/shaders.h"
 #include "model/weights.h"
 
 namespace tapdiff::gpu {
@@ -35,7 +38,8 @@ struct DeviceWeight {
 class DeviceWeights {
  public:
   // Uploads every tensor of the model through the stream (flushing as staging fills).
-  DeviceWeights(const Device& device, Stream& stream, const model::Model& model, bool f16);
+  // activations: the engine's; f16 and bf16 engines hold weights of that type (above).
+  DeviceWeights(const Device& device, Stream& stream, const model::Model& model, Activations activations);
 
   const DeviceWeight& get(model::WeightKind kind, int layer = -1) const;
   const DeviceWeight* find(model::WeightKind kind, int layer = -1) const;
@@ -46,10 +50,10 @@ class DeviceWeights {
   // Stages `size` bytes for dst, written by fill; flushes the stream once staging holds enough.
   void stage(Stream& stream, std::uint64_t size, const Region& dst,
              const std::function<void(std::span<std::byte>)>& fill);
-  // An F32 or BF16 matrix as F16 into w.region.
-  void upload_as_f16(Stream& stream, const model::WeightTensor& t, const DeviceWeight& w);
+  // A matrix converted to w.dtype (F16 or BF16, rounded to nearest even) into w.region.
+  void upload_converted(Stream& stream, const model::WeightTensor& t, const DeviceWeight& w);
 
-  bool f16_;
+  Activations activations_;
   double norm_offset_;
   Arena arena_;
   std::map<std::pair<model::WeightKind, int>, DeviceWeight> weights_;

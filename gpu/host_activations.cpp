@@ -17,7 +17,7 @@ void activations_to_host(const std::byte* data, std::int64_t rows, std::int64_t 
   out.reshape(model::Scalar::f32, rows, cols);
   const std::span<float> values = out.f32();
   if (values.empty()) return;  // data may be null then, and memcpy's arguments never may
-  if (a == Activations::f32)
+  if (a != Activations::f16)
     std::memcpy(values.data(), data, values.size_bytes());
   else
     model::dequantize_row(model::DType::f16, data, values.data(), out.size());  // the vectorized widening
@@ -29,6 +29,11 @@ std::vector<std::byte> activations_to_device(const model::HostTensor& value, Act
   std::vector<std::byte> bytes(in.size() * activation_bytes(a));
   if (a == Activations::f32) {
     std::memcpy(bytes.data(), in.data(), in.size_bytes());
+    return bytes;
+  }
+  if (a == Activations::bf16) {  // a bf16 engine's buffers hold bf16 values only
+    auto* out = reinterpret_cast<float*>(bytes.data());
+    for (std::size_t i = 0; i < in.size(); ++i) out[i] = model::bf16_to_f32(model::f32_to_bf16(in[i]));
     return bytes;
   }
   std::vector<std::uint16_t> halves(in.size());

@@ -379,7 +379,9 @@ std::string KernelChoice::activation_kernel_name() const {
 }
 
 std::string KernelChoice::named(std::string_view variant, std::optional<model::DType> weights) const {
-  const std::string_view activations = profile_.activations == Activations::f16 ? ".f16" : "";
+  const std::string_view activations = profile_.activations == Activations::f16    ? ".f16"
+                                       : profile_.activations == Activations::bf16 ? ".bf16"
+                                                                                   : "";
   return weights ? fmt::format("{}{}/{}", variant, activations, model::dtype_name(*weights))
                  : fmt::format("{}{}", variant, activations);
 }

@@ -60,7 +60,16 @@ std::span<const std::uint32_t> written_words(Shader shader) {
 #define TAPDIFF_F16_f32(id, bindings, outputs) \
   ShaderCode { #id "_f16", {}, bindings, outputs }
 
-using ShaderTable = std::array<std::array<ShaderCode, kShaderCount>, 2>;
+#define TAPDIFF_BF16_both(id, bindings, outputs) \
+  ShaderCode { #id "_bf16", id##_bf16_spv, bindings, outputs }
+#define TAPDIFF_BF16_words(id, bindings, outputs) \
+  ShaderCode { #id, id##_spv, bindings, outputs }
+#define TAPDIFF_BF16_f32(id, bindings, outputs) \
+  ShaderCode { #id "_bf16", {}, bindings, outputs }
+#define TAPDIFF_BF16_f16(id, bindings, outputs) \
+  ShaderCode { #id "_bf16", {}, bindings, outputs }
+
+using ShaderTable = std::array<std::array<ShaderCode, kShaderCount>, 3>;  // by Activations
 
 // In the order of the Shader enum: f32 activations, then f16. Made on the first call (the written
 // kernels' words are written then), not at the start of every process.
@@ -80,6 +89,13 @@ const ShaderTable& shader_table() {
 #undef TAPDIFF_SHADER
 #undef TAPDIFF_WRITTEN
       }},
+      {{
+#define TAPDIFF_SHADER(id, source, builds, bindings, outputs, defines) TAPDIFF_BF16_##builds(id, bindings, outputs),
+#define TAPDIFF_WRITTEN(id, bindings, outputs) ShaderCode{#id "_bf16", {}, bindings, outputs},
+#include "gpu/shaders/shaders.def"
+#undef TAPDIFF_SHADER
+#undef TAPDIFF_WRITTEN
+      }},
   }};
   return table;
 }
@@ -87,7 +103,7 @@ const ShaderTable& shader_table() {
 }  // namespace
 
 const ShaderCode& shader_code(Shader shader, Activations activations) {
-  const ShaderCode& code = shader_table()[activations == Activations::f16 ? 1 : 0][static_cast<std::size_t>(shader)];
+  const ShaderCode& code = shader_table()[static_cast<std::size_t>(activations)][static_cast<std::size_t>(shader)];
   TAPDIFF_ASSERT(!code.spirv.empty(), "shader {} has no build for these activations", code.name);
   return code;
 }

@@ -27,8 +27,9 @@ inline constexpr std::size_t kShaderCount = 0
 #undef TAPDIFF_WRITTEN
     ;
 
-// How activation buffers (op outputs, the KV cache) store their elements: --dtype f32 or f16.
-enum class Activations : std::uint8_t { f32, f16 };
+// How activation buffers (op outputs, the KV cache) store their elements: --dtype f32, f16, or bf16
+// (bf16 values held in f32 words: the arithmetic of a device without bf16, with bf16's rounding).
+enum class Activations : std::uint8_t { f32, f16, bf16 };
 
 inline std::uint32_t activation_bytes(Activations a) { return a == Activations::f16 ? 2 : 4; }
 

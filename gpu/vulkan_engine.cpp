@@ -57,7 +57,14 @@ class Engine final : public VulkanEngine {
 
   std::string name() const override { return "vulkan"; }
   std::string device() const override { return summary(device_->info()); }
-  std::string compute_dtype() const override { return activation_type_ == Activations::f16 ? "f16" : "f32"; }
+  std::string compute_dtype() const override {
+    switch (activation_type_) {
+      case Activations::f16: return "f16";
+      case Activations::bf16: return "bf16";
+      case Activations::f32: break;
+    }
+    return "f32";
+  }
   std::string kernel(Op op) const override;
   model::Scalar scalar() const override { return model::Scalar::f32; }
 
@@ -173,12 +180,15 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
     : config_(m.config()),
       graph_(m.config()),
       faults_(parse_faults(options.inject, m.config().n_layers)),
-      activation_type_(options.f16 ? Activations::f16 : Activations::f32),
+      activation_type_(options.f16    ? Activations::f16
+                       : options.bf16 ? Activations::bf16
+                                      : Activations::f32),
       rope_table_of_(static_cast<std::size_t>(m.config().n_layers)) {
   require_faults_fit(faults_, graph_, config_);
+  if (options.f16 && options.bf16) throw UsageError("the vulkan engine holds f16 or bf16 activations, not both");
   if (options.llama_cpp) {
-    if (options.f16)
-      throw UsageError("the vulkan engine computes llama.cpp's precision in f32, not with f16 activations");
+    if (options.f16 || options.bf16)
+      throw UsageError("the vulkan engine computes llama.cpp's precision in f32, not with f16 or bf16 activations");
     model::require_llama_cpp_precision(m);
     if (!options.inject.empty())
       throw UsageError(fmt::format(
@@ -206,7 +216,7 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
   if (config_.head_dim > kernels_->choice().max_head_dim())
     throw UsageError(fmt::format("{}: head_dim {}: the Vulkan attention kernel handles head_dim up to {}",
                                  m.path().string(), config_.head_dim, kernels_->choice().max_head_dim()));
-  weights_ = std::make_unique<DeviceWeights>(*device_, *stream_, m, options.f16);
+  weights_ = std::make_unique<DeviceWeights>(*device_, *stream_, m, activation_type_);
   kv_ = std::make_unique<KvCache>(*device_, config_.n_layers, config_.kv_dim(), gpu::activation_bytes(activation_type_),
                                   options.max_context);
   activations_ = std::make_unique<Arena>(*device_, "activations", MemoryKind::device_local, kActivationBlock);

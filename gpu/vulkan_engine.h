@@ -28,6 +28,7 @@ struct VulkanEngineOptions {
   bool print_validation = false;   // print validation messages to stderr as they arrive
   std::string inject;              // faults to plant, "NAME[@LAYER][,...]" (gpu/faults.h); "" = none
   bool f16 = false;                // --dtype f16: f16 weights and activations (needs storageBuffer16BitAccess)
+  bool bf16 = false;               // --dtype bf16: bf16 weights and activations, held in f32 words
   // --dtype llama.cpp: f32, rounded where llama.cpp's CPU backend rounds (gpu/kernels.h; needs
   // shaderFloat64): Llama-family dense models only (model::require_llama_cpp_precision), no faults
   bool llama_cpp = false;

@@ -52,6 +52,9 @@ using model::TensorId;
 
 constexpr double kMaxNmse = 1e-9;
 constexpr double kMaxNmseF16 = 1e-7;
+// bf16 keeps 3 significant bits fewer than f16: a value on the other side of a rounding boundary
+// weighs 64 times more.
+constexpr double kMaxNmseBf16 = 64 * kMaxNmseF16;
 
 struct OpCase {
   std::string name;
@@ -63,6 +66,7 @@ struct OpCase {
   bool tied = false;
   std::string kernels;               // --kernels overrides
   bool f16 = false;                  // --dtype f16 against the reference's f16 emulation
+  bool bf16 = false;                 // --dtype bf16 against the reference's bf16 emulation
   bool llama_cpp = false;            // --dtype llama.cpp against the reference's llama.cpp emulation
   int rotary_dim = 0;                // RoPE on the leading channels of a head only (0: all)
   double rope_attention_factor = 0;  // YaRN's cos/sin scale (0: none)
@@ -85,6 +89,13 @@ OpCase op_case(std::string name, std::array<int, 6> shape, DType dtype, std::vec
 OpCase act_f16(OpCase c) {
   c.name += "_act_f16";
   c.f16 = true;
+  return c;
+}
+
+// The case with bf16 weights and activations.
+OpCase act_bf16(OpCase c) {
+  c.name += "_act_bf16";
+  c.bf16 = true;
   return c;
 }
 
@@ -308,12 +319,14 @@ TEST_P(VulkanOps, EveryOpMatchesTheReferenceOnRandomInputs) {
   const model::Graph graph(model.config());
   reference::CpuEngineOptions cpu_options{model::Scalar::f32, 1};
   cpu_options.emulation = c.f16         ? reference::Emulation::f16
+                          : c.bf16      ? reference::Emulation::bf16
                           : c.llama_cpp ? reference::Emulation::llama_cpp
                                         : reference::Emulation::none;
   const auto cpu = reference::make_cpu_engine(model, cpu_options);
   gpu::VulkanEngineOptions options;
   options.kernels = c.kernels;
   options.f16 = c.f16;
+  options.bf16 = c.bf16;
   options.llama_cpp = c.llama_cpp;
   const auto gpu = engine_for(model, options);
 
@@ -327,7 +340,7 @@ TEST_P(VulkanOps, EveryOpMatchesTheReferenceOnRandomInputs) {
     // the soft-cap's tanh is the device's, not the CPU's: some probabilities round to the other f16
     // value (5.7e-10 on lavapipe; q rounded before its scale instead: 1e-7)
     if (c.llama_cpp && c.gemma_block && op == Op::attn) return 1e-8;
-    return c.f16 ? kMaxNmseF16 : kMaxNmse;
+    return c.f16 ? kMaxNmseF16 : c.bf16 ? kMaxNmseBf16 : kMaxNmse;
   };
   for (const std::vector<int>& chunks : c.chunkings)
     compare_chunks(*cpu, *gpu, graph, chunks, c.vocab, bound, rng, worst);
@@ -553,6 +566,27 @@ std::vector<OpCase> block_format_cases() {
 
 INSTANTIATE_TEST_SUITE_P(BlockFormats, VulkanOps, ::testing::ValuesIn(block_format_cases()),
                          [](const ::testing::TestParamInfo<OpCase>& p) { return p.param.name; });
+
+// bf16 weights and activations (bf16 values in f32 words) against the reference's bf16
+// emulation: float weights converted on the host (f32, f16) or kept (bf16), block weights rounded
+// as the kernels dequantize them, RoPE's and the elementwise kernels' vector stores, the matrix-vector
+// kernels, a mixture of experts.
+INSTANTIATE_TEST_SUITE_P(
+    Bf16, VulkanOps,
+    ::testing::Values(
+        act_bf16(op_case("gqa8x4_hd16_f32", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {5}, {33}, {2, 5}})),
+        act_bf16(op_case("mha6x6_hd8_f16", {6, 6, 8, 40, 100, 259}, DType::f16, {{1}, {5}, {2, 5}})),
+        act_bf16(op_case("gqa32x8_hd64_bf16", {32, 8, 64, 96, 200, 300}, DType::bf16, {{1}, {7}, {2, 5}})),
+        act_bf16(op_case("gqa32x4_hd128_q8_0", {32, 4, 128, 96, 160, 300}, DType::q8_0, {{3}, {33}, {2, 5}})),
+        act_bf16(op_case("block_q4_k", {8, 4, 32, 256, 512, 300}, DType::q4_k, {{1}, {5}, {2, 5}})),
+        act_bf16(op_case("qwen2_rotate_half_bias", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {7}, {2, 5}}, "qwen2")),
+        act_bf16(op_case("forced_matvec_shared", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {5}, {2, 5}}, "llama", 0,
+                         false, "matmul=matvec,matvec=shared")),
+        act_bf16(op_case("forced_matvec_subgroup_f16", {6, 6, 8, 40, 100, 259}, DType::f16, {{5}, {2, 5}}, "llama", 0,
+                         false, "matmul=matvec,matvec=subgroup")),
+        act_bf16(experts(op_case("moe_8x2_f32", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {7}, {33}, {2, 5}}), 8, 2,
+                         40))),
+    [](const ::testing::TestParamInfo<OpCase>& p) { return p.param.name; });
 
 // llama.cpp's precision (--dtype llama.cpp) against the reference's emulation of it, for every
 // weight type: each product's input rounded to the type's dot-product type (F16, BF16, Q8_0, Q8_1

@@ -252,7 +252,7 @@ void add_run_command(CLI::App& app, CliContext& context) {
   cmd->add_option(
          "--dtype", args->engine.dtype,
          "Compute dtype: f32, f64, f16, bf16 or llama.cpp (f32 rounded as llama.cpp's CPU backend rounds) for ref; "
-         "f32, f16 or llama.cpp for vulkan")
+         "f32, f16, bf16 or llama.cpp for vulkan")
       ->capture_default_str();
   cmd->add_option("--threads", args->engine.threads, "CPU threads (0 = all)")->check(CLI::NonNegativeNumber);
   add_vulkan_options(*cmd, args->engine);

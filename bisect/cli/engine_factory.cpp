@@ -53,14 +53,14 @@ std::unique_ptr<model::Engine> make_engine(const EngineChoice& choice, const mod
     return reference::make_cpu_engine(m, options);
   }
   if (choice.name == "vulkan") {
-    if (precision != model::Precision::f32 && precision != model::Precision::f16 &&
-        precision != model::Precision::llama_cpp)
+    if (!precision || precision == model::Precision::f64)
       throw UsageError(
-          fmt::format("--dtype {}: the vulkan engine computes in f32, f16 (f16 weights and activations, f32 "
-                      "accumulation) or llama.cpp (f32 rounded where llama.cpp's CPU backend rounds)",
+          fmt::format("--dtype {}: the vulkan engine computes in f32, f16 or bf16 (f16 or bf16 weights and "
+                      "activations, f32 accumulation) or llama.cpp (f32 rounded where llama.cpp's CPU backend rounds)",
                       choice.dtype));
     gpu::VulkanEngineOptions options;
     options.f16 = precision == model::Precision::f16;
+    options.bf16 = precision == model::Precision::bf16;
     options.llama_cpp = precision == model::Precision::llama_cpp;
     options.device = choice.device;
     options.kernels = choice.kernels;

@@ -12,7 +12,7 @@ namespace tapdiff::cli {
 
 struct EngineChoice {
   std::string name = "ref";   // ref | vulkan
-  std::string dtype = "f32";  // a precision (model/precision.h): ref, every one; vulkan: f32 | f16 | llama.cpp
+  std::string dtype = "f32";  // a precision (model/precision.h): ref, every one; vulkan: all but f64
   int threads = 0;            // CPU threads, 0 = all
   std::string device;         // vulkan: "" (prefer a discrete GPU), an index, or a name substring
   std::string kernels;        // vulkan: kernel overrides, e.g. "matmul=matvec,matvec=shared"

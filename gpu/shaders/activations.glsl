@@ -1,7 +1,9 @@
 // How activations are stored: `act_t`, the element type of every activation buffer (op inputs and
 // outputs, the KV cache). f32 by default; with ACT_F16 defined (the --dtype f16 pipelines) f16,
 // which needs storageBuffer16BitAccess only: every value is widened to f32 as it is loaded and
-// all arithmetic stays f32 (f32 accumulation), so no shaderFloat16 is needed.
+// all arithmetic stays f32 (f32 accumulation), so no shaderFloat16 is needed. With ACT_BF16 (the
+// --dtype bf16 pipelines) bf16 values held in f32 words: every stored value is rounded to bf16,
+// arithmetic is f32, as on a device without bf16 arithmetic.
 // Included first, before the buffer declarations that use act_t.
 // `act4`: 4 of them, for buffers read 4 values at a time (widened to vec4 as they are loaded).
 #ifdef ACT_F16
@@ -28,11 +30,27 @@ float round_f16(float x) {
   return uintBitsToFloat(sign | (r > 0x477FE000u ? 0x7F800000u : r));
 }
 
-// The value an op stores: rounded to f16 in the f16 pipelines (then the conversion is exact). A
-// macro, not a function: a function returning float16_t would need the Float16 capability
-// (shaderFloat16), a conversion inside the store needs only 16-bit storage.
+// x rounded to the nearest bf16 value (the top 16 bits of an f32), ties to even, kept in f32: what
+// the reference's bf16 emulation computes (reference/rounding.h), bit for bit. Past the largest
+// bf16 to inf; NaN becomes the quiet NaN of its sign.
+float round_bf16(float x) {
+  const uint u = floatBitsToUint(x);
+  const uint sign = u & 0x80000000u;
+  const uint a = u ^ sign;
+  if (a > 0x7F800000u) return uintBitsToFloat(sign | 0x7FC00000u);  // NaN
+  return uintBitsToFloat(sign | ((a + 0x7FFFu + ((a >> 16) & 1u)) & 0xFFFF0000u));
+}
+
+// The value an op stores: rounded to f16 in the f16 pipelines (then the conversion is exact), to
+// bf16 in the bf16 ones. A macro, not a function: a function returning float16_t would need the
+// Float16 capability (shaderFloat16), a conversion inside the store needs only 16-bit storage.
+// to_act4: four values stored as a vec4 (the f32 and bf16 pipelines' vector stores).
 #ifdef ACT_F16
 #define to_act(v) float16_t(round_f16(v))
+#elif defined(ACT_BF16)
+#define to_act(v) round_bf16(v)
+#define to_act4(v) vec4(round_bf16((v).x), round_bf16((v).y), round_bf16((v).z), round_bf16((v).w))
 #else
 #define to_act(v) (v)
+#define to_act4(v) (v)
 #endif

@@ -6,7 +6,8 @@
 // match the reference bit for bit whatever order or fusion the compiler picks. In the f16
 // pipelines (ACT_F16) weights are f16 values: the host stores f32 and bf16 matrices as f16, and
 // the block formats' values are rounded to f16 here, as the reference's f16 emulation rounds its
-// dequantized weights.
+// dequantized weights. In the bf16 pipelines (ACT_BF16) likewise bf16 values: the host stores f32
+// and f16 matrices as bf16, and the block formats' values are rounded to bf16 here.
 
 const uint DTYPE_F32 = 0u;  // the order of model::DType
 const uint DTYPE_F16 = 1u;
@@ -159,6 +160,8 @@ float stored_weight_at(uint row, uint k) {
 float weight_at(uint row, uint k) {
 #ifdef ACT_F16
   if (DTYPE >= DTYPE_Q8_0) return round_f16(stored_weight_at(row, k));
+#elif defined(ACT_BF16)
+  if (DTYPE >= DTYPE_Q8_0) return round_bf16(stored_weight_at(row, k));
 #endif
   return stored_weight_at(row, k);
 }

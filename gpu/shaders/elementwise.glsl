@@ -19,7 +19,7 @@ uvec4 combine_wide(uvec4 x, uvec4 z) { return combine_octet(x, z); }
 const uint kWide = 4u;
 #define wide_t vec4
 vec4 combine_wide(vec4 x, vec4 z) {
-  return vec4(combine(x.x, z.x), combine(x.y, z.y), combine(x.z, z.z), combine(x.w, z.w));
+  return to_act4(vec4(combine(x.x, z.x), combine(x.y, z.y), combine(x.z, z.z), combine(x.w, z.w)));
 }
 #endif
 layout(std430, binding = 0) readonly buffer AWide { wide_t a_wide[]; };

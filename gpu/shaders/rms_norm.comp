@@ -66,8 +66,9 @@ vec4 first_quad(uint i) {
   x_quads[i] = f16vec4(r);
   return r;
 #else
-  x_quads[i] = v;
-  return v;
+  const vec4 r = to_act4(v);
+  x_quads[i] = r;
+  return r;
 #endif
 #else
   return vec4(x_quads[i]);

@@ -32,7 +32,7 @@ void store4(uint at, vec4 v) {
 }
 #else
 layout(std430, binding = 2) writeonly buffer OutputQuads { vec4 y_quads[]; };
-void store4(uint at, vec4 v) { y_quads[at / 4u] = v; }
+void store4(uint at, vec4 v) { y_quads[at / 4u] = to_act4(v); }
 #endif
 
 // Pair i of a head: (a, b) = (2i, 2i + 1), or (i, i + r/2) and past r/2 the passing channels two

@@ -27,13 +27,6 @@ const uint DOT_F16 = 1u, DOT_BF16 = 2u, DOT_Q8_0 = 3u, DOT_Q8_1 = 4u, DOT_Q8_K =
 
 float quotient(float a, float b) { return float(double(a) / double(b)); }
 
-// Nearest bf16, ties to even (model::f32_to_bf16); NaN unchanged.
-float round_bf16(float v) {
-  const uint u = floatBitsToUint(v);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return v;
-  return uintBitsToFloat(((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16) << 16);
-}
-
 void round_block_32(uint unit) {
   const uint base = unit * 32u;
   float amax = 0.0;
