@@ -1,7 +1,8 @@
 // The bisection matrix: `tapdiff bisect` in-process over models x engines x prompt templates x
 // prompt lengths x chunk sizes, one Markdown row per run.
 //   Without --faults: nothing is planted, every row must say "match" (docs/bisect-matrix.md).
-//   With --faults all|NAME,...: each fault of gpu/faults.h planted in the Vulkan engine at layer 0
+//   With --faults all|NAME,...: each fault of gpu/faults.h planted in the Vulkan engine (in each
+//   precision --engines names for it: vulkan, vulkan:f16, vulkan:bf16) at layer 0
 //   and at the middle layer, over the lengths (chunk sizes only for the faults that need chunks);
 //   each row says whether the culprit is the planted layer and op (or class) with the expected
 //   diagnosis code, or that the fault is below the noise floor there (docs/faults.md).
@@ -29,6 +30,7 @@
 #include "gpu/faults.h"
 #include "model/errors.h"
 #include "model/per_sequence_engine.h"
+#include "model/precision.h"
 
 using namespace tapdiff;
 
@@ -49,7 +51,8 @@ struct Args {
 // One bisection of the matrix.
 struct Case {
   std::string model, engine, inject, prompt_name;
-  model::Prompts prompts;  // one, or a ragged batch
+  model::Precision precision = model::Precision::f32;  // engine B's
+  model::Prompts prompts;                              // one, or a ragged batch
   int chunk = 0;
   const gpu::FaultInfo* fault = nullptr;
   int layer = -1;  // the planted layer
@@ -99,6 +102,21 @@ std::vector<const gpu::FaultInfo*> selected_faults(const std::string& spec) {
   return out;
 }
 
+// "vulkan:bf16" as an engine choice (the dtype after the colon; f32 without one).
+cli::EngineChoice engine_choice(const std::string& engine, int threads) {
+  cli::EngineChoice choice;
+  const std::size_t colon = engine.find(':');
+  choice.name = engine.substr(0, colon), choice.threads = threads;
+  if (colon != std::string::npos) choice.dtype = engine.substr(colon + 1);
+  return choice;
+}
+
+model::Precision precision_of(const cli::EngineChoice& choice) {
+  const std::optional<model::Precision> p = model::parse_precision(choice.dtype);
+  if (!p) throw UsageError(fmt::format("--engines: {}: expected one of {}", choice.dtype, model::precision_names()));
+  return *p;
+}
+
 // Whether the model runs the fault at the layer (gpu::require_faults_fit): a mixture of experts'
 // fault is no fault of a dense model, a RoPE fault none of a layer without RoPE.
 bool plantable(const gpu::FaultInfo& f, int layer, const model::ModelConfig& config) {
@@ -143,8 +161,8 @@ std::string row_of(const Case& c, const std::string& length, const bisect::Bisec
     return op.id.layer == c.layer && op.id.op == c.fault->ops.front();
   });
   const std::string planted_ratio = planted != r.run.ops.end() ? fmt::format("{:.2e}", ratio(*planted)) : "-";
-  return fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1f} |\n", c.model, c.inject,
-                     c.prompt_name, length, chunk, first, culprit, codes_text,
+  return fmt::format("| {} | {} {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1f} |\n", c.model, c.engine,
+                     c.inject, c.prompt_name, length, chunk, first, culprit, codes_text,
                      c.fault->diagnosis.empty() ? "-" : std::string(c.fault->diagnosis), planted_ratio,
                      judge(c, r, codes), seconds);
 }
@@ -156,7 +174,7 @@ int main(int argc, char** argv) {
   CLI::App app{"tapdiff bisect over models x engines x prompts x lengths x chunk sizes (x planted faults)"};
   app.add_option("--model", a.models, "Model spec (GGUF, HF folder, synth:SHAPE); repeatable")->required();
   app.add_option("--engines", a.engines,
-                 "Engines B as NAME[:DTYPE]: ref, vulkan, vulkan:f16, ref:f16 (faults: vulkan f32 only)")
+                 "Engines B as NAME[:DTYPE]: ref, vulkan, vulkan:f16, vulkan:bf16, ref:f16 (faults: the vulkan ones)")
       ->delimiter(',')
       ->capture_default_str();
   app.add_option("--templates", a.templates, "Folder of prompt templates (*.txt)")->capture_default_str();
@@ -210,9 +228,12 @@ int main(int argc, char** argv) {
         lengths.push_back(length);
 
     std::unique_ptr<model::Engine> batch_truth, batch_floor;  // for batch faults, made when first needed
+    std::string batch_floor_dtype;
     auto run = [&](Case& c, model::Engine& b, model::Engine& floor, const std::string& length) {
       model::Engine& engine_a = c.prompts.size() > 1 ? *batch_truth : *truth;
       bisect::BisectOptions options;
+      options.precision = c.precision;
+      options.calibration = bisect::Calibration{model::default_k(c.precision)};
       options.chunk = c.chunk;
       options.generate = a.generate;
       options.eos_token = tokenizer->eos();
@@ -236,17 +257,15 @@ int main(int argc, char** argv) {
 
     if (faults.empty()) {
       for (const std::string& engine : a.engines) {
-        cli::EngineChoice b_choice;
-        const std::size_t colon = engine.find(':');
-        b_choice.name = engine.substr(0, colon), b_choice.threads = a.threads;
-        if (colon != std::string::npos) b_choice.dtype = engine.substr(colon + 1);
+        const cli::EngineChoice b_choice = engine_choice(engine, a.threads);
         const auto b = cli::make_engine(b_choice, *m);
         devices += fmt::format("- {}: {} on {}\n", spec, b->name(), b->device());
         for (const auto& path : templates)
           for (int length : lengths)
             for (int chunk : a.chunks) {
               if (chunk >= length) continue;  // the same run as the whole prompt
-              Case c{model_name, engine, "", path.stem().string(), {prompt_of(path, length)}, chunk};
+              Case c{model_name, engine, "", path.stem().string(), precision_of(b_choice), {prompt_of(path, length)},
+                     chunk};
               run(c, *b, floor_of(b_choice.dtype), std::to_string(length));
             }
       }
@@ -256,43 +275,53 @@ int main(int argc, char** argv) {
     std::vector<int> layers{0};
     if (n_layers / 2 > 0) layers.push_back(n_layers / 2);
     std::size_t rotation = 0;  // spreads the runs over the templates
-    for (const gpu::FaultInfo* fault : faults)
-      for (int layer : layers) {
-        if (!plantable(*fault, layer, m->config())) {
-          ++not_plantable;
-          continue;
+    for (const std::string& engine : a.engines)
+      for (const gpu::FaultInfo* fault : faults)
+        for (int layer : layers) {
+          cli::EngineChoice b_choice = engine_choice(engine, a.threads);
+          if (b_choice.name != "vulkan") continue;  // faults live in the Vulkan kernels
+          if (!plantable(*fault, layer, m->config())) {
+            ++not_plantable;
+            continue;
+          }
+          b_choice.inject = fmt::format("{}@{}", fault->name, layer);
+          const auto b = cli::make_engine(b_choice, *m);
+          if (devices.find(spec) == std::string::npos)
+            devices += fmt::format("- {}: {} on {}\n", spec, b->name(), b->device());
+          for (int length : lengths) {
+            const std::size_t first_template = rotation++;
+            const std::size_t n_prompts = needs_batch(*fault) ? kBatchPrompts : 1;
+            model::Prompts prompts;
+            std::vector<std::string> names, lengths_text;
+            for (std::size_t k = 0; k < n_prompts; ++k) {  // prompt k of a batch: length / (k + 1) tokens
+              const auto& path = templates[(first_template + k) % templates.size()];
+              const int tokens = length / static_cast<int>(k + 1);
+              prompts.push_back(prompt_of(path, tokens));
+              names.push_back(path.stem().string()), lengths_text.push_back(std::to_string(tokens));
+            }
+            if (n_prompts > 1 && batch_floor_dtype != b_choice.dtype) {
+              if (!batch_truth) batch_truth = per_sequence(truth_choice, *m);
+              batch_floor = per_sequence(cli::reference_choice(b_choice.dtype, a.threads), *m);
+              batch_floor_dtype = b_choice.dtype;
+            }
+            std::vector<int> chunks;
+            for (int chunk : a.chunks)
+              if ((chunk > 0) == needs_chunks(*fault) && chunk < length) chunks.push_back(chunk);
+            for (int chunk : chunks) {
+              Case c{model_name,
+                     engine,
+                     b_choice.inject,
+                     fmt::format("{}", fmt::join(names, "+")),
+                     precision_of(b_choice),
+                     prompts,
+                     chunk,
+                     fault,
+                     layer};
+              run(c, *b, n_prompts > 1 ? *batch_floor : floor_of(b_choice.dtype),
+                  fmt::format("{}", fmt::join(lengths_text, "+")));
+            }
+          }
         }
-        cli::EngineChoice b_choice;
-        b_choice.name = "vulkan";
-        b_choice.inject = fmt::format("{}@{}", fault->name, layer);
-        const auto b = cli::make_engine(b_choice, *m);
-        if (devices.find(spec) == std::string::npos)
-          devices += fmt::format("- {}: {} on {}\n", spec, b->name(), b->device());
-        for (int length : lengths) {
-          const std::size_t first_template = rotation++;
-          const std::size_t n_prompts = needs_batch(*fault) ? kBatchPrompts : 1;
-          model::Prompts prompts;
-          std::vector<std::string> names, lengths_text;
-          for (std::size_t k = 0; k < n_prompts; ++k) {  // prompt k of a batch: length / (k + 1) tokens
-            const auto& path = templates[(first_template + k) % templates.size()];
-            const int tokens = length / static_cast<int>(k + 1);
-            prompts.push_back(prompt_of(path, tokens));
-            names.push_back(path.stem().string()), lengths_text.push_back(std::to_string(tokens));
-          }
-          if (n_prompts > 1 && !batch_truth) {
-            batch_truth = per_sequence(truth_choice, *m);
-            batch_floor = per_sequence(cli::reference_choice("f32", a.threads), *m);
-          }
-          std::vector<int> chunks;
-          for (int chunk : a.chunks)
-            if ((chunk > 0) == needs_chunks(*fault) && chunk < length) chunks.push_back(chunk);
-          for (int chunk : chunks) {
-            Case c{model_name, "vulkan", b_choice.inject, fmt::format("{}", fmt::join(names, "+")),
-                   prompts,    chunk,    fault,           layer};
-            run(c, *b, n_prompts > 1 ? *batch_floor : floor_of("f32"), fmt::format("{}", fmt::join(lengths_text, "+")));
-          }
-        }
-      }
   }
   std::string counts;
   int total = 0;

@@ -313,11 +313,15 @@ BisectResult run_bisect(const model::ModelConfig& config, const LockstepEngines&
   run.problems = run_problems(run);
   if (!run.first) return result;
 
-  // --- pass 2: forced scan, up to the pass where the symptom first shows ---
-  // (pass 1 compared every op: a layers-first pass that diverged was repeated in full)
+  // --- pass 2: forced scan, up to the pass where the symptom first shows, and the one where it is
+  // worst: in a coarse precision a row may break the op's bound by its own noise, before the bug
+  // acts (pass 1 compared every op: a layers-first pass that diverged was repeated in full) ---
   start = std::chrono::steady_clock::now();
   const std::vector<PlannedPass>& passes = schedule.passes;
-  const std::size_t last_pass = pass_of(passes, run.ops[*run.first].first_bad_row);
+  const OpResult& symptom = run.ops[*run.first];
+  std::size_t last_pass = pass_of(passes, symptom.first_bad_row);
+  if (symptom.worst.index >= 0)
+    last_pass = std::max(last_pass, pass_of(passes, run.alignment.rows[static_cast<std::size_t>(symptom.worst.index)]));
   PassComparison forced_pass(graph, config);
   std::optional<AttentionUniformity> uniformity;
   if (n_seqs == 1 && config.sliding_window == 0) uniformity.emplace(config);
