@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <span>
 
 namespace tapdiff::gpu {
 
@@ -13,10 +14,15 @@ namespace {
 void compute_rows(std::vector<float>& table, int first, int count, int pairs, const model::RopeFrequencies& f) {
   for (int t = 0; t < count; ++t) {
     const double pos = static_cast<double>(first + t);
-    for (double frequency : f.inv_freq) {
-      const double angle = pos * frequency;
-      table.push_back(static_cast<float>(std::cos(angle) * f.attention_factor));
-      table.push_back(static_cast<float>(std::sin(angle) * f.attention_factor));
+    if (f.ggml) {
+      table.resize(table.size() + 2 * f.inv_freq.size());
+      model::ggml_cos_sin(f, first + t, std::span<float>(table).last(2 * f.inv_freq.size()));
+    } else {
+      for (double frequency : f.inv_freq) {
+        const double angle = pos * frequency;
+        table.push_back(static_cast<float>(std::cos(angle) * f.attention_factor));
+        table.push_back(static_cast<float>(std::sin(angle) * f.attention_factor));
+      }
     }
     for (auto i = static_cast<int>(f.inv_freq.size()); i < pairs; ++i) table.insert(table.end(), {1.0f, 0.0f});
   }

@@ -1,7 +1,8 @@
 #pragma once
 // The host's RoPE tables: cos and sin of angle = pos * inv_freq[i] (model/rope.h), times the
 // attention factor, for each position and pair i, [positions, d/2] of (cos, sin), computed in
-// double and rounded to f32, the same expression as reference::rope; pairs past rotary_dim / 2 are
+// double and rounded to f32 (in llama.cpp's precision, ggml's f32 steps: model::ggml_cos_sin), the
+// same expression as reference::rope; pairs past rotary_dim / 2 are
 // (1, 0). Each position's row is computed once per set of frequencies and kept (d floats a
 // position: 64 MB for 128K positions of head_dim 128). An 8B-shaped prompt of 2048 tokens needs
 // 131,072 cos and sin pairs: ~4 ms of the H200 host's time before each pass's first dispatch

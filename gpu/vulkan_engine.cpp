@@ -451,9 +451,11 @@ void Engine::upload_rope_tables() {
     if (rope_table_held_[at] == held) continue;
     rope_table_held_[at].clear();  // until the upload has run (a pass abandoned after an error drops it)
     std::vector<float> table;
+    const auto frequencies =
+        kernels_->choice().llama_cpp() ? model::llama_cpp_rope_frequencies : model::rope_frequencies;
     for (const HeldRope& h : held)
       rope_cache_.append(table, h.plan.first_pos, h.rows, config_.head_dim,
-                         model::rope_frequencies(config_, l, h.plan.base, h.plan.first_pos + h.rows));
+                         frequencies(config_, l, h.plan.base, h.plan.first_pos + h.rows));
     stream_->upload(table.data(), table.size() * sizeof(float), rope_tables_[at]);
     stream_->on_complete([this, at, held = std::move(held)]() mutable { rope_table_held_[at] = std::move(held); });
   }

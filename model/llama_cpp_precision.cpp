@@ -77,6 +77,17 @@ float llama_cpp_attention_scale(const ModelConfig& c) {
   return static_cast<float>(c.block.attention_scale);
 }
 
+RopeFrequencies llama_cpp_rope_frequencies(const ModelConfig& c, int layer, double base, std::int64_t seq_len) {
+  RopeFrequencies f = rope_frequencies(c, layer, base, seq_len);
+  const RopeScaling& s = rope_scaling(c, layer);
+  if (s.type != RopeType::standard && s.type != RopeType::linear) return f;
+  GgmlAngles& g = f.ggml.emplace();
+  g.theta_scale = std::pow(static_cast<float>(base), -2.0f / static_cast<float>(rotary_dim(c)));
+  g.freq_scale = s.type == RopeType::linear ? 1.0f / static_cast<float>(s.factor) : 1.0f;
+  g.freq_factors.assign(s.freq_factors.begin(), s.freq_factors.end());
+  return f;
+}
+
 bool llama_cpp_gelu_by_table(const Block& b) { return b.activation == Activation::gelu_tanh; }
 
 const std::array<std::uint16_t, 65536>& llama_cpp_gelu_table() {

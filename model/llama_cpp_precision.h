@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "model/dtype.h"
+#include "model/rope.h"
 
 namespace tapdiff::model {
 
@@ -42,6 +43,12 @@ bool llama_cpp_scales_q_first(const ModelConfig& c);
 // 1.0f / sqrtf(n_embd / n_head) for their largest models; a scale read from the file (Granite,
 // SmolLM3) is its f32 value. (1 / sqrt(96) in double, rounded to f32, is one step off, say.)
 float llama_cpp_attention_scale(const ModelConfig& c);
+
+// A layer's RoPE frequencies with the angles as ggml computes them (model::GgmlAngles: theta
+// stepped by powf(base, -2 / rotary_dim) in f32, divided by the rope_freqs.weight factors, times
+// the linear scaling's 1 / factor) where its scaling is none, linear, or factors from the file; for
+// YaRN, dynamic and LongRoPE the angles stay exact (their f32 steps are not modelled).
+RopeFrequencies llama_cpp_rope_frequencies(const ModelConfig& c, int layer, double base, std::int64_t seq_len);
 
 // Whether the block's activation is GELU, which llama.cpp's precision computes from the table below.
 bool llama_cpp_gelu_by_table(const Block& b);

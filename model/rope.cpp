@@ -69,7 +69,7 @@ RopeFrequencies longrope(const RopeScaling& s, double base, int d, std::int64_t 
   TAPDIFF_ASSERT(!s.by_run_context || s.run_context > 0, "LongRoPE by the run's context without one");
   const std::int64_t length = s.by_run_context ? s.run_context : seq_len;
   const std::vector<double>& factors = length > s.original_context ? s.long_factor : s.short_factor;
-  RopeFrequencies out{standard_inv_freq(base, d), 1.0};
+  RopeFrequencies out{standard_inv_freq(base, d), 1.0, std::nullopt};
   TAPDIFF_ASSERT(factors.size() == out.inv_freq.size(), "{} longrope factors for {} pairs", factors.size(),
                  out.inv_freq.size());
   for (std::size_t i = 0; i < factors.size(); ++i) out.inv_freq[i] /= factors[i];
@@ -119,6 +119,20 @@ RopeFrequencies rope_frequencies(const ModelConfig& config, int layer, double ba
     for (std::size_t i = 0; i < out.inv_freq.size(); ++i) out.inv_freq[i] /= s.freq_factors[i];
   }
   return out;
+}
+
+void ggml_cos_sin(const RopeFrequencies& f, std::int64_t pos, std::span<float> cos_sin) {
+  TAPDIFF_ASSERT(f.ggml && cos_sin.size() == 2 * f.inv_freq.size(), "ggml's angles for {} pairs", f.inv_freq.size());
+  const GgmlAngles& g = *f.ggml;
+  const auto mscale = static_cast<float>(f.attention_factor);
+  float theta = static_cast<float>(pos);
+  for (std::size_t i = 0; i < f.inv_freq.size(); ++i) {
+    const float factor = g.freq_factors.empty() ? 1.0f : g.freq_factors[i];
+    const float angle = g.freq_scale * (theta / factor);
+    cos_sin[2 * i] = std::cos(angle) * mscale;
+    cos_sin[2 * i + 1] = std::sin(angle) * mscale;
+    theta *= g.theta_scale;
+  }
 }
 
 }  // namespace tapdiff::model

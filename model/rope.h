@@ -5,7 +5,10 @@
 //
 // A pair i of the rotary_dim leading channels of a head turns by pos * inv_freq[i]; its cos and sin
 // are multiplied by attention_factor (YaRN, LongRoPE); channels past rotary_dim pass unchanged.
+#include <compare>
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -62,14 +65,28 @@ struct RopeScaling {
   std::vector<double> freq_factors;
 };
 
+// The angles as llama.cpp's CPU backend computes them (ggml_rope_cache_init), every step in f32:
+// theta = pos; pair i turns by (theta / freq_factors[i]) * freq_scale, then theta *= theta_scale;
+// cosf and sinf of it, times the attention factor.
+struct GgmlAngles {
+  float theta_scale = 1.0f;         // powf(base, -2 / rotary_dim)
+  float freq_scale = 1.0f;          // 1 / factor for linear scaling, else 1
+  std::vector<float> freq_factors;  // a GGUF's rope_freqs.weight; empty: 1 for every pair
+  auto operator<=>(const GgmlAngles&) const = default;
+};
+
 struct RopeFrequencies {
   std::vector<double> inv_freq;   // [rotary_dim / 2]
   double attention_factor = 1.0;  // multiplies cos and sin
-  bool operator==(const RopeFrequencies&) const = default;
-  bool operator<(const RopeFrequencies& o) const {
-    return inv_freq != o.inv_freq ? inv_freq < o.inv_freq : attention_factor < o.attention_factor;
-  }
+  // Set where an engine computes the angles as ggml does (llama.cpp's precision): they are then
+  // those of ggml_cos_sin, not pos * inv_freq[i] in double.
+  std::optional<GgmlAngles> ggml;
+  auto operator<=>(const RopeFrequencies&) const = default;
 };
+
+// (cos, sin) of each rotated pair at `pos` as ggml computes them (f.ggml must be set), into
+// cos_sin[2i], cos_sin[2i + 1]; cos_sin holds inv_freq.size() pairs.
+void ggml_cos_sin(const RopeFrequencies& f, std::int64_t pos, std::span<float> cos_sin);
 
 // The channels of a head that RoPE rotates (config.rotary_dim, or head_dim when 0).
 int rotary_dim(const ModelConfig& config);

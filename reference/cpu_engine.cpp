@@ -222,12 +222,14 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
     case Op::q_norm: head_norm(WeightKind::q_norm); return;
     case Op::k_norm: head_norm(WeightKind::k_norm); return;
     case Op::rope_q:
-    case Op::rope_k:
+    case Op::rope_k: {
+      // Under the llama.cpp emulation the angles are ggml's, stepped in f32.
+      const auto frequencies = llama_cpp_ ? model::llama_cpp_rope_frequencies : model::rope_frequencies;
       rope<S>(in(0), config_.head_dim, chunk_.first_pos,
-              model::rope_frequencies(config_, step.layer, model::rope_base(config_, step.layer),
-                                      chunk_.first_pos + chunk_.rows),
+              frequencies(config_, step.layer, model::rope_base(config_, step.layer), chunk_.first_pos + chunk_.rows),
               config_.rope_style, out);
       return;
+    }
     case Op::attn: attend(step, out); return;
     case Op::o_proj: product(WeightKind::wo, WeightKind::bo); return;
     case Op::attn_post_norm: norm(WeightKind::attn_post_norm); return;

@@ -4,6 +4,7 @@
 // values against llama.cpp's own: tests/conformance/test_llama_cpp.py.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -295,6 +296,34 @@ TEST(LlamaCppRounding, BisectReportsWhereExactAndLlamaCppTokensPartAsANearTie) {
     return;
   }
   FAIL() << "no prompt of 40 made exact and llama.cpp-precision tokens part in 24 steps";
+}
+
+// RoPE's angles as ggml steps them in f32 (ggml_rope_cache_init): theta from the position, times
+// powf(base, -2/d) pair after pair. At position 4000 of heads of 128 (base 10000) they are off the
+// exact angles by up to a few 1e-4 in cos and sin, and each is the f32 recurrence's.
+TEST(LlamaCppRounding, RopeAnglesAreGgmlsF32Steps) {
+  model::ModelConfig c;
+  c.n_layers = 1, c.dim = 128, c.n_heads = 1, c.n_kv_heads = 1, c.head_dim = 128, c.rope_base = 10000.0;
+  const model::RopeFrequencies exact = model::rope_frequencies(c, 0, c.rope_base, 4001);
+  const model::RopeFrequencies ggml = model::llama_cpp_rope_frequencies(c, 0, c.rope_base, 4001);
+  ASSERT_TRUE(ggml.ggml.has_value());
+  EXPECT_EQ(ggml.inv_freq, exact.inv_freq);
+  std::vector<float> cos_sin(2 * ggml.inv_freq.size());
+  model::ggml_cos_sin(ggml, 4000, cos_sin);
+  const float theta_scale = std::pow(10000.0f, -2.0f / 128.0f);
+  float theta = 4000.0f;
+  double worst = 0;
+  for (std::size_t i = 0; i < ggml.inv_freq.size(); ++i) {
+    EXPECT_EQ(cos_sin[2 * i], std::cos(theta)) << i;
+    EXPECT_EQ(cos_sin[2 * i + 1], std::sin(theta)) << i;
+    worst = std::max(worst, std::abs(cos_sin[2 * i] - std::cos(4000.0 * exact.inv_freq[i])));
+    theta *= theta_scale;
+  }
+  EXPECT_GT(worst, 1e-5);
+  EXPECT_LT(worst, 1e-2);
+  // YaRN's f32 steps are not modelled: its angles stay exact.
+  c.rope_scaling.type = model::RopeType::yarn, c.rope_scaling.factor = 4, c.rope_scaling.original_context = 512;
+  EXPECT_FALSE(model::llama_cpp_rope_frequencies(c, 0, c.rope_base, 4001).ggml.has_value());
 }
 
 }  // namespace

@@ -167,7 +167,8 @@ void inspect(const InspectArgs& a) {
   const dumps::RunMetadata& meta = dump.metadata();
   fmt::print("dump     {} (schema {}, {})\n", a.dump, dumps::kSchemaVersion,
              dump.complete() ? "complete" : "INCOMPLETE: the run stopped early");
-  fmt::print("engine   {} on {}, {}; stored as {}\n", meta.engine, meta.device, meta.compute_dtype, meta.storage_dtype);
+  fmt::print("engine   {}{}, {}; stored as {}\n", meta.engine, meta.device.empty() ? "" : " on " + meta.device,
+             meta.compute_dtype.empty() ? "compute dtype not stated" : meta.compute_dtype, meta.storage_dtype);
   fmt::print("model    {} (sha256 {})\n", meta.model_path, meta.model_sha256.substr(0, 16));
   fmt::print("rows     {} ({} prompt tokens, chunk {})\n\n", dump.rows(), meta.prompt_tokens.size(), meta.chunk_size);
   nlohmann::json report = {{"dump", a.dump}, {"complete", dump.complete()}, {"rows", dump.rows()}};
