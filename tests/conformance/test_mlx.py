@@ -76,6 +76,13 @@ def test_a_bug_planted_in_mlx_is_named_as_the_culprit(model, reference, dtype, f
     assert code == 1, out
     assert report["culprit"] is not None, out
     assert f"{report['culprit']['layer']}/{report['culprit']['op']}" == culprit, out
+    # MLX's tokens are the ones its decode rows were fed: where they part from A's, the step, both
+    # tokens and A's margin between them are reported.
+    tokens = report["tokens"]
+    if tokens["first_mismatch_step"] is not None:
+        tie = tokens["tie"]
+        assert tie["a"] != tie["b"] and tie["margin"] is not None and tie["margin"] >= 0, tokens
+        assert tie["near_tie"] is False, tokens
 
 
 def test_an_mlx_dump_missing_passes_does_not_pass(model, reference, tmp_path):
