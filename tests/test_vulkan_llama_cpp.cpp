@@ -98,7 +98,7 @@ TEST(VulkanLlamaCpp, NamesItsRoundingsAndRefusesWhatItDoesNotEmulate) {
   };
   gpu::VulkanEngineOptions options = llama_cpp_options();
   options.f16 = true;
-  EXPECT_NE(refusal(*m, options).find("in f32, not with f16 activations"), std::string::npos);
+  EXPECT_NE(refusal(*m, options).find("in f32, not with f16 or bf16 activations"), std::string::npos);
   options = llama_cpp_options();
   options.inject = "rope-base@0";
   EXPECT_NE(refusal(*m, options).find("--inject rope-base@0: faults are planted in the f32 and f16 kernels"),
