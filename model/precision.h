@@ -2,6 +2,7 @@
 // What an engine computes in, as a value: the tolerances, the routing margins, the diagnoses and
 // the reference's emulation read its traits from one table (model/precision.def). Names are
 // parsed and printed only where dumps, tolerance files and the command line are read and written.
+#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
@@ -12,6 +13,13 @@ namespace tapdiff::model {
 
 enum class Precision : std::uint8_t {
 #define TAPDIFF_PRECISION(id, name, bits, largest, nmse, k) id,
+#include "model/precision.def"
+#undef TAPDIFF_PRECISION
+};
+
+// Every precision, finest first.
+inline constexpr std::array kAllPrecisions = {
+#define TAPDIFF_PRECISION(id, name, bits, largest, nmse, k) Precision::id,
 #include "model/precision.def"
 #undef TAPDIFF_PRECISION
 };

@@ -26,8 +26,7 @@ using model::Precision;
 using model::Scalar;
 
 TEST(PrecisionTable, NamesParseBackAndTheOrderIsFinestFirst) {
-  for (Precision p : {Precision::f64, Precision::f32, Precision::f16, Precision::bf16, Precision::llama_cpp})
-    EXPECT_EQ(model::parse_precision(model::precision_name(p)), p);
+  for (Precision p : model::kAllPrecisions) EXPECT_EQ(model::parse_precision(model::precision_name(p)), p);
   EXPECT_EQ(model::parse_precision("fp16"), std::nullopt);
   EXPECT_EQ(model::parse_precision(""), std::nullopt);
   EXPECT_EQ(model::precision_names(), "f64, f32, f16, bf16, llama.cpp");

@@ -1,5 +1,5 @@
 // libFuzzer target: a tolerance file (docs/tolerances.md) through Tolerances::from_file, then a
-// lookup of every op at a few layers and dtypes, each bound described as reports do.
+// lookup of every op at a few layers and in every precision, each bound described as reports do.
 #include <cstddef>
 #include <cstdint>
 
@@ -13,8 +13,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const bisect::Tolerances tolerances = bisect::Tolerances::from_file(path.string());
     for (const model::Op op : model::kAllOps)
       for (const int layer : {-1, 0, 3, 1 << 30})
-        for (const char* dtype : {"", "f32", "f16", "bf16", "f64"})
-          (void)bisect::describe(tolerances.lookup({op, layer}, dtype).bound);
+        for (const model::Precision precision : model::kAllPrecisions)
+          (void)bisect::describe(tolerances.lookup({op, layer}, precision).bound);
   });
   return 0;
 }
