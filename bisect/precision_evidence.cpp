@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
-#include <utility>
 
 #include <fmt/core.h>
 
@@ -49,26 +48,28 @@ PrecisionOfB infer_precision(const dumps::DumpReader& b) {
   if (b.import_map() == "llama.cpp")
     return {model::Precision::llama_cpp, From::inferred, "read through llama.cpp's names: llama.cpp's CPU backend"};
   std::size_t looked = 0;
-  std::optional<std::pair<model::TensorId, Fit>> finest_seen;
+  std::optional<model::TensorId> first_f32;  // the first op whose values say f32
   for (const model::TensorId& id : b.tensors()) {
     if (id.op == model::Op::embed || id.op == model::Op::moe_ids) continue;
     const Fit fit = fit_of(b, id);
     if (fit.values < kValuesNeeded) continue;
-    const auto said = [&](model::Precision p, const char* what) {
+    const auto said = [&](model::Precision p, const char* type) {
       return PrecisionOfB{
           p, From::inferred,
-          fmt::format("every one of {} values of B's {} is {}", fit.values, model::to_string(id), what)};
+          fmt::format("every one of {} values of B's {} is {} value", fit.values, model::to_string(id), type)};
     };
-    if (fit.bf16) return said(model::Precision::bf16, "a bf16 value");
-    if (fit.f16) return said(model::Precision::f16, "an f16 value");
-    if (!fit.f32) return said(model::Precision::f64, "needs f64");
-    if (!finest_seen) finest_seen.emplace(id, fit);
+    if (fit.bf16) return said(model::Precision::bf16, "a bf16");
+    if (fit.f16) return said(model::Precision::f16, "an f16");
+    if (!fit.f32)
+      return {model::Precision::f64, From::inferred,
+              fmt::format("B's {} holds values no f32 holds", model::to_string(id))};
+    if (!first_f32) first_f32 = id;
     if (++looked == kOpsRead) break;
   }
-  if (finest_seen)
+  if (first_f32)
     return {model::Precision::f32, From::inferred,
             fmt::format("B's {} and the next {} computed ops hold values no f16 or bf16 holds",
-                        model::to_string(finest_seen->first), looked - 1)};
+                        model::to_string(*first_f32), looked - 1)};
   return {model::Precision::f32, From::unknown,
           fmt::format("no computed op of B holds {} non-zero values in its first {} rows", kValuesNeeded, kRowsRead)};
 }
