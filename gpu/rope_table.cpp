@@ -1,9 +1,7 @@
 #include "gpu/rope_table.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstddef>
-#include <span>
 
 namespace tapdiff::gpu {
 
@@ -12,18 +10,10 @@ namespace {
 // Appends the rows of positions first .. first + count - 1: `pairs` (cos, sin) each, the rotated
 // pairs' from their frequencies, the others (1, 0).
 void compute_rows(std::vector<float>& table, int first, int count, int pairs, const model::RopeFrequencies& f) {
+  std::vector<double> cos_sin(2 * f.inv_freq.size());
   for (int t = 0; t < count; ++t) {
-    const double pos = static_cast<double>(first + t);
-    if (f.ggml) {
-      table.resize(table.size() + 2 * f.inv_freq.size());
-      model::ggml_cos_sin(f, first + t, std::span<float>(table).last(2 * f.inv_freq.size()));
-    } else {
-      for (double frequency : f.inv_freq) {
-        const double angle = pos * frequency;
-        table.push_back(static_cast<float>(std::cos(angle) * f.attention_factor));
-        table.push_back(static_cast<float>(std::sin(angle) * f.attention_factor));
-      }
-    }
+    model::rope_cos_sin(f, first + t, cos_sin);
+    for (double v : cos_sin) table.push_back(static_cast<float>(v));
     for (auto i = static_cast<int>(f.inv_freq.size()); i < pairs; ++i) table.insert(table.end(), {1.0f, 0.0f});
   }
 }

@@ -1,9 +1,7 @@
 #pragma once
-// The host's RoPE tables: cos and sin of angle = pos * inv_freq[i] (model/rope.h), times the
-// attention factor, for each position and pair i, [positions, d/2] of (cos, sin), computed in
-// double and rounded to f32 (in llama.cpp's precision, ggml's f32 steps: model::ggml_cos_sin), the
-// same expression as reference::rope; pairs past rotary_dim / 2 are
-// (1, 0). Each position's row is computed once per set of frequencies and kept (d floats a
+// The host's RoPE tables: cos and sin of each pair's angle at each position (model::rope_cos_sin,
+// what reference::rope rotates by), rounded to f32, [positions, d/2] of (cos, sin); pairs past
+// rotary_dim / 2 are (1, 0). Each position's row is computed once per set of frequencies and kept (d floats a
 // position: 64 MB for 128K positions of head_dim 128). An 8B-shaped prompt of 2048 tokens needs
 // 131,072 cos and sin pairs: ~4 ms of the H200 host's time before each pass's first dispatch
 // otherwise (docs/benchmarks.md, "Unclamped stores, RoPE tables kept, wider row-wise kernels").

@@ -121,8 +121,16 @@ RopeFrequencies rope_frequencies(const ModelConfig& config, int layer, double ba
   return out;
 }
 
-void ggml_cos_sin(const RopeFrequencies& f, std::int64_t pos, std::span<float> cos_sin) {
-  TAPDIFF_ASSERT(f.ggml && cos_sin.size() == 2 * f.inv_freq.size(), "ggml's angles for {} pairs", f.inv_freq.size());
+void rope_cos_sin(const RopeFrequencies& f, std::int64_t pos, std::span<double> cos_sin) {
+  TAPDIFF_ASSERT(cos_sin.size() == 2 * f.inv_freq.size(), "cos and sin of {} pairs", f.inv_freq.size());
+  if (!f.ggml) {
+    for (std::size_t i = 0; i < f.inv_freq.size(); ++i) {
+      const double angle = static_cast<double>(pos) * f.inv_freq[i];
+      cos_sin[2 * i] = std::cos(angle) * f.attention_factor;
+      cos_sin[2 * i + 1] = std::sin(angle) * f.attention_factor;
+    }
+    return;
+  }
   const GgmlAngles& g = *f.ggml;
   const auto mscale = static_cast<float>(f.attention_factor);
   float theta = static_cast<float>(pos);

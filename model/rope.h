@@ -78,15 +78,17 @@ struct GgmlAngles {
 struct RopeFrequencies {
   std::vector<double> inv_freq;   // [rotary_dim / 2]
   double attention_factor = 1.0;  // multiplies cos and sin
-  // Set where an engine computes the angles as ggml does (llama.cpp's precision): they are then
-  // those of ggml_cos_sin, not pos * inv_freq[i] in double.
+  // Set where an engine computes the angles as ggml does (llama.cpp's precision): rope_cos_sin then
+  // takes ggml's f32 steps, not pos * inv_freq[i] in double.
   std::optional<GgmlAngles> ggml;
   auto operator<=>(const RopeFrequencies&) const = default;
 };
 
-// (cos, sin) of each rotated pair at `pos` as ggml computes them (f.ggml must be set), into
-// cos_sin[2i], cos_sin[2i + 1]; cos_sin holds inv_freq.size() pairs.
-void ggml_cos_sin(const RopeFrequencies& f, std::int64_t pos, std::span<float> cos_sin);
+// cos and sin of each rotated pair's angle at `pos`, times the attention factor, into
+// cos_sin[2i], cos_sin[2i + 1] (inv_freq.size() pairs): of pos * inv_freq[i] in double, or as ggml
+// computes them in f32 where f.ggml is set. What both engines rotate by (reference::rope, the
+// Vulkan engine's tables).
+void rope_cos_sin(const RopeFrequencies& f, std::int64_t pos, std::span<double> cos_sin);
 
 // The channels of a head that RoPE rotates (config.rotary_dim, or head_dim when 0).
 int rotary_dim(const ModelConfig& config);

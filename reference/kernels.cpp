@@ -83,22 +83,15 @@ void rope(const Mat<S>& x, int head_dim, int first_pos, const model::RopeFrequen
   out = x;
   const auto half = static_cast<int>(f.inv_freq.size());  // rotated pairs: rotary_dim / 2
   const Eigen::Index heads = x.cols() / head_dim;
-  std::vector<S> cos_t(static_cast<std::size_t>(half)), sin_t(static_cast<std::size_t>(half));
-  std::vector<float> ggml(f.ggml ? 2 * static_cast<std::size_t>(half) : 0);
+  std::vector<double> cos_sin(2 * static_cast<std::size_t>(half));
   for (Eigen::Index t = 0; t < x.rows(); ++t) {
-    const double pos = static_cast<double>(first_pos + t);
-    if (f.ggml) model::ggml_cos_sin(f, first_pos + t, ggml);
-    for (int i = 0; i < half; ++i) {
-      const auto p = static_cast<std::size_t>(i);
-      const double angle = pos * f.inv_freq[p];
-      cos_t[p] = f.ggml ? static_cast<S>(ggml[2 * p]) : static_cast<S>(std::cos(angle) * f.attention_factor);
-      sin_t[p] = f.ggml ? static_cast<S>(ggml[2 * p + 1]) : static_cast<S>(std::sin(angle) * f.attention_factor);
-    }
+    model::rope_cos_sin(f, first_pos + t, cos_sin);
     for (Eigen::Index h = 0; h < heads; ++h) {
       S* row = out.row(t).data() + h * head_dim;
       for (int i = 0; i < half; ++i) {
         const auto [a, b] = model::rope_pair(style, i, half);
-        const S c = cos_t[static_cast<std::size_t>(i)], s = sin_t[static_cast<std::size_t>(i)];
+        const auto c = static_cast<S>(cos_sin[2 * static_cast<std::size_t>(i)]);
+        const auto s = static_cast<S>(cos_sin[2 * static_cast<std::size_t>(i) + 1]);
         const S x0 = row[a], x1 = row[b];
         row[a] = x0 * c - x1 * s;
         row[b] = x0 * s + x1 * c;

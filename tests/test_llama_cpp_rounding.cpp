@@ -308,8 +308,8 @@ TEST(LlamaCppRounding, RopeAnglesAreGgmlsF32Steps) {
   const model::RopeFrequencies ggml = model::llama_cpp_rope_frequencies(c, 0, c.rope_base, 4001);
   ASSERT_TRUE(ggml.ggml.has_value());
   EXPECT_EQ(ggml.inv_freq, exact.inv_freq);
-  std::vector<float> cos_sin(2 * ggml.inv_freq.size());
-  model::ggml_cos_sin(ggml, 4000, cos_sin);
+  std::vector<double> cos_sin(2 * ggml.inv_freq.size());
+  model::rope_cos_sin(ggml, 4000, cos_sin);
   const float theta_scale = std::pow(10000.0f, -2.0f / 128.0f);
   float theta = 4000.0f;
   double worst = 0;

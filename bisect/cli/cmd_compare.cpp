@@ -149,8 +149,7 @@ bisect::LocalCheck check_on_b(const CompareArgs& args, CheckOnB& check, const du
 // --floor F: F's error against A per op, F a run of the same prompt in B's precision (`tapdiff run
 // --dtype llama.cpp`, say): B's ops are held to k times it, as bisect's floor engine holds them.
 bisect::Tolerances with_floor(bisect::Tolerances tolerances, const dumps::DumpReader& a, const dumps::DumpReader& floor,
-                              const CompareArgs& args, model::Precision precision) {
-  const std::optional<bisect::Calibration> calibration = args.calibrate.calibration(precision);
+                              const CompareArgs& args, const std::optional<bisect::Calibration>& calibration) {
   if (!calibration) throw UsageError("--floor calibrates the tolerances: give --floor or --no-calibrate, not both");
   bisect::CompareOptions options;
   options.taps = dumps::TapFilter(args.taps);
@@ -180,8 +179,8 @@ int compare(const CompareArgs& args) {
   const bool known = precision.from != bisect::PrecisionOfB::From::unknown;
   std::string tolerance_source;
   if (!args.floor.empty()) {
-    tolerances = with_floor(std::move(tolerances), a, *open_dump(args.floor, args.input, model.get(), &a), args,
-                            precision.value);
+    tolerances =
+        with_floor(std::move(tolerances), a, *open_dump(args.floor, args.input, model.get(), &a), args, calibration);
     tolerance_source = fmt::format("calibrated against {} (k = {})", args.floor, bisect::short_number(calibration->k));
   }
   std::optional<CheckOnB> check;
