@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
 
   std::filesystem::create_directories(dir);
   const auto m = model_spec.empty() ? model::load_model(default_model(dir)) : tapdiff::cli::open_model(model_spec);
-  const auto engine = tapdiff::reference::make_cpu_engine(*m, {model::Scalar::f32, threads});
+  const auto engine = tapdiff::reference::make_cpu_engine(*m, {model::Precision::f32, threads});
   const model::Graph graph(m->config());
   const std::vector<std::int32_t> prompt = tapdiff::bench::spread_prompt(tokens, m->config().vocab);
   model::RunOptions options;

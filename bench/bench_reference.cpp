@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
 
   const auto t_load = Clock::now();
   const auto m = tapdiff::cli::open_model(model_spec);
-  const auto engine = tapdiff::reference::make_cpu_engine(*m, {tapdiff::model::Scalar::f32, threads});
+  const auto engine = tapdiff::reference::make_cpu_engine(*m, {tapdiff::model::Precision::f32, threads});
   const tapdiff::model::Graph graph(m->config());
   const double load_s = std::chrono::duration<double>(Clock::now() - t_load).count();
 

@@ -32,8 +32,8 @@ int main(int argc, char** argv) {
   model::RunOptions options;
   options.chunk = chunk;
   model::MemoryTap golden, f32;
-  model::run_sequence(*reference::make_cpu_engine(*m, {model::Scalar::f64, 0}), graph, prompt, options, golden);
-  model::run_sequence(*reference::make_cpu_engine(*m, {model::Scalar::f32, 0}), graph, prompt, options, f32);
+  model::run_sequence(*reference::make_cpu_engine(*m, {model::Precision::f64, 0}), graph, prompt, options, golden);
+  model::run_sequence(*reference::make_cpu_engine(*m, {model::Precision::f32, 0}), graph, prompt, options, f32);
 
   struct Worst {
     bisect::Metrics metrics;

@@ -201,6 +201,7 @@ void OpAccumulator::add_row(const Metrics& m, const model::HostTensor& a, const 
   row.max_abs = static_cast<float>(m.max_abs);
   row.max_rel = static_cast<float>(m.max_rel);
   row.cosine = static_cast<float>(m.cosine);
+  row.rms_a = static_cast<float>(m.rms_a);
   row.nonfinite = static_cast<std::int32_t>(m.nonfinite);
   // The worst element: the largest |a - b|, the lowest (row, column) on ties, whatever the order
   // blocks arrive in.

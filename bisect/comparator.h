@@ -98,6 +98,7 @@ struct RowError {
   float max_abs = 0;  // of the row alone
   float max_rel = 0;  // of the row alone
   float cosine = 1;   // of the row alone
+  float rms_a = 0;    // sqrt(mean a^2) of the row
   std::int32_t nonfinite = 0;
   bool over = false;  // the row alone breaks the op's tolerance (judged by OpAccumulator::finish)
 };

@@ -134,6 +134,7 @@ Metrics MetricsAccumulator::result() const {
   Metrics m;
   m.count = count_, m.nonfinite = nonfinite_, m.max_abs = max_abs_, m.max_rel = max_rel_;
   m.rms_err = count_ > 0 ? std::sqrt(sum_sq_err_ / static_cast<double>(count_)) : 0.0;
+  m.rms_a = count_ > 0 ? std::sqrt(sum_sq_a_ / static_cast<double>(count_)) : 0.0;
   m.nmse = sum_sq_a_ > 0 ? sum_sq_err_ / sum_sq_a_ : (sum_sq_err_ > 0 ? INFINITY : 0.0);
   const double norms = std::sqrt(sum_sq_a_) * std::sqrt(sum_sq_b_);
   m.cosine = norms > 0 ? dot_ / norms : (sum_sq_err_ == 0 ? 1.0 : 0.0);

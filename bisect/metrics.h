@@ -13,6 +13,7 @@ struct Metrics {
   double max_abs = 0;          // max |a - b|
   double max_rel = 0;          // max |a - b| / max(|a|, rms of a's row): no blow-up near zero
   double rms_err = 0;          // sqrt(mean (a - b)^2)
+  double rms_a = 0;            // sqrt(mean a^2)
   double nmse = 0;             // sum (a - b)^2 / sum a^2
   double cosine = 1;           // a.b / (|a| |b|)
   std::int64_t worst_row = -1, worst_col = -1;  // where |a - b| is largest

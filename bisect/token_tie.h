@@ -1,10 +1,13 @@
 #pragma once
 // Where two runs' greedy tokens part: the row whose logits chose the two tokens, A's margin there
-// between its token and B's, and whether B's logits at that row are within the logits op's
-// tolerance and rank B's token first of the two. Then B's precision alone swapped two tokens that
-// close: a near tie, not a bug (llama.cpp's 8-bit activations part from the exact answer so,
-// docs/tolerances.md). Otherwise B's logits there are wrong (the comparison's first op past
-// tolerance says where from), or B did not choose its token by them.
+// between its token and B's, whether B's logits at that row are within the logits op's tolerance
+// and rank B's token first of the two, and whether the margin is within the noise that tolerance
+// allows: kTieFactor times sqrt(2) (two logits trade places) times the RMS error per logit of a
+// row at the tolerance's NMSE bound (sqrt(bound x mean of A's logits squared)). All three: B's
+// precision alone swapped two tokens that close, a near tie, not a bug (llama.cpp's 8-bit
+// activations part from the exact answer so, docs/tolerances.md). Otherwise B's logits there are
+// wrong (the comparison's first op past tolerance says where from; a row within an NMSE bound can
+// still hold two far-moved logits), or B did not choose its token by them.
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -15,6 +18,8 @@
 namespace tapdiff::bisect {
 
 struct OpResult;
+
+inline constexpr double kTieFactor = 4;
 struct RowInfo;
 
 struct TokenTie {
@@ -26,15 +31,18 @@ struct TokenTie {
   std::optional<double> margin;
   bool b_logits_agree = true;     // B's own logits at that row put b at or above a
   bool within_tolerance = false;  // B's logits at that row within the logits op's tolerance
-  bool near_tie() const { return b_logits_agree && within_tolerance; }
+  // The margin a near tie may have (above); nullopt where the tolerance bounds no NMSE.
+  std::optional<double> noise_margin;
+  bool margin_within_noise() const { return margin && noise_margin && *margin <= *noise_margin; }
+  bool near_tie() const { return b_logits_agree && within_tolerance && margin_within_noise(); }
 
   std::string text() const;  // one clause: "A's logits at position P put a above b by m; ..."
   nlohmann::json json() const;
 };
 
 // The tie at `step`, decided by the row at `position` of sequence `sequence`: tie's step, position,
-// tokens, margin and b_logits_agree as the caller read them, within_tolerance from the logits op's
-// comparison over `rows` (its rows[i] judges rows[i]). nullopt when the logits were not compared at
+// tokens, margin and b_logits_agree as the caller read them, within_tolerance and noise_margin from
+// the logits op's comparison over `rows` (its rows[i] judges rows[i]). nullopt when the logits were not compared at
 // that row.
 std::optional<TokenTie> judged_tie(TokenTie tie, std::int32_t sequence, const OpResult& logits,
                                    std::span<const RowInfo> rows);

@@ -11,6 +11,7 @@
 
 #include "model/block.h"
 #include "model/errors.h"
+#include "reference/emulation.h"
 #include "reference/kernels.h"
 #include "reference/llama_cpp_rounding.h"
 #include "reference/moe_kernels.h"
@@ -38,13 +39,13 @@ struct LayerVectors {
 template <typename S>
 class CpuEngine final : public model::Engine {
  public:
-  CpuEngine(const model::Model& model, int threads, Emulation emulation, std::uint64_t weight_budget);
+  CpuEngine(const model::Model& model, int threads, model::Precision precision, std::uint64_t weight_budget);
 
   std::string name() const override { return "ref"; }
   std::string device() const override {
     return fmt::format("CPU (Eigen {}.{}.{}, {} threads{}{})", EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION,
                        EIGEN_MINOR_VERSION, threads_, weights_.streaming() ? ", weights streamed per layer" : "",
-                       llama_cpp_ ? ", rounding as llama.cpp's CPU backend" : "");
+                       r_.ggml_steps ? ", rounding as llama.cpp's CPU backend" : "");
   }
   std::string compute_dtype() const override;
   std::string kernel(Op op) const override;
@@ -67,20 +68,20 @@ class CpuEngine final : public model::Engine {
   void run(const model::Step& step, Mat<S>& out);
   void attend(const model::Step& step, Mat<S>& out);
   void multiply(const Mat<S>& x, model::WeightKind matrix, int layer, const S* bias, Mat<S>& out);
-  void round_if_llama_cpp_cache(Mat<S>& cache, Eigen::Index first, Eigen::Index rows) const;
+  void round_cache_rows(Mat<S>& cache, Eigen::Index first, Eigen::Index rows) const;
   void append_kv(const model::Step& step);
   // An emulated engine's buffers hold its storage's values only: whatever enters one (an op's
   // output, a teacher-forced value, a KV row) is rounded.
-  void round_stored(Mat<S>& m) const { round_matrix(storage_, m); }
+  void round_stored(Mat<S>& m) const { round_matrix(r_.stored, m); }
   static HostTensor to_host(const Eigen::Ref<const Mat<S>>& m);
   static Mat<S> from_host(const HostTensor& t);
 
   model::ModelConfig config_;
   int threads_;
   const model::Model& model_;
-  Storage storage_;  // what the f16 and bf16 emulations round every stored value to (S = float only)
-  bool llama_cpp_;   // the llama.cpp emulation (S = float only)
-  Mat<S> rounded_;   // a product's input as llama.cpp converts it
+  model::Precision precision_;
+  Roundings r_;     // what the emulation of precision_ rounds (S = float only)
+  Mat<S> rounded_;  // a product's input as the emulated engine converts it
   WeightStore<S> weights_;
   WeightMatrix<S> output_norm_;
   std::vector<LayerVectors<S>> layers_;
@@ -103,21 +104,19 @@ int use_threads(int threads) {
 }
 
 template <typename S>
-CpuEngine<S>::CpuEngine(const model::Model& m, int threads, Emulation emulation, std::uint64_t weight_budget)
+CpuEngine<S>::CpuEngine(const model::Model& m, int threads, model::Precision precision, std::uint64_t weight_budget)
     : config_(m.config()),
       threads_(use_threads(threads)),
       model_(m),
-      storage_(emulation == Emulation::f16    ? Storage::f16
-               : emulation == Emulation::bf16 ? Storage::bf16
-                                              : Storage::f32),
-      llama_cpp_(emulation == Emulation::llama_cpp),
-      weights_(m, storage_, weight_budget) {
-  TAPDIFF_ASSERT((emulation == Emulation::none || std::is_same_v<S, float>), "the emulations compute in f32");
-  output_norm_ = WeightMatrix<S>(m.weight(WeightKind::output_norm), storage_);
+      precision_(precision),
+      r_(roundings(precision)),
+      weights_(m, r_, weight_budget) {
+  TAPDIFF_ASSERT((std::is_same_v<S, float> || precision == model::Precision::f64), "the emulations compute in f32");
+  output_norm_ = WeightMatrix<S>(m.weight(WeightKind::output_norm), r_.stored);
   layers_.resize(static_cast<std::size_t>(config_.n_layers));
   for (const auto& [key, t] : m.tensors())
     if (model::is_vector(key.first) && model::is_per_layer(key.first))
-      layers_[static_cast<std::size_t>(key.second)][key.first] = WeightMatrix<S>(t, storage_);
+      layers_[static_cast<std::size_t>(key.second)][key.first] = WeightMatrix<S>(t, r_.stored);
   k_cache_.resize(layers_.size());
   v_cache_.resize(layers_.size());
   slot_layer_.fill(-2);
@@ -125,23 +124,27 @@ CpuEngine<S>::CpuEngine(const model::Model& m, int threads, Emulation emulation,
 
 template <typename S>
 std::string CpuEngine<S>::compute_dtype() const {
-  switch (storage_) {
-    case Storage::f16: return "f16";
-    case Storage::bf16: return "bf16";
-    case Storage::f32: break;
-  }
-  return scalar() == model::Scalar::f32 ? "f32" : "f64";
+  // llama.cpp's values are f32 values: its dumps say so, and kernel() names the roundings.
+  return std::string(model::precision_name(r_.ggml_steps ? model::Precision::f32 : precision_));
 }
 
 template <typename S>
 std::string CpuEngine<S>::kernel(Op op) const {
-  const std::string rounding = storage_ == Storage::f32 ? "" : "+round-" + compute_dtype();
+  const std::string rounding = r_.stored == Storage::f32 ? "" : fmt::format("+round-{}", storage_name(r_.stored));
+  const auto also = [](Storage s, const char* what) {
+    return s == Storage::f32 ? std::string() : fmt::format("+{}-{}", storage_name(s), what);
+  };
   switch (model::op_class(op)) {
-    case model::OpClass::gemm: return "eigen-gemm" + (llama_cpp_ ? "+llama.cpp-dot-type" : rounding);
-    case model::OpClass::attention: return "eigen-attention-per-head" + (llama_cpp_ ? "+llama.cpp-f16-kv" : rounding);
+    case model::OpClass::gemm:
+      if (r_.llama_cpp_dot_types) return "eigen-gemm+llama.cpp-dot-type";
+      return "eigen-gemm" + rounding + also(r_.activations, "products") + (r_.f16_sums ? "+f16-sums" : "");
+    case model::OpClass::attention:
+      if (r_.ggml_steps) return "eigen-attention-per-head+llama.cpp-f16-kv";
+      return "eigen-attention-per-head" + rounding + (r_.kv != r_.stored ? also(r_.kv, "kv") : "");
     case model::OpClass::experts: return "eigen-gemm-per-expert" + rounding;
     case model::OpClass::activation:
-      if (llama_cpp_ && model::llama_cpp_gelu_by_table(config_.block)) return "eigen-rowwise+llama.cpp-f16-gelu-table";
+      if (r_.ggml_steps && model::llama_cpp_gelu_by_table(config_.block))
+        return "eigen-rowwise+llama.cpp-f16-gelu-table";
       return "eigen-rowwise" + rounding;
     case model::OpClass::routing:
     case model::OpClass::embedding:
@@ -200,13 +203,13 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
   // have no norm offset), q/k norms over each run of their weight's width.
   const auto rms = [&](const Eigen::Map<const Vec<S>>& weight) {
     if constexpr (std::is_same_v<S, float>)
-      if (llama_cpp_) return rms_norm_as_llama_cpp(in(0), weight, eps, out);
+      if (r_.ggml_steps) return rms_norm_as_llama_cpp(in(0), weight, eps, out);
     rms_norm<S>(in(0), weight, eps, offset, out);
   };
   const auto norm = [&](WeightKind kind) { rms((*w)[kind].vector()); };
   const auto head_norm = [&](WeightKind kind) {
     if constexpr (std::is_same_v<S, float>)
-      if (llama_cpp_) return rms_norm_as_llama_cpp(in(0), (*w)[kind].vector(), eps, out);
+      if (r_.ggml_steps) return rms_norm_as_llama_cpp(in(0), (*w)[kind].vector(), eps, out);
     rms_norm_groups<S>(in(0), (*w)[kind].vector(), eps, offset, out);
   };
   // The op's matrix times its input, plus its bias where the model has one.
@@ -224,7 +227,7 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
     case Op::rope_q:
     case Op::rope_k: {
       // Under the llama.cpp emulation the angles are ggml's, stepped in f32.
-      const auto frequencies = llama_cpp_ ? model::llama_cpp_rope_frequencies : model::rope_frequencies;
+      const auto frequencies = r_.ggml_steps ? model::llama_cpp_rope_frequencies : model::rope_frequencies;
       rope<S>(in(0), config_.head_dim, chunk_.first_pos,
               frequencies(config_, step.layer, model::rope_base(config_, step.layer), chunk_.first_pos + chunk_.rows),
               config_.rope_style, out);
@@ -245,7 +248,7 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
     case Op::ffn_up: product(WeightKind::ffn_up, WeightKind::b_up); return;
     case Op::ffn_act:
       if constexpr (std::is_same_v<S, float>)
-        if (llama_cpp_ && model::llama_cpp_gelu_by_table(block)) return gelu_mul_as_llama_cpp(in(0), in(1), out);
+        if (r_.ggml_steps && model::llama_cpp_gelu_by_table(block)) return gelu_mul_as_llama_cpp(in(0), in(1), out);
       gated_activation<S>(in(0), in(1), block.activation, out);
       return;
     case Op::ffn_down: product(WeightKind::ffn_down, WeightKind::b_down); return;
@@ -257,7 +260,7 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
       const ExpertMatrices<S> experts{weights_.get(WeightKind::expert_gate, l).matrix(),
                                       weights_.get(WeightKind::expert_up, l).matrix(),
                                       weights_.get(WeightKind::expert_down, l).matrix(), config_.experts.ffn_dim};
-      mixture<S>(in(0), in(1), in(2), experts, block.activation, storage_, out);
+      mixture<S>(in(0), in(1), in(2), experts, block.activation, r_.stored, out);
       return;
     }
     case Op::final_norm: rms(output_norm_.vector()); return;
@@ -268,13 +271,13 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
   }
 }
 
-// out = x W^T (+ bias), W the layer's matrix of that kind; under the llama.cpp emulation x as
-// llama.cpp converts it for W's storage type.
+// out = x W^T (+ bias), W the layer's matrix of that kind, x and the sums as the emulated engine
+// rounds them (emulation.h).
 template <typename S>
 void CpuEngine<S>::multiply(const Mat<S>& x, WeightKind matrix, int layer, const S* bias, Mat<S>& out) {
   const ConstMatMap<S> w = weights_.get(matrix, layer).matrix();
   if constexpr (std::is_same_v<S, float>) {
-    if (llama_cpp_) {
+    if (r_.llama_cpp_dot_types) {
       const model::WeightTensor& stored = model_.weight(matrix, layer);
       const DotType type = dot_type(stored.dtype);
       rounded_ = x;
@@ -285,16 +288,24 @@ void CpuEngine<S>::multiply(const Mat<S>& x, WeightKind matrix, int layer, const
       if (type == DotType::q8_1) out += correction;
       return;
     }
+    if (is_layer_product(matrix) && (r_.activations != Storage::f32 || r_.f16_sums)) {
+      rounded_ = x;
+      round_matrix(r_.activations, rounded_);
+      if (r_.f16_sums) return matmul_f16_sums(rounded_, w, bias, out);
+      return matmul<S>(rounded_, w, bias, out);
+    }
   }
   matmul<S>(x, w, bias, out);
 }
 
-// llama.cpp's KV cache holds f16 values: rows [first, first + rows) of a cache rounded to them.
+// Rows [first, first + rows) of a cache rounded as the emulated engine caches K and V.
 template <typename S>
-void CpuEngine<S>::round_if_llama_cpp_cache(Mat<S>& cache, Eigen::Index first, Eigen::Index rows) const {
+void CpuEngine<S>::round_cache_rows(Mat<S>& cache, Eigen::Index first, Eigen::Index rows) const {
   if constexpr (std::is_same_v<S, float>) {
-    if (llama_cpp_ && rows > 0)  // row-major: the rows are one contiguous run
-      round_to_f16(std::span<float>(cache.row(first).data(), static_cast<std::size_t>(rows * cache.cols())));
+    if (r_.kv != Storage::f32 && rows > 0) {
+      Eigen::Map<Mat<float>> block(cache.row(first).data(), rows, cache.cols());  // row-major: contiguous
+      round_matrix(r_.kv, block);
+    }
   }
 }
 
@@ -311,24 +322,24 @@ void CpuEngine<S>::append_kv(const model::Step& step) {
   }
   k_cache_[static_cast<std::size_t>(layer)].middleRows(chunk_.first_pos, k.rows()) = k;
   v_cache_[static_cast<std::size_t>(layer)].middleRows(chunk_.first_pos, v.rows()) = v;
-  round_if_llama_cpp_cache(k_cache_[static_cast<std::size_t>(layer)], chunk_.first_pos, k.rows());
-  round_if_llama_cpp_cache(v_cache_[static_cast<std::size_t>(layer)], chunk_.first_pos, v.rows());
+  round_cache_rows(k_cache_[static_cast<std::size_t>(layer)], chunk_.first_pos, k.rows());
+  round_cache_rows(v_cache_[static_cast<std::size_t>(layer)], chunk_.first_pos, v.rows());
 }
 
 template <typename S>
 void CpuEngine<S>::attend(const model::Step& step, Mat<S>& out) {
   const int layer = step.layer;
   append_kv(step);
-  const double scale =
-      llama_cpp_ ? model::llama_cpp_attention_scale(config_) : model::attention_scale(config_.block, config_.head_dim);
+  const double scale = r_.ggml_steps ? model::llama_cpp_attention_scale(config_)
+                                     : model::attention_scale(config_.block, config_.head_dim);
   const auto attend_to = [&](const Mat<S>& q, double score_scale) {
     attention<S>(q, k_cache_[static_cast<std::size_t>(layer)], v_cache_[static_cast<std::size_t>(layer)],
                  chunk_.first_pos, config_.n_heads, config_.n_kv_heads, config_.head_dim,
-                 model::attention_window(config_, layer), score_scale, config_.block.attention_softcap, llama_cpp_,
+                 model::attention_window(config_, layer), score_scale, config_.block.attention_softcap, r_.ggml_steps,
                  out);
   };
   // Some of llama.cpp's graphs scale Q in f32 before the attention rounds it to f16.
-  if (llama_cpp_ && model::llama_cpp_scales_q_first(config_))
+  if (r_.ggml_steps && model::llama_cpp_scales_q_first(config_))
     attend_to(slot(step.inputs[0]) * static_cast<S>(scale), 1.0);
   else
     attend_to(slot(step.inputs[0]), scale);
@@ -361,7 +372,7 @@ void CpuEngine<S>::write_kv(int layer, bool value, const HostTensor& rows) {
   Mat<S>& cache = (value ? v_cache_ : k_cache_).at(static_cast<std::size_t>(layer));
   cache = from_host(rows);
   round_stored(cache);
-  round_if_llama_cpp_cache(cache, 0, cache.rows());
+  round_cache_rows(cache, 0, cache.rows());
   n_past_ = static_cast<int>(rows.rows());
 }
 
@@ -392,18 +403,17 @@ Mat<S> CpuEngine<S>::from_host(const HostTensor& t) {
 
 std::unique_ptr<model::Engine> make_cpu_engine(const model::Model& m, const CpuEngineOptions& options) {
   model::require_runnable(m);
-  if ((options.emulation == Emulation::f16 || options.emulation == Emulation::bf16) &&
-      options.scalar != model::Scalar::f32)
-    throw UsageError("the reference's f16 and bf16 emulations compute in f32 (rounding after every op), not f64");
-  if (options.emulation == Emulation::llama_cpp) {
-    if (options.scalar != model::Scalar::f32)
-      throw UsageError("the reference's llama.cpp emulation computes in f32, as llama.cpp does, not f64");
-    model::require_llama_cpp_precision(m);
-  }
+  const Roundings r = roundings(options.precision);
+  if (r.ggml_steps) model::require_llama_cpp_precision(m);
+  if ((r.activations != Storage::f32 || r.f16_sums) && m.config().experts.count > 0)
+    throw UsageError(
+        fmt::format("{}: the reference's {} emulation rounds the dense layers' products only; the "
+                    "experts' products of a mixture of experts are not emulated",
+                    m.path().string(), model::precision_name(options.precision)));
   const std::uint64_t budget = options.weight_budget > 0 ? options.weight_budget : default_weight_budget();
-  if (options.scalar == model::Scalar::f32)
-    return std::make_unique<CpuEngine<float>>(m, options.threads, options.emulation, budget);
-  return std::make_unique<CpuEngine<double>>(m, options.threads, Emulation::none, budget);
+  if (options.precision == model::Precision::f64)
+    return std::make_unique<CpuEngine<double>>(m, options.threads, options.precision, budget);
+  return std::make_unique<CpuEngine<float>>(m, options.threads, options.precision, budget);
 }
 
 }  // namespace tapdiff::reference

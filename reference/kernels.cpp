@@ -77,6 +77,27 @@ void matmul(const Mat<S>& x, const ConstMatMap<S>& w, const S* bias, Mat<S>& out
   if (bias != nullptr) out.rowwise() += Eigen::Map<const Vec<S>>(bias, out.cols());
 }
 
+void matmul_f16_sums(const Mat<float>& x, const ConstMatMap<float>& w, const float* bias, Mat<float>& out) {
+  constexpr Eigen::Index kDepth = 16;
+  constexpr Eigen::Index kBlock = 64;
+  out.setZero(x.rows(), w.rows());
+  const Eigen::Index blocks = (w.rows() + kBlock - 1) / kBlock;
+  const bool parallel = static_cast<double>(w.size()) * static_cast<double>(x.rows()) > kParallelWork;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (Eigen::Index b = 0; b < blocks; ++b) {
+    const Eigen::Index first = b * kBlock;
+    const Eigen::Index n = std::min(kBlock, w.rows() - first);
+    Mat<float> sum = Mat<float>::Zero(x.rows(), n);
+    for (Eigen::Index k = 0; k < x.cols(); k += kDepth) {
+      const Eigen::Index depth = std::min(kDepth, x.cols() - k);
+      sum.noalias() += x.middleCols(k, depth) * w.block(first, k, n, depth).transpose();
+      round_to_f16(std::span<float>(sum.data(), static_cast<std::size_t>(sum.size())));
+    }
+    out.middleCols(first, n) = sum;
+  }
+  if (bias != nullptr) out.rowwise() += Eigen::Map<const Vec<float>>(bias, out.cols());
+}
+
 template <typename S>
 void rope(const Mat<S>& x, int head_dim, int first_pos, const model::RopeFrequencies& f, model::RopeStyle style,
           Mat<S>& out) {

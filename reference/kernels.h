@@ -28,6 +28,11 @@ void rms_norm_groups(const Mat<S>& x, const Eigen::Map<const Vec<S>>& w, double 
 template <typename S>
 void matmul(const Mat<S>& x, const ConstMatMap<S>& w, const S* bias, Mat<S>& out);
 
+// matmul with f16 sums, as a tensor-core GEMM with f16 accumulators adds: each run of 16 of a
+// row's products summed in f32, then added to the output's f16 sum and rounded to f16; the bias
+// added last, in f32.
+void matmul_f16_sums(const Mat<float>& x, const ConstMatMap<float>& w, const float* bias, Mat<float>& out);
+
 // Rotates the first rotary_dim channels of each head of row t: pair i turns by angle
 // (first_pos + t) * f.inv_freq[i], its cos and sin times f.attention_factor (model/rope.h).
 // x [T, heads * head_dim] -> out, same shape. Angles are computed in double for both scalars.

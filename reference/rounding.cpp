@@ -1,7 +1,10 @@
 #include "reference/rounding.h"
 
+#include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 
 namespace tapdiff::reference {
 namespace {
@@ -41,7 +44,44 @@ inline float round_one_bf16(float x) {
   return std::bit_cast<float>(((kQuietNan & is_nan) | (rounded & ~is_nan)) | sign);
 }
 
+// An fp8 format: its stored significand bits (the implicit one included), its smallest normal
+// exponent and its largest finite value.
+struct Fp8Format {
+  int significand_bits;
+  int min_exponent;
+  float largest;
+};
+
+Fp8Format fp8_format(Storage format) {
+  if (format == Storage::fp8_e4m3) return {4, -6, 448.0f};
+  return {3, -14, 57344.0f};
+}
+
+// |x| <= largest, rounded to the format: the nearest multiple of its quantum (2^(e - bits + 1),
+// e the exponent of x, at least the smallest normal one), ties to even.
+float round_fp8_value(float x, const Fp8Format& f) {
+  if (x == 0.0f) return x;
+  int e = 0;
+  std::frexp(x, &e);  // |x| = m 2^e, m in [0.5, 1): x's leading bit is 2^(e - 1)
+  const int quantum = std::max(e - 1, f.min_exponent) - (f.significand_bits - 1);
+  const float r = std::ldexp(std::nearbyint(std::ldexp(x, -quantum)), quantum);
+  return std::clamp(r, -f.largest, f.largest);
+}
+
 }  // namespace
+
+void round_row_to_fp8(Storage format, std::span<float> row) {
+  const Fp8Format f = fp8_format(format);
+  float amax = 0.0f;
+  for (const float v : row) amax = std::max(amax, std::fabs(v));
+  if (amax == 0.0f) return;
+  if (!std::isfinite(amax) || std::any_of(row.begin(), row.end(), [](float v) { return std::isnan(v); })) {
+    std::fill(row.begin(), row.end(), std::numeric_limits<float>::quiet_NaN());
+    return;
+  }
+  const float scale = amax / f.largest;
+  for (float& v : row) v = round_fp8_value(v / scale, f) * scale;
+}
 
 void round_to_bf16(std::span<float> values) {
   float* v = values.data();
@@ -49,11 +89,24 @@ void round_to_bf16(std::span<float> values) {
   for (std::size_t i = 0; i < n; ++i) v[i] = round_one_bf16(v[i]);
 }
 
+const char* storage_name(Storage storage) {
+  switch (storage) {
+    case Storage::f32: return "f32";
+    case Storage::f16: return "f16";
+    case Storage::bf16: return "bf16";
+    case Storage::fp8_e4m3: return "fp8_e4m3";
+    case Storage::fp8_e5m2: return "fp8_e5m2";
+  }
+  return "?";
+}
+
 void round_to(Storage storage, std::span<float> values) {
   switch (storage) {
     case Storage::f32: return;
     case Storage::f16: return round_to_f16(values);
     case Storage::bf16: return round_to_bf16(values);
+    case Storage::fp8_e4m3:
+    case Storage::fp8_e5m2: return round_row_to_fp8(storage, values);
   }
 }
 

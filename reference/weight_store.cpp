@@ -24,14 +24,14 @@ std::uint64_t default_weight_budget() {
 }
 
 template <typename S>
-WeightStore<S>::WeightStore(const model::Model& m, Storage storage, std::uint64_t budget_bytes)
-    : model_(&m), storage_(storage) {
+WeightStore<S>::WeightStore(const model::Model& m, const Roundings& roundings, std::uint64_t budget_bytes)
+    : model_(&m), roundings_(roundings) {
   for (const auto& [kind, layer] : matrices(m))
-    copy_bytes_ += WeightMatrix<S>::copy_bytes(m.weight(kind, layer), storage);
+    copy_bytes_ += WeightMatrix<S>::copy_bytes(m.weight(kind, layer), weight_storage(roundings, kind));
   streaming_ = copy_bytes_ > budget_bytes;
   if (streaming_) return;
   for (const auto& [kind, layer] : matrices(m))
-    held_.emplace(std::pair(kind, layer), WeightMatrix<S>(m.weight(kind, layer), storage));
+    held_.emplace(std::pair(kind, layer), WeightMatrix<S>(m.weight(kind, layer), weight_storage(roundings, kind)));
 }
 
 template <typename S>
@@ -42,7 +42,8 @@ const WeightMatrix<S>& WeightStore<S>::get(WeightKind kind, int layer) {
     held_layer_ = layer;
   }
   auto it = held_.find(key);
-  if (it == held_.end()) it = held_.emplace(key, WeightMatrix<S>(model_->weight(kind, layer), storage_)).first;
+  if (it == held_.end())
+    it = held_.emplace(key, WeightMatrix<S>(model_->weight(kind, layer), weight_storage(roundings_, kind))).first;
   return it->second;
 }
 

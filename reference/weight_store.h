@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "model/weights.h"
+#include "reference/emulation.h"
 #include "reference/weight_matrix.h"
 
 namespace tapdiff::reference {
@@ -20,7 +21,8 @@ std::uint64_t default_weight_budget();
 template <typename S>
 class WeightStore {
  public:
-  WeightStore(const model::Model& model, Storage storage, std::uint64_t budget_bytes);
+  // Each matrix rounded as an emulation rounds its kind (emulation.h: weight_storage).
+  WeightStore(const model::Model& model, const Roundings& roundings, std::uint64_t budget_bytes);
 
   // A per-layer matrix (layer >= 0) or a global one (token_embd, output; layer -1). Streamed, the
   // reference stays valid until a different layer is asked for.
@@ -30,7 +32,7 @@ class WeightStore {
 
  private:
   const model::Model* model_;
-  Storage storage_;
+  Roundings roundings_;
   std::uint64_t copy_bytes_ = 0;
   bool streaming_ = false;
   std::map<std::pair<model::WeightKind, int>, WeightMatrix<S>> held_;

@@ -40,10 +40,14 @@ std::vector<std::int32_t> stories_golden_tokens() {
           338, 391, 266, 267, 337, 335, 312, 432, 398, 312, 286, 267, 414, 270, 333, 415, 426, 13,  438, 310};
 }
 
+reference::CpuEngineOptions exact_options(model::Scalar scalar, int threads) {
+  return {scalar == model::Scalar::f64 ? model::Precision::f64 : model::Precision::f32, threads};
+}
+
 std::unique_ptr<TappedRun> run_reference(const model::Model& m, const std::vector<std::int32_t>& tokens,
                                          model::Scalar scalar, int chunk, int generate,
                                          std::function<bool(const model::TensorId&)> filter) {
-  return run_reference(m, tokens, reference::CpuEngineOptions{scalar, 0}, chunk, generate, std::move(filter));
+  return run_reference(m, tokens, exact_options(scalar), chunk, generate, std::move(filter));
 }
 
 std::unique_ptr<TappedRun> run_reference(const model::Model& m, const std::vector<std::int32_t>& tokens,
@@ -72,7 +76,7 @@ double nmse(const model::HostTensor& a, const model::HostTensor& b) {
 
 std::unique_ptr<model::Engine> reference_per_sequence(const model::Model& m, model::Scalar scalar,
                                                       std::size_t sequences) {
-  return model::engine_per_sequence(sequences, [&] { return reference::make_cpu_engine(m, {scalar, 0}); });
+  return model::engine_per_sequence(sequences, [&] { return reference::make_cpu_engine(m, exact_options(scalar)); });
 }
 
 }  // namespace tapdiff::testing

@@ -13,6 +13,9 @@
 namespace tapdiff::testing {
 
 // A synth model of the given shape name written once per test process into the temp folder.
+// The reference computing in scalar (f64 or f32), nothing emulated.
+reference::CpuEngineOptions exact_options(model::Scalar scalar, int threads = 0);
+
 std::filesystem::path synth_model_path(const std::string& shape, const std::string& dtype = "f32", int context = 0);
 // A synth model of these options, written once per options into the temp folder (its name starts
 // with `name`); safe when test processes ask for it at once.

@@ -61,9 +61,7 @@ class PerturbedEngine final : public model::Engine {
 };
 
 std::unique_ptr<model::Engine> reference(const model::Model& m, model::Scalar scalar) {
-  reference::CpuEngineOptions options;
-  options.scalar = scalar;
-  return reference::make_cpu_engine(m, options);
+  return reference::make_cpu_engine(m, exact_options(scalar));
 }
 
 struct Bisection {

@@ -56,7 +56,7 @@ TEST(BisectBatch, CleanRaggedBatchMatchesSequenceBySequence) {
 TEST(BisectBatch, EnginesThatCannotRunTheBatchAreRefused) {
   const auto m = model::load_model(synth_model_path("tiny"));
   const model::Prompts prompts{{1, 2, 3}, {4, 5}};
-  const auto truth = reference::make_cpu_engine(*m, {model::Scalar::f64, 0});
+  const auto truth = reference::make_cpu_engine(*m, {model::Precision::f64, 0});
   const auto b = validated_vulkan_engine(*m);
   bisect::BisectOptions options;
   options.calibration.reset();
@@ -67,7 +67,7 @@ TEST(BisectBatch, EnginesThatCannotRunTheBatchAreRefused) {
     EXPECT_NE(std::string(e.what()).find("engine ref does not run ragged batches"), std::string::npos) << e.what();
   }
   std::vector<std::unique_ptr<model::Engine>> engines;
-  engines.push_back(reference::make_cpu_engine(*m, {model::Scalar::f64, 0}));
+  engines.push_back(reference::make_cpu_engine(*m, {model::Precision::f64, 0}));
   model::PerSequenceEngine one(std::move(engines));
   EXPECT_THROW(one.set_sequences(2), UsageError);
   EXPECT_THROW(bisect::run_bisect(m->config(), {*truth, nullptr, *b}, model::Prompts{{1, 2}, {}}, options), UsageError);

@@ -38,7 +38,7 @@ std::vector<std::int32_t> ids(int n, int first = 1) {
 void dump_reference(const std::filesystem::path& path, const std::string& shape,
                     const std::vector<std::int32_t>& prompt, Scalar scalar, int chunk, int generate = 0) {
   const auto m = model::load_model(testing::synth_model_path(shape));
-  const auto engine = reference::make_cpu_engine(*m, {scalar, 1});
+  const auto engine = reference::make_cpu_engine(*m, testing::exact_options(scalar, 1));
   const model::Graph graph(m->config());
   dumps::RunMetadata meta;
   meta.engine = engine->name(), meta.device = engine->device(), meta.compute_dtype = engine->compute_dtype();

@@ -13,6 +13,7 @@
 #include "dumps/dump_reader.h"
 #include "dumps/h5.h"
 #include "dumps/schema.h"
+#include "model/precision.h"
 #include "tests/reference_fixtures.h"
 #include "tests/test_support.h"
 
@@ -352,7 +353,7 @@ TEST(CompareCli, AFloorRunInBsPrecisionCalibratesEveryOp) {
   EXPECT_EQ(given["builtin_dtype"], "bf16");
   const auto fp8 = b("--b-precision fp8");
   EXPECT_EQ(fp8.exit_code, 2) << fp8.output;
-  EXPECT_NE(fp8.output.find("--b-precision fp8: expected one of f64, f32, f16, bf16, llama.cpp"), std::string::npos)
+  EXPECT_NE(fp8.output.find("--b-precision fp8: expected one of " + model::precision_names()), std::string::npos)
       << fp8.output;
   // --floor calibrates: --no-calibrate with it is a contradiction.
   const auto both = b("--floor " + quoted(floor) + " --no-calibrate");
@@ -645,7 +646,7 @@ TEST(CompareCli, AComputeDtypeWithoutTolerancesIsRefused) {
   dumps::h5::File::open(d.b.string(), dumps::h5::File::Mode::write).set_string("compute_dtype", "fp8");
   const auto r = d.compare();
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  EXPECT_NE(r.output.find("has compute_dtype 'fp8': tapdiff has tolerances for f64, f32, f16, bf16, llama.cpp only"),
+  EXPECT_NE(r.output.find("has compute_dtype 'fp8': tapdiff has tolerances for " + model::precision_names() + " only"),
             std::string::npos)
       << r.output;
 }

@@ -31,7 +31,7 @@ using model::Op;
 using reference::DotType;
 using reference::Mat;
 
-const reference::CpuEngineOptions kLlamaCpp{model::Scalar::f32, 0, reference::Emulation::llama_cpp};
+const reference::CpuEngineOptions kLlamaCpp{model::Precision::llama_cpp, 0};
 
 TEST(LlamaCppRounding, EachWeightTypeConvertsActivationsToGgmlsDotType) {
   const std::vector<std::pair<DType, DotType>> table = {
@@ -158,7 +158,6 @@ TEST(LlamaCppRounding, TheEngineNamesItsRoundingsAndRefusesF64ExpertsAndWhatItCa
   EXPECT_EQ(engine->kernel(Op::q_proj), "eigen-gemm+llama.cpp-dot-type");
   EXPECT_EQ(engine->kernel(Op::attn), "eigen-attention-per-head+llama.cpp-f16-kv");
   EXPECT_NE(engine->device().find("rounding as llama.cpp's CPU backend"), std::string::npos) << engine->device();
-  EXPECT_THROW(reference::make_cpu_engine(*m, {model::Scalar::f64, 0, reference::Emulation::llama_cpp}), UsageError);
   const auto moe = model::load_model(synth_model_path("tiny-moe"));
   EXPECT_THROW(reference::make_cpu_engine(*moe, kLlamaCpp), UsageError);
   // Norms scaled by (1 + w) (a Hugging Face Gemma folder; llama.cpp's converter stores the sum,

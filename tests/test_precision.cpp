@@ -29,7 +29,7 @@ TEST(PrecisionTable, NamesParseBackAndTheOrderIsFinestFirst) {
   for (Precision p : model::kAllPrecisions) EXPECT_EQ(model::parse_precision(model::precision_name(p)), p);
   EXPECT_EQ(model::parse_precision("fp16"), std::nullopt);
   EXPECT_EQ(model::parse_precision(""), std::nullopt);
-  EXPECT_EQ(model::precision_names(), "f64, f32, f16, bf16, llama.cpp");
+  EXPECT_EQ(model::precision_names(), "f64, f32, f16, f16_acc16, bf16, llama.cpp, fp8_e4m3, fp8_e5m2");
   EXPECT_EQ(model::unit_roundoff(Precision::bf16), std::ldexp(1.0, -8));
   EXPECT_EQ(model::unit_roundoff(Precision::f16), std::ldexp(1.0, -11));
   EXPECT_EQ(model::largest_finite(Precision::f16), 65504.0);
@@ -63,8 +63,8 @@ TEST(RoundToBf16, MatchesTheBf16ConversionBitForBit) {
   EXPECT_EQ(rounded[rounded.size() - 4], std::numeric_limits<float>::infinity());
 }
 
-const reference::CpuEngineOptions kBf16{Scalar::f32, 0, reference::Emulation::bf16};
-const reference::CpuEngineOptions kF16{Scalar::f32, 0, reference::Emulation::f16};
+const reference::CpuEngineOptions kBf16{model::Precision::bf16, 0};
+const reference::CpuEngineOptions kF16{model::Precision::f16, 0};
 
 TEST(ReferenceBf16, EveryOpOutputIsABf16ValueAndItsErrorIsCoarserThanF16s) {
   const auto m = model::load_model(synth_model_path("small"));
@@ -87,7 +87,6 @@ TEST(ReferenceBf16, EveryOpOutputIsABf16ValueAndItsErrorIsCoarserThanF16s) {
   const double e_f16 = nmse(exact->tap.get(logits), f16->tap.get(logits));
   EXPECT_GT(e_bf16, 10 * e_f16) << e_bf16 << " vs " << e_f16;
   EXPECT_LT(e_bf16, 1000 * e_f16) << e_bf16 << " vs " << e_f16;
-  EXPECT_THROW(reference::make_cpu_engine(*m, {Scalar::f64, 0, reference::Emulation::bf16}), UsageError);
 }
 
 // Dumps of the reference in each precision, read for what their values say (the HDF5 dump also

@@ -90,15 +90,14 @@ TEST(ReferenceEngine, OutputsAreTheSameBitForBitWhateverTheThreadCount) {
   const auto m = model::load_model(synth_model_path("small"));
   const auto tokens = synth_prompt(64, m->config().vocab, 3);
   const model::Graph graph(m->config());
-  for (const Scalar scalar : {Scalar::f64, Scalar::f32}) {
-    const auto one = run_reference(*m, tokens, reference::CpuEngineOptions{scalar, 1}, 16, 2);
+  for (const model::Precision precision : {model::Precision::f64, model::Precision::f32}) {
+    const auto one = run_reference(*m, tokens, reference::CpuEngineOptions{precision, 1}, 16, 2);
     for (const int threads : {3, 8, 8, 8}) {
-      const auto many = run_reference(*m, tokens, reference::CpuEngineOptions{scalar, threads}, 16, 2);
+      const auto many = run_reference(*m, tokens, reference::CpuEngineOptions{precision, threads}, 16, 2);
       EXPECT_EQ(one->result.generated, many->result.generated);
       for (const auto& step : graph.steps())
         ASSERT_EQ(nmse(one->tap.get(step.output()), many->tap.get(step.output())), 0.0)
-            << model::to_string(step.output()) << ", " << threads << " threads, "
-            << (scalar == Scalar::f64 ? "f64" : "f32");
+            << model::to_string(step.output()) << ", " << threads << " threads, " << model::precision_name(precision);
     }
   }
 }
@@ -109,8 +108,7 @@ TEST(ReferenceEngine, StreamedWeightsGiveTheSameOutputsBitForBit) {
   const auto tokens = synth_prompt(40, m->config().vocab, 11);
   const model::Graph graph(m->config());
   for (const reference::CpuEngineOptions held :
-       {reference::CpuEngineOptions{Scalar::f64, 0},
-        reference::CpuEngineOptions{Scalar::f32, 0, reference::Emulation::f16}}) {
+       {reference::CpuEngineOptions{model::Precision::f64, 0}, reference::CpuEngineOptions{model::Precision::f16, 0}}) {
     reference::CpuEngineOptions streamed = held;
     streamed.weight_budget = 1;  // no copy fits
     EXPECT_EQ(reference::make_cpu_engine(*m, held)->device().find("streamed"), std::string::npos);
@@ -129,7 +127,7 @@ TEST(ReferenceEngine, TeacherForcedOpReproducesItsOutput) {
   const auto run = run_reference(*m, tokens, Scalar::f64, 0, 0);
   // Layer 1's attention alone, on a fresh engine fed with the recorded inputs (one chunk, so the
   // KV cache is exactly the chunk's rope_k and v_proj).
-  const auto engine = reference::make_cpu_engine(*m, {Scalar::f64, 1});
+  const auto engine = reference::make_cpu_engine(*m, {model::Precision::f64, 1});
   const model::Graph graph(m->config());
   engine->reset();
   engine->begin_chunk(tokens, {0, 0, 12, false});

@@ -16,6 +16,7 @@
 #include "dumps/dump_reader.h"
 #include "model/dtype.h"
 #include "model/errors.h"
+#include "model/precision.h"
 #include "reference/cpu_engine.h"
 #include "reference/rounding.h"
 #include "reference/weight_matrix.h"
@@ -29,7 +30,7 @@ using model::Op;
 using model::Scalar;
 using model::TensorId;
 
-const reference::CpuEngineOptions kF16{Scalar::f32, 0, reference::Emulation::f16};
+const reference::CpuEngineOptions kF16{model::Precision::f16, 0};
 
 // x is exactly an f16 value: to f16 and back gives the same bits.
 bool is_f16(float x) {
@@ -72,8 +73,7 @@ TEST(ReferenceF16, NamesItsDtypeAndKernelsAndRefusesF64) {
   EXPECT_EQ(engine->scalar(), Scalar::f32);
   EXPECT_EQ(engine->kernel(Op::q_proj), "eigen-gemm+round-f16");
   EXPECT_EQ(engine->kernel(Op::attn), "eigen-attention-per-head+round-f16");
-  EXPECT_EQ(reference::make_cpu_engine(*m, {Scalar::f32, 0})->kernel(Op::q_proj), "eigen-gemm");
-  EXPECT_THROW(reference::make_cpu_engine(*m, {Scalar::f64, 0, reference::Emulation::f16}), UsageError);
+  EXPECT_EQ(reference::make_cpu_engine(*m, {model::Precision::f32, 0})->kernel(Op::q_proj), "eigen-gemm");
 }
 
 TEST(ReferenceF16, EveryOpOutputAndTheKvCacheHoldF16Values) {
@@ -255,8 +255,7 @@ TEST(ReferenceF16, TapdiffRunDtypeF16WritesAnF16Dump) {
 
   const auto bad = run_tapdiff("run --model '" + model_path.string() + "' --dtype fp8 --tokens 1,5");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
-  EXPECT_NE(bad.output.find("--dtype fp8: the ref engine computes in f32, f64, f16 or bf16 (f32 rounded to it after "
-                            "every op) or llama.cpp"),
+  EXPECT_NE(bad.output.find("--dtype fp8: expected a precision of the ref engine: " + model::precision_names()),
             std::string::npos)
       << bad.output;
 }

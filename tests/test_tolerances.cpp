@@ -8,6 +8,7 @@
 
 #include "bisect/tolerances.h"
 #include "model/errors.h"
+#include "model/precision.h"
 #include "tests/test_support.h"
 
 namespace tapdiff::bisect {
@@ -179,7 +180,7 @@ TEST(Tolerances, ErrorsNameFileLineAndKey) {
       error_of("[[rule]]\nnmse = 1\n[[rule]]\nlayers = \"4-2\"\n"),
       "tol.toml:4:10: rule #2.layers: expected a layer range \"5\", \"0-3\" or \"10-\", found the string \"4-2\"");
   EXPECT_EQ(error_of("[[rule]]\ndtype = \"fp16\"\n"),
-            "tol.toml:2:9: rule #1.dtype: expected one of f64, f32, f16, bf16, llama.cpp, found the string \"fp16\"");
+            "tol.toml:2:9: rule #1.dtype: expected one of " + model::precision_names() + ", found the string \"fp16\"");
   EXPECT_EQ(error_of("[[rule]]\nop = \"attn\"\nclass = \"gemm\"\n"),
             "tol.toml:3:9: rule #1.class: expected the class of op attn, found the string \"gemm\"");
   EXPECT_EQ(error_of("[[rule]]\nheads = 3\n"),

@@ -34,7 +34,7 @@ TEST_P(VulkanBf16, EveryOpIsABf16ValueAsFarFromTheExactAnswerAsTheEmulation) {
   model::run_sequence(*engine, graph, tokens, {/*chunk=*/16, /*generate=*/3}, tap);
   EXPECT_EQ(engine->kernel(Op::q_proj).find(".bf16/"), engine->kernel(Op::q_proj).find('.'))
       << engine->kernel(Op::q_proj);
-  const auto emulated = run_reference(*m, tokens, {model::Scalar::f32, 0, reference::Emulation::bf16}, 16, 3);
+  const auto emulated = run_reference(*m, tokens, {model::Precision::bf16, 0}, 16, 3);
   const auto exact = run_reference(*m, tokens, model::Scalar::f64, 16, 3);
   int identical = 0;
   for (const auto& step : graph.steps()) {

@@ -106,8 +106,7 @@ TEST(VulkanEngine, WholeSynthModelInF16StaysAtTheF16Floor) {
   const auto m = model::load_model(synth_model_path("small"));
   const auto tokens = synth_prompt(100, m->config().vocab, 11);
   const auto truth = run_reference(*m, tokens, model::Scalar::f64, 33, 4);
-  reference::CpuEngineOptions emulation{model::Scalar::f32, 0};
-  emulation.emulation = reference::Emulation::f16;
+  reference::CpuEngineOptions emulation{model::Precision::f16, 0};
   const auto floor = run_reference(*m, tokens, emulation, 33, 4);
   const auto engine = vulkan_engine(*m, "", true);
   model::MemoryTap tap;
@@ -209,7 +208,7 @@ TEST(VulkanEngine, PipelineStatisticsListEveryKernelWhereOffered) {
 TEST(VulkanEngine, KvCacheReadsBackAsTheReferenceAndRoundTrips) {
   const auto m = model::load_model(synth_model_path("tiny"));
   const auto tokens = synth_prompt(9, m->config().vocab, 3);
-  const auto cpu = reference::make_cpu_engine(*m, {model::Scalar::f32, 1});
+  const auto cpu = reference::make_cpu_engine(*m, {model::Precision::f32, 1});
   const auto engine = vulkan_engine(*m);
   const model::Graph graph(m->config());
   model::NullTap tap;
@@ -251,9 +250,9 @@ TEST(VulkanEngine, ReadRowsIsTheSliceOfRead) {
   std::vector<std::unique_ptr<model::Engine>> engines;
   engines.push_back(vulkan_engine(*m));
   engines.push_back(vulkan_engine(*m, "", true));
-  engines.push_back(reference::make_cpu_engine(*m, {model::Scalar::f64, 1}));
+  engines.push_back(reference::make_cpu_engine(*m, {model::Precision::f64, 1}));
   std::vector<std::unique_ptr<model::Engine>> two;
-  for (int i = 0; i < 2; ++i) two.push_back(reference::make_cpu_engine(*m, {model::Scalar::f32, 1}));
+  for (int i = 0; i < 2; ++i) two.push_back(reference::make_cpu_engine(*m, {model::Precision::f32, 1}));
   auto batch = std::make_unique<model::PerSequenceEngine>(std::move(two));
   batch->set_sequences(2);
   model::NullTap tap;

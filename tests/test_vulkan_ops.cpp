@@ -317,11 +317,11 @@ TEST_P(VulkanOps, EveryOpMatchesTheReferenceOnRandomInputs) {
   const auto m = edits_config(c) ? with_config_edits(*base, c) : nullptr;
   const model::Model& model = m ? *m : *base;
   const model::Graph graph(model.config());
-  reference::CpuEngineOptions cpu_options{model::Scalar::f32, 1};
-  cpu_options.emulation = c.f16         ? reference::Emulation::f16
-                          : c.bf16      ? reference::Emulation::bf16
-                          : c.llama_cpp ? reference::Emulation::llama_cpp
-                                        : reference::Emulation::none;
+  reference::CpuEngineOptions cpu_options{model::Precision::f32, 1};
+  cpu_options.precision = c.f16         ? model::Precision::f16
+                          : c.bf16      ? model::Precision::bf16
+                          : c.llama_cpp ? model::Precision::llama_cpp
+                                        : model::Precision::f32;
   const auto cpu = reference::make_cpu_engine(model, cpu_options);
   gpu::VulkanEngineOptions options;
   options.kernels = c.kernels;
@@ -819,8 +819,7 @@ void expect_f16_sums_miss_the_f16_bound(const std::string& kernels, const std::s
   const OpCase c = act_f16(op_case("coop_f16_sums", {8, 4, 16, 72, 1000, 301}, DType::f32, {}));
   const auto m = model::load_model(write_case_model(c));
   const model::Graph graph(m->config());
-  reference::CpuEngineOptions cpu_options{model::Scalar::f32, 1};
-  cpu_options.emulation = reference::Emulation::f16;
+  reference::CpuEngineOptions cpu_options{model::Precision::f16, 1};
   const auto cpu = reference::make_cpu_engine(*m, cpu_options);
   gpu::VulkanEngineOptions options;
   options.f16 = true;

@@ -37,23 +37,19 @@ std::unique_ptr<model::Engine> make_engine(const EngineChoice& choice, const mod
   const std::optional<model::Precision> precision = model::parse_precision(choice.dtype);
   if (choice.name == "ref") {
     if (!precision)
-      throw UsageError(fmt::format(
-          "--dtype {}: the ref engine computes in f32, f64, f16 or bf16 (f32 rounded to it after every op) or "
-          "llama.cpp (f32 rounded where llama.cpp's CPU backend rounds)",
-          choice.dtype));
+      throw UsageError(
+          fmt::format("--dtype {}: expected a precision of the ref engine: {} (f64 and f32 compute in "
+                      "it; the others are f32 arithmetic rounded as such an engine rounds)",
+                      choice.dtype, model::precision_names()));
     reference::CpuEngineOptions options;
     options.threads = choice.threads;
-    switch (*precision) {
-      case model::Precision::f64: options.scalar = model::Scalar::f64; break;
-      case model::Precision::f32: break;
-      case model::Precision::f16: options.emulation = reference::Emulation::f16; break;
-      case model::Precision::bf16: options.emulation = reference::Emulation::bf16; break;
-      case model::Precision::llama_cpp: options.emulation = reference::Emulation::llama_cpp; break;
-    }
+    options.precision = *precision;
     return reference::make_cpu_engine(m, options);
   }
   if (choice.name == "vulkan") {
-    if (!precision || precision == model::Precision::f64)
+    using model::Precision;
+    if (!precision || (precision != Precision::f32 && precision != Precision::f16 && precision != Precision::bf16 &&
+                       precision != Precision::llama_cpp))
       throw UsageError(
           fmt::format("--dtype {}: the vulkan engine computes in f32, f16 or bf16 (f16 or bf16 weights and "
                       "activations, f32 accumulation) or llama.cpp (f32 rounded where llama.cpp's CPU backend rounds)",

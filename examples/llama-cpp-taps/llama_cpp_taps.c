@@ -2,7 +2,7 @@
  * files that `tapdiff compare ... --map llama.cpp` reads (docs/import.md).
  *
  *   llama_cpp_taps MODEL.gguf OUT_DIR TOKEN,TOKEN,... [--chunk N] [--generate N] [--all]
- *                  [--backends DIR]
+ *                  [--backends DIR] [--gpu-layers N]
  *
  * Evaluates the tokens as one sequence in llama_decode calls of --chunk tokens (default 512; every
  * row's logits computed), then picks --generate greedy tokens, feeding each but the last back in a
@@ -11,7 +11,10 @@
  * the tensors the llama.cpp map reads (with --all, every named tensor of the graph), F32,
  * [rows, width]. A name the graph gives twice keeps the last tensor (Qcur and Kcur after RoPE).
  * Flash attention is off. --backends loads ggml's backends from a folder (a build with
- * GGML_BACKEND_DL, such as npm's node-llama-cpp); otherwise those linked in are used. */
+ * GGML_BACKEND_DL, such as npm's node-llama-cpp); otherwise those linked in are used.
+ * --gpu-layers offloads that many layers (and, when it is at least the model's layer count plus
+ * one, the output) to the GPU backend (llama.cpp's n_gpu_layers; default 0: the CPU backend runs
+ * everything). Tensors a GPU computes are read back from its memory. */
 #include <ggml-backend.h>
 #include <ggml.h>
 #include <llama.h>
@@ -159,9 +162,9 @@ static void run_pass(struct llama_context* context, struct llama_batch* batch, T
 int main(int argc, char** argv) {
   if (argc < 4)
     die("usage: llama_cpp_taps MODEL.gguf OUT_DIR TOKEN,TOKEN,... [--chunk N] [--generate N] [--all] "
-        "[--backends DIR]");
+        "[--backends DIR] [--gpu-layers N]");
   Taps taps = {0};
-  int chunk = 512, generate = 0;
+  int chunk = 512, generate = 0, gpu_layers = 0;
   const char* backends = NULL;
   for (int i = 4; i < argc; ++i) {
     if (strcmp(argv[i], "--all") == 0)
@@ -172,10 +175,13 @@ int main(int argc, char** argv) {
       generate = atoi(argv[++i]);
     else if (strcmp(argv[i], "--backends") == 0 && i + 1 < argc)
       backends = argv[++i];
+    else if (strcmp(argv[i], "--gpu-layers") == 0 && i + 1 < argc)
+      gpu_layers = atoi(argv[++i]);
     else
-      die("unknown option (expected --chunk N, --generate N, --all, --backends DIR)");
+      die("unknown option (expected --chunk N, --generate N, --all, --backends DIR, --gpu-layers N)");
   }
-  if (chunk <= 0 || generate < 0) die("--chunk must be positive and --generate not negative");
+  if (chunk <= 0 || generate < 0 || gpu_layers < 0)
+    die("--chunk must be positive, --generate and --gpu-layers not negative");
   int count = 1;
   for (const char* p = argv[3]; *p; ++p) count += *p == ',';
   int32_t* tokens = checked(malloc(sizeof(int32_t) * (size_t)(count + generate)));
@@ -190,7 +196,7 @@ int main(int argc, char** argv) {
   if (backends) ggml_backend_load_all_from_path(backends);
   llama_backend_init();
   struct llama_model_params model_params = llama_model_default_params();
-  model_params.n_gpu_layers = 0;
+  model_params.n_gpu_layers = gpu_layers;
   struct llama_model* model = llama_model_load_from_file(argv[1], model_params);
   if (!model) die("cannot load the model");
   struct llama_context_params params = llama_context_default_params();

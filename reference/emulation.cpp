@@ -1,0 +1,44 @@
+#include "reference/emulation.h"
+
+namespace tapdiff::reference {
+
+Roundings roundings(model::Precision p) {
+  using model::Precision;
+  switch (p) {
+    case Precision::f64:
+    case Precision::f32: return {};
+    case Precision::f16: return {.stored = Storage::f16, .matrices = Storage::f16};
+    case Precision::f16_acc16: return {.stored = Storage::f16, .matrices = Storage::f16, .f16_sums = true};
+    case Precision::bf16: return {.stored = Storage::bf16, .matrices = Storage::bf16};
+    case Precision::fp8_e4m3:
+    case Precision::fp8_e5m2: {
+      const Storage fp8 = p == Precision::fp8_e4m3 ? Storage::fp8_e4m3 : Storage::fp8_e5m2;
+      return {.stored = Storage::bf16, .matrices = fp8, .activations = fp8, .kv = fp8};
+    }
+    case Precision::llama_cpp: return {.llama_cpp_dot_types = true, .kv = Storage::f16, .ggml_steps = true};
+  }
+  return {};
+}
+
+bool is_layer_product(model::WeightKind kind) {
+  using model::WeightKind;
+  switch (kind) {
+    case WeightKind::wq:
+    case WeightKind::wk:
+    case WeightKind::wv:
+    case WeightKind::wo:
+    case WeightKind::ffn_gate:
+    case WeightKind::ffn_up:
+    case WeightKind::ffn_down:
+    case WeightKind::expert_gate:
+    case WeightKind::expert_up:
+    case WeightKind::expert_down: return true;
+    default: return false;
+  }
+}
+
+Storage weight_storage(const Roundings& r, model::WeightKind kind) {
+  return is_layer_product(kind) ? r.matrices : r.stored;
+}
+
+}  // namespace tapdiff::reference
