@@ -41,12 +41,36 @@ Fit fit_of(const dumps::DumpReader& b, const model::TensorId& id) {
   return fit;
 }
 
+// A dump read through llama.cpp's names: its Vulkan backend (on a device without cooperative
+// matrices) keeps f16 sums in the products of prefill chunks, whose outputs are then all f16
+// values; its CPU backend's are f32 values.
+PrecisionOfB llama_cpp_backend(const dumps::DumpReader& b) {
+  using From = PrecisionOfB::From;
+  for (const model::TensorId& id : b.tensors()) {
+    if (model::op_class(id.op) != model::OpClass::gemm) continue;
+    const Fit fit = fit_of(b, id);
+    if (fit.values < kValuesNeeded) continue;
+    if (fit.f16)
+      return {model::Precision::llama_cpp_vulkan, From::inferred,
+              fmt::format("read through llama.cpp's names, and every one of {} values of B's {} is an f16 value: "
+                          "llama.cpp's Vulkan backend, whose products keep f16 sums",
+                          fit.values, model::to_string(id))};
+    return {model::Precision::llama_cpp, From::inferred,
+            fmt::format("read through llama.cpp's names, and B's {} holds values no f16 holds: llama.cpp's CPU "
+                        "backend (its Vulkan backend with F32 weights too keeps f32 sums: give --b-precision "
+                        "llama.cpp-vulkan for it)",
+                        model::to_string(id))};
+  }
+  return {model::Precision::llama_cpp, From::inferred,
+          "read through llama.cpp's names: llama.cpp's CPU backend (no product of B holds enough values to tell its "
+          "Vulkan backend apart: give --b-precision llama.cpp-vulkan for it)"};
+}
+
 }  // namespace
 
 PrecisionOfB infer_precision(const dumps::DumpReader& b) {
   using From = PrecisionOfB::From;
-  if (b.import_map() == "llama.cpp")
-    return {model::Precision::llama_cpp, From::inferred, "read through llama.cpp's names: llama.cpp's CPU backend"};
+  if (b.import_map() == "llama.cpp") return llama_cpp_backend(b);
   std::size_t looked = 0;
   std::optional<model::TensorId> first_f32;  // the first op whose values say f32
   for (const model::TensorId& id : b.tensors()) {

@@ -45,7 +45,9 @@ class CpuEngine final : public model::Engine {
   std::string device() const override {
     return fmt::format("CPU (Eigen {}.{}.{}, {} threads{}{})", EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION,
                        EIGEN_MINOR_VERSION, threads_, weights_.streaming() ? ", weights streamed per layer" : "",
-                       r_.ggml_steps ? ", rounding as llama.cpp's CPU backend" : "");
+                       r_.ggml_steps          ? ", rounding as llama.cpp's CPU backend"
+                       : r_.f16_tile_rows > 0 ? ", rounding as llama.cpp's Vulkan backend"
+                                              : "");
   }
   std::string compute_dtype() const override;
   std::string kernel(Op op) const override;
@@ -94,6 +96,9 @@ class CpuEngine final : public model::Engine {
   int n_past_ = 0;
 };
 
+// The depth of one tensor-core MMA: the products an f16-sum GEMM adds in f32 before rounding.
+constexpr int kTensorCoreDepth = 16;
+
 // Sets the OpenMP threads (0 = all hardware threads) before any weight is loaded. Eigen itself runs
 // on one: the kernels split their work across the threads (kernels.cpp, matmul).
 int use_threads(int threads) {
@@ -125,7 +130,7 @@ CpuEngine<S>::CpuEngine(const model::Model& m, int threads, model::Precision pre
 template <typename S>
 std::string CpuEngine<S>::compute_dtype() const {
   // llama.cpp's values are f32 values: its dumps say so, and kernel() names the roundings.
-  return std::string(model::precision_name(r_.ggml_steps ? model::Precision::f32 : precision_));
+  return std::string(model::precision_name(r_.llama_cpp_graph ? model::Precision::f32 : precision_));
 }
 
 template <typename S>
@@ -137,9 +142,12 @@ std::string CpuEngine<S>::kernel(Op op) const {
   switch (model::op_class(op)) {
     case model::OpClass::gemm:
       if (r_.llama_cpp_dot_types) return "eigen-gemm+llama.cpp-dot-type";
+      if (r_.f16_tile_rows > 0)
+        return fmt::format("eigen-gemm+llama.cpp-vulkan-f16-tiles-from-{}-rows", r_.f16_tile_rows);
       return "eigen-gemm" + rounding + also(r_.activations, "products") + (r_.f16_sums ? "+f16-sums" : "");
     case model::OpClass::attention:
       if (r_.ggml_steps) return "eigen-attention-per-head+llama.cpp-f16-kv";
+      if (r_.f16_tile_attention) return "eigen-attention-per-head+llama.cpp-vulkan-f16-kv-and-tiles";
       return "eigen-attention-per-head" + rounding + (r_.kv != r_.stored ? also(r_.kv, "kv") : "");
     case model::OpClass::experts: return "eigen-gemm-per-expert" + rounding;
     case model::OpClass::activation:
@@ -288,10 +296,19 @@ void CpuEngine<S>::multiply(const Mat<S>& x, WeightKind matrix, int layer, const
       if (type == DotType::q8_1) out += correction;
       return;
     }
+    if (r_.f16_tile_rows > 0 && x.rows() >= r_.f16_tile_rows) {
+      rounded_ = x;
+      round_matrix(Storage::f16, rounded_);
+      Mat<float> w16 = w;
+      round_matrix(Storage::f16, w16);
+      const ConstMatMap<float> tile(w16.data(), w16.rows(), w16.cols());
+      if (model_.weight(matrix, layer).dtype == model::DType::f32) return matmul<S>(rounded_, tile, bias, out);
+      return matmul_f16_sums(rounded_, tile, bias, 1, out);
+    }
     if (is_layer_product(matrix) && (r_.activations != Storage::f32 || r_.f16_sums)) {
       rounded_ = x;
       round_matrix(r_.activations, rounded_);
-      if (r_.f16_sums) return matmul_f16_sums(rounded_, w, bias, out);
+      if (r_.f16_sums) return matmul_f16_sums(rounded_, w, bias, kTensorCoreDepth, out);
       return matmul<S>(rounded_, w, bias, out);
     }
   }
@@ -330,16 +347,17 @@ template <typename S>
 void CpuEngine<S>::attend(const model::Step& step, Mat<S>& out) {
   const int layer = step.layer;
   append_kv(step);
-  const double scale = r_.ggml_steps ? model::llama_cpp_attention_scale(config_)
-                                     : model::attention_scale(config_.block, config_.head_dim);
+  const double scale = r_.llama_cpp_graph ? model::llama_cpp_attention_scale(config_)
+                                          : model::attention_scale(config_.block, config_.head_dim);
+  const bool tiles = r_.f16_tile_attention && chunk_.rows >= 2;
+  const AttentionRounding rounding{.f16_operands = r_.ggml_steps || tiles, .f16_value_sums = tiles};
   const auto attend_to = [&](const Mat<S>& q, double score_scale) {
     attention<S>(q, k_cache_[static_cast<std::size_t>(layer)], v_cache_[static_cast<std::size_t>(layer)],
                  chunk_.first_pos, config_.n_heads, config_.n_kv_heads, config_.head_dim,
-                 model::attention_window(config_, layer), score_scale, config_.block.attention_softcap, r_.ggml_steps,
-                 out);
+                 model::attention_window(config_, layer), score_scale, config_.block.attention_softcap, rounding, out);
   };
   // Some of llama.cpp's graphs scale Q in f32 before the attention rounds it to f16.
-  if (r_.ggml_steps && model::llama_cpp_scales_q_first(config_))
+  if (r_.llama_cpp_graph && model::llama_cpp_scales_q_first(config_))
     attend_to(slot(step.inputs[0]) * static_cast<S>(scale), 1.0);
   else
     attend_to(slot(step.inputs[0]), scale);
@@ -404,7 +422,7 @@ Mat<S> CpuEngine<S>::from_host(const HostTensor& t) {
 std::unique_ptr<model::Engine> make_cpu_engine(const model::Model& m, const CpuEngineOptions& options) {
   model::require_runnable(m);
   const Roundings r = roundings(options.precision);
-  if (r.ggml_steps) model::require_llama_cpp_precision(m);
+  if (r.llama_cpp_graph) model::require_llama_cpp_precision(m);
   if ((r.activations != Storage::f32 || r.f16_sums) && m.config().experts.count > 0)
     throw UsageError(
         fmt::format("{}: the reference's {} emulation rounds the dense layers' products only; the "

@@ -15,7 +15,10 @@ Roundings roundings(model::Precision p) {
       const Storage fp8 = p == Precision::fp8_e4m3 ? Storage::fp8_e4m3 : Storage::fp8_e5m2;
       return {.stored = Storage::bf16, .matrices = fp8, .activations = fp8, .kv = fp8};
     }
-    case Precision::llama_cpp: return {.llama_cpp_dot_types = true, .kv = Storage::f16, .ggml_steps = true};
+    case Precision::llama_cpp:
+      return {.llama_cpp_dot_types = true, .kv = Storage::f16, .ggml_steps = true, .llama_cpp_graph = true};
+    case Precision::llama_cpp_vulkan:
+      return {.f16_tile_rows = 9, .f16_tile_attention = true, .kv = Storage::f16, .llama_cpp_graph = true};
   }
   return {};
 }

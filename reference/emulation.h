@@ -20,11 +20,24 @@ struct Roundings {
   // The layers' products add into f16 sums: each run of 16 products summed in f32 (one tensor-core
   // MMA's depth), then added to the output's f16 sum, rounded; the attention keeps f32 sums.
   bool f16_sums = false;
+  // Products of at least this many rows (llama.cpp's Vulkan mat-mat kernels, as a device with f16
+  // arithmetic and neither cooperative matrices nor integer dot products runs them) take their
+  // weights (dequantized) and activations as f16 values and add the products one at a time into
+  // f16 sums, F32 weights into f32 sums; products of fewer rows (its mat-vec kernels) compute in
+  // f32. 0: none.
+  int f16_tile_rows = 0;
+  // The attention of chunks of 2 rows or more takes Q and the probabilities as f16 values and adds
+  // the probabilities times V one at a time into f16 sums (llama.cpp's Vulkan mat-mat kernels);
+  // one row computes in f32.
+  bool f16_tile_attention = false;
   // K and V rows entering the cache (beyond `stored`).
   Storage kv = Storage::f32;
-  // llama.cpp's graph: RoPE angles stepped in f32, RMSNorm and GELU as ggml-cpu computes them, its
-  // attention scale, the attention's Q and probabilities rounded to f16 for their products.
+  // llama.cpp's CPU graph: RoPE angles stepped in f32, RMSNorm and GELU as ggml-cpu computes them,
+  // its attention scale, the attention's Q and probabilities rounded to f16 for their products.
   bool ggml_steps = false;
+  // The emulation holds llama.cpp's graphs: a model it does not (model/llama_cpp_precision.h,
+  // require_llama_cpp_precision) is refused.
+  bool llama_cpp_graph = false;
 };
 
 // The roundings that emulate an engine computing in p; nothing for f64 and f32.

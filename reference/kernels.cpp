@@ -77,9 +77,9 @@ void matmul(const Mat<S>& x, const ConstMatMap<S>& w, const S* bias, Mat<S>& out
   if (bias != nullptr) out.rowwise() += Eigen::Map<const Vec<S>>(bias, out.cols());
 }
 
-void matmul_f16_sums(const Mat<float>& x, const ConstMatMap<float>& w, const float* bias, Mat<float>& out) {
-  constexpr Eigen::Index kDepth = 16;
+void matmul_f16_sums(const Mat<float>& x, const ConstMatMap<float>& w, const float* bias, int depth, Mat<float>& out) {
   constexpr Eigen::Index kBlock = 64;
+  constexpr float kLargestF16 = 65504.0f;
   out.setZero(x.rows(), w.rows());
   const Eigen::Index blocks = (w.rows() + kBlock - 1) / kBlock;
   const bool parallel = static_cast<double>(w.size()) * static_cast<double>(x.rows()) > kParallelWork;
@@ -88,12 +88,12 @@ void matmul_f16_sums(const Mat<float>& x, const ConstMatMap<float>& w, const flo
     const Eigen::Index first = b * kBlock;
     const Eigen::Index n = std::min(kBlock, w.rows() - first);
     Mat<float> sum = Mat<float>::Zero(x.rows(), n);
-    for (Eigen::Index k = 0; k < x.cols(); k += kDepth) {
-      const Eigen::Index depth = std::min(kDepth, x.cols() - k);
-      sum.noalias() += x.middleCols(k, depth) * w.block(first, k, n, depth).transpose();
+    for (Eigen::Index k = 0; k < x.cols(); k += depth) {
+      const Eigen::Index run = std::min<Eigen::Index>(depth, x.cols() - k);
+      sum.noalias() += x.middleCols(k, run) * w.block(first, k, n, run).transpose();
       round_to_f16(std::span<float>(sum.data(), static_cast<std::size_t>(sum.size())));
     }
-    out.middleCols(first, n) = sum;
+    out.middleCols(first, n) = sum.cwiseMax(-kLargestF16).cwiseMin(kLargestF16);
   }
   if (bias != nullptr) out.rowwise() += Eigen::Map<const Vec<float>>(bias, out.cols());
 }
@@ -129,7 +129,7 @@ void scale_softcap(Mat<S>& x, double scale, double cap) {
 
 template <typename S>
 void attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, int first_pos, int n_heads,
-               int n_kv_heads, int head_dim, int window, double score_scale, double softcap, bool f16_operands,
+               int n_kv_heads, int head_dim, int window, double score_scale, double softcap, AttentionRounding rounding,
                Mat<S>& out) {
   const Eigen::Index T = q.rows();
   const Eigen::Index P = first_pos + T;
@@ -142,7 +142,7 @@ void attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, in
     const Eigen::Index qc = static_cast<Eigen::Index>(h) * head_dim;
     const Eigen::Index kc = static_cast<Eigen::Index>(h / group) * head_dim;
     Mat<S> q_head = q.middleCols(qc, head_dim);
-    if (f16_operands) round_f16_values(q_head);
+    if (rounding.f16_operands) round_f16_values(q_head);
     Mat<S> scores = (q_head * k_cache.block(0, kc, P, head_dim).transpose()) * scale;  // [T, P]
     if (softcap > 0) scale_softcap<S>(scores, 1.0, softcap);
     for (Eigen::Index t = 0; t < T; ++t) {
@@ -155,7 +155,16 @@ void attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, in
       live = (live.array() - live.maxCoeff()).exp().matrix();
       live /= live.sum();
     }
-    if (f16_operands) round_f16_values(scores);
+    if (rounding.f16_operands) round_f16_values(scores);
+    if constexpr (std::is_same_v<S, float>) {
+      if (rounding.f16_value_sums) {
+        const Mat<float> v_t = v_cache.block(0, kc, P, head_dim).transpose();
+        Mat<float> head;
+        matmul_f16_sums(scores, ConstMatMap<float>(v_t.data(), head_dim, P), nullptr, 1, head);
+        out.middleCols(qc, head_dim) = head;
+        continue;
+      }
+    }
     out.middleCols(qc, head_dim).noalias() = scores * v_cache.block(0, kc, P, head_dim);
   }
 }
@@ -187,7 +196,7 @@ void gated_activation(const Mat<S>& gate, const Mat<S>& up, model::Activation ac
   template void matmul<S>(const Mat<S>&, const ConstMatMap<S>&, const S*, Mat<S>&);                                \
   template void rope<S>(const Mat<S>&, int, int, const model::RopeFrequencies&, model::RopeStyle, Mat<S>&);        \
   template void attention<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, int, int, int, int, int, double, double, \
-                             bool, Mat<S>&);                                                                       \
+                             AttentionRounding, Mat<S>&);                                                          \
   template void gated_activation<S>(const Mat<S>&, const Mat<S>&, model::Activation, Mat<S>&);                     \
   template void scale_softcap<S>(Mat<S>&, double, double);
 TAPDIFF_INSTANTIATE(float)

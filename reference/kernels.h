@@ -28,10 +28,11 @@ void rms_norm_groups(const Mat<S>& x, const Eigen::Map<const Vec<S>>& w, double 
 template <typename S>
 void matmul(const Mat<S>& x, const ConstMatMap<S>& w, const S* bias, Mat<S>& out);
 
-// matmul with f16 sums, as a tensor-core GEMM with f16 accumulators adds: each run of 16 of a
-// row's products summed in f32, then added to the output's f16 sum and rounded to f16; the bias
-// added last, in f32.
-void matmul_f16_sums(const Mat<float>& x, const ConstMatMap<float>& w, const float* bias, Mat<float>& out);
+// matmul with f16 sums: each run of `depth` of a row's products summed in f32, then added to the
+// output's f16 sum and rounded to f16 (depth 16: a tensor-core GEMM with f16 accumulators; 1: a
+// kernel adding each product into an f16 sum), the sums clamped to the largest finite f16; the
+// bias added last, in f32.
+void matmul_f16_sums(const Mat<float>& x, const ConstMatMap<float>& w, const float* bias, int depth, Mat<float>& out);
 
 // Rotates the first rotary_dim channels of each head of row t: pair i turns by angle
 // (first_pos + t) * f.inv_freq[i], its cos and sin times f.attention_factor (model/rope.h).
@@ -44,12 +45,18 @@ void rope(const Mat<S>& x, int head_dim, int first_pos, const model::RopeFrequen
 // q [T, heads * hd] (after RoPE), k_cache / v_cache [>= P, kv_heads * hd] -> out [T, heads * hd].
 // Query head h reads KV head h / (heads / kv_heads); row t (position first_pos + t) sees cache rows
 // j <= first_pos + t, and j > first_pos + t - window when window > 0. Scores are q.k * scale,
-// then softcap * tanh(score / softcap) where softcap > 0. With f16_operands, q and the softmax
-// probabilities are rounded to f16 values for their products, as llama.cpp's CPU backend converts
-// them to multiply its f16 KV cache (S = float only).
+// then softcap * tanh(score / softcap) where softcap > 0. Rounded as `rounding` says (S = float
+// only): f16_operands rounds q and the softmax probabilities to f16 values for their products, as
+// llama.cpp converts them to multiply its f16 KV cache; f16_value_sums adds each probability
+// times V into an f16 sum.
+struct AttentionRounding {
+  bool f16_operands = false;
+  bool f16_value_sums = false;
+};
 template <typename S>
 void attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, int first_pos, int n_heads,
-               int n_kv_heads, int head_dim, int window, double scale, double softcap, bool f16_operands, Mat<S>& out);
+               int n_kv_heads, int head_dim, int window, double scale, double softcap, AttentionRounding rounding,
+               Mat<S>& out);
 
 // out = act(gate) * up (model/block.h: silu, gelu or its tanh form)    [T, ffn]
 template <typename S>

@@ -81,20 +81,27 @@ TEST(RoundToFp8, EachRowHasItsOwnScale) {
   EXPECT_TRUE(std::isnan(with_nan[0]));
 }
 
-// f16 sums: 2048 + 1 + 1 ... in f16 stays 2048 (its step there is 2) when each run of 16 products
-// adds less than 1; the f32 product does not lose them.
-TEST(MatmulF16Sums, SumsRoundToF16AfterEveryRunOf16Products) {
+// f16 sums: past 2048 an f16 steps by 2. Products of 1/4 added one at a time into 2048 are lost at
+// each rounding; added in runs of 16 (4 at a time) they are not. The f32 product keeps them all.
+TEST(MatmulF16Sums, SumsRoundToF16AfterEveryRunOfProducts) {
   const int in = 64;
   reference::Mat<float> x(1, in), w(1, in);
   x.setConstant(1.0f);
-  w.setConstant(0.03125f);  // 16 products of 1/32: 0.5 per run
+  w.setConstant(0.25f);
   w(0, 0) = 2048.0f;
-  reference::Mat<float> f16, f32;
-  reference::matmul_f16_sums(x, reference::ConstMatMap<float>(w.data(), 1, in), nullptr, f16);
-  reference::matmul<float>(x, reference::ConstMatMap<float>(w.data(), 1, in), nullptr, f32);
-  EXPECT_FLOAT_EQ(f32(0, 0), 2048.0f + 63 * 0.03125f);
-  // The first run: 2048 + 15/32, to f16: 2048; then 2048 + 0.5 three times, each a tie to 2048.
-  EXPECT_EQ(f16(0, 0), 2048.0f);
+  const reference::ConstMatMap<float> map(w.data(), 1, in);
+  reference::Mat<float> one, sixteen, f32;
+  reference::matmul_f16_sums(x, map, nullptr, 1, one);
+  reference::matmul_f16_sums(x, map, nullptr, 16, sixteen);
+  reference::matmul<float>(x, map, nullptr, f32);
+  EXPECT_EQ(f32(0, 0), 2048.0f + 63 * 0.25f);
+  EXPECT_EQ(one(0, 0), 2048.0f);  // 2048.25 rounds to 2048, 63 times
+  // 2048 + 15/4 = 2051.75 -> 2052; then + 4 three times: 2064.
+  EXPECT_EQ(sixteen(0, 0), 2064.0f);
+  // A sum past the largest finite f16 is clamped to it, as llama.cpp's Vulkan kernels store it.
+  w.setConstant(60000.0f);
+  reference::matmul_f16_sums(x, map, nullptr, 1, one);
+  EXPECT_EQ(one(0, 0), 65504.0f);
 }
 
 // Whole models: bf16 between ops, fp8 products and KV cache; the error against the exact answer

@@ -29,7 +29,8 @@ TEST(PrecisionTable, NamesParseBackAndTheOrderIsFinestFirst) {
   for (Precision p : model::kAllPrecisions) EXPECT_EQ(model::parse_precision(model::precision_name(p)), p);
   EXPECT_EQ(model::parse_precision("fp16"), std::nullopt);
   EXPECT_EQ(model::parse_precision(""), std::nullopt);
-  EXPECT_EQ(model::precision_names(), "f64, f32, f16, f16_acc16, bf16, llama.cpp, fp8_e4m3, fp8_e5m2");
+  EXPECT_EQ(model::precision_names(),
+            "f64, f32, f16, f16_acc16, bf16, llama.cpp, llama.cpp-vulkan, fp8_e4m3, fp8_e5m2");
   EXPECT_EQ(model::unit_roundoff(Precision::bf16), std::ldexp(1.0, -8));
   EXPECT_EQ(model::unit_roundoff(Precision::f16), std::ldexp(1.0, -11));
   EXPECT_EQ(model::largest_finite(Precision::f16), 65504.0);

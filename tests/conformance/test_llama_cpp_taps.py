@@ -23,6 +23,8 @@ import pytest
 from safetensors.numpy import load_file, save_file
 
 from gguf_models import GGUF_CASES, write_gguf
+from llama_cpp_harness import Harness, build_harness, negate_blocks
+from llama_cpp_harness import llama_cpp_dump as run_llama_cpp
 from test_llama_cpp import BLOCK_STORAGE, PROMPT
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,29 +32,16 @@ TAPDIFF = os.environ.get("TAPDIFF_BINARY", str(ROOT / "build" / "tapdiff"))
 LAYERS = 4  # synth --shape small
 
 
-# llama.cpp's CPU builds whose products the emulation does not model: sapphirerapids multiplies F16
-# weights by f32 activations (and runs its AMX kernels for block weights), where every other build
-# rounds the activations to the weight's dot-product type (docs/llama-cpp.md).
-UNMODELLED_BUILDS = ("sapphirerapids",)
+@pytest.fixture(scope="module")
+def llama_cpp_taps(tmp_path_factory) -> Harness:
+    """The harness on llama.cpp's CPU backend, built once."""
+    return build_harness(tmp_path_factory.mktemp("llama-cpp-taps"), "cpu")
 
 
 @pytest.fixture(scope="module")
-def llama_cpp_taps(tmp_path_factory):
-    """The harness, built once, and the folder of llama.cpp's backends it loads: every CPU build but
-    those the emulation does not model (llama.cpp loads the best of them this CPU runs)."""
-    folder = tmp_path_factory.mktemp("llama-cpp-taps")
-    binary = folder / "llama_cpp_taps"
-    subprocess.run([str(ROOT / "examples" / "llama-cpp-taps" / "build.sh"), str(binary)], check=True,
-                   capture_output=True, text=True)
-    peers = Path(subprocess.run([str(ROOT / "scripts" / "node-peers.sh")], capture_output=True, text=True,
-                                check=True).stdout.strip())
-    bins = peers / "node_modules" / "@node-llama-cpp" / "linux-x64" / "bins" / "linux-x64"
-    backends = folder / "backends"
-    backends.mkdir()
-    for library in bins.glob("libggml-cpu-*.so"):
-        if library.stem.removeprefix("libggml-cpu-") not in UNMODELLED_BUILDS:
-            (backends / library.name).symlink_to(library)
-    return binary, backends
+def llama_cpp_vulkan_taps(tmp_path_factory) -> Harness:
+    """The harness on llama.cpp's Vulkan backend, every layer offloaded, built once."""
+    return build_harness(tmp_path_factory.mktemp("llama-cpp-vulkan-taps"), "vulkan")
 
 
 def synth(storage: str, path: Path) -> Path:
@@ -62,15 +51,9 @@ def synth(storage: str, path: Path) -> Path:
     return path
 
 
-def llama_cpp_dump(harness, model: Path, out: Path, generate: int = 0) -> list[int]:
+def llama_cpp_dump(harness: Harness, model: Path, out: Path, generate: int = 0) -> list[int]:
     """llama.cpp's run of PROMPT in chunks of 64, then `generate` greedy tokens: its tokens."""
-    binary, backends = harness
-    out.mkdir()
-    run = subprocess.run([str(binary), str(model), str(out), ",".join(map(str, PROMPT)), "--chunk", "64",
-                          "--generate", str(generate), "--backends", str(backends)], capture_output=True, text=True,
-                         timeout=300)
-    assert run.returncode == 0, run.stderr
-    return [int(t) for t in run.stdout.strip().splitlines()[-1].split(",")]
+    return run_llama_cpp(harness, model, out, PROMPT, generate)
 
 
 def tapdiff_dump(model: Path, dump: Path, dtype: str, generate: int = 0, engine: str = "ref") -> list[int]:
@@ -270,3 +253,55 @@ def judged_at_most_a_near_tie(report: dict, output: str, ours: list[int], theirs
     assert (tie["step"], tie["a"], tie["b"]) == (step, ours[step], theirs[step]), tie
     assert tie["position"] == len(PROMPT) - 1 + step
     return tie
+
+
+@pytest.mark.parametrize("storage", ["f32", "q8_0", "q4_k"])
+def test_llama_cpps_vulkan_backend_is_held_to_its_own_precision(llama_cpp_vulkan_taps, storage, tmp_path):
+    """llama.cpp's Vulkan backend, every layer offloaded (lavapipe here: f16 arithmetic, no
+    cooperative matrices, no integer dot products), rounds otherwise than its CPU backend: its
+    products of 9 rows or more take f16 weights and activations and keep f16 sums (f32 for F32
+    weights). With F32 weights, under its CPU backend's floor (exact products) a clean run gets a
+    culprit; under llama.cpp-vulkan's, given or read from its products' f16 values, it matches (or
+    parts at a near tie), each product within a small factor of the emulation's error."""
+    model = synth(storage, tmp_path / f"{storage}.gguf")
+    theirs = llama_cpp_dump(llama_cpp_vulkan_taps, model, tmp_path / "vulkan", generate=4)
+    ours = tapdiff_dump(model, tmp_path / "exact.h5", "f64", generate=4)
+    check = ["--model", str(model)]
+    if storage == "f32":
+        cpu, output = compare(tmp_path / "exact.h5", tmp_path / "vulkan", tmp_path / "cpu.json", *check,
+                              "--b-precision", "llama.cpp")
+        assert cpu["culprit"] is not None and cpu["culprit"]["layer"] == 0, output
+    # F32 weights keep f32 sums: nothing in the values tells the backends apart.
+    for given in [["--b-precision", "llama.cpp-vulkan"]] + ([[]] if storage != "f32" else []):
+        report, output = compare(tmp_path / "exact.h5", tmp_path / "vulkan", tmp_path / "report.json", *check, *given)
+        assert report["tolerances"]["dtype"] == "llama.cpp-vulkan", output
+        judged_at_most_a_near_tie(report, output, ours, theirs[len(PROMPT):])
+        ratios = {f"{o['layer']}/{o['op']}": o["metrics"]["nmse"] / (o["tolerance"]["nmse"] / 10)
+                  for o in report["ops"] if o["class"] == "gemm" and o["op"] not in ("q_proj", "k_proj")}
+        worst = max(ratios, key=ratios.get)
+        print(f"{storage} {given or 'inferred'}: products at {min(ratios.values()):.2f} to {ratios[worst]:.2f} "
+              f"({worst}) times the llama.cpp-vulkan floor")
+        assert 0.1 < min(ratios.values()) and ratios[worst] < 5, ratios
+
+
+# The smallest corruption docs/tolerances.md says k = 10 names in each backend's run.
+DETECTED = {"cpu": 256, "vulkan": 256}
+
+
+@pytest.mark.parametrize("backend", ["cpu", "vulkan"])
+def test_a_corrupted_matrix_is_named_down_to_the_published_detection_limit(llama_cpp_taps, llama_cpp_vulkan_taps,
+                                                                         backend, tmp_path):
+    """A Q8_0 model whose blk.2.ffn_down has one block in DETECTED[backend] negated, run by
+    llama.cpp alone (a dequantization bug): `compare --model` of the clean model, in the backend's
+    precision, names 2/ffn_down as the culprit."""
+    harness = llama_cpp_taps if backend == "cpu" else llama_cpp_vulkan_taps
+    model = synth("q8_0", tmp_path / "q8_0.gguf")
+    corrupted = tmp_path / "corrupted.gguf"
+    assert negate_blocks(model, corrupted, "blk.2.ffn_down.weight", 1 / DETECTED[backend]) > 0
+    llama_cpp_dump(harness, corrupted, tmp_path / "llama.cpp", generate=4)
+    tapdiff_dump(model, tmp_path / "exact.h5", "f64", generate=4)
+    precision = "llama.cpp" if backend == "cpu" else "llama.cpp-vulkan"
+    report, output = compare(tmp_path / "exact.h5", tmp_path / "llama.cpp", tmp_path / "report.json", "--model",
+                             str(model), "--b-precision", precision)
+    assert report["verdict"] == "diverged", output
+    assert (report["culprit"]["layer"], report["culprit"]["op"]) == (2, "ffn_down"), output
