@@ -263,8 +263,9 @@ void add_compare_command(CLI::App& app, CliContext& context) {
                   "A run of the same prompt in B's precision (`tapdiff run --dtype llama.cpp --dump F`, say): B's "
                   "ops are held to k times its error against A instead of the tolerance table");
   cmd->add_option("--b-precision", args->b_precision,
-                  "What B computes in: f64, f32, f16, bf16 or llama.cpp (f32 rounded where llama.cpp's CPU backend "
-                  "rounds); default: as B's dump states it, else as its values tell. With --model the reference "
+                  "What B computes in: a precision of model/precision.def (f64, f32, f16, f16_acc16, bf16, "
+                  "llama.cpp, llama.cpp-vulkan, fp8_e4m3, fp8_e5m2; docs/tolerances.md); default: as B's dump "
+                  "states it, else as its values tell. With --model the reference "
                   "emulates it on A's passes and on B's inputs, and B's ops are held to k x that noise floor");
   add_calibration_options(*cmd, args->calibrate,
                           "With --model: hold each op to the tolerance table instead of k x the noise floor of the "

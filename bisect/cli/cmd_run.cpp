@@ -249,10 +249,10 @@ void add_run_command(CLI::App& app, CliContext& context) {
       ->capture_default_str();
   add_load_options(*cmd, args->load);
   cmd->add_option("--engine", args->engine.name, "Engine: ref or vulkan")->capture_default_str();
-  cmd->add_option(
-         "--dtype", args->engine.dtype,
-         "Compute dtype: f32, f64, f16, bf16 or llama.cpp (f32 rounded as llama.cpp's CPU backend rounds) for ref; "
-         "f32, f16, bf16 or llama.cpp for vulkan")
+  cmd->add_option("--dtype", args->engine.dtype,
+                  "Compute precision: for ref any of model/precision.def (f64, f32, f16, f16_acc16, bf16, llama.cpp, "
+                  "llama.cpp-vulkan, fp8_e4m3, fp8_e5m2: f32 rounded as such an engine rounds; docs/tolerances.md); "
+                  "f32, f16, bf16 or llama.cpp for vulkan")
       ->capture_default_str();
   cmd->add_option("--threads", args->engine.threads, "CPU threads (0 = all)")->check(CLI::NonNegativeNumber);
   add_vulkan_options(*cmd, args->engine);

@@ -255,37 +255,45 @@ def judged_at_most_a_near_tie(report: dict, output: str, ours: list[int], theirs
     return tie
 
 
-@pytest.mark.parametrize("storage", ["f32", "q8_0", "q4_k"])
-def test_llama_cpps_vulkan_backend_is_held_to_its_own_precision(llama_cpp_vulkan_taps, storage, tmp_path):
-    """llama.cpp's Vulkan backend, every layer offloaded (lavapipe here: f16 arithmetic, no
-    cooperative matrices, no integer dot products), rounds otherwise than its CPU backend: its
+PRECISION = {"cpu": "llama.cpp", "vulkan": "llama.cpp-vulkan"}
+
+
+@pytest.mark.parametrize("storage", ["f32", "q8_0", "q4_k_m"])
+@pytest.mark.parametrize("backend", ["cpu", "vulkan"])
+def test_llama_cpps_backends_are_held_to_their_own_precision(llama_cpp_taps, llama_cpp_vulkan_taps, backend,
+                                                             storage, tmp_path):
+    """llama.cpp's CPU backend, and its Vulkan backend with every layer offloaded (lavapipe here:
+    f16 arithmetic, no cooperative matrices, no integer dot products), which rounds otherwise: its
     products of 9 rows or more take f16 weights and activations and keep f16 sums (f32 for F32
-    weights). With F32 weights, under its CPU backend's floor (exact products) a clean run gets a
-    culprit; under llama.cpp-vulkan's, given or read from its products' f16 values, it matches (or
-    parts at a near tie), each product within a small factor of the emulation's error."""
+    weights). Each clean run matches (or parts at a near tie) under its own precision, given or
+    read from its dump, with no --floor: every product within a small factor of the emulation's
+    error. The Vulkan run of F32 weights under the CPU backend's floor (exact products) gets a
+    culprit in layer 0."""
+    harness = llama_cpp_taps if backend == "cpu" else llama_cpp_vulkan_taps
     model = synth(storage, tmp_path / f"{storage}.gguf")
-    theirs = llama_cpp_dump(llama_cpp_vulkan_taps, model, tmp_path / "vulkan", generate=4)
+    theirs = llama_cpp_dump(harness, model, tmp_path / backend, generate=4)
     ours = tapdiff_dump(model, tmp_path / "exact.h5", "f64", generate=4)
     check = ["--model", str(model)]
-    if storage == "f32":
-        cpu, output = compare(tmp_path / "exact.h5", tmp_path / "vulkan", tmp_path / "cpu.json", *check,
+    if backend == "vulkan" and storage == "f32":
+        cpu, output = compare(tmp_path / "exact.h5", tmp_path / backend, tmp_path / "cpu.json", *check,
                               "--b-precision", "llama.cpp")
         assert cpu["culprit"] is not None and cpu["culprit"]["layer"] == 0, output
-    # F32 weights keep f32 sums: nothing in the values tells the backends apart.
-    for given in [["--b-precision", "llama.cpp-vulkan"]] + ([[]] if storage != "f32" else []):
-        report, output = compare(tmp_path / "exact.h5", tmp_path / "vulkan", tmp_path / "report.json", *check, *given)
-        assert report["tolerances"]["dtype"] == "llama.cpp-vulkan", output
+    # With F32 weights the Vulkan backend's sums are f32: nothing in its values tells the backends apart.
+    inferred = [[]] if backend == "cpu" or storage != "f32" else []
+    for given in [["--b-precision", PRECISION[backend]]] + inferred:
+        report, output = compare(tmp_path / "exact.h5", tmp_path / backend, tmp_path / "report.json", *check, *given)
+        assert report["tolerances"]["dtype"] == PRECISION[backend], output
         judged_at_most_a_near_tie(report, output, ours, theirs[len(PROMPT):])
         ratios = {f"{o['layer']}/{o['op']}": o["metrics"]["nmse"] / (o["tolerance"]["nmse"] / 10)
                   for o in report["ops"] if o["class"] == "gemm" and o["op"] not in ("q_proj", "k_proj")}
         worst = max(ratios, key=ratios.get)
-        print(f"{storage} {given or 'inferred'}: products at {min(ratios.values()):.2f} to {ratios[worst]:.2f} "
-              f"({worst}) times the llama.cpp-vulkan floor")
+        print(f"{backend} {storage} {given or 'inferred'}: products at {min(ratios.values()):.2f} to "
+              f"{ratios[worst]:.2f} ({worst}) times the {PRECISION[backend]} floor")
         assert 0.1 < min(ratios.values()) and ratios[worst] < 5, ratios
 
 
 # The smallest corruption docs/tolerances.md says k = 10 names in each backend's run.
-DETECTED = {"cpu": 256, "vulkan": 256}
+DETECTED = {"cpu": 256, "vulkan": 1024}
 
 
 @pytest.mark.parametrize("backend", ["cpu", "vulkan"])
@@ -300,8 +308,7 @@ def test_a_corrupted_matrix_is_named_down_to_the_published_detection_limit(llama
     assert negate_blocks(model, corrupted, "blk.2.ffn_down.weight", 1 / DETECTED[backend]) > 0
     llama_cpp_dump(harness, corrupted, tmp_path / "llama.cpp", generate=4)
     tapdiff_dump(model, tmp_path / "exact.h5", "f64", generate=4)
-    precision = "llama.cpp" if backend == "cpu" else "llama.cpp-vulkan"
     report, output = compare(tmp_path / "exact.h5", tmp_path / "llama.cpp", tmp_path / "report.json", "--model",
-                             str(model), "--b-precision", precision)
+                             str(model), "--b-precision", PRECISION[backend])
     assert report["verdict"] == "diverged", output
     assert (report["culprit"]["layer"], report["culprit"]["op"]) == (2, "ffn_down"), output
