@@ -400,12 +400,14 @@ std::optional<std::string> model_mismatch(const DumpReader& a, const DumpReader&
 constexpr std::array kParsedKeys = {"n_layers", "dim",        "n_heads",    "n_kv_heads", "head_dim", "ffn_dim",
                                     "vocab",    "rope_style", "rotary_dim", "block",      "experts"};
 
-// A model_config with its parsed keys at what they mean (to_json of the parsed config); nullopt
-// when it does not parse (it is then compared as written).
+// A model_config with its parsed keys at what they mean (to_json of the parsed config), without
+// the family's name (the same graph under two names, Mixtral's GGUF as llama say, is one model);
+// nullopt when it does not parse (it is then compared as written).
 std::optional<nlohmann::json> meaning(const nlohmann::json& config) {
   try {
     const nlohmann::json parsed = model::to_json(config_from_json(config, "model_config"));
     nlohmann::json out = config;
+    out.erase("arch");
     for (const char* key : kParsedKeys) {
       if (parsed.contains(key))
         out[key] = parsed.at(key);

@@ -160,8 +160,8 @@ bool applies(const MapRule& rule, const model::ModelConfig& c) {
     case BlockKind::without_mlp_bias: return !c.block.mlp_bias;
     case BlockKind::with_mlp_bias: return c.block.mlp_bias;
     case BlockKind::embedding_scaled_in_embd: return !model::llama_cpp_gemma_graph(c);
-    case BlockKind::projections_fused: return c.arch == "phi3";
-    case BlockKind::projections_apart: return c.arch != "phi3";
+    case BlockKind::projections_fused: return model::family_spec(c.family).llama_cpp.fused_projections;
+    case BlockKind::projections_apart: return !model::family_spec(c.family).llama_cpp.fused_projections;
   }
   return false;
 }

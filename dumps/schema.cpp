@@ -62,7 +62,14 @@ model::ModelConfig config_from_json(const nlohmann::json& config, const std::str
   out.head_dim = field("head_dim", out.dim / out.n_heads);
   out.ffn_dim = field("ffn_dim", 0);
   out.vocab = field("vocab", 0);
-  if (config.contains("arch") && config.at("arch").is_string()) out.arch = config.at("arch").get<std::string>();
+  if (config.contains("arch")) {
+    const nlohmann::json& arch = config.at("arch");
+    const auto family = arch.is_string() ? model::family_named(arch.get<std::string>()) : std::nullopt;
+    if (!family)
+      throw FormatError(fmt::format("{}: model_config.arch: expected one of {}, found {}", source,
+                                    model::family_names(), model::json_excerpt(arch)));
+    out.family = *family;
+  }
   if (config.contains("block")) out.block = model::block_from_json(config.at("block"), source);
   if (config.contains("rope_style") && config.at("rope_style") == model::rope_style_name(model::RopeStyle::rotate_half))
     out.rope_style = model::RopeStyle::rotate_half;

@@ -142,7 +142,7 @@ class Writer {
 
   // Stores Y's tile: through `whole` (unclamped) when `inside`, else through `edge`, which writes
   // only inside Y. A clamped store checks every element: on the H200 it cost 7% of the 8B's
-  // q_proj (docs/benchmarks.md, "Unclamped stores, RoPE tables kept, wider row-wise kernels").
+  // q_proj.
   void store(Id y, Id result, Id inside, Id whole, Id edge) {
     const Id whole_block = m_.id(), edge_block = m_.id(), stored = m_.id();
     m_.code(OpSelectionMerge, {stored, 0});

@@ -9,9 +9,8 @@
 // loop pass. Tiles inside Y, with K a whole number of passes, use unclamped layouts; edge tiles load
 // through layouts that read zeros past T, N and K and store only inside Y. Row strides are
 // declared multiples of 8 values (the engine runs this kernel only where they are), so the driver
-// reads 16-byte chunks. Measured (docs/benchmarks.md, "A GEMM on VK_NV_cooperative_matrix2"): the
-// stride alignment and the unrolled passes took the first builds from 39-58 to 245-278 TFLOP/s on
-// the H200; this kernel runs the 8B's products at 222-252, 1.39-1.49x matmul-coop.
+// reads 16-byte chunks. On the H200 this kernel runs the 8B's products at 222-252 TFLOP/s,
+// 1.39-1.49x matmul-coop.
 //
 // Numerics, as the other f16 kernels': f16 inputs, f32 sums (the order of the f32 additions inside
 // the tensor cores is the driver's, fixed), the bias added after the sum (a per-element function,

@@ -4,7 +4,7 @@
 // rotary_dim / 2 are (1, 0). Each position's row is computed once per set of frequencies and kept (d floats a
 // position: 64 MB for 128K positions of head_dim 128). An 8B-shaped prompt of 2048 tokens needs
 // 131,072 cos and sin pairs: ~4 ms of the H200 host's time before each pass's first dispatch
-// otherwise (docs/benchmarks.md, "Unclamped stores, RoPE tables kept, wider row-wise kernels").
+// otherwise.
 #include <map>
 #include <vector>
 

@@ -141,7 +141,7 @@ nlohmann::json rope_scaling_json(const RopeScaling& s) {
 }  // namespace
 
 nlohmann::json to_json(const ModelConfig& c) {
-  nlohmann::json j = {{"arch", c.arch},
+  nlohmann::json j = {{"arch", family_name(c.family)},
                       {"n_layers", c.n_layers},
                       {"dim", c.dim},
                       {"n_heads", c.n_heads},

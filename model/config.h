@@ -8,6 +8,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "model/block.h"
+#include "model/family.h"
 #include "model/rope.h"
 
 namespace tapdiff::model {
@@ -34,7 +35,7 @@ struct Experts {
 };
 
 struct ModelConfig {
-  std::string arch = "llama";  // the family (model/families.h)
+  Family family = Family::llama;
   int n_layers = 0;
   int dim = 0;         // residual stream width
   int n_heads = 0;     // query heads

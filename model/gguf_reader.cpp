@@ -12,6 +12,8 @@
 #include <unordered_set>
 
 #include "model/errors.h"
+#include "model/family.h"
+#include "model/gguf_keys.h"
 #include "model/mapped_file.h"
 #include "model/pre_tokenizers.h"
 
@@ -472,18 +474,6 @@ std::optional<WeightPart> gguf_weight(std::string_view name) {
   return std::nullopt;
 }
 
-// An int metadata value in [0, INT_MAX], `fallback` when absent (nullopt: required).
-int int_key(const GgufFile& f, const std::string& key, std::optional<int> fallback) {
-  const auto v = f.get_int(key);
-  if (!v && !fallback)
-    throw_format_error(fmt::format("{}: missing metadata key '{}' (expected an integer)", f.path().string(), key));
-  if (!v) return *fallback;
-  if (*v < 0 || *v > kIntMax)
-    throw_format_error(fmt::format("{}: metadata '{}': expected an integer in [0, {}], found {}", f.path().string(),
-                                   key, kIntMax, *v));
-  return static_cast<int>(*v);
-}
-
 // A token id, or -1 when absent or "none" (GGUF writes 0xFFFFFFFF for none).
 int token_id(const GgufFile& f, const std::string& key) {
   const auto v = f.get_int(key);
@@ -506,18 +496,11 @@ bool is_stacked_experts(WeightKind kind) {
   return kind == WeightKind::expert_gate || kind == WeightKind::expert_up || kind == WeightKind::expert_down;
 }
 
-// The mixture of experts as llama.cpp builds it for the llama (Mixtral) and qwen3moe families:
-// expert_count experts, expert_used_count per token, softmax over all, the chosen weights always
-// renormalised (build_moe_ffn's norm_w; the converter writes no key for norm_topk_prob), each
-// expert `ffn_key` wide (absent: feed_forward_length / expert_used_count, as llama.cpp).
-void read_gguf_experts(const GgufFile& f, const std::string& prefix, ModelConfig& c, std::string_view ffn_key) {
-  Experts& e = c.experts;
-  e.count = int_key(f, prefix + "expert_count", 0);
-  e.active = int_key(f, prefix + "expert_used_count", 0);
-  if (e.count == 0) return void(e.active = 0);
-  e.normalize = true;
-  e.ffn_dim =
-      ffn_key.empty() ? c.ffn_dim : int_key(f, prefix + std::string(ffn_key), e.active > 0 ? c.ffn_dim / e.active : 0);
+// The file's general.architecture, as llama.cpp names the family (and prefixes its keys with).
+std::string architecture(const GgufFile& f) {
+  const auto arch = f.get_string("general.architecture");
+  if (!arch) throw_format_error(fmt::format("{}: missing metadata key 'general.architecture'", f.path().string()));
+  return *arch;
 }
 
 constexpr std::string_view kRopeFreqs = "rope_freqs.weight";
@@ -541,12 +524,12 @@ std::vector<double> rope_factor_tensor(const GgufFile& f, const GgufTensorInfo& 
 // linear (rope.scaling.factor, or the older rope.scale_linear), and the per-pair divisors of
 // rope_freqs.weight (Llama 3.1+). YaRN and other scalings are refused.
 void read_rope_scaling(const GgufFile& f, ModelConfig& c) {
-  const std::string file = f.path().string(), prefix = c.arch + ".";
+  const std::string file = f.path().string(), arch = architecture(f), prefix = arch + ".";
   if (const int rotary = int_key(f, prefix + "rope.dimension_count", c.head_dim); rotary != c.head_dim)
     throw_format_error(
         fmt::format("{}: {}rope.dimension_count = {} is not supported: llama.cpp's {} rotates whole "
                     "heads ({} channels)",
-                    file, prefix, rotary, c.arch, c.head_dim));
+                    file, prefix, rotary, arch, c.head_dim));
   RopeScaling& s = c.rope_scaling;
   const std::string type = f.get_string(prefix + "rope.scaling.type").value_or("none");
   if (type == "linear") {
@@ -565,166 +548,16 @@ void read_rope_scaling(const GgufFile& f, ModelConfig& c) {
   if (const GgufTensorInfo* t = f.find_tensor(kRopeFreqs)) s.freq_factors = rope_factor_tensor(f, *t, c);
 }
 
-// A float metadata value, `fallback` when absent.
-double float_key(const GgufFile& f, const std::string& key, double fallback) {
-  return f.get_float(key).value_or(fallback);
-}
-
-// One architecture as llama.cpp builds it (src/models/<arch>.cpp) and its converter writes it: the
-// RoPE layout, the block, and the "<arch>." keys it reads beside the ones every family has. q/k/v
-// biases come from the tensors present; the other biases only where the family's graph adds them.
-struct GgufFamily {
-  std::string_view arch;
-  RopeStyle rope_style;
-  std::vector<std::string_view> keys;
-  void (*read)(const GgufFile& f, const std::string& prefix, ModelConfig& c) = nullptr;
-  // Keys other families read that this one's graph computes nothing with: refused when present.
-  std::vector<std::string_view> unread = {};
-  bool gate_up_in_ffn_up = false;  // ffn_up holds the gate's rows, then up's (Phi-3)
-  // LongRoPE: rope_factors_long/short.weight, picked by the run's context (Phi-3; read_longrope)
-  bool longrope = false;
-};
-
-// Gemma 1/2 as llama.cpp computes them: the converter stores every norm as 1 + w (so no offset
-// here), the embedding times sqrtf(n_embd), GELU in its tanh form, the output tied to token_embd.
-void read_gemma_gguf(ModelConfig& c) {
-  c.block.activation = Activation::gelu_tanh;
-  c.block.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(c.dim)));
-  c.tied_output = true;
-}
-
-// Gemma 2/3's block: Gemma's, norms after the attention and the FFN, q scaled by 1/sqrt(head_dim),
-// or by 1/sqrt(n_embd / n_head) for the model of `big_layers` layers, as llama.cpp derives it.
-void read_gemma2_gguf(ModelConfig& c, int big_layers) {
-  read_gemma_gguf(c);
-  c.block.post_norms = true;
-  if (c.n_layers == big_layers) c.block.attention_scale = 1.0 / std::sqrt(static_cast<double>(c.dim / c.n_heads));
-}
-
-const std::vector<GgufFamily>& gguf_families() {
-  static const std::vector<GgufFamily> families = {
-      {"llama",
-       RopeStyle::interleaved,
-       {"expert_count", "expert_used_count"},
-       [](const GgufFile& f, const std::string& prefix, ModelConfig& c) { read_gguf_experts(f, prefix, c, ""); }},
-      {"mistral", RopeStyle::interleaved, {}},
-      // SmolLM3: Llama's block, every fourth layer (counting from 1) without RoPE: llama.cpp's
-      // fixed step, which its converter writes no key for; no sliding window in its graph.
-      {"smollm3",
-       RopeStyle::interleaved,
-       {},
-       [](const GgufFile&, const std::string&, ModelConfig& c) {
-         c.rope_layers.resize(static_cast<std::size_t>(c.n_layers));
-         for (int l = 0; l < c.n_layers; ++l) c.rope_layers[static_cast<std::size_t>(l)] = (l + 1) % 4 != 0;
-       },
-       {"attention.sliding_window"}},
-      {"qwen2", RopeStyle::rotate_half, {}},
-      {"qwen3",
-       RopeStyle::rotate_half,
-       {},
-       [](const GgufFile&, const std::string&, ModelConfig& c) { c.block.qk_norm = QkNorm::per_head; }},
-      // Qwen3-MoE: Qwen3's attention, every layer a mixture of experts (llama.cpp requires them all).
-      {"qwen3moe",
-       RopeStyle::rotate_half,
-       {"expert_count", "expert_used_count", "expert_feed_forward_length"},
-       [](const GgufFile& f, const std::string& prefix, ModelConfig& c) {
-         c.block.qk_norm = QkNorm::per_head;
-         read_gguf_experts(f, prefix, c, "expert_feed_forward_length");
-         if (c.experts.count == 0)
-           throw_format_error(fmt::format("{}: missing metadata key '{}expert_count' (llama.cpp's qwen3moe needs it)",
-                                          f.path().string(), prefix));
-       }},
-      // Granite: embedding, residual and attention scales where given (0 or absent: none, and
-      // 1/sqrt(head_dim)), logits divided by logit_scale; RoPE unless rope.scaling.finetuned is false.
-      {"granite",
-       RopeStyle::interleaved,
-       {"embedding_scale", "residual_scale", "attention.scale", "logit_scale"},
-       [](const GgufFile& f, const std::string& prefix, ModelConfig& c) {
-         const auto nonzero = [](double v) { return v != 0.0 ? v : 1.0; };
-         c.block.embed_scale = nonzero(float_key(f, prefix + "embedding_scale", 0.0));
-         c.block.residual_scale = nonzero(float_key(f, prefix + "residual_scale", 0.0));
-         c.block.attention_scale = float_key(f, prefix + "attention.scale", 0.0);
-         const auto logit = f.get_float(prefix + "logit_scale");
-         if (!logit)
-           throw_format_error(fmt::format("{}: missing metadata key '{}logit_scale' (llama.cpp's granite needs it)",
-                                          f.path().string(), prefix));
-         c.block.logit_scale = 1.0 / *logit;
-         if (!f.get_bool(prefix + "rope.scaling.finetuned").value_or(true))
-           c.rope_layers.assign(static_cast<std::size_t>(c.n_layers), false);
-         c.block.o_bias = f.find_tensor("blk.0.attn_output.bias") != nullptr;
-         c.block.mlp_bias = f.find_tensor("blk.0.ffn_down.bias") != nullptr;
-       },
-       {"attention.sliding_window"}},
-      // OLMo 2: norms after each block only, q and k normed over the whole projection; llama.cpp
-      // adds no bias (a bias tensor is refused as one the model does not use).
-      {"olmo2",
-       RopeStyle::rotate_half,
-       {},
-       [](const GgufFile&, const std::string&, ModelConfig& c) {
-         c.block.qkv_bias = false;
-         c.block.pre_norms = false;
-         c.block.post_norms = true;
-         c.block.qk_norm = QkNorm::whole;
-       },
-       {"attention.sliding_window"}},  // OLMo 3's pattern of sliding layers, not read
-      {"gemma",
-       RopeStyle::rotate_half,
-       {},
-       [](const GgufFile&, const std::string&, ModelConfig& c) { read_gemma_gguf(c); },
-       {"attention.sliding_window"}},
-      // Gemma 2: q scaled by 1/sqrt(head_dim), or 1/sqrt(n_embd / n_head) for the 27B (46 layers),
-      // as llama.cpp derives it; soft-caps 50 and 30 unless given; even layers slide (window 4096
-      // unless given).
-      {"gemma2",
-       RopeStyle::rotate_half,
-       {"attn_logit_softcapping", "final_logit_softcapping"},
-       [](const GgufFile& f, const std::string& prefix, ModelConfig& c) {
-         read_gemma2_gguf(c, 46);
-         c.block.attention_softcap = float_key(f, prefix + "attn_logit_softcapping", 50.0);
-         c.block.logit_softcap = float_key(f, prefix + "final_logit_softcapping", 30.0);
-         c.sliding_window = int_key(f, prefix + "attention.sliding_window", 4096);
-         c.sliding_layers.resize(static_cast<std::size_t>(c.n_layers));
-         for (int l = 0; l < c.n_layers; ++l) c.sliding_layers[static_cast<std::size_t>(l)] = l % 2 == 0;
-       }},
-      // Gemma 3: Gemma 2's block with q/k norms per head and no soft-caps, q scaled by
-      // 1/sqrt(n_embd / n_head) at 62 layers (the 27B); llama.cpp's fixed pattern of five sliding
-      // layers to one full, the sliding ones rotating with base 10,000 unscaled, the window required.
-      {"gemma3",
-       RopeStyle::rotate_half,
-       {},
-       [](const GgufFile& f, const std::string& prefix, ModelConfig& c) {
-         read_gemma2_gguf(c, 62);
-         c.block.qk_norm = QkNorm::per_head;
-         c.sliding_window = int_key(f, prefix + "attention.sliding_window", std::nullopt);
-         c.sliding_layers.resize(static_cast<std::size_t>(c.n_layers));
-         for (int l = 0; l < c.n_layers; ++l) c.sliding_layers[static_cast<std::size_t>(l)] = l % 6 < 5;
-         c.sliding_rope = SlidingRope{10000.0, {}};
-       }},
-      // Phi-3 / Phi-4: rotate-half RoPE, gate and up fused in ffn_up, LongRoPE (read_longrope).
-      // llama.cpp disables the sliding window the converter writes (a warning), so it attends to
-      // every position here too.
-      {"phi3",
-       RopeStyle::rotate_half,
-       {"rope.scaling.attn_factor"},
-       [](const GgufFile&, const std::string&, ModelConfig& c) { c.sliding_window = 0; },
-       {},
-       true,
-       true},
-  };
-  return families;
-}
-
-// The family of general.architecture `arch`; FormatError naming `file` and the families otherwise.
-const GgufFamily& family_of(std::string_view arch, const std::string& file) {
-  const auto& families = gguf_families();
-  const auto it = std::find_if(families.begin(), families.end(), [&](const GgufFamily& g) { return g.arch == arch; });
-  if (it == families.end()) {
-    std::vector<std::string_view> names;
-    for (const GgufFamily& g : families) names.push_back(g.arch);
-    throw_format_error(
-        fmt::format("{}: general.architecture: expected one of {}, found '{}'", file, fmt::join(names, ", "), arch));
+// The family of general.architecture `arch`; FormatError naming `file` and the architectures otherwise.
+const FamilySpec& family_of(std::string_view arch, const std::string& file) {
+  std::vector<std::string_view> names;
+  for (const FamilySpec* family : all_families()) {
+    const auto& archs = family->gguf.architectures;
+    if (std::find(archs.begin(), archs.end(), arch) != archs.end()) return *family;
+    names.insert(names.end(), archs.begin(), archs.end());
   }
-  return *it;
+  throw_format_error(
+      fmt::format("{}: general.architecture: expected one of {}, found '{}'", file, fmt::join(names, ", "), arch));
 }
 
 // LongRoPE as llama.cpp computes it (llama_model::get_rope_factors): each pair's frequency divided
@@ -732,9 +565,9 @@ const GgufFamily& family_of(std::string_view arch, const std::string& file) {
 // rope.scaling.original_context_length, else of rope_factors_short.weight; cos and sin times
 // rope.scaling.attn_factor (1 when absent). The families without it refuse the tensors
 // (add_weights) and the key (refuse_unknown_keys).
-void read_longrope(const GgufFile& f, const GgufFamily& family, const LoadOptions& options, ModelConfig& c) {
+void read_longrope(const GgufFile& f, const GgufRecipe& family, const LoadOptions& options, ModelConfig& c) {
   if (!family.longrope) return;
-  const std::string file = f.path().string(), prefix = c.arch + ".";
+  const std::string file = f.path().string(), prefix = architecture(f) + ".";
   const GgufTensorInfo* long_factors = f.find_tensor(kRopeFactorsLong);
   const GgufTensorInfo* short_factors = f.find_tensor(kRopeFactorsShort);
   const auto attn_factor = f.get_float(prefix + "rope.scaling.attn_factor");
@@ -764,7 +597,7 @@ void read_longrope(const GgufFile& f, const GgufFamily& family, const LoadOption
 }
 
 // Keys under "<arch>." that change the math must be read above; the others are listed here.
-void refuse_unknown_keys(const GgufFile& f, const ModelConfig& c, const GgufFamily& family) {
+void refuse_unknown_keys(const GgufFile& f, const ModelConfig& c, const GgufRecipe& family) {
   static const std::set<std::string_view> kKnown = {
       "block_count", "embedding_length", "attention.head_count", "attention.head_count_kv", "attention.key_length",
       "feed_forward_length", "context_length", "attention.sliding_window", "rope.freq_base",
@@ -772,14 +605,14 @@ void refuse_unknown_keys(const GgufFile& f, const ModelConfig& c, const GgufFami
       "rope.scaling.factor", "rope.scale_linear",
       // Informational: llama.cpp itself computes nothing from them (granite reads finetuned above).
       "rope.scaling.original_context_length", "rope.scaling.finetuned"};
-  const std::string prefix = c.arch + ".";
+  const std::string arch = architecture(f), prefix = arch + ".";
   for (const auto& [key, value] : f.metadata()) {
     if (!key.starts_with(prefix)) continue;
     const std::string_view rest = std::string_view(key).substr(prefix.size());
     if (rest == "attention.value_length" && value.is_integer() && f.get_int(key) == c.head_dim) continue;
     if (std::find(family.unread.begin(), family.unread.end(), rest) != family.unread.end())
       throw_format_error(fmt::format("{}: metadata '{}' is not supported: llama.cpp's {} computes nothing with it",
-                                     f.path().string(), key, c.arch));
+                                     f.path().string(), key, arch));
     if (!kKnown.contains(rest) && std::find(family.keys.begin(), family.keys.end(), rest) == family.keys.end())
       throw_format_error(
           fmt::format("{}: metadata '{}' = {} is not supported: tapdiff implements only the keys whose "
@@ -791,11 +624,11 @@ void refuse_unknown_keys(const GgufFile& f, const ModelConfig& c, const GgufFami
 ModelConfig gguf_config(const GgufFile& f, const LoadOptions& options) {
   const std::string file = f.path().string();
   ModelConfig c;
-  const auto arch = f.get_string("general.architecture");
-  if (!arch) throw_format_error(fmt::format("{}: missing metadata key 'general.architecture'", file));
-  const GgufFamily& family = family_of(*arch, file);
-  c.arch = *arch;
-  auto key = [&](std::string_view k) { return c.arch + "." + std::string(k); };
+  const std::string arch = architecture(f);
+  const FamilySpec& spec = family_of(arch, file);
+  const GgufRecipe& family = spec.gguf;
+  c.family = spec.family;
+  auto key = [&](std::string_view k) { return arch + "." + std::string(k); };
   c.n_layers = int_key(f, key("block_count"), std::nullopt);
   c.dim = int_key(f, key("embedding_length"), std::nullopt);
   c.n_heads = int_key(f, key("attention.head_count"), std::nullopt);
@@ -821,12 +654,12 @@ ModelConfig gguf_config(const GgufFile& f, const LoadOptions& options) {
         fmt::format("{}: {} is {}, but token_embd.weight has {} rows", file, key("vocab_size"), *v, c.vocab));
   c.tied_output = f.find_tensor("output.weight") == nullptr;
   c.block.qkv_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
-  if (family.read) family.read(f, c.arch + ".", c);
+  if (family.read) family.read(f, arch + ".", c);
   if (c.tied_output && f.find_tensor("output.weight") != nullptr)
     throw_format_error(
         fmt::format("{}: tensor 'output.weight' is not supported: llama.cpp's {} ties the output to "
                     "token_embd.weight and computes nothing with it",
-                    file, c.arch));
+                    file, arch));
   c.bos_token = token_id(f, "tokenizer.ggml.bos_token_id");
   c.eos_token = token_id(f, "tokenizer.ggml.eos_token_id");
   return c;
@@ -835,7 +668,7 @@ ModelConfig gguf_config(const GgufFile& f, const LoadOptions& options) {
 // The weights a GGUF tensor holds: one, or the parts of a fused projection in row order (q, k and
 // v in attn_qkv, which llama.cpp reads for every family; gate and up in the ffn_up of a family
 // whose graph splits it); none for a tensor the model does not use.
-std::vector<WeightPart> gguf_weights(std::string_view name, const ModelConfig& c, const std::string& file) {
+std::vector<WeightPart> gguf_weights(std::string_view name, const ModelConfig& c) {
   constexpr std::string_view kQkv = "attn_qkv.weight";
   if (name.ends_with(kQkv)) {
     const auto q = gguf_weight(std::string(name.substr(0, name.size() - kQkv.size())) + "attn_q.weight");
@@ -846,7 +679,7 @@ std::vector<WeightPart> gguf_weights(std::string_view name, const ModelConfig& c
   }
   const auto named = gguf_weight(name);
   if (!named) return {};
-  if (named->kind == WeightKind::ffn_up && family_of(c.arch, file).gate_up_in_ffn_up)
+  if (named->kind == WeightKind::ffn_up && family_spec(c.family).gguf.gate_up_in_ffn_up)
     return {{WeightKind::ffn_gate, named->layer, c.ffn_dim}, {WeightKind::ffn_up, named->layer, c.ffn_dim}};
   return {*named};
 }
@@ -854,7 +687,7 @@ std::vector<WeightPart> gguf_weights(std::string_view name, const ModelConfig& c
 void add_weights(const GgufFile& f, const ModelConfig& c, Model& model) {
   const std::string file = f.path().string();
   for (const GgufTensorInfo& t : f.tensors()) {
-    const std::vector<WeightPart> parts = gguf_weights(t.name, c, file);
+    const std::vector<WeightPart> parts = gguf_weights(t.name, c);
     // read into the config's RoPE scaling
     if (parts.empty() && (t.name == kRopeFreqs || (c.rope_scaling.by_run_context &&
                                                    (t.name == kRopeFactorsLong || t.name == kRopeFactorsShort))))
@@ -864,7 +697,7 @@ void add_weights(const GgufFile& f, const ModelConfig& c, Model& model) {
           fmt::format("{}: tensor '{}' is not supported: tapdiff computes no op that uses it", file, t.name));
     if (parts.front().layer >= c.n_layers)
       throw_format_error(fmt::format("{}: tensor '{}' belongs to layer {}, but {}.block_count is {}", file, t.name,
-                                     parts.front().layer, c.arch, c.n_layers));
+                                     parts.front().layer, architecture(f), c.n_layers));
     model.add_parts(to_weight(f, t, is_stacked_experts(parts.front().kind)), parts, file);
   }
 }

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "model/errors.h"
+#include "model/family.h"
 #include "model/input_file.h"
 #include "model/json_input.h"
 
@@ -20,32 +21,6 @@ using json = nlohmann::json;
 
 constexpr std::string_view kBackend = "TokenizersBackend";
 constexpr std::string_view kSpmSpace = "\u2581";
-
-// transformers 5.24's TOKENIZER_MAPPING_NAMES for the model types tapdiff reads ("" where it has
-// none; mistral, mistral3 and mixtral as without mistral-common installed), and whether the type is in
-// MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS (the registered class overrides the folder's).
-struct RegisteredClass {
-  std::string_view model_type;
-  std::string_view tokenizer_class;
-  bool overrides_folder = false;
-};
-constexpr RegisteredClass kRegistered[] = {
-    {"gemma", "GemmaTokenizer"},
-    {"gemma2", "GemmaTokenizer"},
-    {"gemma3", "GemmaTokenizer"},
-    {"gemma3_text", "GemmaTokenizer"},
-    {"granite", kBackend},
-    {"llama", ""},
-    {"mistral", kBackend},
-    {"mistral3", kBackend},
-    {"mixtral", kBackend},
-    {"olmo2", kBackend},
-    {"phi3", kBackend, true},
-    {"qwen2", "Qwen2Tokenizer", true},
-    {"qwen3", "Qwen2Tokenizer"},
-    {"qwen3_moe", "Qwen2Tokenizer"},
-    {"smollm3", ""},
-};
 
 // MODEL_IDS_TO_TOKENIZERS_BACKEND: config.json `_name_or_path` (lower case) patterns that
 // AutoTokenizer loads with TokenizersBackend whatever the folder names; "*" only at the end.
@@ -101,9 +76,9 @@ class ClassReader {
   // a choice tapdiff cannot make (its reason in `by`).
   Choice choose(std::string_view tokenizer_json_text) const {
     const std::string model_type = string_or(config_, "config.json", "model_type", "");
-    const auto registered = std::find_if(std::begin(kRegistered), std::end(kRegistered),
-                                         [&](const RegisteredClass& r) { return r.model_type == model_type; });
-    if (registered == std::end(kRegistered))
+    // transformers' registered class for the model type (model/family.h: HfRecipe::tokenizer_class).
+    const FamilySpec* family = hf_family(model_type);
+    if (family == nullptr)
       return {"", fmt::format("config.json model_type '{}': which tokenizer class transformers picks for it is "
                               "not known to tapdiff",
                               model_type)};
@@ -122,16 +97,16 @@ class ClassReader {
     const std::string hub_by = folder_class.empty()
                                    ? fmt::format("config.json tokenizer_class '{}'", config_class)
                                    : fmt::format("tokenizer_config.json tokenizer_class '{}'", folder_class);
-    const std::string_view reg = registered->tokenizer_class;
+    const std::string_view reg = family->hf.tokenizer_class;
     const std::string reg_by = fmt::format("config.json model_type '{}'", model_type);
     // A Llama class over a byte-level file is taken as the file (DeepSeek's folders).
-    if (!hub.empty() && without_fast(hub) == "LlamaTokenizer" && !registered->overrides_folder &&
+    if (!hub.empty() && without_fast(hub) == "LlamaTokenizer" && !family->hf.tokenizer_overrides_folder &&
         tokenizer_json_text.find("\"ByteLevel\"") != std::string_view::npos)
       return {std::string(kBackend), hub_by + " beside a ByteLevel tokenizer.json"};
     if (!hub.empty() && !reg.empty() && without_fast(reg) != without_fast(hub)) {
       if (!generic(reg)) {
         const Choice specific =
-            registered->overrides_folder ? Choice{canonical(reg), reg_by} : Choice{canonical(hub), hub_by};
+            family->hf.tokenizer_overrides_folder ? Choice{canonical(reg), reg_by} : Choice{canonical(hub), hub_by};
         if (specific.name != kBackend) return specific;
       }
       return {std::string(kBackend), hub_by + " with " + reg_by};

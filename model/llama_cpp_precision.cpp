@@ -63,15 +63,13 @@ void require_llama_cpp_precision(const Model& m) {
                     m.path().string()));
 }
 
-bool llama_cpp_gemma_graph(const ModelConfig& c) {
-  return c.arch == "gemma" || c.arch == "gemma2" || c.arch == "gemma3";
-}
+bool llama_cpp_gemma_graph(const ModelConfig& c) { return family_spec(c.family).llama_cpp.gemma; }
 
-bool llama_cpp_scales_q_first(const ModelConfig& c) { return llama_cpp_gemma_graph(c) || c.arch == "phi3"; }
+bool llama_cpp_scales_q_first(const ModelConfig& c) { return family_spec(c.family).llama_cpp.scales_q_first; }
 
 float llama_cpp_attention_scale(const ModelConfig& c) {
   if (c.block.attention_scale == 0) return 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  const int gemma_n = c.dim / c.n_heads;  // read_gemma2_gguf's rule for the largest Gemma 2/3
+  const int gemma_n = c.dim / c.n_heads;  // read_gemma2_block_gguf's rule for the largest Gemma 2/3
   if (llama_cpp_gemma_graph(c) && c.block.attention_scale == 1.0 / std::sqrt(static_cast<double>(gemma_n)))
     return 1.0f / std::sqrt(static_cast<float>(gemma_n));
   return static_cast<float>(c.block.attention_scale);

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/errors.h"
+#include "model/family.h"
 #include "model/hf_experts.h"
 #include "model/hf_tokenizer.h"
 #include "model/input_file.h"
@@ -221,33 +222,31 @@ std::vector<WeightPart> hf_weights(std::string_view name, const ModelConfig& c) 
   return {};
 }
 
-// The tensor names of a multimodal checkpoint (the composites of model/hf_config.cpp): its text
-// decoder's tensors under a prefix, as each transformers version saves them, beside the image
-// encoder's, which a run on token ids never computes.
-struct CompositeNames {
-  std::string_view archs[2];
-  std::pair<std::string_view, std::string_view> renames[3];  // (prefix in the file, the decoder's own)
-  std::string_view encoder[4];                               // prefixes of the encoder's tensors
-};
+// The tensor names of a multimodal checkpoint (model/family.h, HfComposite): its text decoder's
+// tensors under a prefix, as each transformers version saves them, beside the image encoder's,
+// which a run on token ids never computes.
+constexpr std::pair<std::string_view, std::string_view> kCompositeRenames[] = {
+    {"language_model.model.", "model."},  // (prefix in the file, the decoder's own)
+    {"model.language_model.", "model."},
+    {"language_model.lm_head.", "lm_head."}};
+constexpr std::string_view kCompositeEncoder[] = {"vision_tower.", "multi_modal_projector.", "model.vision_tower.",
+                                                  "model.multi_modal_projector."};
 
-constexpr CompositeNames kCompositeNames[] = {
-    {{"gemma3", "mistral3"},
-     {{"language_model.model.", "model."},
-      {"model.language_model.", "model."},
-      {"language_model.lm_head.", "lm_head."}},
-     {"vision_tower.", "multi_modal_projector.", "model.vision_tower.", "model.multi_modal_projector."}},
-};
+bool is_composite(std::string_view model_type) {
+  const FamilySpec* family = hf_family(model_type);
+  return family != nullptr && std::ranges::any_of(family->hf.composites, [&](const HfComposite& composite) {
+           return composite.model_type == model_type;
+         });
+}
 
 // A tensor's name as the text decoder's own (model.layers.0..., lm_head.weight), or nullopt for a
-// tensor of a multimodal checkpoint's image encoder.
-std::optional<std::string> decoder_name(std::string_view name, const ModelConfig& c) {
-  for (const CompositeNames& composite : kCompositeNames) {
-    if (std::ranges::find(composite.archs, c.arch) == std::end(composite.archs)) continue;
-    for (std::string_view prefix : composite.encoder)
-      if (name.starts_with(prefix)) return std::nullopt;
-    for (const auto& [in_file, own] : composite.renames)
-      if (name.starts_with(in_file)) return fmt::format("{}{}", own, name.substr(in_file.size()));
-  }
+// tensor of a multimodal checkpoint's image encoder; `model_type` is config.json's.
+std::optional<std::string> decoder_name(std::string_view name, std::string_view model_type) {
+  if (!is_composite(model_type)) return std::string(name);
+  for (std::string_view prefix : kCompositeEncoder)
+    if (name.starts_with(prefix)) return std::nullopt;
+  for (const auto& [in_file, own] : kCompositeRenames)
+    if (name.starts_with(in_file)) return fmt::format("{}{}", own, name.substr(in_file.size()));
   return std::string(name);
 }
 
@@ -301,7 +300,9 @@ std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
   const auto config_path = folder / "config.json";
   if (!std::filesystem::exists(config_path))
     throw_format_error(fmt::format("{}: expected a Hugging Face folder with config.json, found none", folder.string()));
-  ModelConfig config = hf_config(read_json_file(config_path, "a model config"), config_path.string());
+  const json config_json = read_json_file(config_path, "a model config");
+  ModelConfig config = hf_config(config_json, config_path.string());
+  const std::string model_type = config_json.value("model_type", "");
   json weight_map;
   std::vector<std::unique_ptr<SafetensorsFile>> files;
   for (const auto& p : shard_paths(folder, &weight_map)) files.push_back(std::make_unique<SafetensorsFile>(p));
@@ -316,7 +317,7 @@ std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
                                      (folder / shard.get<std::string>()).string(), tensor));
   std::map<std::string, std::string> names;  // the decoder's name -> the file's, sorted: one order for every message
   for (const auto& [name, where] : by_name) {
-    const std::optional<std::string> own = decoder_name(name, config);
+    const std::optional<std::string> own = decoder_name(name, model_type);
     if (!own) continue;
     if (const auto [at, added] = names.emplace(*own, name); !added)
       throw_format_error(fmt::format("{}: tensors '{}' and '{}' are both the text decoder's '{}'",

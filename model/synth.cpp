@@ -140,7 +140,7 @@ std::vector<float> generate(const TensorPlan& t, const SynthOptions& o, const st
 }
 
 void add_config(GgufWriter& w, const ModelConfig& c) {
-  const std::string a = c.arch;
+  const std::string a(family_spec(c.family).gguf.architectures.front());
   w.add_string("general.architecture", a);
   w.add_string("general.name", "tapdiff synth");
   w.add_u32(a + ".block_count", static_cast<std::uint32_t>(c.n_layers));
@@ -192,7 +192,7 @@ ModelConfig synth_shape(const std::string& name) {
   }
   // Mixtures of experts (arch qwen3moe): experts, experts per token, an expert's FFN width.
   auto moe = [](ModelConfig c, int experts, int active, int expert_ffn) {
-    c.arch = "qwen3moe";
+    c.family = Family::qwen3_moe;
     c.experts = {experts, active, expert_ffn, true, {}};
     c.rope_base = 1000000.0;
     return c;
@@ -289,14 +289,15 @@ std::string synth_digest(const SynthOptions& o) {
 
 void write_synth_model(const std::filesystem::path& path, const SynthOptions& options) {
   ModelConfig c = options.config;
-  if (c.arch != "llama" && c.arch != "qwen2" && c.arch != "qwen3moe")
-    throw UsageError(fmt::format("synth: --arch must be llama, qwen2 or qwen3moe, found '{}'", c.arch));
-  if ((c.arch == "qwen3moe") != (c.experts.count > 0))
+  const bool moe = c.family == Family::qwen3_moe;
+  if (c.family != Family::llama && c.family != Family::qwen2 && !moe)
+    throw UsageError(fmt::format("synth: --arch must be llama, qwen2 or qwen3moe, found '{}'", family_name(c.family)));
+  if (moe != (c.experts.count > 0))
     throw UsageError(fmt::format("synth: experts need arch qwen3moe and qwen3moe needs experts, found arch {} with {}",
-                                 c.arch, c.experts.count));
-  c.rope_style = c.arch == "llama" ? RopeStyle::interleaved : RopeStyle::rotate_half;
-  c.block.qkv_bias = c.arch == "qwen2";
-  c.block.qk_norm = c.arch == "qwen3moe" ? QkNorm::per_head : QkNorm::none;
+                                 family_name(c.family), c.experts.count));
+  c.rope_style = c.family == Family::llama ? RopeStyle::interleaved : RopeStyle::rotate_half;
+  c.block.qkv_bias = c.family == Family::qwen2;
+  c.block.qk_norm = moe ? QkNorm::per_head : QkNorm::none;
   c.validate("synth");
   if (!std::isfinite(options.outlier_scale) || options.outlier_scale <= 0)
     throw UsageError(fmt::format("synth: expected a finite outlier scale > 0, found {}", options.outlier_scale));

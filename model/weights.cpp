@@ -123,7 +123,7 @@ const WeightTensor& Model::weight(WeightKind kind, int layer) const {
   if (const WeightTensor* t = find(kind, layer)) return *t;
   throw FormatError(fmt::format("{}: missing tensor: expected {}{} for this {} model, found none", path_.string(),
                                 weight_kind_name(kind), is_per_layer(kind) ? fmt::format(" of layer {}", layer) : "",
-                                config_.arch));
+                                family_name(config_.family)));
 }
 
 const MappedFile& Model::adopt(std::unique_ptr<MappedFile> file) {
@@ -145,7 +145,7 @@ void Model::add_parts(const WeightTensor& whole, std::span<const WeightPart> par
   for (const WeightPart& part : parts) {  // a fused tensor and its parts apart (attn_qkv and attn_q) too
     if (const WeightTensor* twin = find(part.kind, part.layer))
       throw FormatError(fmt::format("{}: tensors '{}' and '{}' are both {} of layer {} for a {} model", file,
-                                    twin->name, whole.name, weight_kind_name(part.kind), part.layer, config_.arch));
+                                    twin->name, whole.name, weight_kind_name(part.kind), part.layer, family_name(config_.family)));
     add(part.kind, part.layer, part.rows > 0 ? whole.row_slice(row, part.rows) : whole);
     row += part.rows;
   }
@@ -204,7 +204,7 @@ void Model::validate() const {
     if (!used.contains(key))
       throw FormatError(
           fmt::format("{}: tensor '{}' is not supported: the model's config ({}, block {}) computes no op that uses it",
-                      path_.string(), t.name, c.arch, to_json(c.block).dump()));
+                      path_.string(), t.name, family_name(c.family), to_json(c.block).dump()));
 }
 
 const std::string& Model::sha256() const {

@@ -331,8 +331,8 @@ TEST(BadFile, SafetensorsConfigProblems) {
       {[](auto& j) { j.erase("hidden_size"); }, "'hidden_size': expected an integer, found no such key"},
       {[](auto& j) { j["num_hidden_layers"] = "five"; }, "'num_hidden_layers': expected a non-negative integer"},
       {[](auto& j) { j["model_type"] = "gemma3n"; },
-       "'model_type' = \"gemma3n\" is not supported: tapdiff implements llama, mistral, mixtral, qwen3_moe, qwen2, "
-       "qwen3, granite, olmo2, gemma, gemma2, gemma3_text, smollm3, phi3, gemma3"},
+       "'model_type' = \"gemma3n\" is not supported: tapdiff implements llama, mistral, mixtral, qwen2, qwen3, "
+       "qwen3_moe, granite, olmo2, gemma, gemma2, gemma3_text, smollm3, phi3, mistral3, gemma3"},
       {[](auto& j) { j["model_type"] = "gemma3"; }, "'text_config': expected an object, found no such key"},
       {[](auto& j) {
          j = {{"model_type", "gemma3"}, {"text_config", j}, {"vision_config", {{"model_type", "siglip_vision_model"}}}};

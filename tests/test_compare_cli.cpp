@@ -535,6 +535,22 @@ TEST(CompareCli, ModelSaysWhichTapsWouldDecideAnOpAndRefusesAnotherModel) {
   EXPECT_EQ(d.compare("--layers 0:1").exit_code, 2);
 }
 
+// A precision the reference cannot emulate for the model (llama.cpp's for a mixture of experts) is
+// refused, saying where that precision came from.
+TEST(CompareCli, APrecisionTheReferenceCannotEmulateIsRefusedSayingWhereItCameFrom) {
+  const auto dir = temp_dir("unemulated");
+  const std::string model = quoted(synth_model_path("tiny-moe"));
+  const auto run = run_tapdiff("run --model " + model + " --tokens 1,5,9,13,17 --dump " + quoted(dir / "a.h5"));
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const auto r = run_tapdiff("compare " + quoted(dir / "a.h5") + " " + quoted(dir / "a.h5") + " --model " + model +
+                             " --b-precision llama.cpp");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("B's precision is llama.cpp (given), and the reference cannot emulate it here: "),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("mixture of experts"), std::string::npos) << r.output;
+}
+
 // run --tokens-from B: the reference runs B's own tokens, positions and chunking, decode rows
 // included, so every row of B compares (a run of its own would stop where the generations part).
 TEST(CompareCli, TokensFromRunsBsRowsSoEveryRowCompares) {

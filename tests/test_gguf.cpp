@@ -43,7 +43,7 @@ TEST(Gguf, LoadsStories260K) {
   TAPDIFF_REQUIRE_STORIES();
   const auto model = load_model(testing::stories_gguf());
   const ModelConfig& c = model->config();
-  EXPECT_EQ(c.arch, "llama");
+  EXPECT_EQ(c.family, model::Family::llama);
   EXPECT_EQ(c.dim, 64);
   EXPECT_EQ(c.n_layers, 5);
   EXPECT_EQ(c.n_heads, 8);

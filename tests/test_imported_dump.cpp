@@ -270,7 +270,7 @@ TEST(ImportedDump, TheLlamaCppMapReadsEachFamilysNames) {
   const dumps::NameMap m = dumps::preset_map("llama.cpp");
   const auto ops = [&](std::string_view name, const std::string& arch) {
     model::ModelConfig c = small_config();
-    c.arch = arch;
+    c.family = *model::family_named(arch);
     std::vector<model::TensorId> ids;
     if (const auto r = dumps::resolve(m, name, c)) ids = r->ids;
     return ids;

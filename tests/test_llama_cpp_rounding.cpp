@@ -179,7 +179,7 @@ TEST(LlamaCppRounding, TheEngineNamesItsRoundingsAndRefusesF64ExpertsAndWhatItCa
   gemma.block.norm_offset = 0, gemma.block.activation = model::Activation::gelu;
   EXPECT_NE(refusal(gemma).find("gemma.gguf: GELU in its erf form"), std::string::npos) << refusal(gemma);
   model::ModelConfig gemma2 = m->config();
-  gemma2.arch = "gemma2", gemma2.block.post_norms = true, gemma2.block.attention_softcap = 50;
+  gemma2.family = model::Family::gemma2, gemma2.block.post_norms = true, gemma2.block.attention_softcap = 50;
   gemma2.block.activation = model::Activation::gelu_tanh;
   EXPECT_NO_THROW(model::require_llama_cpp_precision(model::Model("gemma2.gguf", gemma2)));
 }
@@ -237,9 +237,10 @@ TEST(LlamaCppRounding, TheAttentionScaleIsComputedInF32AsLlamaCppComputesIt) {
   c.dim = 3072, c.n_heads = 32, c.head_dim = 96;
   EXPECT_EQ(model::llama_cpp_attention_scale(c), 1.0f / std::sqrt(96.0f));
   EXPECT_NE(model::llama_cpp_attention_scale(c), static_cast<float>(1.0 / std::sqrt(96.0)));
-  c.arch = "gemma2", c.dim = 4608, c.head_dim = 128, c.block.attention_scale = 1.0 / std::sqrt(4608.0 / 32);
+  c.family = model::Family::gemma2, c.dim = 4608, c.head_dim = 128,
+  c.block.attention_scale = 1.0 / std::sqrt(4608.0 / 32);
   EXPECT_EQ(model::llama_cpp_attention_scale(c), 1.0f / std::sqrt(144.0f));
-  c.arch = "granite", c.block.attention_scale = 0.0078125;
+  c.family = model::Family::granite, c.block.attention_scale = 0.0078125;
   EXPECT_EQ(model::llama_cpp_attention_scale(c), 0.0078125f);
 }
 

@@ -184,8 +184,8 @@ TEST(ReferenceKernels, AttentionMatchesANaiveLoopWithGqaOffsetAndSlidingWindow) 
   const reference::Mat<double> v = reference::Mat<double>::Random(P, kv_heads * hd);
   for (int window : {0, 1, 4}) {
     reference::Mat<double> out;
-    reference::attention<double>(q, k, v, first_pos, heads, kv_heads, hd, window, 1.0 / std::sqrt(double(hd)), 0.0,
-                                 {}, out);
+    reference::attention<double>(q, k, v, first_pos, heads, kv_heads, hd, window, 1.0 / std::sqrt(double(hd)), 0.0, {},
+                                 out);
     EXPECT_LT((out - naive_attention(q, k, v, first_pos, heads, kv_heads, hd, window)).cwiseAbs().maxCoeff(), 1e-12)
         << "window " << window;
   }
@@ -224,7 +224,7 @@ TEST(ReferenceEngine, Qwen2StyleModelIsChunkInvariant) {
   const auto dir = temp_dir("qwen2");
   model::SynthOptions options;
   options.config = model::synth_shape("tiny");
-  options.config.arch = "qwen2";
+  options.config.family = model::Family::qwen2;
   options.config.rope_base = 1e6;
   model::write_synth_model(dir / "q.gguf", options);
   const auto m = model::load_model(dir / "q.gguf");

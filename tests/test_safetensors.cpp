@@ -23,7 +23,7 @@ TEST(Safetensors, LoadsStories260KFolder) {
   TAPDIFF_REQUIRE_STORIES();
   const auto model = load_model(testing::stories_hf());
   const ModelConfig& c = model->config();
-  EXPECT_EQ(c.arch, "llama");
+  EXPECT_EQ(c.family, model::Family::llama);
   EXPECT_EQ(c.dim, 64);
   EXPECT_EQ(c.n_layers, 5);
   EXPECT_EQ(c.n_heads, 8);

@@ -110,7 +110,7 @@ OpCase experts(OpCase c, int count, int active, int ffn) {
 // A 1-layer synth model of the case's shape (the per-op kernels do not depend on depth).
 std::filesystem::path write_case_model(const OpCase& c) {
   model::SynthOptions o;
-  o.config.arch = c.arch;
+  o.config.family = *model::family_named(c.arch);
   o.config.experts = c.experts;
   o.config.n_layers = 1;
   o.config.n_heads = c.heads, o.config.n_kv_heads = c.kv_heads, o.config.head_dim = c.head_dim;
@@ -151,7 +151,7 @@ std::unique_ptr<model::Model> with_config_edits(const model::Model& base, const 
     config.rope_scaling.attention_factor = c.rope_attention_factor;
   }
   if (c.gemma_block) {
-    config.arch = "gemma2";
+    config.family = model::Family::gemma2;
     config.block.activation = model::Activation::gelu_tanh;
     config.block.attention_softcap = 20;
   }

@@ -88,11 +88,12 @@ bisect::PrecisionOfB precision_of_b(const CompareArgs& args, const dumps::DumpRe
 struct CheckOnB {
   std::unique_ptr<model::Model> model;
   bisect::LocalCheckOptions options;
+  bisect::PrecisionOfB precision;
 };
 
 CheckOnB prepare_check_on_b(const CompareArgs& args, std::unique_ptr<model::Model> model, const dumps::DumpReader& b,
                             const bisect::Tolerances& tolerances, const bisect::PrecisionOfB& precision) {
-  CheckOnB check{std::move(model), {}};
+  CheckOnB check{std::move(model), {}, precision};
   require_model_of(b, *check.model, "--model", args.model);
   bisect::LocalCheckOptions& options = check.options;
   options.tolerances = tolerances;
@@ -103,19 +104,30 @@ CheckOnB prepare_check_on_b(const CompareArgs& args, std::unique_ptr<model::Mode
   return check;
 }
 
-std::string precision_word(model::Precision precision) { return std::string(model::precision_name(precision)); }
+// The reference in B's precision. A precision it cannot emulate for this model is refused with
+// where that precision came from (given, stated by B's dump, or inferred and from what).
+std::unique_ptr<model::Engine> floor_engine(const bisect::PrecisionOfB& precision, const model::Model& m, int threads) {
+  try {
+    return make_engine(reference_choice(std::string(model::precision_name(precision.value)), threads), m);
+  } catch (const UsageError& e) {
+    const std::string why = precision.evidence.empty() ? "" : ": " + precision.evidence;
+    throw UsageError(fmt::format("B's precision is {} ({}{}), and the reference cannot emulate it here: {}",
+                                 model::precision_name(precision.value), bisect::from_name(precision.from), why,
+                                 e.what()));
+  }
+}
 
 // The scan's tolerances from the noise floor of B's precision over A's own passes (floor_run.h):
 // B's ops are held to k times it, as bisect's floor engine holds them.
 bisect::Tolerances with_measured_floor(bisect::Tolerances tolerances, const dumps::DumpReader& a, const model::Model& m,
-                                       const bisect::Calibration& calibration, model::Precision precision,
+                                       const bisect::Calibration& calibration, const bisect::PrecisionOfB& precision,
                                        const CompareArgs& args) {
   const model::Graph graph(m.config());
   const auto truth = make_engine(reference_choice("f64", args.threads), m);
-  const auto floor = make_engine(reference_choice(precision_word(precision), args.threads), m);
+  const auto floor = floor_engine(precision, m, args.threads);
   ProgressLine progress;
   const auto floors = bisect::measure_floor(
-      a, graph, {*truth, *floor}, precision, dumps::TapFilter(args.taps), [&progress](int pass, int passes) {
+      a, graph, {*truth, *floor}, precision.value, dumps::TapFilter(args.taps), [&progress](int pass, int passes) {
         progress.update(
             [&](double seconds) {
               return fmt::format("noise floor on A's passes  pass {:>4}/{}  {:.1f} s", pass, passes, seconds);
@@ -133,8 +145,7 @@ bisect::LocalCheck check_on_b(const CompareArgs& args, CheckOnB& check, const du
   const model::Graph graph(m.config());
   const auto truth = make_engine(reference_choice("f64", args.threads), m);
   std::unique_ptr<model::Engine> floor;
-  if (check.options.calibration)
-    floor = make_engine(reference_choice(precision_word(check.options.precision), args.threads), m);
+  if (check.options.calibration) floor = floor_engine(check.precision, m, args.threads);
   ProgressLine progress;
   check.options.progress = [&progress](int chunk, int chunks) {
     progress.update(
@@ -186,7 +197,7 @@ int compare(const CompareArgs& args) {
   std::optional<CheckOnB> check;
   if (model) check = prepare_check_on_b(args, std::move(model), b, tolerances, precision);
   if (check && args.floor.empty() && calibration && known) {
-    tolerances = with_measured_floor(std::move(tolerances), a, *check->model, *calibration, precision.value, args);
+    tolerances = with_measured_floor(std::move(tolerances), a, *check->model, *calibration, precision, args);
     tolerance_source = fmt::format("calibrated against ref {} on A's passes (k = {})",
                                    model::precision_name(precision.value), bisect::short_number(calibration->k));
   }

@@ -75,8 +75,8 @@ nlohmann::json summarize(const model::Engine& engine, const model::Model& m, con
 
 void print_summary(const nlohmann::json& s, const model::Model& m) {
   const auto& c = m.config();
-  fmt::print("model    {} ({}, {} layers, dim {}, heads {}/{}, vocab {})\n", m.path().string(), c.arch, c.n_layers,
-             c.dim, c.n_heads, c.n_kv_heads, c.vocab);
+  fmt::print("model    {} ({}, {} layers, dim {}, heads {}/{}, vocab {})\n", m.path().string(),
+             model::family_name(c.family), c.n_layers, c.dim, c.n_heads, c.n_kv_heads, c.vocab);
   fmt::print("engine   {} on {}, {}\n", s["engine"].get<std::string>(), s["device"].get<std::string>(),
              s["dtype"].get<std::string>());
   fmt::print("prompt   {} tokens, chunk {}\n", s["prompt"].size(), s["chunk"].get<int>());
@@ -138,8 +138,8 @@ void run_batch(const RunArgs& a, const model::Model& m, const std::optional<mode
     if (!writers.empty()) writers[s]->finish(sequences.back());
   }
   const auto& c = m.config();
-  fmt::print("model    {} ({}, {} layers, dim {}, heads {}/{}, vocab {})\n", m.path().string(), c.arch, c.n_layers,
-             c.dim, c.n_heads, c.n_kv_heads, c.vocab);
+  fmt::print("model    {} ({}, {} layers, dim {}, heads {}/{}, vocab {})\n", m.path().string(),
+             model::family_name(c.family), c.n_layers, c.dim, c.n_heads, c.n_kv_heads, c.vocab);
   fmt::print("engine   {} on {}, {}\n", engine.name(), engine.device(), engine.compute_dtype());
   fmt::print("batch    {} sequences in {} passes (chunk {}): prefill {:.3f} s, decode {:.3f} s\n", prompts.size(),
              batch.passes, a.chunk > 0 ? fmt::to_string(a.chunk) : "whole", batch.prefill_seconds,

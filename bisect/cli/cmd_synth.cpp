@@ -33,7 +33,11 @@ void run_synth(const SynthArgs& a) {
   set(o.config.vocab, a.vocab), set(o.config.context_length, a.context);
   if (a.heads > 0 && a.kv_heads == 0) o.config.n_kv_heads = a.heads;
   if (a.rope_base > 0) o.config.rope_base = a.rope_base;
-  if (!a.arch.empty()) o.config.arch = a.arch;
+  if (!a.arch.empty()) {
+    const auto family = model::family_named(a.arch);
+    if (!family) throw UsageError(fmt::format("--arch: expected llama, qwen2 or qwen3moe, found '{}'", a.arch));
+    o.config.family = *family;
+  }
   o.config.tied_output = a.tied;
   if (!model::set_synth_storage(o, a.dtype))
     throw UsageError(fmt::format("--dtype: expected one of {}, found '{}'", model::synth_storage_names(), a.dtype));
@@ -43,7 +47,8 @@ void run_synth(const SynthArgs& a) {
   model::write_synth_model(a.out, o);
   const auto& c = o.config;
   fmt::print("wrote {}: {} {} layers, dim {}, heads {}/{} of {}, ffn {}, vocab {}, {} weights, seed {}\n", a.out,
-             c.arch, c.n_layers, c.dim, c.n_heads, c.n_kv_heads, c.head_dim, c.ffn_dim, c.vocab, a.dtype, a.seed);
+             model::family_name(c.family), c.n_layers, c.dim, c.n_heads, c.n_kv_heads, c.head_dim, c.ffn_dim, c.vocab,
+             a.dtype, a.seed);
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ void gguf_seeds(const fs::path& dir) {
   auto write = [&](const char* name, const char* arch, model::DType dtype, int dim, int head_dim, int kv_heads,
                    int vocab, bool tied) {
     model::SynthOptions o;
-    o.config.arch = arch;
+    o.config.family = *model::family_named(arch);
     o.config.n_layers = 1, o.config.dim = dim, o.config.n_heads = 2, o.config.n_kv_heads = kv_heads;
     o.config.head_dim = head_dim, o.config.ffn_dim = 32, o.config.vocab = vocab, o.config.context_length = 64;
     o.config.rope_style = std::string(arch) == "qwen2" ? model::RopeStyle::rotate_half : model::RopeStyle::interleaved;
