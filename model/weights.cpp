@@ -145,7 +145,8 @@ void Model::add_parts(const WeightTensor& whole, std::span<const WeightPart> par
   for (const WeightPart& part : parts) {  // a fused tensor and its parts apart (attn_qkv and attn_q) too
     if (const WeightTensor* twin = find(part.kind, part.layer))
       throw FormatError(fmt::format("{}: tensors '{}' and '{}' are both {} of layer {} for a {} model", file,
-                                    twin->name, whole.name, weight_kind_name(part.kind), part.layer, family_name(config_.family)));
+                                    twin->name, whole.name, weight_kind_name(part.kind), part.layer,
+                                    family_name(config_.family)));
     add(part.kind, part.layer, part.rows > 0 ? whole.row_slice(row, part.rows) : whole);
     row += part.rows;
   }
