@@ -139,8 +139,8 @@ std::string judge(const Case& c, const bisect::BisectResult& r, const std::vecto
   const auto& ops = c.fault->ops;
   const bool op_ok = std::find(ops.begin(), ops.end(), culprit.id.op) != ops.end();
   if (!op_ok && culprit.op_class() != c.fault->op_class) return "WRONG";
-  const bool diagnosis_ok =
-      c.fault->diagnosis.empty() || std::find(codes.begin(), codes.end(), c.fault->diagnosis) != codes.end();
+  const bool diagnosis_ok = !c.fault->diagnosis || std::find(codes.begin(), codes.end(),
+                                                             model::diagnosis_name(*c.fault->diagnosis)) != codes.end();
   if (!diagnosis_ok) return "no diagnosis";
   return op_ok ? "ok" : "class";
 }
@@ -163,7 +163,7 @@ std::string row_of(const Case& c, const std::string& length, const bisect::Bisec
   const std::string planted_ratio = planted != r.run.ops.end() ? fmt::format("{:.2e}", ratio(*planted)) : "-";
   return fmt::format("| {} | {} {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1f} |\n", c.model, c.engine,
                      c.inject, c.prompt_name, length, chunk, first, culprit, codes_text,
-                     c.fault->diagnosis.empty() ? "-" : std::string(c.fault->diagnosis), planted_ratio,
+                     c.fault->diagnosis ? model::diagnosis_name(*c.fault->diagnosis) : "-", planted_ratio,
                      judge(c, r, codes), seconds);
 }
 
@@ -241,7 +241,7 @@ int main(int argc, char** argv) {
       const bisect::BisectResult r = bisect::run_bisect(m->config(), {engine_a, &floor, b}, c.prompts, options);
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       std::vector<std::string> codes;
-      for (const auto& d : bisect::diagnose(r)) codes.push_back(d.code);
+      for (const auto& d : bisect::diagnose(r)) codes.push_back(std::string(model::diagnosis_name(d.code)));
       const std::string row = row_of(c, length, r, codes, seconds);
       fmt::print("{}", row);
       std::fflush(stdout);

@@ -308,7 +308,7 @@ std::optional<RunProblem> parting_problem(RunProblem p, const std::optional<Toke
   p.text += fmt::format(" ({})", tie->text());
   if (!tie->near_tie()) return p;
   if (rows_left_out == 0) return std::nullopt;
-  p.code = "near-tie", p.unjudged = true;
+  p.code = RunProblemCode::near_tie, p.unjudged = true;
   p.evidence["rows_left_out"] = rows_left_out;
   if (p.text.find("not compared") == std::string::npos)
     p.text += fmt::format("; the {} rows fed different tokens after it were not compared", rows_left_out);
@@ -318,14 +318,14 @@ std::optional<RunProblem> parting_problem(RunProblem p, const std::optional<Toke
 std::optional<RunProblem> tokens_problem(const TokenComparison& t, std::int64_t rows_left_out) {
   const auto step = static_cast<std::size_t>(*t.first_mismatch_step);
   return parting_problem(
-      {"tokens-differ",
+      {RunProblemCode::tokens_differ,
        fmt::format("the generated tokens differ from step {}: A {}, B {}", step, (*t.a)[step], (*t.b)[step]),
        {{"step", step}, {"a", (*t.a)[step]}, {"b", (*t.b)[step]}}},
       t.tie, rows_left_out);
 }
 
 RunProblem anomaly_problem(const PositionAnomaly& x) {
-  return {"positions-anomaly",
+  return {RunProblemCode::positions_anomaly,
           fmt::format("{}'s recorded positions {} at row {} (position {} after {}; the token stream is at {}): {} "
                       "rows record another position than their place in the stream, and were compared by their place",
                       x.run, x.recorded == x.previous ? "repeat" : "fall", x.row, x.recorded, x.previous, x.stream,
@@ -348,7 +348,7 @@ std::vector<RunProblem> run_problems(const CompareResult& r) {
     parting = tokens_problem(r.tokens, al.after_mismatch);
   else if (al.token_mismatch_position)
     parting = parting_problem(
-        {"generation-diverged",
+        {RunProblemCode::generation_diverged,
          fmt::format("the runs fed different tokens from position {} on (their generations parted): the {} "
                      "rows from there were not compared",
                      *al.token_mismatch_position, al.after_mismatch),
@@ -357,27 +357,27 @@ std::vector<RunProblem> run_problems(const CompareResult& r) {
   if (parting) out.push_back(std::move(*parting));
   for (const PositionAnomaly& x : al.anomalies) out.push_back(anomaly_problem(x));
   if (al.only_a > 0 && !r.common_rows)
-    out.push_back({"rows-only-in-a",
+    out.push_back({RunProblemCode::rows_only_in_a,
                    fmt::format("A holds {} position{} that B does not (B's run stopped early or a pass is missing): "
                                "they were not compared (--common-rows compares the positions both hold)",
                                al.only_a, al.only_a == 1 ? "" : "s"),
                    {{"positions", al.only_a}},
                    true});
   if (al.only_b > 0)
-    out.push_back({"rows-only-in-b",
+    out.push_back({RunProblemCode::rows_only_in_b,
                    fmt::format("B holds {} position{} that A does not: they were not compared", al.only_b,
                                al.only_b == 1 ? "" : "s"),
                    {{"positions", al.only_b}},
                    true});
   for (const auto& [name, run] : {std::pair{'A', &r.a}, std::pair{'B', &r.b}})
     if (!run->complete && !run->path.empty())
-      out.push_back({"incomplete-dump",
+      out.push_back({RunProblemCode::incomplete_dump,
                      fmt::format("{} ({}) is incomplete: its run stopped after {} rows, and only those were compared",
                                  name, run->path, run->rows),
                      {{"run", std::string(1, name)}, {"rows", run->rows}},
                      true});
   if (r.first && r.precision.from == PrecisionOfB::From::unknown)
-    out.push_back({"precision-unknown",
+    out.push_back({RunProblemCode::precision_unknown,
                    fmt::format("B does not say what it computes in and its values do not tell ({}): an op past f32's "
                                "tolerance may be B's own precision; give --b-precision",
                                r.precision.evidence),
@@ -392,6 +392,17 @@ std::string_view from_name(PrecisionOfB::From from) {
     case PrecisionOfB::From::given: return "given";
     case PrecisionOfB::From::inferred: return "inferred";
     case PrecisionOfB::From::unknown: return "unknown";
+  }
+  return "?";
+}
+
+std::string_view run_problem_name(RunProblemCode code) {
+  switch (code) {
+#define TAPDIFF_RUN_PROBLEM(id, name) \
+  case RunProblemCode::id:            \
+    return name;
+#include "bisect/run_problems.def"
+#undef TAPDIFF_RUN_PROBLEM
   }
   return "?";
 }

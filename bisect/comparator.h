@@ -15,6 +15,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -250,10 +251,17 @@ struct RunInfo {
 
 // Why two runs do not match besides an op past tolerance, or why part of them went unjudged: a
 // comparison with any run problem does not pass (docs/tolerances.md, "Run problems").
+// The run problems (bisect/run_problems.def): near-tie is either of the first two where the tokens
+// part at a near tie (bisect/token_tie.h).
+enum class RunProblemCode : std::uint8_t {
+#define TAPDIFF_RUN_PROBLEM(id, name) id,
+#include "bisect/run_problems.def"
+#undef TAPDIFF_RUN_PROBLEM
+};
+std::string_view run_problem_name(RunProblemCode code);  // "tokens-differ"
+
 struct RunProblem {
-  // tokens-differ, generation-diverged, near-tie (either of the first two where B's logits are within
-  // tolerance), positions-anomaly, rows-only-in-a, rows-only-in-b, incomplete-dump, precision-unknown
-  std::string code;
+  RunProblemCode code;
   std::string text;  // one sentence with the evidence
   nlohmann::json evidence;
   bool unjudged = false;  // rows went unjudged (rows-only-in-b, incomplete-dump); else the runs differ

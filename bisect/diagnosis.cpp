@@ -46,7 +46,7 @@ void chunk_start(const OpResult& op, const RowInfo& first, std::vector<Diagnosis
   if (first.decode) return;  // every decode step is its own chunk: no prefill boundary to blame
   const std::string where = chunk_start_text(first);
   if (where.empty()) return;
-  out.push_back({"chunk-start",
+  out.push_back({model::DiagnosisCode::chunk_start,
                  fmt::format("{} first breaks its tolerance at position {}, the first row of {}: a chunked-prefill "
                              "boundary (KV cache offset, positions or mask of a later chunk)",
                              model::to_string(op.id), first.position, where),
@@ -71,7 +71,7 @@ void position_zero(const OpResult& op, std::span<const RowInfo> rows, std::vecto
   if (rows.size() < 2 || rows[0].position != 0 || op.rows[0].over) return;
   const auto later = static_cast<std::int64_t>(rows.size() - 1);
   if (2 * op.rows_over < later) return;  // at least half the later positions must be over
-  out.push_back({"position-zero-exact",
+  out.push_back({model::DiagnosisCode::position_zero_exact,
                  fmt::format("position 0 is within tolerance (nmse {}) but {} of the {} later positions are not: {}",
                              short_number(op.rows[0].nmse), op.rows_over, later, position_zero_suspect(op)),
                  {{"nmse_position_0", op.rows[0].nmse}, {"rows_over", op.rows_over}, {"later_rows", later}}});
@@ -101,7 +101,7 @@ void growth(const OpResult& op, std::span<const RowInfo> rows, std::vector<Diagn
   const bool rises = rest.size() >= kMinGrowthRows && later >= kRise * early && early > 0;
   if (!(rho > kGrowthRho) && !rises) return;
   out.push_back(
-      {"grows-with-position",
+      {model::DiagnosisCode::grows_with_position,
        fmt::format("the error of {} grows with position: Spearman rho {:.2f} between position and row "
                    "NMSE over the {} rows from position {}; mean row NMSE {} over its first {} rows, median {} "
                    "after them",
@@ -119,7 +119,7 @@ void decode_only(const OpResult& op, std::span<const RowInfo> rows, std::vector<
   for (std::size_t i = 0; i < rows.size(); ++i)
     if (!rows[i].decode) prefill_rows = true, prefill_over = prefill_over || op.rows[i].over;
   if (!prefill_rows || prefill_over || op.rows_over == 0) return;
-  out.push_back({"decode-only",
+  out.push_back({model::DiagnosisCode::decode_only,
                  fmt::format("only decode rows of {} break the tolerance ({} rows); every prefill row is within it",
                              model::to_string(op.id), op.rows_over),
                  {{"rows_over", op.rows_over}}});
@@ -135,7 +135,7 @@ void some_heads(const OpResult& op, std::vector<Diagnosis>& out) {
   for (std::size_t h = 0; h < n; ++h)
     if (op.head_err[h] > kHeadFactor * median) loud.push_back(static_cast<int>(h));
   if (!loud.empty() && 2 * loud.size() < n) {
-    out.push_back({"some-heads",
+    out.push_back({model::DiagnosisCode::some_heads,
                    fmt::format("the error of {} is concentrated in head{} {} of {} (each above {}x the median head's "
                                "squared error {})",
                                model::to_string(op.id), loud.size() > 1 ? "s" : "", fmt::join(loud, ", "), n,
@@ -148,7 +148,7 @@ void some_heads(const OpResult& op, std::vector<Diagnosis>& out) {
   for (std::size_t h = 0; h < n; ++h)
     (op.head_err[h] < kQuietHeadShare * sorted.back() ? quiet : loud).push_back(static_cast<int>(h));
   if (loud.empty() || quiet.empty()) return;
-  out.push_back({"some-heads",
+  out.push_back({model::DiagnosisCode::some_heads,
                  fmt::format("only some heads of {} carry the error: head{} {} of {} hold less than {} of the worst "
                              "head's squared error, heads {} carry it",
                              model::to_string(op.id), quiet.size() > 1 ? "s" : "", fmt::join(quiet, ", "), n,
@@ -179,7 +179,7 @@ bool rope_frequency(const OpResult& op, const model::ModelConfig& config, std::v
   const auto speeds = error_by_pair_speed(op, config);
   if (!speeds || !(speeds->first > 0) || speeds->second >= kPatternShare * speeds->first) return false;
   const double share = speeds->second / speeds->first;
-  out.push_back({"rope-frequency",
+  out.push_back({model::DiagnosisCode::rope_frequency,
                  fmt::format("the faster-turning half of the RoPE pairs of {} carries the error (the slower half "
                              "holds {} of it): the rotation angles are off, not the pairing: suspect the positions "
                              "given to RoPE (an offset, a chunk restarting at 0)",
@@ -199,7 +199,7 @@ void pair_pattern(const OpResult& op, const model::ModelConfig& config, std::vec
   auto report = [&](double a, double b, const char* name_a, const char* name_b, const char* pairing) {
     const double loud = std::max(a, b), quiet = std::min(a, b);
     if (!(loud > 0) || quiet >= kPatternShare * loud) return;
-    out.push_back({"pair-pattern",
+    out.push_back({model::DiagnosisCode::pair_pattern,
                    fmt::format("only the {} channels of each head of {} carry the error (the {} ones hold {} of it): "
                                "suspect the RoPE pairing, {}",
                                a > b ? name_a : name_b, model::to_string(op.id), a > b ? name_b : name_a,
@@ -214,7 +214,7 @@ void pair_pattern(const OpResult& op, const model::ModelConfig& config, std::vec
 void near_limit(const OpResult& op, model::Precision precision, std::vector<Diagnosis>& out) {
   const double limit = model::largest_finite(precision), value = std::abs(op.worst.b);
   if (op.worst.index < 0 || !(value >= 0.5 * limit)) return;
-  out.push_back({"near-dtype-limit",
+  out.push_back({model::DiagnosisCode::near_dtype_limit,
                  fmt::format("{} reaches {} in B at position {}, within a factor 2 of the largest {} value ({}): "
                              "suspect overflow (a softmax without its max, an unscaled sum)",
                              model::to_string(op.id), short_number(op.worst.b), op.worst.position,
@@ -239,7 +239,7 @@ void some_sequences(const OpResult& op, std::span<const RowInfo> rows, std::vect
   for (std::size_t s = 0; s < over.size(); ++s) (over[s] > 0 ? bad : clean).push_back(static_cast<int>(s));
   if (bad.empty() || clean.empty()) return;
   out.push_back(
-      {"some-sequences",
+      {model::DiagnosisCode::some_sequences,
        fmt::format("only some sequences of the batch break the tolerance of {}: sequence{} {} of {} ({} "
                    "rows past it), while sequence{} {} stay{} within it: suspect the batch bookkeeping (KV "
                    "segments, per-sequence positions or masks)",
@@ -275,7 +275,7 @@ void attention_uniform(const BisectResult& r, std::vector<Diagnosis>& out) {
   const UniformityStats& s = r.attention_uniformity[static_cast<std::size_t>(op->id.layer)];
   if (!s.collapsed()) return;
   out.push_back(
-      {"attention-uniform",
+      {model::DiagnosisCode::attention_uniform,
        fmt::format("on A's inputs, {} of B is the plain mean of the values over the visible positions "
                    "(squared distance {} against A's {}): the attention weights collapsed to uniform, as "
                    "when the scores are all equal (a zero scale, scores lost before the softmax)",
@@ -314,7 +314,9 @@ void routing(const CompareResult& result, std::vector<Diagnosis>& out) {
                                "and its later ops inherit the other experts' output: tapdiff bisect continues with A's "
                                "choice past it; first at {}",
                                rows, first->text());
-    out.push_back({near ? "routing-near-tie" : "routing-flip", text, {{"rows", n}, {"first", to_json(*first)}}});
+    out.push_back({near ? model::DiagnosisCode::routing_near_tie : model::DiagnosisCode::routing_flip,
+                   text,
+                   {{"rows", n}, {"first", to_json(*first)}}});
   }
 }
 
@@ -361,7 +363,7 @@ std::vector<Diagnosis> diagnose(const CompareResult& result) {
   const auto nonfinite =
       std::find_if(result.ops.begin(), result.ops.end(), [](const OpResult& op) { return op.metrics.nonfinite > 0; });
   if (nonfinite != result.ops.end())
-    out.push_back({"nonfinite",
+    out.push_back({model::DiagnosisCode::nonfinite,
                    fmt::format("{} has {} NaN/Inf value{} where the other run has a different value (the first op "
                                "with any); from there on they spread",
                                model::to_string(nonfinite->id), nonfinite->metrics.nonfinite,
@@ -390,7 +392,7 @@ void isolation_diagnoses(const CompareResult& run, std::span<const OpResult> loc
     const OpResult& symptom = run.ops[*run.first];
     const OpResult& own = local[*symptom_local];
     if (own.pass())
-      out.push_back({"inherits-error",
+      out.push_back({model::DiagnosisCode::inherits_error,
                      fmt::format("{} is past tolerance only through its inputs: run on {} its own error is "
                                  "nmse {} (tolerance {})",
                                  model::to_string(symptom.id), inputs, short_number(own.metrics.nmse),
@@ -398,7 +400,7 @@ void isolation_diagnoses(const CompareResult& run, std::span<const OpResult> loc
                      {{"op", model::to_string(symptom.id)}, {"local_nmse", own.metrics.nmse}}});
   }
   if (run.first && !culprit && every_op_checked)
-    out.push_back({"accumulated",
+    out.push_back({model::DiagnosisCode::accumulated,
                    fmt::format("no op's own error is past its tolerance when it runs on {}: the divergence "
                                "accumulates from errors each within tolerance",
                                inputs),
@@ -415,7 +417,7 @@ std::vector<Diagnosis> diagnose(const CompareResult& result, const LocalCheck& l
     std::vector<std::string> ops;
     for (const Undecidable& u : local.undecidable) ops.push_back(model::to_string(u.id));
     const std::vector<std::string> missing = local.missing_taps();
-    out.push_back({"unchecked",
+    out.push_back({model::DiagnosisCode::unchecked,
                    fmt::format("{} op{} of B's dump could not be checked on B's own inputs: tapping {} would make "
                                "them decidable",
                                ops.size(), ops.size() == 1 ? "" : "s", fmt::join(missing, ", ")),
@@ -431,7 +433,7 @@ std::vector<Diagnosis> diagnose(const BisectResult& result) {
                       true, out);
   const TokenImpact& t = result.tokens;
   if (t.early_eos_b())
-    out.push_back({"early-eos",
+    out.push_back({model::DiagnosisCode::early_eos,
                    fmt::format("engine B generates EOS at step {}{}", *t.eos_step_b,
                                t.eos_step_a ? fmt::format(", engine A only at step {}", *t.eos_step_a)
                                             : std::string(", engine A not at all")),

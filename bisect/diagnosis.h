@@ -11,15 +11,12 @@
 #include "bisect/bisect.h"
 #include "bisect/comparator.h"
 #include "bisect/local_check.h"
+#include "model/diagnosis_code.h"
 
 namespace tapdiff::bisect {
 
 struct Diagnosis {
-  std::string code;         // chunk-start, position-zero-exact, nonfinite, grows-with-position, decode-only,
-                            // some-heads, pair-pattern, rope-frequency, near-dtype-limit; bisect only:
-                            // some-sequences (a batch), attention-uniform,
-                            // inherits-error,
-                            // accumulated, early-eos; compare --model: unchecked
+  model::DiagnosisCode code;
   std::string text;         // one sentence with the evidence
   nlohmann::json evidence;  // the numbers behind it
 };

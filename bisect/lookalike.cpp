@@ -91,7 +91,7 @@ std::vector<Diagnosis> lookalikes(const CompareResult& result, const TensorSourc
     if (!tapped || graph.width(id.op) != graph.width(op.id.op)) continue;
     const double alike = compare(gather(a, id, al.row_a, first, n), own_b).nmse;
     if (!looks_alike(alike, own)) continue;
-    out.push_back({"neighbour",
+    out.push_back({model::DiagnosisCode::neighbour,
                    fmt::format("B's {} holds A's {} (nmse {} against it, {} against A's own): an index off by one, "
                                "or a value taken one step early or late",
                                model::to_string(op.id), model::to_string(id), short_number(alike), short_number(own)),
@@ -105,7 +105,7 @@ std::vector<Diagnosis> lookalikes(const CompareResult& result, const TensorSourc
     const double alike = compare(other_pair_order(own_a, layout.head_dim, to), own_b).nmse;
     if (looks_alike(alike, own)) {
       out.push_back(
-          {"permuted",
+          {model::DiagnosisCode::permuted,
            fmt::format("B's {} holds A's values with each head's channels in the other RoPE layout "
                        "({} order, nmse {}): suspect the q/k row permutation of a GGUF conversion",
                        model::to_string(op.id), to == model::RopeStyle::rotate_half ? "rotate-half" : "interleaved",
@@ -116,7 +116,7 @@ std::vector<Diagnosis> lookalikes(const CompareResult& result, const TensorSourc
   }
   const double alike = compare(sorted_rows(own_a), sorted_rows(own_b)).nmse;
   if (looks_alike(alike, own))
-    out.push_back({"permuted",
+    out.push_back({model::DiagnosisCode::permuted,
                    fmt::format("B's {} holds A's values in another order within each row (sorted, they agree to "
                                "nmse {}): suspect a column, head or channel order",
                                model::to_string(op.id), short_number(alike)),

@@ -178,7 +178,8 @@ std::string html_report(const CompareResult& r, const std::vector<Diagnosis>& di
   s += culprit_html;
   if (!r.problems.empty()) {
     s += "<h2>Run problems</h2><ul>\n";
-    for (const RunProblem& p : r.problems) s += fmt::format("<li><b>{}</b>: {}</li>\n", p.code, xml_escape(p.text));
+    for (const RunProblem& p : r.problems)
+      s += fmt::format("<li><b>{}</b>: {}</li>\n", run_problem_name(p.code), xml_escape(p.text));
     s += "</ul>\n";
   }
   s += fmt::format(
@@ -189,7 +190,8 @@ std::string html_report(const CompareResult& r, const std::vector<Diagnosis>& di
       model::precision_name(r.builtin_precision));
   if (!diagnoses.empty()) {
     s += "<h2>Diagnosis</h2><ul>\n";
-    for (const Diagnosis& d : diagnoses) s += fmt::format("<li><b>{}</b>: {}</li>\n", d.code, xml_escape(d.text));
+    for (const Diagnosis& d : diagnoses)
+      s += fmt::format("<li><b>{}</b>: {}</li>\n", model::diagnosis_name(d.code), xml_escape(d.text));
     s += "</ul>\n";
   }
   s += "<h2>Error per layer and op</h2>\n" + heatmap_svg(r);

@@ -134,11 +134,12 @@ json report_json(const CompareResult& r, const std::vector<Diagnosis>& diagnoses
       "tolerance, which may inherit its error.";
   json diagnosis = json::array();
   for (const Diagnosis& d : diagnoses)
-    diagnosis.push_back({{"code", d.code}, {"text", d.text}, {"evidence", d.evidence}});
+    diagnosis.push_back({{"code", model::diagnosis_name(d.code)}, {"text", d.text}, {"evidence", d.evidence}});
   out["diagnosis"] = std::move(diagnosis);
   json problems = json::array();
   for (const RunProblem& p : r.problems)
-    problems.push_back({{"code", p.code}, {"text", p.text}, {"evidence", p.evidence}, {"unjudged", p.unjudged}});
+    problems.push_back(
+        {{"code", run_problem_name(p.code)}, {"text", p.text}, {"evidence", p.evidence}, {"unjudged", p.unjudged}});
   out["problems"] = std::move(problems);
   out["tokens"] = tokens_json(r.tokens);
   std::size_t failing = 0;

@@ -61,8 +61,9 @@ std::string junit_xml(const CompareResult& r, const std::string& suite_name) {
     xml += "    </testcase>\n";
   }
   for (const RunProblem& p : r.problems) {
-    xml += fmt::format("    <testcase name=\"run/{}\" classname=\"tapdiff.run\">\n", xml_escape(p.code));
-    xml += fmt::format("      <failure message=\"{}\" type=\"{}\">{}</failure>\n", xml_escape(p.code),
+    xml += fmt::format("    <testcase name=\"run/{}\" classname=\"tapdiff.run\">\n",
+                       xml_escape(std::string(run_problem_name(p.code))));
+    xml += fmt::format("      <failure message=\"{}\" type=\"{}\">{}</failure>\n", run_problem_name(p.code),
                        p.unjudged ? "incomplete" : "divergence", xml_escape(p.text));
     xml += "    </testcase>\n";
   }

@@ -88,7 +88,7 @@ std::string verdict_line(const CompareResult& r) {
     return fmt::format("match: {} ops within tolerance over {} positions", r.ops.size(), r.alignment.rows.size());
   if (!r.first) {
     std::vector<std::string> codes;
-    for (const RunProblem& p : r.problems) codes.push_back(p.code);
+    for (const RunProblem& p : r.problems) codes.push_back(std::string(run_problem_name(p.code)));
     return fmt::format("{}: {} ops within tolerance over {} positions, but {}", r.verdict(), r.ops.size(),
                        r.alignment.rows.size(), fmt::join(codes, ", "));
   }
@@ -107,8 +107,8 @@ std::string terminal_report(const CompareResult& r, const std::vector<Diagnosis>
   const char* dim = color ? kDim : "";
   std::string out = fmt::format("{}{}{}\n", on, verdict_line(r), off) + extras.after_verdict;
   if (r.first) out += neighbours(r.ops[*r.first].worst) + table(r, max_table);
-  for (const RunProblem& p : r.problems) out += fmt::format("problem  {}: {}\n", p.code, p.text);
-  for (const Diagnosis& d : diagnoses) out += fmt::format("  {}: {}\n", d.code, d.text);
+  for (const RunProblem& p : r.problems) out += fmt::format("problem  {}: {}\n", run_problem_name(p.code), p.text);
+  for (const Diagnosis& d : diagnoses) out += fmt::format("  {}: {}\n", model::diagnosis_name(d.code), d.text);
   out += extras.tokens ? *extras.tokens : tokens_text(r.tokens);
   const RowAlignment& al = r.alignment;
   out += fmt::format("{}rows     {} positions compared", dim, al.rows.size());

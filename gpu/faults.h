@@ -6,12 +6,14 @@
 // diagnosis tapdiff should give, so `tapdiff faults`, the tests and docs/faults.md share one list.
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "model/block.h"
+#include "model/diagnosis_code.h"
 #include "model/engine.h"
 #include "model/graph.h"
 #include "model/ops.h"
@@ -48,7 +50,7 @@ struct FaultInfo {
   std::string_view mirrors;    // the real-world bug it stands for
   std::vector<model::Op> ops;  // where it first shows, in graph order (the first is the first to differ)
   model::OpClass op_class;     // the class of those ops
-  std::string_view diagnosis;  // the code bisect/diagnosis.h should give; empty when none applies
+  std::optional<model::DiagnosisCode> diagnosis;  // the code bisect/diagnosis.h should give, where one applies
 };
 
 // Every fault, in the order of the Fault enum.

@@ -87,7 +87,8 @@ Bisection bisect_with(const std::string& shape, int prompt_len, int chunk, int g
 }
 
 bool has_code(const std::vector<bisect::Diagnosis>& d, const std::string& code) {
-  return std::any_of(d.begin(), d.end(), [&](const bisect::Diagnosis& x) { return x.code == code; });
+  return std::any_of(d.begin(), d.end(),
+                     [&](const bisect::Diagnosis& x) { return model::diagnosis_name(x.code) == code; });
 }
 
 TEST(Bisect, ReferenceF32AgainstF64MatchesChunkedWithGeneration) {

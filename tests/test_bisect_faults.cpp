@@ -28,7 +28,7 @@ TEST_P(BisectFault, IsTheCulpritWithItsDiagnosis) {
   const bool experts = info.op_class == model::OpClass::routing || info.op_class == model::OpClass::experts;
   const auto m = model::load_model(synth_model_path(experts ? "tiny-moe" : "tiny"));
   const int layer = m->config().n_layers / 2;
-  const bool batched = info.diagnosis == "some-sequences";
+  const bool batched = info.diagnosis == model::DiagnosisCode::some_sequences;
   const model::Prompts prompts =
       batched ? model::Prompts{synth_prompt(64, m->config().vocab, 11), synth_prompt(40, m->config().vocab, 12),
                                synth_prompt(23, m->config().vocab, 13)}
@@ -39,7 +39,7 @@ TEST_P(BisectFault, IsTheCulpritWithItsDiagnosis) {
   options.inject = fmt::format("{}@{}", info.name, layer);
   const auto b = validated_vulkan_engine(*m, options);
   bisect::BisectOptions bisect_options;
-  const bool chunked = info.diagnosis == "chunk-start";
+  const bool chunked = info.diagnosis == model::DiagnosisCode::chunk_start;
   bisect_options.chunk = chunked ? 16 : 0;
   bisect_options.generate = 3;
   const bisect::BisectResult r = bisect::run_bisect(m->config(), {*truth, floor.get(), *b}, prompts, bisect_options);
@@ -60,13 +60,13 @@ TEST_P(BisectFault, IsTheCulpritWithItsDiagnosis) {
     }
   }
   std::vector<std::string> codes;
-  for (const auto& d : bisect::diagnose(r)) codes.push_back(d.code);
-  if (!info.diagnosis.empty()) {
-    EXPECT_NE(std::find(codes.begin(), codes.end(), info.diagnosis), codes.end())
-        << info.name << ": expected " << info.diagnosis;
+  for (const auto& d : bisect::diagnose(r)) codes.push_back(std::string(model::diagnosis_name(d.code)));
+  if (info.diagnosis) {
+    const std::string expected(model::diagnosis_name(*info.diagnosis));
+    EXPECT_NE(std::find(codes.begin(), codes.end(), expected), codes.end()) << info.name << ": expected " << expected;
   }
   // Attention that merely changed (a flatter scale, a wrong head, a mask) is not "uniform".
-  if (info.diagnosis != "attention-uniform") {
+  if (info.diagnosis != model::DiagnosisCode::attention_uniform) {
     EXPECT_EQ(std::find(codes.begin(), codes.end(), "attention-uniform"), codes.end()) << info.name;
   }
   if (batched) {

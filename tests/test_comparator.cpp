@@ -239,7 +239,8 @@ TEST(Comparator, BlocksInAnyOrderGiveTheWholeTensorResult) {
 
 std::vector<std::string> codes_of(const OpResult& op, std::span<const RowInfo> rows) {
   std::vector<std::string> codes;
-  for (const Diagnosis& d : diagnose_op(op, rows, model::ModelConfig{})) codes.push_back(d.code);
+  for (const Diagnosis& d : diagnose_op(op, rows, model::ModelConfig{}))
+    codes.push_back(std::string(model::diagnosis_name(d.code)));
   return codes;
 }
 
@@ -276,10 +277,12 @@ TEST(Diagnosis, SomeHeadsAndPairPatterns) {
   const auto d = diagnose_op(op, rows_of(8), model::ModelConfig{});
   const auto codes = codes_of(op, rows_of(8));
   ASSERT_TRUE(has(codes, "some-heads"));
-  EXPECT_EQ(std::find_if(d.begin(), d.end(), [](auto& x) { return x.code == "some-heads"; })->evidence["heads"],
+  EXPECT_EQ(std::find_if(d.begin(), d.end(), [](auto& x) { return x.code == model::DiagnosisCode::some_heads; })
+                ->evidence["heads"],
             nlohmann::json::array({1}));
   ASSERT_TRUE(has(codes, "pair-pattern"));
-  EXPECT_EQ(std::find_if(d.begin(), d.end(), [](auto& x) { return x.code == "pair-pattern"; })->evidence["channels"],
+  EXPECT_EQ(std::find_if(d.begin(), d.end(), [](auto& x) { return x.code == model::DiagnosisCode::pair_pattern; })
+                ->evidence["channels"],
             "odd");
   EXPECT_FALSE(has(codes, "grows-with-position"));
 }
@@ -295,13 +298,15 @@ TEST(Diagnosis, FastPairsAloneAreAnAngleErrorNotAPairing) {
   model::ModelConfig interleaved;
   interleaved.head_dim = 8;
   std::vector<std::string> codes;
-  for (const Diagnosis& d : diagnose_op(op, rows_of(8), interleaved)) codes.push_back(d.code);
+  for (const Diagnosis& d : diagnose_op(op, rows_of(8), interleaved))
+    codes.push_back(std::string(model::diagnosis_name(d.code)));
   EXPECT_TRUE(has(codes, "rope-frequency"));
   EXPECT_FALSE(has(codes, "pair-pattern"));
   model::ModelConfig rotate_half = interleaved;
   rotate_half.rope_style = model::RopeStyle::rotate_half;
   codes.clear();
-  for (const Diagnosis& d : diagnose_op(op, rows_of(8), rotate_half)) codes.push_back(d.code);
+  for (const Diagnosis& d : diagnose_op(op, rows_of(8), rotate_half))
+    codes.push_back(std::string(model::diagnosis_name(d.code)));
   EXPECT_FALSE(has(codes, "rope-frequency"));
   EXPECT_TRUE(has(codes, "pair-pattern"));
 }
@@ -313,7 +318,8 @@ TEST(Diagnosis, PositionZeroExactNamesASuspectTheOpsThatPassDoNotRuleOut) {
   const HostTensor b = filled(8, 32, [](auto r, auto c) { return base(r, c) + (r > 0 ? 0.01 : 0.0); });
   const OpResult attn = compare_op({Op::attn, 0}, a, b, rows_of(8), {4, 8}, {{1e-8, {}, {}, {}}, "t"});
   const auto d = diagnose_op(attn, rows_of(8), model::ModelConfig{});
-  const auto it = std::find_if(d.begin(), d.end(), [](auto& x) { return x.code == "position-zero-exact"; });
+  const auto it =
+      std::find_if(d.begin(), d.end(), [](auto& x) { return x.code == model::DiagnosisCode::position_zero_exact; });
   ASSERT_NE(it, d.end());
   EXPECT_NE(it->text.find("suspect the attention weights"), std::string::npos) << it->text;
   EXPECT_EQ(it->text.find("RoPE angle"), std::string::npos) << it->text;
@@ -327,7 +333,7 @@ TEST(Diagnosis, MostHeadsWrongButSomeUntouched) {
   const HostTensor b = filled(8, 32, [&](auto r, auto c) { return flat(r, c) + 0.01 * static_cast<double>(c / 8); });
   const OpResult op = compare_op({Op::attn, 0}, a, b, rows_of(8), {4, 8}, {{1e-8, {}, {}, {}}, "t"});
   const auto d = diagnose_op(op, rows_of(8), model::ModelConfig{});
-  const auto it = std::find_if(d.begin(), d.end(), [](auto& x) { return x.code == "some-heads"; });
+  const auto it = std::find_if(d.begin(), d.end(), [](auto& x) { return x.code == model::DiagnosisCode::some_heads; });
   ASSERT_NE(it, d.end());
   EXPECT_EQ(it->evidence["quiet_heads"], nlohmann::json::array({0}));
   EXPECT_EQ(it->evidence["heads"], nlohmann::json::array({1, 2, 3}));
@@ -377,7 +383,7 @@ TEST(Diagnosis, AValueNearTheDtypeLimit) {
   r.first = 0;
   r.precision.value = model::Precision::f16;
   auto has_code = [](const std::vector<Diagnosis>& d, const std::string& code) {
-    return std::any_of(d.begin(), d.end(), [&](const Diagnosis& x) { return x.code == code; });
+    return std::any_of(d.begin(), d.end(), [&](const Diagnosis& x) { return model::diagnosis_name(x.code) == code; });
   };
   EXPECT_TRUE(has_code(diagnose(r), "near-dtype-limit"));
   r.precision.value = model::Precision::f32;  // 60000 is nowhere near the f32 limit
@@ -458,8 +464,10 @@ TEST(CompareDumps, AHandCorruptedElementIsFoundExactly) {
   EXPECT_EQ(r.alignment.rows[37].chunk_b, 2);
   EXPECT_FALSE(r.alignment.rows[37].chunk_start_b);
   const auto codes = diagnose(r);
-  EXPECT_TRUE(std::any_of(codes.begin(), codes.end(), [](auto& d) { return d.code == "some-heads"; }));
-  EXPECT_FALSE(std::any_of(codes.begin(), codes.end(), [](auto& d) { return d.code == "chunk-start"; }));
+  EXPECT_TRUE(
+      std::any_of(codes.begin(), codes.end(), [](auto& d) { return d.code == model::DiagnosisCode::some_heads; }));
+  EXPECT_FALSE(
+      std::any_of(codes.begin(), codes.end(), [](auto& d) { return d.code == model::DiagnosisCode::chunk_start; }));
 }
 
 TEST(CompareDumps, AnErrorAtAChunkStartIsDiagnosed) {
@@ -470,7 +478,8 @@ TEST(CompareDumps, AnErrorAtAChunkStartIsDiagnosed) {
   ASSERT_FALSE(r.match());
   EXPECT_EQ(r.ops[*r.first].id, target);
   const auto d = diagnose(r);
-  const auto start = std::find_if(d.begin(), d.end(), [](auto& x) { return x.code == "chunk-start"; });
+  const auto start =
+      std::find_if(d.begin(), d.end(), [](auto& x) { return x.code == model::DiagnosisCode::chunk_start; });
   ASSERT_NE(start, d.end());
   EXPECT_EQ(start->evidence["position"], 32);
   EXPECT_EQ(start->evidence["chunk_b"], 2);
@@ -487,7 +496,7 @@ TEST(CompareDumps, NanWhereTheReferenceIsFiniteFailsWithANonfiniteDiagnosis) {
   EXPECT_EQ(first.violations[0].metric, "nonfinite");
   EXPECT_EQ(r.alignment.rows[static_cast<std::size_t>(first.first_bad)].position, 5);
   const auto d = diagnose(r);
-  ASSERT_TRUE(std::any_of(d.begin(), d.end(), [](auto& x) { return x.code == "nonfinite"; }));
+  ASSERT_TRUE(std::any_of(d.begin(), d.end(), [](auto& x) { return x.code == model::DiagnosisCode::nonfinite; }));
 }
 
 TEST(CompareDumps, DifferentModelsOrTokensCannotBeCompared) {
@@ -553,7 +562,7 @@ TEST(CompareDumps, GenerationsThatPartAreComparedUpToTheFirstDifferentToken) {
   EXPECT_FALSE(r.match());
   EXPECT_EQ(r.verdict(), "diverged");
   ASSERT_EQ(r.problems.size(), 1u);
-  EXPECT_EQ(r.problems[0].code, "generation-diverged");
+  EXPECT_EQ(r.problems[0].code, bisect::RunProblemCode::generation_diverged);
   EXPECT_EQ(r.problems[0].evidence["position"], 49);
 }
 

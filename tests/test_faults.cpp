@@ -450,24 +450,12 @@ TEST(FaultParser, BadSpecsAreUsageErrorsNamingTheChoices) {
 }
 
 TEST(FaultCatalogue, IsCompleteAndConsistent) {
-  const std::vector<std::string> codes = {"",
-                                          "chunk-start",
-                                          "position-zero-exact",
-                                          "grows-with-position",
-                                          "decode-only",
-                                          "some-heads",
-                                          "pair-pattern",
-                                          "nonfinite",
-                                          "some-sequences",
-                                          "attention-uniform",
-                                          "routing-flip"};
   ASSERT_EQ(gpu::fault_catalogue().size(), static_cast<std::size_t>(gpu::kFaultCount));
   for (std::size_t i = 0; i < gpu::fault_catalogue().size(); ++i) {
     const gpu::FaultInfo& f = gpu::fault_catalogue()[i];
     EXPECT_EQ(static_cast<std::size_t>(f.fault), i) << f.name;
     EXPECT_FALSE(f.effect.empty() || f.mirrors.empty() || f.ops.empty()) << f.name;
     for (Op op : f.ops) EXPECT_EQ(model::op_class(op), f.op_class) << f.name;
-    EXPECT_NE(std::find(codes.begin(), codes.end(), f.diagnosis), codes.end()) << f.diagnosis;
   }
 }
 
@@ -491,7 +479,7 @@ TEST(FaultCli, FaultsListsTheCatalogueAndWritesJson) {
     const gpu::FaultInfo& f = gpu::fault_catalogue()[i];
     const nlohmann::json& entry = doc.at("faults")[i];
     EXPECT_EQ(entry.at("name"), f.name);
-    EXPECT_EQ(entry.at("diagnosis"), f.diagnosis);
+    EXPECT_EQ(entry.at("diagnosis"), f.diagnosis ? std::string(model::diagnosis_name(*f.diagnosis)) : "");
     EXPECT_EQ(entry.at("ops").front(), model::op_name(f.ops.front()));
     EXPECT_NE(r.output.find(std::string(f.name)), std::string::npos) << f.name;
     EXPECT_NE(r.output.find(std::string(f.mirrors)), std::string::npos) << f.name;

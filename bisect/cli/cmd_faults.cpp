@@ -23,7 +23,7 @@ nlohmann::json catalogue_json() {
     faults.push_back({{"name", f.name},
                       {"ops", op_names(f)},
                       {"class", model::op_class_name(f.op_class)},
-                      {"diagnosis", f.diagnosis},
+                      {"diagnosis", f.diagnosis ? model::diagnosis_name(*f.diagnosis) : ""},
                       {"effect", f.effect},
                       {"mirrors", f.mirrors}});
   return {{"usage", "tapdiff run|bisect --engine vulkan --inject NAME[@LAYER][,NAME[@LAYER]...]"}, {"faults", faults}};
@@ -33,7 +33,8 @@ void print_catalogue() {
   fmt::print("Faults that --inject NAME[@LAYER][,...] plants in the vulkan engine (NAME alone: every layer)\n\n");
   for (const gpu::FaultInfo& f : gpu::fault_catalogue()) {
     const std::string ops = fmt::format("{} ({})", fmt::join(op_names(f), ", "), model::op_class_name(f.op_class));
-    fmt::print("{:<18} shows in {:<28} diagnosis: {}\n", f.name, ops, f.diagnosis.empty() ? "none" : f.diagnosis);
+    fmt::print("{:<18} shows in {:<28} diagnosis: {}\n", f.name, ops,
+               f.diagnosis ? model::diagnosis_name(*f.diagnosis) : "none");
     fmt::print("    {}\n    mirrors: {}\n", f.effect, f.mirrors);
   }
 }
