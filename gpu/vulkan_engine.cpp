@@ -233,48 +233,18 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
   slot_layer_.fill(-2);
 }
 
-// The matrix a gemm op multiplies by (asserted for other ops) and its bias, if any.
+// The matrix a gemm op multiplies by (model::op_weights; the embedding's table; asserted for other
+// ops) and its bias, if any.
 const DeviceWeight& Engine::matrix(Op op, int l) const {
-  switch (op) {
-    case Op::q_proj: return weights_->get(WeightKind::wq, l);
-    case Op::k_proj: return weights_->get(WeightKind::wk, l);
-    case Op::v_proj: return weights_->get(WeightKind::wv, l);
-    case Op::o_proj: return weights_->get(WeightKind::wo, l);
-    case Op::ffn_gate: return weights_->get(WeightKind::ffn_gate, l);
-    case Op::ffn_up: return weights_->get(WeightKind::ffn_up, l);
-    case Op::ffn_down: return weights_->get(WeightKind::ffn_down, l);
-    case Op::moe_router: return weights_->get(WeightKind::moe_router, l);
-    case Op::embed: return weights_->get(WeightKind::token_embd);
-    case Op::logits: return weights_->get(config_.tied_output ? WeightKind::token_embd : WeightKind::output);
-    case Op::attn_norm:
-    case Op::q_norm:
-    case Op::k_norm:
-    case Op::rope_q:
-    case Op::rope_k:
-    case Op::attn:
-    case Op::attn_post_norm:
-    case Op::attn_residual:
-    case Op::ffn_norm:
-    case Op::ffn_act:
-    case Op::moe_ids:
-    case Op::moe_weights:
-    case Op::moe_out:
-    case Op::ffn_post_norm:
-    case Op::ffn_residual:
-    case Op::final_norm: break;
-  }
-  TAPDIFF_ASSERT(false, "{} has no weight matrix", model::op_name(op));
-  return weights_->get(WeightKind::token_embd);
+  if (op == Op::embed) return weights_->get(WeightKind::token_embd);
+  const auto w = model::op_weights(op, config_);
+  TAPDIFF_ASSERT(w.has_value(), "{} has no weight matrix", model::op_name(op));
+  return weights_->get(w->matrix, model::is_per_layer(w->matrix) ? l : -1);
 }
 
 const DeviceWeight* Engine::bias(Op op, int l) const {
-  static constexpr std::pair<Op, WeightKind> kBiases[] = {
-      {Op::q_proj, WeightKind::bq},      {Op::k_proj, WeightKind::bk},       {Op::v_proj, WeightKind::bv},
-      {Op::o_proj, WeightKind::bo},      {Op::ffn_gate, WeightKind::b_gate}, {Op::ffn_up, WeightKind::b_up},
-      {Op::ffn_down, WeightKind::b_down}};
-  for (const auto& [o, kind] : kBiases)
-    if (o == op) return weights_->find(kind, l);
-  return nullptr;
+  const auto w = model::op_weights(op, config_);
+  return w && w->bias ? weights_->find(*w->bias, l) : nullptr;
 }
 
 // The weights' storage of the op's first step (f32 for ops without weights, or absent from the model).

@@ -49,6 +49,21 @@ std::string_view weight_kind_name(WeightKind kind) {
   return "?";
 }
 
+std::optional<OpWeights> op_weights(Op op, const ModelConfig& c) {
+  switch (op) {
+    case Op::q_proj: return OpWeights{WeightKind::wq, WeightKind::bq};
+    case Op::k_proj: return OpWeights{WeightKind::wk, WeightKind::bk};
+    case Op::v_proj: return OpWeights{WeightKind::wv, WeightKind::bv};
+    case Op::o_proj: return OpWeights{WeightKind::wo, WeightKind::bo};
+    case Op::ffn_gate: return OpWeights{WeightKind::ffn_gate, WeightKind::b_gate};
+    case Op::ffn_up: return OpWeights{WeightKind::ffn_up, WeightKind::b_up};
+    case Op::ffn_down: return OpWeights{WeightKind::ffn_down, WeightKind::b_down};
+    case Op::moe_router: return OpWeights{WeightKind::moe_router, std::nullopt};
+    case Op::logits: return OpWeights{c.tied_output ? WeightKind::token_embd : WeightKind::output, std::nullopt};
+    default: return std::nullopt;
+  }
+}
+
 bool is_per_layer(WeightKind kind) {
   return kind != WeightKind::token_embd && kind != WeightKind::output_norm && kind != WeightKind::output;
 }

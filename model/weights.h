@@ -18,6 +18,7 @@
 
 #include "model/config.h"
 #include "model/dtype.h"
+#include "model/ops.h"
 #include "model/unicode_normalization.h"
 
 namespace tapdiff::model {
@@ -57,6 +58,15 @@ std::string_view weight_kind_name(WeightKind kind);
 bool is_per_layer(WeightKind kind);
 // A norm weight or a bias (1-D), as opposed to a matrix.
 bool is_vector(WeightKind kind);
+// The matrix an op multiplies its input by and the bias it adds, where the model has one: q_proj
+// (wq, bq) ... ffn_down (ffn_down, b_down), moe_router, and logits (output, or token_embd where
+// tied); nullopt for an op without a matrix product. Both engines map ops to weights by it.
+struct OpWeights {
+  WeightKind matrix;
+  std::optional<WeightKind> bias;
+};
+std::optional<OpWeights> op_weights(Op op, const ModelConfig& c);
+
 // An RMSNorm weight (scaled by norm_offset + w: model/block.h).
 bool is_norm(WeightKind kind);
 

@@ -220,16 +220,23 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
       if (r_.ggml_steps) return rms_norm_as_llama_cpp(in(0), (*w)[kind].vector(), eps, out);
     rms_norm_groups<S>(in(0), (*w)[kind].vector(), eps, offset, out);
   };
-  // The op's matrix times its input, plus its bias where the model has one.
-  const auto product = [&](WeightKind matrix, WeightKind bias) {
-    multiply(in(0), matrix, l, (*w)[bias].empty() ? nullptr : (*w)[bias].vector().data(), out);
+  // The op's matrix times its input, plus its bias where the model has one (model::op_weights).
+  const auto product = [&] {
+    const model::OpWeights pw = *model::op_weights(step.op, config_);
+    const S* bias = pw.bias && !(*w)[*pw.bias].empty() ? (*w)[*pw.bias].vector().data() : nullptr;
+    multiply(in(0), pw.matrix, model::is_per_layer(pw.matrix) ? l : -1, bias, out);
   };
   switch (step.op) {
     case Op::embed: embed<S>(weights_.get(WeightKind::token_embd).matrix(), tokens_, block.embed_scale, out); return;
     case Op::attn_norm: norm(WeightKind::attn_norm); return;
-    case Op::q_proj: product(WeightKind::wq, WeightKind::bq); return;
-    case Op::k_proj: product(WeightKind::wk, WeightKind::bk); return;
-    case Op::v_proj: product(WeightKind::wv, WeightKind::bv); return;
+    case Op::q_proj:
+    case Op::k_proj:
+    case Op::v_proj:
+    case Op::o_proj:
+    case Op::ffn_gate:
+    case Op::ffn_up:
+    case Op::ffn_down:
+    case Op::moe_router: product(); return;
     case Op::q_norm: head_norm(WeightKind::q_norm); return;
     case Op::k_norm: head_norm(WeightKind::k_norm); return;
     case Op::rope_q:
@@ -242,7 +249,6 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
       return;
     }
     case Op::attn: attend(step, out); return;
-    case Op::o_proj: product(WeightKind::wo, WeightKind::bo); return;
     case Op::attn_post_norm: norm(WeightKind::attn_post_norm); return;
     case Op::attn_residual:
     case Op::ffn_residual:
@@ -252,16 +258,12 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
         out = in(0) + in(1) * static_cast<S>(block.residual_scale);
       return;
     case Op::ffn_norm: norm(WeightKind::ffn_norm); return;
-    case Op::ffn_gate: product(WeightKind::ffn_gate, WeightKind::b_gate); return;
-    case Op::ffn_up: product(WeightKind::ffn_up, WeightKind::b_up); return;
     case Op::ffn_act:
       if constexpr (std::is_same_v<S, float>)
         if (r_.ggml_steps && model::llama_cpp_gelu_by_table(block)) return gelu_mul_as_llama_cpp(in(0), in(1), out);
       gated_activation<S>(in(0), in(1), block.activation, out);
       return;
-    case Op::ffn_down: product(WeightKind::ffn_down, WeightKind::b_down); return;
     case Op::ffn_post_norm: norm(WeightKind::ffn_post_norm); return;
-    case Op::moe_router: multiply(in(0), WeightKind::moe_router, l, nullptr, out); return;
     case Op::moe_ids: top_experts<S>(in(0), config_.experts.active, out); return;
     case Op::moe_weights: expert_weights<S>(in(0), in(1), config_.experts.normalize, out); return;
     case Op::moe_out: {
@@ -273,7 +275,7 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
     }
     case Op::final_norm: rms(output_norm_.vector()); return;
     case Op::logits:
-      multiply(in(0), config_.tied_output ? WeightKind::token_embd : WeightKind::output, -1, nullptr, out);
+      product();
       scale_softcap<S>(out, block.logit_scale, block.logit_softcap);
       return;
   }
