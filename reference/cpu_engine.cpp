@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <array>
+#include <optional>
 #include <span>
 #include <type_traits>
 #include <vector>
@@ -85,6 +86,9 @@ class CpuEngine final : public model::Engine {
   Roundings r_;     // what the emulation of precision_ rounds (S = float only)
   Mat<S> rounded_;  // a product's input as the emulated engine converts it
   WeightStore<S> weights_;
+  // llama.cpp-vulkan: the weights as its mat-mat kernels' f16 tiles hold them, made once (its
+  // mat-vec kernels read weights_).
+  std::optional<WeightStore<S>> f16_tiles_;
   WeightMatrix<S> output_norm_;
   std::vector<LayerVectors<S>> layers_;
   std::vector<Mat<S>> k_cache_, v_cache_;          // per layer [capacity, kv_dim]; rows [0, n_past) valid
@@ -115,7 +119,9 @@ CpuEngine<S>::CpuEngine(const model::Model& m, int threads, model::Precision pre
       model_(m),
       precision_(precision),
       r_(roundings(precision)),
-      weights_(m, r_, weight_budget) {
+      weights_(m, r_, r_.f16_tile_rows > 0 ? weight_budget / 2 : weight_budget) {
+  if (r_.f16_tile_rows > 0)
+    f16_tiles_.emplace(m, Roundings{.stored = Storage::f16, .matrices = Storage::f16}, weight_budget / 2);
   TAPDIFF_ASSERT((std::is_same_v<S, float> || precision == model::Precision::f64), "the emulations compute in f32");
   output_norm_ = WeightMatrix<S>(m.weight(WeightKind::output_norm), r_.stored);
   layers_.resize(static_cast<std::size_t>(config_.n_layers));
@@ -301,9 +307,7 @@ void CpuEngine<S>::multiply(const Mat<S>& x, WeightKind matrix, int layer, const
     if (r_.f16_tile_rows > 0 && x.rows() >= r_.f16_tile_rows) {
       rounded_ = x;
       round_matrix(Storage::f16, rounded_);
-      Mat<float> w16 = w;
-      round_matrix(Storage::f16, w16);
-      const ConstMatMap<float> tile(w16.data(), w16.rows(), w16.cols());
+      const ConstMatMap<float> tile = f16_tiles_->get(matrix, layer).matrix();
       if (model_.weight(matrix, layer).dtype == model::DType::f32) return matmul<S>(rounded_, tile, bias, out);
       return matmul_f16_sums(rounded_, tile, bias, 1, out);
     }

@@ -24,20 +24,7 @@ Roundings roundings(model::Precision p) {
 }
 
 bool is_layer_product(model::WeightKind kind) {
-  using model::WeightKind;
-  switch (kind) {
-    case WeightKind::wq:
-    case WeightKind::wk:
-    case WeightKind::wv:
-    case WeightKind::wo:
-    case WeightKind::ffn_gate:
-    case WeightKind::ffn_up:
-    case WeightKind::ffn_down:
-    case WeightKind::expert_gate:
-    case WeightKind::expert_up:
-    case WeightKind::expert_down: return true;
-    default: return false;
-  }
+  return !model::is_vector(kind) && model::is_per_layer(kind) && kind != model::WeightKind::moe_router;
 }
 
 Storage weight_storage(const Roundings& r, model::WeightKind kind) {
