@@ -20,13 +20,15 @@
 #include "bench/timed_run.h"
 #include "bisect/cli/model_source.h"
 #include "dumps/dump_writer.h"
+#include "formats/load_model.h"
+#include "formats/synth.h"
 #include "model/runner.h"
-#include "model/synth.h"
 #include "reference/cpu_engine.h"
 
 namespace {
 
 namespace dumps = tapdiff::dumps;
+namespace formats = tapdiff::formats;
 namespace model = tapdiff::model;
 using tapdiff::bench::cpu_model;
 using tapdiff::bench::median;
@@ -35,12 +37,12 @@ using tapdiff::bench::TimedRun;
 // The default model: small enough to run a long prompt in seconds on two cores, wide enough that
 // its taps are large (328 KB per token).
 std::filesystem::path default_model(const std::filesystem::path& dir) {
-  model::SynthOptions options;
+  formats::SynthOptions options;
   model::ModelConfig& c = options.config;
   c.n_layers = 8, c.dim = 512, c.n_heads = 8, c.n_kv_heads = 4, c.head_dim = 64, c.ffn_dim = 1408;
   c.vocab = 4096, c.context_length = 4096, c.bos_token = 1, c.eos_token = 2;
-  const std::filesystem::path path = dir / fmt::format("bench-dumps-{}.gguf", model::synth_digest(options));
-  if (!std::filesystem::exists(path)) model::write_synth_model(path, options);
+  const std::filesystem::path path = dir / fmt::format("bench-dumps-{}.gguf", formats::synth_digest(options));
+  if (!std::filesystem::exists(path)) formats::write_synth_model(path, options);
   return path;
 }
 
@@ -65,7 +67,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   std::filesystem::create_directories(dir);
-  const auto m = model_spec.empty() ? model::load_model(default_model(dir)) : tapdiff::cli::open_model(model_spec);
+  const auto m = model_spec.empty() ? formats::load_model(default_model(dir)) : tapdiff::cli::open_model(model_spec);
   const auto engine = tapdiff::reference::make_cpu_engine(*m, {model::Precision::f32, threads});
   const model::Graph graph(m->config());
   const std::vector<std::int32_t> prompt = tapdiff::bench::spread_prompt(tokens, m->config().vocab);

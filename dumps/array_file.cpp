@@ -14,9 +14,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "formats/safetensors_reader.h"
 #include "model/errors.h"
 #include "model/mapped_file.h"
-#include "model/safetensors_reader.h"
 
 namespace tapdiff::dumps {
 namespace {
@@ -252,8 +252,8 @@ ArrayFile::~ArrayFile() = default;
 
 void ArrayFile::read_safetensors() {
   format_ = "safetensors";
-  model::SafetensorsFile st(path_);
-  for (const model::SafetensorsTensor& t : st.tensors())
+  formats::SafetensorsFile st(path_);
+  for (const formats::SafetensorsTensor& t : st.tensors())
     arrays_.push_back({t.name, safetensors_type(t.dtype_name), t.dtype_name, t.shape, t.bytes});
   file_ = st.release_mapping();
 }

@@ -13,6 +13,7 @@
 #include "dumps/dump_reader.h"
 #include "dumps/dump_writer.h"
 #include "dumps/tapdiff.h"
+#include "formats/load_model.h"
 #include "model/graph.h"
 #include "model/weights.h"
 
@@ -103,7 +104,7 @@ tapdiff_writer* tapdiff_writer_open(const char* path, const char* model_path, co
     const std::string dtype = compute_dtype != nullptr ? compute_dtype : "f32";
     if (dtype != "f32" && dtype != "f16" && dtype != "bf16" && dtype != "f64")
       fail(fmt::format("tapdiff_writer_open: compute_dtype: expected f32, f16, bf16 or f64, found '{}'", dtype));
-    w->model = model::load_model(model_path);
+    w->model = formats::load_model(model_path);
     w->graph = std::make_unique<model::Graph>(w->model->config());
     w->wide = dtype == "f64";
     dumps::RunMetadata m;

@@ -6,8 +6,9 @@
 #include <fmt/ranges.h>
 #include <toml++/toml.h>
 
+#include "formats/family_spec.h"
+#include "formats/llama_cpp_precision.h"
 #include "model/errors.h"
-#include "model/llama_cpp_precision.h"
 
 namespace tapdiff::dumps {
 namespace {
@@ -159,9 +160,9 @@ bool applies(const MapRule& rule, const model::ModelConfig& c) {
     case BlockKind::with_post_norms: return c.block.post_norms;
     case BlockKind::without_mlp_bias: return !c.block.mlp_bias;
     case BlockKind::with_mlp_bias: return c.block.mlp_bias;
-    case BlockKind::embedding_scaled_in_embd: return !model::llama_cpp_gemma_graph(c);
-    case BlockKind::projections_fused: return model::family_spec(c.family).llama_cpp.fused_projections;
-    case BlockKind::projections_apart: return !model::family_spec(c.family).llama_cpp.fused_projections;
+    case BlockKind::embedding_scaled_in_embd: return !formats::llama_cpp_gemma_graph(c);
+    case BlockKind::projections_fused: return formats::family_spec(c.family).llama_cpp.fused_projections;
+    case BlockKind::projections_apart: return !formats::family_spec(c.family).llama_cpp.fused_projections;
   }
   return false;
 }

@@ -6,6 +6,7 @@
 #include <fmt/core.h>
 
 #include "dumps/h5.h"
+#include "formats/family_spec.h"
 #include "model/errors.h"
 #include "model/json_input.h"
 
@@ -64,7 +65,7 @@ model::ModelConfig config_from_json(const nlohmann::json& config, const std::str
   out.vocab = field("vocab", 0);
   if (config.contains("arch")) {
     const nlohmann::json& arch = config.at("arch");
-    const auto family = arch.is_string() ? model::family_named(arch.get<std::string>()) : std::nullopt;
+    const auto family = arch.is_string() ? formats::family_named(arch.get<std::string>()) : std::nullopt;
     if (!family)
       throw FormatError(fmt::format("{}: model_config.arch: expected one of {}, found {}", source,
                                     model::family_names(), model::json_excerpt(arch)));

@@ -7,13 +7,13 @@
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
+#include "formats/llama_cpp_precision.h"
 #include "gpu/attention_coop2.h"
 #include "gpu/dispatch_math.h"
 #include "gpu/kernel_shapes.h"
 #include "gpu/matmul_coop2.h"
 #include "model/comma_list.h"
 #include "model/errors.h"
-#include "model/llama_cpp_precision.h"
 
 namespace tapdiff::gpu {
 namespace {
@@ -159,7 +159,7 @@ KernelChoice::KernelChoice(DeviceProfile profile, const KernelOverrides& overrid
     : profile_(std::move(profile)),
       overrides_(overrides),
       activation_(block.activation),
-      gelu_by_table_(llama_cpp && model::llama_cpp_gelu_by_table(block)),
+      gelu_by_table_(llama_cpp && formats::llama_cpp_gelu_by_table(block)),
       attention_softcap_(static_cast<float>(block.attention_softcap)),
       head_dim_(head_dim),
       llama_cpp_(llama_cpp) {
@@ -368,8 +368,8 @@ std::string KernelChoice::attention_name(AttentionPlan::Kind kind) const {
 }
 
 std::string KernelChoice::dot_suffix(model::DType weights) const {
-  const model::DotType type = model::dot_type(weights);
-  return llama_cpp_ && type != model::DotType::f32 ? fmt::format("+llama.cpp-{}", model::dot_type_name(type)) : "";
+  const formats::DotType type = formats::dot_type(weights);
+  return llama_cpp_ && type != formats::DotType::f32 ? fmt::format("+llama.cpp-{}", formats::dot_type_name(type)) : "";
 }
 
 std::string gated_activation_name(model::Activation act) { return fmt::format("{}_mul", model::activation_name(act)); }

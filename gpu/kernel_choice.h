@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "formats/llama_cpp_precision.h"
 #include "gpu/device_profile.h"
 #include "gpu/gemm_variants.h"
 #include "gpu/shaders.h"
@@ -66,7 +67,7 @@ struct AttentionShape {
   int sequences = 1;  // of a ragged batch, whose rows these are
   int keys = 0;       // the most positions a row attends over: the largest position + 1
   float softcap = 0;  // scores = softcap * tanh(score / softcap) where > 0 (Gemma 2)
-  // llama.cpp's precision, where its graph scales q before the attention (model::llama_cpp_scales_q_first):
+  // llama.cpp's precision, where its graph scales q before the attention (formats::llama_cpp_scales_q_first):
   // q times the scale, then rounded to f16, the scores not scaled again
   bool scale_q_first = false;
 };

@@ -8,6 +8,7 @@
 
 #include <fmt/core.h>
 
+#include "formats/llama_cpp_precision.h"
 #include "gpu/attention_coop2.h"
 #include "gpu/dispatch_math.h"
 #include "gpu/kernel_shapes.h"
@@ -235,12 +236,12 @@ std::uint64_t Kernels::attention_scratch_bytes(const AttentionShape& a) const {
              : 0;
 }
 
-void Kernels::round_to_dot_type(Stream& s, model::DotType type, const Region& x, const Region& out,
+void Kernels::round_to_dot_type(Stream& s, formats::DotType type, const Region& x, const Region& out,
                                 const Region& excess, int rows, int width) {
-  TAPDIFF_ASSERT(choice_.llama_cpp() && type != model::DotType::f32, "round_dot to {}", model::dot_type_name(type));
-  const std::uint32_t block = type == model::DotType::q8_k                                  ? 256
-                              : type == model::DotType::f16 || type == model::DotType::bf16 ? 1
-                                                                                            : 32;
+  TAPDIFF_ASSERT(choice_.llama_cpp() && type != formats::DotType::f32, "round_dot to {}", formats::dot_type_name(type));
+  const std::uint32_t block = type == formats::DotType::q8_k                                    ? 256
+                              : type == formats::DotType::f16 || type == formats::DotType::bf16 ? 1
+                                                                                                : 32;
   TAPDIFF_ASSERT(width % block == 0, "rows of {} values are no whole blocks of {}", width, block);
   const std::uint64_t values = static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(width);
   const RoundDotPush push{u32(static_cast<std::int64_t>(values / block)), static_cast<std::uint32_t>(type)};

@@ -68,7 +68,7 @@
 //               matvec-experts-subgroup/DTYPE      one row (decode), or where the tiled kernel cannot
 //               (matvec-experts-shared/DTYPE)      run: per pair by matvec.comp (EXPERTS)
 //
-// llama.cpp's precision (--dtype llama.cpp, f32 activations; model/llama_cpp_precision.h): each
+// llama.cpp's precision (--dtype llama.cpp, f32 activations; formats/llama_cpp_precision.h): each
 // product's input rounded to its weight's dot-product type first (round_dot.comp, named
 // "+llama.cpp-DOT" after the product's variant; Q4_1 and Q5_1 products then add the Q8_1 sums'
 // excess, q8_1_correction.comp), the norms as ggml's (rms_norm-ggml: squares summed in double), the
@@ -87,12 +87,12 @@
 #include <string_view>
 #include <vector>
 
+#include "formats/llama_cpp_precision.h"
 #include "gpu/device_weights.h"
 #include "gpu/kernel_choice.h"
 #include "gpu/memory.h"
 #include "gpu/shaders.h"
 #include "model/config.h"
-#include "model/llama_cpp_precision.h"
 #include "model/ops.h"
 
 namespace tapdiff::gpu {
@@ -134,7 +134,7 @@ class Kernels {
   // llama.cpp's precision: out = x [rows, width] rounded to `type` as ggml converts a product's
   // input (round_dot.comp); for q8_1 also excess [rows, width / 32], what the stored block sums
   // exceed the rounded values' by (q8_1_correction's input).
-  void round_to_dot_type(Stream& s, model::DotType type, const Region& x, const Region& out, const Region& excess,
+  void round_to_dot_type(Stream& s, formats::DotType type, const Region& x, const Region& out, const Region& excess,
                          int rows, int width);
   // out [rows, w.rows] += the Q8_1 sums' excess [rows, w.cols / 32] times w's block minimums (Q4_1, Q5_1)
   void q8_1_correction(Stream& s, const Region& excess, const DeviceWeight& w, const Region& out, int rows);
@@ -159,7 +159,7 @@ class Kernels {
   // out = a + scale * b, and out = act(gate) * up with the model's activation, over n values
   std::string add(Stream& s, const Region& a, const Region& b, float scale, const Region& out, std::int64_t n);
   // In llama.cpp's precision GELU (the tanh form) comes from `gelu_table`, llama.cpp's f16 table
-  // widened to f32 [65536] (model::llama_cpp_gelu_table; gelu_llama_cpp.comp).
+  // widened to f32 [65536] (formats::llama_cpp_gelu_table; gelu_llama_cpp.comp).
   std::string gated_activation(Stream& s, const Region& gate, const Region& up, const Region& out, std::int64_t n,
                                std::uint32_t faults, const Region* gelu_table = nullptr);
   // x = x * scale, then cap * tanh(x / cap) where cap > 0, in place over n values

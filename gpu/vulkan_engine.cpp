@@ -8,6 +8,7 @@
 
 #include <fmt/core.h>
 
+#include "formats/llama_cpp_precision.h"
 #include "gpu/device.h"
 #include "gpu/device_profile.h"
 #include "gpu/device_weights.h"
@@ -21,7 +22,6 @@
 #include "gpu/stream.h"
 #include "model/errors.h"
 #include "model/half_float.h"
-#include "model/llama_cpp_precision.h"
 
 namespace tapdiff::gpu {
 namespace {
@@ -189,7 +189,7 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
   if (options.llama_cpp) {
     if (options.f16 || options.bf16)
       throw UsageError("the vulkan engine computes llama.cpp's precision in f32, not with f16 or bf16 activations");
-    model::require_llama_cpp_precision(m);
+    formats::require_llama_cpp_precision(m);
     if (!options.inject.empty())
       throw UsageError(fmt::format(
           "--inject {}: faults are planted in the f32 and f16 kernels, not in --dtype llama.cpp's", options.inject));
@@ -221,9 +221,9 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
                                   options.max_context);
   activations_ = std::make_unique<Arena>(*device_, "activations", MemoryKind::device_local, kActivationBlock);
   scratch_ = std::make_unique<Arena>(*device_, "attention scratch", MemoryKind::device_local, kActivationBlock);
-  if (options.llama_cpp && model::llama_cpp_gelu_by_table(config_.block)) {
+  if (options.llama_cpp && formats::llama_cpp_gelu_by_table(config_.block)) {
     std::vector<float> table;
-    for (const std::uint16_t h : model::llama_cpp_gelu_table()) table.push_back(model::widen_f16(h));
+    for (const std::uint16_t h : formats::llama_cpp_gelu_table()) table.push_back(model::widen_f16(h));
     const std::uint64_t bytes = table.size() * sizeof(float);
     gelu_arena_ = std::make_unique<Arena>(*device_, "llama.cpp's GELU table", MemoryKind::device_local, bytes);
     gelu_table_ = gelu_arena_->allocate(bytes, "llama.cpp's GELU table");
@@ -422,7 +422,7 @@ void Engine::upload_rope_tables() {
     rope_table_held_[at].clear();  // until the upload has run (a pass abandoned after an error drops it)
     std::vector<float> table;
     const auto frequencies =
-        kernels_->choice().llama_cpp() ? model::llama_cpp_rope_frequencies : model::rope_frequencies;
+        kernels_->choice().llama_cpp() ? formats::llama_cpp_rope_frequencies : model::rope_frequencies;
     for (const HeldRope& h : held)
       rope_cache_.append(table, h.plan.first_pos, h.rows, config_.head_dim,
                          frequencies(config_, l, h.plan.base, h.plan.first_pos + h.rows));
@@ -512,7 +512,7 @@ float Engine::attention_scale(int layer) const {
   const int d = config_.head_dim;
   if (faults_.active(Fault::attn_scale_int, layer)) return static_cast<float>(1 / static_cast<int>(std::sqrt(d)));
   if (faults_.active(Fault::attn_scale, layer)) return static_cast<float>(1.0 / d);
-  if (kernels_->choice().llama_cpp()) return model::llama_cpp_attention_scale(config_);
+  if (kernels_->choice().llama_cpp()) return formats::llama_cpp_attention_scale(config_);
   return static_cast<float>(model::attention_scale(config_.block, d));
 }
 
@@ -583,14 +583,14 @@ std::string Engine::product(const Region& x, Op op, int layer, const DeviceWeigh
                             std::uint32_t faults) {
   const DeviceWeight& w = matrix(op, layer);
   const int rows = chunk_.rows;
-  const model::DotType type = model::dot_type(w.dtype);
-  if (!kernels_->choice().llama_cpp() || type == model::DotType::f32)
+  const formats::DotType type = formats::dot_type(w.dtype);
+  if (!kernels_->choice().llama_cpp() || type == formats::DotType::f32)
     return kernels_->matmul(*stream_, x, w, bias, out, rows, faults);
   const Region rounded = dot_input_.sub(0, activation_bytes(rows, w.cols));
   kernels_->round_to_dot_type(*stream_, type, x, rounded, dot_excess_, rows, static_cast<int>(w.cols));
   std::string kernel =
       kernels_->matmul(*stream_, rounded, w, bias, out, rows, faults) + kernels_->choice().dot_suffix(w.dtype);
-  if (type == model::DotType::q8_1) kernels_->q8_1_correction(*stream_, dot_excess_, w, out, rows);
+  if (type == formats::DotType::q8_1) kernels_->q8_1_correction(*stream_, dot_excess_, w, out, rows);
   return kernel;
 }
 
@@ -650,7 +650,7 @@ std::string Engine::attend(const model::Step& step, const Region& out) {
     for (const auto& [rows, value] : {std::pair{k_rows, false}, std::pair{v_rows, true}}) {
       const Region cache = kv_->rows(layer, value, p.sequence, p.first_pos, p.rows);
       if (kernels_->choice().llama_cpp())  // llama.cpp caches K and V as f16
-        kernels_->round_to_dot_type(*stream_, model::DotType::f16, rows.sub(at, bytes), cache, dot_excess_, p.rows,
+        kernels_->round_to_dot_type(*stream_, formats::DotType::f16, rows.sub(at, bytes), cache, dot_excess_, p.rows,
                                     kv_dim);
       else
         kernels_->copy(*stream_, rows.sub(at, bytes), cache);
@@ -658,7 +658,7 @@ std::string Engine::attend(const model::Step& step, const Region& out) {
   }
   AttentionShape shape = attention_;
   shape.window = model::attention_window(config_, layer);
-  shape.scale_q_first = kernels_->choice().llama_cpp() && model::llama_cpp_scales_q_first(config_);
+  shape.scale_q_first = kernels_->choice().llama_cpp() && formats::llama_cpp_scales_q_first(config_);
   const std::string variant =
       kernels_->attention(*stream_, shape, attention_scale(layer), q_rows, kv_->all(layer, false),
                           kv_->all(layer, true), row_table_.sub(0, static_cast<std::uint64_t>(chunk_.rows) * 16),

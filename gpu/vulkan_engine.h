@@ -4,7 +4,7 @@
 // layers 1, 2-3, 4-7, ..., each submitted as soon as it is recorded. Untapped op outputs never leave the device. In f16
 // mode weights and activations (op outputs, the KV cache) are stored as f16 and every sum still accumulates in f32: the
 // engine the reference's f16 emulation (reference/cpu_engine.h) bounds. In llama.cpp's precision it
-// rounds as the reference's llama.cpp emulation does (model/llama_cpp_precision.h).
+// rounds as the reference's llama.cpp emulation does (formats/llama_cpp_precision.h).
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "formats/llama_cpp_precision.h"
 #include "gpu/device_info.h"
 #include "gpu/pipelines.h"
 #include "model/engine.h"
@@ -30,7 +31,7 @@ struct VulkanEngineOptions {
   bool f16 = false;                // --dtype f16: f16 weights and activations (needs storageBuffer16BitAccess)
   bool bf16 = false;               // --dtype bf16: bf16 weights and activations, held in f32 words
   // --dtype llama.cpp: f32, rounded where llama.cpp's CPU backend rounds (gpu/kernels.h; needs
-  // shaderFloat64): Llama-family dense models only (model::require_llama_cpp_precision), no faults
+  // shaderFloat64): Llama-family dense models only (formats::require_llama_cpp_precision), no faults
   bool llama_cpp = false;
   bool pipeline_statistics = false;  // capture the driver's statistics of each kernel, where offered
 };

@@ -2,7 +2,7 @@
 // What one decoder layer computes, as data: which norms sit where and of which kind, the q/k
 // norms, the biases, the activation and the scalar scales of a family. The graph (model/graph.h)
 // is built from it, both engines execute that graph, and a family is a Block plus its tensor
-// names (model/family.h). A Llama block is Block{}:
+// names (formats/families/). A Llama block is Block{}:
 //
 //   x -> attn_norm -> q/k/v_proj -> [q/k_norm] -> rope -> attn -> o_proj -> [attn_post_norm] -> + x
 //     -> ffn_norm -> act(ffn_gate) * ffn_up -> ffn_down -> [ffn_post_norm] -> + (the stream)

@@ -257,4 +257,13 @@ std::string Model::find_sha256() const {
   return hex;
 }
 
+void require_runnable(const Model& m) {
+  const RopeScaling& s = m.config().rope_scaling;
+  if (s.by_run_context && s.run_context == 0)
+    throw UsageError(
+        fmt::format("{}: its LongRoPE (rope_factors_long and rope_factors_short) has llama.cpp pick the long or the "
+                    "short factors by the context size it runs with (n_ctx, -c): give that size with --context N",
+                    m.path().string()));
+}
+
 }  // namespace tapdiff::model

@@ -1,6 +1,6 @@
 #pragma once
-// A loaded model: its config, its weight tensors (views into memory-mapped files, never copied),
-// and the tokenizer vocabulary when the file carries one.
+// A loaded model: its config and its weight tensors (views into memory-mapped files, never copied).
+// The files are read into one by formats/load_model.h; the vocabulary is text's (text/vocabulary.h).
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -19,7 +19,6 @@
 #include "model/config.h"
 #include "model/dtype.h"
 #include "model/ops.h"
-#include "model/unicode_normalization.h"
 
 namespace tapdiff::model {
 
@@ -125,61 +124,6 @@ struct WeightTensor {
   WeightTensor row_slice(std::int64_t first, std::int64_t count) const;
 };
 
-// Where the SentencePiece-style encoder (model "llama") puts a "▁" before a fragment of text (the
-// text at the start and between special tokens; model/tokenizer.h).
-enum class SpacePrefix : std::uint8_t {
-  none,
-  every_fragment,               // llama.cpp's add_space_prefix; tokenizers' Prepend("▁") normalizer
-  every_fragment_unless_space,  // tokenizers' Metaspace prepend_scheme "always": not before a leading ' '
-  first_fragment_unless_space,  // Metaspace "first": the fragment at the text's start only, not before a ' '
-};
-
-// How an added token is matched in text beyond its own characters (tokenizers' AddedToken): with
-// the white space beside it taken into the match (lstrip, rstrip), only where no word character
-// (\w) stands just before or after it (single_word; elsewhere the match is text), and in the
-// fragments between the other added tokens once normalized, as its own text normalized
-// (normalized), rather than in the raw text.
-struct AddedTokenMatch {
-  bool strip_left = false;
-  bool strip_right = false;
-  bool single_word = false;
-  bool normalized = false;
-};
-
-// The tokenizer vocabulary as GGUF stores it (tokenizer.ggml.*).
-struct Vocabulary {
-  std::string source;  // the file it came from, named in the tokenizer's messages
-  std::string model;   // "llama" (SentencePiece-style) or "gpt2" (byte-level BPE)
-  std::vector<std::string> tokens;
-  std::vector<double> scores;       // may be empty
-  std::vector<std::int32_t> types;  // 1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused, 6 byte; may be empty
-  // gpt2: ranked merges ("a b"); llama: empty (pieces merge by score), or from a tokenizer.json its
-  // BPE's ranked merges, used instead of the scores.
-  std::vector<std::string> merges;
-  std::string pre;  // gpt2: the pre-tokenizer (GGUF tokenizer.ggml.pre), "" when not given
-  // gpt2 from a tokenizer.json: its split patterns, in order (none: the text is one word), used
-  // instead of `pre`; and its model's ignore_merges.
-  std::optional<std::vector<std::string>> split_patterns;
-  bool ignore_merges = false;
-  std::string cannot_encode;  // why text cannot be encoded (a tokenizer.json feature not implemented); "" if it can
-  int bos = -1, eos = -1, unk = -1;
-  bool add_bos = true;   // a text prompt starts with BOS (tokenizer.ggml.add_bos_token, or llama.cpp's default)
-  bool add_eos = false;  // a text prompt ends with EOS (tokenizer.ggml.add_eos_token)
-  SpacePrefix space_prefix = SpacePrefix::every_fragment;  // llama only
-  bool split_at_spaces = false;  // llama: each "▁"-led word merges alone (tokenizers' Metaspace split)
-  bool fuse_unk = false;         // llama: adjacent unknown characters give one unk (tokenizers' fuse_unk)
-  // llama from a tokenizer.json Unigram: ids below this are its pieces, into which each word is cut
-  // by the best sum of their scores (tokenizers' Viterbi) instead of merged; 0 for the others.
-  std::int32_t unigram_pieces = 0;
-  UnicodeForm normalization = UnicodeForm::none;              // applied to each fragment of text (tokenizers' NFC, ...)
-  std::map<std::int32_t, AddedTokenMatch> added_token_match;  // by token id; none: its own text, anywhere
-  // tokenizer.json's added tokens that its model's vocabulary lacks (sorted): matched in text as
-  // added tokens only, never a piece of a word (tokenizers' model does not know them; llama.cpp's
-  // GGUF vocabulary has no such tokens, its user-defined ones are pieces too).
-  std::vector<std::int32_t> added_only;
-  bool special_tokens_as_text = false;  // control tokens written in text are text (split_special_tokens)
-};
-
 // One weight that a file's tensor holds: the whole tensor, or (rows > 0) its next `rows` rows, the
 // parts of a fused projection in row order (Phi-3's q/k/v and gate/up).
 struct WeightPart {
@@ -199,7 +143,6 @@ class Model {
 
   const std::filesystem::path& path() const { return path_; }
   const ModelConfig& config() const { return config_; }
-  const std::optional<Vocabulary>& vocabulary() const { return vocabulary_; }
 
   // The tensor, or FormatError naming the file and the missing tensor.
   const WeightTensor& weight(WeightKind kind, int layer = -1) const;
@@ -218,14 +161,12 @@ class Model {
   // Adds each part of `whole`, a tensor of `file`: FormatError when the parts' rows do not add up to
   // the tensor's, or when another tensor already gave one of them.
   void add_parts(const WeightTensor& whole, std::span<const WeightPart> parts, const std::string& file);
-  void set_vocabulary(Vocabulary vocab) { vocabulary_ = std::move(vocab); }
   // Checks that every tensor the config needs is present with the shape the config implies.
   void validate() const;
 
  private:
   std::filesystem::path path_;
   ModelConfig config_;
-  std::optional<Vocabulary> vocabulary_;
   std::vector<std::unique_ptr<MappedFile>> files_;
   std::map<std::pair<WeightKind, int>, WeightTensor> tensors_;
   std::string find_sha256() const;  // the cache's, or hashed (stopping early once stop_hashing_ is set)
@@ -234,18 +175,8 @@ class Model {
   mutable std::shared_future<std::string> sha256_;  // after files_: done with them before they unmap
 };
 
-// Loads a GGUF file or a Hugging Face folder (config.json + *.safetensors); FormatError on bad input.
-// What a model file leaves to the run that loads it.
-struct LoadOptions {
-  // The context size the model runs with (llama.cpp's n_ctx, -c): a GGUF's LongRoPE takes its long
-  // factors when it exceeds rope.scaling.original_context_length (0: not given).
-  int context_size = 0;
-};
-
-std::unique_ptr<Model> load_model(const std::filesystem::path& path, const LoadOptions& options = {});
-
 // UsageError naming the file where an engine cannot run the model as loaded: a GGUF's LongRoPE
-// without LoadOptions::context_size.
+// without a context size (formats::LoadOptions::context_size).
 void require_runnable(const Model& m);
 
 }  // namespace tapdiff::model

@@ -10,6 +10,7 @@
 
 #include <fmt/core.h>
 
+#include "formats/llama_cpp_precision.h"
 #include "model/block.h"
 #include "model/errors.h"
 #include "reference/emulation.h"
@@ -157,7 +158,7 @@ std::string CpuEngine<S>::kernel(Op op) const {
       return "eigen-attention-per-head" + rounding + (r_.kv != r_.stored ? also(r_.kv, "kv") : "");
     case model::OpClass::experts: return "eigen-gemm-per-expert" + rounding;
     case model::OpClass::activation:
-      if (r_.ggml_steps && model::llama_cpp_gelu_by_table(config_.block))
+      if (r_.ggml_steps && formats::llama_cpp_gelu_by_table(config_.block))
         return "eigen-rowwise+llama.cpp-f16-gelu-table";
       return "eigen-rowwise" + rounding;
     case model::OpClass::routing:
@@ -248,7 +249,7 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
     case Op::rope_q:
     case Op::rope_k: {
       // Under the llama.cpp emulation the angles are ggml's, stepped in f32.
-      const auto frequencies = r_.ggml_steps ? model::llama_cpp_rope_frequencies : model::rope_frequencies;
+      const auto frequencies = r_.ggml_steps ? formats::llama_cpp_rope_frequencies : model::rope_frequencies;
       rope<S>(in(0), config_.head_dim, chunk_.first_pos,
               frequencies(config_, step.layer, model::rope_base(config_, step.layer), chunk_.first_pos + chunk_.rows),
               config_.rope_style, out);
@@ -266,7 +267,7 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
     case Op::ffn_norm: norm(WeightKind::ffn_norm); return;
     case Op::ffn_act:
       if constexpr (std::is_same_v<S, float>)
-        if (r_.ggml_steps && model::llama_cpp_gelu_by_table(block)) return gelu_mul_as_llama_cpp(in(0), in(1), out);
+        if (r_.ggml_steps && formats::llama_cpp_gelu_by_table(block)) return gelu_mul_as_llama_cpp(in(0), in(1), out);
       gated_activation<S>(in(0), in(1), block.activation, out);
       return;
     case Op::ffn_post_norm: norm(WeightKind::ffn_post_norm); return;
@@ -295,7 +296,7 @@ void CpuEngine<S>::multiply(const Mat<S>& x, WeightKind matrix, int layer, const
   if constexpr (std::is_same_v<S, float>) {
     if (r_.llama_cpp_dot_types) {
       const model::WeightTensor& stored = model_.weight(matrix, layer);
-      const DotType type = dot_type(stored.dtype);
+      const DotType type = formats::dot_type(stored.dtype);
       rounded_ = x;
       Mat<float> correction;
       if (type == DotType::q8_1) correction = q8_1_sum_correction(x, stored);
@@ -353,7 +354,7 @@ template <typename S>
 void CpuEngine<S>::attend(const model::Step& step, Mat<S>& out) {
   const int layer = step.layer;
   append_kv(step);
-  const double scale = r_.llama_cpp_graph ? model::llama_cpp_attention_scale(config_)
+  const double scale = r_.llama_cpp_graph ? formats::llama_cpp_attention_scale(config_)
                                           : model::attention_scale(config_.block, config_.head_dim);
   const bool tiles = r_.f16_tile_attention && chunk_.rows >= 2;
   const AttentionRounding rounding{.f16_operands = r_.ggml_steps || tiles, .f16_value_sums = tiles};
@@ -363,7 +364,7 @@ void CpuEngine<S>::attend(const model::Step& step, Mat<S>& out) {
                  model::attention_window(config_, layer), score_scale, config_.block.attention_softcap, rounding, out);
   };
   // Some of llama.cpp's graphs scale Q in f32 before the attention rounds it to f16.
-  if (r_.llama_cpp_graph && model::llama_cpp_scales_q_first(config_))
+  if (r_.llama_cpp_graph && formats::llama_cpp_scales_q_first(config_))
     attend_to(slot(step.inputs[0]) * static_cast<S>(scale), 1.0);
   else
     attend_to(slot(step.inputs[0]), scale);
@@ -428,7 +429,7 @@ Mat<S> CpuEngine<S>::from_host(const HostTensor& t) {
 std::unique_ptr<model::Engine> make_cpu_engine(const model::Model& m, const CpuEngineOptions& options) {
   model::require_runnable(m);
   const Roundings r = roundings(options.precision);
-  if (r.llama_cpp_graph) model::require_llama_cpp_precision(m);
+  if (r.llama_cpp_graph) formats::require_llama_cpp_precision(m);
   if ((r.activations != Storage::f32 || r.f16_sums) && m.config().experts.count > 0)
     throw UsageError(
         fmt::format("{}: the reference's {} emulation rounds the dense layers' products only; the "

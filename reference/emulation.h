@@ -15,7 +15,7 @@ struct Roundings {
   // A layer product's input before it multiplies (beyond `stored`).
   Storage activations = Storage::f32;
   // Each product's input converted to its weight type's dot-product type, as ggml-cpu does
-  // (model/llama_cpp_precision.h), the embedding and output matrices' products included.
+  // (formats/llama_cpp_precision.h), the embedding and output matrices' products included.
   bool llama_cpp_dot_types = false;
   // The layers' products add into f16 sums: each run of 16 products summed in f32 (one tensor-core
   // MMA's depth), then added to the output's f16 sum, rounded; the attention keeps f32 sums.
@@ -35,7 +35,7 @@ struct Roundings {
   // llama.cpp's CPU graph: RoPE angles stepped in f32, RMSNorm and GELU as ggml-cpu computes them,
   // its attention scale, the attention's Q and probabilities rounded to f16 for their products.
   bool ggml_steps = false;
-  // The emulation holds llama.cpp's graphs: a model it does not (model/llama_cpp_precision.h,
+  // The emulation holds llama.cpp's graphs: a model it does not (formats/llama_cpp_precision.h,
   // require_llama_cpp_precision) is refused.
   bool llama_cpp_graph = false;
 };

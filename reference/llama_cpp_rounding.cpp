@@ -4,6 +4,7 @@
 #include <cstring>
 #include <span>
 
+#include "formats/llama_cpp_precision.h"
 #include "model/errors.h"
 #include "model/quant_blocks.h"
 #include "reference/rounding.h"
@@ -121,7 +122,7 @@ void rms_norm_as_llama_cpp(const Mat<float>& x, const Eigen::Map<const Vec<float
 }
 
 void gelu_mul_as_llama_cpp(const Mat<float>& gate, const Mat<float>& up, Mat<float>& out) {
-  out = gate.binaryExpr(up, [](float g, float u) { return model::llama_cpp_gelu_mul(g, u); });
+  out = gate.binaryExpr(up, [](float g, float u) { return formats::llama_cpp_gelu_mul(g, u); });
 }
 
 }  // namespace tapdiff::reference

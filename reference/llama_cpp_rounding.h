@@ -1,16 +1,16 @@
 #pragma once
 // How the reference's llama.cpp emulation (--dtype llama.cpp) rounds what llama.cpp's CPU backend
 // (ggml-cpu) rounds: each product's activations converted to the weight type's dot-product type
-// (model/llama_cpp_precision.h), RMSNorm's scale as ggml computes it.
+// (formats/llama_cpp_precision.h), RMSNorm's scale as ggml computes it.
 
+#include "formats/llama_cpp_precision.h"
 #include "model/dtype.h"
-#include "model/llama_cpp_precision.h"
 #include "model/weights.h"
 #include "reference/eigen_types.h"
 
 namespace tapdiff::reference {
 
-using model::DotType;
+using formats::DotType;
 
 // Replaces each row of x by the values ggml's conversion to t gives (quantized, then dequantized
 // as the product reads them), as its x86 code converts: Q8_0 and Q8_1 scale each block of 32 by
@@ -33,7 +33,7 @@ Mat<float> q8_1_sum_correction(const Mat<float>& x, const model::WeightTensor& w
 // dot-product type flips no value that llama.cpp's does not.
 void rms_norm_as_llama_cpp(const Mat<float>& x, const Eigen::Map<const Vec<float>>& w, double eps, Mat<float>& out);
 
-// out = gelu(gate) * up with ggml-cpu's GELU (model::llama_cpp_gelu_mul: the f16 table).
+// out = gelu(gate) * up with ggml-cpu's GELU (formats::llama_cpp_gelu_mul: the f16 table).
 void gelu_mul_as_llama_cpp(const Mat<float>& gate, const Mat<float>& up, Mat<float>& out);
 
 }  // namespace tapdiff::reference

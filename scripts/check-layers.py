@@ -5,11 +5,13 @@ of rooms below it only. Prints every include that runs up or sideways, and exits
     scripts/check-layers.py
 
 Rooms, from the bottom (a room lists the rooms it may include):
-  model                                 the network, the formats, the text
-  model/families                        one file per family: model
-  reference, gpu, dumps                 the engines and the dump format: model
-  bisect                                compare, judge, drive, report: model, reference, gpu, dumps
-  bisect/cli                            the tapdiff binary: bisect and below
+  model                                 the network: ops, block, graph, config, weights, engine seam
+  formats                               model files (GGUF, safetensors, config.json): model
+  formats/families                      one file per family: formats, model
+  text                                  vocabularies, tokenizers, Unicode: formats, model
+  reference, gpu, dumps                 the engines and the dump format: formats, model
+  bisect                                compare, judge, drive, report: model, formats, reference, gpu, dumps
+  bisect/cli                            the tapdiff binary: bisect and below, text
   bench, tests, examples                everything
 """
 from __future__ import annotations
@@ -21,12 +23,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 BELOW = {
     "model": set(),
-    "model/families": {"model"},
-    "reference": {"model"},
-    "gpu": {"model"},
-    "dumps": {"model"},
-    "bisect": {"model", "reference", "gpu", "dumps"},
-    "bisect/cli": {"bisect", "model", "reference", "gpu", "dumps"},
+    "formats": {"model"},
+    "formats/families": {"formats", "model"},
+    "text": {"formats", "model"},
+    "reference": {"formats", "model"},
+    "gpu": {"formats", "model"},
+    "dumps": {"formats", "model"},
+    "bisect": {"model", "formats", "reference", "gpu", "dumps"},
+    "bisect/cli": {"bisect", "model", "formats", "text", "reference", "gpu", "dumps"},
 }
 EVERYTHING = {"bench", "tests", "examples"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)

@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "model/gguf_writer.h"
+#include "formats/gguf_writer.h"
 
 namespace tapdiff::testing {
 
@@ -42,7 +42,7 @@ std::vector<std::pair<std::string, std::vector<std::int64_t>>> tiny_tensors(cons
   return out;
 }
 
-void add_metadata(model::GgufWriter& w, const TinyGguf& t) {
+void add_metadata(formats::GgufWriter& w, const TinyGguf& t) {
   auto u32 = [&](const std::string& key, int v) {
     if (!t.omit_keys.contains(key)) w.add_u32(key, static_cast<std::uint32_t>(v));
   };
@@ -104,7 +104,7 @@ std::vector<std::byte> deflate_raw(const std::vector<std::byte>& in) {
 
 // Writes `t` to `path` with random values; returns each tensor's values before quantization.
 std::map<std::string, std::vector<float>> write_tiny_gguf(const std::filesystem::path& path, const TinyGguf& t) {
-  model::GgufWriter w(path);
+  formats::GgufWriter w(path);
   add_metadata(w, t);
   auto tensors = tiny_tensors(t);
   std::erase_if(tensors, [&](const auto& e) { return t.omit_tensors.contains(e.first); });

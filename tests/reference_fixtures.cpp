@@ -1,24 +1,24 @@
 #include "tests/reference_fixtures.h"
 
+#include "formats/synth.h"
 #include "model/per_sequence_engine.h"
-#include "model/synth.h"
 
 namespace tapdiff::testing {
 
 std::filesystem::path synth_model_path(const std::string& shape, const std::string& dtype, int context) {
-  model::SynthOptions options;
-  options.config = model::synth_shape(shape);
+  formats::SynthOptions options;
+  options.config = formats::synth_shape(shape);
   if (context > 0) options.config.context_length = context;
   options.dtype = *model::dtype_from_name(dtype);
   return synth_model_path(options, "synth-" + shape + "-" + dtype);
 }
 
-std::filesystem::path synth_model_path(const model::SynthOptions& options, const std::string& name) {
+std::filesystem::path synth_model_path(const formats::SynthOptions& options, const std::string& name) {
   const auto dir = std::filesystem::temp_directory_path() / "tapdiff-tests" / "models";
-  const auto path = dir / (name + "-" + model::synth_digest(options) + ".gguf");
+  const auto path = dir / (name + "-" + formats::synth_digest(options) + ".gguf");
   if (std::filesystem::exists(path)) return path;
   std::filesystem::create_directories(dir);
-  model::write_synth_model(path, options);  // parallel test processes: renamed into place whole
+  formats::write_synth_model(path, options);  // parallel test processes: renamed into place whole
   return path;
 }
 

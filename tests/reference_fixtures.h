@@ -4,9 +4,9 @@
 #include <memory>
 #include <vector>
 
+#include "formats/synth.h"
 #include "model/memory_tap.h"
 #include "model/runner.h"
-#include "model/synth.h"
 #include "model/weights.h"
 #include "reference/cpu_engine.h"
 
@@ -19,7 +19,7 @@ reference::CpuEngineOptions exact_options(model::Scalar scalar, int threads = 0)
 std::filesystem::path synth_model_path(const std::string& shape, const std::string& dtype = "f32", int context = 0);
 // A synth model of these options, written once per options into the temp folder (its name starts
 // with `name`); safe when test processes ask for it at once.
-std::filesystem::path synth_model_path(const model::SynthOptions& options, const std::string& name);
+std::filesystem::path synth_model_path(const formats::SynthOptions& options, const std::string& name);
 
 // n deterministic token ids: BOS, then pseudo-random ids in [3, vocab).
 std::vector<std::int32_t> synth_prompt(int n, int vocab, std::uint32_t seed);

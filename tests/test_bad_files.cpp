@@ -11,14 +11,18 @@
 #include <random>
 #include <set>
 
+#include "formats/gguf_reader.h"
+#include "formats/load_model.h"
+#include "formats/safetensors_reader.h"
 #include "model/errors.h"
-#include "model/gguf_reader.h"
-#include "model/safetensors_reader.h"
 #include "model/weights.h"
 #include "tests/model_file_fixtures.h"
 #include "tests/test_support.h"
 
-namespace tapdiff::model {
+namespace tapdiff::formats {
+
+using namespace model;
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -458,4 +462,4 @@ TEST(BadFile, SafetensorsMissingFilesAndShards) {
 }
 
 }  // namespace
-}  // namespace tapdiff::model
+}  // namespace tapdiff::formats

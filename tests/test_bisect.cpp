@@ -7,6 +7,8 @@
 
 #include "bisect/bisect.h"
 #include "bisect/diagnosis.h"
+#include "formats/load_model.h"
+#include "formats/synth.h"
 #include "gpu/vulkan_engine.h"
 #include "reference/cpu_engine.h"
 #include "tests/reference_fixtures.h"
@@ -73,7 +75,7 @@ struct Bisection {
 Bisection bisect_with(const std::string& shape, int prompt_len, int chunk, int generate,
                       const std::function<std::unique_ptr<model::Engine>(const model::Model&)>& make_b) {
   Bisection out;
-  out.model = model::load_model(synth_model_path(shape));
+  out.model = formats::load_model(synth_model_path(shape));
   const auto truth = reference(*out.model, model::Scalar::f64);
   const auto floor = reference(*out.model, model::Scalar::f32);
   const auto b = make_b(*out.model);
@@ -151,7 +153,7 @@ TEST(Bisect, APlantedErrorIsTheCulpritAtItsPositionHeadAndChannel) {
 // and the symptom and culprit are those of the plain bisection. (Not rope-off-by-one: shifting q and k alike leaves
 // every attention score, so every layer output, as it was.)
 TEST(Bisect, LayersFirstComparesLayerOutputsThenEveryOpOnADivergence) {
-  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto m = formats::load_model(synth_model_path("tiny"));
   const auto truth = reference(*m, model::Scalar::f64);
   const auto floor = reference(*m, model::Scalar::f32);
   const auto prompt = synth_prompt(40, m->config().vocab, 5);
@@ -185,10 +187,10 @@ TEST(Bisect, LayersFirstComparesLayerOutputsThenEveryOpOnADivergence) {
 // by NMSE ~2e-7, under f16's 1e-4, while the update itself (o_proj) is off by ~1e-3. Judging the
 // layer outputs alone, --layers-first said "match".
 TEST(Bisect, LayersFirstJudgesWhatEachBlockAddsNotOnlyTheStream) {
-  model::SynthOptions synth;
-  synth.config = model::synth_shape("tiny");
+  formats::SynthOptions synth;
+  synth.config = formats::synth_shape("tiny");
   synth.outlier_channels = 4;
-  const auto m = model::load_model(synth_model_path(synth, "synth-tiny-outliers"));
+  const auto m = formats::load_model(synth_model_path(synth, "synth-tiny-outliers"));
   const auto truth = reference(*m, model::Scalar::f64);
   BisectOptions options;
   options.chunk = 16;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bisect/bisect.h"
+#include "formats/load_model.h"
 #include "model/errors.h"
 #include "model/per_sequence_engine.h"
 #include "reference/cpu_engine.h"
@@ -24,7 +25,7 @@ namespace {
 // matches under calibrated tolerances, each sequence's greedy tokens are the same in both engines,
 // and every row of every sequence is compared (prompt rows and 2 decode rows each).
 TEST(BisectBatch, CleanRaggedBatchMatchesSequenceBySequence) {
-  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto m = formats::load_model(synth_model_path("tiny"));
   const int vocab = m->config().vocab;
   const model::Prompts prompts{synth_prompt(50, vocab, 1), synth_prompt(17, vocab, 2), synth_prompt(33, vocab, 3),
                                synth_prompt(1, vocab, 4)};
@@ -54,7 +55,7 @@ TEST(BisectBatch, CleanRaggedBatchMatchesSequenceBySequence) {
 // A batch of more sequences than the per-sequence engine holds, or of an engine without batches,
 // is refused before anything runs.
 TEST(BisectBatch, EnginesThatCannotRunTheBatchAreRefused) {
-  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto m = formats::load_model(synth_model_path("tiny"));
   const model::Prompts prompts{{1, 2, 3}, {4, 5}};
   const auto truth = reference::make_cpu_engine(*m, {model::Precision::f64, 0});
   const auto b = validated_vulkan_engine(*m);

@@ -12,6 +12,7 @@
 
 #include "bisect/bisect.h"
 #include "bisect/diagnosis.h"
+#include "formats/load_model.h"
 #include "gpu/faults.h"
 #include "gpu/vulkan_engine.h"
 #include "reference/cpu_engine.h"
@@ -26,7 +27,7 @@ class BisectFault : public ::testing::TestWithParam<gpu::Fault> {};
 TEST_P(BisectFault, IsTheCulpritWithItsDiagnosis) {
   const gpu::FaultInfo& info = gpu::fault_info(GetParam());
   const bool experts = info.op_class == model::OpClass::routing || info.op_class == model::OpClass::experts;
-  const auto m = model::load_model(synth_model_path(experts ? "tiny-moe" : "tiny"));
+  const auto m = formats::load_model(synth_model_path(experts ? "tiny-moe" : "tiny"));
   const int layer = m->config().n_layers / 2;
   const bool batched = info.diagnosis == model::DiagnosisCode::some_sequences;
   const model::Prompts prompts =

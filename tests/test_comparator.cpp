@@ -11,6 +11,7 @@
 #include "bisect/diagnosis.h"
 #include "dumps/dump_writer.h"
 #include "dumps/h5.h"
+#include "formats/load_model.h"
 #include "model/errors.h"
 #include "model/runner.h"
 #include "model/weights.h"
@@ -37,7 +38,7 @@ std::vector<std::int32_t> ids(int n, int first = 1) {
 // Runs the reference on the synth model `shape` and streams every op into path.
 void dump_reference(const std::filesystem::path& path, const std::string& shape,
                     const std::vector<std::int32_t>& prompt, Scalar scalar, int chunk, int generate = 0) {
-  const auto m = model::load_model(testing::synth_model_path(shape));
+  const auto m = formats::load_model(testing::synth_model_path(shape));
   const auto engine = reference::make_cpu_engine(*m, testing::exact_options(scalar, 1));
   const model::Graph graph(m->config());
   dumps::RunMetadata meta;

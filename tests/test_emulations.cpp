@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "formats/load_model.h"
 #include "model/errors.h"
 #include "model/graph.h"
 #include "reference/cpu_engine.h"
@@ -107,7 +108,7 @@ TEST(MatmulF16Sums, SumsRoundToF16AfterEveryRunOfProducts) {
 // Whole models: bf16 between ops, fp8 products and KV cache; the error against the exact answer
 // orders as the formats' precisions do, op by op where the products differ.
 TEST(ReferenceEmulations, Fp8AndF16SumsSitBetweenTheirNeighboursAtEveryProduct) {
-  const auto m = model::load_model(synth_model_path("small"));
+  const auto m = formats::load_model(synth_model_path("small"));
   const auto tokens = synth_prompt(48, m->config().vocab, 5);
   const auto exact = run_reference(*m, tokens, model::Scalar::f64, 16, 0);
   const auto run = [&](Precision p) { return run_reference(*m, tokens, reference::CpuEngineOptions{p, 0}, 16, 0); };
@@ -134,7 +135,7 @@ TEST(ReferenceEmulations, Fp8AndF16SumsSitBetweenTheirNeighboursAtEveryProduct) 
   EXPECT_EQ(reference::make_cpu_engine(*m, {Precision::f16_acc16, 0})->kernel(Op::q_proj),
             "eigen-gemm+round-f16+f16-sums");
   // The experts' products are not emulated: a mixture of experts is refused, by name.
-  const auto moe = model::load_model(synth_model_path("tiny-moe"));
+  const auto moe = formats::load_model(synth_model_path("tiny-moe"));
   for (const Precision p : {Precision::fp8_e4m3, Precision::f16_acc16}) {
     try {
       reference::make_cpu_engine(*moe, {p, 0});

@@ -19,11 +19,12 @@
 #include <nlohmann/json.hpp>
 
 #include "dumps/dump_reader.h"
+#include "formats/load_model.h"
+#include "formats/synth.h"
 #include "gpu/faults.h"
 #include "gpu/vulkan_engine.h"
 #include "model/batch_runner.h"
 #include "model/errors.h"
-#include "model/synth.h"
 #include "tests/reference_fixtures.h"
 #include "tests/test_support.h"
 #include "tests/vulkan_fixtures.h"
@@ -52,11 +53,11 @@ constexpr Rows kAll{0, kTotal}, kChunk0{0, kChunk}, kFirstOfChunk1{kChunk, kChun
 // synth:tiny's widths (4/2 heads of 16) with 4 layers, so a middle layer has clean layers on both
 // sides; synth:tiny-moe's for the mixture of experts' faults.
 std::filesystem::path fault_model(const std::string& shape) {
-  model::SynthOptions options;
-  options.config = model::synth_shape(shape);
+  formats::SynthOptions options;
+  options.config = formats::synth_shape(shape);
   options.config.n_layers = kLayers;
   const auto file = temp_dir("fault-model-" + shape) / (shape + "-4-layers.gguf");
-  model::write_synth_model(file, options);
+  formats::write_synth_model(file, options);
   return file;
 }
 
@@ -91,7 +92,7 @@ struct Fixture {
 };
 
 Fixture make_fixture(const std::string& shape) {
-  auto m = model::load_model(fault_model(shape));
+  auto m = formats::load_model(fault_model(shape));
   model::Graph graph(m->config());
   const auto engine = engine_with(*m, "");
   auto clean = run_tapped(*engine, graph);

@@ -8,10 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "formats/load_model.h"
+#include "formats/synth.h"
 #include "model/graph.h"
 #include "model/memory_tap.h"
 #include "model/runner.h"
-#include "model/synth.h"
 #include "model/weights.h"
 #include "tests/reference_fixtures.h"
 #include "tests/test_support.h"
@@ -25,8 +26,8 @@ using model::TensorId;
 
 // A 2-layer synth model of residual width `dim` (4 heads of 16).
 std::filesystem::path model_of_width(int dim) {
-  model::SynthOptions o;
-  o.config = model::synth_shape("tiny");
+  formats::SynthOptions o;
+  o.config = formats::synth_shape("tiny");
   o.config.dim = dim;
   o.config.n_layers = 2;
   return testing::synth_model_path(o, "fused-norm-dim" + std::to_string(dim));
@@ -49,7 +50,7 @@ class FusedNorm : public ::testing::TestWithParam<Width> {};
 // A 37-token prompt in chunks of 16 (the third a short one), then 3 decode steps: every op of
 // every chunk and step, fused and apart, f32 and f16 activations.
 TEST_P(FusedNorm, EveryOpHasTheBitsOfTheAddAndNormApart) {
-  const auto m = model::load_model(model_of_width(GetParam().dim));
+  const auto m = formats::load_model(model_of_width(GetParam().dim));
   const model::Graph graph(m->config());
   const auto tokens = testing::synth_prompt(37, m->config().vocab, 3);
   for (const bool f16 : {false, true}) {
@@ -104,7 +105,7 @@ model::HostTensor norm_after(gpu::VulkanEngine& engine, const model::Graph& grap
 }
 
 TEST(FusedNormWrite, ANormFedItsOwnInputNormalisesThatInput) {
-  const auto m = model::load_model(model_of_width(64));
+  const auto m = formats::load_model(model_of_width(64));
   const model::Graph graph(m->config());
   const auto tokens = testing::synth_prompt(9, m->config().vocab, 5);
   const auto fused = testing::validated_vulkan_engine(*m, options_of(false, "fused"));

@@ -7,16 +7,22 @@
 #include <random>
 #include <set>
 
+#include "formats/gguf_reader.h"
+#include "formats/gguf_writer.h"
+#include "formats/load_model.h"
+#include "formats/synth.h"
 #include "model/errors.h"
-#include "model/gguf_reader.h"
-#include "model/gguf_writer.h"
-#include "model/synth.h"
 #include "model/weights.h"
 #include "tests/model_file_fixtures.h"
 #include "tests/reference_fixtures.h"
 #include "tests/test_support.h"
+#include "text/load_vocabulary.h"
+#include "text/vocabulary.h"
 
-namespace tapdiff::model {
+namespace tapdiff::formats {
+
+using namespace model;
+
 namespace {
 
 using testing::TinyGguf;
@@ -59,8 +65,9 @@ TEST(Gguf, LoadsStories260K) {
   EXPECT_FALSE(c.block.qkv_bias);
   EXPECT_EQ(c.bos_token, 1);
   EXPECT_EQ(c.eos_token, 2);
-  ASSERT_TRUE(model->vocabulary().has_value());
-  const Vocabulary& v = *model->vocabulary();
+  const std::optional<text::Vocabulary> vocabulary = text::load_vocabulary(*model);
+  ASSERT_TRUE(vocabulary.has_value());
+  const text::Vocabulary& v = *vocabulary;
   EXPECT_EQ(v.model, "llama");
   ASSERT_EQ(v.tokens.size(), 512u);
   EXPECT_EQ(v.tokens[1], "<s>");
@@ -70,7 +77,7 @@ TEST(Gguf, LoadsStories260K) {
   EXPECT_EQ(v.eos, 2);
   EXPECT_EQ(v.unk, 0);
   EXPECT_TRUE(v.add_bos);
-  EXPECT_EQ(v.space_prefix, model::SpacePrefix::every_fragment);
+  EXPECT_EQ(v.space_prefix, text::SpacePrefix::every_fragment);
   const WeightTensor& wq = model->weight(WeightKind::wq, 0);
   EXPECT_EQ(wq.name, "blk.0.attn_q.weight");
   EXPECT_EQ(wq.rows, 64);
@@ -125,7 +132,7 @@ TEST(Gguf, RoundTripOfEveryDType) {
   EXPECT_EQ(c.rope_base, 500000.0);
   EXPECT_NEAR(c.norm_eps, 1e-6, 1e-12);
   EXPECT_EQ(c.context_length, 128);
-  EXPECT_EQ(model->vocabulary()->space_prefix, model::SpacePrefix::none);
+  EXPECT_EQ(text::load_vocabulary(*model)->space_prefix, text::SpacePrefix::none);
   const GgufFile raw(path);
   int checked = 0;
   for (const GgufTensorInfo& info : raw.tensors()) {
@@ -304,4 +311,4 @@ TEST(Gguf, ReadsVersion2AndNestedArrays) {
 }
 
 }  // namespace
-}  // namespace tapdiff::model
+}  // namespace tapdiff::formats

@@ -1,4 +1,4 @@
-#include "model/hf_tokenizer.h"
+#include "text/hf_tokenizer.h"
 
 #include <gtest/gtest.h>
 
@@ -7,11 +7,12 @@
 #include <nlohmann/json.hpp>
 
 #include "model/errors.h"
-#include "model/tokenizer.h"
-#include "model/unicode_classes.h"
 #include "tests/test_support.h"
+#include "text/tokenizer.h"
+#include "text/unicode_classes.h"
 
-namespace tapdiff::model {
+namespace tapdiff::text {
+
 namespace {
 
 using json = nlohmann::json;
@@ -46,8 +47,8 @@ std::filesystem::path folder_with(const json& tokenizer, const std::string& name
   return dir;
 }
 
-ModelConfig config_of(int vocab) {
-  ModelConfig c;
+model::ModelConfig config_of(int vocab) {
+  model::ModelConfig c;
   c.vocab = vocab;
   return c;
 }
@@ -202,10 +203,10 @@ TEST(HfTokenizer, SingleWordAddedTokensStandAloneOrAreText) {
   // punctuation, the joiners, and alphabetic symbols (circled letters); not other numbers or emoji.
   for (const char32_t c :
        {U'a', U'Z', U'_', U'7', U'\u00e9', U'\u0301', U'\u0663', U'\u203f', U'\u200d', U'\u24b6', U'\u4e2d'})
-    EXPECT_TRUE(model::is_word_character(c)) << static_cast<std::uint32_t>(c);
+    EXPECT_TRUE(text::is_word_character(c)) << static_cast<std::uint32_t>(c);
   for (const char32_t c : {U' ', U'-', U'<', U'\u00bd', U'\u00b2', U'\u3000', U'\U0001F600', U'\u2028'})
-    EXPECT_FALSE(model::is_word_character(c)) << static_cast<std::uint32_t>(c);
-  EXPECT_EQ(model::word_character_unicode_version(), "16.0.0");
+    EXPECT_FALSE(text::is_word_character(c)) << static_cast<std::uint32_t>(c);
+  EXPECT_EQ(text::word_character_unicode_version(), "16.0.0");
 }
 
 TEST(HfTokenizer, FeaturesTapdiffDoesNotImplementRefuseTextNamingThem) {
@@ -402,4 +403,4 @@ TEST(HfTokenizer, AMalformedFileIsRefusedNamingIt) {
 }
 
 }  // namespace
-}  // namespace tapdiff::model
+}  // namespace tapdiff::text

@@ -9,15 +9,17 @@
 #include <limits>
 
 #include "bisect/tolerances.h"
+#include "formats/gguf_reader.h"
+#include "formats/load_model.h"
+#include "formats/weight_scan.h"
 #include "model/errors.h"
-#include "model/gguf_reader.h"
 #include "model/json_input.h"
-#include "model/tokenizer.h"
-#include "model/weight_scan.h"
 #include "model/weights.h"
 #include "tests/model_file_fixtures.h"
 #include "tests/reference_fixtures.h"
 #include "tests/test_support.h"
+#include "text/tokenizer.h"
+#include "text/vocabulary.h"
 
 namespace tapdiff {
 namespace {
@@ -38,7 +40,7 @@ void spill(const fs::path& p, const std::string& bytes) { std::ofstream(p, std::
 // The message of the FormatError that loading path throws ("" and a failure when none).
 std::string load_error(const fs::path& path) {
   try {
-    model::load_model(path);
+    formats::load_model(path);
   } catch (const FormatError& e) {
     return e.what();
   }
@@ -120,7 +122,7 @@ TEST(HostileInput, SafetensorsHeaderLengthOneShortIsRefused) {
   testing::write_hf_folder(dir, testing::tiny_hf());
   const SafetensorsBytes file(dir / "model.safetensors");
   file.write(8);
-  EXPECT_NO_THROW(model::load_model(dir));
+  EXPECT_NO_THROW(formats::load_model(dir));
   file.write(8, -1);
   const std::string msg = load_error(dir);
   EXPECT_NE(msg.find("expected the tensors' data to end the file at byte"), std::string::npos) << msg;
@@ -156,7 +158,7 @@ TEST(HostileInput, GgufWithBytesInsertedInItsDataSectionIsRefused) {
   const auto dir = temp_dir("gguf-insert");
   testing::write_tiny_gguf(dir / "m.gguf", {});
   const std::string bytes = slurp(dir / "m.gguf");
-  const model::GgufFile parsed(dir / "m.gguf");
+  const formats::GgufFile parsed(dir / "m.gguf");
   const std::size_t middle = parsed.data_offset() + (bytes.size() - parsed.data_offset()) / 2;
   for (const std::size_t inserted : {1u, 32u, 4096u}) {
     spill(dir / "x.gguf", bytes.substr(0, middle) + std::string(inserted, '\x7f') + bytes.substr(middle));
@@ -177,12 +179,12 @@ TEST(HostileInput, NonFiniteRopeBaseIsRefused) {
 }
 
 TEST(HostileInput, Gpt2VocabularyWithoutMergesIsRefusedNamingTheFile) {
-  model::Vocabulary v;
+  text::Vocabulary v;
   v.source = "/models/v.gguf";
   v.model = "gpt2";
   v.tokens = {"a", "b", "ab"};
   try {
-    const model::Tokenizer t(v);
+    const text::Tokenizer t(v);
     FAIL() << "accepted a gpt2 vocabulary without merges";
   } catch (const FormatError& e) {
     EXPECT_NE(std::string(e.what()).find("/models/v.gguf: tokenizer: a byte-level BPE vocabulary (model 'gpt2') "
@@ -193,7 +195,7 @@ TEST(HostileInput, Gpt2VocabularyWithoutMergesIsRefusedNamingTheFile) {
   v.model = "llama";
   v.scores = {0.0f};
   try {
-    const model::Tokenizer t(v);
+    const text::Tokenizer t(v);
     FAIL() << "accepted 3 tokens with 1 score";
   } catch (const FormatError& e) {
     EXPECT_NE(std::string(e.what()).find("/models/v.gguf: tokenizer: the vocabulary has 3 tokens but 1 scores"),
@@ -279,8 +281,8 @@ TEST(HostileInput, NonFiniteWeightsAreNamedInAWarning) {
   testing::write_tiny_gguf(dir / "m.gguf", {});
   std::string bytes = slurp(dir / "m.gguf");
   {
-    const model::GgufFile f(dir / "m.gguf");
-    const model::GgufTensorInfo* t = f.find_tensor("blk.1.ffn_up.weight");
+    const formats::GgufFile f(dir / "m.gguf");
+    const formats::GgufTensorInfo* t = f.find_tensor("blk.1.ffn_up.weight");
     ASSERT_NE(t, nullptr);
     const std::size_t at = f.data_offset() + t->offset;
     const float bad[3] = {std::nanf(""), std::numeric_limits<float>::infinity(),
@@ -288,8 +290,8 @@ TEST(HostileInput, NonFiniteWeightsAreNamedInAWarning) {
     std::memcpy(bytes.data() + at + 40, bad, sizeof bad);
   }
   spill(dir / "m.gguf", bytes);
-  const auto m = model::load_model(dir / "m.gguf");
-  const auto found = model::find_non_finite_weights(*m);
+  const auto m = formats::load_model(dir / "m.gguf");
+  const auto found = formats::find_non_finite_weights(*m);
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].tensor, "blk.1.ffn_up.weight");
   EXPECT_EQ(found[0].nan, 1u);

@@ -12,6 +12,7 @@
 
 #include "dumps/dump_reader.h"
 #include "dumps/imported_dump.h"
+#include "formats/family_spec.h"
 #include "model/errors.h"
 #include "tests/model_file_fixtures.h"
 #include "tests/test_support.h"
@@ -270,7 +271,7 @@ TEST(ImportedDump, TheLlamaCppMapReadsEachFamilysNames) {
   const dumps::NameMap m = dumps::preset_map("llama.cpp");
   const auto ops = [&](std::string_view name, const std::string& arch) {
     model::ModelConfig c = small_config();
-    c.family = *model::family_named(arch);
+    c.family = *formats::family_named(arch);
     std::vector<model::TensorId> ids;
     if (const auto r = dumps::resolve(m, name, c)) ids = r->ids;
     return ids;

@@ -15,9 +15,10 @@
 #include <nlohmann/json.hpp>
 #include "model/dtype.h"
 
+#include "formats/llama_cpp_precision.h"
+#include "formats/load_model.h"
 #include "model/errors.h"
 #include "model/half_float.h"
-#include "model/llama_cpp_precision.h"
 #include "reference/cpu_engine.h"
 #include "reference/llama_cpp_rounding.h"
 #include "tests/reference_fixtures.h"
@@ -41,7 +42,7 @@ TEST(LlamaCppRounding, EachWeightTypeConvertsActivationsToGgmlsDotType) {
       {DType::q2_k, DotType::q8_k},   {DType::q3_k, DotType::q8_k}, {DType::q4_k, DotType::q8_k},
       {DType::q5_k, DotType::q8_k},   {DType::q6_k, DotType::q8_k}, {DType::iq4_xs, DotType::q8_k}};
   ASSERT_EQ(table.size(), model::all_dtypes().size());
-  for (const auto& [weights, dot] : table) EXPECT_EQ(model::dot_type(weights), dot) << model::dtype_name(weights);
+  for (const auto& [weights, dot] : table) EXPECT_EQ(formats::dot_type(weights), dot) << model::dtype_name(weights);
 }
 
 // One row of a block: its largest magnitude 127 makes the scale 1, so each value rounds to an
@@ -152,13 +153,13 @@ TEST(LlamaCppRounding, Q4_1ProductsTakeTheStoredBlockSum) {
 }
 
 TEST(LlamaCppRounding, TheEngineNamesItsRoundingsAndRefusesF64ExpertsAndWhatItCannotEmulate) {
-  const auto m = model::load_model(synth_model_path("tiny", "q8_0"));
+  const auto m = formats::load_model(synth_model_path("tiny", "q8_0"));
   const auto engine = reference::make_cpu_engine(*m, kLlamaCpp);
   EXPECT_EQ(engine->compute_dtype(), "f32");
   EXPECT_EQ(engine->kernel(Op::q_proj), "eigen-gemm+llama.cpp-dot-type");
   EXPECT_EQ(engine->kernel(Op::attn), "eigen-attention-per-head+llama.cpp-f16-kv");
   EXPECT_NE(engine->device().find("rounding as llama.cpp's CPU backend"), std::string::npos) << engine->device();
-  const auto moe = model::load_model(synth_model_path("tiny-moe"));
+  const auto moe = formats::load_model(synth_model_path("tiny-moe"));
   EXPECT_THROW(reference::make_cpu_engine(*moe, kLlamaCpp), UsageError);
   // Norms scaled by (1 + w) (a Hugging Face Gemma folder; llama.cpp's converter stores the sum,
   // rounded) and GELU's erf form (no llama.cpp graph computes it): refused by name. Gemma 2's
@@ -181,20 +182,20 @@ TEST(LlamaCppRounding, TheEngineNamesItsRoundingsAndRefusesF64ExpertsAndWhatItCa
   model::ModelConfig gemma2 = m->config();
   gemma2.family = model::Family::gemma2, gemma2.block.post_norms = true, gemma2.block.attention_softcap = 50;
   gemma2.block.activation = model::Activation::gelu_tanh;
-  EXPECT_NO_THROW(model::require_llama_cpp_precision(model::Model("gemma2.gguf", gemma2)));
+  EXPECT_NO_THROW(formats::require_llama_cpp_precision(model::Model("gemma2.gguf", gemma2)));
 }
 
 // ggml-cpu's GELU (GGML_GELU_FP16): the tanh form at x rounded to f16, from a table of f16 values;
 // exactly 0 at and below -10, x times up at and above 10.
 TEST(LlamaCppRounding, GeluIsGgmlsF16Table) {
-  const auto& table = model::llama_cpp_gelu_table();
+  const auto& table = formats::llama_cpp_gelu_table();
   const auto gelu = [](double x) {
     return 0.5 * x * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
   };
   for (std::uint32_t h = 0; h < table.size(); ++h) {
     const float x = model::widen_f16(static_cast<std::uint16_t>(h));
     if (!(std::fabs(x) < 10.0f)) continue;  // NaN, inf and the ends, where no table is read
-    const float g = model::llama_cpp_gelu_mul(x, 1.0f);
+    const float g = formats::llama_cpp_gelu_mul(x, 1.0f);
     ASSERT_EQ(g, model::widen_f16(table[h])) << x;
     // an f16 value, within half an f16 step (and f32 tanh's error, times x) of the exact GELU
     const double exact = gelu(x), step = std::ldexp(1.0, std::max(std::ilogb(exact), -14) - 10);
@@ -208,25 +209,25 @@ TEST(LlamaCppRounding, GeluIsGgmlsF16Table) {
   int rounded = 0;
   for (int i = 0; i < 10000; ++i) {
     const float x = wide(rng);
-    EXPECT_EQ(model::llama_cpp_gelu_mul(x, 1.0f),
-              model::llama_cpp_gelu_mul(model::widen_f16(model::narrow_f16(x)), 1.0f))
+    EXPECT_EQ(formats::llama_cpp_gelu_mul(x, 1.0f),
+              formats::llama_cpp_gelu_mul(model::widen_f16(model::narrow_f16(x)), 1.0f))
         << x;
-    rounded += model::llama_cpp_gelu_mul(x, 1.0f) != static_cast<float>(gelu(x)) ? 1 : 0;
+    rounded += formats::llama_cpp_gelu_mul(x, 1.0f) != static_cast<float>(gelu(x)) ? 1 : 0;
   }
   EXPECT_GT(rounded, 8000);                 // what it is for: at most inputs it is not the f32 GELU (8653 of 10000)
   for (const float x : {-10.0f, -12.5f}) {  // exactly +0, whatever up is (ggml writes 0.0f)
-    EXPECT_EQ(model::llama_cpp_gelu_mul(x, -3.0f), 0.0f);
-    EXPECT_FALSE(std::signbit(model::llama_cpp_gelu_mul(x, -3.0f)));
+    EXPECT_EQ(formats::llama_cpp_gelu_mul(x, -3.0f), 0.0f);
+    EXPECT_FALSE(std::signbit(formats::llama_cpp_gelu_mul(x, -3.0f)));
   }
-  EXPECT_EQ(model::llama_cpp_gelu_mul(10.0f, 3.0f), 30.0f);
-  EXPECT_EQ(model::llama_cpp_gelu_mul(11.5f, 2.0f), 23.0f);
-  EXPECT_TRUE(std::isnan(model::llama_cpp_gelu_mul(std::nanf(""), 2.0f)));
+  EXPECT_EQ(formats::llama_cpp_gelu_mul(10.0f, 3.0f), 30.0f);
+  EXPECT_EQ(formats::llama_cpp_gelu_mul(11.5f, 2.0f), 23.0f);
+  EXPECT_TRUE(std::isnan(formats::llama_cpp_gelu_mul(std::nanf(""), 2.0f)));
   // the emulation's ffn_act: that, per value
   Mat<float> gate(3, 5), up(3, 5), out;
   for (Eigen::Index i = 0; i < gate.size(); ++i) gate.data()[i] = 1.2f * wide(rng), up.data()[i] = wide(rng);
   reference::gelu_mul_as_llama_cpp(gate, up, out);
   for (Eigen::Index i = 0; i < gate.size(); ++i)
-    EXPECT_EQ(out.data()[i], model::llama_cpp_gelu_mul(gate.data()[i], up.data()[i]));
+    EXPECT_EQ(out.data()[i], formats::llama_cpp_gelu_mul(gate.data()[i], up.data()[i]));
 }
 
 // The attention's scale as llama.cpp computes it in f32: 1.0f / sqrtf(head_dim), which for head_dim
@@ -235,13 +236,13 @@ TEST(LlamaCppRounding, GeluIsGgmlsF16Table) {
 TEST(LlamaCppRounding, TheAttentionScaleIsComputedInF32AsLlamaCppComputesIt) {
   model::ModelConfig c;
   c.dim = 3072, c.n_heads = 32, c.head_dim = 96;
-  EXPECT_EQ(model::llama_cpp_attention_scale(c), 1.0f / std::sqrt(96.0f));
-  EXPECT_NE(model::llama_cpp_attention_scale(c), static_cast<float>(1.0 / std::sqrt(96.0)));
+  EXPECT_EQ(formats::llama_cpp_attention_scale(c), 1.0f / std::sqrt(96.0f));
+  EXPECT_NE(formats::llama_cpp_attention_scale(c), static_cast<float>(1.0 / std::sqrt(96.0)));
   c.family = model::Family::gemma2, c.dim = 4608, c.head_dim = 128,
   c.block.attention_scale = 1.0 / std::sqrt(4608.0 / 32);
-  EXPECT_EQ(model::llama_cpp_attention_scale(c), 1.0f / std::sqrt(144.0f));
+  EXPECT_EQ(formats::llama_cpp_attention_scale(c), 1.0f / std::sqrt(144.0f));
   c.family = model::Family::granite, c.block.attention_scale = 0.0078125;
-  EXPECT_EQ(model::llama_cpp_attention_scale(c), 0.0078125f);
+  EXPECT_EQ(formats::llama_cpp_attention_scale(c), 0.0078125f);
 }
 
 // On Q8_0 weights the emulation's products part from the f32 reference's by the activations'
@@ -249,7 +250,7 @@ TEST(LlamaCppRounding, TheAttentionScaleIsComputedInF32AsLlamaCppComputesIt) {
 // some values) and, far more, the f16 KV cache in attention.
 TEST(LlamaCppRounding, ItsProductsPartFromF32ByTheActivationsRounding) {
   for (const std::string dtype : {"q8_0", "f32"}) {
-    const auto m = model::load_model(synth_model_path("small", dtype));
+    const auto m = formats::load_model(synth_model_path("small", dtype));
     const auto tokens = synth_prompt(40, m->config().vocab, 3);
     const auto f32 = run_reference(*m, tokens, model::Scalar::f32, 0, 0);
     const auto emulated = run_reference(*m, tokens, kLlamaCpp, 0, 0);
@@ -305,7 +306,7 @@ TEST(LlamaCppRounding, RopeAnglesAreGgmlsF32Steps) {
   model::ModelConfig c;
   c.n_layers = 1, c.dim = 128, c.n_heads = 1, c.n_kv_heads = 1, c.head_dim = 128, c.rope_base = 10000.0;
   const model::RopeFrequencies exact = model::rope_frequencies(c, 0, c.rope_base, 4001);
-  const model::RopeFrequencies ggml = model::llama_cpp_rope_frequencies(c, 0, c.rope_base, 4001);
+  const model::RopeFrequencies ggml = formats::llama_cpp_rope_frequencies(c, 0, c.rope_base, 4001);
   ASSERT_TRUE(ggml.ggml.has_value());
   EXPECT_EQ(ggml.inv_freq, exact.inv_freq);
   std::vector<double> cos_sin(2 * ggml.inv_freq.size());
@@ -323,7 +324,7 @@ TEST(LlamaCppRounding, RopeAnglesAreGgmlsF32Steps) {
   EXPECT_LT(worst, 1e-2);
   // YaRN's f32 steps are not modelled: its angles stay exact.
   c.rope_scaling.type = model::RopeType::yarn, c.rope_scaling.factor = 4, c.rope_scaling.original_context = 512;
-  EXPECT_FALSE(model::llama_cpp_rope_frequencies(c, 0, c.rope_base, 4001).ggml.has_value());
+  EXPECT_FALSE(formats::llama_cpp_rope_frequencies(c, 0, c.rope_base, 4001).ggml.has_value());
 }
 
 }  // namespace

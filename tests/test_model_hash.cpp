@@ -10,8 +10,9 @@
 #include <sstream>
 #include <string>
 
+#include "formats/load_model.h"
+#include "formats/synth.h"
 #include "model/sha256_cache.h"
-#include "model/synth.h"
 #include "model/weights.h"
 #include "tests/test_support.h"
 
@@ -22,10 +23,10 @@ namespace fs = std::filesystem;
 
 // A small synth model file in dir.
 fs::path write_model(const fs::path& dir) {
-  model::SynthOptions options;
-  options.config = model::synth_shape("tiny");
+  formats::SynthOptions options;
+  options.config = formats::synth_shape("tiny");
   const fs::path path = dir / "tiny.gguf";
-  model::write_synth_model(path, options);
+  formats::write_synth_model(path, options);
   return path;
 }
 
@@ -48,7 +49,7 @@ TEST(ModelHash, AnUnchangedFileKeepsItsRememberedHashAChangedOneIsHashedAgain) {
   const ScopedEnv cache_dir("TAPDIFF_CACHE_DIR", (dir / "cache").string());
   const fs::path path = write_model(dir);
   const std::string real = sha256sum(path);
-  EXPECT_EQ(model::load_model(path)->sha256(), real);
+  EXPECT_EQ(formats::load_model(path)->sha256(), real);
   const fs::path cache = model::sha256_cache_path();
   ASSERT_EQ(cache, dir / "cache" / "model-sha256.tsv");
   const std::string entry = read_text(cache);
@@ -58,11 +59,11 @@ TEST(ModelHash, AnUnchangedFileKeepsItsRememberedHashAChangedOneIsHashedAgain) {
   // The remembered hash is what a later run takes (a planted one shows it is not recomputed).
   const std::string planted(64, 'e');
   std::ofstream(cache) << planted << entry.substr(64);
-  EXPECT_EQ(model::load_model(path)->sha256(), planted);
+  EXPECT_EQ(formats::load_model(path)->sha256(), planted);
 
   // A new modification time is a changed file: hashed again, its one entry replaced.
   fs::last_write_time(path, fs::last_write_time(path) + std::chrono::seconds(5));
-  EXPECT_EQ(model::load_model(path)->sha256(), real);
+  EXPECT_EQ(formats::load_model(path)->sha256(), real);
   const std::string after = read_text(cache);
   EXPECT_EQ(after.find(planted), std::string::npos) << after;
   EXPECT_EQ(std::count(after.begin(), after.end(), '\n'), 1) << after;
@@ -76,7 +77,7 @@ TEST(ModelHash, MalformedCacheLinesAreSkippedAndDropped) {
   std::ofstream(model::sha256_cache_path()) << "not a line of the cache\n"
                                             << "zz\tkey\n"
                                             << other;
-  EXPECT_EQ(model::load_model(path)->sha256(), sha256sum(path));
+  EXPECT_EQ(formats::load_model(path)->sha256(), sha256sum(path));
   const std::string after = read_text(model::sha256_cache_path());
   EXPECT_EQ(after.find("not a line"), std::string::npos) << after;
   EXPECT_EQ(after.substr(0, other.size()), other) << after;  // another model's entry stays
@@ -88,14 +89,14 @@ TEST(ModelHash, APrefetchedHashIsTheFilesAndTheCacheCanBeTurnedOff) {
   const ScopedEnv cache_off("TAPDIFF_HASH_CACHE", "off");
   EXPECT_TRUE(model::sha256_cache_path().empty());
   const fs::path path = write_model(dir);
-  const auto m = model::load_model(path);
+  const auto m = formats::load_model(path);
   m->prefetch_sha256();
   m->prefetch_sha256();  // one thread: a second call changes nothing
   EXPECT_EQ(m->sha256(), sha256sum(path));
-  EXPECT_EQ(model::load_model(path)->sha256(), sha256sum(path));
+  EXPECT_EQ(formats::load_model(path)->sha256(), sha256sum(path));
   EXPECT_FALSE(fs::exists(dir / "cache"));  // nothing remembered
   // A model destroyed while its prefetch runs waits for it, and nothing is left behind.
-  model::load_model(path)->prefetch_sha256();
+  formats::load_model(path)->prefetch_sha256();
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "bisect/routing.h"
 #include "dumps/schema.h"
+#include "formats/load_model.h"
 #include "model/errors.h"
 #include "model/graph.h"
 #include "model/weights.h"
@@ -96,7 +97,7 @@ std::string load_error(const TinyHf& hf) {
   const auto folder = temp_dir("moe-bad");
   write_hf_folder(folder, hf);
   try {
-    model::load_model(folder);
+    formats::load_model(folder);
   } catch (const FormatError& e) {
     return e.what();
   }
@@ -107,7 +108,7 @@ TEST(MoeCheckpoint, PerExpertAndFusedLayoutsStackTheSameExperts) {
   for (const bool fused : {false, true}) {
     const auto folder = temp_dir(fused ? "moe-fused" : "moe-per-expert");
     write_hf_folder(folder, tiny_moe(fused));
-    const auto m = model::load_model(folder);
+    const auto m = formats::load_model(folder);
     const model::Experts& e = m->config().experts;
     EXPECT_EQ(e.count, kExperts);
     EXPECT_EQ(e.active, 2);
@@ -164,7 +165,7 @@ TEST(MoeCheckpoint, DenseLayersAndTheExpertsCountKeys) {
     if (t.name.starts_with("model.layers.1.mlp.")) hf.tensors.push_back(t);
   const auto folder = temp_dir("moe-dense-layer");
   write_hf_folder(folder, hf);
-  const auto m = model::load_model(folder);
+  const auto m = formats::load_model(folder);
   EXPECT_EQ(m->config().experts.layers, (std::vector<bool>{true, false}));
   EXPECT_EQ(m->weight(WeightKind::ffn_gate, 1).rows, 96);
   TinyHf both = tiny_moe(false);

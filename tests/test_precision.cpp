@@ -10,6 +10,7 @@
 
 #include "bisect/precision_evidence.h"
 #include "dumps/dump_reader.h"
+#include "formats/load_model.h"
 #include "model/dtype.h"
 #include "model/errors.h"
 #include "model/precision.h"
@@ -68,7 +69,7 @@ const reference::CpuEngineOptions kBf16{model::Precision::bf16, 0};
 const reference::CpuEngineOptions kF16{model::Precision::f16, 0};
 
 TEST(ReferenceBf16, EveryOpOutputIsABf16ValueAndItsErrorIsCoarserThanF16s) {
-  const auto m = model::load_model(synth_model_path("small"));
+  const auto m = formats::load_model(synth_model_path("small"));
   const auto tokens = synth_prompt(60, m->config().vocab, 29);
   const auto engine = reference::make_cpu_engine(*m, kBf16);
   EXPECT_EQ(engine->compute_dtype(), "bf16");

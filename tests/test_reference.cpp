@@ -4,8 +4,9 @@
 
 #include <cmath>
 
+#include "formats/load_model.h"
+#include "formats/synth.h"
 #include "model/errors.h"
-#include "model/synth.h"
 #include "reference/cpu_engine.h"
 #include "reference/kernels.h"
 #include "tests/reference_fixtures.h"
@@ -26,7 +27,7 @@ TEST_P(StoriesGolden, GreedyTokensMatchTheKnownOutput) {
   TAPDIFF_REQUIRE_STORIES();
   const auto& [layout, scalar, chunk] = GetParam();
   const auto path = layout == "gguf" ? stories_gguf() : stories_hf();
-  const auto m = model::load_model(path);
+  const auto m = formats::load_model(path);
   const auto run = run_reference(*m, kOnceUponATime, scalar, chunk, 60, [](const TensorId&) { return false; });
   EXPECT_EQ(run->result.generated, stories_golden_tokens());
 }
@@ -46,7 +47,7 @@ INSTANTIATE_TEST_SUITE_P(AllLayoutsDtypesAndChunks, StoriesGolden,
 // (NMSE up to 7e-12 per row on synth:small, a relative error of 3e-6); a chunk that missed the
 // previous chunks' KV cache would be ~1e-2.
 TEST(ReferenceEngine, ChunkedPrefillEqualsUnchunkedPrefill) {
-  const auto m = model::load_model(synth_model_path("small"));
+  const auto m = formats::load_model(synth_model_path("small"));
   const auto tokens = synth_prompt(300, m->config().vocab, 7);
   const TensorId logits{Op::logits, m->config().n_layers};
   auto only_logits = [&](const TensorId& id) { return id == logits; };
@@ -65,7 +66,7 @@ TEST(ReferenceEngine, ChunkedPrefillEqualsUnchunkedPrefill) {
 }
 
 TEST(ReferenceEngine, F32DiffersFromF64GoldenByASmallNoiseFloorInEveryOp) {
-  const auto m = model::load_model(synth_model_path("small"));
+  const auto m = formats::load_model(synth_model_path("small"));
   const auto tokens = synth_prompt(64, m->config().vocab, 3);
   const auto golden = run_reference(*m, tokens, Scalar::f64, 16, 0);
   const auto f32 = run_reference(*m, tokens, Scalar::f32, 16, 0);
@@ -87,7 +88,7 @@ TEST(ReferenceEngine, F32DiffersFromF64GoldenByASmallNoiseFloorInEveryOp) {
 // the products split their work in blocks of a fixed size, never by the thread count. (Eigen's own
 // parallel GEMM gave some f64 runs wrong rows, built at -O1 with two threads or more.)
 TEST(ReferenceEngine, OutputsAreTheSameBitForBitWhateverTheThreadCount) {
-  const auto m = model::load_model(synth_model_path("small"));
+  const auto m = formats::load_model(synth_model_path("small"));
   const auto tokens = synth_prompt(64, m->config().vocab, 3);
   const model::Graph graph(m->config());
   for (const model::Precision precision : {model::Precision::f64, model::Precision::f32}) {
@@ -104,7 +105,7 @@ TEST(ReferenceEngine, OutputsAreTheSameBitForBitWhateverTheThreadCount) {
 
 // Weights past the budget are dequantized a layer at a time, once per pass: the same numbers.
 TEST(ReferenceEngine, StreamedWeightsGiveTheSameOutputsBitForBit) {
-  const auto m = model::load_model(synth_model_path("small"));
+  const auto m = formats::load_model(synth_model_path("small"));
   const auto tokens = synth_prompt(40, m->config().vocab, 11);
   const model::Graph graph(m->config());
   for (const reference::CpuEngineOptions held :
@@ -122,7 +123,7 @@ TEST(ReferenceEngine, StreamedWeightsGiveTheSameOutputsBitForBit) {
 }
 
 TEST(ReferenceEngine, TeacherForcedOpReproducesItsOutput) {
-  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto m = formats::load_model(synth_model_path("tiny"));
   const auto tokens = synth_prompt(12, m->config().vocab, 5);
   const auto run = run_reference(*m, tokens, Scalar::f64, 0, 0);
   // Layer 1's attention alone, on a fresh engine fed with the recorded inputs (one chunk, so the
@@ -140,7 +141,7 @@ TEST(ReferenceEngine, TeacherForcedOpReproducesItsOutput) {
 }
 
 TEST(ReferenceEngine, TokenOutsideTheVocabularyIsAClearError) {
-  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto m = formats::load_model(synth_model_path("tiny"));
   try {
     run_reference(*m, {1, 5, 100000}, Scalar::f32, 0, 0);
     FAIL() << "expected an error";
@@ -222,12 +223,12 @@ TEST(ReferenceKernels, PartialRotaryTurnsTheLeadingChannelsScaledByTheAttentionF
 
 TEST(ReferenceEngine, Qwen2StyleModelIsChunkInvariant) {
   const auto dir = temp_dir("qwen2");
-  model::SynthOptions options;
-  options.config = model::synth_shape("tiny");
+  formats::SynthOptions options;
+  options.config = formats::synth_shape("tiny");
   options.config.family = model::Family::qwen2;
   options.config.rope_base = 1e6;
-  model::write_synth_model(dir / "q.gguf", options);
-  const auto m = model::load_model(dir / "q.gguf");
+  formats::write_synth_model(dir / "q.gguf", options);
+  const auto m = formats::load_model(dir / "q.gguf");
   ASSERT_TRUE(m->config().block.qkv_bias);
   ASSERT_EQ(m->config().rope_style, model::RopeStyle::rotate_half);
   const auto tokens = synth_prompt(40, m->config().vocab, 11);
@@ -239,8 +240,8 @@ TEST(ReferenceEngine, Qwen2StyleModelIsChunkInvariant) {
 
 TEST(ReferenceEngine, Stories260KGgufAndHfLayoutsGiveTheSameLogits) {
   TAPDIFF_REQUIRE_STORIES();
-  const auto gguf = model::load_model(stories_gguf());
-  const auto hf = model::load_model(stories_hf());
+  const auto gguf = formats::load_model(stories_gguf());
+  const auto hf = formats::load_model(stories_hf());
   const auto tokens = synth_prompt(50, 512, 13);
   const TensorId logits{Op::logits, 5};
   const auto only = [&](const TensorId& id) { return id == logits; };

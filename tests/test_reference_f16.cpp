@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dumps/dump_reader.h"
+#include "formats/load_model.h"
 #include "model/dtype.h"
 #include "model/errors.h"
 #include "model/precision.h"
@@ -67,7 +68,7 @@ TEST(RoundToF16, MatchesTheF16ConversionBitForBit) {
 }
 
 TEST(ReferenceF16, NamesItsDtypeAndKernelsAndRefusesF64) {
-  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto m = formats::load_model(synth_model_path("tiny"));
   const auto engine = reference::make_cpu_engine(*m, kF16);
   EXPECT_EQ(engine->compute_dtype(), "f16");
   EXPECT_EQ(engine->scalar(), Scalar::f32);
@@ -77,7 +78,7 @@ TEST(ReferenceF16, NamesItsDtypeAndKernelsAndRefusesF64) {
 }
 
 TEST(ReferenceF16, EveryOpOutputAndTheKvCacheHoldF16Values) {
-  const auto m = model::load_model(synth_model_path("small"));
+  const auto m = formats::load_model(synth_model_path("small"));
   const auto tokens = synth_prompt(100, m->config().vocab, 17);
   const auto engine = reference::make_cpu_engine(*m, kF16);
   const model::Graph graph(m->config());
@@ -98,7 +99,7 @@ TEST(ReferenceF16, EveryOpOutputAndTheKvCacheHoldF16Values) {
 // values outside f16's exponent range would change.)
 TEST(ReferenceF16, WeightsAreRoundedToF16AtLoad) {
   for (const std::string dtype : {"f32", "q8_0", "q4_0"}) {
-    const auto m = model::load_model(synth_model_path("tiny", dtype));
+    const auto m = formats::load_model(synth_model_path("tiny", dtype));
     const model::WeightTensor& wq = m->weight(model::WeightKind::wq, 1);
     const reference::WeightMatrix<float> exact(wq);
     const reference::WeightMatrix<float> rounded(wq, reference::Storage::f16);
@@ -111,7 +112,7 @@ TEST(ReferenceF16, WeightsAreRoundedToF16AtLoad) {
 }
 
 TEST(ReferenceF16, TeacherForcedValuesAreRoundedToF16) {
-  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto m = formats::load_model(synth_model_path("tiny"));
   const auto engine = reference::make_cpu_engine(*m, kF16);
   const int kv = m->config().n_kv_heads * m->config().head_dim;
   model::HostTensor third(Scalar::f64, 2, kv);
@@ -152,7 +153,7 @@ void expect_band(const std::string& model_name, std::vector<std::pair<TensorId, 
 // (3/attn: peaked attention, as trained models have, amplifies its inputs' rounding). Below 1e-8 an
 // op would not be rounded; above 5e-5 the emulation would be worse than an f16 engine should be.
 TEST(ReferenceF16, EveryOpOfSynthSmallIsWithinTheF16NoiseBand) {
-  const auto m = model::load_model(synth_model_path("small"));
+  const auto m = formats::load_model(synth_model_path("small"));
   expect_band("synth:small", f16_vs_f32(*m, synth_prompt(100, m->config().vocab, 17)), 1e-8, 5e-5);
 }
 
@@ -160,7 +161,7 @@ TEST(ReferenceF16, EveryOpOfSynthSmallIsWithinTheF16NoiseBand) {
 // room for another CPU's summation order.
 TEST(ReferenceF16, EveryOpOfStories260KIsWithinTheF16NoiseBand) {
   TAPDIFF_REQUIRE_STORIES();
-  const auto m = model::load_model(stories_gguf());
+  const auto m = formats::load_model(stories_gguf());
   expect_band("stories260K", f16_vs_f32(*m, synth_prompt(100, m->config().vocab, 17)), 1e-8, 2e-5);
 }
 
@@ -186,7 +187,7 @@ RowMargin row_margin(const model::HostTensor& a, const model::HostTensor& b, std
 // (measured: smallest gap 0.071 at step 57; largest logit error over all steps 0.028).
 TEST(ReferenceF16, Stories260KGreedyTokensAreTheF32Tokens) {
   TAPDIFF_REQUIRE_STORIES();
-  const auto m = model::load_model(stories_gguf());
+  const auto m = formats::load_model(stories_gguf());
   const auto prompt = stories_golden_prompt();
   const TensorId logits{Op::logits, m->config().n_layers};
   const auto only_logits = [&](const TensorId& id) { return id == logits; };
@@ -212,7 +213,7 @@ TEST(ReferenceF16, Stories260KGreedyTokensAreTheF32Tokens) {
 // the f16 noise (the f16 vs f32 NMSE of the logits, 5.5e-6 here) as a whole and in every row (4x:
 // measured <= 0.82x); a chunk that lost the KV cache of the previous chunks is ~1e-2.
 TEST(ReferenceF16, ChunkedPrefillEqualsUnchunkedPrefill) {
-  const auto m = model::load_model(synth_model_path("small"));
+  const auto m = formats::load_model(synth_model_path("small"));
   const auto tokens = synth_prompt(300, m->config().vocab, 7);
   const TensorId logits{Op::logits, m->config().n_layers};
   auto only_logits = [&](const TensorId& id) { return id == logits; };
@@ -241,7 +242,7 @@ TEST(ReferenceF16, TapdiffRunDtypeF16WritesAnF16Dump) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto summary = nlohmann::json::parse(std::ifstream(dir / "f16.json"));
   EXPECT_EQ(summary["dtype"], "f16");
-  const auto m = model::load_model(model_path);
+  const auto m = formats::load_model(model_path);
   const auto in_process = run_reference(*m, {1, 5, 9, 2, 7}, kF16, 0, 4);
   EXPECT_EQ(summary["generated"].get<std::vector<std::int32_t>>(), in_process->result.generated);
 

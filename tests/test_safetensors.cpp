@@ -4,13 +4,18 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "formats/load_model.h"
+#include "formats/safetensors_reader.h"
 #include "model/errors.h"
-#include "model/safetensors_reader.h"
 #include "model/weights.h"
 #include "tests/model_file_fixtures.h"
 #include "tests/test_support.h"
+#include "text/load_vocabulary.h"
 
-namespace tapdiff::model {
+namespace tapdiff::formats {
+
+using namespace model;
+
 namespace {
 
 std::vector<float> row_values(const WeightTensor& t, std::int64_t r) {
@@ -39,7 +44,7 @@ TEST(Safetensors, LoadsStories260KFolder) {
   EXPECT_FALSE(c.block.qkv_bias);
   EXPECT_EQ(c.bos_token, 1);
   EXPECT_EQ(c.eos_token, 2);
-  EXPECT_FALSE(model->vocabulary().has_value());
+  EXPECT_FALSE(text::load_vocabulary(*model).has_value());
   EXPECT_EQ(model->find(WeightKind::output), nullptr);
   EXPECT_EQ(model->weight(WeightKind::ffn_down, 2).name, "model.layers.2.mlp.down_proj.weight");
 }
@@ -153,4 +158,4 @@ TEST(Safetensors, ConfigOfQwen2AndMistral) {
 }
 
 }  // namespace
-}  // namespace tapdiff::model
+}  // namespace tapdiff::formats

@@ -1,4 +1,4 @@
-#include "model/split_regex.h"
+#include "text/split_regex.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,8 @@
 
 #include "model/errors.h"
 
-namespace tapdiff::model {
+namespace tapdiff::text {
+
 namespace {
 
 // The pieces Split(pattern, "isolated") cuts text into, as strings.
@@ -79,7 +80,7 @@ TEST(SplitRegex, SyntaxOutsideTheSubsetIsRefusedNamingThePlace) {
   EXPECT_EQ(message("(?<=a)b"),
             "/m/tokenizer.json: tokenizer: split pattern '(?<=a)b': a group of a kind tapdiff does not implement "
             "(lookbehind, atomic, named, or inline flags) at character 2: tapdiff's patterns take the syntax of "
-            "model/split_regex.h");
+            "text/split_regex.h");
   EXPECT_NE(message("\\p{Han}+").find("the property \\p{Han}, which is no general category"), std::string::npos);
   EXPECT_NE(message("a++").find("a possessive quantifier"), std::string::npos);
   EXPECT_NE(message("(?=ab)").find("a lookahead of more than one character"), std::string::npos);
@@ -99,4 +100,4 @@ TEST(SplitRegex, SyntaxOutsideTheSubsetIsRefusedNamingThePlace) {
 }
 
 }  // namespace
-}  // namespace tapdiff::model
+}  // namespace tapdiff::text

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "formats/load_model.h"
 #include "model/graph.h"
 #include "tests/reference_fixtures.h"
 #include "tests/test_support.h"
@@ -90,7 +91,7 @@ void print(const char* name, const BlockShape& s) {
 }
 
 BlockShape synth_small_shape() {
-  const auto m = model::load_model(synth_model_path("small"));
+  const auto m = formats::load_model(synth_model_path("small"));
   return block_shape(*m, synth_prompt(64, m->config().vocab, 3));
 }
 
@@ -113,7 +114,7 @@ TEST(SynthRealism, EveryBlockAddsASizeableUpdateThroughPeakedAttention) {
 // writes, 65 rows as synth:small's 64): the means agree within a factor of 1.5.
 TEST(SynthRealism, BlocksActOnTheStreamAsInStories260K) {
   TAPDIFF_REQUIRE_STORIES();
-  const auto stories = model::load_model(stories_gguf());
+  const auto stories = formats::load_model(stories_gguf());
   std::vector<std::int32_t> story = stories_golden_prompt();
   const std::vector<std::int32_t> written = stories_golden_tokens();
   story.insert(story.end(), written.begin(), written.end());

@@ -1,4 +1,5 @@
-#include "model/tokenizer.h"
+#include "text/load_vocabulary.h"
+#include "text/tokenizer.h"
 
 #include <gtest/gtest.h>
 
@@ -7,13 +8,16 @@
 #include <fstream>
 #include <sstream>
 
+#include "formats/load_model.h"
 #include "model/errors.h"
-#include "model/pre_tokenizers.h"
-#include "model/unicode_classes.h"
 #include "model/weights.h"
 #include "tests/test_support.h"
+#include "text/pre_tokenizers.h"
+#include "text/unicode_classes.h"
+#include "text/vocabulary.h"
 
-namespace tapdiff::model {
+namespace tapdiff::text {
+
 namespace {
 
 using Ids = std::vector<std::int32_t>;
@@ -49,7 +53,7 @@ std::int32_t id_of(const Vocabulary& v, std::string_view piece) {
 std::int32_t byte_id(unsigned char b) { return kFirstByte + b; }
 
 Vocabulary no_prefix(Vocabulary v) {
-  v.space_prefix = model::SpacePrefix::none;
+  v.space_prefix = text::SpacePrefix::none;
   return v;
 }
 
@@ -212,7 +216,7 @@ Vocabulary gpt2_vocab(const std::vector<std::string>& merges) {
   Vocabulary v;
   v.model = "gpt2";
   v.pre = "gpt-2";
-  v.space_prefix = model::SpacePrefix::none;
+  v.space_prefix = text::SpacePrefix::none;
   // GPT-2's table: printable Latin-1 bytes as themselves, others from U+0100 in byte order.
   int extra = 0;
   for (int b = 0; b < 256; ++b) {
@@ -292,7 +296,7 @@ TEST(Tokenizer, Gpt2SplitUsesUnicodeClasses) {
 }
 
 // The Llama 3 and Qwen2 splits, against Python's `regex` module running their patterns
-// (model/pre_tokenizers.h) on the same strings.
+// (text/pre_tokenizers.h) on the same strings.
 TEST(Tokenizer, Llama3AndQwen2SplitsAsTheirPatterns) {
   const std::string_view a = "Hello world's 12345 !!\n\n  x";
   EXPECT_EQ(llama3_words(a), (Words{"Hello", " world", "'s", " ", "123", "45", " !!\n\n", " ", " x"}));
@@ -390,9 +394,10 @@ TEST(Tokenizer, EosLastWhenTheVocabularyAppendsIt) {
 namespace {
 
 Tokenizer stories_tokenizer() {
-  const auto m = load_model(testing::stories_gguf());
-  if (!m->vocabulary()) throw FormatError("stories260K.gguf has no vocabulary");
-  return Tokenizer(*m->vocabulary());
+  const auto m = formats::load_model(testing::stories_gguf());
+  const std::optional<Vocabulary> vocabulary = text::load_vocabulary(*m);
+  if (!vocabulary) throw FormatError("stories260K.gguf has no vocabulary");
+  return Tokenizer(*vocabulary);
 }
 
 }  // namespace
@@ -447,4 +452,4 @@ TEST(Tokenizer, ValidUtf8ReplacesMalformedSequencesOnly) {
   EXPECT_EQ(valid_utf8("\xED\xA0\x80"), "\xEF\xBF\xBD");  // an encoded surrogate
 }
 
-}  // namespace tapdiff::model
+}  // namespace tapdiff::text

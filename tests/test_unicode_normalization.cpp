@@ -1,8 +1,9 @@
-#include "model/unicode_normalization.h"
+#include "text/unicode_normalization.h"
 
 #include <gtest/gtest.h>
 
-namespace tapdiff::model {
+namespace tapdiff::text {
+
 namespace {
 
 // Values from UAX #15's examples and Python's unicodedata.normalize (the conformance suite holds
@@ -34,4 +35,4 @@ TEST(UnicodeNormalization, FormsAreNamedAsTokenizersNamesThem) {
 }
 
 }  // namespace
-}  // namespace tapdiff::model
+}  // namespace tapdiff::text

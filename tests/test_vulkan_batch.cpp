@@ -7,6 +7,7 @@
 #include <fstream>
 #include <memory>
 
+#include "formats/load_model.h"
 #include "gpu/vulkan_engine.h"
 #include "model/batch_runner.h"
 #include "model/errors.h"
@@ -69,7 +70,7 @@ double expect_batch_matches_alone(const model::Model& m, const std::vector<std::
 }
 
 TEST(VulkanBatch, RaggedBatchOf25_96_379_702MatchesEachSequenceAlone) {
-  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto m = formats::load_model(synth_model_path("tiny"));
   std::vector<std::vector<std::int32_t>> prompts;
   std::uint32_t seed = 1;
   for (int length : {25, 96, 379, 702}) prompts.push_back(synth_prompt(length, m->config().vocab, seed++));
@@ -81,7 +82,7 @@ TEST(VulkanBatch, RaggedBatchOf25_96_379_702MatchesEachSequenceAlone) {
 
 // Batch sizes 3 to 15, lengths mixed from 1 to 60 tokens, prefill in chunks of 16.
 TEST(VulkanBatch, BatchSizesFrom3To15WithMixedLengthsMatchAlone) {
-  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto m = formats::load_model(synth_model_path("tiny"));
   for (int size : {3, 5, 7, 9, 12, 15}) {
     std::vector<std::vector<std::int32_t>> prompts;
     for (int s = 0; s < size; ++s) {
@@ -95,7 +96,7 @@ TEST(VulkanBatch, BatchSizesFrom3To15WithMixedLengthsMatchAlone) {
 
 // The same in f16: each sequence's f16 logits equal its f16 logits alone.
 TEST(VulkanBatch, F16RaggedBatchMatchesAlone) {
-  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto m = formats::load_model(synth_model_path("tiny"));
   gpu::VulkanEngineOptions options;
   options.f16 = true;
   const auto batch_engine = validated_vulkan_engine(*m, options);
@@ -117,7 +118,7 @@ TEST(VulkanBatch, F16RaggedBatchMatchesAlone) {
 }
 
 TEST(VulkanBatch, BadBatchesAreUsageErrors) {
-  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto m = formats::load_model(synth_model_path("tiny"));
   const auto engine = validated_vulkan_engine(*m);
   const model::Graph graph(m->config());
   EXPECT_THROW(model::run_batch(*engine, graph, {}, {}), UsageError);

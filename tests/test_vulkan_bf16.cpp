@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "formats/load_model.h"
 #include "model/graph.h"
 #include "model/memory_tap.h"
 #include "model/runner.h"
@@ -23,7 +24,7 @@ using model::Op;
 class VulkanBf16 : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(VulkanBf16, EveryOpIsABf16ValueAsFarFromTheExactAnswerAsTheEmulation) {
-  const auto m = model::load_model(synth_model_path("small", GetParam()));
+  const auto m = formats::load_model(synth_model_path("small", GetParam()));
   const auto tokens = synth_prompt(40, m->config().vocab, 23);
   gpu::VulkanEngineOptions options;
   options.bf16 = true;

@@ -15,6 +15,7 @@
 #include <fmt/core.h>
 
 #include "dumps/dump_reader.h"
+#include "formats/load_model.h"
 #include "gpu/device.h"
 #include "gpu/instance.h"
 #include "gpu/memory.h"
@@ -53,7 +54,7 @@ class VulkanStoriesGolden : public ::testing::TestWithParam<std::tuple<std::stri
 TEST_P(VulkanStoriesGolden, GreedyTokensMatchTheKnownOutput) {
   TAPDIFF_REQUIRE_STORIES();
   const auto& [layout, chunk, dtype] = GetParam();
-  const auto m = model::load_model(layout == "gguf" ? stories_gguf() : stories_hf());
+  const auto m = formats::load_model(layout == "gguf" ? stories_gguf() : stories_hf());
   const auto engine = vulkan_engine(*m, "", dtype == "f16");
   ASSERT_EQ(engine->compute_dtype(), dtype);
   model::RunOptions options;
@@ -76,7 +77,7 @@ INSTANTIATE_TEST_SUITE_P(LayoutsChunksDtypes, VulkanStoriesGolden,
 
 // Every tapped op of synth:small over a 100-token prompt in chunks of 33, against the reference.
 TEST(VulkanEngine, WholeSynthModelMatchesTheReferenceInEveryOp) {
-  const auto m = model::load_model(synth_model_path("small"));
+  const auto m = formats::load_model(synth_model_path("small"));
   const auto tokens = synth_prompt(100, m->config().vocab, 11);
   const auto ref = run_reference(*m, tokens, model::Scalar::f32, 33, 0);
   const auto engine = vulkan_engine(*m);
@@ -103,7 +104,7 @@ TEST(VulkanEngine, WholeSynthModelMatchesTheReferenceInEveryOp) {
 // a small multiple of the error of the reference's f16 emulation (the floor an f16 engine is held
 // to by `bisect`'s calibration), over 100 tokens in chunks of 33 and 4 decode steps.
 TEST(VulkanEngine, WholeSynthModelInF16StaysAtTheF16Floor) {
-  const auto m = model::load_model(synth_model_path("small"));
+  const auto m = formats::load_model(synth_model_path("small"));
   const auto tokens = synth_prompt(100, m->config().vocab, 11);
   const auto truth = run_reference(*m, tokens, model::Scalar::f64, 33, 4);
   reference::CpuEngineOptions emulation{model::Precision::f16, 0};
@@ -135,7 +136,7 @@ TEST(VulkanEngine, WholeSynthModelInF16StaysAtTheF16Floor) {
 // own even where the abandoned one had recorded those positions. Every op of every run has the
 // bits of a fresh engine's.
 TEST(VulkanEngine, RopeTablesAreKeptOnlyOnceTheirUploadHasRun) {
-  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto m = formats::load_model(synth_model_path("tiny"));
   const model::Graph graph(m->config());
   const auto prompt = synth_prompt(12, m->config().vocab, 9);
   model::RunOptions chunked;
@@ -165,7 +166,7 @@ TEST(VulkanEngine, RopeTablesAreKeptOnlyOnceTheirUploadHasRun) {
 
 // Barriers only where data flows: q/k/v (and gate/up) read one input and run without one between them.
 TEST(VulkanEngine, RecordsFewerBarriersThanDispatches) {
-  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto m = formats::load_model(synth_model_path("tiny"));
   const auto engine = vulkan_engine(*m);
   const model::Graph graph(m->config());
   const auto before = engine->stats();
@@ -187,7 +188,7 @@ TEST(VulkanEngine, RecordsFewerBarriersThanDispatches) {
 // kernel the engine made with the driver's statistics; elsewhere (lavapipe) the list is empty and
 // the engine runs as usual.
 TEST(VulkanEngine, PipelineStatisticsListEveryKernelWhereOffered) {
-  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto m = formats::load_model(synth_model_path("tiny"));
   gpu::VulkanEngineOptions options;
   options.pipeline_statistics = true;
   const auto engine = validated_vulkan_engine(*m, options);
@@ -206,7 +207,7 @@ TEST(VulkanEngine, PipelineStatisticsListEveryKernelWhereOffered) {
 }
 
 TEST(VulkanEngine, KvCacheReadsBackAsTheReferenceAndRoundTrips) {
-  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto m = formats::load_model(synth_model_path("tiny"));
   const auto tokens = synth_prompt(9, m->config().vocab, 3);
   const auto cpu = reference::make_cpu_engine(*m, {model::Precision::f32, 1});
   const auto engine = vulkan_engine(*m);
@@ -244,7 +245,7 @@ TEST(VulkanEngine, KvCacheReadsBackAsTheReferenceAndRoundTrips) {
 // read_rows() copies only the rows asked for, and they are the rows read() gives, in the Vulkan
 // engine (f32 and f16), the reference and a batch of per-sequence engines.
 TEST(VulkanEngine, ReadRowsIsTheSliceOfRead) {
-  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto m = formats::load_model(synth_model_path("tiny"));
   const auto tokens = synth_prompt(7, m->config().vocab, 5);
   const model::Graph graph(m->config());
   std::vector<std::unique_ptr<model::Engine>> engines;
@@ -277,7 +278,7 @@ TEST(VulkanEngine, ReadRowsIsTheSliceOfRead) {
 }
 
 TEST(VulkanEngine, ImpossibleDeviceRequestIsAClearError) {
-  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto m = formats::load_model(synth_model_path("tiny"));
   for (const std::string request : {"99", "no-such-gpu"}) {
     try {
       vulkan_engine(*m, request);
@@ -311,7 +312,7 @@ TEST(VulkanEngine, MissingF16FeatureIsAClearError) {
 }
 
 TEST(VulkanEngine, KvCacheLimitIsAClearError) {
-  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto m = formats::load_model(synth_model_path("tiny"));
   gpu::VulkanEngineOptions options;
   options.max_context = 4;
   const auto engine = validated_vulkan_engine(*m, options);
@@ -407,7 +408,7 @@ TEST(VulkanInstance, IsMadeOncePerProcessAndOptions) {
 // An engine reports the validation messages since it was made, not those its shared instance
 // collected before (from an invalid call here); one made after its own invalid call reports it.
 TEST(VulkanInstance, AnEngineReportsOnlyTheMessagesSinceItWasMade) {
-  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto m = formats::load_model(synth_model_path("tiny"));
   const auto instance = gpu::shared_instance({true, false});
   {
     const gpu::Device device(*instance, gpu::select_device(gpu::devices_of(*instance), ""));
@@ -479,7 +480,7 @@ TEST(VulkanCli, F16RunIsRecordedAndBisectsClean) {
   gpu::VulkanEngineOptions options;
   options.f16 = true;
   const std::string planned =
-      gpu::make_vulkan_engine(*model::load_model(synth_model_path("tiny")), options)->kernel(model::Op::attn);
+      gpu::make_vulkan_engine(*formats::load_model(synth_model_path("tiny")), options)->kernel(model::Op::attn);
   EXPECT_EQ(reader.metadata().kernels.at("attn"), planned);
   EXPECT_NE(planned.find("attention-flash-split-32x32.f16, attention-decode-split.f16"), std::string::npos) << planned;
 

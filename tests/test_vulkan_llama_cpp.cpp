@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 
+#include "formats/load_model.h"
 #include "gpu/device.h"
 #include "gpu/vulkan_engine.h"
 #include "model/errors.h"
@@ -37,7 +38,7 @@ gpu::VulkanEngineOptions llama_cpp_options() {
 // both compute alike, is the emulation's to the last bits.
 TEST(VulkanLlamaCpp, AWholeModelIsAsFarFromTheTruthAsTheReferenceEmulation) {
   for (const std::string dtype : {"q8_0", "q4_1"}) {
-    const auto m = model::load_model(synth_model_path("small", dtype));
+    const auto m = formats::load_model(synth_model_path("small", dtype));
     const auto tokens = synth_prompt(100, m->config().vocab, 11);
     const auto truth = run_reference(*m, tokens, model::Scalar::f64, 33, 4);
     const auto emulation =
@@ -82,7 +83,7 @@ TEST(VulkanLlamaCpp, AWholeModelIsAsFarFromTheTruthAsTheReferenceEmulation) {
 }
 
 TEST(VulkanLlamaCpp, NamesItsRoundingsAndRefusesWhatItDoesNotEmulate) {
-  const auto m = model::load_model(synth_model_path("tiny", "q8_0"));
+  const auto m = formats::load_model(synth_model_path("tiny", "q8_0"));
   const auto engine = validated_vulkan_engine(*m, llama_cpp_options());
   EXPECT_EQ(engine->compute_dtype(), "f32");
   EXPECT_EQ(engine->kernel(Op::q_proj), "matmul-tiled-64x64/q8_0+llama.cpp-q8_0, matvec-subgroup/q8_0+llama.cpp-q8_0");
@@ -116,7 +117,7 @@ TEST(VulkanLlamaCpp, NamesItsRoundingsAndRefusesWhatItDoesNotEmulate) {
   options = llama_cpp_options();
   options.kernels = "attention=flash";
   EXPECT_NE(refusal(*m, options).find("expected attention=auto|two-pass"), std::string::npos);
-  const auto moe = model::load_model(synth_model_path("tiny-moe"));
+  const auto moe = formats::load_model(synth_model_path("tiny-moe"));
   EXPECT_NE(refusal(*moe, llama_cpp_options()).find("does not round a mixture of experts' products"),
             std::string::npos);
   model::ModelConfig gemma = m->config();

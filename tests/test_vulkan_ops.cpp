@@ -34,9 +34,11 @@
 
 #include <fmt/core.h>
 
+#include "formats/family_spec.h"
+#include "formats/load_model.h"
+#include "formats/synth.h"
 #include "gpu/vulkan_engine.h"
 #include "model/errors.h"
-#include "model/synth.h"
 #include "reference/cpu_engine.h"
 #include "tests/reference_fixtures.h"
 #include "tests/test_support.h"
@@ -109,8 +111,8 @@ OpCase experts(OpCase c, int count, int active, int ffn) {
 
 // A 1-layer synth model of the case's shape (the per-op kernels do not depend on depth).
 std::filesystem::path write_case_model(const OpCase& c) {
-  model::SynthOptions o;
-  o.config.family = *model::family_named(c.arch);
+  formats::SynthOptions o;
+  o.config.family = *formats::family_named(c.arch);
   o.config.experts = c.experts;
   o.config.n_layers = 1;
   o.config.n_heads = c.heads, o.config.n_kv_heads = c.kv_heads, o.config.head_dim = c.head_dim;
@@ -122,7 +124,7 @@ std::filesystem::path write_case_model(const OpCase& c) {
   const auto dir = std::filesystem::temp_directory_path() / "tapdiff-tests" / "vulkan-ops";
   std::filesystem::create_directories(dir);
   const auto path = dir / (c.name + ".gguf");
-  model::write_synth_model(path, o);
+  formats::write_synth_model(path, o);
   return path;
 }
 
@@ -269,7 +271,7 @@ std::string forcing_error(const std::string& kernels, bool f16) {
   options.f16 = f16;
   if (forces_coop2(kernels)) options.validation = false;
   options.kernels = kernels;
-  return usage_error_of(*model::load_model(synth_model_path("tiny")), options);
+  return usage_error_of(*formats::load_model(synth_model_path("tiny")), options);
 }
 std::string f16_forcing_error(const std::string& kernels) { return forcing_error(kernels, true); }
 
@@ -313,7 +315,7 @@ class VulkanOps : public ::testing::TestWithParam<OpCase> {};
 TEST_P(VulkanOps, EveryOpMatchesTheReferenceOnRandomInputs) {
   const OpCase& c = GetParam();
   if (const std::string why = coop_missing(c); !why.empty()) GTEST_SKIP() << why;
-  const auto base = model::load_model(write_case_model(c));
+  const auto base = formats::load_model(write_case_model(c));
   const auto m = edits_config(c) ? with_config_edits(*base, c) : nullptr;
   const model::Model& model = m ? *m : *base;
   const model::Graph graph(model.config());
@@ -617,7 +619,7 @@ INSTANTIATE_TEST_SUITE_P(LlamaCppPrecision, VulkanOps, ::testing::ValuesIn(llama
 
 // The variant that ran is reported per op: a tile for prefill, a matrix-vector kernel for decode.
 TEST(VulkanKernels, GemmVariantDependsOnRowsAndIsReported) {
-  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto m = formats::load_model(synth_model_path("tiny"));
   gpu::VulkanEngineOptions options;
   const auto gpu = validated_vulkan_engine(*m, options);
   const std::string planned = gpu->kernel(Op::q_proj);
@@ -639,7 +641,7 @@ TEST(VulkanKernels, GemmVariantDependsOnRowsAndIsReported) {
 // where flash cannot run: a head_dim it does not take leaves auto on two-pass and makes forcing
 // flash an error.
 TEST(VulkanKernels, AttentionVariantDependsOnRowsAndHeadDim) {
-  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto m = formats::load_model(synth_model_path("tiny"));
   const model::Graph graph(m->config());
   gpu::VulkanEngineOptions options;
   const auto gpu = validated_vulkan_engine(*m, options);
@@ -667,7 +669,7 @@ TEST(VulkanKernels, AttentionVariantDependsOnRowsAndHeadDim) {
   options.kernels = "";
 
   const OpCase wide = op_case("head_dim_160", {2, 1, 160, 64, 96, 100}, DType::f32, {});
-  const auto wide_model = model::load_model(write_case_model(wide));
+  const auto wide_model = formats::load_model(write_case_model(wide));
   const auto two_pass = validated_vulkan_engine(*wide_model, options);
   EXPECT_EQ(two_pass->kernel(Op::attn), "attention-two-pass");
   options.kernels = "attention=flash";
@@ -683,7 +685,7 @@ TEST(VulkanKernels, AttentionVariantDependsOnRowsAndHeadDim) {
 // With f16 activations every variant's name carries ".f16"; after the slash, the weights as
 // stored: synth:tiny's f32 matrices are held as f16, in about half the bytes.
 TEST(VulkanKernels, F16EngineNamesItsVariantsAndStoresF16Weights) {
-  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto m = formats::load_model(synth_model_path("tiny"));
   gpu::VulkanEngineOptions options;
   const auto f32 = validated_vulkan_engine(*m, options);
   options.f16 = true;
@@ -708,7 +710,7 @@ TEST(VulkanKernels, F16EngineNamesItsVariantsAndStoresF16Weights) {
 }
 
 TEST(VulkanKernels, UnknownKernelOverrideIsAUsageError) {
-  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto m = formats::load_model(synth_model_path("tiny"));
   gpu::VulkanEngineOptions options;
   options.kernels = "matmul=fast";
   const std::string error = usage_error_of(*m, options);
@@ -754,7 +756,7 @@ std::unique_ptr<gpu::VulkanEngine> engine_after_one_chunk(const model::Model& m,
 // (without the validation layer, which turns it off, saying why).
 TEST(VulkanKernels, Coop2IsTheF16PrefillGemmWhereTheDeviceHasIt) {
   if (!coop2_gemm_missing().empty()) GTEST_SKIP() << coop2_gemm_missing();
-  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto m = formats::load_model(synth_model_path("tiny"));
   gpu::VulkanEngineOptions options;
   options.f16 = true;
   options.validation = false;
@@ -776,7 +778,7 @@ TEST(VulkanKernels, ForcingCoop2AttentionInF32ModeIsAUsageError) {
 // faults attention-coop2 lacks.
 TEST(VulkanKernels, Coop2AttentionIsTheF16PrefillAttentionWhereTheDeviceHasIt) {
   if (!coop2_attention_missing().empty()) GTEST_SKIP() << coop2_attention_missing();
-  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto m = formats::load_model(synth_model_path("tiny"));
   gpu::VulkanEngineOptions options;
   options.f16 = true;
   options.validation = false;
@@ -796,7 +798,7 @@ TEST(VulkanKernels, ForcingCoopAttentionInF32ModeIsAUsageError) {
 // On a device without VK_NV_cooperative_matrix (lavapipe) forcing it in f16 mode is an error that
 // names the device and the extension, and `auto` keeps the tiled GEMM.
 TEST(VulkanKernels, ForcingCoopGemmWithoutTheExtensionIsAUsageError) {
-  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto m = formats::load_model(synth_model_path("tiny"));
   gpu::VulkanEngineOptions options;
   options.f16 = true;
   const auto automatic = validated_vulkan_engine(*m, options);
@@ -817,7 +819,7 @@ TEST(VulkanKernels, ForcingCoopGemmWithoutTheExtensionIsAUsageError) {
 // values of K, so K = 1000 (63 roundings of ~2^-12 relative: NMSE ~ 3e-6) makes the fault plain.
 void expect_f16_sums_miss_the_f16_bound(const std::string& kernels, const std::string& ran_name) {
   const OpCase c = act_f16(op_case("coop_f16_sums", {8, 4, 16, 72, 1000, 301}, DType::f32, {}));
-  const auto m = model::load_model(write_case_model(c));
+  const auto m = formats::load_model(write_case_model(c));
   const model::Graph graph(m->config());
   reference::CpuEngineOptions cpu_options{model::Precision::f16, 1};
   const auto cpu = reference::make_cpu_engine(*m, cpu_options);

@@ -6,6 +6,7 @@
 
 #include <chrono>
 
+#include "formats/load_model.h"
 #include "model/runner.h"
 #include "model/weights.h"
 #include "tests/reference_fixtures.h"
@@ -15,7 +16,7 @@ namespace tapdiff::testing {
 namespace {
 
 TEST(VulkanProfile, EveryOpGetsDeviceTimeWithinTheWallTime) {
-  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto m = formats::load_model(synth_model_path("tiny"));
   const auto engine = validated_vulkan_engine(*m);
   const model::Graph graph(m->config());
   const auto tokens = synth_prompt(9, m->config().vocab, 4);

@@ -4,6 +4,7 @@
 
 #include "dumps/dump_reader.h"
 #include "dumps/dump_writer.h"
+#include "formats/load_model.h"
 #include "model/runner.h"
 #include "model/weights.h"
 #include "tests/reference_fixtures.h"
@@ -62,7 +63,7 @@ TappedRun dump_f16_run(const model::Model& m, const std::string& path, dumps::St
 }
 
 TEST(VulkanTaps, F16DumpOfTheF16EngineTakesTheBitsUnconvertedAndEqualsTheWidenedPath) {
-  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto m = formats::load_model(synth_model_path("tiny"));
   const auto dir = temp_dir("vulkan-taps-f16");
   const std::string direct = (dir / "direct.h5").string(), widened = (dir / "widened.h5").string();
   const TappedRun d = dump_f16_run(*m, direct, dumps::StorageType::f16, true);
@@ -89,7 +90,7 @@ TEST(VulkanTaps, F16DumpOfTheF16EngineTakesTheBitsUnconvertedAndEqualsTheWidened
 
 // An f32 dump of the f16 engine refuses the offer and stores the widened values.
 TEST(VulkanTaps, F32DumpOfTheF16EngineTakesWidenedValues) {
-  const auto m = model::load_model(synth_model_path("tiny"));
+  const auto m = formats::load_model(synth_model_path("tiny"));
   const auto dir = temp_dir("vulkan-taps-f32");
   const std::string path = (dir / "f32.h5").string();
   const TappedRun r = dump_f16_run(*m, path, dumps::StorageType::f32, true);

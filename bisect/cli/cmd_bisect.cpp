@@ -23,6 +23,7 @@
 #include "bisect/report_bisect.h"
 #include "bisect/report_junit.h"
 #include "dumps/dump_writer.h"
+#include "formats/load_model.h"
 #include "model/errors.h"
 #include "model/per_sequence_engine.h"
 #include "model/precision.h"
@@ -38,7 +39,7 @@ EngineChoice vulkan_choice() {
 
 struct BisectArgs {
   std::string model = kDefaultModel;
-  model::LoadOptions load;
+  formats::LoadOptions load;
   std::string engine_a = "ref";
   EngineChoice engine_b = vulkan_choice();
   PromptOptions prompt;
@@ -157,7 +158,7 @@ int bisect_command(const BisectArgs& a) {
   if (dump_b) dump_b->finish(dump_summary(result.tokens.b)), result.run.b.path = a.dump_dir + "/b.h5";
 
   const bisect::TokenText text = [&tokenizer](std::int32_t id) {
-    return tokenizer ? model::valid_utf8(tokenizer->decode(std::vector<std::int32_t>{id})) : std::string();
+    return tokenizer ? text::valid_utf8(tokenizer->decode(std::vector<std::int32_t>{id})) : std::string();
   };
   const std::vector<bisect::Diagnosis> diagnoses = bisect::diagnose(result);
   if (!a.json.empty()) write_text(a.json, "--json", bisect::bisect_json(result, diagnoses, text).dump(2) + "\n");

@@ -29,6 +29,7 @@
 #include "bisect/report_junit.h"
 #include "bisect/report_terminal.h"
 #include "dumps/dump_reader.h"
+#include "formats/load_model.h"
 #include "model/errors.h"
 #include "model/precision.h"
 
@@ -44,7 +45,7 @@ struct CompareArgs {
   bool common_rows = false;
   // --model: the culprit on B's own inputs
   std::string model;
-  model::LoadOptions load;
+  formats::LoadOptions load;
   std::string layers;
   int threads = 0;
   std::string b_precision;  // what B computes in: as B's dump states it, or its values tell, when empty

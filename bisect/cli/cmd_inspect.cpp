@@ -18,8 +18,10 @@
 #include "bisect/cli/prompt_input.h"
 #include "bisect/tensor_stats.h"
 #include "dumps/dump_reader.h"
+#include "formats/load_model.h"
 #include "model/errors.h"
 #include "model/graph.h"
+#include "text/tokenizer.h"
 
 namespace tapdiff::cli {
 namespace {
@@ -34,7 +36,7 @@ struct InspectArgs {
   std::string vocab;  // GGUF file for token text (default: the dump's model, if it exists)
   std::string json;
   std::string model;  // the model of an imported dump
-  model::LoadOptions load;
+  formats::LoadOptions load;
   DumpInputOptions input;
 };
 
@@ -95,7 +97,7 @@ nlohmann::json stats_table(const dumps::DumpReader& dump) {
 
 // The tokenizer of --vocab (its errors are the user's to see), or else of the dump's model when that
 // file is still there and carries a vocabulary (a note on stderr when not).
-std::optional<model::Tokenizer> dump_tokenizer(const InspectArgs& a, const dumps::DumpReader& dump) {
+std::optional<text::Tokenizer> dump_tokenizer(const InspectArgs& a, const dumps::DumpReader& dump) {
   const int vocab = dumps::config_from_json(dump.metadata().model_config, a.dump).vocab;
   if (!a.vocab.empty()) return tokenizer_from_file(a.vocab, vocab);
   const std::string& source = dump.metadata().model_path;
@@ -109,7 +111,7 @@ std::optional<model::Tokenizer> dump_tokenizer(const InspectArgs& a, const dumps
   return std::nullopt;
 }
 
-void print_top_k(const InspectArgs& a, const dumps::DumpReader& dump, const std::optional<model::Tokenizer>& tok) {
+void print_top_k(const InspectArgs& a, const dumps::DumpReader& dump, const std::optional<text::Tokenizer>& tok) {
   const int n_layers = dumps::config_from_json(dump.metadata().model_config, a.dump).n_layers;
   const model::TensorId logits{model::Op::logits, n_layers};
   if (!dump.has(logits))

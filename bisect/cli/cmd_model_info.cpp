@@ -6,13 +6,14 @@
 
 #include "bisect/cli/commands.h"
 #include "bisect/cli/model_source.h"
+#include "formats/load_model.h"
 #include "model/graph.h"
 
 namespace tapdiff::cli {
 
 void add_model_info_command(CLI::App& app, CliContext& context) {
   auto model = std::make_shared<std::string>(kDefaultModel);
-  auto load = std::make_shared<model::LoadOptions>();
+  auto load = std::make_shared<formats::LoadOptions>();
   CLI::App* cmd = app.add_subcommand(
       "model-info", "Print a model's dump metadata as JSON: model_config, sha256, and every tap with its width");
   cmd->add_option("--model", *model, "GGUF file, Hugging Face folder, or synth:SHAPE[:DTYPE]")->capture_default_str();

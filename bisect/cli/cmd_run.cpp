@@ -18,16 +18,18 @@
 #include "bisect/dump_chunks.h"
 #include "dumps/dump_reader.h"
 #include "dumps/dump_writer.h"
+#include "formats/load_model.h"
 #include "model/batch_runner.h"
 #include "model/errors.h"
 #include "model/runner.h"
+#include "text/tokenizer.h"
 
 namespace tapdiff::cli {
 namespace {
 
 struct RunArgs {
   std::string model = kDefaultModel;
-  model::LoadOptions load;
+  formats::LoadOptions load;
   EngineChoice engine;
   PromptOptions prompt;
   int chunk = 0;
@@ -51,7 +53,7 @@ dumps::RunMetadata describe_run(const RunArgs& a, const model::Model& m, const m
 }
 
 nlohmann::json summarize(const model::Engine& engine, const model::Model& m, const std::vector<std::int32_t>& prompt,
-                         const model::RunResult& r, const std::optional<model::Tokenizer>& tokenizer, int chunk) {
+                         const model::RunResult& r, const std::optional<text::Tokenizer>& tokenizer, int chunk) {
   const int decoded = r.decode_steps;
   return {{"engine", engine.name()},
           {"device", engine.device()},
@@ -59,9 +61,9 @@ nlohmann::json summarize(const model::Engine& engine, const model::Model& m, con
           {"model", m.path().string()},
           {"chunk", chunk > 0 ? chunk : static_cast<int>(prompt.size())},
           {"prompt", prompt},
-          {"prompt_text", tokenizer ? nlohmann::json(model::valid_utf8(tokenizer->decode(prompt))) : nlohmann::json()},
+          {"prompt_text", tokenizer ? nlohmann::json(text::valid_utf8(tokenizer->decode(prompt))) : nlohmann::json()},
           {"generated", r.generated},
-          {"text", tokenizer ? nlohmann::json(model::valid_utf8(describe_tokens(r.generated, tokenizer, prompt.back())))
+          {"text", tokenizer ? nlohmann::json(text::valid_utf8(describe_tokens(r.generated, tokenizer, prompt.back())))
                              : nlohmann::json()},
           {"timings",
            {{"prefill_seconds", r.prefill_seconds},
@@ -109,7 +111,7 @@ std::string sequence_dump_path(const std::string& dump, std::size_t sequence) {
 }
 
 // --batch-prompts: every prompt in one ragged batch on the Vulkan engine; one dump per sequence.
-void run_batch(const RunArgs& a, const model::Model& m, const std::optional<model::Tokenizer>& tokenizer,
+void run_batch(const RunArgs& a, const model::Model& m, const std::optional<text::Tokenizer>& tokenizer,
                model::Engine& engine) {
   if (!engine.runs_batches())
     throw UsageError(fmt::format(
@@ -184,7 +186,7 @@ std::unique_ptr<dumps::DumpReader> read_tokens_from(const RunArgs& a) {
 // run and B's compare row for row, decode rows included. The summary's generated tokens are this
 // engine's own greedy choices under B's history.
 void run_tokens_from(const RunArgs& a, const dumps::DumpReader& from, const model::Model& m,
-                     const std::optional<model::Tokenizer>& tokenizer, model::Engine& engine) {
+                     const std::optional<text::Tokenizer>& tokenizer, model::Engine& engine) {
   require_model_of(from, m, "--model", a.model);
   const std::vector<bisect::DumpChunk> chunks = bisect::dump_chunks(from, "run its tokens again");
   std::vector<model::FedChunk> fed;

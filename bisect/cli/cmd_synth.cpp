@@ -3,8 +3,9 @@
 
 #include "bisect/cli/commands.h"
 #include "bisect/cli/option_checks.h"
+#include "formats/family_spec.h"
+#include "formats/synth.h"
 #include "model/errors.h"
-#include "model/synth.h"
 
 namespace tapdiff::cli {
 namespace {
@@ -23,8 +24,8 @@ struct SynthArgs {
 };
 
 void run_synth(const SynthArgs& a) {
-  model::SynthOptions o;
-  o.config = model::synth_shape(a.shape);
+  formats::SynthOptions o;
+  o.config = formats::synth_shape(a.shape);
   auto set = [](int& field, int value) {
     if (value > 0) field = value;
   };
@@ -34,17 +35,17 @@ void run_synth(const SynthArgs& a) {
   if (a.heads > 0 && a.kv_heads == 0) o.config.n_kv_heads = a.heads;
   if (a.rope_base > 0) o.config.rope_base = a.rope_base;
   if (!a.arch.empty()) {
-    const auto family = model::family_named(a.arch);
+    const auto family = formats::family_named(a.arch);
     if (!family) throw UsageError(fmt::format("--arch: expected llama, qwen2 or qwen3moe, found '{}'", a.arch));
     o.config.family = *family;
   }
   o.config.tied_output = a.tied;
-  if (!model::set_synth_storage(o, a.dtype))
-    throw UsageError(fmt::format("--dtype: expected one of {}, found '{}'", model::synth_storage_names(), a.dtype));
+  if (!formats::set_synth_storage(o, a.dtype))
+    throw UsageError(fmt::format("--dtype: expected one of {}, found '{}'", formats::synth_storage_names(), a.dtype));
   o.seed = a.seed;
   o.outlier_channels = a.outliers;
   o.outlier_scale = a.outlier_scale;
-  model::write_synth_model(a.out, o);
+  formats::write_synth_model(a.out, o);
   const auto& c = o.config;
   fmt::print("wrote {}: {} {} layers, dim {}, heads {}/{} of {}, ffn {}, vocab {}, {} weights, seed {}\n", a.out,
              model::family_name(c.family), c.n_layers, c.dim, c.n_heads, c.n_kv_heads, c.head_dim, c.ffn_dim, c.vocab,

@@ -7,22 +7,24 @@
 #include "bisect/cli/commands.h"
 #include "bisect/cli/model_source.h"
 #include "bisect/cli/prompt_input.h"
+#include "formats/load_model.h"
 #include "model/errors.h"
 #include "model/input_file.h"
 #include "model/json_input.h"
+#include "text/tokenizer.h"
 
 namespace tapdiff::cli {
 namespace {
 
-nlohmann::json pieces_of(const std::vector<std::int32_t>& ids, const std::optional<model::Tokenizer>& tokenizer) {
+nlohmann::json pieces_of(const std::vector<std::int32_t>& ids, const std::optional<text::Tokenizer>& tokenizer) {
   nlohmann::json pieces = nlohmann::json::array();
   for (std::size_t i = 0; i < ids.size(); ++i)
-    pieces.push_back(tokenizer ? model::valid_utf8(tokenizer->decode_token(ids[i], i > 0 ? ids[i - 1] : -1)) : "");
+    pieces.push_back(tokenizer ? text::valid_utf8(tokenizer->decode_token(ids[i], i > 0 ? ids[i - 1] : -1)) : "");
   return pieces;
 }
 
 // --texts FILE: a JSON array of strings, each tokenized as a text prompt; one JSON line each.
-void tokenize_texts(const std::string& path, const PromptOptions& prompt, const model::Tokenizer& tokenizer) {
+void tokenize_texts(const std::string& path, const PromptOptions& prompt, const text::Tokenizer& tokenizer) {
   const nlohmann::json texts =
       model::parse_json_text(model::read_regular_file(path, "--texts"), path, "an array of strings");
   if (!texts.is_array())
@@ -41,7 +43,7 @@ void tokenize_texts(const std::string& path, const PromptOptions& prompt, const 
 void add_tokenize_command(CLI::App& app, CliContext& context) {
   struct Args {
     std::string model = kDefaultModel;
-    model::LoadOptions load;
+    formats::LoadOptions load;
     PromptOptions prompt;
     bool json = false;
     std::string texts;
@@ -63,7 +65,7 @@ void add_tokenize_command(CLI::App& app, CliContext& context) {
       ->excludes("--prompt-length");
   cmd->callback([args, &context] {
     const auto m = open_model(args->model, args->load);
-    const std::optional<model::Tokenizer> tokenizer = load_tokenizer(args->prompt, *m);
+    const std::optional<text::Tokenizer> tokenizer = load_tokenizer(args->prompt, *m);
     if (!args->texts.empty()) {
       if (!tokenizer)
         throw UsageError("the model carries no tokenizer vocabulary: pass --vocab FILE.gguf to tokenize --texts");

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "formats/load_model.h"
 #include "model/weights.h"
 
 namespace CLI {
@@ -19,9 +20,9 @@ inline constexpr const char* kDefaultModel = "synth:tiny";
 // The path the spec names; for synth: specs, the cached GGUF (written if absent).
 std::filesystem::path resolve_model_path(const std::string& spec);
 // The model, with a warning on stderr for every tensor holding NaN or infinity.
-std::unique_ptr<model::Model> open_model(const std::string& spec, const model::LoadOptions& options = {});
-// --context N: what a model file leaves to the run that loads it (model::LoadOptions).
-void add_load_options(CLI::App& cmd, model::LoadOptions& options);
+std::unique_ptr<model::Model> open_model(const std::string& spec, const formats::LoadOptions& options = {});
+// --context N: what a model file leaves to the run that loads it (formats::LoadOptions).
+void add_load_options(CLI::App& cmd, formats::LoadOptions& options);
 
 // A warning on stderr when a run of `positions` positions goes past the model's context length.
 void warn_past_context(const model::Model& model, std::size_t positions);

@@ -7,8 +7,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "formats/load_model.h"
 #include "model/errors.h"
 #include "model/input_file.h"
+#include "text/load_vocabulary.h"
+#include "text/tokenizer.h"
+#include "text/vocabulary.h"
 
 namespace tapdiff::cli {
 
@@ -40,25 +44,26 @@ void add_batch_prompts_option(CLI::App& command, PromptOptions& options, const s
       ->excludes("--prompt-file");
 }
 
-model::Tokenizer tokenizer_from_file(const std::string& path, int model_vocab) {
+text::Tokenizer tokenizer_from_file(const std::string& path, int model_vocab) {
   std::unique_ptr<model::Model> source;
   try {
-    source = model::load_model(path);
+    source = formats::load_model(path);
   } catch (const UsageError& e) {
     throw UsageError(fmt::format("--vocab: {}", e.what()));
   }
-  if (!source->vocabulary())
+  const std::optional<text::Vocabulary> vocabulary = text::load_vocabulary(*source);
+  if (!vocabulary)
     throw UsageError(fmt::format("--vocab {}: expected a GGUF file with tokenizer.ggml.* keys, found none", path));
-  model::Tokenizer tokenizer(*source->vocabulary());
+  text::Tokenizer tokenizer(*vocabulary);
   if (tokenizer.size() != model_vocab)
     throw UsageError(fmt::format("--vocab {}: expected a vocabulary of {} tokens (the model's), found {}", path,
                                  model_vocab, tokenizer.size()));
   return tokenizer;
 }
 
-std::optional<model::Tokenizer> load_tokenizer(const PromptOptions& options, const model::Model& m) {
+std::optional<text::Tokenizer> load_tokenizer(const PromptOptions& options, const model::Model& m) {
   if (!options.vocab.empty()) return tokenizer_from_file(options.vocab, m.config().vocab);
-  if (m.vocabulary()) return model::Tokenizer(*m.vocabulary());
+  if (std::optional<text::Vocabulary> vocabulary = text::load_vocabulary(m)) return text::Tokenizer(*vocabulary);
   return std::nullopt;
 }
 
@@ -92,7 +97,7 @@ std::vector<std::int32_t> cut(std::vector<std::int32_t> ids, int length) {
 }  // namespace
 
 std::vector<std::int32_t> resolve_prompt(const PromptOptions& options,
-                                         const std::optional<model::Tokenizer>& tokenizer) {
+                                         const std::optional<text::Tokenizer>& tokenizer) {
   const auto want = static_cast<std::size_t>(std::max(options.length, 0));
   if (!options.tokens.empty()) {
     auto ids = parse_int_list(options.tokens, "--tokens");
@@ -120,13 +125,13 @@ std::vector<std::int32_t> resolve_prompt(const PromptOptions& options,
   return cut(std::move(ids), options.length);
 }
 
-std::vector<std::int32_t> encode_text(const PromptOptions& options, const model::Tokenizer& tokenizer,
+std::vector<std::int32_t> encode_text(const PromptOptions& options, const text::Tokenizer& tokenizer,
                                       std::string_view text) {
   return tokenizer.encode(text, !options.no_bos, !options.special_as_text);
 }
 
 std::vector<std::vector<std::int32_t>> resolve_batch_prompts(const PromptOptions& options,
-                                                             const std::optional<model::Tokenizer>& tokenizer) {
+                                                             const std::optional<text::Tokenizer>& tokenizer) {
   const std::string& path = options.batch_file;
   std::istringstream in(model::read_regular_file(path, "--batch-prompts"));
   std::vector<std::vector<std::int32_t>> prompts;
@@ -152,7 +157,7 @@ std::vector<std::vector<std::int32_t>> resolve_batch_prompts(const PromptOptions
   return prompts;
 }
 
-std::string describe_tokens(const std::vector<std::int32_t>& ids, const std::optional<model::Tokenizer>& tokenizer,
+std::string describe_tokens(const std::vector<std::int32_t>& ids, const std::optional<text::Tokenizer>& tokenizer,
                             std::int32_t previous) {
   if (!tokenizer) return fmt::format("[{}]", fmt::join(ids, ", "));
   std::string text;

@@ -9,8 +9,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "model/tokenizer.h"
 #include "model/weights.h"
+#include "text/tokenizer.h"
 
 namespace tapdiff::cli {
 
@@ -35,25 +35,24 @@ void add_batch_prompts_option(CLI::App& command, PromptOptions& options, const s
 
 // The tokenizer of a GGUF file's vocabulary (--vocab); UsageError when the file is missing, carries
 // none, or has another number of tokens than model_vocab.
-model::Tokenizer tokenizer_from_file(const std::string& path, int model_vocab);
+text::Tokenizer tokenizer_from_file(const std::string& path, int model_vocab);
 
 // The model's tokenizer, or the one of --vocab; nullopt when neither carries a vocabulary.
-std::optional<model::Tokenizer> load_tokenizer(const PromptOptions& options, const model::Model& model);
+std::optional<text::Tokenizer> load_tokenizer(const PromptOptions& options, const model::Model& model);
 
 // The ids of a text prompt as --no-bos and --special-as-text say to encode it.
-std::vector<std::int32_t> encode_text(const PromptOptions& options, const model::Tokenizer& tokenizer,
+std::vector<std::int32_t> encode_text(const PromptOptions& options, const text::Tokenizer& tokenizer,
                                       std::string_view text);
 
 // Token ids of the prompt (--prompt-length applied). UsageError when no prompt was given, when a text prompt needs a
 // tokenizer and there is none, or when --tokens is not a list of integers.
-std::vector<std::int32_t> resolve_prompt(const PromptOptions& options,
-                                         const std::optional<model::Tokenizer>& tokenizer);
+std::vector<std::int32_t> resolve_prompt(const PromptOptions& options, const std::optional<text::Tokenizer>& tokenizer);
 
 // The prompts of a ragged batch (--batch-prompts FILE): one per non-empty line, text, or token ids
 // after "tokens:" ("tokens: 1, 403, 407"); --vocab, --no-bos and --prompt-length apply to each.
 // UsageError naming the file (and line) when it cannot be read, holds no prompt, or a line fails.
 std::vector<std::vector<std::int32_t>> resolve_batch_prompts(const PromptOptions& options,
-                                                             const std::optional<model::Tokenizer>& tokenizer);
+                                                             const std::optional<text::Tokenizer>& tokenizer);
 
 // "1,403, 407" or "1 403 407" -> integers; UsageError naming the option and the bad item
 // (negative values only when allow_negative, for positions counted from the end).
@@ -61,7 +60,7 @@ std::vector<std::int32_t> parse_int_list(const std::string& text, const std::str
                                          bool allow_negative = false);
 
 // Text of the ids, or "[ids]" without a tokenizer.
-std::string describe_tokens(const std::vector<std::int32_t>& ids, const std::optional<model::Tokenizer>& tokenizer,
+std::string describe_tokens(const std::vector<std::int32_t>& ids, const std::optional<text::Tokenizer>& tokenizer,
                             std::int32_t previous = -1);
 
 }  // namespace tapdiff::cli

@@ -108,7 +108,7 @@ struct PlanPush {  // moe_plan.comp
 
 struct RoundDotPush {  // round_dot.comp
   uint units;          // blocks, or values for f16 and bf16
-  uint type;           // model::DotType
+  uint type;           // formats::DotType
 };
 
 struct Q81CorrectionPush {  // q8_1_correction.comp

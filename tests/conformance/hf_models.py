@@ -21,7 +21,7 @@ SHAPE = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_atte
 @dataclass
 class Case:
     name: str
-    model_type: str  # a transformers model_type tapdiff reads (model/hf_config.cpp)
+    model_type: str  # a transformers model_type tapdiff reads (formats/hf_config.cpp)
     rope: dict = field(default_factory=lambda: {"rope_type": "default", "rope_theta": 10000.0})
     extra: dict = field(default_factory=dict)
     composite: dict | None = None  # a multimodal model around the text model: its model_type and keys

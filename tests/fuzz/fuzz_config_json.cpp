@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "formats/load_model.h"
 #include "model/weights.h"
 #include "tests/fuzz/fuzz_support.h"
 
@@ -11,6 +12,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   using namespace tapdiff;
   const std::filesystem::path& folder = fuzz::tiny_hf_folder();
   fuzz::write_file(folder / "config.json", {data, size});
-  fuzz::documented_errors_only([&] { fuzz::read_all_weights(*model::load_model(folder)); });
+  fuzz::documented_errors_only([&] { fuzz::read_all_weights(*formats::load_model(folder)); });
   return 0;
 }

@@ -8,14 +8,14 @@
 #include <cstdlib>
 #include <optional>
 
-#include "model/tokenizer.h"
 #include "tests/fuzz/fuzz_support.h"
 #include "tests/fuzz/tokenizer_input.h"
+#include "text/tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace tapdiff;
   const fuzz::TokenizerInput input = fuzz::parse_tokenizer_input({data, size});
-  std::optional<model::Tokenizer> tokenizer;
+  std::optional<text::Tokenizer> tokenizer;
   if (!fuzz::documented_errors_only([&] { tokenizer.emplace(input.vocab); })) return 0;
   for (const std::string& text : input.texts) {
     fuzz::documented_errors_only([&] {
@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           std::abort();
         }
       }
-      (void)model::valid_utf8(tokenizer->decode(ids));
+      (void)text::valid_utf8(tokenizer->decode(ids));
     });
   }
   for (const std::int32_t id : {-1, tokenizer->size()})

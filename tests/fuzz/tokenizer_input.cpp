@@ -1,4 +1,5 @@
 #include "tests/fuzz/tokenizer_input.h"
+#include "text/vocabulary.h"
 
 #include <algorithm>
 #include <cmath>
@@ -41,12 +42,12 @@ TokenizerInput parse_tokenizer_input(std::span<const std::uint8_t> bytes) {
   TokenizerInput in;
   if (bytes.size() < 4) return in;
   const std::uint8_t flags = bytes[0];
-  model::Vocabulary& v = in.vocab;
+  text::Vocabulary& v = in.vocab;
   v.model = (flags & kBert) != 0 ? "bert" : (flags & kGpt2) != 0 ? "gpt2" : "llama";
   if (v.model == "gpt2") v.pre = "gpt-2";  // the split tapdiff implements, so that the encoder runs
   v.add_bos = (flags & kAddBos) != 0;
-  v.space_prefix = static_cast<model::SpacePrefix>(((flags & kSpacePrefix) != 0 ? 1 : 0) +
-                                                   ((flags & kSpacePrefixHigh) != 0 ? 2 : 0));
+  v.space_prefix =
+      static_cast<text::SpacePrefix>(((flags & kSpacePrefix) != 0 ? 1 : 0) + ((flags & kSpacePrefixHigh) != 0 ? 2 : 0));
   v.split_at_spaces = v.fuse_unk = (flags & kSplitFuse) != 0;
   v.bos = static_cast<std::int8_t>(bytes[1]);
   v.eos = static_cast<std::int8_t>(bytes[2]);
@@ -79,7 +80,7 @@ TokenizerInput parse_tokenizer_input(std::span<const std::uint8_t> bytes) {
 }
 
 std::string format_tokenizer_input(const TokenizerInput& in) {
-  const model::Vocabulary& v = in.vocab;
+  const text::Vocabulary& v = in.vocab;
   std::uint8_t flags = 0;
   if (v.model == "gpt2") flags |= kGpt2;
   if (v.model != "gpt2" && v.model != "llama") flags |= kBert;

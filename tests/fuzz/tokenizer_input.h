@@ -3,7 +3,7 @@
 // and texts to encode, in a compact form that libFuzzer's byte mutations keep mostly valid:
 //   4 header bytes: flags, bos, eos, unk (the ids as int8; -1 = none)
 //     flags: bit 0 model "gpt2" (else "llama"), 1 add_bos, 2 and 6 the space prefix (the value of
-//            model::SpacePrefix, bit 2 its low bit), 3 scores present, 4 token types present,
+//            text::SpacePrefix, bit 2 its low bit), 3 scores present, 4 token types present,
 //            5 model "bert" (unsupported: the tokenizer refuses it), 7 split_at_spaces and fuse_unk
 //   then records separated by 0x1E, each a kind byte and its payload:
 //     't' type score piece   a token: type and score one int8 each (score 127 NaN, 126 +inf,
@@ -20,11 +20,12 @@
 #include <vector>
 
 #include "model/weights.h"
+#include "text/vocabulary.h"
 
 namespace tapdiff::fuzz {
 
 struct TokenizerInput {
-  model::Vocabulary vocab;
+  text::Vocabulary vocab;
   std::vector<std::string> texts;
 };
 

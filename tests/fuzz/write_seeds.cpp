@@ -13,11 +13,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "formats/family_spec.h"
+#include "formats/synth.h"
 #include "model/dtype.h"
-#include "model/synth.h"
 #include "tests/fuzz/dump_text.h"
 #include "tests/fuzz/fuzz_support.h"
 #include "tests/fuzz/tokenizer_input.h"
+#include "text/vocabulary.h"
 
 namespace {
 
@@ -30,15 +32,15 @@ void write_text(const fs::path& path, const std::string& text) { std::ofstream(p
 void gguf_seeds(const fs::path& dir) {
   auto write = [&](const char* name, const char* arch, model::DType dtype, int dim, int head_dim, int kv_heads,
                    int vocab, bool tied) {
-    model::SynthOptions o;
-    o.config.family = *model::family_named(arch);
+    formats::SynthOptions o;
+    o.config.family = *formats::family_named(arch);
     o.config.n_layers = 1, o.config.dim = dim, o.config.n_heads = 2, o.config.n_kv_heads = kv_heads;
     o.config.head_dim = head_dim, o.config.ffn_dim = 32, o.config.vocab = vocab, o.config.context_length = 64;
     o.config.rope_style = std::string(arch) == "qwen2" ? model::RopeStyle::rotate_half : model::RopeStyle::interleaved;
     o.config.block.qkv_bias = std::string(arch) == "qwen2";
     o.config.tied_output = tied, o.config.bos_token = 1, o.config.eos_token = 2;
     o.dtype = dtype;
-    model::write_synth_model(dir / name, o);
+    formats::write_synth_model(dir / name, o);
   };
   write("llama-f32.gguf", "llama", model::DType::f32, 16, 8, 2, 300, true);
   write("qwen2-f16.gguf", "qwen2", model::DType::f16, 16, 8, 1, 260, false);
@@ -76,7 +78,7 @@ void config_seeds(const fs::path& dir) {
 
 // The byte-level vocabulary of a tokenizer seed as a Hugging Face tokenizer.json, with a
 // pre-tokenizer, post-processor and added token.
-nlohmann::json tokenizer_json(const model::Vocabulary& v, nlohmann::json pre_tokenizer) {
+nlohmann::json tokenizer_json(const text::Vocabulary& v, nlohmann::json pre_tokenizer) {
   nlohmann::json vocab = nlohmann::json::object(), added = nlohmann::json::array();
   for (std::size_t id = 0; id < v.tokens.size(); ++id) {
     if (v.types[id] == 3)
@@ -114,7 +116,7 @@ nlohmann::json tokenizer_json(const model::Vocabulary& v, nlohmann::json pre_tok
 }
 
 // A SentencePiece-style vocabulary as a tokenizer.json: Llama 2's normalizer, or Metaspace.
-nlohmann::json sentencepiece_json(const model::Vocabulary& v, bool metaspace) {
+nlohmann::json sentencepiece_json(const text::Vocabulary& v, bool metaspace) {
   nlohmann::json vocab = nlohmann::json::object(), added = nlohmann::json::array(), merges = nlohmann::json::array();
   for (std::size_t id = 0; id < v.tokens.size(); ++id) {
     vocab[v.tokens[id]] = id;
@@ -142,7 +144,7 @@ nlohmann::json sentencepiece_json(const model::Vocabulary& v, bool metaspace) {
             {"merges", merges}}}};
 }
 
-void tokenizer_json_seeds(const model::Vocabulary& bpe, const fs::path& dir) {
+void tokenizer_json_seeds(const text::Vocabulary& bpe, const fs::path& dir) {
   const nlohmann::json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", true}};
   write_text(dir / "byte-level.json", tokenizer_json(bpe, byte_level).dump(1));
   const nlohmann::json split = {
@@ -165,7 +167,7 @@ void tokenizer_seeds(const fs::path& dir, const fs::path& json_dir) {
   const std::vector<std::string> texts = {"Hello world", " it's 42 tokens,\n\ttwo  spaces",
                                           "caf\xC3\xA9 \xF0\x9F\x98\x80 \xFF"};
   fuzz::TokenizerInput spm;
-  const model::SynthVocabulary synth = model::synth_vocabulary(300);
+  const formats::SynthVocabulary synth = formats::synth_vocabulary(300);
   spm.vocab.model = "llama";
   spm.vocab.tokens = synth.tokens, spm.vocab.scores.assign(synth.scores.begin(), synth.scores.end()),
   spm.vocab.types = synth.types;
@@ -174,13 +176,13 @@ void tokenizer_seeds(const fs::path& dir, const fs::path& json_dir) {
   write_text(dir / "llama-synth", fuzz::format_tokenizer_input(spm));
   // Without scores and types: the tokenizer infers them.
   spm.vocab.tokens.resize(40), spm.vocab.scores.clear(), spm.vocab.types.clear();
-  spm.vocab.space_prefix = model::SpacePrefix::none;
+  spm.vocab.space_prefix = text::SpacePrefix::none;
   write_text(dir / "llama-untyped", fuzz::format_tokenizer_input(spm));
   // Byte-level BPE: printable ASCII stands for itself; U+0120 stands for ' ', U+010A for '\n'.
   fuzz::TokenizerInput bpe;
   bpe.vocab.model = "gpt2";
   bpe.vocab.pre = "gpt-2";
-  bpe.vocab.space_prefix = model::SpacePrefix::none;
+  bpe.vocab.space_prefix = text::SpacePrefix::none;
   for (char c = '!'; c <= '~'; ++c) bpe.vocab.tokens.emplace_back(1, c);
   for (const char* piece : {"\xC4\xA0", "\xC4\x8A", "\xC4\xA0t", "he", "\xC4\xA0the", "in", "er", "'s"})
     bpe.vocab.tokens.emplace_back(piece);
@@ -223,7 +225,7 @@ void tokenizer_seeds(const fs::path& dir, const fs::path& json_dir) {
                          "a b",
                          "\xE2\x96\x81 \xE2\x96\x81"};
   ranked.vocab.bos = 1, ranked.vocab.eos = 2, ranked.vocab.unk = 0;
-  ranked.vocab.space_prefix = model::SpacePrefix::first_fragment_unless_space;
+  ranked.vocab.space_prefix = text::SpacePrefix::first_fragment_unless_space;
   ranked.vocab.split_at_spaces = ranked.vocab.fuse_unk = true;
   ranked.texts = texts;
   write_text(dir / "llama-ranked-merges", fuzz::format_tokenizer_input(ranked));

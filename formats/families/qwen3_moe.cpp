@@ -1,0 +1,73 @@
+// Qwen3-MoE: Qwen3's attention and a mixture of experts in its FFNs. In a Hugging Face folder a
+// layer is MoE unless listed in mlp_only_layers or off the decoder_sparse_step (layer + 1 a
+// multiple of it), as Qwen3MoeDecoderLayer chooses; the dense layers' FFN is intermediate_size
+// wide, each expert's moe_intermediate_size; the chosen weights renormalised where
+// norm_topk_prob. llama.cpp's qwen3moe requires every layer to be MoE.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "formats/families/qwen2.h"
+#include "formats/family_spec.h"
+#include "formats/gguf_keys.h"
+
+namespace tapdiff::formats {
+
+using namespace model;
+
+namespace {
+
+using nlohmann::json;
+
+void read_hf(KeyReader& k, ModelConfig& c) {
+  c.block.activation = read_activation(k, "hidden_act", "silu");
+  no_mlp_bias(k);
+  read_attention_bias(k, c.block);
+  c.block.qk_norm = QkNorm::per_head;
+  read_qwen2_windows(k, c);
+  read_experts(k, c, "num_experts", "num_local_experts", k.integer("moe_intermediate_size"),
+               k.boolean("norm_topk_prob", false));
+  const int step = k.integer("decoder_sparse_step", 1);
+  if (step < 1) k.fail("decoder_sparse_step", "a step >= 1", std::to_string(step));
+  std::vector<bool> moe(static_cast<std::size_t>(c.n_layers));
+  for (int l = 0; l < c.n_layers; ++l) moe[static_cast<std::size_t>(l)] = (l + 1) % step == 0;
+  if (const json* dense = k.find("mlp_only_layers")) {
+    if (!dense->is_array()) k.fail("mlp_only_layers", "an array of layer indices", json_excerpt(*dense));
+    for (const json& l : *dense) {
+      if (!l.is_number_integer() || l.get<std::int64_t>() < 0 || l.get<std::int64_t>() >= c.n_layers)
+        k.fail("mlp_only_layers", fmt::format("layer indices below num_hidden_layers ({})", c.n_layers),
+               json_excerpt(*dense));
+      moe[l.get<std::size_t>()] = false;
+    }
+  }
+  if (c.experts.count == 0) moe.assign(moe.size(), false);
+  if (std::count(moe.begin(), moe.end(), true) == 0) {
+    c.experts = {};  // every layer dense: Qwen3's block
+  } else if (std::count(moe.begin(), moe.end(), false) > 0) {
+    c.experts.layers = std::move(moe);
+  }
+}
+
+void read_gguf(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
+  c.block.qk_norm = QkNorm::per_head;
+  read_gguf_experts(f, prefix, c, "expert_feed_forward_length");
+  if (c.experts.count == 0)
+    throw_format_error(fmt::format("{}: missing metadata key '{}expert_count' (llama.cpp's qwen3moe needs it)",
+                                   f.path().string(), prefix));
+}
+
+}  // namespace
+
+const FamilySpec& qwen3_moe_family() {
+  static const FamilySpec spec{
+      .family = Family::qwen3_moe,
+      .hf = {.model_types = {"qwen3_moe"}, .read = read_hf, .tokenizer_class = "Qwen2Tokenizer"},
+      .gguf = {.architectures = {"qwen3moe"},
+               .rope_style = RopeStyle::rotate_half,
+               .keys = {"expert_count", "expert_used_count", "expert_feed_forward_length"},
+               .read = read_gguf},
+  };
+  return spec;
+}
+
+}  // namespace tapdiff::formats

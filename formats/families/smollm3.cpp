@@ -1,0 +1,56 @@
+// SmolLM3: Llama's block, and layers without RoPE. no_rope_layers: 1 where a layer rotates q and
+// k, 0 where it does not; absent: every no_rope_layer_interval-th layer (counting from 1) has
+// none, as SmolLM3Config makes it. Its 4.x rule slides the layers without RoPE where
+// use_sliding_window. llama.cpp: every fourth layer without RoPE, its fixed step, which its
+// converter writes no key for; no sliding window in its graph.
+#include <algorithm>
+#include <string>
+
+#include "formats/families/llama.h"
+#include "formats/family_spec.h"
+
+namespace tapdiff::formats {
+
+using namespace model;
+
+namespace {
+
+using nlohmann::json;
+
+void read_hf(KeyReader& k, ModelConfig& c) {
+  read_llama_hf(k, c);
+  const int interval = k.integer("no_rope_layer_interval", 4);
+  std::vector<bool> rope(static_cast<std::size_t>(c.n_layers));
+  if (const json* flags = per_layer_array(k, "no_rope_layers", c.n_layers, "flags")) {
+    for (std::size_t l = 0; l < rope.size(); ++l) {
+      if ((*flags)[l] != 0 && (*flags)[l] != 1) k.fail("no_rope_layers", "flags 0 or 1", json_excerpt(*flags));
+      rope[l] = (*flags)[l] == 1;
+    }
+  } else {
+    if (interval < 1) k.fail("no_rope_layer_interval", "an interval >= 1", std::to_string(interval));
+    for (int l = 0; l < c.n_layers; ++l) rope[static_cast<std::size_t>(l)] = (l + 1) % interval != 0;
+  }
+  const bool use = k.boolean("use_sliding_window", false);
+  read_layer_types(k, c, true, [&](int layer) { return use && !rope[static_cast<std::size_t>(layer)]; });
+  if (std::count(rope.begin(), rope.end(), false) > 0) c.rope_layers = std::move(rope);
+}
+
+}  // namespace
+
+const FamilySpec& smollm3_family() {
+  static const FamilySpec spec{
+      .family = Family::smollm3,
+      .hf = {.model_types = {"smollm3"}, .read = read_hf, .tied_by_default = true},
+      .gguf = {.architectures = {"smollm3"},
+               .rope_style = RopeStyle::interleaved,
+               .read =
+                   [](const GgufFile&, const std::string&, ModelConfig& c) {
+                     c.rope_layers.resize(static_cast<std::size_t>(c.n_layers));
+                     for (int l = 0; l < c.n_layers; ++l) c.rope_layers[static_cast<std::size_t>(l)] = (l + 1) % 4 != 0;
+                   },
+               .unread = {"attention.sliding_window"}},
+  };
+  return spec;
+}
+
+}  // namespace tapdiff::formats

@@ -1,0 +1,90 @@
+#pragma once
+// Everything tapdiff knows of a family, one file per family (formats/families/<family>.cpp), read top
+// to bottom like a modeling file: how its Hugging Face config.json and its GGUF metadata are read
+// into a ModelConfig, how llama.cpp's graph of it differs, its tokenizer class.
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/family.h"
+#include "model/rope.h"
+
+namespace tapdiff::model {
+struct ModelConfig;
+}  // namespace tapdiff::model
+
+namespace tapdiff::formats {
+
+using model::Family;
+
+class GgufFile;
+class KeyReader;
+
+// A multimodal checkpoint whose text decoder is the family, its config under text_config: a run
+// on token ids computes that decoder only, so the image encoder's keys are read as unused (and
+// its tensors: formats/safetensors_reader.cpp).
+struct HfComposite {
+  std::string_view model_type;
+  std::set<std::string_view> encoder_keys = {};  // keys of the image encoder and its projector
+};
+
+// The family in a Hugging Face folder: config.json's model_type for it, and how its keys are read.
+struct HfRecipe {
+  std::vector<std::string_view> model_types = {};  // none: tapdiff reads no Hugging Face folder of it
+  // The keys that are the family's own (beyond the sizes, RoPE and tokens every family reads):
+  // read into c, or refused by name.
+  void (*read)(KeyReader& k, model::ModelConfig& c) = nullptr;
+  bool tied_by_default = false;   // tie_word_embeddings when the config leaves it out
+  double rope_theta = 10000.0;    // rope_theta when the config leaves it out
+  double sliding_rope_theta = 0;  // > 0: the sliding layers have their own RoPE, of this base by default
+  std::vector<HfComposite> composites = {};
+  // transformers' TOKENIZER_MAPPING_NAMES for it ("" where it has none), and whether the family is
+  // in MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS (the registered class overrides the folder's).
+  std::string_view tokenizer_class = {};
+  bool tokenizer_overrides_folder = false;
+};
+
+// The family in a GGUF file, as llama.cpp builds it (src/models/<arch>.cpp) and its converter
+// writes it: the RoPE layout, the block, and the "<arch>." keys it reads beside the ones every
+// family has. q/k/v biases come from the tensors present; the other biases only where the
+// family's graph adds them.
+struct GgufRecipe {
+  std::vector<std::string_view> architectures = {};  // general.architecture; none: tapdiff reads no GGUF of it
+  model::RopeStyle rope_style = model::RopeStyle::interleaved;
+  std::vector<std::string_view> keys = {};  // its own keys, read by `read`
+  void (*read)(const GgufFile& f, const std::string& prefix, model::ModelConfig& c) = nullptr;
+  // Keys other families read that this one's graph computes nothing with: refused when present.
+  std::vector<std::string_view> unread = {};
+  bool gate_up_in_ffn_up = false;  // ffn_up holds the gate's rows, then up's
+  bool longrope = false;           // LongRoPE: rope_factors_long/short.weight, picked by the run's context
+};
+
+// Where llama.cpp's graph of the family computes otherwise than the others.
+struct LlamaCppGraph {
+  bool gemma = false;              // the embedding scaled after "embd" (inp_scaled), Q scaled first
+  bool scales_q_first = false;     // Q scaled by the attention scale before the attention rounds it
+  bool fused_projections = false;  // q, k, v as one matrix (wqkv), gate and up as one (ffn_up)
+};
+
+struct FamilySpec {
+  Family family;
+  HfRecipe hf = {};
+  GgufRecipe gguf = {};
+  LlamaCppGraph llama_cpp = {};
+};
+
+// The family's file.
+const FamilySpec& family_spec(Family f);
+// Every family, in the table's order.
+std::span<const FamilySpec* const> all_families();
+
+// The family a name stands for: its own name, a Hugging Face model_type or a llama.cpp
+// general.architecture of it ("qwen3moe", "gemma3_text"); nullopt for any other.
+std::optional<Family> family_named(std::string_view name);
+// The family whose Hugging Face model_type, or a multimodal checkpoint's of it, is `model_type`.
+const FamilySpec* hf_family(std::string_view model_type);
+
+}  // namespace tapdiff::formats

@@ -1,0 +1,134 @@
+#include "formats/hf_experts.h"
+
+#include <charconv>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "model/errors.h"
+
+namespace tapdiff::formats {
+
+using namespace model;
+
+namespace {
+
+// A projection's tensor name within an expert, per checkpoint layout.
+struct ExpertTensor {
+  std::string_view prefix;  // before the expert index
+  std::string_view suffix;  // after it
+  WeightKind kind;
+};
+
+constexpr ExpertTensor kPerExpert[] = {
+    {"block_sparse_moe.experts.", ".w1.weight", WeightKind::expert_gate},
+    {"block_sparse_moe.experts.", ".w3.weight", WeightKind::expert_up},
+    {"block_sparse_moe.experts.", ".w2.weight", WeightKind::expert_down},
+    {"mlp.experts.", ".gate_proj.weight", WeightKind::expert_gate},
+    {"mlp.experts.", ".up_proj.weight", WeightKind::expert_up},
+    {"mlp.experts.", ".down_proj.weight", WeightKind::expert_down},
+};
+
+// The expert index of `name` for one layout, or -1.
+int expert_index(std::string_view name, const ExpertTensor& layout) {
+  if (!name.starts_with(layout.prefix) || !name.ends_with(layout.suffix)) return -1;
+  const std::string_view digits =
+      name.substr(layout.prefix.size(), name.size() - layout.prefix.size() - layout.suffix.size());
+  int e = -1;
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), e);
+  return ec == std::errc{} && end == digits.data() + digits.size() && !digits.empty() ? e : -1;
+}
+
+}  // namespace
+
+bool HfExperts::take(int layer, std::string_view name, const SafetensorsFile& f, const SafetensorsTensor& t) {
+  const std::string file = f.path().string();
+  const Experts& ex = config_.experts;
+  auto fail = [&](std::string_view expected, const std::string& found) {
+    throw_format_error(fmt::format("{}: tensor '{}': expected {}, found {}", file, t.name, expected, found));
+  };
+  auto require_dtype = [&] {
+    if (!t.dtype) fail("dtype F32, F16 or BF16", fmt::format("dtype {}", t.dtype_name));
+  };
+  auto require_shape = [&](std::vector<std::int64_t> shape) {
+    if (t.shape != shape)
+      fail(fmt::format("shape [{}] for this config", fmt::join(shape, ", ")),
+           fmt::format("shape [{}]", fmt::join(t.shape, ", ")));
+  };
+  for (const ExpertTensor& layout : kPerExpert) {
+    const int e = expert_index(name, layout);
+    if (e < 0) continue;
+    if (ex.count == 0) return false;  // a dense config: the tensor is refused as unused
+    if (e >= ex.count)
+      fail(fmt::format("an expert below the config's {} experts", ex.count), fmt::format("expert {}", e));
+    require_dtype();
+    const bool down = layout.kind == WeightKind::expert_down;
+    require_shape(down ? std::vector<std::int64_t>{config_.dim, ex.ffn_dim}
+                       : std::vector<std::int64_t>{ex.ffn_dim, config_.dim});
+    add_part(layout.kind, layer, e, t.name, file, *t.dtype, t.shape[0], t.shape[1], t.bytes);
+    return true;
+  }
+  const bool gate_up = name == "mlp.experts.gate_up_proj", down = name == "mlp.experts.down_proj";
+  if (!gate_up && !down) return false;
+  if (ex.count == 0) return false;
+  require_dtype();
+  const std::int64_t rows = down ? config_.dim : 2 * std::int64_t{ex.ffn_dim};
+  const std::int64_t cols = down ? ex.ffn_dim : config_.dim;
+  require_shape({ex.count, rows, cols});
+  const std::size_t row_size = row_bytes(*t.dtype, cols);
+  const std::int64_t part_rows = down ? rows : ex.ffn_dim;
+  for (int e = 0; e < ex.count; ++e)
+    for (int half = 0; half < (down ? 1 : 2); ++half) {
+      const WeightKind kind = down        ? WeightKind::expert_down
+                              : half == 0 ? WeightKind::expert_gate
+                                          : WeightKind::expert_up;
+      const std::size_t first_row = static_cast<std::size_t>(e * rows + half * part_rows);
+      add_part(kind, layer, e, t.name, file, *t.dtype, part_rows, cols,
+               t.bytes.subspan(first_row * row_size, static_cast<std::size_t>(part_rows) * row_size));
+    }
+  return true;
+}
+
+void HfExperts::add_part(WeightKind kind, int layer, int expert, const std::string& tensor_name,
+                         const std::string& file, DType dtype, std::int64_t rows, std::int64_t cols,
+                         std::span<const std::byte> bytes) {
+  Stack& s = stacks_[{kind, layer}];
+  if (s.parts.empty()) {
+    s.file = file, s.dtype = dtype, s.part_rows = rows, s.cols = cols;
+    s.parts.resize(static_cast<std::size_t>(config_.experts.count));
+    s.names.resize(s.parts.size());
+  }
+  const auto e = static_cast<std::size_t>(expert);
+  if (!s.names[e].empty())
+    throw_format_error(fmt::format("{}: tensors '{}' and '{}' are both {} of expert {} in layer {}", file, s.names[e],
+                                   tensor_name, weight_kind_name(kind), expert, layer));
+  if (dtype != s.dtype)
+    throw_format_error(fmt::format("{}: tensor '{}': expected dtype {} as the layer's other experts ('{}'), found {}",
+                                   file, tensor_name, dtype_name(s.dtype), s.names[0].empty() ? "" : s.names[0],
+                                   dtype_name(dtype)));
+  s.parts[e] = bytes;
+  s.names[e] = tensor_name;
+}
+
+void HfExperts::add_to(Model& model) const {
+  for (const auto& [key, s] : stacks_) {
+    const auto& [kind, layer] = key;
+    for (std::size_t e = 0; e < s.parts.size(); ++e)
+      if (s.names[e].empty())
+        throw_format_error(fmt::format("{}: layer {}: expected {} of each of the {} experts, found none for expert {}",
+                                       s.file, layer, weight_kind_name(kind), s.parts.size(), e));
+    if (layer >= config_.n_layers)
+      throw_format_error(fmt::format("{}: tensor '{}' belongs to layer {}, but num_hidden_layers is {}", s.file,
+                                     s.names[0], layer, config_.n_layers));
+    const bool fused = s.names.front() == s.names.back();
+    WeightTensor t;
+    t.name = fused ? s.names.front() : fmt::format("{} ... {}", s.names.front(), s.names.back());
+    t.dtype = s.dtype;
+    t.rows = s.part_rows * std::ssize(s.parts);
+    t.cols = s.cols;
+    t.parts = s.parts;
+    model.add(kind, layer, std::move(t));
+  }
+}
+
+}  // namespace tapdiff::formats

@@ -1,0 +1,46 @@
+#pragma once
+// The experts' tensors of a Hugging Face mixture-of-experts checkpoint (Mixtral, Qwen3-MoE), as
+// transformers saves them: one tensor per expert and projection (Mixtral's
+// block_sparse_moe.experts.E.w1/w3/w2, Qwen3-MoE's mlp.experts.E.gate_proj/up_proj/down_proj), or
+// the fused 3-D mlp.experts.gate_up_proj [experts, 2 ffn, dim] and mlp.experts.down_proj
+// [experts, dim, ffn] of transformers' own modules. Each projection of a layer becomes one stacked
+// tensor (model/weights.h: expert_gate, expert_up, expert_down) whose experts stay in the mapped
+// files, in parts.
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "formats/safetensors_reader.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace tapdiff::formats {
+
+class HfExperts {
+ public:
+  explicit HfExperts(const model::ModelConfig& config) : config_(config) {}
+
+  // Takes tensor `t` of file `f` when `name` (within layer `layer`, after "model.layers.N.") is
+  // one of the experts' tensors; FormatError for one of the wrong shape, type or expert index.
+  bool take(int layer, std::string_view name, const SafetensorsFile& f, const SafetensorsTensor& t);
+  // Adds the stacked tensors to the model; FormatError naming the first expert missing.
+  void add_to(model::Model& model) const;
+
+ private:
+  struct Stack {
+    std::string file, name;  // the first tensor's file, and a name for every part
+    model::DType dtype = model::DType::f32;
+    std::int64_t part_rows = 0, cols = 0;
+    std::vector<std::span<const std::byte>> parts;  // one per expert; empty span: not seen yet
+    std::vector<std::string> names;                 // the tensor each part came from
+  };
+  void add_part(model::WeightKind kind, int layer, int expert, const std::string& tensor_name, const std::string& file,
+                model::DType dtype, std::int64_t rows, std::int64_t cols, std::span<const std::byte> bytes);
+
+  const model::ModelConfig& config_;
+  std::map<std::pair<model::WeightKind, int>, Stack> stacks_;
+};
+
+}  // namespace tapdiff::formats

@@ -1,0 +1,64 @@
+#include "formats/hf_keys.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tapdiff::formats {
+
+using namespace model;
+
+using nlohmann::json;
+
+const json* per_layer_array(KeyReader& k, const std::string& key, int n_layers, std::string_view what) {
+  const json* v = k.find(key);
+  if (v != nullptr && (!v->is_array() || std::ssize(*v) != n_layers))
+    k.fail(key, fmt::format("an array of {} {} (num_hidden_layers)", n_layers, what), json_excerpt(*v));
+  return v;
+}
+
+void read_layer_types(KeyReader& k, ModelConfig& c, bool enabled, const std::function<bool(int)>& slides_by_default) {
+  std::vector<bool> slides(static_cast<std::size_t>(c.n_layers));
+  if (const json* types = per_layer_array(k, "layer_types", c.n_layers, "layer types")) {
+    for (std::size_t l = 0; l < slides.size(); ++l) {
+      const json& t = (*types)[l];
+      if (t != "full_attention" && t != "sliding_attention")
+        k.unsupported("layer_types", t, "full_attention and sliding_attention");
+      slides[l] = t == "sliding_attention";
+    }
+  } else {
+    for (int l = 0; l < c.n_layers; ++l) slides[static_cast<std::size_t>(l)] = slides_by_default(l);
+  }
+  const double window = k.number_or_off("sliding_window", 4096);
+  if (window != std::floor(window) || window < 0 || window > std::numeric_limits<int>::max())
+    k.fail("sliding_window", "a window of tokens, a non-negative integer", json_excerpt(window));
+  const auto sliding = std::count(slides.begin(), slides.end(), true);
+  c.sliding_window = enabled && sliding > 0 ? static_cast<int>(window) : 0;
+  if (c.sliding_rope || (c.sliding_window > 0 && sliding < c.n_layers)) c.sliding_layers = std::move(slides);
+}
+
+Activation read_activation(KeyReader& k, const std::string& key, std::string_view fallback) {
+  const json* v = k.find(key);
+  const std::string name = v == nullptr ? std::string(fallback) : v->is_string() ? v->get<std::string>() : "";
+  static constexpr std::pair<std::string_view, Activation> kNames[] = {
+      {"silu", Activation::silu}, {"gelu", Activation::gelu}, {"gelu_pytorch_tanh", Activation::gelu_tanh}};
+  for (const auto& [n, a] : kNames)
+    if (name == n) return a;
+  k.unsupported(key, v ? *v : json(name), "silu, gelu and gelu_pytorch_tanh");
+}
+
+void read_attention_bias(KeyReader& k, Block& b) { b.qkv_bias = b.o_bias = k.boolean("attention_bias", false); }
+
+void no_mlp_bias(KeyReader& k) { k.require_value("mlp_bias", false, "no biases in this family's MLP"); }
+
+void read_experts(KeyReader& k, ModelConfig& c, const std::string& count_key, const std::string& alias, int ffn_dim,
+                  bool normalize) {
+  Experts& e = c.experts;
+  const bool aliased = !alias.empty() && k.find(alias) != nullptr;
+  if (aliased && k.find(count_key) != nullptr) k.fail(alias, fmt::format("either {} or {}", count_key, alias), "both");
+  e.count = k.integer(aliased ? alias : count_key);
+  e.active = k.integer("num_experts_per_tok");
+  e.ffn_dim = ffn_dim;
+  e.normalize = normalize;
+}
+
+}  // namespace tapdiff::formats

@@ -1,0 +1,131 @@
+#pragma once
+// Reading a Hugging Face config.json for a family (formats/families/): KeyReader remembers which keys
+// were read, so that every key is read, known not to change the forward pass, or refused by name;
+// and the readers of keys several families share.
+#include <functional>
+#include <limits>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "model/config.h"
+#include "model/errors.h"
+#include "model/json_input.h"
+
+namespace tapdiff::formats {
+
+// Reads one JSON object's keys, remembering which were read; the base of the config and RoPE readers.
+class KeyReader {
+ public:
+  KeyReader(const nlohmann::json& j, std::string source) : j_(j), source_(std::move(source)) {}
+
+  const nlohmann::json* find(const std::string& key) {
+    read_.insert(key);
+    const auto it = j_.find(key);
+    return it == j_.end() || it->is_null() ? nullptr : &*it;
+  }
+  int integer(const std::string& key, std::optional<int> fallback = std::nullopt) {
+    const nlohmann::json* v = find(key);
+    if (v == nullptr) return fallback ? *fallback : fail(key, "an integer", "no such key");
+    if (!v->is_number_integer() || v->get<std::int64_t>() < 0 ||
+        v->get<std::int64_t>() > std::numeric_limits<int>::max())
+      fail(key, "a non-negative integer", model::json_excerpt(*v));
+    return v->get<int>();
+  }
+  double number(const std::string& key, std::optional<double> fallback = std::nullopt) {
+    const nlohmann::json* v = find(key);
+    if (v == nullptr) return fallback ? *fallback : fail(key, "a number", "no such key");
+    if (!v->is_number() || !std::isfinite(v->get<double>())) fail(key, "a finite number", model::json_excerpt(*v));
+    return v->get<double>();
+  }
+  // A number that null switches off: absent -> fallback, null -> 0, else the number.
+  double number_or_off(const std::string& key, double fallback) {
+    read_.insert(key);
+    const auto it = j_.find(key);
+    if (it == j_.end()) return fallback;
+    return it->is_null() ? 0.0 : number(key);
+  }
+  bool boolean(const std::string& key, bool fallback) {
+    const nlohmann::json* v = find(key);
+    if (v == nullptr) return fallback;
+    if (!v->is_boolean()) fail(key, "true or false", model::json_excerpt(*v));
+    return v->get<bool>();
+  }
+  std::vector<double> numbers(const std::string& key) {
+    const nlohmann::json* v = find(key);
+    if (v == nullptr || !v->is_array()) fail(key, "an array of numbers", v ? model::json_excerpt(*v) : "no such key");
+    std::vector<double> out;
+    for (const nlohmann::json& x : *v) {
+      if (!x.is_number() || !std::isfinite(x.get<double>()))
+        fail(key, "an array of finite numbers", model::json_excerpt(*v));
+      out.push_back(x.get<double>());
+    }
+    return out;
+  }
+  // A token id, or the first of an array of ids; -1 when absent.
+  int token(const std::string& key) {
+    const nlohmann::json* v = find(key);
+    if (v != nullptr && v->is_array()) v = v->empty() ? nullptr : &v->front();
+    if (v == nullptr) return -1;
+    if (!v->is_number_integer() || v->get<std::int64_t>() < 0 ||
+        v->get<std::int64_t>() > std::numeric_limits<int>::max())
+      fail(key, "a token id or an array of them", model::json_excerpt(*v));
+    return v->get<int>();
+  }
+  // Refuses `key` unless absent, null or equal to `supported`.
+  void require_value(const std::string& key, const nlohmann::json& supported, std::string_view meaning) {
+    if (const nlohmann::json* v = find(key); v != nullptr && *v != supported)
+      unsupported(key, *v, fmt::format("{} only ({})", supported.dump(), meaning));
+  }
+  // Refuses every key that was not read, is not null (as absent) and is not in `harmless`.
+  void refuse_unread_keys(const std::set<std::string_view>& harmless) const {
+    for (const auto& [key, value] : j_.items())
+      if (!value.is_null() && !read_.contains(key) && !harmless.contains(key))
+        unsupported(key, value, "only the keys whose meaning it implements (docs/models.md)");
+  }
+  [[noreturn]] int fail(const std::string& key, std::string_view expected, const std::string& found) const {
+    throw_format_error(fmt::format("{}: '{}': expected {}, found {}", source_, key, expected, found));
+  }
+  [[noreturn]] void unsupported(const std::string& key, const nlohmann::json& value, std::string_view supported) const {
+    throw_format_error(fmt::format("{}: '{}' = {} is not supported: tapdiff implements {}", source_, key,
+                                   model::json_excerpt(value), supported));
+  }
+
+ private:
+  const nlohmann::json& j_;
+  std::string source_;
+  std::set<std::string> read_;
+};
+
+// A per-layer key, if present: an array of one entry per layer (`what` names the entries), else
+// FormatError naming the key.
+const nlohmann::json* per_layer_array(KeyReader& k, const std::string& key, int n_layers, std::string_view what);
+
+// Which layers slide, from 5.x's layer_types ("full_attention" or "sliding_attention" per layer)
+// or, where a 4.x config has none, the family's own rule; sliding_window is their window (absent:
+// the config class's 4096; null, or not `enabled`: none, every layer attends fully, as
+// transformers does). Where the sliding layers have their own RoPE, the types are always kept.
+void read_layer_types(KeyReader& k, model::ModelConfig& c, bool enabled,
+                      const std::function<bool(int)>& slides_by_default);
+
+// The activation a config names (hidden_act, or Gemma 2/3's hidden_activation), as ACT2FN maps it.
+model::Activation read_activation(KeyReader& k, const std::string& key, std::string_view fallback);
+
+// attention_bias: a bias on q, k, v and o_proj.
+void read_attention_bias(KeyReader& k, model::Block& b);
+
+// Families whose MLP has no bias: mlp_bias absent or false.
+void no_mlp_bias(KeyReader& k);
+
+// The mixture of experts: `count_key` experts (or `alias`, where the family has one: Qwen3-MoE's
+// 5.x saves num_local_experts for its num_experts; either is read, not both), num_experts_per_tok
+// of them per token, each `ffn_dim` wide.
+void read_experts(KeyReader& k, model::ModelConfig& c, const std::string& count_key, const std::string& alias,
+                  int ffn_dim, bool normalize);
+
+}  // namespace tapdiff::formats

@@ -1,0 +1,357 @@
+#include "formats/safetensors_reader.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <limits>
+#include <set>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "formats/family_spec.h"
+#include "formats/hf_experts.h"
+#include "model/errors.h"
+#include "model/input_file.h"
+#include "model/json_input.h"
+#include "model/mapped_file.h"
+
+namespace tapdiff::formats {
+
+using namespace model;
+
+namespace {
+
+using nlohmann::json;
+constexpr std::uint64_t kMaxHeaderBytes = 100u << 20;  // the safetensors format's own limit
+
+// Bytes per element of every safetensors dtype (0 for an unknown name).
+std::size_t element_bytes(std::string_view dtype) {
+  static constexpr std::pair<std::string_view, std::size_t> kSizes[] = {
+      {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E5M2", 1}, {"F8_E4M3", 1}, {"I16", 2}, {"U16", 2}, {"F16", 2},
+      {"BF16", 2}, {"I32", 4}, {"U32", 4}, {"F32", 4},     {"F64", 8},     {"I64", 8}, {"U64", 8}};
+  for (const auto& [name, size] : kSizes)
+    if (name == dtype) return size;
+  return 0;
+}
+
+std::optional<DType> model_dtype(std::string_view dtype) {
+  if (dtype == "F32") return DType::f32;
+  if (dtype == "F16") return DType::f16;
+  if (dtype == "BF16") return DType::bf16;
+  return std::nullopt;
+}
+
+json read_json_file(const std::filesystem::path& path, std::string_view what) {
+  return parse_json_text(read_regular_file(path, ""), path.string(), what);
+}
+
+}  // namespace
+
+SafetensorsFile::SafetensorsFile(const std::filesystem::path& path)
+    : path_(path), file_(std::make_unique<MappedFile>(path)) {
+  const std::span<const std::byte> bytes = file_->bytes();
+  const std::string file = path.string();
+  if (bytes.size() < 8)
+    throw_format_error(fmt::format("{}: truncated: the header length needs bytes [0, 8) but the file has {} bytes",
+                                   file, bytes.size()));
+  std::uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  if (n > kMaxHeaderBytes)
+    throw_format_error(fmt::format("{}: expected a header length up to {} bytes, found {}", file, kMaxHeaderBytes, n));
+  if (n > bytes.size() - 8)
+    throw_format_error(fmt::format("{}: truncated: the JSON header needs bytes [8, {}) but the file has {} bytes", file,
+                                   8 + n, bytes.size()));
+  const json header = parse_json_text(std::string_view(reinterpret_cast<const char*>(bytes.data() + 8), n), file,
+                                      "a safetensors header");
+  if (!header.is_object())
+    throw_format_error(fmt::format("{}: expected a JSON object as the header, found {}", file, json_excerpt(header)));
+  const std::span<const std::byte> data = bytes.subspan(8 + n);
+  for (const auto& [name, entry] : header.items()) {
+    if (name != "__metadata__") {
+      parse_entry(name, entry, data);
+    } else if (entry.is_object()) {
+      for (const auto& [k, v] : entry.items())
+        metadata_[k] = v.is_string() ? v.get<std::string>() : json_excerpt(v, 4096);
+    }
+  }
+  check_data_layout(data);
+}
+
+// The tensors' bytes must tile the data section, as the format requires: no overlap, no byte that
+// belongs to no tensor. A header length off by a few bytes, or offsets from another file, fail here.
+void SafetensorsFile::check_data_layout(std::span<const std::byte> data) const {
+  std::vector<const SafetensorsTensor*> order;
+  for (const auto& t : tensors_) order.push_back(&t);
+  std::sort(order.begin(), order.end(), [](const auto* a, const auto* b) {
+    return std::pair(a->bytes.data(), a->bytes.size()) < std::pair(b->bytes.data(), b->bytes.size());
+  });
+  const std::uint64_t header_end = file_->size() - data.size();
+  std::uint64_t covered = 0;  // bytes [0, covered) of the data section belong to a tensor
+  const SafetensorsTensor* previous = nullptr;
+  for (const SafetensorsTensor* t : order) {
+    const auto begin = static_cast<std::uint64_t>(t->bytes.data() - data.data());
+    if (begin < covered)
+      throw_format_error(fmt::format(
+          "{}: tensor '{}': expected data that no other tensor uses, found bytes [{}, {}) "
+          "overlapping tensor '{}'",
+          path_.string(), t->name, header_end + begin, header_end + begin + t->bytes.size(), previous->name));
+    if (begin > covered)
+      throw_format_error(
+          fmt::format("{}: expected the tensors' data to fill the data section, found bytes [{}, {}) "
+                      "that belong to no tensor (before tensor '{}')",
+                      path_.string(), header_end + covered, header_end + begin, t->name));
+    covered = begin + t->bytes.size();
+    previous = t;
+  }
+  if (covered != data.size())
+    throw_format_error(
+        fmt::format("{}: expected the tensors' data to end the file at byte {}, found {} more bytes "
+                    "(a wrong header length, or bytes appended)",
+                    path_.string(), header_end + covered, data.size() - covered));
+}
+
+// One tensor entry {dtype, shape, data_offsets}; its bytes must lie inside `data`.
+void SafetensorsFile::parse_entry(const std::string& name, const json& entry, std::span<const std::byte> data) {
+  auto fail = [&](std::string_view expected, const std::string& found) {
+    throw_format_error(fmt::format("{}: tensor '{}': expected {}, found {}", path_.string(), name, expected, found));
+  };
+  if (!entry.is_object() || !entry.contains("dtype") || !entry["dtype"].is_string() || !entry.contains("shape") ||
+      !entry["shape"].is_array() || !entry.contains("data_offsets") || !entry["data_offsets"].is_array())
+    fail("an object with dtype, shape and data_offsets", json_excerpt(entry));
+  SafetensorsTensor t;
+  t.name = name;
+  t.dtype_name = entry["dtype"].get<std::string>();
+  t.dtype = model_dtype(t.dtype_name);
+  const std::size_t elem = element_bytes(t.dtype_name);
+  if (elem == 0) fail("a safetensors dtype (F32, F16, BF16, I8, ...)", fmt::format("dtype '{}'", t.dtype_name));
+  std::uint64_t count = 1;
+  const std::uint64_t limit = data.size();
+  for (const json& d : entry["shape"]) {
+    if (!d.is_number_unsigned()) fail("a shape of non-negative integers", json_excerpt(entry["shape"]));
+    const auto n = d.get<std::uint64_t>();
+    count = n != 0 && count > limit / n ? limit + 1 : count * n;  // saturates above the data size
+    t.shape.push_back(static_cast<std::int64_t>(std::min<std::uint64_t>(n, std::uint64_t{1} << 62)));
+  }
+  const json& off = entry["data_offsets"];
+  if (off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned() ||
+      off[0].get<std::uint64_t>() > off[1].get<std::uint64_t>())
+    fail("data_offsets [begin, end] with begin <= end", json_excerpt(off));
+  const auto begin = off[0].get<std::uint64_t>(), end = off[1].get<std::uint64_t>();
+  if (count > limit || count * elem != end - begin)
+    fail(fmt::format("{} bytes of data ({} of shape [{}]) in data_offsets", count > limit ? 0 : count * elem,
+                     t.dtype_name, fmt::join(t.shape, ", ")),
+         fmt::format("[{}, {}]", begin, end));
+  const std::uint64_t header_end = file_->size() - data.size();  // 8 + header length
+  if (end > data.size())
+    throw_format_error(fmt::format("{}: truncated: tensor '{}' needs bytes [{}, {}) but the file has {} bytes",
+                                   path_.string(), name, header_end + begin, header_end + end, file_->size()));
+  t.bytes = data.subspan(begin, end - begin);
+  tensors_.push_back(std::move(t));
+}
+
+SafetensorsFile::~SafetensorsFile() = default;
+
+const SafetensorsTensor* SafetensorsFile::find(std::string_view name) const {
+  for (const auto& t : tensors_)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+std::unique_ptr<MappedFile> SafetensorsFile::release_mapping() { return std::move(file_); }
+
+namespace {
+
+// "model.layers.N.rest" as (N, rest), or nullopt for a name outside the layers.
+std::optional<std::pair<int, std::string_view>> layer_tensor(std::string_view name) {
+  constexpr std::string_view kPrefix = "model.layers.";
+  if (!name.starts_with(kPrefix)) return std::nullopt;
+  name.remove_prefix(kPrefix.size());
+  int layer = 0;
+  const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), layer);
+  if (ec != std::errc{} || end == name.data() || end == name.data() + name.size() || *end != '.') return std::nullopt;
+  return std::pair(layer, name.substr(static_cast<std::size_t>(end - name.data()) + 1));
+}
+
+// The weights a Hugging Face tensor name holds in a model of this config: one, the parts of a fused
+// projection (Phi-3's qkv_proj and gate_up_proj, their rows in order), or none for a tensor the
+// model does not use. post_attention_layernorm is the norm before the FFN in a block without
+// post-norms (Llama), the norm on the attention's output in one with them (Gemma 2/3, OLMo 2).
+std::vector<WeightPart> hf_weights(std::string_view name, const ModelConfig& c) {
+  static constexpr std::pair<std::string_view, WeightKind> kGlobal[] = {
+      {"model.embed_tokens.weight", WeightKind::token_embd},
+      {"model.norm.weight", WeightKind::output_norm},
+      {"lm_head.weight", WeightKind::output}};
+  const std::pair<std::string_view, WeightKind> kLayer[] = {
+      {"input_layernorm.weight", WeightKind::attn_norm},
+      {"self_attn.q_proj.weight", WeightKind::wq},
+      {"self_attn.k_proj.weight", WeightKind::wk},
+      {"self_attn.v_proj.weight", WeightKind::wv},
+      {"self_attn.q_proj.bias", WeightKind::bq},
+      {"self_attn.k_proj.bias", WeightKind::bk},
+      {"self_attn.v_proj.bias", WeightKind::bv},
+      {"self_attn.q_norm.weight", WeightKind::q_norm},
+      {"self_attn.k_norm.weight", WeightKind::k_norm},
+      {"self_attn.o_proj.weight", WeightKind::wo},
+      {"self_attn.o_proj.bias", WeightKind::bo},
+      {"post_attention_layernorm.weight", c.block.post_norms ? WeightKind::attn_post_norm : WeightKind::ffn_norm},
+      {"pre_feedforward_layernorm.weight", WeightKind::ffn_norm},
+      {"mlp.gate_proj.weight", WeightKind::ffn_gate},
+      {"mlp.up_proj.weight", WeightKind::ffn_up},
+      {"mlp.down_proj.weight", WeightKind::ffn_down},
+      {"mlp.gate_proj.bias", WeightKind::b_gate},
+      {"mlp.up_proj.bias", WeightKind::b_up},
+      {"mlp.down_proj.bias", WeightKind::b_down},
+      {"post_feedforward_layernorm.weight", WeightKind::ffn_post_norm},
+      {"block_sparse_moe.gate.weight", WeightKind::moe_router},
+      {"mlp.gate.weight", WeightKind::moe_router}};
+  for (const auto& [n, kind] : kGlobal)
+    if (name == n) return {{kind, -1}};
+  const auto in_layer = layer_tensor(name);
+  if (!in_layer) return {};
+  const int layer = in_layer->first;
+  name = in_layer->second;
+  for (const auto& [n, kind] : kLayer)
+    if (name == n) return {{kind, layer}};
+  if (name == "self_attn.qkv_proj.weight")
+    return {
+        {WeightKind::wq, layer, c.q_dim()}, {WeightKind::wk, layer, c.kv_dim()}, {WeightKind::wv, layer, c.kv_dim()}};
+  if (name == "mlp.gate_up_proj.weight")
+    return {{WeightKind::ffn_gate, layer, c.ffn_dim}, {WeightKind::ffn_up, layer, c.ffn_dim}};
+  return {};
+}
+
+// The tensor names of a multimodal checkpoint (model/family.h, HfComposite): its text decoder's
+// tensors under a prefix, as each transformers version saves them, beside the image encoder's,
+// which a run on token ids never computes.
+constexpr std::pair<std::string_view, std::string_view> kCompositeRenames[] = {
+    {"language_model.model.", "model."},  // (prefix in the file, the decoder's own)
+    {"model.language_model.", "model."},
+    {"language_model.lm_head.", "lm_head."}};
+constexpr std::string_view kCompositeEncoder[] = {"vision_tower.", "multi_modal_projector.", "model.vision_tower.",
+                                                  "model.multi_modal_projector."};
+
+bool is_composite(std::string_view model_type) {
+  const FamilySpec* family = hf_family(model_type);
+  return family != nullptr && std::ranges::any_of(family->hf.composites, [&](const HfComposite& composite) {
+           return composite.model_type == model_type;
+         });
+}
+
+// A tensor's name as the text decoder's own (model.layers.0..., lm_head.weight), or nullopt for a
+// tensor of a multimodal checkpoint's image encoder; `model_type` is config.json's.
+std::optional<std::string> decoder_name(std::string_view name, std::string_view model_type) {
+  if (!is_composite(model_type)) return std::string(name);
+  for (std::string_view prefix : kCompositeEncoder)
+    if (name.starts_with(prefix)) return std::nullopt;
+  for (const auto& [in_file, own] : kCompositeRenames)
+    if (name.starts_with(in_file)) return fmt::format("{}{}", own, name.substr(in_file.size()));
+  return std::string(name);
+}
+
+// The tensor as [rows, cols]: the last dimension is cols, the one before rows, earlier ones must be 1.
+WeightTensor to_weight(const SafetensorsFile& f, const SafetensorsTensor& t) {
+  auto fail = [&](std::string_view expected, const std::string& found) {
+    throw_format_error(
+        fmt::format("{}: tensor '{}': expected {}, found {}", f.path().string(), t.name, expected, found));
+  };
+  if (!t.dtype) fail("dtype F32, F16 or BF16", fmt::format("dtype {}", t.dtype_name));
+  const std::size_t n = t.shape.size();
+  for (std::size_t d = 0; d + 2 < n; ++d)
+    if (t.shape[d] != 1) fail("a vector or a matrix", fmt::format("shape [{}]", fmt::join(t.shape, ", ")));
+  if (n == 0) fail("a vector or a matrix", "a scalar");
+  return WeightTensor{t.name, *t.dtype, n >= 2 ? t.shape[n - 2] : 1, t.shape[n - 1], t.bytes, {}};
+}
+
+// The safetensors files of the folder: model.safetensors, or the shards its index names (sorted).
+std::vector<std::filesystem::path> shard_paths(const std::filesystem::path& folder, json* weight_map) {
+  const auto single = folder / "model.safetensors";
+  const auto index = folder / "model.safetensors.index.json";
+  if (!std::filesystem::exists(index)) {
+    if (std::filesystem::exists(single)) return {single};
+    throw_format_error(
+        fmt::format("{}: expected model.safetensors or model.safetensors.index.json, found neither", folder.string()));
+  }
+  const json j = read_json_file(index, "an index");
+  if (!j.contains("weight_map") || !j["weight_map"].is_object())
+    throw_format_error(fmt::format("{}: expected a 'weight_map' object, found {}", index.string(), json_excerpt(j)));
+  std::set<std::string> names;
+  for (const auto& [tensor, shard] : j["weight_map"].items()) {
+    if (!shard.is_string() || shard.get<std::string>().find('/') != std::string::npos)
+      throw_format_error(fmt::format("{}: weight_map['{}']: expected a file name in this folder, found {}",
+                                     index.string(), tensor, json_excerpt(shard)));
+    names.insert(shard.get<std::string>());
+  }
+  *weight_map = j["weight_map"];
+  std::vector<std::filesystem::path> paths;
+  for (const std::string& n : names) {
+    paths.push_back(folder / n);
+    if (!std::filesystem::exists(paths.back()))
+      throw_format_error(
+          fmt::format("{}: expected the shard {} named in its weight_map, found no such file", index.string(), n));
+  }
+  return paths;
+}
+
+}  // namespace
+
+std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
+  const auto config_path = folder / "config.json";
+  if (!std::filesystem::exists(config_path))
+    throw_format_error(fmt::format("{}: expected a Hugging Face folder with config.json, found none", folder.string()));
+  const json config_json = read_json_file(config_path, "a model config");
+  ModelConfig config = hf_config(config_json, config_path.string());
+  const std::string model_type = config_json.value("model_type", "");
+  json weight_map;
+  std::vector<std::unique_ptr<SafetensorsFile>> files;
+  for (const auto& p : shard_paths(folder, &weight_map)) files.push_back(std::make_unique<SafetensorsFile>(p));
+  std::unordered_map<std::string, std::pair<const SafetensorsFile*, const SafetensorsTensor*>> by_name;
+  for (const auto& f : files)
+    for (const auto& t : f->tensors())
+      if (!by_name.emplace(t.name, std::pair{f.get(), &t}).second)
+        throw_format_error(fmt::format("{}: tensor '{}' appears in two shards", f->path().string(), t.name));
+  for (const auto& [tensor, shard] : weight_map.items())
+    if (!by_name.contains(tensor) || by_name[tensor].first->path().filename() != shard.get<std::string>())
+      throw_format_error(fmt::format("{}: tensor '{}' listed in model.safetensors.index.json is missing",
+                                     (folder / shard.get<std::string>()).string(), tensor));
+  std::map<std::string, std::string> names;  // the decoder's name -> the file's, sorted: one order for every message
+  for (const auto& [name, where] : by_name) {
+    const std::optional<std::string> own = decoder_name(name, model_type);
+    if (!own) continue;
+    if (const auto [at, added] = names.emplace(*own, name); !added)
+      throw_format_error(fmt::format("{}: tensors '{}' and '{}' are both the text decoder's '{}'",
+                                     where.first->path().string(), std::min(at->second, name),
+                                     std::max(at->second, name), *own));
+  }
+  if (!config.tied_output && !names.contains("lm_head.weight"))
+    throw_format_error(
+        fmt::format("{}: tie_word_embeddings is false, but the folder has no lm_head.weight", config_path.string()));
+  config.validate(config_path.string());
+  auto model = std::make_unique<Model>(folder, config);
+  HfExperts experts(config);
+  for (const auto& [own, name] : names) {
+    const auto& where = by_name.at(name);
+    const auto in_layer = layer_tensor(own);
+    if (in_layer && experts.take(in_layer->first, in_layer->second, *where.first, *where.second)) continue;
+    const std::vector<WeightPart> parts = hf_weights(own, config);
+    if (parts.empty() && name.ends_with(".rotary_emb.inv_freq")) continue;  // a buffer transformers recomputes
+    const std::string file = where.first->path().string();
+    if (parts.empty())
+      throw_format_error(
+          fmt::format("{}: tensor '{}' is not supported: tapdiff computes no op that uses it", file, name));
+    if (parts.front().kind == WeightKind::output && config.tied_output) continue;  // tied to the embedding
+    if (parts.front().layer >= config.n_layers)
+      throw_format_error(fmt::format("{}: tensor '{}' belongs to layer {}, but num_hidden_layers is {}", file, name,
+                                     parts.front().layer, config.n_layers));
+    model->add_parts(to_weight(*where.first, *where.second), parts, file);
+  }
+  experts.add_to(*model);
+  for (auto& f : files) model->adopt(f->release_mapping());
+  model->validate();
+  return model;
+}
+
+}  // namespace tapdiff::formats
