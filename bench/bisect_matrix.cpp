@@ -22,11 +22,11 @@
 #include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
 
-#include "bisect/bisect.h"
 #include "bisect/cli/engine_factory.h"
 #include "bisect/cli/model_source.h"
 #include "bisect/cli/prompt_input.h"
-#include "bisect/diagnosis.h"
+#include "bisect/drive/bisect.h"
+#include "bisect/judge/diagnosis.h"
 #include "gpu/faults.h"
 #include "model/errors.h"
 #include "model/per_sequence_engine.h"

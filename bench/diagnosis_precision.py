@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT / "tests" / "conformance"))
 
 ROPE_POSITIONS = {"rope-off-by-one", "rope-chunk-reset", "decode-position", "rope-chunk-restart"}
 ATTENTION_WEIGHTS = {"attn-scale", "attn-scale-int", "softmax-no-max", "mask-kv-offset", "attn-scale (numpy)"}
-# The bugs whose cause each code's suspect names (bisect/diagnosis.cpp, bisect/lookalike.cpp).
+# The bugs whose cause each code's suspect names (bisect/judge/diagnosis.cpp, bisect/judge/lookalike.cpp).
 SUSPECT_FITS = {
     "chunk-start": {"rope-chunk-reset", "mask-kv-offset", "kv-stale-chunk", "rope-chunk-restart"},
     "rope-frequency": ROPE_POSITIONS,  # "the positions given to RoPE (an offset, a chunk restarting at 0)"

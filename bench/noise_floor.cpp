@@ -9,7 +9,7 @@
 
 #include "bisect/cli/model_source.h"
 #include "bisect/cli/prompt_input.h"
-#include "bisect/metrics.h"
+#include "bisect/compare/metrics.h"
 #include "model/memory_tap.h"
 #include "model/runner.h"
 #include "reference/cpu_engine.h"

@@ -50,7 +50,7 @@ struct FaultInfo {
   std::string_view mirrors;    // the real-world bug it stands for
   std::vector<model::Op> ops;  // where it first shows, in graph order (the first is the first to differ)
   model::OpClass op_class;     // the class of those ops
-  std::optional<model::DiagnosisCode> diagnosis;  // the code bisect/diagnosis.h should give, where one applies
+  std::optional<model::DiagnosisCode> diagnosis;  // the code bisect/judge/diagnosis.h should give, where one applies
 };
 
 // Every fault, in the order of the Fault enum.

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Checks the include graph against the layer order: a file includes headers of its own room and
-of rooms below it only. Prints every include that runs up or sideways, and exits 1 if there is one.
+of rooms below it only, and every source file of a room folder is in a room. Prints every include
+that runs up or sideways and every file in no room, and exits 1 if there is one.
 
     scripts/check-layers.py
 
@@ -10,8 +11,11 @@ Rooms, from the bottom (a room lists the rooms it may include):
   formats/families                      one file per family: formats, model
   text                                  vocabularies, tokenizers, Unicode: formats, model
   reference, gpu, dumps                 the engines and the dump format: formats, model
-  bisect                                compare, judge, drive, report: model, formats, reference, gpu, dumps
-  bisect/cli                            the tapdiff binary: bisect and below, text
+  bisect/compare                        metrics, tolerances, the comparison of two runs: model, formats, dumps
+  bisect/drive                          engines in lockstep, the bisection: bisect/compare and below
+  bisect/judge                          the diagnoses: bisect/drive and below
+  bisect/report                         the renderings: bisect/judge and below
+  bisect/cli                            the tapdiff binary: everything but bench, tests, examples
   bench, tests, examples                everything
 """
 from __future__ import annotations
@@ -29,8 +33,12 @@ BELOW = {
     "reference": {"formats", "model"},
     "gpu": {"formats", "model"},
     "dumps": {"formats", "model"},
-    "bisect": {"model", "formats", "reference", "gpu", "dumps"},
-    "bisect/cli": {"bisect", "model", "formats", "text", "reference", "gpu", "dumps"},
+    "bisect/compare": {"model", "formats", "dumps"},
+    "bisect/drive": {"bisect/compare", "model", "formats", "dumps"},
+    "bisect/judge": {"bisect/drive", "bisect/compare", "model", "formats", "dumps"},
+    "bisect/report": {"bisect/judge", "bisect/drive", "bisect/compare", "model", "formats", "dumps"},
+    "bisect/cli": {"bisect/report", "bisect/judge", "bisect/drive", "bisect/compare", "model", "formats", "text",
+                   "reference", "gpu", "dumps"},
 }
 EVERYTHING = {"bench", "tests", "examples"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
@@ -54,6 +62,9 @@ def main() -> int:
         if relative.startswith("build") or "/build" in relative:
             continue
         room = room_of(relative)
+        if room is None and relative.split("/")[0] in {r.split("/")[0] for r in BELOW}:
+            bad.append(f"{relative}: in no room (its folder is not one of {sorted(BELOW)})")
+            continue
         if room is None or room in EVERYTHING:
             continue
         allowed = BELOW[room] | {room}
@@ -66,7 +77,7 @@ def main() -> int:
     for line in bad:
         print(line)
     if bad:
-        print(f"check-layers: {len(bad)} includes run up or sideways", file=sys.stderr)
+        print(f"check-layers: {len(bad)} problems (an include running up or sideways, a file in no room)", file=sys.stderr)
         return 1
     print("layers: every include runs down")
     return 0

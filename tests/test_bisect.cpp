@@ -5,8 +5,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "bisect/bisect.h"
-#include "bisect/diagnosis.h"
+#include "bisect/drive/bisect.h"
+#include "bisect/judge/diagnosis.h"
 #include "formats/load_model.h"
 #include "formats/synth.h"
 #include "gpu/vulkan_engine.h"

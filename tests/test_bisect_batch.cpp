@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bisect/bisect.h"
+#include "bisect/drive/bisect.h"
 #include "formats/load_model.h"
 #include "model/errors.h"
 #include "model/per_sequence_engine.h"

@@ -10,8 +10,8 @@
 
 #include <fmt/core.h>
 
-#include "bisect/bisect.h"
-#include "bisect/diagnosis.h"
+#include "bisect/drive/bisect.h"
+#include "bisect/judge/diagnosis.h"
 #include "formats/load_model.h"
 #include "gpu/faults.h"
 #include "gpu/vulkan_engine.h"

@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <functional>
 
-#include "bisect/comparator.h"
-#include "bisect/diagnosis.h"
+#include "bisect/compare/comparator.h"
+#include "bisect/judge/diagnosis.h"
 #include "dumps/dump_writer.h"
 #include "dumps/h5.h"
 #include "formats/load_model.h"

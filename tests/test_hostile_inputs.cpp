@@ -8,7 +8,7 @@
 #include <fstream>
 #include <limits>
 
-#include "bisect/tolerances.h"
+#include "bisect/compare/tolerances.h"
 #include "formats/gguf_reader.h"
 #include "formats/load_model.h"
 #include "formats/weight_scan.h"

@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "bisect/metrics.h"
-#include "bisect/tensor_stats.h"
+#include "bisect/compare/metrics.h"
+#include "bisect/compare/tensor_stats.h"
 
 namespace tapdiff::bisect {
 namespace {

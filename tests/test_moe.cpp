@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bisect/routing.h"
+#include "bisect/compare/routing.h"
 #include "dumps/schema.h"
 #include "formats/load_model.h"
 #include "model/errors.h"

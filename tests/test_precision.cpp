@@ -8,7 +8,7 @@
 
 #include <fmt/core.h>
 
-#include "bisect/precision_evidence.h"
+#include "bisect/compare/precision_evidence.h"
 #include "dumps/dump_reader.h"
 #include "formats/load_model.h"
 #include "model/dtype.h"

@@ -1,4 +1,4 @@
-// Reading ahead of a comparison (bisect/read_ahead.h): the comparison through it is the same as
+// Reading ahead of a comparison (bisect/compare/read_ahead.h): the comparison through it is the same as
 // reading the sources directly, the reads run on the read-ahead thread at most `depth` pairs
 // ahead, and a failed read reaches the comparison at the block it failed on.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "bisect/read_ahead.h"
+#include "bisect/compare/read_ahead.h"
 #include "model/errors.h"
 
 namespace tapdiff::bisect {

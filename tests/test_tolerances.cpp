@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "bisect/tolerances.h"
+#include "bisect/compare/tolerances.h"
 #include "model/errors.h"
 #include "model/precision.h"
 #include "tests/test_support.h"

@@ -6,7 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "bisect/tolerances.h"
+#include "bisect/compare/tolerances.h"
 
 namespace tapdiff::cli {
 

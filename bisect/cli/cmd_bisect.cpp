@@ -10,7 +10,6 @@
 
 #include <fmt/core.h>
 
-#include "bisect/bisect.h"
 #include "bisect/cli/calibration_options.h"
 #include "bisect/cli/commands.h"
 #include "bisect/cli/engine_factory.h"
@@ -19,9 +18,10 @@
 #include "bisect/cli/progress_line.h"
 #include "bisect/cli/prompt_input.h"
 #include "bisect/cli/run_context.h"
-#include "bisect/diagnosis.h"
-#include "bisect/report_bisect.h"
-#include "bisect/report_junit.h"
+#include "bisect/drive/bisect.h"
+#include "bisect/judge/diagnosis.h"
+#include "bisect/report/bisection.h"
+#include "bisect/report/junit.h"
 #include "dumps/dump_writer.h"
 #include "formats/load_model.h"
 #include "model/errors.h"

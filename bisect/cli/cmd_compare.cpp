@@ -1,5 +1,5 @@
 // tapdiff compare: compare dump B against reference dump A op by op, offline and streaming, under
-// tolerances; with --model, isolate the culprit on B's own inputs (bisect/local_check.h). Exit 0
+// tolerances; with --model, isolate the culprit on B's own inputs (bisect/drive/local_check.h). Exit 0
 // when every op is within tolerance and the runs agree, 1 otherwise, 2 for bad input.
 #include <unistd.h>
 
@@ -16,18 +16,18 @@
 #include "bisect/cli/option_checks.h"
 #include "bisect/cli/output_file.h"
 #include "bisect/cli/progress_line.h"
-#include "bisect/comparator.h"
-#include "bisect/diagnosis.h"
-#include "bisect/floor_run.h"
-#include "bisect/local_check.h"
-#include "bisect/lookalike.h"
-#include "bisect/precision_evidence.h"
-#include "bisect/report_format.h"
-#include "bisect/report_html.h"
-#include "bisect/report_isolation.h"
-#include "bisect/report_json.h"
-#include "bisect/report_junit.h"
-#include "bisect/report_terminal.h"
+#include "bisect/compare/comparator.h"
+#include "bisect/compare/precision_evidence.h"
+#include "bisect/compare/text_format.h"
+#include "bisect/drive/floor_run.h"
+#include "bisect/drive/local_check.h"
+#include "bisect/judge/diagnosis.h"
+#include "bisect/judge/lookalike.h"
+#include "bisect/report/html.h"
+#include "bisect/report/isolation.h"
+#include "bisect/report/json.h"
+#include "bisect/report/junit.h"
+#include "bisect/report/terminal.h"
 #include "dumps/dump_reader.h"
 #include "formats/load_model.h"
 #include "model/errors.h"

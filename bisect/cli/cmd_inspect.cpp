@@ -16,7 +16,7 @@
 #include "bisect/cli/option_checks.h"
 #include "bisect/cli/output_file.h"
 #include "bisect/cli/prompt_input.h"
-#include "bisect/tensor_stats.h"
+#include "bisect/compare/tensor_stats.h"
 #include "dumps/dump_reader.h"
 #include "formats/load_model.h"
 #include "model/errors.h"

@@ -7,7 +7,6 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "bisect/bisect.h"
 #include "bisect/cli/commands.h"
 #include "bisect/cli/dump_model.h"
 #include "bisect/cli/engine_factory.h"
@@ -15,7 +14,8 @@
 #include "bisect/cli/output_file.h"
 #include "bisect/cli/prompt_input.h"
 #include "bisect/cli/run_context.h"
-#include "bisect/dump_chunks.h"
+#include "bisect/compare/dump_chunks.h"
+#include "bisect/drive/bisect.h"
 #include "dumps/dump_reader.h"
 #include "dumps/dump_writer.h"
 #include "formats/load_model.h"

@@ -3,7 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "bisect/tolerances.h"
+#include "bisect/compare/tolerances.h"
 #include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -1,0 +1,130 @@
+#include "bisect/compare/routing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "bisect/compare/text_format.h"
+#include "model/errors.h"
+
+namespace tapdiff::bisect {
+namespace {
+
+std::vector<int> row_ids(const model::HostTensor& ids, std::int64_t r) {
+  std::vector<int> out;
+  for (std::int64_t j = 0; j < ids.cols(); ++j) out.push_back(static_cast<int>(std::lround(ids.at(r, j))));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+std::string RoutingFlip::text() const {
+  std::vector<std::string> logit_text;
+  for (const ExpertLogit& e : logits)
+    logit_text.push_back(fmt::format("{}: {} / {}", e.expert, short_number(e.a), short_number(e.b)));
+  return fmt::format(
+      "layer {} position {}{}: A chose experts {}, B {}; router logits A / B {}; A's margin at the k-th place {} {} "
+      "{} x noise {}",
+      layer, position, sequence > 0 ? fmt::format(" (sequence {})", sequence) : "", fmt::join(ids_a, ","),
+      fmt::join(ids_b, ","), fmt::join(logit_text, ", "), short_number(margin), near_tie() ? "<=" : ">",
+      short_number(kNearTieFactor), short_number(noise));
+}
+
+nlohmann::json to_json(const RoutingFlip& f) {
+  nlohmann::json logits = nlohmann::json::array();
+  for (const ExpertLogit& e : f.logits) logits.push_back({{"expert", e.expert}, {"a", e.a}, {"b", e.b}});
+  return {{"layer", f.layer},         {"sequence", f.sequence},      {"position", f.position}, {"ids_a", f.ids_a},
+          {"ids_b", f.ids_b},         {"logits", std::move(logits)}, {"margin", f.margin},     {"noise", f.noise},
+          {"near_tie", f.near_tie()}, {"factor", kNearTieFactor},    {"settled", f.settled}};
+}
+
+std::vector<RowPlace> row_places(std::span<const model::BatchPart> parts) {
+  std::vector<RowPlace> places;
+  for (const model::BatchPart& p : parts)
+    for (std::size_t t = 0; t < p.tokens.size(); ++t)
+      places.push_back({p.sequence, p.first_pos + static_cast<std::int32_t>(t)});
+  return places;
+}
+
+// The unit roundoff of B's storage is the rounding every stored router logit carries.
+RoutingArbiter::RoutingArbiter(const model::ModelConfig& config, model::Precision b_precision, bool settle)
+    : dim_(config.dim), unit_roundoff_(model::unit_roundoff(b_precision)), settle_(settle) {}
+
+void RoutingArbiter::hold_router(int layer, const model::HostTensor& truth, const model::HostTensor* floor,
+                                 const model::HostTensor& b) {
+  layer_ = layer;
+  truth_ = truth;
+  b_ = b;
+  floor_.reset();
+  if (floor) floor_ = *floor;
+}
+
+std::optional<RoutingFlip> RoutingArbiter::flip(const model::HostTensor& ids, std::int64_t r,
+                                                const model::HostTensor& truth_ids,
+                                                const model::HostTensor& logits) const {
+  RoutingFlip f;
+  f.ids_a = row_ids(truth_ids, r);
+  f.ids_b = row_ids(ids, r);
+  if (f.ids_a == f.ids_b) return std::nullopt;
+  const model::HostTensor& a = *truth_;
+  const std::set<int> chosen(f.ids_a.begin(), f.ids_a.end());
+  double weakest = INFINITY, strongest = -INFINITY, largest = 0;
+  for (std::int64_t e = 0; e < a.cols(); ++e) {
+    const double v = a.at(r, e);
+    if (chosen.contains(static_cast<int>(e)))
+      weakest = std::min(weakest, v);
+    else
+      strongest = std::max(strongest, v);
+    largest = std::max(largest, std::abs(v));
+  }
+  f.margin = std::max(0.0, weakest - strongest);
+  std::set<int> either(f.ids_a.begin(), f.ids_a.end());
+  either.insert(f.ids_b.begin(), f.ids_b.end());
+  double floor_error = 0;
+  for (int e : either) {
+    f.logits.push_back({e, a.at(r, e), logits.at(r, e)});
+    if (floor_) floor_error = std::max(floor_error, std::abs(floor_->at(r, e) - a.at(r, e)));
+  }
+  std::sort(f.logits.begin(), f.logits.end(), [](const ExpertLogit& x, const ExpertLogit& y) { return x.a > y.a; });
+  const double rounding = largest * unit_roundoff_;
+  f.noise = floor_ ? std::max(floor_error, rounding) : rounding * std::sqrt(static_cast<double>(dim_));
+  return f;
+}
+
+model::HostTensor RoutingArbiter::settle_rows(const model::HostTensor& ids, const model::HostTensor& truth_ids,
+                                              const model::HostTensor& logits, bool& changed, int layer,
+                                              std::span<const RowPlace> places, bool record) {
+  model::HostTensor out = ids;
+  for (std::int64_t r = 0; r < ids.rows(); ++r) {
+    std::optional<RoutingFlip> f = flip(ids, r, truth_ids, logits);
+    if (!f) continue;
+    f->layer = layer;
+    f->sequence = places[static_cast<std::size_t>(r)].sequence;
+    f->position = places[static_cast<std::size_t>(r)].position;
+    if (settle_ && f->near_tie()) {
+      out.set_rows(r, truth_ids.slice_rows(r, 1).to(ids.scalar()));
+      changed = f->settled = true;
+    }
+    if (record) flips_.push_back(std::move(*f));
+  }
+  return out;
+}
+
+RoutingArbiter::Settled RoutingArbiter::settle(int layer, const model::HostTensor& truth,
+                                               const model::HostTensor* floor, const model::HostTensor& b,
+                                               std::span<const RowPlace> places) {
+  TAPDIFF_ASSERT(layer == layer_ && truth_ && truth_->rows() == truth.rows(),
+                 "moe_ids of layer {} without its router logits", layer);
+  TAPDIFF_ASSERT(std::ssize(places) == truth.rows(), "{} places for {} rows", places.size(), truth.rows());
+  Settled s;
+  s.b = settle_rows(b, truth, *b_, s.b_changed, layer, places, true);
+  if (floor) s.floor = settle_rows(*floor, truth, *floor_, s.floor_changed, layer, places, false);
+  return s;
+}
+
+}  // namespace tapdiff::bisect
