@@ -5,7 +5,8 @@
 # warnings as errors, for the other level: x86-64-v3 (AVX2) on a machine with AVX-512, x86-64-v4
 # (AVX-512) on one without. Every machine so checks both.
 # Then the conformance suites (tests/conformance, pytest) hold the reference to transformers' own
-# float64 forward, in the cached Python environment of scripts/python-env.sh (first run: ~4 GB).
+# float64 forward, in the cached Python environment of scripts/python-env.sh (first run: ~4 GB), a
+# worker per core (pytest-xdist).
 # --sanitize: the C++ tests in a separate build with AddressSanitizer + UndefinedBehaviorSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,5 +31,6 @@ fi
 (cd "$BUILD_DIR" && ctest --output-on-failure -j"$(nproc)")
 if [ "$BUILD_DIR" = build ]; then
   python_env=$(./scripts/python-env.sh)
-  TAPDIFF_BINARY="$PWD/build/tapdiff" "$python_env/bin/python" -m pytest tests/conformance -q -p no:cacheprovider
+  TAPDIFF_BINARY="$PWD/build/tapdiff" "$python_env/bin/python" -m pytest tests/conformance -q -p no:cacheprovider \
+    -n "$(nproc)"
 fi
