@@ -160,7 +160,7 @@ int main(int argc, char** argv) try {
     for (int round = 0; round <= repeats; ++round) {
       for (std::size_t l = 0; l < std::size(kLevels); ++l) {
         if (kLevels[l].probe < 0)
-          ran[l] = (forced[l] ? *forced[l] : kernels).matmul(stream, x, w, nullptr, y, shape.rows, 0);
+          ran[l] = gpu::to_string((forced[l] ? *forced[l] : kernels).matmul(stream, x, w, nullptr, y, shape.rows, 0));
         else
           kernels.matmul_coop_probe(stream, x, w, y, shape.rows, static_cast<std::uint32_t>(kLevels[l].probe));
         stream.mark([&, l, round](double s) {

@@ -193,12 +193,12 @@ bool FaultSet::empty() const {
   return true;
 }
 
-std::string FaultSet::label(Op op, int layer) const {
-  std::string out;
+std::vector<PlantedFault> FaultSet::planted_in(Op op, int layer) const {
+  std::vector<PlantedFault> out;
   for (const FaultInfo& f : kCatalogue) {
     if (!active(f.fault, layer) || std::find(f.ops.begin(), f.ops.end(), op) == f.ops.end()) continue;
-    out += every_layer_[static_cast<std::size_t>(f.fault)] ? fmt::format("+inject:{}", f.name)
-                                                           : fmt::format("+inject:{}@{}", f.name, layer);
+    out.push_back({std::string(f.name),
+                   every_layer_[static_cast<std::size_t>(f.fault)] ? std::nullopt : std::optional<int>(layer)});
   }
   return out;
 }

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gpu/kernel_id.h"
 #include "model/block.h"
 #include "model/diagnosis_code.h"
 #include "model/engine.h"
@@ -63,9 +64,9 @@ class FaultSet {
   bool active(Fault fault, int layer) const;
   bool planted(Fault fault) const;  // active at some layer
   bool empty() const;
-  // "+inject:NAME[@LAYER]" for each fault active at `layer` that shows first in `op` (fault_info's
-  // ops), as --inject named it; appended to the kernel variant the engine reports. Empty if none.
-  std::string label(model::Op op, int layer) const;
+  // Each fault active at `layer` that shows first in `op` (fault_info's ops), as --inject named it
+  // (with its layer, or none for every layer): the faults of the op's KernelId. Empty if none.
+  std::vector<PlantedFault> planted_in(model::Op op, int layer) const;
 
  private:
   friend FaultSet parse_faults(std::string_view spec, int n_layers);

@@ -91,8 +91,8 @@ std::string decode_missing(const DeviceInfo& d, const std::string& flash_missing
   return "";
 }
 
-void add_once(std::vector<std::string>& names, std::string name) {
-  if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(std::move(name));
+void add_once(std::vector<KernelId>& ids, KernelId id) {
+  if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(std::move(id));
 }
 
 // What --kernels takes: each key's values, in the order of its enum's values.
@@ -301,7 +301,7 @@ Shader KernelChoice::matvec_shader() const {
   return Shader::matvec_shared;
 }
 
-std::string KernelChoice::gemm_name(Gemm gemm, model::DType weights) const {
+Kernel KernelChoice::gemm_kernel(Gemm gemm, model::DType weights) const {
   if (gemm != Gemm::matvec) return named(gemm_variant(gemm).label(), weights);
   return named(matvec_shader() == Shader::matvec_subgroup ? "matvec-subgroup" : "matvec-shared", weights);
 }
@@ -352,7 +352,7 @@ KernelChoice::AttentionPlan KernelChoice::attention_without_faults(const Attenti
   return split.splits <= 1 ? AttentionPlan{whole} : split;
 }
 
-std::string KernelChoice::attention_name(AttentionPlan::Kind kind) const {
+Kernel KernelChoice::attention_kernel(AttentionPlan::Kind kind) const {
   switch (kind) {
     case AttentionPlan::Kind::coop2:
       return named(fmt::format("attention-coop2-{}x{}", kCoop2AttentionTile.rows,
@@ -364,75 +364,80 @@ std::string KernelChoice::attention_name(AttentionPlan::Kind kind) const {
     case AttentionPlan::Kind::decode: return named("attention-decode-split");
     case AttentionPlan::Kind::two_pass: break;
   }
-  return named(llama_cpp_ ? "attention-two-pass+llama.cpp-f16-kv" : "attention-two-pass");
+  Kernel two_pass = named("attention-two-pass");
+  if (llama_cpp_) two_pass.roundings.emplace_back("llama.cpp-f16-kv");
+  return two_pass;
 }
 
-std::string KernelChoice::dot_suffix(model::DType weights) const {
+std::optional<std::string> KernelChoice::dot_rounding(model::DType weights) const {
   const formats::DotType type = formats::dot_type(weights);
-  return llama_cpp_ && type != formats::DotType::f32 ? fmt::format("+llama.cpp-{}", formats::dot_type_name(type)) : "";
+  if (!llama_cpp_ || type == formats::DotType::f32) return std::nullopt;
+  return fmt::format("llama.cpp-{}", formats::dot_type_name(type));
 }
 
 std::string gated_activation_name(model::Activation act) { return fmt::format("{}_mul", model::activation_name(act)); }
 
-std::string KernelChoice::activation_kernel_name() const {
-  return named(gated_activation_name(activation_)) + (gelu_by_table_ ? "+llama.cpp-f16-gelu-table" : "");
+Kernel KernelChoice::activation_kernel() const {
+  Kernel k = named(gated_activation_name(activation_));
+  if (gelu_by_table_) k.roundings.emplace_back("llama.cpp-f16-gelu-table");
+  return k;
 }
 
-std::string KernelChoice::named(std::string_view variant, std::optional<model::DType> weights) const {
-  const std::string_view activations = profile_.activations == Activations::f16    ? ".f16"
-                                       : profile_.activations == Activations::bf16 ? ".bf16"
-                                                                                   : "";
-  return weights ? fmt::format("{}{}/{}", variant, activations, model::dtype_name(*weights))
-                 : fmt::format("{}{}", variant, activations);
+Kernel KernelChoice::named(std::string_view variant, std::optional<model::DType> weights) const {
+  return Kernel{std::string(variant), profile_.activations, weights};
 }
 
 int KernelChoice::max_head_dim() const {
   return static_cast<int>(std::min(kMaxHeadDim, kAttentionChannels * attention_wg_));
 }
 
-std::vector<std::string> KernelChoice::planned(model::OpClass cls, model::DType weight_dtype) const {
+std::vector<KernelId> KernelChoice::planned(model::OpClass cls, model::DType weight_dtype) const {
+  const auto one = [](Kernel k) { return std::vector<KernelId>{KernelId(std::move(k))}; };
   switch (cls) {
-    case model::OpClass::embedding: return {named("embed-gather", weight_dtype)};
+    case model::OpClass::embedding: return one(named("embed-gather", weight_dtype));
     case model::OpClass::norm:
-      if (llama_cpp_) return {named("rms_norm-ggml")};
+      if (llama_cpp_) return one(named("rms_norm-ggml"));
       if (fuses_norms()) return {named("add+rms_norm-tree"), named("rms_norm-tree")};
-      return {named("rms_norm-tree")};
+      return one(named("rms_norm-tree"));
     case model::OpClass::gemm: {
       // prefill's variant (of aligned shapes, of large aligned products, then of the others), then decode's
-      std::vector<std::string> names;
+      std::vector<KernelId> ids;
       constexpr int kLarge = 1 << 20;
       for (const auto& [rows, aligned] :
-           {std::pair{2, true}, std::pair{kLarge, true}, std::pair{2, false}, std::pair{1, true}})
-        add_once(names, gemm_name(gemm(rows, rows == kLarge ? kLarge : 8, weight_dtype, aligned), weight_dtype) +
-                            dot_suffix(weight_dtype));
-      return names;
+           {std::pair{2, true}, std::pair{kLarge, true}, std::pair{2, false}, std::pair{1, true}}) {
+        Kernel k = gemm_kernel(gemm(rows, rows == kLarge ? kLarge : 8, weight_dtype, aligned), weight_dtype);
+        if (const auto rounding = dot_rounding(weight_dtype)) k.roundings.push_back(*rounding);
+        add_once(ids, std::move(k));
+      }
+      return ids;
     }
-    case model::OpClass::rope: return {named("rope-table")};
+    case model::OpClass::rope: return one(named("rope-table"));
     case model::OpClass::attention: {
       // prefill's, a short chunk's past 32 positions, then decode's, each once
-      std::vector<std::string> names;
+      std::vector<KernelId> ids;
       AttentionShape shape;
       shape.softcap = attention_softcap_;
       for (const auto& [rows, keys] :
            {std::pair{kFlashMinRowsPerSequence, 1}, std::pair{2, 1000}, std::pair{1, 1000}}) {
         shape.rows = rows, shape.keys = keys;
-        add_once(names, attention_name(attention(shape).kind));
+        add_once(ids, attention_kernel(attention(shape).kind));
       }
-      return names;
+      return ids;
     }
     case model::OpClass::residual:
-      if (fuses_norms()) return {named("add+rms_norm-tree")};
-      return {named("add")};
-    case model::OpClass::activation: return {activation_kernel_name()};
-    case model::OpClass::routing: return {named("moe-route")};
+      if (fuses_norms()) return one(named("add+rms_norm-tree"));
+      return one(named("add"));
+    case model::OpClass::activation: return one(activation_kernel());
+    case model::OpClass::routing: return one(named("moe-route"));
     case model::OpClass::experts: {  // prefill's, then decode's
-      const std::string rest = "+" + named(gated_activation_name(activation_)) + "+" + named("moe-sum");
-      std::vector<std::string> names;
+      const auto experts = [&](std::string_view matmul) {
+        return KernelId({named(matmul, weight_dtype), named(gated_activation_name(activation_)), named("moe-sum")});
+      };
+      std::vector<KernelId> ids;
       if (tiled_ok_ && overrides_.experts != KernelOverrides::Experts::matvec)
-        names.push_back(named("matmul-experts-tiled-64x64", weight_dtype) + rest);
-      if (overrides_.experts != KernelOverrides::Experts::tiled)
-        names.push_back(named(expert_matmul_name(), weight_dtype) + rest);
-      return names;
+        ids.push_back(experts("matmul-experts-tiled-64x64"));
+      if (overrides_.experts != KernelOverrides::Experts::tiled) ids.push_back(experts(expert_matmul_variant()));
+      return ids;
     }
   }
   return {};
@@ -444,7 +449,7 @@ bool KernelChoice::experts_tiled(int rows, int experts) const {
   return tiled && tiled_ok_ && experts <= kMaxPlanExperts;
 }
 
-std::string KernelChoice::expert_matmul_name() const {
+std::string KernelChoice::expert_matmul_variant() const {
   return matvec_shader() == Shader::matvec_subgroup ? "matvec-experts-subgroup" : "matvec-experts-shared";
 }
 

@@ -14,6 +14,7 @@
 #include "formats/llama_cpp_precision.h"
 #include "gpu/device_profile.h"
 #include "gpu/gemm_variants.h"
+#include "gpu/kernel_id.h"
 #include "gpu/shaders.h"
 #include "model/config.h"
 #include "model/dtype.h"
@@ -100,18 +101,19 @@ class KernelChoice {
   bool fuses_norms() const { return overrides_.norm != KernelOverrides::Norm::apart && !llama_cpp_; }
   bool llama_cpp() const { return llama_cpp_; }
 
-  // The names the variants report: activation type, then weight storage for the ops with weights.
-  std::string named(std::string_view variant, std::optional<model::DType> weights = std::nullopt) const;
-  std::string gemm_name(Gemm gemm, model::DType weights) const;
-  // "+llama.cpp-DOT" for a product of such weights in llama.cpp's precision; "" otherwise.
-  std::string dot_suffix(model::DType weights) const;
-  std::string attention_name(AttentionPlan::Kind kind) const;
-  std::string expert_matmul_name() const;
-  // The gated activation's: gated_activation_name's, "+llama.cpp-f16-gelu-table" where llama.cpp's
-  // precision computes GELU by its table (Kernels::gated_activation).
-  std::string activation_kernel_name() const;
-  // The variants an op class may run on this device with these overrides (all row counts).
-  std::vector<std::string> planned(model::OpClass cls, model::DType weight_dtype) const;
+  // A variant as it runs here: in the device's activation type, over `weights` for the ops with weights.
+  Kernel named(std::string_view variant, std::optional<model::DType> weights = std::nullopt) const;
+  Kernel gemm_kernel(Gemm gemm, model::DType weights) const;
+  // "llama.cpp-DOT" for a product of such weights in llama.cpp's precision (its input rounded to
+  // the dot type first); nullopt otherwise.
+  std::optional<std::string> dot_rounding(model::DType weights) const;
+  Kernel attention_kernel(AttentionPlan::Kind kind) const;
+  std::string expert_matmul_variant() const;
+  // The gated activation's: gated_activation_name's, rounding as "llama.cpp-f16-gelu-table" where
+  // llama.cpp's precision computes GELU by its table (Kernels::gated_activation).
+  Kernel activation_kernel() const;
+  // The kernels an op class may run on this device with these overrides (all row counts).
+  std::vector<KernelId> planned(model::OpClass cls, model::DType weight_dtype) const;
 
   // The largest head_dim the attention kernel takes on this device.
   int max_head_dim() const;

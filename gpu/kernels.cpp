@@ -77,16 +77,16 @@ void Kernels::dispatch(Stream& s, Shader shader, std::uint32_t dtype, std::initi
   vkCmdDispatch(cmd, grid.x, grid.y, 1);
 }
 
-std::string Kernels::embed(Stream& s, const DeviceWeight& table, const Region& tokens, float scale, const Region& out,
-                           int rows) {
+Kernel Kernels::embed(Stream& s, const DeviceWeight& table, const Region& tokens, float scale, const Region& out,
+                      int rows) {
   const EmbedPush push{u32(rows), u32(table.cols), table.row_bytes, scale};
   dispatch(s, Shader::embed, dtype_code(table.dtype), {table.region, tokens, out}, &push, sizeof push,
            fold(ceil_div(static_cast<std::uint64_t>(rows) * push.dim, wg_)));
   return named("embed-gather", table.dtype);
 }
 
-std::string Kernels::rms_norm(Stream& s, const Region& x, const DeviceWeight& w, float eps, const Region& out, int rows,
-                              std::uint32_t faults) {
+Kernel Kernels::rms_norm(Stream& s, const Region& x, const DeviceWeight& w, float eps, const Region& out, int rows,
+                         std::uint32_t faults) {
   TAPDIFF_ASSERT(w.dtype == model::DType::f32, "norm weight {} as {}", w.name, model::dtype_name(w.dtype));
   const NormPush push{u32(rows), u32(w.cols), eps, 1.0f};
   if (choice_.llama_cpp()) {
@@ -100,8 +100,8 @@ std::string Kernels::rms_norm(Stream& s, const Region& x, const DeviceWeight& w,
   return named("rms_norm-tree");
 }
 
-std::string Kernels::add_rms_norm(Stream& s, const Region& a, const Region& b, float scale, const DeviceWeight& w,
-                                  float eps, const Region& sum, const Region& out, int rows, std::uint32_t faults) {
+Kernel Kernels::add_rms_norm(Stream& s, const Region& a, const Region& b, float scale, const DeviceWeight& w, float eps,
+                             const Region& sum, const Region& out, int rows, std::uint32_t faults) {
   TAPDIFF_ASSERT(w.dtype == model::DType::f32, "norm weight {} as {}", w.name, model::dtype_name(w.dtype));
   const NormPush push{u32(rows), u32(w.cols), eps, scale};
   dispatch(s, Shader::add_rms_norm, 0, {a, b, w.region, sum, out}, &push, sizeof push,
@@ -109,8 +109,8 @@ std::string Kernels::add_rms_norm(Stream& s, const Region& a, const Region& b, f
   return named("add+rms_norm-tree");
 }
 
-std::string Kernels::matmul(Stream& s, const Region& x, const DeviceWeight& w, const DeviceWeight* bias,
-                            const Region& out, int rows, std::uint32_t faults) {
+Kernel Kernels::matmul(Stream& s, const Region& x, const DeviceWeight& w, const DeviceWeight* bias, const Region& out,
+                       int rows, std::uint32_t faults) {
   TAPDIFF_ASSERT(bias == nullptr || bias->dtype == model::DType::f32, "bias {} as {}", bias->name,
                  model::dtype_name(bias->dtype));
   const MatmulPush push{u32(rows), u32(w.cols), u32(w.rows), w.row_bytes, bias != nullptr ? 1u : 0u, 0, 0, 0};
@@ -127,7 +127,7 @@ std::string Kernels::matmul(Stream& s, const Region& x, const DeviceWeight& w, c
     } else
       dispatch(s, Shader::matvec_shared, dtype_code(w.dtype), bindings, &push, sizeof push,
                fold(static_cast<std::uint64_t>(rows) * push.n), faults);
-    return choice_.gemm_name(gemm, w.dtype);
+    return choice_.gemm_kernel(gemm, w.dtype);
   }
   const GemmVariant& v = gemm_variant(gemm);
   Shader shader = v.shader;
@@ -140,7 +140,7 @@ std::string Kernels::matmul(Stream& s, const Region& x, const DeviceWeight& w, c
   }
   dispatch(s, shader, v.dtype_constant ? dtype_code(w.dtype) : 0, bindings, &push, sizeof push,
            gemm_grid(v, push.rows, push.n), constant_faults);
-  return choice_.gemm_name(gemm, w.dtype);
+  return choice_.gemm_kernel(gemm, w.dtype);
 }
 
 void Kernels::matmul_coop_probe(Stream& s, const Region& x, const DeviceWeight& w, const Region& out, int rows,
@@ -152,8 +152,8 @@ void Kernels::matmul_coop_probe(Stream& s, const Region& x, const DeviceWeight& 
            gemm_grid(gemm_variant(Gemm::coop), push.rows, push.n), 0, {probe});
 }
 
-std::string Kernels::rope(Stream& s, const Region& x, const Region& table, const Region& out, int rows, int width,
-                          int head_dim, int rotary_dim, model::RopeStyle style) {
+Kernel Kernels::rope(Stream& s, const Region& x, const Region& table, const Region& out, int rows, int width,
+                     int head_dim, int rotary_dim, model::RopeStyle style) {
   const RopePush push{u32(rows), u32(width), u32(head_dim), style == model::RopeStyle::rotate_half ? 1u : 0u,
                       u32(rotary_dim)};
   const std::uint32_t pairs_per_invocation = head_dim % 8 == 0 && rotary_dim == head_dim ? 4 : 1;  // rope.comp
@@ -162,9 +162,9 @@ std::string Kernels::rope(Stream& s, const Region& x, const Region& table, const
   return named("rope-table");
 }
 
-std::string Kernels::attention(Stream& s, const AttentionShape& a, float scale, const Region& q, const Region& k,
-                               const Region& v, const Region& row_table, const Region& scratch, const Region& out,
-                               std::uint32_t faults) {
+Kernel Kernels::attention(Stream& s, const AttentionShape& a, float scale, const Region& q, const Region& k,
+                          const Region& v, const Region& row_table, const Region& scratch, const Region& out,
+                          std::uint32_t faults) {
   TAPDIFF_ASSERT(a.head_dim <= choice_.max_head_dim(), "head_dim {} in the attention kernel", a.head_dim);
   const AttentionPlan plan = choice_.attention(a, faults);
   AttentionPush push{u32(a.rows),
@@ -226,7 +226,7 @@ std::string Kernels::attention(Stream& s, const AttentionShape& a, float scale, 
                &push, sizeof push, fold(static_cast<std::uint64_t>(a.rows) * push.heads), faults);
       break;
   }
-  return choice_.attention_name(plan.kind);
+  return choice_.attention_kernel(plan.kind);
 }
 
 std::uint64_t Kernels::attention_scratch_bytes(const AttentionShape& a) const {
@@ -269,14 +269,14 @@ std::uint64_t Kernels::elementwise_groups(std::uint32_t n) const {
   return ceil_div(n % wide == 0 ? n / wide : n, wg_);
 }
 
-std::string Kernels::add(Stream& s, const Region& a, const Region& b, float scale, const Region& out, std::int64_t n) {
+Kernel Kernels::add(Stream& s, const Region& a, const Region& b, float scale, const Region& out, std::int64_t n) {
   const AddPush push{u32(n), scale};
   dispatch(s, Shader::add, 0, {a, b, out}, &push, sizeof push, fold(elementwise_groups(push.n)));
   return named("add");
 }
 
-std::string Kernels::gated_activation(Stream& s, const Region& gate, const Region& up, const Region& out,
-                                      std::int64_t n, std::uint32_t faults, const Region* gelu_table) {
+Kernel Kernels::gated_activation(Stream& s, const Region& gate, const Region& up, const Region& out, std::int64_t n,
+                                 std::uint32_t faults, const Region* gelu_table) {
   if (choice_.gelu_by_table()) {
     TAPDIFF_ASSERT(gelu_table != nullptr && gelu_table->size >= 65536 * sizeof(float) && faults == 0,
                    "llama.cpp's GELU without its table, or with a fault");
@@ -287,10 +287,10 @@ std::string Kernels::gated_activation(Stream& s, const Region& gate, const Regio
     const ActivationPush push{u32(n), static_cast<std::uint32_t>(choice_.activation())};
     dispatch(s, Shader::gated_act, 0, {gate, up, out}, &push, sizeof push, fold(elementwise_groups(push.n)), faults);
   }
-  return choice_.activation_kernel_name();
+  return choice_.activation_kernel();
 }
 
-std::string Kernels::scale_softcap(Stream& s, const Region& x, float scale, float cap, std::int64_t n) {
+Kernel Kernels::scale_softcap(Stream& s, const Region& x, float scale, float cap, std::int64_t n) {
   const ScaleSoftcapPush push{u32(n), scale, cap};
   dispatch(s, Shader::scale_softcap, 0, {x}, &push, sizeof push, fold(ceil_div(static_cast<std::uint64_t>(n), wg_)));
   return named("scale_softcap");

@@ -1,8 +1,8 @@
 #pragma once
 // The kernel variants of each op class and how each is recorded: pipeline, bindings, push
 // constants and grid. gpu/kernel_choice.h chooses the variant per call from the device's profile,
-// the chunk's rows and the user's overrides; its name is returned so the engine can report which
-// kernel ran.
+// the chunk's rows and the user's overrides; it is returned as a Kernel (gpu/kernel_id.h) so the
+// engine can report which kernel ran.
 //
 // Variants (f32 arithmetic; DTYPE: the weights as stored on the device). With f16 activations
 // (--dtype f16: shaders.h Activations) each name carries ".f16" after the variant, as in
@@ -119,18 +119,17 @@ class Kernels {
   Kernels(KernelChoice choice, Pipelines& pipelines);
   const KernelChoice& choice() const { return choice_; }
 
-  // Each records one op (its barrier included) and returns the variant's name; `faults` is a set
+  // Each records one op (its barrier included) and returns the kernel that ran; `faults` is a set
   // of the kFault* bits of the op's kernel (0: the clean kernel).
   // tokens [rows] int32 -> out [rows, dim] = table rows * scale
-  std::string embed(Stream& s, const DeviceWeight& table, const Region& tokens, float scale, const Region& out,
-                    int rows);
+  Kernel embed(Stream& s, const DeviceWeight& table, const Region& tokens, float scale, const Region& out, int rows);
   // x [rows, dim], w f32 [dim] -> out [rows, dim]
-  std::string rms_norm(Stream& s, const Region& x, const DeviceWeight& w, float eps, const Region& out, int rows,
-                       std::uint32_t faults);
+  Kernel rms_norm(Stream& s, const Region& x, const DeviceWeight& w, float eps, const Region& out, int rows,
+                  std::uint32_t faults);
   // sum = a + scale * b, then out = rms_norm(sum) as rms_norm() computes it, in one dispatch (the
   // same bits as add() then rms_norm()); all [rows, w.cols]
-  std::string add_rms_norm(Stream& s, const Region& a, const Region& b, float scale, const DeviceWeight& w, float eps,
-                           const Region& sum, const Region& out, int rows, std::uint32_t faults);
+  Kernel add_rms_norm(Stream& s, const Region& a, const Region& b, float scale, const DeviceWeight& w, float eps,
+                      const Region& sum, const Region& out, int rows, std::uint32_t faults);
   // llama.cpp's precision: out = x [rows, width] rounded to `type` as ggml converts a product's
   // input (round_dot.comp); for q8_1 also excess [rows, width / 32], what the stored block sums
   // exceed the rounded values' by (q8_1_correction's input).
@@ -139,40 +138,40 @@ class Kernels {
   // out [rows, w.rows] += the Q8_1 sums' excess [rows, w.cols / 32] times w's block minimums (Q4_1, Q5_1)
   void q8_1_correction(Stream& s, const Region& excess, const DeviceWeight& w, const Region& out, int rows);
   // x [rows, w.cols] -> out [rows, w.rows], + bias [w.rows] when given (f32)
-  std::string matmul(Stream& s, const Region& x, const DeviceWeight& w, const DeviceWeight* bias, const Region& out,
-                     int rows, std::uint32_t faults);
+  Kernel matmul(Stream& s, const Region& x, const DeviceWeight& w, const DeviceWeight* bias, const Region& out,
+                int rows, std::uint32_t faults);
   // x [rows, width] rotated per head by the table [rows, head_dim / 2] of (cos, sin) -> out; the
   // first rotary_dim channels of a head rotate, the others pass
-  std::string rope(Stream& s, const Region& x, const Region& table, const Region& out, int rows, int width,
-                   int head_dim, int rotary_dim, model::RopeStyle style);
+  Kernel rope(Stream& s, const Region& x, const Region& table, const Region& out, int rows, int width, int head_dim,
+              int rotary_dim, model::RopeStyle style);
   // q [rows, heads * hd], k/v cache [cache rows, kv_heads * hd], row table [rows] of uint32 x 4
   // (cache row of the sequence's position 0, position, first position of the row's chunk, 0)
   // -> out [rows, heads * hd]; scratch: at least attention_scratch_bytes(shape) bytes.
-  std::string attention(Stream& s, const AttentionShape& shape, float scale, const Region& q, const Region& k,
-                        const Region& v, const Region& row_table, const Region& scratch, const Region& out,
-                        std::uint32_t faults);
+  Kernel attention(Stream& s, const AttentionShape& shape, float scale, const Region& q, const Region& k,
+                   const Region& v, const Region& row_table, const Region& scratch, const Region& out,
+                   std::uint32_t faults);
   // The scratch memory attention() needs for a pass of this shape (0 for most).
   std::uint64_t attention_scratch_bytes(const AttentionShape& shape) const;
   // dst = src (a multiple of 4 bytes) as a compute dispatch (between dispatches, cheaper than a
   // transfer)
   void copy(Stream& s, const Region& src, const Region& dst);
   // out = a + scale * b, and out = act(gate) * up with the model's activation, over n values
-  std::string add(Stream& s, const Region& a, const Region& b, float scale, const Region& out, std::int64_t n);
+  Kernel add(Stream& s, const Region& a, const Region& b, float scale, const Region& out, std::int64_t n);
   // In llama.cpp's precision GELU (the tanh form) comes from `gelu_table`, llama.cpp's f16 table
   // widened to f32 [65536] (formats::llama_cpp_gelu_table; gelu_llama_cpp.comp).
-  std::string gated_activation(Stream& s, const Region& gate, const Region& up, const Region& out, std::int64_t n,
-                               std::uint32_t faults, const Region* gelu_table = nullptr);
+  Kernel gated_activation(Stream& s, const Region& gate, const Region& up, const Region& out, std::int64_t n,
+                          std::uint32_t faults, const Region* gelu_table = nullptr);
   // x = x * scale, then cap * tanh(x / cap) where cap > 0, in place over n values
-  std::string scale_softcap(Stream& s, const Region& x, float scale, float cap, std::int64_t n);
+  Kernel scale_softcap(Stream& s, const Region& x, float scale, float cap, std::int64_t n);
 
   // The mixture of experts (kernels_moe.cpp). logits [rows, experts] -> ids [rows, k]: the k
   // largest ascending by id, as exact small integers of the activation type.
-  std::string moe_topk(Stream& s, const Region& logits, const Region& ids, int rows, int experts, int k,
-                       std::uint32_t faults);
+  Kernel moe_topk(Stream& s, const Region& logits, const Region& ids, int rows, int experts, int k,
+                  std::uint32_t faults);
   // logits [rows, experts], ids [rows, k] -> weights [rows, k]: the softmax taken at ids,
   // renormalised where `normalize`.
-  std::string moe_weights(Stream& s, const Region& logits, const Region& ids, const Region& weights, int rows,
-                          int experts, int k, bool normalize, std::uint32_t faults);
+  Kernel moe_weights(Stream& s, const Region& logits, const Region& ids, const Region& weights, int rows, int experts,
+                     int k, bool normalize, std::uint32_t faults);
   // The pairs of ids [pairs] grouped by expert in tiles (moe_plan.comp), for expert_matmul. Null
   // where moe_out runs per pair (one row, experts=matvec, or no tiled kernel on this device).
   struct ExpertPlan {
@@ -185,11 +184,11 @@ class Kernels {
   // Per (token, expert) pair p of `pairs` = rows * k: out [pairs, n] = x_p W_e^T with e = ids[p]
   // and W_e rows [e n, (e + 1) n) of the stacked w; x_p is row p / k of x where shared_input (each
   // token's row, for gate and up), else row p (down). With a plan, in its tiles; else per pair.
-  std::string expert_matmul(Stream& s, const Region& x, const DeviceWeight& w, int n, const Region& ids, int k,
-                            bool shared_input, const Region& out, int pairs, const std::optional<ExpertPlan>& plan,
-                            std::uint32_t faults);
+  Kernel expert_matmul(Stream& s, const Region& x, const DeviceWeight& w, int n, const Region& ids, int k,
+                       bool shared_input, const Region& out, int pairs, const std::optional<ExpertPlan>& plan,
+                       std::uint32_t faults);
   // out [rows, dim] = sum over j of weights[t, j] * y[t k + j] (y [rows * k, dim])
-  std::string moe_sum(Stream& s, const Region& y, const Region& weights, const Region& out, int rows, int dim, int k);
+  Kernel moe_sum(Stream& s, const Region& y, const Region& weights, const Region& out, int rows, int dim, int k);
 
   // matmul_coop.comp's probe build (bench/coop_ceiling.cpp, never the engine's): the grid and
   // bindings of matmul-coop-128x128 for x [rows, w.cols] -> out [rows, w.rows], its slice loop
@@ -215,7 +214,7 @@ class Kernels {
                 std::initializer_list<std::uint32_t> more = {});
   using Gemm = KernelChoice::Gemm;
   using AttentionPlan = KernelChoice::AttentionPlan;
-  std::string named(std::string_view variant, std::optional<model::DType> weights = std::nullopt) const {
+  Kernel named(std::string_view variant, std::optional<model::DType> weights = std::nullopt) const {
     return choice_.named(variant, weights);
   }
 

@@ -12,8 +12,8 @@
 
 namespace tapdiff::gpu {
 
-std::string Kernels::moe_topk(Stream& s, const Region& logits, const Region& ids, int rows, int experts, int k,
-                              std::uint32_t faults) {
+Kernel Kernels::moe_topk(Stream& s, const Region& logits, const Region& ids, int rows, int experts, int k,
+                         std::uint32_t faults) {
   if (k > kMaxActiveExperts)
     throw UsageError(
         fmt::format("{} experts per token: the Vulkan router kernel takes at most {}", k, kMaxActiveExperts));
@@ -22,8 +22,8 @@ std::string Kernels::moe_topk(Stream& s, const Region& logits, const Region& ids
   return named("moe-route");
 }
 
-std::string Kernels::moe_weights(Stream& s, const Region& logits, const Region& ids, const Region& weights, int rows,
-                                 int experts, int k, bool normalize, std::uint32_t faults) {
+Kernel Kernels::moe_weights(Stream& s, const Region& logits, const Region& ids, const Region& weights, int rows,
+                            int experts, int k, bool normalize, std::uint32_t faults) {
   const RoutePush push{u32(rows), u32(experts), u32(k), normalize ? 1u : 0u};
   dispatch(s, Shader::moe_weights, 0, {logits, ids, weights}, &push, sizeof push, fold(ceil_div(push.rows, wg_)),
            faults);
@@ -45,9 +45,9 @@ std::optional<Kernels::ExpertPlan> Kernels::moe_plan(Stream& s, const Region& id
   return plan;
 }
 
-std::string Kernels::expert_matmul(Stream& s, const Region& x, const DeviceWeight& w, int n, const Region& ids, int k,
-                                   bool shared_input, const Region& out, int pairs,
-                                   const std::optional<ExpertPlan>& plan, std::uint32_t faults) {
+Kernel Kernels::expert_matmul(Stream& s, const Region& x, const DeviceWeight& w, int n, const Region& ids, int k,
+                              bool shared_input, const Region& out, int pairs, const std::optional<ExpertPlan>& plan,
+                              std::uint32_t faults) {
   TAPDIFF_ASSERT(w.rows % n == 0, "stacked experts {} of {} rows, {} per expert", w.name, w.rows, n);
   if (static_cast<std::uint64_t>(w.rows) * w.row_bytes >= (1ull << 32))
     throw UsageError(
@@ -72,11 +72,11 @@ std::string Kernels::expert_matmul(Stream& s, const Region& x, const DeviceWeigh
     dispatch(s, Shader::matvec_experts_shared, dtype_code(w.dtype), bindings, &push, sizeof push,
              fold(static_cast<std::uint64_t>(pairs) * push.n), faults);
   }
-  return named(choice_.expert_matmul_name(), w.dtype);
+  return named(choice_.expert_matmul_variant(), w.dtype);
 }
 
-std::string Kernels::moe_sum(Stream& s, const Region& y, const Region& weights, const Region& out, int rows, int dim,
-                             int k) {
+Kernel Kernels::moe_sum(Stream& s, const Region& y, const Region& weights, const Region& out, int rows, int dim,
+                        int k) {
   const SumPush push{u32(rows), u32(dim), u32(k)};
   dispatch(s, Shader::moe_sum, 0, {y, weights, out}, &push, sizeof push,
            fold(ceil_div(static_cast<std::uint64_t>(rows) * push.dim, wg_)));

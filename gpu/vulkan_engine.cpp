@@ -94,13 +94,12 @@ class Engine final : public VulkanEngine {
   void reserve_rows(int rows);
   Region slot(Op op) const;  // the op's output for the current chunk, [rows, width] f32
   Region input(const TensorId& id) const;
-  std::string run(const model::Step& step, const Region& out);
-  std::string product(const Region& x, Op op, int layer, const DeviceWeight* bias, const Region& out,
-                      std::uint32_t faults);
+  KernelId run(const model::Step& step, const Region& out);
+  Kernel product(const Region& x, Op op, int layer, const DeviceWeight* bias, const Region& out, std::uint32_t faults);
   int widest_product_input() const;
-  std::string attend(const model::Step& step, const Region& out);
-  std::string residual(const model::Step& step, const Region& out);
-  std::string mixture(const model::Step& step, const Region& out);
+  Kernel attend(const model::Step& step, const Region& out);
+  Kernel residual(const model::Step& step, const Region& out);
+  KernelId mixture(const model::Step& step, const Region& out);
   void upload_rope_tables();
   void upload_row_table();
   model::ChunkInfo chunk_of(const Part& part) const { return {chunk_.index, part.first_pos, part.rows, part.decode}; }
@@ -134,7 +133,7 @@ class Engine final : public VulkanEngine {
   Region attention_scratch_;                       // split-KV attention's partial results (Kernels::attention)
   std::array<Region, model::kOpCount> slots_{};    // per op [capacity_, width]; overwritten per layer
   std::array<int, model::kOpCount> slot_layer_{};  // the layer each slot's content belongs to
-  std::array<std::vector<std::string>, model::kOpCount> ran_;  // variants that ran, per op
+  std::array<std::vector<KernelId>, model::kOpCount> ran_;  // the kernels that ran, per op
   HostTensor delivered_;                              // each delivery widened into it, reused (deliver_after_chunk)
   std::array<double, model::kOpCount> op_seconds_{};  // set_profiling
   Region tokens_;                                     // [capacity_] int32
@@ -165,7 +164,7 @@ class Engine final : public VulkanEngine {
   // the kernel that did; op embed: none.
   struct FusedNorm {
     TensorId norm{Op::embed, -1};
-    std::string kernel;
+    Kernel kernel;
   } fused_norm_;
   std::vector<std::size_t> rope_table_of_;
   int capacity_ = 0;
@@ -262,18 +261,18 @@ model::DType Engine::weight_dtype(Op op) const {
 // The variants that ran for the op so far; before any ran, every variant it may run here, with the
 // faults planted in it.
 std::string Engine::kernel(Op op) const {
-  std::vector<std::string> names = ran_[static_cast<std::size_t>(op)];
-  if (names.empty()) {
-    const std::vector<std::string> planned = kernels_->choice().planned(model::op_class(op), weight_dtype(op));
-    names = planned;
+  std::vector<KernelId> ids = ran_[static_cast<std::size_t>(op)];
+  if (ids.empty()) {
+    const std::vector<KernelId> planned = kernels_->choice().planned(model::op_class(op), weight_dtype(op));
+    ids = planned;
     for (int l = 0; l < config_.n_layers; ++l)
-      for (const std::string& p : planned)
-        if (const std::string faulty = p + faults_.label(op, l);
-            faulty != p && std::find(names.begin(), names.end(), faulty) == names.end())
-          names.push_back(faulty);
+      for (KernelId faulty : planned) {
+        faulty.faults = faults_.planted_in(op, l);
+        if (!faulty.faults.empty() && std::find(ids.begin(), ids.end(), faulty) == ids.end()) ids.push_back(faulty);
+      }
   }
   std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  for (const KernelId& id : ids) out += (out.empty() ? "" : ", ") + to_string(id);
   return out;
 }
 
@@ -448,10 +447,11 @@ Region Engine::input(const TensorId& id) const {
 void Engine::execute(const model::Step& step, const model::Deliver& deliver) {
   TAPDIFF_ASSERT(in_chunk_, "execute {} outside a chunk", model::to_string(step.output()));
   const Region out = slot(step.op);
-  const std::string variant = run(step, out) + faults_.label(step.op, step.layer);
+  KernelId id = run(step, out);
+  id.faults = faults_.planted_in(step.op, step.layer);
   slot_layer_[static_cast<std::size_t>(step.op)] = step.layer;
-  std::vector<std::string>& ran = ran_[static_cast<std::size_t>(step.op)];
-  if (std::find(ran.begin(), ran.end(), variant) == ran.end()) ran.push_back(variant);
+  std::vector<KernelId>& ran = ran_[static_cast<std::size_t>(step.op)];
+  if (std::find(ran.begin(), ran.end(), id) == ran.end()) ran.push_back(std::move(id));
   if (stream_->timestamps())
     stream_->mark([this, at = static_cast<std::size_t>(step.op)](double seconds) { op_seconds_[at] += seconds; });
   if (deliver) deliver_after_chunk(out, graph_.width(step.op), deliver);
@@ -516,7 +516,7 @@ float Engine::attention_scale(int layer) const {
   return static_cast<float>(model::attention_scale(config_.block, d));
 }
 
-std::string Engine::run(const model::Step& step, const Region& out) {
+KernelId Engine::run(const model::Step& step, const Region& out) {
   const auto in = [&](std::size_t i) { return input(step.inputs[i]); };
   const int rows = chunk_.rows;
   const float eps = static_cast<float>(config_.norm_eps);
@@ -553,12 +553,13 @@ std::string Engine::run(const model::Step& step, const Region& out) {
                                    config_.experts.normalize, faults);
     case Op::moe_out: return mixture(step, out);
     case Op::logits: {
-      std::string kernel = product(in(0), step.op, step.layer, nullptr, out, faults);
+      KernelId id = product(in(0), step.op, step.layer, nullptr, out, faults);
       const model::Block& b = config_.block;
-      if (b.logit_scale == 1.0 && b.logit_softcap == 0.0) return kernel;
-      return kernel + "+" +
-             kernels_->scale_softcap(*stream_, out, static_cast<float>(b.logit_scale),
-                                     static_cast<float>(b.logit_softcap), std::int64_t{rows} * config_.vocab);
+      if (b.logit_scale == 1.0 && b.logit_softcap == 0.0) return id;
+      id.kernels.push_back(kernels_->scale_softcap(*stream_, out, static_cast<float>(b.logit_scale),
+                                                   static_cast<float>(b.logit_softcap),
+                                                   std::int64_t{rows} * config_.vocab));
+      return id;
     }
     case Op::rope_q:
     case Op::rope_k: {
@@ -579,8 +580,8 @@ std::string Engine::run(const model::Step& step, const Region& out) {
 
 // x W^T (+ bias) for a product step; in llama.cpp's precision x rounded to W's dot-product type
 // first, and a Q4_1 or Q5_1 product given what its input blocks' stored sums add.
-std::string Engine::product(const Region& x, Op op, int layer, const DeviceWeight* bias, const Region& out,
-                            std::uint32_t faults) {
+Kernel Engine::product(const Region& x, Op op, int layer, const DeviceWeight* bias, const Region& out,
+                       std::uint32_t faults) {
   const DeviceWeight& w = matrix(op, layer);
   const int rows = chunk_.rows;
   const formats::DotType type = formats::dot_type(w.dtype);
@@ -588,8 +589,8 @@ std::string Engine::product(const Region& x, Op op, int layer, const DeviceWeigh
     return kernels_->matmul(*stream_, x, w, bias, out, rows, faults);
   const Region rounded = dot_input_.sub(0, activation_bytes(rows, w.cols));
   kernels_->round_to_dot_type(*stream_, type, x, rounded, dot_excess_, rows, static_cast<int>(w.cols));
-  std::string kernel =
-      kernels_->matmul(*stream_, rounded, w, bias, out, rows, faults) + kernels_->choice().dot_suffix(w.dtype);
+  Kernel kernel = kernels_->matmul(*stream_, rounded, w, bias, out, rows, faults);
+  if (const auto rounding = kernels_->choice().dot_rounding(w.dtype)) kernel.roundings.push_back(*rounding);
   if (type == formats::DotType::q8_1) kernels_->q8_1_correction(*stream_, dot_excess_, w, out, rows);
   return kernel;
 }
@@ -606,21 +607,21 @@ int Engine::widest_product_input() const {
 // A residual add, with the norm that reads its output (in the graph) where the kernels fuse them:
 // the norm's output is written now and its step records nothing, unless a value is written in
 // between (Engine::write: a step fed other inputs computes its own output).
-std::string Engine::residual(const model::Step& step, const Region& out) {
+Kernel Engine::residual(const model::Step& step, const Region& out) {
   const Region a = input(step.inputs[0]), b = input(step.inputs[1]);
   const auto scale = static_cast<float>(config_.block.residual_scale);
   const std::optional<TensorId> norm = graph_.norm_of(step.output());
   if (!kernels_->choice().fuses_norms() || !norm)
     return kernels_->add(*stream_, a, b, scale, out, std::int64_t{chunk_.rows} * config_.dim);
-  std::string kernel = kernels_->add_rms_norm(*stream_, a, b, scale, norm_weight(norm->op, norm->layer),
-                                              static_cast<float>(config_.norm_eps), out, slot(norm->op), chunk_.rows,
-                                              kernel_faults(norm->op, norm->layer));
+  Kernel kernel = kernels_->add_rms_norm(*stream_, a, b, scale, norm_weight(norm->op, norm->layer),
+                                         static_cast<float>(config_.norm_eps), out, slot(norm->op), chunk_.rows,
+                                         kernel_faults(norm->op, norm->layer));
   fused_norm_ = {*norm, kernel};
   return kernel;
 }
 
 // The chosen experts' FFNs per (token, expert) pair, then each token's weighted sum of its pairs.
-std::string Engine::mixture(const model::Step& step, const Region& out) {
+KernelId Engine::mixture(const model::Step& step, const Region& out) {
   const int l = step.layer, rows = chunk_.rows, k = config_.experts.active, f = config_.experts.ffn_dim;
   const int pairs = rows * k;
   const Region x = input(step.inputs[0]), ids = input(step.inputs[1]), weights = input(step.inputs[2]);
@@ -629,19 +630,20 @@ std::string Engine::mixture(const model::Step& step, const Region& out) {
   const Region y = used(expert_out_, config_.dim);
   const std::uint32_t faults = kernel_faults(Op::moe_out, l);
   const auto plan = kernels_->moe_plan(*stream_, ids, expert_plan_, rows, k, config_.experts.count);
-  std::string kernel = kernels_->expert_matmul(*stream_, x, weights_->get(WeightKind::expert_gate, l), f, ids, k, true,
-                                               gate, pairs, plan, faults);
+  KernelId id = kernels_->expert_matmul(*stream_, x, weights_->get(WeightKind::expert_gate, l), f, ids, k, true, gate,
+                                        pairs, plan, faults);
   kernels_->expert_matmul(*stream_, x, weights_->get(WeightKind::expert_up, l), f, ids, k, true, up, pairs, plan,
                           faults);
-  kernel += "+" + kernels_->gated_activation(*stream_, gate, up, hidden, std::int64_t{pairs} * f, 0);
+  id.kernels.push_back(kernels_->gated_activation(*stream_, gate, up, hidden, std::int64_t{pairs} * f, 0));
   kernels_->expert_matmul(*stream_, hidden, weights_->get(WeightKind::expert_down, l), config_.dim, ids, k, false, y,
                           pairs, plan, faults);
-  return kernel + "+" + kernels_->moe_sum(*stream_, y, weights, out, rows, config_.dim, k);
+  id.kernels.push_back(kernels_->moe_sum(*stream_, y, weights, out, rows, config_.dim, k));
+  return id;
 }
 
 // Appends each sequence's K (after RoPE) and V rows of the pass to its cache at [first_pos,
 // first_pos + rows), then attends: each row over its own sequence's rows [0, position].
-std::string Engine::attend(const model::Step& step, const Region& out) {
+Kernel Engine::attend(const model::Step& step, const Region& out) {
   const int layer = step.layer;
   const Region q_rows = input(step.inputs[0]), k_rows = input(step.inputs[1]), v_rows = input(step.inputs[2]);
   const int kv_dim = config_.kv_dim();
@@ -659,7 +661,7 @@ std::string Engine::attend(const model::Step& step, const Region& out) {
   AttentionShape shape = attention_;
   shape.window = model::attention_window(config_, layer);
   shape.scale_q_first = kernels_->choice().llama_cpp() && formats::llama_cpp_scales_q_first(config_);
-  const std::string variant =
+  const Kernel variant =
       kernels_->attention(*stream_, shape, attention_scale(layer), q_rows, kv_->all(layer, false),
                           kv_->all(layer, true), row_table_.sub(0, static_cast<std::uint64_t>(chunk_.rows) * 16),
                           attention_scratch_, out, kernel_faults(Op::attn, layer));

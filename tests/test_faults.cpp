@@ -423,9 +423,11 @@ TEST(FaultParser, PlantsPerLayerOrEveryLayer) {
   EXPECT_FALSE(set.active(Fault::attn_scale, 3));
   for (int l = 0; l < 4; ++l) EXPECT_TRUE(set.active(Fault::silu_approx, l));
   EXPECT_FALSE(set.active(Fault::gqa_head_map, 0));
-  EXPECT_EQ(set.label(Op::rope_k, 2), "+inject:rope-base@2");
-  EXPECT_EQ(set.label(Op::ffn_act, 1), "+inject:silu-approx");
-  EXPECT_EQ(set.label(Op::attn, 2), "");
+  EXPECT_EQ(set.planted_in(Op::rope_k, 2), (std::vector<gpu::PlantedFault>{{"rope-base", 2}}));
+  EXPECT_EQ(set.planted_in(Op::ffn_act, 1), (std::vector<gpu::PlantedFault>{{"silu-approx", std::nullopt}}));
+  EXPECT_TRUE(set.planted_in(Op::attn, 2).empty());
+  EXPECT_EQ(gpu::to_string(gpu::KernelId{{gpu::Kernel{"rope-table"}}, set.planted_in(Op::rope_k, 2)}),
+            "rope-table+inject:rope-base@2");
   EXPECT_TRUE(gpu::parse_faults("", 4).empty());
   EXPECT_FALSE(set.empty());
 }

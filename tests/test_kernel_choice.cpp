@@ -78,9 +78,9 @@ AttentionShape pass(int rows, int keys, float softcap = 0) {
   return a;
 }
 
-std::string joined(const std::vector<std::string>& names) {
+std::string joined(const std::vector<gpu::KernelId>& ids) {
   std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  for (const gpu::KernelId& id : ids) out += (out.empty() ? "" : ", ") + gpu::to_string(id);
   return out;
 }
 
@@ -144,7 +144,7 @@ TEST(KernelChoice, HopperInF16RunsTheTensorCoreKernelsWhereTheyTakeTheShape) {
     EXPECT_EQ(decode.split_keys, 32u) << name;
     EXPECT_EQ(decode.splits, 32u) << name;
     EXPECT_EQ(c.attention(pass(2, 1000)).kind, Kind::split) << name;
-    EXPECT_EQ(c.attention_name(Kind::coop2), "attention-coop2-64x16.f16") << name;
+    EXPECT_EQ(gpu::to_string(c.attention_kernel(Kind::coop2)), "attention-coop2-64x16.f16") << name;
     EXPECT_EQ(c.flash_keys(), 32u) << name;
     EXPECT_TRUE(c.fuses_norms()) << name;
   }
@@ -153,9 +153,9 @@ TEST(KernelChoice, HopperInF16RunsTheTensorCoreKernelsWhereTheyTakeTheShape) {
 TEST(KernelChoice, HopperInF32RunsTheTiledGemmAndFlash) {
   const KernelChoice c = choice(hopper("NVIDIA H100 80GB HBM3", Activations::f32));
   EXPECT_EQ(c.gemm(2048, 4096, DType::f16, true), Gemm::tiled);
-  EXPECT_EQ(c.gemm_name(Gemm::tiled, DType::q4_k), "matmul-tiled-64x64/q4_k");
+  EXPECT_EQ(gpu::to_string(c.gemm_kernel(Gemm::tiled, DType::q4_k)), "matmul-tiled-64x64/q4_k");
   EXPECT_EQ(c.attention(pass(2048, 2048)).kind, Kind::flash);
-  EXPECT_EQ(c.attention_name(Kind::flash), "attention-flash-32x32");
+  EXPECT_EQ(gpu::to_string(c.attention_kernel(Kind::flash)), "attention-flash-32x32");
   EXPECT_EQ(joined(c.planned(model::OpClass::attention, DType::f32)),
             "attention-flash-32x32, attention-flash-split-32x32, attention-decode-split");
   // What f32 cannot run is a clear error when forced.
@@ -179,7 +179,7 @@ TEST(KernelChoice, LavapipeRunsTheScalarKernelsWithTheTilesItsSharedMemoryHolds)
     EXPECT_EQ(c.flash_keys(), 16u);
     EXPECT_EQ(c.attention(pass(2048, 2048)).kind, Kind::flash);
     EXPECT_EQ(c.attention(pass(1, 1000)).kind, Kind::decode);
-    EXPECT_EQ(c.attention_name(Kind::flash),
+    EXPECT_EQ(gpu::to_string(c.attention_kernel(Kind::flash)),
               a == Activations::f16 ? "attention-flash-32x16.f16" : "attention-flash-32x16");
   }
   try {
