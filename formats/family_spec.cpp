@@ -54,4 +54,14 @@ const FamilySpec* hf_family(std::string_view model_type) {
   return nullptr;
 }
 
+std::string synth_architectures() {
+  std::vector<std::string_view> names;
+  for (const FamilySpec* s : table())
+    if (s->synth.block != nullptr) names.push_back(s->gguf.architectures.front());
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + std::string(names[i]);
+  return out;
+}
+
 }  // namespace tapdiff::formats

@@ -69,11 +69,19 @@ struct LlamaCppGraph {
   bool fused_projections = false;  // q, k, v as one matrix (wqkv), gate and up as one (ffn_up)
 };
 
+// How `tapdiff synth` writes a random model of the family (formats/synth.h), as its GGUF: the block
+// llama.cpp's graph of it has beyond Block{} (RoPE is the GGUF recipe's). None: synth writes none.
+struct SynthRecipe {
+  void (*block)(model::ModelConfig& c) = nullptr;
+  bool experts = false;  // a mixture of experts: written with an experts shape only
+};
+
 struct FamilySpec {
   Family family;
   HfRecipe hf = {};
   GgufRecipe gguf = {};
   LlamaCppGraph llama_cpp = {};
+  SynthRecipe synth = {};
 };
 
 // The family's file.
@@ -86,5 +94,7 @@ std::span<const FamilySpec* const> all_families();
 std::optional<Family> family_named(std::string_view name);
 // The family whose Hugging Face model_type, or a multimodal checkpoint's of it, is `model_type`.
 const FamilySpec* hf_family(std::string_view model_type);
+// The GGUF architectures `tapdiff synth` writes: "llama, qwen2 or qwen3moe".
+std::string synth_architectures();
 
 }  // namespace tapdiff::formats

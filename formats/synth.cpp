@@ -293,15 +293,15 @@ std::string synth_digest(const SynthOptions& o) {
 
 void write_synth_model(const std::filesystem::path& path, const SynthOptions& options) {
   ModelConfig c = options.config;
-  const bool moe = c.family == Family::qwen3_moe;
-  if (c.family != Family::llama && c.family != Family::qwen2 && !moe)
-    throw UsageError(fmt::format("synth: --arch must be llama, qwen2 or qwen3moe, found '{}'", family_name(c.family)));
-  if (moe != (c.experts.count > 0))
-    throw UsageError(fmt::format("synth: experts need arch qwen3moe and qwen3moe needs experts, found arch {} with {}",
-                                 family_name(c.family), c.experts.count));
-  c.rope_style = c.family == Family::llama ? RopeStyle::interleaved : RopeStyle::rotate_half;
-  c.block.qkv_bias = c.family == Family::qwen2;
-  c.block.qk_norm = moe ? QkNorm::per_head : QkNorm::none;
+  const FamilySpec& family = family_spec(c.family);
+  if (family.synth.block == nullptr)
+    throw UsageError(fmt::format("synth: --arch must be {}, found '{}'", synth_architectures(), family_name(c.family)));
+  if (family.synth.experts != (c.experts.count > 0))
+    throw UsageError(fmt::format("synth: arch {} {} experts, found {}", family.gguf.architectures.front(),
+                                 family.synth.experts ? "needs" : "has no", c.experts.count));
+  c.rope_style = family.gguf.rope_style;
+  c.block.qkv_bias = false, c.block.qk_norm = QkNorm::none;  // biases and q/k norms are the family's
+  family.synth.block(c);
   c.validate("synth");
   if (!std::isfinite(options.outlier_scale) || options.outlier_scale <= 0)
     throw UsageError(fmt::format("synth: expected a finite outlier scale > 0, found {}", options.outlier_scale));

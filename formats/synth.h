@@ -13,9 +13,9 @@
 namespace tapdiff::formats {
 
 struct SynthOptions {
-  // arch "llama" (interleaved RoPE), "qwen2" (rotate-half RoPE, QKV bias) or "qwen3moe" (with
-  // config.experts; rotate-half RoPE, q/k norms per head); the config's rope_style, qkv_bias and
-  // qk_norm follow the arch.
+  // The family, one whose file says how synth writes it (formats/family_spec.h SynthRecipe: llama,
+  // qwen2 with QKV biases, qwen3moe with config.experts and q/k norms per head); the config's
+  // rope_style and block are the family's.
   model::ModelConfig config;
   model::DType dtype = model::DType::f32;  // storage type of the matrices (norm weights and biases stay f32)
   // llama.cpp's _M mix over dtype q4_k or q5_k (its Q4_K_M and Q5_K_M files): output.weight, and

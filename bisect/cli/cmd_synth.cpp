@@ -36,7 +36,8 @@ void run_synth(const SynthArgs& a) {
   if (a.rope_base > 0) o.config.rope_base = a.rope_base;
   if (!a.arch.empty()) {
     const auto family = formats::family_named(a.arch);
-    if (!family) throw UsageError(fmt::format("--arch: expected llama, qwen2 or qwen3moe, found '{}'", a.arch));
+    if (!family)
+      throw UsageError(fmt::format("--arch: expected {}, found '{}'", formats::synth_architectures(), a.arch));
     o.config.family = *family;
   }
   o.config.tied_output = a.tied;
