@@ -561,7 +561,7 @@ TEST(CompareDumps, GenerationsThatPartAreComparedUpToTheFirstDifferentToken) {
   EXPECT_EQ(r.alignment.token_mismatch_position, 49);
   // Every op within tolerance, yet the runs fed different tokens: not a match.
   EXPECT_FALSE(r.match());
-  EXPECT_EQ(r.verdict(), "diverged");
+  EXPECT_EQ(r.verdict(), Verdict::diverged);
   ASSERT_EQ(r.problems.size(), 1u);
   EXPECT_EQ(r.problems[0].code, bisect::RunProblemCode::generation_diverged);
   EXPECT_EQ(r.problems[0].evidence["position"], 49);

@@ -225,7 +225,8 @@ int compare(const CompareArgs& args) {
   std::optional<bisect::Isolation> isolation;
   if (local) {
     isolation.emplace(bisect::Isolation{result, local->local, local->culprit, local->symptom_of(result),
-                                        "B's own inputs", false, local->undecidable.size(), local->missing_taps()});
+                                        bisect::LocalInputs::b_own, false, local->undecidable.size(),
+                                        local->missing_taps()});
   }
   if (!args.json.empty()) {
     nlohmann::json report = bisect::report_json(result, diagnoses);

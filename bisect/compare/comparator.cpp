@@ -418,12 +418,21 @@ std::string precision_text(const PrecisionOfB& p) {
   return std::string(name);
 }
 
-std::string CompareResult::verdict() const {
-  if (match()) return "match";
+std::string_view verdict_name(Verdict v) {
+  switch (v) {
+    case Verdict::match: return "match";
+    case Verdict::diverged: return "diverged";
+    case Verdict::incomplete: return "incomplete";
+  }
+  return "";
+}
+
+Verdict CompareResult::verdict() const {
+  if (match()) return Verdict::match;
   const bool judged_op = first && precision.from != PrecisionOfB::From::unknown;
   const bool differ =
       judged_op || std::any_of(problems.begin(), problems.end(), [](const RunProblem& p) { return !p.unjudged; });
-  return differ ? "diverged" : "incomplete";
+  return differ ? Verdict::diverged : Verdict::incomplete;
 }
 
 // --- two dumps ---------------------------------------------------------------------------------

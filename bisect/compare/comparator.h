@@ -267,6 +267,11 @@ struct RunProblem {
   bool unjudged = false;  // rows went unjudged (rows-only-in-b, incomplete-dump); else the runs differ
 };
 
+// What a comparison concludes: every op within tolerance and the runs alike; an op past tolerance
+// or runs that differ; rows, passes or ops that went unjudged (so no match can be claimed).
+enum class Verdict : std::uint8_t { match, diverged, incomplete };
+std::string_view verdict_name(Verdict v);  // "match", "diverged", "incomplete"
+
 struct CompareResult {
   RunInfo a, b;
   model::ModelConfig config;
@@ -287,8 +292,7 @@ struct CompareResult {
   std::int64_t bytes_read = 0;
 
   bool match() const { return !first.has_value() && problems.empty(); }
-  // "match"; "diverged": an op past tolerance or runs that differ; "incomplete": rows went unjudged.
-  std::string verdict() const;
+  Verdict verdict() const;
 };
 
 // The run problems of a comparison, from its tokens, its row alignment and its runs' completeness.

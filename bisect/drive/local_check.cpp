@@ -9,6 +9,10 @@
 #include "model/errors.h"
 
 namespace tapdiff::bisect {
+
+std::string_view local_inputs_text(LocalInputs inputs) {
+  return inputs == LocalInputs::a ? "A's inputs" : "B's own inputs";
+}
 namespace {
 
 bool in_layers(const model::Step& step, const LocalCheckOptions& options) {

@@ -22,6 +22,11 @@
 
 namespace tapdiff::bisect {
 
+// Whose inputs an op's local error was measured on: A's (tapdiff bisect runs B's ops on them) or
+// B's own, read from its dump (compare --model).
+enum class LocalInputs : std::uint8_t { a, b_own };
+std::string_view local_inputs_text(LocalInputs inputs);  // "A's inputs", "B's own inputs"
+
 struct LocalCheckEngines {
   model::Engine& truth;  // the reference in f64
   model::Engine* floor;  // the reference in B's precision (calibrated mode); null: none

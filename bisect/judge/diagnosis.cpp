@@ -385,25 +385,26 @@ void add_new(std::vector<Diagnosis>& out, const std::vector<Diagnosis>& more) {
 // whether the symptom only inherits its error, and an error no op owns.
 void isolation_diagnoses(const CompareResult& run, std::span<const OpResult> local, std::span<const RowInfo> local_rows,
                          std::optional<std::size_t> culprit, std::optional<std::size_t> symptom_local,
-                         std::string_view inputs, bool every_op_checked, std::vector<Diagnosis>& out) {
+                         LocalInputs inputs, bool every_op_checked, std::vector<Diagnosis>& out) {
   if (culprit) add_new(out, diagnose_op(local[*culprit], local_rows, run.config));
   add_new(out, diagnose(run));
   if (run.first && symptom_local && symptom_local != culprit) {
     const OpResult& symptom = run.ops[*run.first];
     const OpResult& own = local[*symptom_local];
     if (own.pass())
-      out.push_back({model::DiagnosisCode::inherits_error,
-                     fmt::format("{} is past tolerance only through its inputs: run on {} its own error is "
-                                 "nmse {} (tolerance {})",
-                                 model::to_string(symptom.id), inputs, short_number(own.metrics.nmse),
-                                 own.tolerance.bound.nmse ? short_number(*own.tolerance.bound.nmse) : "none"),
-                     {{"op", model::to_string(symptom.id)}, {"local_nmse", own.metrics.nmse}}});
+      out.push_back(
+          {model::DiagnosisCode::inherits_error,
+           fmt::format("{} is past tolerance only through its inputs: run on {} its own error is "
+                       "nmse {} (tolerance {})",
+                       model::to_string(symptom.id), local_inputs_text(inputs), short_number(own.metrics.nmse),
+                       own.tolerance.bound.nmse ? short_number(*own.tolerance.bound.nmse) : "none"),
+           {{"op", model::to_string(symptom.id)}, {"local_nmse", own.metrics.nmse}}});
   }
   if (run.first && !culprit && every_op_checked)
     out.push_back({model::DiagnosisCode::accumulated,
                    fmt::format("no op's own error is past its tolerance when it runs on {}: the divergence "
                                "accumulates from errors each within tolerance",
-                               inputs),
+                               local_inputs_text(inputs)),
                    {{"scanned_rows", local_rows.size()}}});
 }
 
@@ -411,7 +412,7 @@ void isolation_diagnoses(const CompareResult& run, std::span<const OpResult> loc
 
 std::vector<Diagnosis> diagnose(const CompareResult& result, const LocalCheck& local) {
   std::vector<Diagnosis> out;
-  isolation_diagnoses(result, local.local, local.rows, local.culprit, local.symptom_of(result), "B's own inputs",
+  isolation_diagnoses(result, local.local, local.rows, local.culprit, local.symptom_of(result), LocalInputs::b_own,
                       local.undecidable.empty(), out);
   if (!local.undecidable.empty()) {
     std::vector<std::string> ops;
@@ -429,7 +430,7 @@ std::vector<Diagnosis> diagnose(const CompareResult& result, const LocalCheck& l
 std::vector<Diagnosis> diagnose(const BisectResult& result) {
   std::vector<Diagnosis> out;
   attention_uniform(result, out);
-  isolation_diagnoses(result.run, result.local, result.local_rows, result.culprit, result.symptom_local, "A's inputs",
+  isolation_diagnoses(result.run, result.local, result.local_rows, result.culprit, result.symptom_local, LocalInputs::a,
                       true, out);
   const TokenImpact& t = result.tokens;
   if (t.early_eos_b())

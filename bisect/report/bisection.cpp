@@ -15,7 +15,7 @@ namespace {
 using nlohmann::json;
 
 Isolation isolation(const BisectResult& r) {
-  return {r.run, r.local, r.culprit, r.symptom_local, "A's inputs", r.sequence_tokens.size() > 1, 0, {}};
+  return {r.run, r.local, r.culprit, r.symptom_local, LocalInputs::a, r.sequence_tokens.size() > 1, 0, {}};
 }
 
 json top_json(const std::vector<TopToken>& top, const TokenText& text) {

@@ -173,7 +173,7 @@ std::string html_report(const CompareResult& r, const std::vector<Diagnosis>& di
   std::string s = fmt::format(
       "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>tapdiff: "
       "{}</title><style>{}</style></head><body>\n",
-      r.verdict(), kStyle);
+      verdict_name(r.verdict()), kStyle);
   s += fmt::format("<h1 class='{}'>{}</h1>\n", r.match() ? "match" : "diverged", xml_escape(verdict_line(r)));
   s += culprit_html;
   if (!r.problems.empty()) {

@@ -42,13 +42,15 @@ std::string culprit_text(const Isolation& i) {
     return fmt::format(
         "unchecked: no op checked on {} is past its tolerance, but {} op{} could not be checked: "
         "tapping {} would decide {}",
-        i.inputs, i.unchecked_ops, i.unchecked_ops == 1 ? "" : "s", fmt::join(i.missing_taps, ", "),
+        local_inputs_text(i.inputs), i.unchecked_ops, i.unchecked_ops == 1 ? "" : "s", fmt::join(i.missing_taps, ", "),
         i.unchecked_ops == 1 ? "it" : "them");
   if (!i.culprit)
-    return fmt::format("no op is past its tolerance on {}: the error accumulates (see the diagnosis)", i.inputs);
+    return fmt::format("no op is past its tolerance on {}: the error accumulates (see the diagnosis)",
+                       local_inputs_text(i.inputs));
   const OpResult& op = i.local[*i.culprit];
   return fmt::format(
-      "{}: its own error on {} {}{}{}", op_title(op), i.inputs, op.violations.front().text(), local_where(op, i.batch),
+      "{}: its own error on {} {}{}{}", op_title(op), local_inputs_text(i.inputs), op.violations.front().text(),
+      local_where(op, i.batch),
       i.run.first ? "" : " (the run's ops are each within tolerance: the error stays below it downstream)");
 }
 
@@ -57,9 +59,10 @@ std::string symptom_text(const Isolation& i) {
   const OpResult& local = i.local[*i.symptom_local];
   if (i.symptom_is_culprit()) return fmt::format("{} is itself wrong", op_title(local));
   if (local.pass())
-    return fmt::format("{} inherits its error: on {} its own nmse is {} (tolerance {})", op_title(local), i.inputs,
-                       short_number(local.metrics.nmse), describe(local.tolerance.bound));
-  return fmt::format("{} is also wrong on {}, but an earlier op is the first", op_title(local), i.inputs);
+    return fmt::format("{} inherits its error: on {} its own nmse is {} (tolerance {})", op_title(local),
+                       local_inputs_text(i.inputs), short_number(local.metrics.nmse), describe(local.tolerance.bound));
+  return fmt::format("{} is also wrong on {}, but an earlier op is the first", op_title(local),
+                     local_inputs_text(i.inputs));
 }
 
 std::string isolation_lines(const Isolation& i) {

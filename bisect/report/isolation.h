@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bisect/compare/comparator.h"
+#include "bisect/drive/local_check.h"
 
 namespace tapdiff::bisect {
 
@@ -20,7 +21,7 @@ struct Isolation {
   std::span<const OpResult> local;           // every op's local error, graph order
   std::optional<std::size_t> culprit;        // index into local of the first op past its tolerance
   std::optional<std::size_t> symptom_local;  // index into local of the symptom op, when it was checked
-  std::string_view inputs;                   // whose inputs the local errors are on: "A's inputs", ...
+  LocalInputs inputs;                        // whose inputs the local errors are on
   bool batch = false;                        // rows of several sequences
   // Ops that could not be checked for want of taps (compare --model), and the taps that would
   // decide them: then "no op is past its tolerance" is no verdict that the error accumulates.

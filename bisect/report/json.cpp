@@ -125,7 +125,7 @@ json op_json(const OpResult& op) {
 
 json report_json(const CompareResult& r, const std::vector<Diagnosis>& diagnoses) {
   json out;
-  out["verdict"] = r.verdict();
+  out["verdict"] = verdict_name(r.verdict());
   out["first"] = r.first ? first_json(r.ops[*r.first], r.alignment.rows) : json(nullptr);
   out["culprit"] = nullptr;
   out["culprit_note"] =

@@ -89,7 +89,7 @@ std::string verdict_line(const CompareResult& r) {
   if (!r.first) {
     std::vector<std::string> codes;
     for (const RunProblem& p : r.problems) codes.push_back(std::string(run_problem_name(p.code)));
-    return fmt::format("{}: {} ops within tolerance over {} positions, but {}", r.verdict(), r.ops.size(),
+    return fmt::format("{}: {} ops within tolerance over {} positions, but {}", verdict_name(r.verdict()), r.ops.size(),
                        r.alignment.rows.size(), fmt::join(codes, ", "));
   }
   const OpResult& op = r.ops[*r.first];
