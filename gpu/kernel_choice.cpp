@@ -392,13 +392,12 @@ int KernelChoice::max_head_dim() const {
 }
 
 std::vector<KernelId> KernelChoice::planned(model::OpClass cls, model::DType weight_dtype) const {
-  const auto one = [](Kernel k) { return std::vector<KernelId>{KernelId(std::move(k))}; };
   switch (cls) {
-    case model::OpClass::embedding: return one(named("embed-gather", weight_dtype));
+    case model::OpClass::embedding: return {named("embed-gather", weight_dtype)};
     case model::OpClass::norm:
-      if (llama_cpp_) return one(named("rms_norm-ggml"));
+      if (llama_cpp_) return {named("rms_norm-ggml")};
       if (fuses_norms()) return {named("add+rms_norm-tree"), named("rms_norm-tree")};
-      return one(named("rms_norm-tree"));
+      return {named("rms_norm-tree")};
     case model::OpClass::gemm: {
       // prefill's variant (of aligned shapes, of large aligned products, then of the others), then decode's
       std::vector<KernelId> ids;
@@ -411,7 +410,7 @@ std::vector<KernelId> KernelChoice::planned(model::OpClass cls, model::DType wei
       }
       return ids;
     }
-    case model::OpClass::rope: return one(named("rope-table"));
+    case model::OpClass::rope: return {named("rope-table")};
     case model::OpClass::attention: {
       // prefill's, a short chunk's past 32 positions, then decode's, each once
       std::vector<KernelId> ids;
@@ -425,10 +424,10 @@ std::vector<KernelId> KernelChoice::planned(model::OpClass cls, model::DType wei
       return ids;
     }
     case model::OpClass::residual:
-      if (fuses_norms()) return one(named("add+rms_norm-tree"));
-      return one(named("add"));
-    case model::OpClass::activation: return one(activation_kernel());
-    case model::OpClass::routing: return one(named("moe-route"));
+      if (fuses_norms()) return {named("add+rms_norm-tree")};
+      return {named("add")};
+    case model::OpClass::activation: return {activation_kernel()};
+    case model::OpClass::routing: return {named("moe-route")};
     case model::OpClass::experts: {  // prefill's, then decode's
       const auto experts = [&](std::string_view matmul) {
         return KernelId({named(matmul, weight_dtype), named(gated_activation_name(activation_)), named("moe-sum")});
