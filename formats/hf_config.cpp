@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <limits>
 #include <optional>
 #include <set>
 #include <string>
@@ -28,7 +27,6 @@ using namespace model;
 namespace {
 
 using nlohmann::json;
-constexpr int kIntMax = std::numeric_limits<int>::max();
 
 // Keys that do not change the forward pass of a decoder run without dropout, without cache
 // quirks, on given token ids: bookkeeping, training, generation and pipeline settings.
