@@ -15,6 +15,7 @@
 #include "dumps/tapdiff.h"
 #include "formats/load_model.h"
 #include "model/graph.h"
+#include "model/precision.h"
 #include "model/weights.h"
 
 using namespace tapdiff;
@@ -101,12 +102,15 @@ tapdiff_writer* tapdiff_writer_open(const char* path, const char* model_path, co
   auto w = std::make_unique<tapdiff_writer>();
   const int failed = guarded(w->error, [&] {
     if (path == nullptr || model_path == nullptr) fail("tapdiff_writer_open: path and model are required");
+    using model::Precision;
     const std::string dtype = compute_dtype != nullptr ? compute_dtype : "f32";
-    if (dtype != "f32" && dtype != "f16" && dtype != "bf16" && dtype != "f64")
+    const std::optional<Precision> precision = model::parse_precision(dtype);
+    if (precision != Precision::f32 && precision != Precision::f16 && precision != Precision::bf16 &&
+        precision != Precision::f64)
       fail(fmt::format("tapdiff_writer_open: compute_dtype: expected f32, f16, bf16 or f64, found '{}'", dtype));
     w->model = formats::load_model(model_path);
     w->graph = std::make_unique<model::Graph>(w->model->config());
-    w->wide = dtype == "f64";
+    w->wide = precision == Precision::f64;
     dumps::RunMetadata m;
     m.tool_version = fmt::format("tapdiff C API {}", TAPDIFF_VERSION);
     m.engine = engine != nullptr ? engine : "c";
