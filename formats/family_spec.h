@@ -1,7 +1,7 @@
 #pragma once
 // Everything tapdiff knows of a family, one file per family (formats/families/<family>.cpp), read top
 // to bottom like a modeling file: how its Hugging Face config.json and its GGUF metadata are read
-// into a ModelConfig, how llama.cpp's graph of it differs, its tokenizer class.
+// into a ModelConfig, how llama.cpp's graph of it differs, its tokenizer class, what synth writes.
 #include <optional>
 #include <set>
 #include <span>
