@@ -335,11 +335,6 @@ GgufFile::GgufFile(const std::filesystem::path& path) : path_(path), file_(std::
 
 GgufFile::~GgufFile() = default;
 
-int gguf_token_id(const GgufFile& f, const std::string& key) {
-  const auto v = f.get_int(key);
-  return v && *v >= 0 && *v <= std::numeric_limits<int>::max() ? static_cast<int>(*v) : -1;
-}
-
 std::unique_ptr<MappedFile> GgufFile::release_mapping() { return std::move(file_); }
 
 const GgufValue* GgufFile::find(std::string_view key) const {
@@ -435,9 +430,14 @@ std::optional<std::vector<std::int32_t>> GgufFile::get_int_array(std::string_vie
   return out;
 }
 
-namespace {
-
 constexpr int kIntMax = std::numeric_limits<int>::max();
+
+int gguf_token_id(const GgufFile& f, const std::string& key) {
+  const auto v = f.get_int(key);
+  return v && *v >= 0 && *v <= kIntMax ? static_cast<int>(*v) : -1;
+}
+
+namespace {
 
 // The WeightKind of a GGUF tensor name, or nullopt for a tensor the model does not use.
 std::optional<WeightPart> gguf_weight(std::string_view name) {

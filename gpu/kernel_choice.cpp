@@ -302,8 +302,13 @@ Shader KernelChoice::matvec_shader() const {
 }
 
 Kernel KernelChoice::gemm_kernel(Gemm gemm, model::DType weights) const {
-  if (gemm != Gemm::matvec) return named(gemm_variant(gemm).label(), weights);
-  return named(matvec_shader() == Shader::matvec_subgroup ? "matvec-subgroup" : "matvec-shared", weights);
+  Kernel k = named(gemm != Gemm::matvec                         ? gemm_variant(gemm).label()
+                   : matvec_shader() == Shader::matvec_subgroup ? "matvec-subgroup"
+                                                                : "matvec-shared",
+                   weights);
+  if (const formats::DotType type = formats::dot_type(weights); llama_cpp_ && type != formats::DotType::f32)
+    k.roundings.push_back(fmt::format("llama.cpp-{}", formats::dot_type_name(type)));
+  return k;
 }
 
 KernelChoice::AttentionPlan KernelChoice::attention(const AttentionShape& a, std::uint32_t faults) const {
@@ -369,12 +374,6 @@ Kernel KernelChoice::attention_kernel(AttentionPlan::Kind kind) const {
   return two_pass;
 }
 
-std::optional<std::string> KernelChoice::dot_rounding(model::DType weights) const {
-  const formats::DotType type = formats::dot_type(weights);
-  if (!llama_cpp_ || type == formats::DotType::f32) return std::nullopt;
-  return fmt::format("llama.cpp-{}", formats::dot_type_name(type));
-}
-
 std::string gated_activation_name(model::Activation act) { return fmt::format("{}_mul", model::activation_name(act)); }
 
 Kernel KernelChoice::activation_kernel() const {
@@ -403,11 +402,8 @@ std::vector<KernelId> KernelChoice::planned(model::OpClass cls, model::DType wei
       std::vector<KernelId> ids;
       constexpr int kLarge = 1 << 20;
       for (const auto& [rows, aligned] :
-           {std::pair{2, true}, std::pair{kLarge, true}, std::pair{2, false}, std::pair{1, true}}) {
-        Kernel k = gemm_kernel(gemm(rows, rows == kLarge ? kLarge : 8, weight_dtype, aligned), weight_dtype);
-        if (const auto rounding = dot_rounding(weight_dtype)) k.roundings.push_back(*rounding);
-        add_once(ids, std::move(k));
-      }
+           {std::pair{2, true}, std::pair{kLarge, true}, std::pair{2, false}, std::pair{1, true}})
+        add_once(ids, gemm_kernel(gemm(rows, rows == kLarge ? kLarge : 8, weight_dtype, aligned), weight_dtype));
       return ids;
     }
     case model::OpClass::rope: return {named("rope-table")};

@@ -103,10 +103,9 @@ class KernelChoice {
 
   // A variant as it runs here: in the device's activation type, over `weights` for the ops with weights.
   Kernel named(std::string_view variant, std::optional<model::DType> weights = std::nullopt) const;
+  // A product's kernel; in llama.cpp's precision, with the rounding "llama.cpp-DOT" where its input
+  // is rounded to the weights' dot type first (Engine::product, Kernels::round_to_dot_type).
   Kernel gemm_kernel(Gemm gemm, model::DType weights) const;
-  // "llama.cpp-DOT" for a product of such weights in llama.cpp's precision (its input rounded to
-  // the dot type first); nullopt otherwise.
-  std::optional<std::string> dot_rounding(model::DType weights) const;
   Kernel attention_kernel(AttentionPlan::Kind kind) const;
   std::string expert_matmul_variant() const;
   // The gated activation's: gated_activation_name's, rounding as "llama.cpp-f16-gelu-table" where

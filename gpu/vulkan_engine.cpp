@@ -590,7 +590,6 @@ Kernel Engine::product(const Region& x, Op op, int layer, const DeviceWeight* bi
   const Region rounded = dot_input_.sub(0, activation_bytes(rows, w.cols));
   kernels_->round_to_dot_type(*stream_, type, x, rounded, dot_excess_, rows, static_cast<int>(w.cols));
   Kernel kernel = kernels_->matmul(*stream_, rounded, w, bias, out, rows, faults);
-  if (const auto rounding = kernels_->choice().dot_rounding(w.dtype)) kernel.roundings.push_back(*rounding);
   if (type == formats::DotType::q8_1) kernels_->q8_1_correction(*stream_, dot_excess_, w, out, rows);
   return kernel;
 }
