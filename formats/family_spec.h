@@ -31,15 +31,30 @@ struct HfComposite {
   std::set<std::string_view> encoder_keys = {};  // keys of the image encoder and its projector
 };
 
+// A tensor name of the family's checkpoints as the Llama name tapdiff reads
+// (formats/safetensors_reader.cpp): `from` a prefix of the whole name, or of the part after the
+// layer's prefix, replaced by `to`.
+struct HfRename {
+  std::string_view from;
+  std::string_view to;
+};
+
 // The family in a Hugging Face folder: config.json's model_type for it, and how its keys are read.
 struct HfRecipe {
   std::vector<std::string_view> model_types = {};  // none: tapdiff reads no Hugging Face folder of it
   // The keys that are the family's own (beyond the sizes, RoPE and tokens every family reads):
   // read into c, or refused by name.
   void (*read)(KeyReader& k, model::ModelConfig& c) = nullptr;
-  bool tied_by_default = false;   // tie_word_embeddings when the config leaves it out
-  double rope_theta = 10000.0;    // rope_theta when the config leaves it out
-  double sliding_rope_theta = 0;  // > 0: the sliding layers have their own RoPE, of this base by default
+  std::string_view eps_key = "rms_norm_eps";  // the norms' epsilon
+  int head_dim = 0;                           // head_dim when the config leaves it out; 0: hidden_size / heads
+  model::RopeStyle rope_style = model::RopeStyle::rotate_half;
+  double partial_rotary_factor = 1.0;            // the share of each head RoPE rotates when the config leaves it out
+  std::vector<HfRename> names = {};              // whole names (embedding, final norm, layers' prefix)
+  std::vector<HfRename> layer_names = {};        // names inside a layer ("mlp.c_fc." -> "mlp.up_proj.")
+  bool tied_by_default = false;                  // tie_word_embeddings when the config leaves it out
+  double rope_theta = 10000.0;                   // rope_theta when the config leaves it out
+  double sliding_rope_theta = 0;                 // > 0: the sliding layers have their own RoPE, of this base by default
+  std::string_view sliding_rope_theta_key = {};  // a 4.x key that gives the sliding layers' base (Gemma 3)
   std::vector<HfComposite> composites = {};
   // transformers' TOKENIZER_MAPPING_NAMES for it ("" where it has none), and whether the family is
   // in MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS (the registered class overrides the folder's).

@@ -34,15 +34,16 @@ const std::set<std::string_view>& no_math_keys() {
   static const std::set<std::string_view> keys = {
       "_name_or_path", "add_cross_attention", "architectures", "attention_dropout", "bad_words_ids",
       "begin_suppress_tokens", "cache_implementation", "chunk_size_feed_forward", "cross_attention_hidden_size",
-      "decoder_start_token_id", "diversity_penalty", "do_sample", "dtype", "early_stopping", "embd_pdrop",
-      "encoder_no_repeat_ngram_size", "exponential_decay_length_penalty", "finetuning_task", "forced_bos_token_id",
-      "forced_eos_token_id", "id2label", "initializer_range", "is_decoder", "is_encoder_decoder", "label2id",
-      "length_penalty", "max_length", "min_length", "no_repeat_ngram_size", "num_beam_groups", "num_beams",
-      "num_return_sequences", "output_attentions", "output_hidden_states", "output_scores", "pad_token_id", "prefix",
-      "pretraining_tp", "problem_type", "pruned_heads", "remove_invalid_values", "repetition_penalty", "resid_pdrop",
-      "return_dict", "return_dict_in_generate", "sep_token_id", "suppress_tokens", "task_specific_params",
-      "temperature", "tf_legacy_loss", "tie_encoder_decoder", "tokenizer_class", "top_k", "top_p", "torch_dtype",
-      "torchscript", "transformers_version", "typical_p", "use_bfloat16", "use_cache",
+      "classifier_dropout", "decoder_start_token_id", "diversity_penalty", "do_sample", "dtype", "early_stopping",
+      "embd_pdrop", "embedding_dropout", "hidden_dropout", "residual_dropout", "encoder_no_repeat_ngram_size",
+      "exponential_decay_length_penalty", "finetuning_task", "forced_bos_token_id", "forced_eos_token_id", "id2label",
+      "initializer_range", "is_decoder", "is_encoder_decoder", "label2id", "length_penalty", "max_length", "min_length",
+      "no_repeat_ngram_size", "num_beam_groups", "num_beams", "num_return_sequences", "output_attentions",
+      "output_hidden_states", "output_scores", "pad_token_id", "prefix", "pretraining_tp", "problem_type",
+      "pruned_heads", "remove_invalid_values", "repetition_penalty", "resid_pdrop", "return_dict",
+      "return_dict_in_generate", "sep_token_id", "suppress_tokens", "task_specific_params", "temperature",
+      "tf_legacy_loss", "tie_encoder_decoder", "tokenizer_class", "top_k", "top_p", "torch_dtype", "torchscript",
+      "transformers_version", "typical_p", "use_bfloat16", "use_cache",
       // MoE training: the auxiliary loss, and router noise applied in training only
       "output_router_logits", "router_aux_loss_coef", "router_jitter_noise"};
   return keys;
@@ -140,14 +141,19 @@ void read_rope_per_layer_type(const json& p, const std::string& where, double ma
 // partial_rotary_factor and rope_scaling (an object or null). `sliding_base`: the base of a family
 // whose sliding layers have their own RoPE (Gemma 3), else 0; such a family's rope_parameters may
 // also be per layer type, its rope_scaling is the full layers'.
-void read_rope(KeyReader& k, const std::string& source, double default_base, double sliding_base, ModelConfig& c) {
+void read_rope(KeyReader& k, const std::string& source, const HfRecipe& hf, ModelConfig& c) {
+  const double default_base = hf.rope_theta, sliding_base = hf.sliding_rope_theta;
   const json* params = k.find("rope_parameters");
   const json* scaling = k.find("rope_scaling");
   if (params != nullptr && scaling != nullptr)
     k.fail("rope_scaling", "either rope_parameters (5.x) or rope_scaling (4.x)", "both");
   c.rope_base = k.number("rope_theta", default_base);
-  c.rotary_dim = static_cast<int>(c.head_dim * k.number("partial_rotary_factor", 1.0));
-  if (sliding_base > 0) c.sliding_rope = SlidingRope{k.number("rope_local_base_freq", sliding_base), {}};
+  c.rotary_dim = static_cast<int>(c.head_dim * k.number("partial_rotary_factor", hf.partial_rotary_factor));
+  if (sliding_base > 0)
+    c.sliding_rope =
+        SlidingRope{hf.sliding_rope_theta_key.empty() ? sliding_base
+                                                      : k.number(std::string(hf.sliding_rope_theta_key), sliding_base),
+                    {}};
   const double max_position = k.integer("max_position_embeddings", 0);
   const double top_original = k.integer("original_max_position_embeddings", 0);
   const json* p = params != nullptr ? params : scaling;
@@ -155,7 +161,7 @@ void read_rope(KeyReader& k, const std::string& source, double default_base, dou
   if (p != nullptr && !p->is_object()) k.fail(name, "an object", json_excerpt(*p));
   const bool per_layer_type = p != nullptr && (p->contains("full_attention") || p->contains("sliding_attention"));
   if (per_layer_type && (sliding_base == 0 || params == nullptr))
-    k.unsupported(name, *p, "RoPE parameters per layer type in Gemma 3's rope_parameters only");
+    k.unsupported(name, *p, "RoPE parameters per layer type in 5.x rope_parameters of Gemma 3 and OLMo 3 only");
   if (per_layer_type)
     read_rope_per_layer_type(*p, source + ": " + name, max_position, top_original, c);
   else if (p != nullptr)
@@ -210,13 +216,13 @@ ModelConfig decoder_config(const json& j, const std::string& source) {
   c.n_layers = k.integer("num_hidden_layers");
   c.n_heads = k.integer("num_attention_heads");
   c.n_kv_heads = k.integer("num_key_value_heads", c.n_heads);
-  c.head_dim = k.integer("head_dim", c.n_heads > 0 ? c.dim / c.n_heads : 0);
+  c.head_dim = k.integer("head_dim", hf.head_dim > 0 ? hf.head_dim : c.n_heads > 0 ? c.dim / c.n_heads : 0);
   c.ffn_dim = k.integer("intermediate_size");
   c.vocab = k.integer("vocab_size");
-  c.norm_eps = k.number("rms_norm_eps");
+  c.norm_eps = k.number(std::string(hf.eps_key));
   c.context_length = k.integer("max_position_embeddings", 0);
-  read_rope(k, source, hf.rope_theta, hf.sliding_rope_theta, c);
-  c.rope_style = RopeStyle::rotate_half;
+  read_rope(k, source, hf, c);
+  c.rope_style = hf.rope_style;
   c.tied_output = k.boolean("tie_word_embeddings", hf.tied_by_default);
   hf.read(k, c);
   c.bos_token = k.token("bos_token_id");

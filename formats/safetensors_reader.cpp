@@ -184,9 +184,12 @@ std::vector<WeightPart> hf_weights(std::string_view name, const ModelConfig& c) 
   static constexpr std::pair<std::string_view, WeightKind> kGlobal[] = {
       {"model.embed_tokens.weight", WeightKind::token_embd},
       {"model.norm.weight", WeightKind::output_norm},
-      {"lm_head.weight", WeightKind::output}};
+      {"model.norm.bias", WeightKind::output_norm_b},
+      {"lm_head.weight", WeightKind::output},
+      {"lm_head.bias", WeightKind::output_b}};
   const std::pair<std::string_view, WeightKind> kLayer[] = {
       {"input_layernorm.weight", WeightKind::attn_norm},
+      {"input_layernorm.bias", WeightKind::attn_norm_b},
       {"self_attn.q_proj.weight", WeightKind::wq},
       {"self_attn.k_proj.weight", WeightKind::wk},
       {"self_attn.v_proj.weight", WeightKind::wv},
@@ -198,6 +201,7 @@ std::vector<WeightPart> hf_weights(std::string_view name, const ModelConfig& c) 
       {"self_attn.o_proj.weight", WeightKind::wo},
       {"self_attn.o_proj.bias", WeightKind::bo},
       {"post_attention_layernorm.weight", c.block.post_norms ? WeightKind::attn_post_norm : WeightKind::ffn_norm},
+      {"post_attention_layernorm.bias", WeightKind::ffn_norm_b},  // norm biases: in blocks without post-norms
       {"pre_feedforward_layernorm.weight", WeightKind::ffn_norm},
       {"mlp.gate_proj.weight", WeightKind::ffn_gate},
       {"mlp.up_proj.weight", WeightKind::ffn_up},
@@ -222,6 +226,20 @@ std::vector<WeightPart> hf_weights(std::string_view name, const ModelConfig& c) 
   if (name == "mlp.gate_up_proj.weight")
     return {{WeightKind::ffn_gate, layer, c.ffn_dim}, {WeightKind::ffn_up, layer, c.ffn_dim}};
   return {};
+}
+
+// A tensor name of the family's checkpoints as the Llama name hf_weights reads (HfRecipe's renames).
+std::string llama_name(std::string name, const HfRecipe& hf) {
+  for (const HfRename& r : hf.names)
+    if (name.starts_with(r.from)) {
+      name = fmt::format("{}{}", r.to, name.substr(r.from.size()));
+      break;
+    }
+  if (const auto in_layer = layer_tensor(name))
+    for (const HfRename& r : hf.layer_names)
+      if (in_layer->second.starts_with(r.from))
+        return fmt::format("model.layers.{}.{}{}", in_layer->first, r.to, in_layer->second.substr(r.from.size()));
+  return name;
 }
 
 // The tensor names of a multimodal checkpoint (model/family.h, HfComposite): its text decoder's
@@ -319,8 +337,9 @@ std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
                                      (folder / shard.get<std::string>()).string(), tensor));
   std::map<std::string, std::string> names;  // the decoder's name -> the file's, sorted: one order for every message
   for (const auto& [name, where] : by_name) {
-    const std::optional<std::string> own = decoder_name(name, model_type);
+    std::optional<std::string> own = decoder_name(name, model_type);
     if (!own) continue;
+    own = llama_name(*own, family_spec(config.family).hf);
     if (const auto [at, added] = names.emplace(*own, name); !added)
       throw_format_error(fmt::format("{}: tensors '{}' and '{}' are both the text decoder's '{}'",
                                      where.first->path().string(), std::min(at->second, name),

@@ -159,6 +159,8 @@ KernelChoice::KernelChoice(DeviceProfile profile, const KernelOverrides& overrid
     : profile_(std::move(profile)),
       overrides_(overrides),
       activation_(block.activation),
+      gated_(block.ffn == model::Ffn::gated),
+      layer_norm_(block.norm == model::NormKind::layer),
       gelu_by_table_(llama_cpp && formats::llama_cpp_gelu_by_table(block)),
       attention_softcap_(static_cast<float>(block.attention_softcap)),
       head_dim_(head_dim),
@@ -172,6 +174,10 @@ KernelChoice::KernelChoice(DeviceProfile profile, const KernelOverrides& overrid
         "--kernels: under --dtype llama.cpp the attention runs attention-two-pass (its probabilities are rounded "
         "to f16 once their sum is known, as llama.cpp's are) and every norm rms_norm-ggml apart from the residual "
         "add: expected attention=auto|two-pass, decode-attention=auto and norm=auto|apart");
+  if (layer_norm_ && overrides.norm == KernelOverrides::Norm::fused)
+    throw UsageError(
+        "--kernels norm=fused: this model's norms are LayerNorms, which run apart from the residual add "
+        "(layer_norm-tree): expected norm=auto|apart");
   const DeviceInfo& d = profile_.info;
   wg_ = floor_pow2(std::min({256u, d.max_workgroup_invocations, d.max_workgroup_size_x}));
   attention_wg_ = std::min(64u, wg_);
@@ -374,10 +380,12 @@ Kernel KernelChoice::attention_kernel(AttentionPlan::Kind kind) const {
   return two_pass;
 }
 
-std::string gated_activation_name(model::Activation act) { return fmt::format("{}_mul", model::activation_name(act)); }
+std::string activation_kernel_name(model::Activation act, bool gated) {
+  return gated ? fmt::format("{}_mul", model::activation_name(act)) : std::string(model::activation_name(act));
+}
 
 Kernel KernelChoice::activation_kernel() const {
-  Kernel k = named(gated_activation_name(activation_));
+  Kernel k = named(activation_kernel_name(activation_, gated_));
   if (gelu_by_table_) k.roundings.emplace_back("llama.cpp-f16-gelu-table");
   return k;
 }
@@ -395,6 +403,7 @@ std::vector<KernelId> KernelChoice::planned(model::OpClass cls, model::DType wei
     case model::OpClass::embedding: return {named("embed-gather", weight_dtype)};
     case model::OpClass::norm:
       if (llama_cpp_) return {named("rms_norm-ggml")};
+      if (layer_norm_) return {named("layer_norm-tree")};
       if (fuses_norms()) return {named("add+rms_norm-tree"), named("rms_norm-tree")};
       return {named("rms_norm-tree")};
     case model::OpClass::gemm: {
@@ -426,7 +435,7 @@ std::vector<KernelId> KernelChoice::planned(model::OpClass cls, model::DType wei
     case model::OpClass::routing: return {named("moe-route")};
     case model::OpClass::experts: {  // prefill's, then decode's
       const auto experts = [&](std::string_view matmul) {
-        return KernelId({named(matmul, weight_dtype), named(gated_activation_name(activation_)), named("moe-sum")});
+        return KernelId({named(matmul, weight_dtype), named(activation_kernel_name(activation_)), named("moe-sum")});
       };
       std::vector<KernelId> ids;
       if (tiled_ok_ && overrides_.experts != KernelOverrides::Experts::matvec)

@@ -98,7 +98,7 @@ class KernelChoice {
   bool experts_tiled(int rows, int experts) const;
   // Whether a residual add runs with the norm after it (add_rms_norm): norm=auto or fused, not in
   // llama.cpp's precision.
-  bool fuses_norms() const { return overrides_.norm != KernelOverrides::Norm::apart && !llama_cpp_; }
+  bool fuses_norms() const { return overrides_.norm != KernelOverrides::Norm::apart && !llama_cpp_ && !layer_norm_; }
   bool llama_cpp() const { return llama_cpp_; }
 
   // A variant as it runs here: in the device's activation type, over `weights` for the ops with weights.
@@ -108,7 +108,7 @@ class KernelChoice {
   Kernel gemm_kernel(Gemm gemm, model::DType weights) const;
   Kernel attention_kernel(AttentionPlan::Kind kind) const;
   std::string expert_matmul_variant() const;
-  // The gated activation's: gated_activation_name's, rounding as "llama.cpp-f16-gelu-table" where
+  // The activation's: activation_kernel_name's, rounding as "llama.cpp-f16-gelu-table" where
   // llama.cpp's precision computes GELU by its table (Kernels::gated_activation).
   Kernel activation_kernel() const;
   // The kernels an op class may run on this device with these overrides (all row counts).
@@ -134,6 +134,8 @@ class KernelChoice {
   DeviceProfile profile_;
   KernelOverrides overrides_;
   model::Activation activation_;
+  bool gated_;                           // the FFN's activation multiplies by up (model::Ffn::gated)
+  bool layer_norm_;                      // the model's norms are LayerNorms (layer_norm.comp, never fused)
   bool gelu_by_table_;                   // llama.cpp's precision computes the activation from its f16 table
   float attention_softcap_;              // the model's; each call's AttentionShape::softcap carries it to the kernel
   std::uint32_t wg_;                     // workgroup size of the 1-D kernels: a power of two <= 256
@@ -153,7 +155,8 @@ class KernelChoice {
   bool llama_cpp_;                       // llama.cpp's precision: its norm and attention, roundings before products
 };
 
-// The name a gated activation's kernel reports: "silu_mul", "gelu_mul", "gelu_tanh_mul".
-std::string gated_activation_name(model::Activation act);
+// The name an activation's kernel reports: gated, "silu_mul", "gelu_mul", "gelu_tanh_mul", ...;
+// plain, the activation's own ("relu2").
+std::string activation_kernel_name(model::Activation act, bool gated = true);
 
 }  // namespace tapdiff::gpu

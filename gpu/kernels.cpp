@@ -100,6 +100,17 @@ Kernel Kernels::rms_norm(Stream& s, const Region& x, const DeviceWeight& w, floa
   return named("rms_norm-tree");
 }
 
+Kernel Kernels::layer_norm(Stream& s, const Region& x, const DeviceWeight& w, const DeviceWeight* bias, float eps,
+                           const Region& out, int rows, std::uint32_t faults) {
+  TAPDIFF_ASSERT(w.dtype == model::DType::f32 && (bias == nullptr || bias->dtype == model::DType::f32),
+                 "norm weight {} as {}", w.name, model::dtype_name(w.dtype));
+  const LayerNormPush push{u32(rows), u32(w.cols), eps, bias != nullptr ? 1u : 0u};
+  // Without a bias the weight stands in for the unused binding (never read).
+  dispatch(s, Shader::layer_norm, 0, {x, w.region, bias != nullptr ? bias->region : w.region, out}, &push, sizeof push,
+           fold(static_cast<std::uint64_t>(rows)), faults);
+  return named("layer_norm-tree");
+}
+
 Kernel Kernels::add_rms_norm(Stream& s, const Region& a, const Region& b, float scale, const DeviceWeight& w, float eps,
                              const Region& sum, const Region& out, int rows, std::uint32_t faults) {
   TAPDIFF_ASSERT(w.dtype == model::DType::f32, "norm weight {} as {}", w.name, model::dtype_name(w.dtype));
@@ -284,9 +295,16 @@ Kernel Kernels::gated_activation(Stream& s, const Region& gate, const Region& up
     dispatch(s, Shader::gelu_llama_cpp, 0, {gate, up, *gelu_table, out}, &push, sizeof push,
              fold(ceil_div(push.n, wg_)));
   } else {
-    const ActivationPush push{u32(n), static_cast<std::uint32_t>(choice_.activation())};
+    const ActivationPush push{u32(n), static_cast<std::uint32_t>(choice_.activation()), 1};
     dispatch(s, Shader::gated_act, 0, {gate, up, out}, &push, sizeof push, fold(elementwise_groups(push.n)), faults);
   }
+  return choice_.activation_kernel();
+}
+
+Kernel Kernels::activation(Stream& s, const Region& x, const Region& out, std::int64_t n, std::uint32_t faults) {
+  TAPDIFF_ASSERT(!choice_.gelu_by_table(), "llama.cpp's GELU table in a plain FFN");
+  const ActivationPush push{u32(n), static_cast<std::uint32_t>(choice_.activation()), 0};
+  dispatch(s, Shader::gated_act, 0, {x, x, out}, &push, sizeof push, fold(elementwise_groups(push.n)), faults);
   return choice_.activation_kernel();
 }
 

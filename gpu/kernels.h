@@ -9,6 +9,7 @@
 // "matmul-tiled-64x64.f16/q8_0".
 //   embedding   embed-gather/DTYPE
 //   norm        rms_norm-tree                      one workgroup per row
+//               layer_norm-tree                    a LayerNorm model's: one workgroup per row, never fused
 //               add+rms_norm-tree                  a norm whose input is a residual add's output,
 //                                                  with that add (norm=auto|fused): the residual
 //                                                  step runs both, the norm step records nothing
@@ -55,7 +56,8 @@
 //                                                  (row, head), every score computed twice
 //   residual    add                                where no norm comes next (or norm=apart)
 //               add+rms_norm-tree                  with the norm after it, as above
-//   activation  silu_mul, gelu_mul, gelu_tanh_mul  the model's gated activation (gated_act.comp)
+//   activation  silu_mul, gelu_mul, gelu_tanh_mul  the model's gated activation (gated_act.comp), or
+//               relu2, gelu_tanh, ...              its plain one (the same shader, up unread)
 //   logits      + scale_softcap                    after the product, where the model scales or
 //                                                  soft-caps its logits (Granite, Gemma 2)
 //   routing     moe-route                          moe_ids and moe_weights: an invocation per row
@@ -126,6 +128,9 @@ class Kernels {
   // x [rows, dim], w f32 [dim] -> out [rows, dim]
   Kernel rms_norm(Stream& s, const Region& x, const DeviceWeight& w, float eps, const Region& out, int rows,
                   std::uint32_t faults);
+  // x [rows, dim], w and bias (where not null) f32 [dim] -> out [rows, dim], LayerNorm
+  Kernel layer_norm(Stream& s, const Region& x, const DeviceWeight& w, const DeviceWeight* bias, float eps,
+                    const Region& out, int rows, std::uint32_t faults);
   // sum = a + scale * b, then out = rms_norm(sum) as rms_norm() computes it, in one dispatch (the
   // same bits as add() then rms_norm()); all [rows, w.cols]
   Kernel add_rms_norm(Stream& s, const Region& a, const Region& b, float scale, const DeviceWeight& w, float eps,
@@ -161,6 +166,8 @@ class Kernels {
   // widened to f32 [65536] (formats::llama_cpp_gelu_table; gelu_llama_cpp.comp).
   Kernel gated_activation(Stream& s, const Region& gate, const Region& up, const Region& out, std::int64_t n,
                           std::uint32_t faults, const Region* gelu_table = nullptr);
+  // out = act(x) over n values: a plain FFN's activation
+  Kernel activation(Stream& s, const Region& x, const Region& out, std::int64_t n, std::uint32_t faults);
   // x = x * scale, then cap * tanh(x / cap) where cap > 0, in place over n values
   Kernel scale_softcap(Stream& s, const Region& x, float scale, float cap, std::int64_t n);
 

@@ -107,6 +107,7 @@ class Engine final : public VulkanEngine {
   float attention_scale(int layer) const;
   const DeviceWeight& matrix(Op op, int layer) const;
   const DeviceWeight* bias(Op op, int layer) const;
+  Kernel norm(const Region& x, const model::Step& step, const Region& out, int rows, std::uint32_t faults);
   model::DType weight_dtype(Op op) const;
   const DeviceWeight& norm_weight(Op op, int layer) const;
   std::uint64_t activation_bytes(std::int64_t rows, std::int64_t cols) const;
@@ -243,7 +244,22 @@ const DeviceWeight& Engine::matrix(Op op, int l) const {
 
 const DeviceWeight* Engine::bias(Op op, int l) const {
   const auto w = model::op_weights(op, config_);
-  return w && w->bias ? weights_->find(*w->bias, l) : nullptr;
+  return w && w->bias ? weights_->find(*w->bias, model::is_per_layer(*w->bias) ? l : -1) : nullptr;
+}
+
+// A norm step over `rows` rows of its weight's width: the model's RMSNorm, or its LayerNorm with
+// the bias of that norm where the model has one.
+Kernel Engine::norm(const Region& x, const model::Step& step, const Region& out, int rows, std::uint32_t faults) {
+  const DeviceWeight& w = norm_weight(step.op, step.layer);
+  const auto eps = static_cast<float>(config_.norm_eps);
+  if (config_.block.norm == model::NormKind::rms) return kernels_->rms_norm(*stream_, x, w, eps, out, rows, faults);
+  static constexpr std::pair<Op, WeightKind> kBiases[] = {{Op::attn_norm, WeightKind::attn_norm_b},
+                                                          {Op::ffn_norm, WeightKind::ffn_norm_b},
+                                                          {Op::final_norm, WeightKind::output_norm_b}};
+  const DeviceWeight* bias = nullptr;
+  for (const auto& [o, kind] : kBiases)
+    if (o == step.op) bias = weights_->find(kind, model::is_per_layer(kind) ? step.layer : -1);
+  return kernels_->layer_norm(*stream_, x, w, bias, eps, out, rows, faults);
 }
 
 // The weights' storage of the op's first step (f32 for ops without weights, or absent from the model).
@@ -519,7 +535,6 @@ float Engine::attention_scale(int layer) const {
 KernelId Engine::run(const model::Step& step, const Region& out) {
   const auto in = [&](std::size_t i) { return input(step.inputs[i]); };
   const int rows = chunk_.rows;
-  const float eps = static_cast<float>(config_.norm_eps);
   const std::uint32_t faults = kernel_faults(step.op, step.layer);
   switch (step.op) {
     case Op::embed:
@@ -531,12 +546,11 @@ KernelId Engine::run(const model::Step& step, const Region& out) {
     case Op::ffn_post_norm:
     case Op::final_norm:
       if (const FusedNorm fused = std::exchange(fused_norm_, {}); fused.norm == step.output()) return fused.kernel;
-      return kernels_->rms_norm(*stream_, in(0), norm_weight(step.op, step.layer), eps, out, rows, faults);
+      return norm(in(0), step, out, rows, faults);
     case Op::q_norm:
     case Op::k_norm: {  // each group of the weight's width (a head, or the whole row) is one row of the norm
-      const DeviceWeight& w = norm_weight(step.op, step.layer);
-      return kernels_->rms_norm(*stream_, in(0), w, eps, out, static_cast<int>(rows * graph_.width(step.op) / w.cols),
-                                faults);
+      const auto groups = static_cast<int>(rows * graph_.width(step.op) / norm_weight(step.op, step.layer).cols);
+      return norm(in(0), step, out, groups, faults);
     }
     case Op::q_proj:
     case Op::k_proj:
@@ -553,7 +567,7 @@ KernelId Engine::run(const model::Step& step, const Region& out) {
                                    config_.experts.normalize, faults);
     case Op::moe_out: return mixture(step, out);
     case Op::logits: {
-      KernelId id = product(in(0), step.op, step.layer, nullptr, out, faults);
+      KernelId id = product(in(0), step.op, step.layer, bias(step.op, step.layer), out, faults);
       const model::Block& b = config_.block;
       if (b.logit_scale == 1.0 && b.logit_softcap == 0.0) return id;
       id.kernels.push_back(kernels_->scale_softcap(*stream_, out, static_cast<float>(b.logit_scale),
@@ -572,6 +586,8 @@ KernelId Engine::run(const model::Step& step, const Region& out) {
     case Op::attn_residual:
     case Op::ffn_residual: return residual(step, out);
     case Op::ffn_act:
+      if (config_.block.ffn == model::Ffn::plain)
+        return kernels_->activation(*stream_, in(0), out, std::int64_t{rows} * config_.ffn_dim, faults);
       return kernels_->gated_activation(*stream_, in(0), in(1), out, std::int64_t{rows} * config_.ffn_dim, faults,
                                         &gelu_table_);
   }

@@ -16,6 +16,21 @@ std::string_view activation_name(Activation a) {
     case Activation::silu: return "silu";
     case Activation::gelu: return "gelu";
     case Activation::gelu_tanh: return "gelu_tanh";
+    case Activation::relu: return "relu";
+    case Activation::relu2: return "relu2";
+  }
+  return "?";
+}
+
+std::string_view norm_kind_name(NormKind n) { return n == NormKind::rms ? "rms" : "layer"; }
+
+std::string_view ffn_name(Ffn f) { return f == Ffn::gated ? "gated" : "plain"; }
+
+std::string_view parallel_name(Parallel p) {
+  switch (p) {
+    case Parallel::none: return "none";
+    case Parallel::shared_norm: return "shared_norm";
+    case Parallel::own_norm: return "own_norm";
   }
   return "?";
 }
@@ -35,6 +50,13 @@ void Block::validate(const std::string& source) const {
   };
   require(pre_norms || post_norms, "a norm before or after each block (pre_norms or post_norms)", 0);
   require(std::isfinite(norm_offset), "a finite norm offset", norm_offset);
+  const auto refuse = [&](bool bad, std::string_view what, std::string_view found) {
+    if (bad) throw FormatError(fmt::format("{}: model config: expected {}, found {}", source, what, found));
+  };
+  refuse(norm_bias && norm != NormKind::layer, "norm biases on LayerNorms only", "norm_bias with RMSNorms");
+  refuse(norm_bias && post_norms, "norm biases in a block without post-norms", "norm_bias with post_norms");
+  refuse(parallel != Parallel::none && (!pre_norms || post_norms), "a parallel block with pre-norms only",
+         "parallel with post_norms, or without pre_norms");
   require(std::isfinite(embed_scale) && embed_scale > 0, "a finite embedding scale > 0", embed_scale);
   require(std::isfinite(residual_scale) && residual_scale > 0, "a finite residual scale > 0", residual_scale);
   require(std::isfinite(attention_scale) && attention_scale >= 0, "a finite attention scale >= 0 (0: 1/sqrt(head_dim))",
@@ -45,6 +67,10 @@ void Block::validate(const std::string& source) const {
   require(std::isfinite(logit_softcap) && logit_softcap >= 0, "a finite logit soft-cap >= 0 (0: none)", logit_softcap);
 }
 
+bool has_ffn_norm(const Block& block) {
+  return block.parallel == Parallel::none ? block.pre_norms : block.parallel == Parallel::own_norm;
+}
+
 double attention_scale(const Block& block, int head_dim) {
   return block.attention_scale > 0 ? block.attention_scale : 1.0 / std::sqrt(static_cast<double>(head_dim));
 }
@@ -52,12 +78,18 @@ double attention_scale(const Block& block, int head_dim) {
 nlohmann::json to_json(const Block& b) {
   return {{"pre_norms", b.pre_norms},
           {"post_norms", b.post_norms},
+          {"norm", norm_kind_name(b.norm)},
           {"norm_offset", b.norm_offset},
+          {"norm_bias", b.norm_bias},
           {"qk_norm", qk_norm_name(b.qk_norm)},
+          {"qk_norm_after_rope", b.qk_norm_after_rope},
+          {"ffn", ffn_name(b.ffn)},
           {"activation", activation_name(b.activation)},
+          {"parallel", parallel_name(b.parallel)},
           {"qkv_bias", b.qkv_bias},
           {"o_bias", b.o_bias},
           {"mlp_bias", b.mlp_bias},
+          {"output_bias", b.output_bias},
           {"embed_scale", b.embed_scale},
           {"residual_scale", b.residual_scale},
           {"attention_scale", b.attention_scale},
@@ -93,12 +125,19 @@ Block block_from_json(const nlohmann::json& j, const std::string& source) {
   };
   flag("pre_norms", b.pre_norms);
   flag("post_norms", b.post_norms);
+  named("norm", b.norm, norm_kind_name, NormKind::rms, NormKind::layer);
   number("norm_offset", b.norm_offset);
+  flag("norm_bias", b.norm_bias);
   named("qk_norm", b.qk_norm, qk_norm_name, QkNorm::none, QkNorm::per_head, QkNorm::whole);
-  named("activation", b.activation, activation_name, Activation::silu, Activation::gelu, Activation::gelu_tanh);
+  flag("qk_norm_after_rope", b.qk_norm_after_rope);
+  named("ffn", b.ffn, ffn_name, Ffn::gated, Ffn::plain);
+  named("activation", b.activation, activation_name, Activation::silu, Activation::gelu, Activation::gelu_tanh,
+        Activation::relu, Activation::relu2);
+  named("parallel", b.parallel, parallel_name, Parallel::none, Parallel::shared_norm, Parallel::own_norm);
   flag("qkv_bias", b.qkv_bias);
   flag("o_bias", b.o_bias);
   flag("mlp_bias", b.mlp_bias);
+  flag("output_bias", b.output_bias);
   number("embed_scale", b.embed_scale);
   number("residual_scale", b.residual_scale);
   number("attention_scale", b.attention_scale);

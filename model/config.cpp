@@ -81,6 +81,7 @@ void ModelConfig::validate(const std::string& source) const {
     require(experts.active >= 1 && experts.active <= experts.count, "1 to n_experts active experts",
             fmt::format("{} of {}", experts.active, experts.count));
     require(experts.ffn_dim >= 1, "an expert FFN width >= 1", experts.ffn_dim);
+    require(block.ffn == Ffn::gated, "gated experts (a mixture of plain FFNs is not implemented)", "ffn plain");
     require(experts.layers.empty() || std::ssize(experts.layers) == n_layers, "a MoE flag for every layer, or none",
             experts.layers.size());
   } else {

@@ -16,6 +16,7 @@ Graph::Graph(const ModelConfig& config) : config_(config), n_layers_(config.n_la
   auto maybe = [&](bool present, Op op, int layer, TensorId x) { return present ? add(op, layer, {x}) : x; };
   // act(gate) * up, then down; or the router's chosen experts' FFNs weighted and summed.
   auto dense_ffn = [&](int layer, TensorId y) {
+    if (b.ffn == Ffn::plain) return add(Op::ffn_down, layer, {add(Op::ffn_act, layer, {add(Op::ffn_up, layer, {y})})});
     const TensorId gate = add(Op::ffn_gate, layer, {y}), up = add(Op::ffn_up, layer, {y});
     return add(Op::ffn_down, layer, {add(Op::ffn_act, layer, {gate, up})});
   };
@@ -29,14 +30,23 @@ Graph::Graph(const ModelConfig& config) : config_(config), n_layers_(config.n_la
     const TensorId x = maybe(b.pre_norms, Op::attn_norm, l, stream);
     TensorId q = add(Op::q_proj, l, {x}), k = add(Op::k_proj, l, {x});
     const TensorId v = add(Op::v_proj, l, {x});
-    q = maybe(b.qk_norm != QkNorm::none, Op::q_norm, l, q);
-    k = maybe(b.qk_norm != QkNorm::none, Op::k_norm, l, k);
-    q = maybe(uses_rope(config, l), Op::rope_q, l, q);
-    k = maybe(uses_rope(config, l), Op::rope_k, l, k);
+    const bool norms = b.qk_norm != QkNorm::none, rotates = uses_rope(config, l);
+    const auto qk_norms = [&] {
+      q = maybe(norms, Op::q_norm, l, q);
+      k = maybe(norms, Op::k_norm, l, k);
+    };
+    if (!b.qk_norm_after_rope) qk_norms();
+    q = maybe(rotates, Op::rope_q, l, q);
+    k = maybe(rotates, Op::rope_k, l, k);
+    if (b.qk_norm_after_rope) qk_norms();
     const TensorId attn = add(Op::attn, l, {q, k, v});
     const TensorId attn_out = maybe(b.post_norms, Op::attn_post_norm, l, add(Op::o_proj, l, {attn}));
+    const TensorId layer_input = stream;
     stream = add(Op::attn_residual, l, {stream, attn_out});
-    const TensorId y = maybe(b.pre_norms, Op::ffn_norm, l, stream);
+    // A parallel block's FFN reads the layer's input (attn_norm's output, or its own norm of it).
+    const TensorId y = b.parallel == Parallel::shared_norm ? x
+                       : b.parallel == Parallel::own_norm  ? add(Op::ffn_norm, l, {layer_input})
+                                                           : maybe(b.pre_norms, Op::ffn_norm, l, stream);
     const TensorId ffn = uses_experts(config, l) ? mixture(l, y) : dense_ffn(l, y);
     const TensorId ffn_out = maybe(b.post_norms, Op::ffn_post_norm, l, ffn);
     stream = add(Op::ffn_residual, l, {stream, ffn_out});
@@ -51,6 +61,12 @@ std::optional<TensorId> Graph::norm_of(const TensorId& id) const {
 }
 
 int Graph::width(Op op) const { return op_width(config_, op); }
+
+std::size_t Graph::position(const TensorId& id) const {
+  for (std::size_t i = 0; i < steps_.size(); ++i)
+    if (steps_[i].output() == id) return i;
+  return steps_.size();
+}
 
 int op_width(const ModelConfig& config, Op op) {
   switch (op) {

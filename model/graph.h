@@ -36,6 +36,8 @@ class Graph {
   int n_layers() const { return n_layers_; }
   // op_width(config, op), below.
   int width(Op op) const;
+  // The index of the step that writes `id` (steps().size() for a tensor the graph has not).
+  std::size_t position(const TensorId& id) const;
   // The norm that reads `id` alone, if the graph has one: what an engine may fuse with the op that
   // writes `id` (a residual add and the norm after it).
   std::optional<TensorId> norm_of(const TensorId& id) const;

@@ -45,6 +45,10 @@ std::string_view weight_kind_name(WeightKind kind) {
     case WeightKind::expert_down: return "expert_down";
     case WeightKind::output_norm: return "output_norm";
     case WeightKind::output: return "output";
+    case WeightKind::attn_norm_b: return "attn_norm_b";
+    case WeightKind::ffn_norm_b: return "ffn_norm_b";
+    case WeightKind::output_norm_b: return "output_norm_b";
+    case WeightKind::output_b: return "output_b";
   }
   return "?";
 }
@@ -59,13 +63,16 @@ std::optional<OpWeights> op_weights(Op op, const ModelConfig& c) {
     case Op::ffn_up: return OpWeights{WeightKind::ffn_up, WeightKind::b_up};
     case Op::ffn_down: return OpWeights{WeightKind::ffn_down, WeightKind::b_down};
     case Op::moe_router: return OpWeights{WeightKind::moe_router, std::nullopt};
-    case Op::logits: return OpWeights{c.tied_output ? WeightKind::token_embd : WeightKind::output, std::nullopt};
+    case Op::logits:
+      return OpWeights{c.tied_output ? WeightKind::token_embd : WeightKind::output,
+                       c.block.output_bias ? std::optional(WeightKind::output_b) : std::nullopt};
     default: return std::nullopt;
   }
 }
 
 bool is_per_layer(WeightKind kind) {
-  return kind != WeightKind::token_embd && kind != WeightKind::output_norm && kind != WeightKind::output;
+  return kind != WeightKind::token_embd && kind != WeightKind::output_norm && kind != WeightKind::output &&
+         kind != WeightKind::output_norm_b && kind != WeightKind::output_b;
 }
 
 bool is_vector(WeightKind kind) {
@@ -96,7 +103,11 @@ bool is_vector(WeightKind kind) {
     case WeightKind::b_up:
     case WeightKind::b_down:
     case WeightKind::ffn_post_norm:
-    case WeightKind::output_norm: return true;
+    case WeightKind::output_norm:
+    case WeightKind::attn_norm_b:
+    case WeightKind::ffn_norm_b:
+    case WeightKind::output_norm_b:
+    case WeightKind::output_b: return true;
   }
   return false;
 }
@@ -178,9 +189,11 @@ void Model::validate() const {
                                     path_.string(), t.name, t.rows, t.cols, rows, cols));
   };
   check(WeightKind::token_embd, -1, c.vocab, c.dim);
-  check(WeightKind::output_norm, -1, 1, c.dim);
-  if (!c.tied_output) check(WeightKind::output, -1, c.vocab, c.dim);
   const Block& b = c.block;
+  check(WeightKind::output_norm, -1, 1, c.dim);
+  if (b.norm_bias) check(WeightKind::output_norm_b, -1, 1, c.dim);
+  if (!c.tied_output) check(WeightKind::output, -1, c.vocab, c.dim);
+  if (b.output_bias) check(WeightKind::output_b, -1, 1, c.vocab);
   const int q_norm_width = b.qk_norm == QkNorm::whole ? c.q_dim() : c.head_dim;
   const int k_norm_width = b.qk_norm == QkNorm::whole ? c.kv_dim() : c.head_dim;
   for (int l = 0; l < c.n_layers; ++l) {
@@ -188,6 +201,7 @@ void Model::validate() const {
       if (present) check(kind, l, 1, width);
     };
     vector(b.pre_norms, WeightKind::attn_norm, c.dim);
+    vector(b.pre_norms && b.norm_bias, WeightKind::attn_norm_b, c.dim);
     check(WeightKind::wq, l, c.q_dim(), c.dim);
     check(WeightKind::wk, l, c.kv_dim(), c.dim);
     check(WeightKind::wv, l, c.kv_dim(), c.dim);
@@ -199,7 +213,8 @@ void Model::validate() const {
     check(WeightKind::wo, l, c.dim, c.q_dim());
     vector(b.o_bias, WeightKind::bo, c.dim);
     vector(b.post_norms, WeightKind::attn_post_norm, c.dim);
-    vector(b.pre_norms, WeightKind::ffn_norm, c.dim);
+    vector(has_ffn_norm(b), WeightKind::ffn_norm, c.dim);
+    vector(has_ffn_norm(b) && b.norm_bias, WeightKind::ffn_norm_b, c.dim);
     if (uses_experts(c, l)) {
       const Experts& e = c.experts;
       check(WeightKind::moe_router, l, e.count, c.dim);
@@ -207,10 +222,11 @@ void Model::validate() const {
       check(WeightKind::expert_up, l, std::int64_t{e.count} * e.ffn_dim, c.dim);
       check(WeightKind::expert_down, l, std::int64_t{e.count} * c.dim, e.ffn_dim);
     } else {
-      check(WeightKind::ffn_gate, l, c.ffn_dim, c.dim);
+      const bool gated = b.ffn == Ffn::gated;
+      if (gated) check(WeightKind::ffn_gate, l, c.ffn_dim, c.dim);
       check(WeightKind::ffn_up, l, c.ffn_dim, c.dim);
       check(WeightKind::ffn_down, l, c.dim, c.ffn_dim);
-      vector(b.mlp_bias, WeightKind::b_gate, c.ffn_dim);
+      vector(gated && b.mlp_bias, WeightKind::b_gate, c.ffn_dim);
       vector(b.mlp_bias, WeightKind::b_up, c.ffn_dim);
       vector(b.mlp_bias, WeightKind::b_down, c.dim);
     }

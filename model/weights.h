@@ -52,6 +52,10 @@ enum class WeightKind : std::uint8_t {
   expert_down,     // [experts.count * dim, experts.ffn_dim]: expert e's rows [e * dim, (e + 1) * dim)
   output_norm,     // [dim]
   output,          // [vocab, dim] (absent when tied_output)
+  attn_norm_b,     // [dim]     (norm_bias only)
+  ffn_norm_b,      // [dim]     (norm_bias only, where the block has ffn_norm)
+  output_norm_b,   // [dim]     (norm_bias only)
+  output_b,        // [vocab]   (output_bias only)
 };
 std::string_view weight_kind_name(WeightKind kind);
 bool is_per_layer(WeightKind kind);
@@ -96,8 +100,12 @@ inline constexpr WeightKind kAllWeightKinds[] = {WeightKind::token_embd,
                                                  WeightKind::expert_up,
                                                  WeightKind::expert_down,
                                                  WeightKind::output_norm,
-                                                 WeightKind::output};
-static_assert(std::size(kAllWeightKinds) == static_cast<std::size_t>(WeightKind::output) + 1);
+                                                 WeightKind::output,
+                                                 WeightKind::attn_norm_b,
+                                                 WeightKind::ffn_norm_b,
+                                                 WeightKind::output_norm_b,
+                                                 WeightKind::output_b};
+static_assert(std::size(kAllWeightKinds) == static_cast<std::size_t>(WeightKind::output_b) + 1);
 
 // One weight tensor as stored: row-major [rows, cols] (cols contiguous; a 1-D tensor has rows = 1).
 // For matrices rows = output features and cols = input features, so y = W x. Its rows lie in one

@@ -90,7 +90,7 @@ class CpuEngine final : public model::Engine {
   // llama.cpp-vulkan: the weights as its mat-mat kernels' f16 tiles hold them, made once (its
   // mat-vec kernels read weights_).
   std::optional<WeightStore<S>> f16_tiles_;
-  WeightMatrix<S> output_norm_;
+  LayerVectors<S> globals_;  // the vectors outside the layers (the final norm's, the logits' bias)
   std::vector<LayerVectors<S>> layers_;
   std::vector<Mat<S>> k_cache_, v_cache_;          // per layer [capacity, kv_dim]; rows [0, n_past) valid
   std::array<Mat<S>, model::kOpCount> slots_;      // latest output of each op  [T, width]
@@ -124,11 +124,11 @@ CpuEngine<S>::CpuEngine(const model::Model& m, int threads, model::Precision pre
   if (r_.f16_tile_rows > 0)
     f16_tiles_.emplace(m, Roundings{.stored = Storage::f16, .matrices = Storage::f16}, weight_budget / 2);
   TAPDIFF_ASSERT((std::is_same_v<S, float> || precision == model::Precision::f64), "the emulations compute in f32");
-  output_norm_ = WeightMatrix<S>(m.weight(WeightKind::output_norm), r_.stored);
   layers_.resize(static_cast<std::size_t>(config_.n_layers));
   for (const auto& [key, t] : m.tensors())
-    if (model::is_vector(key.first) && model::is_per_layer(key.first))
-      layers_[static_cast<std::size_t>(key.second)][key.first] = WeightMatrix<S>(t, r_.stored);
+    if (model::is_vector(key.first))
+      (model::is_per_layer(key.first) ? layers_[static_cast<std::size_t>(key.second)] : globals_)[key.first] =
+          WeightMatrix<S>(t, r_.stored);
   k_cache_.resize(layers_.size());
   v_cache_.resize(layers_.size());
   slot_layer_.fill(-2);
@@ -213,29 +213,31 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
   const int l = step.layer;
   const model::Block& block = config_.block;
   const double eps = config_.norm_eps, offset = block.norm_offset;
-  const LayerVectors<S>* w = l >= 0 && l < config_.n_layers ? &layers_[static_cast<std::size_t>(l)] : nullptr;
+  const LayerVectors<S>& w = l >= 0 && l < config_.n_layers ? layers_[static_cast<std::size_t>(l)] : globals_;
+  // A vector of the layer (or a global one), null where the model has none.
+  const auto vector = [&](std::optional<WeightKind> kind) -> const S* {
+    return kind && !w[*kind].empty() ? w[*kind].vector().data() : nullptr;
+  };
   // Under the llama.cpp emulation the norms round as ggml's do (llama_cpp_rounding.h; its blocks
   // have no norm offset), q/k norms over each run of their weight's width.
-  const auto rms = [&](const Eigen::Map<const Vec<S>>& weight) {
+  const auto norm = [&](WeightKind kind, std::optional<WeightKind> bias) {
     if constexpr (std::is_same_v<S, float>)
-      if (r_.ggml_steps) return rms_norm_as_llama_cpp(in(0), weight, eps, out);
-    rms_norm<S>(in(0), weight, eps, offset, out);
+      if (r_.ggml_steps) return rms_norm_as_llama_cpp(in(0), w[kind].vector(), eps, out);
+    reference::norm<S>(in(0), block.norm, w[kind].vector(), vector(bias), eps, offset, out);
   };
-  const auto norm = [&](WeightKind kind) { rms((*w)[kind].vector()); };
   const auto head_norm = [&](WeightKind kind) {
     if constexpr (std::is_same_v<S, float>)
-      if (r_.ggml_steps) return rms_norm_as_llama_cpp(in(0), (*w)[kind].vector(), eps, out);
-    rms_norm_groups<S>(in(0), (*w)[kind].vector(), eps, offset, out);
+      if (r_.ggml_steps) return rms_norm_as_llama_cpp(in(0), w[kind].vector(), eps, out);
+    norm_groups<S>(in(0), block.norm, w[kind].vector(), eps, offset, out);
   };
   // The op's matrix times its input, plus its bias where the model has one (model::op_weights).
   const auto product = [&] {
     const model::OpWeights pw = *model::op_weights(step.op, config_);
-    const S* bias = pw.bias && !(*w)[*pw.bias].empty() ? (*w)[*pw.bias].vector().data() : nullptr;
-    multiply(in(0), pw.matrix, model::is_per_layer(pw.matrix) ? l : -1, bias, out);
+    multiply(in(0), pw.matrix, model::is_per_layer(pw.matrix) ? l : -1, vector(pw.bias), out);
   };
   switch (step.op) {
     case Op::embed: embed<S>(weights_.get(WeightKind::token_embd).matrix(), tokens_, block.embed_scale, out); return;
-    case Op::attn_norm: norm(WeightKind::attn_norm); return;
+    case Op::attn_norm: norm(WeightKind::attn_norm, WeightKind::attn_norm_b); return;
     case Op::q_proj:
     case Op::k_proj:
     case Op::v_proj:
@@ -256,7 +258,7 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
       return;
     }
     case Op::attn: attend(step, out); return;
-    case Op::attn_post_norm: norm(WeightKind::attn_post_norm); return;
+    case Op::attn_post_norm: norm(WeightKind::attn_post_norm, std::nullopt); return;
     case Op::attn_residual:
     case Op::ffn_residual:
       if (block.residual_scale == 1.0)
@@ -264,13 +266,14 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
       else
         out = in(0) + in(1) * static_cast<S>(block.residual_scale);
       return;
-    case Op::ffn_norm: norm(WeightKind::ffn_norm); return;
+    case Op::ffn_norm: norm(WeightKind::ffn_norm, WeightKind::ffn_norm_b); return;
     case Op::ffn_act:
+      if (block.ffn == model::Ffn::plain) return activation<S>(in(0), block.activation, out);
       if constexpr (std::is_same_v<S, float>)
         if (r_.ggml_steps && formats::llama_cpp_gelu_by_table(block)) return gelu_mul_as_llama_cpp(in(0), in(1), out);
       gated_activation<S>(in(0), in(1), block.activation, out);
       return;
-    case Op::ffn_post_norm: norm(WeightKind::ffn_post_norm); return;
+    case Op::ffn_post_norm: norm(WeightKind::ffn_post_norm, std::nullopt); return;
     case Op::moe_ids: top_experts<S>(in(0), config_.experts.active, out); return;
     case Op::moe_weights: expert_weights<S>(in(0), in(1), config_.experts.normalize, out); return;
     case Op::moe_out: {
@@ -280,7 +283,7 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
       mixture<S>(in(0), in(1), in(2), experts, block.activation, r_.stored, out);
       return;
     }
-    case Op::final_norm: rms(output_norm_.vector()); return;
+    case Op::final_norm: norm(WeightKind::output_norm, WeightKind::output_norm_b); return;
     case Op::logits:
       product();
       scale_softcap<S>(out, block.logit_scale, block.logit_softcap);

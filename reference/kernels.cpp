@@ -50,10 +50,32 @@ void rms_norm(const Mat<S>& x, const Eigen::Map<const Vec<S>>& w, double eps, do
 }
 
 template <typename S>
-void rms_norm_groups(const Mat<S>& x, const Eigen::Map<const Vec<S>>& w, double eps, double offset, Mat<S>& out) {
+void layer_norm(const Mat<S>& x, const Eigen::Map<const Vec<S>>& w, const S* bias, double eps, double offset,
+                Mat<S>& out) {
+  out.resize(x.rows(), x.cols());
+  const Vec<S> gain = w.array() + static_cast<S>(offset);
+  const auto n = static_cast<S>(x.cols());
+  for (Eigen::Index t = 0; t < x.rows(); ++t) {
+    const Vec<S> centered = x.row(t).array() - x.row(t).sum() / n;
+    const S scale = S(1) / std::sqrt(centered.squaredNorm() / n + static_cast<S>(eps));
+    out.row(t) = (centered * scale).cwiseProduct(gain);
+  }
+  if (bias != nullptr) out.rowwise() += Eigen::Map<const Vec<S>>(bias, out.cols());
+}
+
+template <typename S>
+void norm(const Mat<S>& x, model::NormKind kind, const Eigen::Map<const Vec<S>>& w, const S* bias, double eps,
+          double offset, Mat<S>& out) {
+  if (kind == model::NormKind::layer) return layer_norm<S>(x, w, bias, eps, offset, out);
+  rms_norm<S>(x, w, eps, offset, out);
+}
+
+template <typename S>
+void norm_groups(const Mat<S>& x, model::NormKind kind, const Eigen::Map<const Vec<S>>& w, double eps, double offset,
+                 Mat<S>& out) {
   const Eigen::Index groups = x.cols() / w.size();
   Mat<S> normed;
-  rms_norm<S>(Eigen::Map<const Mat<S>>(x.data(), x.rows() * groups, w.size()), w, eps, offset, normed);
+  norm<S>(Eigen::Map<const Mat<S>>(x.data(), x.rows() * groups, w.size()), kind, w, nullptr, eps, offset, normed);
   out = Eigen::Map<const Mat<S>>(normed.data(), x.rows(), x.cols());
 }
 
@@ -170,33 +192,44 @@ void attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, in
 }
 
 template <typename S>
-void gated_activation(const Mat<S>& gate, const Mat<S>& up, model::Activation act, Mat<S>& out) {
+void activation(const Mat<S>& x, model::Activation act, Mat<S>& out) {
+  const auto g = x.array();
   switch (act) {
-    case model::Activation::silu: out = (gate.array() / (S(1) + (-gate.array()).exp()) * up.array()).matrix(); return;
+    case model::Activation::silu: out = (g / (S(1) + (-g).exp())).matrix(); return;
     case model::Activation::gelu: {
       const S inv_sqrt2 = static_cast<S>(1.0 / std::sqrt(2.0));
-      out = (gate.array() * S(0.5) * (S(1) + (gate.array() * inv_sqrt2).unaryExpr([](S v) { return std::erf(v); })) *
-             up.array())
-                .matrix();
+      out = (g * S(0.5) * (S(1) + (g * inv_sqrt2).unaryExpr([](S v) { return std::erf(v); }))).matrix();
       return;
     }
     case model::Activation::gelu_tanh: {
       const S k = static_cast<S>(std::sqrt(2.0 / 3.14159265358979323846));
-      const auto g = gate.array();
-      out = (g * S(0.5) * (S(1) + (k * (g + S(0.044715) * g.cube())).tanh()) * up.array()).matrix();
+      out = (g * S(0.5) * (S(1) + (k * (g + S(0.044715) * g.cube())).tanh())).matrix();
       return;
     }
+    case model::Activation::relu: out = g.max(S(0)).matrix(); return;
+    case model::Activation::relu2: out = g.max(S(0)).square().matrix(); return;
   }
+}
+
+template <typename S>
+void gated_activation(const Mat<S>& gate, const Mat<S>& up, model::Activation act, Mat<S>& out) {
+  activation<S>(gate, act, out);
+  out.array() *= up.array();
 }
 
 #define TAPDIFF_INSTANTIATE(S)                                                                                     \
   template void embed<S>(const ConstMatMap<S>&, std::span<const std::int32_t>, double, Mat<S>&);                   \
   template void rms_norm<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, double, double, Mat<S>&);              \
-  template void rms_norm_groups<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, double, double, Mat<S>&);       \
+  template void layer_norm<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, const S*, double, double, Mat<S>&);  \
+  template void norm<S>(const Mat<S>&, model::NormKind, const Eigen::Map<const Vec<S>>&, const S*, double, double, \
+                        Mat<S>&);                                                                                  \
+  template void norm_groups<S>(const Mat<S>&, model::NormKind, const Eigen::Map<const Vec<S>>&, double, double,    \
+                               Mat<S>&);                                                                           \
   template void matmul<S>(const Mat<S>&, const ConstMatMap<S>&, const S*, Mat<S>&);                                \
   template void rope<S>(const Mat<S>&, int, int, const model::RopeFrequencies&, model::RopeStyle, Mat<S>&);        \
   template void attention<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, int, int, int, int, int, double, double, \
                              AttentionRounding, Mat<S>&);                                                          \
+  template void activation<S>(const Mat<S>&, model::Activation, Mat<S>&);                                          \
   template void gated_activation<S>(const Mat<S>&, const Mat<S>&, model::Activation, Mat<S>&);                     \
   template void scale_softcap<S>(Mat<S>&, double, double);
 TAPDIFF_INSTANTIATE(float)

@@ -17,11 +17,23 @@ void embed(const ConstMatMap<S>& table, std::span<const std::int32_t> tokens, do
 template <typename S>
 void rms_norm(const Mat<S>& x, const Eigen::Map<const Vec<S>>& w, double eps, double offset, Mat<S>& out);
 
-// rms_norm of each group of w.size() channels of a row on its own, all with the same w: a row of
+// out[t] = (x[t] - m) / sqrt(mean((x[t] - m)^2) + eps) * (offset + w) (+ bias where not null),
+// m = mean(x[t])                                 x [T, n], w [n] -> out [T, n]
+template <typename S>
+void layer_norm(const Mat<S>& x, const Eigen::Map<const Vec<S>>& w, const S* bias, double eps, double offset,
+                Mat<S>& out);
+
+// The block's norm (model::NormKind): rms_norm, or layer_norm with its bias.
+template <typename S>
+void norm(const Mat<S>& x, model::NormKind kind, const Eigen::Map<const Vec<S>>& w, const S* bias, double eps,
+          double offset, Mat<S>& out);
+
+// The norm of each group of w.size() channels of a row on its own, all with the same w: a row of
 // heads normed per head (w [head_dim]: Qwen3's q/k norms), or as a whole (w [width]: OLMo 2's).
 // x [T, heads * head_dim] -> out, same shape.
 template <typename S>
-void rms_norm_groups(const Mat<S>& x, const Eigen::Map<const Vec<S>>& w, double eps, double offset, Mat<S>& out);
+void norm_groups(const Mat<S>& x, model::NormKind kind, const Eigen::Map<const Vec<S>>& w, double eps, double offset,
+                 Mat<S>& out);
 
 // out = x W^T (+ bias [out] where not null)      x [T, in], W [out, in] -> out [T, out]
 // Threads split the output columns when T is small (decode), Eigen's GEMM is used otherwise.
@@ -58,7 +70,11 @@ void attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, in
                int n_kv_heads, int head_dim, int window, double scale, double softcap, AttentionRounding rounding,
                Mat<S>& out);
 
-// out = act(gate) * up (model/block.h: silu, gelu or its tanh form)    [T, ffn]
+// out = act(x) (model/block.h's activations)    [T, ffn]: a plain FFN's ffn_act
+template <typename S>
+void activation(const Mat<S>& x, model::Activation act, Mat<S>& out);
+
+// out = act(gate) * up    [T, ffn]: a gated FFN's ffn_act
 template <typename S>
 void gated_activation(const Mat<S>& gate, const Mat<S>& up, model::Activation act, Mat<S>& out);
 

@@ -336,7 +336,9 @@ TEST(BadFile, SafetensorsConfigProblems) {
       {[](auto& j) { j["num_hidden_layers"] = "five"; }, "'num_hidden_layers': expected a non-negative integer"},
       {[](auto& j) { j["model_type"] = "gemma3n"; },
        "'model_type' = \"gemma3n\" is not supported: tapdiff implements llama, mistral, mixtral, qwen2, qwen3, "
-       "qwen3_moe, granite, olmo2, gemma, gemma2, gemma3_text, smollm3, phi3, mistral3, gemma3"},
+       "qwen3_moe, granite, olmo2, gemma, gemma2, gemma3_text, smollm3, phi3, starcoder2, arcee, nemotron, seed_oss, "
+       "ernie4_5, helium, ministral, glm, glm4, stablelm, phi, cohere, cohere2, olmo3, exaone4, hunyuan_v1_dense, "
+       "mistral3, gemma3"},
       {[](auto& j) { j["model_type"] = "gemma3"; }, "'text_config': expected an object, found no such key"},
       {[](auto& j) {
          j = {{"model_type", "gemma3"}, {"text_config", j}, {"vision_config", {{"model_type", "siglip_vision_model"}}}};
@@ -352,7 +354,7 @@ TEST(BadFile, SafetensorsConfigProblems) {
          j["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 1e4}}}};
        },
        "'rope_parameters' = {\"full_attention\":{\"rope_theta\":10000.0,\"rope_type\":\"default\"}} is not supported: "
-       "tapdiff implements RoPE parameters per layer type in Gemma 3's rope_parameters only"},
+       "tapdiff implements RoPE parameters per layer type in 5.x rope_parameters of Gemma 3 and OLMo 3 only"},
       {[](auto& j) {
          j["model_type"] = "gemma3_text";
          j["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}}},
@@ -375,8 +377,9 @@ TEST(BadFile, SafetensorsConfigProblems) {
          j["rope_scaling"] = {{"rope_type", "proportional"}, {"factor", 2}};
        },
        "'rope_type' = \"proportional\" is not supported: tapdiff implements default, linear, dynamic, yarn"},
-      {[](auto& j) { j["hidden_act"] = "relu"; },
-       "'hidden_act' = \"relu\" is not supported: tapdiff implements silu, gelu and gelu_pytorch_tanh"},
+      {[](auto& j) { j["hidden_act"] = "gelu_fast"; },
+       "'hidden_act' = \"gelu_fast\" is not supported: tapdiff implements silu, gelu, gelu_pytorch_tanh, gelu_new, "
+       "relu and relu2"},
       {[](auto& j) { j["model_type"] = "mistral", j["mlp_bias"] = true; },
        "'mlp_bias' = true is not supported: tapdiff implements false only (no biases in this family's MLP)"},
       {[](auto& j) { j["model_type"] = "mistral", j["attention_bias"] = true; },

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -63,21 +64,65 @@ TEST(Graph, IsBuiltFromTheBlock) {
   EXPECT_EQ(Graph(llama).norm_of({Op::attn_residual, 0}), (TensorId{Op::ffn_norm, 0}));
 }
 
+// A parallel block (GPT-NeoX's, with its own FFN norm) with a plain FFN: the FFN reads the layer's
+// input, not the attention's residual add, and the second add sums onto the first.
+TEST(Graph, RunsAParallelBlockWithAPlainFfn) {
+  ModelConfig c;
+  c.n_layers = 2, c.dim = 16, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 4, c.ffn_dim = 40, c.vocab = 50;
+  c.block.norm = NormKind::layer, c.block.parallel = Parallel::own_norm, c.block.ffn = Ffn::plain;
+  const Graph g(c);
+  std::vector<Step> layer1;
+  for (const Step& s : g.steps())
+    if (s.layer == 1) layer1.push_back(s);
+  std::vector<Op> ops;
+  for (const Step& s : layer1) ops.push_back(s.op);
+  EXPECT_EQ(ops, (std::vector<Op>{Op::attn_norm, Op::q_proj, Op::k_proj, Op::v_proj, Op::rope_q, Op::rope_k, Op::attn,
+                                  Op::o_proj, Op::attn_residual, Op::ffn_norm, Op::ffn_up, Op::ffn_act, Op::ffn_down,
+                                  Op::ffn_residual}));
+  const auto step = [&](Op op) { return *std::ranges::find(layer1, op, &Step::op); };
+  EXPECT_EQ(step(Op::ffn_norm).inputs, (std::vector<TensorId>{{Op::ffn_residual, 0}}));
+  EXPECT_EQ(step(Op::ffn_act).inputs, (std::vector<TensorId>{{Op::ffn_up, 1}}));
+  EXPECT_EQ(step(Op::ffn_residual).inputs, (std::vector<TensorId>{{Op::attn_residual, 1}, {Op::ffn_down, 1}}));
+  c.block.parallel = Parallel::shared_norm;  // GPT-J's: one norm feeds both
+  const Graph shared(c);
+  const auto up =
+      std::ranges::find_if(shared.steps(), [](const Step& s) { return s.op == Op::ffn_up && s.layer == 1; });
+  EXPECT_EQ(up->inputs, (std::vector<TensorId>{{Op::attn_norm, 1}}));
+  EXPECT_EQ(shared.position({Op::ffn_norm, 1}), shared.steps().size());
+}
+
+// HunYuan's q/k norms after RoPE: the attention reads the norms.
+TEST(Graph, PutsTheQkNormsAfterRopeWhereTheBlockSays) {
+  ModelConfig c;
+  c.n_layers = 1, c.dim = 16, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 4, c.ffn_dim = 40, c.vocab = 50;
+  c.block.qk_norm = QkNorm::per_head, c.block.qk_norm_after_rope = true;
+  const Graph g(c);
+  EXPECT_LT(g.position({Op::rope_q, 0}), g.position({Op::q_norm, 0}));
+  const auto attn = std::ranges::find_if(g.steps(), [](const Step& s) { return s.op == Op::attn; });
+  EXPECT_EQ(attn->inputs, (std::vector<TensorId>{{Op::q_norm, 0}, {Op::k_norm, 0}, {Op::v_proj, 0}}));
+}
+
 // A dump's model_config.block gives the graph its model ran (the comparator's neighbours).
 TEST(Block, RoundTripsThroughJsonAndRefusesUnknownNames) {
   Block b;
   b.pre_norms = false, b.post_norms = true, b.qk_norm = QkNorm::whole, b.activation = Activation::gelu_tanh;
   b.norm_offset = 1, b.embed_scale = 8, b.residual_scale = 0.22, b.logit_scale = 0.125, b.mlp_bias = true;
   EXPECT_EQ(block_from_json(to_json(b), "d.h5"), b);
+  Block parallel;
+  parallel.norm = NormKind::layer, parallel.norm_bias = true, parallel.ffn = Ffn::plain;
+  parallel.activation = Activation::relu2, parallel.parallel = Parallel::own_norm, parallel.output_bias = true;
+  parallel.qk_norm = QkNorm::per_head, parallel.qk_norm_after_rope = true;
+  EXPECT_EQ(block_from_json(to_json(parallel), "d.h5"), parallel);
   EXPECT_EQ(block_from_json(nlohmann::json::object(), "d.h5"), Block{});
   nlohmann::json j = to_json(b);
-  j["activation"] = "relu";
+  j["activation"] = "swish";
   try {
     block_from_json(j, "d.h5");
-    FAIL() << "relu was accepted";
+    FAIL() << "swish was accepted";
   } catch (const FormatError& e) {
     EXPECT_STREQ(e.what(),
-                 "d.h5: model_config.block.activation: expected one of silu, gelu, gelu_tanh, found \"relu\"");
+                 "d.h5: model_config.block.activation: expected one of silu, gelu, gelu_tanh, relu, relu2, found "
+                 "\"swish\"");
   }
   j = to_json(b);
   j["pre_norms"] = 1;

@@ -624,6 +624,8 @@ CompareResult compare_dumps(const dumps::DumpReader& a, const dumps::DumpReader&
                                      ? ""
                                      : fmt::format(" and selected by --taps '{}'", options.taps.spec())));
   const model::Graph graph(r.config);
+  // In the order the model computes them: the first op past its tolerance is the first in the data flow.
+  std::ranges::stable_sort(ids, {}, [&](const model::TensorId& id) { return graph.position(id); });
   const DumpSource source_a(a), source_b(b);
   std::vector<ReadAhead::Request> plan;
   for (const model::TensorId& id : ids)

@@ -46,6 +46,7 @@ const FamilySpec& gemma3_family() {
              .tied_by_default = true,
              .rope_theta = 1'000'000.0,
              .sliding_rope_theta = 10'000.0,
+             .sliding_rope_theta_key = "rope_local_base_freq",
              .composites = {{"gemma3",
                              {"vision_config", "mm_tokens_per_image", "boi_token_index", "eoi_token_index",
                               "image_token_index"}}},

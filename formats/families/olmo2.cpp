@@ -1,8 +1,9 @@
 // OLMo 2: norms after each block only, q and k RMS-normed over the whole projection. llama.cpp
 // adds no bias (a bias tensor is refused as one the model does not use), and does not read OLMo
 // 3's pattern of sliding layers.
+#include "formats/families/olmo2.h"
+
 #include "formats/family_spec.h"
-#include "formats/hf_keys.h"
 
 namespace tapdiff::formats {
 
@@ -18,18 +19,17 @@ void post_norms_only(ModelConfig& c) {
 
 }  // namespace
 
+void read_olmo2_hf(KeyReader& k, ModelConfig& c) {
+  c.block.activation = read_activation(k, "hidden_act", "silu");
+  no_mlp_bias(k);
+  read_attention_bias(k, c.block);
+  post_norms_only(c);
+}
+
 const FamilySpec& olmo2_family() {
   static const FamilySpec spec{
       .family = Family::olmo2,
-      .hf = {.model_types = {"olmo2"},
-             .read =
-                 [](KeyReader& k, ModelConfig& c) {
-                   c.block.activation = read_activation(k, "hidden_act", "silu");
-                   no_mlp_bias(k);
-                   read_attention_bias(k, c.block);
-                   post_norms_only(c);
-                 },
-             .tokenizer_class = "TokenizersBackend"},
+      .hf = {.model_types = {"olmo2"}, .read = read_olmo2_hf, .tokenizer_class = "TokenizersBackend"},
       .gguf = {.architectures = {"olmo2"},
                .rope_style = RopeStyle::rotate_half,
                .read =

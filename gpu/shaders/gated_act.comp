@@ -1,11 +1,14 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "activations.glsl"
-// gated_act: out = act(gate) * up, elementwise over n values (elementwise.glsl: a = gate, b = up),
-// act by pc.activation (model::Activation):
+// gated_act: out = act(gate) * up, elementwise over n values (elementwise.glsl: a = gate, b = up);
+// with pc.gated 0, out = act(gate) (a plain FFN: b is a again, unread). act by pc.activation
+// (model::Activation):
 //   0 silu       gate / (1 + exp(-gate))
 //   1 gelu       gate/2 (1 + erf(gate / sqrt 2))
 //   2 gelu_tanh  gate/2 (1 + tanh(sqrt(2/pi) (gate + 0.044715 gate^3)))
+//   3 relu       max(gate, 0)
+//   4 relu2      max(gate, 0)^2
 // (silu-approx, faults.glsl: silu's sigmoid as the hard sigmoid clamp(0.5 + gate/4, 0, 1).)
 layout(local_size_x_id = 1) in;
 #include "push_constants.h"
@@ -27,13 +30,14 @@ float erf_approx(float x) {
   return x >= 0.0 ? 1.0 - r : r - 1.0;
 }
 
-float combine(float g, float u) {
-  if (pc.activation == 1u) return 0.5 * g * (1.0 + erf_approx(g * 0.70710678118654752)) * u;
-  if (pc.activation == 2u) {
-    const float inner = 0.79788456080286536 * (g + 0.044715 * g * g * g);
-    return 0.5 * g * (1.0 + bounded_tanh(inner)) * u;
-  }
-  return planted(FAULT_SILU_HARD_SIGMOID) ? g * clamp(0.5 + 0.25 * g, 0.0, 1.0) * u : g / (1.0 + exp(-g)) * u;
+float act(float g) {
+  if (pc.activation == 1u) return 0.5 * g * (1.0 + erf_approx(g * 0.70710678118654752));
+  if (pc.activation == 2u) return 0.5 * g * (1.0 + bounded_tanh(0.79788456080286536 * (g + 0.044715 * g * g * g)));
+  if (pc.activation == 3u) return max(g, 0.0);
+  if (pc.activation == 4u) return max(g, 0.0) * max(g, 0.0);
+  return planted(FAULT_SILU_HARD_SIGMOID) ? g * clamp(0.5 + 0.25 * g, 0.0, 1.0) : g / (1.0 + exp(-g));
 }
+
+float combine(float g, float u) { return pc.gated != 0u ? act(g) * u : act(g); }
 
 #include "elementwise.glsl"

@@ -26,6 +26,13 @@ struct NormPush {  // rms_norm.comp, rms_norm_ggml.comp
   float residual_scale;  // rms_norm.comp with ADD_FIRST only
 };
 
+struct LayerNormPush {  // layer_norm.comp
+  uint rows;
+  uint dim;
+  float eps;
+  uint has_bias;
+};
+
 struct MatmulPush {  // matmul_tiled.comp, matmul_coop.comp, matvec.comp, matmul-coop2
   uint rows;         // T
   uint k;            // K
@@ -80,6 +87,7 @@ struct AddPush {  // add.comp
 struct ActivationPush {  // gated_act.comp
   uint n;
   uint activation;  // model::Activation
+  uint gated;       // 1: act(a) * b; 0: act(a) (a plain FFN; b is bound to a and unread)
 };
 
 struct ScaleSoftcapPush {  // scale_softcap.comp

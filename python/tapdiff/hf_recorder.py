@@ -10,9 +10,12 @@
 
 Every op tapdiff's graph has for the model (`tapdiff model-info --model FOLDER`) is recorded from
 forward hooks on the model's modules, and from what hooks cannot see: RoPE's outputs (the modeling
-module's apply_rotary_pos_emb, wrapped while recording), the attention's output (o_proj's input)
-and the activation (down_proj's input); in a mixture of experts the router's logits, chosen ids and
-weights (what its top-k router returns) and the mixed output. `tapdiff compare` of this dump against `tapdiff run
+module's apply_rotary_pos_emb, wrapped while recording; where it rotates part of each head, the
+channels it leaves are the projection's), the attention's output (o_proj's input) and the
+activation (down_proj's input); in a mixture of experts the router's logits, chosen ids and
+weights (what its top-k router returns) and the mixed output. In a parallel block (Phi-2, Cohere,
+StableLM's parallel residual), which adds attention and MLP to the stream at once, attn_residual is
+the layer's input plus o_proj's output, added here in float64. `tapdiff compare` of this dump against `tapdiff run
 --model FOLDER` needs no edits; with `--model FOLDER` it names the culprit of a bug in the model's
 forward (docs/import.md, docs/bisect.md).
 """
@@ -35,6 +38,22 @@ def _rows(tensor) -> np.ndarray:
 def _heads_rows(tensor) -> np.ndarray:
     """RoPE's [1, heads, seq, head_dim] output as [seq, heads * head_dim]."""
     return _rows(tensor.transpose(1, 2))
+
+
+def _first(owner, names):
+    """The first of the named submodules `owner` has (the families name one module apart), or None."""
+    return next((getattr(owner, n) for n in names if hasattr(owner, n)), None)
+
+
+# The modules' names across families: o_proj (Phi-2: dense), the q/k norms (HunYuan:
+# query_layernorm, key_layernorm), the FFN's first and last matrices (StarCoder 2: c_fc and c_proj;
+# Phi-2: fc1 and fc2), the final norm (Phi-2: final_layernorm).
+O_PROJ = ("o_proj", "dense")
+Q_NORM = ("q_norm", "query_layernorm")
+K_NORM = ("k_norm", "key_layernorm")
+UP = ("up_proj", "c_fc", "fc1")
+DOWN = ("down_proj", "c_proj", "fc2")
+FINAL_NORM = ("norm", "final_layernorm")
 
 
 class HfRecorder:
@@ -122,26 +141,35 @@ class HfRecorder:
         layers = self.decoder.layers
         n = len(layers)
         self._input(layers[0], -1, "embed")  # after any embedding scale the model applies
+        parallel = block.get("parallel", "none") != "none"
         for i, layer in enumerate(layers):
             attn, mlp = layer.self_attn, layer.mlp
+            o_proj, down = _first(attn, O_PROJ), _first(mlp, DOWN)
             self.handles.append(attn.register_forward_pre_hook(lambda _m, _a, i=i: setattr(self, "layer", i)))
             self._output(getattr(layer, "input_layernorm", None), i, "attn_norm")
-            for op in ("q_proj", "k_proj", "v_proj", "o_proj"):
+            for op in ("q_proj", "k_proj", "v_proj"):
                 self._output(getattr(attn, op, None), i, op)
-            self._head_norm(getattr(attn, "q_norm", None), i, "q_norm", "q_proj")
-            self._head_norm(getattr(attn, "k_norm", None), i, "k_norm", "k_proj")
+            self._output(o_proj, i, "o_proj")
+            self._head_norm(_first(attn, Q_NORM), i, "q_norm", "q_proj")
+            self._head_norm(_first(attn, K_NORM), i, "k_norm", "k_proj")
             self._split(getattr(attn, "qkv_proj", None), i, [("q_proj", q_dim), ("k_proj", kv_dim),
                                                              ("v_proj", kv_dim)])
-            self._input(attn.o_proj, i, "attn")
+            self._input(o_proj, i, "attn")
             post_norms = block.get("post_norms", False)
             after_attention = getattr(layer, "post_attention_layernorm", None)
             before_ffn = getattr(layer, "pre_feedforward_layernorm", None)
+            after_ffn = getattr(layer, "post_feedforward_layernorm", None)
+            if hasattr(layer, "post_self_attn_layernorm"):  # GLM-4's sandwich norms
+                after_attention, before_ffn = layer.post_self_attn_layernorm, after_attention
+                after_ffn = layer.post_mlp_layernorm
             if post_norms:
                 self._output(after_attention, i, "attn_post_norm")
                 self._output(before_ffn, i, "ffn_norm")
             else:
                 self._output(after_attention, i, "ffn_norm")
-            if block.get("pre_norms", True):
+            if parallel:
+                self._attn_residual(layer, o_proj, i)
+            elif block.get("pre_norms", True):
                 self._input(before_ffn if post_norms else after_attention, i, "attn_residual")
             else:
                 self._input(mlp, i, "attn_residual")
@@ -150,13 +178,22 @@ class HfRecorder:
                 self._output(mlp, i, "moe_out")
             else:
                 self._output(getattr(mlp, "gate_proj", None), i, "ffn_gate")
-                self._output(getattr(mlp, "up_proj", None), i, "ffn_up")
+                self._output(_first(mlp, UP), i, "ffn_up")
                 self._split(getattr(mlp, "gate_up_proj", None), i, [("ffn_gate", ffn), ("ffn_up", ffn)])
-                self._input(mlp.down_proj, i, "ffn_act")
-                self._output(mlp.down_proj, i, "ffn_down")
-            self._output(getattr(layer, "post_feedforward_layernorm", None), i, "ffn_post_norm")
+                self._input(down, i, "ffn_act")
+                self._output(down, i, "ffn_down")
+            self._output(after_ffn, i, "ffn_post_norm")
             self._output(layer, i, "ffn_residual")
-        self._output(self.decoder.norm, n, "final_norm")
+        self._output(_first(self.decoder, FINAL_NORM), n, "final_norm")
+
+    def _attn_residual(self, layer, o_proj, i):
+        """A parallel block's attn_residual: the layer's input plus o_proj's output."""
+        inputs = {}
+        self.handles.append(layer.register_forward_pre_hook(
+            lambda _m, args, kwargs: inputs.__setitem__(i, _rows(args[0] if args else kwargs["hidden_states"])),
+            with_kwargs=True))
+        self.handles.append(o_proj.register_forward_hook(
+            lambda _m, _args, out: self._keep(i, "attn_residual", inputs[i] + _rows(out))))
 
     def _wrap_rope(self):
         """RoPE's outputs: the modeling module's apply_rotary_pos_emb, wrapped while recording."""
@@ -167,11 +204,23 @@ class HfRecorder:
 
         def apply(q, k, *args, **kwargs):
             q_out, k_out = self.rope_original(q, k, *args, **kwargs)
-            self._keep(self.layer, "rope_q", _heads_rows(q_out))
-            self._keep(self.layer, "rope_k", _heads_rows(k_out))
+            self._keep(self.layer, "rope_q", self._whole_heads(_heads_rows(q_out), ("q_norm", "q_proj")))
+            self._keep(self.layer, "rope_k", self._whole_heads(_heads_rows(k_out), ("k_norm", "k_proj")))
             return q_out, k_out
 
         self.rope_module.apply_rotary_pos_emb = apply
+
+    def _whole_heads(self, rotated, sources):
+        """RoPE's output as whole heads: where the family rotates only the first channels of each head
+        (partial_rotary_factor), the others as RoPE's input left them (the q/k norm's or projection's)."""
+        head_dim = self.config["head_dim"]
+        source = next((self.values[(self.layer, op)] for op in sources if (self.layer, op) in self.values), None)
+        if source is None or rotated.shape[1] == source.shape[1]:
+            return rotated
+        heads, rows = source.shape[1] // head_dim, source.shape[0]
+        whole = source.reshape(rows, heads, head_dim).copy()
+        whole[:, :, :rotated.shape[1] // heads] = rotated.reshape(rows, heads, -1)
+        return whole.reshape(rows, -1)
 
     def close(self):
         """Removes the hooks and the RoPE wrapper; the dump stays as far as it was written."""

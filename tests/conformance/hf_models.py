@@ -15,7 +15,7 @@ import torch
 import transformers
 
 SHAPE = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4,
-             num_key_value_heads=2, vocab_size=160, rms_norm_eps=1e-5)
+             num_key_value_heads=2, vocab_size=160)
 
 
 @dataclass
@@ -25,15 +25,21 @@ class Case:
     rope: dict = field(default_factory=lambda: {"rope_type": "default", "rope_theta": 10000.0})
     extra: dict = field(default_factory=dict)
     composite: dict | None = None  # a multimodal model around the text model: its model_type and keys
+    eps_key: str = "rms_norm_eps"  # the family's key for the norms' epsilon
+    layer_types_in_4x: bool = False  # the 4.x config keeps layer_types (its config class needs them)
 
     def config(self) -> transformers.PretrainedConfig:
         cls = transformers.CONFIG_MAPPING[self.model_type]
-        text = cls(**SHAPE, rope_parameters=dict(self.rope), **{"tie_word_embeddings": False, **self.extra})
+        shape = {**SHAPE, self.eps_key: 1e-5}
+        text = cls(**shape, rope_parameters=dict(self.rope), **{"tie_word_embeddings": False, **self.extra})
         if self.composite is None:
             return text
         keys = dict(self.composite)
         return transformers.CONFIG_MAPPING[keys.pop("model_type")](text_config=text, **keys)
 
+
+# Special tokens inside the tiny vocabulary, for the families whose defaults lie outside it.
+IDS = {"bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0}
 
 # A mixture of experts' router weight (Mixtral's block_sparse_moe.gate, Qwen3-MoE's mlp.gate).
 ROUTER = ("mlp.gate.weight", "block_sparse_moe.gate.weight")
@@ -131,6 +137,42 @@ CASES = [
          {"head_dim": 16, "sliding_window": 6, "sliding_window_pattern": 2, "tie_word_embeddings": True},
          {"model_type": "gemma3", "vision_config": TINY_SIGLIP, "mm_tokens_per_image": 4,
           "image_token_index": 157, "boi_token_index": 158, "eoi_token_index": 159}),
+    Case("starcoder2", "starcoder2", extra={**IDS, "sliding_window": 6, "tie_word_embeddings": True}, eps_key="norm_epsilon"),
+    Case("starcoder2-no-bias-gelu", "starcoder2", {"rope_type": "default", "rope_theta": 50000.0},
+         {**IDS, "use_bias": False, "hidden_act": "gelu"}, eps_key="norm_epsilon"),
+    Case("arcee", "arcee", extra=IDS),
+    Case("arcee-relu-biases", "arcee", extra={**IDS, "hidden_act": "relu", "attention_bias": True, "mlp_bias": True}),
+    Case("nemotron", "nemotron", {"rope_type": "default", "rope_theta": 20000.0, "partial_rotary_factor": 0.25},
+         {**IDS, "attention_bias": True, "mlp_bias": True}, eps_key="norm_eps"),
+    Case("seed-oss", "seed_oss", extra={"head_dim": 32, "attention_out_bias": True, "mlp_bias": True}),
+    Case("ernie4_5", "ernie4_5", {"rope_type": "default", "rope_theta": 500000.0},
+         {"head_dim": 16, "use_bias": True, "tie_word_embeddings": True}),
+    Case("helium", "helium", extra={"head_dim": 16, "attention_bias": True, "mlp_bias": True}),
+    Case("ministral", "ministral", extra={"head_dim": 16, "sliding_window": 6,
+                                          "layer_types": ["sliding_attention", "full_attention", "sliding_attention"]}),
+    Case("glm", "glm", extra={**IDS, "head_dim": 16}),
+    Case("glm4", "glm4", {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.75},
+         {**IDS, "head_dim": 32, "attention_bias": False}),
+    Case("stablelm-parallel", "stablelm", {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5},
+         {"use_qkv_bias": True, "use_parallel_residual": True}, eps_key="layer_norm_eps"),
+    Case("stablelm", "stablelm", eps_key="layer_norm_eps"),
+    Case("phi", "phi", {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.375},
+         eps_key="layer_norm_eps"),
+    Case("cohere", "cohere", {"rope_type": "default", "rope_theta": 500000.0},
+         {**IDS, "logit_scale": 0.25, "attention_bias": True, "tie_word_embeddings": True}, eps_key="layer_norm_eps"),
+    Case("cohere2", "cohere2", extra={**IDS, "sliding_window": 6, "sliding_window_pattern": 2, "head_dim": 32,
+                                      "tie_word_embeddings": True, "logit_scale": 0.5},
+         eps_key="layer_norm_eps"),
+    Case("olmo3", "olmo3",
+         {"full_attention": {"rope_type": "yarn", "rope_theta": 500000.0, "factor": 4.0,
+                             "original_max_position_embeddings": 32},
+          "sliding_attention": {"rope_type": "default", "rope_theta": 20000.0}},
+         {**IDS, "sliding_window": 6, "layer_types": ["sliding_attention", "full_attention", "sliding_attention"]}),
+    Case("exaone4", "exaone4", extra={**IDS, "head_dim": 16, "sliding_window": 6, "sliding_window_pattern": 2}),
+    Case("exaone4-full", "exaone4", {"rope_type": "default", "rope_theta": 40000.0},
+         {**IDS, "head_dim": 16, "sliding_window": None, "layer_types": ["full_attention"] * 3},
+         layer_types_in_4x=True),
+    Case("hunyuan", "hunyuan_v1_dense", extra={**IDS, "head_dim": 16, "attention_bias": True}),
     # Mistral-Small-3.1's layout: Mistral (head_dim apart from hidden / heads) under a Pixtral
     # encoder, the output untied at both levels (Mistral3Config's own default ties it).
     Case("mistral3-multimodal", "mistral", {"rope_type": "default", "rope_theta": 1000000000.0},
@@ -155,26 +197,30 @@ def make_model(case: Case, folder: Path, style: str, seed: int = 0) -> None:
                 p.copy_(torch.randn_like(p))
     model.save_pretrained(folder)
     if style == "4.x":
-        as_4x_config(folder / "config.json")
+        as_4x_config(folder / "config.json", case.layer_types_in_4x)
 
 
-def as_4x_config(path: Path) -> None:
+def as_4x_config(path: Path, layer_types: bool = False) -> None:
     """Rewrites a 5.x config.json as transformers 4.x wrote it."""
     config = json.loads(path.read_text())
-    as_4x_text_config(config.get("text_config", config))
+    as_4x_text_config(config.get("text_config", config), layer_types)
     path.write_text(json.dumps(config, indent=2))
 
 
-def as_4x_text_config(config: dict) -> None:
+def as_4x_text_config(config: dict, layer_types: bool = False) -> None:
     rope = dict(config.pop("rope_parameters", None) or {})
-    if "full_attention" in rope:  # Gemma 3: rope_scaling is the full layers', the sliding ones have a base
-        config["rope_local_base_freq"] = rope["sliding_attention"]["rope_theta"]
-        config["sliding_window_pattern"] = config.pop("_sliding_window_pattern")
+    if "full_attention" in rope:  # rope_scaling is the full layers'
+        if config.get("model_type") == "gemma3_text":  # the sliding ones have their own base
+            config["rope_local_base_freq"] = rope["sliding_attention"]["rope_theta"]
+            config["sliding_window_pattern"] = config.pop("_sliding_window_pattern")
         rope = dict(rope["full_attention"])
     config["rope_theta"] = rope.pop("rope_theta", 10000.0)
+    if "partial_rotary_factor" in rope:  # 4.x kept it beside rope_theta
+        config["partial_rotary_factor"] = rope.pop("partial_rotary_factor")
     config["rope_scaling"] = rope if rope.get("rope_type", "default") != "default" else None
     if "dtype" in config:
         config["torch_dtype"] = config.pop("dtype")
     if config.get("model_type") == "qwen3_moe":  # 4.x's Qwen3MoeConfig named its experts num_experts
         config["num_experts"] = config.pop("num_local_experts")
-    config.pop("layer_types", None)
+    if not layer_types:
+        config.pop("layer_types", None)

@@ -68,6 +68,13 @@ def shift_norm(model):
         model.model.layers[2].post_attention_layernorm.weight.add_(0.05)
 
 
+def mlp_reads_attention(model):
+    """A parallel block's MLP fed the attention's output in place of the normed input."""
+    layer, seen = model.model.layers[1], {}
+    layer.self_attn.register_forward_hook(lambda _m, _args, out: seen.__setitem__("attention", out[0]))
+    layer.mlp.register_forward_pre_hook(lambda _m, _args: (seen["attention"],))
+
+
 def drop_renormalisation(model):
     model.model.layers[1].mlp.gate.norm_topk_prob = False
 
@@ -79,6 +86,8 @@ def drop_renormalisation(model):
     ("gemma2", scale_attention, "1/attn"),
     ("llama-yarn", shift_norm, "2/ffn_norm"),
     ("gemma3", shift_norm, "2/attn_post_norm"),
+    ("phi", mlp_reads_attention, "1/ffn_up"),
+    ("cohere", mlp_reads_attention, "1/ffn_gate"),
 ])
 def test_a_bug_in_the_models_forward_is_named(name, patch, culprit, tmp_path):
     case = next(c for c in CASES if c.name == name)

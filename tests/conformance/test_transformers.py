@@ -65,7 +65,8 @@ def transformers_forward(folder: Path) -> dict[str, np.ndarray]:
         if moe is not None:
             handles.append(moe.gate.register_forward_hook(keep_routing(i)))
     n_layers = len(decoder.layers)
-    handles.append(decoder.norm.register_forward_hook(keep(f"{n_layers}/final_norm")))
+    final_norm = decoder.final_layernorm if hasattr(decoder, "final_layernorm") else decoder.norm  # Phi-2's name
+    handles.append(final_norm.register_forward_hook(keep(f"{n_layers}/final_norm")))
     with torch.no_grad():
         logits = model(torch.tensor([TOKENS])).logits
     for h in handles:
@@ -143,6 +144,11 @@ FAMILY_FAULTS = [  # (case, --inject, the culprit bisect must name)
     ("qwen3-moe", "topk-off-by-one@1", "1/moe_ids"),
     ("qwen3-moe", "router-softmax-axis@2", "2/moe_weights"),
     ("qwen3-moe-dense-layer", "expert-index@2", "2/moe_out"),
+    ("starcoder2", "attn-scale@2", "2/attn"),
+    ("nemotron", "rope-base@0", "0/rope_q"),
+    ("glm4", "rope-base@1", "1/rope_q"),
+    ("stablelm-parallel", "gqa-head-map@1", "1/attn"),
+    ("cohere2", "mask-kv-offset@0", "0/attn"),
 ]
 
 
@@ -168,6 +174,7 @@ def test_vulkan_faults_are_localised_in_each_family(name, fault, culprit, tmp_pa
     ("qwen3-moe-dense-layer", "expert-index@1", "planted in moe_out, and this model computes none of them where"),
     ("qwen3-moe-dense-layer", "weights-unnormalised", "this model does not renormalise them"),
     ("llama-default", "topk-off-by-one", "planted in moe_ids, and this model computes none of them"),
+    ("arcee", "silu-approx", "planted in silu, and this model's activation is relu2"),
 ])
 def test_a_fault_the_model_would_never_run_is_refused(name, fault, message, tmp_path):
     case = next(c for c in CASES if c.name == name)
@@ -177,6 +184,36 @@ def test_a_fault_the_model_would_never_run_is_refused(name, fault, message, tmp_
                          capture_output=True, text=True)
     assert run.returncode == 2, run.stdout + run.stderr
     assert message in run.stderr, run.stderr
+
+
+UNIMPLEMENTED = [  # (case, key, value, the key the refusal names): a value whose meaning tapdiff does not implement
+    ("starcoder2", "hidden_act", "gelu_fast", "hidden_act"),
+    ("arcee", "hidden_act", "gelu_fast", "hidden_act"),
+    ("nemotron", "hidden_act", "gelu_10", "hidden_act"),
+    ("seed-oss", "rope_parameters", {"rope_type": "mrope", "rope_theta": 10000.0}, "rope_type"),
+    ("ernie4_5", "rope_parameters", {"rope_type": "default", "rope_theta": 1e4, "mrope_section": [2, 2, 4]},
+     "mrope_section"),
+    ("helium", "head_dim", 32, "head_dim"),
+    ("ministral", "layer_types", ["sliding_attention", "chunked_attention", "full_attention"], "layer_types"),
+    ("glm", "hidden_act", "swiglu", "hidden_act"),
+    ("glm4", "mlp_bias", True, "mlp_bias"),
+    ("stablelm", "qk_layernorm", True, "qk_layernorm"),
+    ("phi", "qk_layernorm", True, "qk_layernorm"),
+    ("cohere", "use_qk_norm", True, "use_qk_norm"),
+    ("cohere2", "attn_logit_softcapping", 30.0, "attn_logit_softcapping"),
+]
+
+
+@pytest.mark.parametrize("name, key, value, named", UNIMPLEMENTED, ids=[f"{c}-{k}" for c, k, _, _ in UNIMPLEMENTED])
+def test_a_config_value_tapdiff_does_not_implement_is_refused_by_name(name, key, value, named, tmp_path):
+    folder = tmp_path / "model"
+    make_model(next(c for c in CASES if c.name == name), folder, "5.x")
+    config = json.loads((folder / "config.json").read_text())
+    config[key] = value
+    (folder / "config.json").write_text(json.dumps(config))
+    run = subprocess.run([TAPDIFF, "run", "--model", str(folder), "--tokens", "1,2"], capture_output=True, text=True)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert f"config.json: " in run.stderr and f"'{named}'" in run.stderr, run.stderr
 
 
 def test_a_multimodal_model_whose_levels_disagree_on_tying_is_refused(tmp_path):

@@ -1,0 +1,32 @@
+// Command R7B (cohere2): Command R whose layers slide or attend fully by layer_types (4.x:
+// sliding_window_pattern, every 4th layer full), RoPE on the sliding layers only: the full layers
+// attend without positions, and no layer rotates where sliding_window is null.
+#include "formats/families/cohere.h"
+#include "formats/family_spec.h"
+
+namespace tapdiff::formats {
+
+using namespace model;
+
+const FamilySpec& cohere2_family() {
+  static const FamilySpec spec{
+      .family = Family::cohere2,
+      .hf = {.model_types = {"cohere2"},
+             .read =
+                 [](KeyReader& k, ModelConfig& c) {
+                   read_cohere_hf(k, c);
+                   const int pattern = k.integer("sliding_window_pattern", 4);
+                   read_layer_types(k, c, true, [&](int l) { return pattern == 0 || (l + 1) % pattern != 0; });
+                   c.rope_layers.assign(static_cast<std::size_t>(c.n_layers), false);
+                   for (int l = 0; l < c.n_layers; ++l)
+                     c.rope_layers[static_cast<std::size_t>(l)] = c.sliding_window > 0 && slides(c, l);
+                 },
+             .eps_key = "layer_norm_eps",
+             .rope_style = RopeStyle::interleaved,
+             .tied_by_default = true,
+             .tokenizer_class = "CohereTokenizer"},
+  };
+  return spec;
+}
+
+}  // namespace tapdiff::formats

@@ -1,0 +1,32 @@
+// Nemotron: LayerNorms with biases that scale by (1 + w) ("layernorm1p"), a plain FFN with ReLU
+// squared, rotate-half RoPE on part of each head (partial_rotary_factor, 0.5 by default).
+#include "formats/family_spec.h"
+#include "formats/hf_keys.h"
+
+namespace tapdiff::formats {
+
+using namespace model;
+
+const FamilySpec& nemotron_family() {
+  static const FamilySpec spec{
+      .family = Family::nemotron,
+      .hf = {.model_types = {"nemotron"},
+             .read =
+                 [](KeyReader& k, ModelConfig& c) {
+                   c.block.norm = NormKind::layer;
+                   c.block.norm_offset = 1;
+                   c.block.norm_bias = true;
+                   c.block.ffn = Ffn::plain;
+                   c.block.activation = read_activation(k, "hidden_act", "relu2");
+                   c.block.mlp_bias = k.boolean("mlp_bias", false);
+                   read_attention_bias(k, c.block);
+                 },
+             .eps_key = "norm_eps",
+             .partial_rotary_factor = 0.5,
+             .tokenizer_class = "TokenizersBackend",
+             .tokenizer_overrides_folder = true},
+  };
+  return spec;
+}
+
+}  // namespace tapdiff::formats

@@ -1,0 +1,37 @@
+// Phi-2 (phi): attention and a plain FFN (fc1, fc2) side by side from one LayerNorm (GPT-J's
+// block), biases on every projection and on the logits, rotate-half RoPE on part of each head
+// (partial_rotary_factor, 0.5 by default). Its q/k LayerNorms (qk_layernorm) are not implemented.
+#include "formats/family_spec.h"
+#include "formats/hf_keys.h"
+
+namespace tapdiff::formats {
+
+using namespace model;
+
+const FamilySpec& phi_family() {
+  static const FamilySpec spec{
+      .family = Family::phi,
+      .hf = {.model_types = {"phi"},
+             .read =
+                 [](KeyReader& k, ModelConfig& c) {
+                   Block& b = c.block;
+                   b.norm = NormKind::layer;
+                   b.norm_bias = true;
+                   b.parallel = Parallel::shared_norm;
+                   b.ffn = Ffn::plain;
+                   b.activation = read_activation(k, "hidden_act", "gelu_new");
+                   b.qkv_bias = b.o_bias = b.mlp_bias = b.output_bias = true;
+                   k.require_value("qk_layernorm", false, "q/k LayerNorms are not implemented");
+                 },
+             .eps_key = "layer_norm_eps",
+             .partial_rotary_factor = 0.5,
+             .names = {{"model.final_layernorm.", "model.norm."}},
+             .layer_names = {{"self_attn.dense.", "self_attn.o_proj."},
+                             {"mlp.fc1.", "mlp.up_proj."},
+                             {"mlp.fc2.", "mlp.down_proj."}},
+             .tokenizer_class = "GPT2Tokenizer"},
+  };
+  return spec;
+}
+
+}  // namespace tapdiff::formats

@@ -1,0 +1,31 @@
+// StarCoder 2: LayerNorms with biases, a plain FFN (c_fc, c_proj), biases on every projection where
+// use_bias (the default), every layer in a sliding window where sliding_window is set.
+#include "formats/family_spec.h"
+#include "formats/hf_keys.h"
+
+namespace tapdiff::formats {
+
+using namespace model;
+
+const FamilySpec& starcoder2_family() {
+  static const FamilySpec spec{
+      .family = Family::starcoder2,
+      .hf = {.model_types = {"starcoder2"},
+             .read =
+                 [](KeyReader& k, ModelConfig& c) {
+                   c.block.norm = NormKind::layer;
+                   c.block.norm_bias = true;
+                   c.block.ffn = Ffn::plain;
+                   c.block.activation = read_activation(k, "hidden_act", "gelu_pytorch_tanh");
+                   c.block.qkv_bias = c.block.o_bias = c.block.mlp_bias = k.boolean("use_bias", true);
+                   c.sliding_window = k.integer("sliding_window", 0);
+                 },
+             .eps_key = "norm_epsilon",
+             .layer_names = {{"mlp.c_fc.", "mlp.up_proj."}, {"mlp.c_proj.", "mlp.down_proj."}},
+             .tied_by_default = true,
+             .tokenizer_class = "GPT2Tokenizer"},
+  };
+  return spec;
+}
+
+}  // namespace tapdiff::formats
