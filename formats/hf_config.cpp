@@ -40,7 +40,7 @@ const std::set<std::string_view>& no_math_keys() {
       "initializer_range", "is_decoder", "is_encoder_decoder", "label2id", "length_penalty", "max_length", "min_length",
       "no_repeat_ngram_size", "num_beam_groups", "num_beams", "num_return_sequences", "output_attentions",
       "output_hidden_states", "output_scores", "pad_token_id", "prefix", "pretraining_tp", "problem_type",
-      "pruned_heads", "remove_invalid_values", "repetition_penalty", "resid_pdrop", "return_dict",
+      "pruned_heads", "remove_invalid_values", "repetition_penalty", "resid_pdrop", "attn_pdrop", "return_dict",
       "return_dict_in_generate", "sep_token_id", "suppress_tokens", "task_specific_params", "temperature",
       "tf_legacy_loss", "tie_encoder_decoder", "tokenizer_class", "top_k", "top_p", "torch_dtype", "torchscript",
       "transformers_version", "typical_p", "use_bfloat16", "use_cache",
@@ -147,14 +147,14 @@ void read_rope(KeyReader& k, const std::string& source, const HfRecipe& hf, Mode
   const json* scaling = k.find("rope_scaling");
   if (params != nullptr && scaling != nullptr)
     k.fail("rope_scaling", "either rope_parameters (5.x) or rope_scaling (4.x)", "both");
-  c.rope_base = k.number("rope_theta", default_base);
-  c.rotary_dim = static_cast<int>(c.head_dim * k.number("partial_rotary_factor", hf.partial_rotary_factor));
+  c.rope_base = k.number(std::string(hf.rope_theta_key), default_base);
+  c.rotary_dim = static_cast<int>(c.head_dim * k.number(std::string(hf.partial_rotary_key), hf.partial_rotary_factor));
   if (sliding_base > 0)
     c.sliding_rope =
         SlidingRope{hf.sliding_rope_theta_key.empty() ? sliding_base
                                                       : k.number(std::string(hf.sliding_rope_theta_key), sliding_base),
                     {}};
-  const double max_position = k.integer("max_position_embeddings", 0);
+  const double max_position = c.context_length;
   const double top_original = k.integer("original_max_position_embeddings", 0);
   const json* p = params != nullptr ? params : scaling;
   const std::string name = params != nullptr ? "rope_parameters" : "rope_scaling";
@@ -211,16 +211,23 @@ ModelConfig decoder_config(const json& j, const std::string& source) {
   for (const HfComposite& composite : family->hf.composites)
     if (composite.model_type == model_type) return composite_config(*family, composite, k, source);
   const HfRecipe& hf = family->hf;
+  // The family's name of a key every family reads.
+  const auto key = [&](std::string_view standard) {
+    for (const HfRename& r : hf.keys)
+      if (r.from == standard) return std::string(r.to);
+    return std::string(standard);
+  };
   c.family = family->family;
-  c.dim = k.integer("hidden_size");
-  c.n_layers = k.integer("num_hidden_layers");
-  c.n_heads = k.integer("num_attention_heads");
+  c.dim = k.integer(key("hidden_size"));
+  c.n_layers = k.integer(key("num_hidden_layers"));
+  c.n_heads = k.integer(key("num_attention_heads"));
   c.n_kv_heads = k.integer("num_key_value_heads", c.n_heads);
   c.head_dim = k.integer("head_dim", hf.head_dim > 0 ? hf.head_dim : c.n_heads > 0 ? c.dim / c.n_heads : 0);
-  c.ffn_dim = k.integer("intermediate_size");
+  c.ffn_dim = hf.ffn_multiple > 0 ? k.integer(key("intermediate_size"), hf.ffn_multiple * c.dim)
+                                  : k.integer(key("intermediate_size"));
   c.vocab = k.integer("vocab_size");
-  c.norm_eps = k.number(std::string(hf.eps_key));
-  c.context_length = k.integer("max_position_embeddings", 0);
+  c.norm_eps = hf.eps_key.empty() ? hf.eps : k.number(std::string(hf.eps_key));
+  c.context_length = k.integer(key("max_position_embeddings"), 0);
   read_rope(k, source, hf, c);
   c.rope_style = hf.rope_style;
   c.tied_output = k.boolean("tie_word_embeddings", hf.tied_by_default);

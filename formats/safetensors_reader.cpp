@@ -177,12 +177,14 @@ std::optional<std::pair<int, std::string_view>> layer_tensor(std::string_view na
 }
 
 // The weights a Hugging Face tensor name holds in a model of this config: one, the parts of a fused
-// projection (Phi-3's qkv_proj and gate_up_proj, their rows in order), or none for a tensor the
-// model does not use. post_attention_layernorm is the norm before the FFN in a block without
-// post-norms (Llama), the norm on the attention's output in one with them (Gemma 2/3, OLMo 2).
+// projection (Phi-3's qkv_proj and gate_up_proj, their rows in order; GPT-NeoX's query_key_value,
+// per head q's rows, k's and v's), or none for a tensor the model does not use. post_attention_layernorm is the norm
+// before the FFN in a block without post-norms (Llama), the norm on the attention's output in one with them (Gemma 2/3,
+// OLMo 2).
 std::vector<WeightPart> hf_weights(std::string_view name, const ModelConfig& c) {
   static constexpr std::pair<std::string_view, WeightKind> kGlobal[] = {
       {"model.embed_tokens.weight", WeightKind::token_embd},
+      {"model.embed_positions.weight", WeightKind::pos_embd},
       {"model.norm.weight", WeightKind::output_norm},
       {"model.norm.bias", WeightKind::output_norm_b},
       {"lm_head.weight", WeightKind::output},
@@ -223,6 +225,16 @@ std::vector<WeightPart> hf_weights(std::string_view name, const ModelConfig& c) 
   if (name == "self_attn.qkv_proj.weight")
     return {
         {WeightKind::wq, layer, c.q_dim()}, {WeightKind::wk, layer, c.kv_dim()}, {WeightKind::wv, layer, c.kv_dim()}};
+  if (name == "self_attn.qkv_proj.bias")
+    return {
+        {WeightKind::bq, layer, c.q_dim()}, {WeightKind::bk, layer, c.kv_dim()}, {WeightKind::bv, layer, c.kv_dim()}};
+  if (name == "self_attn.query_key_value.weight" || name == "self_attn.query_key_value.bias") {
+    const bool bias = name.ends_with(".bias");
+    const std::int64_t d = c.head_dim, heads = c.n_heads;
+    return {{bias ? WeightKind::bq : WeightKind::wq, layer, d, heads},
+            {bias ? WeightKind::bk : WeightKind::wk, layer, d, heads},
+            {bias ? WeightKind::bv : WeightKind::wv, layer, d, heads}};
+  }
   if (name == "mlp.gate_up_proj.weight")
     return {{WeightKind::ffn_gate, layer, c.ffn_dim}, {WeightKind::ffn_up, layer, c.ffn_dim}};
   return {};
@@ -240,6 +252,14 @@ std::string llama_name(std::string name, const HfRecipe& hf) {
       if (in_layer->second.starts_with(r.from))
         return fmt::format("model.layers.{}.{}{}", in_layer->first, r.to, in_layer->second.substr(r.from.size()));
   return name;
+}
+
+// A buffer older checkpoints saved that transformers recomputes: RoPE's inverse frequencies, and
+// GPT-2's and GPT-NeoX's causal masks.
+bool is_recomputed_buffer(std::string_view name) {
+  return name.ends_with(".rotary_emb.inv_freq") || name.ends_with(".attn.bias") ||
+         name.ends_with(".attn.masked_bias") || name.ends_with(".attention.bias") ||
+         name.ends_with(".attention.masked_bias");
 }
 
 // The tensor names of a multimodal checkpoint (model/family.h, HfComposite): its text decoder's
@@ -282,6 +302,21 @@ WeightTensor to_weight(const SafetensorsFile& f, const SafetensorsTensor& t) {
     if (t.shape[d] != 1) fail("a vector or a matrix", fmt::format("shape [{}]", fmt::join(t.shape, ", ")));
   if (n == 0) fail("a vector or a matrix", "a scalar");
   return WeightTensor{t.name, *t.dtype, n >= 2 ? t.shape[n - 2] : 1, t.shape[n - 1], t.bytes, {}};
+}
+
+// A matrix stored [in, out] (GPT-2's Conv1D) as the [out, in] tapdiff multiplies by, copied into
+// the model.
+WeightTensor transposed(const WeightTensor& t, Model& model, const std::string& file) {
+  if (t.dtype != DType::f32 && t.dtype != DType::f16 && t.dtype != DType::bf16)
+    throw_format_error(fmt::format("{}: tensor '{}': expected F32, F16 or BF16 values to transpose, found {}", file,
+                                   t.name, dtype_name(t.dtype)));
+  const std::size_t size = row_bytes(t.dtype, 1);
+  std::vector<std::byte> bytes(t.bytes.size());
+  for (std::int64_t r = 0; r < t.rows; ++r)
+    for (std::int64_t c = 0; c < t.cols; ++c)
+      std::memcpy(bytes.data() + static_cast<std::size_t>(c * t.rows + r) * size,
+                  t.bytes.data() + static_cast<std::size_t>(r * t.cols + c) * size, size);
+  return WeightTensor{t.name, t.dtype, t.cols, t.rows, model.hold(std::move(bytes)), {}};
 }
 
 // The safetensors files of the folder: model.safetensors, or the shards its index names (sorted).
@@ -350,13 +385,14 @@ std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
         fmt::format("{}: tie_word_embeddings is false, but the folder has no lm_head.weight", config_path.string()));
   config.validate(config_path.string());
   auto model = std::make_unique<Model>(folder, config);
+  const HfRecipe& spec = family_spec(config.family).hf;
   HfExperts experts(config);
   for (const auto& [own, name] : names) {
     const auto& where = by_name.at(name);
     const auto in_layer = layer_tensor(own);
     if (in_layer && experts.take(in_layer->first, in_layer->second, *where.first, *where.second)) continue;
     const std::vector<WeightPart> parts = hf_weights(own, config);
-    if (parts.empty() && name.ends_with(".rotary_emb.inv_freq")) continue;  // a buffer transformers recomputes
+    if (parts.empty() && is_recomputed_buffer(name)) continue;
     const std::string file = where.first->path().string();
     if (parts.empty())
       throw_format_error(
@@ -365,7 +401,9 @@ std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
     if (parts.front().layer >= config.n_layers)
       throw_format_error(fmt::format("{}: tensor '{}' belongs to layer {}, but num_hidden_layers is {}", file, name,
                                      parts.front().layer, config.n_layers));
-    model->add_parts(to_weight(*where.first, *where.second), parts, file);
+    WeightTensor weight = to_weight(*where.first, *where.second);
+    if (spec.conv1d && in_layer && weight.rows > 1) weight = transposed(weight, *model, file);
+    model->add_parts(weight, parts, file);
   }
   experts.add_to(*model);
   for (auto& f : files) model->adopt(f->release_mapping());

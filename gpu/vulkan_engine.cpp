@@ -108,6 +108,8 @@ class Engine final : public VulkanEngine {
   const DeviceWeight& matrix(Op op, int layer) const;
   const DeviceWeight* bias(Op op, int layer) const;
   Kernel norm(const Region& x, const model::Step& step, const Region& out, int rows, std::uint32_t faults);
+  KernelId embed(const Region& out);
+  void upload_positions();
   model::DType weight_dtype(Op op) const;
   const DeviceWeight& norm_weight(Op op, int layer) const;
   std::uint64_t activation_bytes(std::int64_t rows, std::int64_t cols) const;
@@ -138,6 +140,8 @@ class Engine final : public VulkanEngine {
   HostTensor delivered_;                              // each delivery widened into it, reused (deliver_after_chunk)
   std::array<double, model::kOpCount> op_seconds_{};  // set_profiling
   Region tokens_;                                     // [capacity_] int32
+  Region positions_;      // learned positions: [capacity_] int32, each row's row of pos_embd
+  Region position_rows_;  // ... and those rows, [capacity_, dim]
   // moe_out's (token, expert) pairs: [capacity_ * active, experts.ffn_dim] each, and their outputs
   // [.., dim]; the room for a plan grouping them by expert
   Region expert_gate_, expert_up_, expert_hidden_, expert_out_;
@@ -247,6 +251,19 @@ const DeviceWeight* Engine::bias(Op op, int l) const {
   return w && w->bias ? weights_->find(*w->bias, model::is_per_layer(*w->bias) ? l : -1) : nullptr;
 }
 
+// The tokens' rows of the embedding, scaled; in GPT-2 and OPT plus their positions' rows.
+KernelId Engine::embed(const Region& out) {
+  const int rows = chunk_.rows;
+  KernelId id = kernels_->embed(*stream_, matrix(Op::embed, -1), tokens_, static_cast<float>(config_.block.embed_scale),
+                                out, rows);
+  if (!config_.block.learned_positions) return id;
+  const Region positions = position_rows_.sub(0, activation_bytes(rows, config_.dim));
+  id.kernels.push_back(
+      kernels_->embed(*stream_, weights_->get(WeightKind::pos_embd), positions_, 1.0f, positions, rows));
+  id.kernels.push_back(kernels_->add(*stream_, out, positions, 1.0f, out, std::int64_t{rows} * config_.dim));
+  return id;
+}
+
 // A norm step over `rows` rows of its weight's width: the model's RMSNorm, or its LayerNorm with
 // the bias of that norm where the model has one.
 Kernel Engine::norm(const Region& x, const model::Step& step, const Region& out, int rows, std::uint32_t faults) {
@@ -330,6 +347,10 @@ void Engine::reserve_rows(int rows) {
     dot_excess_ = activations_->allocate(activation_bytes(capacity, std::max(widest / 32, 1)), "the Q8_1 sums' excess");
   }
   tokens_ = activations_->allocate(static_cast<std::uint64_t>(capacity) * 4, "the chunk's tokens");
+  if (config_.block.learned_positions) {
+    positions_ = activations_->allocate(static_cast<std::uint64_t>(capacity) * 4, "the chunk's positions");
+    position_rows_ = activations_->allocate(activation_bytes(capacity, config_.dim), "the position embeddings");
+  }
   row_table_ = activations_->allocate(static_cast<std::uint64_t>(capacity) * 16, "the attention row table");
   for (Region& table : rope_tables_)
     table = activations_->allocate(
@@ -395,8 +416,22 @@ void Engine::begin_batch(int index, std::span<const BatchPart> parts) {
   fused_norm_ = {};
   slot_layer_.fill(-2);
   stream_->upload(tokens.data(), tokens.size() * sizeof(std::int32_t), tokens_);
+  if (config_.block.learned_positions) upload_positions();
   upload_row_table();
   upload_rope_tables();
+}
+
+// Each row's row of the learned position table (its position plus the family's offset); UsageError
+// for a position past the table.
+void Engine::upload_positions() {
+  const std::int64_t table = weights_->get(WeightKind::pos_embd).rows;
+  std::vector<std::int32_t> rows;
+  for (const Part& p : parts_)
+    for (int t = 0; t < p.rows; ++t) rows.push_back(p.first_pos + t + config_.block.position_offset);
+  if (const std::int32_t last = *std::ranges::max_element(rows); last >= table)
+    throw UsageError(fmt::format("position {} is past the model's {} learned positions",
+                                 last - config_.block.position_offset, table - config_.block.position_offset));
+  stream_->upload(rows.data(), rows.size() * sizeof(std::int32_t), positions_);
 }
 
 // Per row: (cache row of its sequence's position 0, position, chunk's first position, leak), where
@@ -537,9 +572,7 @@ KernelId Engine::run(const model::Step& step, const Region& out) {
   const int rows = chunk_.rows;
   const std::uint32_t faults = kernel_faults(step.op, step.layer);
   switch (step.op) {
-    case Op::embed:
-      return kernels_->embed(*stream_, matrix(Op::embed, -1), tokens_, static_cast<float>(config_.block.embed_scale),
-                             out, rows);
+    case Op::embed: return embed(out);
     case Op::attn_norm:
     case Op::attn_post_norm:
     case Op::ffn_norm:

@@ -53,6 +53,8 @@ void Block::validate(const std::string& source) const {
   const auto refuse = [&](bool bad, std::string_view what, std::string_view found) {
     if (bad) throw FormatError(fmt::format("{}: model config: expected {}, found {}", source, what, found));
   };
+  refuse(position_offset < 0 || (position_offset > 0 && !learned_positions),
+         "a position offset >= 0 of learned positions", std::to_string(position_offset));
   refuse(norm_bias && norm != NormKind::layer, "norm biases on LayerNorms only", "norm_bias with RMSNorms");
   refuse(norm_bias && post_norms, "norm biases in a block without post-norms", "norm_bias with post_norms");
   refuse(parallel != Parallel::none && (!pre_norms || post_norms), "a parallel block with pre-norms only",
@@ -91,6 +93,8 @@ nlohmann::json to_json(const Block& b) {
           {"mlp_bias", b.mlp_bias},
           {"output_bias", b.output_bias},
           {"embed_scale", b.embed_scale},
+          {"learned_positions", b.learned_positions},
+          {"position_offset", b.position_offset},
           {"residual_scale", b.residual_scale},
           {"attention_scale", b.attention_scale},
           {"attention_softcap", b.attention_softcap},
@@ -139,6 +143,12 @@ Block block_from_json(const nlohmann::json& j, const std::string& source) {
   flag("mlp_bias", b.mlp_bias);
   flag("output_bias", b.output_bias);
   number("embed_scale", b.embed_scale);
+  flag("learned_positions", b.learned_positions);
+  double offset = b.position_offset;
+  number("position_offset", offset);
+  if (offset != std::floor(offset) || offset < 0 || offset > 1 << 20)
+    fail("position_offset", "a small non-negative integer", j.at("position_offset"));
+  b.position_offset = static_cast<int>(offset);
   number("residual_scale", b.residual_scale);
   number("attention_scale", b.attention_scale);
   number("attention_softcap", b.attention_softcap);

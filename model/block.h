@@ -8,6 +8,8 @@
 //   x -> attn_norm -> q/k/v_proj -> [q/k_norm] -> rope -> attn -> o_proj -> [attn_post_norm] -> + x
 //     -> ffn_norm -> act(ffn_gate) * ffn_up -> ffn_down -> [ffn_post_norm] -> + (the stream)
 //
+// (GPT-2 and OPT add a learned position embedding to the token's and rotate nothing.)
+//
 // A parallel block (GPT-J, Phi-2, GPT-NeoX, Cohere, Falcon) feeds the FFN from the layer's input,
 // not from the attention's residual add, and adds both outputs to the stream:
 //
@@ -68,16 +70,18 @@ struct Block {
   Ffn ffn = Ffn::gated;
   Activation activation = Activation::silu;
   Parallel parallel = Parallel::none;
-  bool qkv_bias = false;         // q/k/v_proj carry a bias
-  bool o_bias = false;           // o_proj carries a bias
-  bool mlp_bias = false;         // ffn_gate (where gated), ffn_up and ffn_down carry biases
-  bool output_bias = false;      // the logits' matrix carries a bias (Phi-2's lm_head)
-  double embed_scale = 1;        // embed = table[token] * embed_scale (Gemma: sqrt(dim); Granite: embedding_multiplier)
-  double residual_scale = 1;     // x + residual_scale * update (Granite: residual_multiplier)
-  double attention_scale = 0;    // scores = q.k * attention_scale; 0: 1/sqrt(head_dim)
-  double attention_softcap = 0;  // then cap * tanh(scores / cap) before the mask; 0: none (Gemma 2)
-  double logit_scale = 1;        // logits = (final_norm W) * logit_scale (Granite: 1 / logits_scaling)
-  double logit_softcap = 0;      // then cap * tanh(logits / cap); 0: none (Gemma 2)
+  bool qkv_bias = false;     // q/k/v_proj carry a bias
+  bool o_bias = false;       // o_proj carries a bias
+  bool mlp_bias = false;     // ffn_gate (where gated), ffn_up and ffn_down carry biases
+  bool output_bias = false;  // the logits' matrix carries a bias (Phi-2's lm_head)
+  double embed_scale = 1;    // embed = table[token] * embed_scale (Gemma: sqrt(dim); Granite: embedding_multiplier)
+  bool learned_positions = false;  // embed adds row (position + position_offset) of pos_embd (GPT-2, OPT)
+  int position_offset = 0;         // OPT: 2
+  double residual_scale = 1;       // x + residual_scale * update (Granite: residual_multiplier)
+  double attention_scale = 0;      // scores = q.k * attention_scale; 0: 1/sqrt(head_dim)
+  double attention_softcap = 0;    // then cap * tanh(scores / cap) before the mask; 0: none (Gemma 2)
+  double logit_scale = 1;          // logits = (final_norm W) * logit_scale (Granite: 1 / logits_scaling)
+  double logit_softcap = 0;        // then cap * tanh(logits / cap); 0: none (Gemma 2)
 
   // Throws FormatError("<source>: ...") for values that cannot describe a working block.
   void validate(const std::string& source) const;

@@ -49,6 +49,7 @@ std::string_view weight_kind_name(WeightKind kind) {
     case WeightKind::ffn_norm_b: return "ffn_norm_b";
     case WeightKind::output_norm_b: return "output_norm_b";
     case WeightKind::output_b: return "output_b";
+    case WeightKind::pos_embd: return "pos_embd";
   }
   return "?";
 }
@@ -72,7 +73,7 @@ std::optional<OpWeights> op_weights(Op op, const ModelConfig& c) {
 
 bool is_per_layer(WeightKind kind) {
   return kind != WeightKind::token_embd && kind != WeightKind::output_norm && kind != WeightKind::output &&
-         kind != WeightKind::output_norm_b && kind != WeightKind::output_b;
+         kind != WeightKind::output_norm_b && kind != WeightKind::output_b && kind != WeightKind::pos_embd;
 }
 
 bool is_vector(WeightKind kind) {
@@ -89,7 +90,8 @@ bool is_vector(WeightKind kind) {
     case WeightKind::expert_gate:
     case WeightKind::expert_up:
     case WeightKind::expert_down:
-    case WeightKind::output: return false;
+    case WeightKind::output:
+    case WeightKind::pos_embd: return false;
     case WeightKind::attn_norm:
     case WeightKind::bq:
     case WeightKind::bk:
@@ -161,20 +163,52 @@ void Model::add(WeightKind kind, int layer, WeightTensor tensor) {
   tensors_[{kind, is_per_layer(kind) ? layer : -1}] = std::move(tensor);
 }
 
+std::span<const std::byte> Model::hold(std::vector<std::byte> bytes) { return held_.emplace_back(std::move(bytes)); }
+
 void Model::add_parts(const WeightTensor& whole, std::span<const WeightPart> parts, const std::string& file) {
-  std::int64_t row = 0;
-  for (const WeightPart& part : parts) row += part.rows;
-  if (row > 0 && whole.rows != row)
-    throw FormatError(fmt::format("{}: tensor '{}' has {} rows, but the {} weights it fuses have {} for this config",
-                                  file, whole.name, whole.rows, parts.size(), row));
-  row = 0;
+  // A vector's parts are runs of its values, a matrix's runs of its rows.
+  const bool vector = whole.rows == 1 && parts.size() > 1;
+  const std::int64_t units = vector ? whole.cols : whole.rows, groups = parts.front().groups;
+  std::int64_t per_group = 0;
+  for (const WeightPart& part : parts) per_group += part.rows;
+  if (per_group > 0 && units != per_group * groups)
+    throw FormatError(fmt::format("{}: tensor '{}' has {} {}, but the {} weights it fuses have {} for this config",
+                                  file, whole.name, units, vector ? "values" : "rows", parts.size(),
+                                  per_group * groups));
+  const bool floats = whole.dtype == DType::f32 || whole.dtype == DType::f16 || whole.dtype == DType::bf16;
+  if (vector && !floats)
+    throw FormatError(fmt::format("{}: tensor '{}': expected a fused bias of f32, f16 or bf16 values, found {}", file,
+                                  whole.name, dtype_name(whole.dtype)));
+  const std::size_t unit_bytes = row_bytes(whole.dtype, vector ? 1 : whole.cols);
+  std::vector<std::byte> storage;
+  std::int64_t offset = 0;
   for (const WeightPart& part : parts) {  // a fused tensor and its parts apart (attn_qkv and attn_q) too
     if (const WeightTensor* twin = find(part.kind, part.layer))
       throw FormatError(fmt::format("{}: tensors '{}' and '{}' are both {} of layer {} for a {} model", file,
                                     twin->name, whole.name, weight_kind_name(part.kind), part.layer,
                                     family_name(config_.family)));
-    add(part.kind, part.layer, part.rows > 0 ? whole.row_slice(row, part.rows) : whole);
-    row += part.rows;
+    if (part.rows == 0) {
+      add(part.kind, part.layer, whole);
+    } else if (groups == 1 && !vector) {
+      add(part.kind, part.layer, whole.row_slice(offset, part.rows));
+    } else {  // gathered from each run
+      const std::span<const std::byte> all = whole.contiguous(storage);
+      std::vector<std::byte> bytes;
+      for (std::int64_t g = 0; g < groups; ++g)
+        bytes.insert(bytes.end(), all.begin() + static_cast<std::ptrdiff_t>((g * per_group + offset) * unit_bytes),
+                     all.begin() + static_cast<std::ptrdiff_t>((g * per_group + offset + part.rows) * unit_bytes));
+      const std::int64_t n = part.rows * groups;
+      add(part.kind, part.layer,
+          WeightTensor{groups == 1
+                           ? fmt::format("{}[{}:{}]", whole.name, offset, offset + part.rows)
+                           : fmt::format("{}[{} of each of {} runs]", whole.name, weight_kind_name(part.kind), groups),
+                       whole.dtype,
+                       vector ? 1 : n,
+                       vector ? n : whole.cols,
+                       hold(std::move(bytes)),
+                       {}});
+    }
+    offset += part.rows;
   }
 }
 
@@ -191,6 +225,13 @@ void Model::validate() const {
   check(WeightKind::token_embd, -1, c.vocab, c.dim);
   const Block& b = c.block;
   check(WeightKind::output_norm, -1, 1, c.dim);
+  if (b.learned_positions) {  // as many as the trained context, after the offset
+    used.insert({WeightKind::pos_embd, -1});
+    const WeightTensor& t = weight(WeightKind::pos_embd);
+    if (t.cols != c.dim || t.rows <= b.position_offset)
+      throw FormatError(fmt::format("{}: tensor '{}' has shape [{}, {}], but the config implies [positions + {}, {}]",
+                                    path_.string(), t.name, t.rows, t.cols, b.position_offset, c.dim));
+  }
   if (b.norm_bias) check(WeightKind::output_norm_b, -1, 1, c.dim);
   if (!c.tied_output) check(WeightKind::output, -1, c.vocab, c.dim);
   if (b.output_bias) check(WeightKind::output_b, -1, 1, c.vocab);

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <future>
 #include <iterator>
@@ -56,6 +57,7 @@ enum class WeightKind : std::uint8_t {
   ffn_norm_b,      // [dim]     (norm_bias only, where the block has ffn_norm)
   output_norm_b,   // [dim]     (norm_bias only)
   output_b,        // [vocab]   (output_bias only)
+  pos_embd,        // [positions, dim] (learned_positions only): row position + position_offset
 };
 std::string_view weight_kind_name(WeightKind kind);
 bool is_per_layer(WeightKind kind);
@@ -104,8 +106,9 @@ inline constexpr WeightKind kAllWeightKinds[] = {WeightKind::token_embd,
                                                  WeightKind::attn_norm_b,
                                                  WeightKind::ffn_norm_b,
                                                  WeightKind::output_norm_b,
-                                                 WeightKind::output_b};
-static_assert(std::size(kAllWeightKinds) == static_cast<std::size_t>(WeightKind::output_b) + 1);
+                                                 WeightKind::output_b,
+                                                 WeightKind::pos_embd};
+static_assert(std::size(kAllWeightKinds) == static_cast<std::size_t>(WeightKind::pos_embd) + 1);
 
 // One weight tensor as stored: row-major [rows, cols] (cols contiguous; a 1-D tensor has rows = 1).
 // For matrices rows = output features and cols = input features, so y = W x. Its rows lie in one
@@ -133,11 +136,14 @@ struct WeightTensor {
 };
 
 // One weight that a file's tensor holds: the whole tensor, or (rows > 0) its next `rows` rows, the
-// parts of a fused projection in row order (Phi-3's q/k/v and gate/up).
+// parts of a fused projection in row order (Phi-3's q/k/v and gate/up); of a fused bias, its next
+// `rows` values. Where `groups` > 1 the tensor is that many runs of the parts in turn, and a part
+// is its rows of every run (GPT-NeoX's query_key_value: per head, q's rows, k's, v's).
 struct WeightPart {
   WeightKind kind;
   int layer;              // -1 for whole-model tensors
   std::int64_t rows = 0;  // 0: the whole tensor
+  std::int64_t groups = 1;
 };
 
 class MappedFile;  // model/mapped_file.h
@@ -165,9 +171,11 @@ class Model {
 
   // For loaders: take ownership of a mapping and register tensors that point into it.
   const MappedFile& adopt(std::unique_ptr<MappedFile> file);
+  // Keeps bytes a loader made (a part gathered from runs of a fused tensor) for the model's life.
+  std::span<const std::byte> hold(std::vector<std::byte> bytes);
   void add(WeightKind kind, int layer, WeightTensor tensor);
-  // Adds each part of `whole`, a tensor of `file`: FormatError when the parts' rows do not add up to
-  // the tensor's, or when another tensor already gave one of them.
+  // Adds each part of `whole`, a tensor of `file`: FormatError when the parts' rows (a vector's
+  // values) do not add up to the tensor's, or when another tensor already gave one of them.
   void add_parts(const WeightTensor& whole, std::span<const WeightPart> parts, const std::string& file);
   // Checks that every tensor the config needs is present with the shape the config implies.
   void validate() const;
@@ -176,6 +184,7 @@ class Model {
   std::filesystem::path path_;
   ModelConfig config_;
   std::vector<std::unique_ptr<MappedFile>> files_;
+  std::deque<std::vector<std::byte>> held_;  // a deque: the spans into each stay valid as it grows
   std::map<std::pair<WeightKind, int>, WeightTensor> tensors_;
   std::string find_sha256() const;  // the cache's, or hashed (stopping early once stop_hashing_ is set)
   mutable std::mutex sha256_mutex_;

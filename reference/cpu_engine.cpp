@@ -236,7 +236,11 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
     multiply(in(0), pw.matrix, model::is_per_layer(pw.matrix) ? l : -1, vector(pw.bias), out);
   };
   switch (step.op) {
-    case Op::embed: embed<S>(weights_.get(WeightKind::token_embd).matrix(), tokens_, block.embed_scale, out); return;
+    case Op::embed:
+      embed<S>(weights_.get(WeightKind::token_embd).matrix(), tokens_, block.embed_scale, out);
+      if (block.learned_positions)
+        add_positions<S>(weights_.get(WeightKind::pos_embd).matrix(), chunk_.first_pos + block.position_offset, out);
+      return;
     case Op::attn_norm: norm(WeightKind::attn_norm, WeightKind::attn_norm_b); return;
     case Op::q_proj:
     case Op::k_proj:

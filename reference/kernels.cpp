@@ -39,6 +39,14 @@ void embed(const ConstMatMap<S>& table, std::span<const std::int32_t> tokens, do
 }
 
 template <typename S>
+void add_positions(const ConstMatMap<S>& positions, int first, Mat<S>& out) {
+  if (first + out.rows() > positions.rows())
+    throw UsageError(
+        fmt::format("position {} is past the model's {} learned positions", first + out.rows() - 1, positions.rows()));
+  out += positions.middleRows(first, out.rows());
+}
+
+template <typename S>
 void rms_norm(const Mat<S>& x, const Eigen::Map<const Vec<S>>& w, double eps, double offset, Mat<S>& out) {
   out.resize(x.rows(), x.cols());
   const Vec<S> gain = w.array() + static_cast<S>(offset);
@@ -219,6 +227,7 @@ void gated_activation(const Mat<S>& gate, const Mat<S>& up, model::Activation ac
 
 #define TAPDIFF_INSTANTIATE(S)                                                                                     \
   template void embed<S>(const ConstMatMap<S>&, std::span<const std::int32_t>, double, Mat<S>&);                   \
+  template void add_positions<S>(const ConstMatMap<S>&, int, Mat<S>&);                                             \
   template void rms_norm<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, double, double, Mat<S>&);              \
   template void layer_norm<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, const S*, double, double, Mat<S>&);  \
   template void norm<S>(const Mat<S>&, model::NormKind, const Eigen::Map<const Vec<S>>&, const S*, double, double, \

@@ -13,6 +13,11 @@ namespace tapdiff::reference {
 template <typename S>
 void embed(const ConstMatMap<S>& table, std::span<const std::int32_t> tokens, double scale, Mat<S>& out);
 
+// out[t] += positions[first + t]                 positions [n, dim]: a learned position embedding;
+// UsageError for a position past its rows
+template <typename S>
+void add_positions(const ConstMatMap<S>& positions, int first, Mat<S>& out);
+
 // out[t] = x[t] / sqrt(mean(x[t]^2) + eps) * (offset + w)   x [T, n], w [n] -> out [T, n]
 template <typename S>
 void rms_norm(const Mat<S>& x, const Eigen::Map<const Vec<S>>& w, double eps, double offset, Mat<S>& out);

@@ -30,9 +30,12 @@ from .dump_writer import DumpWriter, model_info
 
 
 def _rows(tensor) -> np.ndarray:
-    """A [1, seq, ...] activation as [seq, width] float64."""
+    """A [1, seq, ...] activation, or one already flattened to [seq, width] (OPT's FFN), as [seq,
+    width] float64."""
     value = tensor.detach().to("cpu").double().numpy()
-    return value.reshape(value.shape[1], -1) if value.ndim >= 3 else value.reshape(1, -1)
+    if value.ndim >= 3:
+        return value.reshape(value.shape[1], -1)
+    return value.reshape(value.shape[0], -1) if value.ndim == 2 else value.reshape(1, -1)
 
 
 def _heads_rows(tensor) -> np.ndarray:
@@ -40,20 +43,35 @@ def _heads_rows(tensor) -> np.ndarray:
     return _rows(tensor.transpose(1, 2))
 
 
+def decoder_of(model):
+    """The text decoder of a causal LM: its base model, a multimodal model's language model, OPT's
+    decoder."""
+    inner = getattr(model.base_model, "language_model", model.base_model)
+    return _first(inner, DECODER) or inner
+
+
 def _first(owner, names):
     """The first of the named submodules `owner` has (the families name one module apart), or None."""
     return next((getattr(owner, n) for n in names if hasattr(owner, n)), None)
 
 
-# The modules' names across families: o_proj (Phi-2: dense), the q/k norms (HunYuan:
-# query_layernorm, key_layernorm), the FFN's first and last matrices (StarCoder 2: c_fc and c_proj;
-# Phi-2: fc1 and fc2), the final norm (Phi-2: final_layernorm).
-O_PROJ = ("o_proj", "dense")
+# The modules' names across families: the decoder (OPT's, under the base model), its layers (GPT-2:
+# h), the attention (GPT-NeoX: attention; GPT-2: attn), the norms before the attention and the FFN
+# (GPT-2: ln_1, ln_2; OPT: self_attn_layer_norm, final_layer_norm), o_proj (Phi-2, GPT-NeoX:
+# dense; GPT-2: c_proj; OPT: out_proj; OPT's fc1 and fc2 sit on the layer itself), the q/k norms (HunYuan: query_layernorm, key_layernorm), the FFN's first and
+# last matrices (StarCoder 2: c_fc and c_proj; Phi-2: fc1 and fc2; GPT-NeoX: dense_h_to_4h and
+# dense_4h_to_h), the final norm (Phi-2: final_layernorm; GPT-NeoX: final_layer_norm).
+DECODER = ("decoder",)
+LAYERS = ("layers", "h")
+ATTENTION = ("self_attn", "attention", "attn")
+ATTN_NORM = ("input_layernorm", "ln_1", "self_attn_layer_norm")
+FFN_NORM = ("post_attention_layernorm", "ln_2", "final_layer_norm")
+O_PROJ = ("o_proj", "dense", "c_proj", "out_proj")
 Q_NORM = ("q_norm", "query_layernorm")
 K_NORM = ("k_norm", "key_layernorm")
-UP = ("up_proj", "c_fc", "fc1")
-DOWN = ("down_proj", "c_proj", "fc2")
-FINAL_NORM = ("norm", "final_layernorm")
+UP = ("up_proj", "c_fc", "fc1", "dense_h_to_4h")
+DOWN = ("down_proj", "c_proj", "fc2", "dense_4h_to_h")
+FINAL_NORM = ("norm", "final_layernorm", "final_layer_norm", "ln_f")
 
 
 class HfRecorder:
@@ -72,8 +90,7 @@ class HfRecorder:
         compute = compute_dtype or dtype.get(next(model.parameters()).dtype, "f32")
         self.writer = DumpWriter(path, model_path, engine=engine, device=str(next(model.parameters()).device),
                                  compute_dtype=compute, storage_dtype=storage_dtype, info=self.info)
-        inner = model.model
-        self.decoder = getattr(inner, "language_model", inner)  # a multimodal model's text decoder
+        self.decoder = decoder_of(model)
         self.values: dict[tuple[int, str], np.ndarray] = {}
         self.handles = []
         self.layer = None  # the layer whose attention is running (for RoPE's outputs)
@@ -98,11 +115,14 @@ class HfRecorder:
                                                                     kwargs["hidden_states"])),
                 with_kwargs=True))
 
-    def _split(self, module, layer, ops_widths):
+    def _split(self, module, layer, ops_widths, runs=1):
+        """A fused projection's output: the ops' columns side by side, in `runs` runs (GPT-NeoX's
+        query_key_value: per head, q's columns, k's, v's)."""
         def hook(_m, _args, out):
             value, at = _rows(out), 0
+            value = value.reshape(value.shape[0], runs, -1)
             for op, width in ops_widths:
-                self._keep(layer, op, value[:, at:at + width])
+                self._keep(layer, op, value[:, :, at:at + width].reshape(value.shape[0], -1))
                 at += width
         if module is not None:
             self.handles.append(module.register_forward_hook(hook))
@@ -138,25 +158,28 @@ class HfRecorder:
         c = self.config
         block = c.get("block", {})
         q_dim, kv_dim, ffn = c["n_heads"] * c["head_dim"], c["n_kv_heads"] * c["head_dim"], c["ffn_dim"]
-        layers = self.decoder.layers
+        layers = _first(self.decoder, LAYERS)
         n = len(layers)
         self._input(layers[0], -1, "embed")  # after any embedding scale the model applies
         parallel = block.get("parallel", "none") != "none"
         for i, layer in enumerate(layers):
-            attn, mlp = layer.self_attn, layer.mlp
+            attn, mlp = _first(layer, ATTENTION), getattr(layer, "mlp", layer)
             o_proj, down = _first(attn, O_PROJ), _first(mlp, DOWN)
             self.handles.append(attn.register_forward_pre_hook(lambda _m, _a, i=i: setattr(self, "layer", i)))
-            self._output(getattr(layer, "input_layernorm", None), i, "attn_norm")
+            self._output(_first(layer, ATTN_NORM), i, "attn_norm")
             for op in ("q_proj", "k_proj", "v_proj"):
                 self._output(getattr(attn, op, None), i, op)
             self._output(o_proj, i, "o_proj")
             self._head_norm(_first(attn, Q_NORM), i, "q_norm", "q_proj")
             self._head_norm(_first(attn, K_NORM), i, "k_norm", "k_proj")
-            self._split(getattr(attn, "qkv_proj", None), i, [("q_proj", q_dim), ("k_proj", kv_dim),
-                                                             ("v_proj", kv_dim)])
+            for fused in ("qkv_proj", "c_attn"):
+                self._split(getattr(attn, fused, None), i, [("q_proj", q_dim), ("k_proj", kv_dim), ("v_proj", kv_dim)])
+            self._split(getattr(attn, "query_key_value", None), i, [("q_proj", c["head_dim"]),
+                                                                    ("k_proj", c["head_dim"]),
+                                                                    ("v_proj", c["head_dim"])], c["n_heads"])
             self._input(o_proj, i, "attn")
             post_norms = block.get("post_norms", False)
-            after_attention = getattr(layer, "post_attention_layernorm", None)
+            after_attention = _first(layer, FFN_NORM)
             before_ffn = getattr(layer, "pre_feedforward_layernorm", None)
             after_ffn = getattr(layer, "post_feedforward_layernorm", None)
             if hasattr(layer, "post_self_attn_layernorm"):  # GLM-4's sandwich norms
@@ -197,7 +220,7 @@ class HfRecorder:
 
     def _wrap_rope(self):
         """RoPE's outputs: the modeling module's apply_rotary_pos_emb, wrapped while recording."""
-        self.rope_module = sys.modules[type(self.decoder.layers[0].self_attn).__module__]
+        self.rope_module = sys.modules[type(_first(_first(self.decoder, LAYERS)[0], ATTENTION)).__module__]
         self.rope_original = getattr(self.rope_module, "apply_rotary_pos_emb", None)
         if self.rope_original is None:
             return

@@ -22,16 +22,20 @@ SHAPE = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_atte
 class Case:
     name: str
     model_type: str  # a transformers model_type tapdiff reads (formats/hf_config.cpp)
-    rope: dict = field(default_factory=lambda: {"rope_type": "default", "rope_theta": 10000.0})
+    rope: dict | None = field(default_factory=lambda: {"rope_type": "default", "rope_theta": 10000.0})  # None: no RoPE
     extra: dict = field(default_factory=dict)
     composite: dict | None = None  # a multimodal model around the text model: its model_type and keys
     eps_key: str = "rms_norm_eps"  # the family's key for the norms' epsilon
     layer_types_in_4x: bool = False  # the 4.x config keeps layer_types (its config class needs them)
+    drop: tuple = ()  # keys of SHAPE the family's config has not (GPT-NeoX: num_key_value_heads)
+    shape: dict | None = None  # the sizes under the family's own names, in place of SHAPE (GPT-2)
 
     def config(self) -> transformers.PretrainedConfig:
         cls = transformers.CONFIG_MAPPING[self.model_type]
-        shape = {**SHAPE, self.eps_key: 1e-5}
-        text = cls(**shape, rope_parameters=dict(self.rope), **{"tie_word_embeddings": False, **self.extra})
+        shape = self.shape if self.shape is not None else \
+            {k: v for k, v in {**SHAPE, self.eps_key: 1e-5}.items() if k not in self.drop}
+        rope = {} if self.rope is None else {"rope_parameters": dict(self.rope)}
+        text = cls(**shape, **rope, **{"tie_word_embeddings": False, **self.extra})
         if self.composite is None:
             return text
         keys = dict(self.composite)
@@ -173,6 +177,20 @@ CASES = [
          {**IDS, "head_dim": 16, "sliding_window": None, "layer_types": ["full_attention"] * 3},
          layer_types_in_4x=True),
     Case("hunyuan", "hunyuan_v1_dense", extra={**IDS, "head_dim": 16, "attention_bias": True}),
+    Case("gpt-neox", "gpt_neox", {"rope_type": "default", "rope_theta": 20000.0, "partial_rotary_factor": 0.5},
+         IDS, eps_key="layer_norm_eps", drop=("num_key_value_heads",)),
+    Case("gpt-neox-sequential-tanh", "gpt_neox", extra={**IDS, "use_parallel_residual": False,
+                                                        "hidden_act": "gelu_new", "attention_bias": False},
+         eps_key="layer_norm_eps", drop=("num_key_value_heads",)),
+    Case("gpt2", "gpt2", None, {**IDS, "tie_word_embeddings": True},
+         shape=dict(n_embd=64, n_inner=96, n_layer=3, n_head=4, vocab_size=160, n_positions=64,
+                    layer_norm_epsilon=2e-5)),
+    Case("gpt2-unscaled-relu", "gpt2", None, {**IDS, "tie_word_embeddings": True, "scale_attn_weights": False,
+                                              "activation_function": "relu"},
+         shape=dict(n_embd=64, n_inner=None, n_layer=2, n_head=4, vocab_size=160, n_positions=48)),
+    Case("opt", "opt", None, {**IDS, "tie_word_embeddings": True, "word_embed_proj_dim": 64},
+         shape=dict(hidden_size=64, ffn_dim=96, num_hidden_layers=3, num_attention_heads=4, vocab_size=160,
+                    max_position_embeddings=64)),
     # Mistral-Small-3.1's layout: Mistral (head_dim apart from hidden / heads) under a Pixtral
     # encoder, the output untied at both levels (Mistral3Config's own default ties it).
     Case("mistral3-multimodal", "mistral", {"rope_type": "default", "rope_theta": 1000000000.0},
@@ -208,6 +226,9 @@ def as_4x_config(path: Path, layer_types: bool = False) -> None:
 
 
 def as_4x_text_config(config: dict, layer_types: bool = False) -> None:
+    if "rope_parameters" not in config:  # a family without RoPE (GPT-2, OPT)
+        config.pop("dtype", None)
+        return
     rope = dict(config.pop("rope_parameters", None) or {})
     if "full_attention" in rope:  # rope_scaling is the full layers'
         if config.get("model_type") == "gemma3_text":  # the sliding ones have their own base
@@ -217,6 +238,9 @@ def as_4x_text_config(config: dict, layer_types: bool = False) -> None:
     config["rope_theta"] = rope.pop("rope_theta", 10000.0)
     if "partial_rotary_factor" in rope:  # 4.x kept it beside rope_theta
         config["partial_rotary_factor"] = rope.pop("partial_rotary_factor")
+    if config.get("model_type") == "gpt_neox":  # its 4.x names
+        config["rotary_emb_base"] = config.pop("rope_theta")
+        config["rotary_pct"] = config.pop("partial_rotary_factor", 0.25)
     config["rope_scaling"] = rope if rope.get("rope_type", "default") != "default" else None
     if "dtype" in config:
         config["torch_dtype"] = config.pop("dtype")

@@ -22,6 +22,7 @@ import torch
 import transformers
 
 from hf_models import CASES, make_model, model_class
+from tapdiff.hf_recorder import FINAL_NORM, LAYERS, decoder_of
 
 TAPDIFF = os.environ.get("TAPDIFF_BINARY", str(Path(__file__).resolve().parents[2] / "build" / "tapdiff"))
 NMSE_BOUND = 1e-10
@@ -57,15 +58,16 @@ def transformers_forward(folder: Path) -> dict[str, np.ndarray]:
             out[f"{layer}/moe_weights"] = torch.gather(weights, -1, order).double().numpy()
         return hook
 
-    decoder = getattr(model.model, "language_model", model.model)  # a multimodal model's text decoder
-    handles = [layer.register_forward_hook(keep(f"{i}/ffn_residual")) for i, layer in enumerate(decoder.layers)]
-    for i, layer in enumerate(decoder.layers):
+    decoder = decoder_of(model)
+    layers = next(getattr(decoder, n) for n in LAYERS if hasattr(decoder, n))
+    handles = [layer.register_forward_hook(keep(f"{i}/ffn_residual")) for i, layer in enumerate(layers)]
+    for i, layer in enumerate(layers):
         moe = getattr(layer, "mlp", None) if hasattr(getattr(layer, "mlp", None), "experts") else \
             getattr(layer, "block_sparse_moe", None)
         if moe is not None:
             handles.append(moe.gate.register_forward_hook(keep_routing(i)))
-    n_layers = len(decoder.layers)
-    final_norm = decoder.final_layernorm if hasattr(decoder, "final_layernorm") else decoder.norm  # Phi-2's name
+    n_layers = len(layers)
+    final_norm = next(getattr(decoder, n) for n in FINAL_NORM if hasattr(decoder, n))
     handles.append(final_norm.register_forward_hook(keep(f"{n_layers}/final_norm")))
     with torch.no_grad():
         logits = model(torch.tensor([TOKENS])).logits
@@ -201,6 +203,13 @@ UNIMPLEMENTED = [  # (case, key, value, the key the refusal names): a value whos
     ("phi", "qk_layernorm", True, "qk_layernorm"),
     ("cohere", "use_qk_norm", True, "use_qk_norm"),
     ("cohere2", "attn_logit_softcapping", 30.0, "attn_logit_softcapping"),
+    ("olmo3", "attention_out_bias", True, "attention_out_bias"),
+    ("exaone4", "sliding_window_pattern", "LLLG", "sliding_window_pattern"),
+    ("hunyuan", "rope_parameters", {"rope_type": "dynamic", "rope_theta": 1e4, "factor": 1.0, "alpha": 1000.0},
+     "alpha"),
+    ("gpt-neox", "rope_theta", 20000.0, "rope_theta"),  # transformers ignores it for GPT-NeoX (rotary_emb_base)
+    ("gpt2", "scale_attn_by_inverse_layer_idx", True, "scale_attn_by_inverse_layer_idx"),
+    ("opt", "do_layer_norm_before", False, "do_layer_norm_before"),
 ]
 
 
@@ -214,6 +223,18 @@ def test_a_config_value_tapdiff_does_not_implement_is_refused_by_name(name, key,
     run = subprocess.run([TAPDIFF, "run", "--model", str(folder), "--tokens", "1,2"], capture_output=True, text=True)
     assert run.returncode == 2, run.stdout + run.stderr
     assert f"config.json: " in run.stderr and f"'{named}'" in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize("engine", ["ref", "vulkan"])
+def test_a_position_past_the_learned_ones_is_refused(engine, tmp_path):
+    """GPT-2 has a row of wpe per position up to n_positions (64 here): the 65th token has none."""
+    folder = tmp_path / "model"
+    make_model(next(c for c in CASES if c.name == "gpt2"), folder, "5.x")
+    tokens = ",".join(str(3 + t % 150) for t in range(65))
+    run = subprocess.run([TAPDIFF, "run", "--model", str(folder), "--engine", engine, "--tokens", tokens, "--chunk",
+                          "16"], capture_output=True, text=True)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "position 64 is past the model's 64 learned positions" in run.stderr, run.stderr
 
 
 def test_a_multimodal_model_whose_levels_disagree_on_tying_is_refused(tmp_path):
