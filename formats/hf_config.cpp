@@ -221,7 +221,7 @@ ModelConfig decoder_config(const json& j, const std::string& source) {
   c.dim = k.integer(key("hidden_size"));
   c.n_layers = k.integer(key("num_hidden_layers"));
   c.n_heads = k.integer(key("num_attention_heads"));
-  c.n_kv_heads = k.integer("num_key_value_heads", c.n_heads);
+  c.n_kv_heads = k.integer(key("num_key_value_heads"), c.n_heads);
   c.head_dim = k.integer("head_dim", hf.head_dim > 0 ? hf.head_dim : c.n_heads > 0 ? c.dim / c.n_heads : 0);
   c.ffn_dim = hf.ffn_multiple > 0 ? k.integer(key("intermediate_size"), hf.ffn_multiple * c.dim)
                                   : k.integer(key("intermediate_size"));

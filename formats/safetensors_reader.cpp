@@ -177,8 +177,9 @@ std::optional<std::pair<int, std::string_view>> layer_tensor(std::string_view na
 }
 
 // The weights a Hugging Face tensor name holds in a model of this config: one, the parts of a fused
-// projection (Phi-3's qkv_proj and gate_up_proj, their rows in order; GPT-NeoX's query_key_value,
-// per head q's rows, k's and v's), or none for a tensor the model does not use. post_attention_layernorm is the norm
+// projection (Phi-3's qkv_proj and gate_up_proj, their rows in order; query_key_value, per KV head
+// the rows of its query heads, its k's and its v's: GPT-NeoX's q, k and v per head, Falcon's
+// groups), or none for a tensor the model does not use. post_attention_layernorm is the norm
 // before the FFN in a block without post-norms (Llama), the norm on the attention's output in one with them (Gemma 2/3,
 // OLMo 2).
 std::vector<WeightPart> hf_weights(std::string_view name, const ModelConfig& c) {
@@ -230,10 +231,10 @@ std::vector<WeightPart> hf_weights(std::string_view name, const ModelConfig& c) 
         {WeightKind::bq, layer, c.q_dim()}, {WeightKind::bk, layer, c.kv_dim()}, {WeightKind::bv, layer, c.kv_dim()}};
   if (name == "self_attn.query_key_value.weight" || name == "self_attn.query_key_value.bias") {
     const bool bias = name.ends_with(".bias");
-    const std::int64_t d = c.head_dim, heads = c.n_heads;
-    return {{bias ? WeightKind::bq : WeightKind::wq, layer, d, heads},
-            {bias ? WeightKind::bk : WeightKind::wk, layer, d, heads},
-            {bias ? WeightKind::bv : WeightKind::wv, layer, d, heads}};
+    const std::int64_t d = c.head_dim, groups = c.n_kv_heads, per_group = c.n_heads / c.n_kv_heads;
+    return {{bias ? WeightKind::bq : WeightKind::wq, layer, per_group * d, groups},
+            {bias ? WeightKind::bk : WeightKind::wk, layer, d, groups},
+            {bias ? WeightKind::bv : WeightKind::wv, layer, d, groups}};
   }
   if (name == "mlp.gate_up_proj.weight")
     return {{WeightKind::ffn_gate, layer, c.ffn_dim}, {WeightKind::ffn_up, layer, c.ffn_dim}};

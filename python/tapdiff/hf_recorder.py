@@ -31,8 +31,8 @@ from .dump_writer import DumpWriter, model_info
 
 def _rows(tensor) -> np.ndarray:
     """A [1, seq, ...] activation, or one already flattened to [seq, width] (OPT's FFN), as [seq,
-    width] float64."""
-    value = tensor.detach().to("cpu").double().numpy()
+    width] float64, copied: the model may add into it in place afterwards (Falcon's MLP output)."""
+    value = tensor.detach().to("cpu").double().numpy().copy()
     if value.ndim >= 3:
         return value.reshape(value.shape[1], -1)
     return value.reshape(value.shape[0], -1) if value.ndim == 2 else value.reshape(1, -1)
@@ -56,16 +56,16 @@ def _first(owner, names):
 
 
 # The modules' names across families: the decoder (OPT's, under the base model), its layers (GPT-2:
-# h), the attention (GPT-NeoX: attention; GPT-2: attn), the norms before the attention and the FFN
-# (GPT-2: ln_1, ln_2; OPT: self_attn_layer_norm, final_layer_norm), o_proj (Phi-2, GPT-NeoX:
+# h), the attention (GPT-NeoX: attention; GPT-2: attn; Falcon: self_attention), the norms before the attention and the FFN
+# (GPT-2: ln_1, ln_2; OPT: self_attn_layer_norm, final_layer_norm; Falcon: ln_attn, ln_mlp), o_proj (Phi-2, GPT-NeoX:
 # dense; GPT-2: c_proj; OPT: out_proj; OPT's fc1 and fc2 sit on the layer itself), the q/k norms (HunYuan: query_layernorm, key_layernorm), the FFN's first and
 # last matrices (StarCoder 2: c_fc and c_proj; Phi-2: fc1 and fc2; GPT-NeoX: dense_h_to_4h and
 # dense_4h_to_h), the final norm (Phi-2: final_layernorm; GPT-NeoX: final_layer_norm).
 DECODER = ("decoder",)
 LAYERS = ("layers", "h")
-ATTENTION = ("self_attn", "attention", "attn")
-ATTN_NORM = ("input_layernorm", "ln_1", "self_attn_layer_norm")
-FFN_NORM = ("post_attention_layernorm", "ln_2", "final_layer_norm")
+ATTENTION = ("self_attn", "attention", "attn", "self_attention")
+ATTN_NORM = ("input_layernorm", "ln_1", "self_attn_layer_norm", "ln_attn")
+FFN_NORM = ("post_attention_layernorm", "ln_2", "final_layer_norm", "ln_mlp")
 O_PROJ = ("o_proj", "dense", "c_proj", "out_proj")
 Q_NORM = ("q_norm", "query_layernorm")
 K_NORM = ("k_norm", "key_layernorm")
@@ -116,8 +116,8 @@ class HfRecorder:
                 with_kwargs=True))
 
     def _split(self, module, layer, ops_widths, runs=1):
-        """A fused projection's output: the ops' columns side by side, in `runs` runs (GPT-NeoX's
-        query_key_value: per head, q's columns, k's, v's)."""
+        """A fused projection's output: the ops' columns side by side, in `runs` runs (query_key_value:
+        per KV head, its query heads' columns, its k's and v's)."""
         def hook(_m, _args, out):
             value, at = _rows(out), 0
             value = value.reshape(value.shape[0], runs, -1)
@@ -174,9 +174,10 @@ class HfRecorder:
             self._head_norm(_first(attn, K_NORM), i, "k_norm", "k_proj")
             for fused in ("qkv_proj", "c_attn"):
                 self._split(getattr(attn, fused, None), i, [("q_proj", q_dim), ("k_proj", kv_dim), ("v_proj", kv_dim)])
-            self._split(getattr(attn, "query_key_value", None), i, [("q_proj", c["head_dim"]),
+            group = c["n_heads"] // c["n_kv_heads"]  # query_key_value: per KV head, its query heads, k, v
+            self._split(getattr(attn, "query_key_value", None), i, [("q_proj", group * c["head_dim"]),
                                                                     ("k_proj", c["head_dim"]),
-                                                                    ("v_proj", c["head_dim"])], c["n_heads"])
+                                                                    ("v_proj", c["head_dim"])], c["n_kv_heads"])
             self._input(o_proj, i, "attn")
             post_norms = block.get("post_norms", False)
             after_attention = _first(layer, FFN_NORM)
@@ -235,9 +236,13 @@ class HfRecorder:
 
     def _whole_heads(self, rotated, sources):
         """RoPE's output as whole heads: where the family rotates only the first channels of each head
-        (partial_rotary_factor), the others as RoPE's input left them (the q/k norm's or projection's)."""
+        (partial_rotary_factor), the others as RoPE's input left them (the q/k norm's or projection's);
+        where it rotates k repeated for each query head (Falcon's new layout), each KV head once."""
         head_dim = self.config["head_dim"]
         source = next((self.values[(self.layer, op)] for op in sources if (self.layer, op) in self.values), None)
+        if source is not None and rotated.shape[1] > source.shape[1]:  # k repeated for each query head (Falcon)
+            group = rotated.shape[1] // source.shape[1]
+            rotated = rotated.reshape(rotated.shape[0], -1, head_dim)[:, ::group].reshape(rotated.shape[0], -1)
         if source is None or rotated.shape[1] == source.shape[1]:
             return rotated
         heads, rows = source.shape[1] // head_dim, source.shape[0]

@@ -191,6 +191,17 @@ CASES = [
     Case("opt", "opt", None, {**IDS, "tie_word_embeddings": True, "word_embed_proj_dim": 64},
          shape=dict(hidden_size=64, ffn_dim=96, num_hidden_layers=3, num_attention_heads=4, vocab_size=160,
                     max_position_embeddings=64)),
+    Case("falcon-new", "falcon", extra={**IDS, "new_decoder_architecture": True, "bias": True},
+         shape=dict(hidden_size=64, ffn_hidden_size=96, num_hidden_layers=3, num_attention_heads=4, num_kv_heads=2,
+                    vocab_size=160, layer_norm_epsilon=2e-5)),
+    Case("falcon-new-one-norm", "falcon", {"rope_type": "default", "rope_theta": 30000.0},
+         {**IDS, "new_decoder_architecture": True, "num_ln_in_parallel_attn": 1, "activation": "gelu_new"},
+         shape=dict(hidden_size=64, ffn_hidden_size=96, num_hidden_layers=2, num_attention_heads=4, num_kv_heads=1,
+                    vocab_size=160)),
+    Case("falcon-multi-query", "falcon", extra={**IDS, "tie_word_embeddings": True},
+         shape=dict(hidden_size=64, num_hidden_layers=3, num_attention_heads=4, vocab_size=160)),
+    Case("falcon-rw", "falcon", extra={**IDS, "multi_query": False, "parallel_attn": False, "bias": True},
+         shape=dict(hidden_size=64, ffn_hidden_size=96, num_hidden_layers=3, num_attention_heads=4, vocab_size=160)),
     # Mistral-Small-3.1's layout: Mistral (head_dim apart from hidden / heads) under a Pixtral
     # encoder, the output untied at both levels (Mistral3Config's own default ties it).
     Case("mistral3-multimodal", "mistral", {"rope_type": "default", "rope_theta": 1000000000.0},

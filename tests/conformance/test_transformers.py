@@ -210,6 +210,7 @@ UNIMPLEMENTED = [  # (case, key, value, the key the refusal names): a value whos
     ("gpt-neox", "rope_theta", 20000.0, "rope_theta"),  # transformers ignores it for GPT-NeoX (rotary_emb_base)
     ("gpt2", "scale_attn_by_inverse_layer_idx", True, "scale_attn_by_inverse_layer_idx"),
     ("opt", "do_layer_norm_before", False, "do_layer_norm_before"),
+    ("falcon-multi-query", "alibi", True, "alibi"),
 ]
 
 
