@@ -48,10 +48,11 @@ struct HfRecipe {
   // The family's names of the keys every family reads, where they differ (GPT-2: n_embd for hidden_size).
   std::vector<HfRename> keys = {};
   std::string_view eps_key = "rms_norm_eps";  // the norms' epsilon
-  double eps = 0;        // the norms' epsilon of a family without a key for it (eps_key empty; OPT: 1e-5)
-  int ffn_multiple = 0;  // > 0: intermediate_size, where absent or null, this many hidden_size (GPT-2: 4)
-  bool conv1d = false;   // the layers' matrices stored [in, out] (GPT-2's Conv1D): transposed as they load
-  int head_dim = 0;      // head_dim when the config leaves it out; 0: hidden_size / heads
+  double eps = 0;                 // the norms' epsilon of a family without a key for it (eps_key empty; OPT: 1e-5)
+  int ffn_multiple = 0;           // > 0: intermediate_size, where absent or null, this many hidden_size (GPT-2: 4)
+  bool conv1d = false;            // the layers' matrices stored [in, out] (GPT-2's Conv1D): transposed as they load
+  bool weightless_norms = false;  // LayerNorms without weight or bias (OLMo): weights of ones stand in
+  int head_dim = 0;               // head_dim when the config leaves it out; 0: hidden_size / heads
   model::RopeStyle rope_style = model::RopeStyle::rotate_half;
   double partial_rotary_factor = 1.0;  // the share of each head RoPE rotates when the config leaves it out
   // 4.x's top-level keys for RoPE's base and share of each head (GPT-NeoX: rotary_emb_base, rotary_pct)

@@ -27,6 +27,7 @@ namespace {
 
 using nlohmann::json;
 constexpr std::uint64_t kMaxHeaderBytes = 100u << 20;  // the safetensors format's own limit
+constexpr float kOne = 1.0f;
 
 // Bytes per element of every safetensors dtype (0 for an unknown name).
 std::size_t element_bytes(std::string_view dtype) {
@@ -320,6 +321,17 @@ WeightTensor transposed(const WeightTensor& t, Model& model, const std::string& 
   return WeightTensor{t.name, t.dtype, t.cols, t.rows, model.hold(std::move(bytes)), {}};
 }
 
+// Weights of ones for the norms of a family whose norms have none (OLMo), the same as none.
+void add_unit_norms(Model& model) {
+  const ModelConfig& c = model.config();
+  std::vector<std::byte> bytes(static_cast<std::size_t>(c.dim) * sizeof(float));
+  for (std::size_t i = 0; i < bytes.size(); i += sizeof(float)) std::memcpy(&bytes[i], &kOne, sizeof(float));
+  const WeightTensor ones{"(ones: the norms have no weight)", DType::f32, 1, c.dim, model.hold(std::move(bytes)), {}};
+  model.add(WeightKind::output_norm, -1, ones);
+  for (int l = 0; l < c.n_layers; ++l)
+    for (const WeightKind kind : {WeightKind::attn_norm, WeightKind::ffn_norm}) model.add(kind, l, ones);
+}
+
 // The safetensors files of the folder: model.safetensors, or the shards its index names (sorted).
 std::vector<std::filesystem::path> shard_paths(const std::filesystem::path& folder, json* weight_map) {
   const auto single = folder / "model.safetensors";
@@ -407,6 +419,7 @@ std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
     model->add_parts(weight, parts, file);
   }
   experts.add_to(*model);
+  if (spec.weightless_norms) add_unit_norms(*model);
   for (auto& f : files) model->adopt(f->release_mapping());
   model->validate();
   return model;

@@ -309,9 +309,15 @@ Kernel Kernels::activation(Stream& s, const Region& x, const Region& out, std::i
 }
 
 Kernel Kernels::scale_softcap(Stream& s, const Region& x, float scale, float cap, std::int64_t n) {
-  const ScaleSoftcapPush push{u32(n), scale, cap};
+  const ScaleSoftcapPush push{u32(n), scale, cap, 0.0f};
   dispatch(s, Shader::scale_softcap, 0, {x}, &push, sizeof push, fold(ceil_div(static_cast<std::uint64_t>(n), wg_)));
   return named("scale_softcap");
+}
+
+Kernel Kernels::clip(Stream& s, const Region& x, float clip, std::int64_t n) {
+  const ScaleSoftcapPush push{u32(n), 1.0f, 0.0f, clip};
+  dispatch(s, Shader::scale_softcap, 0, {x}, &push, sizeof push, fold(ceil_div(static_cast<std::uint64_t>(n), wg_)));
+  return named("clip");
 }
 
 }  // namespace tapdiff::gpu

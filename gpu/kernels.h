@@ -58,6 +58,7 @@
 //               add+rms_norm-tree                  with the norm after it, as above
 //   activation  silu_mul, gelu_mul, gelu_tanh_mul  the model's gated activation (gated_act.comp), or
 //               relu2, gelu_tanh, ...              its plain one (the same shader, up unread)
+//   q/k/v_proj  + clip                             after the product, where the model clips them (OLMo)
 //   logits      + scale_softcap                    after the product, where the model scales or
 //                                                  soft-caps its logits (Granite, Gemma 2)
 //   routing     moe-route                          moe_ids and moe_weights: an invocation per row
@@ -170,6 +171,8 @@ class Kernels {
   Kernel activation(Stream& s, const Region& x, const Region& out, std::int64_t n, std::uint32_t faults);
   // x = x * scale, then cap * tanh(x / cap) where cap > 0, in place over n values
   Kernel scale_softcap(Stream& s, const Region& x, float scale, float cap, std::int64_t n);
+  // x clamped to [-clip, clip], in place over n values (scale_softcap.comp)
+  Kernel clip(Stream& s, const Region& x, float clip, std::int64_t n);
 
   // The mixture of experts (kernels_moe.cpp). logits [rows, experts] -> ids [rows, k]: the k
   // largest ascending by id, as exact small integers of the activation type.

@@ -587,7 +587,13 @@ KernelId Engine::run(const model::Step& step, const Region& out) {
     }
     case Op::q_proj:
     case Op::k_proj:
-    case Op::v_proj:
+    case Op::v_proj: {
+      KernelId id = product(in(0), step.op, step.layer, bias(step.op, step.layer), out, faults);
+      if (const double clip = config_.block.clip_qkv; clip > 0)
+        id.kernels.push_back(
+            kernels_->clip(*stream_, out, static_cast<float>(clip), std::int64_t{rows} * graph_.width(step.op)));
+      return id;
+    }
     case Op::o_proj:
     case Op::ffn_gate:
     case Op::ffn_up:

@@ -65,6 +65,7 @@ void Block::validate(const std::string& source) const {
           attention_scale);
   require(std::isfinite(attention_softcap) && attention_softcap >= 0, "a finite attention soft-cap >= 0 (0: none)",
           attention_softcap);
+  require(std::isfinite(clip_qkv) && clip_qkv >= 0, "a finite clip of q, k and v >= 0 (0: none)", clip_qkv);
   require(std::isfinite(logit_scale) && logit_scale > 0, "a finite logit scale > 0", logit_scale);
   require(std::isfinite(logit_softcap) && logit_softcap >= 0, "a finite logit soft-cap >= 0 (0: none)", logit_softcap);
 }
@@ -89,6 +90,7 @@ nlohmann::json to_json(const Block& b) {
           {"activation", activation_name(b.activation)},
           {"parallel", parallel_name(b.parallel)},
           {"qkv_bias", b.qkv_bias},
+          {"clip_qkv", b.clip_qkv},
           {"o_bias", b.o_bias},
           {"mlp_bias", b.mlp_bias},
           {"output_bias", b.output_bias},
@@ -139,6 +141,7 @@ Block block_from_json(const nlohmann::json& j, const std::string& source) {
         Activation::relu, Activation::relu2);
   named("parallel", b.parallel, parallel_name, Parallel::none, Parallel::shared_norm, Parallel::own_norm);
   flag("qkv_bias", b.qkv_bias);
+  number("clip_qkv", b.clip_qkv);
   flag("o_bias", b.o_bias);
   flag("mlp_bias", b.mlp_bias);
   flag("output_bias", b.output_bias);

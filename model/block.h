@@ -71,6 +71,7 @@ struct Block {
   Activation activation = Activation::silu;
   Parallel parallel = Parallel::none;
   bool qkv_bias = false;     // q/k/v_proj carry a bias
+  double clip_qkv = 0;       // > 0: q/k/v_proj's outputs clamped to [-clip_qkv, clip_qkv] (OLMo)
   bool o_bias = false;       // o_proj carries a bias
   bool mlp_bias = false;     // ffn_gate (where gated), ffn_up and ffn_down carry biases
   bool output_bias = false;  // the logits' matrix carries a bias (Phi-2's lm_head)

@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <array>
 #include <optional>
 #include <span>
@@ -245,6 +246,10 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
     case Op::q_proj:
     case Op::k_proj:
     case Op::v_proj:
+      product();
+      if (const auto clip = static_cast<S>(block.clip_qkv); clip > 0)
+        out = out.unaryExpr([clip](S v) { return std::clamp(v, -clip, clip); });
+      return;
     case Op::o_proj:
     case Op::ffn_gate:
     case Op::ffn_up:

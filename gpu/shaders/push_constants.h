@@ -94,6 +94,7 @@ struct ScaleSoftcapPush {  // scale_softcap.comp
   uint n;
   float scale;
   float cap;
+  float clip;  // > 0: then clamped to [-clip, clip]
 };
 
 struct RoutePush {  // moe_route.comp

@@ -15,7 +15,8 @@ channels it leaves are the projection's), the attention's output (o_proj's input
 activation (down_proj's input); in a mixture of experts the router's logits, chosen ids and
 weights (what its top-k router returns) and the mixed output. In a parallel block (Phi-2, Cohere,
 StableLM's parallel residual), which adds attention and MLP to the stream at once, attn_residual is
-the layer's input plus o_proj's output, added here in float64. `tapdiff compare` of this dump against `tapdiff run
+the layer's input plus o_proj's output, added here in float64; where OLMo clamps q, k and v after
+their projections (clip_qkv, outside any module), the recorded projections are clamped alike. `tapdiff compare` of this dump against `tapdiff run
 --model FOLDER` needs no edits; with `--model FOLDER` it names the culprit of a bug in the model's
 forward (docs/import.md, docs/bisect.md).
 """
@@ -162,13 +163,16 @@ class HfRecorder:
         n = len(layers)
         self._input(layers[0], -1, "embed")  # after any embedding scale the model applies
         parallel = block.get("parallel", "none") != "none"
+        # OLMo clamps q, k and v after their Linear modules (clip_qkv), outside any module a hook sees.
+        limit = block.get("clip_qkv", 0)
+        clip = (lambda out: np.clip(_rows(out), -limit, limit)) if limit > 0 else _rows
         for i, layer in enumerate(layers):
             attn, mlp = _first(layer, ATTENTION), getattr(layer, "mlp", layer)
             o_proj, down = _first(attn, O_PROJ), _first(mlp, DOWN)
             self.handles.append(attn.register_forward_pre_hook(lambda _m, _a, i=i: setattr(self, "layer", i)))
             self._output(_first(layer, ATTN_NORM), i, "attn_norm")
             for op in ("q_proj", "k_proj", "v_proj"):
-                self._output(getattr(attn, op, None), i, op)
+                self._output(getattr(attn, op, None), i, op, clip)
             self._output(o_proj, i, "o_proj")
             self._head_norm(_first(attn, Q_NORM), i, "q_norm", "q_proj")
             self._head_norm(_first(attn, K_NORM), i, "k_norm", "k_proj")

@@ -25,7 +25,7 @@ class Case:
     rope: dict | None = field(default_factory=lambda: {"rope_type": "default", "rope_theta": 10000.0})  # None: no RoPE
     extra: dict = field(default_factory=dict)
     composite: dict | None = None  # a multimodal model around the text model: its model_type and keys
-    eps_key: str = "rms_norm_eps"  # the family's key for the norms' epsilon
+    eps_key: str | None = "rms_norm_eps"  # the family's key for the norms' epsilon (None: it has none)
     layer_types_in_4x: bool = False  # the 4.x config keeps layer_types (its config class needs them)
     drop: tuple = ()  # keys of SHAPE the family's config has not (GPT-NeoX: num_key_value_heads)
     shape: dict | None = None  # the sizes under the family's own names, in place of SHAPE (GPT-2)
@@ -33,7 +33,8 @@ class Case:
     def config(self) -> transformers.PretrainedConfig:
         cls = transformers.CONFIG_MAPPING[self.model_type]
         shape = self.shape if self.shape is not None else \
-            {k: v for k, v in {**SHAPE, self.eps_key: 1e-5}.items() if k not in self.drop}
+            {k: v for k, v in {**SHAPE, **({self.eps_key: 1e-5} if self.eps_key else {})}.items()
+             if k not in self.drop}
         rope = {} if self.rope is None else {"rope_parameters": dict(self.rope)}
         text = cls(**shape, **rope, **{"tie_word_embeddings": False, **self.extra})
         if self.composite is None:
@@ -202,6 +203,9 @@ CASES = [
          shape=dict(hidden_size=64, num_hidden_layers=3, num_attention_heads=4, vocab_size=160)),
     Case("falcon-rw", "falcon", extra={**IDS, "multi_query": False, "parallel_attn": False, "bias": True},
          shape=dict(hidden_size=64, ffn_hidden_size=96, num_hidden_layers=3, num_attention_heads=4, vocab_size=160)),
+    Case("olmo", "olmo", extra={**IDS, "clip_qkv": 0.3, "attention_bias": True}, eps_key=None),
+    Case("olmo-unclipped", "olmo", {"rope_type": "linear", "rope_theta": 10000.0, "factor": 2.0},
+         {**IDS, "tie_word_embeddings": True}, eps_key=None),
     # Mistral-Small-3.1's layout: Mistral (head_dim apart from hidden / heads) under a Pixtral
     # encoder, the output untied at both levels (Mistral3Config's own default ties it).
     Case("mistral3-multimodal", "mistral", {"rope_type": "default", "rope_theta": 1000000000.0},

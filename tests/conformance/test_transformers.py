@@ -211,6 +211,7 @@ UNIMPLEMENTED = [  # (case, key, value, the key the refusal names): a value whos
     ("gpt2", "scale_attn_by_inverse_layer_idx", True, "scale_attn_by_inverse_layer_idx"),
     ("opt", "do_layer_norm_before", False, "do_layer_norm_before"),
     ("falcon-multi-query", "alibi", True, "alibi"),
+    ("olmo", "layer_norm_eps", 1e-6, "layer_norm_eps"),  # OLMo's norms take 1e-5 whatever the config says
 ]
 
 
