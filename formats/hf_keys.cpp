@@ -41,10 +41,11 @@ Activation read_activation(KeyReader& k, const std::string& key, std::string_vie
   const std::string name = v == nullptr ? std::string(fallback) : v->is_string() ? v->get<std::string>() : "";
   static constexpr std::pair<std::string_view, Activation> kNames[] = {
       {"silu", Activation::silu},          {"gelu", Activation::gelu}, {"gelu_pytorch_tanh", Activation::gelu_tanh},
-      {"gelu_new", Activation::gelu_tanh}, {"relu", Activation::relu}, {"relu2", Activation::relu2}};
+      {"gelu_new", Activation::gelu_tanh}, {"relu", Activation::relu}, {"relu2", Activation::relu2},
+      {"xielu", Activation::xielu}};
   for (const auto& [n, a] : kNames)
     if (name == n) return a;
-  k.unsupported(key, v ? *v : json(name), "silu, gelu, gelu_pytorch_tanh, gelu_new, relu and relu2");
+  k.unsupported(key, v ? *v : json(name), "silu, gelu, gelu_pytorch_tanh, gelu_new, relu, relu2 and xielu");
 }
 
 void read_attention_bias(KeyReader& k, Block& b) { b.qkv_bias = b.o_bias = k.boolean("attention_bias", false); }

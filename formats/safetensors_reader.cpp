@@ -214,6 +214,10 @@ std::vector<WeightPart> hf_weights(std::string_view name, const ModelConfig& c) 
       {"mlp.up_proj.bias", WeightKind::b_up},
       {"mlp.down_proj.bias", WeightKind::b_down},
       {"post_feedforward_layernorm.weight", WeightKind::ffn_post_norm},
+      {"mlp.act_fn.alpha_p", WeightKind::xielu_alpha_p},
+      {"mlp.act_fn.alpha_n", WeightKind::xielu_alpha_n},
+      {"mlp.act_fn.beta", WeightKind::xielu_beta},
+      {"mlp.act_fn.eps", WeightKind::xielu_eps},
       {"block_sparse_moe.gate.weight", WeightKind::moe_router},
       {"mlp.gate.weight", WeightKind::moe_router}};
   for (const auto& [n, kind] : kGlobal)
@@ -292,7 +296,8 @@ std::optional<std::string> decoder_name(std::string_view name, std::string_view 
   return std::string(name);
 }
 
-// The tensor as [rows, cols]: the last dimension is cols, the one before rows, earlier ones must be 1.
+// The tensor as [rows, cols]: the last dimension is cols, the one before rows, earlier ones must be
+// 1; a scalar (Apertus's xIELU beta and eps) as [1, 1].
 WeightTensor to_weight(const SafetensorsFile& f, const SafetensorsTensor& t) {
   auto fail = [&](std::string_view expected, const std::string& found) {
     throw_format_error(
@@ -302,7 +307,7 @@ WeightTensor to_weight(const SafetensorsFile& f, const SafetensorsTensor& t) {
   const std::size_t n = t.shape.size();
   for (std::size_t d = 0; d + 2 < n; ++d)
     if (t.shape[d] != 1) fail("a vector or a matrix", fmt::format("shape [{}]", fmt::join(t.shape, ", ")));
-  if (n == 0) fail("a vector or a matrix", "a scalar");
+  if (n == 0) return WeightTensor{t.name, *t.dtype, 1, 1, t.bytes, {}};  // a scalar as a vector of one
   return WeightTensor{t.name, *t.dtype, n >= 2 ? t.shape[n - 2] : 1, t.shape[n - 1], t.bytes, {}};
 }
 

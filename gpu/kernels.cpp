@@ -295,15 +295,22 @@ Kernel Kernels::gated_activation(Stream& s, const Region& gate, const Region& up
     dispatch(s, Shader::gelu_llama_cpp, 0, {gate, up, *gelu_table, out}, &push, sizeof push,
              fold(ceil_div(push.n, wg_)));
   } else {
-    const ActivationPush push{u32(n), static_cast<std::uint32_t>(choice_.activation()), 1};
+    const ActivationPush push{u32(n), static_cast<std::uint32_t>(choice_.activation()), 1, 0, 0, 0, 0};
     dispatch(s, Shader::gated_act, 0, {gate, up, out}, &push, sizeof push, fold(elementwise_groups(push.n)), faults);
   }
   return choice_.activation_kernel();
 }
 
-Kernel Kernels::activation(Stream& s, const Region& x, const Region& out, std::int64_t n, std::uint32_t faults) {
+Kernel Kernels::activation(Stream& s, const Region& x, const Region& out, std::int64_t n, std::uint32_t faults,
+                           const model::Xielu& xielu) {
   TAPDIFF_ASSERT(!choice_.gelu_by_table(), "llama.cpp's GELU table in a plain FFN");
-  const ActivationPush push{u32(n), static_cast<std::uint32_t>(choice_.activation()), 0};
+  const ActivationPush push{u32(n),
+                            static_cast<std::uint32_t>(choice_.activation()),
+                            0,
+                            static_cast<float>(xielu.alpha_p),
+                            static_cast<float>(xielu.alpha_n),
+                            static_cast<float>(xielu.beta),
+                            static_cast<float>(xielu.eps)};
   dispatch(s, Shader::gated_act, 0, {x, x, out}, &push, sizeof push, fold(elementwise_groups(push.n)), faults);
   return choice_.activation_kernel();
 }

@@ -140,6 +140,7 @@ class Engine final : public VulkanEngine {
   HostTensor delivered_;                              // each delivery widened into it, reused (deliver_after_chunk)
   std::array<double, model::kOpCount> op_seconds_{};  // set_profiling
   Region tokens_;                                     // [capacity_] int32
+  std::vector<model::Xielu> xielu_;                   // each layer's xIELU scalars (activation xielu), else empty
   Region positions_;      // learned positions: [capacity_] int32, each row's row of pos_embd
   Region position_rows_;  // ... and those rows, [capacity_, dim]
   // moe_out's (token, expert) pairs: [capacity_ * active, experts.ffn_dim] each, and their outputs
@@ -189,6 +190,8 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
                                       : Activations::f32),
       rope_table_of_(static_cast<std::size_t>(m.config().n_layers)) {
   require_faults_fit(faults_, graph_, config_);
+  if (config_.block.activation == model::Activation::xielu)
+    for (int l = 0; l < config_.n_layers; ++l) xielu_.push_back(model::xielu_of(m, l));
   if (options.f16 && options.bf16) throw UsageError("the vulkan engine holds f16 or bf16 activations, not both");
   if (options.llama_cpp) {
     if (options.f16 || options.bf16)
@@ -626,7 +629,8 @@ KernelId Engine::run(const model::Step& step, const Region& out) {
     case Op::ffn_residual: return residual(step, out);
     case Op::ffn_act:
       if (config_.block.ffn == model::Ffn::plain)
-        return kernels_->activation(*stream_, in(0), out, std::int64_t{rows} * config_.ffn_dim, faults);
+        return kernels_->activation(*stream_, in(0), out, std::int64_t{rows} * config_.ffn_dim, faults,
+                                    xielu_.empty() ? model::Xielu{} : xielu_[static_cast<std::size_t>(step.layer)]);
       return kernels_->gated_activation(*stream_, in(0), in(1), out, std::int64_t{rows} * config_.ffn_dim, faults,
                                         &gelu_table_);
   }

@@ -18,6 +18,7 @@ std::string_view activation_name(Activation a) {
     case Activation::gelu_tanh: return "gelu_tanh";
     case Activation::relu: return "relu";
     case Activation::relu2: return "relu2";
+    case Activation::xielu: return "xielu";
   }
   return "?";
 }
@@ -55,6 +56,7 @@ void Block::validate(const std::string& source) const {
   };
   refuse(position_offset < 0 || (position_offset > 0 && !learned_positions),
          "a position offset >= 0 of learned positions", std::to_string(position_offset));
+  refuse(activation == Activation::xielu && ffn != Ffn::plain, "xIELU in a plain FFN", "a gated one");
   refuse(norm_bias && norm != NormKind::layer, "norm biases on LayerNorms only", "norm_bias with RMSNorms");
   refuse(norm_bias && post_norms, "norm biases in a block without post-norms", "norm_bias with post_norms");
   refuse(parallel != Parallel::none && (!pre_norms || post_norms), "a parallel block with pre-norms only",
@@ -138,7 +140,7 @@ Block block_from_json(const nlohmann::json& j, const std::string& source) {
   flag("qk_norm_after_rope", b.qk_norm_after_rope);
   named("ffn", b.ffn, ffn_name, Ffn::gated, Ffn::plain);
   named("activation", b.activation, activation_name, Activation::silu, Activation::gelu, Activation::gelu_tanh,
-        Activation::relu, Activation::relu2);
+        Activation::relu, Activation::relu2, Activation::xielu);
   named("parallel", b.parallel, parallel_name, Parallel::none, Parallel::shared_norm, Parallel::own_norm);
   flag("qkv_bias", b.qkv_bias);
   number("clip_qkv", b.clip_qkv);

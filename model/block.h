@@ -31,8 +31,9 @@ enum class Activation : std::uint8_t {
               // GPT-2)
   relu,       // max(x, 0)                                        (OPT)
   relu2,      // max(x, 0)^2                                      (Nemotron, Arcee)
+  xielu,      // model/xielu.h, with each layer's learned scalars  (Apertus; plain FFNs only)
 };
-std::string_view activation_name(Activation a);  // "silu", "gelu", "gelu_tanh", "relu", "relu2"
+std::string_view activation_name(Activation a);  // "silu", "gelu", "gelu_tanh", "relu", "relu2", "xielu"
 
 // What every norm of the block computes over its n channels (q/k norms and the final norm too):
 //   rms:   x / sqrt(mean(x^2) + eps) * (offset + w)

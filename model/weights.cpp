@@ -50,6 +50,10 @@ std::string_view weight_kind_name(WeightKind kind) {
     case WeightKind::output_norm_b: return "output_norm_b";
     case WeightKind::output_b: return "output_b";
     case WeightKind::pos_embd: return "pos_embd";
+    case WeightKind::xielu_alpha_p: return "xielu_alpha_p";
+    case WeightKind::xielu_alpha_n: return "xielu_alpha_n";
+    case WeightKind::xielu_beta: return "xielu_beta";
+    case WeightKind::xielu_eps: return "xielu_eps";
   }
   return "?";
 }
@@ -109,7 +113,11 @@ bool is_vector(WeightKind kind) {
     case WeightKind::attn_norm_b:
     case WeightKind::ffn_norm_b:
     case WeightKind::output_norm_b:
-    case WeightKind::output_b: return true;
+    case WeightKind::output_b:
+    case WeightKind::xielu_alpha_p:
+    case WeightKind::xielu_alpha_n:
+    case WeightKind::xielu_beta:
+    case WeightKind::xielu_eps: return true;
   }
   return false;
 }
@@ -268,6 +276,9 @@ void Model::validate() const {
       check(WeightKind::ffn_up, l, c.ffn_dim, c.dim);
       check(WeightKind::ffn_down, l, c.dim, c.ffn_dim);
       vector(gated && b.mlp_bias, WeightKind::b_gate, c.ffn_dim);
+      for (const WeightKind kind :
+           {WeightKind::xielu_alpha_p, WeightKind::xielu_alpha_n, WeightKind::xielu_beta, WeightKind::xielu_eps})
+        vector(b.activation == Activation::xielu, kind, 1);
       vector(b.mlp_bias, WeightKind::b_up, c.ffn_dim);
       vector(b.mlp_bias, WeightKind::b_down, c.dim);
     }

@@ -58,6 +58,10 @@ enum class WeightKind : std::uint8_t {
   output_norm_b,   // [dim]     (norm_bias only)
   output_b,        // [vocab]   (output_bias only)
   pos_embd,        // [positions, dim] (learned_positions only): row position + position_offset
+  xielu_alpha_p,   // [1] each (activation xielu: model/xielu.h)
+  xielu_alpha_n,
+  xielu_beta,
+  xielu_eps,
 };
 std::string_view weight_kind_name(WeightKind kind);
 bool is_per_layer(WeightKind kind);
@@ -107,8 +111,12 @@ inline constexpr WeightKind kAllWeightKinds[] = {WeightKind::token_embd,
                                                  WeightKind::ffn_norm_b,
                                                  WeightKind::output_norm_b,
                                                  WeightKind::output_b,
-                                                 WeightKind::pos_embd};
-static_assert(std::size(kAllWeightKinds) == static_cast<std::size_t>(WeightKind::pos_embd) + 1);
+                                                 WeightKind::pos_embd,
+                                                 WeightKind::xielu_alpha_p,
+                                                 WeightKind::xielu_alpha_n,
+                                                 WeightKind::xielu_beta,
+                                                 WeightKind::xielu_eps};
+static_assert(std::size(kAllWeightKinds) == static_cast<std::size_t>(WeightKind::xielu_eps) + 1);
 
 // One weight tensor as stored: row-major [rows, cols] (cols contiguous; a 1-D tensor has rows = 1).
 // For matrices rows = output features and cols = input features, so y = W x. Its rows lie in one

@@ -277,7 +277,10 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
       return;
     case Op::ffn_norm: norm(WeightKind::ffn_norm, WeightKind::ffn_norm_b); return;
     case Op::ffn_act:
-      if (block.ffn == model::Ffn::plain) return activation<S>(in(0), block.activation, out);
+      if (block.ffn == model::Ffn::plain)
+        return activation<S>(
+            in(0), block.activation, out,
+            block.activation == model::Activation::xielu ? model::xielu_of(model_, l) : model::Xielu{});
       if constexpr (std::is_same_v<S, float>)
         if (r_.ggml_steps && formats::llama_cpp_gelu_by_table(block)) return gelu_mul_as_llama_cpp(in(0), in(1), out);
       gated_activation<S>(in(0), in(1), block.activation, out);

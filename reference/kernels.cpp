@@ -200,7 +200,7 @@ void attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, in
 }
 
 template <typename S>
-void activation(const Mat<S>& x, model::Activation act, Mat<S>& out) {
+void activation(const Mat<S>& x, model::Activation act, Mat<S>& out, const model::Xielu& xielu) {
   const auto g = x.array();
   switch (act) {
     case model::Activation::silu: out = (g / (S(1) + (-g).exp())).matrix(); return;
@@ -216,6 +216,14 @@ void activation(const Mat<S>& x, model::Activation act, Mat<S>& out) {
     }
     case model::Activation::relu: out = g.max(S(0)).matrix(); return;
     case model::Activation::relu2: out = g.max(S(0)).square().matrix(); return;
+    case model::Activation::xielu: {
+      const auto ap = static_cast<S>(xielu.alpha_p), an = static_cast<S>(xielu.alpha_n);
+      const auto beta = static_cast<S>(xielu.beta), eps = static_cast<S>(xielu.eps);
+      out = g.unaryExpr([=](S v) {
+               return v > 0 ? ap * v * v + beta * v : (std::expm1(std::min(v, eps)) - v) * an + beta * v;
+             }).matrix();
+      return;
+    }
   }
 }
 
@@ -238,7 +246,7 @@ void gated_activation(const Mat<S>& gate, const Mat<S>& up, model::Activation ac
   template void rope<S>(const Mat<S>&, int, int, const model::RopeFrequencies&, model::RopeStyle, Mat<S>&);        \
   template void attention<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, int, int, int, int, int, double, double, \
                              AttentionRounding, Mat<S>&);                                                          \
-  template void activation<S>(const Mat<S>&, model::Activation, Mat<S>&);                                          \
+  template void activation<S>(const Mat<S>&, model::Activation, Mat<S>&, const model::Xielu&);                     \
   template void gated_activation<S>(const Mat<S>&, const Mat<S>&, model::Activation, Mat<S>&);                     \
   template void scale_softcap<S>(Mat<S>&, double, double);
 TAPDIFF_INSTANTIATE(float)

@@ -5,6 +5,7 @@
 #include <span>
 
 #include "model/config.h"
+#include "model/xielu.h"
 #include "reference/eigen_types.h"
 
 namespace tapdiff::reference {
@@ -75,9 +76,10 @@ void attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, in
                int n_kv_heads, int head_dim, int window, double scale, double softcap, AttentionRounding rounding,
                Mat<S>& out);
 
-// out = act(x) (model/block.h's activations)    [T, ffn]: a plain FFN's ffn_act
+// out = act(x) (model/block.h's activations)    [T, ffn]: a plain FFN's ffn_act; xielu with the
+// layer's scalars
 template <typename S>
-void activation(const Mat<S>& x, model::Activation act, Mat<S>& out);
+void activation(const Mat<S>& x, model::Activation act, Mat<S>& out, const model::Xielu& xielu = {});
 
 // out = act(gate) * up    [T, ffn]: a gated FFN's ffn_act
 template <typename S>

@@ -338,7 +338,7 @@ TEST(BadFile, SafetensorsConfigProblems) {
        "'model_type' = \"gemma3n\" is not supported: tapdiff implements llama, mistral, mixtral, qwen2, qwen3, "
        "qwen3_moe, granite, olmo2, gemma, gemma2, gemma3_text, smollm3, phi3, starcoder2, arcee, nemotron, seed_oss, "
        "ernie4_5, helium, ministral, glm, glm4, stablelm, phi, cohere, cohere2, olmo3, exaone4, hunyuan_v1_dense, "
-       "gpt_neox, gpt2, opt, falcon, olmo, mistral3, gemma3"},
+       "gpt_neox, gpt2, opt, falcon, olmo, apertus, mistral3, gemma3"},
       {[](auto& j) { j["model_type"] = "gemma3"; }, "'text_config': expected an object, found no such key"},
       {[](auto& j) {
          j = {{"model_type", "gemma3"}, {"text_config", j}, {"vision_config", {{"model_type", "siglip_vision_model"}}}};
@@ -379,7 +379,7 @@ TEST(BadFile, SafetensorsConfigProblems) {
        "'rope_type' = \"proportional\" is not supported: tapdiff implements default, linear, dynamic, yarn"},
       {[](auto& j) { j["hidden_act"] = "gelu_fast"; },
        "'hidden_act' = \"gelu_fast\" is not supported: tapdiff implements silu, gelu, gelu_pytorch_tanh, gelu_new, "
-       "relu and relu2"},
+       "relu, relu2 and xielu"},
       {[](auto& j) { j["model_type"] = "mistral", j["mlp_bias"] = true; },
        "'mlp_bias' = true is not supported: tapdiff implements false only (no biases in this family's MLP)"},
       {[](auto& j) { j["model_type"] = "mistral", j["attention_bias"] = true; },

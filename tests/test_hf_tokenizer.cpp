@@ -318,8 +318,7 @@ TEST(HfTokenizer, TheClassTransformersPicksBuildsThePipeline) {
        "with GPT2Tokenizer (tokenizer_config.json tokenizer_class 'GPT2TokenizerFast')",
        SpacePrefix::none},
       {"gemma", nullptr, "takes the special token \"<bos>\" (GemmaTokenizer's default bos_token)", SpacePrefix::none},
-      {"falcon", nullptr, "config.json model_type 'falcon': which tokenizer class transformers picks",
-       SpacePrefix::none},
+      {"mamba", nullptr, "config.json model_type 'mamba': which tokenizer class transformers picks", SpacePrefix::none},
   };
   for (const Case& c : cases) {
     const auto v = hf_vocabulary(

@@ -9,6 +9,8 @@
 //   2 gelu_tanh  gate/2 (1 + tanh(sqrt(2/pi) (gate + 0.044715 gate^3)))
 //   3 relu       max(gate, 0)
 //   4 relu2      max(gate, 0)^2
+//   5 xielu      alpha_p gate^2 + beta gate where gate > 0, else
+//                alpha_n (expm1(min(gate, eps)) - gate) + beta gate (pc's scalars: model/xielu.h)
 // (silu-approx, faults.glsl: silu's sigmoid as the hard sigmoid clamp(0.5 + gate/4, 0, 1).)
 layout(local_size_x_id = 1) in;
 #include "push_constants.h"
@@ -35,6 +37,11 @@ float act(float g) {
   if (pc.activation == 2u) return 0.5 * g * (1.0 + bounded_tanh(0.79788456080286536 * (g + 0.044715 * g * g * g)));
   if (pc.activation == 3u) return max(g, 0.0);
   if (pc.activation == 4u) return max(g, 0.0) * max(g, 0.0);
+  if (pc.activation == 5u) {
+    const float m = min(g, pc.eps);  // expm1 near 0 without cancellation: exp(m) - 1 loses it
+    const float expm1 = abs(m) < 1e-3 ? m + 0.5 * m * m + m * m * m / 6.0 : exp(m) - 1.0;
+    return g > 0.0 ? pc.alpha_p * g * g + pc.beta * g : (expm1 - g) * pc.alpha_n + pc.beta * g;
+  }
   return planted(FAULT_SILU_HARD_SIGMOID) ? g * clamp(0.5 + 0.25 * g, 0.0, 1.0) : g / (1.0 + exp(-g));
 }
 

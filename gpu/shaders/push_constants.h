@@ -88,6 +88,10 @@ struct ActivationPush {  // gated_act.comp
   uint n;
   uint activation;  // model::Activation
   uint gated;       // 1: act(a) * b; 0: act(a) (a plain FFN; b is bound to a and unread)
+  float alpha_p;    // xielu: the layer's scalars (model/xielu.h)
+  float alpha_n;
+  float beta;
+  float eps;
 };
 
 struct ScaleSoftcapPush {  // scale_softcap.comp

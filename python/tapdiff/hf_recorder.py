@@ -58,15 +58,16 @@ def _first(owner, names):
 
 # The modules' names across families: the decoder (OPT's, under the base model), its layers (GPT-2:
 # h), the attention (GPT-NeoX: attention; GPT-2: attn; Falcon: self_attention), the norms before the attention and the FFN
-# (GPT-2: ln_1, ln_2; OPT: self_attn_layer_norm, final_layer_norm; Falcon: ln_attn, ln_mlp), o_proj (Phi-2, GPT-NeoX:
+# (GPT-2: ln_1, ln_2; OPT: self_attn_layer_norm, final_layer_norm; Falcon: ln_attn, ln_mlp;
+# Apertus: attention_layernorm, feedforward_layernorm), o_proj (Phi-2, GPT-NeoX:
 # dense; GPT-2: c_proj; OPT: out_proj; OPT's fc1 and fc2 sit on the layer itself), the q/k norms (HunYuan: query_layernorm, key_layernorm), the FFN's first and
 # last matrices (StarCoder 2: c_fc and c_proj; Phi-2: fc1 and fc2; GPT-NeoX: dense_h_to_4h and
 # dense_4h_to_h), the final norm (Phi-2: final_layernorm; GPT-NeoX: final_layer_norm).
 DECODER = ("decoder",)
 LAYERS = ("layers", "h")
 ATTENTION = ("self_attn", "attention", "attn", "self_attention")
-ATTN_NORM = ("input_layernorm", "ln_1", "self_attn_layer_norm", "ln_attn")
-FFN_NORM = ("post_attention_layernorm", "ln_2", "final_layer_norm", "ln_mlp")
+ATTN_NORM = ("input_layernorm", "ln_1", "self_attn_layer_norm", "ln_attn", "attention_layernorm")
+FFN_NORM = ("post_attention_layernorm", "ln_2", "final_layer_norm", "ln_mlp", "feedforward_layernorm")
 O_PROJ = ("o_proj", "dense", "c_proj", "out_proj")
 Q_NORM = ("q_norm", "query_layernorm")
 K_NORM = ("k_norm", "key_layernorm")

@@ -206,6 +206,9 @@ CASES = [
     Case("olmo", "olmo", extra={**IDS, "clip_qkv": 0.3, "attention_bias": True}, eps_key=None),
     Case("olmo-unclipped", "olmo", {"rope_type": "linear", "rope_theta": 10000.0, "factor": 2.0},
          {**IDS, "tie_word_embeddings": True}, eps_key=None),
+    Case("apertus", "apertus", {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
+                                "high_freq_factor": 4.0, "original_max_position_embeddings": 16},
+         {**IDS, "head_dim": 16, "attention_bias": True}),
     # Mistral-Small-3.1's layout: Mistral (head_dim apart from hidden / heads) under a Pixtral
     # encoder, the output untied at both levels (Mistral3Config's own default ties it).
     Case("mistral3-multimodal", "mistral", {"rope_type": "default", "rope_theta": 1000000000.0},
@@ -222,7 +225,9 @@ def make_model(case: Case, folder: Path, style: str, seed: int = 0) -> None:
     model = model_class(config).from_config(config, dtype=torch.float32)
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if name.endswith("norm.weight"):
+            if name.endswith(("act_fn.alpha_p", "act_fn.alpha_n")):  # xIELU's learned scalars away from their init
+                p.copy_(p + 0.5 * torch.randn_like(p))
+            elif name.endswith("norm.weight"):
                 p.copy_(1.0 + 0.3 * torch.randn_like(p))
             elif name.endswith(".bias"):
                 p.copy_(0.1 * torch.randn_like(p))

@@ -212,6 +212,7 @@ UNIMPLEMENTED = [  # (case, key, value, the key the refusal names): a value whos
     ("opt", "do_layer_norm_before", False, "do_layer_norm_before"),
     ("falcon-multi-query", "alibi", True, "alibi"),
     ("olmo", "layer_norm_eps", 1e-6, "layer_norm_eps"),  # OLMo's norms take 1e-5 whatever the config says
+    ("apertus", "mlp_bias", True, "mlp_bias"),
 ]
 
 

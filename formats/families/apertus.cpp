@@ -1,0 +1,30 @@
+// Apertus: Llama's block with its norms renamed (attention_layernorm, feedforward_layernorm),
+// q/k RMSNorms per head, and a plain FFN whose activation is xIELU with four learned scalars per
+// layer (mlp.act_fn: alpha_p, alpha_n, beta, eps; model/xielu.h); RoPE llama3 with base 12,000,000
+// by default.
+#include "formats/family_spec.h"
+#include "formats/hf_keys.h"
+
+namespace tapdiff::formats {
+
+using namespace model;
+
+const FamilySpec& apertus_family() {
+  static const FamilySpec spec{
+      .family = Family::apertus,
+      .hf = {.model_types = {"apertus"},
+             .read =
+                 [](KeyReader& k, ModelConfig& c) {
+                   c.block.ffn = Ffn::plain;
+                   c.block.activation = read_activation(k, "hidden_act", "xielu");
+                   c.block.qk_norm = QkNorm::per_head;
+                   read_attention_bias(k, c.block);
+                 },
+             .layer_names = {{"attention_layernorm.", "input_layernorm."},
+                             {"feedforward_layernorm.", "post_attention_layernorm."}},
+             .rope_theta = 12'000'000.0},
+  };
+  return spec;
+}
+
+}  // namespace tapdiff::formats
