@@ -202,9 +202,12 @@ void Model::add_parts(const WeightTensor& whole, std::span<const WeightPart> par
     } else {  // gathered from each run
       const std::span<const std::byte> all = whole.contiguous(storage);
       std::vector<std::byte> bytes;
+      const auto bytes_per_unit = static_cast<std::ptrdiff_t>(unit_bytes);
+      const auto at = [&](std::int64_t unit) {
+        return all.begin() + static_cast<std::ptrdiff_t>(unit) * bytes_per_unit;
+      };
       for (std::int64_t g = 0; g < groups; ++g)
-        bytes.insert(bytes.end(), all.begin() + static_cast<std::ptrdiff_t>((g * per_group + offset) * unit_bytes),
-                     all.begin() + static_cast<std::ptrdiff_t>((g * per_group + offset + part.rows) * unit_bytes));
+        bytes.insert(bytes.end(), at(g * per_group + offset), at(g * per_group + offset + part.rows));
       const std::int64_t n = part.rows * groups;
       add(part.kind, part.layer,
           WeightTensor{groups == 1
