@@ -76,6 +76,9 @@ struct OpCase {
   // The block of a Gemma 2 GGUF where synth's weights allow: GELU (tanh form), an attention
   // soft-cap, arch gemma2 (whose llama.cpp graph scales q before the attention)
   bool gemma_block = false;
+  // GPT-NeoX's block where synth's weights allow: LayerNorms (layer_norm.comp), a plain FFN with
+  // relu2 (its gate unused), attention and FFN in parallel from norms of their own
+  bool layer_norm_block = false;
 };
 
 std::ostream& operator<<(std::ostream& os, const OpCase& c) { return os << c.name; }
@@ -135,13 +138,20 @@ OpCase partial_rotary(OpCase c, int rotary_dim, double attention_factor) {
   return c;
 }
 
+// The case with GPT-NeoX's block (OpCase::layer_norm_block).
+OpCase layer_norm_block(OpCase c) {
+  c.layer_norm_block = true;
+  return c;
+}
+
 // Whether the case runs the weights under a config that synth does not write.
 bool edits_config(const OpCase& c) {
-  return c.window > 0 || c.rotary_dim > 0 || c.rope_attention_factor > 0 || c.gemma_block;
+  return c.window > 0 || c.rotary_dim > 0 || c.rope_attention_factor > 0 || c.gemma_block || c.layer_norm_block;
 }
 
 // The same weights under the case's config edits: the sliding window, partial rotary, YaRN's
-// attention factor (scaling the frequencies too) and Gemma's block, which synth has no options for.
+// attention factor (scaling the frequencies too), Gemma's block and a LayerNorm block, which synth
+// has no options for.
 std::unique_ptr<model::Model> with_config_edits(const model::Model& base, const OpCase& c) {
   model::ModelConfig config = base.config();
   config.sliding_window = c.window;
@@ -156,6 +166,12 @@ std::unique_ptr<model::Model> with_config_edits(const model::Model& base, const 
     config.family = model::Family::gemma2;
     config.block.activation = model::Activation::gelu_tanh;
     config.block.attention_softcap = 20;
+  }
+  if (c.layer_norm_block) {
+    config.block.norm = model::NormKind::layer;
+    config.block.ffn = model::Ffn::plain;
+    config.block.activation = model::Activation::relu2;
+    config.block.parallel = model::Parallel::own_norm;
   }
   config.validate("op case " + c.name);
   auto m = std::make_unique<model::Model>(base.path(), config);
@@ -390,6 +406,10 @@ INSTANTIATE_TEST_SUITE_P(
         partial_rotary(op_case("partial_rotary_rotate_half", {8, 4, 16, 72, 136, 301}, DType::f32, {{7}, {2, 5, 1}},
                                "qwen2"),
                        6, 0),
+        layer_norm_block(op_case("layer_norm_plain_parallel", {8, 4, 16, 72, 136, 301}, DType::f32,
+                                 {{1}, {7}, {2, 5}})),
+        act_f16(layer_norm_block(op_case("layer_norm_plain_parallel", {6, 6, 8, 40, 100, 259}, DType::f16,
+                                         {{1}, {33}, {2, 5}}))),
         op_case("forced_matvec_shared", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {5}, {2, 5}}, "llama", 0, false,
                 "matmul=matvec,matvec=shared"),
         op_case("forced_matvec_subgroup_q4_0", {8, 4, 16, 96, 224, 300}, DType::q4_0, {{3}, {2, 5}}, "llama", 0, false,
