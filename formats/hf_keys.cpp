@@ -48,6 +48,13 @@ Activation read_activation(KeyReader& k, const std::string& key, std::string_vie
   k.unsupported(key, v ? *v : json(name), "silu, gelu, gelu_pytorch_tanh, gelu_new, relu, relu2 and xielu");
 }
 
+void read_layer_norms_and_plain_ffn(KeyReader& k, Block& b, const std::string& key, std::string_view fallback) {
+  b.norm = NormKind::layer;
+  b.norm_bias = true;
+  b.ffn = Ffn::plain;
+  b.activation = read_activation(k, key, fallback);
+}
+
 void read_attention_bias(KeyReader& k, Block& b) { b.qkv_bias = b.o_bias = k.boolean("attention_bias", false); }
 
 void no_mlp_bias(KeyReader& k) { k.require_value("mlp_bias", false, "no biases in this family's MLP"); }

@@ -116,6 +116,10 @@ void read_layer_types(KeyReader& k, model::ModelConfig& c, bool enabled,
 // The activation a config names (hidden_act, or Gemma 2/3's hidden_activation), as ACT2FN maps it.
 model::Activation read_activation(KeyReader& k, const std::string& key, std::string_view fallback);
 
+// GPT-2's block and its kin (StarCoder 2, Phi-2, GPT-NeoX, OPT, Falcon, Nemotron): LayerNorms
+// with biases and a plain FFN whose activation `key` names (`fallback` where absent).
+void read_layer_norms_and_plain_ffn(KeyReader& k, model::Block& b, const std::string& key, std::string_view fallback);
+
 // attention_bias: a bias on q, k, v and o_proj.
 void read_attention_bias(KeyReader& k, model::Block& b);
 

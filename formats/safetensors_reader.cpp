@@ -261,11 +261,13 @@ std::string llama_name(std::string name, const HfRecipe& hf) {
 }
 
 // A buffer older checkpoints saved that transformers recomputes: RoPE's inverse frequencies, and
-// GPT-2's and GPT-NeoX's causal masks.
-bool is_recomputed_buffer(std::string_view name) {
-  return name.ends_with(".rotary_emb.inv_freq") || name.ends_with(".attn.bias") ||
-         name.ends_with(".attn.masked_bias") || name.ends_with(".attention.bias") ||
-         name.ends_with(".attention.masked_bias");
+// GPT-2's and GPT-NeoX's causal masks ([1, 1, n, n]) and the scalar they fill masked scores with.
+bool is_recomputed_buffer(const SafetensorsTensor& t) {
+  const std::vector<std::int64_t>& s = t.shape;
+  const bool mask = s.size() == 4 && s[0] == 1 && s[1] == 1 && s[2] == s[3];
+  return t.name.ends_with(".rotary_emb.inv_freq") ||
+         (mask && (t.name.ends_with(".attn.bias") || t.name.ends_with(".attention.bias"))) ||
+         (s.empty() && (t.name.ends_with(".attn.masked_bias") || t.name.ends_with(".attention.masked_bias")));
 }
 
 // The tensor names of a multimodal checkpoint (model/family.h, HfComposite): its text decoder's
@@ -326,15 +328,22 @@ WeightTensor transposed(const WeightTensor& t, Model& model, const std::string& 
   return WeightTensor{t.name, t.dtype, t.cols, t.rows, model.hold(std::move(bytes)), {}};
 }
 
-// Weights of ones for the norms of a family whose norms have none (OLMo), the same as none.
+// Weights of ones for the norms of a family whose norms have none (OLMo), the same as none; a norm
+// weight the folder holds is refused (transformers' model has no place for it).
 void add_unit_norms(Model& model) {
   const ModelConfig& c = model.config();
   std::vector<std::byte> bytes(static_cast<std::size_t>(c.dim) * sizeof(float));
   for (std::size_t i = 0; i < bytes.size(); i += sizeof(float)) std::memcpy(&bytes[i], &kOne, sizeof(float));
   const WeightTensor ones{"(ones: the norms have no weight)", DType::f32, 1, c.dim, model.hold(std::move(bytes)), {}};
-  model.add(WeightKind::output_norm, -1, ones);
+  const auto add = [&](WeightKind kind, int layer) {
+    if (const WeightTensor* t = model.find(kind, layer))
+      throw_format_error(fmt::format("{}: tensor '{}' is not supported: {}'s norms have no weight",
+                                     model.path().string(), t->name, family_name(c.family)));
+    model.add(kind, layer, ones);
+  };
+  add(WeightKind::output_norm, -1);
   for (int l = 0; l < c.n_layers; ++l)
-    for (const WeightKind kind : {WeightKind::attn_norm, WeightKind::ffn_norm}) model.add(kind, l, ones);
+    for (const WeightKind kind : {WeightKind::attn_norm, WeightKind::ffn_norm}) add(kind, l);
 }
 
 // The safetensors files of the folder: model.safetensors, or the shards its index names (sorted).
@@ -410,7 +419,7 @@ std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
     const auto in_layer = layer_tensor(own);
     if (in_layer && experts.take(in_layer->first, in_layer->second, *where.first, *where.second)) continue;
     const std::vector<WeightPart> parts = hf_weights(own, config);
-    if (parts.empty() && is_recomputed_buffer(name)) continue;
+    if (parts.empty() && is_recomputed_buffer(*where.second)) continue;
     const std::string file = where.first->path().string();
     if (parts.empty())
       throw_format_error(

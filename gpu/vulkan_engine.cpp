@@ -273,12 +273,8 @@ Kernel Engine::norm(const Region& x, const model::Step& step, const Region& out,
   const DeviceWeight& w = norm_weight(step.op, step.layer);
   const auto eps = static_cast<float>(config_.norm_eps);
   if (config_.block.norm == model::NormKind::rms) return kernels_->rms_norm(*stream_, x, w, eps, out, rows, faults);
-  static constexpr std::pair<Op, WeightKind> kBiases[] = {{Op::attn_norm, WeightKind::attn_norm_b},
-                                                          {Op::ffn_norm, WeightKind::ffn_norm_b},
-                                                          {Op::final_norm, WeightKind::output_norm_b}};
-  const DeviceWeight* bias = nullptr;
-  for (const auto& [o, kind] : kBiases)
-    if (o == step.op) bias = weights_->find(kind, model::is_per_layer(kind) ? step.layer : -1);
+  const std::optional<WeightKind> kind = model::norm_weights(step.op)->bias;
+  const DeviceWeight* bias = kind ? weights_->find(*kind, model::is_per_layer(*kind) ? step.layer : -1) : nullptr;
   return kernels_->layer_norm(*stream_, x, w, bias, eps, out, rows, faults);
 }
 
@@ -424,16 +420,13 @@ void Engine::begin_batch(int index, std::span<const BatchPart> parts) {
   upload_rope_tables();
 }
 
-// Each row's row of the learned position table (its position plus the family's offset); UsageError
-// for a position past the table.
+// Each row's row of the learned position table (model::learned_position_row).
 void Engine::upload_positions() {
   const std::int64_t table = weights_->get(WeightKind::pos_embd).rows;
   std::vector<std::int32_t> rows;
   for (const Part& p : parts_)
-    for (int t = 0; t < p.rows; ++t) rows.push_back(p.first_pos + t + config_.block.position_offset);
-  if (const std::int32_t last = *std::ranges::max_element(rows); last >= table)
-    throw UsageError(fmt::format("position {} is past the model's {} learned positions",
-                                 last - config_.block.position_offset, table - config_.block.position_offset));
+    for (int t = 0; t < p.rows; ++t)
+      rows.push_back(static_cast<std::int32_t>(model::learned_position_row(config_.block, table, p.first_pos + t)));
   stream_->upload(rows.data(), rows.size() * sizeof(std::int32_t), positions_);
 }
 
@@ -533,13 +526,8 @@ void Engine::deliver_after_chunk(const Region& out, std::int64_t cols, const mod
 }
 
 const DeviceWeight& Engine::norm_weight(Op op, int layer) const {
-  static constexpr std::pair<Op, WeightKind> kNorms[] = {
-      {Op::attn_norm, WeightKind::attn_norm}, {Op::q_norm, WeightKind::q_norm},
-      {Op::k_norm, WeightKind::k_norm},       {Op::attn_post_norm, WeightKind::attn_post_norm},
-      {Op::ffn_norm, WeightKind::ffn_norm},   {Op::ffn_post_norm, WeightKind::ffn_post_norm}};
-  for (const auto& [o, kind] : kNorms)
-    if (o == op) return weights_->get(kind, layer);
-  return weights_->get(WeightKind::output_norm);
+  const WeightKind kind = model::norm_weights(op)->weight;
+  return weights_->get(kind, model::is_per_layer(kind) ? layer : -1);
 }
 
 // The kFault* bits (kernels.h) that --inject plants in the kernel of a step.

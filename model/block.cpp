@@ -76,6 +76,14 @@ bool has_ffn_norm(const Block& block) {
   return block.parallel == Parallel::none ? block.pre_norms : block.parallel == Parallel::own_norm;
 }
 
+std::int64_t learned_position_row(const Block& block, std::int64_t table_rows, std::int64_t position) {
+  const std::int64_t row = position + block.position_offset;
+  if (row >= table_rows)
+    throw UsageError(fmt::format("position {} is past the model's {} learned positions", position,
+                                 table_rows - block.position_offset));
+  return row;
+}
+
 double attention_scale(const Block& block, int head_dim) {
   return block.attention_scale > 0 ? block.attention_scale : 1.0 / std::sqrt(static_cast<double>(head_dim));
 }

@@ -94,6 +94,10 @@ struct Block {
 // has its own norm.
 bool has_ffn_norm(const Block& block);
 
+// The row of a learned position table (learned_positions) that `position` reads: position +
+// position_offset; UsageError where the table of `table_rows` rows has none for it.
+std::int64_t learned_position_row(const Block& block, std::int64_t table_rows, std::int64_t position);
+
 // The scale of attention scores for a head width: attention_scale, or 1/sqrt(head_dim).
 double attention_scale(const Block& block, int head_dim);
 

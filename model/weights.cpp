@@ -75,6 +75,19 @@ std::optional<OpWeights> op_weights(Op op, const ModelConfig& c) {
   }
 }
 
+std::optional<NormWeights> norm_weights(Op op) {
+  switch (op) {
+    case Op::attn_norm: return NormWeights{WeightKind::attn_norm, WeightKind::attn_norm_b};
+    case Op::q_norm: return NormWeights{WeightKind::q_norm, std::nullopt};
+    case Op::k_norm: return NormWeights{WeightKind::k_norm, std::nullopt};
+    case Op::attn_post_norm: return NormWeights{WeightKind::attn_post_norm, std::nullopt};
+    case Op::ffn_norm: return NormWeights{WeightKind::ffn_norm, WeightKind::ffn_norm_b};
+    case Op::ffn_post_norm: return NormWeights{WeightKind::ffn_post_norm, std::nullopt};
+    case Op::final_norm: return NormWeights{WeightKind::output_norm, WeightKind::output_norm_b};
+    default: return std::nullopt;
+  }
+}
+
 bool is_per_layer(WeightKind kind) {
   return kind != WeightKind::token_embd && kind != WeightKind::output_norm && kind != WeightKind::output &&
          kind != WeightKind::output_norm_b && kind != WeightKind::output_b && kind != WeightKind::pos_embd;

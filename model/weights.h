@@ -76,6 +76,16 @@ struct OpWeights {
 };
 std::optional<OpWeights> op_weights(Op op, const ModelConfig& c);
 
+// The weight a norm op scales by and the bias a LayerNorm adds where the block has them: attn_norm
+// (attn_norm, attn_norm_b), q_norm, k_norm, attn_post_norm, ffn_norm (ffn_norm, ffn_norm_b),
+// ffn_post_norm, final_norm (output_norm, output_norm_b); nullopt for an op that is no norm. Both
+// engines map norm ops to weights by it.
+struct NormWeights {
+  WeightKind weight;
+  std::optional<WeightKind> bias;
+};
+std::optional<NormWeights> norm_weights(Op op);
+
 // An RMSNorm weight (scaled by norm_offset + w: model/block.h).
 bool is_norm(WeightKind kind);
 

@@ -221,12 +221,15 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
   };
   // Under the llama.cpp emulation the norms round as ggml's do (llama_cpp_rounding.h; its blocks
   // have no norm offset), q/k norms over each run of their weight's width.
-  const auto norm = [&](WeightKind kind, std::optional<WeightKind> bias) {
+  // The op's weight and bias by model::norm_weights.
+  const auto norm = [&] {
+    const model::NormWeights nw = *model::norm_weights(step.op);
     if constexpr (std::is_same_v<S, float>)
-      if (r_.ggml_steps) return rms_norm_as_llama_cpp(in(0), w[kind].vector(), eps, out);
-    reference::norm<S>(in(0), block.norm, w[kind].vector(), vector(bias), eps, offset, out);
+      if (r_.ggml_steps) return rms_norm_as_llama_cpp(in(0), w[nw.weight].vector(), eps, out);
+    reference::norm<S>(in(0), block.norm, w[nw.weight].vector(), vector(nw.bias), eps, offset, out);
   };
-  const auto head_norm = [&](WeightKind kind) {
+  const auto head_norm = [&] {
+    const WeightKind kind = model::norm_weights(step.op)->weight;
     if constexpr (std::is_same_v<S, float>)
       if (r_.ggml_steps) return rms_norm_as_llama_cpp(in(0), w[kind].vector(), eps, out);
     norm_groups<S>(in(0), block.norm, w[kind].vector(), eps, offset, out);
@@ -239,10 +242,17 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
   switch (step.op) {
     case Op::embed:
       embed<S>(weights_.get(WeightKind::token_embd).matrix(), tokens_, block.embed_scale, out);
-      if (block.learned_positions)
-        add_positions<S>(weights_.get(WeightKind::pos_embd).matrix(), chunk_.first_pos + block.position_offset, out);
+      if (block.learned_positions) {
+        const ConstMatMap<S> table = weights_.get(WeightKind::pos_embd).matrix();
+        const std::int64_t last = model::learned_position_row(block, table.rows(), chunk_.first_pos + out.rows() - 1);
+        add_positions<S>(table, last - out.rows() + 1, out);
+      }
       return;
-    case Op::attn_norm: norm(WeightKind::attn_norm, WeightKind::attn_norm_b); return;
+    case Op::attn_norm:
+    case Op::attn_post_norm:
+    case Op::ffn_norm:
+    case Op::ffn_post_norm:
+    case Op::final_norm: norm(); return;
     case Op::q_proj:
     case Op::k_proj:
     case Op::v_proj:
@@ -255,8 +265,8 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
     case Op::ffn_up:
     case Op::ffn_down:
     case Op::moe_router: product(); return;
-    case Op::q_norm: head_norm(WeightKind::q_norm); return;
-    case Op::k_norm: head_norm(WeightKind::k_norm); return;
+    case Op::q_norm:
+    case Op::k_norm: head_norm(); return;
     case Op::rope_q:
     case Op::rope_k: {
       // Under the llama.cpp emulation the angles are ggml's, stepped in f32.
@@ -267,7 +277,6 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
       return;
     }
     case Op::attn: attend(step, out); return;
-    case Op::attn_post_norm: norm(WeightKind::attn_post_norm, std::nullopt); return;
     case Op::attn_residual:
     case Op::ffn_residual:
       if (block.residual_scale == 1.0)
@@ -275,7 +284,6 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
       else
         out = in(0) + in(1) * static_cast<S>(block.residual_scale);
       return;
-    case Op::ffn_norm: norm(WeightKind::ffn_norm, WeightKind::ffn_norm_b); return;
     case Op::ffn_act:
       if (block.ffn == model::Ffn::plain)
         return activation<S>(
@@ -285,7 +293,6 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
         if (r_.ggml_steps && formats::llama_cpp_gelu_by_table(block)) return gelu_mul_as_llama_cpp(in(0), in(1), out);
       gated_activation<S>(in(0), in(1), block.activation, out);
       return;
-    case Op::ffn_post_norm: norm(WeightKind::ffn_post_norm, std::nullopt); return;
     case Op::moe_ids: top_experts<S>(in(0), config_.experts.active, out); return;
     case Op::moe_weights: expert_weights<S>(in(0), in(1), config_.experts.normalize, out); return;
     case Op::moe_out: {
@@ -295,7 +302,6 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
       mixture<S>(in(0), in(1), in(2), experts, block.activation, r_.stored, out);
       return;
     }
-    case Op::final_norm: norm(WeightKind::output_norm, WeightKind::output_norm_b); return;
     case Op::logits:
       product();
       scale_softcap<S>(out, block.logit_scale, block.logit_softcap);

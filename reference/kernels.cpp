@@ -39,10 +39,7 @@ void embed(const ConstMatMap<S>& table, std::span<const std::int32_t> tokens, do
 }
 
 template <typename S>
-void add_positions(const ConstMatMap<S>& positions, int first, Mat<S>& out) {
-  if (first + out.rows() > positions.rows())
-    throw UsageError(
-        fmt::format("position {} is past the model's {} learned positions", first + out.rows() - 1, positions.rows()));
+void add_positions(const ConstMatMap<S>& positions, std::int64_t first, Mat<S>& out) {
   out += positions.middleRows(first, out.rows());
 }
 
@@ -235,7 +232,7 @@ void gated_activation(const Mat<S>& gate, const Mat<S>& up, model::Activation ac
 
 #define TAPDIFF_INSTANTIATE(S)                                                                                     \
   template void embed<S>(const ConstMatMap<S>&, std::span<const std::int32_t>, double, Mat<S>&);                   \
-  template void add_positions<S>(const ConstMatMap<S>&, int, Mat<S>&);                                             \
+  template void add_positions<S>(const ConstMatMap<S>&, std::int64_t, Mat<S>&);                                    \
   template void rms_norm<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, double, double, Mat<S>&);              \
   template void layer_norm<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, const S*, double, double, Mat<S>&);  \
   template void norm<S>(const Mat<S>&, model::NormKind, const Eigen::Map<const Vec<S>>&, const S*, double, double, \

@@ -14,10 +14,10 @@ namespace tapdiff::reference {
 template <typename S>
 void embed(const ConstMatMap<S>& table, std::span<const std::int32_t> tokens, double scale, Mat<S>& out);
 
-// out[t] += positions[first + t]                 positions [n, dim]: a learned position embedding;
-// UsageError for a position past its rows
+// out[t] += positions[first + t]                 positions [n, dim]: a learned position embedding's
+// rows from `first` (model::learned_position_row's)
 template <typename S>
-void add_positions(const ConstMatMap<S>& positions, int first, Mat<S>& out);
+void add_positions(const ConstMatMap<S>& positions, std::int64_t first, Mat<S>& out);
 
 // out[t] = x[t] / sqrt(mean(x[t]^2) + eps) * (offset + w)   x [T, n], w [n] -> out [T, n]
 template <typename S>

@@ -22,10 +22,7 @@ namespace {
 
 void read_hf(KeyReader& k, ModelConfig& c) {
   Block& b = c.block;
-  b.norm = NormKind::layer;
-  b.norm_bias = true;
-  b.ffn = Ffn::plain;
-  b.activation = read_activation(k, "activation", "gelu");
+  read_layer_norms_and_plain_ffn(k, b, "activation", "gelu");
   b.qkv_bias = b.o_bias = b.mlp_bias = k.boolean("bias", false);
   k.require_value("alibi", false, "RoPE (ALiBi is not implemented)");
   const bool new_layout = k.boolean("new_decoder_architecture", false);

@@ -18,10 +18,7 @@ const FamilySpec& gpt2_family() {
              .read =
                  [](KeyReader& k, ModelConfig& c) {
                    Block& b = c.block;
-                   b.norm = NormKind::layer;
-                   b.norm_bias = true;
-                   b.ffn = Ffn::plain;
-                   b.activation = read_activation(k, "activation_function", "gelu_new");
+                   read_layer_norms_and_plain_ffn(k, b, "activation_function", "gelu_new");
                    b.qkv_bias = b.o_bias = b.mlp_bias = true;
                    b.learned_positions = true;
                    c.rope_layers.assign(static_cast<std::size_t>(c.n_layers), false);

@@ -19,10 +19,7 @@ const FamilySpec& gpt_neox_family() {
              .read =
                  [](KeyReader& k, ModelConfig& c) {
                    Block& b = c.block;
-                   b.norm = NormKind::layer;
-                   b.norm_bias = true;
-                   b.ffn = Ffn::plain;
-                   b.activation = read_activation(k, "hidden_act", "gelu");
+                   read_layer_norms_and_plain_ffn(k, b, "hidden_act", "gelu");
                    b.parallel = k.boolean("use_parallel_residual", true) ? Parallel::own_norm : Parallel::none;
                    read_attention_bias(k, b);
                    b.mlp_bias = true;

@@ -13,11 +13,8 @@ const FamilySpec& nemotron_family() {
       .hf = {.model_types = {"nemotron"},
              .read =
                  [](KeyReader& k, ModelConfig& c) {
-                   c.block.norm = NormKind::layer;
+                   read_layer_norms_and_plain_ffn(k, c.block, "hidden_act", "relu2");
                    c.block.norm_offset = 1;
-                   c.block.norm_bias = true;
-                   c.block.ffn = Ffn::plain;
-                   c.block.activation = read_activation(k, "hidden_act", "relu2");
                    c.block.mlp_bias = k.boolean("mlp_bias", false);
                    read_attention_bias(k, c.block);
                  },

@@ -20,10 +20,7 @@ const FamilySpec& opt_family() {
              .read =
                  [](KeyReader& k, ModelConfig& c) {
                    Block& b = c.block;
-                   b.norm = NormKind::layer;
-                   b.norm_bias = true;
-                   b.ffn = Ffn::plain;
-                   b.activation = read_activation(k, "activation_function", "relu");
+                   read_layer_norms_and_plain_ffn(k, b, "activation_function", "relu");
                    b.qkv_bias = b.o_bias = b.mlp_bias = k.boolean("enable_bias", true);
                    b.learned_positions = true;
                    b.position_offset = 2;

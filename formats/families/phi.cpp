@@ -15,11 +15,8 @@ const FamilySpec& phi_family() {
              .read =
                  [](KeyReader& k, ModelConfig& c) {
                    Block& b = c.block;
-                   b.norm = NormKind::layer;
-                   b.norm_bias = true;
+                   read_layer_norms_and_plain_ffn(k, b, "hidden_act", "gelu_new");
                    b.parallel = Parallel::shared_norm;
-                   b.ffn = Ffn::plain;
-                   b.activation = read_activation(k, "hidden_act", "gelu_new");
                    b.qkv_bias = b.o_bias = b.mlp_bias = b.output_bias = true;
                    k.require_value("qk_layernorm", false, "q/k LayerNorms are not implemented");
                  },

@@ -13,10 +13,7 @@ const FamilySpec& starcoder2_family() {
       .hf = {.model_types = {"starcoder2"},
              .read =
                  [](KeyReader& k, ModelConfig& c) {
-                   c.block.norm = NormKind::layer;
-                   c.block.norm_bias = true;
-                   c.block.ffn = Ffn::plain;
-                   c.block.activation = read_activation(k, "hidden_act", "gelu_pytorch_tanh");
+                   read_layer_norms_and_plain_ffn(k, c.block, "hidden_act", "gelu_pytorch_tanh");
                    c.block.qkv_bias = c.block.o_bias = c.block.mlp_bias = k.boolean("use_bias", true);
                    c.sliding_window = k.integer("sliding_window", 0);
                  },
