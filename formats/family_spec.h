@@ -84,6 +84,12 @@ struct GgufRecipe {
   std::vector<std::string_view> unread = {};
   bool gate_up_in_ffn_up = false;  // ffn_up holds the gate's rows, then up's
   bool longrope = false;           // LongRoPE: rope_factors_long/short.weight, picked by the run's context
+  bool partial_rotary = false;     // rope.dimension_count may be below the head's width: its leading channels rotate
+  bool weightless_norms = false;   // no norm tensors (OLMo): weights of ones stand in
+  bool output_required = false;    // output.weight with no fallback to token_embd.weight (llama.cpp fails without it)
+  // The family's name of a tensor in a layer ("post_attention_norm.weight") as the one tapdiff
+  // reads ("ffn_norm.weight" for Seed-OSS, whose FFN norm has that name); the config as read.
+  std::string_view (*layer_name)(std::string_view name, const model::ModelConfig& c) = nullptr;
 };
 
 // Where llama.cpp's graph of the family computes otherwise than the others.

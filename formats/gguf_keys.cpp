@@ -35,4 +35,43 @@ void read_gguf_experts(const GgufFile& f, const std::string& prefix, ModelConfig
       ffn_key.empty() ? c.ffn_dim : int_key(f, prefix + std::string(ffn_key), e.active > 0 ? c.ffn_dim / e.active : 0);
 }
 
+bool has_layer_tensor(const GgufFile& f, std::string_view name) {
+  return f.find_tensor("blk.0." + std::string(name)) != nullptr;
+}
+
+void read_gguf_layer_norms_and_plain_ffn(const GgufFile& f, ModelConfig& c, Activation activation) {
+  Block& b = c.block;
+  b.norm = NormKind::layer;
+  b.norm_bias = true;
+  b.ffn = Ffn::plain;
+  b.activation = activation;
+  b.o_bias = has_layer_tensor(f, "attn_output.bias");
+  b.mlp_bias = has_layer_tensor(f, "ffn_up.bias");
+}
+
+void read_gguf_sliding_layers(const GgufFile& f, const std::string& prefix, ModelConfig& c, int pattern) {
+  const std::string key = prefix + "attention.sliding_window_pattern";
+  c.sliding_layers.assign(static_cast<std::size_t>(c.n_layers), false);
+  const GgufValue* v = f.find(key);
+  if (v != nullptr && v->type == gguf::ValueType::array) {
+    const auto layers = f.get_bool_array(key);
+    if (layers->size() != static_cast<std::size_t>(c.n_layers))
+      throw_format_error(fmt::format("{}: metadata '{}': expected {} values (one per layer), found {}",
+                                     f.path().string(), key, c.n_layers, layers->size()));
+    for (std::size_t l = 0; l < layers->size(); ++l) c.sliding_layers[l] = (*layers)[l];
+    return;
+  }
+  if (v != nullptr) pattern = int_key(f, key, std::nullopt);
+  for (int l = 0; l < c.n_layers; ++l) c.sliding_layers[static_cast<std::size_t>(l)] = pattern == 0 || l % pattern < pattern - 1;
+}
+
+void refuse_sliding_rope_base(const GgufFile& f, const std::string& prefix, const ModelConfig& c) {
+  const std::string key = prefix + "rope.freq_base_swa";
+  if (const auto base = f.get_float(key); base && *base != c.rope_base)
+    throw_format_error(fmt::format("{}: metadata '{}' = {} is not supported: llama.cpp's {} rotates its sliding layers "
+                                   "with {}rope.freq_base, {}",
+                                   f.path().string(), key, *base, prefix.substr(0, prefix.size() - 1), prefix,
+                                   c.rope_base));
+}
+
 }  // namespace tapdiff::formats

@@ -22,4 +22,21 @@ double float_key(const GgufFile& f, const std::string& key, double fallback);
 // expert `ffn_key` wide (absent: feed_forward_length / expert_used_count, as llama.cpp).
 void read_gguf_experts(const GgufFile& f, const std::string& prefix, model::ModelConfig& c, std::string_view ffn_key);
 
+// Whether the file holds layer 0's tensor `name` ("ffn_norm.weight" for blk.0.ffn_norm.weight): how
+// llama.cpp's graph of several families tells their variants apart.
+bool has_layer_tensor(const GgufFile& f, std::string_view name);
+
+// LayerNorms with biases and a plain FFN of `activation` (llama.cpp's LLM_NORM and LLM_FFN_SEQ),
+// biases on o and the FFN where the file holds them (GPT-2, StarCoder 2, GPT-NeoX, Phi-2, Nemotron).
+void read_gguf_layer_norms_and_plain_ffn(const GgufFile& f, model::ModelConfig& c, model::Activation activation);
+
+// Which layers slide as llama.cpp reads them (load_swa_pattern): <prefix>attention.sliding_window_pattern
+// as a bool per layer, or as n, where layer l slides when l % n < n - 1 (n = 0: every layer);
+// `pattern` where the file has neither.
+void read_gguf_sliding_layers(const GgufFile& f, const std::string& prefix, model::ModelConfig& c, int pattern);
+
+// rope.freq_base_swa where llama.cpp's graph of the family rotates the sliding layers with
+// rope.freq_base all the same: refused unless the two are equal.
+void refuse_sliding_rope_base(const GgufFile& f, const std::string& prefix, const model::ModelConfig& c);
+
 }  // namespace tapdiff::formats

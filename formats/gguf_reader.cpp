@@ -413,6 +413,16 @@ std::optional<std::vector<float>> GgufFile::get_float_array(std::string_view key
   return out;
 }
 
+std::optional<std::vector<bool>> GgufFile::get_bool_array(std::string_view key) const {
+  const GgufValue* v = find_array(
+      key, [](ValueType t) { return t == ValueType::boolean; }, "an array of bools");
+  if (v == nullptr) return std::nullopt;
+  std::vector<bool> out;
+  out.reserve(v->array()->size());
+  for (const GgufValue& item : *v->array()) out.push_back(std::get<bool>(item.value));
+  return out;
+}
+
 std::optional<std::vector<std::int32_t>> GgufFile::get_int_array(std::string_view key) const {
   const GgufValue* v = find_array(key, is_integer_type, "an array of integers");
   if (v == nullptr) return std::nullopt;
@@ -439,13 +449,16 @@ int gguf_token_id(const GgufFile& f, const std::string& key) {
 
 namespace {
 
-// The WeightKind of a GGUF tensor name, or nullopt for a tensor the model does not use.
-std::optional<WeightPart> gguf_weight(std::string_view name) {
-  static constexpr std::pair<std::string_view, WeightKind> kGlobal[] = {{"token_embd.weight", WeightKind::token_embd},
-                                                                        {"output_norm.weight", WeightKind::output_norm},
-                                                                        {"output.weight", WeightKind::output}};
+// The WeightKind of a GGUF tensor name, or nullopt for a tensor the model does not use; a layer's
+// tensor by the name the family gives it (GgufRecipe::layer_name).
+std::optional<WeightPart> gguf_weight(std::string_view name, const ModelConfig& c) {
+  static constexpr std::pair<std::string_view, WeightKind> kGlobal[] = {
+      {"token_embd.weight", WeightKind::token_embd},   {"position_embd.weight", WeightKind::pos_embd},
+      {"output_norm.weight", WeightKind::output_norm}, {"output_norm.bias", WeightKind::output_norm_b},
+      {"output.weight", WeightKind::output},           {"output.bias", WeightKind::output_b}};
   static constexpr std::pair<std::string_view, WeightKind> kLayer[] = {
       {"attn_norm.weight", WeightKind::attn_norm},
+      {"attn_norm.bias", WeightKind::attn_norm_b},
       {"attn_q.weight", WeightKind::wq},
       {"attn_k.weight", WeightKind::wk},
       {"attn_v.weight", WeightKind::wv},
@@ -458,6 +471,7 @@ std::optional<WeightPart> gguf_weight(std::string_view name) {
       {"attn_output.bias", WeightKind::bo},
       {"post_attention_norm.weight", WeightKind::attn_post_norm},
       {"ffn_norm.weight", WeightKind::ffn_norm},
+      {"ffn_norm.bias", WeightKind::ffn_norm_b},
       {"ffn_gate.weight", WeightKind::ffn_gate},
       {"ffn_up.weight", WeightKind::ffn_up},
       {"ffn_down.weight", WeightKind::ffn_down},
@@ -477,6 +491,7 @@ std::optional<WeightPart> gguf_weight(std::string_view name) {
   const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), layer);
   if (ec != std::errc{} || end == name.data() || end == name.data() + name.size() || *end != '.') return std::nullopt;
   name.remove_prefix(static_cast<std::size_t>(end - name.data()) + 1);
+  if (const auto rename = family_spec(c.family).gguf.layer_name) name = rename(name, c);
   for (const auto& [n, kind] : kLayer)
     if (name == n) return WeightPart{kind, layer};
   return std::nullopt;
@@ -522,16 +537,24 @@ std::vector<double> rope_factor_tensor(const GgufFile& f, const GgufTensorInfo& 
   return {values.begin(), values.end()};
 }
 
-// RoPE as llama.cpp reads it: whole heads rotated (rope.dimension_count = head_dim), rope.scaling.type none or
-// linear (rope.scaling.factor, or the older rope.scale_linear), and the per-pair divisors of
+// RoPE as llama.cpp reads it: whole heads rotated (rope.dimension_count = head_dim), or their
+// leading channels in a family that rotates part of each head; rope.scaling.type none or linear
+// (rope.scaling.factor, or the older rope.scale_linear), and the per-pair divisors of
 // rope_freqs.weight (Llama 3.1+). YaRN and other scalings are refused.
-void read_rope_scaling(const GgufFile& f, ModelConfig& c) {
+void read_rope_scaling(const GgufFile& f, const GgufRecipe& family, ModelConfig& c) {
   const std::string file = f.path().string(), arch = architecture(f), prefix = arch + ".";
-  if (const int rotary = int_key(f, prefix + "rope.dimension_count", c.head_dim); rotary != c.head_dim)
-    throw_format_error(
-        fmt::format("{}: {}rope.dimension_count = {} is not supported: llama.cpp's {} rotates whole "
-                    "heads ({} channels)",
-                    file, prefix, rotary, arch, c.head_dim));
+  if (const int rotary = int_key(f, prefix + "rope.dimension_count", c.head_dim); rotary != c.head_dim) {
+    if (!family.partial_rotary)
+      throw_format_error(
+          fmt::format("{}: {}rope.dimension_count = {} is not supported: llama.cpp's {} rotates whole "
+                      "heads ({} channels)",
+                      file, prefix, rotary, arch, c.head_dim));
+    if (rotary <= 0 || rotary > c.head_dim || rotary % 2 != 0)
+      throw_format_error(fmt::format("{}: {}rope.dimension_count = {}: expected an even count of channels up to the "
+                                     "head's {}",
+                                     file, prefix, rotary, c.head_dim));
+    c.rotary_dim = rotary;
+  }
   RopeScaling& s = c.rope_scaling;
   const std::string type = f.get_string(prefix + "rope.scaling.type").value_or("none");
   if (type == "linear") {
@@ -603,7 +626,7 @@ void refuse_unknown_keys(const GgufFile& f, const ModelConfig& c, const GgufReci
   static const std::set<std::string_view> kKnown = {
       "block_count", "embedding_length", "attention.head_count", "attention.head_count_kv", "attention.key_length",
       "feed_forward_length", "context_length", "attention.sliding_window", "rope.freq_base",
-      "attention.layer_norm_rms_epsilon", "vocab_size", "rope.dimension_count", "rope.scaling.type",
+      "attention.layer_norm_rms_epsilon", "attention.layer_norm_epsilon", "vocab_size", "rope.dimension_count", "rope.scaling.type",
       "rope.scaling.factor", "rope.scale_linear",
       // Informational: llama.cpp itself computes nothing from them (granite reads finetuned above).
       "rope.scaling.original_context_length", "rope.scaling.finetuned"};
@@ -623,6 +646,20 @@ void refuse_unknown_keys(const GgufFile& f, const ModelConfig& c, const GgufReci
   }
 }
 
+// The norms' epsilon under the key of their kind (layer_norm_epsilon for LayerNorms,
+// layer_norm_rms_epsilon for RMSNorms, as llama.cpp reads them); the other kind's key is refused.
+void read_norm_eps(const GgufFile& f, ModelConfig& c) {
+  const std::string prefix = architecture(f) + ".";
+  const bool layer = c.block.norm == NormKind::layer;
+  const std::string own = prefix + (layer ? "attention.layer_norm_epsilon" : "attention.layer_norm_rms_epsilon");
+  const std::string other = prefix + (layer ? "attention.layer_norm_rms_epsilon" : "attention.layer_norm_epsilon");
+  if (f.find(other) != nullptr)
+    throw_format_error(fmt::format("{}: metadata '{}' is not supported: llama.cpp's {} norms are {}, of '{}'",
+                                   f.path().string(), other, prefix.substr(0, prefix.size() - 1),
+                                   layer ? "LayerNorms" : "RMSNorms", own));
+  c.norm_eps = float_key(f, own, 1e-5);
+}
+
 ModelConfig gguf_config(const GgufFile& f, const LoadOptions& options) {
   const std::string file = f.path().string();
   ModelConfig c;
@@ -640,9 +677,8 @@ ModelConfig gguf_config(const GgufFile& f, const LoadOptions& options) {
   c.context_length = int_key(f, key("context_length"), 0);
   c.sliding_window = int_key(f, key("attention.sliding_window"), 0);
   c.rope_base = f.get_float(key("rope.freq_base")).value_or(10000.0);
-  c.norm_eps = f.get_float(key("attention.layer_norm_rms_epsilon")).value_or(1e-5);
   c.rope_style = family.rope_style;
-  read_rope_scaling(f, c);
+  read_rope_scaling(f, family, c);
   read_longrope(f, family, options, c);
   refuse_unknown_keys(f, c, family);
   const GgufTensorInfo* embd = f.find_tensor("token_embd.weight");
@@ -655,8 +691,14 @@ ModelConfig gguf_config(const GgufFile& f, const LoadOptions& options) {
     throw_format_error(
         fmt::format("{}: {} is {}, but token_embd.weight has {} rows", file, key("vocab_size"), *v, c.vocab));
   c.tied_output = f.find_tensor("output.weight") == nullptr;
-  c.block.qkv_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
+  if (c.tied_output && family.output_required)
+    throw_format_error(fmt::format("{}: missing tensor: expected output.weight (llama.cpp's {} reads the logits' "
+                                   "matrix from it, not from token_embd.weight), found none",
+                                   file, arch));
+  c.block.qkv_bias =
+      f.find_tensor("blk.0.attn_q.bias") != nullptr || f.find_tensor("blk.0.attn_qkv.bias") != nullptr;
   if (family.read) family.read(f, arch + ".", c);
+  read_norm_eps(f, c);
   if (c.tied_output && f.find_tensor("output.weight") != nullptr)
     throw_format_error(
         fmt::format("{}: tensor 'output.weight' is not supported: llama.cpp's {} ties the output to "
@@ -671,15 +713,17 @@ ModelConfig gguf_config(const GgufFile& f, const LoadOptions& options) {
 // v in attn_qkv, which llama.cpp reads for every family; gate and up in the ffn_up of a family
 // whose graph splits it); none for a tensor the model does not use.
 std::vector<WeightPart> gguf_weights(std::string_view name, const ModelConfig& c) {
-  constexpr std::string_view kQkv = "attn_qkv.weight";
-  if (name.ends_with(kQkv)) {
-    const auto q = gguf_weight(std::string(name.substr(0, name.size() - kQkv.size())) + "attn_q.weight");
-    if (!q) return {};
-    return {{WeightKind::wq, q->layer, c.q_dim()},
-            {WeightKind::wk, q->layer, c.kv_dim()},
-            {WeightKind::wv, q->layer, c.kv_dim()}};
-  }
-  const auto named = gguf_weight(name);
+  for (const auto& [fused, q] : {std::pair<std::string_view, std::string_view>{"attn_qkv.weight", "attn_q.weight"},
+                                 {"attn_qkv.bias", "attn_q.bias"}})
+    if (name.ends_with(fused)) {
+      const auto part = gguf_weight(std::string(name.substr(0, name.size() - fused.size())) + std::string(q), c);
+      if (!part) return {};
+      const bool bias = part->kind == WeightKind::bq;
+      return {{bias ? WeightKind::bq : WeightKind::wq, part->layer, c.q_dim()},
+              {bias ? WeightKind::bk : WeightKind::wk, part->layer, c.kv_dim()},
+              {bias ? WeightKind::bv : WeightKind::wv, part->layer, c.kv_dim()}};
+    }
+  const auto named = gguf_weight(name, c);
   if (!named) return {};
   if (named->kind == WeightKind::ffn_up && family_spec(c.family).gguf.gate_up_in_ffn_up)
     return {{WeightKind::ffn_gate, named->layer, c.ffn_dim}, {WeightKind::ffn_up, named->layer, c.ffn_dim}};
@@ -704,6 +748,25 @@ void add_weights(const GgufFile& f, const ModelConfig& c, Model& model) {
   }
 }
 
+// xIELU's learned scalars as llama.cpp's converter writes them: the arrays xielu.alpha_p,
+// xielu.alpha_n, xielu.beta and xielu.eps (not under the architecture), a value per layer, before
+// the softplus that llama.cpp and transformers alike apply to alpha_p and alpha_n.
+void add_xielu_scalars(const GgufFile& f, Model& model) {
+  const ModelConfig& c = model.config();
+  for (const auto& [key, kind] : {std::pair<std::string_view, WeightKind>{"xielu.alpha_p", WeightKind::xielu_alpha_p},
+                                  {"xielu.alpha_n", WeightKind::xielu_alpha_n},
+                                  {"xielu.beta", WeightKind::xielu_beta},
+                                  {"xielu.eps", WeightKind::xielu_eps}}) {
+    const auto values = f.get_float_array(key);
+    if (!values || values->size() != static_cast<std::size_t>(c.n_layers))
+      throw_format_error(fmt::format("{}: metadata '{}': expected an array of {} floats (one per layer), found {}",
+                                     f.path().string(), key, c.n_layers,
+                                     values ? fmt::format("{} of them", values->size()) : "none"));
+    for (int l = 0; l < c.n_layers; ++l)
+      model.add_values(kind, l, fmt::format("{}[{}]", key, l), std::span(*values).subspan(static_cast<std::size_t>(l), 1));
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<Model> read_gguf(const std::filesystem::path& path, const LoadOptions& options) {
@@ -712,6 +775,8 @@ std::unique_ptr<Model> read_gguf(const std::filesystem::path& path, const LoadOp
   config.validate(path.string());
   auto model = std::make_unique<Model>(path, config);
   add_weights(file, config, *model);
+  if (family_spec(config.family).gguf.weightless_norms) add_unit_norms(*model);
+  if (config.block.activation == Activation::xielu) add_xielu_scalars(file, *model);
   model->adopt(file.release_mapping());
   model->validate();
   return model;

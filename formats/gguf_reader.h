@@ -98,6 +98,7 @@ class GgufFile {
   std::optional<std::vector<std::string>> get_string_array(std::string_view key) const;
   std::optional<std::vector<float>> get_float_array(std::string_view key) const;
   std::optional<std::vector<std::int32_t>> get_int_array(std::string_view key) const;
+  std::optional<std::vector<bool>> get_bool_array(std::string_view key) const;
 
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
   const GgufTensorInfo* find_tensor(std::string_view name) const;

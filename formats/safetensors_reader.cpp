@@ -27,7 +27,6 @@ namespace {
 
 using nlohmann::json;
 constexpr std::uint64_t kMaxHeaderBytes = 100u << 20;  // the safetensors format's own limit
-constexpr float kOne = 1.0f;
 
 // Bytes per element of every safetensors dtype (0 for an unknown name).
 std::size_t element_bytes(std::string_view dtype) {
@@ -326,24 +325,6 @@ WeightTensor transposed(const WeightTensor& t, Model& model, const std::string& 
       std::memcpy(bytes.data() + static_cast<std::size_t>(c * t.rows + r) * size,
                   t.bytes.data() + static_cast<std::size_t>(r * t.cols + c) * size, size);
   return WeightTensor{t.name, t.dtype, t.cols, t.rows, model.hold(std::move(bytes)), {}};
-}
-
-// Weights of ones for the norms of a family whose norms have none (OLMo), the same as none; a norm
-// weight the folder holds is refused (transformers' model has no place for it).
-void add_unit_norms(Model& model) {
-  const ModelConfig& c = model.config();
-  std::vector<std::byte> bytes(static_cast<std::size_t>(c.dim) * sizeof(float));
-  for (std::size_t i = 0; i < bytes.size(); i += sizeof(float)) std::memcpy(&bytes[i], &kOne, sizeof(float));
-  const WeightTensor ones{"(ones: the norms have no weight)", DType::f32, 1, c.dim, model.hold(std::move(bytes)), {}};
-  const auto add = [&](WeightKind kind, int layer) {
-    if (const WeightTensor* t = model.find(kind, layer))
-      throw_format_error(fmt::format("{}: tensor '{}' is not supported: {}'s norms have no weight",
-                                     model.path().string(), t->name, family_name(c.family)));
-    model.add(kind, layer, ones);
-  };
-  add(WeightKind::output_norm, -1);
-  for (int l = 0; l < c.n_layers; ++l)
-    for (const WeightKind kind : {WeightKind::attn_norm, WeightKind::ffn_norm}) add(kind, l);
 }
 
 // The safetensors files of the folder: model.safetensors, or the shards its index names (sorted).

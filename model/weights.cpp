@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <memory>
 #include <set>
 
@@ -185,6 +186,27 @@ void Model::add(WeightKind kind, int layer, WeightTensor tensor) {
 }
 
 std::span<const std::byte> Model::hold(std::vector<std::byte> bytes) { return held_.emplace_back(std::move(bytes)); }
+
+void Model::add_values(WeightKind kind, int layer, std::string name, std::span<const float> values) {
+  std::vector<std::byte> bytes(values.size_bytes());
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  add(kind, layer,
+      WeightTensor{std::move(name), DType::f32, 1, static_cast<std::int64_t>(values.size()), hold(std::move(bytes)), {}});
+}
+
+void add_unit_norms(Model& model) {
+  const ModelConfig& c = model.config();
+  const std::vector<float> ones(static_cast<std::size_t>(c.dim), 1.0f);
+  const auto add = [&](WeightKind kind, int layer) {
+    if (const WeightTensor* t = model.find(kind, layer))
+      throw FormatError(fmt::format("{}: tensor '{}' is not supported: {}'s norms have no weight", model.path().string(),
+                                    t->name, family_name(c.family)));
+    model.add_values(kind, layer, "(ones: the norms have no weight)", ones);
+  };
+  add(WeightKind::output_norm, -1);
+  for (int l = 0; l < c.n_layers; ++l)
+    for (const WeightKind kind : {WeightKind::attn_norm, WeightKind::ffn_norm}) add(kind, l);
+}
 
 void Model::add_parts(const WeightTensor& whole, std::span<const WeightPart> parts, const std::string& file) {
   // A vector's parts are runs of its values, a matrix's runs of its rows.

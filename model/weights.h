@@ -192,6 +192,8 @@ class Model {
   // Keeps bytes a loader made (a part gathered from runs of a fused tensor) for the model's life.
   std::span<const std::byte> hold(std::vector<std::byte> bytes);
   void add(WeightKind kind, int layer, WeightTensor tensor);
+  // Adds a [1, values] f32 weight the loader computed (held by the model), named `name`.
+  void add_values(WeightKind kind, int layer, std::string name, std::span<const float> values);
   // Adds each part of `whole`, a tensor of `file`: FormatError when the parts' rows (a vector's
   // values) do not add up to the tensor's, or when another tensor already gave one of them.
   void add_parts(const WeightTensor& whole, std::span<const WeightPart> parts, const std::string& file);
@@ -209,6 +211,10 @@ class Model {
   mutable std::atomic<bool> stop_hashing_{false};
   mutable std::shared_future<std::string> sha256_;  // after files_: done with them before they unmap
 };
+
+// Weights of ones for the norms of a family whose norms have none (OLMo), the same as none; a norm
+// weight the file holds is refused (the family's model has no place for it).
+void add_unit_norms(Model& model);
 
 // UsageError naming the file where an engine cannot run the model as loaded: a GGUF's LongRoPE
 // without a context size (formats::LoadOptions::context_size).

@@ -3,6 +3,7 @@
 // layer (mlp.act_fn: alpha_p, alpha_n, beta, eps; model/xielu.h); RoPE llama3 with base 12,000,000
 // by default.
 #include "formats/family_spec.h"
+#include "formats/gguf_keys.h"
 #include "formats/hf_keys.h"
 
 namespace tapdiff::formats {
@@ -23,6 +24,16 @@ const FamilySpec& apertus_family() {
              .layer_names = {{"attention_layernorm.", "input_layernorm."},
                              {"feedforward_layernorm.", "post_attention_layernorm."}},
              .rope_theta = 12'000'000.0},
+      .gguf = {.architectures = {"apertus"},
+               .rope_style = RopeStyle::rotate_half,
+               .read =
+                   [](const GgufFile& f, const std::string&, ModelConfig& c) {
+                     c.block.ffn = Ffn::plain;
+                     c.block.activation = Activation::xielu;
+                     c.block.qk_norm = QkNorm::per_head;
+                     c.block.o_bias = has_layer_tensor(f, "attn_output.bias");
+                   },
+               .output_required = true},
   };
   return spec;
 }

@@ -17,6 +17,12 @@ const FamilySpec& arcee_family() {
                    c.block.mlp_bias = k.boolean("mlp_bias", false);
                    read_attention_bias(k, c.block);
                  }},
+      .gguf = {.architectures = {"arcee"},
+               .read =
+                   [](const GgufFile&, const std::string&, ModelConfig& c) {
+                     c.block.ffn = Ffn::plain;
+                     c.block.activation = Activation::relu2;
+                   }},
   };
   return spec;
 }

@@ -4,6 +4,7 @@
 #include "formats/families/cohere.h"
 
 #include "formats/family_spec.h"
+#include "formats/gguf_keys.h"
 
 namespace tapdiff::formats {
 
@@ -16,6 +17,13 @@ void read_cohere_hf(KeyReader& k, ModelConfig& c) {
   b.activation = read_activation(k, "hidden_act", "silu");
   read_attention_bias(k, b);
   b.logit_scale = k.number("logit_scale", 0.0625);
+}
+
+void read_gguf_command_r(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
+  c.block.norm = NormKind::layer;
+  c.block.parallel = Parallel::shared_norm;
+  c.block.logit_scale = float_key(f, prefix + "logit_scale", 1.0);
+  c.tied_output = true;
 }
 
 const FamilySpec& cohere_family() {
@@ -32,6 +40,12 @@ const FamilySpec& cohere_family() {
              .tied_by_default = true,
              .rope_theta = 500000.0,
              .tokenizer_class = "CohereTokenizer"},
+      .gguf = {.architectures = {"command-r"},
+               .keys = {"logit_scale"},
+               .read =
+                   [](const GgufFile& f, const std::string& prefix, ModelConfig& c) {
+                     read_gguf_command_r(f, prefix, c);
+                   }},
   };
   return spec;
 }

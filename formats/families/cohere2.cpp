@@ -3,6 +3,7 @@
 // attend without positions, and no layer rotates where sliding_window is null.
 #include "formats/families/cohere.h"
 #include "formats/family_spec.h"
+#include "formats/gguf_keys.h"
 
 namespace tapdiff::formats {
 
@@ -25,6 +26,16 @@ const FamilySpec& cohere2_family() {
              .rope_style = RopeStyle::interleaved,
              .tied_by_default = true,
              .tokenizer_class = "CohereTokenizer"},
+      .gguf = {.architectures = {"cohere2"},
+               .keys = {"logit_scale", "attention.sliding_window_pattern", "rope.freq_base_swa"},
+               .read =
+                   [](const GgufFile& f, const std::string& prefix, ModelConfig& c) {
+                     read_gguf_command_r(f, prefix, c);
+                     c.sliding_window = int_key(f, prefix + "attention.sliding_window", std::nullopt);
+                     read_gguf_sliding_layers(f, prefix, c, 4);
+                     c.rope_layers = c.sliding_layers;
+                     refuse_sliding_rope_base(f, prefix, c);
+                   }},
   };
   return spec;
 }

@@ -22,6 +22,7 @@ const FamilySpec& ernie4_5_family() {
              .rope_theta = 500000.0,
              .tokenizer_class = "TokenizersBackend",
              .tokenizer_overrides_folder = true},
+      .gguf = {.architectures = {"ernie4_5"}},
   };
   return spec;
 }

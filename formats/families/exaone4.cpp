@@ -25,6 +25,16 @@ const FamilySpec& exaone4_family() {
                    c.rope_layers.assign(static_cast<std::size_t>(c.n_layers), false);
                    for (int l = 0; l < c.n_layers; ++l) c.rope_layers[static_cast<std::size_t>(l)] = slides(c, l);
                  }},
+      .gguf = {.architectures = {"exaone4"},
+               .rope_style = RopeStyle::rotate_half,
+               .read =
+                   [](const GgufFile&, const std::string&, ModelConfig& c) {
+                     c.block.pre_norms = false;
+                     c.block.post_norms = true;
+                     c.block.qk_norm = QkNorm::per_head;
+                   },
+               // llama.cpp slides layers of the 64-layer model only, with a pattern of its own
+               .unread = {"attention.sliding_window", "attention.sliding_window_pattern"}},
   };
   return spec;
 }

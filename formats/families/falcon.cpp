@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "formats/family_spec.h"
+#include "formats/gguf_keys.h"
 #include "formats/hf_keys.h"
 
 namespace tapdiff::formats {
@@ -64,6 +65,23 @@ const FamilySpec& falcon_family() {
                              {"ln_attn.", "input_layernorm."},
                              {"ln_mlp.", "post_attention_layernorm."}},
              .tied_by_default = true},
+      .gguf = {.architectures = {"falcon"},
+               .rope_style = RopeStyle::rotate_half,
+               .keys = {"tensor_data_layout"},  // the converter's note of its layout, which llama.cpp does not read
+               .read =
+                   [](const GgufFile& f, const std::string&, ModelConfig& c) {
+                     read_gguf_layer_norms_and_plain_ffn(f, c, Activation::gelu_tanh);
+                     c.block.qkv_bias = false;
+                     c.block.parallel =
+                         has_layer_tensor(f, "attn_norm_2.weight") ? Parallel::own_norm : Parallel::shared_norm;
+                   },
+               // Falcon 40B's ln_attn is attn_norm_2 and its ln_mlp attn_norm
+               .layer_name = [](std::string_view name, const ModelConfig& c) -> std::string_view {
+                 if (c.block.parallel != Parallel::own_norm) return name;
+                 if (name.starts_with("attn_norm_2.")) return name == "attn_norm_2.weight" ? "attn_norm.weight" : "attn_norm.bias";
+                 if (name.starts_with("attn_norm.")) return name == "attn_norm.weight" ? "ffn_norm.weight" : "ffn_norm.bias";
+                 return name;
+               }},
   };
   return spec;
 }

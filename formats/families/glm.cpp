@@ -23,6 +23,7 @@ const FamilySpec& glm_family() {
              .rope_style = RopeStyle::interleaved,
              .partial_rotary_factor = 0.5,
              .tokenizer_class = "TokenizersBackend"},
+      .gguf = {.architectures = {"chatglm"}, .gate_up_in_ffn_up = true, .partial_rotary = true},
   };
   return spec;
 }

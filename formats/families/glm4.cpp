@@ -24,6 +24,10 @@ const FamilySpec& glm4_family() {
                              {"post_self_attn_layernorm.", "post_attention_layernorm."},
                              {"post_mlp_layernorm.", "post_feedforward_layernorm."}},
              .tokenizer_class = "TokenizersBackend"},
+      .gguf = {.architectures = {"glm4"},
+               .read = [](const GgufFile&, const std::string&, ModelConfig& c) { c.block.post_norms = true; },
+               .gate_up_in_ffn_up = true,
+               .partial_rotary = true},
   };
   return spec;
 }

@@ -5,6 +5,7 @@
 // 4 n_embd) and n_positions. scale_attn_by_inverse_layer_idx is refused; a checkpoint saved
 // without the "transformer." prefix (the base model) reads the same.
 #include "formats/family_spec.h"
+#include "formats/gguf_keys.h"
 #include "formats/hf_keys.h"
 
 namespace tapdiff::formats {
@@ -55,6 +56,13 @@ const FamilySpec& gpt2_family() {
                              {"mlp.c_proj.", "mlp.down_proj."}},
              .tied_by_default = true,
              .tokenizer_class = "GPT2Tokenizer"},
+      .gguf = {.architectures = {"gpt2"},
+               .read =
+                   [](const GgufFile& f, const std::string&, ModelConfig& c) {
+                     read_gguf_layer_norms_and_plain_ffn(f, c, Activation::gelu_tanh);
+                     c.block.learned_positions = true;
+                     c.rope_layers.assign(static_cast<std::size_t>(c.n_layers), false);
+                   }},
   };
   return spec;
 }

@@ -6,6 +6,9 @@
 // top-level rope_theta or partial_rotary_factor, which transformers ignores for it, is refused); biases on q, k, v and
 // o where attention_bias (the default) and always on the FFN.
 #include "formats/family_spec.h"
+#include <fmt/format.h>
+#include "model/errors.h"
+#include "formats/gguf_keys.h"
 #include "formats/hf_keys.h"
 
 namespace tapdiff::formats {
@@ -37,6 +40,21 @@ const FamilySpec& gpt_neox_family() {
                              {"mlp.dense_h_to_4h.", "mlp.up_proj."},
                              {"mlp.dense_4h_to_h.", "mlp.down_proj."}},
              .tokenizer_class = "GPTNeoXTokenizer"},
+      .gguf = {.architectures = {"gptneox"},
+               .rope_style = RopeStyle::rotate_half,
+               .keys = {"use_parallel_residual"},
+               .read =
+                   [](const GgufFile& f, const std::string& prefix, ModelConfig& c) {
+                     read_gguf_layer_norms_and_plain_ffn(f, c, Activation::gelu_tanh);
+                     const auto parallel = f.get_bool(prefix + "use_parallel_residual");
+                     if (!parallel)
+                       throw_format_error(fmt::format("{}: missing metadata key '{}use_parallel_residual' (expected "
+                                                      "a bool)",
+                                                      f.path().string(), prefix));
+                     c.block.parallel = *parallel ? Parallel::own_norm : Parallel::none;
+                   },
+               .partial_rotary = true,
+               .output_required = true},
   };
   return spec;
 }

@@ -22,6 +22,13 @@ const FamilySpec& hunyuan_v1_dense_family() {
                  },
              .layer_names = {{"self_attn.query_layernorm.", "self_attn.q_norm."},
                              {"self_attn.key_layernorm.", "self_attn.k_norm."}}},
+      .gguf = {.architectures = {"hunyuan-dense"},
+               .rope_style = RopeStyle::rotate_half,
+               .read =
+                   [](const GgufFile&, const std::string&, ModelConfig& c) {
+                     c.block.qk_norm = QkNorm::per_head;
+                     c.block.qk_norm_after_rope = true;
+                   }},
   };
   return spec;
 }

@@ -1,6 +1,7 @@
 // Nemotron: LayerNorms with biases that scale by (1 + w) ("layernorm1p"), a plain FFN with ReLU
 // squared, rotate-half RoPE on part of each head (partial_rotary_factor, 0.5 by default).
 #include "formats/family_spec.h"
+#include "formats/gguf_keys.h"
 #include "formats/hf_keys.h"
 
 namespace tapdiff::formats {
@@ -22,6 +23,12 @@ const FamilySpec& nemotron_family() {
              .partial_rotary_factor = 0.5,
              .tokenizer_class = "TokenizersBackend",
              .tokenizer_overrides_folder = true},
+      .gguf = {.architectures = {"nemotron"},
+               .rope_style = RopeStyle::rotate_half,
+               .read = [](const GgufFile& f, const std::string&,
+                          ModelConfig& c) { read_gguf_layer_norms_and_plain_ffn(f, c, Activation::relu2); },
+               .partial_rotary = true,
+               .output_required = true},
   };
   return spec;
 }

@@ -2,6 +2,7 @@
 // bias (epsilon 1e-5, no key: weights of ones stand in), q, k and v clamped to [-clip_qkv,
 // clip_qkv] after their biases where clip_qkv is set, attention_bias on q, k, v and o.
 #include "formats/family_spec.h"
+#include "formats/gguf_keys.h"
 #include "formats/hf_keys.h"
 
 namespace tapdiff::formats {
@@ -23,6 +24,14 @@ const FamilySpec& olmo_family() {
              .eps = 1e-5,
              .weightless_norms = true,
              .tokenizer_class = "TokenizersBackend"},
+      .gguf = {.architectures = {"olmo"},
+               .keys = {"attention.clamp_kqv"},
+               .read =
+                   [](const GgufFile& f, const std::string& prefix, ModelConfig& c) {
+                     c.block.norm = NormKind::layer;
+                     c.block.clip_qkv = float_key(f, prefix + "attention.clamp_kqv", 0);
+                   },
+               .weightless_norms = true},
   };
   return spec;
 }

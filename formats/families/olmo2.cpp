@@ -1,9 +1,10 @@
 // OLMo 2: norms after each block only, q and k RMS-normed over the whole projection. llama.cpp
-// adds no bias (a bias tensor is refused as one the model does not use), and does not read OLMo
-// 3's pattern of sliding layers.
+// adds no bias (a bias tensor is refused as one the model does not use). Its olmo2 GGUFs hold OLMo 3
+// too: sliding layers where attention.sliding_window is given, rotated with the full layers' base.
 #include "formats/families/olmo2.h"
 
 #include "formats/family_spec.h"
+#include "formats/gguf_keys.h"
 
 namespace tapdiff::formats {
 
@@ -32,12 +33,17 @@ const FamilySpec& olmo2_family() {
       .hf = {.model_types = {"olmo2"}, .read = read_olmo2_hf, .tokenizer_class = "TokenizersBackend"},
       .gguf = {.architectures = {"olmo2"},
                .rope_style = RopeStyle::rotate_half,
+               .keys = {"attention.sliding_window_pattern", "rope.freq_base_swa"},
                .read =
-                   [](const GgufFile&, const std::string&, ModelConfig& c) {
+                   [](const GgufFile& f, const std::string& prefix, ModelConfig& c) {
                      c.block.qkv_bias = false;
                      post_norms_only(c);
+                     if (c.sliding_window > 0) {  // OLMo 3: every 4th layer full unless the pattern says otherwise
+                       read_gguf_sliding_layers(f, prefix, c, 4);
+                       refuse_sliding_rope_base(f, prefix, c);
+                     }
                    },
-               .unread = {"attention.sliding_window"}},
+               .output_required = true},
   };
   return spec;
 }

@@ -2,6 +2,7 @@
 // block), biases on every projection and on the logits, rotate-half RoPE on part of each head
 // (partial_rotary_factor, 0.5 by default). Its q/k LayerNorms (qk_layernorm) are not implemented.
 #include "formats/family_spec.h"
+#include "formats/gguf_keys.h"
 #include "formats/hf_keys.h"
 
 namespace tapdiff::formats {
@@ -27,6 +28,16 @@ const FamilySpec& phi_family() {
                              {"mlp.fc1.", "mlp.up_proj."},
                              {"mlp.fc2.", "mlp.down_proj."}},
              .tokenizer_class = "GPT2Tokenizer"},
+      .gguf = {.architectures = {"phi2"},
+               .rope_style = RopeStyle::rotate_half,
+               .read =
+                   [](const GgufFile& f, const std::string&, ModelConfig& c) {
+                     read_gguf_layer_norms_and_plain_ffn(f, c, Activation::gelu_tanh);
+                     c.block.parallel = Parallel::shared_norm;
+                     c.block.output_bias = true;
+                   },
+               .partial_rotary = true,
+               .output_required = true},
   };
   return spec;
 }

@@ -19,6 +19,11 @@ const FamilySpec& seed_oss_family() {
                    c.block.mlp_bias = k.boolean("mlp_bias", false);
                  },
              .head_dim = 128},
+      .gguf = {.architectures = {"seed_oss"},
+               .rope_style = RopeStyle::rotate_half,
+               .layer_name = [](std::string_view name, const ModelConfig&) -> std::string_view {
+                 return name == "post_attention_norm.weight" ? "ffn_norm.weight" : name;
+               }},
   };
   return spec;
 }

@@ -3,6 +3,7 @@
 // where use_parallel_residual. Its per-head q/k LayerNorms (qk_layernorm: a weight per head) are
 // not implemented.
 #include "formats/family_spec.h"
+#include "formats/gguf_keys.h"
 #include "formats/hf_keys.h"
 
 namespace tapdiff::formats {
@@ -25,6 +26,17 @@ const FamilySpec& stablelm_family() {
              .eps_key = "layer_norm_eps",
              .partial_rotary_factor = 0.25,
              .tokenizer_class = "TokenizersBackend"},
+      .gguf = {.architectures = {"stablelm"},
+               .rope_style = RopeStyle::rotate_half,
+               .keys = {"use_parallel_residual"},  // llama.cpp reads the block from the tensors instead
+               .read =
+                   [](const GgufFile& f, const std::string&, ModelConfig& c) {
+                     c.block.norm = NormKind::layer;
+                     c.block.norm_bias = true;
+                     if (!has_layer_tensor(f, "ffn_norm.weight")) c.block.parallel = Parallel::shared_norm;
+                   },
+               .partial_rotary = true,
+               .output_required = true},
   };
   return spec;
 }

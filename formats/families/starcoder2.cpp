@@ -1,6 +1,7 @@
 // StarCoder 2: LayerNorms with biases, a plain FFN (c_fc, c_proj), biases on every projection where
 // use_bias (the default), every layer in a sliding window where sliding_window is set.
 #include "formats/family_spec.h"
+#include "formats/gguf_keys.h"
 #include "formats/hf_keys.h"
 
 namespace tapdiff::formats {
@@ -21,6 +22,11 @@ const FamilySpec& starcoder2_family() {
              .layer_names = {{"mlp.c_fc.", "mlp.up_proj."}, {"mlp.c_proj.", "mlp.down_proj."}},
              .tied_by_default = true,
              .tokenizer_class = "GPT2Tokenizer"},
+      .gguf = {.architectures = {"starcoder2"},
+               .rope_style = RopeStyle::rotate_half,
+               .read = [](const GgufFile& f, const std::string&,
+                          ModelConfig& c) { read_gguf_layer_norms_and_plain_ffn(f, c, Activation::gelu_tanh); },
+               .unread = {"attention.sliding_window"}},
   };
   return spec;
 }

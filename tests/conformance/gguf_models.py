@@ -3,6 +3,7 @@ tensors (the matrices of the blocks and the output quantized by that package whe
 the metadata llama.cpp's converter writes for each case."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -12,10 +13,63 @@ import numpy as np
 DIM, LAYERS, HEADS, KV_HEADS, HEAD_DIM, FFN, VOCAB = 64, 3, 4, 2, 16, 96, 320
 
 
+@dataclass(frozen=True)
+class Layout:
+    """What an architecture's GGUF holds, as llama.cpp's converter writes it and its loader reads it."""
+    norm: str = "rms"  # rms | layer (with biases) | layer_nobias | none (no norm tensors: OLMo)
+    pre_norms: bool = True  # attn_norm before the attention (and ffn_norm before the FFN, where ffn_norm)
+    post_norms: bool = False  # post_attention_norm and post_ffw_norm
+    ffn_norm: bool = True  # False: attention and FFN side by side from attn_norm (Phi-2, Command R, Falcon)
+    ffn_norm_name: str = "ffn_norm"  # the FFN norm's name (Seed-OSS: post_attention_norm)
+    attn_norm_2: bool = False  # Falcon 40B: the attention's own norm, attn_norm the FFN's
+    qk_norm: str | None = None  # head | whole
+    ffn: str = "gated"  # gated | plain (ffn_up, ffn_down) | fused (gate and up in ffn_up)
+    qkv: str = "split"  # split | fused (attn_qkv)
+    qkv_bias: bool = False
+    o_bias: bool = False
+    mlp_bias: bool = False  # on ffn_up and ffn_down of a plain FFN
+    output: bool = True  # False: the logits from token_embd.weight (no output tensor)
+    output_bias: bool = False
+    positions: bool = False  # position_embd.weight, one row per position of the context
+    xielu: bool = False  # xIELU's learned scalars as the xielu.* arrays
+
+
+LAYOUTS = {
+    "llama": Layout(), "smollm3": Layout(), "granite": Layout(),
+    "phi3": Layout(qkv="fused", ffn="fused"),
+    "qwen2": Layout(qkv_bias=True),
+    "qwen3": Layout(qk_norm="head"), "qwen3moe": Layout(qk_norm="head"),
+    "olmo2": Layout(pre_norms=False, post_norms=True, qk_norm="whole"),
+    "gemma": Layout(output=False),
+    "gemma2": Layout(post_norms=True, output=False),
+    "gemma3": Layout(post_norms=True, qk_norm="head", output=False),
+    "gpt2": Layout(norm="layer", ffn="plain", qkv="fused", qkv_bias=True, o_bias=True, mlp_bias=True, positions=True,
+                   output=False),
+    "starcoder2": Layout(norm="layer", ffn="plain", qkv_bias=True, o_bias=True, mlp_bias=True, output=False),
+    "gptneox": Layout(norm="layer", ffn="plain", qkv="fused", qkv_bias=True, o_bias=True, mlp_bias=True),
+    "phi2": Layout(norm="layer", ffn_norm=False, ffn="plain", qkv="fused", qkv_bias=True, o_bias=True, mlp_bias=True,
+                   output_bias=True),
+    "stablelm": Layout(norm="layer", qkv_bias=True),
+    "falcon": Layout(norm="layer", ffn_norm=False, ffn="plain", qkv="fused"),
+    "olmo": Layout(norm="none"),
+    "nemotron": Layout(norm="layer", ffn="plain", o_bias=True, mlp_bias=True),
+    "command-r": Layout(norm="layer_nobias", ffn_norm=False, output=False),
+    "cohere2": Layout(norm="layer_nobias", ffn_norm=False, output=False),
+    "seed_oss": Layout(qkv_bias=True, ffn_norm_name="post_attention_norm"),
+    "ernie4_5": Layout(output=False),
+    "arcee": Layout(ffn="plain"),
+    "hunyuan-dense": Layout(qk_norm="head"),
+    "exaone4": Layout(pre_norms=False, post_norms=True, qk_norm="head"),
+    "apertus": Layout(ffn="plain", qk_norm="head", xielu=True),
+    "glm4": Layout(post_norms=True, ffn="fused", qkv_bias=True),
+    "chatglm": Layout(ffn="fused", qkv_bias=True),
+}
+
+
 @dataclass
 class GgufCase:
     name: str
-    arch: str = "llama"  # llama | smollm3 | phi3 | qwen2 | qwen3 | qwen3moe | granite | olmo2 | gemma | gemma2 | gemma3
+    arch: str = "llama"  # a key of LAYOUTS: llama.cpp's general.architecture
     rope_base: float = 10000.0
     head_dim: int = HEAD_DIM  # written as attention.key_length / value_length where not DIM / HEADS
     rotary_dim: int = 0  # 0: head_dim
@@ -26,6 +80,10 @@ class GgufCase:
     layers: int = LAYERS
     post_norm_gain: float = 1.0  # the post-norms' weights times this: updates as large as the stream
     experts: tuple[int, int, int] | None = None  # (count, used per token, FFN width of each): a mixture of experts
+    layout: Layout | None = None  # None: LAYOUTS[arch]
+
+    def __post_init__(self):
+        self.layout = self.layout or LAYOUTS[self.arch]
 
 
 GGUF_CASES = [
@@ -57,13 +115,37 @@ GGUF_CASES = [
              post_norm_gain=8.0),
 ]
 
-# What each architecture's block has, as llama.cpp's converter writes it: norms before the
-# attention and the FFN, after them, and q/k norms of head_dim or of the whole projection.
-PRE_NORMS = {"olmo2": False}
-POST_NORMS = {"olmo2", "gemma2", "gemma3"}
-QK_NORM = {"qwen3": "head", "qwen3moe": "head", "olmo2": "whole", "gemma3": "head"}  # per head, or the whole projection
-TIED = {"gemma", "gemma2", "gemma3"}
-FUSED = {"phi3"}  # q, k and v in attn_qkv, gate and up in ffn_up, as llama.cpp's converter writes them
+# The architectures llama.cpp has for Hugging Face's gpt2, starcoder2, gpt_neox, phi, stablelm,
+# falcon, olmo, nemotron, cohere, cohere2, seed_oss, ernie4_5, arcee, hunyuan_v1_dense, exaone4,
+# apertus, glm4, glm and olmo3, with values away from the defaults.
+FAMILY_CASES = [
+    GgufCase("gpt2", arch="gpt2"),
+    GgufCase("starcoder2", arch="starcoder2", rope_base=100000.0),
+    GgufCase("gptneox", arch="gptneox", rotary_dim=4, extra={"parallel_residual": True}),
+    GgufCase("gptneox-sequential", arch="gptneox", rotary_dim=8, extra={"parallel_residual": False}),
+    GgufCase("phi2", arch="phi2", rotary_dim=6),
+    GgufCase("stablelm", arch="stablelm", rotary_dim=4, extra={"parallel_residual": False}),
+    GgufCase("stablelm-parallel", arch="stablelm", rotary_dim=4, extra={"parallel_residual": True},
+             layout=dataclasses.replace(LAYOUTS["stablelm"], ffn_norm=False)),
+    GgufCase("falcon", arch="falcon"),
+    GgufCase("falcon-40b", arch="falcon", layout=dataclasses.replace(LAYOUTS["falcon"], attn_norm_2=True)),
+    GgufCase("olmo", arch="olmo", extra={"clamp_kqv": 1.5}),
+    GgufCase("nemotron", arch="nemotron", rope_base=20000.0, rotary_dim=8),
+    GgufCase("command-r", arch="command-r", rope_base=500000.0, extra={"logit_scale": 0.5}),
+    GgufCase("cohere2", arch="cohere2", rope_base=50000.0, layers=8, extra={"logit_scale": 0.5, "sliding_window": 24}),
+    GgufCase("seed_oss", arch="seed_oss", rope_base=20000.0),
+    GgufCase("ernie4_5", arch="ernie4_5", rope_base=500000.0),
+    GgufCase("arcee", arch="arcee", rope_base=40000.0),
+    GgufCase("hunyuan-dense", arch="hunyuan-dense", rope_base=30000.0),
+    GgufCase("exaone4", arch="exaone4", rope_base=1000000.0),
+    GgufCase("apertus", arch="apertus", rope_base=500000.0, llama3=True),
+    GgufCase("glm4", arch="glm4", rotary_dim=8),
+    GgufCase("chatglm", arch="chatglm", rope_base=50000.0, rotary_dim=8),
+    # OLMo 3 as llama.cpp's converter writes it: arch olmo2, a window, and its layer types.
+    GgufCase("olmo3", arch="olmo2", rope_base=500000.0, layers=4,
+             extra={"sliding_window": 24, "sliding_window_pattern": [True, False, True, False],
+                    "rope_freq_base_swa": 500000.0}),
+]
 
 
 def llama3_rope_factors(base: float, dim: int, factor=8.0, low=1.0, high=4.0, original=64) -> np.ndarray:
@@ -84,8 +166,9 @@ def llama3_rope_factors(base: float, dim: int, factor=8.0, low=1.0, high=4.0, or
 
 def write_gguf(case: GgufCase, path: Path, seed: int = 0, storage: str = "f32") -> None:
     """`storage`: the type of the attention's, the FFN's and the output's matrices (f32, or a ggml
-    type the gguf package quantizes, such as q8_0); the embedding and the norms stay F32."""
+    type the gguf package quantizes, such as q8_0); the embedding, the norms and the biases stay F32."""
     rng = np.random.default_rng(seed)
+    layout = case.layout
     w = gguf.GGUFWriter(str(path), case.arch)
     quant = None if storage == "f32" else gguf.GGMLQuantizationType[storage.upper()]
 
@@ -95,13 +178,17 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0, storage: str = "f32") 
         else:
             w.add_tensor(name, gguf.quants.quantize(values, quant), raw_dtype=quant)
 
-    w.add_context_length(4096)
+    context = 4096
+    w.add_context_length(context)
     w.add_embedding_length(DIM)
     w.add_block_count(case.layers)
     w.add_feed_forward_length(FFN)
     w.add_head_count(HEADS)
     w.add_head_count_kv(KV_HEADS)
-    w.add_layer_norm_rms_eps(1e-5)
+    if layout.norm == "rms":
+        w.add_layer_norm_rms_eps(1e-5)
+    else:  # away from llama.cpp's default of 1e-5, so that a misread key shows
+        w.add_layer_norm_eps(3e-5)
     w.add_rope_freq_base(case.rope_base)
     hd = case.head_dim
     rotary_dim = case.rotary_dim or hd
@@ -122,15 +209,27 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0, storage: str = "f32") 
             w.add_expert_feed_forward_length(case.experts[2])
     for key, value in case.extra.items():  # add_embedding_scale(6.0), add_sliding_window(24), ...
         getattr(w, f"add_{key}")(value)
+    if layout.xielu:  # as transformers initialises them (alpha_p, alpha_n before their softplus), spread
+        for key, centre in (("alpha_p", 0.55), ("alpha_n", 0.55), ("beta", 0.5), ("eps", -1e-6)):
+            getattr(w, f"add_xielu_{key}")([float(centre * (1 + 0.3 * rng.standard_normal())) for _ in range(case.layers)])
     add_vocabulary(w)
 
     def matrix(rows: int, cols: int) -> np.ndarray:
         return (rng.standard_normal((rows, cols)) / np.sqrt(cols)).astype(np.float32)
 
-    def norm(n: int, gain: float = 1.0) -> np.ndarray:
-        return (gain * (1.0 + 0.3 * rng.standard_normal(n))).astype(np.float32)
+    def vector(n: int, scale: float = 0.1) -> np.ndarray:
+        return (scale * rng.standard_normal(n)).astype(np.float32)
+
+    def norm(name: str, gain: float = 1.0) -> None:
+        if layout.norm == "none":
+            return
+        w.add_tensor(name + ".weight", (gain * (1.0 + 0.3 * rng.standard_normal(DIM))).astype(np.float32))
+        if layout.norm == "layer":
+            w.add_tensor(name + ".bias", vector(DIM))
 
     w.add_tensor("token_embd.weight", rng.standard_normal((VOCAB, DIM)).astype(np.float32))
+    if layout.positions:
+        w.add_tensor("position_embd.weight", vector(context * DIM, 0.5).reshape(context, DIM))
     if case.llama3:
         w.add_tensor("rope_freqs.weight", llama3_rope_factors(case.rope_base, rotary_dim))
     if case.longrope:  # short factors near 1, long ones growing toward the low frequencies, as Phi-3's
@@ -139,27 +238,36 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0, storage: str = "f32") 
         w.add_tensor("rope_factors_short.weight", (1.0 + 0.2 * rng.random(pairs)).astype(np.float32))
     for layer in range(case.layers):
         p = f"blk.{layer}."
-        if PRE_NORMS.get(case.arch, True):
-            w.add_tensor(p + "attn_norm.weight", norm(DIM))
+        if layout.pre_norms:
+            norm(p + "attn_norm")
+        if layout.attn_norm_2:
+            norm(p + "attn_norm_2")
         q, k, v = matrix(HEADS * hd, DIM), matrix(KV_HEADS * hd, DIM), matrix(KV_HEADS * hd, DIM)
-        if case.arch in FUSED:
+        biases = (vector(HEADS * hd), vector(KV_HEADS * hd), vector(KV_HEADS * hd)) if layout.qkv_bias else ()
+        if layout.qkv == "fused":
             add_matrix(p + "attn_qkv.weight", np.concatenate([q, k, v]))
+            if layout.qkv_bias:
+                w.add_tensor(p + "attn_qkv.bias", np.concatenate(biases))
         else:
             add_matrix(p + "attn_q.weight", q)
             add_matrix(p + "attn_k.weight", k)
             add_matrix(p + "attn_v.weight", v)
-        if case.arch == "qwen2":
-            for name, n in (("attn_q.bias", HEADS * hd), ("attn_k.bias", KV_HEADS * hd), ("attn_v.bias", KV_HEADS * hd)):
-                w.add_tensor(p + name, (0.1 * rng.standard_normal(n)).astype(np.float32))
-        if case.arch in QK_NORM:
-            per_head = QK_NORM[case.arch] == "head"
-            w.add_tensor(p + "attn_q_norm.weight", norm(hd if per_head else HEADS * hd))
-            w.add_tensor(p + "attn_k_norm.weight", norm(hd if per_head else KV_HEADS * hd))
+            if layout.qkv_bias:
+                for name, bias in zip(("attn_q.bias", "attn_k.bias", "attn_v.bias"), biases):
+                    w.add_tensor(p + name, bias)
+        if layout.qk_norm:
+            per_head = layout.qk_norm == "head"
+            w.add_tensor(p + "attn_q_norm.weight", (1.0 + 0.3 * rng.standard_normal(hd if per_head else HEADS * hd))
+                         .astype(np.float32))
+            w.add_tensor(p + "attn_k_norm.weight", (1.0 + 0.3 * rng.standard_normal(hd if per_head else KV_HEADS * hd))
+                         .astype(np.float32))
         add_matrix(p + "attn_output.weight", matrix(DIM, HEADS * hd))
-        if case.arch in POST_NORMS:
-            w.add_tensor(p + "post_attention_norm.weight", norm(DIM, case.post_norm_gain))
-        if PRE_NORMS.get(case.arch, True):
-            w.add_tensor(p + "ffn_norm.weight", norm(DIM))
+        if layout.o_bias:
+            w.add_tensor(p + "attn_output.bias", vector(DIM))
+        if layout.post_norms:
+            norm(p + "post_attention_norm", case.post_norm_gain)
+        if layout.pre_norms and layout.ffn_norm:
+            norm(p + layout.ffn_norm_name)
         if case.experts:  # the router (its logits spread well past f32's rounding) and the stacked experts
             count, _, ffn = case.experts
             w.add_tensor(p + "ffn_gate_inp.weight", 4.0 * matrix(count, DIM))
@@ -168,17 +276,23 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0, storage: str = "f32") 
             add_matrix(p + "ffn_down_exps.weight", np.stack([matrix(DIM, ffn) for _ in range(count)]))
         else:
             gate, up = matrix(FFN, DIM), matrix(FFN, DIM)
-            if case.arch in FUSED:
+            if layout.ffn == "fused":
                 add_matrix(p + "ffn_up.weight", np.concatenate([gate, up]))
             else:
-                add_matrix(p + "ffn_gate.weight", gate)
+                if layout.ffn == "gated":
+                    add_matrix(p + "ffn_gate.weight", gate)
                 add_matrix(p + "ffn_up.weight", up)
             add_matrix(p + "ffn_down.weight", matrix(DIM, FFN))
-        if case.arch in POST_NORMS:
-            w.add_tensor(p + "post_ffw_norm.weight", norm(DIM, case.post_norm_gain))
-    w.add_tensor("output_norm.weight", norm(DIM))
-    if case.arch not in TIED:
+            if layout.mlp_bias:
+                w.add_tensor(p + "ffn_up.bias", vector(FFN))
+                w.add_tensor(p + "ffn_down.bias", vector(DIM))
+        if layout.post_norms:
+            norm(p + "post_ffw_norm", case.post_norm_gain)
+    norm("output_norm")
+    if layout.output:
         add_matrix("output.weight", matrix(VOCAB, DIM) * 4.0)
+        if layout.output_bias:
+            w.add_tensor("output.bias", vector(VOCAB))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
