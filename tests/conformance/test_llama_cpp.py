@@ -198,19 +198,16 @@ BLOCK_STORAGE = ["q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl", "q2_k", "q3_k
 LLAMA_CPP_LOGIT_NMSE = 1e-2
 
 
-@pytest.mark.parametrize("storage", BLOCK_STORAGE)
-def test_block_types_follow_llama_cpp_to_its_rounding(storage, tmp_path):
-    model = tmp_path / f"synth-{storage}.gguf"
-    synth = subprocess.run([TAPDIFF, "synth", "--shape", "small", "--ffn", "768", "--dtype", storage, "-o", str(model)],
-                           capture_output=True, text=True)
-    assert synth.returncode == 0, synth.stderr
+def assert_held_to_llama_cpps_rounding(model: Path, label: str, tmp_path: Path) -> None:
+    """The exact logits along llama.cpp's greedy tokens within LLAMA_CPP_LOGIT_NMSE of llama.cpp's,
+    and the reference's and the Vulkan engine's tokens equal to llama.cpp's up to a near tie."""
     expected = llama_cpp_tokens(model)
     assert len(expected) == GENERATE
     rows = GENERATE + 1  # after the prompt's last token, then after each generated one but the last
     theirs = llama_cpp_logits(model, PROMPT + expected, rows)[:GENERATE]
     exact = tapdiff_logits(model, PROMPT + expected, rows, tmp_path / "exact.h5")[:GENERATE]
     error = float(((exact - theirs) ** 2).sum() / (theirs ** 2).sum())
-    print(f"{storage}: logits NMSE against llama.cpp {error:.2e}")
+    print(f"{label}: logits NMSE against llama.cpp {error:.2e}")
     assert error < LLAMA_CPP_LOGIT_NMSE
     for engine in (["--engine", "ref", "--dtype", "f64"], ["--engine", "vulkan", "--chunk", "64"]):
         ours = tapdiff_tokens(model, *engine)
@@ -219,6 +216,23 @@ def test_block_types_follow_llama_cpp_to_its_rounding(storage, tmp_path):
             continue
         margin = exact[step, ours[step]] - exact[step, expected[step]]
         deviation = np.abs(exact[step] - theirs[step]).max()
-        print(f"{storage} {engine[1]}: parts from llama.cpp at step {step}, a near tie: margin {margin:.2e}, "
+        print(f"{label} {engine[1]}: parts from llama.cpp at step {step}, a near tie: margin {margin:.2e}, "
               f"llama.cpp's deviation there {deviation:.2e}")
         assert abs(margin) <= deviation, (step, margin, deviation)
+
+
+@pytest.mark.parametrize("storage", BLOCK_STORAGE)
+def test_block_types_follow_llama_cpp_to_its_rounding(storage, tmp_path):
+    model = tmp_path / f"synth-{storage}.gguf"
+    synth = subprocess.run([TAPDIFF, "synth", "--shape", "small", "--ffn", "768", "--dtype", storage, "-o", str(model)],
+                           capture_output=True, text=True)
+    assert synth.returncode == 0, synth.stderr
+    assert_held_to_llama_cpps_rounding(model, storage, tmp_path)
+
+
+@pytest.mark.parametrize("case", FAMILY_CASES, ids=lambda c: c.name)
+def test_each_familys_q8_0_file_follows_llama_cpp_to_its_rounding(case, tmp_path):
+    """Each family's GGUF with Q8_0 matrices, whose products llama.cpp computes on Q8_0 activations."""
+    model = tmp_path / f"{case.name}-q8_0.gguf"
+    write_gguf(case, model, storage="q8_0")
+    assert_held_to_llama_cpps_rounding(model, f"{case.name} q8_0", tmp_path)
