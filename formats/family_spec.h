@@ -64,6 +64,9 @@ struct HfRecipe {
   double rope_theta = 10000.0;                   // rope_theta when the config leaves it out
   double sliding_rope_theta = 0;                 // > 0: the sliding layers have their own RoPE, of this base by default
   std::string_view sliding_rope_theta_key = {};  // a 4.x key that gives the sliding layers' base (Gemma 3)
+  // The RoPE object's llama_4_scaling_beta: q's temperature over its original_max_position_embeddings
+  // (Ministral 3; model::QueryTemperature), both required.
+  bool llama_4_scaling = false;
   std::vector<HfComposite> composites = {};
   // transformers' TOKENIZER_MAPPING_NAMES for it ("" where it has none), and whether the family is
   // in MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS (the registered class overrides the folder's).

@@ -60,7 +60,7 @@ double yarn_attention_factor(KeyReader& r, double factor) {
 // One RoPE parameter object (5.x rope_parameters, or 4.x rope_scaling) into c.rope_scaling, as
 // transformers' rope initialisation functions read it; its unknown keys are refused.
 void read_rope_object(const json& object, const std::string& where, double max_position, double top_original,
-                      ModelConfig& c) {
+                      const HfRecipe& hf, ModelConfig& c) {
   KeyReader r(object, where);
   RopeScaling& s = c.rope_scaling;
   const json* type = r.find("rope_type");
@@ -110,6 +110,11 @@ void read_rope_object(const json& object, const std::string& where, double max_p
                                              : std::sqrt(1.0 + std::log(s.factor) / std::log(original));
       break;
   }
+  if (hf.llama_4_scaling) {  // Ministral 3: over the object's original_max_position_embeddings, which it requires
+    c.query_temperature = {r.number("llama_4_scaling_beta"),
+                           static_cast<int>(r.number("original_max_position_embeddings"))};
+    r.find("max_position_embeddings");  // a copy of the config's, read by its validation only
+  }
   r.refuse_unread_keys({});
 }
 
@@ -117,7 +122,7 @@ void read_rope_object(const json& object, const std::string& where, double max_p
 // "sliding_attention": {...}}): the full layers' into c, the sliding layers' into c.sliding_rope.
 // A type left out is the default RoPE with the family's base for it.
 void read_rope_per_layer_type(const json& p, const std::string& where, double max_position, double top_original,
-                              ModelConfig& c) {
+                              const HfRecipe& hf, ModelConfig& c) {
   KeyReader types(p, where);
   auto object = [&](const std::string& key) {
     const json* v = types.find(key);
@@ -129,8 +134,9 @@ void read_rope_per_layer_type(const json& p, const std::string& where, double ma
   types.refuse_unread_keys({});
   ModelConfig local = c;
   local.rope_base = c.sliding_rope ? c.sliding_rope->base : c.rope_base;
-  if (full != nullptr) read_rope_object(*full, where + ": full_attention", max_position, top_original, c);
-  if (sliding != nullptr) read_rope_object(*sliding, where + ": sliding_attention", max_position, top_original, local);
+  if (full != nullptr) read_rope_object(*full, where + ": full_attention", max_position, top_original, hf, c);
+  if (sliding != nullptr)
+    read_rope_object(*sliding, where + ": sliding_attention", max_position, top_original, hf, local);
   if (local.rotary_dim != c.rotary_dim)
     types.fail("sliding_attention", fmt::format("the full layers' rotary dimension, {}", c.rotary_dim),
                fmt::format("{} (partial_rotary_factor)", local.rotary_dim));
@@ -159,13 +165,15 @@ void read_rope(KeyReader& k, const std::string& source, const HfRecipe& hf, Mode
   const json* p = params != nullptr ? params : scaling;
   const std::string name = params != nullptr ? "rope_parameters" : "rope_scaling";
   if (p != nullptr && !p->is_object()) k.fail(name, "an object", json_excerpt(*p));
+  if (p == nullptr && hf.llama_4_scaling)
+    k.fail("rope_parameters", "an object holding llama_4_scaling_beta and original_max_position_embeddings", "none");
   const bool per_layer_type = p != nullptr && (p->contains("full_attention") || p->contains("sliding_attention"));
   if (per_layer_type && (sliding_base == 0 || params == nullptr))
     k.unsupported(name, *p, "RoPE parameters per layer type in 5.x rope_parameters of Gemma 3 and OLMo 3 only");
   if (per_layer_type)
-    read_rope_per_layer_type(*p, source + ": " + name, max_position, top_original, c);
+    read_rope_per_layer_type(*p, source + ": " + name, max_position, top_original, hf, c);
   else if (p != nullptr)
-    read_rope_object(*p, source + ": " + name, max_position, top_original, c);
+    read_rope_object(*p, source + ": " + name, max_position, top_original, hf, c);
   if (c.rotary_dim == c.head_dim) c.rotary_dim = 0;
 }
 

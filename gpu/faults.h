@@ -93,6 +93,7 @@ struct RopeTablePlan {
   int first_pos = 0;
   double base = 0;
   bool sliding_rope = false;  // model::uses_sliding_rope
+  bool query = false;         // q's, with the query temperature (model::query_frequencies)
   friend bool operator==(const RopeTablePlan&, const RopeTablePlan&) = default;
 };
 RopeTablePlan rope_table_plan(const FaultSet& faults, const model::ModelConfig& config, int layer,

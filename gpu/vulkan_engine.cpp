@@ -172,7 +172,8 @@ class Engine final : public VulkanEngine {
     TensorId norm{Op::embed, -1};
     Kernel kernel;
   } fused_norm_;
-  std::vector<std::size_t> rope_table_of_;
+  std::vector<std::size_t> rope_table_of_;    // k's table of each layer
+  std::vector<std::size_t> rope_q_table_of_;  // q's: k's, or one with the query temperature
   int capacity_ = 0;
   model::ChunkInfo chunk_;    // the pass: index, total rows, decode when every part is a decode step
   std::vector<Part> parts_;   // its sequences
@@ -188,7 +189,8 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
       activation_type_(options.f16    ? Activations::f16
                        : options.bf16 ? Activations::bf16
                                       : Activations::f32),
-      rope_table_of_(static_cast<std::size_t>(m.config().n_layers)) {
+      rope_table_of_(static_cast<std::size_t>(m.config().n_layers)),
+      rope_q_table_of_(rope_table_of_.size()) {
   require_faults_fit(faults_, graph_, config_);
   if (config_.block.activation == model::Activation::xielu)
     for (int l = 0; l < config_.n_layers; ++l) xielu_.push_back(model::xielu_of(m, l));
@@ -202,10 +204,10 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
           "--inject {}: faults are planted in the f32 and f16 kernels, not in --dtype llama.cpp's", options.inject));
   }
   // At most one table per layer that a fault moves, plus the model's (two where the sliding layers
-  // have their own RoPE).
+  // have their own RoPE); each twice where q has a temperature.
   std::size_t tables = config_.sliding_rope ? 2 : 1;
   for (int l = 0; l < config_.n_layers; ++l) tables += moves_rope_table(faults_, l) ? 1 : 0;
-  rope_tables_.resize(tables);
+  rope_tables_.resize(config_.query_temperature.beta != 0 ? 2 * tables : tables);
   InstanceOptions instance_options;
   instance_options.validation = options.validation.value_or(validation_requested_by_environment());
   instance_options.print_messages = options.print_validation;
@@ -454,11 +456,20 @@ void Engine::upload_row_table() {
 // repeated 8B prefill: 1 MB and ~0.3 ms of the host's time before the first dispatch).
 void Engine::upload_rope_tables() {
   std::vector<std::vector<RopeTablePlan>> plans;
-  for (int l = 0; l < config_.n_layers; ++l) {
+  const bool temperature = config_.query_temperature.beta != 0;
+  for (int l = 0; l < 2 * config_.n_layers; ++l) {  // each layer's k table, then its q table
+    const bool query = l % 2 == 1;
+    if (query && !temperature) {
+      rope_q_table_of_[static_cast<std::size_t>(l / 2)] = rope_table_of_[static_cast<std::size_t>(l / 2)];
+      continue;
+    }
     std::vector<RopeTablePlan> plan;
-    for (const Part& p : parts_) plan.push_back(rope_table_plan(faults_, config_, l, chunk_of(p)));
+    for (const Part& p : parts_) {
+      plan.push_back(rope_table_plan(faults_, config_, l / 2, chunk_of(p)));
+      plan.back().query = query;
+    }
     const auto at = static_cast<std::size_t>(std::find(plans.begin(), plans.end(), plan) - plans.begin());
-    rope_table_of_[static_cast<std::size_t>(l)] = at;
+    (query ? rope_q_table_of_ : rope_table_of_)[static_cast<std::size_t>(l / 2)] = at;
     if (at < plans.size()) continue;
     TAPDIFF_ASSERT(at < rope_tables_.size(), "RoPE table {} of {}", at, rope_tables_.size());
     std::vector<HeldRope> held;
@@ -469,9 +480,11 @@ void Engine::upload_rope_tables() {
     std::vector<float> table;
     const auto frequencies =
         kernels_->choice().llama_cpp() ? formats::llama_cpp_rope_frequencies : model::rope_frequencies;
-    for (const HeldRope& h : held)
-      rope_cache_.append(table, h.plan.first_pos, h.rows, config_.head_dim,
-                         frequencies(config_, l, h.plan.base, h.plan.first_pos + h.rows));
+    for (const HeldRope& h : held) {
+      model::RopeFrequencies f = frequencies(config_, l / 2, h.plan.base, h.plan.first_pos + h.rows);
+      if (query) f = model::query_frequencies(config_, std::move(f));
+      rope_cache_.append(table, h.plan.first_pos, h.rows, config_.head_dim, f);
+    }
     stream_->upload(table.data(), table.size() * sizeof(float), rope_tables_[at]);
     stream_->on_complete([this, at, held = std::move(held)]() mutable { rope_table_held_[at] = std::move(held); });
   }
@@ -609,7 +622,8 @@ KernelId Engine::run(const model::Step& step, const Region& out) {
     case Op::rope_k: {
       const model::RopeStyle style =
           faults_.active(Fault::rope_pairing, step.layer) ? model::flipped(config_.rope_style) : config_.rope_style;
-      return kernels_->rope(*stream_, in(0), rope_tables_[rope_table_of_[static_cast<std::size_t>(step.layer)]], out,
+      const auto& table_of = step.op == Op::rope_q ? rope_q_table_of_ : rope_table_of_;
+      return kernels_->rope(*stream_, in(0), rope_tables_[table_of[static_cast<std::size_t>(step.layer)]], out,
                             rows, graph_.width(step.op), config_.head_dim, model::rotary_dim(config_), style);
     }
     case Op::attn: return attend(step, out);

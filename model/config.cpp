@@ -70,6 +70,13 @@ void ModelConfig::validate(const std::string& source) const {
             sliding_rope->base);
     validate_rope_scaling(*this, sliding_rope->scaling, source);
   }
+  if (query_temperature.beta != 0) {
+    require(std::isfinite(query_temperature.beta) && query_temperature.beta > 0 && query_temperature.length >= 1,
+            "a query temperature of a finite beta > 0 over a length >= 1",
+            fmt::format("beta {} length {}", query_temperature.beta, query_temperature.length));
+    require(model::rotary_dim(*this) == head_dim, "RoPE on whole heads with a query temperature",
+            fmt::format("rotary_dim {} of {}", model::rotary_dim(*this), head_dim));
+  }
   require(sliding_window >= 0, "sliding_window >= 0", sliding_window);
   require(sliding_layers.empty() || std::ssize(sliding_layers) == n_layers, "a sliding flag for every layer, or none",
           sliding_layers.size());
@@ -164,6 +171,8 @@ nlohmann::json to_json(const ModelConfig& c) {
   if (c.sliding_rope)
     j["sliding_rope"] = {{"rope_base", c.sliding_rope->base},
                          {"rope_scaling", rope_scaling_json(c.sliding_rope->scaling)}};
+  if (c.query_temperature.beta != 0)
+    j["query_temperature"] = {{"beta", c.query_temperature.beta}, {"length", c.query_temperature.length}};
   if (!c.sliding_layers.empty()) j["sliding_layers"] = c.sliding_layers;
   if (!c.rope_layers.empty()) j["rope_layers"] = c.rope_layers;
   if (c.experts.count > 0) {

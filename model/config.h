@@ -51,6 +51,7 @@ struct ModelConfig {
   int rotary_dim = 0;  // leading channels of a head that RoPE rotates; 0 = head_dim
   RopeScaling rope_scaling;
   std::optional<SlidingRope> sliding_rope;  // the sliding layers' RoPE; absent: rope_base and rope_scaling
+  QueryTemperature query_temperature;       // Llama 4's, Ministral 3's (model/rope.h)
   double norm_eps = 1e-5;
   RopeStyle rope_style = RopeStyle::interleaved;
   bool tied_output = false;  // logits use the embedding matrix

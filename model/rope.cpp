@@ -69,7 +69,7 @@ RopeFrequencies longrope(const RopeScaling& s, double base, int d, std::int64_t 
   TAPDIFF_ASSERT(!s.by_run_context || s.run_context > 0, "LongRoPE by the run's context without one");
   const std::int64_t length = s.by_run_context ? s.run_context : seq_len;
   const std::vector<double>& factors = length > s.original_context ? s.long_factor : s.short_factor;
-  RopeFrequencies out{standard_inv_freq(base, d), 1.0, std::nullopt};
+  RopeFrequencies out{standard_inv_freq(base, d), 1.0, std::nullopt, {}};
   TAPDIFF_ASSERT(factors.size() == out.inv_freq.size(), "{} longrope factors for {} pairs", factors.size(),
                  out.inv_freq.size());
   for (std::size_t i = 0; i < factors.size(); ++i) out.inv_freq[i] /= factors[i];
@@ -121,18 +121,29 @@ RopeFrequencies rope_frequencies(const ModelConfig& config, int layer, double ba
   return out;
 }
 
+double query_temperature(const QueryTemperature& t, std::int64_t pos) {
+  if (t.beta == 0) return 1.0;
+  return 1.0 + t.beta * std::log(1.0 + std::floor(static_cast<double>(pos) / t.length));
+}
+
+RopeFrequencies query_frequencies(const ModelConfig& config, RopeFrequencies f) {
+  f.temperature = config.query_temperature;
+  return f;
+}
+
 void rope_cos_sin(const RopeFrequencies& f, std::int64_t pos, std::span<double> cos_sin) {
   TAPDIFF_ASSERT(cos_sin.size() == 2 * f.inv_freq.size(), "cos and sin of {} pairs", f.inv_freq.size());
+  const double temperature = query_temperature(f.temperature, pos);
   if (!f.ggml) {
     for (std::size_t i = 0; i < f.inv_freq.size(); ++i) {
       const double angle = static_cast<double>(pos) * f.inv_freq[i];
-      cos_sin[2 * i] = std::cos(angle) * f.attention_factor;
-      cos_sin[2 * i + 1] = std::sin(angle) * f.attention_factor;
+      cos_sin[2 * i] = std::cos(angle) * f.attention_factor * temperature;
+      cos_sin[2 * i + 1] = std::sin(angle) * f.attention_factor * temperature;
     }
     return;
   }
   const GgmlAngles& g = *f.ggml;
-  const auto mscale = static_cast<float>(f.attention_factor);
+  const auto mscale = static_cast<float>(f.attention_factor * temperature);
   float theta = static_cast<float>(pos);
   for (std::size_t i = 0; i < f.inv_freq.size(); ++i) {
     const float factor = g.freq_factors.empty() ? 1.0f : g.freq_factors[i];

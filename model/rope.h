@@ -75,12 +75,25 @@ struct GgmlAngles {
   auto operator<=>(const GgmlAngles&) const = default;
 };
 
+// Llama 4's attention temperature (Ministral 3's llama_4_scaling_beta): q after RoPE times
+// 1 + beta * ln(1 + floor(pos / length)) at its position pos; beta 0: none. Folded into the cos
+// and sin that q turns by (query_frequencies), so it needs RoPE on whole heads.
+struct QueryTemperature {
+  double beta = 0;
+  int length = 0;
+  auto operator<=>(const QueryTemperature&) const = default;
+};
+
+// The temperature's factor at a position.
+double query_temperature(const QueryTemperature& t, std::int64_t pos);
+
 struct RopeFrequencies {
   std::vector<double> inv_freq;   // [rotary_dim / 2]
   double attention_factor = 1.0;  // multiplies cos and sin
   // Set where an engine computes the angles as ggml does (llama.cpp's precision): rope_cos_sin then
   // takes ggml's f32 steps, not pos * inv_freq[i] in double.
   std::optional<GgmlAngles> ggml;
+  QueryTemperature temperature;  // q's: multiplies cos and sin at each position
   auto operator<=>(const RopeFrequencies&) const = default;
 };
 
@@ -89,6 +102,9 @@ struct RopeFrequencies {
 // computes them in f32 where f.ggml is set. What both engines rotate by (reference::rope, the
 // Vulkan engine's tables).
 void rope_cos_sin(const RopeFrequencies& f, std::int64_t pos, std::span<double> cos_sin);
+
+// The frequencies q turns by: f with the config's query temperature.
+RopeFrequencies query_frequencies(const ModelConfig& config, RopeFrequencies f);
 
 // The channels of a head that RoPE rotates (config.rotary_dim, or head_dim when 0).
 int rotary_dim(const ModelConfig& config);

@@ -271,9 +271,10 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
     case Op::rope_k: {
       // Under the llama.cpp emulation the angles are ggml's, stepped in f32.
       const auto frequencies = r_.ggml_steps ? formats::llama_cpp_rope_frequencies : model::rope_frequencies;
-      rope<S>(in(0), config_.head_dim, chunk_.first_pos,
-              frequencies(config_, step.layer, model::rope_base(config_, step.layer), chunk_.first_pos + chunk_.rows),
-              config_.rope_style, out);
+      model::RopeFrequencies f =
+          frequencies(config_, step.layer, model::rope_base(config_, step.layer), chunk_.first_pos + chunk_.rows);
+      if (step.op == Op::rope_q) f = model::query_frequencies(config_, std::move(f));
+      rope<S>(in(0), config_.head_dim, chunk_.first_pos, f, config_.rope_style, out);
       return;
     }
     case Op::attn: attend(step, out); return;

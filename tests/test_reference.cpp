@@ -197,7 +197,7 @@ TEST(ReferenceKernels, RopeConventionsPairDifferentChannels) {
   reference::Mat<double> x(1, 4);
   x << 1, 2, 3, 4;
   reference::Mat<double> inter, half;
-  const model::RopeFrequencies one{{1.0, 1.0}, 1.0, std::nullopt};
+  const model::RopeFrequencies one{{1.0, 1.0}, 1.0, std::nullopt, {}};
   reference::rope<double>(x, 4, 1, one, model::RopeStyle::interleaved, inter);
   reference::rope<double>(x, 4, 1, one, model::RopeStyle::rotate_half, half);
   const double c = std::cos(1.0), s = std::sin(1.0);
@@ -212,7 +212,7 @@ TEST(ReferenceKernels, PartialRotaryTurnsTheLeadingChannelsScaledByTheAttentionF
   reference::Mat<double> x(1, 4);
   x << 1, 2, 3, 4;
   reference::Mat<double> out;
-  reference::rope<double>(x, 4, 2, model::RopeFrequencies{{1.0}, 1.5, std::nullopt}, model::RopeStyle::rotate_half,
+  reference::rope<double>(x, 4, 2, model::RopeFrequencies{{1.0}, 1.5, std::nullopt, {}}, model::RopeStyle::rotate_half,
                           out);
   const double c = 1.5 * std::cos(2.0), s = 1.5 * std::sin(2.0);
   EXPECT_DOUBLE_EQ(out(0, 0), 1 * c - 2 * s);

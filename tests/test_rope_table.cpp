@@ -66,7 +66,7 @@ TEST(RopeTableCache, NoRowsAppendNothing) {
 // Partial rotary: the pairs past rotary_dim / 2 are (1, 0); the attention factor scales the others.
 TEST(RopeTableCache, PassingPairsAreIdentityAndTheAttentionFactorScalesTheRest) {
   gpu::RopeTableCache cache;
-  const model::RopeFrequencies f{{0.5, 0.25}, 1.25, std::nullopt};
+  const model::RopeFrequencies f{{0.5, 0.25}, 1.25, std::nullopt, {}};
   std::vector<float> table;
   cache.append(table, 3, 2, 8, f);  // head_dim 8: 4 pairs, 2 of them rotating
   ASSERT_EQ(table.size(), 16u);

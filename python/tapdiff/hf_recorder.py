@@ -11,7 +11,8 @@
 Every op tapdiff's graph has for the model (`tapdiff model-info --model FOLDER`) is recorded from
 forward hooks on the model's modules, and from what hooks cannot see: RoPE's outputs (the modeling
 module's apply_rotary_pos_emb, wrapped while recording; where it rotates part of each head, the
-channels it leaves are the projection's), the attention's output (o_proj's input) and the
+channels it leaves are the projection's; where Llama 4's temperature scales q after it, Ministral 3's
+get_llama_4_attn_scale, wrapped alike), the attention's output (o_proj's input) and the
 activation (down_proj's input); in a mixture of experts the router's logits, chosen ids and
 weights (what its top-k router returns) and the mixed output. In a parallel block (Phi-2, Cohere,
 StableLM's parallel residual), which adds attention and MLP to the stream at once, attn_residual is
@@ -96,6 +97,7 @@ class HfRecorder:
         self.values: dict[tuple[int, str], np.ndarray] = {}
         self.handles = []
         self.layer = None  # the layer whose attention is running (for RoPE's outputs)
+        self.wrapped = []  # (module, name, original function) while recording
         self._hook_modules()
         self._wrap_rope()
 
@@ -225,19 +227,30 @@ class HfRecorder:
             lambda _m, _args, out: self._keep(i, "attn_residual", inputs[i] + _rows(out))))
 
     def _wrap_rope(self):
-        """RoPE's outputs: the modeling module's apply_rotary_pos_emb, wrapped while recording."""
-        self.rope_module = sys.modules[type(_first(_first(self.decoder, LAYERS)[0], ATTENTION)).__module__]
-        self.rope_original = getattr(self.rope_module, "apply_rotary_pos_emb", None)
-        if self.rope_original is None:
-            return
+        """RoPE's outputs: the modeling module's apply_rotary_pos_emb, wrapped while recording, and
+        the query temperature that multiplies q after it (get_llama_4_attn_scale), where it has one."""
+        module = sys.modules[type(_first(_first(self.decoder, LAYERS)[0], ATTENTION)).__module__]
+        rope = getattr(module, "apply_rotary_pos_emb", None)
+        temperature = getattr(module, "get_llama_4_attn_scale", None)
 
         def apply(q, k, *args, **kwargs):
-            q_out, k_out = self.rope_original(q, k, *args, **kwargs)
+            q_out, k_out = rope(q, k, *args, **kwargs)
             self._keep(self.layer, "rope_q", self._whole_heads(_heads_rows(q_out), ("q_norm", "q_proj")))
             self._keep(self.layer, "rope_k", self._whole_heads(_heads_rows(k_out), ("k_norm", "k_proj")))
             return q_out, k_out
 
-        self.rope_module.apply_rotary_pos_emb = apply
+        def scale(*args, **kwargs):
+            factor = temperature(*args, **kwargs)  # [batch, 1, positions, 1]
+            if (self.layer, "rope_q") in self.values:
+                rows = factor.detach().to("cpu").double().numpy().reshape(-1, 1)
+                self.values[(self.layer, "rope_q")] = self.values[(self.layer, "rope_q")] * rows
+            return factor
+
+        for name, original, wrapper in (("apply_rotary_pos_emb", rope, apply), ("get_llama_4_attn_scale", temperature,
+                                                                                  scale)):
+            if original is not None:
+                self.wrapped.append((module, name, original))
+                setattr(module, name, wrapper)
 
     def _whole_heads(self, rotated, sources):
         """RoPE's output as whole heads: where the family rotates only the first channels of each head
@@ -256,13 +269,13 @@ class HfRecorder:
         return whole.reshape(rows, -1)
 
     def close(self):
-        """Removes the hooks and the RoPE wrapper; the dump stays as far as it was written."""
+        """Removes the hooks and the wrapped functions; the dump stays as far as it was written."""
         for h in self.handles:
             h.remove()
         self.handles = []
-        if self.rope_original is not None:
-            self.rope_module.apply_rotary_pos_emb = self.rope_original
-            self.rope_original = None
+        for module, name, original in self.wrapped:
+            setattr(module, name, original)
+        self.wrapped = []
         self.writer.close()
 
     def __enter__(self):

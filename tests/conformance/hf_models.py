@@ -155,6 +155,12 @@ CASES = [
     Case("helium", "helium", extra={"head_dim": 16, "attention_bias": True, "mlp_bias": True}),
     Case("ministral", "ministral", extra={"head_dim": 16, "sliding_window": 6,
                                           "layer_types": ["sliding_attention", "full_attention", "sliding_attention"]}),
+    # YaRN over 4 original positions and Llama 4's query temperature stepping every 4 positions.
+    Case("ministral3", "ministral3",
+         {"rope_type": "yarn", "rope_theta": 200000.0, "factor": 4.0, "original_max_position_embeddings": 4,
+          "max_position_embeddings": 16, "beta_fast": 16.0, "beta_slow": 2.0, "mscale": 1.0, "mscale_all_dim": 1.0,
+          "llama_4_scaling_beta": 0.3},
+         {"head_dim": 16, "sliding_window": 6, "max_position_embeddings": 16}),
     Case("glm", "glm", extra={**IDS, "head_dim": 16}),
     Case("glm4", "glm4", {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.75},
          {**IDS, "head_dim": 32, "attention_bias": False}),

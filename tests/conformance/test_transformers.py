@@ -197,6 +197,7 @@ UNIMPLEMENTED = [  # (case, key, value, the key the refusal names): a value whos
      "mrope_section"),
     ("helium", "head_dim", 32, "head_dim"),
     ("ministral", "layer_types", ["sliding_attention", "chunked_attention", "full_attention"], "layer_types"),
+    ("ministral3", "layer_types", ["sliding_attention"] * 3, "layer_types"),  # transformers ignores it, warning
     ("glm", "hidden_act", "swiglu", "hidden_act"),
     ("glm4", "mlp_bias", True, "mlp_bias"),
     ("stablelm", "qk_layernorm", True, "qk_layernorm"),
