@@ -184,8 +184,8 @@ TEST(BadFile, GgufShapeContradictsConfig) {
 
 TEST(BadFile, GgufUnsupportedArchitectureAndMissingKey) {
   TinyGguf spec;
-  spec.arch = "gpt2";
-  expect_message(load_error(tiny_gguf(spec).path), "model.gguf", {"general.architecture", "found 'gpt2'"});
+  spec.arch = "mamba";
+  expect_message(load_error(tiny_gguf(spec).path), "model.gguf", {"general.architecture", "found 'mamba'"});
   spec = {};
   spec.omit_keys = {"llama.block_count"};
   expect_message(load_error(tiny_gguf(spec).path), "model.gguf", {"missing metadata key 'llama.block_count'"});
@@ -337,7 +337,8 @@ TEST(BadFile, SafetensorsConfigProblems) {
       {[](auto& j) { j["model_type"] = "gemma3n"; },
        "'model_type' = \"gemma3n\" is not supported: tapdiff implements llama, mistral, mixtral, qwen2, qwen3, "
        "qwen3_moe, granite, olmo2, gemma, gemma2, gemma3_text, smollm3, phi3, starcoder2, arcee, nemotron, seed_oss, "
-       "ernie4_5, helium, ministral, glm, glm4, stablelm, phi, cohere, cohere2, olmo3, exaone4, hunyuan_v1_dense, "
+       "ernie4_5, helium, ministral, ministral3, glm, glm4, stablelm, phi, cohere, cohere2, olmo3, exaone4, "
+       "hunyuan_v1_dense, "
        "gpt_neox, gpt2, opt, falcon, olmo, apertus, mistral3, gemma3"},
       {[](auto& j) { j["model_type"] = "gemma3"; }, "'text_config': expected an object, found no such key"},
       {[](auto& j) {
