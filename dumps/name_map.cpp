@@ -36,6 +36,7 @@ MapRule sum(std::string pattern, Op op, std::string partner) {
 NameMap hf_map() {
   const std::string l = "model.layers.{L}.";
   NameMap m = named("hf", model::RopeStyle::rotate_half);
+  m.family_names = true;
   m.rules = {one("model.embed_tokens", Op::embed),
              one(l + "input_layernorm", Op::attn_norm),
              one(l + "self_attn.q_proj", Op::q_proj),
@@ -69,6 +70,7 @@ NameMap hf_map() {
 NameMap vllm_map() {
   const std::string l = "model.layers.{L}.";
   NameMap m = named("vllm", model::RopeStyle::rotate_half);
+  m.family_names = true;
   m.rules = {one("model.embed_tokens", Op::embed),
              one(l + "input_layernorm", Op::attn_norm),
              one(l + "input_layernorm.0", Op::attn_norm),
@@ -283,12 +285,44 @@ NameMap map_from_toml(const std::filesystem::path& path) {
   return m;
 }
 
-std::optional<Resolved> resolve(const NameMap& map, std::string_view name, const model::ModelConfig& config) {
+namespace {
+
+// A module's name (with a hook's ":input" or a tuple member's ".0") as Llama's, where the map's
+// names are the family's (NameMap::family_names): the renames read names with a dot after them.
+std::string as_llama(const NameMap& map, std::string_view name, const model::ModelConfig& config) {
+  if (!map.family_names) return std::string(name);
+  const std::size_t colon = std::min(name.find(':'), name.size());
+  std::string renamed =
+      formats::hf_llama_name(std::string(name.substr(0, colon)) + ".", formats::family_spec(config.family).hf);
+  renamed.pop_back();
+  return renamed + std::string(name.substr(colon));
+}
+
+// A sum's partner as the file names it: where the rule's two names differ only after their common
+// beginning (vLLM's "model.layers.{L}.0" and ".1"), the array's own name with that end replaced.
+std::string partner_in_file(std::string_view name, const std::string& pattern, const std::string& partner) {
+  const auto common = static_cast<std::size_t>(
+      std::mismatch(pattern.begin(), pattern.end(), partner.begin(), partner.end()).first - pattern.begin());
+  const std::string_view own_end = std::string_view(pattern).substr(common);
+  if (!name.ends_with(own_end)) return partner;
+  return std::string(name.substr(0, name.size() - own_end.size())) + partner.substr(common);
+}
+
+}  // namespace
+
+std::optional<Resolved> resolve(const NameMap& map, std::string_view file_name, const model::ModelConfig& config) {
+  const std::string llama = as_llama(map, file_name, config);
+  const std::string_view name = llama;
   for (const MapRule& rule : map.rules) {
     if (!applies(rule, config)) continue;
     const std::optional<int> layer = match(rule.pattern, name, config.n_layers);
     if (!layer) continue;
-    Resolved r{{}, rule.combine, *layer >= 0 ? with_layer(rule.partner, *layer) : rule.partner};
+    Resolved r{{},
+               rule.combine,
+               rule.combine != Combine::sum ? std::string()
+               : *layer >= 0
+                   ? partner_in_file(file_name, with_layer(rule.pattern, *layer), with_layer(rule.partner, *layer))
+                   : partner_in_file(file_name, rule.pattern, rule.partner)};
     for (const Op op : rule.ops) {
       const std::optional<int> fixed = fixed_layer(op, config.n_layers);
       if (*layer == -2 && !fixed) continue;  // a block op needs "{L}" in its pattern
@@ -300,7 +334,8 @@ std::optional<Resolved> resolve(const NameMap& map, std::string_view name, const
   return std::nullopt;
 }
 
-bool is_sum_partner(const NameMap& map, std::string_view name, const model::ModelConfig& config) {
+bool is_sum_partner(const NameMap& map, std::string_view file_name, const model::ModelConfig& config) {
+  const std::string name = as_llama(map, file_name, config);
   for (const MapRule& rule : map.rules)
     if (rule.combine == Combine::sum && applies(rule, config) && match(rule.partner, name, config.n_layers))
       return true;

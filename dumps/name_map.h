@@ -49,6 +49,10 @@ struct NameMap {
   // The order of each head's q/k channels in the dump's values (Hugging Face and vLLM: rotate_half);
   // nullopt: the model's own. Where it differs from the model's, q/k ops are permuted to it.
   std::optional<model::RopeStyle> layout;
+  // The names are the modules' of the model's Hugging Face classes (hf, vllm): each family's own
+  // first read as Llama's, as its checkpoints' tensor names are (formats::hf_llama_name: GPT-2's
+  // "transformer.h.{L}.attn.c_attn" as "model.layers.{L}.self_attn.qkv_proj").
+  bool family_names = false;
   std::vector<std::string> tokens = {"tokens", "input_ids"};  // the per-row token ids, by the first name present
   std::vector<std::string> positions = {"positions", "position_ids"};
   std::vector<std::string> decode = {"decode"};

@@ -1,6 +1,9 @@
 #include "formats/family_spec.h"
 
 #include <algorithm>
+#include <charconv>
+
+#include <fmt/format.h>
 
 #include "model/errors.h"
 
@@ -35,6 +38,29 @@ bool among(std::span<const std::string_view> names, std::string_view name) {
 }  // namespace
 
 const FamilySpec& family_spec(Family f) { return *table()[static_cast<std::size_t>(f)]; }
+
+std::optional<std::pair<int, std::string_view>> llama_layer_name(std::string_view name) {
+  constexpr std::string_view kPrefix = "model.layers.";
+  if (!name.starts_with(kPrefix)) return std::nullopt;
+  name.remove_prefix(kPrefix.size());
+  int layer = 0;
+  const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), layer);
+  if (ec != std::errc{} || end == name.data() || end == name.data() + name.size() || *end != '.') return std::nullopt;
+  return std::pair(layer, name.substr(static_cast<std::size_t>(end - name.data()) + 1));
+}
+
+std::string hf_llama_name(std::string name, const HfRecipe& hf) {
+  for (const HfRename& r : hf.names)
+    if (name.starts_with(r.from)) {
+      name = fmt::format("{}{}", r.to, name.substr(r.from.size()));
+      break;
+    }
+  if (const auto in_layer = llama_layer_name(name))
+    for (const HfRename& r : hf.layer_names)
+      if (in_layer->second.starts_with(r.from))
+        return fmt::format("model.layers.{}.{}{}", in_layer->first, r.to, in_layer->second.substr(r.from.size()));
+  return name;
+}
 
 std::span<const FamilySpec* const> all_families() { return table(); }
 

@@ -119,6 +119,14 @@ struct FamilySpec {
 
 // The family's file.
 const FamilySpec& family_spec(Family f);
+
+// A tensor or module name of the family's checkpoints as Llama's ("transformer.h.3.attn.c_attn." as
+// "model.layers.3.self_attn.qkv_proj."): the first of `hf.names` whose `from` begins it, then in a
+// layer the first of `hf.layer_names` that begins the rest; any other name as it is.
+std::string hf_llama_name(std::string name, const HfRecipe& hf);
+
+// The layer number and the rest of a Llama name "model.layers.<L>.<rest>"; nullopt for another.
+std::optional<std::pair<int, std::string_view>> llama_layer_name(std::string_view name);
 // Every family, in the table's order.
 std::span<const FamilySpec* const> all_families();
 

@@ -62,16 +62,17 @@ void read_gguf_sliding_layers(const GgufFile& f, const std::string& prefix, Mode
     return;
   }
   if (v != nullptr) pattern = int_key(f, key, std::nullopt);
-  for (int l = 0; l < c.n_layers; ++l) c.sliding_layers[static_cast<std::size_t>(l)] = pattern == 0 || l % pattern < pattern - 1;
+  for (int l = 0; l < c.n_layers; ++l)
+    c.sliding_layers[static_cast<std::size_t>(l)] = pattern == 0 || l % pattern < pattern - 1;
 }
 
 void refuse_sliding_rope_base(const GgufFile& f, const std::string& prefix, const ModelConfig& c) {
   const std::string key = prefix + "rope.freq_base_swa";
   if (const auto base = f.get_float(key); base && *base != c.rope_base)
-    throw_format_error(fmt::format("{}: metadata '{}' = {} is not supported: llama.cpp's {} rotates its sliding layers "
-                                   "with {}rope.freq_base, {}",
-                                   f.path().string(), key, *base, prefix.substr(0, prefix.size() - 1), prefix,
-                                   c.rope_base));
+    throw_format_error(
+        fmt::format("{}: metadata '{}' = {} is not supported: llama.cpp's {} rotates its sliding layers "
+                    "with {}rope.freq_base, {}",
+                    f.path().string(), key, *base, prefix.substr(0, prefix.size() - 1), prefix, c.rope_base));
 }
 
 }  // namespace tapdiff::formats

@@ -550,9 +550,10 @@ void read_rope_scaling(const GgufFile& f, const GgufRecipe& family, ModelConfig&
                       "heads ({} channels)",
                       file, prefix, rotary, arch, c.head_dim));
     if (rotary <= 0 || rotary > c.head_dim || rotary % 2 != 0)
-      throw_format_error(fmt::format("{}: {}rope.dimension_count = {}: expected an even count of channels up to the "
-                                     "head's {}",
-                                     file, prefix, rotary, c.head_dim));
+      throw_format_error(
+          fmt::format("{}: {}rope.dimension_count = {}: expected an even count of channels up to the "
+                      "head's {}",
+                      file, prefix, rotary, c.head_dim));
     c.rotary_dim = rotary;
   }
   RopeScaling& s = c.rope_scaling;
@@ -626,8 +627,8 @@ void refuse_unknown_keys(const GgufFile& f, const ModelConfig& c, const GgufReci
   static const std::set<std::string_view> kKnown = {
       "block_count", "embedding_length", "attention.head_count", "attention.head_count_kv", "attention.key_length",
       "feed_forward_length", "context_length", "attention.sliding_window", "rope.freq_base",
-      "attention.layer_norm_rms_epsilon", "attention.layer_norm_epsilon", "vocab_size", "rope.dimension_count", "rope.scaling.type",
-      "rope.scaling.factor", "rope.scale_linear",
+      "attention.layer_norm_rms_epsilon", "attention.layer_norm_epsilon", "vocab_size", "rope.dimension_count",
+      "rope.scaling.type", "rope.scaling.factor", "rope.scale_linear",
       // Informational: llama.cpp itself computes nothing from them (granite reads finetuned above).
       "rope.scaling.original_context_length", "rope.scaling.finetuned"};
   const std::string arch = architecture(f), prefix = arch + ".";
@@ -692,11 +693,11 @@ ModelConfig gguf_config(const GgufFile& f, const LoadOptions& options) {
         fmt::format("{}: {} is {}, but token_embd.weight has {} rows", file, key("vocab_size"), *v, c.vocab));
   c.tied_output = f.find_tensor("output.weight") == nullptr;
   if (c.tied_output && family.output_required)
-    throw_format_error(fmt::format("{}: missing tensor: expected output.weight (llama.cpp's {} reads the logits' "
-                                   "matrix from it, not from token_embd.weight), found none",
-                                   file, arch));
-  c.block.qkv_bias =
-      f.find_tensor("blk.0.attn_q.bias") != nullptr || f.find_tensor("blk.0.attn_qkv.bias") != nullptr;
+    throw_format_error(
+        fmt::format("{}: missing tensor: expected output.weight (llama.cpp's {} reads the logits' "
+                    "matrix from it, not from token_embd.weight), found none",
+                    file, arch));
+  c.block.qkv_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr || f.find_tensor("blk.0.attn_qkv.bias") != nullptr;
   if (family.read) family.read(f, arch + ".", c);
   read_norm_eps(f, c);
   if (c.tied_output && f.find_tensor("output.weight") != nullptr)
@@ -763,7 +764,8 @@ void add_xielu_scalars(const GgufFile& f, Model& model) {
                                      f.path().string(), key, c.n_layers,
                                      values ? fmt::format("{} of them", values->size()) : "none"));
     for (int l = 0; l < c.n_layers; ++l)
-      model.add_values(kind, l, fmt::format("{}[{}]", key, l), std::span(*values).subspan(static_cast<std::size_t>(l), 1));
+      model.add_values(kind, l, fmt::format("{}[{}]", key, l),
+                       std::span(*values).subspan(static_cast<std::size_t>(l), 1));
   }
 }
 

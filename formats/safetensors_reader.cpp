@@ -165,17 +165,6 @@ std::unique_ptr<MappedFile> SafetensorsFile::release_mapping() { return std::mov
 
 namespace {
 
-// "model.layers.N.rest" as (N, rest), or nullopt for a name outside the layers.
-std::optional<std::pair<int, std::string_view>> layer_tensor(std::string_view name) {
-  constexpr std::string_view kPrefix = "model.layers.";
-  if (!name.starts_with(kPrefix)) return std::nullopt;
-  name.remove_prefix(kPrefix.size());
-  int layer = 0;
-  const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), layer);
-  if (ec != std::errc{} || end == name.data() || end == name.data() + name.size() || *end != '.') return std::nullopt;
-  return std::pair(layer, name.substr(static_cast<std::size_t>(end - name.data()) + 1));
-}
-
 // The weights a Hugging Face tensor name holds in a model of this config: one, the parts of a fused
 // projection (Phi-3's qkv_proj and gate_up_proj, their rows in order; query_key_value, per KV head
 // the rows of its query heads, its k's and its v's: GPT-NeoX's q, k and v per head, Falcon's
@@ -221,7 +210,7 @@ std::vector<WeightPart> hf_weights(std::string_view name, const ModelConfig& c) 
       {"mlp.gate.weight", WeightKind::moe_router}};
   for (const auto& [n, kind] : kGlobal)
     if (name == n) return {{kind, -1}};
-  const auto in_layer = layer_tensor(name);
+  const auto in_layer = llama_layer_name(name);
   if (!in_layer) return {};
   const int layer = in_layer->first;
   name = in_layer->second;
@@ -243,20 +232,6 @@ std::vector<WeightPart> hf_weights(std::string_view name, const ModelConfig& c) 
   if (name == "mlp.gate_up_proj.weight")
     return {{WeightKind::ffn_gate, layer, c.ffn_dim}, {WeightKind::ffn_up, layer, c.ffn_dim}};
   return {};
-}
-
-// A tensor name of the family's checkpoints as the Llama name hf_weights reads (HfRecipe's renames).
-std::string llama_name(std::string name, const HfRecipe& hf) {
-  for (const HfRename& r : hf.names)
-    if (name.starts_with(r.from)) {
-      name = fmt::format("{}{}", r.to, name.substr(r.from.size()));
-      break;
-    }
-  if (const auto in_layer = layer_tensor(name))
-    for (const HfRename& r : hf.layer_names)
-      if (in_layer->second.starts_with(r.from))
-        return fmt::format("model.layers.{}.{}{}", in_layer->first, r.to, in_layer->second.substr(r.from.size()));
-  return name;
 }
 
 // A buffer older checkpoints saved that transformers recomputes: RoPE's inverse frequencies, and
@@ -382,7 +357,7 @@ std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
   for (const auto& [name, where] : by_name) {
     std::optional<std::string> own = decoder_name(name, model_type);
     if (!own) continue;
-    own = llama_name(*own, family_spec(config.family).hf);
+    own = hf_llama_name(*own, family_spec(config.family).hf);
     if (const auto [at, added] = names.emplace(*own, name); !added)
       throw_format_error(fmt::format("{}: tensors '{}' and '{}' are both the text decoder's '{}'",
                                      where.first->path().string(), std::min(at->second, name),
@@ -397,7 +372,7 @@ std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
   HfExperts experts(config);
   for (const auto& [own, name] : names) {
     const auto& where = by_name.at(name);
-    const auto in_layer = layer_tensor(own);
+    const auto in_layer = llama_layer_name(own);
     if (in_layer && experts.take(in_layer->first, in_layer->second, *where.first, *where.second)) continue;
     const std::vector<WeightPart> parts = hf_weights(own, config);
     if (parts.empty() && is_recomputed_buffer(*where.second)) continue;

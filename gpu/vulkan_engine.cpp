@@ -623,8 +623,8 @@ KernelId Engine::run(const model::Step& step, const Region& out) {
       const model::RopeStyle style =
           faults_.active(Fault::rope_pairing, step.layer) ? model::flipped(config_.rope_style) : config_.rope_style;
       const auto& table_of = step.op == Op::rope_q ? rope_q_table_of_ : rope_table_of_;
-      return kernels_->rope(*stream_, in(0), rope_tables_[table_of[static_cast<std::size_t>(step.layer)]], out,
-                            rows, graph_.width(step.op), config_.head_dim, model::rotary_dim(config_), style);
+      return kernels_->rope(*stream_, in(0), rope_tables_[table_of[static_cast<std::size_t>(step.layer)]], out, rows,
+                            graph_.width(step.op), config_.head_dim, model::rotary_dim(config_), style);
     }
     case Op::attn: return attend(step, out);
     case Op::attn_residual:

@@ -191,7 +191,8 @@ void Model::add_values(WeightKind kind, int layer, std::string name, std::span<c
   std::vector<std::byte> bytes(values.size_bytes());
   std::memcpy(bytes.data(), values.data(), bytes.size());
   add(kind, layer,
-      WeightTensor{std::move(name), DType::f32, 1, static_cast<std::int64_t>(values.size()), hold(std::move(bytes)), {}});
+      WeightTensor{
+          std::move(name), DType::f32, 1, static_cast<std::int64_t>(values.size()), hold(std::move(bytes)), {}});
 }
 
 void add_unit_norms(Model& model) {
@@ -199,8 +200,8 @@ void add_unit_norms(Model& model) {
   const std::vector<float> ones(static_cast<std::size_t>(c.dim), 1.0f);
   const auto add = [&](WeightKind kind, int layer) {
     if (const WeightTensor* t = model.find(kind, layer))
-      throw FormatError(fmt::format("{}: tensor '{}' is not supported: {}'s norms have no weight", model.path().string(),
-                                    t->name, family_name(c.family)));
+      throw FormatError(fmt::format("{}: tensor '{}' is not supported: {}'s norms have no weight",
+                                    model.path().string(), t->name, family_name(c.family)));
     model.add_values(kind, layer, "(ones: the norms have no weight)", ones);
   };
   add(WeightKind::output_norm, -1);

@@ -290,6 +290,42 @@ TEST(ImportedDump, TheLlamaCppMapReadsEachFamilysNames) {
   EXPECT_EQ(ops("Vcur-1", "qwen3"), (Ids{{Op::v_proj, 1}}));
 }
 
+// The hf and vllm maps read each family's module names as its checkpoints' tensor names are read:
+// GPT-2's transformer.h.{L}.attn.c_attn as q, k and v side by side, OPT's decoder, GLM-4's norms
+// around each half; vLLM's layer output summed from its two halves under the family's names.
+TEST(ImportedDump, TheHfAndVllmMapsReadEachFamilysModuleNames) {
+  const auto ops = [](std::string_view map, std::string_view name, const std::string& arch, bool post_norms = false) {
+    model::ModelConfig c = small_config();
+    c.family = *formats::family_named(arch);
+    c.block.post_norms = post_norms;
+    std::vector<model::TensorId> ids;
+    if (const auto r = dumps::resolve(dumps::preset_map(map), name, c)) ids = r->ids;
+    return ids;
+  };
+  using Ids = std::vector<model::TensorId>;
+  EXPECT_EQ(ops("hf", "transformer.wte", "gpt2"), (Ids{{Op::embed, -1}}));
+  EXPECT_EQ(ops("hf", "transformer.h.1.ln_1", "gpt2"), (Ids{{Op::attn_norm, 1}}));
+  EXPECT_EQ(ops("hf", "transformer.h.1.attn.c_attn", "gpt2"), (Ids{{Op::q_proj, 1}, {Op::k_proj, 1}, {Op::v_proj, 1}}));
+  EXPECT_EQ(ops("hf", "transformer.h.1.attn.c_proj:input", "gpt2"), (Ids{{Op::attn, 1}}));
+  EXPECT_EQ(ops("hf", "transformer.h.1.mlp.c_fc", "gpt2"), (Ids{{Op::ffn_up, 1}}));
+  EXPECT_EQ(ops("hf", "transformer.h.1", "gpt2"), (Ids{{Op::ffn_residual, 1}}));
+  EXPECT_EQ(ops("hf", "transformer.ln_f", "gpt2"), (Ids{{Op::final_norm, 2}}));
+  EXPECT_EQ(ops("hf", "model.decoder.layers.0.fc2", "opt"), (Ids{{Op::ffn_down, 0}}));
+  EXPECT_EQ(ops("hf", "model.decoder.final_layer_norm", "opt"), (Ids{{Op::final_norm, 2}}));
+  EXPECT_EQ(ops("hf", "model.layers.0.post_attention_layernorm", "glm4", true), (Ids{{Op::ffn_norm, 0}}));
+  EXPECT_EQ(ops("hf", "model.layers.0.post_self_attn_layernorm", "glm4", true), (Ids{{Op::attn_post_norm, 0}}));
+  EXPECT_EQ(ops("hf", "transformer.h.1.attn.c_attn", "llama"), Ids{});  // another family's name
+  EXPECT_EQ(ops("vllm", "transformer.h.1.attn.c_attn.0", "gpt2"),
+            (Ids{{Op::q_proj, 1}, {Op::k_proj, 1}, {Op::v_proj, 1}}));
+  model::ModelConfig c = small_config();
+  c.family = model::Family::gpt2;
+  const auto sum = dumps::resolve(dumps::preset_map("vllm"), "transformer.h.1.0", c);
+  ASSERT_TRUE(sum.has_value());
+  EXPECT_EQ(sum->ids, (Ids{{Op::ffn_residual, 1}}));
+  EXPECT_EQ(sum->partner, "transformer.h.1.1");
+  EXPECT_TRUE(dumps::is_sum_partner(dumps::preset_map("vllm"), "transformer.h.1.1", c));
+}
+
 // Through DumpReader: an imported dump says what it is, and an HDF5 path still opens as before.
 TEST(ImportedDump, DumpReaderSaysWhereTheValuesCameFrom) {
   const auto dir = testing::temp_dir("imported-reader");

@@ -42,10 +42,8 @@ const FamilySpec& cohere_family() {
              .tokenizer_class = "CohereTokenizer"},
       .gguf = {.architectures = {"command-r"},
                .keys = {"logit_scale"},
-               .read =
-                   [](const GgufFile& f, const std::string& prefix, ModelConfig& c) {
-                     read_gguf_command_r(f, prefix, c);
-                   }},
+               .read = [](const GgufFile& f, const std::string& prefix,
+                          ModelConfig& c) { read_gguf_command_r(f, prefix, c); }},
   };
   return spec;
 }

@@ -78,8 +78,10 @@ const FamilySpec& falcon_family() {
                // Falcon 40B's ln_attn is attn_norm_2 and its ln_mlp attn_norm
                .layer_name = [](std::string_view name, const ModelConfig& c) -> std::string_view {
                  if (c.block.parallel != Parallel::own_norm) return name;
-                 if (name.starts_with("attn_norm_2.")) return name == "attn_norm_2.weight" ? "attn_norm.weight" : "attn_norm.bias";
-                 if (name.starts_with("attn_norm.")) return name == "attn_norm.weight" ? "ffn_norm.weight" : "ffn_norm.bias";
+                 if (name.starts_with("attn_norm_2."))
+                   return name == "attn_norm_2.weight" ? "attn_norm.weight" : "attn_norm.bias";
+                 if (name.starts_with("attn_norm."))
+                   return name == "attn_norm.weight" ? "ffn_norm.weight" : "ffn_norm.bias";
                  return name;
                }},
   };

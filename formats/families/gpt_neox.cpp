@@ -5,11 +5,11 @@
 // default (4.x: rotary_pct and rotary_emb_base, which rope_parameters' values override; a
 // top-level rope_theta or partial_rotary_factor, which transformers ignores for it, is refused); biases on q, k, v and
 // o where attention_bias (the default) and always on the FFN.
-#include "formats/family_spec.h"
 #include <fmt/format.h>
-#include "model/errors.h"
+#include "formats/family_spec.h"
 #include "formats/gguf_keys.h"
 #include "formats/hf_keys.h"
+#include "model/errors.h"
 
 namespace tapdiff::formats {
 
@@ -48,9 +48,10 @@ const FamilySpec& gpt_neox_family() {
                      read_gguf_layer_norms_and_plain_ffn(f, c, Activation::gelu_tanh);
                      const auto parallel = f.get_bool(prefix + "use_parallel_residual");
                      if (!parallel)
-                       throw_format_error(fmt::format("{}: missing metadata key '{}use_parallel_residual' (expected "
-                                                      "a bool)",
-                                                      f.path().string(), prefix));
+                       throw_format_error(
+                           fmt::format("{}: missing metadata key '{}use_parallel_residual' (expected "
+                                       "a bool)",
+                                       f.path().string(), prefix));
                      c.block.parallel = *parallel ? Parallel::own_norm : Parallel::none;
                    },
                .partial_rotary = true,
