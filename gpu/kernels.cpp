@@ -291,7 +291,7 @@ Kernel Kernels::gated_activation(Stream& s, const Region& gate, const Region& up
   if (choice_.gelu_by_table()) {
     TAPDIFF_ASSERT(gelu_table != nullptr && gelu_table->size >= 65536 * sizeof(float) && faults == 0,
                    "llama.cpp's GELU without its table, or with a fault");
-    const CountPush push{u32(n)};
+    const GeluTablePush push{u32(n), 1};
     dispatch(s, Shader::gelu_llama_cpp, 0, {gate, up, *gelu_table, out}, &push, sizeof push,
              fold(ceil_div(push.n, wg_)));
   } else {
@@ -302,8 +302,14 @@ Kernel Kernels::gated_activation(Stream& s, const Region& gate, const Region& up
 }
 
 Kernel Kernels::activation(Stream& s, const Region& x, const Region& out, std::int64_t n, std::uint32_t faults,
-                           const model::Xielu& xielu) {
-  TAPDIFF_ASSERT(!choice_.gelu_by_table(), "llama.cpp's GELU table in a plain FFN");
+                           const model::Xielu& xielu, const Region* gelu_table) {
+  if (choice_.gelu_by_table()) {
+    TAPDIFF_ASSERT(gelu_table != nullptr && gelu_table->size >= 65536 * sizeof(float) && faults == 0,
+                   "llama.cpp's GELU without its table, or with a fault");
+    const GeluTablePush push{u32(n), 0};
+    dispatch(s, Shader::gelu_llama_cpp, 0, {x, x, *gelu_table, out}, &push, sizeof push, fold(ceil_div(push.n, wg_)));
+    return choice_.activation_kernel();
+  }
   const ActivationPush push{u32(n),
                             static_cast<std::uint32_t>(choice_.activation()),
                             0,

@@ -168,9 +168,10 @@ class Kernels {
   // widened to f32 [65536] (formats::llama_cpp_gelu_table; gelu_llama_cpp.comp).
   Kernel gated_activation(Stream& s, const Region& gate, const Region& up, const Region& out, std::int64_t n,
                           std::uint32_t faults, const Region* gelu_table = nullptr);
-  // out = act(x) over n values: a plain FFN's activation (xielu with the layer's scalars)
+  // out = act(x) over n values: a plain FFN's activation (xielu with the layer's scalars; GELU
+  // from llama.cpp's table under its precision)
   Kernel activation(Stream& s, const Region& x, const Region& out, std::int64_t n, std::uint32_t faults,
-                    const model::Xielu& xielu = {});
+                    const model::Xielu& xielu = {}, const Region* gelu_table = nullptr);
   // x = x * scale, then cap * tanh(x / cap) where cap > 0, in place over n values
   Kernel scale_softcap(Stream& s, const Region& x, float scale, float cap, std::int64_t n);
   // x clamped to [-clip, clip], in place over n values (scale_softcap.comp)

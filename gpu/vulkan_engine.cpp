@@ -632,7 +632,8 @@ KernelId Engine::run(const model::Step& step, const Region& out) {
     case Op::ffn_act:
       if (config_.block.ffn == model::Ffn::plain)
         return kernels_->activation(*stream_, in(0), out, std::int64_t{rows} * config_.ffn_dim, faults,
-                                    xielu_.empty() ? model::Xielu{} : xielu_[static_cast<std::size_t>(step.layer)]);
+                                    xielu_.empty() ? model::Xielu{} : xielu_[static_cast<std::size_t>(step.layer)],
+                                    &gelu_table_);
       return kernels_->gated_activation(*stream_, in(0), in(1), out, std::int64_t{rows} * config_.ffn_dim, faults,
                                         &gelu_table_);
   }

@@ -225,7 +225,10 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
   const auto norm = [&] {
     const model::NormWeights nw = *model::norm_weights(step.op);
     if constexpr (std::is_same_v<S, float>)
-      if (r_.ggml_steps) return rms_norm_as_llama_cpp(in(0), w[nw.weight].vector(), eps, out);
+      if (r_.ggml_steps)
+        return block.norm == model::NormKind::rms
+                   ? rms_norm_as_llama_cpp(in(0), w[nw.weight].vector(), eps, out)
+                   : layer_norm_as_llama_cpp(in(0), w[nw.weight].vector(), vector(nw.bias), eps, out);
     reference::norm<S>(in(0), block.norm, w[nw.weight].vector(), vector(nw.bias), eps, offset, out);
   };
   const auto head_norm = [&] {
@@ -286,6 +289,9 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
         out = in(0) + in(1) * static_cast<S>(block.residual_scale);
       return;
     case Op::ffn_act:
+      if constexpr (std::is_same_v<S, float>)
+        if (r_.ggml_steps && block.ffn == model::Ffn::plain && formats::llama_cpp_gelu_by_table(block))
+          return gelu_as_llama_cpp(in(0), out);
       if (block.ffn == model::Ffn::plain)
         return activation<S>(
             in(0), block.activation, out,

@@ -121,8 +121,37 @@ void rms_norm_as_llama_cpp(const Mat<float>& x, const Eigen::Map<const Vec<float
   }
 }
 
+void layer_norm_as_llama_cpp(const Mat<float>& x, const Eigen::Map<const Vec<float>>& w, const float* b, double eps,
+                             Mat<float>& out) {
+  const Eigen::Index width = w.size();
+  TAPDIFF_ASSERT(width > 0 && x.cols() == width, "rows of {} values normed over {}", x.cols(), width);
+  out.resize(x.rows(), x.cols());
+  const auto n = static_cast<float>(width);
+  for (Eigen::Index t = 0; t < x.rows(); ++t) {
+    double sum = 0.0;
+    for (Eigen::Index c = 0; c < width; ++c) sum += static_cast<double>(x(t, c));
+    const float mean = static_cast<float>(sum) / n;
+    double squares = 0.0;
+    for (Eigen::Index c = 0; c < width; ++c) {
+      const float v = x(t, c) - mean;
+      out(t, c) = v;
+      squares += static_cast<double>(v * v);
+    }
+    const auto variance = static_cast<float>(squares / static_cast<double>(width));
+    const float scale = 1.0f / std::sqrt(variance + static_cast<float>(eps));
+    for (Eigen::Index c = 0; c < width; ++c) {
+      out(t, c) = (out(t, c) * scale) * w(c);
+      if (b != nullptr) out(t, c) += b[c];
+    }
+  }
+}
+
 void gelu_mul_as_llama_cpp(const Mat<float>& gate, const Mat<float>& up, Mat<float>& out) {
   out = gate.binaryExpr(up, [](float g, float u) { return formats::llama_cpp_gelu_mul(g, u); });
+}
+
+void gelu_as_llama_cpp(const Mat<float>& x, Mat<float>& out) {
+  out = x.unaryExpr([](float v) { return formats::llama_cpp_gelu_mul(v, 1.0f); });
 }
 
 }  // namespace tapdiff::reference

@@ -33,7 +33,18 @@ Mat<float> q8_1_sum_correction(const Mat<float>& x, const model::WeightTensor& w
 // dot-product type flips no value that llama.cpp's does not.
 void rms_norm_as_llama_cpp(const Mat<float>& x, const Eigen::Map<const Vec<float>>& w, double eps, Mat<float>& out);
 
+// LayerNorm as ggml-cpu computes it (ggml_compute_forward_norm_f32, then ggml_mul and ggml_add)
+// over each row: the values summed in double and the mean that sum over the width in f32; each
+// value less the mean in f32, its square in f32, the squares summed in double and the variance
+// that sum over the width in f32; scale = 1 / sqrtf(variance + eps); the values times scale, times
+// the weight, plus the bias where b is given. ggml's SIMD code adds the squares in f32 runs of 8 or
+// 16 before adding those in double: the variance may differ from its in the last bits.
+void layer_norm_as_llama_cpp(const Mat<float>& x, const Eigen::Map<const Vec<float>>& w, const float* b, double eps,
+                             Mat<float>& out);
+
 // out = gelu(gate) * up with ggml-cpu's GELU (formats::llama_cpp_gelu_mul: the f16 table).
 void gelu_mul_as_llama_cpp(const Mat<float>& gate, const Mat<float>& up, Mat<float>& out);
+// out = gelu(x), a plain FFN's, with that table.
+void gelu_as_llama_cpp(const Mat<float>& x, Mat<float>& out);
 
 }  // namespace tapdiff::reference

@@ -38,6 +38,7 @@ const FamilySpec& phi_family() {
                    },
                .partial_rotary = true,
                .output_required = true},
+      .llama_cpp = {.scales_q_first = true},
   };
   return spec;
 }

@@ -79,6 +79,11 @@ struct CountPush {  // copy.comp
   uint n;
 };
 
+struct GeluTablePush {  // gelu_llama_cpp.comp
+  uint n;
+  uint gated;  // 1: gelu(gate) * up; 0: gelu(gate), a plain FFN's (up unread)
+};
+
 struct AddPush {  // add.comp
   uint n;
   float scale;
