@@ -183,6 +183,50 @@ TEST(LlamaCppRounding, TheEngineNamesItsRoundingsAndRefusesF64ExpertsAndWhatItCa
   gemma2.family = model::Family::gemma2, gemma2.block.post_norms = true, gemma2.block.attention_softcap = 50;
   gemma2.block.activation = model::Activation::gelu_tanh;
   EXPECT_NO_THROW(formats::require_llama_cpp_precision(model::Model("gemma2.gguf", gemma2)));
+  // LayerNorm blocks in parallel with plain FFNs (GPT-NeoX) are emulated; q/k norms beside
+  // LayerNorms (StableLM's and Command R's, per head with weights of their own) are not.
+  model::ModelConfig neox = m->config();
+  neox.block.norm = model::NormKind::layer, neox.block.norm_bias = true, neox.block.ffn = model::Ffn::plain;
+  neox.block.parallel = model::Parallel::own_norm, neox.block.activation = model::Activation::gelu_tanh;
+  EXPECT_NO_THROW(formats::require_llama_cpp_precision(model::Model("gptneox.gguf", neox)));
+  neox.block.qk_norm = model::QkNorm::per_head;
+  EXPECT_NE(refusal(neox).find("q/k norms in a LayerNorm block"), std::string::npos) << refusal(neox);
+}
+
+// ggml's LayerNorm (ggml_compute_forward_norm_f32, then the weight and the bias): its steps in f32
+// from sums in double, within f32's rounding of the exact norm, and the bias where given.
+TEST(LlamaCppRounding, LayerNormIsGgmlsSteps) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.5f, 2.0f);
+  Mat<float> x(4, 48), out, unbiased;
+  for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = normal(rng);
+  reference::Vec<float> w(48), b(48);
+  for (Eigen::Index i = 0; i < w.size(); ++i) w(i) = 1.0f + 0.3f * normal(rng), b(i) = 0.1f * normal(rng);
+  const Eigen::Map<const reference::Vec<float>> weight(w.data(), w.size());
+  const double eps = 3e-5;
+  reference::layer_norm_as_llama_cpp(x, weight, b.data(), eps, out);
+  reference::layer_norm_as_llama_cpp(x, weight, nullptr, eps, unbiased);
+  for (Eigen::Index t = 0; t < x.rows(); ++t) {
+    const Eigen::RowVectorXd row = x.row(t).cast<double>();
+    const double mean = row.mean(), variance = (row.array() - mean).square().mean();
+    float f32_sum = 0;  // the steps: the mean and the variance in f32 from sums in double
+    double sum = 0, squares = 0;
+    for (Eigen::Index c = 0; c < x.cols(); ++c) sum += static_cast<double>(x(t, c));
+    const float f32_mean = static_cast<float>(sum) / 48.0f;
+    for (Eigen::Index c = 0; c < x.cols(); ++c) {
+      const float v = x(t, c) - f32_mean;
+      squares += static_cast<double>(v * v);
+      f32_sum += v;
+    }
+    const float scale = 1.0f / std::sqrt(static_cast<float>(squares / 48.0) + static_cast<float>(eps));
+    for (Eigen::Index c = 0; c < x.cols(); ++c) {
+      EXPECT_EQ(unbiased(t, c), ((x(t, c) - f32_mean) * scale) * w(c));
+      EXPECT_EQ(out(t, c), unbiased(t, c) + b(c));
+      const double exact = (row(c) - mean) / std::sqrt(variance + eps) * w(c) + b(c);
+      EXPECT_NEAR(out(t, c), exact, 1e-5 * (1 + std::fabs(exact)));
+    }
+    EXPECT_LT(std::fabs(f32_sum), 1e-4);
+  }
 }
 
 // ggml-cpu's GELU (GGML_GELU_FP16): the tanh form at x rounded to f16, from a table of f16 values;
@@ -228,6 +272,10 @@ TEST(LlamaCppRounding, GeluIsGgmlsF16Table) {
   reference::gelu_mul_as_llama_cpp(gate, up, out);
   for (Eigen::Index i = 0; i < gate.size(); ++i)
     EXPECT_EQ(out.data()[i], formats::llama_cpp_gelu_mul(gate.data()[i], up.data()[i]));
+  // and a plain FFN's: gelu(x) alone, the table's value inside (-10, 10)
+  reference::gelu_as_llama_cpp(gate, out);
+  for (Eigen::Index i = 0; i < gate.size(); ++i)
+    EXPECT_EQ(out.data()[i], formats::llama_cpp_gelu_mul(gate.data()[i], 1.0f)) << gate.data()[i];
 }
 
 // The attention's scale as llama.cpp computes it in f32: 1.0f / sqrtf(head_dim), which for head_dim
