@@ -402,8 +402,8 @@ std::vector<KernelId> KernelChoice::planned(model::OpClass cls, model::DType wei
   switch (cls) {
     case model::OpClass::embedding: return {named("embed-gather", weight_dtype)};
     case model::OpClass::norm:
+      if (llama_cpp_) return {named(layer_norm_ ? "layer_norm-ggml" : "rms_norm-ggml")};
       if (layer_norm_) return {named("layer_norm-tree")};
-      if (llama_cpp_) return {named("rms_norm-ggml")};
       if (fuses_norms()) return {named("add+rms_norm-tree"), named("rms_norm-tree")};
       return {named("rms_norm-tree")};
     case model::OpClass::gemm: {

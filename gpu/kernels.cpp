@@ -106,6 +106,12 @@ Kernel Kernels::layer_norm(Stream& s, const Region& x, const DeviceWeight& w, co
                  "norm weight {} as {}", w.name, model::dtype_name(w.dtype));
   const LayerNormPush push{u32(rows), u32(w.cols), eps, bias != nullptr ? 1u : 0u};
   // Without a bias the weight stands in for the unused binding (never read).
+  if (choice_.llama_cpp()) {
+    TAPDIFF_ASSERT(faults == 0, "a fault planted in layer_norm-ggml");
+    dispatch(s, Shader::layer_norm_ggml, 0, {x, w.region, bias != nullptr ? bias->region : w.region, out}, &push,
+             sizeof push, fold(static_cast<std::uint64_t>(rows)));
+    return named("layer_norm-ggml");
+  }
   dispatch(s, Shader::layer_norm, 0, {x, w.region, bias != nullptr ? bias->region : w.region, out}, &push, sizeof push,
            fold(static_cast<std::uint64_t>(rows)), faults);
   return named("layer_norm-tree");

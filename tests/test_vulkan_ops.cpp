@@ -79,6 +79,9 @@ struct OpCase {
   // GPT-NeoX's block where synth's weights allow: LayerNorms (layer_norm.comp), a plain FFN with
   // relu2 (its gate unused), attention and FFN in parallel from norms of their own
   bool layer_norm_block = false;
+  model::Activation plain_activation = model::Activation::relu2;  // that block's (xielu: each layer's scalars)
+  double clip_qkv = 0;                                            // OLMo's clamp of q, k and v
+  model::QueryTemperature temperature = {};                       // Llama 4's, in q's RoPE table
 };
 
 std::ostream& operator<<(std::ostream& os, const OpCase& c) { return os << c.name; }
@@ -138,15 +141,17 @@ OpCase partial_rotary(OpCase c, int rotary_dim, double attention_factor) {
   return c;
 }
 
-// The case with GPT-NeoX's block (OpCase::layer_norm_block).
-OpCase layer_norm_block(OpCase c) {
+// The case with GPT-NeoX's block (OpCase::layer_norm_block), its FFN's activation `act`.
+OpCase layer_norm_block(OpCase c, model::Activation act = model::Activation::relu2) {
   c.layer_norm_block = true;
+  c.plain_activation = act;
   return c;
 }
 
 // Whether the case runs the weights under a config that synth does not write.
 bool edits_config(const OpCase& c) {
-  return c.window > 0 || c.rotary_dim > 0 || c.rope_attention_factor > 0 || c.gemma_block || c.layer_norm_block;
+  return c.window > 0 || c.rotary_dim > 0 || c.rope_attention_factor > 0 || c.gemma_block || c.layer_norm_block ||
+         c.clip_qkv > 0 || c.temperature.beta > 0;
 }
 
 // The same weights under the case's config edits: the sliding window, partial rotary, YaRN's
@@ -170,15 +175,24 @@ std::unique_ptr<model::Model> with_config_edits(const model::Model& base, const 
   if (c.layer_norm_block) {
     config.block.norm = model::NormKind::layer;
     config.block.ffn = model::Ffn::plain;
-    config.block.activation = model::Activation::relu2;
+    config.block.activation = c.plain_activation;
     config.block.parallel = model::Parallel::own_norm;
   }
+  config.block.clip_qkv = c.clip_qkv;
+  config.query_temperature = c.temperature;
   config.validate("op case " + c.name);
   auto m = std::make_unique<model::Model>(base.path(), config);
   for (int l = -1; l < config.n_layers; ++l)
     for (int k = 0; k <= static_cast<int>(model::WeightKind::output); ++k)
       if (const auto* t = base.find(static_cast<model::WeightKind>(k), l))
         m->add(static_cast<model::WeightKind>(k), l, *t);
+  if (config.block.activation == model::Activation::xielu)  // scalars apart per layer, near transformers' init
+    for (int l = 0; l < config.n_layers; ++l)
+      for (const auto& [kind, value] :
+           {std::pair{model::WeightKind::xielu_alpha_p, 0.4f + 0.2f * static_cast<float>(l)},
+            std::pair{model::WeightKind::xielu_alpha_n, 0.7f - 0.1f * static_cast<float>(l)},
+            std::pair{model::WeightKind::xielu_beta, 0.5f}, std::pair{model::WeightKind::xielu_eps, -1e-6f}})
+        m->add_values(kind, l, "xielu scalar", std::span(&value, 1));
   return m;
 }
 
@@ -350,11 +364,12 @@ TEST_P(VulkanOps, EveryOpMatchesTheReferenceOnRandomInputs) {
 
   std::mt19937_64 rng(12345);
   std::map<std::string, double> worst;  // per op
-  // llama.cpp's norms are ggml's to the last bit in both engines (their outputs are what the
-  // products round to 8 bits)
+  // llama.cpp's norms, RMSNorm and LayerNorm, are ggml's to the last bit in both engines (their
+  // outputs are what the products round to 8 bits)
   const auto bound = [&](Op op) {
     if (c.llama_cpp && model::op_class(op) == model::OpClass::norm) return 0.0;
-    if (c.llama_cpp && c.gemma_block && op == Op::ffn_act) return 0.0;  // a table lookup and a product
+    if (c.llama_cpp && (c.gemma_block || c.layer_norm_block) && op == Op::ffn_act)
+      return 0.0;  // a table lookup (and a product)
     // the soft-cap's tanh is the device's, not the CPU's: some probabilities round to the other f16
     // value (5.7e-10 on lavapipe; q rounded before its scale instead: 1e-7)
     if (c.llama_cpp && c.gemma_block && op == Op::attn) return 1e-8;
@@ -374,6 +389,11 @@ TEST_P(VulkanOps, EveryOpMatchesTheReferenceOnRandomInputs) {
   // attention=coop2 runs the passes of 16 rows or more (the last one here, where it has them)
   if (c.kernels.find("attention=coop2") != std::string::npos && c.chunkings.back().back() >= 16) {
     EXPECT_NE(gpu->kernel(model::Op::attn).find("attention-coop2-"), std::string::npos) << gpu->kernel(model::Op::attn);
+  }
+  if (c.llama_cpp && c.layer_norm_block) {  // ggml's LayerNorm, a plain FFN's GELU from the table
+    EXPECT_EQ(gpu->kernel(model::Op::attn_norm), "layer_norm-ggml");
+    EXPECT_EQ(gpu->kernel(model::Op::ffn_act), "gelu_tanh+llama.cpp-f16-gelu-table");
+    EXPECT_EQ(cpu->kernel(model::Op::ffn_act), "eigen-rowwise+llama.cpp-f16-gelu-table");
   }
   if (c.llama_cpp && c.gemma_block) {
     EXPECT_EQ(gpu->kernel(model::Op::ffn_act), "gelu_tanh_mul+llama.cpp-f16-gelu-table");
@@ -410,6 +430,18 @@ INSTANTIATE_TEST_SUITE_P(
                                  {{1}, {7}, {2, 5}})),
         act_f16(layer_norm_block(op_case("layer_norm_plain_parallel", {6, 6, 8, 40, 100, 259}, DType::f16,
                                          {{1}, {33}, {2, 5}}))),
+        [] {  // Apertus' activation and OLMo's clamp
+          OpCase c = layer_norm_block(
+              op_case("layer_norm_xielu_clipped", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {7}, {2, 5}}),
+              model::Activation::xielu);
+          c.clip_qkv = 0.6;
+          return c;
+        }(),
+        [] {  // Ministral 3's temperature, stepping every 3 positions
+          OpCase c = op_case("query_temperature", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {7}, {2, 5, 1}});
+          c.temperature = {0.3, 3};
+          return c;
+        }(),
         op_case("forced_matvec_shared", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {5}, {2, 5}}, "llama", 0, false,
                 "matmul=matvec,matvec=shared"),
         op_case("forced_matvec_subgroup_q4_0", {8, 4, 16, 96, 224, 300}, DType::q4_0, {{3}, {2, 5}}, "llama", 0, false,
@@ -630,6 +662,12 @@ std::vector<OpCase> llama_cpp_cases() {
   // graph does; GELU from llama.cpp's f16 table, bit for bit)
   OpCase gemma = op_case("llama_cpp_gemma2_block_q8_0", {8, 4, 24, 96, 224, 300}, DType::q8_0, {{1}, {5}, {2, 5, 1}});
   gemma.llama_cpp = gemma.gemma_block = true;
+  // GPT-NeoX's block: LayerNorms, a plain FFN whose GELU is llama.cpp's f16 table
+  OpCase neox = layer_norm_block(
+      op_case("llama_cpp_layer_norm_gelu_q8_0", {8, 4, 16, 96, 224, 300}, DType::q8_0, {{1}, {5}, {2, 5, 1}}),
+      model::Activation::gelu_tanh);
+  neox.llama_cpp = true;
+  cases.push_back(neox);
   cases.push_back(gemma);
   return cases;
 }

@@ -26,7 +26,7 @@ struct NormPush {  // rms_norm.comp, rms_norm_ggml.comp
   float residual_scale;  // rms_norm.comp with ADD_FIRST only
 };
 
-struct LayerNormPush {  // layer_norm.comp
+struct LayerNormPush {  // layer_norm.comp, layer_norm_ggml.comp
   uint rows;
   uint dim;
   float eps;
