@@ -112,6 +112,7 @@ bool is_imported_dump(const std::filesystem::path& path) {
 ImportedDump::ImportedDump(const std::filesystem::path& path, const ImportOptions& options,
                            const model::ModelConfig& config)
     : path_(path), options_(options), config_(config), graph_(config) {
+  require_map_fits(options.map, config);
   const std::vector<std::filesystem::path> paths = step_files(path);
   for (const auto& p : paths) files_.push_back(std::make_unique<ArrayFile>(p));
   for (std::size_t s = 0; s < files_.size(); ++s) read_step(*files_[s], static_cast<int>(s));

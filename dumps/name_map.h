@@ -53,6 +53,9 @@ struct NameMap {
   // first read as Llama's, as its checkpoints' tensor names are (formats::hf_llama_name: GPT-2's
   // "transformer.h.{L}.attn.c_attn" as "model.layers.{L}.self_attn.qkv_proj").
   bool family_names = false;
+  // The families whose names the map's rules hold (llama.cpp's graphs name the values of each
+  // family in its own way); empty: every family.
+  std::vector<model::Family> families;
   std::vector<std::string> tokens = {"tokens", "input_ids"};  // the per-row token ids, by the first name present
   std::vector<std::string> positions = {"positions", "position_ids"};
   std::vector<std::string> decode = {"decode"};
@@ -66,6 +69,10 @@ std::vector<std::string_view> preset_names();
 // A user's map (docs/import.md): TOML with an optional base preset, layout, provenance names,
 // [taps] and [sums]. FormatError naming the file and the key for anything else.
 NameMap map_from_toml(const std::filesystem::path& path);
+
+// UsageError where the map's rules do not hold the names of the model's family (NameMap::families):
+// naming the families they hold and the way out, a TOML map of the engine's names.
+void require_map_fits(const NameMap& map, const model::ModelConfig& config);
 
 // What one array name is under a map, for a model's config: the taps it holds (several for a
 // split), how, and for a sum the partner's name. Names of the form LAYER/OP are taps in every map.

@@ -288,6 +288,22 @@ TEST(ImportedDump, TheLlamaCppMapReadsEachFamilysNames) {
   EXPECT_EQ(ops("ffn_up-1", "qwen3"), (Ids{{Op::ffn_up, 1}}));
   EXPECT_EQ(ops("Qcur-1", "qwen3"), (Ids{{Op::rope_q, 1}}));
   EXPECT_EQ(ops("Vcur-1", "qwen3"), (Ids{{Op::v_proj, 1}}));
+  // Another family's graph names its values otherwise (GPT-NeoX's "ffn_out" is not Llama's): the
+  // preset is refused for it, a TOML map of its names is not.
+  model::ModelConfig neox = small_config();
+  neox.family = model::Family::gpt_neox;
+  EXPECT_NO_THROW(dumps::require_map_fits(m, small_config()));
+  try {
+    dumps::require_map_fits(m, neox);
+    ADD_FAILURE() << "expected a refusal";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--map llama.cpp: its names are those of llama, mistral"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("not gpt_neox's"), std::string::npos) << e.what();
+  }
+  const auto dir = testing::temp_dir("llama-cpp-toml");
+  std::ofstream(dir / "neox.toml") << "base = \"llama.cpp\"\n[taps]\n\"ffn_par-{L}\" = \"ffn_down\"\n";
+  EXPECT_NO_THROW(dumps::require_map_fits(dumps::map_from_toml(dir / "neox.toml"), neox));
 }
 
 // The hf and vllm maps read each family's module names as its checkpoints' tensor names are read:
