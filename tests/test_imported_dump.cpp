@@ -288,7 +288,8 @@ TEST(ImportedDump, TheLlamaCppMapReadsEachFamilysNames) {
   EXPECT_EQ(ops("ffn_up-1", "qwen3"), (Ids{{Op::ffn_up, 1}}));
   EXPECT_EQ(ops("Qcur-1", "qwen3"), (Ids{{Op::rope_q, 1}}));
   EXPECT_EQ(ops("Vcur-1", "qwen3"), (Ids{{Op::v_proj, 1}}));
-  // Another family's graph names its values otherwise (GPT-NeoX's "ffn_out" is not Llama's): the
+  // Another family's graph names its values otherwise (GPT-NeoX's "ffn_out" twice in its parallel
+  // block, the second time the FFN's output plus the layer's input): the
   // preset is refused for it, a TOML map of its names is not.
   model::ModelConfig neox = small_config();
   neox.family = model::Family::gpt_neox;
