@@ -2,6 +2,7 @@
 // q/k RMSNorms per head, and a plain FFN whose activation is xIELU with four learned scalars per
 // layer (mlp.act_fn: alpha_p, alpha_n, beta, eps; model/xielu.h); RoPE llama3 with base 12,000,000
 // by default.
+// Its GGUF (apertus): xIELU's scalars as the xielu.* arrays, llama3 RoPE as rope_freqs.weight.
 #include "formats/family_spec.h"
 #include "formats/gguf_keys.h"
 #include "formats/hf_keys.h"

@@ -1,4 +1,5 @@
 // Arcee (AFM): Llama with a plain FFN, down(act(up(x))), its activation ReLU squared by default.
+// Its GGUF (arcee): q and k permuted by the converter, RoPE on interleaved pairs.
 #include "formats/family_spec.h"
 #include "formats/hf_keys.h"
 

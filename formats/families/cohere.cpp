@@ -1,6 +1,7 @@
 // Command R (cohere): attention and a gated MLP side by side from one LayerNorm without bias,
 // RoPE on interleaved pairs, logits scaled by logit_scale, the output tied by default. Cohere 2
 // reads the same keys. Its q/k LayerNorms (use_qk_norm: a weight per head) are not implemented.
+// Its GGUF (command-r): logit_scale; the output always token_embd.weight.
 #include "formats/families/cohere.h"
 
 #include "formats/family_spec.h"

@@ -1,6 +1,8 @@
 // Command R7B (cohere2): Command R whose layers slide or attend fully by layer_types (4.x:
 // sliding_window_pattern, every 4th layer full), RoPE on the sliding layers only: the full layers
 // attend without positions, and no layer rotates where sliding_window is null.
+// Its GGUF (cohere2): llama.cpp's layers 0-2 of every 4 slide (or its sliding_window_pattern) and
+// rotate by rope.freq_base; a rope.freq_base_swa apart from it is refused.
 #include "formats/families/cohere.h"
 #include "formats/family_spec.h"
 #include "formats/gguf_keys.h"

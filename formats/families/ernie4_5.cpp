@@ -1,5 +1,6 @@
 // ERNIE 4.5 (dense): Llama with RoPE on interleaved pairs, one use_bias for all seven projections,
 // the output tied by default, head_dim 128 where the config leaves it out.
+// Its GGUF (ernie4_5): an attn_output.bias, which llama.cpp loads and never adds, is refused.
 #include "formats/family_spec.h"
 #include "formats/hf_keys.h"
 

@@ -2,6 +2,8 @@
 // and full layers (layer_types; where absent every sliding_window_pattern-th layer is full) and,
 // where sliding_window is set, RoPE on the sliding layers only: the full layers attend without
 // positions. transformers saves a pattern of 0 where sliding_window is null: no layer slides.
+// Its GGUF (exaone4): llama.cpp slides only the 64-layer model, so attention.sliding_window is
+// refused and every layer is full and rotated.
 #include "formats/family_spec.h"
 #include "formats/hf_keys.h"
 

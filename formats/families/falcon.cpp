@@ -9,6 +9,8 @@
 //   else (falcon-rw): in sequence (input_layernorm, post_attention_layernorm);
 // the old layouts with one KV head where multi_query, else a KV head per query head. ALiBi in
 // place of RoPE is refused.
+// Its GGUF (falcon): in parallel from attn_norm, or from attn_norm_2 (the attention's) and attn_norm
+// (the FFN's) in the new layout; no biases (llama.cpp creates none); GELU in its tanh form.
 #include <fmt/format.h>
 
 #include "formats/family_spec.h"

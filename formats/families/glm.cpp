@@ -1,6 +1,7 @@
 // GLM (glm-4-9b-chat-hf): Llama with q/k/v biases (attention_bias, true by default; never on
 // o_proj), gate and up as one matrix (gate_up_proj, the gate's rows first), RoPE on interleaved
 // pairs of part of each head (partial_rotary_factor, 0.5 by default).
+// Its GGUF (chatglm): gate and up in ffn_up, RoPE on interleaved pairs of rope.dimension_count channels.
 #include "formats/families/glm.h"
 
 #include "formats/family_spec.h"

@@ -1,6 +1,7 @@
 // GLM-4 (GLM-4-9B-0414): GLM with sandwich norms: each sublayer's output normed before its
 // residual add (post_self_attn_layernorm, post_mlp_layernorm) beside the norms before them, its
 // post_attention_layernorm the norm before the MLP.
+// Its GGUF (glm4): gate and up in ffn_up, RoPE on interleaved pairs of rope.dimension_count channels.
 #include "formats/families/glm.h"
 #include "formats/family_spec.h"
 

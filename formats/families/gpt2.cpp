@@ -4,6 +4,7 @@
 // projection; the output tied. Its config names the sizes n_embd, n_layer, n_head, n_inner (null:
 // 4 n_embd) and n_positions. scale_attn_by_inverse_layer_idx is refused; a checkpoint saved
 // without the "transformer." prefix (the base model) reads the same.
+// Its GGUF (gpt2): position_embd, q, k and v in attn_qkv, GELU in its tanh form, biases everywhere.
 #include "formats/family_spec.h"
 #include "formats/gguf_keys.h"
 #include "formats/hf_keys.h"

@@ -5,6 +5,8 @@
 // default (4.x: rotary_pct and rotary_emb_base, which rope_parameters' values override; a
 // top-level rope_theta or partial_rotary_factor, which transformers ignores for it, is refused); biases on q, k, v and
 // o where attention_bias (the default) and always on the FFN.
+// Its GGUF (gptneox): use_parallel_residual required, q, k and v in attn_qkv as [Q; K; V], GELU
+// in its tanh form (llama.cpp's graph computes that whatever the config said), output.weight required.
 #include <fmt/format.h>
 #include "formats/family_spec.h"
 #include "formats/gguf_keys.h"

@@ -1,6 +1,7 @@
 // Hunyuan (dense): Llama with q and k RMS-normed per head after RoPE (query_layernorm,
 // key_layernorm), attention_bias on q, k, v and o, no MLP bias. Its NTK-alpha RoPE (rope_type
 // dynamic with an alpha) is not implemented: the key is refused.
+// Its GGUF (hunyuan-dense): the converter bakes the alpha into rope.freq_base.
 #include "formats/family_spec.h"
 #include "formats/hf_keys.h"
 

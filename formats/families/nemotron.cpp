@@ -1,5 +1,6 @@
 // Nemotron: LayerNorms with biases that scale by (1 + w) ("layernorm1p"), a plain FFN with ReLU
 // squared, rotate-half RoPE on part of each head (partial_rotary_factor, 0.5 by default).
+// Its GGUF (nemotron): the converter stores 1 + w; o and FFN biases where present.
 #include "formats/family_spec.h"
 #include "formats/gguf_keys.h"
 #include "formats/hf_keys.h"

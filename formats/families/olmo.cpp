@@ -1,6 +1,7 @@
 // OLMo (the first, "-hf" checkpoints): Llama's block with LayerNorms that have neither weight nor
 // bias (epsilon 1e-5, no key: weights of ones stand in), q, k and v clamped to [-clip_qkv,
 // clip_qkv] after their biases where clip_qkv is set, attention_bias on q, k, v and o.
+// Its GGUF (olmo): no norm tensors, attention.clamp_kqv, q and k permuted by the converter.
 #include "formats/family_spec.h"
 #include "formats/gguf_keys.h"
 #include "formats/hf_keys.h"

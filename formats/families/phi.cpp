@@ -1,6 +1,7 @@
 // Phi-2 (phi): attention and a plain FFN (fc1, fc2) side by side from one LayerNorm (GPT-J's
 // block), biases on every projection and on the logits, rotate-half RoPE on part of each head
 // (partial_rotary_factor, 0.5 by default). Its q/k LayerNorms (qk_layernorm) are not implemented.
+// Its GGUF (phi2): q, k and v in attn_qkv or apart, output.bias; llama.cpp scales q first.
 #include "formats/family_spec.h"
 #include "formats/gguf_keys.h"
 #include "formats/hf_keys.h"

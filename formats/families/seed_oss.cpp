@@ -1,5 +1,6 @@
 // Seed-OSS: Llama with attention_bias on q, k and v only (true by default), the o_proj bias its own
 // key (attention_out_bias), head_dim 128 where the config leaves it out.
+// Its GGUF (seed_oss): the FFN's norm named post_attention_norm; no o or FFN biases.
 #include "formats/family_spec.h"
 #include "formats/hf_keys.h"
 

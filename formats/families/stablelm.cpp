@@ -2,6 +2,8 @@
 // of each head by default (partial_rotary_factor), attention and MLP side by side from one norm
 // where use_parallel_residual. Its per-head q/k LayerNorms (qk_layernorm: a weight per head) are
 // not implemented.
+// Its GGUF (stablelm): in parallel where the file has no ffn_norm (llama.cpp decides by the
+// tensors, not by use_parallel_residual); output.weight required.
 #include "formats/family_spec.h"
 #include "formats/gguf_keys.h"
 #include "formats/hf_keys.h"

@@ -1,5 +1,6 @@
 // StarCoder 2: LayerNorms with biases, a plain FFN (c_fc, c_proj), biases on every projection where
 // use_bias (the default), every layer in a sliding window where sliding_window is set.
+// Its GGUF (starcoder2): llama.cpp applies no window, so attention.sliding_window is refused.
 #include "formats/family_spec.h"
 #include "formats/gguf_keys.h"
 #include "formats/hf_keys.h"
