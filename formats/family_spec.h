@@ -88,6 +88,7 @@ struct GgufRecipe {
   bool gate_up_in_ffn_up = false;  // ffn_up holds the gate's rows, then up's
   bool longrope = false;           // LongRoPE: rope_factors_long/short.weight, picked by the run's context
   bool partial_rotary = false;     // rope.dimension_count may be below the head's width: its leading channels rotate
+  bool yarn = false;               // rope.scaling.type yarn read as llama.cpp computes it (read_rope_scaling)
   bool weightless_norms = false;   // no norm tensors (OLMo): weights of ones stand in
   bool output_required = false;    // output.weight with no fallback to token_embd.weight (llama.cpp fails without it)
   // The family's name of a tensor in a layer ("post_attention_norm.weight") as the one tapdiff

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <bit>
 #include <charconv>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <set>
@@ -537,10 +538,34 @@ std::vector<double> rope_factor_tensor(const GgufFile& f, const GgufTensorInfo& 
   return {values.begin(), values.end()};
 }
 
+// YaRN as llama.cpp computes it (llama_context's yarn_attn_factor, ggml's rope_yarn): over
+// rope.scaling.original_context_length (the trained context where absent), beta_fast and
+// beta_slow (32 and 1 where absent), the correction range truncated to whole pairs as
+// transformers' is; cos and sin times get_mscale(factor, 1) / get_mscale(factor,
+// yarn_log_multiplier) where that key is given (llama.cpp assumes the config's mscale is 1), else
+// get_mscale(factor, 1), times rope.scaling.attn_factor (1 where absent).
+void read_yarn(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
+  RopeScaling& s = c.rope_scaling;
+  s.type = RopeType::yarn;
+  const auto factor = f.get_float(prefix + "rope.scaling.factor");
+  if (!factor || *factor < 1.0)
+    throw_format_error(fmt::format("{}: {}rope.scaling.factor: expected a YaRN factor of 1 or more, found {}",
+                                   f.path().string(), prefix, factor ? fmt::format("{}", *factor) : "none"));
+  s.factor = *factor;
+  s.original_context = int_key(f, prefix + "rope.scaling.original_context_length", c.context_length);
+  s.beta_fast = float_key(f, prefix + "rope.scaling.yarn_beta_fast", 32.0);
+  s.beta_slow = float_key(f, prefix + "rope.scaling.yarn_beta_slow", 1.0);
+  s.truncate = true;
+  const auto mscale = [&](double m) { return s.factor <= 1.0 ? 1.0 : 0.1 * m * std::log(s.factor) + 1.0; };
+  const double log_multiplier = float_key(f, prefix + "rope.scaling.yarn_log_multiplier", 0.0);
+  s.attention_factor = (log_multiplier != 0.0 ? mscale(1.0) / mscale(log_multiplier) : mscale(1.0)) *
+                       float_key(f, prefix + "rope.scaling.attn_factor", 1.0);
+}
+
 // RoPE as llama.cpp reads it: whole heads rotated (rope.dimension_count = head_dim), or their
 // leading channels in a family that rotates part of each head; rope.scaling.type none or linear
 // (rope.scaling.factor, or the older rope.scale_linear), and the per-pair divisors of
-// rope_freqs.weight (Llama 3.1+). YaRN and other scalings are refused.
+// rope_freqs.weight (Llama 3.1+); YaRN in a family whose recipe reads it. Other scalings are refused.
 void read_rope_scaling(const GgufFile& f, const GgufRecipe& family, ModelConfig& c) {
   const std::string file = f.path().string(), arch = architecture(f), prefix = arch + ".";
   if (const int rotary = int_key(f, prefix + "rope.dimension_count", c.head_dim); rotary != c.head_dim) {
@@ -561,6 +586,8 @@ void read_rope_scaling(const GgufFile& f, const GgufRecipe& family, ModelConfig&
   if (type == "linear") {
     s.type = RopeType::linear;
     s.factor = f.get_float(prefix + "rope.scaling.factor").value_or(1.0);
+  } else if (type == "yarn" && family.yarn) {
+    read_yarn(f, prefix, c);
   } else if (type != "none") {
     throw_format_error(fmt::format("{}: {}rope.scaling.type '{}' is not supported: tapdiff implements none and linear",
                                    file, prefix, type));

@@ -63,6 +63,7 @@ LAYOUTS = {
     "apertus": Layout(ffn="plain", qk_norm="head", xielu=True),
     "glm4": Layout(post_norms=True, ffn="fused", qkv_bias=True),
     "chatglm": Layout(ffn="fused", qkv_bias=True),
+    "mistral3": Layout(),
 }
 
 
@@ -74,6 +75,7 @@ class GgufCase:
     head_dim: int = HEAD_DIM  # written as attention.key_length / value_length where not DIM / HEADS
     rotary_dim: int = 0  # 0: head_dim
     linear_factor: float = 0.0  # rope.scaling.type linear when > 0
+    yarn: tuple[float, int] | None = None  # rope.scaling.type yarn: (factor, original context)
     llama3: bool = False  # rope_freqs.weight as llama.cpp's converter computes it for Llama 3.1
     longrope: int = 0  # Phi-3's LongRoPE when > 0: its original context, rope_factors_long/short.weight, attn_factor
     extra: dict = field(default_factory=dict)
@@ -117,7 +119,7 @@ GGUF_CASES = [
 
 # The architectures llama.cpp has for Hugging Face's gpt2, starcoder2, gpt_neox, phi, stablelm,
 # falcon, olmo, nemotron, cohere, cohere2, seed_oss, ernie4_5, arcee, hunyuan_v1_dense, exaone4,
-# apertus, glm4, glm and olmo3, with values away from the defaults.
+# apertus, glm4, glm, ministral3 and olmo3, with values away from the defaults.
 FAMILY_CASES = [
     GgufCase("gpt2", arch="gpt2"),
     GgufCase("starcoder2", arch="starcoder2", rope_base=100000.0),
@@ -141,6 +143,11 @@ FAMILY_CASES = [
     GgufCase("apertus", arch="apertus", rope_base=500000.0, llama3=True),
     GgufCase("glm4", arch="glm4", rotary_dim=8),
     GgufCase("chatglm", arch="chatglm", rope_base=50000.0, rotary_dim=8),
+    # Ministral 3 as llama.cpp's converter writes it (mistral3): YaRN over 16 positions with the
+    # converter's mscale_all_dim as yarn_log_multiplier, Llama 4's temperature stepping every 16.
+    GgufCase("mistral3", arch="mistral3", rope_base=1000000.0, yarn=(4.0, 16),
+             extra={"rope_scaling_yarn_beta_fast": 16.0, "rope_scaling_yarn_beta_slow": 2.0,
+                    "rope_scaling_yarn_log_mul": 0.8, "attn_temperature_scale": 0.3}),
     # OLMo 3 as llama.cpp's converter writes it: arch olmo2, a window, and its layer types.
     GgufCase("olmo3", arch="olmo2", rope_base=500000.0, layers=4,
              extra={"sliding_window": 24, "sliding_window_pattern": [True, False, True, False],
@@ -202,6 +209,10 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0, storage: str = "f32") 
     if case.linear_factor > 0:
         w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
         w.add_rope_scaling_factor(case.linear_factor)
+    if case.yarn:
+        w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+        w.add_rope_scaling_factor(case.yarn[0])
+        w.add_rope_scaling_orig_ctx_len(case.yarn[1])
     if case.experts:
         w.add_expert_count(case.experts[0])
         w.add_expert_used_count(case.experts[1])

@@ -110,6 +110,8 @@ REFUSED_FAMILY_FILES = [
      "metadata 'starcoder2.attention.layer_norm_rms_epsilon' is not supported: llama.cpp's starcoder2 norms are "
      "LayerNorms, of 'starcoder2.attention.layer_norm_epsilon'"),
     ("phi2", {"rotary_dim": 5}, "phi2.rope.dimension_count = 5: expected an even count of channels up to the head's 16"),
+    ("mistral3", {"extra": {"sliding_window": 8}},
+     "metadata 'mistral3.attention.sliding_window' is not supported: llama.cpp's mistral3 computes nothing with it"),
     ("olmo3", {"extra": {"sliding_window": 24, "sliding_window_pattern": [True, False]}},
      "metadata 'olmo2.attention.sliding_window_pattern': expected 4 values (one per layer), found 2"),
 ]
