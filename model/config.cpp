@@ -1,5 +1,6 @@
 #include "model/config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -76,6 +77,8 @@ void ModelConfig::validate(const std::string& source) const {
             fmt::format("beta {} length {}", query_temperature.beta, query_temperature.length));
     require(model::rotary_dim(*this) == head_dim, "RoPE on whole heads with a query temperature",
             fmt::format("rotary_dim {} of {}", model::rotary_dim(*this), head_dim));
+    require(std::find(rope_layers.begin(), rope_layers.end(), false) == rope_layers.end(),
+            "RoPE in every layer with a query temperature (it is applied with RoPE)", "a layer without");
   }
   require(sliding_window >= 0, "sliding_window >= 0", sliding_window);
   require(sliding_layers.empty() || std::ssize(sliding_layers) == n_layers, "a sliding flag for every layer, or none",
