@@ -1,7 +1,8 @@
-"""tapdiff's greedy tokens against llama.cpp's own (its prebuilt CPU build from npm's
-node-llama-cpp): on F32 GGUF files written by the gguf package (tests/conformance/gguf_models.py),
-and on synth models stored in every ggml block type tapdiff reads and in llama.cpp's Q4_K_M and
-Q5_K_M mixes; a 200-token prompt, 16 generated tokens, on the reference and on the Vulkan engine."""
+"""tapdiff's greedy tokens and logits against llama.cpp's own (its prebuilt CPU build from npm's
+node-llama-cpp): on GGUF files of every family llama.cpp has, written by the gguf package as its
+converter lays them out (tests/conformance/gguf_models.py) with F32 and Q8_0 matrices, and on synth
+models stored in every ggml block type tapdiff reads and in llama.cpp's Q4_K_M and Q5_K_M mixes; a
+200-token prompt, 16 generated tokens, on the reference and on the Vulkan engine."""
 from __future__ import annotations
 
 import dataclasses
