@@ -101,9 +101,10 @@ NameMap vllm_map() {
 NameMap llama_cpp_map() {
   NameMap m = named("llama.cpp");
   using model::Family;  // the families whose graphs' names tests/conformance/test_llama_cpp_taps.py holds
-  m.families = {Family::llama,     Family::mistral, Family::mixtral, Family::qwen2, Family::qwen3,
-                Family::qwen3_moe, Family::granite, Family::olmo2,   Family::gemma, Family::gemma2,
-                Family::gemma3,    Family::smollm3, Family::phi3};
+  m.families = {Family::llama, Family::mistral,   Family::mixtral,          Family::qwen2,
+                Family::qwen3, Family::qwen3_moe, Family::granite,          Family::olmo2,
+                Family::gemma, Family::gemma2,    Family::gemma3,           Family::smollm3,
+                Family::phi3,  Family::ernie4_5,  Family::hunyuan_v1_dense, Family::seed_oss};
   m.rules = {one("embd", Op::embed, BlockKind::embedding_scaled_in_embd),
              one("inp_embd", Op::embed, BlockKind::embedding_scaled_in_embd),
              one("inp_scaled", Op::embed),
@@ -116,6 +117,7 @@ NameMap llama_cpp_map() {
              one("attn_out-{L}", Op::o_proj),
              one("ffn_inp-{L}", Op::attn_residual),
              one("ffn_norm-{L}", Op::ffn_norm),
+             one("attn_post_norm-{L}", Op::ffn_norm, BlockKind::without_post_norms),  // Seed-OSS's
              split("ffn_up-{L}", {Op::ffn_gate, Op::ffn_up}, BlockKind::projections_fused),
              one("ffn_gate-{L}", Op::ffn_gate, BlockKind::without_mlp_bias),
              one("ffn_up-{L}", Op::ffn_up, BlockKind::without_mlp_bias),

@@ -43,7 +43,7 @@ static const char* const kMapNames[] = {"embd",     "inp_embd",   "inp_scaled", 
                                         "Qcur",     "Kcur",       "Vcur",       "kqv_out",    "attn_out",
                                         "ffn_inp",  "ffn_norm",   "ffn_gate",   "ffn_up",     "ffn_gate_b",
                                         "ffn_up_b", "ffn_swiglu", "ffn_geglu",  "ffn_out",    "l_out",
-                                        "result_norm", "result_output"};
+                                        "attn_post_norm", "result_norm", "result_output"};
 
 static void die(const char* what) {
   fprintf(stderr, "llama_cpp_taps: %s\n", what);

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
 
-from gguf_models import GGUF_CASES, write_gguf
+from gguf_models import FAMILY_CASES, GGUF_CASES, write_gguf
 from llama_cpp_harness import Harness, build_harness, negate_blocks
 from llama_cpp_harness import llama_cpp_dump as run_llama_cpp
 from test_llama_cpp import BLOCK_STORAGE, PROMPT
@@ -202,7 +202,10 @@ def test_exact_and_llama_cpp_tokens_part_only_at_near_ties(llama_cpp_taps, stora
           f"; its tokens {'equal' if vulkan == theirs[len(PROMPT):] else 'differ from'} llama.cpp's")
 
 
-DENSE_CASES = [c for c in GGUF_CASES if not c.experts]
+# The families' cases whose graphs in llama.cpp name their values as Llama's does (the llama.cpp
+# map's NameMap::families).
+LLAMA_NAMED = {"ernie4_5", "hunyuan-dense", "seed_oss"}
+DENSE_CASES = [c for c in GGUF_CASES if not c.experts] + [c for c in FAMILY_CASES if c.arch in LLAMA_NAMED]
 
 
 @pytest.mark.parametrize("storage", ["f32", "q8_0"])
