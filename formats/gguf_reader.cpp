@@ -724,7 +724,7 @@ ModelConfig gguf_config(const GgufFile& f, const LoadOptions& options) {
         fmt::format("{}: missing tensor: expected output.weight (llama.cpp's {} reads the logits' "
                     "matrix from it, not from token_embd.weight), found none",
                     file, arch));
-  c.block.qkv_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr || f.find_tensor("blk.0.attn_qkv.bias") != nullptr;
+  c.block.qkv_bias = has_layer_tensor(f, "attn_q.bias") || has_layer_tensor(f, "attn_qkv.bias");
   if (family.read) family.read(f, arch + ".", c);
   read_norm_eps(f, c);
   if (c.tied_output && f.find_tensor("output.weight") != nullptr)

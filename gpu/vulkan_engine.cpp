@@ -456,37 +456,38 @@ void Engine::upload_row_table() {
 // repeated 8B prefill: 1 MB and ~0.3 ms of the host's time before the first dispatch).
 void Engine::upload_rope_tables() {
   std::vector<std::vector<RopeTablePlan>> plans;
-  const bool temperature = config_.query_temperature.beta != 0;
-  for (int l = 0; l < 2 * config_.n_layers; ++l) {  // each layer's k table, then its q table
-    const bool query = l % 2 == 1;
-    if (query && !temperature) {
-      rope_q_table_of_[static_cast<std::size_t>(l / 2)] = rope_table_of_[static_cast<std::size_t>(l / 2)];
-      continue;
-    }
+  // The table of a layer's k (query false) or q: its index, its rows uploaded where they are new.
+  const auto table_for = [&](int l, bool query) {
     std::vector<RopeTablePlan> plan;
     for (const Part& p : parts_) {
-      plan.push_back(rope_table_plan(faults_, config_, l / 2, chunk_of(p)));
+      plan.push_back(rope_table_plan(faults_, config_, l, chunk_of(p)));
       plan.back().query = query;
     }
     const auto at = static_cast<std::size_t>(std::find(plans.begin(), plans.end(), plan) - plans.begin());
-    (query ? rope_q_table_of_ : rope_table_of_)[static_cast<std::size_t>(l / 2)] = at;
-    if (at < plans.size()) continue;
+    if (at < plans.size()) return at;
     TAPDIFF_ASSERT(at < rope_tables_.size(), "RoPE table {} of {}", at, rope_tables_.size());
     std::vector<HeldRope> held;
     for (std::size_t i = 0; i < parts_.size(); ++i) held.push_back({plan[i], parts_[i].rows});
     plans.push_back(std::move(plan));
-    if (rope_table_held_[at] == held) continue;
+    if (rope_table_held_[at] == held) return at;
     rope_table_held_[at].clear();  // until the upload has run (a pass abandoned after an error drops it)
     std::vector<float> table;
     const auto frequencies =
         kernels_->choice().llama_cpp() ? formats::llama_cpp_rope_frequencies : model::rope_frequencies;
     for (const HeldRope& h : held) {
-      model::RopeFrequencies f = frequencies(config_, l / 2, h.plan.base, h.plan.first_pos + h.rows);
+      model::RopeFrequencies f = frequencies(config_, l, h.plan.base, h.plan.first_pos + h.rows);
       if (query) f = model::query_frequencies(config_, std::move(f));
       rope_cache_.append(table, h.plan.first_pos, h.rows, config_.head_dim, f);
     }
     stream_->upload(table.data(), table.size() * sizeof(float), rope_tables_[at]);
     stream_->on_complete([this, at, held = std::move(held)]() mutable { rope_table_held_[at] = std::move(held); });
+    return at;
+  };
+  const bool temperature = config_.query_temperature.beta != 0;
+  for (int l = 0; l < config_.n_layers; ++l) {
+    const auto layer = static_cast<std::size_t>(l);
+    rope_table_of_[layer] = table_for(l, false);
+    rope_q_table_of_[layer] = temperature ? table_for(l, true) : rope_table_of_[layer];
   }
 }
 

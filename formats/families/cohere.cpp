@@ -2,10 +2,13 @@
 // RoPE on interleaved pairs, logits scaled by logit_scale, the output tied by default. Cohere 2
 // reads the same keys. Its q/k LayerNorms (use_qk_norm: a weight per head) are not implemented.
 // Its GGUF (command-r): logit_scale; the output always token_embd.weight.
+#include <fmt/format.h>
+
 #include "formats/families/cohere.h"
 
 #include "formats/family_spec.h"
 #include "formats/gguf_keys.h"
+#include "model/errors.h"
 
 namespace tapdiff::formats {
 
@@ -20,10 +23,15 @@ void read_cohere_hf(KeyReader& k, ModelConfig& c) {
   b.logit_scale = k.number("logit_scale", 0.0625);
 }
 
-void read_gguf_command_r(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
+void read_gguf_command_r(const GgufFile& f, const std::string& prefix, ModelConfig& c, bool scale_required) {
   c.block.norm = NormKind::layer;
   c.block.parallel = Parallel::shared_norm;
-  c.block.logit_scale = float_key(f, prefix + "logit_scale", 1.0);
+  const std::string key = prefix + "logit_scale";
+  if (scale_required && f.find(key) == nullptr)
+    throw_format_error(fmt::format("{}: missing metadata key '{}' (llama.cpp's {} requires it)", f.path().string(), key,
+                                   prefix.substr(0, prefix.size() - 1)));
+  const double scale = float_key(f, key, 0.0);
+  c.block.logit_scale = scale != 0.0 ? scale : 1.0;  // llama.cpp's graph scales where it is not 0
   c.tied_output = true;
 }
 
@@ -44,7 +52,7 @@ const FamilySpec& cohere_family() {
       .gguf = {.architectures = {"command-r"},
                .keys = {"logit_scale"},
                .read = [](const GgufFile& f, const std::string& prefix,
-                          ModelConfig& c) { read_gguf_command_r(f, prefix, c); }},
+                          ModelConfig& c) { read_gguf_command_r(f, prefix, c, false); }},
   };
   return spec;
 }

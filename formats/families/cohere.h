@@ -11,7 +11,8 @@ void read_cohere_hf(KeyReader& k, model::ModelConfig& c);
 
 // Command R's block as llama.cpp builds it (command-r, cohere2): one LayerNorm without bias for
 // attention and the gated FFN side by side, the logits scaled by logit_scale (none where 0 or
-// absent), the output always token_embd.weight.
-void read_gguf_command_r(const GgufFile& f, const std::string& prefix, model::ModelConfig& c);
+// absent; absent refused where `scale_required`, as cohere2's loader requires it), the output
+// always token_embd.weight.
+void read_gguf_command_r(const GgufFile& f, const std::string& prefix, model::ModelConfig& c, bool scale_required);
 
 }  // namespace tapdiff::formats

@@ -32,7 +32,7 @@ const FamilySpec& cohere2_family() {
                .keys = {"logit_scale", "attention.sliding_window_pattern", "rope.freq_base_swa"},
                .read =
                    [](const GgufFile& f, const std::string& prefix, ModelConfig& c) {
-                     read_gguf_command_r(f, prefix, c);
+                     read_gguf_command_r(f, prefix, c, true);
                      c.sliding_window = int_key(f, prefix + "attention.sliding_window", std::nullopt);
                      read_gguf_sliding_layers(f, prefix, c, 4);
                      c.rope_layers = c.sliding_layers;

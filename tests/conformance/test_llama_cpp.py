@@ -111,6 +111,10 @@ REFUSED_FAMILY_FILES = [
      "metadata 'starcoder2.attention.layer_norm_rms_epsilon' is not supported: llama.cpp's starcoder2 norms are "
      "LayerNorms, of 'starcoder2.attention.layer_norm_epsilon'"),
     ("phi2", {"rotary_dim": 5}, "phi2.rope.dimension_count = 5: expected an even count of channels up to the head's 16"),
+    ("cohere2", {"extra": {"sliding_window": 24}}, "missing metadata key 'cohere2.logit_scale' (llama.cpp's cohere2 "
+     "requires it)"),
+    ("mistral3", {"yarn": None, "extra": {"rope_scaling_attn_factors": 1.25}},
+     "metadata 'mistral3.rope.scaling.attn_factor' without rope.scaling.type yarn is not supported"),
     ("mistral3", {"extra": {"sliding_window": 8}},
      "metadata 'mistral3.attention.sliding_window' is not supported: llama.cpp's mistral3 computes nothing with it"),
     ("olmo3", {"extra": {"sliding_window": 24, "sliding_window_pattern": [True, False]}},
@@ -129,6 +133,14 @@ def test_a_family_file_llama_cpp_computes_otherwise_is_refused(name, change, mes
     run = subprocess.run([TAPDIFF, "run", "--model", str(model), "--tokens", "1,2"], capture_output=True, text=True)
     assert run.returncode == 2, run.stdout + run.stderr
     assert message in run.stderr, run.stderr
+
+
+def test_a_logit_scale_of_0_scales_nothing_as_in_llama_cpp(tmp_path):
+    """Command R's graph in llama.cpp scales the logits by logit_scale where it is not 0: a file
+    saying 0 gives llama.cpp's tokens unscaled, not logits of 0."""
+    model = tmp_path / "command-r-unscaled.gguf"
+    write_gguf(dataclasses.replace(family_case("command-r"), extra={"logit_scale": 0.0}), model)
+    assert tapdiff_tokens(model, "--engine", "ref", "--dtype", "f64") == llama_cpp_tokens(model)
 
 
 @pytest.mark.parametrize("original", [64, 2048])
