@@ -100,11 +100,7 @@ NameMap vllm_map() {
 // and up as one ("ffn_up"); its "Qcur" is named again once scaled, so its rope_q is not read.
 NameMap llama_cpp_map() {
   NameMap m = named("llama.cpp");
-  using model::Family;  // the families whose graphs' names tests/conformance/test_llama_cpp_taps.py holds
-  m.families = {Family::llama, Family::mistral,   Family::mixtral,          Family::qwen2,
-                Family::qwen3, Family::qwen3_moe, Family::granite,          Family::olmo2,
-                Family::gemma, Family::gemma2,    Family::gemma3,           Family::smollm3,
-                Family::phi3,  Family::ernie4_5,  Family::hunyuan_v1_dense, Family::seed_oss};
+  m.llama_cpp_names = true;
   m.rules = {one("embd", Op::embed, BlockKind::embedding_scaled_in_embd),
              one("inp_embd", Op::embed, BlockKind::embedding_scaled_in_embd),
              one("inp_scaled", Op::embed),
@@ -289,7 +285,7 @@ NameMap map_from_toml(const std::filesystem::path& path) {
       bad_map(path, k, "base, layout, tokens, positions, decode, [taps] or [sums]", "an unknown key");
     }
   }
-  if (t.contains("taps") || t.contains("sums")) m.families.clear();  // the user's names for their model
+  if (t.contains("taps") || t.contains("sums")) m.llama_cpp_names = false;  // the user's names for their model
   return m;
 }
 
@@ -319,9 +315,10 @@ std::string partner_in_file(std::string_view name, const std::string& pattern, c
 }  // namespace
 
 void require_map_fits(const NameMap& map, const model::ModelConfig& config) {
-  if (map.families.empty() || std::ranges::find(map.families, config.family) != map.families.end()) return;
+  if (!map.llama_cpp_names || formats::family_spec(config.family).llama_cpp.names_mapped) return;
   std::vector<std::string_view> names;
-  for (const model::Family f : map.families) names.push_back(model::family_name(f));
+  for (const formats::FamilySpec* f : formats::all_families())
+    if (f->llama_cpp.names_mapped) names.push_back(model::family_name(f->family));
   throw UsageError(fmt::format(
       "--map {}: its names are those of {}'s graphs, not {}'s: give the names {}'s graph "
       "writes in a TOML map (docs/import.md)",

@@ -53,9 +53,9 @@ struct NameMap {
   // first read as Llama's, as its checkpoints' tensor names are (formats::hf_llama_name: GPT-2's
   // "transformer.h.{L}.attn.c_attn" as "model.layers.{L}.self_attn.qkv_proj").
   bool family_names = false;
-  // The families whose names the map's rules hold (llama.cpp's graphs name the values of each
-  // family in its own way); empty: every family.
-  std::vector<model::Family> families;
+  // The rules hold the names of llama.cpp's graphs, which name the values of each family in its own
+  // way: they hold for the families whose files say so (formats::LlamaCppGraph::names_mapped).
+  bool llama_cpp_names = false;
   std::vector<std::string> tokens = {"tokens", "input_ids"};  // the per-row token ids, by the first name present
   std::vector<std::string> positions = {"positions", "position_ids"};
   std::vector<std::string> decode = {"decode"};
@@ -70,7 +70,7 @@ std::vector<std::string_view> preset_names();
 // [taps] and [sums]. FormatError naming the file and the key for anything else.
 NameMap map_from_toml(const std::filesystem::path& path);
 
-// UsageError where the map's rules do not hold the names of the model's family (NameMap::families):
+// UsageError where the map's rules do not hold the names of the model's family (NameMap::llama_cpp_names):
 // naming the families they hold and the way out, a TOML map of the engine's names.
 void require_map_fits(const NameMap& map, const model::ModelConfig& config);
 

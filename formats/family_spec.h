@@ -101,6 +101,9 @@ struct LlamaCppGraph {
   bool gemma = false;              // the embedding scaled after "embd" (inp_scaled), Q scaled first
   bool scales_q_first = false;     // Q scaled by the attention scale before the attention rounds it
   bool fused_projections = false;  // q, k, v as one matrix (wqkv), gate and up as one (ffn_up)
+  // The llama.cpp name map (dumps/name_map.h) holds the names its graph gives values
+  // (tests/conformance/test_llama_cpp_taps.py reads it through them).
+  bool names_mapped = false;
 };
 
 // How `tapdiff synth` writes a random model of the family (formats/synth.h), as its GGUF: the block

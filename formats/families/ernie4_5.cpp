@@ -24,6 +24,7 @@ const FamilySpec& ernie4_5_family() {
              .tokenizer_class = "TokenizersBackend",
              .tokenizer_overrides_folder = true},
       .gguf = {.architectures = {"ernie4_5"}},
+      .llama_cpp = {.names_mapped = true},
   };
   return spec;
 }

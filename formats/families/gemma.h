@@ -23,6 +23,6 @@ void read_gemma2_block_hf(KeyReader& k, model::ModelConfig& c, double logit_cap)
 void read_gemma2_block_gguf(model::ModelConfig& c, int big_layers);
 
 // llama.cpp's graphs of Gemma 1, 2 and 3: the embedding scaled after "embd", Q scaled first.
-inline constexpr LlamaCppGraph kGemmaLlamaCppGraph{.gemma = true, .scales_q_first = true};
+inline constexpr LlamaCppGraph kGemmaLlamaCppGraph{.gemma = true, .scales_q_first = true, .names_mapped = true};
 
 }  // namespace tapdiff::formats

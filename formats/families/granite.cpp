@@ -49,6 +49,7 @@ const FamilySpec& granite_family() {
                .keys = {"embedding_scale", "residual_scale", "attention.scale", "logit_scale"},
                .read = read_gguf,
                .unread = {"attention.sliding_window"}},
+      .llama_cpp = {.names_mapped = true},
   };
   return spec;
 }

@@ -30,6 +30,7 @@ const FamilySpec& hunyuan_v1_dense_family() {
                      c.block.qk_norm = QkNorm::per_head;
                      c.block.qk_norm_after_rope = true;
                    }},
+      .llama_cpp = {.names_mapped = true},
   };
   return spec;
 }

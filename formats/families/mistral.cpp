@@ -24,6 +24,7 @@ const FamilySpec& mistral_family() {
                               "multimodal_projector_bias", "spatial_merge_size"}}},
              .tokenizer_class = "TokenizersBackend"},
       .gguf = {.architectures = {"mistral"}, .rope_style = RopeStyle::interleaved},
+      .llama_cpp = {.names_mapped = true},
   };
   return spec;
 }

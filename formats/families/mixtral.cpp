@@ -18,6 +18,7 @@ const FamilySpec& mixtral_family() {
                    read_experts(k, c, "num_local_experts", "", c.ffn_dim, true);
                  },
              .tokenizer_class = "TokenizersBackend"},
+      .llama_cpp = {.names_mapped = true},
   };
   return spec;
 }

@@ -44,6 +44,7 @@ const FamilySpec& olmo2_family() {
                      }
                    },
                .output_required = true},
+      .llama_cpp = {.names_mapped = true},
   };
   return spec;
 }

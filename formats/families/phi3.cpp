@@ -31,7 +31,7 @@ const FamilySpec& phi3_family() {
                .read = [](const GgufFile&, const std::string&, ModelConfig& c) { c.sliding_window = 0; },
                .gate_up_in_ffn_up = true,
                .longrope = true},
-      .llama_cpp = {.scales_q_first = true, .fused_projections = true},
+      .llama_cpp = {.scales_q_first = true, .fused_projections = true, .names_mapped = true},
   };
   return spec;
 }

@@ -27,6 +27,7 @@ const FamilySpec& qwen2_family() {
              .tokenizer_class = "Qwen2Tokenizer",
              .tokenizer_overrides_folder = true},
       .gguf = {.architectures = {"qwen2"}, .rope_style = RopeStyle::rotate_half},
+      .llama_cpp = {.names_mapped = true},
       .synth = {.block = [](ModelConfig& c) { c.block.qkv_bias = true; }},
   };
   return spec;

@@ -22,6 +22,7 @@ const FamilySpec& qwen3_family() {
       .gguf = {.architectures = {"qwen3"},
                .rope_style = RopeStyle::rotate_half,
                .read = [](const GgufFile&, const std::string&, ModelConfig& c) { c.block.qk_norm = QkNorm::per_head; }},
+      .llama_cpp = {.names_mapped = true},
   };
   return spec;
 }

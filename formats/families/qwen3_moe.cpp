@@ -66,6 +66,7 @@ const FamilySpec& qwen3_moe_family() {
                .rope_style = RopeStyle::rotate_half,
                .keys = {"expert_count", "expert_used_count", "expert_feed_forward_length"},
                .read = read_gguf},
+      .llama_cpp = {.names_mapped = true},
       .synth = {.block = [](ModelConfig& c) { c.block.qk_norm = QkNorm::per_head; }, .experts = true},
   };
   return spec;

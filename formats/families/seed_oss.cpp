@@ -25,6 +25,7 @@ const FamilySpec& seed_oss_family() {
                .layer_name = [](std::string_view name, const ModelConfig&) -> std::string_view {
                  return name == "post_attention_norm.weight" ? "ffn_norm.weight" : name;
                }},
+      .llama_cpp = {.names_mapped = true},
   };
   return spec;
 }

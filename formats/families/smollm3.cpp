@@ -49,6 +49,7 @@ const FamilySpec& smollm3_family() {
                      for (int l = 0; l < c.n_layers; ++l) c.rope_layers[static_cast<std::size_t>(l)] = (l + 1) % 4 != 0;
                    },
                .unread = {"attention.sliding_window"}},
+      .llama_cpp = {.names_mapped = true},
   };
   return spec;
 }
