@@ -2,9 +2,6 @@
 // f16 engine B) and engine B in one process on the same tokens, compare every op as they go, then
 // isolate the culprit on A's inputs; exit 0 when every op is within tolerance, 1 on a divergence,
 // 2 for bad input, 3 for the environment.
-#include <unistd.h>
-
-#include <cstdio>
 #include <filesystem>
 #include <optional>
 
@@ -13,15 +10,14 @@
 #include "bisect/cli/calibration_options.h"
 #include "bisect/cli/commands.h"
 #include "bisect/cli/engine_factory.h"
+#include "bisect/cli/finding_outputs.h"
 #include "bisect/cli/model_source.h"
-#include "bisect/cli/output_file.h"
 #include "bisect/cli/progress_line.h"
 #include "bisect/cli/prompt_input.h"
 #include "bisect/cli/run_context.h"
 #include "bisect/drive/bisect.h"
-#include "bisect/judge/diagnosis.h"
-#include "bisect/report/bisection.h"
-#include "bisect/report/junit.h"
+#include "bisect/judge/finding.h"
+#include "bisect/report/terminal.h"
 #include "dumps/dump_writer.h"
 #include "formats/load_model.h"
 #include "model/errors.h"
@@ -49,7 +45,8 @@ struct BisectArgs {
   std::string tolerances;
   CalibrationOptions calibrate;
   bool layers_first = false;
-  std::string json, junit, html, dump_dir;
+  ReportFiles reports;
+  std::string dump_dir;
   std::string taps = "all";
   std::string command_line;
 };
@@ -160,13 +157,9 @@ int bisect_command(const BisectArgs& a) {
   const bisect::TokenText text = [&tokenizer](std::int32_t id) {
     return tokenizer ? text::valid_utf8(tokenizer->decode(std::vector<std::int32_t>{id})) : std::string();
   };
-  const std::vector<bisect::Diagnosis> diagnoses = bisect::diagnose(result);
-  if (!a.json.empty()) write_text(a.json, "--json", bisect::bisect_json(result, diagnoses, text).dump(2) + "\n");
-  if (!a.junit.empty()) write_text(a.junit, "--junit", bisect::junit_xml(result.run));
-  if (!a.html.empty()) write_text(a.html, "--html", bisect::bisect_html(result, diagnoses, text));
-  fmt::print("{}", bisect::bisect_terminal_report(result, diagnoses, text, ::isatty(STDOUT_FILENO) != 0));
-  std::fflush(stdout);
-  return result.match() ? 0 : 1;
+  const bisect::Finding finding = bisect::judge_bisection(std::move(result), text);
+  write_reports(finding, a.reports);
+  return finding.match() ? 0 : 1;
 }
 
 }  // namespace
@@ -205,9 +198,7 @@ void add_bisect_command(CLI::App& app, CliContext& context) {
   cmd->add_flag("--layers-first", args->layers_first,
                 "Compare the layer outputs and the attention and FFN updates first (fewer read-backs from engine "
                 "B), every op only when one diverges");
-  cmd->add_option("--json", args->json, "Write the full report as JSON");
-  cmd->add_option("--junit", args->junit, "Write a JUnit XML report (one testcase per layer/op)");
-  cmd->add_option("--html", args->html, "Write a self-contained HTML report");
+  add_report_options(*cmd, args->reports);
   cmd->add_option("--dump-dir", args->dump_dir, "Keep both engines' free-run dumps here (a.h5, b.h5)");
   cmd->add_option("--taps", args->taps, "Which ops --dump-dir keeps: all, layers, or a regex over LAYER/OP")
       ->capture_default_str();

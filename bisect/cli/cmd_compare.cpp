@@ -1,10 +1,6 @@
 // tapdiff compare: compare dump B against reference dump A op by op, offline and streaming, under
 // tolerances; with --model, isolate the culprit on B's own inputs (bisect/drive/local_check.h). Exit 0
 // when every op is within tolerance and the runs agree, 1 otherwise, 2 for bad input.
-#include <unistd.h>
-
-#include <cstdio>
-
 #include <fmt/core.h>
 
 #include "bisect/cli/calibration_options.h"
@@ -12,21 +8,16 @@
 #include "bisect/cli/dump_input.h"
 #include "bisect/cli/dump_model.h"
 #include "bisect/cli/engine_factory.h"
+#include "bisect/cli/finding_outputs.h"
 #include "bisect/cli/model_source.h"
 #include "bisect/cli/option_checks.h"
-#include "bisect/cli/output_file.h"
 #include "bisect/cli/progress_line.h"
 #include "bisect/compare/comparator.h"
 #include "bisect/compare/precision_evidence.h"
 #include "bisect/compare/text_format.h"
 #include "bisect/drive/floor_run.h"
 #include "bisect/drive/local_check.h"
-#include "bisect/judge/diagnosis.h"
-#include "bisect/judge/lookalike.h"
-#include "bisect/report/html.h"
-#include "bisect/report/isolation.h"
-#include "bisect/report/json.h"
-#include "bisect/report/junit.h"
+#include "bisect/judge/finding.h"
 #include "bisect/report/terminal.h"
 #include "dumps/dump_reader.h"
 #include "formats/load_model.h"
@@ -39,7 +30,7 @@ namespace {
 struct CompareArgs {
   std::string a, b;
   std::string tolerances;
-  std::string json, junit, html;
+  ReportFiles reports;
   std::string taps = "all";
   std::int64_t max_rows = 0;
   bool common_rows = false;
@@ -219,29 +210,10 @@ int compare(const CompareArgs& args) {
   // Where nothing tells what B computes in, no op is taken for a bug: no culprit is named.
   std::optional<bisect::LocalCheck> local;
   if (check && !result.match() && known) local = check_on_b(args, *check, b);
-  std::vector<bisect::Diagnosis> diagnoses = local ? bisect::diagnose(result, *local) : bisect::diagnose(result);
-  for (bisect::Diagnosis& d : bisect::lookalikes(result, bisect::DumpSource(a), bisect::DumpSource(b)))
-    diagnoses.push_back(std::move(d));
-  std::optional<bisect::Isolation> isolation;
-  if (local) {
-    isolation.emplace(bisect::Isolation{result, local->local, local->culprit, local->symptom_of(result),
-                                        bisect::LocalInputs::b_own, false, local->undecidable.size(),
-                                        local->missing_taps()});
-  }
-  if (!args.json.empty()) {
-    nlohmann::json report = bisect::report_json(result, diagnoses);
-    if (isolation) bisect::add_isolation_json(report, *isolation, local->rows.size());
-    write_text(args.json, "--json", report.dump(2) + "\n");
-  }
-  if (!args.junit.empty()) write_text(args.junit, "--junit", bisect::junit_xml(result));
-  if (!args.html.empty())
-    write_text(args.html, "--html",
-               bisect::html_report(result, diagnoses, isolation ? bisect::isolation_html(*isolation) : ""));
-  bisect::TerminalExtras extras;
-  if (isolation) extras.after_verdict = bisect::isolation_lines(*isolation);
-  fmt::print("{}", bisect::terminal_report(result, diagnoses, ::isatty(STDOUT_FILENO) != 0, 8, extras));
-  std::fflush(stdout);
-  return result.match() ? 0 : 1;
+  const bisect::Finding finding =
+      bisect::judge_comparison(std::move(result), std::move(local), bisect::DumpSource(a), bisect::DumpSource(b));
+  write_reports(finding, args.reports);
+  return finding.match() ? 0 : 1;
 }
 
 }  // namespace
@@ -255,9 +227,7 @@ void add_compare_command(CLI::App& app, CliContext& context) {
   cmd->add_option("b", args->b, "Dump to check against it (as A)")->required();
   add_dump_input_options(*cmd, args->input);
   cmd->add_option("--tolerances", args->tolerances, "TOML tolerance file (docs/tolerances.md); default: built-in");
-  cmd->add_option("--json", args->json, "Write the full report as JSON");
-  cmd->add_option("--junit", args->junit, "Write a JUnit XML report (one testcase per layer/op)");
-  cmd->add_option("--html", args->html, "Write a self-contained HTML report");
+  add_report_options(*cmd, args->reports);
   cmd->add_option("--taps", args->taps, "Which ops to compare: all, layers, or a regex over LAYER/OP")
       ->capture_default_str();
   cmd->add_option("--max-rows", args->max_rows, "Compare at most N positions (0 = all)")->check(CLI::NonNegativeNumber);

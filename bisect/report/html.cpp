@@ -7,6 +7,8 @@
 #include <fmt/core.h>
 
 #include "bisect/compare/text_format.h"
+#include "bisect/report/isolation.h"
+#include "bisect/report/live_run.h"
 #include "bisect/report/terminal.h"
 
 namespace tapdiff::bisect {
@@ -168,14 +170,15 @@ std::string position_plot_svg(const OpResult& op, std::span<const RowInfo> rows)
   return s + fmt::format("<polyline fill='none' stroke='#1565c0' stroke-width='1.2' points='{}'/>\n</svg>\n", poly);
 }
 
-std::string html_report(const CompareResult& r, const std::vector<Diagnosis>& diagnoses,
-                        const std::string& culprit_html) {
+std::string html_report(const Finding& f) {
+  const CompareResult& r = f.run;
   std::string s = fmt::format(
       "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>tapdiff: "
       "{}</title><style>{}</style></head><body>\n",
       verdict_name(r.verdict()), kStyle);
   s += fmt::format("<h1 class='{}'>{}</h1>\n", r.match() ? "match" : "diverged", xml_escape(verdict_line(r)));
-  s += culprit_html;
+  if (f.isolation) s += isolation_html(r, *f.isolation);
+  if (f.live) s += fmt::format("<pre>{}</pre>\n", xml_escape(live_tokens_text(r, *f.live)));
   if (!r.problems.empty()) {
     s += "<h2>Run problems</h2><ul>\n";
     for (const RunProblem& p : r.problems)
@@ -188,9 +191,9 @@ std::string html_report(const CompareResult& r, const std::vector<Diagnosis>& di
       xml_escape(r.a.path), xml_escape(r.b.path), r.alignment.rows.size(),
       xml_escape(r.tolerance_source.empty() ? "built-in" : r.tolerance_source), precision_text(r.precision),
       model::precision_name(r.builtin_precision));
-  if (!diagnoses.empty()) {
+  if (!f.diagnoses.empty()) {
     s += "<h2>Diagnosis</h2><ul>\n";
-    for (const Diagnosis& d : diagnoses)
+    for (const Diagnosis& d : f.diagnoses)
       s += fmt::format("<li><b>{}</b>: {}</li>\n", model::diagnosis_name(d.code), xml_escape(d.text));
     s += "</ul>\n";
   }
@@ -207,7 +210,7 @@ std::string html_report(const CompareResult& r, const std::vector<Diagnosis>& di
   }
   if (r.first) s += "<h2>Ops past tolerance</h2>\n" + failing_table(r);
   s += "<h2>Runs</h2>\n" + meta_table(r);
-  if (culprit_html.empty())
+  if (!f.isolation)
     s += "<p><small>culprit: not isolated; give compare --model to run each op of B on B's own inputs, or use "
          "tapdiff bisect.</small></p>\n";
   return s + "</body></html>\n";

@@ -34,9 +34,9 @@ std::string op_title(const OpResult& op) {
   return fmt::format("layer {} {} ({})", op.id.layer, model::op_name(op.id.op), model::op_class_name(op.op_class()));
 }
 
-std::string culprit_text(const Isolation& i) {
-  if (i.run.match()) return {};
-  if (!i.run.first && !i.culprit)
+std::string culprit_text(const CompareResult& run, const Isolation& i) {
+  if (run.match()) return {};
+  if (!run.first && !i.culprit)
     return "none: every op is within tolerance; the runs differ only as the run problems say";
   if (!i.culprit && i.unchecked_ops > 0)
     return fmt::format(
@@ -51,11 +51,11 @@ std::string culprit_text(const Isolation& i) {
   return fmt::format(
       "{}: its own error on {} {}{}{}", op_title(op), local_inputs_text(i.inputs), op.violations.front().text(),
       local_where(op, i.batch),
-      i.run.first ? "" : " (the run's ops are each within tolerance: the error stays below it downstream)");
+      run.first ? "" : " (the run's ops are each within tolerance: the error stays below it downstream)");
 }
 
-std::string symptom_text(const Isolation& i) {
-  if (!i.run.first || !i.symptom_local) return {};
+std::string symptom_text(const CompareResult& run, const Isolation& i) {
+  if (!run.first || !i.symptom_local) return {};
   const OpResult& local = i.local[*i.symptom_local];
   if (i.symptom_is_culprit()) return fmt::format("{} is itself wrong", op_title(local));
   if (local.pass())
@@ -65,46 +65,45 @@ std::string symptom_text(const Isolation& i) {
                      local_inputs_text(i.inputs));
 }
 
-std::string isolation_lines(const Isolation& i) {
-  if (i.run.match()) return {};
-  std::string out = fmt::format("culprit  {}\n", culprit_text(i));
-  if (const std::string s = symptom_text(i); !s.empty()) out += fmt::format("symptom  {}\n", s);
+std::string isolation_lines(const CompareResult& run, const Isolation& i) {
+  if (run.match()) return {};
+  std::string out = fmt::format("culprit  {}\n", culprit_text(run, i));
+  if (const std::string s = symptom_text(run, i); !s.empty()) out += fmt::format("symptom  {}\n", s);
   return out;
 }
 
-std::string isolation_html(const Isolation& i) {
-  if (i.run.match()) return {};
-  std::string out = fmt::format("<p><b>culprit</b>: {}</p>\n", xml_escape(culprit_text(i)));
-  if (const std::string s = symptom_text(i); !s.empty())
+std::string isolation_html(const CompareResult& run, const Isolation& i) {
+  if (run.match()) return {};
+  std::string out = fmt::format("<p><b>culprit</b>: {}</p>\n", xml_escape(culprit_text(run, i)));
+  if (const std::string s = symptom_text(run, i); !s.empty())
     out += fmt::format("<p><b>symptom</b>: {}</p>\n", xml_escape(s));
   return out;
 }
 
-void add_isolation_json(json& report, const Isolation& i, std::size_t local_positions) {
-  report.erase("culprit_note");
+void add_isolation_json(json& report, const CompareResult& run, const Isolation& i) {
   report["culprit"] = nullptr;
   if (i.culprit) {
     const OpResult& op = i.local[*i.culprit];
     json c = op_json(op);
     c["position"] = op.first_bad >= 0 ? json(op.first_bad_row.position) : json(nullptr);
     c["chunk"] = op.first_bad >= 0 ? json(op.first_bad_row.chunk_b) : json(nullptr);
-    c["text"] = culprit_text(i);
+    c["text"] = culprit_text(run, i);
     report["culprit"] = std::move(c);
   }
   report["isolation"] = nullptr;
-  if (i.run.first && i.symptom_local) {
+  if (run.first && i.symptom_local) {
     const OpResult& local = i.local[*i.symptom_local];
     report["isolation"] = {{"layer", local.id.layer},
                            {"op", model::op_name(local.id.op)},
                            {"local_metrics", metrics_json(local.metrics)},
                            {"local_pass", local.pass()},
                            {"itself_wrong", !local.pass()},
-                           {"text", symptom_text(i)}};
+                           {"text", symptom_text(run, i)}};
   }
   json local = json::array();
   for (const OpResult& op : i.local) local.push_back(op_json(op));
   report["local"] = std::move(local);
-  report["local_positions"] = local_positions;
+  report["local_positions"] = i.positions;
 }
 
 }  // namespace tapdiff::bisect

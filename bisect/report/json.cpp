@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "bisect/report/isolation.h"
+#include "bisect/report/live_run.h"
+
 namespace tapdiff::bisect {
 namespace {
 
@@ -123,17 +126,22 @@ json op_json(const OpResult& op) {
           {"first_bad_position", op.first_bad >= 0 ? json(op.first_bad_row.position) : json(nullptr)}};
 }
 
-json report_json(const CompareResult& r, const std::vector<Diagnosis>& diagnoses) {
+json report_json(const Finding& f) {
+  const CompareResult& r = f.run;
   json out;
   out["verdict"] = verdict_name(r.verdict());
   out["first"] = r.first ? first_json(r.ops[*r.first], r.alignment.rows) : json(nullptr);
-  out["culprit"] = nullptr;
-  out["culprit_note"] =
-      "compare of two dumps alone cannot isolate the culprit: give --model (each op of B run by the reference on "
-      "B's own inputs), or run tapdiff bisect (B's ops on A's inputs). 'first' is the symptom: the first op past "
-      "tolerance, which may inherit its error.";
+  if (f.isolation) {
+    add_isolation_json(out, r, *f.isolation);
+  } else {
+    out["culprit"] = nullptr;
+    out["culprit_note"] =
+        "compare of two dumps alone cannot isolate the culprit: give --model (each op of B run by the reference on "
+        "B's own inputs), or run tapdiff bisect (B's ops on A's inputs). 'first' is the symptom: the first op past "
+        "tolerance, which may inherit its error.";
+  }
   json diagnosis = json::array();
-  for (const Diagnosis& d : diagnoses)
+  for (const Diagnosis& d : f.diagnoses)
     diagnosis.push_back({{"code", model::diagnosis_name(d.code)}, {"text", d.text}, {"evidence", d.evidence}});
   out["diagnosis"] = std::move(diagnosis);
   json problems = json::array();
@@ -165,6 +173,7 @@ json report_json(const CompareResult& r, const std::vector<Diagnosis>& diagnoses
   out["runs"] = {{"a", run_json(r.a)}, {"b", run_json(r.b)}};
   out["routing"] = routing_json(r.routing);
   out["bytes_read"] = r.bytes_read;
+  if (f.live) add_live_json(out, r, *f.live);
   return out;
 }
 

@@ -1,19 +1,20 @@
 #pragma once
-// The JSON report of a comparison (the contract of issue 4, docs/tolerances.md "Reports"):
-// verdict, first, culprit (null: two dumps cannot isolate), culprit_note, diagnosis, tokens, ops,
-// plus the runs, the rows compared and the tolerances used.
+// The JSON report of a finding (docs/tolerances.md, "Reports"): verdict, first, culprit (with
+// culprit_note instead where two dumps alone cannot isolate it), isolation, local, diagnosis,
+// tokens, ops, plus the runs, the rows compared and the tolerances used; a bisection adds its
+// token impact, batch and timings.
 #include <span>
 
 #include <nlohmann/json.hpp>
 
 #include "bisect/compare/comparator.h"
-#include "bisect/judge/diagnosis.h"
+#include "bisect/judge/finding.h"
 
 namespace tapdiff::bisect {
 
 nlohmann::json metrics_json(const Metrics& m);
 // One op: layer, op, class, pass, metrics, tolerance, violations, worst, first_bad_position.
 nlohmann::json op_json(const OpResult& op);
-nlohmann::json report_json(const CompareResult& result, const std::vector<Diagnosis>& diagnoses);
+nlohmann::json report_json(const Finding& finding);
 
 }  // namespace tapdiff::bisect

@@ -30,7 +30,9 @@ std::string failure_detail(const OpResult& op) {
 
 }  // namespace
 
-std::string junit_xml(const CompareResult& r, const std::string& suite_name) {
+std::string junit_xml(const Finding& f) {
+  const CompareResult& r = f.run;
+  const std::string suite_name = "tapdiff compare";
   // Every run problem is a failing test case of its own: a CI gate counting failures sees it.
   std::size_t failures = r.problems.size();
   for (const OpResult& op : r.ops) failures += op.pass() ? 0 : 1;

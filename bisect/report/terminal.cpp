@@ -6,6 +6,8 @@
 #include <fmt/ranges.h>
 
 #include "bisect/compare/text_format.h"
+#include "bisect/report/isolation.h"
+#include "bisect/report/live_run.h"
 
 namespace tapdiff::bisect {
 namespace {
@@ -100,16 +102,19 @@ std::string verdict_line(const CompareResult& r) {
                      row.position, where_in_run(row, batch), worst_text(op.worst, batch));
 }
 
-std::string terminal_report(const CompareResult& r, const std::vector<Diagnosis>& diagnoses, bool color,
-                            std::size_t max_table, const TerminalExtras& extras) {
+std::string terminal_report(const Finding& f, bool color, std::size_t max_table) {
+  const CompareResult& r = f.run;
   const char* on = color ? (r.match() ? kGreen : kRed) : "";
   const char* off = color ? kReset : "";
   const char* dim = color ? kDim : "";
-  std::string out = fmt::format("{}{}{}\n", on, verdict_line(r), off) + extras.after_verdict;
+  std::string out = fmt::format("{}{}{}\n", on, verdict_line(r), off);
+  if (f.isolation) out += isolation_lines(r, *f.isolation);
   if (r.first) out += neighbours(r.ops[*r.first].worst) + table(r, max_table);
   for (const RunProblem& p : r.problems) out += fmt::format("problem  {}: {}\n", run_problem_name(p.code), p.text);
-  for (const Diagnosis& d : diagnoses) out += fmt::format("  {}: {}\n", model::diagnosis_name(d.code), d.text);
-  out += extras.tokens ? *extras.tokens : tokens_text(r.tokens);
+  for (const Diagnosis& d : f.diagnoses) out += fmt::format("  {}: {}\n", model::diagnosis_name(d.code), d.text);
+  out += f.live ? live_tokens_text(r, *f.live) : tokens_text(r.tokens);
+  if (f.live && f.live->layers_only)
+    out += "layers   --layers-first: the layer outputs and each block's updates matched, so only they were compared\n";
   const RowAlignment& al = r.alignment;
   out += fmt::format("{}rows     {} positions compared", dim, al.rows.size());
   if (al.token_mismatch_position)
@@ -128,6 +133,9 @@ std::string terminal_report(const CompareResult& r, const std::vector<Diagnosis>
   if (!r.only_a.empty() || !r.only_b.empty())
     out += fmt::format("{}not compared: {} ops tapped only in A, {} only in B{}\n", dim, r.only_a.size(),
                        r.only_b.size(), off);
+  if (f.live)
+    out +=
+        fmt::format("time     free run {:.2f} s, forced scan {:.2f} s\n", f.live->seconds_free, f.live->seconds_forced);
   return out;
 }
 
@@ -135,6 +143,11 @@ std::string progress_line(const CompareProgress& p, double seconds) {
   const double gb = static_cast<double>(p.bytes) / 1e9;
   return fmt::format("compare {:>5}/{} ops  {:<16} {:.2f} GB read, {:.2f} GB/s", p.done, p.total,
                      model::to_string(p.id), gb, seconds > 0 ? gb / seconds : 0.0);
+}
+
+std::string bisect_progress_line(const BisectProgress& p, double seconds) {
+  const char* what = p.pass == 1 ? "free run" : p.pass == 2 ? "forced scan" : "free generation of B";
+  return fmt::format("bisect {:<20} chunk {:>4}/{}  {:.1f} s", what, p.chunk, p.chunks, seconds);
 }
 
 }  // namespace tapdiff::bisect

@@ -1,13 +1,13 @@
 #pragma once
-// What `tapdiff compare` prints: a one-line verdict, a compact table of the first failing ops, the
-// diagnoses and the generated tokens; ANSI colour only when asked (stdout is a TTY). And the
-// progress line for long comparisons (stderr, only on a TTY).
-#include <optional>
+// What `tapdiff compare` and `tapdiff bisect` print of a finding: a one-line verdict, the culprit, a
+// compact table of the first failing ops, the diagnoses and the tokens; ANSI colour only when
+// asked (stdout is a TTY). And the progress lines of long comparisons and bisections (stderr, only
+// on a TTY).
 #include <string>
-#include <vector>
 
 #include "bisect/compare/comparator.h"
-#include "bisect/judge/diagnosis.h"
+#include "bisect/drive/bisect.h"
+#include "bisect/judge/finding.h"
 
 namespace tapdiff::bisect {
 
@@ -16,18 +16,12 @@ namespace tapdiff::bisect {
 //  worst at position 71 head 5 channel 3: 0.8123 vs 0.441"
 std::string verdict_line(const CompareResult& result);
 
-// What the bisect adds to the report: lines right after the verdict (the culprit), and its own
-// token lines in place of the compare's.
-struct TerminalExtras {
-  std::string after_verdict;
-  std::optional<std::string> tokens;
-};
-
 // The whole terminal report, lines ending in '\n'. max_table: failing ops listed at most.
-std::string terminal_report(const CompareResult& result, const std::vector<Diagnosis>& diagnoses, bool color,
-                            std::size_t max_table = 8, const TerminalExtras& extras = {});
+std::string terminal_report(const Finding& finding, bool color, std::size_t max_table = 8);
 
 // "compare  34/92 ops  3/rope_q  1.21 GB read, 0.84 GB/s" (no newline).
 std::string progress_line(const CompareProgress& progress, double seconds);
+// "bisect free run  chunk 3/8" (no newline).
+std::string bisect_progress_line(const BisectProgress& progress, double seconds);
 
 }  // namespace tapdiff::bisect

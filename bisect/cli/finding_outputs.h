@@ -1,0 +1,22 @@
+#pragma once
+// The outputs of a finding that compare and bisect let the user choose: the terminal report
+// (always), and --json, --junit and --html files.
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "bisect/judge/finding.h"
+
+namespace tapdiff::cli {
+
+struct ReportFiles {
+  std::string json, junit, html;  // "": not written
+};
+
+// --json, --junit, --html.
+void add_report_options(CLI::App& cmd, ReportFiles& files);
+
+// Writes the chosen files, then prints the terminal report (in colour on a TTY).
+void write_reports(const bisect::Finding& finding, const ReportFiles& files);
+
+}  // namespace tapdiff::cli
