@@ -18,7 +18,7 @@
 #include "gpu/kernels.h"
 #include "gpu/kv_cache.h"
 #include "gpu/pipelines.h"
-#include "gpu/rope_table.h"
+#include "gpu/rope_tables.h"
 #include "gpu/stream.h"
 #include "model/errors.h"
 #include "model/half_float.h"
@@ -100,7 +100,6 @@ class Engine final : public VulkanEngine {
   Kernel attend(const model::Step& step, const Region& out);
   Kernel residual(const model::Step& step, const Region& out);
   KernelId mixture(const model::Step& step, const Region& out);
-  void upload_rope_tables();
   void upload_row_table();
   model::ChunkInfo chunk_of(const Part& part) const { return {chunk_.index, part.first_pos, part.rows, part.decode}; }
   std::uint32_t kernel_faults(Op op, int layer) const;
@@ -154,26 +153,13 @@ class Engine final : public VulkanEngine {
   std::unique_ptr<Arena> gelu_arena_;
   Region gelu_table_;
   Region row_table_;  // [capacity_] of (cache row of position 0, position, chunk's first position, leak), attention's
-  // [capacity_, head_dim / 2] (cos, sin) each: the chunk's distinct RoPE tables (more than one only
-  // where --inject moves a layer's positions or base), and the one each layer uses.
-  std::vector<Region> rope_tables_;
-  RopeTableCache rope_cache_;
-  // What each RoPE table on the device holds, once the pass that uploaded it has run: per part, its
-  // plan and rows (empty: not known). A pass of the same positions uploads nothing.
-  struct HeldRope {
-    RopeTablePlan plan;
-    int rows = 0;
-    friend bool operator==(const HeldRope&, const HeldRope&) = default;
-  };
-  std::vector<std::vector<HeldRope>> rope_table_held_;
+  std::unique_ptr<RopeTables> rope_;  // in the activations' arena
   // The norm step whose output the residual add before it computed (Kernels::add_rms_norm), and
   // the kernel that did; op embed: none.
   struct FusedNorm {
     TensorId norm{Op::embed, -1};
     Kernel kernel;
   } fused_norm_;
-  std::vector<std::size_t> rope_table_of_;    // k's table of each layer
-  std::vector<std::size_t> rope_q_table_of_;  // q's: k's, or one with the query temperature
   int capacity_ = 0;
   model::ChunkInfo chunk_;    // the pass: index, total rows, decode when every part is a decode step
   std::vector<Part> parts_;   // its sequences
@@ -188,9 +174,7 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
       faults_(parse_faults(options.inject, m.config().n_layers)),
       activation_type_(options.f16    ? Activations::f16
                        : options.bf16 ? Activations::bf16
-                                      : Activations::f32),
-      rope_table_of_(static_cast<std::size_t>(m.config().n_layers)),
-      rope_q_table_of_(rope_table_of_.size()) {
+                                      : Activations::f32) {
   require_faults_fit(faults_, graph_, config_);
   if (config_.block.activation == model::Activation::xielu)
     for (int l = 0; l < config_.n_layers; ++l) xielu_.push_back(model::xielu_of(m, l));
@@ -203,11 +187,7 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
       throw UsageError(fmt::format(
           "--inject {}: faults are planted in the f32 and f16 kernels, not in --dtype llama.cpp's", options.inject));
   }
-  // At most one table per layer that a fault moves, plus the model's (two where the sliding layers
-  // have their own RoPE); each twice where q has a temperature.
-  std::size_t tables = config_.sliding_rope ? 2 : 1;
-  for (int l = 0; l < config_.n_layers; ++l) tables += moves_rope_table(faults_, l) ? 1 : 0;
-  rope_tables_.resize(config_.query_temperature.beta != 0 ? 2 * tables : tables);
+  rope_ = std::make_unique<RopeTables>(config_, faults_, options.llama_cpp);
   InstanceOptions instance_options;
   instance_options.validation = options.validation.value_or(validation_requested_by_environment());
   instance_options.print_messages = options.print_validation;
@@ -353,10 +333,7 @@ void Engine::reserve_rows(int rows) {
     position_rows_ = activations_->allocate(activation_bytes(capacity, config_.dim), "the position embeddings");
   }
   row_table_ = activations_->allocate(static_cast<std::uint64_t>(capacity) * 16, "the attention row table");
-  for (Region& table : rope_tables_)
-    table = activations_->allocate(
-        static_cast<std::uint64_t>(capacity) * static_cast<std::uint64_t>(config_.head_dim) * 4, "the RoPE table");
-  rope_table_held_.assign(rope_tables_.size(), {});
+  rope_->allocate(*activations_, capacity);
   capacity_ = capacity;
 }
 
@@ -419,7 +396,9 @@ void Engine::begin_batch(int index, std::span<const BatchPart> parts) {
   stream_->upload(tokens.data(), tokens.size() * sizeof(std::int32_t), tokens_);
   if (config_.block.learned_positions) upload_positions();
   upload_row_table();
-  upload_rope_tables();
+  std::vector<model::ChunkInfo> rope_parts;
+  for (const Part& p : parts_) rope_parts.push_back(chunk_of(p));
+  rope_->upload(*stream_, rope_parts);
 }
 
 // Each row's row of the learned position table (model::learned_position_row).
@@ -449,46 +428,6 @@ void Engine::upload_row_table() {
            static_cast<std::uint32_t>(std::min(held, kLeakRows));
   }
   stream_->upload(table.data(), table.size() * sizeof(std::uint32_t), row_table_);
-}
-
-// One table per distinct plan among the layers (each part's first position and base): without
-// --inject, the model's. Uploaded unless the device holds it from an earlier pass (the bench's
-// repeated 8B prefill: 1 MB and ~0.3 ms of the host's time before the first dispatch).
-void Engine::upload_rope_tables() {
-  std::vector<std::vector<RopeTablePlan>> plans;
-  // The table of a layer's k (query false) or q: its index, its rows uploaded where they are new.
-  const auto table_for = [&](int l, bool query) {
-    std::vector<RopeTablePlan> plan;
-    for (const Part& p : parts_) {
-      plan.push_back(rope_table_plan(faults_, config_, l, chunk_of(p)));
-      plan.back().query = query;
-    }
-    const auto at = static_cast<std::size_t>(std::find(plans.begin(), plans.end(), plan) - plans.begin());
-    if (at < plans.size()) return at;
-    TAPDIFF_ASSERT(at < rope_tables_.size(), "RoPE table {} of {}", at, rope_tables_.size());
-    std::vector<HeldRope> held;
-    for (std::size_t i = 0; i < parts_.size(); ++i) held.push_back({plan[i], parts_[i].rows});
-    plans.push_back(std::move(plan));
-    if (rope_table_held_[at] == held) return at;
-    rope_table_held_[at].clear();  // until the upload has run (a pass abandoned after an error drops it)
-    std::vector<float> table;
-    const auto frequencies =
-        kernels_->choice().llama_cpp() ? formats::llama_cpp_rope_frequencies : model::rope_frequencies;
-    for (const HeldRope& h : held) {
-      model::RopeFrequencies f = frequencies(config_, l, h.plan.base, h.plan.first_pos + h.rows);
-      if (query) f = model::query_frequencies(config_, std::move(f));
-      rope_cache_.append(table, h.plan.first_pos, h.rows, config_.head_dim, f);
-    }
-    stream_->upload(table.data(), table.size() * sizeof(float), rope_tables_[at]);
-    stream_->on_complete([this, at, held = std::move(held)]() mutable { rope_table_held_[at] = std::move(held); });
-    return at;
-  };
-  const bool temperature = config_.query_temperature.beta != 0;
-  for (int l = 0; l < config_.n_layers; ++l) {
-    const auto layer = static_cast<std::size_t>(l);
-    rope_table_of_[layer] = table_for(l, false);
-    rope_q_table_of_[layer] = temperature ? table_for(l, true) : rope_table_of_[layer];
-  }
 }
 
 std::uint64_t Engine::activation_bytes(std::int64_t rows, std::int64_t cols) const {
@@ -623,9 +562,9 @@ KernelId Engine::run(const model::Step& step, const Region& out) {
     case Op::rope_k: {
       const model::RopeStyle style =
           faults_.active(Fault::rope_pairing, step.layer) ? model::flipped(config_.rope_style) : config_.rope_style;
-      const auto& table_of = step.op == Op::rope_q ? rope_q_table_of_ : rope_table_of_;
-      return kernels_->rope(*stream_, in(0), rope_tables_[table_of[static_cast<std::size_t>(step.layer)]], out, rows,
-                            graph_.width(step.op), config_.head_dim, model::rotary_dim(config_), style);
+      const Region& table = step.op == Op::rope_q ? rope_->queries(step.layer) : rope_->keys(step.layer);
+      return kernels_->rope(*stream_, in(0), table, out, rows, graph_.width(step.op), config_.head_dim,
+                            model::rotary_dim(config_), style);
     }
     case Op::attn: return attend(step, out);
     case Op::attn_residual:

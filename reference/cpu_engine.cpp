@@ -16,9 +16,8 @@
 #include "model/errors.h"
 #include "reference/emulation.h"
 #include "reference/kernels.h"
-#include "reference/llama_cpp_rounding.h"
 #include "reference/moe_kernels.h"
-#include "reference/rounding.h"
+#include "reference/ops.h"
 #include "reference/weight_matrix.h"
 #include "reference/weight_store.h"
 
@@ -48,12 +47,10 @@ class CpuEngine final : public model::Engine {
   std::string device() const override {
     return fmt::format("CPU (Eigen {}.{}.{}, {} threads{}{})", EIGEN_WORLD_VERSION, EIGEN_MAJOR_VERSION,
                        EIGEN_MINOR_VERSION, threads_, weights_.streaming() ? ", weights streamed per layer" : "",
-                       r_.ggml_steps          ? ", rounding as llama.cpp's CPU backend"
-                       : r_.f16_tile_rows > 0 ? ", rounding as llama.cpp's Vulkan backend"
-                                              : "");
+                       ops_->rounds_as());
   }
   std::string compute_dtype() const override;
-  std::string kernel(Op op) const override;
+  std::string kernel(Op op) const override { return ops_->kernel(op); }
   model::Scalar scalar() const override { return sizeof(S) == 4 ? model::Scalar::f32 : model::Scalar::f64; }
 
   void reset() override { n_past_ = 0; }
@@ -72,12 +69,8 @@ class CpuEngine final : public model::Engine {
   Mat<S>& output(const model::Step& step);
   void run(const model::Step& step, Mat<S>& out);
   void attend(const model::Step& step, Mat<S>& out);
-  void multiply(const Mat<S>& x, model::WeightKind matrix, int layer, const S* bias, Mat<S>& out);
   void round_cache_rows(Mat<S>& cache, Eigen::Index first, Eigen::Index rows) const;
   void append_kv(const model::Step& step);
-  // An emulated engine's buffers hold its storage's values only: whatever enters one (an op's
-  // output, a teacher-forced value, a KV row) is rounded.
-  void round_stored(Mat<S>& m) const { round_matrix(r_.stored, m); }
   static HostTensor to_host(const Eigen::Ref<const Mat<S>>& m);
   static Mat<S> from_host(const HostTensor& t);
 
@@ -85,13 +78,10 @@ class CpuEngine final : public model::Engine {
   int threads_;
   const model::Model& model_;
   model::Precision precision_;
-  Roundings r_;     // what the emulation of precision_ rounds (S = float only)
-  Mat<S> rounded_;  // a product's input as the emulated engine converts it
+  Roundings r_;  // what the emulation of precision_ rounds of what it loads and stores (S = float only)
   WeightStore<S> weights_;
-  // llama.cpp-vulkan: the weights as its mat-mat kernels' f16 tiles hold them, made once (its
-  // mat-vec kernels read weights_).
-  std::optional<WeightStore<S>> f16_tiles_;
-  LayerVectors<S> globals_;  // the vectors outside the layers (the final norm's, the logits' bias)
+  std::unique_ptr<Ops<S>> ops_;  // the math, or the emulation of precision_
+  LayerVectors<S> globals_;      // the vectors outside the layers (the final norm's, the logits' bias)
   std::vector<LayerVectors<S>> layers_;
   std::vector<Mat<S>> k_cache_, v_cache_;          // per layer [capacity, kv_dim]; rows [0, n_past) valid
   std::array<Mat<S>, model::kOpCount> slots_;      // latest output of each op  [T, width]
@@ -101,9 +91,6 @@ class CpuEngine final : public model::Engine {
   model::ChunkInfo chunk_;
   int n_past_ = 0;
 };
-
-// The depth of one tensor-core MMA: the products an f16-sum GEMM adds in f32 before rounding.
-constexpr int kTensorCoreDepth = 16;
 
 // Sets the OpenMP threads (0 = all hardware threads) before any weight is loaded. Eigen itself runs
 // on one: the kernels split their work across the threads (kernels.cpp, matmul).
@@ -121,9 +108,8 @@ CpuEngine<S>::CpuEngine(const model::Model& m, int threads, model::Precision pre
       model_(m),
       precision_(precision),
       r_(roundings(precision)),
-      weights_(m, r_, r_.f16_tile_rows > 0 ? weight_budget / 2 : weight_budget) {
-  if (r_.f16_tile_rows > 0)
-    f16_tiles_.emplace(m, Roundings{.stored = Storage::f16, .matrices = Storage::f16}, weight_budget / 2);
+      weights_(m, r_, r_.f16_tile_rows > 0 ? weight_budget / 2 : weight_budget),
+      ops_(make_ops<S>(m, weights_, precision, weight_budget / 2)) {
   TAPDIFF_ASSERT((std::is_same_v<S, float> || precision == model::Precision::f64), "the emulations compute in f32");
   layers_.resize(static_cast<std::size_t>(config_.n_layers));
   for (const auto& [key, t] : m.tensors())
@@ -139,36 +125,6 @@ template <typename S>
 std::string CpuEngine<S>::compute_dtype() const {
   // llama.cpp's values are f32 values: its dumps say so, and kernel() names the roundings.
   return std::string(model::precision_name(r_.llama_cpp_graph ? model::Precision::f32 : precision_));
-}
-
-template <typename S>
-std::string CpuEngine<S>::kernel(Op op) const {
-  const std::string rounding = r_.stored == Storage::f32 ? "" : fmt::format("+round-{}", storage_name(r_.stored));
-  const auto also = [](Storage s, const char* what) {
-    return s == Storage::f32 ? std::string() : fmt::format("+{}-{}", storage_name(s), what);
-  };
-  switch (model::op_class(op)) {
-    case model::OpClass::gemm:
-      if (r_.llama_cpp_dot_types) return "eigen-gemm+llama.cpp-dot-type";
-      if (r_.f16_tile_rows > 0)
-        return fmt::format("eigen-gemm+llama.cpp-vulkan-f16-tiles-from-{}-rows", r_.f16_tile_rows);
-      return "eigen-gemm" + rounding + also(r_.activations, "products") + (r_.f16_sums ? "+f16-sums" : "");
-    case model::OpClass::attention:
-      if (r_.ggml_steps) return "eigen-attention-per-head+llama.cpp-f16-kv";
-      if (r_.f16_tile_attention) return "eigen-attention-per-head+llama.cpp-vulkan-f16-kv-and-tiles";
-      return "eigen-attention-per-head" + rounding + (r_.kv != r_.stored ? also(r_.kv, "kv") : "");
-    case model::OpClass::experts: return "eigen-gemm-per-expert" + rounding;
-    case model::OpClass::activation:
-      if (r_.ggml_steps && formats::llama_cpp_gelu_by_table(config_.block))
-        return "eigen-rowwise+llama.cpp-f16-gelu-table";
-      return "eigen-rowwise" + rounding;
-    case model::OpClass::routing:
-    case model::OpClass::embedding:
-    case model::OpClass::norm:
-    case model::OpClass::rope:
-    case model::OpClass::residual: return "eigen-rowwise" + rounding;
-  }
-  return "?";
 }
 
 template <typename S>
@@ -202,7 +158,7 @@ void CpuEngine<S>::execute(const model::Step& step, const model::Deliver& delive
   // receives the rounded rope_k and v_proj.
   Mat<S>& scratch = scratch_[static_cast<std::size_t>(step.op)];
   run(step, scratch);
-  round_stored(scratch);
+  ops_->round_stored(scratch);
   Mat<S>& dst = output(step);
   dst.swap(scratch);
   if (deliver) deliver(to_host(dst));
@@ -213,34 +169,20 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
   const auto in = [&](std::size_t i) -> const Mat<S>& { return slot(step.inputs[i]); };
   const int l = step.layer;
   const model::Block& block = config_.block;
-  const double eps = config_.norm_eps, offset = block.norm_offset;
   const LayerVectors<S>& w = l >= 0 && l < config_.n_layers ? layers_[static_cast<std::size_t>(l)] : globals_;
   // A vector of the layer (or a global one), null where the model has none.
   const auto vector = [&](std::optional<WeightKind> kind) -> const S* {
     return kind && !w[*kind].empty() ? w[*kind].vector().data() : nullptr;
   };
-  // Under the llama.cpp emulation the norms round as ggml's do (llama_cpp_rounding.h; its blocks
-  // have no norm offset), q/k norms over each run of their weight's width.
   // The op's weight and bias by model::norm_weights.
   const auto norm = [&] {
     const model::NormWeights nw = *model::norm_weights(step.op);
-    if constexpr (std::is_same_v<S, float>)
-      if (r_.ggml_steps)
-        return block.norm == model::NormKind::rms
-                   ? rms_norm_as_llama_cpp(in(0), w[nw.weight].vector(), eps, out)
-                   : layer_norm_as_llama_cpp(in(0), w[nw.weight].vector(), vector(nw.bias), eps, out);
-    reference::norm<S>(in(0), block.norm, w[nw.weight].vector(), vector(nw.bias), eps, offset, out);
-  };
-  const auto head_norm = [&] {
-    const WeightKind kind = model::norm_weights(step.op)->weight;
-    if constexpr (std::is_same_v<S, float>)
-      if (r_.ggml_steps) return rms_norm_as_llama_cpp(in(0), w[kind].vector(), eps, out);
-    norm_groups<S>(in(0), block.norm, w[kind].vector(), eps, offset, out);
+    ops_->norm(in(0), w[nw.weight].vector(), vector(nw.bias), out);
   };
   // The op's matrix times its input, plus its bias where the model has one (model::op_weights).
   const auto product = [&] {
     const model::OpWeights pw = *model::op_weights(step.op, config_);
-    multiply(in(0), pw.matrix, model::is_per_layer(pw.matrix) ? l : -1, vector(pw.bias), out);
+    ops_->product(in(0), pw.matrix, model::is_per_layer(pw.matrix) ? l : -1, vector(pw.bias), out);
   };
   switch (step.op) {
     case Op::embed:
@@ -269,13 +211,10 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
     case Op::ffn_down:
     case Op::moe_router: product(); return;
     case Op::q_norm:
-    case Op::k_norm: head_norm(); return;
+    case Op::k_norm: ops_->head_norm(in(0), w[model::norm_weights(step.op)->weight].vector(), out); return;
     case Op::rope_q:
     case Op::rope_k: {
-      // Under the llama.cpp emulation the angles are ggml's, stepped in f32.
-      const auto frequencies = r_.ggml_steps ? formats::llama_cpp_rope_frequencies : model::rope_frequencies;
-      model::RopeFrequencies f =
-          frequencies(config_, step.layer, model::rope_base(config_, step.layer), chunk_.first_pos + chunk_.rows);
+      model::RopeFrequencies f = ops_->rope_frequencies(step.layer, chunk_.first_pos + chunk_.rows);
       if (step.op == Op::rope_q) f = model::query_frequencies(config_, std::move(f));
       rope<S>(in(0), config_.head_dim, chunk_.first_pos, f, config_.rope_style, out);
       return;
@@ -289,17 +228,10 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
         out = in(0) + in(1) * static_cast<S>(block.residual_scale);
       return;
     case Op::ffn_act:
-      if constexpr (std::is_same_v<S, float>)
-        if (r_.ggml_steps && block.ffn == model::Ffn::plain && formats::llama_cpp_gelu_by_table(block))
-          return gelu_as_llama_cpp(in(0), out);
       if (block.ffn == model::Ffn::plain)
-        return activation<S>(
-            in(0), block.activation, out,
-            block.activation == model::Activation::xielu ? model::xielu_of(model_, l) : model::Xielu{});
-      if constexpr (std::is_same_v<S, float>)
-        if (r_.ggml_steps && formats::llama_cpp_gelu_by_table(block)) return gelu_mul_as_llama_cpp(in(0), in(1), out);
-      gated_activation<S>(in(0), in(1), block.activation, out);
-      return;
+        return ops_->activation(
+            in(0), block.activation == model::Activation::xielu ? model::xielu_of(model_, l) : model::Xielu{}, out);
+      return ops_->gated_activation(in(0), in(1), out);
     case Op::moe_ids: top_experts<S>(in(0), config_.experts.active, out); return;
     case Op::moe_weights: expert_weights<S>(in(0), in(1), config_.experts.normalize, out); return;
     case Op::moe_out: {
@@ -316,49 +248,10 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
   }
 }
 
-// out = x W^T (+ bias), W the layer's matrix of that kind, x and the sums as the emulated engine
-// rounds them (emulation.h).
-template <typename S>
-void CpuEngine<S>::multiply(const Mat<S>& x, WeightKind matrix, int layer, const S* bias, Mat<S>& out) {
-  const ConstMatMap<S> w = weights_.get(matrix, layer).matrix();
-  if constexpr (std::is_same_v<S, float>) {
-    if (r_.llama_cpp_dot_types) {
-      const model::WeightTensor& stored = model_.weight(matrix, layer);
-      const DotType type = formats::dot_type(stored.dtype);
-      rounded_ = x;
-      Mat<float> correction;
-      if (type == DotType::q8_1) correction = q8_1_sum_correction(x, stored);
-      round_to_dot_type(type, rounded_);
-      matmul<S>(rounded_, w, bias, out);
-      if (type == DotType::q8_1) out += correction;
-      return;
-    }
-    if (r_.f16_tile_rows > 0 && x.rows() >= r_.f16_tile_rows) {
-      rounded_ = x;
-      round_matrix(Storage::f16, rounded_);
-      const ConstMatMap<float> tile = f16_tiles_->get(matrix, layer).matrix();
-      if (model_.weight(matrix, layer).dtype == model::DType::f32) return matmul<S>(rounded_, tile, bias, out);
-      return matmul_f16_sums(rounded_, tile, bias, 1, out);
-    }
-    if (is_layer_product(matrix) && (r_.activations != Storage::f32 || r_.f16_sums)) {
-      rounded_ = x;
-      round_matrix(r_.activations, rounded_);
-      if (r_.f16_sums) return matmul_f16_sums(rounded_, w, bias, kTensorCoreDepth, out);
-      return matmul<S>(rounded_, w, bias, out);
-    }
-  }
-  matmul<S>(x, w, bias, out);
-}
-
 // Rows [first, first + rows) of a cache rounded as the emulated engine caches K and V.
 template <typename S>
 void CpuEngine<S>::round_cache_rows(Mat<S>& cache, Eigen::Index first, Eigen::Index rows) const {
-  if constexpr (std::is_same_v<S, float>) {
-    if (r_.kv != Storage::f32 && rows > 0) {
-      Eigen::Map<Mat<float>> block(cache.row(first).data(), rows, cache.cols());  // row-major: contiguous
-      round_matrix(r_.kv, block);
-    }
-  }
+  if (rows > 0) ops_->round_cached(Eigen::Map<Mat<S>>(cache.row(first).data(), rows, cache.cols()));  // row-major
 }
 
 // Appends the chunk's K (after RoPE) and V rows, attn's inputs 1 and 2, to the layer's cache at
@@ -380,22 +273,9 @@ void CpuEngine<S>::append_kv(const model::Step& step) {
 
 template <typename S>
 void CpuEngine<S>::attend(const model::Step& step, Mat<S>& out) {
-  const int layer = step.layer;
   append_kv(step);
-  const double scale = r_.llama_cpp_graph ? formats::llama_cpp_attention_scale(config_)
-                                          : model::attention_scale(config_.block, config_.head_dim);
-  const bool tiles = r_.f16_tile_attention && chunk_.rows >= 2;
-  const AttentionRounding rounding{.f16_operands = r_.ggml_steps || tiles, .f16_value_sums = tiles};
-  const auto attend_to = [&](const Mat<S>& q, double score_scale) {
-    attention<S>(q, k_cache_[static_cast<std::size_t>(layer)], v_cache_[static_cast<std::size_t>(layer)],
-                 chunk_.first_pos, config_.n_heads, config_.n_kv_heads, config_.head_dim,
-                 model::attention_window(config_, layer), score_scale, config_.block.attention_softcap, rounding, out);
-  };
-  // Some of llama.cpp's graphs scale Q in f32 before the attention rounds it to f16.
-  if (r_.llama_cpp_graph && formats::llama_cpp_scales_q_first(config_))
-    attend_to(slot(step.inputs[0]) * static_cast<S>(scale), 1.0);
-  else
-    attend_to(slot(step.inputs[0]), scale);
+  const auto layer = static_cast<std::size_t>(step.layer);
+  ops_->attention(slot(step.inputs[0]), k_cache_[layer], v_cache_[layer], step.layer, chunk_.first_pos, out);
 }
 
 template <typename S>
@@ -411,7 +291,7 @@ void CpuEngine<S>::write(const TensorId& id, const HostTensor& value) {
   const model::Step step{id.op, id.layer, {}};
   Mat<S>& dst = output(step);
   dst = from_host(value);
-  round_stored(dst);
+  ops_->round_stored(dst);
 }
 
 template <typename S>
@@ -424,7 +304,7 @@ template <typename S>
 void CpuEngine<S>::write_kv(int layer, bool value, const HostTensor& rows) {
   Mat<S>& cache = (value ? v_cache_ : k_cache_).at(static_cast<std::size_t>(layer));
   cache = from_host(rows);
-  round_stored(cache);
+  ops_->round_stored(cache);
   round_cache_rows(cache, 0, cache.rows());
   n_past_ = static_cast<int>(rows.rows());
 }

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds with warnings as errors, and runs every test (ctest).
 # The code whose instructions differ between the two x86-64 levels of Eigen's packet math (every
-# library with the CLI and the C API, and the test files that include Eigen) is also built, with
-# warnings as errors, for the other level: x86-64-v3 (AVX2) on a machine with AVX-512, x86-64-v4
-# (AVX-512) on one without. Every machine so checks both.
+# source file that includes Eigen, libraries' and tests' alike, as the build's own dependency files
+# list them) is also compiled, with warnings as errors, for the other level: x86-64-v3 (AVX2) on a
+# machine with AVX-512, x86-64-v4 (AVX-512) on one without. Every machine so checks both.
 # Then the conformance suites (tests/conformance, pytest) hold the reference to transformers' own
 # float64 forward, in the cached Python environment of scripts/python-env.sh (first run: ~4 GB), a
 # worker per core (pytest-xdist).
@@ -19,14 +19,16 @@ else
   ./scripts/build.sh -DTAPDIFF_WERROR=ON
   other_arch=x86-64-v4
   if grep -qw avx512f /proc/cpuinfo; then other_arch=x86-64-v3; fi
-  # The test files that include Eigen, as the build's own dependency files list them.
-  eigen_tests=$(grep -l '/Eigen/' build/tests/CMakeFiles/tapdiff_tests.dir/*.o.d | xargs -n1 basename | sed 's/\.cpp\.o\.d$/.o/')
-  [ -n "$eigen_tests" ] || { echo "test.sh: no test file includes Eigen (build/tests/CMakeFiles/tapdiff_tests.dir/*.o.d)" >&2; exit 1; }
-  echo "test.sh: building for -march=$other_arch (warnings as errors) besides this machine's own:" \
-    "the CLI and the C API with every library, and" $eigen_tests
-  BUILD_DIR=build-$other_arch BUILD_TARGET="tapdiff tapdiff_c" ./scripts/build.sh -DTAPDIFF_WERROR=ON \
-    -DTAPDIFF_ARCH=$other_arch -DTAPDIFF_BENCH=OFF
-  make -C build-$other_arch/tests -j"$(nproc)" $eigen_tests
+  # FOLDER:OBJECT of each source that includes Eigen ("reference:cpu_engine.o"), from build/'s
+  # dependency files (FOLDER/CMakeFiles/TARGET.dir/SOURCE.cpp.o.d).
+  eigen_objects=$(cd build && grep -l '/Eigen/' $(find . -path '*/CMakeFiles/*.dir/*.o.d' -not -path './_deps/*') |
+    sed -E 's|^\./(.*)/CMakeFiles/[^/]+\.dir/(.*)\.cpp\.o\.d$|\1:\2.o|' | sort)
+  [ -n "$eigen_objects" ] || { echo "test.sh: no source includes Eigen (build/*/CMakeFiles/*.dir/*.o.d)" >&2; exit 1; }
+  echo "test.sh: compiling for -march=$other_arch (warnings as errors) besides this machine's own:" $eigen_objects
+  BUILD_DIR=build-$other_arch CONFIGURE_ONLY=1 ./scripts/build.sh -DTAPDIFF_WERROR=ON -DTAPDIFF_ARCH=$other_arch
+  for folder in $(printf '%s\n' $eigen_objects | cut -d: -f1 | sort -u); do
+    make -C "build-$other_arch/$folder" -j"$(nproc)" $(printf '%s\n' $eigen_objects | grep "^$folder:" | cut -d: -f2)
+  done
 fi
 (cd "$BUILD_DIR" && ctest --output-on-failure -j"$(nproc)")
 if [ "$BUILD_DIR" = build ]; then

@@ -1,0 +1,67 @@
+#include "gpu/rope_tables.h"
+
+#include <algorithm>
+
+#include "formats/llama_cpp_precision.h"
+#include "model/errors.h"
+
+namespace tapdiff::gpu {
+
+RopeTables::RopeTables(const model::ModelConfig& config, const FaultSet& faults, bool llama_cpp)
+    : config_(config),
+      faults_(faults),
+      llama_cpp_(llama_cpp),
+      key_table_(static_cast<std::size_t>(config.n_layers)),
+      query_table_(key_table_.size()) {
+  // At most one table per layer that a fault moves, plus the model's (two where the sliding layers
+  // have their own RoPE); each twice where q has a temperature.
+  std::size_t tables = config_.sliding_rope ? 2 : 1;
+  for (int l = 0; l < config_.n_layers; ++l) tables += moves_rope_table(faults_, l) ? 1 : 0;
+  tables_.resize(config_.query_temperature.beta != 0 ? 2 * tables : tables);
+}
+
+void RopeTables::allocate(Arena& arena, int capacity) {
+  for (Region& table : tables_)
+    table = arena.allocate(static_cast<std::uint64_t>(capacity) * static_cast<std::uint64_t>(config_.head_dim) * 4,
+                           "the RoPE table");
+  held_.assign(tables_.size(), {});
+}
+
+void RopeTables::upload(Stream& stream, std::span<const model::ChunkInfo> parts) {
+  std::vector<std::vector<RopeTablePlan>> plans;
+  const bool temperature = config_.query_temperature.beta != 0;
+  for (int l = 0; l < config_.n_layers; ++l) {
+    const auto layer = static_cast<std::size_t>(l);
+    key_table_[layer] = table_for(stream, l, false, parts, plans);
+    query_table_[layer] = temperature ? table_for(stream, l, true, parts, plans) : key_table_[layer];
+  }
+}
+
+std::size_t RopeTables::table_for(Stream& stream, int l, bool query, std::span<const model::ChunkInfo> parts,
+                                  std::vector<std::vector<RopeTablePlan>>& plans) {
+  std::vector<RopeTablePlan> plan;
+  for (const model::ChunkInfo& part : parts) {
+    plan.push_back(rope_table_plan(faults_, config_, l, part));
+    plan.back().query = query;
+  }
+  const auto at = static_cast<std::size_t>(std::find(plans.begin(), plans.end(), plan) - plans.begin());
+  if (at < plans.size()) return at;
+  TAPDIFF_ASSERT(at < tables_.size(), "RoPE table {} of {}", at, tables_.size());
+  std::vector<Held> held;
+  for (std::size_t i = 0; i < parts.size(); ++i) held.push_back({plan[i], parts[i].rows});
+  plans.push_back(std::move(plan));
+  if (held_[at] == held) return at;
+  held_[at].clear();  // until the upload has run (a pass abandoned after an error drops it)
+  std::vector<float> table;
+  const auto frequencies = llama_cpp_ ? formats::llama_cpp_rope_frequencies : model::rope_frequencies;
+  for (const Held& h : held) {
+    model::RopeFrequencies f = frequencies(config_, l, h.plan.base, h.plan.first_pos + h.rows);
+    if (query) f = model::query_frequencies(config_, std::move(f));
+    cache_.append(table, h.plan.first_pos, h.rows, config_.head_dim, f);
+  }
+  stream.upload(table.data(), table.size() * sizeof(float), tables_[at]);
+  stream.on_complete([this, at, held = std::move(held)]() mutable { held_[at] = std::move(held); });
+  return at;
+}
+
+}  // namespace tapdiff::gpu

@@ -1,0 +1,58 @@
+#pragma once
+// The RoPE tables of a pass on the device, [rows, head_dim / 2] of (cos, sin) each: one per
+// distinct plan among the layers (rope_table_plan: the model's; the sliding layers' own where
+// they have one; a layer's that --inject moves; each of them for q too where q has a temperature),
+// each layer pointing at its own. A table the device holds from an earlier pass of the same
+// positions is not uploaded again (the bench's repeated 8B prefill: 1 MB and ~0.3 ms of the host's
+// time before the first dispatch).
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "gpu/faults.h"
+#include "gpu/memory.h"
+#include "gpu/rope_table.h"
+#include "gpu/stream.h"
+#include "model/config.h"
+#include "model/engine.h"
+
+namespace tapdiff::gpu {
+
+class RopeTables {
+ public:
+  // llama_cpp: the angles as llama.cpp steps them (formats::llama_cpp_rope_frequencies).
+  RopeTables(const model::ModelConfig& config, const FaultSet& faults, bool llama_cpp);
+
+  // Room for passes of `capacity` rows in arena (the tables' old room released with it): nothing held.
+  void allocate(Arena& arena, int capacity);
+  // Uploads the pass's tables, one part (a sequence's rows) after another, where the device does
+  // not hold them already.
+  void upload(Stream& stream, std::span<const model::ChunkInfo> parts);
+
+  // The table of the layer's keys, and of its queries.
+  const Region& keys(int layer) const { return tables_[key_table_[static_cast<std::size_t>(layer)]]; }
+  const Region& queries(int layer) const { return tables_[query_table_[static_cast<std::size_t>(layer)]]; }
+
+ private:
+  // The index of the table of a layer's k (query false) or q, its rows uploaded where they are new.
+  std::size_t table_for(Stream& stream, int layer, bool query, std::span<const model::ChunkInfo> parts,
+                        std::vector<std::vector<RopeTablePlan>>& plans);
+
+  // What a table on the device holds, once the pass that uploaded it has run: per part, its plan
+  // and rows.
+  struct Held {
+    RopeTablePlan plan;
+    int rows = 0;
+    friend bool operator==(const Held&, const Held&) = default;
+  };
+
+  const model::ModelConfig& config_;
+  const FaultSet& faults_;
+  bool llama_cpp_;
+  std::vector<Region> tables_;
+  std::vector<std::vector<Held>> held_;  // per table (empty: not known)
+  RopeTableCache cache_;
+  std::vector<std::size_t> key_table_, query_table_;  // per layer
+};
+
+}  // namespace tapdiff::gpu
