@@ -5,7 +5,7 @@
 # 64-token prompt and 4 greedy tokens each. Prints each run's wall time and its peak resident
 # memory, anonymous (what the process allocated) and file-backed (pages of the memory-mapped model
 # file, which the kernel may drop), sampled every 0.2 s from /proc. The results are in
-# docs/benchmarks.md ("A Devstral-sized model").
+# docs/benchmarks.md.
 # decode: the Vulkan engine's steady decode step, from runs of 4 and 36 greedy tokens side by side.
 # Usage: bench/devstral_shape.sh TAPDIFF WORKDIR STEP...   (STEP: synth, ref, vulkan, decode, clean)
 set -euo pipefail

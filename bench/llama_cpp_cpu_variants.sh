@@ -6,7 +6,7 @@
 # (examples/llama-cpp-taps, the build alone in its backend folder). Prints, per type, the step at
 # which each build's tokens part from those of the build this machine loads, "-" where they do not,
 # "n/a" where this CPU cannot run the build.
-# The results are in docs/llama-cpp.md ("What it cannot promise").
+# The results are in docs/llama-cpp.md.
 # Usage: bench/llama_cpp_cpu_variants.sh TAPDIFF PYTHON WORKDIR   (PYTHON: scripts/python-env.sh's, with numpy)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

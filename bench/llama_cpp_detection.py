@@ -1,5 +1,4 @@
-"""What a calibrated comparison detects in llama.cpp's own runs (docs/tolerances.md, "What k = 10
-detects in llama.cpp").
+"""What a calibrated comparison detects in llama.cpp's own runs (docs/tolerances.md).
 
     python bench/llama_cpp_detection.py build/tapdiff OUT_DIR
 

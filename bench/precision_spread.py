@@ -1,5 +1,5 @@
 """The spread of clean engines around the noise floor of their precision, and the errors a
-calibrated comparison detects (docs/tolerances.md, "The spread of clean engines").
+calibrated comparison detects (docs/tolerances.md).
 
     python bench/precision_spread.py build/tapdiff OUT_DIR [--vulkan]
 

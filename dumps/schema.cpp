@@ -27,6 +27,16 @@ std::optional<StorageType> storage_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+std::size_t stored_value_bytes(std::string_view storage_dtype) {
+  if (storage_dtype == "bf16") return 2;
+  switch (storage_from_name(storage_dtype).value_or(StorageType::f32)) {
+    case StorageType::f16: return 2;
+    case StorageType::f64: return 8;
+    case StorageType::f32: break;
+  }
+  return 4;
+}
+
 std::string utc_now_iso8601() {
   const std::time_t now = std::time(nullptr);
   std::tm utc{};

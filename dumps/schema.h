@@ -46,6 +46,9 @@ inline constexpr const char* kKernel = "kernel";
 enum class StorageType : std::uint8_t { f32, f64, f16 };
 std::string_view storage_name(StorageType type);                      // "f32", "f64", "f16"
 std::optional<StorageType> storage_from_name(std::string_view name);  // nullopt when unknown
+// The bytes of one stored value of a dump's storage_dtype: an imported dump may store bf16 (2) or
+// what no StorageType names (counted as 4).
+std::size_t stored_value_bytes(std::string_view storage_dtype);
 
 // What produced a dump: the root attributes (and /prompt_tokens).
 struct RunMetadata {

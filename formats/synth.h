@@ -27,7 +27,7 @@ struct SynthOptions {
 };
 
 // Gains chosen so that what each block adds to the residual stream is as large, relative to the
-// stream, as in a trained model (docs/models.md, "Synthetic models"; stories260K measured):
+// stream, as in a trained model such as stories260K (docs/models.md):
 // q.k logits with a standard deviation of about kSynthQkGain make attention as peaked as trained
 // attention (a few keys carry each row), and kSynthFfnDownGain makes up for the gated product's
 // small magnitude.

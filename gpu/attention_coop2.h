@@ -24,10 +24,9 @@
 //
 // HD and BC are specialization constants 3 and 4: BC = coop2_attention_keys(HD). Every pairs x BC
 // matrix takes registers of its own (S, P and its halves, m, l, a), so the tile of keys is short:
-// on the H200, 8B shape (HD 128), tiles of 16 keys ran attention in 11.6 ms against 16.4 with 32 and
-// 18.8 with 64 (in workgroups of 256); at HD 64 (TinyLlama) 32 keys, 4.7 ms against 6.1 with 16.
-// One loop with the mask and the clamped reads behind per-tile branches took 11.8 ms for the 8B's
-// attention against 9.6 for the three loops.
+// 16 keys at HD 128 and 32 at HD 64, the fastest of the tiles measured at each. The three loops,
+// which keep the mask and the clamped reads out of the hot loop, are faster than one loop with
+// per-tile branches (gpu/README.md).
 //
 // Needs: what matmul-coop2 needs, and the extension's reductions and conversions
 // (gpu/device_coop2.h); HD a multiple of 16 up to kCoop2AttentionMaxHeadDim. No faults, one split:

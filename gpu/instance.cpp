@@ -160,7 +160,7 @@ std::vector<VkPhysicalDevice> Instance::physical_devices() const {
 std::shared_ptr<const Instance> shared_instance(const InstanceOptions& options) {
   static std::mutex mutex;
   // Never destroyed: vkDestroyInstance from the process's static destructors crashes NVIDIA's
-  // driver (SIGSEGV at exit, measured on the H200), whose own teardown may already have run.
+  // driver (SIGSEGV at exit), whose own teardown may already have run.
   static auto* made = new std::map<std::pair<bool, bool>, std::shared_ptr<const Instance>>();
   std::lock_guard lock(mutex);
   std::shared_ptr<const Instance>& instance = (*made)[{options.validation, options.print_messages}];

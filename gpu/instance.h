@@ -59,10 +59,10 @@ class Instance {
 };
 
 // The process's instance for these options, made on first use and never destroyed (the process's
-// end releases it); engines share it. NVIDIA's driver (580.159.04 on an H200) refuses
-// vkCreateInstance with VK_ERROR_INCOMPATIBLE_DRIVER once a process has made 28 instances,
-// destroyed or not, so an instance per engine ended long test runs and any tool that makes
-// engines one after another. Validation messages of every user of the instance go to its one log.
+// end releases it); engines share it. NVIDIA's driver refuses vkCreateInstance with
+// VK_ERROR_INCOMPATIBLE_DRIVER once a process has made 28 instances, destroyed or not, so an
+// instance per engine would end long test runs and any tool that makes engines one after another.
+// Validation messages of every user of the instance go to its one log.
 std::shared_ptr<const Instance> shared_instance(const InstanceOptions& options);
 
 }  // namespace tapdiff::gpu

@@ -4,7 +4,7 @@
 // group, activation, soft-cap) and the user's --kernels overrides. gpu/kernels.h records the
 // variants chosen here; tests/test_kernel_choice.cpp checks the choices on the profiles of
 // lavapipe, an H100 and an H200 without a GPU. The variants and when each runs: gpu/kernels.h and
-// gpu/README.md ("Kernel variants").
+// gpu/README.md.
 #include <cstdint>
 #include <optional>
 #include <string>

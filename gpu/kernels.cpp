@@ -63,7 +63,7 @@ void Kernels::dispatch(Stream& s, Shader shader, std::uint32_t dtype, std::initi
   TAPDIFF_ASSERT(more.size() <= spec.size() - 3, "{} more specialization constants", more.size());
   std::copy(more.begin(), more.end(), spec.begin() + 3);
   // Constant 2 only with a fault or more constants: the clean pipelines of the kernels without
-  // more constants are made exactly as they were before faults.
+  // more constants are made exactly as a build without faults would make them.
   const std::size_t constants = faults == 0 && more.size() == 0 ? 2 : 3 + more.size();
   const Pipeline& p = pipelines_->get(shader, std::span<const std::uint32_t>(spec).first(constants));
   const VkCommandBuffer cmd = s.cmd();

@@ -141,8 +141,8 @@ class Writer {
   }
 
   // Stores Y's tile: through `whole` (unclamped) when `inside`, else through `edge`, which writes
-  // only inside Y. A clamped store checks every element: on the H200 it cost 7% of the 8B's
-  // q_proj.
+  // only inside Y. A clamped store checks every element, a cost the tiles inside Y do not pay
+  // (gpu/README.md).
   void store(Id y, Id result, Id inside, Id whole, Id edge) {
     const Id whole_block = m_.id(), edge_block = m_.id(), stored = m_.id();
     m_.code(OpSelectionMerge, {stored, 0});

@@ -9,8 +9,8 @@
 // loop pass. Tiles inside Y, with K a whole number of passes, use unclamped layouts; edge tiles load
 // through layouts that read zeros past T, N and K and store only inside Y. Row strides are
 // declared multiples of 8 values (the engine runs this kernel only where they are), so the driver
-// reads 16-byte chunks. On the H200 this kernel runs the 8B's products at 222-252 TFLOP/s,
-// 1.39-1.49x matmul-coop.
+// reads 16-byte chunks. It runs the products faster than matmul-coop (gpu/README.md,
+// docs/benchmarks.md).
 //
 // Numerics, as the other f16 kernels': f16 inputs, f32 sums (the order of the f32 additions inside
 // the tensor cores is the driver's, fixed), the bias added after the sum (a per-element function,
@@ -36,8 +36,8 @@ struct Coop2Tile {
 
 // The engine's tiles (gpu/kernels.cpp); the device must list workgroup-scope f16 matrices for
 // workgroups of `invocations` whose granularity divides rows, cols and k. The wide tile takes the
-// products it makes at least kCoop2WideMinWorkgroups workgroups of: on the H200 it ran the 8B's
-// products at 2048 tokens 5-12% faster, except 2048 x 1024 (64 workgroups: 1.6x slower).
+// products it makes at least kCoop2WideMinWorkgroups workgroups of: faster on those, slower on
+// products that make fewer (docs/benchmarks.md).
 inline constexpr Coop2Tile kCoop2Tile{};
 inline constexpr Coop2Tile kCoop2WideTile{128, 256, 64, 4, 256};
 inline constexpr std::uint64_t kCoop2WideMinWorkgroups = 128;

@@ -3,8 +3,8 @@
 // distinct plan among the layers (rope_table_plan: the model's; the sliding layers' own where
 // they have one; a layer's that --inject moves; each of them for q too where q has a temperature),
 // each layer pointing at its own. A table the device holds from an earlier pass of the same
-// positions is not uploaded again (the bench's repeated 8B prefill: 1 MB and ~0.3 ms of the host's
-// time before the first dispatch).
+// positions is not uploaded again (the bench's repeated 8B prefill would otherwise upload 1 MB
+// before each first dispatch).
 #include <cstddef>
 #include <span>
 #include <vector>

@@ -89,7 +89,7 @@ void matmul(const Mat<S>& x, const ConstMatMap<S>& w, const S* bias, Mat<S>& out
   out.resize(x.rows(), w.rows());
   // The weight rows are split into blocks of a fixed size across the OpenMP threads, each block a
   // serial Eigen product: every output is computed the same way whatever the thread count, and
-  // Eigen's own parallel GEMM, which gave wrong rows now and then (GCC 12 at -O1, two threads), is
+  // Eigen's own parallel GEMM, which can give wrong rows (GCC 12 at -O1, two threads), is
   // never used (use_threads keeps Eigen to one thread).
   constexpr Eigen::Index kSmallT = 4;
   const Eigen::Index block = x.rows() <= kSmallT ? 64 : 256;

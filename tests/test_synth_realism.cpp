@@ -1,7 +1,7 @@
-// tapdiff synth's blocks act on the residual stream as a trained model's do (docs/models.md,
-// "Synthetic models"): what each attention and FFN block adds, relative to the stream it is added
-// to, and how few keys each attention row weighs. A synth model whose updates are a sliver of the
-// stream would hide a wrong block behind a matching layer output.
+// tapdiff synth's blocks act on the residual stream as a trained model's do (docs/models.md): what
+// each attention and FFN block adds, relative to the stream it is added to, and how few keys each
+// attention row weighs. A synth model whose updates are a sliver of the stream would hide a wrong
+// block behind a matching layer output.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

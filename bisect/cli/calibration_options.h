@@ -1,6 +1,6 @@
 #pragma once
 // The calibrated-tolerance options that `bisect` and `compare --model` share: --no-calibrate, --k
-// and --min-floor (docs/tolerances.md, "Calibrated tolerances").
+// and --min-floor (docs/tolerances.md).
 #include <optional>
 #include <string>
 

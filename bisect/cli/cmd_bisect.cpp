@@ -74,11 +74,11 @@ std::unique_ptr<model::Engine> reference_engine(const EngineChoice& choice, cons
 // f64 passes would take the CPU too long, the Vulkan engine in f32 when B computes in f16 (on B's
 // device, with the default kernels and no planted faults; it runs a batch in one pass, as B does).
 // UsageError for any other engine A, or one no finer than B.
-void check_truth_choice(const BisectArgs& a) {
+void check_truth_choice(const BisectArgs& a, model::Precision b_precision) {
   if (a.engine_a != "ref" && a.engine_a != "vulkan")
     throw UsageError(fmt::format(
         "--engine-a {}: engine A is the truth: expected ref (f64 on the CPU) or vulkan (f32 on the GPU)", a.engine_a));
-  if (a.engine_a == "vulkan" && a.engine_b.dtype != "f16")
+  if (a.engine_a == "vulkan" && b_precision != model::Precision::f16)
     throw UsageError(fmt::format(
         "--engine-a vulkan computes in f32, which is no truth for a B in --dtype {}: expected --dtype f16, or "
         "--engine-a ref (f64)",
@@ -98,11 +98,11 @@ std::unique_ptr<model::Engine> truth_engine(const BisectArgs& a, const model::Mo
 nlohmann::json dump_summary(const std::vector<std::int32_t>& generated) { return {{"generated", generated}}; }
 
 int bisect_command(const BisectArgs& a) {
-  check_truth_choice(a);
   const std::optional<model::Precision> parsed = model::parse_precision(a.engine_b.dtype);
   if (!parsed)
     throw UsageError(fmt::format("--dtype {}: expected one of {}", a.engine_b.dtype, model::precision_names()));
   const model::Precision b_precision = *parsed;
+  check_truth_choice(a, b_precision);
   // Everything that can be refused is checked before the long part.
   const bisect::Tolerances table =
       a.tolerances.empty() ? bisect::Tolerances() : bisect::Tolerances::from_file(a.tolerances);

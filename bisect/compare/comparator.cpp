@@ -469,7 +469,7 @@ std::string shape_of(const model::ModelConfig& c) {
 }
 
 std::int64_t element_bytes(const dumps::RunMetadata& m) {
-  return m.storage_dtype == "f16" || m.storage_dtype == "bf16" ? 2 : m.storage_dtype == "f64" ? 8 : 4;
+  return static_cast<std::int64_t>(dumps::stored_value_bytes(m.storage_dtype));
 }
 
 RunInfo run_info(const dumps::DumpReader& d) { return {d.path(), d.metadata(), d.rows(), d.complete()}; }

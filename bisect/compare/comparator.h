@@ -250,7 +250,7 @@ struct RunInfo {
 };
 
 // Why two runs do not match besides an op past tolerance, or why part of them went unjudged: a
-// comparison with any run problem does not pass (docs/tolerances.md, "Run problems").
+// comparison with any run problem does not pass (docs/tolerances.md).
 // The run problems (bisect/compare/run_problems.def): near-tie is either of the first two where the tokens
 // part at a near tie (bisect/compare/token_tie.h).
 enum class RunProblemCode : std::uint8_t {

@@ -90,9 +90,9 @@ class Tolerances {
   static Bound builtin_bound(model::Precision precision);
 
   // The tolerance of one tensor when B computes in `precision`. A calibrated floor for the tensor
-  // wins; else the most specific entry of the file (docs/tolerances.md, "Precedence"); else the
-  // built-in default of builtin (nullopt: precision). The entry found is used whole: metrics it
-  // leaves out are unchecked.
+  // wins; else the most specific entry of the file (docs/tolerances.md); else the built-in default
+  // of builtin (nullopt: precision). The entry found is used whole: metrics it leaves out are
+  // unchecked.
   Tolerance lookup(const model::TensorId& id, model::Precision precision,
                    std::optional<model::Precision> builtin = std::nullopt) const;
 

@@ -1,7 +1,7 @@
 #pragma once
 // Cheap diagnoses of where in the tensor a divergence lives, from what a comparison keeps (per-row
 // errors, per-head and per-channel sums, provenance). Each is a named code with its evidence; the
-// catalogue and the exact tests are in docs/tolerances.md ("Diagnosis codes").
+// catalogue and the exact tests are in docs/tolerances.md.
 #include <span>
 #include <string>
 #include <vector>

@@ -1,5 +1,5 @@
 #pragma once
-// The JSON report of a finding (docs/tolerances.md, "Reports"): verdict, first, culprit (with
+// The JSON report of a finding (docs/tolerances.md): verdict, first, culprit (with
 // culprit_note instead where two dumps alone cannot isolate it), isolation, local, diagnosis,
 // tokens, ops, plus the runs, the rows compared and the tolerances used; a bisection adds its
 // token impact, batch and timings.

@@ -43,10 +43,9 @@
 // Needs (kernels.cpp checks): the cooperative-matrix GEMM's device (subgroups of 32, 16x16x16 f16
 // matrices with f32 sums), subgroup arithmetic, shuffle and vote, f16 subnormals kept
 // (shaderDenormPreserveFloat16),
-// and HD a multiple of 16 up to 128 (specialization constant 3). (Tiles of 64 keys, tried at
-// head_dim 64 on the H100, made TinyLlama's attention 1.5x slower: 14.3 against 9.6 ms. Reading
-// the next tile ahead made the 2048-token prefill's attention 1.28x faster for TinyLlama and 1.61x
-// for the 8B on the H200: 8.52 -> 6.66 and 32.1 -> 19.9 ms.)
+// and HD a multiple of 16 up to 128 (specialization constant 3). (Tiles of 32 keys: tiles of 64
+// are slower. Reading the next tile ahead, while the tile before is multiplied, makes the
+// prefill's attention faster; gpu/README.md.)
 #ifndef ACT_F16
 #error attention_coop.comp is built for f16 activations only
 #endif

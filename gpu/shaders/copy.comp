@@ -2,7 +2,7 @@
 #extension GL_GOOGLE_include_directive : require
 // copy: dst = src, n 4-byte words (Kernels::copy: the KV cache rows of a pass). A compute
 // dispatch, not vkCmdCopyBuffer: between compute dispatches a transfer costs the H100/H200 more
-// than the copy itself (docs/benchmarks.md, "Decode on the H200"). Words, so one build serves
+// than the copy itself (docs/benchmarks.md). Words, so one build serves
 // f32 and f16 activations.
 layout(local_size_x_id = 1) in;
 layout(std430, binding = 0) readonly buffer Source { uint src[]; };

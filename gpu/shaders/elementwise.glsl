@@ -2,9 +2,8 @@
 // n values. Each invocation takes kWide consecutive values where n is a multiple of kWide, else
 // one (Kernels: elementwise_groups). f32 activations: 4 a time, as vec4. f16: 8, read and written
 // as one 16-byte uvec4 each (unpackHalf2x16 widens exactly; the values are rounded by round_f16
-// before packHalf2x16, so packing is exact too): on the H200 the 8B's ffn_act went from 85 to
-// 46 us a layer (docs/benchmarks.md, "Unclamped stores, RoPE tables kept, wider row-wise
-// kernels"). Included after common.glsl and the kernel's combine().
+// before packHalf2x16, so packing is exact too), faster than a value at a time
+// (docs/benchmarks.md). Included after common.glsl and the kernel's combine().
 layout(std430, binding = 0) readonly buffer A { act_t a[]; };
 layout(std430, binding = 1) readonly buffer B { act_t b[]; };
 layout(std430, binding = 2) writeonly buffer Output { act_t y[]; };

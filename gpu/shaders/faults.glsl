@@ -1,7 +1,7 @@
 // Faults planted by `tapdiff --inject` (gpu/faults.h), for the shaders that can carry one.
 // Specialization constant 2 holds a set of the bits below (kernels.h mirrors them); 0, the
 // default, is the clean kernel: every fault branch tests a constant, so the driver compiles it
-// away and the clean kernels run exactly the code they ran before faults existed.
+// away and the clean kernels run exactly the code of a build without fault branches.
 layout(constant_id = 2) const uint FAULTS = 0u;
 
 const uint FAULT_NORM_EPS_OUTSIDE_SQRT = 1u;  // rms_norm.comp: x / (sqrt(mean(x^2)) + eps)

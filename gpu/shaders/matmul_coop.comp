@@ -7,8 +7,8 @@
 #extension GL_NV_cooperative_matrix : require
 #include "activations.glsl"
 // matmul-coop-128x128: Y[T, N] = X[T, K] W[N, K]^T (+ bias[N]) on tensor cores (f16 pipelines only).
-// Where the device offers VK_NV_cooperative_matrix2, matmul-coop2 (gpu/matmul_coop2.h, 1.3-1.5x
-// faster, the same bits) takes the products of f16 weights; this kernel runs the others.
+// Where the device offers VK_NV_cooperative_matrix2, matmul-coop2 (gpu/matmul_coop2.h: faster,
+// the same bits) takes the products of f16 weights; this kernel runs the others.
 // A workgroup of 8 subgroups of 32 computes a 128 x 128 tile of Y (rows m0.., columns n0..); the
 // subgroups form a 2 x 4 grid, each owning 64 x 32 of the tile as 4 x 2 cooperative matrices of
 // 16 x 16 f32 sums. K advances in slices of 32 (16 in the k16 build): the X rows and W rows of a
@@ -19,16 +19,12 @@
 // their slices as straight-line loads, without bounds checks. Workgroups next in line (grid x)
 // take the row tiles of one column tile, so they share its W tile in the cache.
 //
-// Measured on an H100 (docs/benchmarks.md, "Tuning the cooperative-matrix GEMM"): against 64 x 128
-// tiles of 4 subgroups, single-buffered, staged with 2-byte stores, the 8B's ffn_gate at 2048
-// tokens went from 91 to 53 ms; the 16-byte shared-memory chunks, the larger tile and the double
-// buffer each gave part of it. On the H200 ("Where the GEMM's time goes"), the straight-line reads
-// took the 32-slice build's ffn_gate from 1.69 to 1.45 ms, ahead of the 16-slice build.
-// Slower there, same bits ("Overlapping the GEMM's parts, tried"): fragments loaded straight from
-// memory (4x), producer subgroups that stage while 8 others multiply (1.4-5.3x), 16 subgroups
-// or smaller tiles (1.1-1.8x). The driver keeps the sums in local memory for small changes of
-// structure (4.6x slower): after any change, check "Local Memory Size" in tapdiff_bench_coop's
-// statistics.
+// Tiles are 128 x 128 of 8 subgroups with slices of 32, staged as double-buffered 16-byte chunks
+// and read straight-line inside Y: the fastest of the layouts measured (gpu/README.md,
+// docs/benchmarks.md). Fragments loaded straight from memory, producer subgroups that stage while
+// 8 others multiply, 16 subgroups and smaller tiles give the same bits more slowly. After any
+// change, check "Local Memory Size" in tapdiff_bench_coop's statistics: for small changes of
+// structure the driver may keep the sums in local memory, several times slower.
 //
 // Numerics are those of the f16 mode: f16 inputs (their products are exact in f32), f32 sums, the
 // bias added after the sum, and each output rounded once with round_f16 (to_act). Only the order

@@ -10,8 +10,8 @@
 // consecutive k, the subgroup's invocations consecutive groups of 8, the SPLIT subgroups of an
 // output every SPLIT-th pass of the subgroup over K), BURST passes at a time, whose reads are all
 // issued before the first of their products (the sum's order unchanged); other storage one
-// element per invocation. (Bursts of 4 took the 8B's decode step on the H200 from 7.30-7.45 to
-// 6.94-7.02 ms, ffn_gate 1,237-1,260 -> 1,122-1,135 us; bursts of 8 were no faster.)
+// element per invocation. (BURST is 4: faster than one pass at a time, and 8 is no faster;
+// docs/benchmarks.md.)
 // The invocations' partial sums are added with subgroupAdd, then the SPLIT subgroups' sums in order
 // through shared memory. More subgroups per output keep more reads in flight where N alone gives
 // too few (the k and v projections); SPLIT = 1 has no shared memory and no barrier. In the f16

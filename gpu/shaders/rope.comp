@@ -10,8 +10,8 @@
 // does: the GPU never evaluates a transcendental, so it matches the reference to f32 rounding of 4
 // products.
 // One invocation per 4 pairs of a head where head_dim is a multiple of 8 (read and written 4 or 8
-// values at a time: on the H200 the 8B's rope_q went from 24 to 18 us a layer, docs/benchmarks.md,
-// "Unclamped stores, RoPE tables kept, wider row-wise kernels"), else one per pair (Kernels::rope).
+// values at a time, faster than a pair at a time: docs/benchmarks.md), else one per pair
+// (Kernels::rope).
 layout(local_size_x_id = 1) in;
 layout(std430, binding = 0) readonly buffer Input { act_t x[]; };
 layout(std430, binding = 1) readonly buffer Table { vec2 cos_sin[]; };
