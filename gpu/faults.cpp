@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <utility>
 
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
+#include "gpu/kernels.h"
 #include "model/comma_list.h"
 #include "model/errors.h"
 
@@ -158,6 +161,21 @@ const std::array<FaultInfo, kFaultCount> kCatalogue = {{
      std::nullopt},
 }};
 
+// The faults planted through a shader's specialization constant, and its bit.
+constexpr std::pair<Fault, std::uint32_t> kShaderBits[] = {
+    {Fault::rmsnorm_eps, kFaultNormEpsOutsideSqrt},
+    {Fault::gemm_f16_accum, kFaultGemmF16Accumulate},
+    {Fault::silu_approx, kFaultSiluHardSigmoid},
+    {Fault::topk_off_by_one, kFaultTopkSkipsBest},
+    {Fault::router_softmax_axis, kFaultRouterTokenSoftmax},
+    {Fault::weights_unnormalised, kFaultRouterUnnormalised},
+    {Fault::expert_index, kFaultExpertNext},
+    {Fault::mask_kv_offset, kFaultAttentionChunkMask},
+    {Fault::gqa_head_map, kFaultAttentionHeadModulo},
+    {Fault::softmax_no_max, kFaultAttentionNoMax},
+    {Fault::batch_seq_leak, kFaultAttentionBatchLeak},
+};
+
 std::string valid_names() {
   std::vector<std::string_view> names;
   for (const FaultInfo& f : kCatalogue) names.push_back(f.name);
@@ -201,6 +219,25 @@ std::vector<PlantedFault> FaultSet::planted_in(Op op, int layer) const {
                    every_layer_[static_cast<std::size_t>(f.fault)] ? std::nullopt : std::optional<int>(layer)});
   }
   return out;
+}
+
+std::uint32_t shader_fault_bits(const FaultSet& faults, Op op, int layer) {
+  std::uint32_t bits = 0;
+  for (const auto& [fault, bit] : kShaderBits) {
+    const std::vector<Op>& ops = fault_info(fault).ops;
+    if (faults.active(fault, layer) && std::find(ops.begin(), ops.end(), op) != ops.end()) bits |= bit;
+  }
+  return bits;
+}
+
+std::optional<float> planted_attention_scale(const FaultSet& faults, int layer, int head_dim) {
+  if (faults.active(Fault::attn_scale_int, layer)) return static_cast<float>(1 / static_cast<int>(std::sqrt(head_dim)));
+  if (faults.active(Fault::attn_scale, layer)) return static_cast<float>(1.0 / head_dim);
+  return std::nullopt;
+}
+
+model::RopeStyle planted_rope_style(const FaultSet& faults, const model::ModelConfig& config, int layer) {
+  return faults.active(Fault::rope_pairing, layer) ? model::flipped(config.rope_style) : config.rope_style;
 }
 
 FaultSet parse_faults(std::string_view spec, int n_layers) {

@@ -75,6 +75,17 @@ class FaultSet {
   std::array<std::vector<int>, kFaultCount> layers_;
 };
 
+// The specialization bits (kFault*, kernels.h) that plant the faults active at `layer` in the kernel
+// of op: the faults that live in a shader's branch and show first in that op.
+std::uint32_t shader_fault_bits(const FaultSet& faults, model::Op op, int layer);
+
+// The attention scale attn-scale or attn-scale-int plants at the layer (1/head_dim, or
+// 1 / int(sqrt(head_dim)) in integer arithmetic: 0 for any head_dim > 1); nullopt where neither is.
+std::optional<float> planted_attention_scale(const FaultSet& faults, int layer, int head_dim);
+
+// The pairing RoPE rotates at the layer: the model's, or the other one where rope-pairing is planted.
+model::RopeStyle planted_rope_style(const FaultSet& faults, const model::ModelConfig& config, int layer);
+
 // "NAME[@LAYER][,NAME[@LAYER]...]"; "" plants nothing. UsageError for an unknown name (listing the
 // valid ones), a malformed item, or a layer outside [0, n_layers).
 FaultSet parse_faults(std::string_view spec, int n_layers);

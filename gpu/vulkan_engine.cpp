@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <cmath>
 #include <utility>
 
 #include <fmt/core.h>
@@ -102,7 +101,6 @@ class Engine final : public VulkanEngine {
   KernelId mixture(const model::Step& step, const Region& out);
   void upload_row_table();
   model::ChunkInfo chunk_of(const Part& part) const { return {chunk_.index, part.first_pos, part.rows, part.decode}; }
-  std::uint32_t kernel_faults(Op op, int layer) const;
   float attention_scale(int layer) const;
   const DeviceWeight& matrix(Op op, int layer) const;
   const DeviceWeight* bias(Op op, int layer) const;
@@ -483,38 +481,18 @@ const DeviceWeight& Engine::norm_weight(Op op, int layer) const {
   return weights_->get(kind, model::is_per_layer(kind) ? layer : -1);
 }
 
-// The kFault* bits (kernels.h) that --inject plants in the kernel of a step.
-std::uint32_t Engine::kernel_faults(Op op, int layer) const {
-  const auto bit = [&](Fault f, std::uint32_t b) { return faults_.active(f, layer) ? b : 0u; };
-  if (op == Op::attn_norm || op == Op::ffn_norm) return bit(Fault::rmsnorm_eps, kFaultNormEpsOutsideSqrt);  // pre-norms
-  if (op == Op::ffn_down) return bit(Fault::gemm_f16_accum, kFaultGemmF16Accumulate);
-  if (op == Op::ffn_act) return bit(Fault::silu_approx, kFaultSiluHardSigmoid);
-  if (op == Op::moe_ids) return bit(Fault::topk_off_by_one, kFaultTopkSkipsBest);
-  if (op == Op::moe_weights)
-    return bit(Fault::router_softmax_axis, kFaultRouterTokenSoftmax) |
-           bit(Fault::weights_unnormalised, kFaultRouterUnnormalised);
-  if (op == Op::moe_out) return bit(Fault::expert_index, kFaultExpertNext);
-  if (op == Op::attn)
-    return bit(Fault::mask_kv_offset, kFaultAttentionChunkMask) | bit(Fault::gqa_head_map, kFaultAttentionHeadModulo) |
-           bit(Fault::softmax_no_max, kFaultAttentionNoMax) | bit(Fault::batch_seq_leak, kFaultAttentionBatchLeak);
-  return 0;
-}
-
-// The model's scale (1/sqrt(head_dim) but where its block says otherwise); attn-scale (--inject):
-// 1/head_dim; attn-scale-int: 1 / int(sqrt(head_dim)) in integer arithmetic, which is 0 for any
-// head_dim > 1.
+// The model's scale (1/sqrt(head_dim) but where its block says otherwise), llama.cpp's in its
+// precision, or the one --inject plants.
 float Engine::attention_scale(int layer) const {
-  const int d = config_.head_dim;
-  if (faults_.active(Fault::attn_scale_int, layer)) return static_cast<float>(1 / static_cast<int>(std::sqrt(d)));
-  if (faults_.active(Fault::attn_scale, layer)) return static_cast<float>(1.0 / d);
+  if (const auto planted = planted_attention_scale(faults_, layer, config_.head_dim)) return *planted;
   if (kernels_->choice().llama_cpp()) return formats::llama_cpp_attention_scale(config_);
-  return static_cast<float>(model::attention_scale(config_.block, d));
+  return static_cast<float>(model::attention_scale(config_.block, config_.head_dim));
 }
 
 KernelId Engine::run(const model::Step& step, const Region& out) {
   const auto in = [&](std::size_t i) { return input(step.inputs[i]); };
   const int rows = chunk_.rows;
-  const std::uint32_t faults = kernel_faults(step.op, step.layer);
+  const std::uint32_t faults = shader_fault_bits(faults_, step.op, step.layer);
   switch (step.op) {
     case Op::embed: return embed(out);
     case Op::attn_norm:
@@ -560,8 +538,7 @@ KernelId Engine::run(const model::Step& step, const Region& out) {
     }
     case Op::rope_q:
     case Op::rope_k: {
-      const model::RopeStyle style =
-          faults_.active(Fault::rope_pairing, step.layer) ? model::flipped(config_.rope_style) : config_.rope_style;
+      const model::RopeStyle style = planted_rope_style(faults_, config_, step.layer);
       const Region& table = step.op == Op::rope_q ? rope_->queries(step.layer) : rope_->keys(step.layer);
       return kernels_->rope(*stream_, in(0), table, out, rows, graph_.width(step.op), config_.head_dim,
                             model::rotary_dim(config_), style);
@@ -616,7 +593,7 @@ Kernel Engine::residual(const model::Step& step, const Region& out) {
     return kernels_->add(*stream_, a, b, scale, out, std::int64_t{chunk_.rows} * config_.dim);
   Kernel kernel = kernels_->add_rms_norm(*stream_, a, b, scale, norm_weight(norm->op, norm->layer),
                                          static_cast<float>(config_.norm_eps), out, slot(norm->op), chunk_.rows,
-                                         kernel_faults(norm->op, norm->layer));
+                                         shader_fault_bits(faults_, norm->op, norm->layer));
   fused_norm_ = {*norm, kernel};
   return kernel;
 }
@@ -629,7 +606,7 @@ KernelId Engine::mixture(const model::Step& step, const Region& out) {
   const auto used = [&](const Region& r, int width) { return r.sub(0, activation_bytes(pairs, width)); };
   const Region gate = used(expert_gate_, f), up = used(expert_up_, f), hidden = used(expert_hidden_, f);
   const Region y = used(expert_out_, config_.dim);
-  const std::uint32_t faults = kernel_faults(Op::moe_out, l);
+  const std::uint32_t faults = shader_fault_bits(faults_, Op::moe_out, l);
   const auto plan = kernels_->moe_plan(*stream_, ids, expert_plan_, rows, k, config_.experts.count);
   KernelId id = kernels_->expert_matmul(*stream_, x, weights_->get(WeightKind::expert_gate, l), f, ids, k, true, gate,
                                         pairs, plan, faults);
@@ -665,7 +642,7 @@ Kernel Engine::attend(const model::Step& step, const Region& out) {
   const Kernel variant =
       kernels_->attention(*stream_, shape, attention_scale(layer), q_rows, kv_->all(layer, false),
                           kv_->all(layer, true), row_table_.sub(0, static_cast<std::uint64_t>(chunk_.rows) * 16),
-                          attention_scratch_, out, kernel_faults(Op::attn, layer));
+                          attention_scratch_, out, shader_fault_bits(faults_, Op::attn, layer));
   if (faults_.active(Fault::kv_stale_chunk, layer))
     for (const Part& p : parts_) {
       if (p.decode) continue;
