@@ -16,11 +16,11 @@
 #include "gpu/instance.h"
 #include "gpu/kernels.h"
 #include "gpu/kv_cache.h"
+#include "gpu/llama_cpp_steps.h"
 #include "gpu/pipelines.h"
 #include "gpu/rope_tables.h"
 #include "gpu/stream.h"
 #include "model/errors.h"
-#include "model/half_float.h"
 
 namespace tapdiff::gpu {
 namespace {
@@ -32,13 +32,6 @@ using model::TensorId;
 using model::WeightKind;
 
 constexpr std::uint64_t kActivationBlock = 64ull << 20;
-
-// t's values rounded to f16 (ties to even), as f32: what llama.cpp's KV cache holds.
-HostTensor f16_values(const HostTensor& t) {
-  HostTensor rounded = t.to(model::Scalar::f32);
-  for (float& v : rounded.f32()) v = model::f16_to_f32(model::f32_to_f16(v));
-  return rounded;
-}
 
 // A sequence's rows in the current pass: rows [row0, row0 + rows) of every op output.
 struct Part {
@@ -102,6 +95,7 @@ class Engine final : public VulkanEngine {
   void upload_row_table();
   model::ChunkInfo chunk_of(const Part& part) const { return {chunk_.index, part.first_pos, part.rows, part.decode}; }
   float attention_scale(int layer) const;
+  const Region* gelu_table() const { return llama_cpp_ ? llama_cpp_->gelu_table() : nullptr; }
   const DeviceWeight& matrix(Op op, int layer) const;
   const DeviceWeight* bias(Op op, int layer) const;
   Kernel norm(const Region& x, const model::Step& step, const Region& out, int rows, std::uint32_t faults);
@@ -144,12 +138,7 @@ class Engine final : public VulkanEngine {
   // [.., dim]; the room for a plan grouping them by expert
   Region expert_gate_, expert_up_, expert_hidden_, expert_out_;
   Kernels::ExpertPlan expert_plan_;
-  // llama.cpp's precision: a product's input rounded to its dot-product type [capacity_, widest
-  // input], and its Q8_1 blocks' excess sums [capacity_, widest input / 32] (Kernels::round_to_dot_type)
-  Region dot_input_, dot_excess_;
-  // ... and where it computes GELU, llama.cpp's f16 table of it widened to f32 [65536], in an arena of its own
-  std::unique_ptr<Arena> gelu_arena_;
-  Region gelu_table_;
+  std::unique_ptr<LlamaCppSteps> llama_cpp_;  // in llama.cpp's precision only
   Region row_table_;  // [capacity_] of (cache row of position 0, position, chunk's first position, leak), attention's
   std::unique_ptr<RopeTables> rope_;  // in the activations' arena
   // The norm step whose output the residual add before it computed (Kernels::add_rms_norm), and
@@ -208,15 +197,7 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
                                   options.max_context);
   activations_ = std::make_unique<Arena>(*device_, "activations", MemoryKind::device_local, kActivationBlock);
   scratch_ = std::make_unique<Arena>(*device_, "attention scratch", MemoryKind::device_local, kActivationBlock);
-  if (options.llama_cpp && formats::llama_cpp_gelu_by_table(config_.block)) {
-    std::vector<float> table;
-    for (const std::uint16_t h : formats::llama_cpp_gelu_table()) table.push_back(model::widen_f16(h));
-    const std::uint64_t bytes = table.size() * sizeof(float);
-    gelu_arena_ = std::make_unique<Arena>(*device_, "llama.cpp's GELU table", MemoryKind::device_local, bytes);
-    gelu_table_ = gelu_arena_->allocate(bytes, "llama.cpp's GELU table");
-    stream_->upload(table.data(), bytes, gelu_table_);
-    stream_->flush();  // now: a reset abandons what is recorded
-  }
+  if (options.llama_cpp) llama_cpp_ = std::make_unique<LlamaCppSteps>(*device_, *stream_, *kernels_, config_.block);
   slot_layer_.fill(-2);
 }
 
@@ -320,11 +301,7 @@ void Engine::reserve_rows(int rows) {
     expert_plan_ = {activations_->allocate((1 + 3 * plan_tiles) * 4, "the experts' tiles"),
                     activations_->allocate(static_cast<std::uint64_t>(pairs) * 4, "the pairs grouped by expert")};
   }
-  if (kernels_->choice().llama_cpp()) {
-    const int widest = widest_product_input();
-    dot_input_ = activations_->allocate(activation_bytes(capacity, widest), "the products' rounded inputs");
-    dot_excess_ = activations_->allocate(activation_bytes(capacity, std::max(widest / 32, 1)), "the Q8_1 sums' excess");
-  }
+  if (llama_cpp_) llama_cpp_->allocate(*activations_, capacity, widest_product_input());
   tokens_ = activations_->allocate(static_cast<std::uint64_t>(capacity) * 4, "the chunk's tokens");
   if (config_.block.learned_positions) {
     positions_ = activations_->allocate(static_cast<std::uint64_t>(capacity) * 4, "the chunk's positions");
@@ -550,27 +527,19 @@ KernelId Engine::run(const model::Step& step, const Region& out) {
       if (config_.block.ffn == model::Ffn::plain)
         return kernels_->activation(*stream_, in(0), out, std::int64_t{rows} * config_.ffn_dim, faults,
                                     xielu_.empty() ? model::Xielu{} : xielu_[static_cast<std::size_t>(step.layer)],
-                                    &gelu_table_);
+                                    gelu_table());
       return kernels_->gated_activation(*stream_, in(0), in(1), out, std::int64_t{rows} * config_.ffn_dim, faults,
-                                        &gelu_table_);
+                                        gelu_table());
   }
   return {};
 }
 
-// x W^T (+ bias) for a product step; in llama.cpp's precision x rounded to W's dot-product type
-// first, and a Q4_1 or Q5_1 product given what its input blocks' stored sums add.
+// x W^T (+ bias) for a product step (in llama.cpp's precision, as it converts x).
 Kernel Engine::product(const Region& x, Op op, int layer, const DeviceWeight* bias, const Region& out,
                        std::uint32_t faults) {
   const DeviceWeight& w = matrix(op, layer);
-  const int rows = chunk_.rows;
-  const formats::DotType type = formats::dot_type(w.dtype);
-  if (!kernels_->choice().llama_cpp() || type == formats::DotType::f32)
-    return kernels_->matmul(*stream_, x, w, bias, out, rows, faults);
-  const Region rounded = dot_input_.sub(0, activation_bytes(rows, w.cols));
-  kernels_->round_to_dot_type(*stream_, type, x, rounded, dot_excess_, rows, static_cast<int>(w.cols));
-  Kernel kernel = kernels_->matmul(*stream_, rounded, w, bias, out, rows, faults);
-  if (type == formats::DotType::q8_1) kernels_->q8_1_correction(*stream_, dot_excess_, w, out, rows);
-  return kernel;
+  if (llama_cpp_) return llama_cpp_->product(x, w, bias, out, chunk_.rows, faults);
+  return kernels_->matmul(*stream_, x, w, bias, out, chunk_.rows, faults);
 }
 
 // The widest input of the model's products (their matrices' columns).
@@ -629,9 +598,8 @@ Kernel Engine::attend(const model::Step& step, const Region& out) {
     const std::uint64_t at = activation_bytes(p.row0, kv_dim), bytes = activation_bytes(p.rows, kv_dim);
     for (const auto& [rows, value] : {std::pair{k_rows, false}, std::pair{v_rows, true}}) {
       const Region cache = kv_->rows(layer, value, p.sequence, p.first_pos, p.rows);
-      if (kernels_->choice().llama_cpp())  // llama.cpp caches K and V as f16
-        kernels_->round_to_dot_type(*stream_, formats::DotType::f16, rows.sub(at, bytes), cache, dot_excess_, p.rows,
-                                    kv_dim);
+      if (llama_cpp_)
+        llama_cpp_->cache(rows.sub(at, bytes), cache, p.rows, kv_dim);
       else
         kernels_->copy(*stream_, rows.sub(at, bytes), cache);
     }
@@ -713,7 +681,7 @@ void Engine::write_kv(int layer, bool value, const HostTensor& rows) {
         fmt::format("write_kv layer {}: expected rows of {} values, found {}", layer, config_.kv_dim(), rows.cols()));
   const int n = static_cast<int>(rows.rows());
   kv_->reserve(*stream_, static_cast<int>(n_past_.size()), n);
-  if (n > 0) upload(kernels_->choice().llama_cpp() ? f16_values(rows) : rows, kv_->rows(layer, value, 0, 0, n));
+  if (n > 0) upload(llama_cpp_ ? LlamaCppSteps::cached_values(rows) : rows, kv_->rows(layer, value, 0, 0, n));
   n_past_.front() = n;
 }
 
