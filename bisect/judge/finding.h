@@ -43,7 +43,7 @@ struct LiveRun {
   std::size_t tokens_sequence = 0;
   std::vector<TokenImpact> sequence_tokens;        // per sequence of the batch (one for a single prompt)
   std::vector<std::size_t> prompt_lengths;         // per sequence
-  std::map<std::int32_t, std::string> token_text;  // of every token named above ("" without a tokenizer)
+  std::map<std::int32_t, std::string> token_text;  // of every token `tokens` names ("" without a tokenizer)
   bool layers_only = false;  // --layers-first and the layer outputs matched: run.ops holds those only
   double seconds_free = 0, seconds_forced = 0;
 
