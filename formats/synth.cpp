@@ -92,9 +92,10 @@ std::vector<TensorPlan> plan_tensors(const ModelConfig& c) {
       vector(b + "attn_k.bias", c.kv_dim(), 0.0, 0.1);
       vector(b + "attn_v.bias", c.kv_dim(), 0.0, 0.1);
     }
-    if (c.block.qk_norm == QkNorm::per_head) {
-      vector(b + "attn_q_norm.weight", c.head_dim, 1.0, 0.1);
-      vector(b + "attn_k_norm.weight", c.head_dim, 1.0, 0.1);
+    if (c.block.qk_norm != QkNorm::none) {  // each head's, or the whole projection's
+      const bool per_head = c.block.qk_norm == QkNorm::per_head;
+      vector(b + "attn_q_norm.weight", per_head ? c.head_dim : c.q_dim(), 1.0, 0.1);
+      vector(b + "attn_k_norm.weight", per_head ? c.head_dim : c.kv_dim(), 1.0, 0.1);
     }
     matrix(b + "attn_output.weight", c.dim, c.q_dim(), 1.0 / c.q_dim());
     vector(b + "ffn_norm.weight", c.dim, 1.0, 0.1);
@@ -144,7 +145,8 @@ std::vector<float> generate(const TensorPlan& t, const SynthOptions& o, const st
 }
 
 void add_config(GgufWriter& w, const ModelConfig& c) {
-  const std::string a(family_spec(c.family).gguf.architectures.front());
+  const GgufRecipe& gguf = family_spec(c.family).gguf;
+  const std::string a(gguf.architectures.front());
   w.add_string("general.architecture", a);
   w.add_string("general.name", "tapdiff synth");
   w.add_u32(a + ".block_count", static_cast<std::uint32_t>(c.n_layers));
@@ -162,7 +164,8 @@ void add_config(GgufWriter& w, const ModelConfig& c) {
   if (c.experts.count > 0) {
     w.add_u32(a + ".expert_count", static_cast<std::uint32_t>(c.experts.count));
     w.add_u32(a + ".expert_used_count", static_cast<std::uint32_t>(c.experts.active));
-    w.add_u32(a + ".expert_feed_forward_length", static_cast<std::uint32_t>(c.experts.ffn_dim));
+    if (std::ranges::find(gguf.keys, "expert_feed_forward_length") != gguf.keys.end())
+      w.add_u32(a + ".expert_feed_forward_length", static_cast<std::uint32_t>(c.experts.ffn_dim));
   }
 }
 

@@ -38,7 +38,7 @@ LAYOUTS = {
     "llama": Layout(), "smollm3": Layout(), "granite": Layout(),
     "phi3": Layout(qkv="fused", ffn="fused"),
     "qwen2": Layout(qkv_bias=True),
-    "qwen3": Layout(qk_norm="head"), "qwen3moe": Layout(qk_norm="head"),
+    "qwen3": Layout(qk_norm="head"), "qwen3moe": Layout(qk_norm="head"), "olmoe": Layout(qk_norm="whole"),
     "olmo2": Layout(pre_norms=False, post_norms=True, qk_norm="whole"),
     "gemma": Layout(output=False),
     "gemma2": Layout(post_norms=True, output=False),
@@ -80,6 +80,7 @@ class GgufCase:
     longrope: int = 0  # Phi-3's LongRoPE when > 0: its original context, rope_factors_long/short.weight, attn_factor
     extra: dict = field(default_factory=dict)
     layers: int = LAYERS
+    kv_heads: int = KV_HEADS  # OLMoE's k norm is n_embd wide in llama.cpp: its KV heads are all the heads
     post_norm_gain: float = 1.0  # the post-norms' weights times this: updates as large as the stream
     experts: tuple[int, int, int] | None = None  # (count, used per token, FFN width of each): a mixture of experts
     layout: Layout | None = None  # None: LAYOUTS[arch]
@@ -110,9 +111,10 @@ GGUF_CASES = [
              extra={"attn_logit_softcapping": 20.0, "final_logit_softcapping": 15.0, "sliding_window": 24}),
     # Six layers: llama.cpp's fixed pattern slides layers 0-4, layer 5 attends fully. The updates
     # are made as large as the embedding (times sqrt(DIM)), else the tied logits pick the input token.
-    # Mixtral as llama.cpp's converter writes it (arch llama with experts), and Qwen3-MoE.
+    # Mixtral as llama.cpp's converter writes it (arch llama with experts), Qwen3-MoE and OLMoE.
     GgufCase("mixtral", rope_base=1000000.0, experts=(4, 2, FFN)),
     GgufCase("qwen3moe", arch="qwen3moe", rope_base=1000000.0, experts=(8, 3, 40)),
+    GgufCase("olmoe", arch="olmoe", rope_base=50000.0, kv_heads=HEADS, experts=(6, 2, FFN)),
     GgufCase("gemma3", arch="gemma3", rope_base=1000000.0, linear_factor=4.0, extra={"sliding_window": 12}, layers=6,
              post_norm_gain=8.0),
 ]
@@ -191,7 +193,7 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0, storage: str = "f32") 
     w.add_block_count(case.layers)
     w.add_feed_forward_length(FFN)
     w.add_head_count(HEADS)
-    w.add_head_count_kv(KV_HEADS)
+    w.add_head_count_kv(case.kv_heads)
     if layout.norm == "rms":
         w.add_layer_norm_rms_eps(1e-5)
     else:  # away from llama.cpp's default of 1e-5, so that a misread key shows
@@ -253,8 +255,9 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0, storage: str = "f32") 
             norm(p + "attn_norm")
         if layout.attn_norm_2:
             norm(p + "attn_norm_2")
-        q, k, v = matrix(HEADS * hd, DIM), matrix(KV_HEADS * hd, DIM), matrix(KV_HEADS * hd, DIM)
-        biases = (vector(HEADS * hd), vector(KV_HEADS * hd), vector(KV_HEADS * hd)) if layout.qkv_bias else ()
+        kv = case.kv_heads * hd
+        q, k, v = matrix(HEADS * hd, DIM), matrix(kv, DIM), matrix(kv, DIM)
+        biases = (vector(HEADS * hd), vector(kv), vector(kv)) if layout.qkv_bias else ()
         if layout.qkv == "fused":
             add_matrix(p + "attn_qkv.weight", np.concatenate([q, k, v]))
             if layout.qkv_bias:
@@ -270,7 +273,7 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0, storage: str = "f32") 
             per_head = layout.qk_norm == "head"
             w.add_tensor(p + "attn_q_norm.weight", (1.0 + 0.3 * rng.standard_normal(hd if per_head else HEADS * hd))
                          .astype(np.float32))
-            w.add_tensor(p + "attn_k_norm.weight", (1.0 + 0.3 * rng.standard_normal(hd if per_head else KV_HEADS * hd))
+            w.add_tensor(p + "attn_k_norm.weight", (1.0 + 0.3 * rng.standard_normal(hd if per_head else kv))
                          .astype(np.float32))
         add_matrix(p + "attn_output.weight", matrix(DIM, HEADS * hd))
         if layout.o_bias:

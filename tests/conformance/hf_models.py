@@ -212,6 +212,10 @@ CASES = [
     Case("olmo", "olmo", extra={**IDS, "clip_qkv": 0.3, "attention_bias": True}, eps_key=None),
     Case("olmo-unclipped", "olmo", {"rope_type": "linear", "rope_theta": 10000.0, "factor": 2.0},
          {**IDS, "tie_word_embeddings": True}, eps_key=None),
+    # OLMoE: q and k normed over the whole projection, every layer a mixture (renormalised or not).
+    Case("olmoe", "olmoe", {"rope_type": "default", "rope_theta": 50000.0},
+         {**IDS, "num_experts": 6, "num_experts_per_tok": 2, "norm_topk_prob": True, "attention_bias": True}),
+    Case("olmoe-unnormalised", "olmoe", extra={**IDS, "num_experts": 5, "num_experts_per_tok": 3}),
     Case("apertus", "apertus", {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
                                 "high_freq_factor": 4.0, "original_max_position_embeddings": 16},
          {**IDS, "head_dim": 16, "attention_bias": True}),

@@ -151,6 +151,8 @@ FAMILY_FAULTS = [  # (case, --inject, the culprit bisect must name)
     ("glm4", "rope-base@1", "1/rope_q"),
     ("stablelm-parallel", "gqa-head-map@1", "1/attn"),
     ("cohere2", "mask-kv-offset@0", "0/attn"),
+    ("olmoe", "weights-unnormalised@2", "2/moe_weights"),
+    ("olmoe-unnormalised", "topk-off-by-one@0", "0/moe_ids"),
 ]
 
 
@@ -214,6 +216,7 @@ UNIMPLEMENTED = [  # (case, key, value, the key the refusal names): a value whos
     ("falcon-multi-query", "alibi", True, "alibi"),
     ("olmo", "layer_norm_eps", 1e-6, "layer_norm_eps"),  # OLMo's norms take 1e-5 whatever the config says
     ("apertus", "mlp_bias", True, "mlp_bias"),
+    ("olmoe", "clip_qkv", 0.5, "clip_qkv"),  # OlmoeAttention clamps after the q/k norms
 ]
 
 
