@@ -25,14 +25,18 @@ double float_key(const GgufFile& f, const std::string& key, double fallback) {
   return f.get_float(key).value_or(fallback);
 }
 
-void read_gguf_experts(const GgufFile& f, const std::string& prefix, ModelConfig& c, std::string_view ffn_key) {
+void read_gguf_experts(const GgufFile& f, const std::string& prefix, ModelConfig& c, const GgufExperts& how) {
   Experts& e = c.experts;
   e.count = int_key(f, prefix + "expert_count", 0);
   e.active = int_key(f, prefix + "expert_used_count", 0);
+  if (e.count == 0 && how.required)
+    throw_format_error(fmt::format("{}: missing metadata key '{}expert_count' (llama.cpp's {} needs it)",
+                                   f.path().string(), prefix, prefix.substr(0, prefix.size() - 1)));
   if (e.count == 0) return void(e.active = 0);
-  e.normalize = true;
-  e.ffn_dim =
-      ffn_key.empty() ? c.ffn_dim : int_key(f, prefix + std::string(ffn_key), e.active > 0 ? c.ffn_dim / e.active : 0);
+  e.normalize = how.renormalise;
+  e.ffn_dim = how.ffn_key.empty()
+                  ? c.ffn_dim
+                  : int_key(f, prefix + std::string(how.ffn_key), e.active > 0 ? c.ffn_dim / e.active : 0);
 }
 
 bool has_layer_tensor(const GgufFile& f, std::string_view name) {

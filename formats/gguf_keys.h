@@ -16,11 +16,16 @@ int int_key(const GgufFile& f, const std::string& key, std::optional<int> fallba
 // A float metadata value, `fallback` when absent.
 double float_key(const GgufFile& f, const std::string& key, double fallback);
 
-// The mixture of experts as llama.cpp builds it for the llama (Mixtral) and qwen3moe families:
-// expert_count experts, expert_used_count per token, softmax over all, the chosen weights always
-// renormalised (build_moe_ffn's norm_w; the converter writes no key for norm_topk_prob), each
-// expert `ffn_key` wide (absent: feed_forward_length / expert_used_count, as llama.cpp).
-void read_gguf_experts(const GgufFile& f, const std::string& prefix, model::ModelConfig& c, std::string_view ffn_key);
+// How a family's graph in llama.cpp builds its mixture of experts (build_moe_ffn).
+struct GgufExperts {
+  std::string_view ffn_key = {};  // each expert's width ("": feed_forward_length)
+  bool renormalise = true;        // build_moe_ffn's norm_w: the converter writes no key for norm_topk_prob
+  bool required = false;          // the graph is a mixture in every layer: a file without expert_count is refused
+};
+// The mixture of experts: expert_count experts, expert_used_count per token, softmax over all, the
+// chosen weights renormalised where the graph does, each expert `ffn_key` wide (absent:
+// feed_forward_length / expert_used_count, as llama.cpp). No experts where expert_count is absent.
+void read_gguf_experts(const GgufFile& f, const std::string& prefix, model::ModelConfig& c, const GgufExperts& how);
 
 // Whether the file holds layer 0's tensor `name` ("ffn_norm.weight" for blk.0.ffn_norm.weight): how
 // llama.cpp's graph of several families tells their variants apart.

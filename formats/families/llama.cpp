@@ -24,7 +24,7 @@ const FamilySpec& llama_family() {
                .rope_style = RopeStyle::interleaved,
                .keys = {"expert_count", "expert_used_count"},
                .read = [](const GgufFile& f, const std::string& prefix,
-                          ModelConfig& c) { read_gguf_experts(f, prefix, c, ""); }},
+                          ModelConfig& c) { read_gguf_experts(f, prefix, c, {}); }},
       .llama_cpp = {.names_mapped = true},
       .synth = {.block = [](ModelConfig&) {}},
   };

@@ -4,8 +4,6 @@
 // clip_qkv, which OlmoeAttention applies after the q/k norms, is refused where set.
 // Its GGUF (olmoe): llama.cpp's graph never renormalises the chosen weights, and its experts are
 // feed_forward_length wide.
-#include <fmt/format.h>
-
 #include "formats/family_spec.h"
 #include "formats/gguf_keys.h"
 #include "formats/hf_keys.h"
@@ -28,11 +26,7 @@ void read_hf(KeyReader& k, ModelConfig& c) {
 
 void read_gguf(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
   c.block.qk_norm = QkNorm::whole;
-  read_gguf_experts(f, prefix, c, "");
-  if (c.experts.count == 0)
-    throw_format_error(fmt::format("{}: missing metadata key '{}expert_count' (llama.cpp's olmoe needs it)",
-                                   f.path().string(), prefix));
-  c.experts.normalize = false;
+  read_gguf_experts(f, prefix, c, {.renormalise = false, .required = true});
 }
 
 }  // namespace

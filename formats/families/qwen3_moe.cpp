@@ -50,10 +50,7 @@ void read_hf(KeyReader& k, ModelConfig& c) {
 
 void read_gguf(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
   c.block.qk_norm = QkNorm::per_head;
-  read_gguf_experts(f, prefix, c, "expert_feed_forward_length");
-  if (c.experts.count == 0)
-    throw_format_error(fmt::format("{}: missing metadata key '{}expert_count' (llama.cpp's qwen3moe needs it)",
-                                   f.path().string(), prefix));
+  read_gguf_experts(f, prefix, c, {.ffn_key = "expert_feed_forward_length", .required = true});
 }
 
 }  // namespace
