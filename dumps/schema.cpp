@@ -99,12 +99,16 @@ model::ModelConfig config_from_json(const nlohmann::json& config, const std::str
     out.experts.count = count("count");
     out.experts.active = count("active");
     out.experts.ffn_dim = count("ffn_dim");
-    if (e.contains("normalize")) {
-      if (!e.at("normalize").is_boolean())
-        throw FormatError(fmt::format("{}: model_config.experts.normalize: expected true or false, found {}", source,
-                                      model::json_excerpt(e.at("normalize"))));
-      out.experts.normalize = e.at("normalize").get<bool>();
-    }
+    const auto flag = [&](const char* key) {
+      if (!e.contains(key)) return false;
+      if (!e.at(key).is_boolean())
+        throw FormatError(fmt::format("{}: model_config.experts.{}: expected true or false, found {}", source, key,
+                                      model::json_excerpt(e.at(key))));
+      return e.at(key).get<bool>();
+    };
+    out.experts.normalize = flag("normalize");
+    if (e.contains("shared_ffn_dim")) out.experts.shared_ffn_dim = count("shared_ffn_dim");
+    out.experts.shared_gate = flag("shared_gate");
     if (e.contains("layers")) {
       const nlohmann::json& layers = e.at("layers");
       if (!layers.is_array() || std::ssize(layers) != out.n_layers ||

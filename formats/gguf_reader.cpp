@@ -483,7 +483,11 @@ std::optional<WeightPart> gguf_weight(std::string_view name, const ModelConfig& 
       {"ffn_gate_inp.weight", WeightKind::moe_router},
       {"ffn_gate_exps.weight", WeightKind::expert_gate},
       {"ffn_up_exps.weight", WeightKind::expert_up},
-      {"ffn_down_exps.weight", WeightKind::expert_down}};
+      {"ffn_down_exps.weight", WeightKind::expert_down},
+      {"ffn_gate_shexp.weight", WeightKind::shexp_gate},
+      {"ffn_up_shexp.weight", WeightKind::shexp_up},
+      {"ffn_down_shexp.weight", WeightKind::shexp_down},
+      {"ffn_gate_inp_shexp.weight", WeightKind::shexp_gate_inp}};
   for (const auto& [n, kind] : kGlobal)
     if (name == n) return WeightPart{kind, -1};
   if (!name.starts_with("blk.")) return std::nullopt;

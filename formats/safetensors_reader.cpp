@@ -207,7 +207,14 @@ std::vector<WeightPart> hf_weights(std::string_view name, const ModelConfig& c) 
       {"mlp.act_fn.beta", WeightKind::xielu_beta},
       {"mlp.act_fn.eps", WeightKind::xielu_eps},
       {"block_sparse_moe.gate.weight", WeightKind::moe_router},
-      {"mlp.gate.weight", WeightKind::moe_router}};
+      {"mlp.gate.weight", WeightKind::moe_router},
+      {"mlp.shared_expert.gate_proj.weight", WeightKind::shexp_gate},  // Qwen2-MoE
+      {"mlp.shared_expert.up_proj.weight", WeightKind::shexp_up},
+      {"mlp.shared_expert.down_proj.weight", WeightKind::shexp_down},
+      {"mlp.shared_expert_gate.weight", WeightKind::shexp_gate_inp},
+      {"mlp.shared_experts.gate_proj.weight", WeightKind::shexp_gate},  // DeepSeek, GLM-4.5
+      {"mlp.shared_experts.up_proj.weight", WeightKind::shexp_up},
+      {"mlp.shared_experts.down_proj.weight", WeightKind::shexp_down}};
   for (const auto& [n, kind] : kGlobal)
     if (name == n) return {{kind, -1}};
   const auto in_layer = llama_layer_name(name);

@@ -105,6 +105,12 @@ std::vector<TensorPlan> plan_tensors(const ModelConfig& c) {
       stacked(b + "ffn_gate_exps.weight", f, c.dim, 1.0 / c.dim);
       stacked(b + "ffn_up_exps.weight", f, c.dim, 1.0 / c.dim);
       stacked(b + "ffn_down_exps.weight", c.dim, f, kSynthFfnDownGain / f);
+      if (const int shared = c.experts.shared_ffn_dim; shared > 0) {
+        matrix(b + "ffn_gate_shexp.weight", shared, c.dim, 1.0 / c.dim);
+        matrix(b + "ffn_up_shexp.weight", shared, c.dim, 1.0 / c.dim);
+        matrix(b + "ffn_down_shexp.weight", c.dim, shared, kSynthFfnDownGain / shared);
+      }
+      if (c.experts.shared_gate) vector(b + "ffn_gate_inp_shexp.weight", c.dim, 0.0, std::sqrt(1.0 / c.dim));
     } else {
       matrix(b + "ffn_gate.weight", c.ffn_dim, c.dim, 1.0 / c.dim);
       matrix(b + "ffn_up.weight", c.ffn_dim, c.dim, 1.0 / c.dim);
@@ -166,6 +172,8 @@ void add_config(GgufWriter& w, const ModelConfig& c) {
     w.add_u32(a + ".expert_used_count", static_cast<std::uint32_t>(c.experts.active));
     if (std::ranges::find(gguf.keys, "expert_feed_forward_length") != gguf.keys.end())
       w.add_u32(a + ".expert_feed_forward_length", static_cast<std::uint32_t>(c.experts.ffn_dim));
+    if (c.experts.shared_ffn_dim > 0)
+      w.add_u32(a + ".expert_shared_feed_forward_length", static_cast<std::uint32_t>(c.experts.shared_ffn_dim));
   }
 }
 

@@ -159,6 +159,13 @@ const std::array<FaultInfo, kFaultCount> kCatalogue = {{
      {Op::moe_out},
      OpClass::experts,
      std::nullopt},
+    {Fault::shared_gate_dropped,
+     "shared-gate-dropped",
+     "the shared expert's output is added without its sigmoid gate",
+     "Qwen2-MoE's shared_expert_gate left out of a port: every token gets the whole shared expert",
+     {Op::moe_shared},
+     OpClass::experts,
+     std::nullopt},
 }};
 
 // The faults planted through a shader's specialization constant, and its bit.
@@ -170,6 +177,7 @@ constexpr std::pair<Fault, std::uint32_t> kShaderBits[] = {
     {Fault::router_softmax_axis, kFaultRouterTokenSoftmax},
     {Fault::weights_unnormalised, kFaultRouterUnnormalised},
     {Fault::expert_index, kFaultExpertNext},
+    {Fault::shared_gate_dropped, kFaultSharedGateDropped},
     {Fault::mask_kv_offset, kFaultAttentionChunkMask},
     {Fault::gqa_head_map, kFaultAttentionHeadModulo},
     {Fault::softmax_no_max, kFaultAttentionNoMax},
@@ -283,6 +291,9 @@ void require_faults_fit(const FaultSet& faults, const model::Graph& graph, const
           fmt::format("--inject {}: the fault skips the renormalisation of the chosen experts' "
                       "weights, and this model does not renormalise them",
                       f.name));
+    if (f.fault == Fault::shared_gate_dropped && !config.experts.shared_gate)
+      throw UsageError(fmt::format(
+          "--inject {}: the fault drops the shared expert's gate, and this model's shared expert has none", f.name));
   }
 }
 

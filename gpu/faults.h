@@ -41,8 +41,9 @@ enum class Fault : std::uint8_t {
   topk_off_by_one,
   weights_unnormalised,
   expert_index,
+  shared_gate_dropped,
 };
-inline constexpr int kFaultCount = 19;
+inline constexpr int kFaultCount = 20;
 
 struct FaultInfo {
   Fault fault;

@@ -447,6 +447,15 @@ std::vector<KernelId> KernelChoice::planned(model::OpClass cls, model::DType wei
   return {};
 }
 
+std::vector<KernelId> KernelChoice::planned_shared_expert(model::DType weight_dtype, bool gated) const {
+  std::vector<KernelId> ids = planned(model::OpClass::gemm, weight_dtype);
+  for (KernelId& id : ids) {
+    id.kernels.push_back(activation_kernel());
+    if (gated) id.kernels.push_back(named("sigmoid-gate"));
+  }
+  return ids;
+}
+
 bool KernelChoice::experts_tiled(int rows, int experts) const {
   const bool tiled = overrides_.experts == KernelOverrides::Experts::tiled ||
                      (overrides_.experts == KernelOverrides::Experts::automatic && rows > 1);

@@ -113,6 +113,8 @@ class KernelChoice {
   Kernel activation_kernel() const;
   // The kernels an op class may run on this device with these overrides (all row counts).
   std::vector<KernelId> planned(model::OpClass cls, model::DType weight_dtype) const;
+  // moe_shared's: a product's variants, then the activation and, where the expert has a gate, its sigmoid.
+  std::vector<KernelId> planned_shared_expert(model::DType weight_dtype, bool gated) const;
 
   // The largest head_dim the attention kernel takes on this device.
   int max_head_dim() const;

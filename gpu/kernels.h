@@ -116,6 +116,7 @@ inline constexpr std::uint32_t kFaultTopkSkipsBest = 1;        // moe_topk: the 
 inline constexpr std::uint32_t kFaultRouterTokenSoftmax = 1;   // moe_weights: softmax over the tokens
 inline constexpr std::uint32_t kFaultRouterUnnormalised = 2;   // moe_weights: no renormalisation
 inline constexpr std::uint32_t kFaultExpertNext = 2;           // matvec EXPERTS: expert e + 1's weights
+inline constexpr std::uint32_t kFaultSharedGateDropped = 1;    // sigmoid_gate: the gate left out
 
 class Kernels {
  public:
@@ -202,6 +203,9 @@ class Kernels {
                        std::uint32_t faults);
   // out [rows, dim] = sum over j of weights[t, j] * y[t k + j] (y [rows * k, dim])
   Kernel moe_sum(Stream& s, const Region& y, const Region& weights, const Region& out, int rows, int dim, int k);
+  // out [rows, dim] = sigmoid(logits[t]) * y[t] (logits [rows, 1]): a shared expert's gate (moe_sum.comp)
+  Kernel sigmoid_gate(Stream& s, const Region& y, const Region& logits, const Region& out, int rows, int dim,
+                      std::uint32_t faults);
 
   // matmul_coop.comp's probe build (bench/coop_ceiling.cpp, never the engine's): the grid and
   // bindings of matmul-coop-128x128 for x [rows, w.cols] -> out [rows, w.rows], its slice loop

@@ -83,4 +83,12 @@ Kernel Kernels::moe_sum(Stream& s, const Region& y, const Region& weights, const
   return named("moe-sum");
 }
 
+Kernel Kernels::sigmoid_gate(Stream& s, const Region& y, const Region& logits, const Region& out, int rows, int dim,
+                             std::uint32_t faults) {
+  const SumPush push{u32(rows), u32(dim), 1};
+  dispatch(s, Shader::sigmoid_gate, 0, {y, logits, out}, &push, sizeof push,
+           fold(ceil_div(static_cast<std::uint64_t>(rows) * push.dim, wg_)), faults);
+  return named("sigmoid-gate");
+}
+
 }  // namespace tapdiff::gpu

@@ -92,6 +92,7 @@ class Engine final : public VulkanEngine {
   Kernel attend(const model::Step& step, const Region& out);
   Kernel residual(const model::Step& step, const Region& out);
   KernelId mixture(const model::Step& step, const Region& out);
+  KernelId shared_expert(const model::Step& step, const Region& out);
   void upload_row_table();
   model::ChunkInfo chunk_of(const Part& part) const { return {chunk_.index, part.first_pos, part.rows, part.decode}; }
   float attention_scale(int layer) const;
@@ -137,6 +138,9 @@ class Engine final : public VulkanEngine {
   // moe_out's (token, expert) pairs: [capacity_ * active, experts.ffn_dim] each, and their outputs
   // [.., dim]; the room for a plan grouping them by expert
   Region expert_gate_, expert_up_, expert_hidden_, expert_out_;
+  // moe_shared's: [capacity_, experts.shared_ffn_dim] each, its FFN's output [.., dim] and its
+  // gate's logits [.., 1] (where it has a gate)
+  Region shared_gate_, shared_up_, shared_hidden_, shared_out_, shared_logits_;
   Kernels::ExpertPlan expert_plan_;
   std::unique_ptr<LlamaCppSteps> llama_cpp_;  // in llama.cpp's precision only
   Region row_table_;  // [capacity_] of (cache row of position 0, position, chunk's first position, leak), attention's
@@ -246,8 +250,9 @@ model::DType Engine::weight_dtype(Op op) const {
     return model::DType::f32;
   for (const model::Step& s : graph_.steps())
     if (s.op == op)
-      return cls == model::OpClass::experts ? weights_->get(WeightKind::expert_gate, s.layer).dtype
-                                            : matrix(op, s.layer).dtype;
+      return op == Op::moe_shared ? weights_->get(WeightKind::shexp_gate, s.layer).dtype
+             : cls == model::OpClass::experts ? weights_->get(WeightKind::expert_gate, s.layer).dtype
+                                              : matrix(op, s.layer).dtype;
   return model::DType::f32;
 }
 
@@ -256,7 +261,10 @@ model::DType Engine::weight_dtype(Op op) const {
 std::string Engine::kernel(Op op) const {
   std::vector<KernelId> ids = ran_[static_cast<std::size_t>(op)];
   if (ids.empty()) {
-    const std::vector<KernelId> planned = kernels_->choice().planned(model::op_class(op), weight_dtype(op));
+    const KernelChoice& choice = kernels_->choice();
+    const std::vector<KernelId> planned = op == Op::moe_shared
+                                              ? choice.planned_shared_expert(weight_dtype(op), config_.experts.shared_gate)
+                                              : choice.planned(model::op_class(op), weight_dtype(op));
     ids = planned;
     for (int l = 0; l < config_.n_layers; ++l)
       for (KernelId faulty : planned) {
@@ -300,6 +308,14 @@ void Engine::reserve_rows(int rows) {
     const auto plan_tiles = Kernels::expert_plan_tiles(static_cast<std::uint64_t>(pairs), config_.experts.count);
     expert_plan_ = {activations_->allocate((1 + 3 * plan_tiles) * 4, "the experts' tiles"),
                     activations_->allocate(static_cast<std::uint64_t>(pairs) * 4, "the pairs grouped by expert")};
+  }
+  if (const int f = config_.experts.shared_ffn_dim; f > 0) {
+    for (Region* r : {&shared_gate_, &shared_up_, &shared_hidden_})
+      *r = activations_->allocate(activation_bytes(capacity, f), "the shared expert's FFN activations");
+    if (config_.experts.shared_gate) {
+      shared_out_ = activations_->allocate(activation_bytes(capacity, config_.dim), "the shared expert's output");
+      shared_logits_ = activations_->allocate(activation_bytes(capacity, 1), "the shared expert's gate logits");
+    }
   }
   if (llama_cpp_) llama_cpp_->allocate(*activations_, capacity, widest_product_input());
   tokens_ = activations_->allocate(static_cast<std::uint64_t>(capacity) * 4, "the chunk's tokens");
@@ -504,6 +520,8 @@ KernelId Engine::run(const model::Step& step, const Region& out) {
       return kernels_->moe_weights(*stream_, in(0), in(1), out, rows, config_.experts.count, config_.experts.active,
                                    config_.experts.normalize, faults);
     case Op::moe_out: return mixture(step, out);
+    case Op::moe_shared: return shared_expert(step, out);
+    case Op::moe_sum: return kernels_->add(*stream_, in(0), in(1), 1.0F, out, std::int64_t{rows} * config_.dim);
     case Op::logits: {
       KernelId id = product(in(0), step.op, step.layer, bias(step.op, step.layer), out, faults);
       const model::Block& b = config_.block;
@@ -585,6 +603,27 @@ KernelId Engine::mixture(const model::Step& step, const Region& out) {
   kernels_->expert_matmul(*stream_, hidden, weights_->get(WeightKind::expert_down, l), config_.dim, ids, k, false, y,
                           pairs, plan, faults);
   id.kernels.push_back(kernels_->moe_sum(*stream_, y, weights, out, rows, config_.dim, k));
+  return id;
+}
+
+// The shared expert's FFN for every row, then its sigmoid gate where it has one.
+KernelId Engine::shared_expert(const model::Step& step, const Region& out) {
+  const int l = step.layer, rows = chunk_.rows, f = config_.experts.shared_ffn_dim;
+  const Region x = input(step.inputs[0]);
+  const auto used = [&](const Region& r, int width) { return r.sub(0, activation_bytes(rows, width)); };
+  const auto weight = [&](WeightKind kind) -> const DeviceWeight& { return weights_->get(kind, l); };
+  const Region gate = used(shared_gate_, f), up = used(shared_up_, f), hidden = used(shared_hidden_, f);
+  const bool gated = config_.experts.shared_gate;
+  const Region y = gated ? used(shared_out_, config_.dim) : out;
+  KernelId id = kernels_->matmul(*stream_, x, weight(WeightKind::shexp_gate), nullptr, gate, rows, 0);
+  kernels_->matmul(*stream_, x, weight(WeightKind::shexp_up), nullptr, up, rows, 0);
+  id.kernels.push_back(kernels_->gated_activation(*stream_, gate, up, hidden, std::int64_t{rows} * f, 0));
+  kernels_->matmul(*stream_, hidden, weight(WeightKind::shexp_down), nullptr, y, rows, 0);
+  if (!gated) return id;
+  const Region logits = used(shared_logits_, 1);
+  kernels_->matmul(*stream_, x, weight(WeightKind::shexp_gate_inp), nullptr, logits, rows, 0);
+  id.kernels.push_back(kernels_->sigmoid_gate(*stream_, y, logits, out, rows, config_.dim,
+                                              shader_fault_bits(faults_, Op::moe_shared, l)));
   return id;
 }
 

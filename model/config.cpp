@@ -94,6 +94,9 @@ void ModelConfig::validate(const std::string& source) const {
     require(block.ffn == Ffn::gated, "gated experts (a mixture of plain FFNs is not implemented)", "ffn plain");
     require(experts.layers.empty() || std::ssize(experts.layers) == n_layers, "a MoE flag for every layer, or none",
             experts.layers.size());
+    require(experts.shared_ffn_dim >= 0, "a shared expert FFN width >= 0", experts.shared_ffn_dim);
+    require(experts.shared_ffn_dim > 0 || !experts.shared_gate, "a shared expert where its gate is",
+            "a gate without a shared expert");
   } else {
     require(experts.active == 0 && experts.layers.empty(), "no active experts in a dense model", experts.active);
   }
@@ -184,6 +187,10 @@ nlohmann::json to_json(const ModelConfig& c) {
                     {"ffn_dim", c.experts.ffn_dim},
                     {"normalize", c.experts.normalize}};
     if (!c.experts.layers.empty()) j["experts"]["layers"] = c.experts.layers;
+    if (c.experts.shared_ffn_dim > 0) {
+      j["experts"]["shared_ffn_dim"] = c.experts.shared_ffn_dim;
+      j["experts"]["shared_gate"] = c.experts.shared_gate;
+    }
   }
   return j;
 }

@@ -31,6 +31,8 @@ struct Experts {
   int ffn_dim = 0;           // one expert's FFN width
   bool normalize = false;    // the chosen weights renormalised (Mixtral; Qwen3-MoE's norm_topk_prob)
   std::vector<bool> layers;  // [n_layers]: which layers are MoE (Qwen3-MoE's dense layers); empty: all
+  int shared_ffn_dim = 0;    // a shared expert beside the routed ones, this wide, every token through it; 0: none
+  bool shared_gate = false;  // the shared expert's output scaled by sigmoid(x . w) (Qwen2-MoE's shared_expert_gate)
   friend bool operator==(const Experts&, const Experts&) = default;
 };
 

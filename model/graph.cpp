@@ -23,7 +23,9 @@ Graph::Graph(const ModelConfig& config) : config_(config), n_layers_(config.n_la
   auto mixture = [&](int layer, TensorId y) {
     const TensorId router = add(Op::moe_router, layer, {y});
     const TensorId ids = add(Op::moe_ids, layer, {router});
-    return add(Op::moe_out, layer, {y, ids, add(Op::moe_weights, layer, {router, ids})});
+    const TensorId routed = add(Op::moe_out, layer, {y, ids, add(Op::moe_weights, layer, {router, ids})});
+    if (config.experts.shared_ffn_dim == 0) return routed;
+    return add(Op::moe_sum, layer, {routed, add(Op::moe_shared, layer, {y})});
   };
   TensorId stream = add(Op::embed, -1, {});  // the residual stream entering the next layer
   for (int l = 0; l < n_layers_; ++l) {
@@ -78,6 +80,8 @@ int op_width(const ModelConfig& config, Op op) {
     case Op::ffn_norm:
     case Op::ffn_down:
     case Op::moe_out:
+    case Op::moe_shared:
+    case Op::moe_sum:
     case Op::ffn_post_norm:
     case Op::ffn_residual:
     case Op::final_norm: return config.dim;

@@ -44,6 +44,10 @@ std::string_view weight_kind_name(WeightKind kind) {
     case WeightKind::expert_gate: return "expert_gate";
     case WeightKind::expert_up: return "expert_up";
     case WeightKind::expert_down: return "expert_down";
+    case WeightKind::shexp_gate: return "shexp_gate";
+    case WeightKind::shexp_up: return "shexp_up";
+    case WeightKind::shexp_down: return "shexp_down";
+    case WeightKind::shexp_gate_inp: return "shexp_gate_inp";
     case WeightKind::output_norm: return "output_norm";
     case WeightKind::output: return "output";
     case WeightKind::attn_norm_b: return "attn_norm_b";
@@ -108,6 +112,10 @@ bool is_vector(WeightKind kind) {
     case WeightKind::expert_gate:
     case WeightKind::expert_up:
     case WeightKind::expert_down:
+    case WeightKind::shexp_gate:
+    case WeightKind::shexp_up:
+    case WeightKind::shexp_down:
+    case WeightKind::shexp_gate_inp:
     case WeightKind::output:
     case WeightKind::pos_embd: return false;
     case WeightKind::attn_norm:
@@ -309,6 +317,12 @@ void Model::validate() const {
       check(WeightKind::expert_gate, l, std::int64_t{e.count} * e.ffn_dim, c.dim);
       check(WeightKind::expert_up, l, std::int64_t{e.count} * e.ffn_dim, c.dim);
       check(WeightKind::expert_down, l, std::int64_t{e.count} * c.dim, e.ffn_dim);
+      if (e.shared_ffn_dim > 0) {
+        check(WeightKind::shexp_gate, l, e.shared_ffn_dim, c.dim);
+        check(WeightKind::shexp_up, l, e.shared_ffn_dim, c.dim);
+        check(WeightKind::shexp_down, l, c.dim, e.shared_ffn_dim);
+      }
+      if (e.shared_gate) check(WeightKind::shexp_gate_inp, l, 1, c.dim);
     } else {
       const bool gated = b.ffn == Ffn::gated;
       if (gated) check(WeightKind::ffn_gate, l, c.ffn_dim, c.dim);

@@ -51,6 +51,10 @@ enum class WeightKind : std::uint8_t {
   expert_gate,     // [experts.count * experts.ffn_dim, dim]: expert e's rows [e * ffn_dim, (e + 1) * ffn_dim)
   expert_up,       // [experts.count * experts.ffn_dim, dim]
   expert_down,     // [experts.count * dim, experts.ffn_dim]: expert e's rows [e * dim, (e + 1) * dim)
+  shexp_gate,      // [experts.shared_ffn_dim, dim]: the shared expert's (MoE layers with one)
+  shexp_up,        // [experts.shared_ffn_dim, dim]
+  shexp_down,      // [dim, experts.shared_ffn_dim]
+  shexp_gate_inp,  // [1, dim]: the logit of its sigmoid gate (experts.shared_gate only)
   output_norm,     // [dim]
   output,          // [vocab, dim] (absent when tied_output)
   attn_norm_b,     // [dim]     (norm_bias only)
@@ -115,6 +119,10 @@ inline constexpr WeightKind kAllWeightKinds[] = {WeightKind::token_embd,
                                                  WeightKind::expert_gate,
                                                  WeightKind::expert_up,
                                                  WeightKind::expert_down,
+                                                 WeightKind::shexp_gate,
+                                                 WeightKind::shexp_up,
+                                                 WeightKind::shexp_down,
+                                                 WeightKind::shexp_gate_inp,
                                                  WeightKind::output_norm,
                                                  WeightKind::output,
                                                  WeightKind::attn_norm_b,

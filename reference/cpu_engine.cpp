@@ -220,6 +220,7 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
       return;
     }
     case Op::attn: attend(step, out); return;
+    case Op::moe_sum: out = in(0) + in(1); return;
     case Op::attn_residual:
     case Op::ffn_residual:
       if (block.residual_scale == 1.0)
@@ -239,6 +240,15 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
                                       weights_.get(WeightKind::expert_up, l).matrix(),
                                       weights_.get(WeightKind::expert_down, l).matrix(), config_.experts.ffn_dim};
       mixture<S>(in(0), in(1), in(2), experts, block.activation, r_.stored, out);
+      return;
+    }
+    case Op::moe_shared: {
+      const auto matrix = [&](WeightKind kind) { return weights_.get(kind, l).matrix(); };
+      const std::optional<ConstMatMap<S>> gate_inp =
+          config_.experts.shared_gate ? std::optional(matrix(WeightKind::shexp_gate_inp)) : std::nullopt;
+      const SharedExpert<S> expert{matrix(WeightKind::shexp_gate), matrix(WeightKind::shexp_up),
+                                   matrix(WeightKind::shexp_down), gate_inp ? &*gate_inp : nullptr};
+      shared_expert<S>(in(0), expert, block.activation, r_.stored, out);
       return;
     }
     case Op::logits:

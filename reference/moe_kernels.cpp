@@ -88,11 +88,30 @@ void mixture(const Mat<S>& x, const Mat<S>& ids, const Mat<S>& weights, const Ex
   }
 }
 
+template <typename S>
+void shared_expert(const Mat<S>& x, const SharedExpert<S>& expert, model::Activation act, Storage storage,
+                   Mat<S>& out) {
+  Mat<S> gate, up, hidden;
+  matmul<S>(x, expert.gate, nullptr, gate);
+  matmul<S>(x, expert.up, nullptr, up);
+  round_matrix(storage, gate);
+  round_matrix(storage, up);
+  gated_activation<S>(gate, up, act, hidden);
+  round_matrix(storage, hidden);
+  matmul<S>(hidden, expert.down, nullptr, out);
+  if (expert.gate_inp == nullptr) return;
+  round_matrix(storage, out);
+  Mat<S> logit;
+  matmul<S>(x, *expert.gate_inp, nullptr, logit);
+  for (Eigen::Index t = 0; t < out.rows(); ++t) out.row(t) *= S{1} / (S{1} + std::exp(-logit(t, 0)));
+}
+
 #define TAPDIFF_INSTANTIATE(S)                                                                                       \
   template void top_experts<S>(const Mat<S>&, int, Mat<S>&);                                                         \
   template void expert_weights<S>(const Mat<S>&, const Mat<S>&, bool, Mat<S>&);                                      \
   template void mixture<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, const ExpertMatrices<S>&, model::Activation, \
-                           Storage, Mat<S>&);
+                           Storage, Mat<S>&);                                                                \
+  template void shared_expert<S>(const Mat<S>&, const SharedExpert<S>&, model::Activation, Storage, Mat<S>&);
 TAPDIFF_INSTANTIATE(float)
 TAPDIFF_INSTANTIATE(double)
 #undef TAPDIFF_INSTANTIATE

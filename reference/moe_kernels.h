@@ -33,4 +33,18 @@ template <typename S>
 void mixture(const Mat<S>& x, const Mat<S>& ids, const Mat<S>& weights, const ExpertMatrices<S>& experts,
              model::Activation act, Storage storage, Mat<S>& out);
 
+// The shared expert of one layer: gate and up [ffn, dim], down [dim, ffn]; gate_inp [1, dim], or
+// null, the weights of the sigmoid gate that scales its output per row (Qwen2-MoE's).
+template <typename S>
+struct SharedExpert {
+  ConstMatMap<S> gate, up, down;
+  const ConstMatMap<S>* gate_inp = nullptr;
+};
+
+// out[t] = down(act(gate x[t]) * up x[t]), times sigmoid(gate_inp . x[t]) where the expert has a
+// gate; intermediates rounded to `storage` as mixture() rounds them.
+template <typename S>
+void shared_expert(const Mat<S>& x, const SharedExpert<S>& expert, model::Activation act, Storage storage,
+                   Mat<S>& out);
+
 }  // namespace tapdiff::reference

@@ -1,5 +1,5 @@
 // The fast subset of the fault matrix (docs/faults.md): every planted fault of gpu/faults.h, at the
-// middle layer of synth:tiny (synth:tiny-moe for the mixture of experts' faults) on lavapipe, is named by `bisect` as
+// middle layer of its synth model (tests/vulkan_fixtures.h fault_synth_model) on lavapipe, is named by `bisect` as
 // the culprit (its layer and one of its ops) with the diagnosis the catalogue promises. softmax-no-max changes nothing
 // where scores stay far below exp's overflow, so there it must be silent (a "match"), not a false alarm. No other fault
 // is taken for collapsed (uniform) attention. batch-seq-leak acts only in a ragged batch: it is bisected on a batch of
@@ -26,8 +26,8 @@ class BisectFault : public ::testing::TestWithParam<gpu::Fault> {};
 
 TEST_P(BisectFault, IsTheCulpritWithItsDiagnosis) {
   const gpu::FaultInfo& info = gpu::fault_info(GetParam());
-  const bool experts = info.op_class == model::OpClass::routing || info.op_class == model::OpClass::experts;
-  const auto m = formats::load_model(synth_model_path(experts ? "tiny-moe" : "tiny"));
+  const formats::SynthOptions synth = fault_synth_model(info);
+  const auto m = formats::load_model(synth_model_path(synth, fmt::format("synth-{}", family_name(synth.config.family))));
   const int layer = m->config().n_layers / 2;
   const bool batched = info.diagnosis == model::DiagnosisCode::some_sequences;
   const model::Prompts prompts =

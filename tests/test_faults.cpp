@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <map>
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -50,13 +51,13 @@ struct Rows {
 constexpr Rows kAll{0, kTotal}, kChunk0{0, kChunk}, kFirstOfChunk1{kChunk, kChunk + 1}, kPrefill{0, kPrompt},
     kDecode{kPrompt, kTotal}, kPosition0{0, 1}, kAfterPosition0{1, kTotal}, kAfterChunk0{kChunk, kTotal};
 
-// synth:tiny's widths (4/2 heads of 16) with 4 layers, so a middle layer has clean layers on both
-// sides; synth:tiny-moe's for the mixture of experts' faults.
-std::filesystem::path fault_model(const std::string& shape) {
-  formats::SynthOptions options;
-  options.config = formats::synth_shape(shape);
+// The fault's synth model (fault_synth_model) with 4 layers, so a middle layer has clean layers on
+// both sides.
+std::filesystem::path fault_model(const gpu::FaultInfo& fault) {
+  formats::SynthOptions options = fault_synth_model(fault);
   options.config.n_layers = kLayers;
-  const auto file = temp_dir("fault-model-" + shape) / (shape + "-4-layers.gguf");
+  const std::string name = fmt::format("{}-{}", model::family_name(options.config.family), options.config.dim);
+  const auto file = temp_dir("fault-model-" + name) / (name + "-4-layers.gguf");
   formats::write_synth_model(file, options);
   return file;
 }
@@ -91,8 +92,8 @@ struct Fixture {
   std::unique_ptr<model::MemoryTap> clean;
 };
 
-Fixture make_fixture(const std::string& shape) {
-  auto m = formats::load_model(fault_model(shape));
+Fixture make_fixture(const gpu::FaultInfo& fault) {
+  auto m = formats::load_model(fault_model(fault));
   model::Graph graph(m->config());
   const auto engine = engine_with(*m, "");
   auto clean = run_tapped(*engine, graph);
@@ -100,16 +101,15 @@ Fixture make_fixture(const std::string& shape) {
   return Fixture{std::move(m), std::move(graph), std::move(clean)};
 }
 
-// The model a fault is planted in and its clean run, once per process: synth:tiny, or
-// synth:tiny-moe for a fault of the mixture of experts.
+// The model a fault is planted in and its clean run, once per process and model.
 const Fixture& fixture(Fault fault = Fault::rope_base) {
-  const model::OpClass cls = gpu::fault_info(fault).op_class;
-  if (cls == model::OpClass::routing || cls == model::OpClass::experts) {
-    static const Fixture moe = make_fixture("tiny-moe");
-    return moe;
-  }
-  static const Fixture dense = make_fixture("tiny");
-  return dense;
+  static std::map<std::string, Fixture> made;
+  const gpu::FaultInfo& info = gpu::fault_info(fault);
+  const model::ModelConfig config = fault_synth_model(info).config;
+  const std::string key = fmt::format("{}-{}", model::family_name(config.family), config.dim);
+  auto it = made.find(key);
+  if (it == made.end()) it = made.emplace(key, make_fixture(info)).first;
+  return it->second;
 }
 
 bool identical(const HostTensor& a, const HostTensor& b, Rows rows, int col_begin = 0, int col_end = -1) {
@@ -168,6 +168,7 @@ const std::vector<FaultCase> kCases = {
     {Fault::topk_off_by_one, {{kAll}}, {}},
     {Fault::weights_unnormalised, {{kAll}}, {}},
     {Fault::expert_index, {{kAll}}, {}},
+    {Fault::shared_gate_dropped, {{kAll}}, {}},
 };
 
 class PlantedFault : public ::testing::TestWithParam<std::tuple<FaultCase, int>> {};

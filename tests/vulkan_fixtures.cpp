@@ -14,4 +14,12 @@ void expect_clean(const gpu::VulkanEngine& engine) {
   for (const std::string& msg : engine.validation_messages()) ADD_FAILURE() << msg;
 }
 
+formats::SynthOptions fault_synth_model(const gpu::FaultInfo& fault) {
+  const bool experts = fault.op_class == model::OpClass::routing || fault.op_class == model::OpClass::experts;
+  formats::SynthOptions options;
+  options.config = formats::synth_shape(experts ? "tiny-moe" : "tiny");
+  if (fault.ops.front() == model::Op::moe_shared) options.config.family = model::Family::qwen2_moe;
+  return options;
+}
+
 }  // namespace tapdiff::testing

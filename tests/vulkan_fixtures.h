@@ -3,6 +3,8 @@
 // the layer reported nothing.
 #include <memory>
 
+#include "formats/synth.h"
+#include "gpu/faults.h"
 #include "gpu/vulkan_engine.h"
 #include "model/weights.h"
 
@@ -14,5 +16,9 @@ std::unique_ptr<gpu::VulkanEngine> validated_vulkan_engine(const model::Model& m
 
 // Fails the test on any validation message, and when the layer is off.
 void expect_clean(const gpu::VulkanEngine& engine);
+
+// The synth model a planted fault is tested in: synth:tiny; synth:tiny-moe for a fault of the
+// mixture of experts, as Qwen2-MoE (a gated shared expert) for the shared expert's.
+formats::SynthOptions fault_synth_model(const gpu::FaultInfo& fault);
 
 }  // namespace tapdiff::testing

@@ -73,8 +73,9 @@ void add_synth_command(CLI::App& app, CliContext& context) {
   cmd->add_option("--context", args->context, "Context length recorded in the file")->check(CLI::PositiveNumber);
   cmd->add_option("--rope-base", args->rope_base, "RoPE base (theta)")->check(finite_positive());
   cmd->add_option("--arch", args->arch,
-                  "llama (interleaved RoPE) or qwen2 (rotate-half RoPE, QKV bias); default: the shape's (qwen3moe for "
-                  "the mixtures of experts)");
+                  formats::synth_architectures() +
+                      " (a mixture of experts' only with an experts shape); default: the shape's (qwen3moe for the "
+                      "mixtures of experts)");
   cmd->add_option(
          "--dtype", args->dtype,
          "Matrix storage: f32, f16, bf16, a ggml block type (q8_0 ... iq4_xs), or llama.cpp's q4_k_m / q5_k_m mix")

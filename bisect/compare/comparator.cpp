@@ -115,6 +115,8 @@ HeadLayout head_layout(model::Op op, const model::ModelConfig& config) {
     case model::Op::moe_ids:
     case model::Op::moe_weights:
     case model::Op::moe_out:
+    case model::Op::moe_shared:
+    case model::Op::moe_sum:
     case model::Op::ffn_post_norm:
     case model::Op::ffn_residual:
     case model::Op::final_norm:

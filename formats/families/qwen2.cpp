@@ -1,16 +1,43 @@
 // Qwen2: rotate-half RoPE, biases on q, k and v, sliding windows where the config turns them on.
 #include "formats/families/qwen2.h"
 
+#include <algorithm>
+
+#include <fmt/format.h>
+
 #include "formats/family_spec.h"
 
 namespace tapdiff::formats {
 
 using namespace model;
+using nlohmann::json;
 
 void read_qwen2_windows(KeyReader& k, ModelConfig& c) {
   const bool use = k.boolean("use_sliding_window", false);
   const int from = k.integer("max_window_layers", 28);  // Qwen2Config's default
   read_layer_types(k, c, use, [&](int layer) { return layer >= from; });
+}
+
+void read_qwen_moe_layers(KeyReader& k, ModelConfig& c) {
+  const int step = k.integer("decoder_sparse_step", 1);
+  if (step < 1) k.fail("decoder_sparse_step", "a step >= 1", std::to_string(step));
+  std::vector<bool> moe(static_cast<std::size_t>(c.n_layers));
+  for (int l = 0; l < c.n_layers; ++l) moe[static_cast<std::size_t>(l)] = (l + 1) % step == 0;
+  if (const json* dense = k.find("mlp_only_layers")) {
+    if (!dense->is_array()) k.fail("mlp_only_layers", "an array of layer indices", json_excerpt(*dense));
+    for (const json& l : *dense) {
+      if (!l.is_number_integer() || l.get<std::int64_t>() < 0 || l.get<std::int64_t>() >= c.n_layers)
+        k.fail("mlp_only_layers", fmt::format("layer indices below num_hidden_layers ({})", c.n_layers),
+               json_excerpt(*dense));
+      moe[l.get<std::size_t>()] = false;
+    }
+  }
+  if (c.experts.count == 0) moe.assign(moe.size(), false);
+  if (std::count(moe.begin(), moe.end(), true) == 0) {
+    c.experts = {};  // every layer dense: Qwen3's block
+  } else if (std::count(moe.begin(), moe.end(), false) > 0) {
+    c.experts.layers = std::move(moe);
+  }
 }
 
 const FamilySpec& qwen2_family() {

@@ -3,10 +3,6 @@
 // multiple of it), as Qwen3MoeDecoderLayer chooses; the dense layers' FFN is intermediate_size
 // wide, each expert's moe_intermediate_size; the chosen weights renormalised where
 // norm_topk_prob. llama.cpp's qwen3moe requires every layer to be MoE.
-#include <algorithm>
-
-#include <fmt/format.h>
-
 #include "formats/families/qwen2.h"
 #include "formats/family_spec.h"
 #include "formats/gguf_keys.h"
@@ -17,8 +13,6 @@ using namespace model;
 
 namespace {
 
-using nlohmann::json;
-
 void read_hf(KeyReader& k, ModelConfig& c) {
   c.block.activation = read_activation(k, "hidden_act", "silu");
   no_mlp_bias(k);
@@ -27,25 +21,7 @@ void read_hf(KeyReader& k, ModelConfig& c) {
   read_qwen2_windows(k, c);
   read_experts(k, c, "num_experts", "num_local_experts", k.integer("moe_intermediate_size"),
                k.boolean("norm_topk_prob", false));
-  const int step = k.integer("decoder_sparse_step", 1);
-  if (step < 1) k.fail("decoder_sparse_step", "a step >= 1", std::to_string(step));
-  std::vector<bool> moe(static_cast<std::size_t>(c.n_layers));
-  for (int l = 0; l < c.n_layers; ++l) moe[static_cast<std::size_t>(l)] = (l + 1) % step == 0;
-  if (const json* dense = k.find("mlp_only_layers")) {
-    if (!dense->is_array()) k.fail("mlp_only_layers", "an array of layer indices", json_excerpt(*dense));
-    for (const json& l : *dense) {
-      if (!l.is_number_integer() || l.get<std::int64_t>() < 0 || l.get<std::int64_t>() >= c.n_layers)
-        k.fail("mlp_only_layers", fmt::format("layer indices below num_hidden_layers ({})", c.n_layers),
-               json_excerpt(*dense));
-      moe[l.get<std::size_t>()] = false;
-    }
-  }
-  if (c.experts.count == 0) moe.assign(moe.size(), false);
-  if (std::count(moe.begin(), moe.end(), true) == 0) {
-    c.experts = {};  // every layer dense: Qwen3's block
-  } else if (std::count(moe.begin(), moe.end(), false) > 0) {
-    c.experts.layers = std::move(moe);
-  }
+  read_qwen_moe_layers(k, c);
 }
 
 void read_gguf(const GgufFile& f, const std::string& prefix, ModelConfig& c) {

@@ -15,6 +15,7 @@ const uint FAULT_TOPK_SKIPS_BEST = 1u;        // moe_route.comp: the experts ran
 const uint FAULT_ROUTER_TOKEN_SOFTMAX = 1u;   // moe_route.comp WEIGHTS: each expert's softmax over the tokens
 const uint FAULT_ROUTER_UNNORMALISED = 2u;    // moe_route.comp WEIGHTS: no renormalisation
 const uint FAULT_EXPERT_NEXT = 2u;            // matvec.comp EXPERTS: expert e + 1's weights (mod the count)
+const uint FAULT_SHARED_GATE_DROPPED = 1u;    // moe_sum.comp SIGMOID_GATE: the shared expert's gate left out
 
 bool planted(uint fault) { return (FAULTS & fault) != 0u; }
 

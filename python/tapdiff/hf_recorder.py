@@ -75,6 +75,7 @@ K_NORM = ("k_norm", "key_layernorm")
 UP = ("up_proj", "c_fc", "fc1", "dense_h_to_4h")
 DOWN = ("down_proj", "c_proj", "fc2", "dense_4h_to_h")
 FINAL_NORM = ("norm", "final_layernorm", "final_layer_norm", "ln_f")
+SHARED_EXPERT = ("shared_expert", "shared_experts")  # beside a mixture (Qwen2-MoE; DeepSeek)
 
 
 class HfRecorder:
@@ -158,6 +159,21 @@ class HfRecorder:
             self._keep(layer, "moe_weights", weights.gather(-1, order).double().numpy().reshape(-1, ids.shape[-1]))
         self.handles.append(router.register_forward_hook(hook))
 
+    def _shared_expert(self, expert, gate, layer):
+        """A shared expert's output as tapdiff's moe_shared: scaled by the sigmoid of its gate's logit
+        where it has one (Qwen2-MoE's shared_expert_gate, applied outside any module, after both ran)."""
+        seen = {}
+
+        def keep(part, value):
+            seen[part] = value
+            if gate is None:
+                self._keep(layer, "moe_shared", seen.pop("expert"))
+            elif len(seen) == 2:
+                self._keep(layer, "moe_shared", seen.pop("expert") / (1.0 + np.exp(-seen.pop("gate"))))
+        self.handles.append(expert.register_forward_hook(lambda _m, _args, out: keep("expert", _rows(out))))
+        if gate is not None:
+            self.handles.append(gate.register_forward_hook(lambda _m, _args, out: keep("gate", _rows(out))))
+
     def _hook_modules(self):
         c = self.config
         block = c.get("block", {})
@@ -206,7 +222,13 @@ class HfRecorder:
                 self._input(mlp, i, "attn_residual")
             if hasattr(mlp, "experts") and hasattr(mlp, "gate"):  # a mixture of experts' layer
                 self._routing(mlp.gate, i)
-                self._output(mlp, i, "moe_out")
+                shared = _first(mlp, SHARED_EXPERT)
+                if shared is None:
+                    self._output(mlp, i, "moe_out")
+                else:
+                    self._output(mlp.experts, i, "moe_out")
+                    self._shared_expert(shared, getattr(mlp, "shared_expert_gate", None), i)
+                    self._output(mlp, i, "moe_sum")
             else:
                 self._output(getattr(mlp, "gate_proj", None), i, "ffn_gate")
                 self._output(_first(mlp, UP), i, "ffn_up")

@@ -39,6 +39,7 @@ LAYOUTS = {
     "phi3": Layout(qkv="fused", ffn="fused"),
     "qwen2": Layout(qkv_bias=True),
     "qwen3": Layout(qk_norm="head"), "qwen3moe": Layout(qk_norm="head"), "olmoe": Layout(qk_norm="whole"),
+    "qwen2moe": Layout(qkv_bias=True),
     "olmo2": Layout(pre_norms=False, post_norms=True, qk_norm="whole"),
     "gemma": Layout(output=False),
     "gemma2": Layout(post_norms=True, output=False),
@@ -83,6 +84,7 @@ class GgufCase:
     kv_heads: int = KV_HEADS  # OLMoE's k norm is n_embd wide in llama.cpp: its KV heads are all the heads
     post_norm_gain: float = 1.0  # the post-norms' weights times this: updates as large as the stream
     experts: tuple[int, int, int] | None = None  # (count, used per token, FFN width of each): a mixture of experts
+    shared_expert: int = 0  # the width of a shared expert with a sigmoid gate (Qwen2-MoE's) beside the mixture
     layout: Layout | None = None  # None: LAYOUTS[arch]
 
     def __post_init__(self):
@@ -111,10 +113,12 @@ GGUF_CASES = [
              extra={"attn_logit_softcapping": 20.0, "final_logit_softcapping": 15.0, "sliding_window": 24}),
     # Six layers: llama.cpp's fixed pattern slides layers 0-4, layer 5 attends fully. The updates
     # are made as large as the embedding (times sqrt(DIM)), else the tied logits pick the input token.
-    # Mixtral as llama.cpp's converter writes it (arch llama with experts), Qwen3-MoE and OLMoE.
+    # Mixtral as llama.cpp's converter writes it (arch llama with experts), Qwen3-MoE, OLMoE and
+    # Qwen2-MoE (a gated shared expert beside the mixture).
     GgufCase("mixtral", rope_base=1000000.0, experts=(4, 2, FFN)),
     GgufCase("qwen3moe", arch="qwen3moe", rope_base=1000000.0, experts=(8, 3, 40)),
     GgufCase("olmoe", arch="olmoe", rope_base=50000.0, kv_heads=HEADS, experts=(6, 2, FFN)),
+    GgufCase("qwen2moe", arch="qwen2moe", rope_base=1000000.0, experts=(6, 2, 40), shared_expert=56),
     GgufCase("gemma3", arch="gemma3", rope_base=1000000.0, linear_factor=4.0, extra={"sliding_window": 12}, layers=6,
              post_norm_gain=8.0),
 ]
@@ -218,8 +222,10 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0, storage: str = "f32") 
     if case.experts:
         w.add_expert_count(case.experts[0])
         w.add_expert_used_count(case.experts[1])
-        if case.arch == "qwen3moe":
+        if case.arch in ("qwen3moe", "qwen2moe"):
             w.add_expert_feed_forward_length(case.experts[2])
+        if case.shared_expert:
+            w.add_expert_shared_feed_forward_length(case.shared_expert)
     for key, value in case.extra.items():  # add_embedding_scale(6.0), add_sliding_window(24), ...
         getattr(w, f"add_{key}")(value)
     if layout.xielu:  # as transformers initialises them (alpha_p, alpha_n before their softplus), spread
@@ -288,6 +294,11 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0, storage: str = "f32") 
             add_matrix(p + "ffn_gate_exps.weight", np.stack([matrix(ffn, DIM) for _ in range(count)]))
             add_matrix(p + "ffn_up_exps.weight", np.stack([matrix(ffn, DIM) for _ in range(count)]))
             add_matrix(p + "ffn_down_exps.weight", np.stack([matrix(DIM, ffn) for _ in range(count)]))
+            if case.shared_expert:  # its gate's logits spread around 0, so the sigmoid matters
+                w.add_tensor(p + "ffn_gate_inp_shexp.weight", vector(DIM, 2.0 / np.sqrt(DIM)))
+                add_matrix(p + "ffn_gate_shexp.weight", matrix(case.shared_expert, DIM))
+                add_matrix(p + "ffn_up_shexp.weight", matrix(case.shared_expert, DIM))
+                add_matrix(p + "ffn_down_shexp.weight", matrix(DIM, case.shared_expert))
         else:
             gate, up = matrix(FFN, DIM), matrix(FFN, DIM)
             if layout.ffn == "fused":

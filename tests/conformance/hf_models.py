@@ -216,6 +216,16 @@ CASES = [
     Case("olmoe", "olmoe", {"rope_type": "default", "rope_theta": 50000.0},
          {**IDS, "num_experts": 6, "num_experts_per_tok": 2, "norm_topk_prob": True, "attention_bias": True}),
     Case("olmoe-unnormalised", "olmoe", extra={**IDS, "num_experts": 5, "num_experts_per_tok": 3}),
+    # Qwen2-MoE: a shared expert, scaled by its sigmoid gate, beside the mixture; layer 0 slides.
+    Case("qwen2-moe", "qwen2_moe", {"rope_type": "default", "rope_theta": 1000000.0},
+         {**IDS, "num_experts": 6, "num_experts_per_tok": 2, "moe_intermediate_size": 40,
+          "shared_expert_intermediate_size": 56, "use_sliding_window": True, "sliding_window": 6,
+          "max_window_layers": 2}),
+    # Every other layer a mixture (decoder_sparse_step 2), renormalised, no q/k/v biases.
+    Case("qwen2-moe-sparse-step", "qwen2_moe",
+         extra={**IDS, "num_experts": 5, "num_experts_per_tok": 3, "moe_intermediate_size": 32,
+                "shared_expert_intermediate_size": 48, "decoder_sparse_step": 2, "norm_topk_prob": True,
+                "qkv_bias": False}),
     Case("apertus", "apertus", {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
                                 "high_freq_factor": 4.0, "original_max_position_embeddings": 16},
          {**IDS, "head_dim": 16, "attention_bias": True}),
@@ -243,6 +253,8 @@ def make_model(case: Case, folder: Path, style: str, seed: int = 0) -> None:
                 p.copy_(0.1 * torch.randn_like(p))
             elif name.endswith(ROUTER):  # decisive routing: logits apart by more than f16's noise, mostly
                 p.copy_(torch.randn_like(p))
+            elif name.endswith("shared_expert_gate.weight"):  # its sigmoid away from a constant 1/2
+                p.copy_(torch.randn_like(p) / p.shape[-1] ** 0.5)
     model.save_pretrained(folder)
     if style == "4.x":
         as_4x_config(folder / "config.json", case.layer_types_in_4x)

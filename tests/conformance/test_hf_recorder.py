@@ -79,8 +79,14 @@ def drop_renormalisation(model):
     model.model.layers[1].mlp.gate.norm_topk_prob = False
 
 
+def open_shared_gate(model):
+    """The shared expert's sigmoid gate left out: its logit pushed to where the sigmoid is 1."""
+    model.model.layers[1].mlp.shared_expert_gate.register_forward_hook(lambda _m, _args, out: out + 100.0)
+
+
 @pytest.mark.parametrize("name, patch, culprit", [
     ("qwen3-moe", drop_renormalisation, "1/moe_weights"),
+    ("qwen2-moe", open_shared_gate, "1/moe_shared"),
     ("llama-default", scale_attention, "1/attn"),
     ("qwen3", scale_attention, "1/attn"),
     ("gemma2", scale_attention, "1/attn"),

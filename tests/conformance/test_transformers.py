@@ -153,6 +153,8 @@ FAMILY_FAULTS = [  # (case, --inject, the culprit bisect must name)
     ("cohere2", "mask-kv-offset@0", "0/attn"),
     ("olmoe", "weights-unnormalised@2", "2/moe_weights"),
     ("olmoe-unnormalised", "topk-off-by-one@0", "0/moe_ids"),
+    ("qwen2-moe", "shared-gate-dropped@1", "1/moe_shared"),
+    ("qwen2-moe-sparse-step", "expert-index@1", "1/moe_out"),
 ]
 
 
@@ -178,6 +180,7 @@ def test_vulkan_faults_are_localised_in_each_family(name, fault, culprit, tmp_pa
     ("qwen3-moe-dense-layer", "expert-index@1", "planted in moe_out, and this model computes none of them where"),
     ("qwen3-moe-dense-layer", "weights-unnormalised", "this model does not renormalise them"),
     ("llama-default", "topk-off-by-one", "planted in moe_ids, and this model computes none of them"),
+    ("qwen3-moe", "shared-gate-dropped", "planted in moe_shared, and this model computes none of them"),
     ("arcee", "silu-approx", "planted in silu, and this model's activation is relu2"),
 ])
 def test_a_fault_the_model_would_never_run_is_refused(name, fault, message, tmp_path):
@@ -217,6 +220,7 @@ UNIMPLEMENTED = [  # (case, key, value, the key the refusal names): a value whos
     ("olmo", "layer_norm_eps", 1e-6, "layer_norm_eps"),  # OLMo's norms take 1e-5 whatever the config says
     ("apertus", "mlp_bias", True, "mlp_bias"),
     ("olmoe", "clip_qkv", 0.5, "clip_qkv"),  # OlmoeAttention clamps after the q/k norms
+    ("qwen2-moe", "shared_expert_intermediate_size", 0, "shared_expert_intermediate_size"),
 ]
 
 
