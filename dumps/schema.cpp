@@ -109,6 +109,21 @@ model::ModelConfig config_from_json(const nlohmann::json& config, const std::str
     out.experts.normalize = flag("normalize");
     if (e.contains("shared_ffn_dim")) out.experts.shared_ffn_dim = count("shared_ffn_dim");
     out.experts.shared_gate = flag("shared_gate");
+    if (e.contains("score")) {
+      if (e.at("score") != "sigmoid" && e.at("score") != "softmax")
+        throw FormatError(fmt::format("{}: model_config.experts.score: expected softmax or sigmoid, found {}", source,
+                                      model::json_excerpt(e.at("score"))));
+      out.experts.score = e.at("score") == "sigmoid" ? model::RouterScore::sigmoid : model::RouterScore::softmax;
+    }
+    out.experts.selection_bias = flag("selection_bias");
+    if (e.contains("groups")) out.experts.groups = count("groups");
+    if (e.contains("top_groups")) out.experts.top_groups = count("top_groups");
+    if (e.contains("scale")) {
+      if (!e.at("scale").is_number())
+        throw FormatError(fmt::format("{}: model_config.experts.scale: expected a number, found {}", source,
+                                      model::json_excerpt(e.at("scale"))));
+      out.experts.scale = e.at("scale").get<double>();
+    }
     if (e.contains("layers")) {
       const nlohmann::json& layers = e.at("layers");
       if (!layers.is_array() || std::ssize(layers) != out.n_layers ||

@@ -111,6 +111,7 @@ struct LlamaCppGraph {
 struct SynthRecipe {
   void (*block)(model::ModelConfig& c) = nullptr;
   bool experts = false;  // a mixture of experts: written with an experts shape only
+  std::string_view ffn_norm = "ffn_norm";  // the FFN norm's tensor in a layer, as llama.cpp's loader names it
 };
 
 struct FamilySpec {

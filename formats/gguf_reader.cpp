@@ -481,6 +481,7 @@ std::optional<WeightPart> gguf_weight(std::string_view name, const ModelConfig& 
       {"ffn_down.bias", WeightKind::b_down},
       {"post_ffw_norm.weight", WeightKind::ffn_post_norm},
       {"ffn_gate_inp.weight", WeightKind::moe_router},
+      {"exp_probs_b.bias", WeightKind::moe_score_bias},
       {"ffn_gate_exps.weight", WeightKind::expert_gate},
       {"ffn_up_exps.weight", WeightKind::expert_up},
       {"ffn_down_exps.weight", WeightKind::expert_down},

@@ -208,6 +208,7 @@ std::vector<WeightPart> hf_weights(std::string_view name, const ModelConfig& c) 
       {"mlp.act_fn.eps", WeightKind::xielu_eps},
       {"block_sparse_moe.gate.weight", WeightKind::moe_router},
       {"mlp.gate.weight", WeightKind::moe_router},
+      {"mlp.gate.e_score_correction_bias", WeightKind::moe_score_bias},
       {"mlp.shared_expert.gate_proj.weight", WeightKind::shexp_gate},  // Qwen2-MoE
       {"mlp.shared_expert.up_proj.weight", WeightKind::shexp_up},
       {"mlp.shared_expert.down_proj.weight", WeightKind::shexp_down},
@@ -238,6 +239,9 @@ std::vector<WeightPart> hf_weights(std::string_view name, const ModelConfig& c) 
   }
   if (name == "mlp.gate_up_proj.weight")
     return {{WeightKind::ffn_gate, layer, c.ffn_dim}, {WeightKind::ffn_up, layer, c.ffn_dim}};
+  if (name == "mlp.shared_experts.gate_up_proj.weight")  // Granite-MoE-Shared's shared_mlp.input_linear
+    return {{WeightKind::shexp_gate, layer, c.experts.shared_ffn_dim},
+            {WeightKind::shexp_up, layer, c.experts.shared_ffn_dim}};
   return {};
 }
 

@@ -98,10 +98,11 @@ std::vector<TensorPlan> plan_tensors(const ModelConfig& c) {
       vector(b + "attn_k_norm.weight", per_head ? c.head_dim : c.kv_dim(), 1.0, 0.1);
     }
     matrix(b + "attn_output.weight", c.dim, c.q_dim(), 1.0 / c.q_dim());
-    vector(b + "ffn_norm.weight", c.dim, 1.0, 0.1);
+    vector(b + std::string(family_spec(c.family).synth.ffn_norm) + ".weight", c.dim, 1.0, 0.1);
     if (uses_experts(c, l)) {  // the router in f32, as llama.cpp's converter stores it
       const int f = c.experts.ffn_dim;
       plan.push_back({b + "ffn_gate_inp.weight", c.experts.count, c.dim, 0.0, std::sqrt(1.0 / c.dim), false, layer});
+      if (c.experts.selection_bias) vector(b + "exp_probs_b.bias", c.experts.count, 0.0, 0.1);
       stacked(b + "ffn_gate_exps.weight", f, c.dim, 1.0 / c.dim);
       stacked(b + "ffn_up_exps.weight", f, c.dim, 1.0 / c.dim);
       stacked(b + "ffn_down_exps.weight", c.dim, f, kSynthFfnDownGain / f);
@@ -172,8 +173,20 @@ void add_config(GgufWriter& w, const ModelConfig& c) {
     w.add_u32(a + ".expert_used_count", static_cast<std::uint32_t>(c.experts.active));
     if (std::ranges::find(gguf.keys, "expert_feed_forward_length") != gguf.keys.end())
       w.add_u32(a + ".expert_feed_forward_length", static_cast<std::uint32_t>(c.experts.ffn_dim));
-    if (c.experts.shared_ffn_dim > 0)
+    const auto has_key = [&](std::string_view key) { return std::ranges::find(gguf.keys, key) != gguf.keys.end(); };
+    if (has_key("expert_shared_count"))  // shared experts of the routed ones' width
+      w.add_u32(a + ".expert_shared_count", static_cast<std::uint32_t>(c.experts.shared_ffn_dim / c.experts.ffn_dim));
+    else if (c.experts.shared_ffn_dim > 0)
       w.add_u32(a + ".expert_shared_feed_forward_length", static_cast<std::uint32_t>(c.experts.shared_ffn_dim));
+    if (c.experts.score == RouterScore::sigmoid) {
+      w.add_u32(a + ".expert_gating_func", 2);  // llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE_SIGMOID
+      w.add_bool(a + ".expert_weights_norm", c.experts.normalize);
+      w.add_f32(a + ".expert_weights_scale", static_cast<float>(c.experts.scale));
+    }
+    if (c.experts.groups > 1) {
+      w.add_u32(a + ".expert_group_count", static_cast<std::uint32_t>(c.experts.groups));
+      w.add_u32(a + ".expert_group_used_count", static_cast<std::uint32_t>(c.experts.top_groups));
+    }
   }
 }
 

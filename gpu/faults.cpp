@@ -166,6 +166,20 @@ const std::array<FaultInfo, kFaultCount> kCatalogue = {{
      {Op::moe_shared},
      OpClass::experts,
      std::nullopt},
+    {Fault::selection_bias_sign,
+     "selection-bias-sign",
+     "the sigmoid router's selection bias is subtracted from the scores the choice is made on",
+     "e_score_correction_bias applied with the wrong sign in a DeepSeek-V3-style router",
+     {Op::moe_scores},
+     OpClass::routing,
+     std::nullopt},
+    {Fault::group_limit_ignored,
+     "group-limit-ignored",
+     "the top-k takes any expert, not only those of the best topk_group groups",
+     "n_group / topk_group dropped from a port of DeepSeek-V3's noaux_tc routing",
+     {Op::moe_ids},
+     OpClass::routing,
+     model::DiagnosisCode::routing_flip},
 }};
 
 // The faults planted through a shader's specialization constant, and its bit.
@@ -178,6 +192,8 @@ constexpr std::pair<Fault, std::uint32_t> kShaderBits[] = {
     {Fault::weights_unnormalised, kFaultRouterUnnormalised},
     {Fault::expert_index, kFaultExpertNext},
     {Fault::shared_gate_dropped, kFaultSharedGateDropped},
+    {Fault::selection_bias_sign, kFaultSelectionBiasSign},
+    {Fault::group_limit_ignored, kFaultGroupLimitIgnored},
     {Fault::mask_kv_offset, kFaultAttentionChunkMask},
     {Fault::gqa_head_map, kFaultAttentionHeadModulo},
     {Fault::softmax_no_max, kFaultAttentionNoMax},
@@ -291,6 +307,13 @@ void require_faults_fit(const FaultSet& faults, const model::Graph& graph, const
           fmt::format("--inject {}: the fault skips the renormalisation of the chosen experts' "
                       "weights, and this model does not renormalise them",
                       f.name));
+    if (f.fault == Fault::selection_bias_sign && !config.experts.selection_bias)
+      throw UsageError(fmt::format(
+          "--inject {}: the fault flips the router's selection bias, and this model's router has none", f.name));
+    if (f.fault == Fault::group_limit_ignored && config.experts.groups == 1)
+      throw UsageError(fmt::format(
+          "--inject {}: the fault drops the limit to the best expert groups, and this model's router has no groups",
+          f.name));
     if (f.fault == Fault::shared_gate_dropped && !config.experts.shared_gate)
       throw UsageError(fmt::format(
           "--inject {}: the fault drops the shared expert's gate, and this model's shared expert has none", f.name));

@@ -42,8 +42,10 @@ enum class Fault : std::uint8_t {
   weights_unnormalised,
   expert_index,
   shared_gate_dropped,
+  selection_bias_sign,
+  group_limit_ignored,
 };
-inline constexpr int kFaultCount = 20;
+inline constexpr int kFaultCount = 22;
 
 struct FaultInfo {
   Fault fault;

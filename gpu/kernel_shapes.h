@@ -41,6 +41,7 @@ inline constexpr int kFlashMinRowsPerSequence = 16;      // fewer rows per seque
 inline constexpr std::uint32_t kSplitMinKeys = 32;       // positions per split at least ...
 inline constexpr std::uint32_t kMaxSplits = 64;          // ... and splits at most (attention_combine.comp: MAX_SPLITS)
 inline constexpr int kMaxActiveExperts = 64;             // moe_route.comp: MAX_K
+inline constexpr int kMaxExpertGroups = 64;              // moe_route.comp: MAX_GROUPS
 inline constexpr int kMaxPlanExperts = 256;              // moe_plan.comp: MAX_EXPERTS (more: the products run per pair)
 inline constexpr std::uint64_t kExpertTile = 64;         // moe_plan.comp: TILE, matmul_tiled.comp: BM and BN
 

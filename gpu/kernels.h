@@ -117,6 +117,8 @@ inline constexpr std::uint32_t kFaultRouterTokenSoftmax = 1;   // moe_weights: s
 inline constexpr std::uint32_t kFaultRouterUnnormalised = 2;   // moe_weights: no renormalisation
 inline constexpr std::uint32_t kFaultExpertNext = 2;           // matvec EXPERTS: expert e + 1's weights
 inline constexpr std::uint32_t kFaultSharedGateDropped = 1;    // sigmoid_gate: the gate left out
+inline constexpr std::uint32_t kFaultSelectionBiasSign = 1;    // moe_scores: the selection bias subtracted
+inline constexpr std::uint32_t kFaultGroupLimitIgnored = 2;    // moe_topk: every expert group eligible
 
 class Kernels {
  public:
@@ -178,14 +180,18 @@ class Kernels {
   // x clamped to [-clip, clip], in place over n values (scale_softcap.comp)
   Kernel clip(Stream& s, const Region& x, float clip, std::int64_t n);
 
-  // The mixture of experts (kernels_moe.cpp). logits [rows, experts] -> ids [rows, k]: the k
-  // largest ascending by id, as exact small integers of the activation type.
-  Kernel moe_topk(Stream& s, const Region& logits, const Region& ids, int rows, int experts, int k,
+  // The mixture of experts (kernels_moe.cpp). logits [rows, experts] -> scores [rows, experts]:
+  // a sigmoid router's choice scores, sigmoid(logits) + bias (f32 [experts]; null: none).
+  Kernel moe_scores(Stream& s, const Region& logits, const DeviceWeight* bias, const Region& scores, int rows,
+                    int experts, std::uint32_t faults);
+  // scores [rows, experts] -> ids [rows, k]: the k largest ascending by id (within the best
+  // groups where experts.groups > 1), as exact small integers of the activation type.
+  Kernel moe_topk(Stream& s, const Region& scores, const Region& ids, int rows, const model::Experts& experts,
                   std::uint32_t faults);
-  // logits [rows, experts], ids [rows, k] -> weights [rows, k]: the softmax taken at ids,
-  // renormalised where `normalize`.
-  Kernel moe_weights(Stream& s, const Region& logits, const Region& ids, const Region& weights, int rows, int experts,
-                     int k, bool normalize, std::uint32_t faults);
+  // logits [rows, experts], ids [rows, k] -> weights [rows, k]: the scores taken at ids,
+  // renormalised and scaled as experts says.
+  Kernel moe_weights(Stream& s, const Region& logits, const Region& ids, const Region& weights, int rows,
+                     const model::Experts& experts, std::uint32_t faults);
   // The pairs of ids [pairs] grouped by expert in tiles (moe_plan.comp), for expert_matmul. Null
   // where moe_out runs per pair (one row, experts=matvec, or no tiled kernel on this device).
   struct ExpertPlan {

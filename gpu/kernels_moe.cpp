@@ -12,19 +12,37 @@
 
 namespace tapdiff::gpu {
 
-Kernel Kernels::moe_topk(Stream& s, const Region& logits, const Region& ids, int rows, int experts, int k,
+Kernel Kernels::moe_scores(Stream& s, const Region& logits, const DeviceWeight* bias, const Region& scores, int rows,
+                          int experts, std::uint32_t faults) {
+  RoutePush push{};
+  push.rows = u32(rows), push.experts = u32(experts), push.has_bias = bias != nullptr ? 1u : 0u;
+  dispatch(s, Shader::moe_scores, 0, {logits, bias != nullptr ? bias->region : logits, scores}, &push, sizeof push,
+           fold(ceil_div(push.rows, wg_)), faults);
+  return named("moe-route");
+}
+
+Kernel Kernels::moe_topk(Stream& s, const Region& scores, const Region& ids, int rows, const model::Experts& experts,
                          std::uint32_t faults) {
-  if (k > kMaxActiveExperts)
-    throw UsageError(
-        fmt::format("{} experts per token: the Vulkan router kernel takes at most {}", k, kMaxActiveExperts));
-  const RoutePush push{u32(rows), u32(experts), u32(k), 0};
-  dispatch(s, Shader::moe_topk, 0, {logits, ids}, &push, sizeof push, fold(ceil_div(push.rows, wg_)), faults);
+  if (experts.active > kMaxActiveExperts)
+    throw UsageError(fmt::format("{} experts per token: the Vulkan router kernel takes at most {}", experts.active,
+                                 kMaxActiveExperts));
+  if (experts.groups > kMaxExpertGroups)
+    throw UsageError(fmt::format("{} expert groups: the Vulkan router kernel takes at most {}", experts.groups,
+                                 kMaxExpertGroups));
+  RoutePush push{};
+  push.rows = u32(rows), push.experts = u32(experts.count), push.k = u32(experts.active);
+  push.groups = u32(experts.groups), push.top_groups = u32(experts.top_groups);
+  dispatch(s, Shader::moe_topk, 0, {scores, ids}, &push, sizeof push, fold(ceil_div(push.rows, wg_)), faults);
   return named("moe-route");
 }
 
 Kernel Kernels::moe_weights(Stream& s, const Region& logits, const Region& ids, const Region& weights, int rows,
-                            int experts, int k, bool normalize, std::uint32_t faults) {
-  const RoutePush push{u32(rows), u32(experts), u32(k), normalize ? 1u : 0u};
+                            const model::Experts& experts, std::uint32_t faults) {
+  RoutePush push{};
+  push.rows = u32(rows), push.experts = u32(experts.count), push.k = u32(experts.active);
+  push.normalize = experts.normalize ? 1u : 0u;
+  push.sigmoid = experts.score == model::RouterScore::sigmoid ? 1u : 0u;
+  push.scale = static_cast<float>(experts.scale);
   dispatch(s, Shader::moe_weights, 0, {logits, ids, weights}, &push, sizeof push, fold(ceil_div(push.rows, wg_)),
            faults);
   return named("moe-route");

@@ -514,11 +514,11 @@ KernelId Engine::run(const model::Step& step, const Region& out) {
     case Op::ffn_up:
     case Op::ffn_down:
     case Op::moe_router: return product(in(0), step.op, step.layer, bias(step.op, step.layer), out, faults);
-    case Op::moe_ids:
-      return kernels_->moe_topk(*stream_, in(0), out, rows, config_.experts.count, config_.experts.active, faults);
-    case Op::moe_weights:
-      return kernels_->moe_weights(*stream_, in(0), in(1), out, rows, config_.experts.count, config_.experts.active,
-                                   config_.experts.normalize, faults);
+    case Op::moe_scores:
+      return kernels_->moe_scores(*stream_, in(0), weights_->find(WeightKind::moe_score_bias, step.layer), out, rows,
+                                  config_.experts.count, faults);
+    case Op::moe_ids: return kernels_->moe_topk(*stream_, in(0), out, rows, config_.experts, faults);
+    case Op::moe_weights: return kernels_->moe_weights(*stream_, in(0), in(1), out, rows, config_.experts, faults);
     case Op::moe_out: return mixture(step, out);
     case Op::moe_shared: return shared_expert(step, out);
     case Op::moe_sum: return kernels_->add(*stream_, in(0), in(1), 1.0F, out, std::int64_t{rows} * config_.dim);

@@ -9,6 +9,7 @@
 
 #include "model/block.h"
 #include "model/family.h"
+#include "model/ops.h"
 #include "model/rope.h"
 
 namespace tapdiff::model {
@@ -22,9 +23,17 @@ struct SlidingRope {
   RopeScaling scaling;
 };
 
-// The mixture-of-experts FFN of Mixtral and Qwen3-MoE: per token a router scores every expert,
-// the `active` best (top-k) run, and their outputs are summed weighted by the router's softmax
-// over all experts taken at the chosen ones (renormalised to sum 1 where `normalize`).
+// How a router's logits score the experts: the choice is made on the scores, the weights taken from them.
+enum class RouterScore : std::uint8_t {
+  softmax,  // softmax over every expert (Mixtral, the Qwen MoEs, OLMoE, Granite-MoE)
+  sigmoid,  // each expert's sigmoid, the choice made on them plus the selection bias (GLM-4.5, DeepSeek-V3)
+};
+
+// The mixture-of-experts FFN: per token a router scores every expert, the `active` best (top-k)
+// run, and their outputs are summed weighted by their scores (renormalised to sum 1 where
+// `normalize`, then times `scale`). Where `groups` > 1 the experts lie in that many equal groups
+// and the choice is limited to the experts of the `top_groups` groups whose two best choice
+// scores sum highest (DeepSeek-V3's noaux_tc).
 struct Experts {
   int count = 0;             // experts of a MoE layer; 0: a dense model
   int active = 0;            // experts per token
@@ -33,6 +42,11 @@ struct Experts {
   std::vector<bool> layers;  // [n_layers]: which layers are MoE (Qwen3-MoE's dense layers); empty: all
   int shared_ffn_dim = 0;    // a shared expert beside the routed ones, this wide, every token through it; 0: none
   bool shared_gate = false;  // the shared expert's output scaled by sigmoid(x . w) (Qwen2-MoE's shared_expert_gate)
+  RouterScore score = RouterScore::softmax;
+  bool selection_bias = false;  // sigmoid: a per-expert bias added to the scores the choice is made on only
+  int groups = 1;               // the experts in this many groups (n_group) ...
+  int top_groups = 1;           // ... of which the choice may take this many (topk_group)
+  double scale = 1.0;           // the chosen weights times this (routed_scaling_factor)
   friend bool operator==(const Experts&, const Experts&) = default;
 };
 
@@ -82,6 +96,8 @@ const RopeScaling& rope_scaling(const ModelConfig& config, int layer);
 bool uses_rope(const ModelConfig& config, int layer);
 // Whether a layer's FFN is the mixture of experts (its graph has moe_router ... moe_out).
 bool uses_experts(const ModelConfig& config, int layer);
+// The op whose values moe_ids chooses by: moe_scores for a sigmoid router, else moe_router.
+Op choice_op(const ModelConfig& config);
 
 std::string_view rope_style_name(RopeStyle style);
 nlohmann::json to_json(const ModelConfig& config);

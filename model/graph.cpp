@@ -22,7 +22,8 @@ Graph::Graph(const ModelConfig& config) : config_(config), n_layers_(config.n_la
   };
   auto mixture = [&](int layer, TensorId y) {
     const TensorId router = add(Op::moe_router, layer, {y});
-    const TensorId ids = add(Op::moe_ids, layer, {router});
+    const bool scored = config.experts.score == RouterScore::sigmoid;
+    const TensorId ids = add(Op::moe_ids, layer, {scored ? add(Op::moe_scores, layer, {router}) : router});
     const TensorId routed = add(Op::moe_out, layer, {y, ids, add(Op::moe_weights, layer, {router, ids})});
     if (config.experts.shared_ffn_dim == 0) return routed;
     return add(Op::moe_sum, layer, {routed, add(Op::moe_shared, layer, {y})});
@@ -96,7 +97,8 @@ int op_width(const ModelConfig& config, Op op) {
     case Op::ffn_gate:
     case Op::ffn_up:
     case Op::ffn_act: return config.ffn_dim;
-    case Op::moe_router: return config.experts.count;
+    case Op::moe_router:
+    case Op::moe_scores: return config.experts.count;
     case Op::moe_ids:
     case Op::moe_weights: return config.experts.active;
     case Op::logits: return config.vocab;

@@ -33,6 +33,7 @@ class Graph {
  public:
   explicit Graph(const ModelConfig& config);
   const std::vector<Step>& steps() const { return steps_; }
+  const ModelConfig& config() const { return config_; }
   int n_layers() const { return n_layers_; }
   // op_width(config, op), below.
   int width(Op op) const;

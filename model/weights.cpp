@@ -41,6 +41,7 @@ std::string_view weight_kind_name(WeightKind kind) {
     case WeightKind::b_down: return "b_down";
     case WeightKind::ffn_post_norm: return "ffn_post_norm";
     case WeightKind::moe_router: return "moe_router";
+    case WeightKind::moe_score_bias: return "moe_score_bias";
     case WeightKind::expert_gate: return "expert_gate";
     case WeightKind::expert_up: return "expert_up";
     case WeightKind::expert_down: return "expert_down";
@@ -131,6 +132,7 @@ bool is_vector(WeightKind kind) {
     case WeightKind::b_up:
     case WeightKind::b_down:
     case WeightKind::ffn_post_norm:
+    case WeightKind::moe_score_bias:
     case WeightKind::output_norm:
     case WeightKind::attn_norm_b:
     case WeightKind::ffn_norm_b:
@@ -323,6 +325,7 @@ void Model::validate() const {
         check(WeightKind::shexp_down, l, c.dim, e.shared_ffn_dim);
       }
       if (e.shared_gate) check(WeightKind::shexp_gate_inp, l, 1, c.dim);
+      if (e.selection_bias) check(WeightKind::moe_score_bias, l, 1, e.count);
     } else {
       const bool gated = b.ffn == Ffn::gated;
       if (gated) check(WeightKind::ffn_gate, l, c.ffn_dim, c.dim);

@@ -48,6 +48,7 @@ enum class WeightKind : std::uint8_t {
   b_down,          // [dim]     (mlp_bias only)
   ffn_post_norm,   // [dim]   (post_norms only)
   moe_router,      // [experts.count, dim]                       (MoE layers, in place of ffn_gate ... b_down)
+  moe_score_bias,  // [experts.count]: a sigmoid router's selection bias (experts.selection_bias only)
   expert_gate,     // [experts.count * experts.ffn_dim, dim]: expert e's rows [e * ffn_dim, (e + 1) * ffn_dim)
   expert_up,       // [experts.count * experts.ffn_dim, dim]
   expert_down,     // [experts.count * dim, experts.ffn_dim]: expert e's rows [e * dim, (e + 1) * dim)
@@ -116,6 +117,7 @@ inline constexpr WeightKind kAllWeightKinds[] = {WeightKind::token_embd,
                                                  WeightKind::b_down,
                                                  WeightKind::ffn_post_norm,
                                                  WeightKind::moe_router,
+                                                 WeightKind::moe_score_bias,
                                                  WeightKind::expert_gate,
                                                  WeightKind::expert_up,
                                                  WeightKind::expert_down,

@@ -233,8 +233,12 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
         return ops_->activation(
             in(0), block.activation == model::Activation::xielu ? model::xielu_of(model_, l) : model::Xielu{}, out);
       return ops_->gated_activation(in(0), in(1), out);
-    case Op::moe_ids: top_experts<S>(in(0), config_.experts.active, out); return;
-    case Op::moe_weights: expert_weights<S>(in(0), in(1), config_.experts.normalize, out); return;
+    case Op::moe_scores: expert_scores<S>(in(0), vector(WeightKind::moe_score_bias), out); return;
+    case Op::moe_ids: {
+      const model::Experts& e = config_.experts;
+      return top_experts<S>(in(0), e.active, e.groups, e.top_groups, out);
+    }
+    case Op::moe_weights: expert_weights<S>(in(0), in(1), config_.experts, out); return;
     case Op::moe_out: {
       const ExpertMatrices<S> experts{weights_.get(WeightKind::expert_gate, l).matrix(),
                                       weights_.get(WeightKind::expert_up, l).matrix(),

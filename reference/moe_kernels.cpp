@@ -28,29 +28,73 @@ Eigen::Index expert_at(const Mat<S>& ids, Eigen::Index t, Eigen::Index j, Eigen:
 }  // namespace
 
 template <typename S>
-void top_experts(const Mat<S>& logits, int k, Mat<S>& ids) {
-  ids.resize(logits.rows(), k);
-  std::vector<Eigen::Index> order(static_cast<std::size_t>(logits.cols()));
-  for (Eigen::Index t = 0; t < logits.rows(); ++t) {
-    std::iota(order.begin(), order.end(), Eigen::Index{0});
+void expert_scores(const Mat<S>& logits, const S* bias, Mat<S>& scores) {
+  scores.resize(logits.rows(), logits.cols());
+  for (Eigen::Index t = 0; t < logits.rows(); ++t)
+    for (Eigen::Index e = 0; e < logits.cols(); ++e)
+      scores(t, e) = S{1} / (S{1} + std::exp(-logits(t, e))) + (bias != nullptr ? bias[e] : S{0});
+}
+
+template <typename S>
+void top_experts(const Mat<S>& scores, int k, int groups, int top_groups, Mat<S>& ids) {
+  ids.resize(scores.rows(), k);
+  const Eigen::Index experts = scores.cols(), per_group = experts / groups;
+  std::vector<Eigen::Index> order(static_cast<std::size_t>(experts));
+  std::vector<Eigen::Index> group_order(static_cast<std::size_t>(groups));
+  std::vector<S> group_score(static_cast<std::size_t>(groups));
+  std::vector<bool> allowed(static_cast<std::size_t>(experts));
+  for (Eigen::Index t = 0; t < scores.rows(); ++t) {
     const auto larger = [&](Eigen::Index a, Eigen::Index b) {
-      return logits(t, a) > logits(t, b) || (logits(t, a) == logits(t, b) && a < b);
+      return scores(t, a) > scores(t, b) || (scores(t, a) == scores(t, b) && a < b);
     };
+    std::fill(allowed.begin(), allowed.end(), groups == 1);
+    if (groups > 1) {
+      for (int g = 0; g < groups; ++g) {  // the sum of the group's two largest scores
+        S first = -INFINITY, second = -INFINITY;
+        for (Eigen::Index e = g * per_group; e < (g + 1) * per_group; ++e) {
+          if (scores(t, e) > first) {
+            second = first, first = scores(t, e);
+          } else if (scores(t, e) > second) {
+            second = scores(t, e);
+          }
+        }
+        group_score[static_cast<std::size_t>(g)] = first + second;
+      }
+      std::iota(group_order.begin(), group_order.end(), Eigen::Index{0});
+      std::partial_sort(group_order.begin(), group_order.begin() + top_groups, group_order.end(),
+                        [&](Eigen::Index a, Eigen::Index b) {
+                          const auto sa = group_score[static_cast<std::size_t>(a)];
+                          const auto sb = group_score[static_cast<std::size_t>(b)];
+                          return sa > sb || (sa == sb && a < b);
+                        });
+      for (int i = 0; i < top_groups; ++i) {
+        const Eigen::Index g = group_order[static_cast<std::size_t>(i)];
+        std::fill_n(allowed.begin() + g * per_group, per_group, true);
+      }
+    }
+    order.clear();
+    for (Eigen::Index e = 0; e < experts; ++e)
+      if (allowed[static_cast<std::size_t>(e)]) order.push_back(e);
     std::partial_sort(order.begin(), order.begin() + k, order.end(), larger);
     std::sort(order.begin(), order.begin() + k);
     for (int j = 0; j < k; ++j) ids(t, j) = static_cast<S>(order[static_cast<std::size_t>(j)]);
+    order.resize(static_cast<std::size_t>(experts));
   }
 }
 
 template <typename S>
-void expert_weights(const Mat<S>& logits, const Mat<S>& ids, bool normalize, Mat<S>& weights) {
+void expert_weights(const Mat<S>& logits, const Mat<S>& ids, const model::Experts& experts, Mat<S>& weights) {
   weights.resize(ids.rows(), ids.cols());
+  const bool sigmoid = experts.score == model::RouterScore::sigmoid;
   for (Eigen::Index t = 0; t < logits.rows(); ++t) {
     const S top = logits.row(t).maxCoeff();
-    const S total = (logits.row(t).array() - top).exp().sum();
-    for (Eigen::Index j = 0; j < ids.cols(); ++j)
-      weights(t, j) = std::exp(logits(t, expert_at(ids, t, j, logits.cols())) - top) / total;
-    if (normalize) weights.row(t) /= weights.row(t).sum();
+    const S total = sigmoid ? S{1} : (logits.row(t).array() - top).exp().sum();
+    for (Eigen::Index j = 0; j < ids.cols(); ++j) {
+      const S logit = logits(t, expert_at(ids, t, j, logits.cols()));
+      weights(t, j) = sigmoid ? S{1} / (S{1} + std::exp(-logit)) : std::exp(logit - top) / total;
+    }
+    if (experts.normalize) weights.row(t) /= weights.row(t).sum();
+    if (experts.scale != 1.0) weights.row(t) *= static_cast<S>(experts.scale);
   }
 }
 
@@ -107,8 +151,9 @@ void shared_expert(const Mat<S>& x, const SharedExpert<S>& expert, model::Activa
 }
 
 #define TAPDIFF_INSTANTIATE(S)                                                                                       \
-  template void top_experts<S>(const Mat<S>&, int, Mat<S>&);                                                         \
-  template void expert_weights<S>(const Mat<S>&, const Mat<S>&, bool, Mat<S>&);                                      \
+  template void expert_scores<S>(const Mat<S>&, const S*, Mat<S>&);                                                 \
+  template void top_experts<S>(const Mat<S>&, int, int, int, Mat<S>&);                                               \
+  template void expert_weights<S>(const Mat<S>&, const Mat<S>&, const model::Experts&, Mat<S>&);                     \
   template void mixture<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, const ExpertMatrices<S>&, model::Activation, \
                            Storage, Mat<S>&);                                                                \
   template void shared_expert<S>(const Mat<S>&, const SharedExpert<S>&, model::Activation, Storage, Mat<S>&);

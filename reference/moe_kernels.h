@@ -2,20 +2,28 @@
 // The mixture-of-experts ops (model/config.h Experts) as plain functions over Eigen matrices, as
 // reference/kernels.h has the dense ones. Expert ids travel as exact small integers of S.
 #include "model/block.h"
+#include "model/config.h"
 #include "reference/eigen_types.h"
 #include "reference/rounding.h"
 
 namespace tapdiff::reference {
 
-// ids [T, k]: per row the k experts of the largest router logits, ascending by id; of equal
-// logits the lower id first.                                        logits [T, experts]
+// A sigmoid router's choice scores [T, experts]: sigmoid(logits) + bias (per expert; null: none).
 template <typename S>
-void top_experts(const Mat<S>& logits, int k, Mat<S>& ids);
+void expert_scores(const Mat<S>& logits, const S* bias, Mat<S>& scores);
 
-// weights [T, k]: the softmax of each row of logits over every expert, taken at ids; divided by
-// their sum where `normalize`. UsageError for an id that is no expert.
+// ids [T, k]: per row the k experts of the largest scores (router logits, or a sigmoid router's
+// choice scores), ascending by id; of equal scores the lower id first. With groups > 1, only
+// among the experts of the top_groups groups (of equal size, in id order) whose two largest scores
+// sum highest, ties to the lower group.                              scores [T, experts]
 template <typename S>
-void expert_weights(const Mat<S>& logits, const Mat<S>& ids, bool normalize, Mat<S>& weights);
+void top_experts(const Mat<S>& scores, int k, int groups, int top_groups, Mat<S>& ids);
+
+// weights [T, k]: each row's expert scores taken at ids (softmax over every expert's logit, or
+// each one's sigmoid, as experts.score says); divided by their sum where experts.normalize, then
+// times experts.scale. UsageError for an id that is no expert.
+template <typename S>
+void expert_weights(const Mat<S>& logits, const Mat<S>& ids, const model::Experts& experts, Mat<S>& weights);
 
 // The experts' FFN weights of one layer: stacked [experts * ffn_dim, dim] (gate, up) and
 // [experts * dim, ffn_dim] (down).

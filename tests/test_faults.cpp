@@ -169,6 +169,8 @@ const std::vector<FaultCase> kCases = {
     {Fault::weights_unnormalised, {{kAll}}, {}},
     {Fault::expert_index, {{kAll}}, {}},
     {Fault::shared_gate_dropped, {{kAll}}, {}},
+    {Fault::selection_bias_sign, {{kAll}}, {}},
+    {Fault::group_limit_ignored, {{kAll}}, {}},
 };
 
 class PlantedFault : public ::testing::TestWithParam<std::tuple<FaultCase, int>> {};

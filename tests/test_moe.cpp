@@ -180,7 +180,7 @@ TEST(MoeReference, TopExpertsAscendByIdAndBreakTiesTowardTheLowerId) {
   logits << 0.1, 3.0, -1.0, 3.0, 2.5,  //
       1.0, 1.0, 1.0, 1.0, 1.0;
   Mat<double> ids;
-  reference::top_experts<double>(logits, 3, ids);
+  reference::top_experts<double>(logits, 3, 1, 1, ids);
   EXPECT_EQ(ids.row(0), (Eigen::RowVector3d(1, 3, 4)));
   EXPECT_EQ(ids.row(1), (Eigen::RowVector3d(0, 1, 2)));
 }
@@ -191,14 +191,39 @@ TEST(MoeReference, WeightsAreTheSoftmaxOverAllExpertsRenormalisedWhereAsked) {
   ids << 1, 3;
   const double total = std::exp(0.5) + std::exp(2.0) + std::exp(-1.0) + std::exp(1.0);
   Mat<double> w;
-  reference::expert_weights<double>(logits, ids, false, w);
+  model::Experts experts;
+  reference::expert_weights<double>(logits, ids, experts, w);
   EXPECT_NEAR(w(0, 0), std::exp(2.0) / total, 1e-15);
   EXPECT_NEAR(w(0, 1), std::exp(1.0) / total, 1e-15);
-  reference::expert_weights<double>(logits, ids, true, w);
+  experts.normalize = true;
+  reference::expert_weights<double>(logits, ids, experts, w);
   EXPECT_NEAR(w(0, 0), std::exp(2.0) / (std::exp(2.0) + std::exp(1.0)), 1e-15);
   EXPECT_NEAR(w(0, 0) + w(0, 1), 1.0, 1e-15);
   ids(0, 1) = 4;
-  EXPECT_THROW(reference::expert_weights<double>(logits, ids, true, w), UsageError);
+  EXPECT_THROW(reference::expert_weights<double>(logits, ids, experts, w), UsageError);
+}
+
+// DeepSeek-V3's noaux_tc as transformers' Glm4MoeTopkRouter computes it: the choice on sigmoid
+// scores plus the selection bias, limited to the groups whose two best sum highest; the weights
+// are the unbiased sigmoids, renormalised, times the routed scale.
+TEST(MoeReference, SigmoidRoutingChoosesOnBiasedScoresWithinTheBestGroups) {
+  Mat<double> logits(1, 6);
+  logits << 2.0, -1.0, 0.5, 0.4, 1.5, -3.0;
+  const double bias[6] = {0.0, 0.0, 0.0, 0.0, -0.9, 0.0};
+  Mat<double> scores, ids, w;
+  reference::expert_scores<double>(logits, bias, scores);
+  const auto sigmoid = [](double x) { return 1 / (1 + std::exp(-x)); };
+  EXPECT_DOUBLE_EQ(scores(0, 4), sigmoid(1.5) - 0.9);
+  reference::top_experts<double>(scores, 2, 1, 1, ids);  // ungrouped: the bias moves expert 4 below 2 and 3
+  EXPECT_EQ(ids.row(0), (Eigen::RowVector2d(0, 2)));
+  // Three groups of two: {0, 1} sums 1.15, {2, 3} 1.22, {4, 5} -0.03; the best group alone holds 2 and 3.
+  reference::top_experts<double>(scores, 2, 3, 1, ids);
+  EXPECT_EQ(ids.row(0), (Eigen::RowVector2d(2, 3)));
+  model::Experts experts;
+  experts.score = model::RouterScore::sigmoid, experts.normalize = true, experts.scale = 2.5;
+  reference::expert_weights<double>(logits, ids, experts, w);
+  EXPECT_NEAR(w(0, 0), 2.5 * sigmoid(0.5) / (sigmoid(0.5) + sigmoid(0.4)), 1e-15);
+  EXPECT_NEAR(w(0, 0) + w(0, 1), 2.5, 1e-15);
 }
 
 TEST(MoeReference, TheMixtureIsTheWeightedSumOfTheChosenExpertsFfn) {

@@ -19,6 +19,8 @@ formats::SynthOptions fault_synth_model(const gpu::FaultInfo& fault) {
   formats::SynthOptions options;
   options.config = formats::synth_shape(experts ? "tiny-moe" : "tiny");
   if (fault.ops.front() == model::Op::moe_shared) options.config.family = model::Family::qwen2_moe;
+  if (fault.fault == gpu::Fault::selection_bias_sign || fault.fault == gpu::Fault::group_limit_ignored)
+    options.config.family = model::Family::glm4_moe;
   return options;
 }
 

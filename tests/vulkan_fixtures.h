@@ -18,7 +18,8 @@ std::unique_ptr<gpu::VulkanEngine> validated_vulkan_engine(const model::Model& m
 void expect_clean(const gpu::VulkanEngine& engine);
 
 // The synth model a planted fault is tested in: synth:tiny; synth:tiny-moe for a fault of the
-// mixture of experts, as Qwen2-MoE (a gated shared expert) for the shared expert's.
+// mixture of experts, as Qwen2-MoE (a gated shared expert) for the shared expert's and as GLM-4.5
+// (a grouped sigmoid router with a selection bias) for that router's.
 formats::SynthOptions fault_synth_model(const gpu::FaultInfo& fault);
 
 }  // namespace tapdiff::testing

@@ -112,6 +112,7 @@ HeadLayout head_layout(model::Op op, const model::ModelConfig& config) {
     case model::Op::ffn_act:
     case model::Op::ffn_down:
     case model::Op::moe_router:
+    case model::Op::moe_scores:
     case model::Op::moe_ids:
     case model::Op::moe_weights:
     case model::Op::moe_out:
@@ -524,14 +525,15 @@ void check_comparable(const dumps::DumpReader& a, const dumps::DumpReader& b, co
 namespace {
 
 // Where B's dump chose other experts than A's (bisect/compare/routing.h, recorded, not settled: a dump's
-// later ops already inherit B's choice): each MoE layer whose moe_router and moe_ids both dumps hold.
+// later ops already inherit B's choice): each MoE layer whose moe_ids and the values it chooses by
+// (model::choice_op) both dumps hold.
 std::vector<RoutingFlip> routing_flips(const model::ModelConfig& config, const dumps::DumpReader& a,
                                        const dumps::DumpReader& b, const RowAlignment& alignment,
                                        model::Precision precision) {
   RoutingArbiter arbiter(config, precision, false);
   const DumpSource source_a(a), source_b(b);
   for (int l = 0; l < config.n_layers; ++l) {
-    const model::TensorId router{model::Op::moe_router, l}, ids{model::Op::moe_ids, l};
+    const model::TensorId router{model::choice_op(config), l}, ids{model::Op::moe_ids, l};
     if (!model::uses_experts(config, l) || !a.has(router) || !b.has(router) || !a.has(ids) || !b.has(ids)) continue;
     for (const BlockRun& run : block_runs(alignment, block_rows(config.experts.count))) {
       const std::int64_t n = run.end - run.begin;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <numeric>
 #include <set>
 
 #include <fmt/core.h>
@@ -28,10 +30,10 @@ std::string RoutingFlip::text() const {
   for (const ExpertLogit& e : logits)
     logit_text.push_back(fmt::format("{}: {} / {}", e.expert, short_number(e.a), short_number(e.b)));
   return fmt::format(
-      "layer {} position {}{}: A chose experts {}, B {}; router logits A / B {}; A's margin at the k-th place {} {} "
+      "layer {} position {}{}: A chose experts {}, B {}; {} A / B {}; A's margin at the k-th place {} {} "
       "{} x noise {}",
       layer, position, sequence > 0 ? fmt::format(" (sequence {})", sequence) : "", fmt::join(ids_a, ","),
-      fmt::join(ids_b, ","), fmt::join(logit_text, ", "), short_number(margin), near_tie() ? "<=" : ">",
+      fmt::join(ids_b, ","), values, fmt::join(logit_text, ", "), short_number(margin), near_tie() ? "<=" : ">",
       short_number(kNearTieFactor), short_number(noise));
 }
 
@@ -53,7 +55,12 @@ std::vector<RowPlace> row_places(std::span<const model::BatchPart> parts) {
 
 // The unit roundoff of B's storage is the rounding every stored router logit carries.
 RoutingArbiter::RoutingArbiter(const model::ModelConfig& config, model::Precision b_precision, bool settle)
-    : dim_(config.dim), unit_roundoff_(model::unit_roundoff(b_precision)), settle_(settle) {}
+    : dim_(config.dim),
+      groups_(config.experts.groups),
+      top_groups_(config.experts.top_groups),
+      sigmoid_(config.experts.score == model::RouterScore::sigmoid),
+      unit_roundoff_(model::unit_roundoff(b_precision)),
+      settle_(settle) {}
 
 void RoutingArbiter::hold_router(int layer, const model::HostTensor& truth, const model::HostTensor* floor,
                                  const model::HostTensor& b) {
@@ -68,21 +75,25 @@ std::optional<RoutingFlip> RoutingArbiter::flip(const model::HostTensor& ids, st
                                                 const model::HostTensor& truth_ids,
                                                 const model::HostTensor& logits) const {
   RoutingFlip f;
+  f.values = sigmoid_ ? "choice scores (moe_scores)" : "router logits";
   f.ids_a = row_ids(truth_ids, r);
   f.ids_b = row_ids(ids, r);
   if (f.ids_a == f.ids_b) return std::nullopt;
   const model::HostTensor& a = *truth_;
   const std::set<int> chosen(f.ids_a.begin(), f.ids_a.end());
+  const std::vector<bool> eligible = a_groups(r);
+  const std::int64_t per_group = a.cols() / groups_;
   double weakest = INFINITY, strongest = -INFINITY, largest = 0;
   for (std::int64_t e = 0; e < a.cols(); ++e) {
     const double v = a.at(r, e);
     if (chosen.contains(static_cast<int>(e)))
       weakest = std::min(weakest, v);
-    else
+    else if (eligible[static_cast<std::size_t>(e / per_group)])
       strongest = std::max(strongest, v);
     largest = std::max(largest, std::abs(v));
   }
   f.margin = std::max(0.0, weakest - strongest);
+  if (groups_ > 1) f.margin = std::min(f.margin, group_margin(r) / 2);  // a group's score sums two values
   std::set<int> either(f.ids_a.begin(), f.ids_a.end());
   either.insert(f.ids_b.begin(), f.ids_b.end());
   double floor_error = 0;
@@ -94,6 +105,43 @@ std::optional<RoutingFlip> RoutingArbiter::flip(const model::HostTensor& ids, st
   const double rounding = largest * unit_roundoff_;
   f.noise = floor_ ? std::max(floor_error, rounding) : rounding * std::sqrt(static_cast<double>(dim_));
   return f;
+}
+
+std::vector<double> RoutingArbiter::group_scores(std::int64_t r) const {
+  const model::HostTensor& a = *truth_;
+  const std::int64_t per_group = a.cols() / groups_;
+  std::vector<double> scores;
+  for (int g = 0; g < groups_; ++g) {
+    std::vector<double> v;
+    for (std::int64_t e = g * per_group; e < (g + 1) * per_group; ++e) v.push_back(a.at(r, e));
+    std::partial_sort(v.begin(), v.begin() + 2, v.end(), std::greater<>());
+    scores.push_back(v[0] + v[1]);
+  }
+  return scores;
+}
+
+std::vector<bool> RoutingArbiter::a_groups(std::int64_t r) const {
+  if (groups_ == 1) return {true};
+  const std::vector<double> scores = group_scores(r);
+  std::vector<int> order(scores.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return scores[x] > scores[y]; });
+  std::vector<bool> eligible(scores.size(), false);
+  for (int i = 0; i < top_groups_; ++i) eligible[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = true;
+  return eligible;
+}
+
+double RoutingArbiter::group_margin(std::int64_t r) const {
+  const std::vector<double> scores = group_scores(r);
+  const std::vector<bool> eligible = a_groups(r);
+  double weakest = INFINITY, strongest = -INFINITY;
+  for (std::size_t g = 0; g < scores.size(); ++g) {
+    if (eligible[g])
+      weakest = std::min(weakest, scores[g]);
+    else
+      strongest = std::max(strongest, scores[g]);
+  }
+  return std::max(0.0, weakest - strongest);
 }
 
 model::HostTensor RoutingArbiter::settle_rows(const model::HostTensor& ids, const model::HostTensor& truth_ids,

@@ -1,8 +1,10 @@
 #pragma once
 // Discrete choices of a mixture of experts (model/config.h Experts): where engine B picks other
-// experts for a row than the truth. The truth's margin at the k-th place (the logit of the weakest
-// expert it chose minus the strongest it did not) against the router logits' noise in B's
-// precision decides what a flip is:
+// experts for a row than the truth. The truth's margin at the k-th place, in the values the choice
+// is made on (router logits, or a sigmoid router's biased scores: model::choice_op), against their
+// noise in B's precision decides what a flip is. The margin is the value of the weakest expert it
+// chose minus the strongest it did not (of the groups it could choose from), and with expert groups
+// at most half A's margin between the groups it took and the others (a group's score sums two):
 //   - a near tie (margin <= kNearTieFactor x noise): not a bug. It is recorded, and in a bisection
 //     B continues with the truth's choice (its moe_ids overwritten, teacher-forced: settled), so the
 //     comparison goes on past it instead of reporting the other experts' output as a divergence; in
@@ -40,8 +42,9 @@ struct RoutingFlip {
   int layer = 0;
   std::int32_t sequence = 0, position = 0;
   std::vector<int> ids_a, ids_b;    // each engine's chosen experts, ascending
-  std::vector<ExpertLogit> logits;  // the experts either chose, by A's logit descending
-  double margin = 0;                // A's logit gap at the k-th place (>= 0)
+  std::string_view values;          // what `logits` and the margin are in: "router logits", or a sigmoid router's scores
+  std::vector<ExpertLogit> logits;  // the experts either chose, by A's value descending
+  double margin = 0;                // A's gap at the k-th place (>= 0), in the values chosen by
   double noise = 0;                 // the router logits' error of B's precision in the row
   bool settled = false;             // B (a bisection's) continued with A's choice: a near tie
   bool near_tie() const { return margin <= kNearTieFactor * noise; }
@@ -85,7 +88,16 @@ class RoutingArbiter {
                                 const model::HostTensor& logits, bool& changed, int layer,
                                 std::span<const RowPlace> places, bool record);
 
+  // A's groups of experts (config.experts.groups > 1): each one's two largest choice values summed,
+  // which of them A's choice may take (its top_groups best, ties to the lower), and A's margin at
+  // the top_groups-th place.
+  std::vector<double> group_scores(std::int64_t r) const;
+  std::vector<bool> a_groups(std::int64_t r) const;
+  double group_margin(std::int64_t r) const;
+
   int dim_;
+  int groups_, top_groups_;
+  bool sigmoid_;
   double unit_roundoff_;
   bool settle_;
   int layer_ = -1;  // the layer whose router logits are held

@@ -94,7 +94,7 @@ void Lockstep::arbitrate(const model::Step& step, std::span<const model::BatchPa
                          const model::HostTensor& truth, std::optional<model::HostTensor>& floor,
                          model::HostTensor& b) {
   const model::HostTensor* floor_out = floor ? &*floor : nullptr;
-  if (step.op == model::Op::moe_router) routing_->hold_router(step.layer, truth, floor_out, b);
+  if (step.op == model::choice_op(graph_.config())) routing_->hold_router(step.layer, truth, floor_out, b);
   if (step.op != model::Op::moe_ids) return;
   RoutingArbiter::Settled settled = routing_->settle(step.layer, truth, floor_out, b, row_places(parts));
   if (settled.b_changed) engines_.b.write(step.output(), settled.b);

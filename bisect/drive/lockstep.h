@@ -68,7 +68,7 @@ class Lockstep {
   StepFilter observed_;
   RoutingArbiter* routing_ = nullptr;
 
-  // A moe_router step's outputs go to the arbiter; a moe_ids step's are settled by it (B's and
+  // The outputs moe_ids chooses by (model::choice_op) go to the arbiter; a moe_ids step's are settled by it (B's and
   // the floor's rewritten where it changed them).
   void arbitrate(const model::Step& step, std::span<const model::BatchPart> parts, const model::HostTensor& truth,
                  std::optional<model::HostTensor>& floor, model::HostTensor& b);

@@ -4,6 +4,7 @@
 // rope.scaling.finetuned is false.
 #include <fmt/format.h>
 
+#include "formats/families/granite.h"
 #include "formats/families/llama.h"
 #include "formats/family_spec.h"
 #include "formats/gguf_keys.h"
@@ -12,17 +13,14 @@ namespace tapdiff::formats {
 
 using namespace model;
 
-namespace {
-
-void read_hf(KeyReader& k, ModelConfig& c) {
-  read_llama_hf(k, c);
+void read_granite_scales_hf(KeyReader& k, ModelConfig& c) {
   c.block.embed_scale = k.number("embedding_multiplier", 1.0);
   c.block.residual_scale = k.number("residual_multiplier", 1.0);
   c.block.attention_scale = k.number("attention_multiplier", 1.0);
   c.block.logit_scale = 1.0 / k.number("logits_scaling", 1.0);
 }
 
-void read_gguf(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
+void read_granite_gguf(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
   const auto nonzero = [](double v) { return v != 0.0 ? v : 1.0; };
   c.block.embed_scale = nonzero(float_key(f, prefix + "embedding_scale", 0.0));
   c.block.residual_scale = nonzero(float_key(f, prefix + "residual_scale", 0.0));
@@ -38,16 +36,19 @@ void read_gguf(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
   c.block.mlp_bias = f.find_tensor("blk.0.ffn_down.bias") != nullptr;
 }
 
-}  // namespace
-
 const FamilySpec& granite_family() {
   static const FamilySpec spec{
       .family = Family::granite,
-      .hf = {.model_types = {"granite"}, .read = read_hf, .tokenizer_class = "TokenizersBackend"},
+      .hf = {.model_types = {"granite"},
+             .read =
+                 [](KeyReader& k, ModelConfig& c) {
+                   read_llama_hf(k, c);
+                   read_granite_scales_hf(k, c);
+                 }, .tokenizer_class = "TokenizersBackend"},
       .gguf = {.architectures = {"granite"},
                .rope_style = RopeStyle::interleaved,
                .keys = {"embedding_scale", "residual_scale", "attention.scale", "logit_scale"},
-               .read = read_gguf,
+               .read = read_granite_gguf,
                .unread = {"attention.sliding_window"}},
       .llama_cpp = {.names_mapped = true},
   };

@@ -16,6 +16,8 @@ const uint FAULT_ROUTER_TOKEN_SOFTMAX = 1u;   // moe_route.comp WEIGHTS: each ex
 const uint FAULT_ROUTER_UNNORMALISED = 2u;    // moe_route.comp WEIGHTS: no renormalisation
 const uint FAULT_EXPERT_NEXT = 2u;            // matvec.comp EXPERTS: expert e + 1's weights (mod the count)
 const uint FAULT_SHARED_GATE_DROPPED = 1u;    // moe_sum.comp SIGMOID_GATE: the shared expert's gate left out
+const uint FAULT_SELECTION_BIAS_SIGN = 1u;    // moe_route.comp SCORES: the selection bias subtracted
+const uint FAULT_GROUP_LIMIT_IGNORED = 2u;    // moe_route.comp: every expert group eligible
 
 bool planted(uint fault) { return (FAULTS & fault) != 0u; }
 

@@ -2,18 +2,26 @@
 #extension GL_GOOGLE_include_directive : require
 #include "activations.glsl"
 // The router's choice per row of logits [rows, experts], one invocation per row:
-//   moe_topk (default): ids [rows, k], the k experts of the largest logits ascending by id; of
-//   equal logits the lower id first (reference/moe_kernels.h top_experts).
-//   moe_weights (WEIGHTS): weights [rows, k], the softmax over every expert of the row taken at
-//   the given ids, divided by their sum where pc.normalize.
+//   moe_topk (default): ids [rows, k], the k experts of the largest scores (logits, or a sigmoid
+//   router's choice scores) ascending by id; of equal scores the lower id first; with pc.groups >
+//   1 only among the experts of the pc.top_groups groups whose two largest scores sum highest
+//   (reference/moe_kernels.h top_experts).
+//   moe_weights (WEIGHTS): weights [rows, k], the softmax over every expert of the row (or each
+//   expert's sigmoid where pc.sigmoid) taken at the given ids, divided by their sum where
+//   pc.normalize, times pc.scale.
+//   moe_scores (SCORES): scores [rows, experts] = sigmoid(logits) + the selection bias.
 // An id outside [0, experts) (a teacher-forced value) gives a NaN weight.
-// (topk-off-by-one, faults.glsl: the experts ranked 2 to k+1; router-softmax-axis: each expert's
-// softmax over the rows instead; weights-unnormalised: no renormalisation.)
+// (topk-off-by-one, faults.glsl: the experts ranked 2 to k+1; group-limit-ignored: every expert
+// eligible; router-softmax-axis: each expert's softmax over the rows instead; weights-unnormalised:
+// no renormalisation; selection-bias-sign: the bias subtracted.)
 layout(local_size_x_id = 1) in;
 layout(std430, binding = 0) readonly buffer Logits { act_t logits[]; };
-#ifdef WEIGHTS
+#if defined(WEIGHTS)
 layout(std430, binding = 1) readonly buffer Ids { act_t ids[]; };
 layout(std430, binding = 2) writeonly buffer Weights { act_t weights[]; };
+#elif defined(SCORES)
+layout(std430, binding = 1) readonly buffer Bias { float bias[]; };
+layout(std430, binding = 2) writeonly buffer Scores { act_t scores[]; };
 #else
 layout(std430, binding = 1) writeonly buffer Ids { act_t ids[]; };
 #endif
@@ -22,13 +30,20 @@ layout(push_constant) uniform Push { RoutePush pc; };
 #include "common.glsl"
 #include "faults.glsl"
 
-const uint MAX_K = 64u;  // Kernels::moe_topk refuses more experts per token
+const uint MAX_K = 64u;        // Kernels::moe_topk refuses more experts per token
+const uint MAX_GROUPS = 64u;   // and more expert groups
+
+float sigmoid(float x) { return 1.0 / (1.0 + exp(-x)); }
 
 void main() {
   const uint t = group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
   if (t >= pc.rows) return;
   const uint row = t * pc.experts;
-#ifdef WEIGHTS
+#if defined(SCORES)
+  const float sign = planted(FAULT_SELECTION_BIAS_SIGN) ? -1.0 : 1.0;
+  for (uint e = 0u; e < pc.experts; ++e)
+    scores[row + e] = to_act(sigmoid(float(logits[row + e])) + (pc.has_bias != 0u ? sign * bias[e] : 0.0));
+#elif defined(WEIGHTS)
   float top = float(logits[row]);
   for (uint e = 1u; e < pc.experts; ++e) top = max(top, float(logits[row + e]));
   float total = 0.0;
@@ -47,14 +62,43 @@ void main() {
       float column_total = 0.0;
       for (uint u = 0u; u < pc.rows; ++u) column_total += exp(float(logits[u * pc.experts + e]) - column_top);
       chosen[j] = exp(float(logits[row + e]) - column_top) / column_total;
+    } else if (pc.sigmoid != 0u) {
+      chosen[j] = sigmoid(float(logits[row + uint(id)]));
     } else {
       chosen[j] = exp(float(logits[row + uint(id)]) - top) / total;
     }
     sum += chosen[j];
   }
   const bool normalize = pc.normalize != 0u && !planted(FAULT_ROUTER_UNNORMALISED);
-  for (uint j = 0u; j < pc.k; ++j) weights[t * pc.k + j] = to_act(normalize ? chosen[j] / sum : chosen[j]);
+  for (uint j = 0u; j < pc.k; ++j) weights[t * pc.k + j] = to_act((normalize ? chosen[j] / sum : chosen[j]) * pc.scale);
 #else
+  // With groups: the eligible groups, the pc.top_groups of the largest two-best sums (ties: the lower group).
+  const uint per_group = pc.experts / pc.groups;
+  const bool grouped = pc.groups > 1u && !planted(FAULT_GROUP_LIMIT_IGNORED);
+  bool eligible[MAX_GROUPS];
+  for (uint g = 0u; g < pc.groups; ++g) eligible[g] = !grouped;
+  if (grouped) {
+    float group_score[MAX_GROUPS];
+    for (uint g = 0u; g < pc.groups; ++g) {
+      float first = -1.0 / 0.0, second = -1.0 / 0.0;
+      for (uint e = g * per_group; e < (g + 1u) * per_group; ++e) {
+        const float v = float(logits[row + e]);
+        if (v > first) {
+          second = first;
+          first = v;
+        } else if (v > second) {
+          second = v;
+        }
+      }
+      group_score[g] = first + second;
+    }
+    for (uint i = 0u; i < pc.top_groups; ++i) {
+      uint best = pc.groups;
+      for (uint g = 0u; g < pc.groups; ++g)
+        if (!eligible[g] && (best == pc.groups || group_score[g] > group_score[best])) best = g;
+      eligible[best] = true;
+    }
+  }
   // The j-th pick: the largest logit below the previous pick's in the order (logit desc, id asc).
   const uint skip = planted(FAULT_TOPK_SKIPS_BEST) ? 1u : 0u;
   uint picked[MAX_K + 1u];
@@ -64,6 +108,7 @@ void main() {
     uint best = pc.experts;
     float best_value = 0.0;
     for (uint e = 0u; e < pc.experts; ++e) {
+      if (!eligible[e / per_group]) continue;
       const float v = float(logits[row + e]);
       const bool after_last = j == 0u || v < last || (v == last && e > last_id);
       if (after_last && (best == pc.experts || v > best_value)) best = e, best_value = v;

@@ -75,7 +75,9 @@ K_NORM = ("k_norm", "key_layernorm")
 UP = ("up_proj", "c_fc", "fc1", "dense_h_to_4h")
 DOWN = ("down_proj", "c_proj", "fc2", "dense_4h_to_h")
 FINAL_NORM = ("norm", "final_layernorm", "final_layer_norm", "ln_f")
-SHARED_EXPERT = ("shared_expert", "shared_experts")  # beside a mixture (Qwen2-MoE; DeepSeek)
+MIXTURE = ("mlp", "block_sparse_moe")  # a layer's mixture of experts (Granite-MoE: block_sparse_moe), its router
+ROUTER = ("gate", "router")  # and a shared expert beside it (Qwen2-MoE; DeepSeek; Granite-MoE-Shared, on the layer)
+SHARED_EXPERT = ("shared_expert", "shared_experts", "shared_mlp")
 
 
 class HfRecorder:
@@ -146,7 +148,8 @@ class HfRecorder:
     def _routing(self, router, layer):
         """A mixture of experts' router: the (logits, weights, ids) per token that transformers 5's top-k
         routers return, as tapdiff's moe_router, moe_weights and moe_ids (each row's ids ascending,
-        the weights in their order). A router that returns its logits alone (transformers 4.x) is
+        the weights in their order), and for a sigmoid router its moe_scores (sigmoid of the logits
+        plus its e_score_correction_bias). A router that returns its logits alone (transformers 4.x) is
         refused: what it chose is not visible to a hook."""
         def hook(_m, _args, out):
             if not isinstance(out, tuple) or len(out) != 3:
@@ -155,6 +158,10 @@ class HfRecorder:
             logits, weights, ids = (t.detach().to("cpu") for t in out)
             order = ids.argsort(dim=-1)
             self._keep(layer, "moe_router", logits.double().numpy().reshape(-1, logits.shape[-1]))
+            if (layer, "moe_scores") in self.taps:  # a sigmoid router's: what it chooses by
+                bias = getattr(router, "e_score_correction_bias", None)
+                scores = logits.double().sigmoid() + (0.0 if bias is None else bias.detach().to("cpu").double())
+                self._keep(layer, "moe_scores", scores.numpy().reshape(-1, logits.shape[-1]))
             self._keep(layer, "moe_ids", ids.gather(-1, order).double().numpy().reshape(-1, ids.shape[-1]))
             self._keep(layer, "moe_weights", weights.gather(-1, order).double().numpy().reshape(-1, ids.shape[-1]))
         self.handles.append(router.register_forward_hook(hook))
@@ -220,15 +227,17 @@ class HfRecorder:
                 self._input(before_ffn if post_norms else after_attention, i, "attn_residual")
             else:
                 self._input(mlp, i, "attn_residual")
-            if hasattr(mlp, "experts") and hasattr(mlp, "gate"):  # a mixture of experts' layer
-                self._routing(mlp.gate, i)
-                shared = _first(mlp, SHARED_EXPERT)
+            mixture = _first(layer, MIXTURE)
+            if mixture is not None and hasattr(mixture, "experts"):  # a mixture of experts' layer
+                self._routing(_first(mixture, ROUTER), i)
+                shared = _first(mixture, SHARED_EXPERT) or _first(layer, SHARED_EXPERT)
                 if shared is None:
-                    self._output(mlp, i, "moe_out")
+                    self._output(mixture, i, "moe_out")
                 else:
-                    self._output(mlp.experts, i, "moe_out")
-                    self._shared_expert(shared, getattr(mlp, "shared_expert_gate", None), i)
-                    self._output(mlp, i, "moe_sum")
+                    self._output(mixture.experts, i, "moe_out")
+                    self._shared_expert(shared, getattr(mixture, "shared_expert_gate", None), i)
+                    self.handles.append(layer.register_forward_hook(lambda *_, i=i: self._keep(
+                        i, "moe_sum", self.values[(i, "moe_out")] + self.values[(i, "moe_shared")])))
             else:
                 self._output(getattr(mlp, "gate_proj", None), i, "ffn_gate")
                 self._output(_first(mlp, UP), i, "ffn_up")

@@ -39,7 +39,8 @@ LAYOUTS = {
     "phi3": Layout(qkv="fused", ffn="fused"),
     "qwen2": Layout(qkv_bias=True),
     "qwen3": Layout(qk_norm="head"), "qwen3moe": Layout(qk_norm="head"), "olmoe": Layout(qk_norm="whole"),
-    "qwen2moe": Layout(qkv_bias=True),
+    "qwen2moe": Layout(qkv_bias=True), "granitemoe": Layout(),
+    "glm4moe": Layout(qkv_bias=True, qk_norm="head", ffn_norm_name="post_attention_norm"),
     "olmo2": Layout(pre_norms=False, post_norms=True, qk_norm="whole"),
     "gemma": Layout(output=False),
     "gemma2": Layout(post_norms=True, output=False),
@@ -84,7 +85,10 @@ class GgufCase:
     kv_heads: int = KV_HEADS  # OLMoE's k norm is n_embd wide in llama.cpp: its KV heads are all the heads
     post_norm_gain: float = 1.0  # the post-norms' weights times this: updates as large as the stream
     experts: tuple[int, int, int] | None = None  # (count, used per token, FFN width of each): a mixture of experts
-    shared_expert: int = 0  # the width of a shared expert with a sigmoid gate (Qwen2-MoE's) beside the mixture
+    shared_expert: int = 0  # the width of a shared expert beside the mixture
+    shared_gate: bool = True  # its output scaled by a sigmoid gate (Qwen2-MoE's; not Granite-MoE-Shared's)
+    selection_bias: bool = False  # a sigmoid router's exp_probs_b.bias (GLM-4.5)
+    dense_layers: int = 0  # layers before the first mixture keep a dense FFN (leading_dense_block_count)
     layout: Layout | None = None  # None: LAYOUTS[arch]
 
     def __post_init__(self):
@@ -113,12 +117,24 @@ GGUF_CASES = [
              extra={"attn_logit_softcapping": 20.0, "final_logit_softcapping": 15.0, "sliding_window": 24}),
     # Six layers: llama.cpp's fixed pattern slides layers 0-4, layer 5 attends fully. The updates
     # are made as large as the embedding (times sqrt(DIM)), else the tied logits pick the input token.
-    # Mixtral as llama.cpp's converter writes it (arch llama with experts), Qwen3-MoE, OLMoE and
-    # Qwen2-MoE (a gated shared expert beside the mixture).
+    # Mixtral as llama.cpp's converter writes it (arch llama with experts), Qwen3-MoE, OLMoE,
+    # Qwen2-MoE (a gated shared expert beside the mixture) and Granite-MoE (with and without a shared
+    # expert, ungated).
     GgufCase("mixtral", rope_base=1000000.0, experts=(4, 2, FFN)),
     GgufCase("qwen3moe", arch="qwen3moe", rope_base=1000000.0, experts=(8, 3, 40)),
     GgufCase("olmoe", arch="olmoe", rope_base=50000.0, kv_heads=HEADS, experts=(6, 2, FFN)),
     GgufCase("qwen2moe", arch="qwen2moe", rope_base=1000000.0, experts=(6, 2, 40), shared_expert=56),
+    GgufCase("granitemoe", arch="granitemoe", experts=(5, 2, FFN),
+             extra={"embedding_scale": 6.0, "residual_scale": 0.3, "attention_scale": 0.2, "logit_scale": 4.0}),
+    # GLM-4.5: a dense first layer, then sigmoid routing with a selection bias over 4 groups of 2
+    # experts (2 chosen), renormalised and scaled, beside an ungated shared expert; half of each head rotates.
+    GgufCase("glm4moe", arch="glm4moe", rope_base=1000000.0, rotary_dim=8, experts=(8, 2, 40), shared_expert=40,
+             shared_gate=False, selection_bias=True, dense_layers=1,
+             extra={"expert_gating_func": gguf.ExpertGatingFuncType.SIGMOID, "expert_weights_norm": True,
+                    "expert_weights_scale": 2.5, "expert_group_count": 4, "expert_group_used_count": 2,
+                    "expert_shared_count": 1, "leading_dense_block_count": 1}),
+    GgufCase("granitemoe-shared", arch="granitemoe", experts=(4, 3, FFN), shared_expert=40, shared_gate=False,
+             extra={"embedding_scale": 3.0, "residual_scale": 0.5, "logit_scale": 2.0}),
     GgufCase("gemma3", arch="gemma3", rope_base=1000000.0, linear_factor=4.0, extra={"sliding_window": 12}, layers=6,
              post_norm_gain=8.0),
 ]
@@ -222,9 +238,9 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0, storage: str = "f32") 
     if case.experts:
         w.add_expert_count(case.experts[0])
         w.add_expert_used_count(case.experts[1])
-        if case.arch in ("qwen3moe", "qwen2moe"):
+        if case.arch in ("qwen3moe", "qwen2moe", "glm4moe"):
             w.add_expert_feed_forward_length(case.experts[2])
-        if case.shared_expert:
+        if case.shared_expert and case.arch != "glm4moe":  # glm4moe's width: expert_shared_count experts'
             w.add_expert_shared_feed_forward_length(case.shared_expert)
     for key, value in case.extra.items():  # add_embedding_scale(6.0), add_sliding_window(24), ...
         getattr(w, f"add_{key}")(value)
@@ -288,14 +304,17 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0, storage: str = "f32") 
             norm(p + "post_attention_norm", case.post_norm_gain)
         if layout.pre_norms and layout.ffn_norm:
             norm(p + layout.ffn_norm_name)
-        if case.experts:  # the router (its logits spread well past f32's rounding) and the stacked experts
+        if case.experts and layer >= case.dense_layers:  # the router (its logits well past f32's rounding), experts
             count, _, ffn = case.experts
             w.add_tensor(p + "ffn_gate_inp.weight", 4.0 * matrix(count, DIM))
+            if case.selection_bias:
+                w.add_tensor(p + "exp_probs_b.bias", vector(count))
             add_matrix(p + "ffn_gate_exps.weight", np.stack([matrix(ffn, DIM) for _ in range(count)]))
             add_matrix(p + "ffn_up_exps.weight", np.stack([matrix(ffn, DIM) for _ in range(count)]))
             add_matrix(p + "ffn_down_exps.weight", np.stack([matrix(DIM, ffn) for _ in range(count)]))
-            if case.shared_expert:  # its gate's logits spread around 0, so the sigmoid matters
+            if case.shared_expert and case.shared_gate:  # its gate's logits spread around 0: the sigmoid matters
                 w.add_tensor(p + "ffn_gate_inp_shexp.weight", vector(DIM, 2.0 / np.sqrt(DIM)))
+            if case.shared_expert:
                 add_matrix(p + "ffn_gate_shexp.weight", matrix(case.shared_expert, DIM))
                 add_matrix(p + "ffn_up_shexp.weight", matrix(case.shared_expert, DIM))
                 add_matrix(p + "ffn_down_shexp.weight", matrix(DIM, case.shared_expert))

@@ -46,8 +46,9 @@ class Case:
 # Special tokens inside the tiny vocabulary, for the families whose defaults lie outside it.
 IDS = {"bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0}
 
-# A mixture of experts' router weight (Mixtral's block_sparse_moe.gate, Qwen3-MoE's mlp.gate).
-ROUTER = ("mlp.gate.weight", "block_sparse_moe.gate.weight")
+# A mixture of experts' router weight (Mixtral's block_sparse_moe.gate, Qwen3-MoE's mlp.gate, Granite-MoE's
+# block_sparse_moe.router).
+ROUTER = ("mlp.gate.weight", "block_sparse_moe.gate.weight", "block_sparse_moe.router.weight")
 
 # Image encoders as small as they get, for the multimodal cases (a token-id run never uses them).
 TINY_SIGLIP = dict(model_type="siglip_vision_model", hidden_size=32, intermediate_size=48, num_hidden_layers=1,
@@ -221,6 +222,19 @@ CASES = [
          {**IDS, "num_experts": 6, "num_experts_per_tok": 2, "moe_intermediate_size": 40,
           "shared_expert_intermediate_size": 56, "use_sliding_window": True, "sliding_window": 6,
           "max_window_layers": 2}),
+    # Granite-MoE: Granite's four scalars around a mixture; and with a shared expert, no gate.
+    Case("granitemoe", "granitemoe", {"rope_type": "default", "rope_theta": 20000.0},
+         {**IDS, "num_local_experts": 5, "num_experts_per_tok": 2, "embedding_multiplier": 6.0,
+          "residual_multiplier": 0.3, "attention_multiplier": 0.2, "logits_scaling": 4.0, "attention_bias": True}),
+    Case("granitemoeshared", "granitemoeshared", extra={**IDS, "num_local_experts": 4, "num_experts_per_tok": 3,
+                                                       "shared_intermediate_size": 40, "embedding_multiplier": 3.0,
+                                                       "residual_multiplier": 0.5, "logits_scaling": 2.0}),
+    # GLM-4.5: a dense first layer, then DeepSeek-V3's router (sigmoid scores with a selection bias,
+    # 2 of 4 groups, renormalised, scaled) beside a shared expert; q/k norms, a quarter of each head rotated.
+    Case("glm4-moe", "glm4_moe", {"rope_type": "default", "rope_theta": 1000000.0, "partial_rotary_factor": 0.25},
+         {**IDS, "n_routed_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 40, "n_group": 4,
+          "topk_group": 2, "routed_scaling_factor": 2.5, "n_shared_experts": 1, "first_k_dense_replace": 1,
+          "use_qk_norm": True, "attention_bias": True}),
     # Every other layer a mixture (decoder_sparse_step 2), renormalised, no q/k/v biases.
     Case("qwen2-moe-sparse-step", "qwen2_moe",
          extra={**IDS, "num_experts": 5, "num_experts_per_tok": 3, "moe_intermediate_size": 32,
@@ -255,6 +269,9 @@ def make_model(case: Case, folder: Path, style: str, seed: int = 0) -> None:
                 p.copy_(torch.randn_like(p))
             elif name.endswith("shared_expert_gate.weight"):  # its sigmoid away from a constant 1/2
                 p.copy_(torch.randn_like(p) / p.shape[-1] ** 0.5)
+        for name, b in model.named_buffers():
+            if name.endswith("e_score_correction_bias"):  # a selection bias that moves the choice
+                b.copy_(0.1 * torch.randn_like(b))
     model.save_pretrained(folder)
     if style == "4.x":
         as_4x_config(folder / "config.json", case.layer_types_in_4x)

@@ -64,8 +64,9 @@ def transformers_forward(folder: Path) -> dict[str, np.ndarray]:
     for i, layer in enumerate(layers):
         moe = getattr(layer, "mlp", None) if hasattr(getattr(layer, "mlp", None), "experts") else \
             getattr(layer, "block_sparse_moe", None)
-        if moe is not None:
-            handles.append(moe.gate.register_forward_hook(keep_routing(i)))
+        if moe is not None:  # the router: gate, or Granite-MoE's router
+            router = moe.gate if hasattr(moe, "gate") else moe.router
+            handles.append(router.register_forward_hook(keep_routing(i)))
     n_layers = len(layers)
     final_norm = next(getattr(decoder, n) for n in FINAL_NORM if hasattr(decoder, n))
     handles.append(final_norm.register_forward_hook(keep(f"{n_layers}/final_norm")))
@@ -155,6 +156,10 @@ FAMILY_FAULTS = [  # (case, --inject, the culprit bisect must name)
     ("olmoe-unnormalised", "topk-off-by-one@0", "0/moe_ids"),
     ("qwen2-moe", "shared-gate-dropped@1", "1/moe_shared"),
     ("qwen2-moe-sparse-step", "expert-index@1", "1/moe_out"),
+    ("granitemoe", "weights-unnormalised@1", "1/moe_weights"),
+    ("granitemoeshared", "topk-off-by-one@2", "2/moe_ids"),
+    ("glm4-moe", "selection-bias-sign@1", "1/moe_scores"),
+    ("glm4-moe", "group-limit-ignored@2", "2/moe_ids"),
 ]
 
 
@@ -181,6 +186,9 @@ def test_vulkan_faults_are_localised_in_each_family(name, fault, culprit, tmp_pa
     ("qwen3-moe-dense-layer", "weights-unnormalised", "this model does not renormalise them"),
     ("llama-default", "topk-off-by-one", "planted in moe_ids, and this model computes none of them"),
     ("qwen3-moe", "shared-gate-dropped", "planted in moe_shared, and this model computes none of them"),
+    ("granitemoeshared", "shared-gate-dropped", "this model's shared expert has none"),
+    ("glm4-moe", "weights-unnormalised@0", "planted in moe_weights, and this model computes none of them where"),
+    ("qwen3-moe", "group-limit-ignored", "this model's router has no groups"),
     ("arcee", "silu-approx", "planted in silu, and this model's activation is relu2"),
 ])
 def test_a_fault_the_model_would_never_run_is_refused(name, fault, message, tmp_path):
