@@ -11,6 +11,7 @@
 // (nextn_predict_layers) is refused.
 #include <fmt/format.h>
 
+#include "formats/families/sigmoid_experts.h"
 #include "formats/family_spec.h"
 #include "formats/gguf_keys.h"
 #include "formats/hf_keys.h"
@@ -21,37 +22,11 @@ using namespace model;
 
 namespace {
 
-// Layers [0, dense) keep a dense FFN; the others are mixtures.
-void dense_first(ModelConfig& c, int dense) {
-  if (dense <= 0) return;
-  if (dense >= c.n_layers) {
-    c.experts = {};
-    return;
-  }
-  c.experts.layers.assign(static_cast<std::size_t>(c.n_layers), true);
-  std::fill_n(c.experts.layers.begin(), dense, false);
-}
-
-void sigmoid_routing(Experts& e, int groups, int top_groups, double scale, bool normalize) {
-  e.score = RouterScore::sigmoid;
-  e.selection_bias = true;
-  e.groups = groups, e.top_groups = top_groups, e.scale = scale, e.normalize = normalize;
-}
-
 void read_hf(KeyReader& k, ModelConfig& c) {
   c.block.activation = read_activation(k, "hidden_act", "silu");
   c.block.qkv_bias = k.boolean("attention_bias", false);
   if (k.boolean("use_qk_norm", false)) c.block.qk_norm = QkNorm::per_head;
-  const int ffn = k.integer("moe_intermediate_size");
-  read_experts(k, c, "n_routed_experts", "", ffn, true);
-  sigmoid_routing(c.experts, k.integer("n_group", 1), k.integer("topk_group", 1),
-                  k.number("routed_scaling_factor", 1.0), k.boolean("norm_topk_prob", true));
-  const int shared = k.integer("n_shared_experts", 1);
-  if (shared < 0) k.fail("n_shared_experts", "a count >= 0", std::to_string(shared));
-  c.experts.shared_ffn_dim = shared * ffn;
-  const int dense = k.integer("first_k_dense_replace", 1);
-  if (dense < 0) k.fail("first_k_dense_replace", "a layer count >= 0", std::to_string(dense));
-  dense_first(c, dense);
+  read_sigmoid_experts_hf(k, c, {});
   // Multi-token-prediction layers after the decoder's: transformers' forward never runs them.
   if (const int mtp = k.integer("num_nextn_predict_layers", 0); mtp < 0)
     k.fail("num_nextn_predict_layers", "a layer count >= 0", std::to_string(mtp));
@@ -64,17 +39,7 @@ void read_gguf(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
                                    f.path().string(), prefix, mtp));
   c.block.qkv_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
   if (f.find_tensor("blk.0.attn_q_norm.weight") != nullptr) c.block.qk_norm = QkNorm::per_head;
-  read_gguf_experts(f, prefix, c, {.ffn_key = "expert_feed_forward_length", .required = true});
-  if (const int gating = int_key(f, prefix + "expert_gating_func", 2); gating != 2)
-    throw_format_error(fmt::format("{}: metadata '{}expert_gating_func' = {}: expected 2 (sigmoid), the scores "
-                                   "glm4moe's graph takes",
-                                   f.path().string(), prefix, gating));
-  const double scale = float_key(f, prefix + "expert_weights_scale", 0.0);  // 0: none, as build_moe_ffn reads it
-  sigmoid_routing(c.experts, int_key(f, prefix + "expert_group_count", 1),
-                  int_key(f, prefix + "expert_group_used_count", 1), scale == 0.0 ? 1.0 : scale,
-                  f.get_bool(prefix + "expert_weights_norm").value_or(false));
-  c.experts.shared_ffn_dim = int_key(f, prefix + "expert_shared_count", std::nullopt) * c.experts.ffn_dim;
-  dense_first(c, int_key(f, prefix + "leading_dense_block_count", 0));
+  read_sigmoid_experts_gguf(f, prefix, c, 2);  // absent: sigmoid, as llama.cpp's glm4moe takes it
 }
 
 }  // namespace
@@ -88,10 +53,7 @@ const FamilySpec& glm4_moe_family() {
              .tokenizer_class = "TokenizersBackend"},
       .gguf = {.architectures = {"glm4moe"},
                .rope_style = RopeStyle::rotate_half,
-               .keys = {"expert_count", "expert_used_count", "expert_feed_forward_length", "expert_gating_func",
-                        "expert_weights_norm", "expert_weights_scale", "expert_group_count",
-                        "expert_group_used_count", "expert_shared_count", "leading_dense_block_count",
-                        "nextn_predict_layers"},
+               .keys = sigmoid_experts_gguf_keys({"nextn_predict_layers"}),
                .read = read_gguf,
                .partial_rotary = true,
                .layer_name = [](std::string_view name, const ModelConfig&) -> std::string_view {
@@ -100,8 +62,7 @@ const FamilySpec& glm4_moe_family() {
       .synth = {.block =
                     [](ModelConfig& c) {
                       c.block.qkv_bias = true;
-                      sigmoid_routing(c.experts, 4, 2, 2.5, true);
-                      c.experts.shared_ffn_dim = c.experts.ffn_dim;
+                      synth_sigmoid_experts(c);
                     },
                 .experts = true,
                 .ffn_norm = "post_attention_norm"},

@@ -145,7 +145,7 @@ class HfRecorder:
         if module is not None:
             self.handles.append(module.register_forward_hook(hook))
 
-    def _routing(self, router, layer):
+    def _routing(self, router, mixture, layer):
         """A mixture of experts' router: the (logits, weights, ids) per token that transformers 5's top-k
         routers return, as tapdiff's moe_router, moe_weights and moe_ids (each row's ids ascending,
         the weights in their order), and for a sigmoid router its moe_scores (sigmoid of the logits
@@ -159,7 +159,8 @@ class HfRecorder:
             order = ids.argsort(dim=-1)
             self._keep(layer, "moe_router", logits.double().numpy().reshape(-1, logits.shape[-1]))
             if (layer, "moe_scores") in self.taps:  # a sigmoid router's: what it chooses by
-                bias = getattr(router, "e_score_correction_bias", None)
+                bias = next((b for b in (getattr(m, "e_score_correction_bias", None) for m in (router, mixture))
+                             if b is not None), None)  # the router's, or its block's (MiniMax-M2)
                 scores = logits.double().sigmoid() + (0.0 if bias is None else bias.detach().to("cpu").double())
                 self._keep(layer, "moe_scores", scores.numpy().reshape(-1, logits.shape[-1]))
             self._keep(layer, "moe_ids", ids.gather(-1, order).double().numpy().reshape(-1, ids.shape[-1]))
@@ -229,7 +230,7 @@ class HfRecorder:
                 self._input(mlp, i, "attn_residual")
             mixture = _first(layer, MIXTURE)
             if mixture is not None and hasattr(mixture, "experts"):  # a mixture of experts' layer
-                self._routing(_first(mixture, ROUTER), i)
+                self._routing(_first(mixture, ROUTER), mixture, i)
                 shared = _first(mixture, SHARED_EXPERT) or _first(layer, SHARED_EXPERT)
                 if shared is None:
                     self._output(mixture, i, "moe_out")

@@ -41,6 +41,7 @@ LAYOUTS = {
     "qwen3": Layout(qk_norm="head"), "qwen3moe": Layout(qk_norm="head"), "olmoe": Layout(qk_norm="whole"),
     "qwen2moe": Layout(qkv_bias=True), "granitemoe": Layout(),
     "glm4moe": Layout(qkv_bias=True, qk_norm="head", ffn_norm_name="post_attention_norm"),
+    "dots1": Layout(qk_norm="head"), "minimax-m2": Layout(qk_norm="whole"),
     "olmo2": Layout(pre_norms=False, post_norms=True, qk_norm="whole"),
     "gemma": Layout(output=False),
     "gemma2": Layout(post_norms=True, output=False),
@@ -82,7 +83,7 @@ class GgufCase:
     longrope: int = 0  # Phi-3's LongRoPE when > 0: its original context, rope_factors_long/short.weight, attn_factor
     extra: dict = field(default_factory=dict)
     layers: int = LAYERS
-    kv_heads: int = KV_HEADS  # OLMoE's k norm is n_embd wide in llama.cpp: its KV heads are all the heads
+    kv_heads: int = KV_HEADS  # OLMoE's, dots1's and MiniMax-M2's k in llama.cpp is n_embd wide: every head a KV head
     post_norm_gain: float = 1.0  # the post-norms' weights times this: updates as large as the stream
     experts: tuple[int, int, int] | None = None  # (count, used per token, FFN width of each): a mixture of experts
     shared_expert: int = 0  # the width of a shared expert beside the mixture
@@ -133,6 +134,12 @@ GGUF_CASES = [
              extra={"expert_gating_func": gguf.ExpertGatingFuncType.SIGMOID, "expert_weights_norm": True,
                     "expert_weights_scale": 2.5, "expert_group_count": 4, "expert_group_used_count": 2,
                     "expert_shared_count": 1, "leading_dense_block_count": 1}),
+    GgufCase("dots1", arch="dots1", rope_base=500000.0, kv_heads=HEADS, experts=(6, 2, 32), shared_expert=64, shared_gate=False,
+             selection_bias=True, dense_layers=1,
+             extra={"expert_gating_func": gguf.ExpertGatingFuncType.SIGMOID, "expert_weights_scale": 1.5,
+                    "expert_shared_count": 2, "leading_dense_block_count": 1}),
+    GgufCase("minimax-m2", arch="minimax-m2", rope_base=5000000.0, rotary_dim=8, kv_heads=HEADS, experts=(6, 3, FFN),
+             selection_bias=True, extra={"expert_gating_func": gguf.ExpertGatingFuncType.SIGMOID}),
     GgufCase("granitemoe-shared", arch="granitemoe", experts=(4, 3, FFN), shared_expert=40, shared_gate=False,
              extra={"embedding_scale": 3.0, "residual_scale": 0.5, "logit_scale": 2.0}),
     GgufCase("gemma3", arch="gemma3", rope_base=1000000.0, linear_factor=4.0, extra={"sliding_window": 12}, layers=6,
@@ -238,9 +245,9 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0, storage: str = "f32") 
     if case.experts:
         w.add_expert_count(case.experts[0])
         w.add_expert_used_count(case.experts[1])
-        if case.arch in ("qwen3moe", "qwen2moe", "glm4moe"):
+        if case.arch in ("qwen3moe", "qwen2moe", "glm4moe", "dots1", "minimax-m2"):
             w.add_expert_feed_forward_length(case.experts[2])
-        if case.shared_expert and case.arch != "glm4moe":  # glm4moe's width: expert_shared_count experts'
+        if case.shared_expert and case.arch not in ("glm4moe", "dots1"):  # theirs: expert_shared_count experts'
             w.add_expert_shared_feed_forward_length(case.shared_expert)
     for key, value in case.extra.items():  # add_embedding_scale(6.0), add_sliding_window(24), ...
         getattr(w, f"add_{key}")(value)

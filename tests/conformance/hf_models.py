@@ -235,6 +235,15 @@ CASES = [
          {**IDS, "n_routed_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 40, "n_group": 4,
           "topk_group": 2, "routed_scaling_factor": 2.5, "n_shared_experts": 1, "first_k_dense_replace": 1,
           "use_qk_norm": True, "attention_bias": True}),
+    # dots1: Qwen3's attention with biases, GLM-4.5's router without groups, unnormalised; a sliding layer.
+    Case("dots1", "dots1", {"rope_type": "default", "rope_theta": 500000.0},
+         {**IDS, "n_routed_experts": 6, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+          "n_shared_experts": 2, "first_k_dense_replace": 1, "routed_scaling_factor": 1.5, "attention_bias": True,
+          "sliding_window": 6, "max_window_layers": 2}),
+    # MiniMax-M2: whole-projection q/k norms, half of each 16-channel head rotated, a sigmoid router
+    # with its block's selection bias.
+    Case("minimax-m2", "minimax_m2", {"rope_type": "default", "rope_theta": 5000000.0, "partial_rotary_factor": 0.5},
+         {**IDS, "head_dim": 16, "num_local_experts": 6, "num_experts_per_tok": 3}),
     # Every other layer a mixture (decoder_sparse_step 2), renormalised, no q/k/v biases.
     Case("qwen2-moe-sparse-step", "qwen2_moe",
          extra={**IDS, "num_experts": 5, "num_experts_per_tok": 3, "moe_intermediate_size": 32,

@@ -1,0 +1,63 @@
+// MiniMax-M2: q and k RMS-normed over the whole projection (OLMo 2's), rotate-half RoPE on
+// partial_rotary_factor of each head, head_dim 128 where the config leaves it out, and in every
+// layer a mixture of num_local_experts experts, each intermediate_size wide: a sigmoid router
+// choosing on its scores plus the block's e_score_correction_bias, the weights the unbiased
+// sigmoids always renormalised. router_jitter_noise acts only in training. transformers saves the
+// experts as Mixtral's (block_sparse_moe.experts.E.w1/w3/w2, block_sparse_moe.gate) beside the bias.
+// Its GGUF (minimax-m2): expert_gating_func required (2, sigmoid), exp_probs_b.bias in every layer.
+#include <fmt/format.h>
+
+#include "formats/family_spec.h"
+#include "formats/gguf_keys.h"
+#include "formats/hf_keys.h"
+
+namespace tapdiff::formats {
+
+using namespace model;
+
+namespace {
+
+void sigmoid_router(Experts& e) {
+  e.score = RouterScore::sigmoid;
+  e.selection_bias = e.normalize = true;
+}
+
+void read_hf(KeyReader& k, ModelConfig& c) {
+  c.block.activation = read_activation(k, "hidden_act", "silu");
+  c.block.qk_norm = QkNorm::whole;
+  read_experts(k, c, "num_local_experts", "", c.ffn_dim, true);
+  sigmoid_router(c.experts);
+  k.number("router_jitter_noise", 0.0);
+}
+
+void read_gguf(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
+  c.block.qk_norm = QkNorm::whole;
+  read_gguf_experts(f, prefix, c, {.ffn_key = "expert_feed_forward_length", .required = true});
+  if (const int g = int_key(f, prefix + "expert_gating_func", std::nullopt); g != 2)
+    throw_format_error(fmt::format("{}: metadata '{}expert_gating_func' = {}: expected 2 (sigmoid), the scores "
+                                   "minimax-m2's graph takes",
+                                   f.path().string(), prefix, g));
+  sigmoid_router(c.experts);
+}
+
+}  // namespace
+
+const FamilySpec& minimax_m2_family() {
+  static const FamilySpec spec{
+      .family = Family::minimax_m2,
+      .hf = {.model_types = {"minimax_m2"},
+             .read = read_hf,
+             .head_dim = 128,
+             .layer_names = {{"block_sparse_moe.e_score_correction_bias", "mlp.gate.e_score_correction_bias"},
+                             {"mlp.e_score_correction_bias", "mlp.gate.e_score_correction_bias"}},
+             .tokenizer_class = "TokenizersBackend"},
+      .gguf = {.architectures = {"minimax-m2"},
+               .rope_style = RopeStyle::rotate_half,
+               .keys = {"expert_count", "expert_used_count", "expert_feed_forward_length", "expert_gating_func"},
+               .read = read_gguf,
+               .partial_rotary = true},
+  };
+  return spec;
+}
+
+}  // namespace tapdiff::formats
