@@ -181,9 +181,9 @@ class Kernels {
   Kernel clip(Stream& s, const Region& x, float clip, std::int64_t n);
 
   // The mixture of experts (kernels_moe.cpp). logits [rows, experts] -> scores [rows, experts]:
-  // a sigmoid router's choice scores, sigmoid(logits) + bias (f32 [experts]; null: none).
+  // the choice scores, sigmoid or softmax as experts.score says, + bias (f32 [experts]; null: none).
   Kernel moe_scores(Stream& s, const Region& logits, const DeviceWeight* bias, const Region& scores, int rows,
-                    int experts, std::uint32_t faults);
+                    const model::Experts& experts, std::uint32_t faults);
   // scores [rows, experts] -> ids [rows, k]: the k largest ascending by id (within the best
   // groups where experts.groups > 1), as exact small integers of the activation type.
   Kernel moe_topk(Stream& s, const Region& scores, const Region& ids, int rows, const model::Experts& experts,

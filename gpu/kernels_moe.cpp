@@ -13,9 +13,10 @@
 namespace tapdiff::gpu {
 
 Kernel Kernels::moe_scores(Stream& s, const Region& logits, const DeviceWeight* bias, const Region& scores, int rows,
-                          int experts, std::uint32_t faults) {
+                          const model::Experts& experts, std::uint32_t faults) {
   RoutePush push{};
-  push.rows = u32(rows), push.experts = u32(experts), push.has_bias = bias != nullptr ? 1u : 0u;
+  push.rows = u32(rows), push.experts = u32(experts.count), push.has_bias = bias != nullptr ? 1u : 0u;
+  push.sigmoid = experts.score == model::RouterScore::sigmoid ? 1u : 0u;
   dispatch(s, Shader::moe_scores, 0, {logits, bias != nullptr ? bias->region : logits, scores}, &push, sizeof push,
            fold(ceil_div(push.rows, wg_)), faults);
   return named("moe-route");

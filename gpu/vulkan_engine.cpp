@@ -516,7 +516,7 @@ KernelId Engine::run(const model::Step& step, const Region& out) {
     case Op::moe_router: return product(in(0), step.op, step.layer, bias(step.op, step.layer), out, faults);
     case Op::moe_scores:
       return kernels_->moe_scores(*stream_, in(0), weights_->find(WeightKind::moe_score_bias, step.layer), out, rows,
-                                  config_.experts.count, faults);
+                                  config_.experts, faults);
     case Op::moe_ids: return kernels_->moe_topk(*stream_, in(0), out, rows, config_.experts, faults);
     case Op::moe_weights: return kernels_->moe_weights(*stream_, in(0), in(1), out, rows, config_.experts, faults);
     case Op::moe_out: return mixture(step, out);

@@ -97,8 +97,6 @@ void ModelConfig::validate(const std::string& source) const {
     require(experts.shared_ffn_dim >= 0, "a shared expert FFN width >= 0", experts.shared_ffn_dim);
     require(experts.shared_ffn_dim > 0 || !experts.shared_gate, "a shared expert where its gate is",
             "a gate without a shared expert");
-    require(experts.score == RouterScore::sigmoid || !experts.selection_bias, "a selection bias on sigmoid scores only",
-            "a bias on softmax scores");
     require(experts.groups >= 1 && experts.count % experts.groups == 0 && experts.count / experts.groups >= 2,
             "expert groups of equal size, two experts or more each",
             fmt::format("{} experts in {} groups", experts.count, experts.groups));
@@ -134,8 +132,12 @@ bool uses_rope(const ModelConfig& c, int layer) {
   return c.rope_layers.empty() || c.rope_layers.at(static_cast<std::size_t>(layer));
 }
 
+bool has_choice_scores(const ModelConfig& c) {
+  return c.experts.score == RouterScore::sigmoid || c.experts.selection_bias;
+}
+
 Op choice_op(const ModelConfig& c) {
-  return c.experts.score == RouterScore::sigmoid ? Op::moe_scores : Op::moe_router;
+  return has_choice_scores(c) ? Op::moe_scores : Op::moe_router;
 }
 
 bool uses_experts(const ModelConfig& c, int layer) {
@@ -205,10 +207,8 @@ nlohmann::json to_json(const ModelConfig& c) {
       j["experts"]["shared_ffn_dim"] = c.experts.shared_ffn_dim;
       j["experts"]["shared_gate"] = c.experts.shared_gate;
     }
-    if (c.experts.score == RouterScore::sigmoid) {
-      j["experts"]["score"] = "sigmoid";
-      j["experts"]["selection_bias"] = c.experts.selection_bias;
-    }
+    if (c.experts.score == RouterScore::sigmoid) j["experts"]["score"] = "sigmoid";
+    if (c.experts.selection_bias) j["experts"]["selection_bias"] = true;
     if (c.experts.groups > 1) {
       j["experts"]["groups"] = c.experts.groups;
       j["experts"]["top_groups"] = c.experts.top_groups;

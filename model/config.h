@@ -26,7 +26,7 @@ struct SlidingRope {
 // How a router's logits score the experts: the choice is made on the scores, the weights taken from them.
 enum class RouterScore : std::uint8_t {
   softmax,  // softmax over every expert (Mixtral, the Qwen MoEs, OLMoE, Granite-MoE)
-  sigmoid,  // each expert's sigmoid, the choice made on them plus the selection bias (GLM-4.5, DeepSeek-V3)
+  sigmoid,  // each expert's sigmoid (GLM-4.5, DeepSeek-V3)
 };
 
 // The mixture-of-experts FFN: per token a router scores every expert, the `active` best (top-k)
@@ -43,7 +43,7 @@ struct Experts {
   int shared_ffn_dim = 0;    // a shared expert beside the routed ones, this wide, every token through it; 0: none
   bool shared_gate = false;  // the shared expert's output scaled by sigmoid(x . w) (Qwen2-MoE's shared_expert_gate)
   RouterScore score = RouterScore::softmax;
-  bool selection_bias = false;  // sigmoid: a per-expert bias added to the scores the choice is made on only
+  bool selection_bias = false;  // a per-expert bias added to the scores the choice is made on only
   int groups = 1;               // the experts in this many groups (n_group) ...
   int top_groups = 1;           // ... of which the choice may take this many (topk_group)
   double scale = 1.0;           // the chosen weights times this (routed_scaling_factor)
@@ -96,7 +96,10 @@ const RopeScaling& rope_scaling(const ModelConfig& config, int layer);
 bool uses_rope(const ModelConfig& config, int layer);
 // Whether a layer's FFN is the mixture of experts (its graph has moe_router ... moe_out).
 bool uses_experts(const ModelConfig& config, int layer);
-// The op whose values moe_ids chooses by: moe_scores for a sigmoid router, else moe_router.
+// Whether the router's choice is made on scores of their own (moe_scores): a sigmoid router's, or
+// a router's with a selection bias.
+bool has_choice_scores(const ModelConfig& config);
+// The op whose values moe_ids chooses by: moe_scores where the model has them, else moe_router.
 Op choice_op(const ModelConfig& config);
 
 std::string_view rope_style_name(RopeStyle style);

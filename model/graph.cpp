@@ -22,7 +22,7 @@ Graph::Graph(const ModelConfig& config) : config_(config), n_layers_(config.n_la
   };
   auto mixture = [&](int layer, TensorId y) {
     const TensorId router = add(Op::moe_router, layer, {y});
-    const bool scored = config.experts.score == RouterScore::sigmoid;
+    const bool scored = has_choice_scores(config);
     const TensorId ids = add(Op::moe_ids, layer, {scored ? add(Op::moe_scores, layer, {router}) : router});
     const TensorId routed = add(Op::moe_out, layer, {y, ids, add(Op::moe_weights, layer, {router, ids})});
     if (config.experts.shared_ffn_dim == 0) return routed;

@@ -28,11 +28,17 @@ Eigen::Index expert_at(const Mat<S>& ids, Eigen::Index t, Eigen::Index j, Eigen:
 }  // namespace
 
 template <typename S>
-void expert_scores(const Mat<S>& logits, const S* bias, Mat<S>& scores) {
+void expert_scores(const Mat<S>& logits, model::RouterScore score, const S* bias, Mat<S>& scores) {
   scores.resize(logits.rows(), logits.cols());
-  for (Eigen::Index t = 0; t < logits.rows(); ++t)
-    for (Eigen::Index e = 0; e < logits.cols(); ++e)
-      scores(t, e) = S{1} / (S{1} + std::exp(-logits(t, e))) + (bias != nullptr ? bias[e] : S{0});
+  for (Eigen::Index t = 0; t < logits.rows(); ++t) {
+    const S top = logits.row(t).maxCoeff();
+    const S total = score == model::RouterScore::softmax ? (logits.row(t).array() - top).exp().sum() : S{1};
+    for (Eigen::Index e = 0; e < logits.cols(); ++e) {
+      const S s = score == model::RouterScore::softmax ? std::exp(logits(t, e) - top) / total
+                                                       : S{1} / (S{1} + std::exp(-logits(t, e)));
+      scores(t, e) = s + (bias != nullptr ? bias[e] : S{0});
+    }
+  }
 }
 
 template <typename S>
@@ -151,7 +157,7 @@ void shared_expert(const Mat<S>& x, const SharedExpert<S>& expert, model::Activa
 }
 
 #define TAPDIFF_INSTANTIATE(S)                                                                                       \
-  template void expert_scores<S>(const Mat<S>&, const S*, Mat<S>&);                                                 \
+  template void expert_scores<S>(const Mat<S>&, model::RouterScore, const S*, Mat<S>&);                             \
   template void top_experts<S>(const Mat<S>&, int, int, int, Mat<S>&);                                               \
   template void expert_weights<S>(const Mat<S>&, const Mat<S>&, const model::Experts&, Mat<S>&);                     \
   template void mixture<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, const ExpertMatrices<S>&, model::Activation, \

@@ -8,9 +8,10 @@
 
 namespace tapdiff::reference {
 
-// A sigmoid router's choice scores [T, experts]: sigmoid(logits) + bias (per expert; null: none).
+// The choice scores [T, experts]: each row's sigmoids, or its softmax over every expert, as
+// `score` says, + bias (per expert; null: none).
 template <typename S>
-void expert_scores(const Mat<S>& logits, const S* bias, Mat<S>& scores);
+void expert_scores(const Mat<S>& logits, model::RouterScore score, const S* bias, Mat<S>& scores);
 
 // ids [T, k]: per row the k experts of the largest scores (router logits, or a sigmoid router's
 // choice scores), ascending by id; of equal scores the lower id first. With groups > 1, only

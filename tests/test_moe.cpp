@@ -211,7 +211,7 @@ TEST(MoeReference, SigmoidRoutingChoosesOnBiasedScoresWithinTheBestGroups) {
   logits << 2.0, -1.0, 0.5, 0.4, 1.5, -3.0;
   const double bias[6] = {0.0, 0.0, 0.0, 0.0, -0.9, 0.0};
   Mat<double> scores, ids, w;
-  reference::expert_scores<double>(logits, bias, scores);
+  reference::expert_scores<double>(logits, model::RouterScore::sigmoid, bias, scores);
   const auto sigmoid = [](double x) { return 1 / (1 + std::exp(-x)); };
   EXPECT_DOUBLE_EQ(scores(0, 4), sigmoid(1.5) - 0.9);
   reference::top_experts<double>(scores, 2, 1, 1, ids);  // ungrouped: the bias moves expert 4 below 2 and 3

@@ -58,7 +58,7 @@ RoutingArbiter::RoutingArbiter(const model::ModelConfig& config, model::Precisio
     : dim_(config.dim),
       groups_(config.experts.groups),
       top_groups_(config.experts.top_groups),
-      sigmoid_(config.experts.score == model::RouterScore::sigmoid),
+      scored_(model::has_choice_scores(config)),
       unit_roundoff_(model::unit_roundoff(b_precision)),
       settle_(settle) {}
 
@@ -75,7 +75,7 @@ std::optional<RoutingFlip> RoutingArbiter::flip(const model::HostTensor& ids, st
                                                 const model::HostTensor& truth_ids,
                                                 const model::HostTensor& logits) const {
   RoutingFlip f;
-  f.values = sigmoid_ ? "choice scores (moe_scores)" : "router logits";
+  f.values = scored_ ? "choice scores (moe_scores)" : "router logits";
   f.ids_a = row_ids(truth_ids, r);
   f.ids_b = row_ids(ids, r);
   if (f.ids_a == f.ids_b) return std::nullopt;

@@ -97,7 +97,7 @@ class RoutingArbiter {
 
   int dim_;
   int groups_, top_groups_;
-  bool sigmoid_;
+  bool scored_;
   double unit_roundoff_;
   bool settle_;
   int layer_ = -1;  // the layer whose router logits are held

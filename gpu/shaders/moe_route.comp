@@ -9,7 +9,8 @@
 //   moe_weights (WEIGHTS): weights [rows, k], the softmax over every expert of the row (or each
 //   expert's sigmoid where pc.sigmoid) taken at the given ids, divided by their sum where
 //   pc.normalize, times pc.scale.
-//   moe_scores (SCORES): scores [rows, experts] = sigmoid(logits) + the selection bias.
+//   moe_scores (SCORES): scores [rows, experts] = each logit's sigmoid (pc.sigmoid), or the row's
+//   softmax, + the selection bias.
 // An id outside [0, experts) (a teacher-forced value) gives a NaN weight.
 // (topk-off-by-one, faults.glsl: the experts ranked 2 to k+1; group-limit-ignored: every expert
 // eligible; router-softmax-axis: each expert's softmax over the rows instead; weights-unnormalised:
@@ -41,8 +42,16 @@ void main() {
   const uint row = t * pc.experts;
 #if defined(SCORES)
   const float sign = planted(FAULT_SELECTION_BIAS_SIGN) ? -1.0 : 1.0;
-  for (uint e = 0u; e < pc.experts; ++e)
-    scores[row + e] = to_act(sigmoid(float(logits[row + e])) + (pc.has_bias != 0u ? sign * bias[e] : 0.0));
+  float top = float(logits[row]), total = 0.0;
+  if (pc.sigmoid == 0u) {
+    for (uint e = 1u; e < pc.experts; ++e) top = max(top, float(logits[row + e]));
+    for (uint e = 0u; e < pc.experts; ++e) total += exp(float(logits[row + e]) - top);
+  }
+  for (uint e = 0u; e < pc.experts; ++e) {
+    const float x = float(logits[row + e]);
+    const float s = pc.sigmoid != 0u ? sigmoid(x) : exp(x - top) / total;
+    scores[row + e] = to_act(s + (pc.has_bias != 0u ? sign * bias[e] : 0.0));
+  }
 #elif defined(WEIGHTS)
   float top = float(logits[row]);
   for (uint e = 1u; e < pc.experts; ++e) top = max(top, float(logits[row + e]));

@@ -148,8 +148,8 @@ class HfRecorder:
     def _routing(self, router, mixture, layer):
         """A mixture of experts' router: the (logits, weights, ids) per token that transformers 5's top-k
         routers return, as tapdiff's moe_router, moe_weights and moe_ids (each row's ids ascending,
-        the weights in their order), and for a sigmoid router its moe_scores (sigmoid of the logits
-        plus its e_score_correction_bias). A router that returns its logits alone (transformers 4.x) is
+        the weights in their order), and where tapdiff's graph has them the moe_scores it chooses by
+        (the logits' sigmoid or softmax, plus the router's e_score_correction_bias). A router that returns its logits alone (transformers 4.x) is
         refused: what it chose is not visible to a hook."""
         def hook(_m, _args, out):
             if not isinstance(out, tuple) or len(out) != 3:
@@ -158,10 +158,13 @@ class HfRecorder:
             logits, weights, ids = (t.detach().to("cpu") for t in out)
             order = ids.argsort(dim=-1)
             self._keep(layer, "moe_router", logits.double().numpy().reshape(-1, logits.shape[-1]))
-            if (layer, "moe_scores") in self.taps:  # a sigmoid router's: what it chooses by
-                bias = next((b for b in (getattr(m, "e_score_correction_bias", None) for m in (router, mixture))
-                             if b is not None), None)  # the router's, or its block's (MiniMax-M2)
-                scores = logits.double().sigmoid() + (0.0 if bias is None else bias.detach().to("cpu").double())
+            if (layer, "moe_scores") in self.taps:  # what the router chooses by: its scores plus its selection bias
+                owners = (router, mixture, getattr(router, "moe_statics", None))  # MiniMax-M2's block, ERNIE's statics
+                bias = next((b for b in (getattr(m, "e_score_correction_bias", None) for m in owners)
+                             if b is not None), None)
+                sigmoid = self.config["experts"].get("score") == "sigmoid"
+                scores = logits.double().sigmoid() if sigmoid else logits.double().softmax(dim=-1)
+                scores = scores + (0.0 if bias is None else bias.detach().to("cpu").double().reshape(-1))
                 self._keep(layer, "moe_scores", scores.numpy().reshape(-1, logits.shape[-1]))
             self._keep(layer, "moe_ids", ids.gather(-1, order).double().numpy().reshape(-1, ids.shape[-1]))
             self._keep(layer, "moe_weights", weights.gather(-1, order).double().numpy().reshape(-1, ids.shape[-1]))

@@ -41,7 +41,7 @@ LAYOUTS = {
     "qwen3": Layout(qk_norm="head"), "qwen3moe": Layout(qk_norm="head"), "olmoe": Layout(qk_norm="whole"),
     "qwen2moe": Layout(qkv_bias=True), "granitemoe": Layout(),
     "glm4moe": Layout(qkv_bias=True, qk_norm="head", ffn_norm_name="post_attention_norm"),
-    "dots1": Layout(qk_norm="head"), "minimax-m2": Layout(qk_norm="whole"),
+    "dots1": Layout(qk_norm="head"), "minimax-m2": Layout(qk_norm="whole"), "ernie4_5-moe": Layout(output=False),
     "olmo2": Layout(pre_norms=False, post_norms=True, qk_norm="whole"),
     "gemma": Layout(output=False),
     "gemma2": Layout(post_norms=True, output=False),
@@ -140,6 +140,9 @@ GGUF_CASES = [
                     "expert_shared_count": 2, "leading_dense_block_count": 1}),
     GgufCase("minimax-m2", arch="minimax-m2", rope_base=5000000.0, rotary_dim=8, kv_heads=HEADS, experts=(6, 3, FFN),
              selection_bias=True, extra={"expert_gating_func": gguf.ExpertGatingFuncType.SIGMOID}),
+    GgufCase("ernie4_5-moe", arch="ernie4_5-moe", rope_base=500000.0, experts=(6, 2, 32), shared_expert=64,
+             shared_gate=False, selection_bias=True, dense_layers=1,
+             extra={"interleave_moe_layer_step": 1, "leading_dense_block_count": 1}),
     GgufCase("granitemoe-shared", arch="granitemoe", experts=(4, 3, FFN), shared_expert=40, shared_gate=False,
              extra={"embedding_scale": 3.0, "residual_scale": 0.5, "logit_scale": 2.0}),
     GgufCase("gemma3", arch="gemma3", rope_base=1000000.0, linear_factor=4.0, extra={"sliding_window": 12}, layers=6,
@@ -245,7 +248,7 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0, storage: str = "f32") 
     if case.experts:
         w.add_expert_count(case.experts[0])
         w.add_expert_used_count(case.experts[1])
-        if case.arch in ("qwen3moe", "qwen2moe", "glm4moe", "dots1", "minimax-m2"):
+        if case.arch in ("qwen3moe", "qwen2moe", "glm4moe", "dots1", "minimax-m2", "ernie4_5-moe"):
             w.add_expert_feed_forward_length(case.experts[2])
         if case.shared_expert and case.arch not in ("glm4moe", "dots1"):  # theirs: expert_shared_count experts'
             w.add_expert_shared_feed_forward_length(case.shared_expert)

@@ -244,6 +244,11 @@ CASES = [
     # with its block's selection bias.
     Case("minimax-m2", "minimax_m2", {"rope_type": "default", "rope_theta": 5000000.0, "partial_rotary_factor": 0.5},
          {**IDS, "head_dim": 16, "num_local_experts": 6, "num_experts_per_tok": 3}),
+    # ERNIE 4.5 MoE: the softmax router's choice moved by a selection bias, two shared experts' width,
+    # layer 0 dense (moe_layer_start_index 1), tied.
+    Case("ernie4_5-moe", "ernie4_5_moe", {"rope_type": "default", "rope_theta": 500000.0},
+         {**IDS, "head_dim": 16, "moe_num_experts": 6, "moe_k": 2, "moe_intermediate_size": 32,
+          "moe_num_shared_experts": 2, "moe_layer_start_index": 1}),
     # Every other layer a mixture (decoder_sparse_step 2), renormalised, no q/k/v biases.
     Case("qwen2-moe-sparse-step", "qwen2_moe",
          extra={**IDS, "num_experts": 5, "num_experts_per_tok": 3, "moe_intermediate_size": 32,
@@ -276,6 +281,8 @@ def make_model(case: Case, folder: Path, style: str, seed: int = 0) -> None:
                 p.copy_(0.1 * torch.randn_like(p))
             elif name.endswith(ROUTER):  # decisive routing: logits apart by more than f16's noise, mostly
                 p.copy_(torch.randn_like(p))
+            elif name.endswith("e_score_correction_bias"):  # ERNIE's selection bias is a parameter
+                p.copy_(0.1 * torch.randn_like(p))
             elif name.endswith("shared_expert_gate.weight"):  # its sigmoid away from a constant 1/2
                 p.copy_(torch.randn_like(p) / p.shape[-1] ** 0.5)
         for name, b in model.named_buffers():

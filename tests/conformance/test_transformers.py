@@ -162,6 +162,7 @@ FAMILY_FAULTS = [  # (case, --inject, the culprit bisect must name)
     ("glm4-moe", "group-limit-ignored@2", "2/moe_ids"),
     ("dots1", "router-softmax-axis@2", "2/moe_weights"),
     ("minimax-m2", "selection-bias-sign@0", "0/moe_scores"),
+    ("ernie4_5-moe", "selection-bias-sign@2", "2/moe_scores"),
 ]
 
 
@@ -231,6 +232,7 @@ UNIMPLEMENTED = [  # (case, key, value, the key the refusal names): a value whos
     ("apertus", "mlp_bias", True, "mlp_bias"),
     ("olmoe", "clip_qkv", 0.5, "clip_qkv"),  # OlmoeAttention clamps after the q/k norms
     ("qwen2-moe", "shared_expert_intermediate_size", 0, "shared_expert_intermediate_size"),
+    ("ernie4_5-moe", "use_bias", True, "use_bias"),
 ]
 
 
