@@ -1,7 +1,7 @@
 #pragma once
 // Discrete choices of a mixture of experts (model/config.h Experts): where engine B picks other
 // experts for a row than the truth. The truth's margin at the k-th place, in the values the choice
-// is made on (router logits, or a sigmoid router's biased scores: model::choice_op), against their
+// is made on (router logits, or the choice scores where the model has them: model::choice_op), against their
 // noise in B's precision decides what a flip is. The margin is the value of the weakest expert it
 // chose minus the strongest it did not (of the groups it could choose from), and with expert groups
 // at most half A's margin between the groups it took and the others (a group's score sums two):
@@ -42,10 +42,10 @@ struct RoutingFlip {
   int layer = 0;
   std::int32_t sequence = 0, position = 0;
   std::vector<int> ids_a, ids_b;    // each engine's chosen experts, ascending
-  std::string_view values;          // what `logits` and the margin are in: "router logits", or a sigmoid router's scores
+  std::string_view values;          // what `logits` and the margin are in: router logits, or choice scores
   std::vector<ExpertLogit> logits;  // the experts either chose, by A's value descending
   double margin = 0;                // A's gap at the k-th place (>= 0), in the values chosen by
-  double noise = 0;                 // the router logits' error of B's precision in the row
+  double noise = 0;                 // those values' error of B's precision in the row
   bool settled = false;             // B (a bisection's) continued with A's choice: a near tie
   bool near_tie() const { return margin <= kNearTieFactor * noise; }
   std::string text() const;  // one line: where, the choices, the logits, margin against noise

@@ -2,8 +2,8 @@
 #extension GL_GOOGLE_include_directive : require
 #include "activations.glsl"
 // The router's choice per row of logits [rows, experts], one invocation per row:
-//   moe_topk (default): ids [rows, k], the k experts of the largest scores (logits, or a sigmoid
-//   router's choice scores) ascending by id; of equal scores the lower id first; with pc.groups >
+//   moe_topk (default): ids [rows, k], the k experts of the largest scores (logits, or the choice
+//   scores of moe_scores) ascending by id; of equal scores the lower id first; with pc.groups >
 //   1 only among the experts of the pc.top_groups groups whose two largest scores sum highest
 //   (reference/moe_kernels.h top_experts).
 //   moe_weights (WEIGHTS): weights [rows, k], the softmax over every expert of the row (or each
