@@ -62,7 +62,13 @@ def test_unigram_ids_equal_hugging_face(variant, tmp_path):
     mismatches = tokenizers_mismatches(tokenizer, ours)
     assert not mismatches, f"{variant}: {len(mismatches)} of {len(STRINGS)} differ:\n" + "\n".join(mismatches[:20])
     auto = transformers.AutoTokenizer.from_pretrained(folder)
-    assert [auto.encode(text) for text in STRINGS] == ours
+    theirs = [auto.encode(text) for text in STRINGS]
+    # Rarely (once in CI, on one string of a freshly trained vocabulary) the tokenizer in memory and
+    # the one AutoTokenizer loads from its file part: the library has no single answer there. tapdiff
+    # must equal AutoTokenizer on every other string, and such strings stay rare.
+    ties = {i for i, text in enumerate(STRINGS) if theirs[i] != tokenizer.encode(text).ids}
+    assert len(ties) <= 2, f"{variant}: the two tokenizers part on {len(ties)} strings"
+    assert [ids for i, ids in enumerate(theirs) if i not in ties] == [ids for i, ids in enumerate(ours) if i not in ties]
     byte_fallback = VARIANTS[variant][0]
     if byte_fallback:
         assert any(3 <= i < 259 for ids in ours for i in ids)  # some characters fell back to bytes
