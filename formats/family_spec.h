@@ -110,7 +110,7 @@ struct LlamaCppGraph {
 // llama.cpp's graph of it has beyond Block{} (RoPE is the GGUF recipe's). None: synth writes none.
 struct SynthRecipe {
   void (*block)(model::ModelConfig& c) = nullptr;
-  bool experts = false;  // a mixture of experts: written with an experts shape only
+  bool experts = false;                    // a mixture of experts: written with an experts shape only
   std::string_view ffn_norm = "ffn_norm";  // the FFN norm's tensor in a layer, as llama.cpp's loader names it
 };
 

@@ -13,7 +13,7 @@
 namespace tapdiff::gpu {
 
 Kernel Kernels::moe_scores(Stream& s, const Region& logits, const DeviceWeight* bias, const Region& scores, int rows,
-                          const model::Experts& experts, std::uint32_t faults) {
+                           const model::Experts& experts, std::uint32_t faults) {
   RoutePush push{};
   push.rows = u32(rows), push.experts = u32(experts.count), push.has_bias = bias != nullptr ? 1u : 0u;
   push.sigmoid = experts.score == model::RouterScore::sigmoid ? 1u : 0u;
@@ -28,8 +28,8 @@ Kernel Kernels::moe_topk(Stream& s, const Region& scores, const Region& ids, int
     throw UsageError(fmt::format("{} experts per token: the Vulkan router kernel takes at most {}", experts.active,
                                  kMaxActiveExperts));
   if (experts.groups > kMaxExpertGroups)
-    throw UsageError(fmt::format("{} expert groups: the Vulkan router kernel takes at most {}", experts.groups,
-                                 kMaxExpertGroups));
+    throw UsageError(
+        fmt::format("{} expert groups: the Vulkan router kernel takes at most {}", experts.groups, kMaxExpertGroups));
   RoutePush push{};
   push.rows = u32(rows), push.experts = u32(experts.count), push.k = u32(experts.active);
   push.groups = u32(experts.groups), push.top_groups = u32(experts.top_groups);

@@ -250,7 +250,7 @@ model::DType Engine::weight_dtype(Op op) const {
     return model::DType::f32;
   for (const model::Step& s : graph_.steps())
     if (s.op == op)
-      return op == Op::moe_shared ? weights_->get(WeightKind::shexp_gate, s.layer).dtype
+      return op == Op::moe_shared             ? weights_->get(WeightKind::shexp_gate, s.layer).dtype
              : cls == model::OpClass::experts ? weights_->get(WeightKind::expert_gate, s.layer).dtype
                                               : matrix(op, s.layer).dtype;
   return model::DType::f32;
@@ -262,9 +262,9 @@ std::string Engine::kernel(Op op) const {
   std::vector<KernelId> ids = ran_[static_cast<std::size_t>(op)];
   if (ids.empty()) {
     const KernelChoice& choice = kernels_->choice();
-    const std::vector<KernelId> planned = op == Op::moe_shared
-                                              ? choice.planned_shared_expert(weight_dtype(op), config_.experts.shared_gate)
-                                              : choice.planned(model::op_class(op), weight_dtype(op));
+    const std::vector<KernelId> planned =
+        op == Op::moe_shared ? choice.planned_shared_expert(weight_dtype(op), config_.experts.shared_gate)
+                             : choice.planned(model::op_class(op), weight_dtype(op));
     ids = planned;
     for (int l = 0; l < config_.n_layers; ++l)
       for (KernelId faulty : planned) {

@@ -97,8 +97,8 @@ void ModelConfig::validate(const std::string& source) const {
     require(experts.shared_ffn_dim >= 0, "a shared expert FFN width >= 0", experts.shared_ffn_dim);
     require(experts.shared_ffn_dim > 0 || !experts.shared_gate, "a shared expert where its gate is",
             "a gate without a shared expert");
-    require(experts.groups == 1 || (experts.groups > 1 && experts.count % experts.groups == 0 &&
-                                    experts.count / experts.groups >= 2),
+    require(experts.groups == 1 ||
+                (experts.groups > 1 && experts.count % experts.groups == 0 && experts.count / experts.groups >= 2),
             "expert groups of equal size, two experts or more each",
             fmt::format("{} experts in {} groups", experts.count, experts.groups));
     require(experts.top_groups >= 1 && experts.top_groups <= experts.groups &&
@@ -137,9 +137,7 @@ bool has_choice_scores(const ModelConfig& c) {
   return c.experts.score == RouterScore::sigmoid || c.experts.selection_bias;
 }
 
-Op choice_op(const ModelConfig& c) {
-  return has_choice_scores(c) ? Op::moe_scores : Op::moe_router;
-}
+Op choice_op(const ModelConfig& c) { return has_choice_scores(c) ? Op::moe_scores : Op::moe_router; }
 
 bool uses_experts(const ModelConfig& c, int layer) {
   return c.experts.count > 0 && (c.experts.layers.empty() || c.experts.layers.at(static_cast<std::size_t>(layer)));

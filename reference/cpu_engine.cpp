@@ -233,8 +233,7 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
         return ops_->activation(
             in(0), block.activation == model::Activation::xielu ? model::xielu_of(model_, l) : model::Xielu{}, out);
       return ops_->gated_activation(in(0), in(1), out);
-    case Op::moe_scores:
-      return expert_scores<S>(in(0), config_.experts.score, vector(WeightKind::moe_score_bias), out);
+    case Op::moe_scores: return expert_scores<S>(in(0), config_.experts.score, vector(WeightKind::moe_score_bias), out);
     case Op::moe_ids: {
       const model::Experts& e = config_.experts;
       return top_experts<S>(in(0), e.active, e.groups, e.top_groups, out);

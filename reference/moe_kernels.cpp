@@ -157,11 +157,11 @@ void shared_expert(const Mat<S>& x, const SharedExpert<S>& expert, model::Activa
 }
 
 #define TAPDIFF_INSTANTIATE(S)                                                                                       \
-  template void expert_scores<S>(const Mat<S>&, model::RouterScore, const S*, Mat<S>&);                             \
+  template void expert_scores<S>(const Mat<S>&, model::RouterScore, const S*, Mat<S>&);                              \
   template void top_experts<S>(const Mat<S>&, int, int, int, Mat<S>&);                                               \
   template void expert_weights<S>(const Mat<S>&, const Mat<S>&, const model::Experts&, Mat<S>&);                     \
   template void mixture<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, const ExpertMatrices<S>&, model::Activation, \
-                           Storage, Mat<S>&);                                                                \
+                           Storage, Mat<S>&);                                                                        \
   template void shared_expert<S>(const Mat<S>&, const SharedExpert<S>&, model::Activation, Storage, Mat<S>&);
 TAPDIFF_INSTANTIATE(float)
 TAPDIFF_INSTANTIATE(double)

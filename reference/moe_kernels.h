@@ -53,7 +53,6 @@ struct SharedExpert {
 // out[t] = down(act(gate x[t]) * up x[t]), times sigmoid(gate_inp . x[t]) where the expert has a
 // gate; intermediates rounded to `storage` as mixture() rounds them.
 template <typename S>
-void shared_expert(const Mat<S>& x, const SharedExpert<S>& expert, model::Activation act, Storage storage,
-                   Mat<S>& out);
+void shared_expert(const Mat<S>& x, const SharedExpert<S>& expert, model::Activation act, Storage storage, Mat<S>& out);
 
 }  // namespace tapdiff::reference

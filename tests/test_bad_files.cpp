@@ -339,7 +339,8 @@ TEST(BadFile, SafetensorsConfigProblems) {
        "qwen3_moe, granite, olmo2, gemma, gemma2, gemma3_text, smollm3, phi3, starcoder2, arcee, nemotron, seed_oss, "
        "ernie4_5, helium, ministral, ministral3, glm, glm4, stablelm, phi, cohere, cohere2, olmo3, exaone4, "
        "hunyuan_v1_dense, "
-       "gpt_neox, gpt2, opt, falcon, olmo, olmoe, qwen2_moe, granitemoe, granitemoeshared, glm4_moe, dots1, minimax_m2, ernie4_5_moe, apertus, mistral3, gemma3"},
+       "gpt_neox, gpt2, opt, falcon, olmo, olmoe, qwen2_moe, granitemoe, granitemoeshared, glm4_moe, dots1, "
+       "minimax_m2, ernie4_5_moe, apertus, mistral3, gemma3"},
       {[](auto& j) { j["model_type"] = "gemma3"; }, "'text_config': expected an object, found no such key"},
       {[](auto& j) {
          j = {{"model_type", "gemma3"}, {"text_config", j}, {"vision_config", {{"model_type", "siglip_vision_model"}}}};

@@ -9,6 +9,8 @@
 // 1 only (llama.cpp's loader and graph disagree on the layers of a larger step), the shared expert
 // expert_shared_feed_forward_length wide where the key is there.
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -42,7 +44,8 @@ void read_hf(KeyReader& k, ModelConfig& c) {
   e.ffn_dim = k.integer("moe_intermediate_size");
   e.normalize = e.selection_bias = true;
   const int shared = k.integer("moe_num_shared_experts", 0);
-  if (shared < 0) k.fail("moe_num_shared_experts", "a count >= 0", std::to_string(shared));
+  if (shared < 0 || std::int64_t{shared} * e.ffn_dim > std::numeric_limits<int>::max())
+    k.fail("moe_num_shared_experts", "a count >= 0 of experts whose width fits an int", std::to_string(shared));
   e.shared_ffn_dim = shared * e.ffn_dim;
   k.number("moe_norm_min", 1e-12);
   const int step = k.integer("moe_layer_interval", 1);
@@ -54,9 +57,10 @@ void read_hf(KeyReader& k, ModelConfig& c) {
 void read_gguf(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
   read_gguf_experts(f, prefix, c, {.ffn_key = "expert_feed_forward_length", .required = true});
   if (const int step = int_key(f, prefix + "interleave_moe_layer_step", std::nullopt); step != 1)
-    throw_format_error(fmt::format("{}: metadata '{}interleave_moe_layer_step' = {}: only 1 is implemented (llama.cpp "
-                                   "loads experts for layers its graph computes densely)",
-                                   f.path().string(), prefix, step));
+    throw_format_error(
+        fmt::format("{}: metadata '{}interleave_moe_layer_step' = {}: only 1 is implemented (llama.cpp "
+                    "loads experts for layers its graph computes densely)",
+                    f.path().string(), prefix, step));
   c.experts.shared_ffn_dim = int_key(f, prefix + "expert_shared_feed_forward_length", 0);
   const int dense = int_key(f, prefix + "leading_dense_block_count", 0);
   c.experts.selection_bias = f.find_tensor(fmt::format("blk.{}.exp_probs_b.bias", dense)) != nullptr;

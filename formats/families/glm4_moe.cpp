@@ -34,9 +34,10 @@ void read_hf(KeyReader& k, ModelConfig& c) {
 
 void read_gguf(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
   if (const int mtp = int_key(f, prefix + "nextn_predict_layers", 0); mtp > 0)
-    throw_format_error(fmt::format("{}: metadata '{}nextn_predict_layers' = {}: multi-token-prediction layers are "
-                                   "not implemented",
-                                   f.path().string(), prefix, mtp));
+    throw_format_error(
+        fmt::format("{}: metadata '{}nextn_predict_layers' = {}: multi-token-prediction layers are "
+                    "not implemented",
+                    f.path().string(), prefix, mtp));
   c.block.qkv_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
   if (f.find_tensor("blk.0.attn_q_norm.weight") != nullptr) c.block.qk_norm = QkNorm::per_head;
   read_sigmoid_experts_gguf(f, prefix, c, 2);  // absent: sigmoid, as llama.cpp's glm4moe takes it

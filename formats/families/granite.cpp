@@ -44,7 +44,8 @@ const FamilySpec& granite_family() {
                  [](KeyReader& k, ModelConfig& c) {
                    read_llama_hf(k, c);
                    read_granite_scales_hf(k, c);
-                 }, .tokenizer_class = "TokenizersBackend"},
+                 },
+             .tokenizer_class = "TokenizersBackend"},
       .gguf = {.architectures = {"granite"},
                .rope_style = RopeStyle::interleaved,
                .keys = {"embedding_scale", "residual_scale", "attention.scale", "logit_scale"},

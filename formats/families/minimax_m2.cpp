@@ -34,9 +34,10 @@ void read_gguf(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
   c.block.qk_norm = QkNorm::whole;
   read_gguf_experts(f, prefix, c, {.ffn_key = "expert_feed_forward_length", .required = true});
   if (const int g = int_key(f, prefix + "expert_gating_func", std::nullopt); g != 2)
-    throw_format_error(fmt::format("{}: metadata '{}expert_gating_func' = {}: expected 2 (sigmoid), the scores "
-                                   "minimax-m2's graph takes",
-                                   f.path().string(), prefix, g));
+    throw_format_error(
+        fmt::format("{}: metadata '{}expert_gating_func' = {}: expected 2 (sigmoid), the scores "
+                    "minimax-m2's graph takes",
+                    f.path().string(), prefix, g));
   sigmoid_router(c.experts);
 }
 

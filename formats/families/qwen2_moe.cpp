@@ -34,8 +34,7 @@ void read_hf(KeyReader& k, ModelConfig& c) {
 
 void read_gguf(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
   c.block.qkv_bias = true;
-  read_gguf_experts(f, prefix, c,
-                    {.ffn_key = "expert_feed_forward_length", .renormalise = false, .required = true});
+  read_gguf_experts(f, prefix, c, {.ffn_key = "expert_feed_forward_length", .renormalise = false, .required = true});
   c.experts.shared_ffn_dim = int_key(f, prefix + "expert_shared_feed_forward_length", c.ffn_dim);
   c.experts.shared_gate = true;
 }

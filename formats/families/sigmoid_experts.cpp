@@ -1,6 +1,8 @@
 #include "formats/families/sigmoid_experts.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -35,7 +37,8 @@ void read_sigmoid_experts_hf(KeyReader& k, ModelConfig& c, const SigmoidExpertsH
   e.top_groups = k.integer("topk_group", 1);
   e.scale = k.number("routed_scaling_factor", 1.0);
   const int shared = k.integer("n_shared_experts", defaults.shared_experts);
-  if (shared < 0) k.fail("n_shared_experts", "a count >= 0", std::to_string(shared));
+  if (shared < 0 || std::int64_t{shared} * ffn > std::numeric_limits<int>::max())
+    k.fail("n_shared_experts", "a count >= 0 of experts whose width fits an int", std::to_string(shared));
   e.shared_ffn_dim = shared * ffn;
   const int dense = k.integer("first_k_dense_replace", defaults.dense_layers);
   if (dense < 0) k.fail("first_k_dense_replace", "a layer count >= 0", std::to_string(dense));
@@ -46,9 +49,10 @@ void read_sigmoid_experts_gguf(const GgufFile& f, const std::string& prefix, Mod
                                std::optional<int> gating) {
   read_gguf_experts(f, prefix, c, {.ffn_key = "expert_feed_forward_length", .required = true});
   if (const int g = int_key(f, prefix + "expert_gating_func", gating); g != 2)
-    throw_format_error(fmt::format("{}: metadata '{}expert_gating_func' = {}: expected 2 (sigmoid), the scores "
-                                   "this family's graph takes",
-                                   f.path().string(), prefix, g));
+    throw_format_error(
+        fmt::format("{}: metadata '{}expert_gating_func' = {}: expected 2 (sigmoid), the scores "
+                    "this family's graph takes",
+                    f.path().string(), prefix, g));
   Experts& e = c.experts;
   e.score = RouterScore::sigmoid;
   e.normalize = f.get_bool(prefix + "expert_weights_norm").value_or(false);
@@ -56,7 +60,13 @@ void read_sigmoid_experts_gguf(const GgufFile& f, const std::string& prefix, Mod
   e.scale = scale == 0.0 ? 1.0 : scale;
   e.groups = int_key(f, prefix + "expert_group_count", 1);
   e.top_groups = int_key(f, prefix + "expert_group_used_count", 1);
-  e.shared_ffn_dim = int_key(f, prefix + "expert_shared_count", 0) * e.ffn_dim;
+  const std::int64_t shared = std::int64_t{int_key(f, prefix + "expert_shared_count", 0)} * e.ffn_dim;
+  if (shared > std::numeric_limits<int>::max())
+    throw_format_error(
+        fmt::format("{}: metadata '{}expert_shared_count': expected shared experts whose width fits an "
+                    "int, found {} wide",
+                    f.path().string(), prefix, shared));
+  e.shared_ffn_dim = static_cast<int>(shared);
   const int dense = int_key(f, prefix + "leading_dense_block_count", 0);
   e.selection_bias = f.find_tensor(fmt::format("blk.{}.exp_probs_b.bias", std::max(dense, 0))) != nullptr;
   dense_first(c, dense);
@@ -71,10 +81,10 @@ void synth_sigmoid_experts(ModelConfig& c) {
 }
 
 std::vector<std::string_view> sigmoid_experts_gguf_keys(std::initializer_list<std::string_view> more) {
-  std::vector<std::string_view> keys = {"expert_count",          "expert_used_count",       "expert_feed_forward_length",
-                                        "expert_gating_func",    "expert_weights_norm",     "expert_weights_scale",
-                                        "expert_group_count",    "expert_group_used_count", "expert_shared_count",
-                                        "leading_dense_block_count"};
+  std::vector<std::string_view> keys = {
+      "expert_count",        "expert_used_count",        "expert_feed_forward_length", "expert_gating_func",
+      "expert_weights_norm", "expert_weights_scale",     "expert_group_count",         "expert_group_used_count",
+      "expert_shared_count", "leading_dense_block_count"};
   keys.insert(keys.end(), more.begin(), more.end());
   return keys;
 }

@@ -1,8 +1,8 @@
 #pragma once
 // DeepSeek-V3's mixture of experts as GLM-4.5 and dots1 configure it: a sigmoid router with a
 // selection bias, expert groups, a routed scale and shared experts, dense layers first.
-#include <optional>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,9 +15,9 @@ namespace tapdiff::formats {
 
 // The family's defaults where its config class leaves a key out.
 struct SigmoidExpertsHf {
-  bool normalize = true;    // norm_topk_prob
-  int shared_experts = 1;   // n_shared_experts
-  int dense_layers = 1;     // first_k_dense_replace
+  bool normalize = true;   // norm_topk_prob
+  int shared_experts = 1;  // n_shared_experts
+  int dense_layers = 1;    // first_k_dense_replace
 };
 // n_routed_experts, num_experts_per_tok, moe_intermediate_size, n_group, topk_group,
 // norm_topk_prob, routed_scaling_factor, n_shared_experts (of moe_intermediate_size each) and

@@ -110,12 +110,12 @@ struct RoutePush {  // moe_route.comp
   uint rows;
   uint experts;
   uint k;
-  uint normalize;   // WEIGHTS: the chosen weights divided by their sum
-  uint sigmoid;     // WEIGHTS, SCORES: each expert's sigmoid, not the softmax over all
-  uint groups;      // topk: the experts in this many groups, the choice among the top_groups best
+  uint normalize;  // WEIGHTS: the chosen weights divided by their sum
+  uint sigmoid;    // WEIGHTS, SCORES: each expert's sigmoid, not the softmax over all
+  uint groups;     // topk: the experts in this many groups, the choice among the top_groups best
   uint top_groups;
-  uint has_bias;    // SCORES: binding 1 holds the selection bias
-  float scale;      // WEIGHTS: the weights times this
+  uint has_bias;  // SCORES: binding 1 holds the selection bias
+  float scale;    // WEIGHTS: the weights times this
 };
 
 struct SumPush {  // moe_sum.comp
