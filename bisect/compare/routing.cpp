@@ -123,11 +123,11 @@ std::vector<double> RoutingArbiter::group_scores(std::int64_t r) const {
 std::vector<bool> RoutingArbiter::a_groups(std::int64_t r) const {
   if (groups_ == 1) return {true};
   const std::vector<double> scores = group_scores(r);
-  std::vector<int> order(scores.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return scores[x] > scores[y]; });
+  std::vector<std::size_t> order(scores.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return scores[x] > scores[y]; });
   std::vector<bool> eligible(scores.size(), false);
-  for (int i = 0; i < top_groups_; ++i) eligible[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])] = true;
+  for (int i = 0; i < top_groups_; ++i) eligible[order[static_cast<std::size_t>(i)]] = true;
   return eligible;
 }
 
