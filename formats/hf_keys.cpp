@@ -59,6 +59,16 @@ void read_attention_bias(KeyReader& k, Block& b) { b.qkv_bias = b.o_bias = k.boo
 
 void no_mlp_bias(KeyReader& k) { k.require_value("mlp_bias", false, "no biases in this family's MLP"); }
 
+void set_moe_layers(ModelConfig& c, std::vector<bool> moe) {
+  if (std::none_of(moe.begin(), moe.end(), [](bool m) { return m; })) {
+    c.experts = {};
+  } else if (std::all_of(moe.begin(), moe.end(), [](bool m) { return m; })) {
+    c.experts.layers.clear();
+  } else {
+    c.experts.layers = std::move(moe);
+  }
+}
+
 void read_experts(KeyReader& k, ModelConfig& c, const std::string& count_key, const std::string& alias, int ffn_dim,
                   bool normalize) {
   Experts& e = c.experts;

@@ -129,6 +129,10 @@ void no_mlp_bias(KeyReader& k);
 // The mixture of experts: `count_key` experts (or `alias`, where the family has one: Qwen3-MoE's
 // 5.x saves num_local_experts for its num_experts; either is read, not both), num_experts_per_tok
 // of them per token, each `ffn_dim` wide.
+// Which layers are mixtures (moe[l]), as experts.layers holds them: none, a dense model (experts
+// cleared); all, experts.layers empty. For a Hugging Face folder's keys or a GGUF file's alike.
+void set_moe_layers(model::ModelConfig& c, std::vector<bool> moe);
+
 void read_experts(KeyReader& k, model::ModelConfig& c, const std::string& count_key, const std::string& alias,
                   int ffn_dim, bool normalize);
 

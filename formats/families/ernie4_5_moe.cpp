@@ -2,8 +2,8 @@
 // a mixture of experts in layer l where (l + 1) is a multiple of moe_layer_interval and l lies in
 // [moe_layer_start_index, moe_layer_end_index] (-1: the last layer): the router's softmax, the
 // choice made on it plus moe_statics' e_score_correction_bias, the weights the unbiased softmax
-// at the chosen ids renormalised (moe_norm_min, the floor of their sum, far below any sum of
-// probabilities here); moe_num_shared_experts experts' worth of ungated shared expert beside.
+// at the chosen ids renormalised (moe_norm_min, the floor of their sum, taken as none: a floor
+// above the default 1e-12 is refused); moe_num_shared_experts experts' worth of ungated shared expert beside.
 // use_bias is refused: transformers' experts would add none where its dense layers do.
 // Its GGUF (ernie4_5-moe): the mixture from leading_dense_block_count on, interleave_moe_layer_step
 // 1 only (llama.cpp's loader and graph disagree on the layers of a larger step), the shared expert
@@ -25,14 +25,10 @@ using namespace model;
 namespace {
 
 void mixture_layers(ModelConfig& c, int first, int last, int step) {
-  c.experts.layers.assign(static_cast<std::size_t>(c.n_layers), false);
+  std::vector<bool> moe(static_cast<std::size_t>(c.n_layers));
   for (int l = 0; l < c.n_layers; ++l)
-    c.experts.layers[static_cast<std::size_t>(l)] = (l + 1) % step == 0 && l >= first && l <= last;
-  if (std::ranges::none_of(c.experts.layers, [](bool moe) { return moe; })) {
-    c.experts = {};
-  } else if (std::ranges::all_of(c.experts.layers, [](bool moe) { return moe; })) {
-    c.experts.layers.clear();
-  }
+    moe[static_cast<std::size_t>(l)] = (l + 1) % step == 0 && l >= first && l <= last;
+  set_moe_layers(c, std::move(moe));
 }
 
 void read_hf(KeyReader& k, ModelConfig& c) {
@@ -47,7 +43,9 @@ void read_hf(KeyReader& k, ModelConfig& c) {
   if (shared < 0 || std::int64_t{shared} * e.ffn_dim > std::numeric_limits<int>::max())
     k.fail("moe_num_shared_experts", "a count >= 0 of experts whose width fits an int", std::to_string(shared));
   e.shared_ffn_dim = shared * e.ffn_dim;
-  k.number("moe_norm_min", 1e-12);
+  if (const double floor = k.number("moe_norm_min", 1e-12); floor > 1e-12)
+    k.fail("moe_norm_min", "at most 1e-12 (a floor on the chosen weights' sum that tapdiff does not apply)",
+           std::to_string(floor));
   const int step = k.integer("moe_layer_interval", 1);
   if (step < 1) k.fail("moe_layer_interval", "a step >= 1", std::to_string(step));
   const int last = k.integer("moe_layer_end_index", -1);

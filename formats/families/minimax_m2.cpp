@@ -5,8 +5,7 @@
 // sigmoids always renormalised. router_jitter_noise acts only in training. transformers saves the
 // experts as Mixtral's (block_sparse_moe.experts.E.w1/w3/w2, block_sparse_moe.gate) beside the bias.
 // Its GGUF (minimax-m2): expert_gating_func required (2, sigmoid), exp_probs_b.bias in every layer.
-#include <fmt/format.h>
-
+#include "formats/families/sigmoid_experts.h"
 #include "formats/family_spec.h"
 #include "formats/gguf_keys.h"
 #include "formats/hf_keys.h"
@@ -33,11 +32,7 @@ void read_hf(KeyReader& k, ModelConfig& c) {
 void read_gguf(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
   c.block.qk_norm = QkNorm::whole;
   read_gguf_experts(f, prefix, c, {.ffn_key = "expert_feed_forward_length", .required = true});
-  if (const int g = int_key(f, prefix + "expert_gating_func", std::nullopt); g != 2)
-    throw_format_error(
-        fmt::format("{}: metadata '{}expert_gating_func' = {}: expected 2 (sigmoid), the scores "
-                    "minimax-m2's graph takes",
-                    f.path().string(), prefix, g));
+  require_sigmoid_gating(f, prefix, std::nullopt);
   sigmoid_router(c.experts);
 }
 

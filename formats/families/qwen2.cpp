@@ -33,11 +33,7 @@ void read_qwen_moe_layers(KeyReader& k, ModelConfig& c) {
     }
   }
   if (c.experts.count == 0) moe.assign(moe.size(), false);
-  if (std::count(moe.begin(), moe.end(), true) == 0) {
-    c.experts = {};  // every layer dense: Qwen3's block
-  } else if (std::count(moe.begin(), moe.end(), false) > 0) {
-    c.experts.layers = std::move(moe);
-  }
+  set_moe_layers(c, std::move(moe));  // every layer dense: Qwen3's block
 }
 
 const FamilySpec& qwen2_family() {

@@ -16,13 +16,9 @@ namespace {
 
 // Layers [0, dense) keep a dense FFN; the others are mixtures.
 void dense_first(ModelConfig& c, int dense) {
-  if (dense <= 0) return;
-  if (dense >= c.n_layers) {
-    c.experts = {};
-    return;
-  }
-  c.experts.layers.assign(static_cast<std::size_t>(c.n_layers), true);
-  std::fill_n(c.experts.layers.begin(), dense, false);
+  std::vector<bool> moe(static_cast<std::size_t>(c.n_layers), true);
+  std::fill_n(moe.begin(), std::clamp(dense, 0, c.n_layers), false);
+  set_moe_layers(c, std::move(moe));
 }
 
 }  // namespace
@@ -45,14 +41,18 @@ void read_sigmoid_experts_hf(KeyReader& k, ModelConfig& c, const SigmoidExpertsH
   dense_first(c, dense);
 }
 
-void read_sigmoid_experts_gguf(const GgufFile& f, const std::string& prefix, ModelConfig& c,
-                               std::optional<int> gating) {
-  read_gguf_experts(f, prefix, c, {.ffn_key = "expert_feed_forward_length", .required = true});
-  if (const int g = int_key(f, prefix + "expert_gating_func", gating); g != 2)
+void require_sigmoid_gating(const GgufFile& f, const std::string& prefix, std::optional<int> absent) {
+  if (const int g = int_key(f, prefix + "expert_gating_func", absent); g != 2)
     throw_format_error(
         fmt::format("{}: metadata '{}expert_gating_func' = {}: expected 2 (sigmoid), the scores "
                     "this family's graph takes",
                     f.path().string(), prefix, g));
+}
+
+void read_sigmoid_experts_gguf(const GgufFile& f, const std::string& prefix, ModelConfig& c,
+                               std::optional<int> gating) {
+  read_gguf_experts(f, prefix, c, {.ffn_key = "expert_feed_forward_length", .required = true});
+  require_sigmoid_gating(f, prefix, gating);
   Experts& e = c.experts;
   e.score = RouterScore::sigmoid;
   e.normalize = f.get_bool(prefix + "expert_weights_norm").value_or(false);

@@ -24,6 +24,9 @@ struct SigmoidExpertsHf {
 // first_k_dense_replace; the selection bias is mlp.gate.e_score_correction_bias.
 void read_sigmoid_experts_hf(KeyReader& k, model::ModelConfig& c, const SigmoidExpertsHf& defaults);
 
+// expert_gating_func 2 (llama.cpp's sigmoid), `absent` where the file has none (nullopt: required).
+void require_sigmoid_gating(const GgufFile& f, const std::string& prefix, std::optional<int> absent);
+
 // expert_count, expert_used_count, expert_feed_forward_length, expert_gating_func (2, sigmoid;
 // `gating` where absent, nullopt: required), expert_weights_norm, expert_weights_scale (0 or
 // absent: none), expert_group_count and _used_count, expert_shared_count and
