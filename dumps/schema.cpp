@@ -109,6 +109,7 @@ model::ModelConfig config_from_json(const nlohmann::json& config, const std::str
     out.experts.normalize = flag("normalize");
     if (e.contains("shared_ffn_dim")) out.experts.shared_ffn_dim = count("shared_ffn_dim");
     out.experts.shared_gate = flag("shared_gate");
+    out.experts.shared_average = flag("shared_average");
     if (e.contains("score")) {
       if (e.at("score") != "sigmoid" && e.at("score") != "softmax")
         throw FormatError(fmt::format("{}: model_config.experts.score: expected softmax or sigmoid, found {}", source,
@@ -123,6 +124,13 @@ model::ModelConfig config_from_json(const nlohmann::json& config, const std::str
         throw FormatError(fmt::format("{}: model_config.experts.scale: expected a number, found {}", source,
                                       model::json_excerpt(e.at("scale"))));
       out.experts.scale = e.at("scale").get<double>();
+    }
+    if (e.contains("sparsemixer_eps")) {
+      if (!e.at("sparsemixer_eps").is_number())
+        throw FormatError(fmt::format("{}: model_config.experts.sparsemixer_eps: expected a number, found {}", source,
+                                      model::json_excerpt(e.at("sparsemixer_eps"))));
+      out.experts.sparsemixer = true;
+      out.experts.mixer_eps = e.at("sparsemixer_eps").get<double>();
     }
     if (e.contains("layers")) {
       const nlohmann::json& layers = e.at("layers");

@@ -67,6 +67,9 @@ struct HfRecipe {
   // The RoPE object's llama_4_scaling_beta: q's temperature over its original_max_position_embeddings
   // (Ministral 3; model::QueryTemperature), both required.
   bool llama_4_scaling = false;
+  // RoPE "dynamic" with an alpha (Hunyuan's NTK-alpha): the base times alpha^(d / (d - 2)), d the
+  // head's width, the same at every length; its factor is not used.
+  bool ntk_alpha = false;
   std::vector<HfComposite> composites = {};
   // transformers' TOKENIZER_MAPPING_NAMES for it ("" where it has none), and whether the family is
   // in MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS (the registered class overrides the folder's).

@@ -86,6 +86,16 @@ void read_rope_object(const json& object, const std::string& where, double max_p
     case RopeType::standard: break;
     case RopeType::linear: s.factor = r.number("factor"); break;
     case RopeType::dynamic:
+      if (hf.ntk_alpha && r.find("alpha") != nullptr) {
+        const double alpha = r.number("alpha");
+        if (alpha <= 0 || c.head_dim <= 2)
+          r.fail("alpha", "a number > 0 with heads wider than 2 channels",
+                 fmt::format("{} (head_dim {})", alpha, c.head_dim));
+        r.find("factor");  // transformers' ntk_alpha reads no factor
+        s.type = RopeType::standard;
+        c.rope_base *= std::pow(alpha, c.head_dim / (c.head_dim - 2.0));
+        break;
+      }
       s.factor = r.number("factor");
       s.original_context = static_cast<int>(max_position);  // transformers grows past max_position_embeddings
       break;

@@ -44,6 +44,8 @@ Kernel Kernels::moe_weights(Stream& s, const Region& logits, const Region& ids, 
   push.normalize = experts.normalize ? 1u : 0u;
   push.sigmoid = experts.score == model::RouterScore::sigmoid ? 1u : 0u;
   push.scale = static_cast<float>(experts.scale);
+  push.sparsemixer = experts.sparsemixer ? 1u : 0u;
+  push.mixer_eps = static_cast<float>(experts.mixer_eps);
   dispatch(s, Shader::moe_weights, 0, {logits, ids, weights}, &push, sizeof push, fold(ceil_div(push.rows, wg_)),
            faults);
   return named("moe-route");

@@ -521,7 +521,12 @@ KernelId Engine::run(const model::Step& step, const Region& out) {
     case Op::moe_weights: return kernels_->moe_weights(*stream_, in(0), in(1), out, rows, config_.experts, faults);
     case Op::moe_out: return mixture(step, out);
     case Op::moe_shared: return shared_expert(step, out);
-    case Op::moe_sum: return kernels_->add(*stream_, in(0), in(1), 1.0F, out, std::int64_t{rows} * config_.dim);
+    case Op::moe_sum: {
+      const std::int64_t n = std::int64_t{rows} * config_.dim;
+      KernelId id = kernels_->add(*stream_, in(0), in(1), 1.0F, out, n);
+      if (config_.experts.shared_average) id.kernels.push_back(kernels_->scale_softcap(*stream_, out, 0.5F, 0.0F, n));
+      return id;
+    }
     case Op::logits: {
       KernelId id = product(in(0), step.op, step.layer, bias(step.op, step.layer), out, faults);
       const model::Block& b = config_.block;

@@ -97,6 +97,8 @@ void ModelConfig::validate(const std::string& source) const {
     require(experts.shared_ffn_dim >= 0, "a shared expert FFN width >= 0", experts.shared_ffn_dim);
     require(experts.shared_ffn_dim > 0 || !experts.shared_gate, "a shared expert where its gate is",
             "a gate without a shared expert");
+    require(experts.shared_ffn_dim > 0 || !experts.shared_average, "a shared expert where it is averaged in",
+            "an average without a shared expert");
     require(experts.groups == 1 ||
                 (experts.groups > 1 && experts.count % experts.groups == 0 && experts.count / experts.groups >= 2),
             "expert groups of equal size, two experts or more each",
@@ -106,6 +108,12 @@ void ModelConfig::validate(const std::string& source) const {
             "1 to groups groups chosen, holding at least the active experts",
             fmt::format("{} of {} groups for {} active", experts.top_groups, experts.groups, experts.active));
     require(std::isfinite(experts.scale) && experts.scale > 0, "a finite positive routed scale", experts.scale);
+    require(
+        !experts.sparsemixer || (experts.active == 2 && experts.score == RouterScore::softmax &&
+                                 !experts.selection_bias && experts.groups == 1 && !experts.normalize &&
+                                 experts.scale == 1.0 && std::isfinite(experts.mixer_eps) && experts.mixer_eps >= 0),
+        "a sparsemixer router of two experts over plain logits, its eps finite and >= 0",
+        fmt::format("{} active, eps {}", experts.active, experts.mixer_eps));
   } else {
     require(experts.active == 0 && experts.layers.empty(), "no active experts in a dense model", experts.active);
   }
@@ -205,6 +213,7 @@ nlohmann::json to_json(const ModelConfig& c) {
     if (c.experts.shared_ffn_dim > 0) {
       j["experts"]["shared_ffn_dim"] = c.experts.shared_ffn_dim;
       j["experts"]["shared_gate"] = c.experts.shared_gate;
+      j["experts"]["shared_average"] = c.experts.shared_average;
     }
     if (c.experts.score == RouterScore::sigmoid) j["experts"]["score"] = "sigmoid";
     if (c.experts.selection_bias) j["experts"]["selection_bias"] = true;
@@ -213,6 +222,7 @@ nlohmann::json to_json(const ModelConfig& c) {
       j["experts"]["top_groups"] = c.experts.top_groups;
     }
     if (c.experts.scale != 1.0) j["experts"]["scale"] = c.experts.scale;
+    if (c.experts.sparsemixer) j["experts"]["sparsemixer_eps"] = c.experts.mixer_eps;
   }
   return j;
 }

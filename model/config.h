@@ -35,18 +35,24 @@ enum class RouterScore : std::uint8_t {
 // and the choice is limited to the experts of the `top_groups` groups whose two best choice
 // scores sum highest (DeepSeek-V3's noaux_tc).
 struct Experts {
-  int count = 0;             // experts of a MoE layer; 0: a dense model
-  int active = 0;            // experts per token
-  int ffn_dim = 0;           // one expert's FFN width
-  bool normalize = false;    // the chosen weights renormalised (Mixtral; Qwen3-MoE's norm_topk_prob)
-  std::vector<bool> layers;  // [n_layers]: which layers are MoE (Qwen3-MoE's dense layers); empty: all
-  int shared_ffn_dim = 0;    // a shared expert beside the routed ones, this wide, every token through it; 0: none
-  bool shared_gate = false;  // the shared expert's output scaled by sigmoid(x . w) (Qwen2-MoE's shared_expert_gate)
+  int count = 0;                // experts of a MoE layer; 0: a dense model
+  int active = 0;               // experts per token
+  int ffn_dim = 0;              // one expert's FFN width
+  bool normalize = false;       // the chosen weights renormalised (Mixtral; Qwen3-MoE's norm_topk_prob)
+  std::vector<bool> layers;     // [n_layers]: which layers are MoE (Qwen3-MoE's dense layers); empty: all
+  int shared_ffn_dim = 0;       // a shared expert beside the routed ones, this wide, every token through it; 0: none
+  bool shared_gate = false;     // the shared expert's output scaled by sigmoid(x . w) (Qwen2-MoE's shared_expert_gate)
+  bool shared_average = false;  // moe_sum the mean of the mixture and the shared expert (Cohere 2 MoE), not their sum
   RouterScore score = RouterScore::softmax;
   bool selection_bias = false;  // a per-expert bias added to the scores the choice is made on only
   int groups = 1;               // the experts in this many groups (n_group) ...
   int top_groups = 1;           // ... of which the choice may take this many (topk_group)
   double scale = 1.0;           // the chosen weights times this (routed_scaling_factor)
+  // PhiMoE's sparsemixer at inference (two experts): the top expert's weight the softmax over the
+  // experts whose logit lies within 2 mixer_eps of the top one (relative: (top - s) / max(|s|,
+  // top)), the second's the same over the others relative to its own logit.
+  bool sparsemixer = false;
+  double mixer_eps = 0.0;
   friend bool operator==(const Experts&, const Experts&) = default;
 };
 

@@ -220,7 +220,10 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
       return;
     }
     case Op::attn: attend(step, out); return;
-    case Op::moe_sum: out = in(0) + in(1); return;
+    case Op::moe_sum:
+      out = in(0) + in(1);
+      if (config_.experts.shared_average) out *= S(0.5);
+      return;
     case Op::attn_residual:
     case Op::ffn_residual:
       if (block.residual_scale == 1.0)

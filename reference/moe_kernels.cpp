@@ -25,6 +25,31 @@ Eigen::Index expert_at(const Mat<S>& ids, Eigen::Index t, Eigen::Index j, Eigen:
   return static_cast<Eigen::Index>(v);
 }
 
+// PhiMoE's sparsemixer at inference (model::Experts::sparsemixer): of the two chosen experts, the
+// one of the larger logit (of equal ones the lower id) weighs the softmax at it over the experts
+// within 2 eps of it, (top - s) / max(|s|, top) <= 2 eps; the other the same relative to its own
+// logit, the first left out.
+template <typename S>
+void sparsemixer_weights(const Mat<S>& logits, const Mat<S>& ids, S eps, Mat<S>& weights) {
+  const Eigen::Index experts = logits.cols();
+  for (Eigen::Index t = 0; t < logits.rows(); ++t) {
+    const Eigen::Index a = expert_at(ids, t, 0, experts), b = expert_at(ids, t, 1, experts);
+    const bool a_first = logits(t, a) >= logits(t, b);  // ids ascend: a < b, so a wins a tie
+    const Eigen::Index first = a_first ? a : b;
+    const auto weight = [&](Eigen::Index chosen, Eigen::Index left_out) {
+      const S top = logits(t, chosen);
+      S total = 0;
+      for (Eigen::Index e = 0; e < experts; ++e) {
+        const S s = logits(t, e);
+        if (e != left_out && !((top - s) / std::max(std::abs(s), top) > 2 * eps)) total += std::exp(s - top);
+      }
+      return S{1} / total;
+    };
+    weights(t, a_first ? 0 : 1) = weight(first, -1);
+    weights(t, a_first ? 1 : 0) = weight(a_first ? b : a, first);
+  }
+}
+
 }  // namespace
 
 template <typename S>
@@ -91,6 +116,7 @@ void top_experts(const Mat<S>& scores, int k, int groups, int top_groups, Mat<S>
 template <typename S>
 void expert_weights(const Mat<S>& logits, const Mat<S>& ids, const model::Experts& experts, Mat<S>& weights) {
   weights.resize(ids.rows(), ids.cols());
+  if (experts.sparsemixer) return sparsemixer_weights(logits, ids, static_cast<S>(experts.mixer_eps), weights);
   const bool sigmoid = experts.score == model::RouterScore::sigmoid;
   for (Eigen::Index t = 0; t < logits.rows(); ++t) {
     const S top = logits.row(t).maxCoeff();

@@ -337,10 +337,11 @@ TEST(BadFile, SafetensorsConfigProblems) {
       {[](auto& j) { j["model_type"] = "gemma3n"; },
        "'model_type' = \"gemma3n\" is not supported: tapdiff implements llama, mistral, mixtral, qwen2, qwen3, "
        "qwen3_moe, granite, olmo2, gemma, gemma2, gemma3_text, smollm3, phi3, starcoder2, arcee, nemotron, seed_oss, "
-       "ernie4_5, helium, ministral, ministral3, glm, glm4, stablelm, phi, cohere, cohere2, olmo3, exaone4, "
-       "hunyuan_v1_dense, "
+       "ernie4_5, helium, ministral, ministral3, glm, glm4, stablelm, phi, cohere, cohere2, cohere2_moe, olmo3, "
+       "exaone4, "
+       "hunyuan_v1_dense, hunyuan_v1_moe, "
        "gpt_neox, gpt2, opt, falcon, olmo, olmoe, qwen2_moe, granitemoe, granitemoeshared, glm4_moe, dots1, "
-       "minimax_m2, ernie4_5_moe, apertus, mistral3, gemma3"},
+       "minimax_m2, ernie4_5_moe, phimoe, apertus, mistral3, gemma3"},
       {[](auto& j) { j["model_type"] = "gemma3"; }, "'text_config': expected an object, found no such key"},
       {[](auto& j) {
          j = {{"model_type", "gemma3"}, {"text_config", j}, {"vision_config", {{"model_type", "siglip_vision_model"}}}};

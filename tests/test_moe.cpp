@@ -226,6 +226,27 @@ TEST(MoeReference, SigmoidRoutingChoosesOnBiasedScoresWithinTheBestGroups) {
   EXPECT_NEAR(w(0, 0) + w(0, 1), 2.5, 1e-15);
 }
 
+// PhiMoE's sparsemixer as transformers' sparsemixer computes it at inference: each chosen expert's
+// softmax over the experts within 2 eps of its logit, relative to max(|s|, its logit); the second
+// without the first.
+TEST(MoeReference, TheSparsemixerWeighsEachChoiceOverTheExpertsNearIt) {
+  Mat<double> logits(1, 5), ids(1, 2), w;
+  logits << 2.0, 1.9, -0.5, 1.0, 1.5;
+  ids << 0, 4;  // experts 0 (2.0, the first) and 4 (1.5)
+  model::Experts experts;
+  experts.active = 2, experts.sparsemixer = true, experts.mixer_eps = 0.1;
+  reference::expert_weights<double>(logits, ids, experts, w);
+  // Within 0.2 of 2.0 relative: 2.0 and 1.9 ((2 - 1.9) / 2 = 0.05); 1.5 is 0.25 away.
+  EXPECT_NEAR(w(0, 0), 1 / (1 + std::exp(-0.1)), 1e-15);
+  // Within 0.2 of 1.5, expert 0 left out: 1.9 (its own |s| the larger: -0.4 / 1.9), 1.5, and 1.0
+  // is (1.5 - 1.0) / 1.5 = 0.33 away.
+  EXPECT_NEAR(w(0, 1), 1 / (std::exp(0.4) + 1), 1e-15);
+  logits(0, 4) = 2.5;  // now expert 4 is the first and expert 0 the second
+  reference::expert_weights<double>(logits, ids, experts, w);
+  EXPECT_NEAR(w(0, 1), 1 / (1 + std::exp(-0.5)), 1e-15);  // 2.5 and 2.0 ((2.5 - 2.0) / 2.5 = 0.2, not above)
+  EXPECT_NEAR(w(0, 0), 1 / (1 + std::exp(-0.1)), 1e-15);  // 2.0 and 1.9, expert 4 left out
+}
+
 TEST(MoeReference, TheMixtureIsTheWeightedSumOfTheChosenExpertsFfn) {
   const int dim = 6, f = 5, count = 3;
   Mat<double> gate(count * f, dim), up(count * f, dim), down(count * dim, f), x(2, dim), ids(2, 2), weights(2, 2);

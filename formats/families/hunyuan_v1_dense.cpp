@@ -22,7 +22,8 @@ const FamilySpec& hunyuan_v1_dense_family() {
                    k.token("eod_token_id");  // the end of a document: generation only
                  },
              .layer_names = {{"self_attn.query_layernorm.", "self_attn.q_norm."},
-                             {"self_attn.key_layernorm.", "self_attn.k_norm."}}},
+                             {"self_attn.key_layernorm.", "self_attn.k_norm."}},
+             .ntk_alpha = true},
       .gguf = {.architectures = {"hunyuan-dense"},
                .rope_style = RopeStyle::rotate_half,
                .read =

@@ -8,12 +8,16 @@
 //   (reference/moe_kernels.h top_experts).
 //   moe_weights (WEIGHTS): weights [rows, k], the softmax over every expert of the row (or each
 //   expert's sigmoid where pc.sigmoid) taken at the given ids, divided by their sum where
-//   pc.normalize, times pc.scale.
+//   pc.normalize, times pc.scale; where pc.sparsemixer (two experts, PhiMoE), the first's (of the
+//   larger logit, of equal ones the lower id) the softmax at it over the experts whose logit lies
+//   within 2 pc.mixer_eps of it ((top - s) / max(|s|, top)), the second's the same relative to its
+//   own logit without the first (reference/moe_kernels.cpp sparsemixer_weights).
 //   moe_scores (SCORES): scores [rows, experts] = each logit's sigmoid (pc.sigmoid), or the row's
 //   softmax, + the selection bias.
 // An id outside [0, experts) (a teacher-forced value) gives a NaN weight.
 // (topk-off-by-one, faults.glsl: the experts ranked 2 to k+1; group-limit-ignored: every expert
-// eligible; router-softmax-axis: each expert's softmax over the rows instead; weights-unnormalised:
+// eligible; router-softmax-axis: each expert's softmax over the rows instead (the sparsemixer's
+// too); weights-unnormalised:
 // no renormalisation; selection-bias-sign: the bias subtracted.)
 layout(local_size_x_id = 1) in;
 layout(std430, binding = 0) readonly buffer Logits { act_t logits[]; };
@@ -36,6 +40,20 @@ const uint MAX_GROUPS = 64u;   // and more expert groups
 
 float sigmoid(float x) { return 1.0 / (1.0 + exp(-x)); }
 
+#if defined(WEIGHTS)
+// The sparsemixer's weight of expert `chosen`: 1 / the sum of exp(s - its logit) over the experts
+// within 2 eps of it, `left_out` apart.
+float mixer_weight(uint row, uint chosen, uint left_out) {
+  const float top = float(logits[row + chosen]);
+  float total = 0.0;
+  for (uint e = 0u; e < pc.experts; ++e) {
+    const float s = float(logits[row + e]);
+    if (e != left_out && !((top - s) / max(abs(s), top) > 2.0 * pc.mixer_eps)) total += exp(s - top);
+  }
+  return 1.0 / total;
+}
+#endif
+
 void main() {
   const uint t = group_index() * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
   if (t >= pc.rows) return;
@@ -53,6 +71,20 @@ void main() {
     scores[row + e] = to_act(s + (pc.has_bias != 0u ? sign * bias[e] : 0.0));
   }
 #elif defined(WEIGHTS)
+  if (pc.sparsemixer != 0u && !planted(FAULT_ROUTER_TOKEN_SOFTMAX)) {
+    const float a = float(ids[t * 2u]), b = float(ids[t * 2u + 1u]);
+    const float n = float(pc.experts);
+    if (!(a >= 0.0 && a < n && b >= 0.0 && b < n && a == floor(a) && b == floor(b))) {
+      weights[t * 2u] = to_act(uintBitsToFloat(0x7FC00000u));
+      weights[t * 2u + 1u] = to_act(uintBitsToFloat(0x7FC00000u));
+      return;
+    }
+    const bool a_first = float(logits[row + uint(a)]) >= float(logits[row + uint(b)]);
+    const uint first = a_first ? uint(a) : uint(b), second = a_first ? uint(b) : uint(a);
+    weights[t * 2u + (a_first ? 0u : 1u)] = to_act(mixer_weight(row, first, pc.experts));
+    weights[t * 2u + (a_first ? 1u : 0u)] = to_act(mixer_weight(row, second, first));
+    return;
+  }
   float top = float(logits[row]);
   for (uint e = 1u; e < pc.experts; ++e) top = max(top, float(logits[row + e]));
   float total = 0.0;

@@ -114,8 +114,10 @@ struct RoutePush {  // moe_route.comp
   uint sigmoid;    // WEIGHTS, SCORES: each expert's sigmoid, not the softmax over all
   uint groups;     // topk: the experts in this many groups, the choice among the top_groups best
   uint top_groups;
-  uint has_bias;  // SCORES: binding 1 holds the selection bias
-  float scale;    // WEIGHTS: the weights times this
+  uint has_bias;     // SCORES: binding 1 holds the selection bias
+  float scale;       // WEIGHTS: the weights times this
+  uint sparsemixer;  // WEIGHTS: PhiMoE's sparsemixer over two experts, of this eps
+  float mixer_eps;
 };
 
 struct SumPush {  // moe_sum.comp

@@ -240,8 +240,9 @@ class HfRecorder:
                 else:
                     self._output(mixture.experts, i, "moe_out")
                     self._shared_expert(shared, getattr(mixture, "shared_expert_gate", None), i)
-                    self.handles.append(layer.register_forward_hook(lambda *_, i=i: self._keep(
-                        i, "moe_sum", self.values[(i, "moe_out")] + self.values[(i, "moe_shared")])))
+                    half = 0.5 if c["experts"].get("shared_average", False) else 1.0  # Cohere 2 MoE averages
+                    self.handles.append(layer.register_forward_hook(lambda *_, i=i, half=half: self._keep(
+                        i, "moe_sum", half * (self.values[(i, "moe_out")] + self.values[(i, "moe_shared")]))))
             else:
                 self._output(getattr(mlp, "gate_proj", None), i, "ffn_gate")
                 self._output(_first(mlp, UP), i, "ffn_up")

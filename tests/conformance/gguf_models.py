@@ -42,6 +42,7 @@ LAYOUTS = {
     "qwen2moe": Layout(qkv_bias=True), "granitemoe": Layout(),
     "glm4moe": Layout(qkv_bias=True, qk_norm="head", ffn_norm_name="post_attention_norm"),
     "dots1": Layout(qk_norm="head"), "minimax-m2": Layout(qk_norm="whole"), "ernie4_5-moe": Layout(output=False),
+    "hunyuan-moe": Layout(qk_norm="head"), "cohere2moe": Layout(ffn_norm=False, output=False),
     "olmo2": Layout(pre_norms=False, post_norms=True, qk_norm="whole"),
     "gemma": Layout(output=False),
     "gemma2": Layout(post_norms=True, output=False),
@@ -143,6 +144,17 @@ GGUF_CASES = [
     GgufCase("ernie4_5-moe", arch="ernie4_5-moe", rope_base=500000.0, experts=(6, 2, 32), shared_expert=64,
              shared_gate=False, selection_bias=True, dense_layers=1,
              extra={"interleave_moe_layer_step": 1, "leading_dense_block_count": 1}),
+    # Hunyuan-MoE: q/k norms after RoPE (the converter bakes the NTK alpha into the base), every
+    # layer a renormalised mixture beside an ungated shared MLP of its own width.
+    GgufCase("hunyuan-moe", arch="hunyuan-moe", rope_base=11158839.9, experts=(4, 2, FFN), shared_expert=56,
+             shared_gate=False, extra={"expert_shared_count": 1}),
+    # Cohere 2 MoE: the parallel block with RMSNorms, a dense first layer (rotated though it attends
+    # fully), then sigmoid routing (the absent expert_gating_func), renormalised, beside two experts'
+    # worth of shared MLP, averaged in.
+    GgufCase("cohere2moe", arch="cohere2moe", rope_base=50000.0, layers=4, experts=(6, 2, 40), shared_expert=80,
+             shared_gate=False, dense_layers=1,
+             extra={"logit_scale": 0.5, "sliding_window": 24, "sliding_window_pattern": [False, True, False, True],
+                    "leading_dense_block_count": 1, "expert_weights_norm": True, "expert_shared_count": 2}),
     GgufCase("granitemoe-shared", arch="granitemoe", experts=(4, 3, FFN), shared_expert=40, shared_gate=False,
              extra={"embedding_scale": 3.0, "residual_scale": 0.5, "logit_scale": 2.0}),
     GgufCase("gemma3", arch="gemma3", rope_base=1000000.0, linear_factor=4.0, extra={"sliding_window": 12}, layers=6,
@@ -248,7 +260,8 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0, storage: str = "f32") 
     if case.experts:
         w.add_expert_count(case.experts[0])
         w.add_expert_used_count(case.experts[1])
-        if case.arch in ("qwen3moe", "qwen2moe", "glm4moe", "dots1", "minimax-m2", "ernie4_5-moe"):
+        if case.arch in ("qwen3moe", "qwen2moe", "glm4moe", "dots1", "minimax-m2", "ernie4_5-moe", "hunyuan-moe",
+                         "cohere2moe"):
             w.add_expert_feed_forward_length(case.experts[2])
         if case.shared_expert and case.arch not in ("glm4moe", "dots1"):  # theirs: expert_shared_count experts'
             w.add_expert_shared_feed_forward_length(case.shared_expert)

@@ -47,8 +47,8 @@ class Case:
 IDS = {"bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0}
 
 # A mixture of experts' router weight (Mixtral's block_sparse_moe.gate, Qwen3-MoE's mlp.gate, Granite-MoE's
-# block_sparse_moe.router).
-ROUTER = ("mlp.gate.weight", "block_sparse_moe.gate.weight", "block_sparse_moe.router.weight")
+# block_sparse_moe.router, Hunyuan-MoE's mlp.gate.wg).
+ROUTER = ("mlp.gate.weight", "block_sparse_moe.gate.weight", "block_sparse_moe.router.weight", "mlp.gate.wg.weight")
 
 # Image encoders as small as they get, for the multimodal cases (a token-id run never uses them).
 TINY_SIGLIP = dict(model_type="siglip_vision_model", hidden_size=32, intermediate_size=48, num_hidden_layers=1,
@@ -249,6 +249,28 @@ CASES = [
     Case("ernie4_5-moe", "ernie4_5_moe", {"rope_type": "default", "rope_theta": 500000.0},
          {**IDS, "head_dim": 16, "moe_num_experts": 6, "moe_k": 2, "moe_intermediate_size": 32,
           "moe_num_shared_experts": 2, "moe_layer_start_index": 1}),
+    # Hunyuan-MoE: q/k norms after RoPE, its NTK-alpha RoPE (the base stretched by alpha), a
+    # renormalised mixture beside an ungated shared MLP as wide as each expert.
+    Case("hunyuan-moe", "hunyuan_v1_moe", {"rope_type": "dynamic", "rope_theta": 10000.0, "factor": 1.0, "alpha": 50.0},
+         {**IDS, "head_dim": 16, "num_experts": 6, "moe_topk": 2, "attention_bias": True}),
+    # Cohere 2 MoE: the parallel block; a dense first layer (its own width, rotated), then the top 2
+    # logits' softmax beside two experts' worth of shared MLP, averaged in; layer 1 attends fully, unrotated.
+    Case("cohere2-moe", "cohere2_moe", extra={**IDS, "head_dim": 16, "num_experts": 6, "num_experts_per_tok": 2,
+                                              "num_shared_experts": 2, "prefix_dense_intermediate_size": 80,
+                                              "mlp_layer_types": ["dense", "sparse", "sparse"], "sliding_window": 6,
+                                              "sliding_window_pattern": 2, "logit_scale": 0.5},
+         eps_key="layer_norm_eps"),
+    # With RMSNorms, sigmoid routing left unnormalised, and the shared MLP summed in.
+    Case("cohere2-moe-sigmoid", "cohere2_moe", {"rope_type": "default", "rope_theta": 50000.0},
+         {**IDS, "head_dim": 16, "num_experts": 5, "num_experts_per_tok": 3, "num_shared_experts": 1,
+          "expert_selection_fn": "sigmoid", "norm_topk_prob": False, "shared_expert_combination_strategy": "sum",
+          "rms_norm_eps": 2e-5, "mlp_layer_types": ["sparse", "dense", "sparse"], "sliding_window": 6,
+          "layer_types": ["sliding_attention", "sliding_attention", "full_attention"]},
+         eps_key="layer_norm_eps"),
+    # PhiMoE: LayerNorms with biases, biases on q/k/v/o and the logits, a window; the sparsemixer
+    # with a threshold wide enough (2 x 0.3) that the weights' softmaxes take in more than one expert.
+    Case("phimoe", "phimoe", extra={**IDS, "num_local_experts": 5, "num_experts_per_tok": 2, "attention_bias": True,
+                                    "lm_head_bias": True, "router_jitter_noise": 0.3, "sliding_window": 8}),
     # Every other layer a mixture (decoder_sparse_step 2), renormalised, no q/k/v biases.
     Case("qwen2-moe-sparse-step", "qwen2_moe",
          extra={**IDS, "num_experts": 5, "num_experts_per_tok": 3, "moe_intermediate_size": 32,

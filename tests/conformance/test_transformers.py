@@ -163,6 +163,10 @@ FAMILY_FAULTS = [  # (case, --inject, the culprit bisect must name)
     ("dots1", "router-softmax-axis@2", "2/moe_weights"),
     ("minimax-m2", "selection-bias-sign@0", "0/moe_scores"),
     ("ernie4_5-moe", "selection-bias-sign@2", "2/moe_scores"),
+    ("hunyuan-moe", "expert-index@1", "1/moe_out"),
+    ("cohere2-moe", "weights-unnormalised@2", "2/moe_weights"),
+    ("cohere2-moe-sigmoid", "topk-off-by-one@2", "2/moe_ids"),
+    ("phimoe", "router-softmax-axis@1", "1/moe_weights"),
 ]
 
 
@@ -222,8 +226,17 @@ UNIMPLEMENTED = [  # (case, key, value, the key the refusal names): a value whos
     ("cohere2", "attn_logit_softcapping", 30.0, "attn_logit_softcapping"),
     ("olmo3", "attention_out_bias", True, "attention_out_bias"),
     ("exaone4", "sliding_window_pattern", "LLLG", "sliding_window_pattern"),
-    ("hunyuan", "rope_parameters", {"rope_type": "dynamic", "rope_theta": 1e4, "factor": 1.0, "alpha": 1000.0},
+    ("hunyuan", "rope_parameters", {"rope_type": "dynamic", "rope_theta": 1e4, "factor": 1.0, "alpha": -2.0},
      "alpha"),
+    ("hunyuan-moe", "num_shared_expert", [2, 2, 2], "num_shared_expert"),
+    ("hunyuan-moe", "moe_topk", [2, 3, 2], "moe_topk"),
+    ("hunyuan-moe", "use_cla", True, "use_cla"),
+    ("cohere2-moe", "shared_expert_combination_strategy", "max", "shared_expert_combination_strategy"),
+    ("phimoe", "num_experts_per_tok", 3, "num_experts_per_tok"),
+    ("phimoe", "rope_parameters", {"rope_type": "longrope", "rope_theta": 1e4, "short_factor": [1.0] * 4,
+                                   "long_factor": [2.0] * 4, "short_mscale": 1.2, "long_mscale": 1.3,
+                                   "original_max_position_embeddings": 16}, "long_mscale"),
+    ("cohere2-moe", "mlp_layer_types", ["dense", "moe", "sparse"], "mlp_layer_types"),
     ("gpt-neox", "rope_theta", 20000.0, "rope_theta"),  # transformers ignores it for GPT-NeoX (rotary_emb_base)
     ("gpt2", "scale_attn_by_inverse_layer_idx", True, "scale_attn_by_inverse_layer_idx"),
     ("opt", "do_layer_norm_before", False, "do_layer_norm_before"),
