@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <optional>
 
 #include <fmt/format.h>
@@ -17,6 +18,7 @@
 #include "formats/safetensors_reader.h"
 #include "model/errors.h"
 #include "model/mapped_file.h"
+#include "model/printable.h"
 
 namespace tapdiff::dumps {
 namespace {
@@ -226,6 +228,8 @@ std::int64_t NamedArray::elements() const {
 }
 
 bool ArrayFile::recognises(const std::filesystem::path& path) {
+  const std::string ext = path.extension().string();
+  if (ext == ".safetensors" || ext == ".npz") return true;  // read as one, to say what in it is wrong
   std::ifstream in(path, std::ios::binary);
   std::array<char, 9> head{};
   in.read(head.data(), head.size());
@@ -244,6 +248,9 @@ ArrayFile::ArrayFile(const std::filesystem::path& path) : path_(path) {
                                         std::equal(kZipEmptyMagic.begin(), kZipEmptyMagic.end(), head.begin()));
   if (zip)
     read_npz();
+  else if (path.extension() == ".npz")
+    throw FormatError(fmt::format("{}: expected a zip archive (.npz, magic PK\\x03\\x04), found {} other bytes",
+                                  path.string(), std::filesystem::file_size(path)));
   else
     read_safetensors();
 }
@@ -266,10 +273,24 @@ void ArrayFile::read_npz() {
   if (b.size() >= 4 && b.get<std::uint32_t>(0, "signature") == 0x06054b50) return;  // an empty archive
   const Directory dir = find_directory(b, path_);
   std::uint64_t at = dir.offset;
+  // Each member's bytes (local header to end of data), by start: entries that share data (a zip
+  // bomb's way to inflate one stream many times) are refused before anything is inflated.
+  std::map<std::uint64_t, std::pair<std::uint64_t, std::string>> extents;
+  const auto claim = [&](std::uint64_t begin, std::uint64_t end, const std::string& where, const std::string& member) {
+    auto next = extents.lower_bound(begin);
+    const auto other = next != extents.end() && next->first < end                         ? next
+                       : next != extents.begin() && std::prev(next)->second.first > begin ? std::prev(next)
+                                                                                          : extents.end();
+    if (other != extents.end())
+      throw FormatError(fmt::format("{}: its bytes [{}, {}) overlap those of member '{}': expected members apart",
+                                    where, begin, end, other->second.second));
+    extents.emplace(begin, std::pair{end, member});
+  };
   for (std::uint64_t e = 0; e < dir.entries; ++e) {
     if (b.get<std::uint32_t>(at, "central directory entry") != 0x02014b50)
       throw FormatError(fmt::format("{}: expected central directory entry {} at byte {}", file, e, at));
     const auto method = b.get<std::uint16_t>(at + 10, "compression method");
+    const auto crc = b.get<std::uint32_t>(at + 16, "CRC-32");
     std::uint64_t packed = b.get<std::uint32_t>(at + 20, "compressed size");
     std::uint64_t size = b.get<std::uint32_t>(at + 24, "size");
     const auto name_length = b.get<std::uint16_t>(at + 28, "name length");
@@ -290,23 +311,33 @@ void ArrayFile::read_npz() {
       x += 4 + length;
     }
     at += 46 + name_length + extra_length + comment_length;
-    const std::string where = fmt::format("{}: member '{}'", file, member);
+    const std::string where = fmt::format("{}: member '{}'", file, model::printable(member));
     if (!member.ends_with(".npy"))
       throw FormatError(fmt::format("{}: expected arrays saved by numpy (NAME.npy), found another member", where));
     if (b.get<std::uint32_t>(local, "local header") != 0x04034b50)
       throw FormatError(fmt::format("{}: expected its local header at byte {}", where, local));
     const std::uint64_t data_at = local + 30 + b.get<std::uint16_t>(local + 26, "local name length") +
                                   b.get<std::uint16_t>(local + 28, "local extra length");
+    const std::string shown = model::printable(member);
+    const std::span<const std::byte> data = b.at(data_at, method == 0 ? size : packed, shown);
+    claim(local, data_at + data.size(), where, shown);
     std::span<const std::byte> npy;
     if (method == 0) {
-      npy = b.at(data_at, size, member);
+      npy = data;
     } else if (method == 8) {
-      inflated_.push_back(inflate_member(b.at(data_at, packed, member), size, where));
+      inflated_.push_back(inflate_member(data, size, where));
       npy = inflated_.back();
     } else {
       throw FormatError(fmt::format(
           "{}: expected stored or deflated data (np.savez, np.savez_compressed), found method {}", where, method));
     }
+    if (const auto found = static_cast<std::uint32_t>(
+            crc32_z(0, reinterpret_cast<const Bytef*>(npy.data()), static_cast<z_size_t>(npy.size())));
+        found != crc)
+      throw FormatError(
+          fmt::format("{}: expected data of CRC-32 {:08x} (its directory entry), found {:08x}: the "
+                      "file is damaged",
+                      where, crc, found));
     const Bytes n(npy, path_);
     constexpr char kMagic[] = "\x93NUMPY";
     if (npy.size() < 10 || std::memcmp(npy.data(), kMagic, 6) != 0)
@@ -329,7 +360,7 @@ void ArrayFile::read_npz() {
     for (const std::int64_t d : a.shape)
       if (__builtin_mul_overflow(bytes, static_cast<std::uint64_t>(d), &bytes))
         throw FormatError(fmt::format("{}: shape ({}) is larger than any file", where, fmt::join(a.shape, ", ")));
-    a.bytes = n.at(header_at + header_length, bytes, fmt::format("member '{}' data", member));
+    a.bytes = n.at(header_at + header_length, bytes, fmt::format("member '{}' data", model::printable(member)));
     arrays_.push_back(std::move(a));
   }
 }

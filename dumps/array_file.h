@@ -47,7 +47,8 @@ class ArrayFile {
   // with a block keeps its resident set to that block. Nothing for an inflated member.
   void release(const NamedArray& array, std::int64_t first, std::int64_t count) const;
 
-  // Whether the file's first bytes are those of a format this reads.
+  // Whether the file is one this reads: by its extension (.safetensors, .npz: then read as one, to
+  // say what in it is wrong), else by its first bytes.
   static bool recognises(const std::filesystem::path& path);
 
  private:

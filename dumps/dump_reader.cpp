@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <optional>
 #include <utility>
@@ -337,6 +338,17 @@ void DumpReader::check_rows() {
   const auto flag = std::find_if(decode_.begin(), decode_.end(), [](std::uint8_t d) { return d > 1; });
   if (flag != decode_.end())
     problem(fmt::format("{}: /rows/decode: expected 0 or 1, found {} at row {}", path_, *flag, flag - decode_.begin()));
+  for (const model::TensorId& id :
+       tensors_) {  // ids an engine wrote are compared as written: say where they name no expert
+    if (id.op != model::Op::moe_ids) continue;
+    const model::HostTensor ids = read(id, 0, rows_).to(model::Scalar::f64);
+    const std::span<const double> v = ids.f64();
+    const auto bad = std::find_if(
+        v.begin(), v.end(), [&](double x) { return !(x >= 0 && x < config_.experts.count && x == std::floor(x)); });
+    if (bad != v.end())
+      problem(fmt::format("{}: {}: expected expert ids in [0, {}), found {} at row {}", path_, model::to_string(id),
+                          config_.experts.count, *bad, (bad - v.begin()) / std::max<std::int64_t>(ids.cols(), 1)));
+  }
   if (summary_.is_object() && summary_.contains("generated") && !summary_["generated"].is_array())
     problem(fmt::format("{}: attribute 'summary': 'generated' is not an array of token ids", path_));
 }

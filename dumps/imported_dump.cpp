@@ -1,8 +1,10 @@
 #include "dumps/imported_dump.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <set>
 #include <span>
 
@@ -11,6 +13,7 @@
 
 #include "model/dtype.h"
 #include "model/errors.h"
+#include "model/printable.h"
 
 namespace tapdiff::dumps {
 namespace {
@@ -66,12 +69,32 @@ bool natural_less(const std::string& a, const std::string& b) {
   return a.size() - i < b.size() - j;
 }
 
-std::vector<std::filesystem::path> step_files(const std::filesystem::path& path) {
-  if (!std::filesystem::is_directory(path)) return {path};
+// A folder's step files (.safetensors or .npz regular files), in natural order of their names;
+// `skipped`: the entries named like one that are none (a folder, a FIFO, a broken or looping link,
+// another case of the extension).
+std::vector<std::filesystem::path> step_files(const std::filesystem::path& path, std::vector<std::string>& skipped) {
+  std::error_code error;
+  if (!std::filesystem::is_directory(path, error)) return {path};
   std::vector<std::filesystem::path> files;
-  for (const auto& entry : std::filesystem::directory_iterator(path)) {
-    const std::string ext = entry.path().extension().string();
-    if (entry.is_regular_file() && (ext == ".safetensors" || ext == ".npz")) files.push_back(entry.path());
+  std::filesystem::directory_iterator it(path, error), end;
+  if (error)
+    throw FormatError(fmt::format("{}: expected a readable dump folder, found {}", path.string(), error.message()));
+  for (; it != end; it.increment(error)) {
+    if (error)
+      throw FormatError(fmt::format("{}: expected a readable dump folder, found {}", path.string(), error.message()));
+    const std::string name = model::printable(it->path().filename().string());
+    const std::string ext = it->path().extension().string();
+    std::string lower = ext;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (lower != ".safetensors" && lower != ".npz") continue;
+    std::error_code kind;
+    const bool regular = it->is_regular_file(kind) && !kind;
+    if (regular && ext == lower)
+      files.push_back(it->path());
+    else
+      skipped.push_back(kind       ? fmt::format("{} ({})", name, kind.message())
+                        : !regular ? fmt::format("{} (not a regular file)", name)
+                                   : fmt::format("{} (the extension spelt {}, not {})", name, ext, lower));
   }
   if (files.empty())
     throw FormatError(fmt::format(
@@ -100,9 +123,11 @@ bool follows_rope_layout(model::Op op) {
 bool is_imported_dump(const std::filesystem::path& path) {
   std::error_code error;
   if (std::filesystem::is_directory(path, error)) {
-    for (const auto& entry : std::filesystem::directory_iterator(path, error)) {
-      const std::string ext = entry.path().extension().string();
-      if (entry.is_regular_file(error) && (ext == ".safetensors" || ext == ".npz")) return true;
+    std::filesystem::directory_iterator it(path, error), end;
+    for (; !error && it != end; it.increment(error)) {
+      const std::string ext = it->path().extension().string();
+      std::error_code kind;
+      if (it->is_regular_file(kind) && (ext == ".safetensors" || ext == ".npz")) return true;
     }
     return false;
   }
@@ -113,7 +138,14 @@ ImportedDump::ImportedDump(const std::filesystem::path& path, const ImportOption
                            const model::ModelConfig& config)
     : path_(path), options_(options), config_(config), graph_(config) {
   require_map_fits(options.map, config);
-  const std::vector<std::filesystem::path> paths = step_files(path);
+  std::vector<std::string> skipped;
+  const std::vector<std::filesystem::path> paths = step_files(path, skipped);
+  std::sort(skipped.begin(), skipped.end());
+  if (!skipped.empty())  // a step the run may need: which rows it held is not for tapdiff to guess
+    throw FormatError(
+        fmt::format("{}: expected every entry named like a step to be a .safetensors or .npz file, "
+                    "found {}",
+                    path.string(), fmt::join(skipped, ", ")));
   for (const auto& p : paths) files_.push_back(std::make_unique<ArrayFile>(p));
   for (std::size_t s = 0; s < files_.size(); ++s) read_step(*files_[s], static_cast<int>(s));
   for (std::size_t t = 0; t < tensors_.size(); ++t) {
@@ -141,6 +173,7 @@ ImportedDump::ImportedDump(const std::filesystem::path& path, const ImportOption
   if (decode_assumed_)
     notes_.push_back(fmt::format("{}: no decode array ({}) in {}: those rows taken as prefill rows", path.string(),
                                  fmt::join(options_.map.decode, ", "), files_.size() > 1 ? "some step files" : "it"));
+  note_mixed_storage();
   if (!unmapped_.empty())
     notes_.push_back(fmt::format(
         "{}: {} array name{} the map '{}' does not know, not compared: {}", path.string(), unmapped_.size(),
@@ -158,8 +191,8 @@ std::int64_t ImportedDump::step_rows(const ArrayFile& file, int step) {
                                   where, fmt::join(options_.map.tokens, " or ")));
   const auto integers = [&](const NamedArray& a) {
     if (a.type != ElementType::i32 && a.type != ElementType::i64)
-      throw FormatError(
-          fmt::format("{}: '{}': expected integers (int32 or int64), found {}", where, a.name, a.type_name));
+      throw FormatError(fmt::format("{}: '{}': expected integers (int32 or int64), found {}", where,
+                                    model::printable(a.name), a.type_name));
     std::vector<std::int64_t> v(static_cast<std::size_t>(a.elements()));
     for (std::size_t i = 0; i < v.size(); ++i) {
       if (a.type == ElementType::i64) {
@@ -172,13 +205,26 @@ std::int64_t ImportedDump::step_rows(const ArrayFile& file, int step) {
     }
     return v;
   };
-  const std::vector<std::int64_t> ids = integers(*tokens);
+  // Where the file holds more than one of a row array's names, they must agree: which one the
+  // engine meant is not for tapdiff to guess.
+  const auto agreed = [&](const std::vector<std::string>& names, const NamedArray& chosen, std::string_view what) {
+    const std::vector<std::int64_t> values = integers(chosen);
+    for (const std::string& name : names)
+      if (const NamedArray* other = file.find(name); other != nullptr && other != &chosen && integers(*other) != values)
+        throw FormatError(
+            fmt::format("{}: '{}' and '{}' both give the rows' {}: expected equal arrays, found "
+                        "different ones (keep one)",
+                        where, model::printable(chosen.name), model::printable(other->name), what));
+    return values;
+  };
+  const std::vector<std::int64_t> ids = agreed(options_.map.tokens, *tokens, "token ids");
   const auto n = static_cast<std::int64_t>(ids.size());
   std::vector<std::int64_t> positions;
   if (const NamedArray* p = first_of(file, options_.map.positions)) {
-    positions = integers(*p);
+    positions = agreed(options_.map.positions, *p, "positions");
     if (std::ssize(positions) != n)
-      throw FormatError(fmt::format("{}: '{}' has {} entries for {} token ids", where, p->name, positions.size(), n));
+      throw FormatError(fmt::format("{}: '{}' has {} entries for {} token ids", where, model::printable(p->name),
+                                    positions.size(), n));
   } else {
     positions_assumed_ = true;
     const std::int64_t next = positions_.empty() ? 0 : std::int64_t{positions_.back()} + 1;
@@ -188,15 +234,23 @@ std::int64_t ImportedDump::step_rows(const ArrayFile& file, int step) {
   const NamedArray* d = first_of(file, options_.map.decode);
   decode_assumed_ = decode_assumed_ || d == nullptr;
   if (d != nullptr) {
-    decode = integers(*d);
+    decode = agreed(options_.map.decode, *d, "decode flags");
     if (std::ssize(decode) != n)
-      throw FormatError(fmt::format("{}: '{}' has {} entries for {} token ids", where, d->name, decode.size(), n));
+      throw FormatError(
+          fmt::format("{}: '{}' has {} entries for {} token ids", where, model::printable(d->name), decode.size(), n));
+    if (const auto flag = std::find_if(decode.begin(), decode.end(), [](std::int64_t f) { return f != 0 && f != 1; });
+        flag != decode.end())
+      throw FormatError(fmt::format("{}: '{}' holds {} at row {}: expected 0 (a prefill row) or 1 (a decode row)",
+                                    where, model::printable(d->name), *flag, flag - decode.begin()));
   }
   for (std::int64_t i = 0; i < n; ++i) {
     const auto at = static_cast<std::size_t>(i);
     if (ids[at] < 0 || ids[at] > INT32_MAX || positions[at] < 0 || positions[at] > INT32_MAX)
       throw FormatError(fmt::format("{}: row {}: token {} at position {} is not a 32-bit id and position", where, i,
                                     ids[at], positions[at]));
+    if (ids[at] >= config_.vocab)
+      throw FormatError(fmt::format("{}: '{}' row {}: expected token ids in [0, {}) (the model's vocabulary), found {}",
+                                    where, model::printable(tokens->name), i, config_.vocab, ids[at]));
     // A folder: a chunk per file. One file: one chunk for the prefill, one per decode row.
     const std::int32_t chunk = files_.size() > 1 ? step
                                : chunks_.empty() ? 0
@@ -225,8 +279,7 @@ void ImportedDump::read_step(const ArrayFile& file, int step) {
       summed.insert(std::move(partner));
   }
   for (const std::string& half : halves)  // a second half without its first is not compared: say so
-    if (!summed.contains(half) && std::find(unmapped_.begin(), unmapped_.end(), half) == unmapped_.end())
-      unmapped_.push_back(half);
+    if (!summed.contains(half)) note_unmapped(half);
 }
 
 std::int64_t ImportedDump::row_width(const ArrayFile& file, const NamedArray& array, std::int64_t rows,
@@ -243,14 +296,18 @@ std::int64_t ImportedDump::row_width(const ArrayFile& file, const NamedArray& ar
                                 file.path().string(), array.name, fmt::join(array.shape, ", "), rows, width));
 }
 
+void ImportedDump::note_unmapped(const std::string& name) {
+  if (unmapped_names_.insert(name).second) unmapped_.push_back(model::printable(name));
+}
+
 std::string ImportedDump::add_array(const ArrayFile& file, const NamedArray& array, std::int64_t first_row,
                                     std::int64_t rows) {
   const std::optional<Resolved> r = resolve(options_.map, array.name, config_);
   if (!r) {
-    if (std::find(unmapped_.begin(), unmapped_.end(), array.name) == unmapped_.end()) unmapped_.push_back(array.name);
+    note_unmapped(array.name);
     return {};
   }
-  const std::string where = fmt::format("{}: '{}'", file.path().string(), array.name);
+  const std::string where = fmt::format("{}: '{}'", file.path().string(), model::printable(array.name));
   if (!is_float(array.type))
     throw FormatError(fmt::format("{}: expected floats (f16, bf16, f32, f64), found {}", where, array.type_name));
   std::int64_t width = 0;
@@ -287,6 +344,28 @@ std::string ImportedDump::add_array(const ArrayFile& file, const NamedArray& arr
     column += model::op_width(config_, id.op);
   }
   return partner != nullptr ? partner->name : std::string();
+}
+
+// Taps stored in more than one float type are judged by the coarsest (storage_dtype): say so, and
+// which taps are stored so, since an error that the finer taps' tolerances would catch passes there.
+void ImportedDump::note_mixed_storage() {
+  std::map<ElementType, std::vector<std::string>> by_type;
+  for (std::size_t t = 0; t < tensors_.size(); ++t)
+    for (const Segment& s : segments_[t]) {
+      std::vector<std::string>& taps = by_type[s.array->type];
+      if (taps.empty() || taps.back() != model::to_string(tensors_[t])) taps.push_back(model::to_string(tensors_[t]));
+    }
+  if (by_type.size() < 2) return;
+  std::vector<std::string> parts;
+  for (const auto& [type, taps] : by_type)
+    parts.push_back(
+        fmt::format("{} {} ({}{})", taps.size(), element_type_name(type),
+                    fmt::join(taps.begin(), taps.begin() + std::min<std::ptrdiff_t>(4, std::ssize(taps)), ", "),
+                    taps.size() > 4 ? ", ..." : ""));
+  notes_.push_back(
+      fmt::format("{}: taps stored in mixed types, {}: every op is held to the tolerances of the "
+                  "coarsest, {} (store the taps alike, or give --b-precision, to hold them otherwise)",
+                  path_.string(), fmt::join(parts, "; "), storage_dtype()));
 }
 
 std::string ImportedDump::storage_dtype() const {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,8 @@ class ImportedDump {
   // Adds the taps an array holds (none, and a note, for a name the map does not know); returns the
   // name of the second half it was summed with, or "".
   std::string add_array(const ArrayFile& file, const NamedArray& array, std::int64_t first_row, std::int64_t rows);
+  void note_unmapped(const std::string& name);  // an array name the map does not know, once
+  void note_mixed_storage();
   std::int64_t row_width(const ArrayFile& file, const NamedArray& array, std::int64_t rows, std::int64_t width) const;
   // FormatError naming the file, the row and its ids when a row of moe_ids is not ascending.
   void check_expert_order(const model::TensorId& id) const;
@@ -85,7 +88,8 @@ class ImportedDump {
   std::vector<std::int32_t> positions_, chunks_, tokens_;
   std::vector<std::uint8_t> decode_;
   std::vector<std::string> notes_;
-  std::vector<std::string> unmapped_;
+  std::vector<std::string> unmapped_;  // in the order first seen, for the note
+  std::set<std::string> unmapped_names_;
   bool positions_assumed_ = false;
   bool decode_assumed_ = false;
 };

@@ -10,6 +10,9 @@
 #include "formats/family_spec.h"
 #include "formats/llama_cpp_precision.h"
 #include "model/errors.h"
+#include "model/input_file.h"
+#include "model/printable.h"
+#include "model/toml_depth.h"
 
 namespace tapdiff::dumps {
 namespace {
@@ -191,7 +194,8 @@ std::optional<model::TensorId> tap_name(std::string_view name) {
 
 [[noreturn]] void bad_map(const std::filesystem::path& path, std::string_view key, std::string_view expected,
                           std::string_view found) {
-  throw FormatError(fmt::format("{}: '{}': expected {}, found {}", path.string(), key, expected, found));
+  throw FormatError(fmt::format("{}: '{}': expected {}, found {}", path.string(), model::printable(key), expected,
+                                model::printable(found)));
 }
 
 Op op_named(const std::filesystem::path& path, std::string_view key, const toml::node& node) {
@@ -205,8 +209,11 @@ std::vector<std::string> names_of(const std::filesystem::path& path, std::string
   if (const auto s = node.value<std::string>()) return {*s};
   std::vector<std::string> out;
   if (const toml::array* a = node.as_array())
-    for (const toml::node& n : *a)
-      if (const auto s = n.value<std::string>()) out.push_back(*s);
+    for (const toml::node& n : *a) {
+      const auto s = n.value<std::string>();
+      if (!s) bad_map(path, key, "an array of names (strings)", "an item of another type");
+      out.push_back(*s);
+    }
   if (out.empty()) bad_map(path, key, "a name or an array of names", "something else");
   return out;
 }
@@ -227,9 +234,11 @@ NameMap preset_map(std::string_view name) {
 }
 
 NameMap map_from_toml(const std::filesystem::path& path) {
+  const std::string text = model::read_regular_file(path, "name map");
+  model::check_toml_key_depth(text, path.string());
   toml::table t;
   try {
-    t = toml::parse_file(path.string());
+    t = toml::parse(text, path.string());
   } catch (const toml::parse_error& e) {
     throw FormatError(
         fmt::format("{}: expected a TOML name map, found a parse error: {}", path.string(), e.description()));
@@ -241,6 +250,7 @@ NameMap map_from_toml(const std::filesystem::path& path) {
     m = preset_map(*name);
     m.name = path.string();
   }
+  std::vector<MapRule> added;  // the file's rules in its order; the last one first in m.rules
   for (const auto& [key, node] : t) {
     const std::string k(key.str());
     if (k == "base") continue;
@@ -265,9 +275,9 @@ NameMap map_from_toml(const std::filesystem::path& path) {
           MapRule rule = split(std::string(name.str()), {});
           for (const toml::node& op : *ops) rule.ops.push_back(op_named(path, where, op));
           if (rule.ops.size() < 2) bad_map(path, where, "two ops or more for a split array", "fewer");
-          m.rules.insert(m.rules.begin(), std::move(rule));
+          added.push_back(std::move(rule));
         } else {
-          m.rules.insert(m.rules.begin(), one(std::string(name.str()), op_named(path, where, value)));
+          added.push_back(one(std::string(name.str()), op_named(path, where, value)));
         }
       }
     } else if (k == "sums") {
@@ -279,12 +289,13 @@ NameMap map_from_toml(const std::filesystem::path& path) {
         if (!op) bad_map(path, where, "an op name (docs/dump-format.md)", fmt::format("'{}'", op_key.str()));
         const std::vector<std::string> names = names_of(path, where, value);
         if (names.size() != 2) bad_map(path, where, "two names", std::to_string(names.size()));
-        m.rules.insert(m.rules.begin(), sum(names[0], *op, names[1]));
+        added.push_back(sum(names[0], *op, names[1]));
       }
     } else {
       bad_map(path, k, "base, layout, tokens, positions, decode, [taps] or [sums]", "an unknown key");
     }
   }
+  m.rules.insert(m.rules.begin(), std::make_move_iterator(added.rbegin()), std::make_move_iterator(added.rend()));
   if (t.contains("taps") || t.contains("sums")) m.llama_cpp_names = false;  // the user's names for their model
   return m;
 }

@@ -18,6 +18,7 @@
 #include "model/input_file.h"
 #include "model/json_input.h"
 #include "model/mapped_file.h"
+#include "model/printable.h"
 
 namespace tapdiff::formats {
 
@@ -95,15 +96,16 @@ void SafetensorsFile::check_data_layout(std::span<const std::byte> data) const {
   for (const SafetensorsTensor* t : order) {
     const auto begin = static_cast<std::uint64_t>(t->bytes.data() - data.data());
     if (begin < covered)
-      throw_format_error(fmt::format(
-          "{}: tensor '{}': expected data that no other tensor uses, found bytes [{}, {}) "
-          "overlapping tensor '{}'",
-          path_.string(), t->name, header_end + begin, header_end + begin + t->bytes.size(), previous->name));
+      throw_format_error(
+          fmt::format("{}: tensor '{}': expected data that no other tensor uses, found bytes [{}, {}) "
+                      "overlapping tensor '{}'",
+                      path_.string(), printable(t->name), header_end + begin, header_end + begin + t->bytes.size(),
+                      printable(previous->name)));
     if (begin > covered)
       throw_format_error(
           fmt::format("{}: expected the tensors' data to fill the data section, found bytes [{}, {}) "
                       "that belong to no tensor (before tensor '{}')",
-                      path_.string(), header_end + covered, header_end + begin, t->name));
+                      path_.string(), header_end + covered, header_end + begin, printable(t->name)));
     covered = begin + t->bytes.size();
     previous = t;
   }
@@ -117,7 +119,8 @@ void SafetensorsFile::check_data_layout(std::span<const std::byte> data) const {
 // One tensor entry {dtype, shape, data_offsets}; its bytes must lie inside `data`.
 void SafetensorsFile::parse_entry(const std::string& name, const json& entry, std::span<const std::byte> data) {
   auto fail = [&](std::string_view expected, const std::string& found) {
-    throw_format_error(fmt::format("{}: tensor '{}': expected {}, found {}", path_.string(), name, expected, found));
+    throw_format_error(
+        fmt::format("{}: tensor '{}': expected {}, found {}", path_.string(), printable(name), expected, found));
   };
   if (!entry.is_object() || !entry.contains("dtype") || !entry["dtype"].is_string() || !entry.contains("shape") ||
       !entry["shape"].is_array() || !entry.contains("data_offsets") || !entry["data_offsets"].is_array())
@@ -141,14 +144,18 @@ void SafetensorsFile::parse_entry(const std::string& name, const json& entry, st
       off[0].get<std::uint64_t>() > off[1].get<std::uint64_t>())
     fail("data_offsets [begin, end] with begin <= end", json_excerpt(off));
   const auto begin = off[0].get<std::uint64_t>(), end = off[1].get<std::uint64_t>();
-  if (count > limit || count * elem != end - begin)
-    fail(fmt::format("{} bytes of data ({} of shape [{}]) in data_offsets", count > limit ? 0 : count * elem,
-                     t.dtype_name, fmt::join(t.shape, ", ")),
+  if (count > limit)
+    fail(fmt::format("a shape whose {} data fits the file's {} data bytes", t.dtype_name, limit),
+         fmt::format("shape [{}]", fmt::join(t.shape, ", ")));
+  if (count * elem != end - begin)
+    fail(fmt::format("{} bytes of data ({} of shape [{}]) in data_offsets", count * elem, t.dtype_name,
+                     fmt::join(t.shape, ", ")),
          fmt::format("[{}, {}]", begin, end));
   const std::uint64_t header_end = file_->size() - data.size();  // 8 + header length
   if (end > data.size())
     throw_format_error(fmt::format("{}: truncated: tensor '{}' needs bytes [{}, {}) but the file has {} bytes",
-                                   path_.string(), name, header_end + begin, header_end + end, file_->size()));
+                                   path_.string(), printable(name), header_end + begin, header_end + end,
+                                   file_->size()));
   t.bytes = data.subspan(begin, end - begin);
   tensors_.push_back(std::move(t));
 }

@@ -32,17 +32,38 @@ void append_excerpt(const json& value, std::string& out, std::size_t limit, int 
   out += value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+// Whether any value of `text` lies deeper than `limit` arrays and objects, counted in one pass
+// over the brackets outside strings (nlohmann's parser callback, the other way to bound it, makes
+// parsing quadratic in an object's members).
+bool nested_deeper_than(std::string_view text, int limit) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > limit) return true;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 json parse_json_text(std::string_view text, const std::string& source, std::string_view what) {
-  const json::parser_callback_t bound_depth = [&](int depth, json::parse_event_t, json&) {
-    if (depth > kMaxJsonDepth)
-      throw_format_error(fmt::format("{}: expected {} in JSON, found values nested deeper than {} levels", source, what,
-                                     kMaxJsonDepth));
-    return true;
-  };
+  if (nested_deeper_than(text, kMaxJsonDepth))
+    throw_format_error(
+        fmt::format("{}: expected {} in JSON, found values nested deeper than {} levels", source, what, kMaxJsonDepth));
   try {
-    return json::parse(text.begin(), text.end(), bound_depth);
+    return json::parse(text.begin(), text.end());
   } catch (const json::exception& e) {
     throw_format_error(fmt::format("{}: expected {} in JSON, found a parse error: {}", source, what, e.what()));
   }

@@ -6,10 +6,11 @@
 #   scripts/fuzz.sh --seconds 20 [TARGET...]     each target for 20 s (CI)
 #   scripts/fuzz.sh --runs 1000000 [TARGET...]   each target for 1,000,000 executions
 #   scripts/fuzz.sh --build-only
-# Targets: gguf safetensors config_json toml_tolerances tokenizer tokenizer_json dump imported_dump (default: all).
+# Targets: gguf safetensors config_json toml_tolerances tokenizer tokenizer_json dump imported_dump name_map
+# (default: all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-all_targets=(gguf safetensors config_json toml_tolerances tokenizer tokenizer_json dump imported_dump)
+all_targets=(gguf safetensors config_json toml_tolerances tokenizer tokenizer_json dump imported_dump name_map)
 limit=() targets=() build_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -32,7 +33,7 @@ CC=clang CXX=clang++ BUILD_TYPE=RelWithDebInfo BUILD_TARGET=tapdiff_fuzz ./scrip
 
 # Inputs up to this many bytes: above the largest seed of each format.
 declare -A max_len=([gguf]=65536 [safetensors]=65536 [config_json]=16384 [toml_tolerances]=16384
-                    [tokenizer]=16384 [tokenizer_json]=32768 [dump]=16384 [imported_dump]=16384)
+                    [tokenizer]=16384 [tokenizer_json]=32768 [dump]=16384 [imported_dump]=16384 [name_map]=16384)
 artifacts=$(realpath -m "${ARTIFACT_DIR:-$BUILD_DIR/artifacts}")
 mkdir -p "$artifacts"
 scratch_root=/tmp

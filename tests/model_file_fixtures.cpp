@@ -226,13 +226,15 @@ void write_npz(const std::filesystem::path& path, const std::vector<Npy>& arrays
     const std::vector<std::byte> packed = deflated ? deflate_raw(body) : body;
     const std::string name = a.name + ".npy";
     const auto offset = static_cast<std::uint32_t>(out.size());
-    u32(out, 0x04034b50), u16(out, 20), u16(out, 0), u16(out, method), u16(out, 0), u16(out, 0), u32(out, 0);
+    const auto crc = static_cast<std::uint32_t>(
+        crc32_z(0, reinterpret_cast<const Bytef*>(body.data()), static_cast<z_size_t>(body.size())));
+    u32(out, 0x04034b50), u16(out, 20), u16(out, 0), u16(out, method), u16(out, 0), u16(out, 0), u32(out, crc);
     u32(out, static_cast<std::uint32_t>(packed.size())), u32(out, static_cast<std::uint32_t>(body.size()));
     u16(out, static_cast<std::uint16_t>(name.size())), u16(out, 0);
     out += name;
     out.append(reinterpret_cast<const char*>(packed.data()), packed.size());
     u32(central, 0x02014b50), u16(central, 20), u16(central, 20), u16(central, 0), u16(central, method);
-    u16(central, 0), u16(central, 0), u32(central, 0);
+    u16(central, 0), u16(central, 0), u32(central, crc);
     u32(central, static_cast<std::uint32_t>(packed.size())), u32(central, static_cast<std::uint32_t>(body.size()));
     u16(central, static_cast<std::uint16_t>(name.size())), u16(central, 0), u16(central, 0), u16(central, 0);
     u16(central, 0), u32(central, 0), u32(central, offset);

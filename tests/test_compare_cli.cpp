@@ -718,6 +718,22 @@ TEST(CompareCli, BadInputExitsWithCode2AndSaysWhy) {
   std::ofstream(d.dir / "text.h5") << "not hdf5";
   EXPECT_EQ(run_tapdiff("compare " + quoted(d.a) + " " + quoted(d.dir / "text.h5")).exit_code, 2);
   EXPECT_EQ(run_tapdiff("compare " + quoted(d.a)).exit_code, 2);  // B missing
+  // A report that would overwrite an input (or a file of an input folder), or another report: refused, inputs intact.
+  const auto before = std::filesystem::file_size(d.b);
+  r = d.compare("--html " + quoted(d.b));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("expected a file that is none of the inputs, found the input"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(std::filesystem::file_size(d.b), before);
+  r = d.compare("--tolerances " + quoted(d.dir / "bad.toml") + " --json " + quoted(d.dir / "bad.toml"));
+  EXPECT_NE(r.output.find("--json"), std::string::npos) << r.output;
+  EXPECT_EQ(slurp(d.dir / "bad.toml"), "[op.rope_x]\nnmse = 1\n");
+  r = d.compare("--json " + quoted(d.dir / "r") + " --junit " + quoted(d.dir / "." / "r"));
+  EXPECT_NE(r.output.find("--junit " + (d.dir / "." / "r").string() + ": --json writes that file too"),
+            std::string::npos)
+      << r.output;
+  r = run_tapdiff("compare " + quoted(d.a) + " " + quoted(d.dir) + " --json " + quoted(d.dir / "x.json"));
+  EXPECT_NE(r.output.find("a file inside the input"), std::string::npos) << r.output;
 }
 
 }  // namespace

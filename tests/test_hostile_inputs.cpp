@@ -8,12 +8,15 @@
 #include <fstream>
 #include <limits>
 
+#include <fmt/format.h>
+
 #include "bisect/compare/tolerances.h"
 #include "formats/gguf_reader.h"
 #include "formats/load_model.h"
 #include "formats/weight_scan.h"
 #include "model/errors.h"
 #include "model/json_input.h"
+#include "model/printable.h"
 #include "model/weights.h"
 #include "tests/model_file_fixtures.h"
 #include "tests/reference_fixtures.h"
@@ -74,6 +77,28 @@ TEST(HostileInput, JsonNestedDeeperThanTheBoundIsRefusedWithoutRecursion) {
   for (int i = 0; i < 10000; ++i) wide.push_back(i);
   EXPECT_LE(model::json_excerpt(wide).size(), 80u);
   EXPECT_EQ(model::json_excerpt(nlohmann::json{{"k", "\x01"}}), "{\"k\":\"\\u0001\"}");
+}
+
+// A safetensors header of 200,000 tensors: nlohmann's parser callback (the depth bound it had)
+// made parsing quadratic in an object's members, 45 s at 30,000; the bound is now a pass over the
+// brackets. Brackets inside strings are no nesting.
+TEST(HostileInput, AWideJsonObjectParsesInOnePass) {
+  std::string wide = "{";
+  for (int i = 0; i < 200000; ++i)
+    wide +=
+        fmt::format("{}\"t{}[[{{\\\"\":{{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", i ? "," : "", i);
+  wide += "}";
+  const nlohmann::json j = model::parse_json_text(wide, "w.json", "a header");
+  EXPECT_EQ(j.size(), 200000u);
+  EXPECT_TRUE(j.contains("t0[[{\""));
+}
+
+// Names from files reach messages escaped and cut: a name cannot forge a line of tapdiff's output,
+// nor fill the terminal with megabytes.
+TEST(HostileInput, NamesFromFilesArePrintedEscapedAndShortened) {
+  EXPECT_EQ(model::printable("a\x1b[2J\nnote: b\\\r\x7f"), "a\\x1b[2J\\nnote: b\\\\\\x0d\\x7f");
+  EXPECT_EQ(model::printable(std::string(5'000'000, 'x'), 8), "xxxxxxxx...(5000000 bytes)");
+  EXPECT_EQ(model::printable("model.layers.0.mlp"), "model.layers.0.mlp");
 }
 
 TEST(HostileInput, DeepJsonInAConfigOrASafetensorsHeaderIsAFormatError) {

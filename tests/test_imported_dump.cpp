@@ -52,6 +52,21 @@ Npy tokens(std::vector<std::int64_t> ids) {
   return npy("input_ids", "<i8", {n}, ids);
 }
 
+std::string slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+void spill(const fs::path& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string repeat(std::string_view s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
 std::string import_error(const fs::path& path, const ImportOptions& options, const model::ModelConfig& c) {
   try {
     const ImportedDump dump(path, options, c);
@@ -76,6 +91,11 @@ TEST(ImportedDump, NpzAndSafetensorsReadBackAsWritten) {
   EXPECT_EQ(deflated.read({Op::q_proj, 1}, 2, 1).at(0, 5), 0.25 * 21);
   const ImportedDump dump(dir / "a.npz", options_for(c), c);
   ASSERT_EQ(dump.rows(), 3);
+  // An f32 tap beside an f64 one: held to the coarser's tolerances, and the note says which are which.
+  EXPECT_EQ(dump.storage_dtype(), "f32");
+  EXPECT_TRUE(std::any_of(dump.notes().begin(), dump.notes().end(), [](const std::string& n) {
+    return n.find("taps stored in mixed types, 1 f32 (0/attn_norm); 1 f64 (1/q_proj)") != std::string::npos;
+  })) << fmt::format("{}", fmt::join(dump.notes(), "\n"));
   EXPECT_EQ(dump.tokens(), (std::vector<std::int32_t>{1, 2, 3}));
   EXPECT_EQ(dump.positions(), (std::vector<std::int32_t>{0, 1, 2}));
   ASSERT_EQ(dump.tensors().size(), 2u);
@@ -87,7 +107,7 @@ TEST(ImportedDump, NpzAndSafetensorsReadBackAsWritten) {
   const model::HostTensor qr = dump.read({Op::q_proj, 1}, 0, 3);
   EXPECT_EQ(qr.scalar(), model::Scalar::f64);
   EXPECT_EQ(qr.at(2, 5), 0.25 * 21);
-  ASSERT_EQ(dump.notes().size(), 2u);
+  ASSERT_EQ(dump.notes().size(), 3u);
   EXPECT_NE(dump.notes()[0].find("no positions array (positions, position_ids): rows taken as positions 0, 1"),
             std::string::npos);
   EXPECT_NE(dump.notes()[1].find("no decode array (decode) in it: those rows taken as prefill rows"),
@@ -174,6 +194,12 @@ TEST(ImportedDump, BadInputsAreNamedWithWhatWasExpected) {
       {{npy("input_ids", "<f4", {2}, iota(2, 0))}, "'input_ids': expected integers (int32 or int64), found <f4"},
       {{tokens({1, 2}), npy("positions", "<i8", {3}, std::vector<std::int64_t>{0, 1, 2})},
        "'positions' has 3 entries for 2 token ids"},
+      {{tokens({1, 2}), npy("decode", "<i8", {2}, std::vector<std::int64_t>{0, 2})},
+       "'decode' holds 2 at row 1: expected 0 (a prefill row) or 1 (a decode row)"},
+      {{tokens({1, 2}), npy("decode", "<i4", {2}, std::vector<std::int32_t>{-1, 0})}, "'decode' holds -1 at row 0"},
+      {{tokens({1, 16})}, "'input_ids' row 1: expected token ids in [0, 16) (the model's vocabulary), found 16"},
+      {{npy("tokens", "<i8", {2}, std::vector<std::int64_t>{1, 3}), tokens({1, 2})},
+       "'tokens' and 'input_ids' both give the rows' token ids: expected equal arrays, found different ones"},
   };
   for (const Case& k : cases) {
     write_npz(dir / "bad.npz", k.arrays);
@@ -181,6 +207,12 @@ TEST(ImportedDump, BadInputsAreNamedWithWhatWasExpected) {
     EXPECT_NE(message.find(k.expected), std::string::npos) << message;
     EXPECT_NE(message.find((dir / "bad.npz").string()), std::string::npos) << message;
   }
+  // A name the map does not know is noted escaped: it cannot forge a line of the output.
+  write_npz(dir / "forged.npz", {tokens({1, 2}), npy("x\x1b[2J\nnote: all clear", "<f4", {2, 8}, iota(16, 0))});
+  const ImportedDump forged(dir / "forged.npz", opts, c);
+  ASSERT_FALSE(forged.notes().empty());
+  EXPECT_NE(forged.notes().back().find("not compared: x\\x1b[2J\\nnote: all clear"), std::string::npos)
+      << forged.notes().back();
   // Cut short: every offset is checked against the file's size.
   write_npz(dir / "cut.npz", {tokens({1, 2}), npy("0/attn_norm", "<f4", {2, 8}, iota(16, 0))});
   fs::resize_file(dir / "cut.npz", fs::file_size(dir / "cut.npz") - 30);
@@ -191,18 +223,34 @@ TEST(ImportedDump, BadInputsAreNamedWithWhatWasExpected) {
   // A deflated member whose directory entry claims 4 GB (found by fuzz_imported_dump: it was
   // allocated before inflating).
   write_npz(dir / "claims.npz", {tokens({1, 2})}, true);
-  std::string bytes;
-  {
-    std::ifstream in(dir / "claims.npz", std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(in), {});
-  }
+  std::string bytes = slurp(dir / "claims.npz");
   const std::size_t entry = bytes.find("PK\x01\x02");
   ASSERT_NE(entry, std::string::npos);
   const std::uint32_t huge = 0xF0000000u;
   std::memcpy(bytes.data() + entry + 24, &huge, 4);
-  std::ofstream(dir / "claims.npz", std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  spill(dir / "claims.npz", bytes);
   EXPECT_NE(import_error(dir / "claims.npz", opts, c).find("declares 4026531840 bytes inflated from"),
             std::string::npos);
+  // One flipped bit in a stored member's data: the CRC-32 names the damage (it read as the
+  // engine's divergence before).
+  write_npz(dir / "flipped.npz", {tokens({1, 2}), npy("0/attn_norm", "<f4", {2, 8}, iota(16, 1))});
+  bytes = slurp(dir / "flipped.npz");
+  bytes[bytes.find("0/attn_norm.npy") + 15 + 64 + 7] ^= 0x40;  // an exponent bit of the second float
+  spill(dir / "flipped.npz", bytes);
+  EXPECT_NE(import_error(dir / "flipped.npz", opts, c).find("member '0/attn_norm.npy': expected data of CRC-32"),
+            std::string::npos)
+      << import_error(dir / "flipped.npz", opts, c);
+  // Two directory entries that share one member's bytes (a zip bomb inflates one stream many times
+  // so): refused before anything is inflated.
+  write_npz(dir / "shared.npz", {tokens({1, 2}), npy("0/attn_norm", "<f4", {2, 8}, iota(16, 1))}, true);
+  bytes = slurp(dir / "shared.npz");
+  const std::size_t second = bytes.find("PK\x01\x02", bytes.find("PK\x01\x02") + 4);
+  ASSERT_NE(second, std::string::npos);
+  std::memset(bytes.data() + second + 42, 0, 4);  // its local header: the first member's
+  spill(dir / "shared.npz", bytes);
+  EXPECT_NE(import_error(dir / "shared.npz", opts, c).find("overlap those of member 'input_ids.npy'"),
+            std::string::npos)
+      << import_error(dir / "shared.npz", opts, c);
   // A tap that some step lacks.
   fs::create_directories(dir / "steps");
   write_npz(dir / "steps" / "0.npz", {tokens({1, 2}), npy("0/attn_norm", "<f4", {2, 8}, iota(16, 0))});
@@ -211,6 +259,19 @@ TEST(ImportedDump, BadInputsAreNamedWithWhatWasExpected) {
                 .find("0/attn_norm holds 2 of the dump's 3 rows: a tap must be in "
                       "every step file"),
             std::string::npos);
+  // Entries named like steps that are none: refused by name, never skipped (a step's rows would be
+  // missing) nor an internal error (a looping link threw from the directory walk).
+  fs::create_directories(dir / "odd");
+  write_npz(dir / "odd" / "0.npz", {tokens({1, 2}), npy("0/attn_norm", "<f4", {2, 8}, iota(16, 0))});
+  fs::create_directories(dir / "odd" / "1.npz");
+  fs::create_symlink("2.npz", dir / "odd" / "2.npz");
+  fs::copy_file(dir / "odd" / "0.npz", dir / "odd" / "3.NPZ");
+  const std::string odd = import_error(dir / "odd", opts, c);
+  EXPECT_NE(odd.find("expected every entry named like a step to be a .safetensors or .npz file, found 1.npz (not a "
+                     "regular file), 2.npz (Too many levels of symbolic links), 3.NPZ (the extension spelt .NPZ, not "
+                     ".npz)"),
+            std::string::npos)
+      << odd;
 }
 
 // moe_ids compares by place: a row in the engine's own top-k order would read as other experts.
@@ -242,6 +303,12 @@ TEST(ImportedDump, UserMapsInTomlAreCheckedKeyByKey) {
       {"[sums]\nffn_residual = [\"a.{L}\"]\n", "'sums.ffn_residual': expected two names, found 1"},
       {"layout = \"neox\"\n", "'layout': expected rotate_half, interleaved or model, found 'neox'"},
       {"[taps\n", "expected a TOML name map, found a parse error"},
+      {"tokens = [\"ids\", 3]\n", "'tokens': expected an array of names (strings), found an item of another type"},
+      // Keys and headers nested through their dots (toml++ recurses once per part): refused by
+      // the pre-scan, where the file says, before toml++ sees them.
+      {"a" + repeat(".a", 30000) + " = 1\n", "map.toml:1:1: expected a TOML key of at most 64 parts, found more"},
+      {"x = 1\n[[a" + repeat(".a", 30000) + "]]\n", "map.toml:2:3: expected a TOML key of at most 64 parts"},
+      {"x = { y = 2, b" + repeat(".b", 30000) + " = 1 }\n", "map.toml:1:14: expected a TOML key of at most 64"},
   };
   for (const auto& [text, expected] : cases) {
     std::ofstream(dir / "map.toml") << text;
@@ -262,6 +329,15 @@ TEST(ImportedDump, UserMapsInTomlAreCheckedKeyByKey) {
   EXPECT_TRUE(dumps::resolve(m, "model.layers.0.mlp.down_proj", c).has_value());  // the base's rules stay
   EXPECT_FALSE(dumps::resolve(m, "blk.2.q", c).has_value());                      // past the last layer
   EXPECT_EQ(m.tokens, std::vector<std::string>{"ids"});
+
+  // Dots inside quoted names, strings and comments are no key parts; 100,000 rules load in one
+  // pass, the last of two for a name winning.
+  std::string many = "# a.b.c.d" + repeat(".e", 100) + "\n[taps]\n";
+  for (int i = 0; i < 100000; ++i) many += fmt::format("\"n{}.{}\" = \"q_proj\"\n", i, repeat(".", 70));
+  many += "[sums]\nffn_residual = [\"x" + repeat(".x", 80) + "\", \"y\"]\n";
+  std::ofstream(dir / "many.toml") << many;
+  const dumps::NameMap big = dumps::map_from_toml(dir / "many.toml");
+  EXPECT_TRUE(dumps::resolve(big, fmt::format("n99999.{}", repeat(".", 70)), c).has_value());
 }
 
 // llama.cpp's names per family: Gemma scales its embedding after "embd" ("inp_scaled"); Phi-3

@@ -4,6 +4,7 @@
 
 #include "bisect/compare/metrics.h"
 #include "bisect/compare/tensor_stats.h"
+#include "bisect/compare/tolerances.h"
 
 namespace tapdiff::bisect {
 namespace {
@@ -48,8 +49,14 @@ TEST(Metrics, NonFiniteValuesAreCountedNotCompared) {
   const auto b = tensor(1, 4, {1, NAN, 7, 2});
   const Metrics m = compare(a, b);
   EXPECT_EQ(m.count, 2);
-  EXPECT_EQ(m.nonfinite, 1);  // the matching NaNs agree, inf vs 7 does not
+  EXPECT_EQ(m.nonfinite, 1);       // inf vs 7 disagrees
+  EXPECT_EQ(m.nonfinite_both, 1);  // the matching NaNs are alike, but no number was compared
   EXPECT_EQ(m.max_abs, 0.0);
+  // Either fails the bounds, saying which (NaN at the same places in both passed in silence before).
+  const std::vector<bisect::Violation> v =
+      bisect::check(bisect::Bound{}, compare(tensor(1, 2, {NAN, 1}), tensor(1, 2, {NAN, 1})));
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].text(), "1 element NaN/Inf in both runs alike, not compared");
 }
 
 TEST(Metrics, BlocksAccumulateToTheWholeTensorResult) {

@@ -330,6 +330,29 @@ TEST(RoutingArbiter, SettlesANearTieWithTheTruthsChoiceAndLeavesAFarFlip) {
   EXPECT_NEAR(recorder.flips()[0].noise, 3.0 * std::ldexp(1.0, -11) * 8.0, 1e-12);
 }
 
+// An engine that writes an id naming no expert (100 of 4, -20, 1.5, NaN) made a fault whatever A's
+// margin: never a near tie, never settled, and the comparison reads no value at that id.
+TEST(RoutingArbiter, AnIdThatNamesNoExpertIsAFaultNotATie) {
+  const model::ModelConfig c = arbiter_config();
+  const auto logits =
+      tensor(4, 4, {3.0, 1.0001, 1.0, -2.0, 3.0, 1.0001, 1.0, -2.0, 3.0, 1.0001, 1.0, -2.0, 3.0, 1.0001, 1.0, -2.0});
+  bisect::RoutingArbiter arbiter(c, model::Precision::f16, true);
+  arbiter.hold_router(0, logits, nullptr, logits);
+  const auto truth_ids = tensor(4, 2, {0, 1, 0, 1, 0, 1, 0, 1});
+  const auto b_ids = tensor(4, 2, {0, 100, -20, 1, 0, 1.5, 0, std::nan("")});
+  const std::vector<bisect::RowPlace> places = {{0, 0}, {0, 1}, {0, 2}, {0, 3}};
+  const bisect::RoutingArbiter::Settled s = arbiter.settle(0, truth_ids, nullptr, b_ids, places);
+  EXPECT_FALSE(s.b_changed);
+  ASSERT_EQ(arbiter.flips().size(), 4u);
+  for (const bisect::RoutingFlip& f : arbiter.flips()) {
+    EXPECT_TRUE(f.not_an_expert);
+    EXPECT_FALSE(f.near_tie()) << f.text();
+    EXPECT_EQ(f.ids_b.front(), -1) << f.text();
+    EXPECT_NE(f.text().find("no expert's id"), std::string::npos) << f.text();
+  }
+  EXPECT_EQ(arbiter.flips()[0].logits.size(), 2u) << "experts 0 and 1 only";
+}
+
 TEST(MoeDumpConfig, TheExpertsRoundTripThroughTheModelConfigJson) {
   model::ModelConfig c = arbiter_config();
   c.n_layers = 3;

@@ -203,6 +203,21 @@ TEST(Tolerances, NonAsciiOutsideCommentsIsRefusedBeforeParsing) {
   EXPECT_EQ(t.default_entry()->bound.nmse, 1e-7);
 }
 
+// toml++ recurses once per part of a dotted key or header: 30,000 parts (an 80 KB file) overflowed
+// the stack. The pre-scan refuses more than 64, where the file says; quoted dots are no parts.
+TEST(Tolerances, KeysOfTooManyPartsAreRefusedBeforeParsing) {
+  std::string parts;
+  for (int i = 0; i < 30000; ++i) parts += ".a";
+  EXPECT_EQ(error_of("# x\n[op.logits]\nnmse = 1e-7\n\n  a" + parts + " = 1\n"),
+            "tol.toml:5:3: expected a TOML key of at most 64 parts, found more");
+  EXPECT_EQ(error_of("[[rule" + parts + "]]\n"), "tol.toml:1:3: expected a TOML key of at most 64 parts, found more");
+  EXPECT_EQ(error_of("[a" + parts.substr(0, 128) + "]\n"),
+            "tol.toml:1:2: expected a TOML key of at most 64 parts, found more");
+  // 64 parts, and any number inside quotes, pass the scan (and are then refused as unknown keys).
+  EXPECT_EQ(error_of("[a" + parts.substr(0, 126) + "]\n").find("parts"), std::string::npos);
+  EXPECT_EQ(error_of("[op.\"" + parts + "\"]\nnmse = 1e-7\n").find("parts"), std::string::npos);
+}
+
 TEST(Tolerances, MissingFileIsAUsageErrorNamingIt) {
   try {
     Tolerances::from_file("/nonexistent/tol.toml");

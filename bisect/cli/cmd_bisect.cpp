@@ -104,6 +104,8 @@ int bisect_command(const BisectArgs& a) {
   const model::Precision b_precision = *parsed;
   check_truth_choice(a, b_precision);
   // Everything that can be refused is checked before the long part.
+  refuse_reports_over_inputs(a.reports,
+                             {a.model, a.tolerances, a.prompt.prompt_file, a.prompt.vocab, a.prompt.batch_file});
   const bisect::Tolerances table =
       a.tolerances.empty() ? bisect::Tolerances() : bisect::Tolerances::from_file(a.tolerances);
   if (!a.dump_dir.empty()) {

@@ -1,6 +1,8 @@
 // tapdiff compare: compare dump B against reference dump A op by op, offline and streaming, under
 // tolerances; with --model, isolate the culprit on B's own inputs (bisect/drive/local_check.h). Exit 0
 // when every op is within tolerance and the runs agree, 1 otherwise, 2 for bad input.
+#include <filesystem>
+
 #include <fmt/core.h>
 
 #include "bisect/cli/calibration_options.h"
@@ -164,7 +166,9 @@ bisect::Tolerances with_floor(bisect::Tolerances tolerances, const dumps::DumpRe
 }
 
 int compare(const CompareArgs& args) {
-  // Everything that can be refused is checked before the long part: the tolerance file first.
+  // Everything that can be refused is checked before the long part: the outputs and the tolerance file first.
+  refuse_reports_over_inputs(args.reports, {args.a, args.b, args.tolerances, args.model, args.floor,
+                                            std::filesystem::exists(args.input.map) ? args.input.map : ""});
   bisect::Tolerances tolerances =
       args.tolerances.empty() ? bisect::Tolerances() : bisect::Tolerances::from_file(args.tolerances);
   if (args.model.empty() && !args.layers.empty()) throw UsageError("--layers: give --model too");

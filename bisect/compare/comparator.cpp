@@ -205,7 +205,7 @@ void OpAccumulator::add_row(const Metrics& m, const model::HostTensor& a, const 
   row.max_rel = static_cast<float>(m.max_rel);
   row.cosine = static_cast<float>(m.cosine);
   row.rms_a = static_cast<float>(m.rms_a);
-  row.nonfinite = static_cast<std::int32_t>(m.nonfinite);
+  row.nonfinite = static_cast<std::int32_t>(m.nonfinite + m.nonfinite_both);  // either makes the row over
   // The worst element: the largest |a - b|, the lowest (row, column) on ties, whatever the order
   // blocks arrive in.
   WorstElement& w = result_.worst;

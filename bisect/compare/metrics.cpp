@@ -87,9 +87,9 @@ void MetricsAccumulator::add_row(const TA* ra, const TB* rb, std::size_t cols, s
   for (std::size_t c = 0; c < cols; ++c) {
     const double x = static_cast<double>(ra[c]), y = static_cast<double>(rb[c]);
     if (!std::isfinite(x) || !std::isfinite(y)) {
-      // The same NaN/Inf pattern in both is agreement; anything else is a mismatch.
+      // The same NaN/Inf in both is alike but no number was compared; anything else is a mismatch.
       const bool same = (std::isnan(x) && std::isnan(y)) || (std::isinf(x) && x == y);
-      if (!same) ++nonfinite_;
+      ++(same ? nonfinite_both_ : nonfinite_);
       continue;
     }
     const double d = std::abs(x - y);
@@ -121,7 +121,7 @@ void MetricsAccumulator::add(const model::HostTensor& a, const model::HostTensor
 }
 
 void MetricsAccumulator::merge(const MetricsAccumulator& o) {
-  count_ += o.count_, nonfinite_ += o.nonfinite_;
+  count_ += o.count_, nonfinite_ += o.nonfinite_, nonfinite_both_ += o.nonfinite_both_;
   sum_sq_err_ += o.sum_sq_err_, sum_sq_a_ += o.sum_sq_a_, sum_sq_b_ += o.sum_sq_b_, dot_ += o.dot_;
   max_rel_ = std::max(max_rel_, o.max_rel_);
   if (o.worst_row_ >= 0 && (o.max_abs_ > max_abs_ || worst_row_ < 0)) {  // the first largest, as add() keeps
@@ -132,7 +132,8 @@ void MetricsAccumulator::merge(const MetricsAccumulator& o) {
 
 Metrics MetricsAccumulator::result() const {
   Metrics m;
-  m.count = count_, m.nonfinite = nonfinite_, m.max_abs = max_abs_, m.max_rel = max_rel_;
+  m.count = count_, m.nonfinite = nonfinite_, m.nonfinite_both = nonfinite_both_, m.max_abs = max_abs_,
+  m.max_rel = max_rel_;
   m.rms_err = count_ > 0 ? std::sqrt(sum_sq_err_ / static_cast<double>(count_)) : 0.0;
   m.rms_a = count_ > 0 ? std::sqrt(sum_sq_a_ / static_cast<double>(count_)) : 0.0;
   m.nmse = sum_sq_a_ > 0 ? sum_sq_err_ / sum_sq_a_ : (sum_sq_err_ > 0 ? INFINITY : 0.0);

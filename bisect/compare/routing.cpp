@@ -16,9 +16,15 @@
 namespace tapdiff::bisect {
 namespace {
 
-std::vector<int> row_ids(const model::HostTensor& ids, std::int64_t r) {
+// A row's expert ids, ascending; a value that is no id of the `experts` (out of range, fractional,
+// NaN) as -1.
+std::vector<int> row_ids(const model::HostTensor& ids, std::int64_t r, std::int64_t experts) {
   std::vector<int> out;
-  for (std::int64_t j = 0; j < ids.cols(); ++j) out.push_back(static_cast<int>(std::lround(ids.at(r, j))));
+  for (std::int64_t j = 0; j < ids.cols(); ++j) {
+    const double v = ids.at(r, j);
+    const bool id = v >= 0 && v < static_cast<double>(experts) && v == std::floor(v);
+    out.push_back(id ? static_cast<int>(v) : -1);
+  }
   std::sort(out.begin(), out.end());
   return out;
 }
@@ -31,18 +37,20 @@ std::string RoutingFlip::text() const {
     logit_text.push_back(fmt::format("{}: {} / {}", e.expert, short_number(e.a), short_number(e.b)));
   return fmt::format(
       "layer {} position {}{}: A chose experts {}, B {}; {} A / B {}; A's margin at the k-th place {} {} "
-      "{} x noise {}",
+      "{} x noise {}{}",
       layer, position, sequence > 0 ? fmt::format(" (sequence {})", sequence) : "", fmt::join(ids_a, ","),
       fmt::join(ids_b, ","), values, fmt::join(logit_text, ", "), short_number(margin), near_tie() ? "<=" : ">",
-      short_number(kNearTieFactor), short_number(noise));
+      short_number(kNearTieFactor), short_number(noise),
+      not_an_expert ? " (-1: a value that is no expert's id, a fault whatever the margin)" : "");
 }
 
 nlohmann::json to_json(const RoutingFlip& f) {
   nlohmann::json logits = nlohmann::json::array();
   for (const ExpertLogit& e : f.logits) logits.push_back({{"expert", e.expert}, {"a", e.a}, {"b", e.b}});
-  return {{"layer", f.layer},         {"sequence", f.sequence},      {"position", f.position}, {"ids_a", f.ids_a},
-          {"ids_b", f.ids_b},         {"logits", std::move(logits)}, {"margin", f.margin},     {"noise", f.noise},
-          {"near_tie", f.near_tie()}, {"factor", kNearTieFactor},    {"settled", f.settled}};
+  return {{"layer", f.layer},         {"sequence", f.sequence}, {"position", f.position},
+          {"ids_a", f.ids_a},         {"ids_b", f.ids_b},       {"logits", std::move(logits)},
+          {"margin", f.margin},       {"noise", f.noise},       {"near_tie", f.near_tie()},
+          {"factor", kNearTieFactor}, {"settled", f.settled},   {"not_an_expert", f.not_an_expert}};
 }
 
 std::vector<RowPlace> row_places(std::span<const model::BatchPart> parts) {
@@ -76,10 +84,11 @@ std::optional<RoutingFlip> RoutingArbiter::flip(const model::HostTensor& ids, st
                                                 const model::HostTensor& logits) const {
   RoutingFlip f;
   f.values = scored_ ? "choice scores (moe_scores)" : "router logits";
-  f.ids_a = row_ids(truth_ids, r);
-  f.ids_b = row_ids(ids, r);
-  if (f.ids_a == f.ids_b) return std::nullopt;
   const model::HostTensor& a = *truth_;
+  f.ids_a = row_ids(truth_ids, r, a.cols());
+  f.ids_b = row_ids(ids, r, a.cols());
+  if (f.ids_a == f.ids_b && f.ids_b.front() >= 0) return std::nullopt;
+  f.not_an_expert = f.ids_b.front() < 0 || f.ids_a.front() < 0;
   const std::set<int> chosen(f.ids_a.begin(), f.ids_a.end());
   const std::vector<bool> eligible = a_groups(r);
   const std::int64_t per_group = a.cols() / groups_;
@@ -97,6 +106,7 @@ std::optional<RoutingFlip> RoutingArbiter::flip(const model::HostTensor& ids, st
   std::set<int> either(f.ids_a.begin(), f.ids_a.end());
   either.insert(f.ids_b.begin(), f.ids_b.end());
   double floor_error = 0;
+  either.erase(-1);
   for (int e : either) {
     f.logits.push_back({e, a.at(r, e), logits.at(r, e)});
     if (floor_) floor_error = std::max(floor_error, std::abs(floor_->at(r, e) - a.at(r, e)));

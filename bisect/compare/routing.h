@@ -47,7 +47,8 @@ struct RoutingFlip {
   double margin = 0;                // A's gap at the k-th place (>= 0), in the values chosen by
   double noise = 0;                 // those values' error of B's precision in the row
   bool settled = false;             // B (a bisection's) continued with A's choice: a near tie
-  bool near_tie() const { return margin <= kNearTieFactor * noise; }
+  bool not_an_expert = false;       // an id that names no expert (out of range, fractional): -1 in ids
+  bool near_tie() const { return !not_an_expert && margin <= kNearTieFactor * noise; }
   std::string text() const;  // one line: where, the choices, the logits, margin against noise
 };
 nlohmann::json to_json(const RoutingFlip& flip);

@@ -12,12 +12,16 @@
 #include "bisect/compare/text_format.h"
 #include "model/errors.h"
 #include "model/input_file.h"
+#include "model/toml_depth.h"
 
 namespace tapdiff::bisect {
 
 std::string Violation::text() const {
   if (metric == "nonfinite")
     return fmt::format("{} NaN/Inf element{} where the runs disagree", static_cast<std::int64_t>(value),
+                       value == 1 ? "" : "s");
+  if (metric == "nonfinite_both")
+    return fmt::format("{} element{} NaN/Inf in both runs alike, not compared", static_cast<std::int64_t>(value),
                        value == 1 ? "" : "s");
   const char* op = metric == "cosine" ? "<" : ">";
   return fmt::format("{} {} {} {}", metric, short_number(value), op, short_number(bound));
@@ -26,6 +30,7 @@ std::string Violation::text() const {
 std::vector<Violation> check(const Bound& bound, const Metrics& m) {
   std::vector<Violation> out;
   if (m.nonfinite > 0) out.push_back({"nonfinite", static_cast<double>(m.nonfinite), 0});
+  if (m.nonfinite_both > 0) out.push_back({"nonfinite_both", static_cast<double>(m.nonfinite_both), 0});
   // NaN never passes a comparison, so "!(x <= bound)" also catches a NaN metric.
   if (bound.nmse && !(m.nmse <= *bound.nmse)) out.push_back({"nmse", m.nmse, *bound.nmse});
   if (bound.max_abs && !(m.max_abs <= *bound.max_abs)) out.push_back({"max_abs", m.max_abs, *bound.max_abs});
@@ -339,6 +344,7 @@ Tolerances Tolerances::from_toml(std::string_view text, const std::string& sourc
                                   std::count(before.begin(), before.end(), '\n') + 1, at - line_start + 1,
                                   static_cast<unsigned char>(text[at])));
   }
+  model::check_toml_key_depth(text, source);
   toml::table root;
   try {
     root = toml::parse(text, source);

@@ -17,9 +17,11 @@ void PassComparison::add(const StepOutputs& out) {
   if (out.floor) floors_[i].add(out.truth, *out.floor, next_row_);
 }
 
+// The truth runs in B's chunks (a bisection's lockstep, or compare --model on B's inputs): a chunk
+// start is B's, never a boundary of A's own run (whose dump may hold the prompt in one chunk).
 void PassComparison::add_rows(const model::ChunkInfo& chunk, int sequence) {
   for (int t = 0; t < chunk.rows; ++t)
-    rows_.push_back({chunk.first_pos + t, chunk.index, chunk.index, t == 0, t == 0, chunk.decode, sequence});
+    rows_.push_back({chunk.first_pos + t, chunk.index, chunk.index, false, t == 0, chunk.decode, sequence});
   next_row_ += chunk.rows;
 }
 

@@ -360,17 +360,22 @@ std::vector<Diagnosis> diagnose(const CompareResult& result) {
     out.insert(out.end(), first.begin(), first.end());
     near_limit(result.ops[*result.first], result.precision.value, out);
   }
-  const auto nonfinite =
-      std::find_if(result.ops.begin(), result.ops.end(), [](const OpResult& op) { return op.metrics.nonfinite > 0; });
-  if (nonfinite != result.ops.end())
+  const auto nonfinite = std::find_if(result.ops.begin(), result.ops.end(), [](const OpResult& op) {
+    return op.metrics.nonfinite > 0 || op.metrics.nonfinite_both > 0;
+  });
+  if (nonfinite != result.ops.end()) {
+    const Metrics& m = nonfinite->metrics;
+    const std::int64_t count = m.nonfinite > 0 ? m.nonfinite : m.nonfinite_both;
     out.push_back({model::DiagnosisCode::nonfinite,
-                   fmt::format("{} has {} NaN/Inf value{} where the other run has a different value (the first op "
-                               "with any); from there on they spread",
-                               model::to_string(nonfinite->id), nonfinite->metrics.nonfinite,
-                               nonfinite->metrics.nonfinite == 1 ? "" : "s"),
+                   fmt::format("{} has {} NaN/Inf value{} {} (the first op with any); from there on they spread",
+                               model::to_string(nonfinite->id), count, count == 1 ? "" : "s",
+                               m.nonfinite > 0 ? "where the other run has a different value"
+                                               : "in both runs alike: not compared, so not passed"),
                    {{"layer", nonfinite->id.layer},
                     {"op", model::op_name(nonfinite->id.op)},
-                    {"count", nonfinite->metrics.nonfinite}}});
+                    {"count", count},
+                    {"both", m.nonfinite == 0}}});
+  }
   return out;
 }
 

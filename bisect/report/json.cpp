@@ -106,8 +106,9 @@ json routing_json(const std::vector<RoutingFlip>& flips) {
 }  // namespace
 
 json metrics_json(const Metrics& m) {
-  return {{"count", m.count},     {"nonfinite", m.nonfinite}, {"max_abs", m.max_abs}, {"max_rel", m.max_rel},
-          {"rms_err", m.rms_err}, {"nmse", m.nmse},           {"cosine", m.cosine}};
+  return {{"count", m.count},     {"nonfinite", m.nonfinite}, {"nonfinite_both", m.nonfinite_both},
+          {"max_abs", m.max_abs}, {"max_rel", m.max_rel},     {"rms_err", m.rms_err},
+          {"nmse", m.nmse},       {"cosine", m.cosine}};
 }
 
 json op_json(const OpResult& op) {

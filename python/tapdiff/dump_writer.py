@@ -25,6 +25,17 @@ def model_info(model, tapdiff="tapdiff"):
     return json.loads(done.stdout)
 
 
+def _integers(values, what):
+    """values as int64, refusing what is not a whole number (1.7, None, text): an id or position
+    is never rounded here."""
+    array = np.asarray(values).reshape(-1)
+    if np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.bool_):
+        return array.astype(np.int64)
+    if np.issubdtype(array.dtype, np.floating) and np.all(np.isfinite(array)) and np.all(array == np.floor(array)):
+        return array.astype(np.int64)
+    raise ValueError(f"{what}: expected whole numbers, found {array[:4].tolist()} ({array.dtype})")
+
+
 class Chunk:
     """One forward pass being recorded: record() each op output, [rows, width]."""
 
@@ -102,17 +113,24 @@ class DumpWriter:
         positions: the positions the engine used, one per token; default: continuing the
         sequence. Positions that do not continue it are written as given (they are what the
         engine did) with a warning: `tapdiff compare` reports them as a positions anomaly."""
+        self._require_open("chunk()")
         if self._open_chunk is not None:
             raise RuntimeError("a chunk is still being recorded: end it (leave its with-block) first")
-        tokens = np.asarray(tokens, dtype=np.int64).reshape(-1)
+        tokens = _integers(tokens, "tokens")
         if tokens.size == 0:
             raise ValueError("a chunk needs at least one token")
         if decode and tokens.size != 1:
             raise ValueError(f"a decode step feeds one token, found {tokens.size}")
         expected = np.arange(self._next_position, self._next_position + tokens.size)
-        positions = expected if positions is None else np.asarray(positions, dtype=np.int64).reshape(-1)
+        positions = expected if positions is None else _integers(positions, "positions")
         if positions.size != tokens.size:
             raise ValueError(f"positions: expected {tokens.size} (one per token), found {positions.size}")
+        vocab = int(self.info["model_config"]["vocab"])
+        if np.any((tokens < 0) | (tokens >= vocab)):
+            raise ValueError(f"tokens: expected ids in [0, {vocab}) (the model's vocabulary), found "
+                             f"{tokens[(tokens < 0) | (tokens >= vocab)][:4].tolist()}")
+        if np.any((positions < 0) | (positions > np.iinfo(np.int32).max)):
+            raise ValueError(f"positions: expected 32-bit positions >= 0, found {positions[:4].tolist()}...")
         if not np.array_equal(positions, expected):
             warnings.warn(f"chunk {self._chunks}: positions {positions[:4].tolist()}... do not continue the "
                           f"sequence at {self._next_position}: written as given")
@@ -141,6 +159,9 @@ class DumpWriter:
             raise ValueError(f"{layer}/{op}: not an op of this model at that layer (ops: {', '.join(ops)}; "
                              f"layers -1 for embed, n_layers for final_norm and logits)")
         values = np.asarray(values)
+        if not (np.issubdtype(values.dtype, np.floating) or np.issubdtype(values.dtype, np.integer)):
+            raise ValueError(f"{layer}/{op}: expected numbers, found an array of {values.dtype} (None or objects "
+                             f"would be written as NaN)")
         if values.ndim == 3 and values.shape[0] == 1:
             values = values[0]
         if values.shape != (chunk.rows, width):
@@ -152,6 +173,12 @@ class DumpWriter:
             row = int(np.argmax(np.any(np.diff(values, axis=1) <= 0, axis=1)))
             raise ValueError(f"{layer}/{op}: expected each row's expert ids ascending (and their moe_weights in that "
                              f"order: tapdiff compares the choice as a set), found {values[row].tolist()} in row {row}")
+        if op == "moe_ids":
+            experts = int(self.info["model_config"]["experts"]["count"])
+            named = (values == np.floor(values)) & (values >= 0) & (values < experts)
+            if not np.all(named):
+                warnings.warn(f"{layer}/{op}: {int(np.sum(~named))} value(s) name no expert of [0, {experts}) "
+                              f"(the first {values[~named][:4].tolist()}): written as given, a finding for compare")
         chunk._recorded.add((layer, op))
         data = self._tap(layer, op, width)
         data.resize(self._rows + chunk.rows, axis=0)
@@ -189,6 +216,7 @@ class DumpWriter:
 
     def finish(self, generated=(), **summary):
         """Writes the summary ({"generated": [...], ...}) and marks the dump complete."""
+        self._require_open("finish()")
         if self._open_chunk is not None:
             raise RuntimeError("finish() while a chunk is being recorded")
         f = self._file
@@ -198,6 +226,10 @@ class DumpWriter:
         f.attrs["complete"] = 1
         f.close()
         self._file = None
+
+    def _require_open(self, what):
+        if self._file is None:
+            raise RuntimeError(f"{what} after the dump was finished or closed")
 
     def close(self):
         """Closes without finishing: the dump stays incomplete (complete = 0), readable up to

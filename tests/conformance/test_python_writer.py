@@ -119,6 +119,32 @@ def test_the_writer_refuses_what_does_not_fit_the_model(info, tmp_path):
         DumpWriter(tmp_path / "x.h5", MODEL, info=info, storage_dtype="bf16")
 
 
+@pytest.mark.parametrize("tokens, positions, values, message", [
+    ([1.7, 2.0], None, None, r"tokens: expected whole numbers, found \[1.7, 2.0\]"),
+    ([1, None], None, None, r"tokens: expected whole numbers"),
+    ([1, 2], [0.5, 1.5], None, r"positions: expected whole numbers"),
+    ([1, 100000], None, None, r"tokens: expected ids in \[0, 512\)"),
+    ([1, 2], None, [[None] * 64] * 2, r"0/q_proj: expected numbers, found an array of object"),
+])
+def test_the_writer_never_rounds_an_id_nor_writes_none_as_nan(info, tmp_path, tokens, positions, values, message):
+    """A token id of 1.7 was written as 1, None as NaN: refused, naming what was found."""
+    with DumpWriter(tmp_path / "bad.h5", MODEL, info=info) as dump:
+        with pytest.raises(ValueError, match=message):
+            with dump.chunk(tokens, positions=positions) as chunk:
+                chunk.record(0, "q_proj", values)
+
+
+def test_a_finished_writer_refuses_more(info, tmp_path):
+    dump = DumpWriter(tmp_path / "done.h5", MODEL, info=info)
+    with dump.chunk([1, 2]) as chunk:
+        chunk.record(0, "q_proj", np.zeros((2, 64)))
+    dump.finish()
+    with pytest.raises(RuntimeError, match=r"finish\(\) after the dump was finished or closed"):
+        dump.finish()
+    with pytest.raises(RuntimeError, match=r"chunk\(\) after the dump was finished or closed"):
+        dump.chunk([3])
+
+
 def test_the_writer_refuses_expert_ids_out_of_order(tmp_path):
     """moe_ids hold each row's chosen experts ascending (tapdiff compares the choice as a set): an
     engine's top-k order is refused, naming the row, not compared as another choice."""
@@ -128,6 +154,15 @@ def test_the_writer_refuses_expert_ids_out_of_order(tmp_path):
                 chunk.record(0, "moe_ids", np.array([[1.0, 6.0], [5.0, 2.0]]))
         with dump.chunk([1, 2]) as chunk:
             chunk.record(0, "moe_ids", np.array([[1.0, 6.0], [2.0, 5.0]]))
+        # An id that names no expert is what the engine did: written, with a warning, and listed
+        # by validate (compare reports it as a routing fault, never a near tie).
+        with pytest.warns(UserWarning, match=r"0/moe_ids: 2 value\(s\) name no expert of \[0, 8\)"):
+            with dump.chunk([1, 2]) as chunk:
+                chunk.record(0, "moe_ids", np.array([[1.0, 100.0], [2.5, 5.0]]))
+        dump.finish()
+    run = subprocess.run([TAPDIFF, "validate", str(tmp_path / "moe.h5")], capture_output=True, text=True)
+    assert run.returncode != 0 and "0/moe_ids: expected expert ids in [0, 8), found 100 at row 2" in run.stdout + run.stderr, \
+        run.stdout + run.stderr
 
 
 def test_an_engine_that_stops_leaves_a_dump_readable_up_to_rows_complete(info, tmp_path):

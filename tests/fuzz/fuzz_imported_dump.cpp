@@ -1,5 +1,5 @@
 // libFuzzer target: an outside engine's dump (.npz, stored or deflated, or safetensors; the bytes
-// tell which) through ImportedDump with vLLM's map (plain names, a split, a sum and q/k channels
+// tell which, and name the file so) through ImportedDump with vLLM's map (plain names, a split, a sum and q/k channels
 // reordered) for a fixed tiny model, then every row of every tap read.
 #include <cstddef>
 #include <cstdint>
@@ -28,7 +28,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     o.model_config = model::to_json(config);
     return o;
   }();
-  const auto path = fuzz::write_file(fuzz::scratch_dir() / "dump.npz", {data, size});
+  // Named by its first bytes, as an engine would name it: a zip as .npz, anything else as .safetensors.
+  const bool zip = size >= 2 && data[0] == 'P' && data[1] == 'K';
+  const auto path = fuzz::write_file(fuzz::scratch_dir() / (zip ? "dump.npz" : "dump.safetensors"), {data, size});
   fuzz::documented_errors_only([&] {
     const dumps::ImportedDump dump(path, options, config);
     for (const model::TensorId& id : dump.tensors()) (void)dump.read(id, 0, dump.rows());

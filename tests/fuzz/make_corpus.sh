@@ -28,7 +28,7 @@ tapdiff run --model llama.gguf --tokens 1,5 --generate 2 --dump-dtype f16 --comp
 tapdiff run --model qwen2.gguf --tokens 1,5,9,11 --chunk 2 --dump-dtype f64 --compress 9 --dump qwen2-f64-chunks.h5 \
   >/dev/null
 
-for target in gguf safetensors config_json toml_tolerances tokenizer tokenizer_json dump imported_dump; do
+for target in gguf safetensors config_json toml_tolerances tokenizer tokenizer_json dump imported_dump name_map; do
   mkdir -p "$corpus/$target"
   find "$corpus/$target" -type f ! -name 'regress-*' -delete
 done
@@ -36,4 +36,10 @@ done
 cp "$root/examples/tolerances.toml" "$corpus/toml_tolerances/example.toml"
 cp "$root/examples/ci-gate/gate.toml" "$corpus/toml_tolerances/ci-gate.toml"
 cp "$root/examples/ci-gate/strict.toml" "$corpus/toml_tolerances/ci-strict.toml"
+# Name maps (docs/import.md): a preset extended, a user's names with splits and sums, and the row arrays renamed.
+printf 'base = "hf"\ntokens = "ids"\n[taps]\n"blk.{L}.q" = "q_proj"\n' >"$corpus/name_map/extend.toml"
+printf 'layout = "interleaved"\n[taps]\n"x.{L}.qkv" = ["q_proj", "k_proj", "v_proj"]\n"x.{L}.y" = "ffn_down"\n[sums]\nffn_residual = ["x.{L}.a", "x.{L}.b"]\n' \
+  >"$corpus/name_map/splits-sums.toml"
+printf 'base = "vllm"\ntokens = ["input_ids", "tok"]\npositions = "pos"\ndecode = ["is_decode"]\nlayout = "model"\n' \
+  >"$corpus/name_map/rows.toml"
 du -sh "$corpus"/*
