@@ -12,7 +12,7 @@
 #include "model/errors.h"
 #include "model/input_file.h"
 #include "model/printable.h"
-#include "model/toml_depth.h"
+#include "model/toml_text.h"
 
 namespace tapdiff::dumps {
 namespace {
@@ -235,7 +235,7 @@ NameMap preset_map(std::string_view name) {
 
 NameMap map_from_toml(const std::filesystem::path& path) {
   const std::string text = model::read_regular_file(path, "name map");
-  model::check_toml_key_depth(text, path.string());
+  model::check_toml_text(text, path.string());
   toml::table t;
   try {
     t = toml::parse(text, path.string());

@@ -12,7 +12,7 @@
 #include "bisect/compare/text_format.h"
 #include "model/errors.h"
 #include "model/input_file.h"
-#include "model/toml_depth.h"
+#include "model/toml_text.h"
 
 namespace tapdiff::bisect {
 
@@ -280,71 +280,11 @@ class TomlLoader {
 namespace {
 
 // The offset of the first byte of text that is not ASCII and not inside a comment, or npos.
-// toml++ 3.3 (Debian 12) classifies some non-ASCII characters through a table that reaches
-// __builtin_unreachable (marzer/tomlplusplus#295 and #190): undefined behaviour on such a file.
-// No key or value of a tolerance file needs one, so from_toml refuses them before parsing. The
-// scan follows TOML's strings only to tell comments apart.
-std::size_t first_non_ascii_outside_comments(std::string_view text) {
-  enum class In : std::uint8_t { code, comment, basic, literal, multiline_basic, multiline_literal };
-  In in = In::code;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in != In::comment && static_cast<unsigned char>(c) >= 0x80) return i;
-    const std::string_view three = text.substr(i, 3);
-    const bool escape = c == '\\' && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) < 0x80;
-    switch (in) {
-      case In::code:
-        if (c == '#') {
-          in = In::comment;
-        } else if (three == R"(""")" || three == "'''") {
-          in = c == '"' ? In::multiline_basic : In::multiline_literal;
-          i += 2;
-        } else if (c == '"' || c == '\'') {
-          in = c == '"' ? In::basic : In::literal;
-        }
-        break;
-      case In::comment:
-        if (c == '\n') in = In::code;
-        break;
-      case In::basic:
-        if (escape)
-          ++i;
-        else if (c == '"' || c == '\n')
-          in = In::code;
-        break;
-      case In::multiline_basic:
-        if (escape) {
-          ++i;
-        } else if (three == R"(""")") {
-          in = In::code;
-          i += 2;
-        }
-        break;
-      case In::literal:
-        if (c == '\'' || c == '\n') in = In::code;
-        break;
-      case In::multiline_literal:
-        if (three == "'''") {
-          in = In::code;
-          i += 2;
-        }
-        break;
-    }
-  }
-  return std::string_view::npos;
-}
 
 }  // namespace
 
 Tolerances Tolerances::from_toml(std::string_view text, const std::string& source) {
-  if (const std::size_t at = first_non_ascii_outside_comments(text); at != std::string_view::npos) {
-    const std::string_view before = text.substr(0, at);
-    const std::size_t line_start = before.rfind('\n') + 1;  // npos + 1 = 0 on the first line
-    throw FormatError(fmt::format("{}:{}:{}: expected ASCII outside comments, found the byte 0x{:02x}", source,
-                                  std::count(before.begin(), before.end(), '\n') + 1, at - line_start + 1,
-                                  static_cast<unsigned char>(text[at])));
-  }
-  model::check_toml_key_depth(text, source);
+  model::check_toml_text(text, source);
   toml::table root;
   try {
     root = toml::parse(text, source);

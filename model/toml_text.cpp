@@ -1,6 +1,7 @@
-#include "model/toml_depth.h"
+#include "model/toml_text.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include <fmt/format.h>
@@ -9,6 +10,65 @@
 
 namespace tapdiff::model {
 namespace {
+
+// "SOURCE:LINE:COLUMN: " of byte `at` of `text`.
+std::string where(std::string_view text, std::size_t at, const std::string& source) {
+  const std::string_view before = text.substr(0, at);
+  const std::size_t line_start = before.rfind('\n') + 1;  // npos + 1 = 0 on the first line
+  return fmt::format("{}:{}:{}: ", source, std::count(before.begin(), before.end(), '\n') + 1, at - line_start + 1);
+}
+
+// The first byte >= 0x80 outside comments, or npos. The scan follows TOML's strings only to tell
+// comments apart.
+std::size_t first_non_ascii_outside_comments(std::string_view text) {
+  enum class In : std::uint8_t { code, comment, basic, literal, multiline_basic, multiline_literal };
+  In in = In::code;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in != In::comment && static_cast<unsigned char>(c) >= 0x80) return i;
+    const std::string_view three = text.substr(i, 3);
+    const bool escape = c == '\\' && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) < 0x80;
+    switch (in) {
+      case In::code:
+        if (c == '#') {
+          in = In::comment;
+        } else if (three == R"(""")" || three == "'''") {
+          in = c == '"' ? In::multiline_basic : In::multiline_literal;
+          i += 2;
+        } else if (c == '"' || c == '\'') {
+          in = c == '"' ? In::basic : In::literal;
+        }
+        break;
+      case In::comment:
+        if (c == '\n') in = In::code;
+        break;
+      case In::basic:
+        if (escape)
+          ++i;
+        else if (c == '"' || c == '\n')
+          in = In::code;
+        break;
+      case In::multiline_basic:
+        if (escape) {
+          ++i;
+        } else if (three == R"(""")") {
+          in = In::code;
+          i += 2;
+        }
+        break;
+      case In::literal:
+        if (c == '\'' || c == '\n') in = In::code;
+        break;
+      case In::multiline_literal:
+        if (three == "'''") {
+          in = In::code;
+          i += 2;
+        }
+        break;
+    }
+  }
+  return std::string_view::npos;
+}
 
 // One pass over the text: strings (basic, literal, multi-line) and comments skipped; a key runs
 // from the start of a line, a '{' or a ',' inside an inline table, to its '='; a header from a
@@ -108,10 +168,7 @@ class KeyScanner {
   }
 
   [[noreturn]] void refuse(std::size_t at) const {
-    const std::string_view before = text_.substr(0, at);
-    const std::size_t line_start = before.rfind('\n') + 1;  // npos + 1 = 0 on the first line
-    throw_format_error(fmt::format("{}:{}:{}: expected a TOML key of at most {} parts, found more", source_,
-                                   std::count(before.begin(), before.end(), '\n') + 1, at - line_start + 1,
+    throw_format_error(fmt::format("{}expected a TOML key of at most {} parts, found more", where(text_, at, source_),
                                    kMaxTomlKeyParts));
   }
 
@@ -124,6 +181,11 @@ class KeyScanner {
 
 }  // namespace
 
-void check_toml_key_depth(std::string_view text, const std::string& source) { KeyScanner(text, source).scan(); }
+void check_toml_text(std::string_view text, const std::string& source) {
+  if (const std::size_t at = first_non_ascii_outside_comments(text); at != std::string_view::npos)
+    throw_format_error(fmt::format("{}expected ASCII outside comments, found the byte 0x{:02x}",
+                                   where(text, at, source), static_cast<unsigned char>(text[at])));
+  KeyScanner(text, source).scan();
+}
 
 }  // namespace tapdiff::model
