@@ -311,14 +311,14 @@ void ArrayFile::read_npz() {
       x += 4 + length;
     }
     at += 46 + name_length + extra_length + comment_length;
-    const std::string where = fmt::format("{}: member '{}'", file, model::printable(member));
+    const std::string shown = model::printable(member);
+    const std::string where = fmt::format("{}: member '{}'", file, shown);
     if (!member.ends_with(".npy"))
       throw FormatError(fmt::format("{}: expected arrays saved by numpy (NAME.npy), found another member", where));
     if (b.get<std::uint32_t>(local, "local header") != 0x04034b50)
       throw FormatError(fmt::format("{}: expected its local header at byte {}", where, local));
     const std::uint64_t data_at = local + 30 + b.get<std::uint16_t>(local + 26, "local name length") +
                                   b.get<std::uint16_t>(local + 28, "local extra length");
-    const std::string shown = model::printable(member);
     const std::span<const std::byte> data = b.at(data_at, method == 0 ? size : packed, shown);
     claim(local, data_at + data.size(), where, shown);
     std::span<const std::byte> npy;
@@ -360,7 +360,7 @@ void ArrayFile::read_npz() {
     for (const std::int64_t d : a.shape)
       if (__builtin_mul_overflow(bytes, static_cast<std::uint64_t>(d), &bytes))
         throw FormatError(fmt::format("{}: shape ({}) is larger than any file", where, fmt::join(a.shape, ", ")));
-    a.bytes = n.at(header_at + header_length, bytes, fmt::format("member '{}' data", model::printable(member)));
+    a.bytes = n.at(header_at + header_length, bytes, fmt::format("member '{}' data", shown));
     arrays_.push_back(std::move(a));
   }
 }

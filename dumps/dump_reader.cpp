@@ -338,8 +338,8 @@ void DumpReader::check_rows() {
   const auto flag = std::find_if(decode_.begin(), decode_.end(), [](std::uint8_t d) { return d > 1; });
   if (flag != decode_.end())
     problem(fmt::format("{}: /rows/decode: expected 0 or 1, found {} at row {}", path_, *flag, flag - decode_.begin()));
-  for (const model::TensorId& id :
-       tensors_) {  // ids an engine wrote are compared as written: say where they name no expert
+  // Expert ids are compared as the engine wrote them: say where they name no expert.
+  for (const model::TensorId& id : tensors_) {
     if (id.op != model::Op::moe_ids) continue;
     const model::HostTensor ids = read(id, 0, rows_).to(model::Scalar::f64);
     const std::span<const double> v = ids.f64();

@@ -69,19 +69,15 @@ bool natural_less(const std::string& a, const std::string& b) {
   return a.size() - i < b.size() - j;
 }
 
-// A folder's step files (.safetensors or .npz regular files), in natural order of their names;
-// `skipped`: the entries named like one that are none (a folder, a FIFO, a broken or looping link,
-// another case of the extension).
-std::vector<std::filesystem::path> step_files(const std::filesystem::path& path, std::vector<std::string>& skipped) {
+// A folder's step files (.safetensors or .npz regular files), in natural order of their names.
+// An entry named like one that is none (a folder, a FIFO, a broken or looping link, another case
+// of the extension) is refused by name: which rows that step held is not for tapdiff to guess.
+std::vector<std::filesystem::path> step_files(const std::filesystem::path& path) {
   std::error_code error;
   if (!std::filesystem::is_directory(path, error)) return {path};
   std::vector<std::filesystem::path> files;
-  std::filesystem::directory_iterator it(path, error), end;
-  if (error)
-    throw FormatError(fmt::format("{}: expected a readable dump folder, found {}", path.string(), error.message()));
-  for (; it != end; it.increment(error)) {
-    if (error)
-      throw FormatError(fmt::format("{}: expected a readable dump folder, found {}", path.string(), error.message()));
+  std::vector<std::string> skipped;
+  for (std::filesystem::directory_iterator it(path, error), end; !error && it != end; it.increment(error)) {
     const std::string name = model::printable(it->path().filename().string());
     const std::string ext = it->path().extension().string();
     std::string lower = ext;
@@ -96,6 +92,13 @@ std::vector<std::filesystem::path> step_files(const std::filesystem::path& path,
                         : !regular ? fmt::format("{} (not a regular file)", name)
                                    : fmt::format("{} (the extension spelt {}, not {})", name, ext, lower));
   }
+  if (error)
+    throw FormatError(fmt::format("{}: expected a readable dump folder, found {}", path.string(), error.message()));
+  std::sort(skipped.begin(), skipped.end());
+  if (!skipped.empty())
+    throw FormatError(
+        fmt::format("{}: expected every entry named like a step to be a .safetensors or .npz file, found {}",
+                    path.string(), fmt::join(skipped, ", ")));
   if (files.empty())
     throw FormatError(fmt::format(
         "{}: expected a dump folder of .safetensors or .npz files (one per forward pass), found none", path.string()));
@@ -138,14 +141,7 @@ ImportedDump::ImportedDump(const std::filesystem::path& path, const ImportOption
                            const model::ModelConfig& config)
     : path_(path), options_(options), config_(config), graph_(config) {
   require_map_fits(options.map, config);
-  std::vector<std::string> skipped;
-  const std::vector<std::filesystem::path> paths = step_files(path, skipped);
-  std::sort(skipped.begin(), skipped.end());
-  if (!skipped.empty())  // a step the run may need: which rows it held is not for tapdiff to guess
-    throw FormatError(
-        fmt::format("{}: expected every entry named like a step to be a .safetensors or .npz file, "
-                    "found {}",
-                    path.string(), fmt::join(skipped, ", ")));
+  const std::vector<std::filesystem::path> paths = step_files(path);
   for (const auto& p : paths) files_.push_back(std::make_unique<ArrayFile>(p));
   for (std::size_t s = 0; s < files_.size(); ++s) read_step(*files_[s], static_cast<int>(s));
   for (std::size_t t = 0; t < tensors_.size(); ++t) {

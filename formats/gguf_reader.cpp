@@ -17,6 +17,7 @@
 #include "formats/load_model.h"
 #include "model/errors.h"
 #include "model/mapped_file.h"
+#include "model/printable.h"
 
 namespace tapdiff::formats {
 
@@ -772,11 +773,11 @@ void add_weights(const GgufFile& f, const ModelConfig& c, Model& model) {
                                                    (t.name == kRopeFactorsLong || t.name == kRopeFactorsShort))))
       continue;
     if (parts.empty())
-      throw_format_error(
-          fmt::format("{}: tensor '{}' is not supported: tapdiff computes no op that uses it", file, t.name));
+      throw_format_error(fmt::format("{}: tensor '{}' is not supported: tapdiff computes no op that uses it", file,
+                                     printable(t.name)));
     if (parts.front().layer >= c.n_layers)
-      throw_format_error(fmt::format("{}: tensor '{}' belongs to layer {}, but {}.block_count is {}", file, t.name,
-                                     parts.front().layer, architecture(f), c.n_layers));
+      throw_format_error(fmt::format("{}: tensor '{}' belongs to layer {}, but {}.block_count is {}", file,
+                                     printable(t.name), parts.front().layer, architecture(f), c.n_layers));
     model.add_parts(to_weight(f, t, is_stacked_experts(parts.front().kind)), parts, file);
   }
 }

@@ -366,11 +366,11 @@ std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
   for (const auto& f : files)
     for (const auto& t : f->tensors())
       if (!by_name.emplace(t.name, std::pair{f.get(), &t}).second)
-        throw_format_error(fmt::format("{}: tensor '{}' appears in two shards", f->path().string(), t.name));
+        throw_format_error(fmt::format("{}: tensor '{}' appears in two shards", f->path().string(), printable(t.name)));
   for (const auto& [tensor, shard] : weight_map.items())
     if (!by_name.contains(tensor) || by_name[tensor].first->path().filename() != shard.get<std::string>())
       throw_format_error(fmt::format("{}: tensor '{}' listed in model.safetensors.index.json is missing",
-                                     (folder / shard.get<std::string>()).string(), tensor));
+                                     (folder / shard.get<std::string>()).string(), printable(tensor)));
   std::map<std::string, std::string> names;  // the decoder's name -> the file's, sorted: one order for every message
   for (const auto& [name, where] : by_name) {
     std::optional<std::string> own = decoder_name(name, model_type);
@@ -378,8 +378,8 @@ std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
     own = hf_llama_name(*own, family_spec(config.family).hf);
     if (const auto [at, added] = names.emplace(*own, name); !added)
       throw_format_error(fmt::format("{}: tensors '{}' and '{}' are both the text decoder's '{}'",
-                                     where.first->path().string(), std::min(at->second, name),
-                                     std::max(at->second, name), *own));
+                                     where.first->path().string(), printable(std::min(at->second, name)),
+                                     printable(std::max(at->second, name)), printable(*own)));
   }
   if (!config.tied_output && !names.contains("lm_head.weight"))
     throw_format_error(
@@ -397,11 +397,11 @@ std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
     const std::string file = where.first->path().string();
     if (parts.empty())
       throw_format_error(
-          fmt::format("{}: tensor '{}' is not supported: tapdiff computes no op that uses it", file, name));
+          fmt::format("{}: tensor '{}' is not supported: tapdiff computes no op that uses it", file, printable(name)));
     if (parts.front().kind == WeightKind::output && config.tied_output) continue;  // tied to the embedding
     if (parts.front().layer >= config.n_layers)
-      throw_format_error(fmt::format("{}: tensor '{}' belongs to layer {}, but num_hidden_layers is {}", file, name,
-                                     parts.front().layer, config.n_layers));
+      throw_format_error(fmt::format("{}: tensor '{}' belongs to layer {}, but num_hidden_layers is {}", file,
+                                     printable(name), parts.front().layer, config.n_layers));
     WeightTensor weight = to_weight(*where.first, *where.second);
     if (spec.conv1d && in_layer && weight.rows > 1) weight = transposed(weight, *model, file);
     model->add_parts(weight, parts, file);

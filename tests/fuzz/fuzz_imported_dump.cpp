@@ -7,21 +7,9 @@
 #include "dumps/imported_dump.h"
 #include "tests/fuzz/fuzz_support.h"
 
-namespace {
-
-using namespace tapdiff;
-
-// The model of the seeds (tests/fuzz/write_seeds.cpp): 1 layer, dim 16, 2 heads of 8, 1 kv head.
-model::ModelConfig tiny_config() {
-  model::ModelConfig c;
-  c.n_layers = 1, c.dim = 16, c.n_heads = 2, c.n_kv_heads = 1, c.head_dim = 8, c.ffn_dim = 32, c.vocab = 16;
-  return c;
-}
-
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const model::ModelConfig config = tiny_config();
+  using namespace tapdiff;
+  static const model::ModelConfig config = fuzz::tiny_dump_config();
   static const dumps::ImportOptions options = [] {
     dumps::ImportOptions o;
     o.map = dumps::preset_map("vllm");

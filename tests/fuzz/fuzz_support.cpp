@@ -42,6 +42,12 @@ const std::filesystem::path& scratch_dir() {
   return dir.path();
 }
 
+model::ModelConfig tiny_dump_config() {
+  model::ModelConfig c;
+  c.n_layers = 1, c.dim = 16, c.n_heads = 2, c.n_kv_heads = 1, c.head_dim = 8, c.ffn_dim = 32, c.vocab = 16;
+  return c;
+}
+
 const std::filesystem::path& tiny_hf_folder() {
   static const std::filesystem::path folder = [] {
     std::filesystem::path f = scratch_dir() / "hf";

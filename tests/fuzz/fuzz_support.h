@@ -20,6 +20,9 @@ const std::filesystem::path& scratch_dir();
 // The Hugging Face model whose files the safetensors and config.json targets pair with their
 // input: 1 layer, dim 16, 2 heads of 8, 1 kv head, ffn 32, vocab 16 (tests/model_file_fixtures.h).
 inline constexpr testing::TinyHfShape kTinyHf{1, 16, 2, 1, 32, 16};
+// The model of the dump targets' inputs (the imported_dump seeds of tests/fuzz/write_seeds.cpp,
+// the name_map target's names): 1 layer, dim 16, 2 heads of 8, 1 kv head, ffn 32, vocab 16.
+model::ModelConfig tiny_dump_config();
 // A folder in scratch_dir() with config.json and model.safetensors of tiny_hf(kTinyHf), written
 // on first use; a target overwrites the file it fuzzes.
 const std::filesystem::path& tiny_hf_folder();
