@@ -75,6 +75,9 @@ auto allocate_for(const h5::DataSet& data, std::uint64_t bytes, F&& make) {
 }
 
 // How model_config determines an op's width, for messages.
+// The name of an HDF5 tap's float type by its value bytes (2, 4 or 8).
+std::string float_type_name(std::size_t bytes) { return bytes == 2 ? "f16" : bytes == 4 ? "f32" : "f64"; }
+
 std::string_view width_formula(model::Op op) {
   switch (op) {
     case model::Op::q_proj:
@@ -260,9 +263,10 @@ void DumpReader::read_taps() {
       if (bytes == 0) continue;
       narrowest = narrowest == 0 ? bytes : std::min(narrowest, bytes);
       tensors_.push_back(id);
+      tap_bytes_.emplace_back(id, bytes);
     }
   }
-  if (narrowest != 0) metadata_.storage_dtype = narrowest == 2 ? "f16" : narrowest == 4 ? "f32" : "f64";
+  if (narrowest != 0) metadata_.storage_dtype = float_type_name(narrowest);
   std::sort(tensors_.begin(), tensors_.end(), [](const model::TensorId& a, const model::TensorId& b) {
     return a.layer != b.layer ? a.layer < b.layer : static_cast<int>(a.op) < static_cast<int>(b.op);
   });
@@ -355,6 +359,13 @@ void DumpReader::check_rows() {
 
 bool DumpReader::has(const model::TensorId& id) const {
   return std::find(tensors_.begin(), tensors_.end(), id) != tensors_.end();
+}
+
+std::string DumpReader::storage_dtype(const model::TensorId& id) const {
+  if (imported_) return imported_->storage_dtype(id);
+  for (const auto& [tap, bytes] : tap_bytes_)
+    if (tap == id) return float_type_name(bytes);
+  return metadata_.storage_dtype;
 }
 
 model::HostTensor DumpReader::read(const model::TensorId& id, std::int64_t first_row, std::int64_t count) const {

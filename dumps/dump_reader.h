@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -62,6 +63,9 @@ class DumpReader {
   // Tapped op outputs in graph order (layer ascending, embed first, logits last).
   const std::vector<model::TensorId>& tensors() const { return tensors_; }
   bool has(const model::TensorId& id) const;
+  // The type one tap's data are stored in ("bf16", "f16", "f32", "f64"): metadata().storage_dtype
+  // where the taps are stored alike, the tap's own where an imported dump mixes types.
+  std::string storage_dtype(const model::TensorId& id) const;
   // Rows [first_row, first_row + count) clamped to rows(): [n, width], f64 when stored as f64,
   // else f32 (f16 storage widens exactly). UsageError naming the file when id is not tapped.
   model::HostTensor read(const model::TensorId& id, std::int64_t first_row, std::int64_t count) const;
@@ -111,6 +115,7 @@ class DumpReader {
   bool complete_ = true;
   std::int64_t rows_ = 0;
   std::vector<model::TensorId> tensors_;
+  std::vector<std::pair<model::TensorId, std::size_t>> tap_bytes_;  // an HDF5 dump's: each tap's value bytes
   std::vector<std::int32_t> positions_, chunks_, tokens_;
   std::vector<std::uint8_t> decode_;
   nlohmann::json summary_;

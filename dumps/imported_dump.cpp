@@ -66,7 +66,43 @@ bool natural_less(const std::string& a, const std::string& b) {
       ++i, ++j;
     }
   }
-  return a.size() - i < b.size() - j;
+  if (a.size() - i != b.size() - j) return a.size() - i < b.size() - j;
+  return a < b;  // equal but for leading zeros ("010", "10"): by their text, so the order is one
+}
+
+// A folder whose step files are one numbered series (the same name but for its last run of digits:
+// step_0.npz, step_1.npz, ...) must hold every number between its first and last: a step missing
+// would leave its rows out of the comparison while the cache of the next ones held them.
+void check_numbering(const std::filesystem::path& folder, const std::vector<std::filesystem::path>& files) {
+  struct Numbered {
+    std::string prefix, suffix;
+    std::uint64_t number = 0;
+  };
+  std::vector<Numbered> series;
+  for (const auto& file : files) {
+    const std::string name = file.filename().string();
+    const std::size_t end = name.find_last_of("0123456789");
+    if (end == std::string::npos) return;
+    std::size_t begin = end;
+    while (begin > 0 && std::isdigit(static_cast<unsigned char>(name[begin - 1]))) --begin;
+    if (end - begin >= 18) return;  // not a step count
+    series.push_back({name.substr(0, begin), name.substr(end + 1), std::stoull(name.substr(begin, end + 1 - begin))});
+    if (series.front().prefix != series.back().prefix || series.front().suffix != series.back().suffix) return;
+  }
+  for (std::size_t i = 1; i < series.size(); ++i) {
+    const std::uint64_t before = series[i - 1].number, number = series[i].number;
+    const std::string shown = model::printable(files[i].filename().string());
+    if (number == before)
+      throw FormatError(fmt::format("{}: expected one step file per number, found two numbered {} ({} and {})",
+                                    folder.string(), number, model::printable(files[i - 1].filename().string()),
+                                    shown));
+    if (number != before + 1)
+      throw FormatError(fmt::format(
+          "{}: expected step files numbered without a gap, found {} after {}: step{} {}{} missing (its rows "
+          "cannot be compared, and the steps after it read a cache that held them)",
+          folder.string(), shown, model::printable(files[i - 1].filename().string()),
+          number - before > 2 ? "s" : "", before + 1, number - before > 2 ? fmt::format(" to {} are", number - 1) : " is"));
+  }
 }
 
 // A folder's step files (.safetensors or .npz regular files), in natural order of their names.
@@ -104,6 +140,7 @@ std::vector<std::filesystem::path> step_files(const std::filesystem::path& path)
         "{}: expected a dump folder of .safetensors or .npz files (one per forward pass), found none", path.string()));
   std::sort(files.begin(), files.end(),
             [](const auto& a, const auto& b) { return natural_less(a.filename().string(), b.filename().string()); });
+  check_numbering(path, files);
   return files;
 }
 
@@ -342,8 +379,8 @@ std::string ImportedDump::add_array(const ArrayFile& file, const NamedArray& arr
   return partner != nullptr ? partner->name : std::string();
 }
 
-// Taps stored in more than one float type are judged by the coarsest (storage_dtype): say so, and
-// which taps are stored so, since an error that the finer taps' tolerances would catch passes there.
+// Each tap is held to the built-in tolerances of the type it is stored in (storage_dtype(id)): say
+// which taps are stored how, since a tolerance file's entries hold them alike.
 void ImportedDump::note_mixed_storage() {
   std::map<ElementType, std::vector<std::string>> by_type;
   for (std::size_t t = 0; t < tensors_.size(); ++t)
@@ -358,16 +395,15 @@ void ImportedDump::note_mixed_storage() {
         fmt::format("{} {} ({}{})", taps.size(), element_type_name(type),
                     fmt::join(taps.begin(), taps.begin() + std::min<std::ptrdiff_t>(4, std::ssize(taps)), ", "),
                     taps.size() > 4 ? ", ..." : ""));
-  notes_.push_back(
-      fmt::format("{}: taps stored in mixed types, {}: every op is held to the tolerances of the "
-                  "coarsest, {} (store the taps alike, or give --b-precision, to hold them otherwise)",
-                  path_.string(), fmt::join(parts, "; "), storage_dtype()));
+  notes_.push_back(fmt::format("{}: taps stored in mixed types, {}: each op is held to the built-in tolerances of "
+                               "the type it is stored in (a tap stored in more than one, of the coarsest)",
+                               path_.string(), fmt::join(parts, "; ")));
 }
 
-std::string ImportedDump::storage_dtype() const {
+std::string ImportedDump::coarsest_type(std::span<const std::vector<Segment>> taps) {
   std::size_t narrowest = 0;
   bool bf16 = false;
-  for (const auto& segs : segments_)
+  for (const std::vector<Segment>& segs : taps)
     for (const Segment& s : segs) {
       const std::size_t b = element_bytes(s.array->type);
       narrowest = narrowest == 0 ? b : std::min(narrowest, b);
@@ -375,6 +411,14 @@ std::string ImportedDump::storage_dtype() const {
     }
   if (bf16) return "bf16";  // coarser than f16 where both are held
   return narrowest == 2 ? "f16" : narrowest == 8 ? "f64" : "f32";
+}
+
+std::string ImportedDump::storage_dtype() const { return coarsest_type(segments_); }
+
+std::string ImportedDump::storage_dtype(const model::TensorId& id) const {
+  const auto at = std::find(tensors_.begin(), tensors_.end(), id);
+  if (at == tensors_.end()) return storage_dtype();
+  return coarsest_type(std::span(segments_).subspan(static_cast<std::size_t>(at - tensors_.begin()), 1));
 }
 
 // moe_ids compares exactly and by place: an engine's top-k in its own order (by weight, say) would

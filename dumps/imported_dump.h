@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <memory>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,7 @@ class ImportedDump {
   const std::vector<std::uint8_t>& decode_flags() const { return decode_; }
   const std::vector<std::int32_t>& tokens() const { return tokens_; }
   std::string storage_dtype() const;  // the coarsest float type of the taps: "bf16", "f16", "f32", "f64"
+  std::string storage_dtype(const model::TensorId& id) const;  // the same of one tap
   std::string format() const;         // "safetensors", "npz", "folder of N npz files", ...
   // What a reader should be told: arrays no rule maps, positions or decode flags assumed.
   const std::vector<std::string>& notes() const { return notes_; }
@@ -74,6 +76,8 @@ class ImportedDump {
   std::string add_array(const ArrayFile& file, const NamedArray& array, std::int64_t first_row, std::int64_t rows);
   void note_unmapped(const std::string& name);  // an array name the map does not know, once
   void note_mixed_storage();
+  // The coarsest float type of some segments' arrays ("f32" for none).
+  static std::string coarsest_type(std::span<const std::vector<Segment>> taps);
   std::int64_t row_width(const ArrayFile& file, const NamedArray& array, std::int64_t rows, std::int64_t width) const;
   // FormatError naming the file, the row and its ids when a row of moe_ids is not ascending.
   void check_expert_order(const model::TensorId& id) const;

@@ -93,6 +93,8 @@ TEST(ImportedDump, NpzAndSafetensorsReadBackAsWritten) {
   ASSERT_EQ(dump.rows(), 3);
   // An f32 tap beside an f64 one: held to the coarser's tolerances, and the note says which are which.
   EXPECT_EQ(dump.storage_dtype(), "f32");
+  EXPECT_EQ(dump.storage_dtype({Op::attn_norm, 0}), "f32");
+  EXPECT_EQ(dump.storage_dtype({Op::q_proj, 1}), "f64");
   EXPECT_TRUE(std::any_of(dump.notes().begin(), dump.notes().end(), [](const std::string& n) {
     return n.find("taps stored in mixed types, 1 f32 (0/attn_norm); 1 f64 (1/q_proj)") != std::string::npos;
   })) << fmt::format("{}", fmt::join(dump.notes(), "\n"));
@@ -138,6 +140,23 @@ TEST(ImportedDump, AFolderIsOneFilePerForwardPassInNumericOrder) {
   EXPECT_EQ(rows.at(1, 0), 8);
   EXPECT_EQ(rows.at(2, 0), 100);
   EXPECT_EQ(dump.format(), "folder of 2 npz files");
+  // A numbered series must not skip a number: the rows of the missing step would go uncompared.
+  const auto step = [&](const char* name) {
+    write_npz(dir / name, {tokens({7}), npy("0/attn_norm", "<f4", {1, 8}, iota(8, 0))});
+  };
+  step("step_12.npz");
+  EXPECT_NE(import_error(dir, options_for(c), c).find("found step_12.npz after step_10.npz: step 11 is missing"),
+            std::string::npos)
+      << import_error(dir, options_for(c), c);
+  fs::rename(dir / "step_12.npz", dir / "step_14.npz");
+  EXPECT_NE(import_error(dir, options_for(c), c).find("steps 11 to 13 are missing"), std::string::npos)
+      << import_error(dir, options_for(c), c);
+  fs::remove(dir / "step_14.npz");
+  step("step_010.npz");
+  EXPECT_NE(import_error(dir, options_for(c), c)
+                .find("expected one step file per number, found two numbered 10 (step_010.npz and step_10.npz)"),
+            std::string::npos)
+      << import_error(dir, options_for(c), c);
 }
 
 // qkv split by columns, the layer's output summed from two halves, q/k read from Hugging Face's

@@ -421,6 +421,12 @@ std::string precision_text(const PrecisionOfB& p) {
   return std::string(name);
 }
 
+std::string builtin_precision_text(const CompareResult& r) {
+  if (r.builtin_finest == r.builtin_precision) return std::string(model::precision_name(r.builtin_precision));
+  return fmt::format("{} to {}, each op by the type its tap is stored in", model::precision_name(r.builtin_finest),
+                     model::precision_name(r.builtin_precision));
+}
+
 std::string_view verdict_name(Verdict v) {
   switch (v) {
     case Verdict::match: return "match";
@@ -611,9 +617,11 @@ CompareResult compare_dumps(const dumps::DumpReader& a, const dumps::DumpReader&
   check_comparable(a, b, r.alignment);
   r.a = run_info(a), r.b = run_info(b), r.config = a.config();
   r.precision = options.b_precision ? *options.b_precision : precision_of(b);
-  r.builtin_precision =
-      model::coarsest({r.precision.value, stated_or_f32(a.metadata().compute_dtype),
-                       stated_or_f32(a.metadata().storage_dtype), stated_or_f32(b.metadata().storage_dtype)});
+  // Each op's built-in tolerance is that of the coarsest of B's precision, A's and the types its tap is stored in.
+  const auto builtin_of = [&](const model::TensorId& id) {
+    return model::coarsest({r.precision.value, stated_or_f32(a.metadata().compute_dtype),
+                            stated_or_f32(a.storage_dtype(id)), stated_or_f32(b.storage_dtype(id))});
+  };
   r.common_rows = options.common_rows;
   r.tolerance_source = tolerances.source();
   r.tokens = compare_tokens(generated_tokens(a), generated_tokens(b));
@@ -637,10 +645,14 @@ CompareResult compare_dumps(const dumps::DumpReader& a, const dumps::DumpReader&
   const ReadAhead ahead(source_a, source_b, std::move(plan));  // the dumps' reads overlap the comparison
   const std::int64_t bytes_per_value = element_bytes(a.metadata()) + element_bytes(b.metadata());
   const auto n_rows = static_cast<std::int64_t>(r.alignment.rows.size());
+  r.builtin_precision = builtin_of(ids.front()), r.builtin_finest = r.builtin_precision;
   for (const model::TensorId& id : ids) {
     const int width = graph.width(id.op);
+    const model::Precision builtin = builtin_of(id);
+    r.builtin_precision = model::coarsest({r.builtin_precision, builtin});
+    if (model::coarsest({builtin, r.builtin_finest}) == r.builtin_finest) r.builtin_finest = builtin;
     r.ops.push_back(compare_tensor(id, width, ahead.a(), ahead.b(), r.alignment, head_layout(id.op, r.config),
-                                   tolerances.lookup(id, r.precision.value, r.builtin_precision), options.block_bytes));
+                                   tolerances.lookup(id, r.precision.value, builtin), options.block_bytes));
     if (!r.first && !r.ops.back().pass()) r.first = r.ops.size() - 1;
     r.bytes_read += n_rows * width * bytes_per_value;
     if (options.progress) options.progress({r.ops.size(), ids.size(), r.bytes_read, id});

@@ -276,8 +276,11 @@ struct CompareResult {
   RunInfo a, b;
   model::ModelConfig config;
   PrecisionOfB precision;  // B's: what tolerance rules match
-  // The coarsest compute and storage precision of both runs: the built-in defaults'.
+  // The built-in defaults' precision: of each op, the coarsest of B's precision, A's compute
+  // precision and the types both runs store its tap in. The coarsest and the finest over the ops
+  // compared (they differ only where taps are stored in mixed types).
   model::Precision builtin_precision = model::Precision::f32;
+  model::Precision builtin_finest = model::Precision::f32;
   bool common_rows = false;      // CompareOptions::common_rows
   std::string tolerance_source;  // the tolerance file, or "" for the built-in defaults
   RowAlignment alignment;
@@ -294,6 +297,10 @@ struct CompareResult {
   bool match() const { return !first.has_value() && problems.empty(); }
   Verdict verdict() const;
 };
+
+// The precision of the built-in defaults: "f16", or "f32 to f16, each op by the type its tap is
+// stored in" where taps are stored in mixed types.
+std::string builtin_precision_text(const CompareResult& r);
 
 // The run problems of a comparison, from its tokens, its row alignment and its runs' completeness.
 std::vector<RunProblem> run_problems(const CompareResult& r);

@@ -66,6 +66,21 @@ PrecisionOfB llama_cpp_backend(const dumps::DumpReader& b) {
           "Vulkan backend apart: give --b-precision llama.cpp-vulkan for it)"};
 }
 
+model::Precision stored_in(const dumps::DumpReader& b, const model::TensorId& id) {
+  return model::parse_precision(b.storage_dtype(id)).value_or(model::Precision::f32);
+}
+
+// The finest type any tap of b is stored in: a tap stored coarser shows its storage's rounding, not
+// the arithmetic of B.
+model::Precision finest_storage(const dumps::DumpReader& b) {
+  model::Precision finest = model::Precision::bf16;  // the coarsest type a tap is stored in
+  for (const model::TensorId& id : b.tensors()) {
+    const model::Precision p = stored_in(b, id);
+    if (model::coarsest({p, finest}) == finest) finest = p;
+  }
+  return finest;
+}
+
 }  // namespace
 
 PrecisionOfB infer_precision(const dumps::DumpReader& b) {
@@ -73,8 +88,9 @@ PrecisionOfB infer_precision(const dumps::DumpReader& b) {
   if (b.import_map() == "llama.cpp") return llama_cpp_backend(b);
   std::size_t looked = 0;
   std::optional<model::TensorId> first_f32;  // the first op whose values say f32
+  const model::Precision finest = finest_storage(b);
   for (const model::TensorId& id : b.tensors()) {
-    if (id.op == model::Op::embed || id.op == model::Op::moe_ids) continue;
+    if (id.op == model::Op::embed || id.op == model::Op::moe_ids || stored_in(b, id) != finest) continue;
     const Fit fit = fit_of(b, id);
     if (fit.values < kValuesNeeded) continue;
     const auto said = [&](model::Precision p, const char* type) {

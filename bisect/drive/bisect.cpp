@@ -229,6 +229,7 @@ Schedule run_free_pass(const model::ModelConfig& config, const model::Graph& gra
   run.precision = {options.precision, PrecisionOfB::From::given, ""};
   run.builtin_precision = model::coarsest(
       {model::parse_precision(engines.truth.compute_dtype()).value_or(model::Precision::f32), options.precision});
+  run.builtin_finest = run.builtin_precision;
   run.tolerance_source =
       options.calibration && engines.floor
           ? fmt::format("calibrated against {} {} (k = {})", engines.floor->name(),

@@ -190,7 +190,7 @@ std::string html_report(const Finding& f) {
       "in {}, built-in defaults for {}).</p>\n",
       xml_escape(r.a.path), xml_escape(r.b.path), r.alignment.rows.size(),
       xml_escape(r.tolerance_source.empty() ? "built-in" : r.tolerance_source), precision_text(r.precision),
-      model::precision_name(r.builtin_precision));
+      builtin_precision_text(r));
   if (!f.diagnoses.empty()) {
     s += "<h2>Diagnosis</h2><ul>\n";
     for (const Diagnosis& d : f.diagnoses)

@@ -164,7 +164,8 @@ json report_json(const Finding& f) {
                        {"dtype", model::precision_name(r.precision.value)},
                        {"dtype_from", from_name(r.precision.from)},
                        {"dtype_evidence", r.precision.evidence},
-                       {"builtin_dtype", model::precision_name(r.builtin_precision)}};
+                       {"builtin_dtype", model::precision_name(r.builtin_precision)},
+                       {"builtin_dtype_finest", model::precision_name(r.builtin_finest)}};
   auto names = [](const std::vector<model::TensorId>& ids) {
     json list = json::array();
     for (const auto& id : ids) list.push_back(model::to_string(id));

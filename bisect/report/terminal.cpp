@@ -124,7 +124,7 @@ std::string terminal_report(const Finding& f, bool color, std::size_t max_table)
     out += fmt::format(", {} only in A{}, {} only in B", al.only_a, r.common_rows ? " (left out by --common-rows)" : "",
                        al.only_b);
   if (r.tolerance_source.empty())
-    out += fmt::format("; built-in tolerances for {}{}\n", model::precision_name(r.builtin_precision), off);
+    out += fmt::format("; built-in tolerances for {}{}\n", builtin_precision_text(r), off);
   else
     out += fmt::format("; tolerances {} (B computes in {}){}\n", r.tolerance_source, precision_text(r.precision), off);
   if (r.precision.from == PrecisionOfB::From::inferred || r.precision.from == PrecisionOfB::From::unknown)

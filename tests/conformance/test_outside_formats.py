@@ -186,3 +186,28 @@ def test_an_outside_dump_needs_its_model_and_names_what_it_cannot_read(info, ref
     assert bad.returncode == 2, bad.stdout + bad.stderr
     assert "'model.layers.0.self_attn.q_proj' has shape [3, 65]: expected 3 rows (the step's token ids) of width 64" \
         in bad.stderr, bad.stderr
+
+
+def test_each_tap_is_held_to_the_tolerance_of_its_own_storage(info, reference, tmp_path):
+    """An engine that stores one tap in f16 and the rest in f32: the f16 tap gets f16's bound, the
+    others f32's, so an error of one part in a thousand in an f32 tap still diverges."""
+    from safetensors.numpy import load_file
+    b = outside_dump(tmp_path, "hf-safetensors-folder", info)
+    last = info["model_config"]["n_layers"] - 1
+    for step in b.iterdir():
+        arrays = {k: v.astype(np.float32) if v.dtype == np.float64 else v for k, v in load_file(str(step)).items()}
+        arrays["model.layers.0.input_layernorm"] = arrays["model.layers.0.input_layernorm"].astype(np.float16)
+        arrays[f"model.layers.{last}.mlp.down_proj"] *= np.float32(1.001)
+        save_file(arrays, str(step))
+    code, report, out = compare(reference, b, tmp_path, "--map", "hf")
+    assert code == 1 and report["verdict"] == "diverged", out
+    first = next(o for o in report["ops"] if not o["pass"])
+    assert f"{first['layer']}/{first['op']}" == f"{last}/ffn_down", out
+    assert "built-in f32" in first["tolerance"]["source"], out
+    norm = next(o for o in report["ops"] if o["layer"] == 0 and o["op"] == "attn_norm")
+    assert "built-in f16" in norm["tolerance"]["source"], out
+    assert (report["tolerances"]["builtin_dtype"], report["tolerances"]["builtin_dtype_finest"]) == ("f16", "f32"), out
+    assert report["tolerances"]["dtype"] == "f32", out
+    assert "built-in tolerances for f32 to f16, each op by the type its tap is stored in" in out, out
+    noted = tapdiff("inspect", str(b), "--model", MODEL, "--map", "hf")
+    assert "taps stored in mixed types, 1 f16 (0/attn_norm);" in noted.stdout + noted.stderr, noted.stdout + noted.stderr
