@@ -1,5 +1,6 @@
 #include "formats/gguf_keys.h"
 
+#include <cstdint>
 #include <limits>
 
 #include <fmt/format.h>
@@ -77,6 +78,15 @@ void refuse_sliding_rope_base(const GgufFile& f, const std::string& prefix, cons
         fmt::format("{}: metadata '{}' = {} is not supported: llama.cpp's {} rotates its sliding layers "
                     "with {}rope.freq_base, {}",
                     f.path().string(), key, *base, prefix.substr(0, prefix.size() - 1), prefix, c.rope_base));
+}
+
+int gguf_shared_experts_width(const GgufFile& f, const std::string& prefix, int expert_width) {
+  const std::int64_t wide = std::int64_t{int_key(f, prefix + "expert_shared_count", 0)} * expert_width;
+  if (wide > std::numeric_limits<int>::max())
+    throw_format_error(fmt::format("{}: metadata '{}expert_shared_count': expected shared experts whose width fits "
+                                   "an int, found {} wide",
+                                   f.path().string(), prefix, wide));
+  return static_cast<int>(wide);
 }
 
 }  // namespace tapdiff::formats

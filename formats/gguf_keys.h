@@ -27,6 +27,10 @@ struct GgufExperts {
 // feed_forward_length / expert_used_count, as llama.cpp). No experts where expert_count is absent.
 void read_gguf_experts(const GgufFile& f, const std::string& prefix, model::ModelConfig& c, const GgufExperts& how);
 
+// The width of a layer's shared experts: <prefix>expert_shared_count (absent: 0) experts, each
+// expert_width wide, their sum refused where it does not fit an int.
+int gguf_shared_experts_width(const GgufFile& f, const std::string& prefix, int expert_width);
+
 // Whether the file holds layer 0's tensor `name` ("ffn_norm.weight" for blk.0.ffn_norm.weight): how
 // llama.cpp's graph of several families tells their variants apart.
 bool has_layer_tensor(const GgufFile& f, std::string_view name);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 
 namespace tapdiff::formats {
 
@@ -78,6 +80,13 @@ void read_experts(KeyReader& k, ModelConfig& c, const std::string& count_key, co
   e.active = k.integer("num_experts_per_tok");
   e.ffn_dim = ffn_dim;
   e.normalize = normalize;
+}
+
+int shared_experts_width(KeyReader& k, const std::string& key, int fallback, int expert_width) {
+  const int shared = k.integer(key, fallback);
+  if (shared < 0 || std::int64_t{shared} * expert_width > std::numeric_limits<int>::max())
+    k.fail(key, "a count >= 0 of experts whose width fits an int", std::to_string(shared));
+  return shared * expert_width;
 }
 
 }  // namespace tapdiff::formats

@@ -136,4 +136,8 @@ void set_moe_layers(model::ModelConfig& c, std::vector<bool> moe);
 void read_experts(KeyReader& k, model::ModelConfig& c, const std::string& count_key, const std::string& alias,
                   int ffn_dim, bool normalize);
 
+// The width of a layer's shared experts: `key` (absent: fallback) experts >= 0, each expert_width wide,
+// their sum refused where it does not fit an int.
+int shared_experts_width(KeyReader& k, const std::string& key, int fallback, int expert_width);
+
 }  // namespace tapdiff::formats

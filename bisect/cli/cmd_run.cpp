@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bisect/cli/commands.h"
+#include "bisect/cli/dump_input.h"
 #include "bisect/cli/dump_model.h"
 #include "bisect/cli/engine_factory.h"
 #include "bisect/cli/model_source.h"
@@ -41,6 +42,7 @@ struct RunArgs {
   int compress = 0;        // gzip level of the dump's tap datasets; 0: none
   std::string json;
   std::string tokens_from;  // a dump whose tokens, positions and chunking to run (teacher forcing)
+  DumpInputOptions input;   // --map: how an outside engine's tokens_from is read
   std::string command_line;
 };
 
@@ -163,10 +165,16 @@ void run_batch(const RunArgs& a, const model::Model& m, const std::optional<text
                    "\n");
 }
 
-// B's dump, read before any other thread starts: the guarded read forks (dumps/crash_guard.h). Its
-// options are checked first, so that a wrong one is named before a large file is read.
-std::unique_ptr<dumps::DumpReader> read_tokens_from(const RunArgs& a) {
-  if (a.tokens_from.empty()) return nullptr;
+// B's HDF5 dump, read before any other thread starts: the guarded read forks (dumps/crash_guard.h).
+// Its options are checked first, so that a wrong one is named before a large file is read. An
+// outside engine's dump (safetensors or .npz) is read once the model it ran is open
+// (imported_tokens_from).
+std::unique_ptr<dumps::DumpReader> read_tokens_from(const RunArgs& a, const CLI::App& cmd) {
+  if (a.tokens_from.empty()) {
+    if (cmd.count("--map") > 0)
+      throw UsageError("--map says how --tokens-from's dump is read: it is given with --tokens-from");
+    return nullptr;
+  }
   const PromptOptions& p = a.prompt;
   for (const auto& [given, option] : {std::pair{!p.prompt.empty(), "--prompt"},
                                       {!p.tokens.empty(), "--tokens"},
@@ -179,6 +187,7 @@ std::unique_ptr<dumps::DumpReader> read_tokens_from(const RunArgs& a) {
     if (given)
       throw UsageError(fmt::format("--tokens-from runs the tokens, positions and chunking of {}: it does not take {}",
                                    a.tokens_from, option));
+  if (dumps::is_imported_dump(a.tokens_from)) return nullptr;
   return std::make_unique<dumps::DumpReader>(a.tokens_from);
 }
 
@@ -213,9 +222,10 @@ void run_tokens_from(const RunArgs& a, const dumps::DumpReader& from, const mode
   if (!a.json.empty()) write_text(a.json, "--json", summary.dump(2) + "\n");
 }
 
-void run(const RunArgs& a) {
-  const std::unique_ptr<dumps::DumpReader> tokens_from = read_tokens_from(a);
+void run(const RunArgs& a, const CLI::App& cmd) {
+  std::unique_ptr<dumps::DumpReader> tokens_from = read_tokens_from(a, cmd);
   const auto m = open_model(a.model, a.load);
+  if (!a.tokens_from.empty() && !tokens_from) tokens_from = open_dump(a.tokens_from, a.input, m.get());
   if (!a.dump.empty()) m->prefetch_sha256();  // the dump names it: hashing overlaps the engine's loading
   const auto tokenizer = load_tokenizer(a.prompt, *m);
   const auto engine = make_engine(a.engine, *m);
@@ -285,10 +295,12 @@ void add_run_command(CLI::App& app, CliContext& context) {
   cmd->add_option("--json", args->json, "Write the run's summary as JSON");
   cmd->add_option("--tokens-from", args->tokens_from,
                   "Run exactly the tokens, positions and chunking of this dump's run (teacher forcing: its decode "
-                  "rows too), so that the two compare row for row");
-  cmd->callback([args, &context] {
+                  "rows too), so that the two compare row for row: a tapdiff dump, or an outside engine's "
+                  "safetensors or .npz (a file or a folder of them) read through --map");
+  add_dump_input_options(*cmd, args->input);
+  cmd->callback([args, cmd, &context] {
     args->command_line = context.command_line;
-    run(*args);
+    run(*args, *cmd);
     context.exit_code = 0;
   });
 }

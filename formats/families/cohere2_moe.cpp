@@ -14,7 +14,6 @@
 // layers as a bool per layer only (llama.cpp's numeric pattern for it puts the full layer first).
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 
 #include <fmt/format.h>
 
@@ -78,15 +77,12 @@ void read_hf(KeyReader& k, ModelConfig& c) {
   e.score = sigmoid ? RouterScore::sigmoid : RouterScore::softmax;
   const bool renormalise = k.boolean("norm_topk_prob", true);
   e.normalize = !sigmoid || renormalise;  // a softmax over the chosen logits sums to 1 by itself
-  const int shared = k.integer("num_shared_experts", 0);
-  if (std::int64_t{shared} * e.ffn_dim > std::numeric_limits<int>::max())
-    k.fail("num_shared_experts", "a count whose experts' width fits an int", std::to_string(shared));
-  e.shared_ffn_dim = shared * e.ffn_dim;
+  e.shared_ffn_dim = shared_experts_width(k, "num_shared_experts", 0, e.ffn_dim);
   const nlohmann::json* combination = k.find("shared_expert_combination_strategy");
   const bool average = combination == nullptr || *combination == "average";
   if (!average && *combination != "sum")
     k.unsupported("shared_expert_combination_strategy", *combination, "sum and average");
-  e.shared_average = average && shared > 0;
+  e.shared_average = average && e.shared_ffn_dim > 0;
   set_moe_layers(c, moe);
 }
 
@@ -119,15 +115,9 @@ void read_gguf(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
   e.score = gating == 2 ? RouterScore::sigmoid : RouterScore::softmax;
   e.normalize = f.get_bool(prefix + "expert_weights_norm").value_or(false);
   if (const double scale = float_key(f, prefix + "expert_weights_scale", 0.0); scale != 0.0) e.scale = scale;
-  if (const int shared = int_key(f, prefix + "expert_shared_count", 0); shared > 0) {
-    const std::int64_t width = int_key(f, prefix + "expert_shared_feed_forward_length", 0);
-    const std::int64_t wide = width > 0 ? width : std::int64_t{e.ffn_dim} * shared;
-    if (wide > std::numeric_limits<int>::max())
-      throw_format_error(
-          fmt::format("{}: metadata '{}expert_shared_count': expected shared experts whose width fits "
-                      "an int, found {} wide",
-                      f.path().string(), prefix, wide));
-    e.shared_ffn_dim = static_cast<int>(wide);
+  if (const int shared = gguf_shared_experts_width(f, prefix, e.ffn_dim); shared > 0) {
+    const int width = int_key(f, prefix + "expert_shared_feed_forward_length", 0);
+    e.shared_ffn_dim = width > 0 ? width : shared;
     e.shared_average = true;
   }
   const int dense = int_key(f, prefix + "leading_dense_block_count", 0);

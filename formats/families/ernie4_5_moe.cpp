@@ -10,7 +10,6 @@
 // expert_shared_feed_forward_length wide where the key is there.
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 
 #include <fmt/format.h>
 
@@ -39,10 +38,7 @@ void read_hf(KeyReader& k, ModelConfig& c) {
   e.active = k.integer("moe_k");
   e.ffn_dim = k.integer("moe_intermediate_size");
   e.normalize = e.selection_bias = true;
-  const int shared = k.integer("moe_num_shared_experts", 0);
-  if (shared < 0 || std::int64_t{shared} * e.ffn_dim > std::numeric_limits<int>::max())
-    k.fail("moe_num_shared_experts", "a count >= 0 of experts whose width fits an int", std::to_string(shared));
-  e.shared_ffn_dim = shared * e.ffn_dim;
+  e.shared_ffn_dim = shared_experts_width(k, "moe_num_shared_experts", 0, e.ffn_dim);
   if (const double floor = k.number("moe_norm_min", 1e-12); floor > 1e-12)
     k.fail("moe_norm_min", "at most 1e-12 (a floor on the chosen weights' sum that tapdiff does not apply)",
            std::to_string(floor));

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 
 #include <fmt/format.h>
 
@@ -32,10 +31,7 @@ void read_sigmoid_experts_hf(KeyReader& k, ModelConfig& c, const SigmoidExpertsH
   e.groups = k.integer("n_group", 1);
   e.top_groups = k.integer("topk_group", 1);
   e.scale = k.number("routed_scaling_factor", 1.0);
-  const int shared = k.integer("n_shared_experts", defaults.shared_experts);
-  if (shared < 0 || std::int64_t{shared} * ffn > std::numeric_limits<int>::max())
-    k.fail("n_shared_experts", "a count >= 0 of experts whose width fits an int", std::to_string(shared));
-  e.shared_ffn_dim = shared * ffn;
+  e.shared_ffn_dim = shared_experts_width(k, "n_shared_experts", defaults.shared_experts, ffn);
   const int dense = k.integer("first_k_dense_replace", defaults.dense_layers);
   if (dense < 0) k.fail("first_k_dense_replace", "a layer count >= 0", std::to_string(dense));
   dense_first(c, dense);
@@ -60,13 +56,7 @@ void read_sigmoid_experts_gguf(const GgufFile& f, const std::string& prefix, Mod
   e.scale = scale == 0.0 ? 1.0 : scale;
   e.groups = int_key(f, prefix + "expert_group_count", 1);
   e.top_groups = int_key(f, prefix + "expert_group_used_count", 1);
-  const std::int64_t shared = std::int64_t{int_key(f, prefix + "expert_shared_count", 0)} * e.ffn_dim;
-  if (shared > std::numeric_limits<int>::max())
-    throw_format_error(
-        fmt::format("{}: metadata '{}expert_shared_count': expected shared experts whose width fits an "
-                    "int, found {} wide",
-                    f.path().string(), prefix, shared));
-  e.shared_ffn_dim = static_cast<int>(shared);
+  e.shared_ffn_dim = gguf_shared_experts_width(f, prefix, e.ffn_dim);
   const int dense = int_key(f, prefix + "leading_dense_block_count", 0);
   e.selection_bias = f.find_tensor(fmt::format("blk.{}.exp_probs_b.bias", std::max(dense, 0))) != nullptr;
   dense_first(c, dense);

@@ -29,11 +29,22 @@ def _integers(values, what):
     """values as int64, refusing what is not a whole number (1.7, None, text): an id or position
     is never rounded here."""
     array = np.asarray(values).reshape(-1)
+    if array.dtype.kind == "u" and np.any(array > np.iinfo(np.int64).max):
+        raise ValueError(f"{what}: expected whole numbers of 63 bits, found {array[array > np.iinfo(np.int64).max][:4].tolist()}")
     if np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.bool_):
         return array.astype(np.int64)
-    if np.issubdtype(array.dtype, np.floating) and np.all(np.isfinite(array)) and np.all(array == np.floor(array)):
+    if (np.issubdtype(array.dtype, np.floating) and np.all(np.isfinite(array)) and np.all(array == np.floor(array))
+            and np.all(np.abs(array) < 2.0**62)):
         return array.astype(np.int64)
     raise ValueError(f"{what}: expected whole numbers, found {array[:4].tolist()} ({array.dtype})")
+
+
+def _whole(value, what):
+    """One whole number as int, refusing 1.7, None, text and arrays: a layer is never rounded here."""
+    array = _integers(value, what)
+    if np.ndim(value) != 0 or array.size != 1:
+        raise ValueError(f"{what}: expected one whole number, found {value!r}")
+    return int(array[0])
 
 
 class Chunk:
@@ -45,7 +56,9 @@ class Chunk:
         self._recorded = set()
 
     def record(self, layer, op, values):
-        self._writer._record(self, int(layer), str(op), values)
+        if not isinstance(op, str):
+            raise ValueError(f"op: expected an op name (str), found {op!r}")
+        self._writer._record(self, _whole(layer, "layer"), op, values)
 
     def __enter__(self):
         return self
@@ -116,19 +129,17 @@ class DumpWriter:
         self._require_open("chunk()")
         if self._open_chunk is not None:
             raise RuntimeError("a chunk is still being recorded: end it (leave its with-block) first")
-        tokens = _integers(tokens, "tokens")
+        tokens = self._token_ids(tokens, "tokens")
         if tokens.size == 0:
             raise ValueError("a chunk needs at least one token")
+        if not (isinstance(decode, (bool, np.bool_)) or (isinstance(decode, (int, np.integer)) and decode in (0, 1))):
+            raise ValueError(f"decode: expected True or False (a decode step or a prefill chunk), found {decode!r}")
         if decode and tokens.size != 1:
             raise ValueError(f"a decode step feeds one token, found {tokens.size}")
         expected = np.arange(self._next_position, self._next_position + tokens.size)
         positions = expected if positions is None else _integers(positions, "positions")
         if positions.size != tokens.size:
             raise ValueError(f"positions: expected {tokens.size} (one per token), found {positions.size}")
-        vocab = int(self.info["model_config"]["vocab"])
-        if np.any((tokens < 0) | (tokens >= vocab)):
-            raise ValueError(f"tokens: expected ids in [0, {vocab}) (the model's vocabulary), found "
-                             f"{tokens[(tokens < 0) | (tokens >= vocab)][:4].tolist()}")
         if np.any((positions < 0) | (positions > np.iinfo(np.int32).max)):
             raise ValueError(f"positions: expected 32-bit positions >= 0, found {positions[:4].tolist()}...")
         if not np.array_equal(positions, expected):
@@ -138,6 +149,14 @@ class DumpWriter:
         chunk.tokens, chunk.positions, chunk.decode = tokens, positions, bool(decode)
         self._open_chunk = chunk
         return chunk
+
+    def _token_ids(self, values, what):
+        ids = _integers(values, what)
+        vocab = int(self.info["model_config"]["vocab"])
+        if np.any((ids < 0) | (ids >= vocab)):
+            raise ValueError(f"{what}: expected ids in [0, {vocab}) (the model's vocabulary), found "
+                             f"{ids[(ids < 0) | (ids >= vocab)][:4].tolist()}")
+        return ids
 
     def _tap(self, layer, op, width):
         name = f"taps/{layer}/{op}"
@@ -179,6 +198,16 @@ class DumpWriter:
             if not np.all(named):
                 warnings.warn(f"{layer}/{op}: {int(np.sum(~named))} value(s) name no expert of [0, {experts}) "
                               f"(the first {values[~named][:4].tolist()}): written as given, a finding for compare")
+        largest = np.finfo(self._storage).max
+        if np.issubdtype(values.dtype, np.floating) and np.dtype(values.dtype).itemsize > np.dtype(self._storage).itemsize:
+            beyond = np.isfinite(values) & (np.abs(values) > largest)
+            if np.any(beyond):
+                raise ValueError(f"{layer}/{op}: {int(np.sum(beyond))} finite value(s) beyond the storage type's range "
+                                 f"(largest {float(largest):g}; the first {values[beyond][:4].tolist()}) would be "
+                                 f"stored as inf: store in a wider type")
+        elif np.issubdtype(values.dtype, np.integer) and np.any(np.abs(values.astype(np.float64)) > largest):
+            raise ValueError(f"{layer}/{op}: integers beyond the storage type's range (largest {float(largest):g}) "
+                             f"would be stored as inf: store in a wider type")
         chunk._recorded.add((layer, op))
         data = self._tap(layer, op, width)
         data.resize(self._rows + chunk.rows, axis=0)
@@ -192,11 +221,12 @@ class DumpWriter:
             d = f["rows"][name]
             d.resize(first + n, axis=0)
             d[first:] = values
-        for name in f["taps"]:
-            for op in f["taps"][name]:
-                d = f["taps"][name][op]
-                if d.shape[0] < first + n:
-                    d.resize(first + n, axis=0)  # not recorded in this chunk: NaN (the fill value)
+        for layer in f["taps"]:
+            for op in f["taps"][layer]:
+                if (int(layer), op) not in chunk._recorded:  # NaN, whatever an abandoned chunk left there
+                    d = f["taps"][layer][op]
+                    d.resize(first + n, axis=0)
+                    d[first:] = np.nan
         if not chunk.decode:
             self._prompt.extend(int(t) for t in chunk.tokens)
         if self._chunks == 0:
@@ -210,6 +240,11 @@ class DumpWriter:
         self._open_chunk = None
 
     def _abandon_chunk(self):
+        """Drops what the chunk recorded: its rows past rows_complete are never read, and the next
+        chunk writes over them."""
+        for layer in self._file["taps"]:
+            for op in self._file["taps"][layer]:
+                self._file["taps"][layer][op].resize(self._rows, axis=0)
         self._open_chunk = None
 
     # --- the end ------------------------------------------------------------------------------
@@ -219,6 +254,7 @@ class DumpWriter:
         self._require_open("finish()")
         if self._open_chunk is not None:
             raise RuntimeError("finish() while a chunk is being recorded")
+        generated = self._token_ids(list(generated), "generated")
         f = self._file
         f.create_dataset("prompt_tokens", data=np.asarray(self._prompt, dtype=np.int32))
         f.attrs["chunk_size"] = self._first_chunk_rows

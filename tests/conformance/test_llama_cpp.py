@@ -12,6 +12,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import gguf
 import h5py
 import numpy as np
 import pytest
@@ -88,7 +89,7 @@ def test_greedy_tokens_equal_llama_cpp(case, tmp_path):
 
 
 def family_case(name: str) -> GgufCase:
-    return next(c for c in FAMILY_CASES if c.name == name)
+    return next(c for c in FAMILY_CASES + GGUF_CASES if c.name == name)
 
 
 # A GGUF of each family that llama.cpp's graph would compute otherwise than the file says, or
@@ -119,6 +120,13 @@ REFUSED_FAMILY_FILES = [
      "metadata 'mistral3.attention.sliding_window' is not supported: llama.cpp's mistral3 computes nothing with it"),
     ("olmo3", {"extra": {"sliding_window": 24, "sliding_window_pattern": [True, False]}},
      "metadata 'olmo2.attention.sliding_window_pattern': expected 4 values (one per layer), found 2"),
+    ("dots1", {"extra": {"expert_gating_func": gguf.ExpertGatingFuncType.SIGMOID, "expert_weights_scale": 1.5, "expert_shared_count": 2**30,
+                         "leading_dense_block_count": 1}},
+     "metadata 'dots1.expert_shared_count': expected shared experts whose width fits an int, found 34359738368 wide"),
+    ("cohere2moe", {"extra": {"logit_scale": 0.5, "sliding_window": 24, "sliding_window_pattern": [False, True] * 2,
+                              "leading_dense_block_count": 1, "expert_shared_count": 2**30}},
+     "metadata 'cohere2moe.expert_shared_count': expected shared experts whose width fits an int, found "
+     "42949672960 wide"),
 ]
 
 

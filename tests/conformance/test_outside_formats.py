@@ -211,3 +211,23 @@ def test_each_tap_is_held_to_the_tolerance_of_its_own_storage(info, reference, t
     assert "built-in tolerances for f32 to f16, each op by the type its tap is stored in" in out, out
     noted = tapdiff("inspect", str(b), "--model", MODEL, "--map", "hf")
     assert "taps stored in mixed types, 1 f16 (0/attn_norm);" in noted.stdout + noted.stderr, noted.stdout + noted.stderr
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_run_tokens_from_an_outside_dump_follows_its_rows(info, tmp_path, layout):
+    """`run --tokens-from` an outside engine's dump, read through its map: A runs B's tokens,
+    positions and chunking, so every row of B compares."""
+    b = outside_dump(tmp_path, layout, info)
+    a = tmp_path / "a.h5"
+    run = tapdiff("run", "--model", MODEL, "--dtype", "f64", "--tokens-from", str(b), "--map", LAYOUTS[layout][0],
+                  "--dump", str(a))
+    assert run.returncode == 0, run.stdout + run.stderr
+    code, report, out = compare(a, b, tmp_path, "--map", LAYOUTS[layout][0])
+    assert code == 0 and report["verdict"] == "match", out
+    rows = report["rows"]
+    assert rows["compared"] == len(PROMPT) + GENERATE - 1 and rows["only_a"] == rows["only_b"] == 0, out
+
+
+def test_map_without_tokens_from_is_refused():
+    run = tapdiff("run", "--model", MODEL, "--tokens", "1,2", "--map", "hf")
+    assert run.returncode == 2 and "--map says how --tokens-from's dump is read" in run.stderr, run.stderr

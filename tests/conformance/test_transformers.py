@@ -246,6 +246,9 @@ UNIMPLEMENTED = [  # (case, key, value, the key the refusal names): a value whos
     ("olmoe", "clip_qkv", 0.5, "clip_qkv"),  # OlmoeAttention clamps after the q/k norms
     ("qwen2-moe", "shared_expert_intermediate_size", 0, "shared_expert_intermediate_size"),
     ("ernie4_5-moe", "use_bias", True, "use_bias"),
+    ("ernie4_5-moe", "moe_num_shared_experts", -1, "moe_num_shared_experts"),
+    ("dots1", "n_shared_experts", 2**30, "n_shared_experts"),  # their width would not fit an int
+    ("cohere2-moe", "num_shared_experts", 2**30, "num_shared_experts"),
 ]
 
 
