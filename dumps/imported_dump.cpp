@@ -158,6 +158,19 @@ bool follows_rope_layout(model::Op op) {
          op == Op::rope_k;
 }
 
+// The heads an array of one per-head op holds first, [heads, rows, head_dim] after leading ones
+// (as an attention computes them: MLX's and PyTorch's [batch, heads, rows, head_dim]); 0 where it
+// is not so shaped.
+int heads_first(const NamedArray& array, const Resolved& r, std::int64_t rows, const model::ModelConfig& config) {
+  if (r.combine != Combine::one) return 0;
+  const model::HeadLayout layout = model::head_layout(r.ids.front().op, config);
+  std::vector<std::int64_t> shape = array.shape;
+  while (shape.size() > 3 && shape.front() == 1) shape.erase(shape.begin());
+  const bool held = layout.has_heads() && shape.size() == 3 && shape[0] == layout.heads && shape[1] == rows &&
+                    shape[2] == layout.head_dim;
+  return held ? layout.heads : 0;
+}
+
 }  // namespace
 
 bool is_imported_dump(const std::filesystem::path& path) {
@@ -316,7 +329,7 @@ void ImportedDump::read_step(const ArrayFile& file, int step) {
 }
 
 std::int64_t ImportedDump::row_width(const ArrayFile& file, const NamedArray& array, std::int64_t rows,
-                                     std::int64_t width) const {
+                                     std::int64_t width, std::string_view hint) const {
   // [rows, width], allowing leading ones and the width split into trailing dimensions (heads).
   std::int64_t leading = 1;
   for (std::size_t k = 0; k <= array.shape.size(); ++k) {
@@ -325,8 +338,9 @@ std::int64_t ImportedDump::row_width(const ArrayFile& file, const NamedArray& ar
     if (leading == rows && trailing == width) return width;
     if (k < array.shape.size()) leading *= array.shape[k];
   }
-  throw FormatError(fmt::format("{}: '{}' has shape [{}]: expected {} rows (the step's token ids) of width {}",
-                                file.path().string(), array.name, fmt::join(array.shape, ", "), rows, width));
+  throw FormatError(fmt::format("{}: '{}' has shape [{}]: expected {} rows (the step's token ids) of width {}{}",
+                                file.path().string(), model::printable(array.name), fmt::join(array.shape, ", "), rows,
+                                width, hint));
 }
 
 void ImportedDump::note_unmapped(const std::string& name) {
@@ -352,7 +366,12 @@ std::string ImportedDump::add_array(const ArrayFile& file, const NamedArray& arr
                                     model::to_string(id), options_.map.name));
     width += model::op_width(config_, id.op);
   }
-  row_width(file, array, rows, width);
+  const int held = heads_first(array, *r, rows, config_);
+  const int heads = options_.map.heads_first ? held : 0;
+  if (heads == 0)
+    row_width(file, array, rows, width,
+              held > 0 ? " (held heads first, [heads, rows, head_dim]? a TOML map with heads_first = true reads it)"
+                       : "");
   const NamedArray* partner = nullptr;
   if (r->combine == Combine::sum) {
     partner = file.find(r->partner);
@@ -373,7 +392,7 @@ std::string ImportedDump::add_array(const ArrayFile& file, const NamedArray& arr
     if (!segs.empty() && segs.back().first_row + segs.back().rows > first_row)
       throw FormatError(fmt::format("{}: a second array for {} in the same step ('{}' is the other)", where,
                                     model::to_string(id), segs.back().array->name));
-    segs.push_back({&file, &array, partner, first_row, rows, width, column});
+    segs.push_back({&file, &array, partner, first_row, rows, width, column, heads});
     column += model::op_width(config_, id.op);
   }
   return partner != nullptr ? partner->name : std::string();
@@ -476,12 +495,18 @@ model::HostTensor ImportedDump::read(const model::TensorId& id, std::int64_t fir
     for (std::int64_t r = lo; r < hi; ++r) {
       const std::int64_t base = (r - s.first_row) * s.width + s.column;
       const auto at_row = static_cast<std::size_t>((r - first) * width);
-      if (!wide && !permuted && s.partner == nullptr && s.array->type == ElementType::f32) {  // as stored
+      if (s.heads == 0 && !wide && !permuted && s.partner == nullptr && s.array->type == ElementType::f32) {  // as stored
         std::memcpy(out.f32().data() + at_row, s.array->bytes.data() + static_cast<std::size_t>(base) * sizeof(float),
                     static_cast<std::size_t>(width) * sizeof(float));
         continue;
       }
-      widen(*s.array, base, width, row.data());
+      if (s.heads > 0) {  // [heads, rows, head_dim]: the row's heads lie s.rows rows apart
+        const std::int64_t head = width / s.heads;
+        for (std::int64_t h = 0; h < s.heads; ++h)
+          widen(*s.array, (h * s.rows + r - s.first_row) * head, head, row.data() + h * head);
+      } else {
+        widen(*s.array, base, width, row.data());
+      }
       if (s.partner) {
         widen(*s.partner, base, width, half.data());
         for (std::size_t c = 0; c < row.size(); ++c) row[c] += half[c];
@@ -497,7 +522,7 @@ model::HostTensor ImportedDump::read(const model::TensorId& id, std::int64_t fir
     // Done with these rows: their pages leave the resident set (read again if asked for again).
     const std::int64_t from = (lo - s.first_row) * s.width, done = (hi - lo) * s.width;
     for (const NamedArray* a : {s.array, s.partner})
-      if (a != nullptr && hi > lo) s.file->release(*a, from, done);
+      if (a != nullptr && hi > lo && s.heads == 0) s.file->release(*a, from, done);
   }
   return out;
 }

@@ -11,6 +11,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -68,6 +69,7 @@ class ImportedDump {
     const NamedArray* partner = nullptr;
     std::int64_t first_row = 0, rows = 0;  // in the dump
     std::int64_t width = 0, column = 0;    // the array's row width; where this tap's columns start
+    int heads = 0;  // > 0: the array holds [heads, rows, width / heads] (NameMap::heads_first)
   };
   void read_step(const ArrayFile& file, int step);
   std::int64_t step_rows(const ArrayFile& file, int step);
@@ -78,7 +80,10 @@ class ImportedDump {
   void note_mixed_storage();
   // The coarsest float type of some segments' arrays ("f32" for none).
   static std::string coarsest_type(std::span<const std::vector<Segment>> taps);
-  std::int64_t row_width(const ArrayFile& file, const NamedArray& array, std::int64_t rows, std::int64_t width) const;
+  // FormatError naming the shape, and `hint`, where the array is not [rows, width] (leading ones
+  // and the width split into trailing dimensions allowed).
+  std::int64_t row_width(const ArrayFile& file, const NamedArray& array, std::int64_t rows, std::int64_t width,
+                         std::string_view hint = "") const;
   // FormatError naming the file, the row and its ids when a row of moe_ids is not ascending.
   void check_expert_order(const model::TensorId& id) const;
 

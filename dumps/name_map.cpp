@@ -264,6 +264,10 @@ NameMap map_from_toml(const std::filesystem::path& path) {
         m.layout = std::nullopt;
       else
         bad_map(path, k, "rotate_half, interleaved or model", v ? fmt::format("'{}'", *v) : "another type");
+    } else if (k == "heads_first") {
+      const auto v = node.value<bool>();
+      if (!v) bad_map(path, k, "true or false", "another type");
+      m.heads_first = *v;
     } else if (k == "tokens" || k == "positions" || k == "decode") {
       (k == "tokens" ? m.tokens : k == "positions" ? m.positions : m.decode) = names_of(path, k, node);
     } else if (k == "taps") {
@@ -292,7 +296,7 @@ NameMap map_from_toml(const std::filesystem::path& path) {
         added.push_back(sum(names[0], *op, names[1]));
       }
     } else {
-      bad_map(path, k, "base, layout, tokens, positions, decode, [taps] or [sums]", "an unknown key");
+      bad_map(path, k, "base, layout, heads_first, tokens, positions, decode, [taps] or [sums]", "an unknown key");
     }
   }
   m.rules.insert(m.rules.begin(), std::make_move_iterator(added.rbegin()), std::make_move_iterator(added.rend()));

@@ -49,6 +49,10 @@ struct NameMap {
   // The order of each head's q/k channels in the dump's values (Hugging Face and vLLM: rotate_half);
   // nullopt: the model's own. Where it differs from the model's, q/k ops are permuted to it.
   std::optional<model::RopeStyle> layout;
+  // The arrays of per-head ops (q, k, v, their norms and RoPE, attn) held heads first, as an
+  // attention computes them: [heads, rows, head_dim], or [1, heads, rows, head_dim] (MLX's and
+  // PyTorch's [batch, heads, rows, head_dim]); other ops' arrays as ever.
+  bool heads_first = false;
   // The names are the modules' of the model's Hugging Face classes (hf, vllm): each family's own
   // first read as Llama's, as its checkpoints' tensor names are (formats::hf_llama_name: GPT-2's
   // "transformer.h.{L}.attn.c_attn" as "model.layers.{L}.self_attn.qkv_proj").

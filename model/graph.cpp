@@ -71,6 +71,41 @@ std::size_t Graph::position(const TensorId& id) const {
   return steps_.size();
 }
 
+HeadLayout head_layout(Op op, const ModelConfig& config) {
+  switch (op) {
+    case Op::q_proj:
+    case Op::q_norm:
+    case Op::rope_q:
+    case Op::attn: return {config.n_heads, config.head_dim};
+    case Op::k_proj:
+    case Op::v_proj:
+    case Op::k_norm:
+    case Op::rope_k: return {config.n_kv_heads, config.head_dim};
+    case Op::embed:
+    case Op::attn_norm:
+    case Op::o_proj:
+    case Op::attn_post_norm:
+    case Op::attn_residual:
+    case Op::ffn_norm:
+    case Op::ffn_gate:
+    case Op::ffn_up:
+    case Op::ffn_act:
+    case Op::ffn_down:
+    case Op::moe_router:
+    case Op::moe_scores:
+    case Op::moe_ids:
+    case Op::moe_weights:
+    case Op::moe_out:
+    case Op::moe_shared:
+    case Op::moe_sum:
+    case Op::ffn_post_norm:
+    case Op::ffn_residual:
+    case Op::final_norm:
+    case Op::logits: return {};
+  }
+  return {};
+}
+
 int op_width(const ModelConfig& config, Op op) {
   switch (op) {
     case Op::embed:

@@ -53,4 +53,13 @@ class Graph {
 // Needs no Graph: the dump reader checks widths for a config with any number of layers.
 int op_width(const ModelConfig& config, Op op);
 
+// How an op's row splits into heads: q_proj, q_norm, rope_q, attn: n_heads of head_dim; k_proj,
+// v_proj, k_norm, rope_k: n_kv_heads; every other op: none.
+struct HeadLayout {
+  int heads = 0;
+  int head_dim = 0;
+  bool has_heads() const { return heads > 0; }
+};
+HeadLayout head_layout(Op op, const ModelConfig& config);
+
 }  // namespace tapdiff::model

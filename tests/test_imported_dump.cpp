@@ -293,6 +293,36 @@ TEST(ImportedDump, BadInputsAreNamedWithWhatWasExpected) {
       << odd;
 }
 
+// An attention's [batch, heads, rows, head_dim]: read where the map says so, and named where it does not.
+TEST(ImportedDump, PerHeadArraysHeldHeadsFirstAreReadWhereTheMapSaysSo) {
+  const auto dir = testing::temp_dir("imported-heads-first");
+  const model::ModelConfig c = small_config();  // 2 heads of 4 for q, 1 for k
+  // rope_q of 3 rows as [1, 2, 3, 4]: element (h, r, d) is 100 h + 10 r + d.
+  std::vector<float> q;
+  for (int h = 0; h < 2; ++h)
+    for (int r = 0; r < 3; ++r)
+      for (int d = 0; d < 4; ++d) q.push_back(static_cast<float>(100 * h + 10 * r + d));
+  write_npz(dir / "a.npz", {tokens({1, 2, 3}), npy("0/rope_q", "<f4", {1, 2, 3, 4}, q),
+                            npy("0/rope_k", "<f4", {1, 1, 3, 4}, iota(12, 0)),
+                            npy("0/attn_norm", "<f4", {1, 3, 8}, iota(24, 0))});
+  fs::path map = dir / "heads.toml";
+  spill(map, "base = \"tapdiff\"\nheads_first = true\n");
+  ImportOptions heads = options_for(c);
+  heads.map = dumps::map_from_toml(map);
+  const ImportedDump dump(dir / "a.npz", heads, c);
+  const model::HostTensor rq = dump.read({Op::rope_q, 0}, 1, 2);  // rows 1 and 2
+  EXPECT_EQ(rq.at(0, 0), 10);
+  EXPECT_EQ(rq.at(0, 5), 111);  // head 1, channel 1
+  EXPECT_EQ(rq.at(1, 7), 123);
+  EXPECT_EQ(dump.read({Op::rope_k, 0}, 2, 1).at(0, 3), 11);
+  EXPECT_EQ(dump.read({Op::attn_norm, 0}, 2, 1).at(0, 7), 23);  // not per head: rows first as ever
+  EXPECT_NE(import_error(dir / "a.npz", options_for(c), c)
+                .find("'0/rope_q' has shape [1, 2, 3, 4]: expected 3 rows (the step's token ids) of width 8 (held "
+                      "heads first, [heads, rows, head_dim]? a TOML map with heads_first = true reads it)"),
+            std::string::npos)
+      << import_error(dir / "a.npz", options_for(c), c);
+}
+
 // moe_ids compares by place: a row in the engine's own top-k order would read as other experts.
 TEST(ImportedDump, ExpertIdsOutOfAscendingOrderAreRefusedNamingTheRow) {
   const auto dir = testing::temp_dir("imported-moe-order");
@@ -318,7 +348,9 @@ TEST(ImportedDump, UserMapsInTomlAreCheckedKeyByKey) {
       {"[taps]\n\"x.{L}\" = \"q_prj\"\n", "'taps.\"x.{L}\"': expected an op name (docs/dump-format.md), found 'q_prj'"},
       {"base = \"candle\"\n", "--map candle: expected one of tapdiff, hf, vllm, llama.cpp"},
       {"layers = 3\n",
-       "'layers': expected base, layout, tokens, positions, decode, [taps] or [sums], found an unknown"},
+       "'layers': expected base, layout, heads_first, tokens, positions, decode, [taps] or [sums], found an "
+       "unknown"},
+      {"heads_first = \"yes\"\n", "'heads_first': expected true or false, found another type"},
       {"[sums]\nffn_residual = [\"a.{L}\"]\n", "'sums.ffn_residual': expected two names, found 1"},
       {"layout = \"neox\"\n", "'layout': expected rotate_half, interleaved or model, found 'neox'"},
       {"[taps\n", "expected a TOML name map, found a parse error"},

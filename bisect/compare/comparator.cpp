@@ -91,40 +91,6 @@ std::vector<RowInfo> same_rows(const RunRows& run) {
   return rows;
 }
 
-HeadLayout head_layout(model::Op op, const model::ModelConfig& config) {
-  switch (op) {
-    case model::Op::q_proj:
-    case model::Op::q_norm:
-    case model::Op::rope_q:
-    case model::Op::attn: return {config.n_heads, config.head_dim};
-    case model::Op::k_proj:
-    case model::Op::v_proj:
-    case model::Op::k_norm:
-    case model::Op::rope_k: return {config.n_kv_heads, config.head_dim};
-    case model::Op::embed:
-    case model::Op::attn_norm:
-    case model::Op::o_proj:
-    case model::Op::attn_post_norm:
-    case model::Op::attn_residual:
-    case model::Op::ffn_norm:
-    case model::Op::ffn_gate:
-    case model::Op::ffn_up:
-    case model::Op::ffn_act:
-    case model::Op::ffn_down:
-    case model::Op::moe_router:
-    case model::Op::moe_scores:
-    case model::Op::moe_ids:
-    case model::Op::moe_weights:
-    case model::Op::moe_out:
-    case model::Op::moe_shared:
-    case model::Op::moe_sum:
-    case model::Op::ffn_post_norm:
-    case model::Op::ffn_residual:
-    case model::Op::final_norm:
-    case model::Op::logits: return {};
-  }
-  return {};
-}
 
 // --- one op ------------------------------------------------------------------------------------
 

@@ -83,15 +83,9 @@ RowAlignment align_rows(const RunRows& a, const RunRows& b, std::int64_t max_row
 // Rows of one run compared with itself (the live path, where both engines run the same chunks).
 std::vector<RowInfo> same_rows(const RunRows& run);
 
-// How an op's columns split into heads: heads * head_dim == width, or heads == 0 for ops whose
-// columns are plain channels (dim, ffn_dim, vocab wide).
-struct HeadLayout {
-  int heads = 0;
-  int head_dim = 0;
-  bool has_heads() const { return heads > 0; }
-};
-// q_proj, rope_q, attn: n_heads; k_proj, v_proj, rope_k: n_kv_heads; every other op: none.
-HeadLayout head_layout(model::Op op, const model::ModelConfig& config);
+// How an op's columns split into heads (model/graph.h).
+using model::head_layout;
+using model::HeadLayout;
 
 // Per compared row: enough to find the first bad position and to plot error against position.
 struct RowError {
