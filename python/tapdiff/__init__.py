@@ -11,9 +11,11 @@
 names the culprit op (docs/bisect.md). The layout is docs/dump-format.md.
 
 HfRecorder records a Hugging Face transformers model's run the same way, from hooks
-(tapdiff/hf_recorder.py).
+(tapdiff/hf_recorder.py); MlxRecorder an mlx-lm model's, by wrapping its modules
+(tapdiff/mlx_recorder.py).
 """
 from .dump_writer import DumpWriter, model_info
 from .hf_recorder import HfRecorder
+from .mlx_recorder import MlxRecorder
 
-__all__ = ["DumpWriter", "HfRecorder", "model_info"]
+__all__ = ["DumpWriter", "HfRecorder", "MlxRecorder", "model_info"]
