@@ -100,8 +100,8 @@ void check_numbering(const std::filesystem::path& folder, const std::vector<std:
       throw FormatError(fmt::format(
           "{}: expected step files numbered without a gap, found {} after {}: step{} {}{} missing (its rows "
           "cannot be compared, and the steps after it read a cache that held them)",
-          folder.string(), shown, model::printable(files[i - 1].filename().string()),
-          number - before > 2 ? "s" : "", before + 1, number - before > 2 ? fmt::format(" to {} are", number - 1) : " is"));
+          folder.string(), shown, model::printable(files[i - 1].filename().string()), number - before > 2 ? "s" : "",
+          before + 1, number - before > 2 ? fmt::format(" to {} are", number - 1) : " is"));
   }
 }
 
@@ -369,9 +369,9 @@ std::string ImportedDump::add_array(const ArrayFile& file, const NamedArray& arr
   const int held = heads_first(array, *r, rows, config_);
   const int heads = options_.map.heads_first ? held : 0;
   if (heads == 0)
-    row_width(file, array, rows, width,
-              held > 0 ? " (held heads first, [heads, rows, head_dim]? a TOML map with heads_first = true reads it)"
-                       : "");
+    row_width(
+        file, array, rows, width,
+        held > 0 ? " (held heads first, [heads, rows, head_dim]? a TOML map with heads_first = true reads it)" : "");
   const NamedArray* partner = nullptr;
   if (r->combine == Combine::sum) {
     partner = file.find(r->partner);
@@ -414,9 +414,10 @@ void ImportedDump::note_mixed_storage() {
         fmt::format("{} {} ({}{})", taps.size(), element_type_name(type),
                     fmt::join(taps.begin(), taps.begin() + std::min<std::ptrdiff_t>(4, std::ssize(taps)), ", "),
                     taps.size() > 4 ? ", ..." : ""));
-  notes_.push_back(fmt::format("{}: taps stored in mixed types, {}: each op is held to the built-in tolerances of "
-                               "the type it is stored in (a tap stored in more than one, of the coarsest)",
-                               path_.string(), fmt::join(parts, "; ")));
+  notes_.push_back(
+      fmt::format("{}: taps stored in mixed types, {}: each op is held to the built-in tolerances of "
+                  "the type it is stored in (a tap stored in more than one, of the coarsest)",
+                  path_.string(), fmt::join(parts, "; ")));
 }
 
 std::string ImportedDump::coarsest_type(std::span<const std::vector<Segment>> taps) {
@@ -495,7 +496,8 @@ model::HostTensor ImportedDump::read(const model::TensorId& id, std::int64_t fir
     for (std::int64_t r = lo; r < hi; ++r) {
       const std::int64_t base = (r - s.first_row) * s.width + s.column;
       const auto at_row = static_cast<std::size_t>((r - first) * width);
-      if (s.heads == 0 && !wide && !permuted && s.partner == nullptr && s.array->type == ElementType::f32) {  // as stored
+      if (s.heads == 0 && !wide && !permuted && s.partner == nullptr &&
+          s.array->type == ElementType::f32) {  // as stored
         std::memcpy(out.f32().data() + at_row, s.array->bytes.data() + static_cast<std::size_t>(base) * sizeof(float),
                     static_cast<std::size_t>(width) * sizeof(float));
         continue;

@@ -54,7 +54,7 @@ class ImportedDump {
   const std::vector<std::int32_t>& tokens() const { return tokens_; }
   std::string storage_dtype() const;  // the coarsest float type of the taps: "bf16", "f16", "f32", "f64"
   std::string storage_dtype(const model::TensorId& id) const;  // the same of one tap
-  std::string format() const;         // "safetensors", "npz", "folder of N npz files", ...
+  std::string format() const;                                  // "safetensors", "npz", "folder of N npz files", ...
   // What a reader should be told: arrays no rule maps, positions or decode flags assumed.
   const std::vector<std::string>& notes() const { return notes_; }
 
@@ -69,7 +69,7 @@ class ImportedDump {
     const NamedArray* partner = nullptr;
     std::int64_t first_row = 0, rows = 0;  // in the dump
     std::int64_t width = 0, column = 0;    // the array's row width; where this tap's columns start
-    int heads = 0;  // > 0: the array holds [heads, rows, width / heads] (NameMap::heads_first)
+    int heads = 0;                         // > 0: the array holds [heads, rows, width / heads] (NameMap::heads_first)
   };
   void read_step(const ArrayFile& file, int step);
   std::int64_t step_rows(const ArrayFile& file, int step);

@@ -83,9 +83,10 @@ void refuse_sliding_rope_base(const GgufFile& f, const std::string& prefix, cons
 int gguf_shared_experts_width(const GgufFile& f, const std::string& prefix, int expert_width) {
   const std::int64_t wide = std::int64_t{int_key(f, prefix + "expert_shared_count", 0)} * expert_width;
   if (wide > std::numeric_limits<int>::max())
-    throw_format_error(fmt::format("{}: metadata '{}expert_shared_count': expected shared experts whose width fits "
-                                   "an int, found {} wide",
-                                   f.path().string(), prefix, wide));
+    throw_format_error(
+        fmt::format("{}: metadata '{}expert_shared_count': expected shared experts whose width fits "
+                    "an int, found {} wide",
+                    f.path().string(), prefix, wide));
   return static_cast<int>(wide);
 }
 

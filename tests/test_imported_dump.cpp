@@ -302,9 +302,9 @@ TEST(ImportedDump, PerHeadArraysHeldHeadsFirstAreReadWhereTheMapSaysSo) {
   for (int h = 0; h < 2; ++h)
     for (int r = 0; r < 3; ++r)
       for (int d = 0; d < 4; ++d) q.push_back(static_cast<float>(100 * h + 10 * r + d));
-  write_npz(dir / "a.npz", {tokens({1, 2, 3}), npy("0/rope_q", "<f4", {1, 2, 3, 4}, q),
-                            npy("0/rope_k", "<f4", {1, 1, 3, 4}, iota(12, 0)),
-                            npy("0/attn_norm", "<f4", {1, 3, 8}, iota(24, 0))});
+  write_npz(dir / "a.npz",
+            {tokens({1, 2, 3}), npy("0/rope_q", "<f4", {1, 2, 3, 4}, q),
+             npy("0/rope_k", "<f4", {1, 1, 3, 4}, iota(12, 0)), npy("0/attn_norm", "<f4", {1, 3, 8}, iota(24, 0))});
   fs::path map = dir / "heads.toml";
   spill(map, "base = \"tapdiff\"\nheads_first = true\n");
   ImportOptions heads = options_for(c);

@@ -91,7 +91,6 @@ std::vector<RowInfo> same_rows(const RunRows& run) {
   return rows;
 }
 
-
 // --- one op ------------------------------------------------------------------------------------
 
 namespace {
