@@ -148,3 +148,10 @@ def test_dicts_of_tensors_per_forward_pass_convert(info, reference, tmp_path):
     convert(plain, tmp_path / "converted")
     code, report, out = compare(reference, tmp_path / "converted", tmp_path, "--map", "vllm")
     assert code == 0 and report["verdict"] == "match", out
+
+
+def test_tapdiff_names_the_converter_for_a_pt_file(tmp_path):
+    torch.save({"x": torch.zeros(2)}, tmp_path / "pass.pt")
+    run = tapdiff("inspect", str(tmp_path / "pass.pt"))
+    assert run.returncode == 2 and "found a PyTorch .pt file (a pickle, which tapdiff does not load): convert it " \
+        "with python -m tapdiff.torch_dumps" in run.stderr, run.stderr
