@@ -391,7 +391,7 @@ std::string ImportedDump::add_array(const ArrayFile& file, const NamedArray& arr
     std::vector<Segment>& segs = segments_[static_cast<std::size_t>(at - tensors_.begin())];
     if (!segs.empty() && segs.back().first_row + segs.back().rows > first_row)
       throw FormatError(fmt::format("{}: a second array for {} in the same step ('{}' is the other)", where,
-                                    model::to_string(id), segs.back().array->name));
+                                    model::to_string(id), model::printable(segs.back().array->name)));
     segs.push_back({&file, &array, partner, first_row, rows, width, column, heads});
     column += model::op_width(config_, id.op);
   }
