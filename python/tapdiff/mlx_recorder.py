@@ -15,8 +15,9 @@ then the keys, held [1, heads, rows, head_dim] as MLX's attention holds them: wr
 attention run as they do. Values are read in the dtype MLX computes in and stored exactly (f32
 storage holds bf16 and f16 values); the dump states that dtype as its compute_dtype.
 
-mlx-lm's Llama-like modules are read: Llama, Mistral, Qwen2, Qwen3 (their attention with
-q_proj/k_proj/v_proj/o_proj, RoPE as `rope`, optional q/k norms; a gated MLP). A model whose forward
+mlx-lm's modules of Llama, Mistral, Qwen2, Qwen3, OLMo 2 and Gemma are read (LAYOUTS: each
+model_type's norms and what their inputs and outputs are; the attention's q_proj/k_proj/v_proj/
+o_proj, optional q/k norms and `rope`, and the gated MLP are alike in all). A model whose forward
 leaves one of tapdiff's ops unseen is refused at its first forward pass, naming the ops.
 """
 from __future__ import annotations
@@ -25,8 +26,27 @@ import numpy as np
 
 from .dump_writer import DumpWriter, model_info
 
-# mlx-lm's model_type of each module layout read here.
-SUPPORTED = ("llama", "mistral", "qwen2", "qwen3")
+
+class Layout:
+    """How one mlx-lm model_type lays out a decoder layer: its norm modules, each with the op of its
+    output and of its input (None: not an op); whether the embedding is scaled after embed_tokens
+    (Gemma: the op is then the first layer's input); whether the MLP reads the stream after
+    attention itself (no norm before it: the op attn_residual is then the MLP's input)."""
+
+    def __init__(self, norms: dict, embedding_scaled: bool = False, mlp_reads_stream: bool = False):
+        self.norms, self.embedding_scaled, self.mlp_reads_stream = norms, embedding_scaled, mlp_reads_stream
+
+
+_PRE_NORMS = {"input_layernorm": ("attn_norm", None), "post_attention_layernorm": ("ffn_norm", "attn_residual")}
+# OLMo 2 norms after attention and MLP only: the MLP reads the stream after attention.
+_POST_NORMS = {"post_attention_layernorm": ("attn_post_norm", None),
+               "post_feedforward_layernorm": ("ffn_post_norm", None)}
+LAYOUTS = {
+    "llama": Layout(_PRE_NORMS), "mistral": Layout(_PRE_NORMS), "qwen2": Layout(_PRE_NORMS),
+    "qwen3": Layout(_PRE_NORMS), "olmo2": Layout(_POST_NORMS, mlp_reads_stream=True),
+    "gemma": Layout(_PRE_NORMS, embedding_scaled=True),
+}
+SUPPORTED = tuple(LAYOUTS)
 
 
 def _rows(x) -> np.ndarray:
@@ -109,7 +129,7 @@ class MlxRecorder:
         if model_type not in SUPPORTED:
             raise ValueError(f"MlxRecorder reads mlx-lm's modules of {', '.join(SUPPORTED)}: found model_type "
                              f"{model_type!r}")
-        self.model = model
+        self.model, self.layout = model, LAYOUTS[model_type]
         self.info = info if info is not None else model_info(model_path, tapdiff)
         self.config = self.info["model_config"]
         self.taps = {(t["layer"], t["op"]) for t in self.info["taps"]}
@@ -143,22 +163,26 @@ class MlxRecorder:
             if hasattr(owner, name):
                 self._swap(owner, name, Kept(getattr(owner, name), self._keep, output, input))
 
-        kept(inner, "embed_tokens", (-1, "embed"))
+        scaled = self.layout.embedding_scaled
+        kept(inner, "embed_tokens", None if scaled else (-1, "embed"))
         inner.embed_tokens._logits = (n, "logits")
         for i, layer in enumerate(inner.layers):
             attn, mlp = layer.self_attn, layer.mlp
-            kept(layer, "input_layernorm", (i, "attn_norm"))
+            for norm, (output, input) in self.layout.norms.items():
+                kept(layer, norm, (i, output), input and (i, input))
             for proj in ("q_proj", "k_proj", "v_proj"):
                 kept(attn, proj, (i, proj))
             for norm in ("q_norm", "k_norm"):
                 kept(attn, norm, (i, norm))
             kept(attn, "o_proj", (i, "o_proj"), (i, "attn"))
             self._swap(attn, "rope", KeptRope(attn.rope, self._keep, i))
-            kept(layer, "post_attention_layernorm", (i, "ffn_norm"), (i, "attn_residual"))
+            if self.layout.mlp_reads_stream:
+                kept(layer, "mlp", None, (i, "attn_residual"))
             kept(mlp, "gate_proj", (i, "ffn_gate"))
             kept(mlp, "up_proj", (i, "ffn_up"))
             kept(mlp, "down_proj", (i, "ffn_down"), (i, "ffn_act"))
-            self._swap_item(inner.layers, i, Kept(layer, self._keep, (i, "ffn_residual")))
+            embed = (-1, "embed") if scaled and i == 0 else None
+            self._swap_item(inner.layers, i, Kept(layer, self._keep, (i, "ffn_residual"), embed))
         kept(inner, "norm", (n, "final_norm"))
         kept(self.model, "lm_head", (n, "logits"))
 

@@ -1,8 +1,8 @@
 """tapdiff.MlxRecorder (python/tapdiff/mlx_recorder.py) on mlx-lm's own models of the families both
 it and tapdiff read, in float32 and bfloat16, with chunked prefill and greedy decode through
 mlx-lm's cache: `tapdiff run --tokens-from` the recorded dump follows its rows, and `compare
---model` says match; an attention norm's epsilon changed in mlx-lm's module is named as the
-culprit."""
+--model` says match; a norm's epsilon changed in mlx-lm's module is named as the culprit. mlx-lm's
+Gemma computes the exact GELU where the checkpoint asks for the tanh one: named in float32."""
 from __future__ import annotations
 
 import json
@@ -15,6 +15,7 @@ from mlx_lm import utils as mlx_utils
 import hf_models
 from mlx_recorder import peaked_llama
 from tapdiff import MlxRecorder
+from tapdiff.mlx_recorder import LAYOUTS
 from test_python_writer import TAPDIFF, tapdiff
 
 PROMPT = [1] + [(i * 53) % 150 + 3 for i in range(35)]
@@ -25,6 +26,9 @@ FAMILIES = {  # name: how its tiny folder is made (transformers 4.x configs: mlx
     "qwen3": lambda folder: hf_models.make_model(
         hf_models.Case("qwen3", "qwen3", {"rope_type": "default", "rope_theta": 1000000.0}, {"head_dim": 32}),
         folder, "4.x", seed=5),
+    **{name: (lambda name: lambda folder: hf_models.make_model(
+        next(c for c in hf_models.CASES if c.name == name), folder, "4.x", seed=6))(name)
+       for name in ("mistral-head-dim", "olmo2")},
 }
 DTYPES = {"f32": mx.float32, "bf16": mx.bfloat16}
 
@@ -36,11 +40,11 @@ def folder(request, tmp_path_factory) -> Path:
     return path
 
 
-def record(folder: Path, dtype: str, out: Path, fault: bool = False) -> list[int]:
+def record(folder: Path, dtype: str, out: Path, fault: str | None = None) -> list[int]:
     model, _ = mlx_utils.load_model(folder)
     model.set_dtype(DTYPES[dtype])
-    if fault:  # an engine bug: layer 1's attention norm with another epsilon
-        model.model.layers[1].input_layernorm.eps = 0.5
+    if fault:  # an engine bug: a norm module of layer 1 with another epsilon
+        getattr(model.model.layers[1], fault).eps = 0.5
     with MlxRecorder(model, out, folder, tapdiff=TAPDIFF) as recorder:
         return recorder.generate(PROMPT, chunk=CHUNK, generate=GENERATE)
 
@@ -68,16 +72,33 @@ def test_an_mlx_lm_run_recorded_matches(folder, dtype):
 
 def test_a_bug_in_mlx_lm_is_named(folder):
     b = folder.parent / "mlx-fault.h5"
-    record(folder, "bf16", b, fault=True)
+    model_type = mlx_utils.load_config(folder)["model_type"]
+    norm, (op, _) = next(iter(LAYOUTS[model_type].norms.items()))  # the layer's first norm
+    record(folder, "bf16", b, fault=norm)
     code, report, out = compare(folder, b)
     assert code == 1 and report["culprit"] is not None, out
-    assert f"{report['culprit']['layer']}/{report['culprit']['op']}" == "1/attn_norm", out
+    assert f"{report['culprit']['layer']}/{report['culprit']['op']}" == f"1/{op}", out
+
+
+def test_mlx_lm_gemma_parts_at_its_gelu(tmp_path):
+    """mlx-lm's Gemma MLP calls nn.gelu (erf) where Gemma's config says gelu_pytorch_tanh: an error
+    of about 1e-8 (NMSE) that float32 shows at the first activation and bfloat16 hides."""
+    folder = tmp_path / "gemma"
+    hf_models.make_model(next(c for c in hf_models.CASES if c.name == "gemma"), folder, "4.x", seed=6)
+    assert json.loads((folder / "config.json").read_text()).get("hidden_activation", "gelu_pytorch_tanh") == \
+        "gelu_pytorch_tanh"
+    record(folder, "f32", tmp_path / "f32.h5")
+    code, report, out = compare(folder, tmp_path / "f32.h5")
+    assert code == 1 and f"{report['culprit']['layer']}/{report['culprit']['op']}" == "0/ffn_act", out
+    record(folder, "bf16", tmp_path / "bf16.h5")
+    code, report, out = compare(folder, tmp_path / "bf16.h5")
+    assert code == 0 and report["verdict"] == "match", out
 
 
 def test_a_model_of_another_layout_is_refused(tmp_path):
     class Other:
         class args:
             model_type = "gemma3_text"
-    with pytest.raises(ValueError, match="MlxRecorder reads mlx-lm's modules of llama, mistral, qwen2, qwen3: found "
-                                         "model_type 'gemma3_text'"):
+    with pytest.raises(ValueError, match="MlxRecorder reads mlx-lm's modules of llama, mistral, qwen2, qwen3, olmo2, "
+                                         "gemma: found model_type 'gemma3_text'"):
         MlxRecorder(Other(), tmp_path / "x.h5", tmp_path)
