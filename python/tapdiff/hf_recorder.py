@@ -29,6 +29,7 @@ import sys
 import numpy as np
 
 from .dump_writer import DumpWriter, model_info
+from .greedy import greedy
 
 
 def _rows(tensor) -> np.ndarray:
@@ -347,15 +348,13 @@ class HfRecorder:
     def generate(self, prompt, chunk=0, generate=0):
         """Prefills `prompt` in chunks of `chunk` tokens (0: whole), then generates greedily;
         records every pass, finishes the dump and returns the generated tokens."""
-        cache, prompt = None, [int(t) for t in prompt]
-        size = chunk or len(prompt)
-        for first in range(0, len(prompt), size):
-            logits, cache = self.forward(prompt[first:first + size], cache)
-        generated = []
-        for step in range(generate):
-            generated.append(int(np.argmax(logits[-1])))
-            if step + 1 == generate:
-                break
-            logits, cache = self.forward([generated[-1]], cache, decode=True)
+        cache = None
+
+        def step(tokens, decode):
+            nonlocal cache
+            logits, cache = self.forward(tokens, cache, decode=decode)
+            return logits
+
+        generated = greedy(step, prompt, chunk, generate)
         self.writer.finish(generated=generated)
         return generated

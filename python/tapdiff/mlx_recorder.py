@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from .dump_writer import DumpWriter, model_info
+from .greedy import greedy
 
 
 class Layout:
@@ -228,15 +229,6 @@ class MlxRecorder:
     def generate(self, prompt, chunk=0, generate=0):
         """Prefills `prompt` in chunks of `chunk` tokens (0: whole), then generates greedily;
         records every pass, finishes the dump and returns the generated tokens."""
-        prompt = [int(t) for t in prompt]
-        size = chunk or len(prompt)
-        for first in range(0, len(prompt), size):
-            logits = self.forward(prompt[first:first + size])
-        generated = []
-        for step in range(generate):
-            generated.append(int(np.argmax(logits[-1])))
-            if step + 1 == generate:
-                break
-            logits = self.forward([generated[-1]], decode=True)
+        generated = greedy(self.forward, prompt, chunk, generate)
         self.writer.finish(generated=generated)
         return generated
