@@ -5,9 +5,9 @@
 SRC is an SGLang dumper folder (its `sglang.srt.debug_utils.dumper`: one `.pt` per value, named
 `step=S___rank=R___dump_index=N___name=NAME[___TAG=V...].pt`, each holding {"value": tensor,
 "meta": {...}}), or a folder of `.pt` files each holding one forward pass as a dict of named
-tensors, or one such file. OUT (a new folder) gets one safetensors file per forward pass,
-`step_S.safetensors`, for `tapdiff compare ref.h5 OUT --map vllm` (SGLang) or the map of the dict's
-names.
+tensors, or one such file. OUT (a new folder) gets one safetensors file per forward pass that
+holds values, `step_I.safetensors` in order, for `tapdiff compare ref.h5 OUT --map vllm` (SGLang)
+or the map of the dicts' names.
 
 Every file is read with `torch.load(weights_only=True)`: PyTorch's restricted unpickler, which
 builds tensors and plain containers only and refuses any other object before anything in it runs.
@@ -27,8 +27,7 @@ import sys
 from pathlib import Path
 
 _PREFIX = "non_intrusive__"
-# SGLang's provenance values, read under the names the import maps give them.
-_PROVENANCE = {"input_ids": "input_ids", "positions": "positions"}
+_BOOKKEEPING = ("seq_lens", "req_pool_indices", "rids")  # the batch's, not rows
 
 
 def _load(path: Path):
@@ -57,7 +56,7 @@ def _tags(path: Path) -> dict[str, str]:
 def sglang_name(name: str) -> str:
     """A value's name under the import maps: SGLang's module paths as vllm's and hf's rules hold them."""
     if not name.startswith(_PREFIX):
-        return _PROVENANCE.get(name, name)
+        return name
     rest = name[len(_PREFIX):]
     module, sep, part = rest.rpartition(".output")
     if sep and (part == "" or re.fullmatch(r"\.\d+", part)):
@@ -85,32 +84,29 @@ def _same(a, b) -> bool:
 
 
 def _sglang_steps(files: list[Path]) -> dict[int, dict]:
+    tags = {path: _tags(path) for path in files}
+    for path, t in tags.items():
+        if "name" not in t or not t.get("step", t.get("forward_pass_id", "")).isdigit():
+            raise ValueError(f"{path}: expected an SGLang dumper file name (step=S___...___name=NAME.pt, S a "
+                             f"number), found {path.name!r}")
+    ranks = {t.get("rank", "0") for t in tags.values()}
+    if len(ranks) > 1:
+        raise ValueError(f"{files[0].parent}: expected one rank's values, found ranks {', '.join(sorted(ranks))} (a "
+                         f"sharded run is not read yet: give one rank's files)")
     steps: dict[int, dict] = {}
     seen: dict[tuple[int, str], Path] = {}
-    ranks = set()
-    for path in files:
-        tags = _tags(path)
-        if "name" not in tags or ("step" not in tags and "forward_pass_id" not in tags):
-            raise ValueError(f"{path}: expected an SGLang dumper file name (step=S___...___name=NAME.pt), found "
-                             f"{path.name!r}")
-        ranks.add(tags.get("rank", "0"))
-        step_text = tags.get("step", tags.get("forward_pass_id"))
-        if not step_text.isdigit():
-            raise ValueError(f"{path}: expected a step number, found {step_text!r}")
-        step, name = int(step_text), sglang_name(tags["name"])
+    for path, t in tags.items():
+        step, name = int(t.get("step", t.get("forward_pass_id"))), sglang_name(t["name"])
         content = _load(path)
         value = content["value"] if isinstance(content, dict) and "value" in content else content
-        if name in ("seq_lens", "req_pool_indices", "rids") or value is None:
-            continue  # the batch's bookkeeping, not rows
+        if name in _BOOKKEEPING or value is None:
+            continue
         tensor, held = _tensor(value, str(path)), steps.setdefault(step, {})
         if name in held and not _same(held[name], tensor):
             raise ValueError(f"{path}: a second value for {name!r} in step {step}, unlike the first "
                              f"({seen[(step, name)].name}): expected one per forward pass")
         seen.setdefault((step, name), path)
         held.setdefault(name, tensor)
-    if len(ranks) > 1:
-        raise ValueError(f"{files[0].parent}: expected one rank's values, found ranks {', '.join(sorted(ranks))} (a "
-                         f"sharded run is not read yet: give one rank's files)")
     return steps
 
 
@@ -130,7 +126,8 @@ def _natural(path: Path):
 
 
 def convert(src: Path, out: Path) -> list[Path]:
-    """Writes OUT/step_S.safetensors per forward pass of SRC; returns the files written."""
+    """Writes OUT/step_I.safetensors for the I-th forward pass of SRC that holds values (SGLang's
+    dumper counts its scheduler's idle steps too); returns the files written."""
     from safetensors.torch import save_file
 
     src, out = Path(src), Path(out)
@@ -143,8 +140,8 @@ def convert(src: Path, out: Path) -> list[Path]:
     steps = _sglang_steps(files) if sglang else _dict_steps(files)
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for step in sorted(steps):
-        path = out / f"step_{step}.safetensors"
+    for i, step in enumerate(sorted(steps)):
+        path = out / f"step_{i}.safetensors"
         save_file(steps[step], str(path))
         written.append(path)
     return written

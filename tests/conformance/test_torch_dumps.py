@@ -155,3 +155,14 @@ def test_tapdiff_names_the_converter_for_a_pt_file(tmp_path):
     run = tapdiff("inspect", str(tmp_path / "pass.pt"))
     assert run.returncode == 2 and "found a PyTorch .pt file (a pickle, which tapdiff does not load): convert it " \
         "with python -m tapdiff.torch_dumps" in run.stderr, run.stderr
+
+
+def test_steps_without_values_leave_no_gap(info, tmp_path):
+    """SGLang counts its scheduler's idle steps: passes 0, 2 and 5 become step_0, step_1, step_2."""
+    _, steps = engine_steps(tmp_path, info)
+    write_sglang(tmp_path / "sglang", steps[:3])
+    for f in (tmp_path / "sglang").iterdir():
+        step = int(f.name.split("___")[0].split("=")[1])
+        f.rename(f.with_name(f.name.replace(f"step={step}___", f"step={[0, 2, 5][step]}___", 1)))
+    written = convert(tmp_path / "sglang", tmp_path / "converted")
+    assert [p.name for p in written] == ["step_0.safetensors", "step_1.safetensors", "step_2.safetensors"]
