@@ -47,9 +47,10 @@ void check_path(const std::string& path) {
   if (status.type() != std::filesystem::file_type::regular)
     throw UsageError(fmt::format("{}: expected a dump file, found {}", path, kind_of(status.type())));
   if (std::filesystem::path(path).extension() == ".pt")
-    throw UsageError(fmt::format("{}: expected a dump file, found a PyTorch .pt file (a pickle, which tapdiff does "
-                                 "not load): convert it with python -m tapdiff.torch_dumps (docs/import.md)",
-                                 path));
+    throw UsageError(
+        fmt::format("{}: expected a dump file, found a PyTorch .pt file (a pickle, which tapdiff does "
+                    "not load): convert it with python -m tapdiff.torch_dumps (docs/import.md)",
+                    path));
   if (std::filesystem::file_size(path, error) == 0 && !error)
     throw FormatError(
         fmt::format("{}: incomplete dump: the file is empty (its run stopped before writing anything: "
