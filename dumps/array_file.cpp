@@ -230,6 +230,7 @@ std::int64_t NamedArray::elements() const {
 bool ArrayFile::recognises(const std::filesystem::path& path) {
   const std::string ext = path.extension().string();
   if (ext == ".safetensors" || ext == ".npz") return true;  // read as one, to say what in it is wrong
+  if (ext == ".pt") return false;  // PyTorch's zip of a pickle: named as such by the dump reader
   std::ifstream in(path, std::ios::binary);
   std::array<char, 9> head{};
   in.read(head.data(), head.size());

@@ -48,7 +48,7 @@ class ArrayFile {
   void release(const NamedArray& array, std::int64_t first, std::int64_t count) const;
 
   // Whether the file is one this reads: by its extension (.safetensors, .npz: then read as one, to
-  // say what in it is wrong), else by its first bytes.
+  // say what in it is wrong; .pt, PyTorch's zip of a pickle: never), else by its first bytes.
   static bool recognises(const std::filesystem::path& path);
 
  private:
