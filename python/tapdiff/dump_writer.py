@@ -29,8 +29,9 @@ def _integers(values, what):
     """values as int64, refusing what is not a whole number (1.7, None, text): an id or position
     is never rounded here."""
     array = np.asarray(values).reshape(-1)
-    if array.dtype.kind == "u" and np.any(array > np.iinfo(np.int64).max):
-        raise ValueError(f"{what}: expected whole numbers of 63 bits, found {array[array > np.iinfo(np.int64).max][:4].tolist()}")
+    too_large = array.dtype.kind == "u" and array > np.iinfo(np.int64).max
+    if np.any(too_large):
+        raise ValueError(f"{what}: expected whole numbers of 63 bits, found {array[too_large][:4].tolist()}")
     if np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.bool_):
         return array.astype(np.int64)
     if (np.issubdtype(array.dtype, np.floating) and np.all(np.isfinite(array)) and np.all(array == np.floor(array))
@@ -199,7 +200,8 @@ class DumpWriter:
                 warnings.warn(f"{layer}/{op}: {int(np.sum(~named))} value(s) name no expert of [0, {experts}) "
                               f"(the first {values[~named][:4].tolist()}): written as given, a finding for compare")
         largest = np.finfo(self._storage).max
-        if np.issubdtype(values.dtype, np.floating) and np.dtype(values.dtype).itemsize > np.dtype(self._storage).itemsize:
+        wider = np.dtype(values.dtype).itemsize > np.dtype(self._storage).itemsize
+        if np.issubdtype(values.dtype, np.floating) and wider:
             beyond = np.isfinite(values) & (np.abs(values) > largest)
             if np.any(beyond):
                 raise ValueError(f"{layer}/{op}: {int(np.sum(beyond))} finite value(s) beyond the storage type's range "

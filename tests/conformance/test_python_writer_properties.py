@@ -119,7 +119,8 @@ def test_a_drawn_run_reads_back_as_recorded_and_validates(info, storage, plan, f
             assert done.returncode == 0, done.stdout + done.stderr
         elif not finish:
             done = subprocess.run([TAPDIFF, "inspect", str(path)], capture_output=True, text=True, timeout=60)
-            assert done.returncode == 0 and "INCOMPLETE: the run stopped early" in done.stdout, done.stdout + done.stderr
+            assert done.returncode == 0 and "INCOMPLETE: the run stopped early" in done.stdout, \
+                done.stdout + done.stderr
 
 
 BAD = {  # kind: (what is drawn, the call it is given to, what the error says)
@@ -127,7 +128,8 @@ BAD = {  # kind: (what is drawn, the call it is given to, what the error says)
     "None token": (st.just([1, None]), "tokens", r"tokens: expected whole numbers"),
     "token past the vocabulary": (st.integers(512, 2**40).map(lambda t: [1, t]), "tokens", r"tokens: expected ids in"),
     "negative token": (st.integers(-2**40, -1).map(lambda t: [t, 1]), "tokens", r"tokens: expected ids in"),
-    "huge float token": (st.floats(2.0**62, 1e300).map(lambda f: [f, 1.0]), "tokens", r"tokens: expected whole numbers"),
+    "huge float token": (st.floats(2.0**62, 1e300).map(lambda f: [f, 1.0]), "tokens",
+                         r"tokens: expected whole numbers"),
     "fractional position": (st.floats(0.01, 0.99).map(lambda f: [0, 1 + f]), "positions", r"positions: expected whole"),
     "negative position": (st.integers(-2**31, -1).map(lambda p: [p, 0]), "positions", r"positions: expected 32-bit"),
     "decode not a flag": (st.sampled_from([2, -1, 7, "yes", 0.5, None]), "decode", r"decode: expected True or False"),

@@ -56,7 +56,8 @@ def write_sglang(folder: Path, steps: list[dict], rank: int = 0) -> None:
             tags = {"step": step, "rank": rank, "dump_index": index, "name": dumped, "recompute_status": "disabled"}
             if layer:
                 tags["layer_id"] = int(layer.group(1))
-            meta = {**tags, "world_rank": rank, "world_size": 1, "sglang_parallel_info": {"tp_rank": rank, "tp_size": 1}}
+            meta = {**tags, "world_rank": rank, "world_size": 1,
+                    "sglang_parallel_info": {"tp_rank": rank, "tp_size": 1}}
             file = folder / ("___".join(f"{k}={v}" for k, v in tags.items()) + ".pt")
             torch.save({"value": torch.from_numpy(np.ascontiguousarray(value)), "meta": meta}, file)
 
