@@ -29,7 +29,7 @@ import sys
 import numpy as np
 
 from .dump_writer import DumpWriter, model_info
-from .greedy import greedy
+from .recording import Recording, greedy
 
 
 def _rows(tensor) -> np.ndarray:
@@ -81,7 +81,7 @@ ROUTER = ("gate", "router")  # and a shared expert beside it (Qwen2-MoE; DeepSee
 SHARED_EXPERT = ("shared_expert", "shared_experts", "shared_mlp")
 
 
-class HfRecorder:
+class HfRecorder(Recording):
     """Hooks a transformers causal LM (batch of one) and records each forward pass it makes
     through `generate` (or `forward`) into a DumpWriter dump."""
 
@@ -89,6 +89,7 @@ class HfRecorder:
                  info=None, engine="transformers"):
         import torch
 
+        super().__init__()
         self.model = model
         self.info = info if info is not None else model_info(model_path, tapdiff)
         self.config = self.info["model_config"]
@@ -101,7 +102,6 @@ class HfRecorder:
         self.values: dict[tuple[int, str], np.ndarray] = {}
         self.handles = []
         self.layer = None  # the layer whose attention is running (for RoPE's outputs)
-        self.wrapped = []  # (module, name, original function) while recording
         self._hook_modules()
         self._wrap_rope()
 
@@ -286,8 +286,7 @@ class HfRecorder:
         for name, original, wrapper in (("apply_rotary_pos_emb", rope, apply), ("get_llama_4_attn_scale", temperature,
                                                                                   scale)):
             if original is not None:
-                self.wrapped.append((module, name, original))
-                setattr(module, name, wrapper)
+                self.swap(module, name, wrapper)
 
     def _whole_heads(self, rotated, sources):
         """RoPE's output as whole heads: where the family rotates only the first channels of each head
@@ -310,17 +309,7 @@ class HfRecorder:
         for h in self.handles:
             h.remove()
         self.handles = []
-        for module, name, original in self.wrapped:
-            setattr(module, name, original)
-        self.wrapped = []
-        self.writer.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
+        super().close()
 
     # --- running -------------------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from .dump_writer import DumpWriter, model_info
-from .greedy import greedy
+from .recording import Recording, greedy
 
 
 class Layout:
@@ -66,12 +66,15 @@ def _heads_rows(x) -> np.ndarray:
     return _rows(x.transpose(0, 2, 1, 3))
 
 
-def _wrapper_classes():
-    """The module wrappers, made once mlx is imported (the package itself does not need mlx)."""
+def module_wrappers():
+    """The module wrappers (Kept, KeptRope), made once mlx is imported (the package itself does not
+    need mlx). Kept also serves a hand-made MLX recorder (tests/conformance/mlx_recorder.py) with a
+    `convert` of its own."""
     import mlx.nn as nn
 
     class Kept(nn.Module):
-        """Calls `inner` unchanged; keeps its output under `output` and its input under `input`."""
+        """Calls `inner` unchanged; keeps its output under `output` and its input under `input`
+        (and, used as the output matrix, its logits under `_logits`), each through `convert`."""
 
         def __init__(self, inner, keep, output=None, input=None, convert=_rows):
             super().__init__()
@@ -80,7 +83,7 @@ def _wrapper_classes():
 
         def __call__(self, x, *args, **kwargs):
             if self._input:
-                self._keep(self._input, _rows(x))
+                self._keep(self._input, self._convert(x))
             y = self.inner(x, *args, **kwargs)
             if self._output:
                 self._keep(self._output, self._convert(y))
@@ -97,7 +100,7 @@ def _wrapper_classes():
 
         def as_linear(self, x):  # a tied embedding used as the output matrix: the logits
             y = self.inner.as_linear(x)
-            self._keep(self._logits, _rows(y))
+            self._keep(self._logits, self._convert(y))
             return y
 
     class KeptRope(nn.Module):
@@ -117,7 +120,7 @@ def _wrapper_classes():
     return Kept, KeptRope
 
 
-class MlxRecorder:
+class MlxRecorder(Recording):
     """Wraps an mlx-lm causal LM (batch of one) and records each forward pass it makes through
     `generate` (or `forward`) into a DumpWriter dump."""
 
@@ -130,6 +133,7 @@ class MlxRecorder:
         if model_type not in SUPPORTED:
             raise ValueError(f"MlxRecorder reads mlx-lm's modules of {', '.join(SUPPORTED)}: found model_type "
                              f"{model_type!r}")
+        super().__init__()
         self.model, self.layout = model, LAYOUTS[model_type]
         self.info = info if info is not None else model_info(model_path, tapdiff)
         self.config = self.info["model_config"]
@@ -144,25 +148,20 @@ class MlxRecorder:
                                  info=self.info)
         self.cache = mlx_cache.make_prompt_cache(model)  # before the wrapping: it reads the layers
         self.values: dict[tuple[int, str], np.ndarray] = {}
-        self.wrapped = []  # (owner, attribute, original module) while recording
         self._wrap()
 
     def _keep(self, key, value):
         if key in self.taps:
             self.values[key] = value
 
-    def _swap(self, owner, name, wrapper):
-        self.wrapped.append((owner, name, getattr(owner, name)))
-        setattr(owner, name, wrapper)
-
     def _wrap(self):
-        Kept, KeptRope = _wrapper_classes()
+        Kept, KeptRope = module_wrappers()
         inner = self.model.model
         n = len(inner.layers)
 
         def kept(owner, name, output=None, input=None):
             if hasattr(owner, name):
-                self._swap(owner, name, Kept(getattr(owner, name), self._keep, output, input))
+                self.swap(owner, name, Kept(getattr(owner, name), self._keep, output, input))
 
         scaled = self.layout.embedding_scaled
         kept(inner, "embed_tokens", None if scaled else (-1, "embed"))
@@ -176,37 +175,16 @@ class MlxRecorder:
             for norm in ("q_norm", "k_norm"):
                 kept(attn, norm, (i, norm))
             kept(attn, "o_proj", (i, "o_proj"), (i, "attn"))
-            self._swap(attn, "rope", KeptRope(attn.rope, self._keep, i))
+            self.swap(attn, "rope", KeptRope(attn.rope, self._keep, i))
             if self.layout.mlp_reads_stream:
                 kept(layer, "mlp", None, (i, "attn_residual"))
             kept(mlp, "gate_proj", (i, "ffn_gate"))
             kept(mlp, "up_proj", (i, "ffn_up"))
             kept(mlp, "down_proj", (i, "ffn_down"), (i, "ffn_act"))
             embed = (-1, "embed") if scaled and i == 0 else None
-            self._swap_item(inner.layers, i, Kept(layer, self._keep, (i, "ffn_residual"), embed))
+            self.swap(inner.layers, i, Kept(layer, self._keep, (i, "ffn_residual"), embed))
         kept(inner, "norm", (n, "final_norm"))
         kept(self.model, "lm_head", (n, "logits"))
-
-    def _swap_item(self, items, index, wrapper):
-        self.wrapped.append((items, index, items[index]))
-        items[index] = wrapper
-
-    def close(self):
-        """Puts mlx-lm's modules back; the dump stays as far as it was written."""
-        for owner, name, original in reversed(self.wrapped):
-            if isinstance(name, int):
-                owner[name] = original
-            else:
-                setattr(owner, name, original)
-        self.wrapped = []
-        self.writer.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
 
     def forward(self, tokens, decode=False):
         """One forward pass over `tokens` (a prefill chunk or a decode step's token) after those

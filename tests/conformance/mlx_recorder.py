@@ -23,6 +23,7 @@ from mlx_lm.models import llama as mlx_llama
 from safetensors.torch import load_file, save_file
 
 import hf_models
+from tapdiff.mlx_recorder import module_wrappers
 
 DTYPES = {"bf16": mx.bfloat16, "f16": mx.float16}
 
@@ -58,37 +59,6 @@ class Taps:
         self.values[name] = rows(value)
 
 
-class Tapped(nn.Module):
-    """A module whose input and output are kept: output under `name`, input under `input_name`."""
-
-    def __init__(self, inner, taps: Taps, name: str | None, input_name: str | None = None):
-        super().__init__()
-        self.inner = inner
-        self._taps, self._name, self._input = taps, name, input_name
-
-    def __call__(self, x, *args, **kwargs):
-        if self._input:
-            self._taps.keep(self._input, x)
-        y = self.inner(x, *args, **kwargs)
-        if self._name:
-            self._taps.keep(self._name, y)
-        return y
-
-    def __getattr__(self, key):  # what the model reads of the module (a layer's use_sliding)
-        try:
-            return super().__getattr__(key)
-        except AttributeError:
-            inner = dict.get(self, "inner")
-            if inner is None:
-                raise
-            return getattr(inner, key)
-
-    def as_linear(self, x):  # a tied embedding used as the output matrix
-        y = self.inner.as_linear(x)
-        self._taps.keep(f"{self._layers}/logits", y)
-        return y
-
-
 class TappedRope(nn.Module):
     """RoPE, called on the queries then the keys in each layer's attention."""
 
@@ -113,8 +83,14 @@ def load(folder: Path, dtype: str, faults: set[str] = frozenset()):
     taps = Taps()
     inner = model.model
     n = len(inner.layers)
-    embed = Tapped(inner.embed_tokens, taps, "-1/embed")
-    embed._layers = n
+    Kept, _ = module_wrappers()
+
+    def Tapped(module, name, input_name=None):  # noqa: N802 (it stands for a module class)
+        """A module whose output is kept under `name` and its input under `input_name`."""
+        return Kept(module, taps.values.__setitem__, name, input_name, convert=rows)
+
+    embed = Tapped(inner.embed_tokens, "-1/embed")
+    embed._logits = f"{n}/logits"
     inner.embed_tokens = embed
     for i, layer in enumerate(inner.layers):
         attn, mlp = layer.self_attn, layer.mlp
@@ -122,20 +98,20 @@ def load(folder: Path, dtype: str, faults: set[str] = frozenset()):
             attn.scale = (attn.n_heads * attn.head_dim) ** -0.5
         if f"norm-eps@{i}" in faults:
             layer.input_layernorm.eps = 0.5
-        layer.input_layernorm = Tapped(layer.input_layernorm, taps, f"{i}/attn_norm")
+        layer.input_layernorm = Tapped(layer.input_layernorm, f"{i}/attn_norm")
         for proj in ("q_proj", "k_proj", "v_proj"):
-            setattr(attn, proj, Tapped(getattr(attn, proj), taps, f"{i}/{proj}"))
-        attn.o_proj = Tapped(attn.o_proj, taps, f"{i}/o_proj", f"{i}/attn")
+            setattr(attn, proj, Tapped(getattr(attn, proj), f"{i}/{proj}"))
+        attn.o_proj = Tapped(attn.o_proj, f"{i}/o_proj", f"{i}/attn")
         attn.rope = TappedRope(attn.rope, taps, i, "rope-restart@all" in faults)
-        layer.post_attention_layernorm = Tapped(layer.post_attention_layernorm, taps, f"{i}/ffn_norm",
+        layer.post_attention_layernorm = Tapped(layer.post_attention_layernorm, f"{i}/ffn_norm",
                                                 f"{i}/attn_residual")
-        mlp.gate_proj = Tapped(mlp.gate_proj, taps, f"{i}/ffn_gate")
-        mlp.up_proj = Tapped(mlp.up_proj, taps, f"{i}/ffn_up")
-        mlp.down_proj = Tapped(mlp.down_proj, taps, f"{i}/ffn_down", f"{i}/ffn_act")
-        inner.layers[i] = Tapped(layer, taps, f"{i}/ffn_residual")
-    inner.norm = Tapped(inner.norm, taps, f"{n}/final_norm")
+        mlp.gate_proj = Tapped(mlp.gate_proj, f"{i}/ffn_gate")
+        mlp.up_proj = Tapped(mlp.up_proj, f"{i}/ffn_up")
+        mlp.down_proj = Tapped(mlp.down_proj, f"{i}/ffn_down", f"{i}/ffn_act")
+        inner.layers[i] = Tapped(layer, f"{i}/ffn_residual")
+    inner.norm = Tapped(inner.norm, f"{n}/final_norm")
     if hasattr(model, "lm_head"):
-        model.lm_head = Tapped(model.lm_head, taps, f"{n}/logits")
+        model.lm_head = Tapped(model.lm_head, f"{n}/logits")
     if "mask-offset@all" in faults:
         mlx_llama.create_attention_mask = mask_ignoring_offset
     else:
