@@ -16,8 +16,9 @@ tapdiff itself never unpickles.
 SGLang's names are its modules' (the dumper's non-intrusive mode): `non_intrusive__X.output` is read
 as X, `X.output.K` (a tuple's K-th tensor) as X.K and `X.inputs.0` as X:input, which is how the
 vllm and hf maps name a module's values; `input_ids` and `positions` are the rows' provenance.
-Values named otherwise keep their names (a TOML map can name them). One rank's dump is read: a
-folder holding several ranks' values is refused (a sharded run is not read yet).
+Values named otherwise keep their names (a TOML map can name them). One rank's run is read: a
+folder holding several ranks' values, or a value whose meta names a parallel group of more than
+one rank, is refused (a sharded run is not read yet).
 """
 from __future__ import annotations
 
@@ -83,6 +84,19 @@ def _same(a, b) -> bool:
             and torch.equal(a.reshape(-1).view(torch.uint8), b.reshape(-1).view(torch.uint8)))
 
 
+def _sharding(meta) -> str:
+    """The first parallel group of more than one rank the dumper's meta names ("tp_size = 2", from
+    world_size or any <plugin>_parallel_info), or ""."""
+    if not isinstance(meta, dict):
+        return ""
+    groups = {}
+    for key, info in meta.items():
+        if key.endswith("_parallel_info") and isinstance(info, dict):
+            groups.update({k: v for k, v in info.items() if k.endswith("_size")})
+    groups["world_size"] = meta.get("world_size")
+    return next((f"{k} = {v}" for k, v in groups.items() if isinstance(v, int) and v > 1), "")
+
+
 def _sglang_steps(files: list[Path]) -> dict[int, dict]:
     tags = {path: _tags(path) for path in files}
     for path, t in tags.items():
@@ -98,6 +112,10 @@ def _sglang_steps(files: list[Path]) -> dict[int, dict]:
     for path, t in tags.items():
         step, name = int(t.get("step", t.get("forward_pass_id"))), sglang_name(t["name"])
         content = _load(path)
+        meta = content.get("meta") if isinstance(content, dict) else None
+        if sharded := _sharding(meta):
+            raise ValueError(f"{path}: expected a run on one rank, found {sharded} in its meta (a sharded run's "
+                             f"values are slices or partial sums, which are not read yet)")
         value = content["value"] if isinstance(content, dict) and "value" in content else content
         if name in _BOOKKEEPING or value is None:
             continue

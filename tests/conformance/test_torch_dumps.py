@@ -42,7 +42,7 @@ def sglang_dumper_name(vllm_name: str) -> str:
     return f"non_intrusive__{vllm_name}.output"
 
 
-def write_sglang(folder: Path, steps: list[dict], rank: int = 0) -> None:
+def write_sglang(folder: Path, steps: list[dict], rank: int = 0, tp_size: int = 1) -> None:
     """Each value as the dumper saves it: {"value": tensor, "meta": {...}} in its own file."""
     folder.mkdir(parents=True, exist_ok=True)
     index = 0
@@ -56,8 +56,8 @@ def write_sglang(folder: Path, steps: list[dict], rank: int = 0) -> None:
             tags = {"step": step, "rank": rank, "dump_index": index, "name": dumped, "recompute_status": "disabled"}
             if layer:
                 tags["layer_id"] = int(layer.group(1))
-            meta = {**tags, "world_rank": rank, "world_size": 1,
-                    "sglang_parallel_info": {"tp_rank": rank, "tp_size": 1}}
+            meta = {**tags, "world_rank": rank, "world_size": tp_size,
+                    "sglang_parallel_info": {"tp_rank": rank, "tp_size": tp_size}}
             file = folder / ("___".join(f"{k}={v}" for k, v in tags.items()) + ".pt")
             torch.save({"value": torch.from_numpy(np.ascontiguousarray(value)), "meta": meta}, file)
 
@@ -132,6 +132,10 @@ def test_a_sharded_dump_and_an_output_in_use_are_refused(info, tmp_path):
     write_sglang(tmp_path / "ranks", steps[:1], rank=1)
     with pytest.raises(ValueError, match="expected one rank's values, found ranks 0, 1"):
         convert(tmp_path / "ranks", tmp_path / "out")
+    one = tmp_path / "rank0-of-2"  # one rank's files of a run with tensor parallelism 2
+    write_sglang(one, steps[:1], rank=0, tp_size=2)
+    with pytest.raises(ValueError, match=r"expected a run on one rank, found tp_size = 2 in its meta"):
+        convert(one, tmp_path / "out")
     used = tmp_path / "used"
     used.mkdir()
     (used / "mine.txt").write_text("keep")
