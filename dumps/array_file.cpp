@@ -26,11 +26,12 @@ namespace {
 constexpr std::array<char, 4> kZipMagic = {'P', 'K', 3, 4};
 constexpr std::array<char, 4> kZipEmptyMagic = {'P', 'K', 5, 6};
 
+constexpr std::pair<std::string_view, ElementType> kSafetensorsTypes[] = {
+    {"F16", ElementType::f16}, {"BF16", ElementType::bf16}, {"F32", ElementType::f32},
+    {"F64", ElementType::f64}, {"I32", ElementType::i32},   {"I64", ElementType::i64}};
+
 ElementType safetensors_type(std::string_view name) {
-  static constexpr std::pair<std::string_view, ElementType> kTypes[] = {
-      {"F16", ElementType::f16}, {"BF16", ElementType::bf16}, {"F32", ElementType::f32},
-      {"F64", ElementType::f64}, {"I32", ElementType::i32},   {"I64", ElementType::i64}};
-  for (const auto& [n, t] : kTypes)
+  for (const auto& [n, t] : kSafetensorsTypes)
     if (n == name) return t;
   return ElementType::other;
 }
@@ -194,6 +195,12 @@ std::vector<std::byte> inflate_member(std::span<const std::byte> in, std::uint64
 }
 
 }  // namespace
+
+std::string_view safetensors_type_name(ElementType type) {
+  for (const auto& [n, t] : kSafetensorsTypes)
+    if (t == type) return n;
+  return "";
+}
 
 std::string_view element_type_name(ElementType type) {
   switch (type) {

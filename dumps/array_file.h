@@ -19,7 +19,8 @@ namespace tapdiff::dumps {
 
 enum class ElementType : std::uint8_t { f16, bf16, f32, f64, i32, i64, other };
 std::string_view element_type_name(ElementType type);
-std::size_t element_bytes(ElementType type);  // 0 for other
+std::size_t element_bytes(ElementType type);               // 0 for other
+std::string_view safetensors_type_name(ElementType type);  // "F32", "BF16", ...; "" for other
 
 struct NamedArray {
   std::string name;

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "dumps/safetensors_writer.h"
 #include "formats/gguf_writer.h"
 
 namespace tapdiff::testing {
@@ -135,20 +136,12 @@ std::map<std::string, std::vector<float>> write_tiny_gguf(const std::filesystem:
 }
 
 void write_safetensors(const std::filesystem::path& path, const std::vector<StEntry>& tensors) {
-  nlohmann::json header = {{"__metadata__", {{"format", "pt"}}}};
-  std::uint64_t offset = 0;
+  std::vector<dumps::NamedArray> arrays;
   for (const StEntry& t : tensors) {
-    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.data.size()}}};
-    offset += t.data.size();
+    dumps::NamedArray& a = arrays.emplace_back();
+    a.name = t.name, a.type_name = t.dtype, a.shape = t.shape, a.bytes = t.data;
   }
-  std::string text = header.dump();
-  text.resize((text.size() + 7) / 8 * 8, ' ');
-  std::ofstream out(path, std::ios::binary);
-  const std::uint64_t n = text.size();
-  out.write(reinterpret_cast<const char*>(&n), 8);
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  for (const StEntry& t : tensors)
-    out.write(reinterpret_cast<const char*>(t.data.data()), static_cast<std::streamsize>(t.data.size()));
+  dumps::write_safetensors(path, arrays, {{"format", "pt"}});
 }
 
 // A tiny Llama model in the Hugging Face layout, F32, tied embeddings (no lm_head); by default

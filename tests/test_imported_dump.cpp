@@ -12,6 +12,7 @@
 
 #include "dumps/dump_reader.h"
 #include "dumps/imported_dump.h"
+#include "dumps/safetensors_writer.h"
 #include "formats/family_spec.h"
 #include "model/errors.h"
 #include "tests/model_file_fixtures.h"
@@ -122,6 +123,38 @@ TEST(ImportedDump, NpzAndSafetensorsReadBackAsWritten) {
   testing::write_safetensors(dir / "a.safetensors", st);
   const ImportedDump same(dir / "a.safetensors", options_for(c), c);
   EXPECT_EQ(same.read({Op::attn_norm, 0}, 0, 3).at(2, 3), norm[19]);
+}
+
+// What `--repro` writes (dumps/safetensors_writer.h) reads back through ArrayFile: each array's type,
+// shape and values, the header padded to 8 bytes, and the metadata under __metadata__.
+TEST(SafetensorsWriter, ArraysAndMetadataReadBackAsWritten) {
+  const auto dir = testing::temp_dir("safetensors-writer");
+  const std::vector<float> f32 = iota(6, 0.5f);
+  const std::vector<double> f64 = {0.1, -2.5e-300, 7};
+  const std::vector<std::int32_t> ids = {3, -1};
+  const std::vector<dumps::NamedArray> arrays = {dumps::named_array("input.0/attn_norm", {2, 3}, std::span(f32)),
+                                                 dumps::named_array("output.reference", {3, 1}, std::span(f64)),
+                                                 dumps::named_array("tokens", {2}, std::span(ids))};
+  dumps::write_safetensors(dir / "case.safetensors", arrays, {{"op", "attn_norm"}, {"note", "a \"quoted\" value"}});
+  const dumps::ArrayFile file(dir / "case.safetensors");
+  ASSERT_EQ(file.arrays().size(), 3u);
+  const dumps::NamedArray* a = file.find("input.0/attn_norm");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->type, dumps::ElementType::f32);
+  EXPECT_EQ(a->shape, (std::vector<std::int64_t>{2, 3}));
+  EXPECT_EQ(std::memcmp(a->bytes.data(), f32.data(), 24), 0);
+  const dumps::NamedArray* r = file.find("output.reference");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->type, dumps::ElementType::f64);
+  EXPECT_EQ(std::memcmp(r->bytes.data(), f64.data(), 24), 0);
+  EXPECT_EQ(file.find("tokens")->type, dumps::ElementType::i32);
+  const std::string bytes = slurp(dir / "case.safetensors");
+  std::uint64_t length = 0;
+  std::memcpy(&length, bytes.data(), 8);
+  EXPECT_EQ(length % 8, 0u);
+  const auto header = nlohmann::json::parse(bytes.substr(8, length));
+  EXPECT_EQ(header["__metadata__"]["note"], "a \"quoted\" value");
+  EXPECT_EQ(header["tokens"]["data_offsets"], (std::vector<std::uint64_t>{48, 56}));
 }
 
 TEST(ImportedDump, AFolderIsOneFilePerForwardPassInNumericOrder) {

@@ -17,6 +17,7 @@
 #include "bisect/cli/run_context.h"
 #include "bisect/drive/bisect.h"
 #include "bisect/judge/finding.h"
+#include "bisect/report/repro.h"
 #include "bisect/report/terminal.h"
 #include "dumps/dump_writer.h"
 #include "formats/load_model.h"
@@ -48,6 +49,7 @@ struct BisectArgs {
   ReportFiles reports;
   std::string dump_dir;
   std::string taps = "all";
+  std::string repro;  // --repro: the culprit's case and its checks, written into this folder
   std::string command_line;
 };
 
@@ -95,6 +97,24 @@ std::unique_ptr<model::Engine> truth_engine(const BisectArgs& a, const model::Mo
   return make_engine(choice, m);
 }
 
+// --repro DIR: the culprit's case on A's inputs and its checks (bisect/report/repro.h).
+void write_repro_of(const BisectArgs& a, const model::Graph& graph, const model::Model& m,
+                    const bisect::LockstepEngines& engines, const bisect::BisectResult& result,
+                    const std::vector<std::int32_t>& prompt) {
+  if (!result.culprit) {
+    fmt::print("repro: no culprit was found: nothing written to {}\n", a.repro);
+    return;
+  }
+  const bisect::ReproCase repro = bisect::repro_case_of_bisection(graph, m, engines.truth, engines.b, result, prompt);
+  const std::string truth = fmt::format("{} ({})", engines.truth.name(), engines.truth.compute_dtype());
+  const std::string b = fmt::format("{} ({}, {})", engines.b.name(), engines.b.compute_dtype(), engines.b.device());
+  bisect::write_repro(repro, {a.model, b, truth, model::to_json(m.config()).dump()}, a.repro);
+  fmt::print(
+      "repro: {}: {}'s case on A's inputs (forward pass {}) with its checks: python3 {}/check.py --replay "
+      "engine fails as found; fill in kernel.py or kernel.c to run yours\n",
+      a.repro, model::to_string(repro.id), repro.chunk.index, a.repro);
+}
+
 nlohmann::json dump_summary(const std::vector<std::int32_t>& generated) { return {{"generated", generated}}; }
 
 int bisect_command(const BisectArgs& a) {
@@ -108,6 +128,11 @@ int bisect_command(const BisectArgs& a) {
                              {a.model, a.tolerances, a.prompt.prompt_file, a.prompt.vocab, a.prompt.batch_file});
   const bisect::Tolerances table =
       a.tolerances.empty() ? bisect::Tolerances() : bisect::Tolerances::from_file(a.tolerances);
+  if (!a.repro.empty()) {
+    if (!a.prompt.batch_file.empty())
+      throw UsageError("--repro writes the case of one prompt: not with --batch-prompts");
+    bisect::check_repro_dir(a.repro);
+  }
   if (!a.dump_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(a.dump_dir, ec);
@@ -152,6 +177,7 @@ int bisect_command(const BisectArgs& a) {
     };
     result = bisect::run_bisect(m->config(), {*truth, floor.get(), *b}, prompts, options);
   }
+  if (!a.repro.empty()) write_repro_of(a, graph, *m, {*truth, floor.get(), *b}, result, prompt);
   for (bisect::RunInfo* run : {&result.run.a, &result.run.b}) add_run_context(run->metadata, *m, a.command_line);
   if (dump_a) dump_a->finish(dump_summary(result.tokens.a)), result.run.a.path = a.dump_dir + "/a.h5";
   if (dump_b) dump_b->finish(dump_summary(result.tokens.b)), result.run.b.path = a.dump_dir + "/b.h5";
@@ -204,6 +230,10 @@ void add_bisect_command(CLI::App& app, CliContext& context) {
   cmd->add_option("--dump-dir", args->dump_dir, "Keep both engines' free-run dumps here (a.h5, b.h5)");
   cmd->add_option("--taps", args->taps, "Which ops --dump-dir keeps: all, layers, or a regex over LAYER/OP")
       ->capture_default_str();
+  cmd->add_option("--repro", args->repro,
+                  "Write the culprit's case into this folder (its inputs as B had them: A's values, the truth's "
+                  "output, B's, the tolerance) with a check in Python and in C that fails as found and calls a "
+                  "kernel you fill in");
   cmd->callback([args, &context] {
     args->command_line = context.command_line;
     context.exit_code = bisect_command(*args);

@@ -20,6 +20,7 @@
 #include "bisect/drive/floor_run.h"
 #include "bisect/drive/local_check.h"
 #include "bisect/judge/finding.h"
+#include "bisect/report/repro.h"
 #include "bisect/report/terminal.h"
 #include "dumps/dump_reader.h"
 #include "formats/load_model.h"
@@ -45,6 +46,7 @@ struct CompareArgs {
   std::string floor;        // --floor: a run in B's precision whose error against A calibrates B's tolerances
   CalibrationOptions calibrate;
   DumpInputOptions input;
+  std::string repro;  // --repro: the culprit's case and its checks, written into this folder
 };
 
 // "FIRST:LAST" (either may be empty) into options' layer range. UsageError otherwise.
@@ -134,10 +136,10 @@ bisect::Tolerances with_measured_floor(bisect::Tolerances tolerances, const dump
 }
 
 // The culprit on B's own inputs: every op of B's dump run by the reference on B's inputs.
-bisect::LocalCheck check_on_b(const CompareArgs& args, CheckOnB& check, const dumps::DumpReader& b) {
+bisect::LocalCheck check_on_b(const CompareArgs& args, CheckOnB& check, const dumps::DumpReader& b,
+                              model::Engine& truth) {
   const model::Model& m = *check.model;
   const model::Graph graph(m.config());
-  const auto truth = make_engine(reference_choice("f64", args.threads), m);
   std::unique_ptr<model::Engine> floor;
   if (check.options.calibration) floor = floor_engine(check.precision, m, args.threads);
   ProgressLine progress;
@@ -148,7 +150,25 @@ bisect::LocalCheck check_on_b(const CompareArgs& args, CheckOnB& check, const du
         },
         chunk == chunks);
   };
-  return bisect::check_locally(b, graph, {*truth, floor.get()}, check.options);
+  return bisect::check_locally(b, graph, {truth, floor.get()}, check.options);
+}
+
+// --repro DIR: the culprit's case on B's inputs and its checks (bisect/report/repro.h).
+void write_repro_of(const CompareArgs& args, const CheckOnB& check, const dumps::DumpReader& b,
+                    const std::optional<bisect::Isolation>& isolation, model::Engine* truth) {
+  if (!isolation || !isolation->culprit || !truth) {
+    fmt::print("repro: no culprit was found on B's own inputs: nothing written to {}\n", args.repro);
+    return;
+  }
+  const bisect::OpResult& culprit = isolation->local[*isolation->culprit];
+  const model::Graph graph(check.model->config());
+  const bisect::ReproCase repro = bisect::repro_case_from_dump(b, graph, *check.model, *truth, culprit);
+  const std::string reference = fmt::format("{} ({})", truth->name(), truth->compute_dtype());
+  bisect::write_repro(repro, {args.model, args.b, reference, model::to_json(check.model->config()).dump()}, args.repro);
+  fmt::print(
+      "repro: {}: {}'s case on B's inputs (forward pass {}) with its checks: python3 {}/check.py --replay "
+      "engine fails as found; fill in kernel.py or kernel.c to run yours\n",
+      args.repro, model::to_string(culprit.id), repro.chunk.index, args.repro);
 }
 
 // --floor F: F's error against A per op, F a run of the same prompt in B's precision (`tapdiff run
@@ -172,6 +192,10 @@ int compare(const CompareArgs& args) {
   bisect::Tolerances tolerances =
       args.tolerances.empty() ? bisect::Tolerances() : bisect::Tolerances::from_file(args.tolerances);
   if (args.model.empty() && !args.layers.empty()) throw UsageError("--layers: give --model too");
+  if (!args.repro.empty()) {
+    if (args.model.empty()) throw UsageError("--repro: give --model too (the culprit is found on B's own inputs)");
+    bisect::check_repro_dir(args.repro);
+  }
   std::unique_ptr<model::Model> model = args.model.empty() ? nullptr : open_model(args.model, args.load);
   // An imported dump takes the model from --model, else from the other dump (HDF5 first).
   const bool a_imported = dumps::is_imported_dump(args.a);
@@ -213,10 +237,15 @@ int compare(const CompareArgs& args) {
   if (!tolerance_source.empty()) result.tolerance_source = tolerance_source;
   // Where nothing tells what B computes in, no op is taken for a bug: no culprit is named.
   std::optional<bisect::LocalCheck> local;
-  if (check && !result.match() && known) local = check_on_b(args, *check, b);
+  std::unique_ptr<model::Engine> truth;
+  if (check && !result.match() && known) {
+    truth = make_engine(reference_choice("f64", args.threads), *check->model);
+    local = check_on_b(args, *check, b, *truth);
+  }
   const bisect::Finding finding =
       bisect::judge_comparison(std::move(result), std::move(local), bisect::DumpSource(a), bisect::DumpSource(b));
   write_reports(finding, args.reports);
+  if (!args.repro.empty()) write_repro_of(args, *check, b, finding.isolation, truth.get());
   return finding.match() ? 0 : 1;
 }
 
@@ -254,6 +283,10 @@ void add_compare_command(CLI::App& app, CliContext& context) {
                   "llama.cpp, llama.cpp-vulkan, fp8_e4m3, fp8_e5m2; docs/tolerances.md); default: as B's dump "
                   "states it, else as its values tell. With --model the reference "
                   "emulates it on A's passes and on B's inputs, and B's ops are held to k x that noise floor");
+  cmd->add_option("--repro", args->repro,
+                  "With --model: write the culprit's case into this folder (its inputs as B had them, the "
+                  "reference's output in f64, B's, the tolerance) with a check in Python and in C that fails as "
+                  "found and calls a kernel you fill in");
   add_calibration_options(*cmd, args->calibrate,
                           "With --model: hold each op to the tolerance table instead of k x the noise floor of the "
                           "reference in B's precision, on A's passes and on B's inputs (and refuse --floor)");

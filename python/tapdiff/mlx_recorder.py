@@ -15,10 +15,11 @@ then the keys, held [1, heads, rows, head_dim] as MLX's attention holds them: wr
 attention run as they do. Values are read in the dtype MLX computes in and stored exactly (f32
 storage holds bf16 and f16 values); the dump states that dtype as its compute_dtype.
 
-mlx-lm's modules of Llama, Mistral, Qwen2, Qwen3, OLMo 2 and Gemma are read (LAYOUTS: each
-model_type's norms and what their inputs and outputs are; the attention's q_proj/k_proj/v_proj/
-o_proj, optional q/k norms and `rope`, and the gated MLP are alike in all). A model whose forward
-leaves one of tapdiff's ops unseen is refused at its first forward pass, naming the ops.
+mlx-lm's modules of Llama, Mistral, Qwen2, Qwen3, OLMo 2, Gemma, Granite, Helium, ERNIE 4.5,
+Seed-OSS, SmolLM3, Nemotron and StableLM are read (LAYOUTS: each model_type's norms and what their
+inputs and outputs are; the attention's q_proj/k_proj/v_proj/o_proj, optional q/k norms and `rope`,
+and the MLP's gate_proj/up_proj/down_proj are alike in all). A model whose forward leaves one of
+tapdiff's ops unseen is refused at its first forward pass, naming the ops.
 """
 from __future__ import annotations
 
@@ -43,9 +44,11 @@ _PRE_NORMS = {"input_layernorm": ("attn_norm", None), "post_attention_layernorm"
 _POST_NORMS = {"post_attention_layernorm": ("attn_post_norm", None),
                "post_feedforward_layernorm": ("ffn_post_norm", None)}
 LAYOUTS = {
-    "llama": Layout(_PRE_NORMS), "mistral": Layout(_PRE_NORMS), "qwen2": Layout(_PRE_NORMS),
-    "qwen3": Layout(_PRE_NORMS), "olmo2": Layout(_POST_NORMS, mlp_reads_stream=True),
+    **{name: Layout(_PRE_NORMS) for name in ("llama", "mistral", "qwen2", "qwen3", "helium", "ernie4_5", "seed_oss",
+                                             "smollm3", "nemotron", "stablelm")},
+    "olmo2": Layout(_POST_NORMS, mlp_reads_stream=True),
     "gemma": Layout(_PRE_NORMS, embedding_scaled=True),
+    "granite": Layout(_PRE_NORMS, embedding_scaled=True),  # its embedding_multiplier, after embed_tokens
 }
 SUPPORTED = tuple(LAYOUTS)
 

@@ -1,7 +1,8 @@
 """Apple MLX (mlx[cpu], mlx-lm's Llama) in bfloat16 and float16, recorded per forward pass as
 safetensors (mlx_recorder.py), against tapdiff's f64 reference of the same Hugging Face folder:
 a clean run matches with no flag (its precision read from its values) and with --b-precision; each
-bug planted in mlx-lm's modules is named as its culprit; a dump missing passes does not pass."""
+bug planted in mlx-lm's modules is named as its culprit, and the culprit's `--repro` checks (Python
+and C) fail on MLX's output and pass on the reference's; a dump missing passes does not pass."""
 from __future__ import annotations
 
 import json
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import mlx_recorder
+from repro_checks import assert_replays
 from test_python_writer import tapdiff
 
 PROMPT = [1] + [(i * 37) % 150 + 3 for i in range(39)]
@@ -80,10 +82,15 @@ def test_a_clean_mlx_run_matches_with_its_precision_read_from_its_values(model, 
     ("norm-eps@1", "1/attn_norm"),
 ])
 def test_a_bug_planted_in_mlx_is_named_as_the_culprit(model, reference, dtype, fault, culprit):
-    code, report, out = compare(reference, mlx_dump(model, dtype, [fault]), model)
+    b = mlx_dump(model, dtype, [fault])
+    repro = b.parent / f"{b.name}.repro"
+    code, report, out = compare(reference, b, model, "--repro", str(repro))
     assert code == 1, out
     assert report["culprit"] is not None, out
     assert f"{report['culprit']['layer']}/{report['culprit']['op']}" == culprit, out
+    # The culprit as a test for MLX's own suite: its checks fail on MLX's output and pass on the reference's.
+    assert f"repro: {repro}: {culprit}'s case" in out, out
+    assert_replays(repro)
     # MLX's tokens are the ones its decode rows were fed: where they part from A's, the step, both
     # tokens and A's margin between them are reported.
     tokens = report["tokens"]

@@ -2,7 +2,8 @@
 it and tapdiff read, in float32 and bfloat16, with chunked prefill and greedy decode through
 mlx-lm's cache: `tapdiff run --tokens-from` the recorded dump follows its rows, and `compare
 --model` says match; a norm's epsilon changed in mlx-lm's module is named as the culprit. mlx-lm's
-Gemma computes the exact GELU where the checkpoint asks for the tanh one: named in float32."""
+Gemma computes the exact GELU where the checkpoint asks for the tanh one: named in float32; its
+Mistral without layer_types ignores the sliding window: named at the first attention."""
 from __future__ import annotations
 
 import json
@@ -28,7 +29,8 @@ FAMILIES = {  # name: how its tiny folder is made (transformers 4.x configs: mlx
         folder, "4.x", seed=5),
     **{name: (lambda name: lambda folder: hf_models.make_model(
         next(c for c in hf_models.CASES if c.name == name), folder, "4.x", seed=6))(name)
-       for name in ("mistral-head-dim", "olmo2")},
+       for name in ("mistral-head-dim", "olmo2", "granite", "helium", "ernie4_5", "seed-oss", "smollm3", "nemotron",
+                    "stablelm")},
 }
 DTYPES = {"f32": mx.float32, "bf16": mx.bfloat16}
 
@@ -95,10 +97,25 @@ def test_mlx_lm_gemma_parts_at_its_gelu(tmp_path):
     assert code == 0 and report["verdict"] == "match", out
 
 
+def test_mlx_lm_mistral_without_layer_types_ignores_its_sliding_window(tmp_path):
+    """mlx-lm's Llama (which runs Mistral) slides only the layers its config's layer_types marks: a
+    Mistral config with sliding_window and no layer_types attends over every past token where
+    transformers' Mistral keeps the last sliding_window. Named at the first attention, from the
+    first row past the window."""
+    folder = tmp_path / "mistral"
+    hf_models.make_model(next(c for c in hf_models.CASES if c.name == "mistral"), folder, "4.x", seed=6)
+    config = json.loads((folder / "config.json").read_text())
+    assert config["sliding_window"] == 8 and "layer_types" not in config
+    record(folder, "f32", tmp_path / "f32.h5")
+    code, report, out = compare(folder, tmp_path / "f32.h5")
+    assert code == 1 and f"{report['culprit']['layer']}/{report['culprit']['op']}" == "0/attn", out
+    assert report["first"]["first_bad_position"] == 8, out
+
+
 def test_a_model_of_another_layout_is_refused(tmp_path):
     class Other:
         class args:
             model_type = "gemma3_text"
-    with pytest.raises(ValueError, match="MlxRecorder reads mlx-lm's modules of llama, mistral, qwen2, qwen3, olmo2, "
-                                         "gemma: found model_type 'gemma3_text'"):
+    with pytest.raises(ValueError, match="MlxRecorder reads mlx-lm's modules of llama, mistral, qwen2, qwen3, "
+                                         "helium, .*: found model_type 'gemma3_text'"):
         MlxRecorder(Other(), tmp_path / "x.h5", tmp_path)
