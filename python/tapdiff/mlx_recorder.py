@@ -16,9 +16,9 @@ attention run as they do. Values are read in the dtype MLX computes in and store
 storage holds bf16 and f16 values); the dump states that dtype as its compute_dtype.
 
 mlx-lm's modules of Llama, Mistral, Qwen2, Qwen3, OLMo 2, Gemma, Granite, Helium, ERNIE 4.5,
-Seed-OSS, SmolLM3, Nemotron and StableLM are read (LAYOUTS: each model_type's norms and what their
-inputs and outputs are; the attention's q_proj/k_proj/v_proj/o_proj, optional q/k norms and `rope`,
-and the MLP's gate_proj/up_proj/down_proj are alike in all). A model whose forward leaves one of
+Seed-OSS, SmolLM3, Nemotron, StableLM, Phi-3, GLM-4, Starcoder 2 and Hunyuan are read (LAYOUTS:
+each model_type's norm, attention and MLP modules and which ops their inputs and outputs are, a
+fused product split into its ops; each attention's `rope`). A model whose forward leaves one of
 tapdiff's ops unseen is refused at its first forward pass, naming the ops.
 """
 from __future__ import annotations
@@ -30,25 +30,44 @@ from .recording import Recording, greedy
 
 
 class Layout:
-    """How one mlx-lm model_type lays out a decoder layer: its norm modules, each with the op of its
-    output and of its input (None: not an op); whether the embedding is scaled after embed_tokens
-    (Gemma: the op is then the first layer's input); whether the MLP reads the stream after
-    attention itself (no norm before it: the op attn_residual is then the MLP's input)."""
+    """How one mlx-lm model_type lays out a decoder layer. norms: its norm modules, each with the op
+    of its output and of its input (None: not an op); attention and mlp: the modules of the layer's
+    self_attn and mlp the same way, where an output of several ops is a fused product, split into
+    them by their widths; whether the embedding is scaled after embed_tokens (the op is then the
+    first layer's input); whether the MLP reads the stream after attention itself (no norm before
+    it: the op attn_residual is then the MLP's input); the modules that see heads first."""
 
-    def __init__(self, norms: dict, embedding_scaled: bool = False, mlp_reads_stream: bool = False):
+    def __init__(self, norms: dict, embedding_scaled: bool = False, mlp_reads_stream: bool = False,
+                 attention: dict | None = None, mlp: dict | None = None, heads_first: tuple = ()):
         self.norms, self.embedding_scaled, self.mlp_reads_stream = norms, embedding_scaled, mlp_reads_stream
+        self.attention = {**_ATTENTION, **(attention or {})}
+        self.mlp = mlp or _GATED_MLP
+        self.heads_first = heads_first  # modules called on [1, heads, rows, head_dim], as RoPE is
 
 
 _PRE_NORMS = {"input_layernorm": ("attn_norm", None), "post_attention_layernorm": ("ffn_norm", "attn_residual")}
 # OLMo 2 norms after attention and MLP only: the MLP reads the stream after attention.
 _POST_NORMS = {"post_attention_layernorm": ("attn_post_norm", None),
                "post_feedforward_layernorm": ("ffn_post_norm", None)}
+# GLM-4: both, its post norms named its own way.
+_FOUR_NORMS = {**_PRE_NORMS, "post_self_attn_layernorm": ("attn_post_norm", None),
+               "post_mlp_layernorm": ("ffn_post_norm", None)}
+_ATTENTION = {"q_proj": ("q_proj", None), "k_proj": ("k_proj", None), "v_proj": ("v_proj", None),
+              "q_norm": ("q_norm", None), "k_norm": ("k_norm", None), "o_proj": ("o_proj", "attn")}
+_GATED_MLP = {"gate_proj": ("ffn_gate", None), "up_proj": ("ffn_up", None), "down_proj": ("ffn_down", "ffn_act")}
+_FUSED_MLP = {"gate_up_proj": (("ffn_gate", "ffn_up"), None), "down_proj": ("ffn_down", "ffn_act")}
 LAYOUTS = {
     **{name: Layout(_PRE_NORMS) for name in ("llama", "mistral", "qwen2", "qwen3", "helium", "ernie4_5", "seed_oss",
                                              "smollm3", "nemotron", "stablelm")},
     "olmo2": Layout(_POST_NORMS, mlp_reads_stream=True),
     "gemma": Layout(_PRE_NORMS, embedding_scaled=True),
     "granite": Layout(_PRE_NORMS, embedding_scaled=True),  # its embedding_multiplier, after embed_tokens
+    "phi3": Layout(_PRE_NORMS, attention={"qkv_proj": (("q_proj", "k_proj", "v_proj"), None)}, mlp=_FUSED_MLP),
+    "glm4": Layout(_FOUR_NORMS, mlp=_FUSED_MLP),
+    "starcoder2": Layout(_PRE_NORMS, mlp={"c_fc": ("ffn_up", None), "c_proj": ("ffn_down", "ffn_act")}),
+    "hunyuan_v1_dense": Layout(_PRE_NORMS, attention={"query_layernorm": ("q_norm", None),
+                                                      "key_layernorm": ("k_norm", None)},
+                               heads_first=("query_layernorm", "key_layernorm")),
 }
 SUPPORTED = tuple(LAYOUTS)
 
@@ -140,7 +159,8 @@ class MlxRecorder(Recording):
         self.model, self.layout = model, LAYOUTS[model_type]
         self.info = info if info is not None else model_info(model_path, tapdiff)
         self.config = self.info["model_config"]
-        self.taps = {(t["layer"], t["op"]) for t in self.info["taps"]}
+        self.widths = {(t["layer"], t["op"]): t["width"] for t in self.info["taps"]}
+        self.taps = set(self.widths)
         weight = model.model.embed_tokens.weight
         dtype = {mx.float32: "f32", mx.float16: "f16", mx.bfloat16: "bf16"}
         if compute_dtype is None and weight.dtype not in dtype:
@@ -154,7 +174,14 @@ class MlxRecorder(Recording):
         self._wrap()
 
     def _keep(self, key, value):
-        if key in self.taps:
+        if isinstance(key[0], tuple):  # a fused product: its ops side by side, each its tap's width
+            ends = np.cumsum([self.widths[k] for k in key])
+            if ends[-1] != value.shape[1]:
+                raise RuntimeError(f"mlx-lm's fused {'+'.join(f'{l}/{o}' for l, o in key)} has {value.shape[1]} "
+                                   f"columns: expected {ends[-1]}")
+            for k, part in zip(key, np.split(value, ends[:-1], axis=1)):
+                self._keep(k, part)
+        elif key in self.taps:
             self.values[key] = value
 
     def _wrap(self):
@@ -164,26 +191,26 @@ class MlxRecorder(Recording):
 
         def kept(owner, name, output=None, input=None):
             if hasattr(owner, name):
-                self.swap(owner, name, Kept(getattr(owner, name), self._keep, output, input))
+                convert = _heads_rows if name in self.layout.heads_first else _rows
+                self.swap(owner, name, Kept(getattr(owner, name), self._keep, output, input, convert))
+
+        def at(i, ops):  # the key of an op, or of each op of a fused product, at layer i
+            if ops is None:
+                return None
+            return (i, ops) if isinstance(ops, str) else tuple((i, op) for op in ops)
 
         scaled = self.layout.embedding_scaled
         kept(inner, "embed_tokens", None if scaled else (-1, "embed"))
         inner.embed_tokens._logits = (n, "logits")
         for i, layer in enumerate(inner.layers):
             attn, mlp = layer.self_attn, layer.mlp
-            for norm, (output, input) in self.layout.norms.items():
-                kept(layer, norm, (i, output), input and (i, input))
-            for proj in ("q_proj", "k_proj", "v_proj"):
-                kept(attn, proj, (i, proj))
-            for norm in ("q_norm", "k_norm"):
-                kept(attn, norm, (i, norm))
-            kept(attn, "o_proj", (i, "o_proj"), (i, "attn"))
+            for owner, modules in ((layer, self.layout.norms), (attn, self.layout.attention),
+                                   (mlp, self.layout.mlp)):
+                for name, (output, input) in modules.items():
+                    kept(owner, name, at(i, output), at(i, input))
             self.swap(attn, "rope", KeptRope(attn.rope, self._keep, i))
             if self.layout.mlp_reads_stream:
                 kept(layer, "mlp", None, (i, "attn_residual"))
-            kept(mlp, "gate_proj", (i, "ffn_gate"))
-            kept(mlp, "up_proj", (i, "ffn_up"))
-            kept(mlp, "down_proj", (i, "ffn_down"), (i, "ffn_act"))
             embed = (-1, "embed") if scaled and i == 0 else None
             self.swap(inner.layers, i, Kept(layer, self._keep, (i, "ffn_residual"), embed))
         kept(inner, "norm", (n, "final_norm"))

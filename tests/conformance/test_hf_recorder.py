@@ -59,6 +59,18 @@ def test_the_recorders_dump_matches_tapdiff_run(case, tmp_path):
     assert report["summary"]["ops"] > 0 and not report.get("problems"), out
 
 
+def test_run_tokens_from_the_recorders_dump_follows_its_rows(tmp_path):
+    """`run --tokens-from` the recorder's dump: A runs its tokens, positions, chunks and decode steps."""
+    folder = tmp_path / "model"
+    make_model(next(c for c in CASES if c.name == "qwen3"), folder, "5.x")
+    record(folder, tmp_path / "hf.h5")
+    run = subprocess.run([TAPDIFF, "run", "--model", str(folder), "--dtype", "f64", "--tokens-from",
+                          str(tmp_path / "hf.h5"), "--dump", str(tmp_path / "ref.h5")], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    code, report, out = compare(tmp_path / "ref.h5", tmp_path / "hf.h5", tmp_path / "report.json")
+    assert code == 0 and report["rows"]["compared"] == len(PROMPT) + GENERATE - 1, out
+
+
 def scale_attention(model):
     model.model.layers[1].self_attn.scaling *= 1.5
 

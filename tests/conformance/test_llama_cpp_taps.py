@@ -94,6 +94,15 @@ def test_the_llama_cpp_map_reads_llama_cpps_own_dump(llama_cpp_taps, tmp_path):
     # the last layer's attention; a tensor read under another name or layout is near 1).
     worst = max(nmse, key=nmse.get)
     assert nmse[worst] < 1e-5, (worst, nmse[worst])
+    # A run on llama.cpp's own tokens, positions and chunking, read from its dump, is the same run.
+    followed = tmp_path / "followed.h5"
+    run = subprocess.run([TAPDIFF, "run", "--model", str(model), "--dtype", "f64", "--tokens-from",
+                          str(tmp_path / "llama.cpp"), "--map", "llama.cpp", "--dump", str(followed)],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    again, output = compare(followed, tmp_path / "llama.cpp", tmp_path / "followed.json")
+    assert again["rows"]["compared"] == report["rows"]["compared"], output
+    assert op_nmse(again) == pytest.approx(nmse, rel=1e-9, abs=1e-30), output
 
 
 @pytest.mark.parametrize("storage", ["f16", "bf16"] + BLOCK_STORAGE)

@@ -2,8 +2,9 @@
 it and tapdiff read, in float32 and bfloat16, with chunked prefill and greedy decode through
 mlx-lm's cache: `tapdiff run --tokens-from` the recorded dump follows its rows, and `compare
 --model` says match; a norm's epsilon changed in mlx-lm's module is named as the culprit. mlx-lm's
-Gemma computes the exact GELU where the checkpoint asks for the tanh one: named in float32; its
-Mistral without layer_types ignores the sliding window: named at the first attention."""
+Gemma and Starcoder 2 compute the exact GELU where the checkpoint asks for the tanh one: named in
+float32; its Mistral without layer_types and its Starcoder 2 ignore the sliding window: named at the
+first attention."""
 from __future__ import annotations
 
 import json
@@ -30,8 +31,12 @@ FAMILIES = {  # name: how its tiny folder is made (transformers 4.x configs: mlx
     **{name: (lambda name: lambda folder: hf_models.make_model(
         next(c for c in hf_models.CASES if c.name == name), folder, "4.x", seed=6))(name)
        for name in ("mistral-head-dim", "olmo2", "granite", "helium", "ernie4_5", "seed-oss", "smollm3", "nemotron",
-                    "stablelm")},
+                    "stablelm", "phi3", "glm4", "hunyuan")},
 }
+# mlx-lm's Starcoder 2 has no sliding window (test_mlx_lm_ignores_a_sliding_window) and an exact GELU
+# (test_mlx_lm_computes_the_exact_gelu_where_the_config_asks_for_tanh): a tiny one without a window.
+STARCODER2 = hf_models.Case("starcoder2", "starcoder2", extra={**hf_models.IDS, "sliding_window": None,
+                                                                "tie_word_embeddings": True}, eps_key="norm_epsilon")
 DTYPES = {"f32": mx.float32, "bf16": mx.bfloat16}
 
 
@@ -82,13 +87,16 @@ def test_a_bug_in_mlx_lm_is_named(folder):
     assert f"{report['culprit']['layer']}/{report['culprit']['op']}" == f"1/{op}", out
 
 
-def test_mlx_lm_gemma_parts_at_its_gelu(tmp_path):
-    """mlx-lm's Gemma MLP calls nn.gelu (erf) where Gemma's config says gelu_pytorch_tanh: an error
-    of about 1e-8 (NMSE) that float32 shows at the first activation and bfloat16 hides."""
-    folder = tmp_path / "gemma"
-    hf_models.make_model(next(c for c in hf_models.CASES if c.name == "gemma"), folder, "4.x", seed=6)
-    assert json.loads((folder / "config.json").read_text()).get("hidden_activation", "gelu_pytorch_tanh") == \
-        "gelu_pytorch_tanh"
+@pytest.mark.parametrize("case", [next(c for c in hf_models.CASES if c.name == "gemma"), STARCODER2],
+                         ids=lambda c: c.name)
+def test_mlx_lm_computes_the_exact_gelu_where_the_config_asks_for_tanh(tmp_path, case):
+    """mlx-lm's Gemma and Starcoder 2 MLPs call nn.gelu (erf) where the config says gelu_pytorch_tanh:
+    an error of about 1e-8 (NMSE) that float32 shows at the first activation and bfloat16 hides (where
+    every other op of the recorder's dump matches)."""
+    folder = tmp_path / case.name
+    hf_models.make_model(case, folder, "4.x", seed=6)
+    config = json.loads((folder / "config.json").read_text())
+    assert config.get("hidden_activation", config.get("hidden_act", "gelu_pytorch_tanh")) == "gelu_pytorch_tanh"
     record(folder, "f32", tmp_path / "f32.h5")
     code, report, out = compare(folder, tmp_path / "f32.h5")
     assert code == 1 and f"{report['culprit']['layer']}/{report['culprit']['op']}" == "0/ffn_act", out
@@ -97,19 +105,20 @@ def test_mlx_lm_gemma_parts_at_its_gelu(tmp_path):
     assert code == 0 and report["verdict"] == "match", out
 
 
-def test_mlx_lm_mistral_without_layer_types_ignores_its_sliding_window(tmp_path):
-    """mlx-lm's Llama (which runs Mistral) slides only the layers its config's layer_types marks: a
-    Mistral config with sliding_window and no layer_types attends over every past token where
-    transformers' Mistral keeps the last sliding_window. Named at the first attention, from the
+@pytest.mark.parametrize("name", ["mistral", "starcoder2"])
+def test_mlx_lm_ignores_a_sliding_window(tmp_path, name):
+    """mlx-lm's Llama (which runs Mistral) slides only the layers its config's layer_types marks, and
+    its Starcoder 2 never: a config with sliding_window and no layer_types attends over every past
+    token where transformers keeps the last sliding_window. Named at the first attention, from the
     first row past the window."""
-    folder = tmp_path / "mistral"
-    hf_models.make_model(next(c for c in hf_models.CASES if c.name == "mistral"), folder, "4.x", seed=6)
+    folder = tmp_path / name
+    hf_models.make_model(next(c for c in hf_models.CASES if c.name == name), folder, "4.x", seed=6)
     config = json.loads((folder / "config.json").read_text())
-    assert config["sliding_window"] == 8 and "layer_types" not in config
+    assert config["sliding_window"] in (6, 8) and "layer_types" not in config
     record(folder, "f32", tmp_path / "f32.h5")
     code, report, out = compare(folder, tmp_path / "f32.h5")
     assert code == 1 and f"{report['culprit']['layer']}/{report['culprit']['op']}" == "0/attn", out
-    assert report["first"]["first_bad_position"] == 8, out
+    assert report["first"]["first_bad_position"] == config["sliding_window"], out
 
 
 def test_a_model_of_another_layout_is_refused(tmp_path):
