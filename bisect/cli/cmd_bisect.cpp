@@ -97,22 +97,30 @@ std::unique_ptr<model::Engine> truth_engine(const BisectArgs& a, const model::Mo
   return make_engine(choice, m);
 }
 
-// --repro DIR: the culprit's case on A's inputs and its checks (bisect/report/repro.h).
-void write_repro_of(const BisectArgs& a, const model::Graph& graph, const model::Model& m,
-                    const bisect::LockstepEngines& engines, const bisect::BisectResult& result,
-                    const std::vector<std::int32_t>& prompt) {
-  if (!result.culprit) {
+// --repro DIR: the culprit's case on A's inputs (both engines run again up to its pass); nullopt
+// without a culprit.
+std::optional<bisect::ReproCase> repro_case_of(const model::Graph& graph, const model::Model& m,
+                                               const bisect::LockstepEngines& engines,
+                                               const bisect::BisectResult& result,
+                                               const std::vector<std::int32_t>& prompt) {
+  if (!result.culprit) return std::nullopt;
+  return bisect::repro_case_of_bisection(graph, m, engines.truth, engines.b, result, prompt);
+}
+
+// Writes the case and its checks (bisect/report/repro.h), or says why there is none.
+void write_repro_of(const BisectArgs& a, const model::Model& m, const bisect::LockstepEngines& engines,
+                    const std::optional<bisect::ReproCase>& repro) {
+  if (!repro) {
     fmt::print("repro: no culprit was found: nothing written to {}\n", a.repro);
     return;
   }
-  const bisect::ReproCase repro = bisect::repro_case_of_bisection(graph, m, engines.truth, engines.b, result, prompt);
   const std::string truth = fmt::format("{} ({})", engines.truth.name(), engines.truth.compute_dtype());
   const std::string b = fmt::format("{} ({}, {})", engines.b.name(), engines.b.compute_dtype(), engines.b.device());
-  bisect::write_repro(repro, {a.model, b, truth, model::to_json(m.config()).dump()}, a.repro);
+  bisect::write_repro(*repro, {a.model, b, truth, model::to_json(m.config()).dump()}, a.repro);
   fmt::print(
       "repro: {}: {}'s case on A's inputs (forward pass {}) with its checks: python3 {}/check.py --replay "
       "engine fails as found; fill in kernel.py or kernel.c to run yours\n",
-      a.repro, model::to_string(repro.id), repro.chunk.index, a.repro);
+      a.repro, model::to_string(repro->id), repro->chunk.index, a.repro);
 }
 
 nlohmann::json dump_summary(const std::vector<std::int32_t>& generated) { return {{"generated", generated}}; }
@@ -177,7 +185,9 @@ int bisect_command(const BisectArgs& a) {
     };
     result = bisect::run_bisect(m->config(), {*truth, floor.get(), *b}, prompts, options);
   }
-  if (!a.repro.empty()) write_repro_of(a, graph, *m, {*truth, floor.get(), *b}, result, prompt);
+  const bisect::LockstepEngines engines{*truth, floor.get(), *b};
+  std::optional<bisect::ReproCase> repro;
+  if (!a.repro.empty()) repro = repro_case_of(graph, *m, engines, result, prompt);
   for (bisect::RunInfo* run : {&result.run.a, &result.run.b}) add_run_context(run->metadata, *m, a.command_line);
   if (dump_a) dump_a->finish(dump_summary(result.tokens.a)), result.run.a.path = a.dump_dir + "/a.h5";
   if (dump_b) dump_b->finish(dump_summary(result.tokens.b)), result.run.b.path = a.dump_dir + "/b.h5";
@@ -187,6 +197,7 @@ int bisect_command(const BisectArgs& a) {
   };
   const bisect::Finding finding = bisect::judge_bisection(std::move(result), text);
   write_reports(finding, a.reports);
+  if (!a.repro.empty()) write_repro_of(a, *m, engines, repro);
   return finding.match() ? 0 : 1;
 }
 

@@ -1,10 +1,9 @@
 #pragma once
 // The culprit as a test case for the engine's own suite: one forward pass of engine B where the op
-// first breaks its tolerance, with the op's inputs as B had them (its own, from its dump, or A's in
-// a bisection) (the pass's rows, their positions
-// and tokens, and for attention the K and V rows of every position it reads), the weights the op
-// reads, the reference's output on those inputs in f64, B's output, and the tolerance.
-// bisect/report/repro.h writes it as files with a check in Python and in C.
+// first breaks its tolerance, with the op's inputs as B had them (its own, read from its dump; A's
+// in a bisection): the pass's rows, their positions and tokens, and for attention the K and V rows
+// of every position it reads; the weights the op reads, the reference's output on those inputs, B's
+// output, and the tolerance. bisect/report/repro.h writes it as files with a check in Python and C.
 #include <cstdint>
 #include <span>
 #include <string>
@@ -21,7 +20,7 @@
 namespace tapdiff::bisect {
 
 struct ReproTensor {
-  std::string name;  // "input.0/rope_q", "kv.k", "weight.wq": the names the checks look up
+  std::string name;  // "input.0/rope_q", "kv.k": the names the checks look up
   model::HostTensor value;
 };
 
