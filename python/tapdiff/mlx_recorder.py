@@ -15,8 +15,8 @@ then the keys, held [1, heads, rows, head_dim] as MLX's attention holds them: wr
 attention run as they do. Values are read in the dtype MLX computes in and stored exactly (f32
 storage holds bf16 and f16 values); the dump states that dtype as its compute_dtype.
 
-mlx-lm's modules of Llama, Mistral, Qwen2, Qwen3, OLMo 2, Gemma, Granite, Helium, ERNIE 4.5,
-Seed-OSS, SmolLM3, Nemotron, StableLM, Phi-3, GLM-4, Starcoder 2 and Hunyuan are read (LAYOUTS:
+mlx-lm's modules of Llama, Mistral, Qwen2, Qwen3, OLMo 2, Gemma, Gemma 2, Gemma 3, Granite, Helium,
+ERNIE 4.5, Seed-OSS, SmolLM3, Nemotron, StableLM, Phi-3, GLM-4, Starcoder 2 and Hunyuan are read (LAYOUTS:
 each model_type's norm, attention and MLP modules and which ops their inputs and outputs are, a
 fused product split into its ops; each attention's `rope`). A model whose forward leaves one of
 tapdiff's ops unseen is refused at its first forward pass, naming the ops.
@@ -49,6 +49,10 @@ _PRE_NORMS = {"input_layernorm": ("attn_norm", None), "post_attention_layernorm"
 # OLMo 2 norms after attention and MLP only: the MLP reads the stream after attention.
 _POST_NORMS = {"post_attention_layernorm": ("attn_post_norm", None),
                "post_feedforward_layernorm": ("ffn_post_norm", None)}
+# Gemma 2 and 3: both, the MLP's pre norm named pre_feedforward_layernorm.
+_GEMMA_NORMS = {"input_layernorm": ("attn_norm", None), "post_attention_layernorm": ("attn_post_norm", None),
+                "pre_feedforward_layernorm": ("ffn_norm", "attn_residual"),
+                "post_feedforward_layernorm": ("ffn_post_norm", None)}
 # GLM-4: both, its post norms named its own way.
 _FOUR_NORMS = {**_PRE_NORMS, "post_self_attn_layernorm": ("attn_post_norm", None),
                "post_mlp_layernorm": ("ffn_post_norm", None)}
@@ -62,6 +66,8 @@ LAYOUTS = {
     "olmo2": Layout(_POST_NORMS, mlp_reads_stream=True),
     "gemma": Layout(_PRE_NORMS, embedding_scaled=True),
     "granite": Layout(_PRE_NORMS, embedding_scaled=True),  # its embedding_multiplier, after embed_tokens
+    "gemma2": Layout(_GEMMA_NORMS, embedding_scaled=True),
+    "gemma3_text": Layout(_GEMMA_NORMS, embedding_scaled=True, heads_first=("q_norm", "k_norm")),
     "phi3": Layout(_PRE_NORMS, attention={"qkv_proj": (("q_proj", "k_proj", "v_proj"), None)}, mlp=_FUSED_MLP),
     "glm4": Layout(_FOUR_NORMS, mlp=_FUSED_MLP),
     "starcoder2": Layout(_PRE_NORMS, mlp={"c_fc": ("ffn_up", None), "c_proj": ("ffn_down", "ffn_act")}),

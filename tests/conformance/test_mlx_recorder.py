@@ -3,8 +3,8 @@ it and tapdiff read, in float32 and bfloat16, with chunked prefill and greedy de
 mlx-lm's cache: `tapdiff run --tokens-from` the recorded dump follows its rows, and `compare
 --model` says match; a norm's epsilon changed in mlx-lm's module is named as the culprit. mlx-lm's
 Gemma and Starcoder 2 compute the exact GELU where the checkpoint asks for the tanh one: named in
-float32; its Mistral without layer_types and its Starcoder 2 ignore the sliding window: named at the
-first attention."""
+float32; its Mistral without layer_types, its Starcoder 2 and its Gemma 2 ignore the sliding window:
+named at the first attention; its Gemma 3 caps no final logits: named at the logits."""
 from __future__ import annotations
 
 import json
@@ -22,6 +22,9 @@ from test_python_writer import TAPDIFF, tapdiff
 
 PROMPT = [1] + [(i * 53) % 150 + 3 for i in range(35)]
 CHUNK, GENERATE = 12, 4
+GEMMA2 = hf_models.Case("gemma2", "gemma2", extra={"head_dim": 16, "sliding_window": 64, "query_pre_attn_scalar": 24,
+                                                  "attn_logit_softcapping": 5.0, "final_logit_softcapping": 3.0,
+                                                  "tie_word_embeddings": True})
 FAMILIES = {  # name: how its tiny folder is made (transformers 4.x configs: mlx-lm 0.32 reads rope_theta)
     "llama": peaked_llama,
     "qwen2": lambda folder: hf_models.make_model(hf_models.Case("qwen2", "qwen2"), folder, "4.x", seed=4),
@@ -32,6 +35,14 @@ FAMILIES = {  # name: how its tiny folder is made (transformers 4.x configs: mlx
         next(c for c in hf_models.CASES if c.name == name), folder, "4.x", seed=6))(name)
        for name in ("mistral-head-dim", "olmo2", "granite", "helium", "ernie4_5", "seed-oss", "smollm3", "nemotron",
                     "stablelm", "phi3", "glm4", "hunyuan")},
+    # mlx-lm's Gemma 2 ties the embeddings and slides no layer (test_mlx_lm_ignores_a_sliding_window): a
+    # window past the prompt; its Gemma 3 caps no logits (test_mlx_lm_gemma3_caps_no_final_logits): none
+    "gemma2": lambda folder: hf_models.make_model(GEMMA2, folder, "4.x", seed=6),
+    "gemma3": lambda folder: hf_models.make_model(hf_models.Case(
+        "gemma3", "gemma3_text", {"full_attention": {"rope_type": "default", "rope_theta": 500000.0},
+                                  "sliding_attention": {"rope_type": "default", "rope_theta": 20000.0}},
+        {"head_dim": 16, "sliding_window": 5, "sliding_window_pattern": 2, "tie_word_embeddings": True}),
+        folder, "4.x", seed=6),
 }
 # mlx-lm's Starcoder 2 has no sliding window (test_mlx_lm_ignores_a_sliding_window) and an exact GELU
 # (test_mlx_lm_computes_the_exact_gelu_where_the_config_asks_for_tanh): a tiny one without a window.
@@ -105,14 +116,18 @@ def test_mlx_lm_computes_the_exact_gelu_where_the_config_asks_for_tanh(tmp_path,
     assert code == 0 and report["verdict"] == "match", out
 
 
-@pytest.mark.parametrize("name", ["mistral", "starcoder2"])
-def test_mlx_lm_ignores_a_sliding_window(tmp_path, name):
+@pytest.mark.parametrize("case", [
+    next(c for c in hf_models.CASES if c.name == "mistral"),
+    next(c for c in hf_models.CASES if c.name == "starcoder2"),
+    hf_models.Case("gemma2", "gemma2", extra={**GEMMA2.extra, "sliding_window": 6}),
+], ids=lambda c: c.model_type)
+def test_mlx_lm_ignores_a_sliding_window(tmp_path, case):
     """mlx-lm's Llama (which runs Mistral) slides only the layers its config's layer_types marks, and
-    its Starcoder 2 never: a config with sliding_window and no layer_types attends over every past
-    token where transformers keeps the last sliding_window. Named at the first attention, from the
-    first row past the window."""
-    folder = tmp_path / name
-    hf_models.make_model(next(c for c in hf_models.CASES if c.name == name), folder, "4.x", seed=6)
+    its Starcoder 2 and Gemma 2 never: a config with sliding_window and no layer_types attends over
+    every past token where transformers keeps the last sliding_window. Named at the first attention,
+    from the first row past the window."""
+    folder = tmp_path / case.name
+    hf_models.make_model(case, folder, "4.x", seed=6)
     config = json.loads((folder / "config.json").read_text())
     assert config["sliding_window"] in (6, 8) and "layer_types" not in config
     record(folder, "f32", tmp_path / "f32.h5")
@@ -121,10 +136,22 @@ def test_mlx_lm_ignores_a_sliding_window(tmp_path, name):
     assert report["first"]["first_bad_position"] == config["sliding_window"], out
 
 
+def test_mlx_lm_gemma3_caps_no_final_logits(tmp_path):
+    """mlx-lm's Gemma 3 leaves out final_logit_softcapping, which transformers' applies: every op
+    before the logits matches, and the logits are the culprit."""
+    folder = tmp_path / "gemma3"
+    hf_models.make_model(next(c for c in hf_models.CASES if c.name == "gemma3-pattern-capped"), folder, "4.x", seed=6)
+    assert json.loads((folder / "config.json").read_text())["final_logit_softcapping"] == 3.0
+    record(folder, "f32", tmp_path / "f32.h5")
+    code, report, out = compare(folder, tmp_path / "f32.h5")
+    assert code == 1 and f"{report['culprit']['layer']}/{report['culprit']['op']}" == "3/logits", out
+    assert report["first"]["op"] == "logits", out
+
+
 def test_a_model_of_another_layout_is_refused(tmp_path):
     class Other:
         class args:
-            model_type = "gemma3_text"
+            model_type = "cohere"
     with pytest.raises(ValueError, match="MlxRecorder reads mlx-lm's modules of llama, mistral, qwen2, qwen3, "
-                                         "helium, .*: found model_type 'gemma3_text'"):
+                                         "helium, .*: found model_type 'cohere'"):
         MlxRecorder(Other(), tmp_path / "x.h5", tmp_path)
