@@ -380,6 +380,15 @@ std::string ImportedDump::add_array(const ArrayFile& file, const NamedArray& arr
                                     where, r->partner, partner ? "of another shape or type" : "absent",
                                     fmt::join(array.shape, ", "), array.type_name));
   }
+  const NamedArray* order = nullptr;
+  if (!r->order.empty()) {
+    order = file.find(r->order);
+    if (order == nullptr || order->shape != array.shape || !is_float(order->type))
+      throw FormatError(
+          fmt::format("{}: it is read in the order of the expert ids '{}', which is {} (expected floats "
+                      "of shape [{}])",
+                      where, r->order, order ? "of another shape or type" : "absent", fmt::join(array.shape, ", ")));
+  }
   std::int64_t column = 0;
   for (const model::TensorId& id : r->ids) {
     auto at = std::find(tensors_.begin(), tensors_.end(), id);
@@ -392,7 +401,7 @@ std::string ImportedDump::add_array(const ArrayFile& file, const NamedArray& arr
     if (!segs.empty() && segs.back().first_row + segs.back().rows > first_row)
       throw FormatError(fmt::format("{}: a second array for {} in the same step ('{}' is the other)", where,
                                     model::to_string(id), model::printable(segs.back().array->name)));
-    segs.push_back({&file, &array, partner, first_row, rows, width, column, heads});
+    segs.push_back({&file, &array, partner, first_row, rows, width, column, heads, order});
     column += model::op_width(config_, id.op);
   }
   return partner != nullptr ? partner->name : std::string();
@@ -491,12 +500,14 @@ model::HostTensor ImportedDump::read(const model::TensorId& id, std::int64_t fir
       }
   }
   std::vector<double> row(static_cast<std::size_t>(width)), half(static_cast<std::size_t>(width));
+  std::vector<double> ids(static_cast<std::size_t>(width));
+  std::vector<std::size_t> sorted(static_cast<std::size_t>(width));
   for (const Segment& s : segs) {
     const std::int64_t lo = std::max(first, s.first_row), hi = std::min(first + n, s.first_row + s.rows);
     for (std::int64_t r = lo; r < hi; ++r) {
       const std::int64_t base = (r - s.first_row) * s.width + s.column;
       const auto at_row = static_cast<std::size_t>((r - first) * width);
-      if (s.heads == 0 && !wide && !permuted && s.partner == nullptr &&
+      if (s.heads == 0 && !wide && !permuted && s.partner == nullptr && s.order == nullptr &&
           s.array->type == ElementType::f32) {  // as stored
         std::memcpy(out.f32().data() + at_row, s.array->bytes.data() + static_cast<std::size_t>(base) * sizeof(float),
                     static_cast<std::size_t>(width) * sizeof(float));
@@ -512,6 +523,13 @@ model::HostTensor ImportedDump::read(const model::TensorId& id, std::int64_t fir
       if (s.partner) {
         widen(*s.partner, base, width, half.data());
         for (std::size_t c = 0; c < row.size(); ++c) row[c] += half[c];
+      }
+      if (s.order) {  // the row in the order that sorts its expert ids ascending
+        widen(*s.order, base, width, ids.data());
+        for (std::size_t c = 0; c < sorted.size(); ++c) sorted[c] = c;
+        std::stable_sort(sorted.begin(), sorted.end(), [&](std::size_t x, std::size_t y) { return ids[x] < ids[y]; });
+        for (std::size_t c = 0; c < row.size(); ++c) half[c] = row[sorted[c]];
+        row.swap(half);
       }
       for (std::size_t c = 0; c < row.size(); ++c) {
         const double v = permuted ? row[static_cast<std::size_t>(source[c])] : row[c];

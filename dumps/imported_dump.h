@@ -70,6 +70,7 @@ class ImportedDump {
     std::int64_t first_row = 0, rows = 0;  // in the dump
     std::int64_t width = 0, column = 0;    // the array's row width; where this tap's columns start
     int heads = 0;                         // > 0: the array holds [heads, rows, width / heads] (NameMap::heads_first)
+    const NamedArray* order = nullptr;     // expert ids in choice order: each row read sorted by them (MapRule::order)
   };
   void read_step(const ArrayFile& file, int step);
   std::int64_t step_rows(const ArrayFile& file, int step);

@@ -20,10 +20,10 @@ namespace {
 using model::Op;
 
 MapRule one(std::string pattern, Op op, BlockKind block = BlockKind::any) {
-  return {std::move(pattern), {op}, Combine::one, "", block};
+  return {std::move(pattern), {op}, Combine::one, "", block, ""};
 }
 MapRule split(std::string pattern, std::vector<Op> ops, BlockKind block = BlockKind::any) {
-  return {std::move(pattern), std::move(ops), Combine::split, "", block};
+  return {std::move(pattern), std::move(ops), Combine::split, "", block, ""};
 }
 NameMap named(std::string name, std::optional<model::RopeStyle> layout = std::nullopt) {
   NameMap m;
@@ -32,7 +32,11 @@ NameMap named(std::string name, std::optional<model::RopeStyle> layout = std::nu
   return m;
 }
 MapRule sum(std::string pattern, Op op, std::string partner) {
-  return {std::move(pattern), {op}, Combine::sum, std::move(partner)};
+  return {std::move(pattern), {op}, Combine::sum, std::move(partner), BlockKind::any, ""};
+}
+// An array read in the order that sorts the ids array `order` ascending, row by row.
+MapRule ordered(std::string pattern, Op op, std::string order, BlockKind block = BlockKind::any) {
+  return {std::move(pattern), {op}, Combine::one, "", block, std::move(order)};
 }
 
 // Hugging Face transformers: each module's output as a forward hook sees it, and "<module>:input"
@@ -101,33 +105,44 @@ NameMap vllm_map() {
 // where Gemma's graphs scale it after that, "inp_scaled". With FFN biases, the gate's and up's sums
 // are "ffn_gate_b" and "ffn_up_b". Phi-3 multiplies by q, k, v as one matrix ("wqkv") and by gate
 // and up as one ("ffn_up"); its "Qcur" is named again once scaled, so its rope_q is not read.
+// A mixture of experts: the router's logits "ffn_moe_logits", the chosen ids "ffn_moe_topk" (by
+// score: read sorted ascending, and the weights with them), the weights as the experts take them
+// ("ffn_moe_weights", then "_norm" once divided by their sum, "_scaled" once scaled) and their
+// weighted sum "ffn_moe_out".
 NameMap llama_cpp_map() {
   NameMap m = named("llama.cpp");
   m.llama_cpp_names = true;
-  m.rules = {one("embd", Op::embed, BlockKind::embedding_scaled_in_embd),
-             one("inp_embd", Op::embed, BlockKind::embedding_scaled_in_embd),
-             one("inp_scaled", Op::embed),
-             one("attn_norm-{L}", Op::attn_norm),
-             split("wqkv-{L}", {Op::q_proj, Op::k_proj, Op::v_proj}, BlockKind::projections_fused),
-             one("Qcur-{L}", Op::rope_q, BlockKind::projections_apart),
-             one("Kcur-{L}", Op::rope_k),
-             one("Vcur-{L}", Op::v_proj, BlockKind::projections_apart),
-             one("kqv_out-{L}", Op::attn),
-             one("attn_out-{L}", Op::o_proj),
-             one("ffn_inp-{L}", Op::attn_residual),
-             one("ffn_norm-{L}", Op::ffn_norm),
-             one("attn_post_norm-{L}", Op::ffn_norm, BlockKind::without_post_norms),  // Seed-OSS's
-             split("ffn_up-{L}", {Op::ffn_gate, Op::ffn_up}, BlockKind::projections_fused),
-             one("ffn_gate-{L}", Op::ffn_gate, BlockKind::without_mlp_bias),
-             one("ffn_up-{L}", Op::ffn_up, BlockKind::without_mlp_bias),
-             one("ffn_gate_b-{L}", Op::ffn_gate, BlockKind::with_mlp_bias),
-             one("ffn_up_b-{L}", Op::ffn_up, BlockKind::with_mlp_bias),
-             one("ffn_swiglu-{L}", Op::ffn_act),
-             one("ffn_geglu-{L}", Op::ffn_act),
-             one("ffn_out-{L}", Op::ffn_down),
-             one("l_out-{L}", Op::ffn_residual),
-             one("result_norm", Op::final_norm),
-             one("result_output", Op::logits)};
+  m.rules = {
+      one("embd", Op::embed, BlockKind::embedding_scaled_in_embd),
+      one("inp_embd", Op::embed, BlockKind::embedding_scaled_in_embd),
+      one("inp_scaled", Op::embed),
+      one("attn_norm-{L}", Op::attn_norm),
+      split("wqkv-{L}", {Op::q_proj, Op::k_proj, Op::v_proj}, BlockKind::projections_fused),
+      one("Qcur-{L}", Op::rope_q, BlockKind::projections_apart),
+      one("Kcur-{L}", Op::rope_k),
+      one("Vcur-{L}", Op::v_proj, BlockKind::projections_apart),
+      one("kqv_out-{L}", Op::attn),
+      one("attn_out-{L}", Op::o_proj),
+      one("ffn_inp-{L}", Op::attn_residual),
+      one("ffn_norm-{L}", Op::ffn_norm),
+      one("attn_post_norm-{L}", Op::ffn_norm, BlockKind::without_post_norms),  // Seed-OSS's
+      split("ffn_up-{L}", {Op::ffn_gate, Op::ffn_up}, BlockKind::projections_fused),
+      one("ffn_gate-{L}", Op::ffn_gate, BlockKind::without_mlp_bias),
+      one("ffn_up-{L}", Op::ffn_up, BlockKind::without_mlp_bias),
+      one("ffn_gate_b-{L}", Op::ffn_gate, BlockKind::with_mlp_bias),
+      one("ffn_up_b-{L}", Op::ffn_up, BlockKind::with_mlp_bias),
+      one("ffn_swiglu-{L}", Op::ffn_act),
+      one("ffn_geglu-{L}", Op::ffn_act),
+      one("ffn_out-{L}", Op::ffn_down),
+      one("ffn_moe_logits-{L}", Op::moe_router),
+      ordered("ffn_moe_topk-{L}", Op::moe_ids, "ffn_moe_topk-{L}"),
+      ordered("ffn_moe_weights-{L}", Op::moe_weights, "ffn_moe_topk-{L}", BlockKind::expert_weights_plain),
+      ordered("ffn_moe_weights_norm-{L}", Op::moe_weights, "ffn_moe_topk-{L}", BlockKind::expert_weights_normalized),
+      ordered("ffn_moe_weights_scaled-{L}", Op::moe_weights, "ffn_moe_topk-{L}", BlockKind::expert_weights_scaled),
+      one("ffn_moe_out-{L}", Op::moe_out),
+      one("l_out-{L}", Op::ffn_residual),
+      one("result_norm", Op::final_norm),
+      one("result_output", Op::logits)};
   return m;
 }
 
@@ -171,6 +186,9 @@ bool applies(const MapRule& rule, const model::ModelConfig& c) {
     case BlockKind::embedding_scaled_in_embd: return !formats::llama_cpp_gemma_graph(c);
     case BlockKind::projections_fused: return formats::family_spec(c.family).llama_cpp.fused_projections;
     case BlockKind::projections_apart: return !formats::family_spec(c.family).llama_cpp.fused_projections;
+    case BlockKind::expert_weights_plain: return !c.experts.normalize && c.experts.scale == 1.0;
+    case BlockKind::expert_weights_normalized: return c.experts.normalize && c.experts.scale == 1.0;
+    case BlockKind::expert_weights_scaled: return c.experts.scale != 1.0;
   }
   return false;
 }
@@ -352,7 +370,8 @@ std::optional<Resolved> resolve(const NameMap& map, std::string_view file_name, 
                rule.combine != Combine::sum ? std::string()
                : *layer >= 0
                    ? partner_in_file(file_name, with_layer(rule.pattern, *layer), with_layer(rule.partner, *layer))
-                   : partner_in_file(file_name, rule.pattern, rule.partner)};
+                   : partner_in_file(file_name, rule.pattern, rule.partner),
+               rule.order.empty() ? std::string() : with_layer(rule.order, *layer)};
     for (const Op op : rule.ops) {
       const std::optional<int> fixed = fixed_layer(op, config.n_layers);
       if (*layer == -2 && !fixed) continue;  // a block op needs "{L}" in its pattern
@@ -360,7 +379,7 @@ std::optional<Resolved> resolve(const NameMap& map, std::string_view file_name, 
     }
     if (r.ids.size() == rule.ops.size()) return r;
   }
-  if (const std::optional<model::TensorId> id = tap_name(name)) return Resolved{{*id}, Combine::one, ""};
+  if (const std::optional<model::TensorId> id = tap_name(name)) return Resolved{{*id}, Combine::one, "", ""};
   return std::nullopt;
 }
 

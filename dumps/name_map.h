@@ -23,7 +23,8 @@ enum class Combine : std::uint8_t { one, split, sum };
 // of their family names its tensors, those whose "embd" holds the embedding after its scale (all
 // but Gemma's, scaled later as "inp_scaled"), those whose q, k and v and whose gate and up are
 // one product each (Phi-3: "wqkv" and "ffn_up" hold them side by side, its "Vcur" is a view in
-// prefill and its last "Qcur" is scaled) and the others.
+// prefill and its last "Qcur" is scaled) and the others; by their experts' weights, those that take
+// the chosen scores as they are, divided by their sum (experts.normalize), or times experts.scale.
 enum class BlockKind : std::uint8_t {
   any,
   without_post_norms,
@@ -32,7 +33,10 @@ enum class BlockKind : std::uint8_t {
   with_mlp_bias,
   embedding_scaled_in_embd,
   projections_fused,
-  projections_apart
+  projections_apart,
+  expert_weights_plain,
+  expert_weights_normalized,
+  expert_weights_scaled
 };
 
 struct MapRule {
@@ -41,6 +45,10 @@ struct MapRule {
   Combine combine = Combine::one;
   std::string partner;  // sum: the other array's pattern
   BlockKind block = BlockKind::any;
+  // The pattern of an array of expert ids in the order an engine chose them (llama.cpp's top-k, by
+  // score): each row of this array is read in the order that sorts that row's ids ascending, as
+  // moe_ids and moe_weights are held (its own pattern for the ids themselves). "": as stored.
+  std::string order;
 };
 
 struct NameMap {
@@ -84,6 +92,7 @@ struct Resolved {
   std::vector<model::TensorId> ids;
   Combine combine = Combine::one;
   std::string partner;
+  std::string order;  // MapRule::order with the layer filled in
 };
 std::optional<Resolved> resolve(const NameMap& map, std::string_view name, const model::ModelConfig& config);
 // Whether `name` is the second array of some sum (used through its partner).

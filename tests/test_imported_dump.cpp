@@ -375,6 +375,36 @@ TEST(ImportedDump, ExpertIdsOutOfAscendingOrderAreRefusedNamingTheRow) {
   EXPECT_NE(import_error(dir / "twice.npz", opts, c).find("holds experts [1, 1]"), std::string::npos);
 }
 
+// llama.cpp's top-k is in the order of the scores: moe_ids is read sorted ascending, and the weights
+// of each row in the same order; the weights it takes are the normalized ones where the experts'
+// are normalized. Without the ids beside them, the weights are refused, naming them.
+TEST(ImportedDump, ExpertIdsInChoiceOrderAreReadSortedWithTheirWeights) {
+  const auto dir = testing::temp_dir("imported-moe-choice-order");
+  model::ModelConfig c = small_config();
+  c.family = model::Family::qwen3_moe;
+  c.experts.count = 4, c.experts.active = 2, c.experts.ffn_dim = 6, c.experts.normalize = true;
+  const auto opts = options_for(c, "llama.cpp");
+  const auto array = [](std::string name, std::vector<float> values) {
+    return npy(std::move(name), "<f4", {2, 2}, values);
+  };
+  write_npz(dir / "a.npz", {tokens({1, 2}), array("ffn_moe_topk-1", {3, 0, 1, 2}),
+                            array("ffn_moe_weights_norm-1", {0.75f, 0.25f, 0.6f, 0.4f}),
+                            array("ffn_moe_weights-1", {0.3f, 0.1f, 0.3f, 0.2f})});
+  const ImportedDump dump(dir / "a.npz", opts, c);
+  const model::HostTensor ids = dump.read({Op::moe_ids, 1}, 0, 2), weights = dump.read({Op::moe_weights, 1}, 0, 2);
+  EXPECT_EQ(std::vector<float>(ids.f32().begin(), ids.f32().end()), (std::vector<float>{0, 3, 1, 2}));
+  EXPECT_EQ(std::vector<float>(weights.f32().begin(), weights.f32().end()),
+            (std::vector<float>{0.25f, 0.75f, 0.6f, 0.4f}));
+  EXPECT_TRUE(std::any_of(dump.notes().begin(), dump.notes().end(), [](const std::string& n) {
+    return n.find("the map 'llama.cpp' does not know, not compared: ffn_moe_weights-1") != std::string::npos;
+  })) << fmt::format("{}", fmt::join(dump.notes(), "\n"));
+  write_npz(dir / "alone.npz", {tokens({1, 2}), array("ffn_moe_weights_norm-1", {0.75f, 0.25f, 0.6f, 0.4f})});
+  EXPECT_NE(import_error(dir / "alone.npz", opts, c)
+                .find("'ffn_moe_weights_norm-1': it is read in the order of the expert ids 'ffn_moe_topk-1', which is "
+                      "absent"),
+            std::string::npos);
+}
+
 TEST(ImportedDump, UserMapsInTomlAreCheckedKeyByKey) {
   const auto dir = testing::temp_dir("imported-toml");
   const std::vector<std::pair<std::string, std::string>> cases = {

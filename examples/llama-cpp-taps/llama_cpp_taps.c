@@ -8,10 +8,10 @@
  * row's logits computed), then picks --generate greedy tokens, feeding each but the last back in a
  * llama_decode call of its own (as `tapdiff run --generate`), prints the tokens, and writes
  * each call's tensors as OUT_DIR/pass_N.safetensors: `tokens`, `positions` and `decode` (I32), and
- * the tensors the llama.cpp map reads (with --all, every named tensor of the graph), F32,
- * [rows, width]. A name the graph gives twice keeps the last tensor (Qcur and Kcur after RoPE).
- * Flash attention is off. --backends loads ggml's backends from a folder (a build with
- * GGML_BACKEND_DL, such as npm's node-llama-cpp); otherwise those linked in are used.
+ * the tensors the llama.cpp map reads (with --all, every named tensor of the graph), F32 (the
+ * chosen experts' ids too), [rows, width]. A name the graph gives twice keeps the last tensor (Qcur and Kcur after
+ * RoPE). Flash attention is off. --backends loads ggml's backends from a folder (a build with GGML_BACKEND_DL, such as
+ * npm's node-llama-cpp); otherwise those linked in are used.
  * --gpu-layers offloads that many layers (and, when it is at least the model's layer count plus
  * one, the output) to the GPU backend (llama.cpp's n_gpu_layers; default 0: the CPU backend runs
  * everything). Tensors a GPU computes are read back from its memory. */
@@ -39,11 +39,35 @@ typedef struct {
 } Taps;
 
 /* The names docs/import.md's llama.cpp map knows, each followed by "-LAYER" or nothing. */
-static const char* const kMapNames[] = {"embd",     "inp_embd",   "inp_scaled", "attn_norm",  "wqkv",
-                                        "Qcur",     "Kcur",       "Vcur",       "kqv_out",    "attn_out",
-                                        "ffn_inp",  "ffn_norm",   "ffn_gate",   "ffn_up",     "ffn_gate_b",
-                                        "ffn_up_b", "ffn_swiglu", "ffn_geglu",  "ffn_out",    "l_out",
-                                        "attn_post_norm", "result_norm", "result_output"};
+static const char* const kMapNames[] = {"embd",
+                                        "inp_embd",
+                                        "inp_scaled",
+                                        "attn_norm",
+                                        "wqkv",
+                                        "Qcur",
+                                        "Kcur",
+                                        "Vcur",
+                                        "kqv_out",
+                                        "attn_out",
+                                        "ffn_inp",
+                                        "ffn_norm",
+                                        "ffn_gate",
+                                        "ffn_up",
+                                        "ffn_gate_b",
+                                        "ffn_up_b",
+                                        "ffn_swiglu",
+                                        "ffn_geglu",
+                                        "ffn_out",
+                                        "l_out",
+                                        "attn_post_norm",
+                                        "result_norm",
+                                        "result_output",
+                                        "ffn_moe_logits",
+                                        "ffn_moe_topk",
+                                        "ffn_moe_weights",
+                                        "ffn_moe_weights_norm",
+                                        "ffn_moe_weights_scaled",
+                                        "ffn_moe_out"};
 
 static void die(const char* what) {
   fprintf(stderr, "llama_cpp_taps: %s\n", what);
@@ -90,19 +114,32 @@ static void clear(Taps* taps) {
 }
 
 /* A row is everything before the last dimension of more than one element among ne[1..3]
- * (ne[0] * ne[1] for Qcur's [head_dim, heads, tokens]). Kept: contiguous F32 tensors. */
+ * (ne[0] * ne[1] for Qcur's [head_dim, heads, tokens]). Kept: F32 and I32 tensors (the chosen
+ * experts' ids, as floats), contiguous or 2-D views of rows apart (the top-k of an argsort). */
 static bool on_tensor(struct ggml_tensor* t, bool ask, void* user) {
   Taps* taps = user;
   if (!wanted(taps, ggml_get_name(t))) return false;
   if (ask) return true;
-  if (t->type != GGML_TYPE_F32 || !ggml_is_contiguous(t)) return true;
+  if ((t->type != GGML_TYPE_F32 && t->type != GGML_TYPE_I32) || t->nb[0] != 4) return true;
+  const bool contiguous = ggml_is_contiguous(t);
+  if (!contiguous && (t->ne[2] > 1 || t->ne[3] > 1)) return true;
   int64_t rows = t->ne[3] > 1 ? t->ne[3] : (t->ne[2] > 1 ? t->ne[2] : t->ne[1]);
   Tap* tap = slot(taps, ggml_get_name(t));
   tap->rows = rows;
   tap->width = ggml_nelements(t) / rows;
   free(tap->values);
-  tap->values = checked(malloc(ggml_nbytes(t)));
-  ggml_backend_tensor_get(t, tap->values, 0, ggml_nbytes(t));
+  tap->values = checked(malloc((size_t)ggml_nelements(t) * sizeof(float)));
+  if (contiguous)
+    ggml_backend_tensor_get(t, tap->values, 0, ggml_nbytes(t));
+  else
+    for (int64_t r = 0; r < rows; ++r)
+      ggml_backend_tensor_get(t, tap->values + r * tap->width, (size_t)r * t->nb[1], (size_t)tap->width * 4);
+  if (t->type == GGML_TYPE_I32)
+    for (int64_t i = 0; i < ggml_nelements(t); ++i) {
+      int32_t id;
+      memcpy(&id, &tap->values[i], sizeof id);
+      tap->values[i] = (float)id;
+    }
   return true;
 }
 
@@ -203,7 +240,7 @@ int main(int argc, char** argv) {
   params.n_ctx = (uint32_t)(count + generate + 8);
   params.n_batch = params.n_ubatch = (uint32_t)chunk;
   params.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
-  const long cores = sysconf(_SC_NPROCESSORS_ONLN);  /* llama.cpp's default of 4 spins on fewer cores */
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN); /* llama.cpp's default of 4 spins on fewer cores */
   params.n_threads = params.n_threads_batch = cores > 0 && cores < 4 ? (int32_t)cores : 4;
   params.cb_eval = on_tensor;
   params.cb_eval_user_data = &taps;

@@ -1,6 +1,7 @@
 """llama.cpp's own intermediate values, taken through its eval callback by examples/llama-cpp-taps
 (built against npm's node-llama-cpp CPU build), against tapdiff:
-- the `llama.cpp` name map reads every tensor that dump holds, prefill chunks and decode steps;
+- the `llama.cpp` name map reads every tensor that dump holds, prefill chunks and decode steps, a
+  mixture of experts' router, chosen experts, weights and sum too;
 - the llama.cpp emulation (`run --dtype llama.cpp`, the reference's and the Vulkan engine's)
   repeats llama.cpp's first products to f32 precision for every weight type, where the exact answer
   differs by llama.cpp's activation rounding;
@@ -103,6 +104,28 @@ def test_the_llama_cpp_map_reads_llama_cpps_own_dump(llama_cpp_taps, tmp_path):
     again, output = compare(followed, tmp_path / "llama.cpp", tmp_path / "followed.json")
     assert again["rows"]["compared"] == report["rows"]["compared"], output
     assert op_nmse(again) == pytest.approx(nmse, rel=1e-9, abs=1e-30), output
+
+
+def test_the_llama_cpp_map_reads_a_mixture_of_experts(llama_cpp_taps, tmp_path):
+    """A Qwen3-MoE (synth tiny-moe, F32): llama.cpp's router logits, its top-k (by score, read
+    sorted with the weights alongside), the normalized weights and the experts' weighted sum compare
+    with tapdiff's on llama.cpp's own rows: the same experts in every row, the values to f32
+    rounding and llama.cpp's f16 KV cache."""
+    model = tmp_path / "moe.gguf"
+    run = subprocess.run([TAPDIFF, "synth", "--shape", "tiny-moe", "-o", str(model)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    llama_cpp_dump(llama_cpp_taps, model, tmp_path / "llama.cpp", generate=4)
+    run = subprocess.run([TAPDIFF, "run", "--model", str(model), "--dtype", "f64", "--tokens-from",
+                          str(tmp_path / "llama.cpp"), "--map", "llama.cpp", "--dump", str(tmp_path / "exact.h5")],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    report, output = compare(tmp_path / "exact.h5", tmp_path / "llama.cpp", tmp_path / "report.json")
+    assert report["verdict"] == "match" and report["rows"]["compared"] == len(PROMPT) + 3, output
+    nmse = op_nmse(report)
+    for layer in (0, 1):
+        assert nmse[f"{layer}/moe_ids"] == 0, output
+        for op in ("moe_router", "moe_weights", "moe_out"):
+            assert 0 < nmse[f"{layer}/{op}"] < 1e-6, (op, nmse[f"{layer}/{op}"])
 
 
 @pytest.mark.parametrize("storage", ["f16", "bf16"] + BLOCK_STORAGE)
