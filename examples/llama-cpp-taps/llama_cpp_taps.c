@@ -9,9 +9,10 @@
  * llama_decode call of its own (as `tapdiff run --generate`), prints the tokens, and writes
  * each call's tensors as OUT_DIR/pass_N.safetensors: `tokens`, `positions` and `decode` (I32), and
  * the tensors the llama.cpp map reads (with --all, every named tensor of the graph), F32 (the
- * chosen experts' ids too), [rows, width]. A name the graph gives twice keeps the last tensor (Qcur and Kcur after
- * RoPE). Flash attention is off. --backends loads ggml's backends from a folder (a build with GGML_BACKEND_DL, such as
- * npm's node-llama-cpp); otherwise those linked in are used.
+ * chosen experts' ids too), [rows, width]. A name the graph gives twice keeps the last tensor
+ * (Qcur and Kcur after RoPE). Flash attention is off. --backends loads ggml's backends from a
+ * folder (a build with GGML_BACKEND_DL, such as npm's node-llama-cpp); otherwise those linked in
+ * are used.
  * --gpu-layers offloads that many layers (and, when it is at least the model's layer count plus
  * one, the output) to the GPU backend (llama.cpp's n_gpu_layers; default 0: the CPU backend runs
  * everything). Tensors a GPU computes are read back from its memory. */
