@@ -18,7 +18,11 @@ storage holds bf16 and f16 values); the dump states that dtype as its compute_dt
 mlx-lm's modules of Llama, Mistral, Qwen2, Qwen3, OLMo 2, Gemma, Gemma 2, Gemma 3, Granite, Helium,
 ERNIE 4.5, Seed-OSS, SmolLM3, Nemotron, StableLM, Phi-3, GLM-4, Starcoder 2 and Hunyuan are read (LAYOUTS:
 each model_type's norm, attention and MLP modules and which ops their inputs and outputs are, a
-fused product split into its ops; each attention's `rope`). A model whose forward leaves one of
+fused product split into its ops; each attention's `rope`), and the mixtures of experts of
+Qwen3-MoE, OLMoE, Mixtral, PhiMoE, Qwen2-MoE and ERNIE-4.5-MoE: the router `gate`, the ids
+`switch_mlp` is called with (each row sorted ascending) and the block's output; the routing
+scores and weights (and, beside a shared expert, the routed sum) they compute inline are not
+recorded (INLINE_OPS). A model whose forward leaves one of
 tapdiff's ops unseen is refused at its first forward pass, naming the ops.
 """
 from __future__ import annotations
@@ -35,14 +39,18 @@ class Layout:
     self_attn and mlp the same way, where an output of several ops is a fused product, split into
     them by their widths; whether the embedding is scaled after embed_tokens (the op is then the
     first layer's input); whether the MLP reads the stream after attention itself (no norm before
-    it: the op attn_residual is then the MLP's input); the modules that see heads first."""
+    it: the op attn_residual is then the MLP's input); the modules that see heads first; the name
+    of a layer's mixture-of-experts block (its `gate` the router, its `switch_mlp` called with the
+    chosen experts' ids, its output moe_out)."""
 
     def __init__(self, norms: dict, embedding_scaled: bool = False, mlp_reads_stream: bool = False,
-                 attention: dict | None = None, mlp: dict | None = None, heads_first: tuple = ()):
+                 attention: dict | None = None, mlp: dict | None = None, heads_first: tuple = (),
+                 moe_block: str = "mlp"):
         self.norms, self.embedding_scaled, self.mlp_reads_stream = norms, embedding_scaled, mlp_reads_stream
         self.attention = {**_ATTENTION, **(attention or {})}
         self.mlp = mlp or _GATED_MLP
         self.heads_first = heads_first  # modules called on [1, heads, rows, head_dim], as RoPE is
+        self.moe_block = moe_block  # the layer's module that is its mixture of experts, where it has a switch_mlp
 
 
 _PRE_NORMS = {"input_layernorm": ("attn_norm", None), "post_attention_layernorm": ("ffn_norm", "attn_residual")}
@@ -60,9 +68,16 @@ _ATTENTION = {"q_proj": ("q_proj", None), "k_proj": ("k_proj", None), "v_proj": 
               "q_norm": ("q_norm", None), "k_norm": ("k_norm", None), "o_proj": ("o_proj", "attn")}
 _GATED_MLP = {"gate_proj": ("ffn_gate", None), "up_proj": ("ffn_up", None), "down_proj": ("ffn_down", "ffn_act")}
 _FUSED_MLP = {"gate_up_proj": (("ffn_gate", "ffn_up"), None), "down_proj": ("ffn_down", "ffn_act")}
+# The ops mlx-lm's mixture-of-experts blocks compute inline, in no module of their own: not recorded
+# (`tapdiff compare` lists them as tapped only in the reference; the check on B's own inputs of the
+# ops that read them names them as the taps that would decide it). With a shared expert, the routed
+# sum too (and a gated shared expert's output): MlxRecorder.inline.
+INLINE_OPS = frozenset({"moe_scores", "moe_weights"})
 LAYOUTS = {
     **{name: Layout(_PRE_NORMS) for name in ("llama", "mistral", "qwen2", "qwen3", "helium", "ernie4_5", "seed_oss",
-                                             "smollm3", "nemotron", "stablelm")},
+                                             "smollm3", "nemotron", "stablelm", "qwen3_moe", "olmoe", "qwen2_moe",
+                                             "ernie4_5_moe")},
+    **{name: Layout(_PRE_NORMS, moe_block="block_sparse_moe") for name in ("mixtral", "phimoe")},
     "olmo2": Layout(_POST_NORMS, mlp_reads_stream=True),
     "gemma": Layout(_PRE_NORMS, embedding_scaled=True),
     "granite": Layout(_PRE_NORMS, embedding_scaled=True),  # its embedding_multiplier, after embed_tokens
@@ -79,14 +94,14 @@ SUPPORTED = tuple(LAYOUTS)
 
 
 def _rows(x) -> np.ndarray:
-    """An MLX array [1, rows, ...] as numpy [rows, width] in float32, which holds bf16 and f16
-    values exactly."""
+    """An MLX array [1, rows, ...] (or [rows, width]) as numpy [rows, width] in float32, which holds
+    bf16 and f16 values, and expert ids, exactly."""
     import mlx.core as mx
 
     if x.dtype != mx.float32:
         x = x.astype(mx.float32)
     value = np.array(x, copy=True)
-    return value.reshape(value.shape[1], -1)
+    return value.reshape(value.shape[1] if value.ndim > 2 else value.shape[0], -1)
 
 
 def _heads_rows(x) -> np.ndarray:
@@ -131,6 +146,19 @@ def module_wrappers():
             self._keep(self._logits, self._convert(y))
             return y
 
+    class KeptIds(nn.Module):
+        """A mixture's switch_mlp, called with the tokens and the experts chosen for each: keeps
+        the ids, each row ascending (as moe_ids holds them), and calls it unchanged."""
+
+        def __init__(self, inner, keep, key):
+            super().__init__()
+            self.inner = inner
+            self._keep, self._key = keep, key
+
+        def __call__(self, x, indices, *args, **kwargs):
+            self._keep(self._key, np.sort(_rows(indices), axis=1))
+            return self.inner(x, indices, *args, **kwargs)
+
     class KeptRope(nn.Module):
         """An attention's RoPE, called on its queries, then its keys, once each per forward pass."""
 
@@ -145,7 +173,7 @@ def module_wrappers():
             self._calls += 1
             return y
 
-    return Kept, KeptRope
+    return Kept, KeptIds, KeptRope
 
 
 class MlxRecorder(Recording):
@@ -177,6 +205,7 @@ class MlxRecorder(Recording):
                                  info=self.info)
         self.cache = mlx_cache.make_prompt_cache(model)  # before the wrapping: it reads the layers
         self.values: dict[tuple[int, str], np.ndarray] = {}
+        self.inline: set[tuple[int, str]] = set()  # ops of a layer's mixture computed inline, beyond INLINE_OPS
         self._wrap()
 
     def _keep(self, key, value):
@@ -191,7 +220,7 @@ class MlxRecorder(Recording):
             self.values[key] = value
 
     def _wrap(self):
-        Kept, KeptRope = module_wrappers()
+        Kept, KeptIds, KeptRope = module_wrappers()
         inner = self.model.model
         n = len(inner.layers)
 
@@ -209,7 +238,7 @@ class MlxRecorder(Recording):
         kept(inner, "embed_tokens", None if scaled else (-1, "embed"))
         inner.embed_tokens._logits = (n, "logits")
         for i, layer in enumerate(inner.layers):
-            attn, mlp = layer.self_attn, layer.mlp
+            attn, mlp = layer.self_attn, getattr(layer, "mlp", None)  # Mixtral's layers have none
             for owner, modules in ((layer, self.layout.norms), (attn, self.layout.attention),
                                    (mlp, self.layout.mlp)):
                 for name, (output, input) in modules.items():
@@ -217,10 +246,30 @@ class MlxRecorder(Recording):
             self.swap(attn, "rope", KeptRope(attn.rope, self._keep, i))
             if self.layout.mlp_reads_stream:
                 kept(layer, "mlp", None, (i, "attn_residual"))
+            block = getattr(layer, self.layout.moe_block, None)
+            if hasattr(block, "switch_mlp"):
+                self._wrap_mixture(layer, block, i, kept, KeptIds)
             embed = (-1, "embed") if scaled and i == 0 else None
             self.swap(inner.layers, i, Kept(layer, self._keep, (i, "ffn_residual"), embed))
         kept(inner, "norm", (n, "final_norm"))
         kept(self.model, "lm_head", (n, "logits"))
+
+    def _wrap_mixture(self, layer, block, i, kept, KeptIds):
+        """A layer's mixture of experts: its router, the ids its switch_mlp is called with, and its
+        output: moe_out, or with a shared expert beside it moe_sum, the shared expert's output
+        moe_shared (inline where a sigmoid gate scales it) and the routed sum inline."""
+        kept(block, "gate", (i, "moe_router"))
+        self.swap(block, "switch_mlp", KeptIds(block.switch_mlp, self._keep, (i, "moe_ids")))
+        shared = next((name for name in ("shared_experts", "shared_expert") if hasattr(block, name)), None)
+        if shared is None:
+            kept(layer, self.layout.moe_block, (i, "moe_out"))
+            return
+        self.inline.add((i, "moe_out"))
+        if hasattr(block, "shared_expert_gate"):
+            self.inline.add((i, "moe_shared"))
+        else:
+            kept(block, shared, (i, "moe_shared"))
+        kept(layer, self.layout.moe_block, (i, "moe_sum"))
 
     def forward(self, tokens, decode=False):
         """One forward pass over `tokens` (a prefill chunk or a decode step's token) after those
@@ -233,7 +282,8 @@ class MlxRecorder(Recording):
             mx.eval(logits)
             rows = _rows(logits)
             self._keep((self.config["n_layers"], "logits"), rows)
-            missing = sorted(self.taps - set(self.values))
+            missing = sorted(key for key in self.taps - set(self.values)
+                             if key[1] not in INLINE_OPS and key not in self.inline)
             if missing:
                 raise RuntimeError(f"mlx-lm's modules gave no value for {', '.join(f'{l}/{o}' for l, o in missing)}")
             for (layer, op), value in self.values.items():

@@ -83,7 +83,7 @@ def load(folder: Path, dtype: str, faults: set[str] = frozenset()):
     taps = Taps()
     inner = model.model
     n = len(inner.layers)
-    Kept, _ = module_wrappers()
+    Kept, *_ = module_wrappers()
 
     def Tapped(module, name, input_name=None):  # noqa: N802 (it stands for a module class)
         """A module whose output is kept under `name` and its input under `input_name`."""
