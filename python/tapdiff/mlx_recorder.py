@@ -19,7 +19,7 @@ mlx-lm's modules of Llama, Mistral, Qwen2, Qwen3, OLMo 2, Gemma, Gemma 2, Gemma 
 ERNIE 4.5, Seed-OSS, SmolLM3, Nemotron, StableLM, Phi-3, GLM-4, Starcoder 2 and Hunyuan are read (LAYOUTS:
 each model_type's norm, attention and MLP modules and which ops their inputs and outputs are, a
 fused product split into its ops; each attention's `rope`), and the mixtures of experts of
-Qwen3-MoE, OLMoE, Mixtral, PhiMoE, Qwen2-MoE and ERNIE-4.5-MoE: the router `gate`, the ids
+Qwen3-MoE, OLMoE, Mixtral, PhiMoE, Qwen2-MoE, ERNIE-4.5-MoE and Granite-MoE: the router, the ids
 `switch_mlp` is called with (each row sorted ascending) and the block's output; the routing
 scores and weights (and, beside a shared expert, the routed sum) they compute inline are not
 recorded (INLINE_OPS). A model whose forward leaves one of
@@ -40,17 +40,18 @@ class Layout:
     them by their widths; whether the embedding is scaled after embed_tokens (the op is then the
     first layer's input); whether the MLP reads the stream after attention itself (no norm before
     it: the op attn_residual is then the MLP's input); the modules that see heads first; the name
-    of a layer's mixture-of-experts block (its `gate` the router, its `switch_mlp` called with the
-    chosen experts' ids, its output moe_out)."""
+    of a layer's mixture-of-experts block (its switch_mlp called with the chosen experts' ids, its
+    output moe_out) and of the block's module whose output is the router's logits."""
 
     def __init__(self, norms: dict, embedding_scaled: bool = False, mlp_reads_stream: bool = False,
                  attention: dict | None = None, mlp: dict | None = None, heads_first: tuple = (),
-                 moe_block: str = "mlp"):
+                 moe_block: str = "mlp", router: str = "gate"):
         self.norms, self.embedding_scaled, self.mlp_reads_stream = norms, embedding_scaled, mlp_reads_stream
         self.attention = {**_ATTENTION, **(attention or {})}
         self.mlp = mlp or _GATED_MLP
         self.heads_first = heads_first  # modules called on [1, heads, rows, head_dim], as RoPE is
         self.moe_block = moe_block  # the layer's module that is its mixture of experts, where it has a switch_mlp
+        self.router = router  # the block's module whose output is the router's logits (a dotted path)
 
 
 _PRE_NORMS = {"input_layernorm": ("attn_norm", None), "post_attention_layernorm": ("ffn_norm", "attn_residual")}
@@ -81,6 +82,7 @@ LAYOUTS = {
     "olmo2": Layout(_POST_NORMS, mlp_reads_stream=True),
     "gemma": Layout(_PRE_NORMS, embedding_scaled=True),
     "granite": Layout(_PRE_NORMS, embedding_scaled=True),  # its embedding_multiplier, after embed_tokens
+    "granitemoe": Layout(_PRE_NORMS, embedding_scaled=True, moe_block="block_sparse_moe", router="router.layer"),
     "gemma2": Layout(_GEMMA_NORMS, embedding_scaled=True),
     "gemma3_text": Layout(_GEMMA_NORMS, embedding_scaled=True, heads_first=("q_norm", "k_norm")),
     "phi3": Layout(_PRE_NORMS, attention={"qkv_proj": (("q_proj", "k_proj", "v_proj"), None)}, mlp=_FUSED_MLP),
@@ -258,7 +260,11 @@ class MlxRecorder(Recording):
         """A layer's mixture of experts: its router, the ids its switch_mlp is called with, and its
         output: moe_out, or with a shared expert beside it moe_sum, the shared expert's output
         moe_shared (inline where a sigmoid gate scales it) and the routed sum inline."""
-        kept(block, "gate", (i, "moe_router"))
+        *path, name = self.layout.router.split(".")
+        owner = block
+        for step in path:
+            owner = getattr(owner, step)
+        kept(owner, name, (i, "moe_router"))
         self.swap(block, "switch_mlp", KeptIds(block.switch_mlp, self._keep, (i, "moe_ids")))
         shared = next((name for name in ("shared_experts", "shared_expert") if hasattr(block, name)), None)
         if shared is None:

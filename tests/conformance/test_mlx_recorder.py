@@ -50,7 +50,7 @@ FAMILIES = {  # name: how its tiny folder is made (transformers 4.x configs: mlx
     "gemma2": lambda folder: hf_models.make_model(GEMMA2, folder, "4.x", seed=6),
     # mixtures of experts: mlx-lm's Mixtral, PhiMoE and Qwen2-MoE slide no layer, so none slides here
     **{name: (lambda name: lambda folder: hf_models.make_model(without_window(name), folder, "4.x", seed=6))(name)
-       for name in ("qwen3-moe", "olmoe", "mixtral", "phimoe", "qwen2-moe")},
+       for name in ("qwen3-moe", "olmoe", "mixtral", "phimoe", "qwen2-moe", "granitemoe")},
     "gemma3": lambda folder: hf_models.make_model(hf_models.Case(
         "gemma3", "gemma3_text", {"full_attention": {"rope_type": "default", "rope_theta": 500000.0},
                                   "sliding_attention": {"rope_type": "default", "rope_theta": 20000.0}},
@@ -63,7 +63,7 @@ STARCODER2 = hf_models.Case("starcoder2", "starcoder2", extra={**hf_models.IDS, 
                                                                 "tie_word_embeddings": True}, eps_key="norm_epsilon")
 DTYPES = {"f32": mx.float32, "bf16": mx.bfloat16}
 # MLX's CPU build multiplies the chosen experts (gather_mm) in float32 only: mixtures run in it alone.
-MIXTURES = ("qwen3-moe", "olmoe", "mixtral", "phimoe", "qwen2-moe")
+MIXTURES = ("qwen3-moe", "olmoe", "mixtral", "phimoe", "qwen2-moe", "granitemoe")
 RUNS = [(family, dtype) for family in sorted(FAMILIES) for dtype in DTYPES if dtype == "f32" or family not in MIXTURES]
 
 
