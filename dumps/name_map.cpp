@@ -313,11 +313,26 @@ NameMap map_from_toml(const std::filesystem::path& path) {
         if (names.size() != 2) bad_map(path, where, "two names", std::to_string(names.size()));
         added.push_back(sum(names[0], *op, names[1]));
       }
-    } else {
-      bad_map(path, k, "base, layout, heads_first, tokens, positions, decode, [taps] or [sums]", "an unknown key");
+    } else if (k != "orders") {
+      bad_map(path, k, "base, layout, heads_first, tokens, positions, decode, [taps], [sums] or [orders]",
+              "an unknown key");
     }
   }
   m.rules.insert(m.rules.begin(), std::make_move_iterator(added.rbegin()), std::make_move_iterator(added.rend()));
+  if (const toml::node* orders = t.get("orders")) {  // after [taps]: it names their arrays
+    const toml::table* table = orders->as_table();
+    if (table == nullptr) bad_map(path, "orders", "a table of NAME = IDS_NAME", "another type");
+    for (const auto& [name, value] : *table) {
+      const std::string where = fmt::format("orders.\"{}\"", name.str());
+      const auto ids = value.value<std::string>();
+      if (!ids) bad_map(path, where, "the name of an array of expert ids", "another type");
+      const auto rule = std::find_if(m.rules.begin(), m.rules.end(), [&](const MapRule& r) {
+        return r.pattern == name.str() && r.combine == Combine::one;
+      });
+      if (rule == m.rules.end()) bad_map(path, where, "the name of an array the map reads as one op", "another name");
+      rule->order = *ids;
+    }
+  }
   if (t.contains("taps") || t.contains("sums")) m.llama_cpp_names = false;  // the user's names for their model
   return m;
 }

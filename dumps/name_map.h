@@ -79,7 +79,7 @@ NameMap preset_map(std::string_view name);
 std::vector<std::string_view> preset_names();
 
 // A user's map (docs/import.md): TOML with an optional base preset, layout, provenance names,
-// [taps] and [sums]. FormatError naming the file and the key for anything else.
+// [taps], [sums] and [orders]. FormatError naming the file and the key for anything else.
 NameMap map_from_toml(const std::filesystem::path& path);
 
 // UsageError where the map's rules do not hold the names of the model's family (NameMap::llama_cpp_names):

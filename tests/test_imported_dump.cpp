@@ -411,8 +411,12 @@ TEST(ImportedDump, UserMapsInTomlAreCheckedKeyByKey) {
       {"[taps]\n\"x.{L}\" = \"q_prj\"\n", "'taps.\"x.{L}\"': expected an op name (docs/dump-format.md), found 'q_prj'"},
       {"base = \"candle\"\n", "--map candle: expected one of tapdiff, hf, vllm, llama.cpp"},
       {"layers = 3\n",
-       "'layers': expected base, layout, heads_first, tokens, positions, decode, [taps] or [sums], found an "
-       "unknown"},
+       "'layers': expected base, layout, heads_first, tokens, positions, decode, [taps], [sums] or [orders], "
+       "found an unknown"},
+      {"[orders]\n\"w.{L}\" = \"ids.{L}\"\n",
+       "'orders.\"w.{L}\"': expected the name of an array the map reads as one op, found another name"},
+      {"[taps]\n\"w.{L}\" = \"moe_weights\"\n[orders]\n\"w.{L}\" = 3\n",
+       "'orders.\"w.{L}\"': expected the name of an array of expert ids, found another type"},
       {"heads_first = \"yes\"\n", "'heads_first': expected true or false, found another type"},
       {"[sums]\nffn_residual = [\"a.{L}\"]\n", "'sums.ffn_residual': expected two names, found 1"},
       {"layout = \"neox\"\n", "'layout': expected rotate_half, interleaved or model, found 'neox'"},
@@ -445,6 +449,13 @@ TEST(ImportedDump, UserMapsInTomlAreCheckedKeyByKey) {
   EXPECT_TRUE(dumps::resolve(m, "model.layers.0.mlp.down_proj", c).has_value());  // the base's rules stay
   EXPECT_FALSE(dumps::resolve(m, "blk.2.q", c).has_value());                      // past the last layer
   EXPECT_EQ(m.tokens, std::vector<std::string>{"ids"});
+  // [orders]: the ids array that sorts an array's rows, with the layer filled in.
+  std::ofstream(dir / "orders.toml") << "[taps]\n\"w.{L}\" = \"moe_weights\"\n[orders]\n\"w.{L}\" = \"ids.{L}\"\n";
+  model::ModelConfig moe = small_config();
+  moe.experts.count = 4, moe.experts.active = 2, moe.experts.ffn_dim = 6;
+  const auto ordered = dumps::resolve(dumps::map_from_toml(dir / "orders.toml"), "w.1", moe);
+  ASSERT_TRUE(ordered.has_value());
+  EXPECT_EQ(ordered->order, "ids.1");
 
   // Dots inside quoted names, strings and comments are no key parts; 100,000 rules load in one
   // pass, the last of two for a name winning.
