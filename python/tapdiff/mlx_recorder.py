@@ -16,7 +16,7 @@ attention run as they do. Values are read in the dtype MLX computes in and store
 storage holds bf16 and f16 values); the dump states that dtype as its compute_dtype.
 
 mlx-lm's modules of Llama, Mistral, Qwen2, Qwen3, OLMo 2, Gemma, Gemma 2, Gemma 3, Granite, Helium,
-ERNIE 4.5, Seed-OSS, SmolLM3, Nemotron, StableLM, Phi-3, GLM-4, Starcoder 2 and Hunyuan are read (LAYOUTS:
+ERNIE 4.5, Seed-OSS, SmolLM3, Nemotron, StableLM, Phi-3, GLM, GLM-4, Starcoder 2 and Hunyuan are read (LAYOUTS:
 each model_type's norm, attention and MLP modules and which ops their inputs and outputs are, a
 fused product split into its ops; each attention's `rope`), and the mixtures of experts of
 Qwen3-MoE, OLMoE, Mixtral, PhiMoE, Qwen2-MoE, ERNIE-4.5-MoE and Granite-MoE: the router, the ids
@@ -86,6 +86,7 @@ LAYOUTS = {
     "gemma2": Layout(_GEMMA_NORMS, embedding_scaled=True),
     "gemma3_text": Layout(_GEMMA_NORMS, embedding_scaled=True, heads_first=("q_norm", "k_norm")),
     "phi3": Layout(_PRE_NORMS, attention={"qkv_proj": (("q_proj", "k_proj", "v_proj"), None)}, mlp=_FUSED_MLP),
+    "glm": Layout(_PRE_NORMS, mlp=_FUSED_MLP),
     "glm4": Layout(_FOUR_NORMS, mlp=_FUSED_MLP),
     "starcoder2": Layout(_PRE_NORMS, mlp={"c_fc": ("ffn_up", None), "c_proj": ("ffn_down", "ffn_act")}),
     "hunyuan_v1_dense": Layout(_PRE_NORMS, attention={"query_layernorm": ("q_norm", None),

@@ -4,8 +4,9 @@ mlx-lm's cache: `tapdiff run --tokens-from` the recorded dump follows its rows, 
 --model` says match; a norm's epsilon changed in mlx-lm's module is named as the culprit. mlx-lm's
 Gemma and Starcoder 2 compute the exact GELU where the checkpoint asks for the tanh one: named in
 float32; its Mistral without layer_types, its Starcoder 2 and its Gemma 2 ignore the sliding window:
-named at the first attention; its Gemma 3 caps no final logits: named at the logits; its
-ERNIE-4.5-MoE chooses experts without the selection bias: the chosen experts part first."""
+named at the first attention; its Gemma 3 caps no final logits: named at the logits; its GLM
+rotates every channel of a half-rotary head: named at RoPE; its ERNIE-4.5-MoE chooses experts
+without the selection bias: the chosen experts part first."""
 from __future__ import annotations
 
 import dataclasses
@@ -32,6 +33,7 @@ def without_window(name: str) -> hf_models.Case:
     return dataclasses.replace(case, extra=extra)
 
 
+GLM = next(c for c in hf_models.CASES if c.name == "glm")
 GEMMA2 = hf_models.Case("gemma2", "gemma2", extra={"head_dim": 16, "sliding_window": 64, "query_pre_attn_scalar": 24,
                                                   "attn_logit_softcapping": 5.0, "final_logit_softcapping": 3.0,
                                                   "tie_word_embeddings": True})
@@ -48,6 +50,9 @@ FAMILIES = {  # name: how its tiny folder is made (transformers 4.x configs: mlx
     # mlx-lm's Gemma 2 ties the embeddings and slides no layer (test_mlx_lm_ignores_a_sliding_window): a
     # window past the prompt; its Gemma 3 caps no logits (test_mlx_lm_gemma3_caps_no_final_logits): none
     "gemma2": lambda folder: hf_models.make_model(GEMMA2, folder, "4.x", seed=6),
+    # mlx-lm's GLM rotates every channel (test_mlx_lm_glm_rotates_every_channel): a GLM that does too
+    "glm": lambda folder: hf_models.make_model(dataclasses.replace(
+        GLM, rope={**GLM.rope, "partial_rotary_factor": 1.0}), folder, "4.x", seed=6),
     # mixtures of experts: mlx-lm's Mixtral, PhiMoE and Qwen2-MoE slide no layer, so none slides here
     **{name: (lambda name: lambda folder: hf_models.make_model(without_window(name), folder, "4.x", seed=6))(name)
        for name in ("qwen3-moe", "olmoe", "mixtral", "phimoe", "qwen2-moe", "granitemoe")},
@@ -168,6 +173,17 @@ def test_mlx_lm_gemma3_caps_no_final_logits(tmp_path):
     code, report, out = compare(folder, tmp_path / "f32.h5")
     assert code == 1 and f"{report['culprit']['layer']}/{report['culprit']['op']}" == "3/logits", out
     assert report["first"]["op"] == "logits", out
+
+
+def test_mlx_lm_glm_rotates_every_channel(tmp_path):
+    """mlx-lm's GLM applies RoPE to the whole head where GLM's config rotates the first half
+    (partial_rotary_factor 0.5, its default): the queries' RoPE is the culprit."""
+    folder = tmp_path / "glm"
+    hf_models.make_model(GLM, folder, "4.x", seed=6)
+    assert json.loads((folder / "config.json").read_text())["partial_rotary_factor"] == 0.5
+    record(folder, "f32", tmp_path / "f32.h5")
+    code, report, out = compare(folder, tmp_path / "f32.h5")
+    assert code == 1 and f"{report['culprit']['layer']}/{report['culprit']['op']}" == "0/rope_q", out
 
 
 def test_mlx_lm_ernie_moe_chooses_experts_without_the_selection_bias(tmp_path):
