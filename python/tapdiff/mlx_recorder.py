@@ -19,10 +19,11 @@ mlx-lm's modules of Llama, Mistral, Qwen2, Qwen3, OLMo 2, Gemma, Gemma 2, Gemma 
 ERNIE 4.5, Seed-OSS, SmolLM3, Nemotron, StableLM, Phi-3, GLM, GLM-4, Starcoder 2 and Hunyuan are read (LAYOUTS:
 each model_type's norm, attention and MLP modules and which ops their inputs and outputs are, a
 fused product split into its ops; each attention's `rope`), and the mixtures of experts of
-Qwen3-MoE, OLMoE, Mixtral, PhiMoE, Qwen2-MoE, ERNIE-4.5-MoE and Granite-MoE: the router, the ids
-`switch_mlp` is called with (each row sorted ascending) and the block's output; the routing
-scores and weights (and, beside a shared expert, the routed sum) they compute inline are not
-recorded (INLINE_OPS). A model whose forward leaves one of
+Qwen3-MoE, OLMoE, Mixtral, PhiMoE, Qwen2-MoE, ERNIE-4.5-MoE, Granite-MoE, GLM-4.5 and dots1: the
+router's logits (or, where the gate returns them, the chosen ids and their weights), the ids the
+block's SwitchGLU is called with (each row sorted ascending) and the block's output; what they
+compute inline (the routing scores and weights, beside a shared expert the routed sum) is not
+recorded (INLINE_OPS, MlxRecorder.inline). A model whose forward leaves one of
 tapdiff's ops unseen is refused at its first forward pass, naming the ops.
 """
 from __future__ import annotations
@@ -45,13 +46,16 @@ class Layout:
 
     def __init__(self, norms: dict, embedding_scaled: bool = False, mlp_reads_stream: bool = False,
                  attention: dict | None = None, mlp: dict | None = None, heads_first: tuple = (),
-                 moe_block: str = "mlp", router: str = "gate"):
+                 moe_block: str = "mlp", router: str = "gate", gate_chooses: bool = False, switch: str = "switch_mlp"):
         self.norms, self.embedding_scaled, self.mlp_reads_stream = norms, embedding_scaled, mlp_reads_stream
         self.attention = {**_ATTENTION, **(attention or {})}
         self.mlp = mlp or _GATED_MLP
         self.heads_first = heads_first  # modules called on [1, heads, rows, head_dim], as RoPE is
         self.moe_block = moe_block  # the layer's module that is its mixture of experts, where it has a switch_mlp
         self.router = router  # the block's module whose output is the router's logits (a dotted path)
+        # The block's gate returns the chosen ids and their weights (the logits stay inside it)
+        self.gate_chooses = gate_chooses
+        self.switch = switch  # the block's SwitchGLU, called with the tokens and the chosen ids
 
 
 _PRE_NORMS = {"input_layernorm": ("attn_norm", None), "post_attention_layernorm": ("ffn_norm", "attn_residual")}
@@ -79,6 +83,8 @@ LAYOUTS = {
                                              "smollm3", "nemotron", "stablelm", "qwen3_moe", "olmoe", "qwen2_moe",
                                              "ernie4_5_moe")},
     **{name: Layout(_PRE_NORMS, moe_block="block_sparse_moe") for name in ("mixtral", "phimoe")},
+    "glm4_moe": Layout(_PRE_NORMS, gate_chooses=True),
+    "dots1": Layout(_PRE_NORMS, gate_chooses=True, switch="experts"),
     "olmo2": Layout(_POST_NORMS, mlp_reads_stream=True),
     "gemma": Layout(_PRE_NORMS, embedding_scaled=True),
     "granite": Layout(_PRE_NORMS, embedding_scaled=True),  # its embedding_multiplier, after embed_tokens
@@ -162,6 +168,23 @@ def module_wrappers():
             self._keep(self._key, np.sort(_rows(indices), axis=1))
             return self.inner(x, indices, *args, **kwargs)
 
+    class KeptChoice(nn.Module):
+        """A mixture's gate that returns the experts it chose and their weights: keeps both, each
+        row in the order that sorts its ids ascending, and returns them unchanged."""
+
+        def __init__(self, inner, keep, layer):
+            super().__init__()
+            self.inner = inner
+            self._keep, self._layer = keep, layer
+
+        def __call__(self, x, *args, **kwargs):
+            indices, weights = self.inner(x, *args, **kwargs)
+            ids, order = _rows(indices), None
+            order = np.argsort(ids, axis=1, kind="stable")
+            self._keep((self._layer, "moe_ids"), np.take_along_axis(ids, order, axis=1))
+            self._keep((self._layer, "moe_weights"), np.take_along_axis(_rows(weights), order, axis=1))
+            return indices, weights
+
     class KeptRope(nn.Module):
         """An attention's RoPE, called on its queries, then its keys, once each per forward pass."""
 
@@ -176,7 +199,7 @@ def module_wrappers():
             self._calls += 1
             return y
 
-    return Kept, KeptIds, KeptRope
+    return Kept, KeptIds, KeptChoice, KeptRope
 
 
 class MlxRecorder(Recording):
@@ -223,7 +246,7 @@ class MlxRecorder(Recording):
             self.values[key] = value
 
     def _wrap(self):
-        Kept, KeptIds, KeptRope = module_wrappers()
+        Kept, KeptIds, KeptChoice, KeptRope = module_wrappers()
         inner = self.model.model
         n = len(inner.layers)
 
@@ -250,23 +273,29 @@ class MlxRecorder(Recording):
             if self.layout.mlp_reads_stream:
                 kept(layer, "mlp", None, (i, "attn_residual"))
             block = getattr(layer, self.layout.moe_block, None)
-            if hasattr(block, "switch_mlp"):
-                self._wrap_mixture(layer, block, i, kept, KeptIds)
+            if hasattr(block, self.layout.switch):
+                self._wrap_mixture(layer, block, i, kept, KeptIds, KeptChoice)
             embed = (-1, "embed") if scaled and i == 0 else None
             self.swap(inner.layers, i, Kept(layer, self._keep, (i, "ffn_residual"), embed))
         kept(inner, "norm", (n, "final_norm"))
         kept(self.model, "lm_head", (n, "logits"))
 
-    def _wrap_mixture(self, layer, block, i, kept, KeptIds):
-        """A layer's mixture of experts: its router, the ids its switch_mlp is called with, and its
-        output: moe_out, or with a shared expert beside it moe_sum, the shared expert's output
-        moe_shared (inline where a sigmoid gate scales it) and the routed sum inline."""
-        *path, name = self.layout.router.split(".")
-        owner = block
-        for step in path:
-            owner = getattr(owner, step)
-        kept(owner, name, (i, "moe_router"))
-        self.swap(block, "switch_mlp", KeptIds(block.switch_mlp, self._keep, (i, "moe_ids")))
+    def _wrap_mixture(self, layer, block, i, kept, KeptIds, KeptChoice):
+        """A layer's mixture of experts: its router's logits (or, where its gate chooses, the ids
+        and weights it returns), the ids its switch_mlp is called with, and its output: moe_out,
+        or with a shared expert beside it moe_sum, the shared expert's output moe_shared (inline
+        where a sigmoid gate scales it) and the routed sum inline."""
+        if self.layout.gate_chooses:
+            self.swap(block, "gate", KeptChoice(block.gate, self._keep, i))
+            self.inline.add((i, "moe_router"))
+        else:
+            *path, name = self.layout.router.split(".")
+            owner = block
+            for step in path:
+                owner = getattr(owner, step)
+            kept(owner, name, (i, "moe_router"))
+        switch = self.layout.switch
+        self.swap(block, switch, KeptIds(getattr(block, switch), self._keep, (i, "moe_ids")))
         shared = next((name for name in ("shared_experts", "shared_expert") if hasattr(block, name)), None)
         if shared is None:
             kept(layer, self.layout.moe_block, (i, "moe_out"))

@@ -33,6 +33,11 @@ def without_window(name: str) -> hf_models.Case:
     return dataclasses.replace(case, extra=extra)
 
 
+def with_extra(name: str, **extra) -> hf_models.Case:
+    case = without_window(name)
+    return dataclasses.replace(case, extra={**case.extra, **extra})
+
+
 GLM = next(c for c in hf_models.CASES if c.name == "glm")
 GEMMA2 = hf_models.Case("gemma2", "gemma2", extra={"head_dim": 16, "sliding_window": 64, "query_pre_attn_scalar": 24,
                                                   "attn_logit_softcapping": 5.0, "final_logit_softcapping": 3.0,
@@ -56,6 +61,9 @@ FAMILIES = {  # name: how its tiny folder is made (transformers 4.x configs: mlx
     # mixtures of experts: mlx-lm's Mixtral, PhiMoE and Qwen2-MoE slide no layer, so none slides here
     **{name: (lambda name: lambda folder: hf_models.make_model(without_window(name), folder, "4.x", seed=6))(name)
        for name in ("qwen3-moe", "olmoe", "mixtral", "phimoe", "qwen2-moe", "granitemoe")},
+    # mlx-lm's GLM-4.5 reads head_dim from the config; its dots1 has no attention biases
+    "glm4-moe": lambda folder: hf_models.make_model(with_extra("glm4-moe", head_dim=16), folder, "4.x", seed=6),
+    "dots1": lambda folder: hf_models.make_model(with_extra("dots1", attention_bias=False), folder, "4.x", seed=6),
     "gemma3": lambda folder: hf_models.make_model(hf_models.Case(
         "gemma3", "gemma3_text", {"full_attention": {"rope_type": "default", "rope_theta": 500000.0},
                                   "sliding_attention": {"rope_type": "default", "rope_theta": 20000.0}},
@@ -68,7 +76,7 @@ STARCODER2 = hf_models.Case("starcoder2", "starcoder2", extra={**hf_models.IDS, 
                                                                 "tie_word_embeddings": True}, eps_key="norm_epsilon")
 DTYPES = {"f32": mx.float32, "bf16": mx.bfloat16}
 # MLX's CPU build multiplies the chosen experts (gather_mm) in float32 only: mixtures run in it alone.
-MIXTURES = ("qwen3-moe", "olmoe", "mixtral", "phimoe", "qwen2-moe", "granitemoe")
+MIXTURES = ("qwen3-moe", "olmoe", "mixtral", "phimoe", "qwen2-moe", "granitemoe", "glm4-moe", "dots1")
 RUNS = [(family, dtype) for family in sorted(FAMILIES) for dtype in DTYPES if dtype == "f32" or family not in MIXTURES]
 
 
@@ -110,7 +118,8 @@ def test_an_mlx_lm_run_recorded_matches(folder, dtype):
     taps = json.loads(tapdiff("model-info", "--model", str(folder)).stdout)["taps"]
     inline = report["not_compared"]["only_in_a"] if report.get("not_compared") else []
     assert report["summary"]["ops"] + len(inline) == len(taps), out
-    assert all(tap.split("/")[1] in ("moe_scores", "moe_weights", "moe_out", "moe_shared") for tap in inline), inline
+    inline_ops = ("moe_router", "moe_scores", "moe_weights", "moe_out", "moe_shared")
+    assert all(tap.split("/")[1] in inline_ops for tap in inline), inline
 
 
 @pytest.mark.parametrize("folder", sorted(FAMILIES), indirect=True)
@@ -118,7 +127,7 @@ def test_a_bug_in_mlx_lm_is_named(folder):
     b = folder.parent / "mlx-fault.h5"
     config = mlx_utils.load_config(folder)
     norm, (op, _) = next(iter(LAYOUTS[config["model_type"]].norms.items()))  # the layer's first norm
-    mixture = "num_experts" in config or "num_local_experts" in config
+    mixture = any(key in config for key in ("num_experts", "num_local_experts", "n_routed_experts"))
     record(folder, "f32" if mixture else "bf16", b, fault=norm)
     code, report, out = compare(folder, b)
     assert code == 1 and report["culprit"] is not None, out
