@@ -98,6 +98,10 @@ def test_the_culprits_checks_fail_on_the_engine_and_pass_on_the_reference(workdi
     assert_replays(folder)
     readme = (folder / "README.md").read_text()
     assert culprit in readme and "python3 check.py --replay engine" in readme, readme
+    # The folder after its checks ran (the C check built in it) takes the case again.
+    again = tapdiff("compare", str(folder.parent / "a.h5"), str(folder.parent / "b.h5"), "--model", "synth:tiny",
+                    "--repro", str(folder))
+    assert again.returncode == 1 and f"repro: {folder}: {culprit}'s case" in again.stdout, again.stdout + again.stderr
 
 
 def test_a_kernel_that_computes_the_op_passes_and_one_with_the_bug_fails(workdir):

@@ -98,6 +98,7 @@ def main() -> int:
         output, source = getattr(case, args.replay), f"the {args.replay}'s recorded output"
     else:
         sys.path.insert(0, str(HERE))
+        sys.dont_write_bytecode = True  # no __pycache__ in the case's folder: tapdiff writes it again
         from kernel import kernel  # noqa: PLC0415 (the file beside this one, filled in by you)
         try:
             output, source = kernel(case), "kernel.py"
