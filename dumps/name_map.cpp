@@ -322,13 +322,13 @@ NameMap map_from_toml(const std::filesystem::path& path) {
   if (const toml::node* orders = t.get("orders")) {  // after [taps]: it names their arrays
     const toml::table* table = orders->as_table();
     if (table == nullptr) bad_map(path, "orders", "a table of NAME = IDS_NAME", "another type");
-    for (const auto& [name, value] : *table) {
-      const std::string where = fmt::format("orders.\"{}\"", name.str());
+    for (const auto& [key, value] : *table) {
+      const std::string name(key.str());  // a copy: clang 14 lets no lambda capture a structured binding
+      const std::string where = fmt::format("orders.\"{}\"", name);
       const auto ids = value.value<std::string>();
       if (!ids) bad_map(path, where, "the name of an array of expert ids", "another type");
-      const auto rule = std::find_if(m.rules.begin(), m.rules.end(), [&](const MapRule& r) {
-        return r.pattern == name.str() && r.combine == Combine::one;
-      });
+      const auto rule = std::find_if(m.rules.begin(), m.rules.end(),
+                                     [&](const MapRule& r) { return r.pattern == name && r.combine == Combine::one; });
       if (rule == m.rules.end()) bad_map(path, where, "the name of an array the map reads as one op", "another name");
       rule->order = *ids;
     }
