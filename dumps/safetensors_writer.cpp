@@ -1,12 +1,14 @@
 #include "dumps/safetensors_writer.h"
 
+#include <array>
 #include <cstdint>
-#include <fstream>
+#include <vector>
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
 #include "model/errors.h"
+#include "model/output_file.h"
 
 namespace tapdiff::dumps {
 namespace {
@@ -39,7 +41,7 @@ template NamedArray named_array<double>(std::string, std::vector<std::int64_t>, 
 template NamedArray named_array<std::int32_t>(std::string, std::vector<std::int64_t>, std::span<const std::int32_t>);
 template NamedArray named_array<std::int64_t>(std::string, std::vector<std::int64_t>, std::span<const std::int64_t>);
 
-void write_safetensors(const std::filesystem::path& path, std::span<const NamedArray> arrays,
+void write_safetensors(const std::filesystem::path& path, std::string_view what, std::span<const NamedArray> arrays,
                        const std::map<std::string, std::string>& metadata) {
   nlohmann::ordered_json header;
   if (!metadata.empty()) header["__metadata__"] = metadata;
@@ -54,16 +56,12 @@ void write_safetensors(const std::filesystem::path& path, std::span<const NamedA
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  const std::uint64_t length = text.size();
-  std::array<char, 8> prefix{};
-  for (std::size_t i = 0; i < prefix.size(); ++i) prefix[i] = static_cast<char>((length >> (8 * i)) & 0xff);
-  out.write(prefix.data(), prefix.size());
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  std::array<char, 8> length{};
+  for (std::size_t i = 0; i < length.size(); ++i) length[i] = static_cast<char>((text.size() >> (8 * i)) & 0xff);
+  std::vector<std::string_view> pieces{std::string_view(length.data(), length.size()), text};
   for (const NamedArray& array : arrays)
-    out.write(reinterpret_cast<const char*>(array.bytes.data()), static_cast<std::streamsize>(array.bytes.size()));
-  out.close();
-  if (!out) throw UsageError(fmt::format("{}: could not write the file", path.string()));
+    pieces.emplace_back(reinterpret_cast<const char*>(array.bytes.data()), array.bytes.size());
+  model::write_file(path, what, pieces);
 }
 
 }  // namespace tapdiff::dumps

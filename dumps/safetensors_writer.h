@@ -6,6 +6,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "dumps/array_file.h"
 
@@ -16,9 +17,10 @@ namespace tapdiff::dumps {
 template <typename T>
 NamedArray named_array(std::string name, std::vector<std::int64_t> shape, std::span<const T> values);
 
-// UsageError naming the path when it cannot be written. An array of type other is written with its
-// type_name (a type this reader does not read: for tests of what it refuses).
-void write_safetensors(const std::filesystem::path& path, std::span<const NamedArray> arrays,
+// EnvironmentError "<what> <path>: ..." when it cannot be written (model/output_file.h). An array
+// of type other is written with its type_name (a type this reader does not read: for tests of
+// what it refuses).
+void write_safetensors(const std::filesystem::path& path, std::string_view what, std::span<const NamedArray> arrays,
                        const std::map<std::string, std::string>& metadata);
 
 }  // namespace tapdiff::dumps

@@ -141,7 +141,7 @@ void write_safetensors(const std::filesystem::path& path, const std::vector<StEn
     dumps::NamedArray& a = arrays.emplace_back();
     a.name = t.name, a.type_name = t.dtype, a.shape = t.shape, a.bytes = t.data;
   }
-  dumps::write_safetensors(path, arrays, {{"format", "pt"}});
+  dumps::write_safetensors(path, "test fixture", arrays, {{"format", "pt"}});
 }
 
 // A tiny Llama model in the Hugging Face layout, F32, tied embeddings (no lm_head); by default

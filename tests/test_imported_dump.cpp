@@ -135,7 +135,8 @@ TEST(SafetensorsWriter, ArraysAndMetadataReadBackAsWritten) {
   const std::vector<dumps::NamedArray> arrays = {dumps::named_array("input.0/attn_norm", {2, 3}, std::span(f32)),
                                                  dumps::named_array("output.reference", {3, 1}, std::span(f64)),
                                                  dumps::named_array("tokens", {2}, std::span(ids))};
-  dumps::write_safetensors(dir / "case.safetensors", arrays, {{"op", "attn_norm"}, {"note", "a \"quoted\" value"}});
+  dumps::write_safetensors(dir / "case.safetensors", "test case", arrays,
+                           {{"op", "attn_norm"}, {"note", "a \"quoted\" value"}});
   const dumps::ArrayFile file(dir / "case.safetensors");
   ASSERT_EQ(file.arrays().size(), 3u);
   const dumps::NamedArray* a = file.find("input.0/attn_norm");

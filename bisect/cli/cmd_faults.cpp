@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "bisect/cli/commands.h"
-#include "bisect/cli/output_file.h"
 #include "gpu/faults.h"
+#include "model/output_file.h"
 
 namespace tapdiff::cli {
 namespace {
@@ -47,7 +47,7 @@ void add_faults_command(CLI::App& app, CliContext& context) {
   cmd->add_option("--json", *json, "Write the catalogue as JSON");
   cmd->callback([json, &context] {
     print_catalogue();
-    if (!json->empty()) write_text(*json, "--json", catalogue_json().dump(2) + "\n");
+    if (!json->empty()) model::write_text(*json, "--json", catalogue_json().dump(2) + "\n");
     context.exit_code = 0;
   });
 }

@@ -14,13 +14,13 @@
 #include "bisect/cli/dump_input.h"
 #include "bisect/cli/model_source.h"
 #include "bisect/cli/option_checks.h"
-#include "bisect/cli/output_file.h"
 #include "bisect/cli/prompt_input.h"
 #include "bisect/compare/tensor_stats.h"
 #include "dumps/dump_reader.h"
 #include "formats/load_model.h"
 #include "model/errors.h"
 #include "model/graph.h"
+#include "model/output_file.h"
 #include "text/tokenizer.h"
 
 namespace tapdiff::cli {
@@ -177,7 +177,7 @@ void inspect(const InspectArgs& a) {
   report["tensors"] = stats_table(dump);
   if (a.top_k > 0) print_top_k(a, dump, dump_tokenizer(a, dump));
   if (slice) print_slice(a, dump, *slice);
-  if (!a.json.empty()) write_text(a.json, "--json", report.dump(2) + "\n");
+  if (!a.json.empty()) model::write_text(a.json, "--json", report.dump(2) + "\n");
 }
 
 }  // namespace

@@ -12,7 +12,6 @@
 #include "bisect/cli/dump_model.h"
 #include "bisect/cli/engine_factory.h"
 #include "bisect/cli/model_source.h"
-#include "bisect/cli/output_file.h"
 #include "bisect/cli/prompt_input.h"
 #include "bisect/cli/run_context.h"
 #include "bisect/compare/dump_chunks.h"
@@ -22,6 +21,7 @@
 #include "formats/load_model.h"
 #include "model/batch_runner.h"
 #include "model/errors.h"
+#include "model/output_file.h"
 #include "model/runner.h"
 #include "text/tokenizer.h"
 
@@ -156,13 +156,13 @@ void run_batch(const RunArgs& a, const model::Model& m, const std::optional<text
     if (!a.dump.empty()) fmt::print("         dump {}\n", sequence_dump_path(a.dump, s));
   }
   if (!a.json.empty())
-    write_text(a.json, "--json",
-               nlohmann::json{{"passes", batch.passes},
-                              {"prefill_seconds", batch.prefill_seconds},
-                              {"decode_seconds", batch.decode_seconds},
-                              {"sequences", sequences}}
-                       .dump(2) +
-                   "\n");
+    model::write_text(a.json, "--json",
+                      nlohmann::json{{"passes", batch.passes},
+                                     {"prefill_seconds", batch.prefill_seconds},
+                                     {"decode_seconds", batch.decode_seconds},
+                                     {"sequences", sequences}}
+                              .dump(2) +
+                          "\n");
 }
 
 // B's HDF5 dump, read before any other thread starts: the guarded read forks (dumps/crash_guard.h).
@@ -219,7 +219,7 @@ void run_tokens_from(const RunArgs& a, const dumps::DumpReader& from, const mode
   if (writer) writer->finish(summary);
   print_summary(summary, m);
   if (!a.dump.empty()) fmt::print("dump     {}\n", a.dump);
-  if (!a.json.empty()) write_text(a.json, "--json", summary.dump(2) + "\n");
+  if (!a.json.empty()) model::write_text(a.json, "--json", summary.dump(2) + "\n");
 }
 
 void run(const RunArgs& a, const CLI::App& cmd) {
@@ -249,7 +249,7 @@ void run(const RunArgs& a, const CLI::App& cmd) {
   if (writer) writer->finish(summary);
   print_summary(summary, *m);
   if (!a.dump.empty()) fmt::print("dump     {}\n", a.dump);
-  if (!a.json.empty()) write_text(a.json, "--json", summary.dump(2) + "\n");
+  if (!a.json.empty()) model::write_text(a.json, "--json", summary.dump(2) + "\n");
 }
 
 }  // namespace

@@ -11,12 +11,12 @@
 
 #include <fmt/core.h>
 
-#include "bisect/cli/output_file.h"
 #include "bisect/report/html.h"
 #include "bisect/report/json.h"
 #include "bisect/report/junit.h"
 #include "bisect/report/terminal.h"
 #include "model/errors.h"
+#include "model/output_file.h"
 
 namespace tapdiff::cli {
 
@@ -54,9 +54,9 @@ void refuse_reports_over_inputs(const ReportFiles& files, std::initializer_list<
 }
 
 void write_reports(const bisect::Finding& finding, const ReportFiles& files) {
-  if (!files.json.empty()) write_text(files.json, "--json", bisect::report_json(finding).dump(2) + "\n");
-  if (!files.junit.empty()) write_text(files.junit, "--junit", bisect::junit_xml(finding));
-  if (!files.html.empty()) write_text(files.html, "--html", bisect::html_report(finding));
+  if (!files.json.empty()) model::write_text(files.json, "--json", bisect::report_json(finding).dump(2) + "\n");
+  if (!files.junit.empty()) model::write_text(files.junit, "--junit", bisect::junit_xml(finding));
+  if (!files.html.empty()) model::write_text(files.html, "--html", bisect::html_report(finding));
   fmt::print("{}", bisect::terminal_report(finding, ::isatty(STDOUT_FILENO) != 0));
   std::fflush(stdout);
 }

@@ -94,6 +94,8 @@ std::string input_name(const model::TensorId& id) { return fmt::format("input.{}
 
 }  // namespace
 
+std::string ReproWeight::name() const { return fmt::format("weight.{}", model::weight_kind_name(kind)); }
+
 ReproCase repro_case_from_dump(const dumps::DumpReader& b, const model::Graph& graph, const model::Model& model,
                                model::Engine& truth, const OpResult& culprit) {
   const model::Step& step = step_of(graph, culprit);

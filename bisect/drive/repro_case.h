@@ -25,10 +25,11 @@ struct ReproTensor {
 };
 
 struct ReproWeight {
-  model::WeightKind kind;  // named "weight.<kind>" in the case
-  std::string file_name;   // the tensor's name in the model file
+  model::WeightKind kind;
+  std::string file_name;  // the tensor's name in the model file
   std::int64_t rows = 0, cols = 0;
   std::vector<float> values;  // dequantized; empty when left out for size
+  std::string name() const;   // in the case: "weight.<kind>"
 };
 
 struct ReproCase {

@@ -1,6 +1,5 @@
 #include "bisect/report/repro.h"
 
-#include <fstream>
 #include <map>
 #include <set>
 
@@ -10,6 +9,7 @@
 #include "bisect/report/repro_files.h"
 #include "dumps/safetensors_writer.h"
 #include "model/errors.h"
+#include "model/output_file.h"
 
 namespace tapdiff::bisect {
 namespace {
@@ -22,13 +22,6 @@ std::set<std::string> repro_names() {
   std::set<std::string> names{std::string(kCase), std::string(kReadme), "check"};
   for (const ReproFile& file : repro_files()) names.emplace(file.name);
   return names;
-}
-
-void write_text(const std::filesystem::path& path, std::string_view text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  out.close();
-  if (!out) throw UsageError(fmt::format("{}: could not write the file", path.string()));
 }
 
 std::string exact(double value) { return fmt::format("{:.17g}", value); }
@@ -64,9 +57,8 @@ std::map<std::string, std::string> metadata(const ReproCase& repro, const ReproS
     if (value) meta[key] = exact(*value);
   std::string left_out;
   for (const ReproWeight& w : repro.weights) {
-    const std::string name = fmt::format("weight.{}", model::weight_kind_name(w.kind));
-    meta[name + ".file_name"] = w.file_name;
-    if (w.values.empty()) left_out += (left_out.empty() ? "" : ", ") + name;
+    meta[w.name() + ".file_name"] = w.file_name;
+    if (w.values.empty()) left_out += (left_out.empty() ? "" : ", ") + w.name();
   }
   if (!left_out.empty()) meta["weights_left_out"] = left_out;
   return meta;
@@ -76,9 +68,11 @@ std::string readme(const ReproCase& repro, const ReproSource& source) {
   const std::string where = fmt::format("{}/{}", repro.id.layer, model::op_name(repro.id.op));
   std::string weights;
   for (const ReproWeight& w : repro.weights)
-    weights +=
-        fmt::format("- `weight.{}`: `{}` [{}, {}]{}\n", model::weight_kind_name(w.kind), w.file_name, w.rows, w.cols,
-                    w.values.empty() ? " (left out: the op's weights pass 256 MiB; read it from the model)" : "");
+    weights += fmt::format(
+        "- `{}`: `{}` [{}, {}]{}\n", w.name(), w.file_name, w.rows, w.cols,
+        w.values.empty()
+            ? fmt::format(" (left out: the op's weights pass {} MiB; read it from the model)", kReproWeightBytes >> 20)
+            : "");
   if (weights.empty()) weights = "- none: the op reads no weights\n";
   std::string inputs;
   for (const ReproTensor& t : repro.inputs)
@@ -144,16 +138,15 @@ void write_repro(const ReproCase& repro, const ReproSource& source, const std::f
   for (const ReproTensor& t : repro.inputs) arrays.push_back(tensor_array(t.name, t.value));
   for (const ReproWeight& w : repro.weights)
     if (!w.values.empty())
-      arrays.push_back(dumps::named_array(fmt::format("weight.{}", model::weight_kind_name(w.kind)), {w.rows, w.cols},
-                                          std::span<const float>(w.values)));
+      arrays.push_back(dumps::named_array(w.name(), {w.rows, w.cols}, std::span<const float>(w.values)));
   const auto rows = static_cast<std::int64_t>(repro.positions.size());
   arrays.push_back(dumps::named_array("positions", {rows}, std::span<const std::int32_t>(repro.positions)));
   arrays.push_back(dumps::named_array("tokens", {rows}, std::span<const std::int32_t>(repro.tokens)));
   arrays.push_back(tensor_array("output.reference", repro.reference));
   arrays.push_back(tensor_array("output.engine", repro.engine));
-  dumps::write_safetensors(dir / kCase, arrays, metadata(repro, source));
-  for (const ReproFile& file : repro_files()) write_text(dir / file.name, file.text);
-  write_text(dir / kReadme, readme(repro, source));
+  dumps::write_safetensors(dir / kCase, "--repro", arrays, metadata(repro, source));
+  for (const ReproFile& file : repro_files()) model::write_text(dir / file.name, "--repro", file.text);
+  model::write_text(dir / kReadme, "--repro", readme(repro, source));
 }
 
 }  // namespace tapdiff::bisect
