@@ -23,7 +23,7 @@ Qwen3-MoE, OLMoE, Mixtral, PhiMoE, Qwen2-MoE, ERNIE-4.5-MoE, Granite-MoE, GLM-4.
 router's logits (or, where the gate returns them, the chosen ids and their weights), the ids the
 block's SwitchGLU is called with (each row sorted ascending) and the block's output; what they
 compute inline (the routing scores and weights, beside a shared expert the routed sum) is not
-recorded (INLINE_OPS, MlxRecorder.inline). A model whose forward leaves one of
+recorded (MlxRecorder.inline). A model whose forward leaves one of
 tapdiff's ops unseen is refused at its first forward pass, naming the ops.
 """
 from __future__ import annotations
@@ -73,11 +73,6 @@ _ATTENTION = {"q_proj": ("q_proj", None), "k_proj": ("k_proj", None), "v_proj": 
               "q_norm": ("q_norm", None), "k_norm": ("k_norm", None), "o_proj": ("o_proj", "attn")}
 _GATED_MLP = {"gate_proj": ("ffn_gate", None), "up_proj": ("ffn_up", None), "down_proj": ("ffn_down", "ffn_act")}
 _FUSED_MLP = {"gate_up_proj": (("ffn_gate", "ffn_up"), None), "down_proj": ("ffn_down", "ffn_act")}
-# The ops mlx-lm's mixture-of-experts blocks compute inline, in no module of their own: not recorded
-# (`tapdiff compare` lists them as tapped only in the reference; the check on B's own inputs of the
-# ops that read them names them as the taps that would decide it). With a shared expert, the routed
-# sum too (and a gated shared expert's output): MlxRecorder.inline.
-INLINE_OPS = frozenset({"moe_scores", "moe_weights"})
 LAYOUTS = {
     **{name: Layout(_PRE_NORMS) for name in ("llama", "mistral", "qwen2", "qwen3", "helium", "ernie4_5", "seed_oss",
                                              "smollm3", "nemotron", "stablelm", "qwen3_moe", "olmoe", "qwen2_moe",
@@ -119,7 +114,7 @@ def _heads_rows(x) -> np.ndarray:
 
 
 def module_wrappers():
-    """The module wrappers (Kept, KeptRope), made once mlx is imported (the package itself does not
+    """The module wrappers (Kept, KeptIds, KeptChoice, KeptRope), made once mlx is imported (the package itself does not
     need mlx). Kept also serves a hand-made MLX recorder (tests/conformance/mlx_recorder.py) with a
     `convert` of its own."""
     import mlx.nn as nn
@@ -179,7 +174,7 @@ def module_wrappers():
 
         def __call__(self, x, *args, **kwargs):
             indices, weights = self.inner(x, *args, **kwargs)
-            ids, order = _rows(indices), None
+            ids = _rows(indices)
             order = np.argsort(ids, axis=1, kind="stable")
             self._keep((self._layer, "moe_ids"), np.take_along_axis(ids, order, axis=1))
             self._keep((self._layer, "moe_weights"), np.take_along_axis(_rows(weights), order, axis=1))
@@ -231,7 +226,10 @@ class MlxRecorder(Recording):
                                  info=self.info)
         self.cache = mlx_cache.make_prompt_cache(model)  # before the wrapping: it reads the layers
         self.values: dict[tuple[int, str], np.ndarray] = {}
-        self.inline: set[tuple[int, str]] = set()  # ops of a layer's mixture computed inline, beyond INLINE_OPS
+        # The ops mlx-lm's mixture-of-experts blocks compute inline, in no module of their own: not
+        # recorded (`tapdiff compare` lists them as tapped only in the reference; the check on B's
+        # own inputs of the ops that read them names them as the taps that would decide it).
+        self.inline: set[tuple[int, str]] = set()
         self._wrap()
 
     def _keep(self, key, value):
@@ -285,10 +283,12 @@ class MlxRecorder(Recording):
         and weights it returns), the ids its switch_mlp is called with, and its output: moe_out,
         or with a shared expert beside it moe_sum, the shared expert's output moe_shared (inline
         where a sigmoid gate scales it) and the routed sum inline."""
+        self.inline.add((i, "moe_scores"))
         if self.layout.gate_chooses:
             self.swap(block, "gate", KeptChoice(block.gate, self._keep, i))
             self.inline.add((i, "moe_router"))
         else:
+            self.inline.add((i, "moe_weights"))
             *path, name = self.layout.router.split(".")
             owner = block
             for step in path:
@@ -318,8 +318,7 @@ class MlxRecorder(Recording):
             mx.eval(logits)
             rows = _rows(logits)
             self._keep((self.config["n_layers"], "logits"), rows)
-            missing = sorted(key for key in self.taps - set(self.values)
-                             if key[1] not in INLINE_OPS and key not in self.inline)
+            missing = sorted(self.taps - set(self.values) - self.inline)
             if missing:
                 raise RuntimeError(f"mlx-lm's modules gave no value for {', '.join(f'{l}/{o}' for l, o in missing)}")
             for (layer, op), value in self.values.items():
