@@ -21,6 +21,7 @@ namespace {
 bool is_float(ElementType t) {
   return t == ElementType::f16 || t == ElementType::bf16 || t == ElementType::f32 || t == ElementType::f64;
 }
+bool is_integer(ElementType t) { return t == ElementType::i32 || t == ElementType::i64; }
 
 // Elements [at, at + n) of a float array as doubles, one loop per element type.
 template <class T, class F>
@@ -41,9 +42,11 @@ void widen(const NamedArray& a, std::int64_t at, std::int64_t n, double* out) {
       return widen_as<std::uint16_t>(p, n, out, [](std::uint16_t h) { return model::bf16_to_f32(h); });
     case ElementType::f32: return widen_as<float>(p, n, out, [](float f) { return static_cast<double>(f); });
     case ElementType::f64: return widen_as<double>(p, n, out, [](double d) { return d; });
-    case ElementType::i32:
+    case ElementType::i32:  // expert ids (add_array)
+      return widen_as<std::int32_t>(p, n, out, [](std::int32_t i) { return static_cast<double>(i); });
     case ElementType::i64:
-    case ElementType::other: break;  // taps are floats (add_array)
+      return widen_as<std::int64_t>(p, n, out, [](std::int64_t i) { return static_cast<double>(i); });
+    case ElementType::other: break;  // taps are numbers (add_array)
   }
 }
 
@@ -355,8 +358,11 @@ std::string ImportedDump::add_array(const ArrayFile& file, const NamedArray& arr
     return {};
   }
   const std::string where = fmt::format("{}: '{}'", file.path().string(), model::printable(array.name));
-  if (!is_float(array.type))
-    throw FormatError(fmt::format("{}: expected floats (f16, bf16, f32, f64), found {}", where, array.type_name));
+  const bool ids_only =
+      std::all_of(r->ids.begin(), r->ids.end(), [](const model::TensorId& id) { return id.op == model::Op::moe_ids; });
+  if (!is_float(array.type) && !(ids_only && is_integer(array.type)))
+    throw FormatError(fmt::format("{}: expected floats (f16, bf16, f32, f64){}, found {}", where,
+                                  ids_only ? " or integers (i32, i64)" : "", array.type_name));
   std::int64_t width = 0;
   for (const model::TensorId& id : r->ids) {
     const bool in_graph = std::any_of(graph_.steps().begin(), graph_.steps().end(),
@@ -383,9 +389,9 @@ std::string ImportedDump::add_array(const ArrayFile& file, const NamedArray& arr
   const NamedArray* order = nullptr;
   if (!r->order.empty()) {
     order = file.find(r->order);
-    if (order == nullptr || order->shape != array.shape || !is_float(order->type))
+    if (order == nullptr || order->shape != array.shape || !(is_float(order->type) || is_integer(order->type)))
       throw FormatError(
-          fmt::format("{}: it is read in the order of the expert ids '{}', which is {} (expected floats "
+          fmt::format("{}: it is read in the order of the expert ids '{}', which is {} (expected numbers "
                       "of shape [{}])",
                       where, r->order, order ? "of another shape or type" : "absent", fmt::join(array.shape, ", ")));
   }
@@ -413,6 +419,7 @@ void ImportedDump::note_mixed_storage() {
   std::map<ElementType, std::vector<std::string>> by_type;
   for (std::size_t t = 0; t < tensors_.size(); ++t)
     for (const Segment& s : segments_[t]) {
+      if (is_integer(s.array->type)) continue;  // expert ids compare exactly, whatever they are stored in
       std::vector<std::string>& taps = by_type[s.array->type];
       if (taps.empty() || taps.back() != model::to_string(tensors_[t])) taps.push_back(model::to_string(tensors_[t]));
     }
@@ -434,7 +441,7 @@ std::string ImportedDump::coarsest_type(std::span<const std::vector<Segment>> ta
   bool bf16 = false;
   for (const std::vector<Segment>& segs : taps)
     for (const Segment& s : segs) {
-      const std::size_t b = element_bytes(s.array->type);
+      const std::size_t b = is_integer(s.array->type) ? 8 : element_bytes(s.array->type);  // ids: exact
       narrowest = narrowest == 0 ? b : std::min(narrowest, b);
       bf16 = bf16 || s.array->type == ElementType::bf16;
     }
@@ -488,13 +495,14 @@ model::HostTensor ImportedDump::read(const model::TensorId& id, std::int64_t fir
   std::vector<std::int64_t> source(static_cast<std::size_t>(width));
   for (std::int64_t c = 0; c < width; ++c) source[static_cast<std::size_t>(c)] = c;
   const model::RopeStyle model_style = config_.rope_style;
-  const bool permuted = options_.map.layout && *options_.map.layout != model_style && follows_rope_layout(id.op);
+  const std::optional<model::RopeStyle> layout = values_layout(options_.map, config_);
+  const bool permuted = layout && *layout != model_style && follows_rope_layout(id.op);
   if (permuted) {
     const int head = config_.head_dim, pairs = model::rotary_dim(config_) / 2;
     for (std::int64_t h = 0; h < width / head; ++h)
       for (int i = 0; i < pairs; ++i) {
         const model::RopePair m = model::rope_pair(model_style, i, pairs);
-        const model::RopePair d = model::rope_pair(*options_.map.layout, i, pairs);
+        const model::RopePair d = model::rope_pair(*layout, i, pairs);
         source[static_cast<std::size_t>(h * head + m.a)] = h * head + d.a;
         source[static_cast<std::size_t>(h * head + m.b)] = h * head + d.b;
       }

@@ -9,6 +9,7 @@
 
 #include "formats/family_spec.h"
 #include "formats/llama_cpp_precision.h"
+#include "model/config.h"
 #include "model/errors.h"
 #include "model/input_file.h"
 #include "model/printable.h"
@@ -25,10 +26,10 @@ MapRule one(std::string pattern, Op op, BlockKind block = BlockKind::any) {
 MapRule split(std::string pattern, std::vector<Op> ops, BlockKind block = BlockKind::any) {
   return {std::move(pattern), std::move(ops), Combine::split, "", block, ""};
 }
-NameMap named(std::string name, std::optional<model::RopeStyle> layout = std::nullopt) {
+NameMap named(std::string name, bool hf_layout = false) {
   NameMap m;
   m.name = std::move(name);
-  m.layout = layout;
+  m.hf_layout = hf_layout;
   return m;
 }
 MapRule sum(std::string pattern, Op op, std::string partner) {
@@ -39,13 +40,35 @@ MapRule ordered(std::string pattern, Op op, std::string order, BlockKind block =
   return {std::move(pattern), {op}, Combine::one, "", block, std::move(order)};
 }
 
-// Hugging Face transformers: each module's output as a forward hook sees it, and "<module>:input"
-// for what a module receives (the attention's output is o_proj's input; ffn_act is down_proj's).
+// Hugging Face transformers: each module's output as a forward hook sees it (a tuple's members as
+// "<module>.0", "<module>.1"), and "<module>:input" for what a module receives (the attention's
+// output is o_proj's input; ffn_act is down_proj's; the embedding, where the model completes it
+// after embed_tokens, is the first layer's). A mixture of experts (transformers 5.x: "mlp", or
+// Granite-MoE's "block_sparse_moe"): its router ("gate", PhiMoE's and Granite-MoE's "router")
+// returns the logits, the chosen experts' weights and their ids in its top-k order (read sorted
+// ascending, the weights with them); the experts module their weighted sum; beside a shared
+// expert, the shared expert's output (where no gate of its own scales it) and, where the block
+// holds the shared expert ("mlp"; Granite-MoE-Shared's shared_mlp is the layer's), the block's.
+void add_hf_experts(std::vector<MapRule>& rules, const std::string& block, bool holds_shared) {
+  for (const std::string router : {"gate", "router"}) {
+    const std::string ids = block + router + ".2";
+    rules.push_back(one(block + router + ".0", Op::moe_router));
+    rules.push_back(ordered(block + router + ".1", Op::moe_weights, ids));
+    rules.push_back(ordered(ids, Op::moe_ids, ids));
+  }
+  rules.push_back(one(block + "experts", Op::moe_out));
+  if (!holds_shared) return;
+  rules.push_back(one(block + "shared_expert", Op::moe_shared, BlockKind::shared_expert_ungated));
+  rules.push_back(one(block + "shared_experts", Op::moe_shared, BlockKind::shared_expert_ungated));
+  rules.push_back(one(block.substr(0, block.size() - 1), Op::moe_sum, BlockKind::experts_with_shared));
+}
+
 NameMap hf_map() {
   const std::string l = "model.layers.{L}.";
-  NameMap m = named("hf", model::RopeStyle::rotate_half);
+  NameMap m = named("hf", true);
   m.family_names = true;
-  m.rules = {one("model.embed_tokens", Op::embed),
+  m.rules = {one("model.embed_tokens", Op::embed, BlockKind::embedding_module_output),
+             one("model.layers.0:input", Op::embed, BlockKind::embedding_completed_outside),
              one(l + "input_layernorm", Op::attn_norm),
              one(l + "self_attn.q_proj", Op::q_proj),
              one(l + "self_attn.k_proj", Op::k_proj),
@@ -69,6 +92,9 @@ NameMap hf_map() {
              one("model.layers.{L}", Op::ffn_residual),
              one("model.norm", Op::final_norm),
              one("logits", Op::logits)};
+  add_hf_experts(m.rules, l + "mlp.", true);
+  add_hf_experts(m.rules, l + "block_sparse_moe.", false);
+  m.rules.push_back(one(l + "shared_mlp", Op::moe_shared, BlockKind::shared_expert_ungated));
   return m;
 }
 
@@ -77,9 +103,9 @@ NameMap hf_map() {
 // (FFN output, residual), whose sum is the layer's output).
 NameMap vllm_map() {
   const std::string l = "model.layers.{L}.";
-  NameMap m = named("vllm", model::RopeStyle::rotate_half);
+  NameMap m = named("vllm", true);
   m.family_names = true;
-  m.rules = {one("model.embed_tokens", Op::embed),
+  m.rules = {one("model.embed_tokens", Op::embed, BlockKind::embedding_module_output),
              one(l + "input_layernorm", Op::attn_norm),
              one(l + "input_layernorm.0", Op::attn_norm),
              split(l + "self_attn.qkv_proj.0", {Op::q_proj, Op::k_proj, Op::v_proj}),
@@ -176,7 +202,11 @@ std::optional<int> match(std::string_view pattern, std::string_view name, int n_
   return layer;
 }
 
-bool applies(const MapRule& rule, const model::ModelConfig& c) {
+// Whether the rule holds for the model (and, for a rule of a layer's block, `layer`).
+bool applies(const MapRule& rule, const model::ModelConfig& c, int layer) {
+  const bool shared = layer >= 0 && model::uses_experts(c, layer) && c.experts.shared_ffn_dim > 0;
+  const bool module_embeds = !c.block.learned_positions &&
+                             (c.block.embed_scale == 1 || formats::family_spec(c.family).hf.embedding_module_scales);
   switch (rule.block) {
     case BlockKind::any: return true;
     case BlockKind::without_post_norms: return !c.block.post_norms;
@@ -189,6 +219,10 @@ bool applies(const MapRule& rule, const model::ModelConfig& c) {
     case BlockKind::expert_weights_plain: return !c.experts.normalize && c.experts.scale == 1.0;
     case BlockKind::expert_weights_normalized: return c.experts.normalize && c.experts.scale == 1.0;
     case BlockKind::expert_weights_scaled: return c.experts.scale != 1.0;
+    case BlockKind::embedding_module_output: return module_embeds;
+    case BlockKind::embedding_completed_outside: return !module_embeds;
+    case BlockKind::experts_with_shared: return shared;
+    case BlockKind::shared_expert_ungated: return shared && !c.experts.shared_gate;
   }
   return false;
 }
@@ -273,6 +307,7 @@ NameMap map_from_toml(const std::filesystem::path& path) {
     const std::string k(key.str());
     if (k == "base") continue;
     if (k == "layout") {
+      m.hf_layout = false;
       const auto v = node.value<std::string>();
       if (v == "rotate_half")
         m.layout = model::RopeStyle::rotate_half;
@@ -373,13 +408,17 @@ void require_map_fits(const NameMap& map, const model::ModelConfig& config) {
       map.name, fmt::join(names, ", "), model::family_name(config.family), model::family_name(config.family)));
 }
 
+std::optional<model::RopeStyle> values_layout(const NameMap& map, const model::ModelConfig& config) {
+  if (map.hf_layout) return formats::family_spec(config.family).hf.rope_style;
+  return map.layout;
+}
+
 std::optional<Resolved> resolve(const NameMap& map, std::string_view file_name, const model::ModelConfig& config) {
   const std::string llama = as_llama(map, file_name, config);
   const std::string_view name = llama;
   for (const MapRule& rule : map.rules) {
-    if (!applies(rule, config)) continue;
     const std::optional<int> layer = match(rule.pattern, name, config.n_layers);
-    if (!layer) continue;
+    if (!layer || !applies(rule, config, *layer)) continue;
     Resolved r{{},
                rule.combine,
                rule.combine != Combine::sum ? std::string()
@@ -401,7 +440,9 @@ std::optional<Resolved> resolve(const NameMap& map, std::string_view file_name, 
 bool is_sum_partner(const NameMap& map, std::string_view file_name, const model::ModelConfig& config) {
   const std::string name = as_llama(map, file_name, config);
   for (const MapRule& rule : map.rules)
-    if (rule.combine == Combine::sum && applies(rule, config) && match(rule.partner, name, config.n_layers))
+    if (const std::optional<int> layer =
+            rule.combine == Combine::sum ? match(rule.partner, name, config.n_layers) : std::nullopt;
+        layer && applies(rule, config, *layer))
       return true;
   return false;
 }

@@ -36,7 +36,15 @@ enum class BlockKind : std::uint8_t {
   projections_apart,
   expert_weights_plain,
   expert_weights_normalized,
-  expert_weights_scaled
+  expert_weights_scaled,
+  // Whether transformers' (and vLLM's) embedding module returns the embed op, or the model completes it
+  // after the module (Granite's multiplier, GPT-2's and OPT's positions): then the first layer's input
+  embedding_module_output,
+  embedding_completed_outside,
+  // Per layer: a mixture of experts with a shared expert beside it (the block's output is moe_sum),
+  // and one whose shared expert has no gate of its own (its output is moe_shared)
+  experts_with_shared,
+  shared_expert_ungated
 };
 
 struct MapRule {
@@ -54,9 +62,12 @@ struct MapRule {
 struct NameMap {
   std::string name;  // the preset's, or the TOML file's path
   std::vector<MapRule> rules;
-  // The order of each head's q/k channels in the dump's values (Hugging Face and vLLM: rotate_half);
-  // nullopt: the model's own. Where it differs from the model's, q/k ops are permuted to it.
+  // The order of each head's q/k channels in the dump's values; nullopt: the model's own, or where
+  // hf_layout (Hugging Face and vLLM), the order of the family's Hugging Face checkpoints (rotate_half
+  // for most; ERNIE 4.5's and Cohere's interleaved). Where it differs from the model's, q/k ops are
+  // permuted to it (values_layout).
   std::optional<model::RopeStyle> layout;
+  bool hf_layout = false;
   // The arrays of per-head ops (q, k, v, their norms and RoPE, attn) held heads first, as an
   // attention computes them: [heads, rows, head_dim], or [1, heads, rows, head_dim] (MLX's and
   // PyTorch's [batch, heads, rows, head_dim]); other ops' arrays as ever.
@@ -85,6 +96,9 @@ NameMap map_from_toml(const std::filesystem::path& path);
 // UsageError where the map's rules do not hold the names of the model's family (NameMap::llama_cpp_names):
 // naming the families they hold and the way out, a TOML map of the engine's names.
 void require_map_fits(const NameMap& map, const model::ModelConfig& config);
+
+// The q/k channel order of the map's values for the model (NameMap::layout); nullopt: the model's own.
+std::optional<model::RopeStyle> values_layout(const NameMap& map, const model::ModelConfig& config);
 
 // What one array name is under a map, for a model's config: the taps it holds (several for a
 // split), how, and for a sum the partner's name. Names of the form LAYER/OP are taps in every map.

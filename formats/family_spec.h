@@ -58,11 +58,12 @@ struct HfRecipe {
   // 4.x's top-level keys for RoPE's base and share of each head (GPT-NeoX: rotary_emb_base, rotary_pct)
   std::string_view rope_theta_key = "rope_theta";
   std::string_view partial_rotary_key = "partial_rotary_factor";
-  std::vector<HfRename> names = {};              // whole names (embedding, final norm, layers' prefix)
-  std::vector<HfRename> layer_names = {};        // names inside a layer ("mlp.c_fc." -> "mlp.up_proj.")
-  bool tied_by_default = false;                  // tie_word_embeddings when the config leaves it out
-  double rope_theta = 10000.0;                   // rope_theta when the config leaves it out
-  double sliding_rope_theta = 0;                 // > 0: the sliding layers have their own RoPE, of this base by default
+  std::vector<HfRename> names = {};        // whole names (embedding, final norm, layers' prefix)
+  std::vector<HfRename> layer_names = {};  // names inside a layer ("mlp.c_fc." -> "mlp.up_proj.")
+  bool tied_by_default = false;            // tie_word_embeddings when the config leaves it out
+  bool embedding_module_scales = false;    // embed_tokens itself scales (transformers' Gemma: ScaledWordEmbedding)
+  double rope_theta = 10000.0;             // rope_theta when the config leaves it out
+  double sliding_rope_theta = 0;           // > 0: the sliding layers have their own RoPE, of this base by default
   std::string_view sliding_rope_theta_key = {};  // a 4.x key that gives the sliding layers' base (Gemma 3)
   // The RoPE object's llama_4_scaling_beta: q's temperature over its original_max_position_embeddings
   // (Ministral 3; model::QueryTemperature), both required.

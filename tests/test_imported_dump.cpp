@@ -513,6 +513,29 @@ TEST(ImportedDump, TheLlamaCppMapReadsEachFamilysNames) {
   EXPECT_NO_THROW(dumps::require_map_fits(dumps::map_from_toml(dir / "neox.toml"), neox));
 }
 
+// The embed op as a hook sees it: embed_tokens' output where that module returns it (Gemma's scales
+// inside), else the first layer's input (GPT-2's positions, Granite's multiplier added after it).
+TEST(ImportedDump, TheHfMapTakesTheEmbeddingWhereTheModelCompletesIt) {
+  const auto ops = [](std::string_view name, const std::string& arch, const auto& edit) {
+    model::ModelConfig c = small_config();
+    c.family = *formats::family_named(arch);
+    edit(c.block);
+    std::vector<model::TensorId> ids;
+    if (const auto r = dumps::resolve(dumps::preset_map("hf"), name, c)) ids = r->ids;
+    return ids;
+  };
+  using Ids = std::vector<model::TensorId>;
+  const auto positions = [](model::Block& b) { b.learned_positions = true; };
+  const auto scaled = [](model::Block& b) { b.embed_scale = 8; };
+  EXPECT_EQ(ops("transformer.wte", "gpt2", positions), Ids{});
+  EXPECT_EQ(ops("transformer.h.0:input", "gpt2", positions), (Ids{{Op::embed, -1}}));
+  EXPECT_EQ(ops("model.embed_tokens", "granite", scaled), Ids{});
+  EXPECT_EQ(ops("model.layers.0:input", "granite", scaled), (Ids{{Op::embed, -1}}));
+  EXPECT_EQ(ops("model.embed_tokens", "gemma", scaled), (Ids{{Op::embed, -1}}));
+  EXPECT_EQ(ops("model.layers.0:input", "gemma", scaled), Ids{});
+  EXPECT_EQ(ops("model.embed_tokens", "llama", [](model::Block&) {}), (Ids{{Op::embed, -1}}));
+}
+
 // The hf and vllm maps read each family's module names as its checkpoints' tensor names are read:
 // GPT-2's transformer.h.{L}.attn.c_attn as q, k and v side by side, OPT's decoder, GLM-4's norms
 // around each half; vLLM's layer output summed from its two halves under the family's names.
@@ -526,7 +549,6 @@ TEST(ImportedDump, TheHfAndVllmMapsReadEachFamilysModuleNames) {
     return ids;
   };
   using Ids = std::vector<model::TensorId>;
-  EXPECT_EQ(ops("hf", "transformer.wte", "gpt2"), (Ids{{Op::embed, -1}}));
   EXPECT_EQ(ops("hf", "transformer.h.1.ln_1", "gpt2"), (Ids{{Op::attn_norm, 1}}));
   EXPECT_EQ(ops("hf", "transformer.h.1.attn.c_attn", "gpt2"), (Ids{{Op::q_proj, 1}, {Op::k_proj, 1}, {Op::v_proj, 1}}));
   EXPECT_EQ(ops("hf", "transformer.h.1.attn.c_proj:input", "gpt2"), (Ids{{Op::attn, 1}}));

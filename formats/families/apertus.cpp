@@ -1,7 +1,9 @@
 // Apertus: Llama's block with its norms renamed (attention_layernorm, feedforward_layernorm),
 // q/k RMSNorms per head, and a plain FFN whose activation is xIELU with four learned scalars per
 // layer (mlp.act_fn: alpha_p, alpha_n, beta, eps; model/xielu.h); RoPE llama3 with base 12,000,000
-// by default.
+// by default. Released configs state the block's shape as qk_norm true, post_norm false and
+// mlp_bias false, which transformers' Apertus builds whatever they say: those values are read, others
+// refused.
 // Its GGUF (apertus): xIELU's scalars as the xielu.* arrays, llama3 RoPE as rope_freqs.weight.
 #include "formats/family_spec.h"
 #include "formats/gguf_keys.h"
@@ -21,6 +23,9 @@ const FamilySpec& apertus_family() {
                    c.block.activation = read_activation(k, "hidden_act", "xielu");
                    c.block.qk_norm = QkNorm::per_head;
                    read_attention_bias(k, c.block);
+                   k.require_value("qk_norm", true, "q and k RMS-normed per head, as transformers' Apertus always is");
+                   k.require_value("post_norm", false, "norms before attention and MLP");
+                   no_mlp_bias(k);
                  },
              .layer_names = {{"attention_layernorm.", "input_layernorm."},
                              {"feedforward_layernorm.", "post_attention_layernorm."}},

@@ -48,6 +48,7 @@ const FamilySpec& gemma_family() {
                    c.block.activation = read_activation(k, "hidden_act", "gelu_pytorch_tanh");
                  },
              .tied_by_default = true,
+             .embedding_module_scales = true,
              .tokenizer_class = "GemmaTokenizer"},
       .gguf = {.architectures = {"gemma"},
                .rope_style = RopeStyle::rotate_half,

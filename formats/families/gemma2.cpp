@@ -30,6 +30,7 @@ const FamilySpec& gemma2_family() {
                    read_layer_types(k, c, true, [](int layer) { return layer % 2 == 0; });
                  },
              .tied_by_default = true,
+             .embedding_module_scales = true,
              .tokenizer_class = "GemmaTokenizer"},
       .gguf = {.architectures = {"gemma2"},
                .rope_style = RopeStyle::rotate_half,

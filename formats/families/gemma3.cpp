@@ -44,6 +44,7 @@ const FamilySpec& gemma3_family() {
       .hf = {.model_types = {"gemma3_text"},
              .read = read_hf,
              .tied_by_default = true,
+             .embedding_module_scales = true,
              .rope_theta = 1'000'000.0,
              .sliding_rope_theta = 10'000.0,
              .sliding_rope_theta_key = "rope_local_base_freq",

@@ -4,7 +4,13 @@
 // choosing on its scores plus the block's e_score_correction_bias, the weights the unbiased
 // sigmoids always renormalised. router_jitter_noise acts only in training. transformers saves the
 // experts as Mixtral's (block_sparse_moe.experts.E.w1/w3/w2, block_sparse_moe.gate) beside the bias.
+// Released checkpoints state the rotated width as rotary_dim, which transformers takes as
+// partial_rotary_factor = rotary_dim / head_dim where no factor is stated (a factor beside it must
+// agree), and shared_intermediate_size 0 (no shared expert; another width is refused).
 // Its GGUF (minimax-m2): expert_gating_func required (2, sigmoid), exp_probs_b.bias in every layer.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
 #include "formats/families/sigmoid_experts.h"
 #include "formats/family_spec.h"
 #include "formats/gguf_keys.h"
@@ -21,7 +27,31 @@ void sigmoid_router(Experts& e) {
   e.selection_bias = e.normalize = true;
 }
 
+bool states_rotary_factor(KeyReader& k) {
+  if (k.find("partial_rotary_factor") != nullptr) return true;
+  const auto in = [&](const char* key) {
+    const nlohmann::json* p = k.find(key);
+    return p != nullptr && p->is_object() && p->contains("partial_rotary_factor");
+  };
+  return in("rope_parameters") || in("rope_scaling");
+}
+
+void read_rotary_dim(KeyReader& k, ModelConfig& c) {
+  if (k.find("rotary_dim") == nullptr) return;
+  const int stated = k.integer("rotary_dim");
+  if (stated == 0 || stated > c.head_dim || stated % 2 != 0)
+    k.fail("rotary_dim", fmt::format("an even width of at most head_dim {}", c.head_dim), std::to_string(stated));
+  if (!states_rotary_factor(k))
+    c.rotary_dim = stated == c.head_dim ? 0 : stated;
+  else if (model::rotary_dim(c) != stated)
+    k.fail("rotary_dim", fmt::format("{}, the width partial_rotary_factor rotates", model::rotary_dim(c)),
+           std::to_string(stated));
+}
+
 void read_hf(KeyReader& k, ModelConfig& c) {
+  read_rotary_dim(k, c);
+  if (const int shared = k.integer("shared_intermediate_size", 0); shared != 0)
+    k.unsupported("shared_intermediate_size", shared, "0 only (MiniMax-M2 has no shared expert)");
   c.block.activation = read_activation(k, "hidden_act", "silu");
   c.block.qk_norm = QkNorm::whole;
   read_experts(k, c, "num_local_experts", "", c.ffn_dim, true);

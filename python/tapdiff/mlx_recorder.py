@@ -15,16 +15,18 @@ then the keys, held [1, heads, rows, head_dim] as MLX's attention holds them: wr
 attention run as they do. Values are read in the dtype MLX computes in and stored exactly (f32
 storage holds bf16 and f16 values); the dump states that dtype as its compute_dtype.
 
-mlx-lm's modules of Llama, Mistral, Qwen2, Qwen3, OLMo 2, Gemma, Gemma 2, Gemma 3, Granite, Helium,
-ERNIE 4.5, Seed-OSS, SmolLM3, Nemotron, StableLM, Phi-3, GLM, GLM-4, Starcoder 2 and Hunyuan are read (LAYOUTS:
+mlx-lm's modules of Llama, Mistral, Ministral 3, Qwen2, Qwen3, OLMo 2, OLMo 3, EXAONE 4, Gemma,
+Gemma 2, Gemma 3, Granite, Helium, ERNIE 4.5, Apertus, Seed-OSS, SmolLM3, Nemotron, StableLM, Phi,
+Phi-3, GLM, GLM-4, Starcoder 2, Hunyuan, Cohere, Cohere 2, GPT-2 and GPT-NeoX are read (LAYOUTS:
 each model_type's norm, attention and MLP modules and which ops their inputs and outputs are, a
-fused product split into its ops; each attention's `rope`), and the mixtures of experts of
-Qwen3-MoE, OLMoE, Mixtral, PhiMoE, Qwen2-MoE, ERNIE-4.5-MoE, Granite-MoE, GLM-4.5 and dots1: the
-router's logits (or, where the gate returns them, the chosen ids and their weights), the ids the
-block's SwitchGLU is called with (each row sorted ascending) and the block's output; what they
-compute inline (the routing scores and weights, beside a shared expert the routed sum) is not
-recorded (MlxRecorder.inline). A model whose forward leaves one of
-tapdiff's ops unseen is refused at its first forward pass, naming the ops.
+fused product split into its ops; each attention's `rope`; what a parallel block or Ministral 3's
+query temperature computes inline), and the mixtures of experts of Qwen3-MoE, OLMoE, Mixtral,
+PhiMoE, Qwen2-MoE, ERNIE-4.5-MoE, Granite-MoE, GLM-4.5, dots1 and MiniMax-M2: the router's logits
+(or, where the gate returns them, the chosen ids and their weights), the ids the block's SwitchGLU
+is called with (each row sorted ascending) and the block's output; what they compute inline (the
+routing scores and weights, beside a shared expert the routed sum) is not recorded
+(MlxRecorder.inline). A model whose forward leaves one of tapdiff's ops unseen is refused at its
+first forward pass, naming the ops.
 """
 from __future__ import annotations
 
@@ -37,17 +39,25 @@ from .recording import Recording, greedy
 class Layout:
     """How one mlx-lm model_type lays out a decoder layer. norms: its norm modules, each with the op
     of its output and of its input (None: not an op); attention and mlp: the modules of the layer's
-    self_attn and mlp the same way, where an output of several ops is a fused product, split into
-    them by their widths; whether the embedding is scaled after embed_tokens (the op is then the
-    first layer's input); whether the MLP reads the stream after attention itself (no norm before
-    it: the op attn_residual is then the MLP's input); the modules that see heads first; the name
-    of a layer's mixture-of-experts block (its switch_mlp called with the chosen experts' ids, its
-    output moe_out) and of the block's module whose output is the router's logits."""
+    attention (`attention_module`) and mlp the same way, where an output of several ops is a fused
+    product, split into them by their widths (`per_head`: modules whose product holds each head's q,
+    k and v side by side, GPT-NeoX's query_key_value); whether the embedding is completed after the
+    embedding module, scaled or with positions added (the op is then the first layer's input);
+    whether the MLP reads the stream after attention itself (no norm before it: the op
+    attn_residual is then the MLP's input); whether attention and MLP run in parallel on the layer's
+    input (True, or the layer's attribute that says so), which adds their outputs to the stream at
+    once: attn_residual is then not computed; the ops each layer computes inline otherwise
+    (`inline`); the modules that see heads first; the name of a
+    layer's mixture-of-experts block (its switch_mlp called with the chosen experts' ids, its output
+    moe_out) and of the block's module whose output is the router's logits; the names of the model's
+    embedding, list of layers, final norm and output matrix (`outer`)."""
 
-    def __init__(self, norms: dict, embedding_scaled: bool = False, mlp_reads_stream: bool = False,
+    def __init__(self, norms: dict, embed_is_layer_input: bool = False, mlp_reads_stream: bool = False,
                  attention: dict | None = None, mlp: dict | None = None, heads_first: tuple = (),
-                 moe_block: str = "mlp", router: str = "gate", gate_chooses: bool = False, switch: str = "switch_mlp"):
-        self.norms, self.embedding_scaled, self.mlp_reads_stream = norms, embedding_scaled, mlp_reads_stream
+                 moe_block: str = "mlp", router: str = "gate", gate_chooses: bool = False, switch: str = "switch_mlp",
+                 attention_module: str = "self_attn", per_head: tuple = (), parallel: bool | str = False,
+                 inline: tuple = (), outer: dict | None = None):
+        self.norms, self.embed_is_layer_input, self.mlp_reads_stream = norms, embed_is_layer_input, mlp_reads_stream
         self.attention = {**_ATTENTION, **(attention or {})}
         self.mlp = mlp or _GATED_MLP
         self.heads_first = heads_first  # modules called on [1, heads, rows, head_dim], as RoPE is
@@ -56,6 +66,11 @@ class Layout:
         # The block's gate returns the chosen ids and their weights (the logits stay inside it)
         self.gate_chooses = gate_chooses
         self.switch = switch  # the block's SwitchGLU, called with the tokens and the chosen ids
+        self.attention_module, self.per_head, self.parallel, self.inline = attention_module, per_head, parallel, inline
+        self.outer = {**_OUTER, **(outer or {})}
+
+    def is_parallel(self, layer) -> bool:
+        return bool(getattr(layer, self.parallel)) if isinstance(self.parallel, str) else self.parallel
 
 
 _PRE_NORMS = {"input_layernorm": ("attn_norm", None), "post_attention_layernorm": ("ffn_norm", "attn_residual")}
@@ -71,21 +86,22 @@ _FOUR_NORMS = {**_PRE_NORMS, "post_self_attn_layernorm": ("attn_post_norm", None
                "post_mlp_layernorm": ("ffn_post_norm", None)}
 _ATTENTION = {"q_proj": ("q_proj", None), "k_proj": ("k_proj", None), "v_proj": ("v_proj", None),
               "q_norm": ("q_norm", None), "k_norm": ("k_norm", None), "o_proj": ("o_proj", "attn")}
+_OUTER = {"embed": "embed_tokens", "layers": "layers", "norm": "norm", "head": "lm_head"}
 _GATED_MLP = {"gate_proj": ("ffn_gate", None), "up_proj": ("ffn_up", None), "down_proj": ("ffn_down", "ffn_act")}
 _FUSED_MLP = {"gate_up_proj": (("ffn_gate", "ffn_up"), None), "down_proj": ("ffn_down", "ffn_act")}
 LAYOUTS = {
     **{name: Layout(_PRE_NORMS) for name in ("llama", "mistral", "qwen2", "qwen3", "helium", "ernie4_5", "seed_oss",
                                              "smollm3", "nemotron", "stablelm", "qwen3_moe", "olmoe", "qwen2_moe",
                                              "ernie4_5_moe")},
-    **{name: Layout(_PRE_NORMS, moe_block="block_sparse_moe") for name in ("mixtral", "phimoe")},
+    **{name: Layout(_PRE_NORMS, moe_block="block_sparse_moe") for name in ("mixtral", "phimoe", "minimax_m2")},
     "glm4_moe": Layout(_PRE_NORMS, gate_chooses=True),
     "dots1": Layout(_PRE_NORMS, gate_chooses=True, switch="experts"),
-    "olmo2": Layout(_POST_NORMS, mlp_reads_stream=True),
-    "gemma": Layout(_PRE_NORMS, embedding_scaled=True),
-    "granite": Layout(_PRE_NORMS, embedding_scaled=True),  # its embedding_multiplier, after embed_tokens
-    "granitemoe": Layout(_PRE_NORMS, embedding_scaled=True, moe_block="block_sparse_moe", router="router.layer"),
-    "gemma2": Layout(_GEMMA_NORMS, embedding_scaled=True),
-    "gemma3_text": Layout(_GEMMA_NORMS, embedding_scaled=True, heads_first=("q_norm", "k_norm")),
+    **{name: Layout(_POST_NORMS, mlp_reads_stream=True) for name in ("olmo2", "olmo3", "exaone4")},
+    "gemma": Layout(_PRE_NORMS, embed_is_layer_input=True),
+    "granite": Layout(_PRE_NORMS, embed_is_layer_input=True),  # its embedding_multiplier, after embed_tokens
+    "granitemoe": Layout(_PRE_NORMS, embed_is_layer_input=True, moe_block="block_sparse_moe", router="router.layer"),
+    "gemma2": Layout(_GEMMA_NORMS, embed_is_layer_input=True),
+    "gemma3_text": Layout(_GEMMA_NORMS, embed_is_layer_input=True, heads_first=("q_norm", "k_norm")),
     "phi3": Layout(_PRE_NORMS, attention={"qkv_proj": (("q_proj", "k_proj", "v_proj"), None)}, mlp=_FUSED_MLP),
     "glm": Layout(_PRE_NORMS, mlp=_FUSED_MLP),
     "glm4": Layout(_FOUR_NORMS, mlp=_FUSED_MLP),
@@ -93,6 +109,26 @@ LAYOUTS = {
     "hunyuan_v1_dense": Layout(_PRE_NORMS, attention={"query_layernorm": ("q_norm", None),
                                                       "key_layernorm": ("k_norm", None)},
                                heads_first=("query_layernorm", "key_layernorm")),
+    "apertus": Layout({"attention_layernorm": ("attn_norm", None),
+                       "feedforward_layernorm": ("ffn_norm", "attn_residual")}),
+    # Cohere and Phi: one norm before attention and MLP side by side
+    **{name: Layout({"input_layernorm": ("attn_norm", None)}, parallel=True) for name in ("cohere", "cohere2")},
+    "phi": Layout({"input_layernorm": ("attn_norm", None)}, parallel=True,
+                  attention={"dense": ("o_proj", "attn")},
+                  mlp={"fc1": ("ffn_up", None), "fc2": ("ffn_down", "ffn_act")},
+                  outer={"norm": "final_layernorm"}),
+    "gpt_neox": Layout(_PRE_NORMS, parallel="use_parallel_residual", attention_module="attention",
+                       attention={"query_key_value": (("q_proj", "k_proj", "v_proj"), None),
+                                  "dense": ("o_proj", "attn")}, per_head=("query_key_value",),
+                       mlp={"dense_h_to_4h": ("ffn_up", None), "dense_4h_to_h": ("ffn_down", "ffn_act")},
+                       outer={"embed": "embed_in", "layers": "h", "norm": "final_layer_norm", "head": "embed_out"}),
+    "gpt2": Layout({"ln_1": ("attn_norm", None), "ln_2": ("ffn_norm", "attn_residual")}, embed_is_layer_input=True,
+                   attention_module="attn", attention={"c_attn": (("q_proj", "k_proj", "v_proj"), None),
+                                                       "c_proj": ("o_proj", "attn")},
+                   mlp={"c_fc": ("ffn_up", None), "c_proj": ("ffn_down", "ffn_act")},
+                   outer={"embed": "wte", "layers": "h", "norm": "ln_f"}),
+    # Ministral 3 multiplies RoPE's queries by the query temperature inline (tapdiff's rope_q holds the product)
+    "ministral3": Layout(_PRE_NORMS, inline=("rope_q",)),
 }
 SUPPORTED = tuple(LAYOUTS)
 
@@ -111,6 +147,16 @@ def _rows(x) -> np.ndarray:
 def _heads_rows(x) -> np.ndarray:
     """RoPE's [1, heads, rows, head_dim] as [rows, heads x head_dim]."""
     return _rows(x.transpose(0, 2, 1, 3))
+
+
+def _per_head(heads: int):
+    """A product [1, rows, heads x (q, k, v)] as [rows, q of every head, then k, then v]."""
+
+    def convert(x) -> np.ndarray:
+        value = _rows(x)
+        return value.reshape(len(value), heads, 3, -1).transpose(0, 2, 1, 3).reshape(len(value), -1)
+
+    return convert
 
 
 def module_wrappers():
@@ -216,7 +262,7 @@ class MlxRecorder(Recording):
         self.config = self.info["model_config"]
         self.widths = {(t["layer"], t["op"]): t["width"] for t in self.info["taps"]}
         self.taps = set(self.widths)
-        weight = model.model.embed_tokens.weight
+        weight = getattr(model.model, self.layout.outer["embed"]).weight
         dtype = {mx.float32: "f32", mx.float16: "f16", mx.bfloat16: "bf16"}
         if compute_dtype is None and weight.dtype not in dtype:
             raise ValueError(f"the model's weights are {weight.dtype}: give compute_dtype= (a quantized model "
@@ -226,9 +272,10 @@ class MlxRecorder(Recording):
                                  info=self.info)
         self.cache = mlx_cache.make_prompt_cache(model)  # before the wrapping: it reads the layers
         self.values: dict[tuple[int, str], np.ndarray] = {}
-        # The ops mlx-lm's mixture-of-experts blocks compute inline, in no module of their own: not
-        # recorded (`tapdiff compare` lists them as tapped only in the reference; the check on B's
-        # own inputs of the ops that read them names them as the taps that would decide it).
+        # The ops mlx-lm computes inline, in no module of their own (a parallel block's attn_residual,
+        # Ministral 3's rope_q, most of a mixture of experts): not recorded (`tapdiff compare` lists
+        # them as tapped only in the reference; the check on B's own inputs of the ops that read them
+        # names them as the taps that would decide it).
         self.inline: set[tuple[int, str]] = set()
         self._wrap()
 
@@ -240,17 +287,20 @@ class MlxRecorder(Recording):
                                    f"columns: expected {ends[-1]}")
             for k, part in zip(key, np.split(value, ends[:-1], axis=1)):
                 self._keep(k, part)
-        elif key in self.taps:
+        elif key in self.taps and key not in self.inline:
             self.values[key] = value
 
     def _wrap(self):
         Kept, KeptIds, KeptChoice, KeptRope = module_wrappers()
-        inner = self.model.model
-        n = len(inner.layers)
+        inner, outer = self.model.model, self.layout.outer
+        layers = getattr(inner, outer["layers"])
+        n = len(layers)
+        per_head = _per_head(self.config["n_heads"])
 
         def kept(owner, name, output=None, input=None):
             if hasattr(owner, name):
-                convert = _heads_rows if name in self.layout.heads_first else _rows
+                convert = _heads_rows if name in self.layout.heads_first else \
+                    per_head if name in self.layout.per_head else _rows
                 self.swap(owner, name, Kept(getattr(owner, name), self._keep, output, input, convert))
 
         def at(i, ops):  # the key of an op, or of each op of a fused product, at layer i
@@ -258,25 +308,28 @@ class MlxRecorder(Recording):
                 return None
             return (i, ops) if isinstance(ops, str) else tuple((i, op) for op in ops)
 
-        scaled = self.layout.embedding_scaled
-        kept(inner, "embed_tokens", None if scaled else (-1, "embed"))
-        inner.embed_tokens._logits = (n, "logits")
-        for i, layer in enumerate(inner.layers):
-            attn, mlp = layer.self_attn, getattr(layer, "mlp", None)  # Mixtral's layers have none
+        scaled = self.layout.embed_is_layer_input
+        kept(inner, outer["embed"], None if scaled else (-1, "embed"))
+        getattr(inner, outer["embed"])._logits = (n, "logits")
+        for i, layer in enumerate(layers):
+            parallel = self.layout.is_parallel(layer)
+            self.inline.update((i, op) for op in self.layout.inline + (("attn_residual",) if parallel else ()))
+            attn, mlp = getattr(layer, self.layout.attention_module), getattr(layer, "mlp", None)  # Mixtral: no mlp
             for owner, modules in ((layer, self.layout.norms), (attn, self.layout.attention),
                                    (mlp, self.layout.mlp)):
                 for name, (output, input) in modules.items():
-                    kept(owner, name, at(i, output), at(i, input))
-            self.swap(attn, "rope", KeptRope(attn.rope, self._keep, i))
+                    kept(owner, name, at(i, output), None if parallel and input == "attn_residual" else at(i, input))
+            if hasattr(attn, "rope"):  # GPT-2 has none
+                self.swap(attn, "rope", KeptRope(attn.rope, self._keep, i))
             if self.layout.mlp_reads_stream:
                 kept(layer, "mlp", None, (i, "attn_residual"))
             block = getattr(layer, self.layout.moe_block, None)
             if hasattr(block, self.layout.switch):
                 self._wrap_mixture(layer, block, i, kept, KeptIds, KeptChoice)
             embed = (-1, "embed") if scaled and i == 0 else None
-            self.swap(inner.layers, i, Kept(layer, self._keep, (i, "ffn_residual"), embed))
-        kept(inner, "norm", (n, "final_norm"))
-        kept(self.model, "lm_head", (n, "logits"))
+            self.swap(layers, i, Kept(layer, self._keep, (i, "ffn_residual"), embed))
+        kept(inner, outer["norm"], (n, "final_norm"))
+        kept(self.model if hasattr(self.model, outer["head"]) else inner, outer["head"], (n, "logits"))
 
     def _wrap_mixture(self, layer, block, i, kept, KeptIds, KeptChoice):
         """A layer's mixture of experts: its router's logits (or, where its gate chooses, the ids

@@ -2,8 +2,8 @@
 it and tapdiff read, in float32 and bfloat16, with chunked prefill and greedy decode through
 mlx-lm's cache: `tapdiff run --tokens-from` the recorded dump follows its rows, and `compare
 --model` says match; a norm's epsilon changed in mlx-lm's module is named as the culprit. mlx-lm's
-Gemma and Starcoder 2 compute the exact GELU where the checkpoint asks for the tanh one: named in
-float32; its Mistral without layer_types, its Starcoder 2 and its Gemma 2 ignore the sliding window:
+Gemma and Starcoder 2 compute the exact GELU where the checkpoint asks for the tanh one, its GPT-NeoX
+the tanh one where the checkpoint asks for the exact one: named in float32; its Mistral without layer_types, its Starcoder 2 and its Gemma 2 ignore the sliding window:
 named at the first attention; its Gemma 3 caps no final logits: named at the logits; its GLM
 rotates every channel of a half-rotary head: named at RoPE; its ERNIE-4.5-MoE chooses experts
 without the selection bias: the chosen experts part first."""
@@ -15,6 +15,7 @@ from pathlib import Path
 
 import mlx.core as mx
 import pytest
+import safetensors.numpy
 from mlx_lm import utils as mlx_utils
 
 import hf_models
@@ -39,9 +40,68 @@ def with_extra(name: str, **extra) -> hf_models.Case:
 
 
 GLM = next(c for c in hf_models.CASES if c.name == "glm")
+COHERE2 = next(c for c in hf_models.CASES if c.name == "cohere2")
 GEMMA2 = hf_models.Case("gemma2", "gemma2", extra={"head_dim": 16, "sliding_window": 64, "query_pre_attn_scalar": 24,
                                                   "attn_logit_softcapping": 5.0, "final_logit_softcapping": 3.0,
                                                   "tie_word_embeddings": True})
+def neox(name: str, **extra) -> hf_models.Case:
+    """A GPT-NeoX case as mlx-lm reads it: the MLP 4 x hidden_size wide, biases on attention."""
+    case = next(c for c in hf_models.CASES if c.name == name)
+    shape = {**{k: v for k, v in hf_models.SHAPE.items() if k not in case.drop}, "intermediate_size": 256,
+             case.eps_key: 1e-5}
+    return dataclasses.replace(case, shape=shape, extra={**case.extra, "attention_bias": True, **extra})
+
+
+def make_gpt2(folder: Path) -> None:
+    """A GPT-2 as its original checkpoint lays it out, the names without "transformer." (mlx-lm
+    reads no other), its MLP 4 x n_embd wide and n_ctx stated (mlx-lm takes both so)."""
+    case = next(c for c in hf_models.CASES if c.name == "gpt2")
+    hf_models.make_model(dataclasses.replace(case, shape={**case.shape, "n_inner": None},
+                                             extra={**case.extra, "n_ctx": case.shape["n_positions"]}),
+                         folder, "4.x", seed=6)
+    weights = safetensors.numpy.load_file(folder / "model.safetensors")
+    safetensors.numpy.save_file({k.removeprefix("transformer."): v for k, v in weights.items()},
+                                folder / "model.safetensors", metadata={"format": "pt"})
+
+
+def make_minimax_m2(folder: Path) -> None:
+    """A MiniMax-M2 with the keys its released configs state and mlx-lm requires: rotary_dim and
+    shared_intermediate_size 0."""
+    hf_models.make_model(next(c for c in hf_models.CASES if c.name == "minimax-m2"), folder, "4.x", seed=6)
+    config = json.loads((folder / "config.json").read_text())
+    config.update(rotary_dim=int(config["partial_rotary_factor"] * config["head_dim"]), shared_intermediate_size=0)
+    (folder / "config.json").write_text(json.dumps(config, indent=2))
+
+
+def make_apertus(folder: Path) -> None:
+    """An Apertus with the keys its released configs state and mlx-lm requires (qk_norm, post_norm,
+    mlp_bias), without attention biases (mlx-lm's has none)."""
+    case = next(c for c in hf_models.CASES if c.name == "apertus")
+    hf_models.make_model(dataclasses.replace(case, extra={**case.extra, "attention_bias": False}), folder, "4.x",
+                         seed=6)
+    config = json.loads((folder / "config.json").read_text())
+    config.update(qk_norm=True, post_norm=False, mlp_bias=False)
+    (folder / "config.json").write_text(json.dumps(config, indent=2))
+
+
+def make_exaone4(folder: Path) -> None:
+    """An EXAONE 4 with its sliding_window_pattern in letters, as released configs write it and as
+    mlx-lm reads it (not layer_types)."""
+    hf_models.make_model(next(c for c in hf_models.CASES if c.name == "exaone4"), folder, "4.x", seed=6)
+    config = json.loads((folder / "config.json").read_text())
+    config["sliding_window_pattern"] = "LG"
+    (folder / "config.json").write_text(json.dumps(config, indent=2))
+
+
+def make_cohere2(folder: Path) -> None:
+    """A Cohere 2 as transformers 4.x saved it, with sliding_window_pattern (mlx-lm reads no layer_types)
+    and head_dim = hidden_size / heads (mlx-lm takes it so)."""
+    hf_models.make_model(dataclasses.replace(COHERE2, extra={**COHERE2.extra, "head_dim": 16}), folder, "4.x", seed=6)
+    config = json.loads((folder / "config.json").read_text())
+    config["sliding_window_pattern"] = COHERE2.extra["sliding_window_pattern"]
+    (folder / "config.json").write_text(json.dumps(config, indent=2))
+
+
 FAMILIES = {  # name: how its tiny folder is made (transformers 4.x configs: mlx-lm 0.32 reads rope_theta)
     "llama": peaked_llama,
     "qwen2": lambda folder: hf_models.make_model(hf_models.Case("qwen2", "qwen2"), folder, "4.x", seed=4),
@@ -64,6 +124,25 @@ FAMILIES = {  # name: how its tiny folder is made (transformers 4.x configs: mlx
     # mlx-lm's GLM-4.5 reads head_dim from the config; its dots1 has no attention biases
     "glm4-moe": lambda folder: hf_models.make_model(with_extra("glm4-moe", head_dim=16), folder, "4.x", seed=6),
     "dots1": lambda folder: hf_models.make_model(with_extra("dots1", attention_bias=False), folder, "4.x", seed=6),
+    # mlx-lm's Cohere 2 takes head_dim as hidden_size / heads
+    "cohere": lambda folder: hf_models.make_model(next(c for c in hf_models.CASES if c.name == "cohere"), folder, "4.x",
+                                                  seed=6),
+    "cohere2": make_cohere2,
+    # mlx-lm's OLMo 3 reads layer_types (the 4.x config keeps them)
+    "olmo3": lambda folder: hf_models.make_model(dataclasses.replace(
+        next(c for c in hf_models.CASES if c.name == "olmo3"), layer_types_in_4x=True), folder, "4.x", seed=6),
+    "exaone4": make_exaone4,
+    "gpt2": make_gpt2,
+    "minimax-m2": make_minimax_m2,
+    "apertus": make_apertus,
+    "phi": lambda folder: hf_models.make_model(next(c for c in hf_models.CASES if c.name == "phi"), folder, "4.x",
+                                               seed=6),
+    # mlx-lm's GPT-NeoX computes the tanh GELU whatever the config says
+    # (test_mlx_lm_gpt_neox_computes_the_tanh_gelu_where_the_config_asks_for_the_exact_one): a tanh one
+    "gpt-neox": lambda folder: hf_models.make_model(neox("gpt-neox", hidden_act="gelu_new"), folder, "4.x", seed=6),
+    "gpt-neox-sequential": lambda folder: hf_models.make_model(neox("gpt-neox-sequential-tanh"), folder, "4.x", seed=6),
+    # mlx-lm's Ministral 3 reads rope_parameters (the 5.x config) and slides only the layers layer_types marks
+    "ministral3": lambda folder: hf_models.make_model(with_extra("ministral3"), folder, "5.x", seed=6),
     "gemma3": lambda folder: hf_models.make_model(hf_models.Case(
         "gemma3", "gemma3_text", {"full_attention": {"rope_type": "default", "rope_theta": 500000.0},
                                   "sliding_attention": {"rope_type": "default", "rope_theta": 20000.0}},
@@ -76,7 +155,7 @@ STARCODER2 = hf_models.Case("starcoder2", "starcoder2", extra={**hf_models.IDS, 
                                                                 "tie_word_embeddings": True}, eps_key="norm_epsilon")
 DTYPES = {"f32": mx.float32, "bf16": mx.bfloat16}
 # MLX's CPU build multiplies the chosen experts (gather_mm) in float32 only: mixtures run in it alone.
-MIXTURES = ("qwen3-moe", "olmoe", "mixtral", "phimoe", "qwen2-moe", "granitemoe", "glm4-moe", "dots1")
+MIXTURES = ("qwen3-moe", "olmoe", "mixtral", "phimoe", "qwen2-moe", "granitemoe", "glm4-moe", "dots1", "minimax-m2")
 RUNS = [(family, dtype) for family in sorted(FAMILIES) for dtype in DTYPES if dtype == "f32" or family not in MIXTURES]
 
 
@@ -91,7 +170,7 @@ def record(folder: Path, dtype: str, out: Path, fault: str | None = None) -> lis
     model, _ = mlx_utils.load_model(folder)
     model.set_dtype(DTYPES[dtype])
     if fault:  # an engine bug: a norm module of layer 1 with another epsilon
-        getattr(model.model.layers[1], fault).eps = 0.5
+        getattr(model.layers[1], fault).eps = 0.5
     with MlxRecorder(model, out, folder, tapdiff=TAPDIFF) as recorder:
         return recorder.generate(PROMPT, chunk=CHUNK, generate=GENERATE)
 
@@ -114,11 +193,12 @@ def test_an_mlx_lm_run_recorded_matches(folder, dtype):
     assert code == 0 and report["verdict"] == "match", out
     assert report["tolerances"]["dtype"] == dtype and report["tolerances"]["dtype_from"] == "stated", out
     assert report["rows"]["compared"] == len(PROMPT) + GENERATE - 1, out
-    # Every op but those mlx-lm's mixtures compute inline (MlxRecorder.inline) is compared.
+    # Every op but those mlx-lm computes inline (MlxRecorder.inline: a parallel block's attn_residual,
+    # Ministral 3's rope_q, most of a mixture) is compared.
     taps = json.loads(tapdiff("model-info", "--model", str(folder)).stdout)["taps"]
     inline = report["not_compared"]["only_in_a"] if report.get("not_compared") else []
     assert report["summary"]["ops"] + len(inline) == len(taps), out
-    inline_ops = ("moe_router", "moe_scores", "moe_weights", "moe_out", "moe_shared")
+    inline_ops = ("moe_router", "moe_scores", "moe_weights", "moe_out", "moe_shared", "attn_residual", "rope_q")
     assert all(tap.split("/")[1] in inline_ops for tap in inline), inline
 
 
@@ -144,6 +224,20 @@ def test_mlx_lm_computes_the_exact_gelu_where_the_config_asks_for_tanh(tmp_path,
     hf_models.make_model(case, folder, "4.x", seed=6)
     config = json.loads((folder / "config.json").read_text())
     assert config.get("hidden_activation", config.get("hidden_act", "gelu_pytorch_tanh")) == "gelu_pytorch_tanh"
+    record(folder, "f32", tmp_path / "f32.h5")
+    code, report, out = compare(folder, tmp_path / "f32.h5")
+    assert code == 1 and f"{report['culprit']['layer']}/{report['culprit']['op']}" == "0/ffn_act", out
+    record(folder, "bf16", tmp_path / "bf16.h5")
+    code, report, out = compare(folder, tmp_path / "bf16.h5")
+    assert code == 0 and report["verdict"] == "match", out
+
+
+def test_mlx_lm_gpt_neox_computes_the_tanh_gelu_where_the_config_asks_for_the_exact_one(tmp_path):
+    """mlx-lm's GPT-NeoX MLP calls nn.gelu_approx (tanh) whatever hidden_act says; with "gelu" (erf,
+    transformers' default for GPT-NeoX) float32 shows it at the first activation; bfloat16 hides it."""
+    folder = tmp_path / "gpt-neox"
+    hf_models.make_model(neox("gpt-neox"), folder, "4.x", seed=6)
+    assert json.loads((folder / "config.json").read_text())["hidden_act"] == "gelu"
     record(folder, "f32", tmp_path / "f32.h5")
     code, report, out = compare(folder, tmp_path / "f32.h5")
     assert code == 1 and f"{report['culprit']['layer']}/{report['culprit']['op']}" == "0/ffn_act", out
@@ -212,7 +306,7 @@ def test_mlx_lm_ernie_moe_chooses_experts_without_the_selection_bias(tmp_path):
 def test_a_model_of_another_layout_is_refused(tmp_path):
     class Other:
         class args:
-            model_type = "cohere"
+            model_type = "deepseek_v3"
     with pytest.raises(ValueError, match="MlxRecorder reads mlx-lm's modules of llama, mistral, qwen2, qwen3, "
-                                         "helium, .*: found model_type 'cohere'"):
+                                         "helium, .*: found model_type 'deepseek_v3'"):
         MlxRecorder(Other(), tmp_path / "x.h5", tmp_path)

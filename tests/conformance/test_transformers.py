@@ -93,20 +93,50 @@ def tapdiff_dump(folder: Path, dump: Path) -> dict[str, np.ndarray]:
 def test_reference_matches_transformers_float64(case, style, tmp_path):
     folder = tmp_path / "model"
     make_model(case, folder, style)
+    assert_reference_matches(folder, tmp_path / "ref.h5", f"{case.name} ({style})")
+
+
+def assert_reference_matches(folder: Path, dump: Path, label: str) -> None:
+    """tapdiff's f64 reference equals transformers' float64 forward of the folder at every tensor."""
     expected = transformers_forward(folder)
-    got = tapdiff_dump(folder, tmp_path / "ref.h5")
+    got = tapdiff_dump(folder, dump)
     worst = 0.0
     for name, want in expected.items():
         assert name in got, f"tapdiff's dump lacks {name}"
         assert got[name].shape == want.shape, name
         if name.endswith("/moe_ids"):  # expert ids: exactly
             differ = np.argwhere(want != got[name])
-            assert differ.size == 0, f"{case.name} ({style}) {name}: other experts at (row, slot) {differ[:5].tolist()}"
+            assert differ.size == 0, f"{label} {name}: other experts at (row, slot) {differ[:5].tolist()}"
             continue
         error = nmse(want, got[name])
         worst = max(worst, error)
-        assert error <= NMSE_BOUND, f"{case.name} ({style}) {name}: NMSE {error:.3g}"
-    print(f"{case.name} ({style}): worst NMSE {worst:.3g} over {len(expected)} tensors")
+        assert error <= NMSE_BOUND, f"{label} {name}: NMSE {error:.3g}"
+    print(f"{label}: worst NMSE {worst:.3g} over {len(expected)} tensors")
+
+
+@pytest.mark.parametrize("style", ["5.x", "4.x"])
+def test_minimax_m2_as_released_with_rotary_dim_matches_transformers_float64(style, tmp_path):
+    """Released MiniMax-M2 configs state rotary_dim (and shared_intermediate_size 0) where
+    transformers writes partial_rotary_factor: transformers takes rotary_dim / head_dim, and so does
+    tapdiff."""
+    folder = tmp_path / "model"
+    make_model(next(c for c in CASES if c.name == "minimax-m2"), folder, style)
+    config = json.loads((folder / "config.json").read_text())
+    factor = config.pop("partial_rotary_factor", None) or config["rope_parameters"].pop("partial_rotary_factor")
+    config.update(rotary_dim=int(factor * config["head_dim"]), shared_intermediate_size=0)
+    (folder / "config.json").write_text(json.dumps(config))
+    assert_reference_matches(folder, tmp_path / "ref.h5", f"minimax-m2 with rotary_dim ({style})")
+
+
+def test_exaone4_as_released_with_a_pattern_of_letters_matches_transformers_float64(tmp_path):
+    """Released EXAONE 4 configs write sliding_window_pattern as letters ("LLLG") beside layer_types."""
+    folder = tmp_path / "model"
+    make_model(next(c for c in CASES if c.name == "exaone4"), folder, "5.x")
+    config = json.loads((folder / "config.json").read_text())
+    assert config["layer_types"] == ["sliding_attention", "full_attention", "sliding_attention"]
+    config["sliding_window_pattern"] = "LG"
+    (folder / "config.json").write_text(json.dumps(config))
+    assert_reference_matches(folder, tmp_path / "ref.h5", "exaone4 with sliding_window_pattern LG")
 
 
 def test_config_keys_transformers_writes_are_all_classified(tmp_path):
@@ -225,7 +255,7 @@ UNIMPLEMENTED = [  # (case, key, value, the key the refusal names): a value whos
     ("cohere", "use_qk_norm", True, "use_qk_norm"),
     ("cohere2", "attn_logit_softcapping", 30.0, "attn_logit_softcapping"),
     ("olmo3", "attention_out_bias", True, "attention_out_bias"),
-    ("exaone4", "sliding_window_pattern", "LLLG", "sliding_window_pattern"),
+    ("exaone4", "sliding_window_pattern", "LLXG", "sliding_window_pattern"),
     ("hunyuan", "rope_parameters", {"rope_type": "dynamic", "rope_theta": 1e4, "factor": 1.0, "alpha": -2.0},
      "alpha"),
     ("hunyuan-moe", "num_shared_expert", [2, 2, 2], "num_shared_expert"),
@@ -243,12 +273,16 @@ UNIMPLEMENTED = [  # (case, key, value, the key the refusal names): a value whos
     ("falcon-multi-query", "alibi", True, "alibi"),
     ("olmo", "layer_norm_eps", 1e-6, "layer_norm_eps"),  # OLMo's norms take 1e-5 whatever the config says
     ("apertus", "mlp_bias", True, "mlp_bias"),
+    ("apertus", "post_norm", True, "post_norm"),
+    ("apertus", "qk_norm", False, "qk_norm"),
     ("olmoe", "clip_qkv", 0.5, "clip_qkv"),  # OlmoeAttention clamps after the q/k norms
     ("qwen2-moe", "shared_expert_intermediate_size", 0, "shared_expert_intermediate_size"),
     ("ernie4_5-moe", "use_bias", True, "use_bias"),
     ("ernie4_5-moe", "moe_num_shared_experts", -1, "moe_num_shared_experts"),
     ("dots1", "n_shared_experts", 2**30, "n_shared_experts"),  # their width would not fit an int
     ("cohere2-moe", "num_shared_experts", 2**30, "num_shared_experts"),
+    ("minimax-m2", "rotary_dim", 12, "rotary_dim"),  # partial_rotary_factor 0.5 of head_dim 16 rotates 8
+    ("minimax-m2", "shared_intermediate_size", 64, "shared_intermediate_size"),
 ]
 
 

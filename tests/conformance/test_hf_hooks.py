@@ -1,0 +1,108 @@
+"""A dump as a user writes one from transformers with plain forward hooks (every module's output under
+its name, a tuple's members as NAME.0, NAME.1, a module's input as NAME:input, the expert ids as the
+router returns them: int64, in its top-k order), read by `tapdiff compare --map hf`: on the mixtures
+of experts transformers 5.x builds (router, chosen experts and their weights, the experts' sum, a
+shared expert and the block's output) it matches `tapdiff run` of the same folder, every op compared
+but those transformers computes inline; with the router's renormalisation left out, the culprit is
+named from the hook dump alone."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import transformers
+from safetensors.numpy import save_file
+
+from hf_models import CASES, make_model, model_class
+from test_hf_recorder import CHUNK, GENERATE, PROMPT, TAPDIFF, compare, tapdiff_run
+
+# What transformers computes outside any module: RoPE (a function), a parallel block's attn_residual
+# (Cohere's), the mixtures' routing scores, where a sigmoid gate scales the shared expert (Qwen2-MoE)
+# the gated output, and where the layer holds the shared expert (Granite-MoE-Shared) the sum.
+INLINE = {"rope_q", "rope_k", "attn_residual", "moe_scores", "moe_shared", "moe_sum"}
+
+
+class HookDump:
+    """Forward hooks on every module of `model`; each forward pass saved as step_N.safetensors."""
+
+    def __init__(self, model, folder: Path):
+        self.model, self.folder, self.values, self.steps = model, folder, {}, 0
+        folder.mkdir()
+        for name, module in model.named_modules():
+            if name:
+                module.register_forward_hook(self.hook(name))
+
+    def hook(self, name: str):
+        def keep(_module, args, output):
+            if args and torch.is_tensor(args[0]) and args[0].is_floating_point():
+                self.values[f"{name}:input"] = args[0]
+            members = output if isinstance(output, tuple) else (output,)
+            for i, member in enumerate(members):
+                if torch.is_tensor(member):
+                    self.values[name if not isinstance(output, tuple) else f"{name}.{i}"] = member
+
+        return keep
+
+    def forward(self, tokens: list[int], positions: list[int], cache, decode: bool) -> np.ndarray:
+        self.values = {}
+        with torch.no_grad():
+            out = self.model(input_ids=torch.tensor([tokens]), position_ids=torch.tensor([positions]),
+                             past_key_values=cache, use_cache=True)
+        arrays = {name: np.ascontiguousarray(v.detach().numpy()) for name, v in self.values.items()}
+        arrays.update(logits=out.logits.numpy(), input_ids=np.array(tokens), position_ids=np.array(positions),
+                      decode=np.full(len(tokens), int(decode), dtype=np.int32))
+        save_file(arrays, str(self.folder / f"step_{self.steps}.safetensors"))
+        self.steps += 1
+        return arrays["logits"][0]
+
+
+def record(folder: Path, out: Path, patch=None) -> None:
+    model = model_class(transformers.AutoConfig.from_pretrained(folder)).from_pretrained(
+        folder, dtype=torch.float64, attn_implementation="eager", experts_implementation="eager")
+    model.eval()
+    if patch:
+        patch(model)
+    dump, cache, position = HookDump(model, out), transformers.DynamicCache(config=model.config), 0
+    for first in range(0, len(PROMPT), CHUNK):
+        chunk = PROMPT[first:first + CHUNK]
+        logits = dump.forward(chunk, list(range(position, position + len(chunk))), cache, False)
+        position += len(chunk)
+    for _ in range(GENERATE - 1):
+        token = int(np.argmax(logits[-1]))
+        logits = dump.forward([token], [position], cache, True)
+        position += 1
+
+
+MIXTURES = ["qwen3-moe", "qwen3-moe-dense-layer", "qwen2-moe", "mixtral", "olmoe", "glm4-moe", "granitemoe", "phimoe",
+            "dots1", "minimax-m2", "ernie4_5-moe", "cohere2-moe", "granitemoeshared", "qwen2-moe-sparse-step"]
+
+
+@pytest.mark.parametrize("name", MIXTURES)
+def test_a_hook_dump_of_a_mixture_matches(name, tmp_path):
+    folder = tmp_path / "model"
+    make_model(next(c for c in CASES if c.name == name), folder, "5.x")
+    record(folder, tmp_path / "hooks")
+    tapdiff_run(folder, tmp_path / "ref.h5")
+    code, report, out = compare(tmp_path / "ref.h5", tmp_path / "hooks", tmp_path / "report.json", "--map", "hf")
+    assert code == 0 and report["verdict"] == "match", out
+    assert report["rows"]["compared"] == len(PROMPT) + GENERATE - 1, out
+    ops = {t.split("/")[1] for t in report["not_compared"]["only_in_a"]} if report.get("not_compared") else set()
+    assert ops <= INLINE, out
+    moe_ops = {"moe_router", "moe_ids", "moe_weights", "moe_out"}
+    compared = {row["op"] for row in report["ops"]}
+    assert moe_ops <= compared, out
+
+
+def test_a_router_without_its_renormalisation_is_named_from_the_hook_dump(tmp_path):
+    folder = tmp_path / "model"
+    make_model(next(c for c in CASES if c.name == "qwen3-moe"), folder, "5.x")
+    record(folder, tmp_path / "hooks", lambda model: setattr(model.model.layers[1].mlp.gate, "norm_topk_prob", False))
+    tapdiff_run(folder, tmp_path / "ref.h5")
+    code, report, out = compare(tmp_path / "ref.h5", tmp_path / "hooks", tmp_path / "report.json", "--map", "hf",
+                                "--model", str(folder))
+    assert code == 1, out
+    assert f"{report['culprit']['layer']}/{report['culprit']['op']}" == "1/moe_weights", out
