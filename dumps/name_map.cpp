@@ -131,10 +131,12 @@ NameMap vllm_map() {
 // where Gemma's graphs scale it after that, "inp_scaled". With FFN biases, the gate's and up's sums
 // are "ffn_gate_b" and "ffn_up_b". Phi-3 multiplies by q, k, v as one matrix ("wqkv") and by gate
 // and up as one ("ffn_up"); its "Qcur" is named again once scaled, so its rope_q is not read.
-// A mixture of experts: the router's logits "ffn_moe_logits", the chosen ids "ffn_moe_topk" (by
+// A mixture of experts: the router's logits "ffn_moe_logits", the scores a sigmoid router chooses on
+// "ffn_moe_probs" (with a selection bias "ffn_moe_probs_biased"), the chosen ids "ffn_moe_topk" (by
 // score: read sorted ascending, and the weights with them), the weights as the experts take them
-// ("ffn_moe_weights", then "_norm" once divided by their sum, "_scaled" once scaled) and their
-// weighted sum "ffn_moe_out".
+// ("ffn_moe_weights", then "_norm" once divided by their sum, "_scaled" once scaled), their
+// weighted sum "ffn_moe_out" and, beside a shared expert, the block's output "ffn_out" (the shared
+// expert's parts are named as a dense FFN's, and not read).
 NameMap llama_cpp_map() {
   NameMap m = named("llama.cpp");
   m.llama_cpp_names = true;
@@ -161,11 +163,14 @@ NameMap llama_cpp_map() {
       one("ffn_geglu-{L}", Op::ffn_act),
       one("ffn_out-{L}", Op::ffn_down),
       one("ffn_moe_logits-{L}", Op::moe_router),
+      one("ffn_moe_probs-{L}", Op::moe_scores, BlockKind::choice_scores_unbiased),
+      one("ffn_moe_probs_biased-{L}", Op::moe_scores, BlockKind::choice_scores_biased),
       ordered("ffn_moe_topk-{L}", Op::moe_ids, "ffn_moe_topk-{L}"),
       ordered("ffn_moe_weights-{L}", Op::moe_weights, "ffn_moe_topk-{L}", BlockKind::expert_weights_plain),
       ordered("ffn_moe_weights_norm-{L}", Op::moe_weights, "ffn_moe_topk-{L}", BlockKind::expert_weights_normalized),
       ordered("ffn_moe_weights_scaled-{L}", Op::moe_weights, "ffn_moe_topk-{L}", BlockKind::expert_weights_scaled),
       one("ffn_moe_out-{L}", Op::moe_out),
+      one("ffn_out-{L}", Op::moe_sum, BlockKind::experts_with_shared),
       one("l_out-{L}", Op::ffn_residual),
       one("result_norm", Op::final_norm),
       one("result_output", Op::logits)};
@@ -202,9 +207,16 @@ std::optional<int> match(std::string_view pattern, std::string_view name, int n_
   return layer;
 }
 
-// Whether the rule holds for the model (and, for a rule of a layer's block, `layer`).
+// Whether the rule holds for the model (and, for a rule of a layer's block, `layer`). A dense FFN's
+// ops are never a mixture-of-experts layer's (llama.cpp names a shared expert's parts as a dense
+// FFN's: those are left unread).
 bool applies(const MapRule& rule, const model::ModelConfig& c, int layer) {
-  const bool shared = layer >= 0 && model::uses_experts(c, layer) && c.experts.shared_ffn_dim > 0;
+  const bool experts = layer >= 0 && model::uses_experts(c, layer);
+  const auto dense_ffn = [](Op op) {
+    return op == Op::ffn_gate || op == Op::ffn_up || op == Op::ffn_act || op == Op::ffn_down;
+  };
+  if (experts && std::any_of(rule.ops.begin(), rule.ops.end(), dense_ffn)) return false;
+  const bool shared = experts && c.experts.shared_ffn_dim > 0;
   const bool module_embeds = !c.block.learned_positions &&
                              (c.block.embed_scale == 1 || formats::family_spec(c.family).hf.embedding_module_scales);
   switch (rule.block) {
@@ -221,6 +233,8 @@ bool applies(const MapRule& rule, const model::ModelConfig& c, int layer) {
     case BlockKind::expert_weights_scaled: return c.experts.scale != 1.0;
     case BlockKind::embedding_module_output: return module_embeds;
     case BlockKind::embedding_completed_outside: return !module_embeds;
+    case BlockKind::choice_scores_unbiased: return model::has_choice_scores(c) && !c.experts.selection_bias;
+    case BlockKind::choice_scores_biased: return c.experts.selection_bias;
     case BlockKind::experts_with_shared: return shared;
     case BlockKind::shared_expert_ungated: return shared && !c.experts.shared_gate;
   }

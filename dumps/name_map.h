@@ -41,6 +41,10 @@ enum class BlockKind : std::uint8_t {
   // after the module (Granite's multiplier, GPT-2's and OPT's positions): then the first layer's input
   embedding_module_output,
   embedding_completed_outside,
+  // A router whose choice is made on scores of their own (moe_scores): sigmoid scores without a
+  // selection bias, or any scores with one
+  choice_scores_unbiased,
+  choice_scores_biased,
   // Per layer: a mixture of experts with a shared expert beside it (the block's output is moe_sum),
   // and one whose shared expert has no gate of its own (its output is moe_shared)
   experts_with_shared,

@@ -37,6 +37,7 @@ typedef struct {
   Tap* taps;
   size_t count, capacity;
   bool all;
+  int64_t tokens; /* the rows of the llama_decode call under way */
 } Taps;
 
 /* The names docs/import.md's llama.cpp map knows, each followed by "-LAYER" or nothing. */
@@ -64,6 +65,8 @@ static const char* const kMapNames[] = {"embd",
                                         "result_norm",
                                         "result_output",
                                         "ffn_moe_logits",
+                                        "ffn_moe_probs",
+                                        "ffn_moe_probs_biased",
                                         "ffn_moe_topk",
                                         "ffn_moe_weights",
                                         "ffn_moe_weights_norm",
@@ -114,17 +117,19 @@ static void clear(Taps* taps) {
   taps->count = 0;
 }
 
-/* A row is everything before the last dimension of more than one element among ne[1..3]
- * (ne[0] * ne[1] for Qcur's [head_dim, heads, tokens]). Kept: F32 and I32 tensors (the chosen
- * experts' ids, as floats), contiguous or 2-D views of rows apart (the top-k of an argsort). */
+/* A tensor holds one row per token of the call: its elements split into that many rows (Qcur's
+ * [head_dim, heads, tokens], the experts' weights [1, k, tokens]); one that does not split so is
+ * not kept. Kept: F32 and I32 tensors (the chosen experts' ids, as floats), contiguous or 2-D views
+ * of one row per token, rows apart (the top-k of an argsort). */
 static bool on_tensor(struct ggml_tensor* t, bool ask, void* user) {
   Taps* taps = user;
   if (!wanted(taps, ggml_get_name(t))) return false;
   if (ask) return true;
   if ((t->type != GGML_TYPE_F32 && t->type != GGML_TYPE_I32) || t->nb[0] != 4) return true;
   const bool contiguous = ggml_is_contiguous(t);
-  if (!contiguous && (t->ne[2] > 1 || t->ne[3] > 1)) return true;
-  int64_t rows = t->ne[3] > 1 ? t->ne[3] : (t->ne[2] > 1 ? t->ne[2] : t->ne[1]);
+  const int64_t rows = taps->tokens;
+  if (rows <= 0 || ggml_nelements(t) % rows != 0) return true;
+  if (!contiguous && (t->ne[2] > 1 || t->ne[3] > 1 || t->ne[1] != rows)) return true;
   Tap* tap = slot(taps, ggml_get_name(t));
   tap->rows = rows;
   tap->width = ggml_nelements(t) / rows;
@@ -190,6 +195,7 @@ static void run_pass(struct llama_context* context, struct llama_batch* batch, T
     batch->logits[i] = 1;
   }
   clear(taps);
+  taps->tokens = rows;
   if (llama_decode(context, *batch) != 0) die("llama_decode failed");
   char path[4096];
   snprintf(path, sizeof path, "%s/pass_%d.safetensors", out_dir, pass);

@@ -39,6 +39,7 @@ const FamilySpec& dots1_family() {
                .rope_style = RopeStyle::rotate_half,
                .keys = sigmoid_experts_gguf_keys({}),
                .read = read_gguf},
+      .llama_cpp = {.names_mapped = true},
       .synth = {.block =
                     [](ModelConfig& c) {
                       c.block.qk_norm = QkNorm::per_head;

@@ -79,6 +79,7 @@ const FamilySpec& ernie4_5_moe_family() {
                .keys = {"expert_count", "expert_used_count", "expert_feed_forward_length",
                         "expert_shared_feed_forward_length", "interleave_moe_layer_step", "leading_dense_block_count"},
                .read = read_gguf},
+      .llama_cpp = {.names_mapped = true},
   };
   return spec;
 }

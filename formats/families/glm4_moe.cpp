@@ -60,6 +60,7 @@ const FamilySpec& glm4_moe_family() {
                .layer_name = [](std::string_view name, const ModelConfig&) -> std::string_view {
                  return name == "post_attention_norm.weight" ? "ffn_norm.weight" : name;
                }},
+      .llama_cpp = {.names_mapped = true},
       .synth = {.block =
                     [](ModelConfig& c) {
                       c.block.qkv_bias = true;

@@ -52,6 +52,7 @@ const FamilySpec& granitemoe_family() {
                         "expert_used_count", "expert_shared_feed_forward_length"},
                .read = read_gguf,
                .unread = {"attention.sliding_window"}},
+      .llama_cpp = {.names_mapped = true},
   };
   return spec;
 }

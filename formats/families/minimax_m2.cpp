@@ -82,6 +82,7 @@ const FamilySpec& minimax_m2_family() {
                .keys = {"expert_count", "expert_used_count", "expert_feed_forward_length", "expert_gating_func"},
                .read = read_gguf,
                .partial_rotary = true},
+      .llama_cpp = {.names_mapped = true},
   };
   return spec;
 }

@@ -40,6 +40,7 @@ const FamilySpec& olmoe_family() {
                .keys = {"expert_count", "expert_used_count"},
                .read = read_gguf,
                .output_required = true},
+      .llama_cpp = {.names_mapped = true},
       .synth = {.block =
                     [](ModelConfig& c) {
                       c.block.qk_norm = QkNorm::whole;

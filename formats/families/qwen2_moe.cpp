@@ -50,6 +50,7 @@ const FamilySpec& qwen2_moe_family() {
                .keys = {"expert_count", "expert_used_count", "expert_feed_forward_length",
                         "expert_shared_feed_forward_length"},
                .read = read_gguf},
+      .llama_cpp = {.names_mapped = true},
       .synth = {.block =
                     [](ModelConfig& c) {
                       c.block.qkv_bias = true;

@@ -51,7 +51,7 @@ class HookDump:
         self.values = {}
         with torch.no_grad():
             out = self.model(input_ids=torch.tensor([tokens]), position_ids=torch.tensor([positions]),
-                             past_key_values=cache, use_cache=True)
+                             cache=cache, use_cache=True)
         arrays = {name: np.ascontiguousarray(v.detach().numpy()) for name, v in self.values.items()}
         arrays.update(logits=out.logits.numpy(), input_ids=np.array(tokens), position_ids=np.array(positions),
                       decode=np.full(len(tokens), int(decode), dtype=np.int32))

@@ -1,7 +1,8 @@
 """llama.cpp's own intermediate values, taken through its eval callback by examples/llama-cpp-taps
 (built against npm's node-llama-cpp CPU build), against tapdiff:
 - the `llama.cpp` name map reads every tensor that dump holds, prefill chunks and decode steps, a
-  mixture of experts' router, chosen experts, weights and sum too;
+  mixture of experts' router, chosen experts, weights and sum too, and those of every mixture's
+  graph llama.cpp names alike (a shared expert's block output; a sigmoid router's scores);
 - the llama.cpp emulation (`run --dtype llama.cpp`, the reference's and the Vulkan engine's)
   repeats llama.cpp's first products to f32 precision for every weight type, where the exact answer
   differs by llama.cpp's activation rounding;
@@ -106,6 +107,17 @@ def test_the_llama_cpp_map_reads_llama_cpps_own_dump(llama_cpp_taps, tmp_path):
     assert op_nmse(again) == pytest.approx(nmse, rel=1e-9, abs=1e-30), output
 
 
+def exact_on_llama_cpps_rows(harness: Harness, model: Path, tmp_path: Path) -> tuple[dict, str]:
+    """llama.cpp's run of PROMPT and 4 greedy tokens, the f64 reference run on its rows (`run
+    --tokens-from`), and their comparison under the llama.cpp map."""
+    llama_cpp_dump(harness, model, tmp_path / "llama.cpp", generate=4)
+    run = subprocess.run([TAPDIFF, "run", "--model", str(model), "--dtype", "f64", "--tokens-from",
+                          str(tmp_path / "llama.cpp"), "--map", "llama.cpp", "--dump", str(tmp_path / "exact.h5")],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    return compare(tmp_path / "exact.h5", tmp_path / "llama.cpp", tmp_path / "report.json")
+
+
 def test_the_llama_cpp_map_reads_a_mixture_of_experts(llama_cpp_taps, tmp_path):
     """A Qwen3-MoE (synth tiny-moe, F32): llama.cpp's router logits, its top-k (by score, read
     sorted with the weights alongside), the normalized weights and the experts' weighted sum compare
@@ -114,18 +126,39 @@ def test_the_llama_cpp_map_reads_a_mixture_of_experts(llama_cpp_taps, tmp_path):
     model = tmp_path / "moe.gguf"
     run = subprocess.run([TAPDIFF, "synth", "--shape", "tiny-moe", "-o", str(model)], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
-    llama_cpp_dump(llama_cpp_taps, model, tmp_path / "llama.cpp", generate=4)
-    run = subprocess.run([TAPDIFF, "run", "--model", str(model), "--dtype", "f64", "--tokens-from",
-                          str(tmp_path / "llama.cpp"), "--map", "llama.cpp", "--dump", str(tmp_path / "exact.h5")],
-                         capture_output=True, text=True)
-    assert run.returncode == 0, run.stdout + run.stderr
-    report, output = compare(tmp_path / "exact.h5", tmp_path / "llama.cpp", tmp_path / "report.json")
+    report, output = exact_on_llama_cpps_rows(llama_cpp_taps, model, tmp_path)
     assert report["verdict"] == "match" and report["rows"]["compared"] == len(PROMPT) + 3, output
     nmse = op_nmse(report)
     for layer in (0, 1):
         assert nmse[f"{layer}/moe_ids"] == 0, output
         for op in ("moe_router", "moe_weights", "moe_out"):
             assert 0 < nmse[f"{layer}/{op}"] < 1e-6, (op, nmse[f"{layer}/{op}"])
+
+
+MIXTURE_GRAPHS = ["olmoe", "granitemoe", "granitemoe-shared", "qwen2moe", "glm4moe", "dots1", "minimax-m2",
+                  "ernie4_5-moe"]
+
+
+@pytest.mark.parametrize("name", MIXTURE_GRAPHS)
+def test_the_llama_cpp_map_reads_each_mixtures_graph(llama_cpp_taps, name, tmp_path):
+    """The other mixtures as llama.cpp's converter writes them: the map reads their router, a sigmoid
+    router's scores, chosen experts, weights and sum, and where a shared expert sits beside them the
+    block's output ("ffn_out", moe_sum; the shared expert's own parts, named as a dense FFN's, are
+    left unread), and every row compares: a match, or where llama.cpp's f16 KV cache moves a router
+    across a near tie (Qwen2-MoE's, MiniMax-M2's), parts first at that choice and says so."""
+    case = next(c for c in GGUF_CASES if c.name == name)
+    model = tmp_path / f"{name}.gguf"
+    write_gguf(case, model)
+    report, output = exact_on_llama_cpps_rows(llama_cpp_taps, model, tmp_path)
+    assert report["rows"]["compared"] == len(PROMPT) + 3, output
+    if report["verdict"] != "match":
+        routing = report["routing"]
+        assert routing["flips"] > 0 and routing["near_ties"] == routing["flips"], output
+        assert report["first"]["op"] in ("moe_scores", "moe_ids"), output
+        assert "routing-near-tie" in {d["code"] for d in report["diagnosis"]}, output
+    compared = {o["op"] for o in report["ops"] if o["layer"] == 1}
+    expected = {"moe_router", "moe_ids", "moe_weights", "moe_out"} | ({"moe_sum"} if case.shared_expert else set())
+    assert expected <= compared, output
 
 
 @pytest.mark.parametrize("storage", ["f16", "bf16"] + BLOCK_STORAGE)
