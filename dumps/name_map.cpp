@@ -98,14 +98,15 @@ NameMap hf_map() {
   return m;
 }
 
-// vLLM: module outputs, a tuple's members as "<module>.0", "<module>.1" (linear layers return
+// vLLM: module outputs, a tuple's members as "<module>.0", "<module>.1" (embed_tokens the embedding
+// where the model neither scales it nor adds positions to it after that module; linear layers return
 // (output, bias); a norm given the residual returns (normed, residual); a decoder layer returns
 // (FFN output, residual), whose sum is the layer's output).
 NameMap vllm_map() {
   const std::string l = "model.layers.{L}.";
   NameMap m = named("vllm", true);
   m.family_names = true;
-  m.rules = {one("model.embed_tokens", Op::embed, BlockKind::embedding_module_output),
+  m.rules = {one("model.embed_tokens", Op::embed, BlockKind::embedding_unscaled),
              one(l + "input_layernorm", Op::attn_norm),
              one(l + "input_layernorm.0", Op::attn_norm),
              split(l + "self_attn.qkv_proj.0", {Op::q_proj, Op::k_proj, Op::v_proj}),
@@ -217,8 +218,9 @@ bool applies(const MapRule& rule, const model::ModelConfig& c, int layer) {
   };
   if (experts && std::any_of(rule.ops.begin(), rule.ops.end(), dense_ffn)) return false;
   const bool shared = experts && c.experts.shared_ffn_dim > 0;
-  const bool module_embeds = !c.block.learned_positions &&
-                             (c.block.embed_scale == 1 || formats::family_spec(c.family).hf.embedding_module_scales);
+  const bool unscaled = !c.block.learned_positions && c.block.embed_scale == 1;
+  const bool module_embeds =
+      unscaled || (!c.block.learned_positions && formats::family_spec(c.family).hf.embedding_module_scales);
   switch (rule.block) {
     case BlockKind::any: return true;
     case BlockKind::without_post_norms: return !c.block.post_norms;
@@ -233,6 +235,7 @@ bool applies(const MapRule& rule, const model::ModelConfig& c, int layer) {
     case BlockKind::expert_weights_scaled: return c.experts.scale != 1.0;
     case BlockKind::embedding_module_output: return module_embeds;
     case BlockKind::embedding_completed_outside: return !module_embeds;
+    case BlockKind::embedding_unscaled: return unscaled;
     case BlockKind::choice_scores_unbiased: return model::has_choice_scores(c) && !c.experts.selection_bias;
     case BlockKind::choice_scores_biased: return c.experts.selection_bias;
     case BlockKind::experts_with_shared: return shared;

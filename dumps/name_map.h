@@ -41,6 +41,7 @@ enum class BlockKind : std::uint8_t {
   // after the module (Granite's multiplier, GPT-2's and OPT's positions): then the first layer's input
   embedding_module_output,
   embedding_completed_outside,
+  embedding_unscaled,  // vLLM's: a model that neither scales its embedding nor adds positions to it
   // A router whose choice is made on scores of their own (moe_scores): sigmoid scores without a
   // selection bias, or any scores with one
   choice_scores_unbiased,

@@ -513,15 +513,16 @@ TEST(ImportedDump, TheLlamaCppMapReadsEachFamilysNames) {
   EXPECT_NO_THROW(dumps::require_map_fits(dumps::map_from_toml(dir / "neox.toml"), neox));
 }
 
-// The embed op as a hook sees it: embed_tokens' output where that module returns it (Gemma's scales
-// inside), else the first layer's input (GPT-2's positions, Granite's multiplier added after it).
+// The embed op as a hook sees it: embed_tokens' output where that module returns it (transformers'
+// Gemma scales inside it; vLLM's after it), else the first layer's input (GPT-2's positions,
+// Granite's multiplier added after it).
 TEST(ImportedDump, TheHfMapTakesTheEmbeddingWhereTheModelCompletesIt) {
-  const auto ops = [](std::string_view name, const std::string& arch, const auto& edit) {
+  const auto ops = [](std::string_view name, const std::string& arch, const auto& edit, std::string_view map = "hf") {
     model::ModelConfig c = small_config();
     c.family = *formats::family_named(arch);
     edit(c.block);
     std::vector<model::TensorId> ids;
-    if (const auto r = dumps::resolve(dumps::preset_map("hf"), name, c)) ids = r->ids;
+    if (const auto r = dumps::resolve(dumps::preset_map(map), name, c)) ids = r->ids;
     return ids;
   };
   using Ids = std::vector<model::TensorId>;
@@ -534,6 +535,10 @@ TEST(ImportedDump, TheHfMapTakesTheEmbeddingWhereTheModelCompletesIt) {
   EXPECT_EQ(ops("model.embed_tokens", "gemma", scaled), (Ids{{Op::embed, -1}}));
   EXPECT_EQ(ops("model.layers.0:input", "gemma", scaled), Ids{});
   EXPECT_EQ(ops("model.embed_tokens", "llama", [](model::Block&) {}), (Ids{{Op::embed, -1}}));
+  EXPECT_EQ(ops("model.embed_tokens", "gemma", scaled, "vllm"), Ids{});
+  EXPECT_EQ(ops(
+                "model.embed_tokens", "llama", [](model::Block&) {}, "vllm"),
+            (Ids{{Op::embed, -1}}));
 }
 
 // The hf and vllm maps read each family's module names as its checkpoints' tensor names are read:
