@@ -208,19 +208,29 @@ std::optional<int> match(std::string_view pattern, std::string_view name, int n_
   return layer;
 }
 
+// Whether the embedding is the model's embedding module's output: nothing scales it or adds
+// positions after that module (`scaled_inside`: or the module scales it itself, as transformers'
+// Gemma does).
+bool embedding_from_module(const model::ModelConfig& c, bool scaled_inside) {
+  return !c.block.learned_positions && (c.block.embed_scale == 1 || scaled_inside);
+}
+bool hf_embedding_from_module(const model::ModelConfig& c) {
+  return embedding_from_module(c, formats::family_spec(c.family).hf.embedding_module_scales);
+}
+
+// Whether a layer is a mixture of experts with a shared expert beside it.
+bool shared_expert_layer(const model::ModelConfig& c, int layer) {
+  return layer >= 0 && model::uses_experts(c, layer) && c.experts.shared_ffn_dim > 0;
+}
+
+bool dense_ffn_op(Op op) { return op == Op::ffn_gate || op == Op::ffn_up || op == Op::ffn_act || op == Op::ffn_down; }
+
 // Whether the rule holds for the model (and, for a rule of a layer's block, `layer`). A dense FFN's
 // ops are never a mixture-of-experts layer's (llama.cpp names a shared expert's parts as a dense
 // FFN's: those are left unread).
 bool applies(const MapRule& rule, const model::ModelConfig& c, int layer) {
-  const bool experts = layer >= 0 && model::uses_experts(c, layer);
-  const auto dense_ffn = [](Op op) {
-    return op == Op::ffn_gate || op == Op::ffn_up || op == Op::ffn_act || op == Op::ffn_down;
-  };
-  if (experts && std::any_of(rule.ops.begin(), rule.ops.end(), dense_ffn)) return false;
-  const bool shared = experts && c.experts.shared_ffn_dim > 0;
-  const bool unscaled = !c.block.learned_positions && c.block.embed_scale == 1;
-  const bool module_embeds =
-      unscaled || (!c.block.learned_positions && formats::family_spec(c.family).hf.embedding_module_scales);
+  if (layer >= 0 && model::uses_experts(c, layer) && std::any_of(rule.ops.begin(), rule.ops.end(), dense_ffn_op))
+    return false;
   switch (rule.block) {
     case BlockKind::any: return true;
     case BlockKind::without_post_norms: return !c.block.post_norms;
@@ -233,13 +243,13 @@ bool applies(const MapRule& rule, const model::ModelConfig& c, int layer) {
     case BlockKind::expert_weights_plain: return !c.experts.normalize && c.experts.scale == 1.0;
     case BlockKind::expert_weights_normalized: return c.experts.normalize && c.experts.scale == 1.0;
     case BlockKind::expert_weights_scaled: return c.experts.scale != 1.0;
-    case BlockKind::embedding_module_output: return module_embeds;
-    case BlockKind::embedding_completed_outside: return !module_embeds;
-    case BlockKind::embedding_unscaled: return unscaled;
+    case BlockKind::embedding_module_output: return hf_embedding_from_module(c);
+    case BlockKind::embedding_completed_outside: return !hf_embedding_from_module(c);
+    case BlockKind::embedding_unscaled: return embedding_from_module(c, false);
     case BlockKind::choice_scores_unbiased: return model::has_choice_scores(c) && !c.experts.selection_bias;
     case BlockKind::choice_scores_biased: return c.experts.selection_bias;
-    case BlockKind::experts_with_shared: return shared;
-    case BlockKind::shared_expert_ungated: return shared && !c.experts.shared_gate;
+    case BlockKind::experts_with_shared: return shared_expert_layer(c, layer);
+    case BlockKind::shared_expert_ungated: return shared_expert_layer(c, layer) && !c.experts.shared_gate;
   }
   return false;
 }

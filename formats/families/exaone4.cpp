@@ -23,7 +23,7 @@ namespace {
 std::function<bool(int)> read_pattern(KeyReader& k) {
   const nlohmann::json* p = k.find("sliding_window_pattern");
   if (p != nullptr && p->is_string()) {
-    std::string letters = p->get<std::string>();
+    const std::string letters = p->get<std::string>();
     if (letters.empty() || letters.find_first_not_of("LG") != std::string::npos)
       k.fail("sliding_window_pattern", "a number or a string of L (sliding) and G (full)", json_excerpt(*p));
     return [letters](int l) { return letters[static_cast<std::size_t>(l) % letters.size()] == 'L'; };

@@ -7,8 +7,6 @@ but those transformers computes inline; with the router's renormalisation left o
 named from the hook dump alone."""
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -17,8 +15,9 @@ import torch
 import transformers
 from safetensors.numpy import save_file
 
-from hf_models import CASES, make_model, model_class
-from test_hf_recorder import CHUNK, GENERATE, PROMPT, TAPDIFF, compare, tapdiff_run
+from hf_models import CASES, make_model
+from tapdiff.recording import greedy
+from test_hf_recorder import CHUNK, GENERATE, PROMPT, compare, float64_model, tapdiff_run
 
 # What transformers computes outside any module: RoPE (a function), a parallel block's attn_residual
 # (Cohere's), the mixtures' routing scores, where a sigmoid gate scales the shared expert (Qwen2-MoE)
@@ -27,10 +26,12 @@ INLINE = {"rope_q", "rope_k", "attn_residual", "moe_scores", "moe_shared", "moe_
 
 
 class HookDump:
-    """Forward hooks on every module of `model`; each forward pass saved as step_N.safetensors."""
+    """Forward hooks on every module of `model`; each forward pass, through the model's own cache,
+    saved as step_N.safetensors."""
 
     def __init__(self, model, folder: Path):
-        self.model, self.folder, self.values, self.steps = model, folder, {}, 0
+        self.model, self.folder, self.values, self.steps, self.position = model, folder, {}, 0, 0
+        self.cache = transformers.DynamicCache(config=model.config)
         folder.mkdir()
         for name, module in model.named_modules():
             if name:
@@ -47,11 +48,13 @@ class HookDump:
 
         return keep
 
-    def forward(self, tokens: list[int], positions: list[int], cache, decode: bool) -> np.ndarray:
+    def forward(self, tokens: list[int], decode: bool) -> np.ndarray:
         self.values = {}
+        positions = list(range(self.position, self.position + len(tokens)))
+        self.position += len(tokens)
         with torch.no_grad():
             out = self.model(input_ids=torch.tensor([tokens]), position_ids=torch.tensor([positions]),
-                             cache=cache, use_cache=True)
+                             cache=self.cache, use_cache=True)
         arrays = {name: np.ascontiguousarray(v.detach().numpy()) for name, v in self.values.items()}
         arrays.update(logits=out.logits.numpy(), input_ids=np.array(tokens), position_ids=np.array(positions),
                       decode=np.full(len(tokens), int(decode), dtype=np.int32))
@@ -61,20 +64,7 @@ class HookDump:
 
 
 def record(folder: Path, out: Path, patch=None) -> None:
-    model = model_class(transformers.AutoConfig.from_pretrained(folder)).from_pretrained(
-        folder, dtype=torch.float64, attn_implementation="eager", experts_implementation="eager")
-    model.eval()
-    if patch:
-        patch(model)
-    dump, cache, position = HookDump(model, out), transformers.DynamicCache(config=model.config), 0
-    for first in range(0, len(PROMPT), CHUNK):
-        chunk = PROMPT[first:first + CHUNK]
-        logits = dump.forward(chunk, list(range(position, position + len(chunk))), cache, False)
-        position += len(chunk)
-    for _ in range(GENERATE - 1):
-        token = int(np.argmax(logits[-1]))
-        logits = dump.forward([token], [position], cache, True)
-        position += 1
+    greedy(HookDump(float64_model(folder, patch), out).forward, PROMPT, CHUNK, GENERATE)
 
 
 MIXTURES = ["qwen3-moe", "qwen3-moe-dense-layer", "qwen2-moe", "mixtral", "olmoe", "glm4-moe", "granitemoe", "phimoe",

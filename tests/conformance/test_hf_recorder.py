@@ -23,12 +23,18 @@ PROMPT = [1, 17, 42, 99, 7, 123, 58, 31, 77, 12, 64, 150, 3, 88, 41, 19, 120, 9,
 CHUNK, GENERATE = 8, 4
 
 
-def record(folder: Path, dump: Path, patch=None) -> list[int]:
+def float64_model(folder: Path, patch=None):
+    """transformers' model of the folder in float64, eager attention and experts, with `patch` applied."""
     model = model_class(transformers.AutoConfig.from_pretrained(folder)).from_pretrained(
         folder, dtype=torch.float64, attn_implementation="eager", experts_implementation="eager")
     model.eval()
     if patch:
         patch(model)
+    return model
+
+
+def record(folder: Path, dump: Path, patch=None) -> list[int]:
+    model = float64_model(folder, patch)
     with HfRecorder(model, dump, folder, tapdiff=TAPDIFF) as recorder:
         return recorder.generate(PROMPT, chunk=CHUNK, generate=GENERATE)
 
