@@ -117,6 +117,8 @@ model::ModelConfig config_from_json(const nlohmann::json& config, const std::str
       out.experts.score = e.at("score") == "sigmoid" ? model::RouterScore::sigmoid : model::RouterScore::softmax;
     }
     out.experts.selection_bias = flag("selection_bias");
+    out.experts.router_bias = flag("router_bias");
+    out.experts.biases = flag("biases");
     if (e.contains("groups")) out.experts.groups = count("groups");
     if (e.contains("top_groups")) out.experts.top_groups = count("top_groups");
     if (e.contains("scale")) {

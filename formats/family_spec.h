@@ -68,9 +68,14 @@ struct HfRecipe {
   // The RoPE object's llama_4_scaling_beta: q's temperature over its original_max_position_embeddings
   // (Ministral 3; model::QueryTemperature), both required.
   bool llama_4_scaling = false;
+  bool rope_required = false;  // rope_parameters (4.x: rope_scaling) stated: the config class's default is scaled
   // RoPE "dynamic" with an alpha (Hunyuan's NTK-alpha): the base times alpha^(d / (d - 2)), d the
   // head's width, the same at every length; its factor is not used.
   bool ntk_alpha = false;
+  // The experts as gpt-oss saves them: mlp.experts.gate_up_proj [experts, dim, 2 ffn], gate and up in
+  // alternate columns, down_proj [experts, ffn, dim], and their biases gate_up_proj_bias [experts,
+  // 2 ffn] (alternating) and down_proj_bias [experts, dim] (formats/hf_experts.h).
+  bool experts_transposed = false;
   std::vector<HfComposite> composites = {};
   // transformers' TOKENIZER_MAPPING_NAMES for it ("" where it has none), and whether the family is
   // in MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS (the registered class overrides the folder's).

@@ -177,6 +177,9 @@ void read_rope(KeyReader& k, const std::string& source, const HfRecipe& hf, Mode
   if (p != nullptr && !p->is_object()) k.fail(name, "an object", json_excerpt(*p));
   if (p == nullptr && hf.llama_4_scaling)
     k.fail("rope_parameters", "an object holding llama_4_scaling_beta and original_max_position_embeddings", "none");
+  if (p == nullptr && hf.rope_required)
+    k.fail("rope_parameters", "an object stating the RoPE (the family's config class defaults to a scaled one)",
+           "none");
   const bool per_layer_type = p != nullptr && (p->contains("full_attention") || p->contains("sliding_attention"));
   if (per_layer_type && (sliding_base == 0 || params == nullptr))
     k.unsupported(name, *p, "RoPE parameters per layer type in 5.x rope_parameters of Gemma 3 and OLMo 3 only");

@@ -1,6 +1,7 @@
 #include "formats/hf_experts.h"
 
 #include <charconv>
+#include <cstring>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -39,9 +40,70 @@ int expert_index(std::string_view name, const ExpertTensor& layout) {
   return ec == std::errc{} && end == digits.data() + digits.size() && !digits.empty() ? e : -1;
 }
 
+// Of a row-major [rows, cols] matrix of `size`-byte values, columns first, first + step, ... as the
+// rows of the [cols / step, rows] result.
+std::vector<std::byte> columns_as_rows(std::span<const std::byte> m, std::size_t size, std::int64_t rows,
+                                       std::int64_t cols, std::int64_t first, std::int64_t step) {
+  const std::int64_t out_rows = cols / step;
+  std::vector<std::byte> out(static_cast<std::size_t>(out_rows * rows) * size);
+  for (std::int64_t o = 0; o < out_rows; ++o)
+    for (std::int64_t r = 0; r < rows; ++r)
+      std::memcpy(out.data() + static_cast<std::size_t>(o * rows + r) * size,
+                  m.data() + static_cast<std::size_t>(r * cols + first + o * step) * size, size);
+  return out;
+}
+
 }  // namespace
 
+bool HfExperts::take_transposed(int layer, std::string_view name, const SafetensorsFile& f,
+                                const SafetensorsTensor& t) {
+  const Experts& ex = config_.experts;
+  const bool gate_up = name == "mlp.experts.gate_up_proj", down = name == "mlp.experts.down_proj";
+  const bool gate_up_bias = name == "mlp.experts.gate_up_proj_bias", down_bias = name == "mlp.experts.down_proj_bias";
+  if ((!gate_up && !down && !gate_up_bias && !down_bias) || ex.count == 0) return false;
+  const std::string file = f.path().string();
+  const auto fail = [&](std::string_view expected, const std::string& found) {
+    throw_format_error(fmt::format("{}: tensor '{}': expected {}, found {}", file, t.name, expected, found));
+  };
+  if (!t.dtype) fail("dtype F32, F16 or BF16", fmt::format("dtype {}", t.dtype_name));
+  if (layer >= config_.n_layers)
+    fail(fmt::format("a layer below num_hidden_layers, {}", config_.n_layers), fmt::format("layer {}", layer));
+  const std::int64_t ffn = ex.ffn_dim, dim = config_.dim;
+  // Per expert: a matrix [in, out] (a bias: [1, out]).
+  const std::int64_t in = gate_up ? dim : down ? ffn : 1, out = gate_up || gate_up_bias ? 2 * ffn : dim;
+  const std::vector<std::int64_t> shape =
+      in == 1 ? std::vector<std::int64_t>{ex.count, out} : std::vector<std::int64_t>{ex.count, in, out};
+  if (t.shape != shape)
+    fail(fmt::format("shape [{}] for this config", fmt::join(shape, ", ")),
+         fmt::format("shape [{}]", fmt::join(t.shape, ", ")));
+  const std::size_t size = row_bytes(*t.dtype, 1), per_expert = static_cast<std::size_t>(in * out) * size;
+  // (kind, first column, column step) of each weight the tensor holds.
+  struct Take {
+    WeightKind kind;
+    std::int64_t first, step;
+  };
+  std::vector<Take> takes;
+  if (gate_up) takes = {{WeightKind::expert_gate, 0, 2}, {WeightKind::expert_up, 1, 2}};
+  if (down) takes = {{WeightKind::expert_down, 0, 1}};
+  if (gate_up_bias) takes = {{WeightKind::expert_b_gate, 0, 2}, {WeightKind::expert_b_up, 1, 2}};
+  if (down_bias) takes = {{WeightKind::expert_b_down, 0, 1}};
+  for (const Take& take : takes) {
+    std::vector<std::byte> stacked;
+    for (int e = 0; e < ex.count; ++e) {
+      const std::vector<std::byte> rows =
+          columns_as_rows(t.bytes.subspan(static_cast<std::size_t>(e) * per_expert, per_expert), size, in, out,
+                          take.first, take.step);
+      stacked.insert(stacked.end(), rows.begin(), rows.end());
+    }
+    const std::int64_t rows = in == 1 ? 1 : ex.count * (out / take.step);
+    const std::int64_t cols = in == 1 ? ex.count * (out / take.step) : in;
+    model_.add(take.kind, layer, WeightTensor{t.name, *t.dtype, rows, cols, model_.hold(std::move(stacked)), {}});
+  }
+  return true;
+}
+
 bool HfExperts::take(int layer, std::string_view name, const SafetensorsFile& f, const SafetensorsTensor& t) {
+  if (transposed_) return take_transposed(layer, name, f, t);
   const std::string file = f.path().string();
   const Experts& ex = config_.experts;
   auto fail = [&](std::string_view expected, const std::string& found) {

@@ -216,6 +216,8 @@ std::vector<WeightPart> hf_weights(std::string_view name, const ModelConfig& c) 
       {"block_sparse_moe.gate.weight", WeightKind::moe_router},
       {"mlp.gate.weight", WeightKind::moe_router},
       {"mlp.gate.e_score_correction_bias", WeightKind::moe_score_bias},
+      {"mlp.gate.bias", WeightKind::moe_router_b},  // gpt-oss's router
+      {"self_attn.sinks", WeightKind::attn_sinks},
       {"mlp.shared_expert.gate_proj.weight", WeightKind::shexp_gate},  // Qwen2-MoE
       {"mlp.shared_expert.up_proj.weight", WeightKind::shexp_up},
       {"mlp.shared_expert.down_proj.weight", WeightKind::shexp_down},
@@ -387,7 +389,7 @@ std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
   config.validate(config_path.string());
   auto model = std::make_unique<Model>(folder, config);
   const HfRecipe& spec = family_spec(config.family).hf;
-  HfExperts experts(config);
+  HfExperts experts(*model, spec.experts_transposed);
   for (const auto& [own, name] : names) {
     const auto& where = by_name.at(name);
     const auto in_layer = llama_layer_name(own);

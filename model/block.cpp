@@ -19,6 +19,7 @@ std::string_view activation_name(Activation a) {
     case Activation::relu: return "relu";
     case Activation::relu2: return "relu2";
     case Activation::xielu: return "xielu";
+    case Activation::swiglu_oai: return "swiglu_oai";
   }
   return "?";
 }
@@ -57,6 +58,9 @@ void Block::validate(const std::string& source) const {
   refuse(position_offset < 0 || (position_offset > 0 && !learned_positions),
          "a position offset >= 0 of learned positions", std::to_string(position_offset));
   refuse(activation == Activation::xielu && ffn != Ffn::plain, "xIELU in a plain FFN", "a gated one");
+  refuse(activation == Activation::swiglu_oai && ffn != Ffn::gated, "the clamped SwiGLU in a gated FFN", "a plain one");
+  require(std::isfinite(swiglu.alpha), "a finite swiglu alpha", swiglu.alpha);
+  require(std::isfinite(swiglu.limit) && swiglu.limit > 0, "a finite swiglu limit > 0", swiglu.limit);
   refuse(norm_bias && norm != NormKind::layer, "norm biases on LayerNorms only", "norm_bias with RMSNorms");
   refuse(norm_bias && post_norms, "norm biases in a block without post-norms", "norm_bias with post_norms");
   refuse(parallel != Parallel::none && (!pre_norms || post_norms), "a parallel block with pre-norms only",
@@ -89,7 +93,7 @@ double attention_scale(const Block& block, int head_dim) {
 }
 
 nlohmann::json to_json(const Block& b) {
-  return {{"pre_norms", b.pre_norms},
+  nlohmann::json j = {{"pre_norms", b.pre_norms},
           {"post_norms", b.post_norms},
           {"norm", norm_kind_name(b.norm)},
           {"norm_offset", b.norm_offset},
@@ -110,8 +114,14 @@ nlohmann::json to_json(const Block& b) {
           {"residual_scale", b.residual_scale},
           {"attention_scale", b.attention_scale},
           {"attention_softcap", b.attention_softcap},
+          {"attention_sinks", b.attention_sinks},
           {"logit_scale", b.logit_scale},
           {"logit_softcap", b.logit_softcap}};
+  if (b.activation == Activation::swiglu_oai) {
+    j["swiglu_alpha"] = b.swiglu.alpha;
+    j["swiglu_limit"] = b.swiglu.limit;
+  }
+  return j;
 }
 
 Block block_from_json(const nlohmann::json& j, const std::string& source) {
@@ -148,7 +158,9 @@ Block block_from_json(const nlohmann::json& j, const std::string& source) {
   flag("qk_norm_after_rope", b.qk_norm_after_rope);
   named("ffn", b.ffn, ffn_name, Ffn::gated, Ffn::plain);
   named("activation", b.activation, activation_name, Activation::silu, Activation::gelu, Activation::gelu_tanh,
-        Activation::relu, Activation::relu2, Activation::xielu);
+        Activation::relu, Activation::relu2, Activation::xielu, Activation::swiglu_oai);
+  number("swiglu_alpha", b.swiglu.alpha);
+  number("swiglu_limit", b.swiglu.limit);
   named("parallel", b.parallel, parallel_name, Parallel::none, Parallel::shared_norm, Parallel::own_norm);
   flag("qkv_bias", b.qkv_bias);
   number("clip_qkv", b.clip_qkv);
@@ -165,6 +177,7 @@ Block block_from_json(const nlohmann::json& j, const std::string& source) {
   number("residual_scale", b.residual_scale);
   number("attention_scale", b.attention_scale);
   number("attention_softcap", b.attention_softcap);
+  flag("attention_sinks", b.attention_sinks);
   number("logit_scale", b.logit_scale);
   number("logit_softcap", b.logit_softcap);
   b.validate(source);

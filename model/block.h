@@ -32,8 +32,10 @@ enum class Activation : std::uint8_t {
   relu,       // max(x, 0)                                        (OPT)
   relu2,      // max(x, 0)^2                                      (Nemotron, Arcee)
   xielu,      // model/xielu.h, with each layer's learned scalars  (Apertus; plain FFNs only)
+  swiglu_oai,  // gated only: g = min(gate, limit), u = clamp(up, -limit, limit), g * sigmoid(alpha g) * (u + 1)
+               // (gpt-oss's experts; Block::swiglu holds alpha and limit)
 };
-std::string_view activation_name(Activation a);  // "silu", "gelu", "gelu_tanh", "relu", "relu2", "xielu"
+std::string_view activation_name(Activation a);  // "silu", ..., "xielu", "swiglu_oai"
 
 // What every norm of the block computes over its n channels (q/k norms and the final norm too):
 //   rms:   x / sqrt(mean(x^2) + eps) * (offset + w)
@@ -60,6 +62,13 @@ enum class QkNorm : std::uint8_t {
 };
 std::string_view qk_norm_name(QkNorm q);  // "none", "per_head", "whole"
 
+// The constants of the clamped SwiGLU (Activation::swiglu_oai): gpt-oss's swiglu_alpha and swiglu_limit.
+struct SwigluClamp {
+  double alpha = 1.702;
+  double limit = 7.0;
+  friend bool operator==(const SwigluClamp&, const SwigluClamp&) = default;
+};
+
 struct Block {
   bool pre_norms = true;    // attn_norm before the attention, ffn_norm before the FFN
   bool post_norms = false;  // attn_post_norm after o_proj, ffn_post_norm after ffn_down (Gemma 2/3, OLMo 2)
@@ -70,6 +79,7 @@ struct Block {
   bool qk_norm_after_rope = false;  // the q/k norms read RoPE's output (HunYuan), not the projections'
   Ffn ffn = Ffn::gated;
   Activation activation = Activation::silu;
+  SwigluClamp swiglu;  // activation swiglu_oai only
   Parallel parallel = Parallel::none;
   bool qkv_bias = false;     // q/k/v_proj carry a bias
   double clip_qkv = 0;       // > 0: q/k/v_proj's outputs clamped to [-clip_qkv, clip_qkv] (OLMo)
@@ -82,6 +92,9 @@ struct Block {
   double residual_scale = 1;       // x + residual_scale * update (Granite: residual_multiplier)
   double attention_scale = 0;      // scores = q.k * attention_scale; 0: 1/sqrt(head_dim)
   double attention_softcap = 0;    // then cap * tanh(scores / cap) before the mask; 0: none (Gemma 2)
+  // Each head's softmax has one more logit in its denominator, the layer's learned sink for the head
+  // (attn_sinks [n_heads]), whose value adds nothing (gpt-oss).
+  bool attention_sinks = false;
   double logit_scale = 1;          // logits = (final_norm W) * logit_scale (Granite: 1 / logits_scaling)
   double logit_softcap = 0;        // then cap * tanh(logits / cap); 0: none (Gemma 2)
 

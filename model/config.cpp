@@ -217,6 +217,8 @@ nlohmann::json to_json(const ModelConfig& c) {
     }
     if (c.experts.score == RouterScore::sigmoid) j["experts"]["score"] = "sigmoid";
     if (c.experts.selection_bias) j["experts"]["selection_bias"] = true;
+    if (c.experts.router_bias) j["experts"]["router_bias"] = true;
+    if (c.experts.biases) j["experts"]["biases"] = true;
     if (c.experts.groups > 1) {
       j["experts"]["groups"] = c.experts.groups;
       j["experts"]["top_groups"] = c.experts.top_groups;

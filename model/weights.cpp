@@ -60,6 +60,11 @@ std::string_view weight_kind_name(WeightKind kind) {
     case WeightKind::xielu_alpha_n: return "xielu_alpha_n";
     case WeightKind::xielu_beta: return "xielu_beta";
     case WeightKind::xielu_eps: return "xielu_eps";
+    case WeightKind::attn_sinks: return "attn_sinks";
+    case WeightKind::moe_router_b: return "moe_router_b";
+    case WeightKind::expert_b_gate: return "expert_b_gate";
+    case WeightKind::expert_b_up: return "expert_b_up";
+    case WeightKind::expert_b_down: return "expert_b_down";
   }
   return "?";
 }
@@ -73,7 +78,9 @@ std::optional<OpWeights> op_weights(Op op, const ModelConfig& c) {
     case Op::ffn_gate: return OpWeights{WeightKind::ffn_gate, WeightKind::b_gate};
     case Op::ffn_up: return OpWeights{WeightKind::ffn_up, WeightKind::b_up};
     case Op::ffn_down: return OpWeights{WeightKind::ffn_down, WeightKind::b_down};
-    case Op::moe_router: return OpWeights{WeightKind::moe_router, std::nullopt};
+    case Op::moe_router:
+      return OpWeights{WeightKind::moe_router,
+                       c.experts.router_bias ? std::optional(WeightKind::moe_router_b) : std::nullopt};
     case Op::logits:
       return OpWeights{c.tied_output ? WeightKind::token_embd : WeightKind::output,
                        c.block.output_bias ? std::optional(WeightKind::output_b) : std::nullopt};
@@ -141,7 +148,12 @@ bool is_vector(WeightKind kind) {
     case WeightKind::xielu_alpha_p:
     case WeightKind::xielu_alpha_n:
     case WeightKind::xielu_beta:
-    case WeightKind::xielu_eps: return true;
+    case WeightKind::xielu_eps:
+    case WeightKind::attn_sinks:
+    case WeightKind::moe_router_b:
+    case WeightKind::expert_b_gate:
+    case WeightKind::expert_b_up:
+    case WeightKind::expert_b_down: return true;
   }
   return false;
 }
@@ -310,6 +322,7 @@ void Model::validate() const {
     vector(b.qk_norm != QkNorm::none, WeightKind::k_norm, k_norm_width);
     check(WeightKind::wo, l, c.dim, c.q_dim());
     vector(b.o_bias, WeightKind::bo, c.dim);
+    vector(b.attention_sinks, WeightKind::attn_sinks, c.n_heads);
     vector(b.post_norms, WeightKind::attn_post_norm, c.dim);
     vector(has_ffn_norm(b), WeightKind::ffn_norm, c.dim);
     vector(has_ffn_norm(b) && b.norm_bias, WeightKind::ffn_norm_b, c.dim);
@@ -326,6 +339,10 @@ void Model::validate() const {
       }
       if (e.shared_gate) check(WeightKind::shexp_gate_inp, l, 1, c.dim);
       if (e.selection_bias) check(WeightKind::moe_score_bias, l, 1, e.count);
+      vector(e.router_bias, WeightKind::moe_router_b, e.count);
+      vector(e.biases, WeightKind::expert_b_gate, std::int64_t{e.count} * e.ffn_dim);
+      vector(e.biases, WeightKind::expert_b_up, std::int64_t{e.count} * e.ffn_dim);
+      vector(e.biases, WeightKind::expert_b_down, std::int64_t{e.count} * c.dim);
     } else {
       const bool gated = b.ffn == Ffn::gated;
       if (gated) check(WeightKind::ffn_gate, l, c.ffn_dim, c.dim);

@@ -67,6 +67,11 @@ enum class WeightKind : std::uint8_t {
   xielu_alpha_n,
   xielu_beta,
   xielu_eps,
+  attn_sinks,     // [n_heads]: each head's sink logit (block.attention_sinks only)
+  moe_router_b,   // [experts.count]: the router's bias (experts.router_bias only)
+  expert_b_gate,  // [experts.count * experts.ffn_dim]: expert e's [e * ffn_dim, (e + 1) * ffn_dim) (experts.biases only)
+  expert_b_up,    // [experts.count * experts.ffn_dim]
+  expert_b_down,  // [experts.count * dim]
 };
 std::string_view weight_kind_name(WeightKind kind);
 bool is_per_layer(WeightKind kind);
@@ -135,8 +140,13 @@ inline constexpr WeightKind kAllWeightKinds[] = {WeightKind::token_embd,
                                                  WeightKind::xielu_alpha_p,
                                                  WeightKind::xielu_alpha_n,
                                                  WeightKind::xielu_beta,
-                                                 WeightKind::xielu_eps};
-static_assert(std::size(kAllWeightKinds) == static_cast<std::size_t>(WeightKind::xielu_eps) + 1);
+                                                 WeightKind::xielu_eps,
+                                                 WeightKind::attn_sinks,
+                                                 WeightKind::moe_router_b,
+                                                 WeightKind::expert_b_gate,
+                                                 WeightKind::expert_b_up,
+                                                 WeightKind::expert_b_down};
+static_assert(std::size(kAllWeightKinds) == static_cast<std::size_t>(WeightKind::expert_b_down) + 1);
 
 // One weight tensor as stored: row-major [rows, cols] (cols contiguous; a 1-D tensor has rows = 1).
 // For matrices rows = output features and cols = input features, so y = W x. Its rows lie in one

@@ -245,8 +245,12 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
     case Op::moe_out: {
       const ExpertMatrices<S> experts{weights_.get(WeightKind::expert_gate, l).matrix(),
                                       weights_.get(WeightKind::expert_up, l).matrix(),
-                                      weights_.get(WeightKind::expert_down, l).matrix(), config_.experts.ffn_dim};
-      mixture<S>(in(0), in(1), in(2), experts, block.activation, r_.stored, out);
+                                      weights_.get(WeightKind::expert_down, l).matrix(),
+                                      config_.experts.ffn_dim,
+                                      vector(WeightKind::expert_b_gate),
+                                      vector(WeightKind::expert_b_up),
+                                      vector(WeightKind::expert_b_down)};
+      mixture<S>(in(0), in(1), in(2), experts, block, r_.stored, out);
       return;
     }
     case Op::moe_shared: {
@@ -255,7 +259,7 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
           config_.experts.shared_gate ? std::optional(matrix(WeightKind::shexp_gate_inp)) : std::nullopt;
       const SharedExpert<S> expert{matrix(WeightKind::shexp_gate), matrix(WeightKind::shexp_up),
                                    matrix(WeightKind::shexp_down), gate_inp ? &*gate_inp : nullptr};
-      shared_expert<S>(in(0), expert, block.activation, r_.stored, out);
+      shared_expert<S>(in(0), expert, block, r_.stored, out);
       return;
     }
     case Op::logits:
@@ -292,7 +296,9 @@ template <typename S>
 void CpuEngine<S>::attend(const model::Step& step, Mat<S>& out) {
   append_kv(step);
   const auto layer = static_cast<std::size_t>(step.layer);
-  ops_->attention(slot(step.inputs[0]), k_cache_[layer], v_cache_[layer], step.layer, chunk_.first_pos, out);
+  const auto& sinks = layers_[layer][WeightKind::attn_sinks];
+  ops_->attention(slot(step.inputs[0]), k_cache_[layer], v_cache_[layer], step.layer, chunk_.first_pos,
+                  sinks.empty() ? nullptr : sinks.vector().data(), out);
 }
 
 template <typename S>

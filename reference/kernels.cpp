@@ -156,8 +156,8 @@ void scale_softcap(Mat<S>& x, double scale, double cap) {
 
 template <typename S>
 void attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, int first_pos, int n_heads,
-               int n_kv_heads, int head_dim, int window, double score_scale, double softcap, AttentionRounding rounding,
-               Mat<S>& out) {
+               int n_kv_heads, int head_dim, int window, double score_scale, double softcap, const S* sinks,
+               AttentionRounding rounding, Mat<S>& out) {
   const Eigen::Index T = q.rows();
   const Eigen::Index P = first_pos + T;
   const int group = n_heads / n_kv_heads;
@@ -179,8 +179,10 @@ void attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, in
       row.head(lo).setConstant(S(0));
       row.tail(P - pos - 1).setConstant(S(0));
       auto live = row.segment(lo, pos - lo + 1);
-      live = (live.array() - live.maxCoeff()).exp().matrix();
-      live /= live.sum();
+      // A sink is one more logit in the max and the denominator.
+      const S top = sinks != nullptr ? std::max(live.maxCoeff(), sinks[h]) : live.maxCoeff();
+      live = (live.array() - top).exp().matrix();
+      live /= live.sum() + (sinks != nullptr ? std::exp(sinks[h] - top) : S(0));
     }
     if (rounding.f16_operands) round_f16_values(scores);
     if constexpr (std::is_same_v<S, float>) {
@@ -213,6 +215,8 @@ void activation(const Mat<S>& x, model::Activation act, Mat<S>& out, const model
     }
     case model::Activation::relu: out = g.max(S(0)).matrix(); return;
     case model::Activation::relu2: out = g.max(S(0)).square().matrix(); return;
+    case model::Activation::swiglu_oai:
+      throw UsageError("the clamped SwiGLU (swiglu_oai) is a gated activation: it has no plain form");
     case model::Activation::xielu: {
       const auto ap = static_cast<S>(xielu.alpha_p), an = static_cast<S>(xielu.alpha_n);
       const auto beta = static_cast<S>(xielu.beta), eps = static_cast<S>(xielu.eps);
@@ -225,8 +229,14 @@ void activation(const Mat<S>& x, model::Activation act, Mat<S>& out, const model
 }
 
 template <typename S>
-void gated_activation(const Mat<S>& gate, const Mat<S>& up, model::Activation act, Mat<S>& out) {
-  activation<S>(gate, act, out);
+void gated_activation(const Mat<S>& gate, const Mat<S>& up, const model::Block& block, Mat<S>& out) {
+  if (block.activation == model::Activation::swiglu_oai) {
+    const auto alpha = static_cast<S>(block.swiglu.alpha), limit = static_cast<S>(block.swiglu.limit);
+    const auto g = gate.array().min(limit);
+    out = (g / (S(1) + (-alpha * g).exp()) * (up.array().max(-limit).min(limit) + S(1))).matrix();
+    return;
+  }
+  activation<S>(gate, block.activation, out);
   out.array() *= up.array();
 }
 
@@ -242,9 +252,9 @@ void gated_activation(const Mat<S>& gate, const Mat<S>& up, model::Activation ac
   template void matmul<S>(const Mat<S>&, const ConstMatMap<S>&, const S*, Mat<S>&);                                \
   template void rope<S>(const Mat<S>&, int, int, const model::RopeFrequencies&, model::RopeStyle, Mat<S>&);        \
   template void attention<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, int, int, int, int, int, double, double, \
-                             AttentionRounding, Mat<S>&);                                                          \
+                             const S*, AttentionRounding, Mat<S>&);                                                \
   template void activation<S>(const Mat<S>&, model::Activation, Mat<S>&, const model::Xielu&);                     \
-  template void gated_activation<S>(const Mat<S>&, const Mat<S>&, model::Activation, Mat<S>&);                     \
+  template void gated_activation<S>(const Mat<S>&, const Mat<S>&, const model::Block&, Mat<S>&);                  \
   template void scale_softcap<S>(Mat<S>&, double, double);
 TAPDIFF_INSTANTIATE(float)
 TAPDIFF_INSTANTIATE(double)

@@ -63,7 +63,8 @@ void rope(const Mat<S>& x, int head_dim, int first_pos, const model::RopeFrequen
 // q [T, heads * hd] (after RoPE), k_cache / v_cache [>= P, kv_heads * hd] -> out [T, heads * hd].
 // Query head h reads KV head h / (heads / kv_heads); row t (position first_pos + t) sees cache rows
 // j <= first_pos + t, and j > first_pos + t - window when window > 0. Scores are q.k * scale,
-// then softcap * tanh(score / softcap) where softcap > 0. Rounded as `rounding` says (S = float
+// then softcap * tanh(score / softcap) where softcap > 0. Where sinks is not null, head h's
+// softmax has one more logit in its denominator, sinks[h], with no value (gpt-oss). Rounded as `rounding` says (S = float
 // only): f16_operands rounds q and the softmax probabilities to f16 values for their products, as
 // llama.cpp converts them to multiply its f16 KV cache; f16_value_sums adds each probability
 // times V into an f16 sum.
@@ -73,17 +74,18 @@ struct AttentionRounding {
 };
 template <typename S>
 void attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, int first_pos, int n_heads,
-               int n_kv_heads, int head_dim, int window, double scale, double softcap, AttentionRounding rounding,
-               Mat<S>& out);
+               int n_kv_heads, int head_dim, int window, double scale, double softcap, const S* sinks,
+               AttentionRounding rounding, Mat<S>& out);
 
 // out = act(x) (model/block.h's activations)    [T, ffn]: a plain FFN's ffn_act; xielu with the
 // layer's scalars
 template <typename S>
 void activation(const Mat<S>& x, model::Activation act, Mat<S>& out, const model::Xielu& xielu = {});
 
-// out = act(gate) * up    [T, ffn]: a gated FFN's ffn_act
+// out = act(gate) * up    [T, ffn]: a gated FFN's ffn_act, act the block's activation; the clamped
+// SwiGLU (swiglu_oai) with the block's alpha and limit
 template <typename S>
-void gated_activation(const Mat<S>& gate, const Mat<S>& up, model::Activation act, Mat<S>& out);
+void gated_activation(const Mat<S>& gate, const Mat<S>& up, const model::Block& block, Mat<S>& out);
 
 // x = x * scale, then cap * tanh(x / cap) where cap > 0 (the logits of Granite and Gemma 2), in place.
 template <typename S>

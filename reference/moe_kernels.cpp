@@ -132,7 +132,7 @@ void expert_weights(const Mat<S>& logits, const Mat<S>& ids, const model::Expert
 
 template <typename S>
 void mixture(const Mat<S>& x, const Mat<S>& ids, const Mat<S>& weights, const ExpertMatrices<S>& experts,
-             model::Activation act, Storage storage, Mat<S>& out) {
+             const model::Block& block, Storage storage, Mat<S>& out) {
   const Eigen::Index dim = x.cols(), ffn = experts.ffn_dim, count = experts.gate.rows() / ffn;
   // The (row, slot) pairs of each expert, rows ascending.
   std::vector<std::vector<std::pair<Eigen::Index, Eigen::Index>>> users(static_cast<std::size_t>(count));
@@ -149,13 +149,14 @@ void mixture(const Mat<S>& x, const Mat<S>& ids, const Mat<S>& weights, const Ex
     const ConstMatMap<S> g(experts.gate.data() + e * ffn * dim, ffn, dim);
     const ConstMatMap<S> u(experts.up.data() + e * ffn * dim, ffn, dim);
     const ConstMatMap<S> d(experts.down.data() + e * dim * ffn, dim, ffn);
-    matmul<S>(rows, g, nullptr, gate);
-    matmul<S>(rows, u, nullptr, up);
+    const auto bias = [](const S* b, Eigen::Index first) { return b != nullptr ? b + first : nullptr; };
+    matmul<S>(rows, g, bias(experts.gate_bias, e * ffn), gate);
+    matmul<S>(rows, u, bias(experts.up_bias, e * ffn), up);
     round_matrix(storage, gate);
     round_matrix(storage, up);
-    gated_activation<S>(gate, up, act, hidden);
+    gated_activation<S>(gate, up, block, hidden);
     round_matrix(storage, hidden);
-    matmul<S>(hidden, d, nullptr, y);
+    matmul<S>(hidden, d, bias(experts.down_bias, e * dim), y);
     round_matrix(storage, y);
     for (std::size_t i = 0; i < used.size(); ++i) {
       const auto [t, j] = used[i];
@@ -165,14 +166,14 @@ void mixture(const Mat<S>& x, const Mat<S>& ids, const Mat<S>& weights, const Ex
 }
 
 template <typename S>
-void shared_expert(const Mat<S>& x, const SharedExpert<S>& expert, model::Activation act, Storage storage,
+void shared_expert(const Mat<S>& x, const SharedExpert<S>& expert, const model::Block& block, Storage storage,
                    Mat<S>& out) {
   Mat<S> gate, up, hidden;
   matmul<S>(x, expert.gate, nullptr, gate);
   matmul<S>(x, expert.up, nullptr, up);
   round_matrix(storage, gate);
   round_matrix(storage, up);
-  gated_activation<S>(gate, up, act, hidden);
+  gated_activation<S>(gate, up, block, hidden);
   round_matrix(storage, hidden);
   matmul<S>(hidden, expert.down, nullptr, out);
   if (expert.gate_inp == nullptr) return;
@@ -186,9 +187,9 @@ void shared_expert(const Mat<S>& x, const SharedExpert<S>& expert, model::Activa
   template void expert_scores<S>(const Mat<S>&, model::RouterScore, const S*, Mat<S>&);                              \
   template void top_experts<S>(const Mat<S>&, int, int, int, Mat<S>&);                                               \
   template void expert_weights<S>(const Mat<S>&, const Mat<S>&, const model::Experts&, Mat<S>&);                     \
-  template void mixture<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, const ExpertMatrices<S>&, model::Activation, \
-                           Storage, Mat<S>&);                                                                        \
-  template void shared_expert<S>(const Mat<S>&, const SharedExpert<S>&, model::Activation, Storage, Mat<S>&);
+  template void mixture<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, const ExpertMatrices<S>&,                    \
+                           const model::Block&, Storage, Mat<S>&);                                                   \
+  template void shared_expert<S>(const Mat<S>&, const SharedExpert<S>&, const model::Block&, Storage, Mat<S>&);
 TAPDIFF_INSTANTIATE(float)
 TAPDIFF_INSTANTIATE(double)
 #undef TAPDIFF_INSTANTIATE

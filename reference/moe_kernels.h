@@ -27,20 +27,25 @@ template <typename S>
 void expert_weights(const Mat<S>& logits, const Mat<S>& ids, const model::Experts& experts, Mat<S>& weights);
 
 // The experts' FFN weights of one layer: stacked [experts * ffn_dim, dim] (gate, up) and
-// [experts * dim, ffn_dim] (down).
+// [experts * dim, ffn_dim] (down); their biases stacked [experts * ffn_dim] and [experts * dim],
+// or null where the experts have none.
 template <typename S>
 struct ExpertMatrices {
   ConstMatMap<S> gate, up, down;
   int ffn_dim = 0;
+  const S* gate_bias = nullptr;
+  const S* up_bias = nullptr;
+  const S* down_bias = nullptr;
 };
 
-// out[t] = sum over j of weights[t, j] * down_e(act(gate_e x[t]) * up_e x[t]) with e = ids[t, j],
+// out[t] = sum over j of weights[t, j] * down_e(act(gate_e x[t]) * up_e x[t]) with e = ids[t, j]
+// (each product plus expert e's bias where the experts have them), act the block's gated activation,
 // added in the order of j (ascending expert id, as transformers adds them). Each expert's rows run
 // as one product. With a storage other than f32 every intermediate (gate, up, activation, down,
 // weighted sum) is rounded to it, as an f16 or bf16 engine stores them. UsageError for an id that is no expert.
 template <typename S>
 void mixture(const Mat<S>& x, const Mat<S>& ids, const Mat<S>& weights, const ExpertMatrices<S>& experts,
-             model::Activation act, Storage storage, Mat<S>& out);
+             const model::Block& block, Storage storage, Mat<S>& out);
 
 // The shared expert of one layer: gate and up [ffn, dim], down [dim, ffn]; gate_inp [1, dim], or
 // null, the weights of the sigmoid gate that scales its output per row (Qwen2-MoE's).
@@ -53,6 +58,7 @@ struct SharedExpert {
 // out[t] = down(act(gate x[t]) * up x[t]), times sigmoid(gate_inp . x[t]) where the expert has a
 // gate; intermediates rounded to `storage` as mixture() rounds them.
 template <typename S>
-void shared_expert(const Mat<S>& x, const SharedExpert<S>& expert, model::Activation act, Storage storage, Mat<S>& out);
+void shared_expert(const Mat<S>& x, const SharedExpert<S>& expert, const model::Block& block, Storage storage,
+                   Mat<S>& out);
 
 }  // namespace tapdiff::reference

@@ -47,21 +47,22 @@ void Ops<S>::activation(const Mat<S>& x, const model::Xielu& xielu, Mat<S>& out)
 
 template <typename S>
 void Ops<S>::gated_activation(const Mat<S>& gate, const Mat<S>& up, Mat<S>& out) {
-  reference::gated_activation<S>(gate, up, config_.block.activation, out);
+  reference::gated_activation<S>(gate, up, config_.block, out);
 }
 
 template <typename S>
 void Ops<S>::attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, int layer, int first_pos,
-                       Mat<S>& out) {
-  attend(q, k_cache, v_cache, layer, first_pos, model::attention_scale(config_.block, config_.head_dim), {}, out);
+                       const S* sinks, Mat<S>& out) {
+  attend(q, k_cache, v_cache, layer, first_pos, model::attention_scale(config_.block, config_.head_dim), sinks, {},
+         out);
 }
 
 template <typename S>
 void Ops<S>::attend(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, int layer, int first_pos,
-                    double scale, AttentionRounding rounding, Mat<S>& out) const {
+                    double scale, const S* sinks, AttentionRounding rounding, Mat<S>& out) const {
   reference::attention<S>(q, k_cache, v_cache, first_pos, config_.n_heads, config_.n_kv_heads, config_.head_dim,
-                          model::attention_window(config_, layer), scale, config_.block.attention_softcap, rounding,
-                          out);
+                          model::attention_window(config_, layer), scale, config_.block.attention_softcap, sinks,
+                          rounding, out);
 }
 
 template <typename S>

@@ -47,8 +47,9 @@ class Case:
 IDS = {"bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0}
 
 # A mixture of experts' router weight (Mixtral's block_sparse_moe.gate, Qwen3-MoE's mlp.gate, Granite-MoE's
-# block_sparse_moe.router, Hunyuan-MoE's mlp.gate.wg).
-ROUTER = ("mlp.gate.weight", "block_sparse_moe.gate.weight", "block_sparse_moe.router.weight", "mlp.gate.wg.weight")
+# block_sparse_moe.router, Hunyuan-MoE's mlp.gate.wg, gpt-oss's mlp.router).
+ROUTER = ("mlp.gate.weight", "block_sparse_moe.gate.weight", "block_sparse_moe.router.weight", "mlp.gate.wg.weight",
+          "mlp.router.weight")
 
 # Image encoders as small as they get, for the multimodal cases (a token-id run never uses them).
 TINY_SIGLIP = dict(model_type="siglip_vision_model", hidden_size=32, intermediate_size=48, num_hidden_layers=1,
@@ -276,6 +277,19 @@ CASES = [
          extra={**IDS, "num_experts": 5, "num_experts_per_tok": 3, "moe_intermediate_size": 32,
                 "shared_expert_intermediate_size": 48, "decoder_sparse_step": 2, "norm_topk_prob": True,
                 "qkv_bias": False}),
+    # gpt-oss: sinks, q/k/v/o biases, the even layers sliding, YaRN unclamped (truncate false), the
+    # experts' clamp tight enough to bite (limit 0.2 on gates of spread ~0.3) at a gain of its own.
+    Case("gpt-oss", "gpt_oss", {"rope_type": "yarn", "rope_theta": 150000.0, "factor": 8.0, "beta_fast": 16.0,
+                                "beta_slow": 2.0, "truncate": False, "original_max_position_embeddings": 16},
+         {**IDS, "head_dim": 16, "num_local_experts": 6, "num_experts_per_tok": 3, "sliding_window": 6,
+          "swiglu_alpha": 1.3, "swiglu_limit": 0.2}),
+    # Without attention biases, its layers' types stated (the first full), YaRN truncated (its default).
+    # (A config without RoPE parameters, or with null, is YaRN's defaults to transformers: refused.)
+    Case("gpt-oss-full-first", "gpt_oss", {"rope_type": "yarn", "rope_theta": 50000.0, "factor": 2.0,
+                                           "original_max_position_embeddings": 32},
+         {**IDS, "head_dim": 16, "num_local_experts": 4, "num_experts_per_tok": 2, "sliding_window": 5,
+          "attention_bias": False, "layer_types": ["full_attention", "sliding_attention", "full_attention"]},
+         layer_types_in_4x=True),
     Case("apertus", "apertus", {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
                                 "high_freq_factor": 4.0, "original_max_position_embeddings": 16},
          {**IDS, "head_dim": 16, "attention_bias": True}),
@@ -299,8 +313,10 @@ def make_model(case: Case, folder: Path, style: str, seed: int = 0) -> None:
                 p.copy_(p + 0.5 * torch.randn_like(p))
             elif name.endswith("norm.weight"):
                 p.copy_(1.0 + 0.3 * torch.randn_like(p))
-            elif name.endswith(".bias"):
+            elif name.endswith((".bias", "_proj_bias")):  # gpt-oss's experts' biases end in _bias
                 p.copy_(0.1 * torch.randn_like(p))
+            elif name.endswith("self_attn.sinks"):  # gpt-oss's sinks, as large as the scores they compete with
+                p.copy_(torch.randn_like(p))
             elif name.endswith(ROUTER):  # decisive routing: logits apart by more than f16's noise, mostly
                 p.copy_(torch.randn_like(p))
             elif name.endswith("e_score_correction_bias"):  # ERNIE's selection bias is a parameter
