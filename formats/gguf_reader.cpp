@@ -11,6 +11,7 @@
 #include <limits>
 #include <set>
 #include <unordered_set>
+#include <utility>
 
 #include "formats/family_spec.h"
 #include "formats/gguf_keys.h"
@@ -482,6 +483,11 @@ std::optional<WeightPart> gguf_weight(std::string_view name, const ModelConfig& 
       {"ffn_down.bias", WeightKind::b_down},
       {"post_ffw_norm.weight", WeightKind::ffn_post_norm},
       {"ffn_gate_inp.weight", WeightKind::moe_router},
+      {"ffn_gate_inp.bias", WeightKind::moe_router_b},
+      {"attn_sinks.weight", WeightKind::attn_sinks},
+      {"ffn_gate_exps.bias", WeightKind::expert_b_gate},
+      {"ffn_up_exps.bias", WeightKind::expert_b_up},
+      {"ffn_down_exps.bias", WeightKind::expert_b_down},
       {"exp_probs_b.bias", WeightKind::moe_score_bias},
       {"ffn_gate_exps.weight", WeightKind::expert_gate},
       {"ffn_up_exps.weight", WeightKind::expert_up},
@@ -518,6 +524,11 @@ WeightTensor to_weight(const GgufFile& f, const GgufTensorInfo& t, bool stacked 
 
 bool is_stacked_experts(WeightKind kind) {
   return kind == WeightKind::expert_gate || kind == WeightKind::expert_up || kind == WeightKind::expert_down;
+}
+
+// The experts' biases, [width, experts] in the file: one vector of every expert's in turn.
+bool is_stacked_expert_bias(WeightKind kind) {
+  return kind == WeightKind::expert_b_gate || kind == WeightKind::expert_b_up || kind == WeightKind::expert_b_down;
 }
 
 // The file's general.architecture, as llama.cpp names the family (and prefixes its keys with).
@@ -778,7 +789,9 @@ void add_weights(const GgufFile& f, const ModelConfig& c, Model& model) {
     if (parts.front().layer >= c.n_layers)
       throw_format_error(fmt::format("{}: tensor '{}' belongs to layer {}, but {}.block_count is {}", file,
                                      printable(t.name), parts.front().layer, architecture(f), c.n_layers));
-    model.add_parts(to_weight(f, t, is_stacked_experts(parts.front().kind)), parts, file);
+    WeightTensor weight = to_weight(f, t, is_stacked_experts(parts.front().kind));
+    if (is_stacked_expert_bias(parts.front().kind)) weight.cols *= std::exchange(weight.rows, 1);
+    model.add_parts(weight, parts, file);
   }
 }
 

@@ -98,14 +98,23 @@ std::vector<TensorPlan> plan_tensors(const ModelConfig& c) {
       vector(b + "attn_k_norm.weight", per_head ? c.head_dim : c.kv_dim(), 1.0, 0.1);
     }
     matrix(b + "attn_output.weight", c.dim, c.q_dim(), 1.0 / c.q_dim());
+    if (c.block.o_bias) vector(b + "attn_output.bias", c.dim, 0.0, 0.1);
+    if (c.block.attention_sinks) vector(b + "attn_sinks.weight", c.n_heads, 0.0, 1.0);
     vector(b + std::string(family_spec(c.family).synth.ffn_norm) + ".weight", c.dim, 1.0, 0.1);
     if (uses_experts(c, l)) {  // the router in f32, as llama.cpp's converter stores it
       const int f = c.experts.ffn_dim;
       plan.push_back({b + "ffn_gate_inp.weight", c.experts.count, c.dim, 0.0, std::sqrt(1.0 / c.dim), false, layer});
       if (c.experts.selection_bias) vector(b + "exp_probs_b.bias", c.experts.count, 0.0, 0.1);
+      if (c.experts.router_bias) vector(b + "ffn_gate_inp.bias", c.experts.count, 0.0, 0.1);
       stacked(b + "ffn_gate_exps.weight", f, c.dim, 1.0 / c.dim);
       stacked(b + "ffn_up_exps.weight", f, c.dim, 1.0 / c.dim);
       stacked(b + "ffn_down_exps.weight", c.dim, f, kSynthFfnDownGain / f);
+      if (c.experts.biases) {  // [width, experts] in the file, in f32
+        for (const auto& [name, width] : {std::pair<std::string, int>{"ffn_gate_exps.bias", f},
+                                          {"ffn_up_exps.bias", f},
+                                          {"ffn_down_exps.bias", c.dim}})
+          plan.push_back({b + name, c.experts.count, width, 0.0, 0.1, false, layer});
+      }
       if (const int shared = c.experts.shared_ffn_dim; shared > 0) {
         matrix(b + "ffn_gate_shexp.weight", shared, c.dim, 1.0 / c.dim);
         matrix(b + "ffn_up_shexp.weight", shared, c.dim, 1.0 / c.dim);
@@ -188,6 +197,8 @@ void add_config(GgufWriter& w, const ModelConfig& c) {
       w.add_u32(a + ".expert_group_used_count", static_cast<std::uint32_t>(c.experts.top_groups));
     }
   }
+  if (c.sliding_window > 0)  // the family's pattern of sliding layers is its recipe's default
+    w.add_u32(a + ".attention.sliding_window", static_cast<std::uint32_t>(c.sliding_window));
 }
 
 void add_vocabulary(GgufWriter& w, int vocab) {

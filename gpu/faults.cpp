@@ -180,6 +180,20 @@ const std::array<FaultInfo, kFaultCount> kCatalogue = {{
      {Op::moe_ids},
      OpClass::routing,
      model::DiagnosisCode::routing_flip},
+    {Fault::sinks_dropped,
+     "sinks-dropped",
+     "each head's attention sink is left out of its softmax: the real keys' weights sum to 1",
+     "gpt-oss's learned sinks (s_aux) dropped by an attention kernel that has no place for them",
+     {Op::attn},
+     OpClass::attention,
+     std::nullopt},
+    {Fault::swiglu_unclamped,
+     "swiglu-unclamped",
+     "the experts' clamped SwiGLU runs without its clamps (the gate's above swiglu_limit, up's on both sides)",
+     "swiglu_limit left out of a port of gpt-oss's experts: their outliers pass unclamped",
+     {Op::moe_out},
+     OpClass::experts,
+     std::nullopt},
 }};
 
 // The faults planted through a shader's specialization constant, and its bit.
@@ -194,6 +208,8 @@ constexpr std::pair<Fault, std::uint32_t> kShaderBits[] = {
     {Fault::shared_gate_dropped, kFaultSharedGateDropped},
     {Fault::selection_bias_sign, kFaultSelectionBiasSign},
     {Fault::group_limit_ignored, kFaultGroupLimitIgnored},
+    {Fault::sinks_dropped, kFaultAttentionSinksDropped},
+    {Fault::swiglu_unclamped, kFaultSwigluUnclamped},
     {Fault::mask_kv_offset, kFaultAttentionChunkMask},
     {Fault::gqa_head_map, kFaultAttentionHeadModulo},
     {Fault::softmax_no_max, kFaultAttentionNoMax},
@@ -314,6 +330,13 @@ void require_faults_fit(const FaultSet& faults, const model::Graph& graph, const
       throw UsageError(fmt::format(
           "--inject {}: the fault drops the limit to the best expert groups, and this model's router has no groups",
           f.name));
+    if (f.fault == Fault::sinks_dropped && !config.block.attention_sinks)
+      throw UsageError(
+          fmt::format("--inject {}: the fault drops the attention sinks, and this model's attention has none", f.name));
+    if (f.fault == Fault::swiglu_unclamped && config.block.activation != model::Activation::swiglu_oai)
+      throw UsageError(fmt::format("--inject {}: the fault is planted in the clamped SwiGLU, and this model's "
+                                   "activation is {}",
+                                   f.name, model::activation_name(config.block.activation)));
     if (f.fault == Fault::shared_gate_dropped && !config.experts.shared_gate)
       throw UsageError(fmt::format(
           "--inject {}: the fault drops the shared expert's gate, and this model's shared expert has none", f.name));

@@ -44,8 +44,10 @@ enum class Fault : std::uint8_t {
   shared_gate_dropped,
   selection_bias_sign,
   group_limit_ignored,
+  sinks_dropped,
+  swiglu_unclamped,
 };
-inline constexpr int kFaultCount = 22;
+inline constexpr int kFaultCount = 24;
 
 struct FaultInfo {
   Fault fault;

@@ -159,10 +159,12 @@ KernelChoice::KernelChoice(DeviceProfile profile, const KernelOverrides& overrid
     : profile_(std::move(profile)),
       overrides_(overrides),
       activation_(block.activation),
+      swiglu_(block.swiglu),
       gated_(block.ffn == model::Ffn::gated),
       layer_norm_(block.norm == model::NormKind::layer),
       gelu_by_table_(llama_cpp && formats::llama_cpp_gelu_by_table(block)),
       attention_softcap_(static_cast<float>(block.attention_softcap)),
+      attention_sinks_(block.attention_sinks),
       head_dim_(head_dim),
       llama_cpp_(llama_cpp) {
   TAPDIFF_ASSERT(!llama_cpp || profile_.activations == Activations::f32, "llama.cpp's precision with f16 activations");
@@ -225,6 +227,11 @@ KernelChoice::KernelChoice(DeviceProfile profile, const KernelOverrides& overrid
     std::string what;
     const std::string& missing;
   };
+  if ((overrides.attention == A::coop2 || overrides.attention == A::coop) && block.attention_sinks)
+    throw UsageError(fmt::format(
+        "--kernels attention={}: the cooperative-matrix attention has no sinks, and this model's softmax has them "
+        "(attention sinks): attention=flash or two-pass compute them",
+        overrides.attention == A::coop2 ? "coop2" : "coop"));
   if (overrides.attention == A::coop2 && block.attention_softcap > 0)
     throw UsageError(
         "--kernels attention=coop2: attention-coop2 computes no soft-cap, and this model caps its attention scores "
@@ -341,13 +348,14 @@ KernelChoice::AttentionPlan KernelChoice::attention_without_faults(const Attenti
   // flash's split-KV; decode steps take attention_decode.comp unless attention is forced to
   // two-pass or decode-attention to flash-split. llama.cpp's precision runs two-pass only.
   // attention-coop2 has no soft-cap: attention-coop takes a soft-capped model's passes instead.
+  // Neither has sinks: flash takes the passes of a model with them.
   if (llama_cpp_) return {};
   const bool coop2_wanted = overrides_.attention == Override::coop2 ||
                             (overrides_.attention == Override::automatic && attention_coop2_missing_.empty());
-  const bool coop2 = coop2_wanted && a.softcap == 0;
-  const bool coop = coop2 || (coop2_wanted && attention_coop_missing_.empty()) ||
-                    overrides_.attention == Override::coop ||
-                    (overrides_.attention == Override::automatic && attention_coop_missing_.empty());
+  const bool coop2 = coop2_wanted && a.softcap == 0 && !a.sinks;
+  const bool coop = !a.sinks && (coop2 || (coop2_wanted && attention_coop_missing_.empty()) ||
+                                 overrides_.attention == Override::coop ||
+                                 (overrides_.attention == Override::automatic && attention_coop_missing_.empty()));
   const bool decode_step = a.rows <= a.sequences;  // one row per sequence
   const bool flash = coop || overrides_.attention == Override::flash ||
                      (overrides_.attention == Override::automatic && flash_missing_.empty()) ||
@@ -421,6 +429,7 @@ std::vector<KernelId> KernelChoice::planned(model::OpClass cls, model::DType wei
       std::vector<KernelId> ids;
       AttentionShape shape;
       shape.softcap = attention_softcap_;
+      shape.sinks = attention_sinks_;
       for (const auto& [rows, keys] :
            {std::pair{kFlashMinRowsPerSequence, 1}, std::pair{2, 1000}, std::pair{1, 1000}}) {
         shape.rows = rows, shape.keys = keys;

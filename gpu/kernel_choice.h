@@ -68,6 +68,7 @@ struct AttentionShape {
   int sequences = 1;  // of a ragged batch, whose rows these are
   int keys = 0;       // the most positions a row attends over: the largest position + 1
   float softcap = 0;  // scores = softcap * tanh(score / softcap) where > 0 (Gemma 2)
+  bool sinks = false;  // a sink logit per head in each softmax's denominator (gpt-oss)
   // llama.cpp's precision, where its graph scales q before the attention (formats::llama_cpp_scales_q_first):
   // q times the scale, then rounded to f16, the scores not scaled again
   bool scale_q_first = false;
@@ -126,6 +127,7 @@ class KernelChoice {
   const DeviceProfile& profile() const { return profile_; }
   const KernelOverrides& overrides() const { return overrides_; }
   model::Activation activation() const { return activation_; }
+  const model::SwigluClamp& swiglu() const { return swiglu_; }  // the clamped SwiGLU's constants
   bool gelu_by_table() const { return gelu_by_table_; }  // llama.cpp's precision, GELU: from llama.cpp's table
   const std::string& coop_missing() const { return coop_missing_; }  // why matmul-coop cannot run; "" when it can
 
@@ -136,10 +138,12 @@ class KernelChoice {
   DeviceProfile profile_;
   KernelOverrides overrides_;
   model::Activation activation_;
+  model::SwigluClamp swiglu_;
   bool gated_;                           // the FFN's activation multiplies by up (model::Ffn::gated)
   bool layer_norm_;                      // the model's norms are LayerNorms (layer_norm.comp, never fused)
   bool gelu_by_table_;                   // llama.cpp's precision computes the activation from its f16 table
   float attention_softcap_;              // the model's; each call's AttentionShape::softcap carries it to the kernel
+  bool attention_sinks_;                 // likewise AttentionShape::sinks
   std::uint32_t wg_;                     // workgroup size of the 1-D kernels: a power of two <= 256
   std::uint32_t attention_wg_;           // attention's: 64 or less
   std::uint32_t matvec_subgroups_;       // matvec-subgroup's subgroups per workgroup ...

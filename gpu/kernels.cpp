@@ -180,9 +180,11 @@ Kernel Kernels::rope(Stream& s, const Region& x, const Region& table, const Regi
 }
 
 Kernel Kernels::attention(Stream& s, const AttentionShape& a, float scale, const Region& q, const Region& k,
-                          const Region& v, const Region& row_table, const Region& scratch, const Region& out,
-                          std::uint32_t faults) {
+                          const Region& v, const Region& row_table, const Region* sinks, const Region& scratch,
+                          const Region& out, std::uint32_t faults) {
   TAPDIFF_ASSERT(a.head_dim <= choice_.max_head_dim(), "head_dim {} in the attention kernel", a.head_dim);
+  TAPDIFF_ASSERT((sinks != nullptr) == a.sinks, "attention sinks {} for a shape {} them", sinks != nullptr,
+                 a.sinks ? "with" : "without");
   const AttentionPlan plan = choice_.attention(a, faults);
   AttentionPush push{u32(a.rows),
                      u32(a.heads),
@@ -195,7 +197,9 @@ Kernel Kernels::attention(Stream& s, const AttentionShape& a, float scale, const
                      plan.split_keys,
                      plan.splits,
                      a.softcap,
-                     1.0f};
+                     1.0f,
+                     sinks != nullptr ? 1u : 0u};
+  const Region& sink_values = sinks != nullptr ? *sinks : q;  // bound, and unread, where there are none
   if (a.scale_q_first) {
     TAPDIFF_ASSERT(choice_.llama_cpp(), "q scaled first outside llama.cpp's precision");
     push.q_scale = std::exchange(push.scale, 1.0f);
@@ -219,8 +223,8 @@ Kernel Kernels::attention(Stream& s, const AttentionShape& a, float scale, const
                {push.head_dim});
       break;
     case Kind::flash:
-      dispatch(s, Shader::attention_flash, 0, {q, k, v, row_table, out}, &push, sizeof push, fold(tiles), faults,
-               {push.head_dim, choice_.flash_keys()});
+      dispatch(s, Shader::attention_flash, 0, {q, k, v, row_table, sink_values, out}, &push, sizeof push, fold(tiles),
+               faults, {push.head_dim, choice_.flash_keys()});
       break;
     case Kind::split:
     case Kind::decode: {
@@ -233,14 +237,16 @@ Kernel Kernels::attention(Stream& s, const AttentionShape& a, float scale, const
       else
         dispatch(s, Shader::attention_decode, 0, {q, k, v, row_table, partial}, &push, sizeof push,
                  fold(push.rows * units * plan.splits), faults, {push.head_dim, pack});
-      const CombinePush combine{push.rows, push.heads, push.head_dim, plan.splits};
-      dispatch(s, Shader::attention_combine, 0, {partial, out}, &combine, sizeof combine,
-               fold(static_cast<std::uint64_t>(push.rows) * push.heads));
+      const CombinePush combine{push.rows, push.heads, push.head_dim, plan.splits, push.sinks};
+      dispatch(s, Shader::attention_combine, 0, {partial, sinks != nullptr ? *sinks : partial, out}, &combine,
+               sizeof combine, fold(static_cast<std::uint64_t>(push.rows) * push.heads),
+               faults & kFaultAttentionSinksDropped);
       break;
     }
     case Kind::two_pass:
-      dispatch(s, choice_.llama_cpp() ? Shader::attention_llama_cpp : Shader::attention, 0, {q, k, v, row_table, out},
-               &push, sizeof push, fold(static_cast<std::uint64_t>(a.rows) * push.heads), faults);
+      dispatch(s, choice_.llama_cpp() ? Shader::attention_llama_cpp : Shader::attention, 0,
+               {q, k, v, row_table, sink_values, out}, &push, sizeof push,
+               fold(static_cast<std::uint64_t>(a.rows) * push.heads), faults);
       break;
   }
   return choice_.attention_kernel(plan.kind);
@@ -301,7 +307,9 @@ Kernel Kernels::gated_activation(Stream& s, const Region& gate, const Region& up
     dispatch(s, Shader::gelu_llama_cpp, 0, {gate, up, *gelu_table, out}, &push, sizeof push,
              fold(ceil_div(push.n, wg_)));
   } else {
-    const ActivationPush push{u32(n), static_cast<std::uint32_t>(choice_.activation()), 1, 0, 0, 0, 0};
+    const model::SwigluClamp& clamp = choice_.swiglu();
+    const ActivationPush push{u32(n), static_cast<std::uint32_t>(choice_.activation()), 1, 0, 0, 0, 0,
+                              static_cast<float>(clamp.alpha), static_cast<float>(clamp.limit)};
     dispatch(s, Shader::gated_act, 0, {gate, up, out}, &push, sizeof push, fold(elementwise_groups(push.n)), faults);
   }
   return choice_.activation_kernel();
@@ -322,7 +330,9 @@ Kernel Kernels::activation(Stream& s, const Region& x, const Region& out, std::i
                             static_cast<float>(xielu.alpha_p),
                             static_cast<float>(xielu.alpha_n),
                             static_cast<float>(xielu.beta),
-                            static_cast<float>(xielu.eps)};
+                            static_cast<float>(xielu.eps),
+                            0,
+                            0};
   dispatch(s, Shader::gated_act, 0, {x, x, out}, &push, sizeof push, fold(elementwise_groups(push.n)), faults);
   return choice_.activation_kernel();
 }

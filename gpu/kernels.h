@@ -119,6 +119,8 @@ inline constexpr std::uint32_t kFaultExpertNext = 2;           // matvec EXPERTS
 inline constexpr std::uint32_t kFaultSharedGateDropped = 1;    // sigmoid_gate: the gate left out
 inline constexpr std::uint32_t kFaultSelectionBiasSign = 1;    // moe_scores: the selection bias subtracted
 inline constexpr std::uint32_t kFaultGroupLimitIgnored = 2;    // moe_topk: every expert group eligible
+inline constexpr std::uint32_t kFaultAttentionSinksDropped = 16;  // attention, its combine: no sink term
+inline constexpr std::uint32_t kFaultSwigluUnclamped = 4;         // gated_act (moe_out): the clamped SwiGLU unclamped
 
 class Kernels {
  public:
@@ -155,11 +157,12 @@ class Kernels {
   Kernel rope(Stream& s, const Region& x, const Region& table, const Region& out, int rows, int width, int head_dim,
               int rotary_dim, model::RopeStyle style);
   // q [rows, heads * hd], k/v cache [cache rows, kv_heads * hd], row table [rows] of uint32 x 4
-  // (cache row of the sequence's position 0, position, first position of the row's chunk, 0)
-  // -> out [rows, heads * hd]; scratch: at least attention_scratch_bytes(shape) bytes.
+  // (cache row of the sequence's position 0, position, first position of the row's chunk, 0),
+  // sinks [heads] (f32) where shape.sinks, else null -> out [rows, heads * hd]; scratch: at least
+  // attention_scratch_bytes(shape) bytes.
   Kernel attention(Stream& s, const AttentionShape& shape, float scale, const Region& q, const Region& k,
-                   const Region& v, const Region& row_table, const Region& scratch, const Region& out,
-                   std::uint32_t faults);
+                   const Region& v, const Region& row_table, const Region* sinks, const Region& scratch,
+                   const Region& out, std::uint32_t faults);
   // The scratch memory attention() needs for a pass of this shape (0 for most).
   std::uint64_t attention_scratch_bytes(const AttentionShape& shape) const;
   // dst = src (a multiple of 4 bytes) as a compute dispatch (between dispatches, cheaper than a
@@ -209,6 +212,9 @@ class Kernels {
                        std::uint32_t faults);
   // out [rows, dim] = sum over j of weights[t, j] * y[t k + j] (y [rows * k, dim])
   Kernel moe_sum(Stream& s, const Region& y, const Region& weights, const Region& out, int rows, int dim, int k);
+  // y [pairs, dim] += bias[ids[p] * dim ...] (bias [experts * dim]), in place: the experts' biases
+  Kernel expert_bias(Stream& s, const Region& ids, const DeviceWeight& bias, const Region& y, int pairs, int dim,
+                     int experts);
   // out [rows, dim] = sigmoid(logits[t]) * y[t] (logits [rows, 1]): a shared expert's gate (moe_sum.comp)
   Kernel sigmoid_gate(Stream& s, const Region& y, const Region& logits, const Region& out, int rows, int dim,
                       std::uint32_t faults);

@@ -374,7 +374,8 @@ void Engine::begin_batch(int index, std::span<const BatchPart> parts) {
                 config_.sliding_window,  // of the layers that slide (attend sets each layer's)
                 static_cast<int>(parts_.size()),
                 longest,
-                static_cast<float>(config_.block.attention_softcap)};
+                static_cast<float>(config_.block.attention_softcap),
+                config_.block.attention_sinks};
   if (const std::uint64_t bytes = kernels_->attention_scratch_bytes(attention_); bytes > attention_scratch_.size) {
     const std::uint64_t size = std::max(bytes, 2 * attention_scratch_.size);
     scratch_->release();  // nothing in flight: the stream is idle between passes
@@ -598,15 +599,29 @@ KernelId Engine::mixture(const model::Step& step, const Region& out) {
   const auto used = [&](const Region& r, int width) { return r.sub(0, activation_bytes(pairs, width)); };
   const Region gate = used(expert_gate_, f), up = used(expert_up_, f), hidden = used(expert_hidden_, f);
   const Region y = used(expert_out_, config_.dim);
-  const std::uint32_t faults = shader_fault_bits(faults_, Op::moe_out, l);
+  // moe_out's faults: swiglu-unclamped's in the activation, the others in the products
+  const std::uint32_t planted = shader_fault_bits(faults_, Op::moe_out, l);
+  const std::uint32_t faults = planted & ~kFaultSwigluUnclamped;
   const auto plan = kernels_->moe_plan(*stream_, ids, expert_plan_, rows, k, config_.experts.count);
+  const int count = config_.experts.count;
+  // The experts' biases where they have them (gpt-oss), added to each pair's product.
+  std::optional<Kernel> biased;
+  const auto add_bias = [&](WeightKind kind, const Region& values, int width) {
+    if (const DeviceWeight* b = weights_->find(kind, l))
+      biased = kernels_->expert_bias(*stream_, ids, *b, values, pairs, width, count);
+  };
   KernelId id = kernels_->expert_matmul(*stream_, x, weights_->get(WeightKind::expert_gate, l), f, ids, k, true, gate,
                                         pairs, plan, faults);
   kernels_->expert_matmul(*stream_, x, weights_->get(WeightKind::expert_up, l), f, ids, k, true, up, pairs, plan,
                           faults);
-  id.kernels.push_back(kernels_->gated_activation(*stream_, gate, up, hidden, std::int64_t{pairs} * f, 0));
+  add_bias(WeightKind::expert_b_gate, gate, f);
+  add_bias(WeightKind::expert_b_up, up, f);
+  id.kernels.push_back(kernels_->gated_activation(*stream_, gate, up, hidden, std::int64_t{pairs} * f,
+                                                  planted & kFaultSwigluUnclamped));
   kernels_->expert_matmul(*stream_, hidden, weights_->get(WeightKind::expert_down, l), config_.dim, ids, k, false, y,
                           pairs, plan, faults);
+  add_bias(WeightKind::expert_b_down, y, config_.dim);
+  if (biased) id.kernels.push_back(*biased);
   id.kernels.push_back(kernels_->moe_sum(*stream_, y, weights, out, rows, config_.dim, k));
   return id;
 }
@@ -651,10 +666,11 @@ Kernel Engine::attend(const model::Step& step, const Region& out) {
   AttentionShape shape = attention_;
   shape.window = model::attention_window(config_, layer);
   shape.scale_q_first = kernels_->choice().llama_cpp() && formats::llama_cpp_scales_q_first(config_);
-  const Kernel variant =
-      kernels_->attention(*stream_, shape, attention_scale(layer), q_rows, kv_->all(layer, false),
-                          kv_->all(layer, true), row_table_.sub(0, static_cast<std::uint64_t>(chunk_.rows) * 16),
-                          attention_scratch_, out, shader_fault_bits(faults_, Op::attn, layer));
+  const DeviceWeight* sinks = weights_->find(WeightKind::attn_sinks, layer);
+  const Kernel variant = kernels_->attention(
+      *stream_, shape, attention_scale(layer), q_rows, kv_->all(layer, false), kv_->all(layer, true),
+      row_table_.sub(0, static_cast<std::uint64_t>(chunk_.rows) * 16), sinks != nullptr ? &sinks->region : nullptr,
+      attention_scratch_, out, shader_fault_bits(faults_, Op::attn, layer));
   if (faults_.active(Fault::kv_stale_chunk, layer))
     for (const Part& p : parts_) {
       if (p.decode) continue;

@@ -8,7 +8,16 @@
 // [experts, dim, 2 ffn] with gate and up in alternate columns and down_proj [experts, ffn, dim]
 // (model/weights.h's transposed), and the router as mlp.router. Its hidden_act is never used: the
 // experts compute the clamped SwiGLU whatever it says, and so does tapdiff.
+// Its GGUF (gpt-oss, llama.cpp's openai_moe): attn_sinks, the FFN's norm named
+// post_attention_norm, biases on the router (ffn_gate_inp.bias) and the experts (ffn_*_exps.bias
+// [ffn, experts]), each expert expert_feed_forward_length wide, the clamp at llama.cpp's fixed
+// alpha 1.702 and limit 7, layers sliding by attention.sliding_window_pattern (absent: 2, the even
+// layers) attention.sliding_window wide; a sliding layers' base of their own (rope.freq_base_swa
+// apart from rope.freq_base) is refused.
+#include <fmt/format.h>
+
 #include "formats/family_spec.h"
+#include "formats/gguf_keys.h"
 #include "formats/hf_keys.h"
 
 namespace tapdiff::formats {
@@ -30,6 +39,27 @@ void read_hf(KeyReader& k, ModelConfig& c) {
   read_layer_types(k, c, true, [](int l) { return l % 2 == 0; });
 }
 
+// What both formats and synth share beyond their keys: the sinks, the clamped SwiGLU and the biases.
+void gpt_oss_block(ModelConfig& c) {
+  c.block.attention_sinks = true;
+  c.block.activation = Activation::swiglu_oai;
+  c.block.o_bias = true;
+  c.experts.normalize = c.experts.router_bias = c.experts.biases = true;
+}
+
+void read_gguf(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
+  read_gguf_experts(f, prefix, c, {.ffn_key = "expert_feed_forward_length", .required = true});
+  gpt_oss_block(c);
+  c.block.qkv_bias = has_layer_tensor(f, "attn_q.bias");
+  c.sliding_window = int_key(f, prefix + "attention.sliding_window", std::nullopt);
+  read_gguf_sliding_layers(f, prefix, c, 2);
+  const std::string swa_base = prefix + "rope.freq_base_swa";
+  if (const auto base = f.get_float(swa_base); base && *base != c.rope_base)
+    throw_format_error(fmt::format("{}: metadata '{}' = {} is not supported: tapdiff implements gpt-oss's sliding "
+                                   "layers rotated with {}rope.freq_base, {}",
+                                   f.path().string(), swa_base, *base, prefix, c.rope_base));
+}
+
 }  // namespace
 
 const FamilySpec& gpt_oss_family() {
@@ -41,6 +71,25 @@ const FamilySpec& gpt_oss_family() {
              .rope_theta = 150000.0,
              .rope_required = true,
              .experts_transposed = true},
+      .gguf = {.architectures = {"gpt-oss"},
+               .rope_style = RopeStyle::rotate_half,
+               .keys = {"expert_count", "expert_used_count", "expert_feed_forward_length", "attention.sliding_window",
+                        "attention.sliding_window_pattern", "rope.freq_base_swa"},
+               .read = read_gguf,
+               .yarn = true,
+               .layer_name = [](std::string_view name, const ModelConfig&) -> std::string_view {
+                 return name == "post_attention_norm.weight" ? "ffn_norm.weight" : name;
+               }},
+      .synth = {.block =
+                    [](ModelConfig& c) {
+                      gpt_oss_block(c);
+                      c.block.qkv_bias = true;
+                      c.sliding_window = 8;
+                      c.sliding_layers.assign(static_cast<std::size_t>(c.n_layers), false);
+                      for (int l = 0; l < c.n_layers; l += 2) c.sliding_layers[static_cast<std::size_t>(l)] = true;
+                    },
+                .experts = true,
+                .ffn_norm = "post_attention_norm"},
   };
   return spec;
 }

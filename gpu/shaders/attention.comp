@@ -9,11 +9,13 @@
 // head h reads KV head h / group. Row t sees its sequence's positions j in [lo, pos],
 // lo = max(0, pos - window + 1) when window > 0, else 0 (the mask is offset by the position:
 // earlier chunks are all visible), at cache rows base + j.
-//   s_j = (q . k_j) * scale;  p_j = exp(s_j - max_j s_j);  out = sum_j p_j v_j / sum_j p_j
+//   s_j = (q . k_j) * scale;  p_j = exp(s_j - m);  out = sum_j p_j v_j / (sum_j p_j + exp(sink_h - m))
+// with m = max_j s_j (and the sink), sink_h the head's sink logit where pc.sinks (gpt-oss), else
+// none (its term 0).
 // Pass 1 finds the max over the scores, pass 2 recomputes each score in the same way and sums
 // p_j and p_j v_j over tiles of WG keys. Every sum has a fixed order: deterministic.
 // head_dim <= 4 * WG (and <= 256).
-// Faults (faults.glsl): mask-kv-offset sees keys [max(lo, chunk_first), pos] only; gqa-head-map
+// Faults (faults.glsl): sinks-dropped leaves the sink out; mask-kv-offset sees keys [max(lo, chunk_first), pos] only; gqa-head-map
 // reads KV head h % kv_heads; softmax-no-max takes p_j = exp(s_j); batch-seq-leak also sees, before
 // its own keys, the last (w & 7) cache rows before row (w >> 3): the end of the previous sequence
 // in the pass, which the row table's fourth field gives (0 for a pass's first sequence).
@@ -28,7 +30,8 @@ layout(std430, binding = 0) readonly buffer Query { act_t q[]; };
 layout(std430, binding = 1) readonly buffer KeyCache { act_t kc[]; };
 layout(std430, binding = 2) readonly buffer ValueCache { act_t vc[]; };
 layout(std430, binding = 3) readonly buffer Rows { uvec4 row_info[]; };  // (base, pos, chunk_first, leak)
-layout(std430, binding = 4) writeonly buffer Output { act_t y[]; };
+layout(std430, binding = 4) readonly buffer Sinks { float sinks[]; };  // [heads] where pc.sinks
+layout(std430, binding = 5) writeonly buffer Output { act_t y[]; };
 #include "push_constants.h"
 layout(push_constant) uniform Push { AttentionPush pc; };
 #include "common.glsl"
@@ -88,7 +91,10 @@ void main() {
   red[lid] = m;
   barrier();
   reduce(true);
-  const float m_all = planted(FAULT_ATTENTION_NO_MAX) ? 0.0 : red[0];
+  const bool sunk = pc.sinks != 0u && !planted(FAULT_ATTENTION_SINKS_DROPPED);
+  const float sink = sunk ? sinks[h] : uintBitsToFloat(0xFF800000u);
+  const float m_all = planted(FAULT_ATTENTION_NO_MAX) ? 0.0 : max(red[0], sink);
+  const float sink_p = sunk ? exp(sink - m_all) : 0.0;
   barrier();
 
   float l = 0.0;
@@ -97,7 +103,7 @@ void main() {
   red[lid] = l;
   barrier();
   reduce(false);
-  const float l_sum = red[0];
+  const float l_sum = red[0] + sink_p;
   barrier();
 #endif
   float acc[CHANNELS] = float[CHANNELS](0.0, 0.0, 0.0, 0.0);
@@ -125,7 +131,7 @@ void main() {
   red[lid] = l;
   barrier();
   reduce(false);
-  const float l_all = red[0];
+  const float l_all = red[0] + sink_p;
 #endif
   for (uint c = 0u; c < CHANNELS; ++c) {
     const uint d = lid + c * WG;

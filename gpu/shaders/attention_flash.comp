@@ -19,7 +19,8 @@
 //   2. one invocation per row: m' = max(m, max_j s_j), a = exp(m - m'), p_j = exp(s_j - m'),
 //      l = l a + sum_j p_j (meanwhile V of the tile is staged where K was);
 //   3. each invocation rescales its 4 rows x up to 8 channels of sums by a, adds sum_j p_j v_j.
-// out = sums / l. The next tile starts at the first cache row after this one that any row of the
+// out = sums / (l + exp(sink_h - m)) where pc.sinks (gpt-oss; sink_h the head's sink logit), else
+// sums / l. The next tile starts at the first cache row after this one that any row of the
 // workgroup sees, so the keys of other sequences in a batch are skipped, not scanned.
 // Every sum runs in a fixed order: deterministic. Tiles do not depend on the chunking, so the
 // result differs from attention-two-pass only in the order of f32 roundings (op conformance).
@@ -27,9 +28,10 @@
 // Split-KV (built with SPLIT, for decode steps and short chunks, whose few rows would leave most
 // of the GPU idle): workgroup (tile, K/V head or head, split s) sees only positions [lo + s S, lo + (s+1) S) of
 // each row's own range [lo, pos] (S = split_keys; the leaked rows of batch-seq-leak in split 0), and
-// instead of out it writes its (m, l, sums) per row to partial[] for attention_combine.comp.
+// instead of out it writes its (m, l, sums) per row to partial[] for attention_combine.comp (which
+// adds the sinks).
 //
-// Faults (faults.glsl) as in attention.comp: mask-kv-offset, gqa-head-map, softmax-no-max (m stays
+// Faults (faults.glsl) as in attention.comp: sinks-dropped, mask-kv-offset, gqa-head-map, softmax-no-max (m stays
 // 0: p_j = exp(s_j), a = 1), batch-seq-leak (the leaked cache rows are visible too).
 //
 // Specialization constants 3 and 4 (Kernels::attention): HD, the head dimension (a multiple of 4,
@@ -43,7 +45,8 @@ layout(std430, binding = 3) readonly buffer Rows { uvec4 row_info[]; };  // (bas
 // [rows, heads, splits] of (m, l, sums[HD]): the split's running max, its sum of p, its sum of p v.
 layout(std430, binding = 4) writeonly buffer Partial { float partial[]; };
 #else
-layout(std430, binding = 4) writeonly buffer Output { act_t y[]; };
+layout(std430, binding = 4) readonly buffer Sinks { float sinks[]; };  // [heads] where pc.sinks
+layout(std430, binding = 5) writeonly buffer Output { act_t y[]; };
 #endif
 #include "common.glsl"
 #include "faults.glsl"
@@ -202,8 +205,11 @@ void main() {
     const uint at = ((t * pc.heads + h) * splits + split) * (HD + 2u);
     partial[at] = m, partial[at + 1u] = l;
   }
-#endif
   if (lid < BR) alpha[lid] = l;
+#else
+  const bool sunk = pc.sinks != 0u && !planted(FAULT_ATTENTION_SINKS_DROPPED);
+  if (lid < BR) alpha[lid] = l + (sunk && pair_row(lid) < pc.rows ? exp(sinks[pair_head(lid)] - m) : 0.0);
+#endif
   barrier();
   [[unroll]] for (uint r = 0u; r < OUT_ROWS; ++r) {
     const uint row = orl + r * OUT_ROW_LANES;

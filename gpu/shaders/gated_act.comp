@@ -11,7 +11,9 @@
 //   4 relu2      max(gate, 0)^2
 //   5 xielu      alpha_p gate^2 + beta gate where gate > 0, else
 //                alpha_n (expm1(min(gate, eps)) - gate) + beta gate (pc's scalars: model/xielu.h)
-// (silu-approx, faults.glsl: silu's sigmoid as the hard sigmoid clamp(0.5 + gate/4, 0, 1).)
+//   6 swiglu_oai (gated only) g * sigmoid(alpha g) * (clamp(up, -limit, limit) + 1), g = min(gate, limit)
+// (silu-approx, faults.glsl: silu's sigmoid as the hard sigmoid clamp(0.5 + gate/4, 0, 1);
+// swiglu-unclamped: the clamped SwiGLU without its clamps.)
 layout(local_size_x_id = 1) in;
 #include "push_constants.h"
 layout(push_constant) uniform Push { ActivationPush pc; };
@@ -45,6 +47,13 @@ float act(float g) {
   return planted(FAULT_SILU_HARD_SIGMOID) ? g * clamp(0.5 + 0.25 * g, 0.0, 1.0) : g / (1.0 + exp(-g));
 }
 
-float combine(float g, float u) { return pc.gated != 0u ? act(g) * u : act(g); }
+float combine(float g, float u) {
+  if (pc.activation == 6u) {
+    const bool unclamped = planted(FAULT_SWIGLU_UNCLAMPED);
+    const float c = unclamped ? g : min(g, pc.limit);
+    return c / (1.0 + exp(-pc.alpha * c)) * ((unclamped ? u : clamp(u, -pc.limit, pc.limit)) + 1.0);
+  }
+  return pc.gated != 0u ? act(g) * u : act(g);
+}
 
 #include "elementwise.glsl"

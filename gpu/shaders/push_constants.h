@@ -66,6 +66,8 @@ struct AttentionPush {  // attention.comp, attention_rows.glsl (flash, split, co
   float softcap;    // scores = softcap * tanh(q.k scale / softcap) where > 0 (common.glsl soft_cap)
   float q_scale;    // LLAMA_CPP: q times this before its rounding to f16: 1, or the scale where
                     // llama.cpp's graph scales q first (Gemma, Phi-3; `scale` is then 1)
+  uint sinks;       // 1: the Sinks binding holds each head's sink logit (gpt-oss); 0: none (attention-two-pass,
+                    // attention-flash; the split kernels' combine takes them)
 };
 
 struct CombinePush {  // attention_combine.comp
@@ -73,6 +75,7 @@ struct CombinePush {  // attention_combine.comp
   uint heads;
   uint head_dim;
   uint splits;
+  uint sinks;  // 1: the Sinks binding holds each head's sink logit
 };
 
 struct CountPush {  // copy.comp
@@ -97,6 +100,8 @@ struct ActivationPush {  // gated_act.comp
   float alpha_n;
   float beta;
   float eps;
+  float alpha;  // swiglu_oai: the sigmoid's gain and the clamp (model::SwigluClamp)
+  float limit;
 };
 
 struct ScaleSoftcapPush {  // scale_softcap.comp

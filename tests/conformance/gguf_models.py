@@ -32,6 +32,8 @@ class Layout:
     output_bias: bool = False
     positions: bool = False  # position_embd.weight, one row per position of the context
     xielu: bool = False  # xIELU's learned scalars as the xielu.* arrays
+    sinks: bool = False  # attn_sinks.weight, a logit per head (gpt-oss)
+    expert_biases: bool = False  # ffn_gate_inp.bias and the experts' ffn_*_exps.bias (gpt-oss)
 
 
 LAYOUTS = {
@@ -43,6 +45,8 @@ LAYOUTS = {
     "glm4moe": Layout(qkv_bias=True, qk_norm="head", ffn_norm_name="post_attention_norm"),
     "dots1": Layout(qk_norm="head"), "minimax-m2": Layout(qk_norm="whole"), "ernie4_5-moe": Layout(output=False),
     "hunyuan-moe": Layout(qk_norm="head"), "cohere2moe": Layout(ffn_norm=False, output=False),
+    "gpt-oss": Layout(qkv_bias=True, o_bias=True, ffn_norm_name="post_attention_norm", sinks=True,
+                      expert_biases=True),
     "olmo2": Layout(pre_norms=False, post_norms=True, qk_norm="whole"),
     "gemma": Layout(output=False),
     "gemma2": Layout(post_norms=True, output=False),
@@ -87,6 +91,7 @@ class GgufCase:
     kv_heads: int = KV_HEADS  # OLMoE's, dots1's and MiniMax-M2's k in llama.cpp is n_embd wide: every head a KV head
     post_norm_gain: float = 1.0  # the post-norms' weights times this: updates as large as the stream
     experts: tuple[int, int, int] | None = None  # (count, used per token, FFN width of each): a mixture of experts
+    expert_gain: float = 1.0  # the experts' gate and up matrices times this (gpt-oss: past its clamp at 7)
     shared_expert: int = 0  # the width of a shared expert beside the mixture
     shared_gate: bool = True  # its output scaled by a sigmoid gate (Qwen2-MoE's; not Granite-MoE-Shared's)
     selection_bias: bool = False  # a sigmoid router's exp_probs_b.bias (GLM-4.5)
@@ -159,6 +164,10 @@ GGUF_CASES = [
              extra={"embedding_scale": 3.0, "residual_scale": 0.5, "logit_scale": 2.0}),
     GgufCase("gemma3", arch="gemma3", rope_base=1000000.0, linear_factor=4.0, extra={"sliding_window": 12}, layers=6,
              post_norm_gain=8.0),
+    # gpt-oss: sinks, biases on q/k/v/o, the router and the experts, the even layers sliding, YaRN;
+    # the experts' gate and up 8 times as large, so that llama.cpp's clamp at 7 bites.
+    GgufCase("gpt-oss", arch="gpt-oss", rope_base=150000.0, yarn=(4.0, 32), experts=(6, 2, 40), expert_gain=8.0,
+             extra={"sliding_window": 24}),
 ]
 
 # The architectures llama.cpp has for Hugging Face's gpt2, starcoder2, gpt_neox, phi, stablelm,
@@ -261,7 +270,7 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0, storage: str = "f32") 
         w.add_expert_count(case.experts[0])
         w.add_expert_used_count(case.experts[1])
         if case.arch in ("qwen3moe", "qwen2moe", "glm4moe", "dots1", "minimax-m2", "ernie4_5-moe", "hunyuan-moe",
-                         "cohere2moe"):
+                         "cohere2moe", "gpt-oss"):
             w.add_expert_feed_forward_length(case.experts[2])
         if case.shared_expert and case.arch not in ("glm4moe", "dots1"):  # theirs: expert_shared_count experts'
             w.add_expert_shared_feed_forward_length(case.shared_expert)
@@ -323,6 +332,8 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0, storage: str = "f32") 
         add_matrix(p + "attn_output.weight", matrix(DIM, HEADS * hd))
         if layout.o_bias:
             w.add_tensor(p + "attn_output.bias", vector(DIM))
+        if layout.sinks:  # as large as the scores they compete with
+            w.add_tensor(p + "attn_sinks.weight", vector(HEADS, 1.0))
         if layout.post_norms:
             norm(p + "post_attention_norm", case.post_norm_gain)
         if layout.pre_norms and layout.ffn_norm:
@@ -332,9 +343,14 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0, storage: str = "f32") 
             w.add_tensor(p + "ffn_gate_inp.weight", 4.0 * matrix(count, DIM))
             if case.selection_bias:
                 w.add_tensor(p + "exp_probs_b.bias", vector(count))
-            add_matrix(p + "ffn_gate_exps.weight", np.stack([matrix(ffn, DIM) for _ in range(count)]))
-            add_matrix(p + "ffn_up_exps.weight", np.stack([matrix(ffn, DIM) for _ in range(count)]))
-            add_matrix(p + "ffn_down_exps.weight", np.stack([matrix(DIM, ffn) for _ in range(count)]))
+            gain = case.expert_gain
+            add_matrix(p + "ffn_gate_exps.weight", np.stack([gain * matrix(ffn, DIM) for _ in range(count)]))
+            add_matrix(p + "ffn_up_exps.weight", np.stack([gain * matrix(ffn, DIM) for _ in range(count)]))
+            add_matrix(p + "ffn_down_exps.weight", np.stack([matrix(DIM, ffn) / gain for _ in range(count)]))
+            if layout.expert_biases:  # [experts, width] here, [width, experts] in the file
+                w.add_tensor(p + "ffn_gate_inp.bias", vector(count))
+                for name, width in (("ffn_gate_exps.bias", ffn), ("ffn_up_exps.bias", ffn), ("ffn_down_exps.bias", DIM)):
+                    w.add_tensor(p + name, np.stack([vector(width) for _ in range(count)]))
             if case.shared_expert and case.shared_gate:  # its gate's logits spread around 0: the sigmoid matters
                 w.add_tensor(p + "ffn_gate_inp_shexp.weight", vector(DIM, 2.0 / np.sqrt(DIM)))
             if case.shared_expert:

@@ -197,6 +197,9 @@ FAMILY_FAULTS = [  # (case, --inject, the culprit bisect must name)
     ("cohere2-moe", "weights-unnormalised@2", "2/moe_weights"),
     ("cohere2-moe-sigmoid", "topk-off-by-one@2", "2/moe_ids"),
     ("phimoe", "router-softmax-axis@1", "1/moe_weights"),
+    ("gpt-oss", "sinks-dropped@1", "1/attn"),
+    ("gpt-oss", "swiglu-unclamped@2", "2/moe_out"),
+    ("gpt-oss-full-first", "expert-index@0", "0/moe_out"),
 ]
 
 
@@ -227,6 +230,9 @@ def test_vulkan_faults_are_localised_in_each_family(name, fault, culprit, tmp_pa
     ("glm4-moe", "weights-unnormalised@0", "planted in moe_weights, and this model computes none of them where"),
     ("qwen3-moe", "group-limit-ignored", "this model's router has no groups"),
     ("arcee", "silu-approx", "planted in silu, and this model's activation is relu2"),
+    ("qwen3-moe", "sinks-dropped", "this model's attention has none"),
+    ("mixtral", "swiglu-unclamped", "planted in the clamped SwiGLU, and this model's activation is silu"),
+    ("gpt-oss", "silu-approx", "planted in silu, and this model's activation is swiglu_oai"),
 ])
 def test_a_fault_the_model_would_never_run_is_refused(name, fault, message, tmp_path):
     case = next(c for c in CASES if c.name == name)
