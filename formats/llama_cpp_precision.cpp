@@ -22,7 +22,8 @@ DotType dot_type(DType weights) {
     case DType::q8_0:
     case DType::q4_0:
     case DType::q5_0:
-    case DType::iq4_nl: return DotType::q8_0;
+    case DType::iq4_nl:
+    case DType::mxfp4: return DotType::q8_0;
     case DType::q4_1:
     case DType::q5_1: return DotType::q8_1;
     case DType::q2_k:

@@ -106,9 +106,10 @@ std::vector<TensorPlan> plan_tensors(const ModelConfig& c) {
       plan.push_back({b + "ffn_gate_inp.weight", c.experts.count, c.dim, 0.0, std::sqrt(1.0 / c.dim), false, layer});
       if (c.experts.selection_bias) vector(b + "exp_probs_b.bias", c.experts.count, 0.0, 0.1);
       if (c.experts.router_bias) vector(b + "ffn_gate_inp.bias", c.experts.count, 0.0, 0.1);
-      stacked(b + "ffn_gate_exps.weight", f, c.dim, 1.0 / c.dim);
-      stacked(b + "ffn_up_exps.weight", f, c.dim, 1.0 / c.dim);
-      stacked(b + "ffn_down_exps.weight", c.dim, f, kSynthFfnDownGain / f);
+      const double gain = family_spec(c.family).synth.expert_gain;
+      stacked(b + "ffn_gate_exps.weight", f, c.dim, gain * gain / c.dim);
+      stacked(b + "ffn_up_exps.weight", f, c.dim, gain * gain / c.dim);
+      stacked(b + "ffn_down_exps.weight", c.dim, f, kSynthFfnDownGain / f / (gain * gain));
       if (c.experts.biases) {  // [width, experts] in the file, in f32
         for (const auto& [name, width] : {std::pair<std::string, int>{"ffn_gate_exps.bias", f},
                                           {"ffn_up_exps.bias", f},

@@ -59,6 +59,7 @@ constexpr std::array kFormats{
     Format{DType::q5_k, "q5_k", 256, 176, blocks::dequantize_q5_k, blocks::quantize_q5_k},
     Format{DType::q6_k, "q6_k", 256, 210, blocks::dequantize_q6_k, blocks::quantize_q6_k},
     Format{DType::iq4_xs, "iq4_xs", 256, 136, blocks::dequantize_iq4_xs, blocks::quantize_iq4_xs},
+    Format{DType::mxfp4, "mxfp4", 32, 17, blocks::dequantize_mxfp4, blocks::quantize_mxfp4},
 };
 
 constexpr bool formats_in_dtype_order() {

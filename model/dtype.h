@@ -1,7 +1,7 @@
 #pragma once
 // Storage types of weight tensors and their row (de)quantization. The quantized types are ggml's
-// block formats (model/quant_blocks.h): 32 elements per block for Q8_0, Q4_0, Q4_1, Q5_0, Q5_1
-// and IQ4_NL, 256 per super-block for Q2_K to Q6_K and IQ4_XS.
+// block formats (model/quant_blocks.h): 32 elements per block for Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+// IQ4_NL and MXFP4, 256 per super-block for Q2_K to Q6_K and IQ4_XS.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -28,12 +28,13 @@ enum class DType : std::uint8_t {
   q5_k,
   q6_k,
   iq4_xs,
+  mxfp4,
 };
 
 std::span<const DType> all_dtypes();
 std::string_view dtype_name(DType t);  // "f32", "q4_k", ...
 std::optional<DType> dtype_from_name(std::string_view name);
-std::string dtype_names();         // "f32, f16, ..., iq4_xs", for messages
+std::string dtype_names();         // "f32, f16, ..., iq4_xs, mxfp4", for messages
 bool is_quantized(DType t);        // a block format
 int block_size(DType t);           // elements per block (1 for plain types)
 std::size_t block_bytes(DType t);  // bytes per block

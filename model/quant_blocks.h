@@ -16,6 +16,8 @@
 //   Q5_0   (22 B): d, 4 B high bits, 16 B nibbles;        x = d * (q5 - 16)
 //   Q5_1   (24 B): d, m, 4 B high bits, 16 B nibbles;     x = d * q5 + m
 //   IQ4_NL (18 B): d, 16 B nibbles;                       x = d * kIq4Values[nibble]
+//   MXFP4  (17 B): e (E8M0), 16 B nibbles;                x = 2^(e - 128) * kMxfp4Values[nibble] (E2M1 doubled;
+//                  2^(e - 128) exact in f32 for every e, subnormal below e = 2)
 // (nibble byte j holds element j low and element j + 16 high; bit j of the high-bit word is
 // element j's fifth bit).
 // 256-element super-blocks:
@@ -37,11 +39,16 @@ namespace tapdiff::model::blocks {
 inline constexpr std::array<std::int8_t, 16> kIq4Values{-127, -104, -83, -65, -49, -35, -22, -10,
                                                         1,    13,   25,  38,  53,  69,  89,  113};
 
+// E2M1's values doubled (so integers), as ggml's kvalues_mxfp4: nibble 8 is -0.
+inline constexpr std::array<std::int8_t, 16> kMxfp4Values{0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
 // Each takes n elements of one row, a multiple of the block.
 void dequantize_q8_0(const std::byte* src, float* dst, std::int64_t n);
 void quantize_q8_0(const float* src, std::byte* dst, std::int64_t n);
 void dequantize_q4_0(const std::byte* src, float* dst, std::int64_t n);
 void quantize_q4_0(const float* src, std::byte* dst, std::int64_t n);
+void dequantize_mxfp4(const std::byte* src, float* dst, std::int64_t n);
+void quantize_mxfp4(const float* src, std::byte* dst, std::int64_t n);
 void dequantize_q4_1(const std::byte* src, float* dst, std::int64_t n);
 void quantize_q4_1(const float* src, std::byte* dst, std::int64_t n);
 void dequantize_q5_0(const std::byte* src, float* dst, std::int64_t n);

@@ -1,6 +1,7 @@
 // The 32-element block formats (model/quant_blocks.h).
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -238,6 +239,44 @@ void quantize_iq4_nl(const float* src, std::byte* dst, std::int64_t n) {
     std::array<int, kBlock> q;
     for (int j = 0; j < kBlock; ++j) q[static_cast<std::size_t>(j)] = nearest_iq4(src[j] * id);
     store_nibbles(q, dst + 2);
+  }
+}
+
+// 2^(e - 128) (ggml's E8M0 "half" scale), by its bits: e < 2 gives f32 subnormals.
+float mxfp4_scale(std::uint8_t e) {
+  return std::bit_cast<float>(e < 2 ? 0x00200000u << e : static_cast<std::uint32_t>(e - 1) << 23);
+}
+
+// x = 2^(e - 128) * kMxfp4Values[nibble].
+void dequantize_mxfp4(const std::byte* src, float* dst, std::int64_t n) {
+  for (std::int64_t b = 0; b < n / kBlock; ++b, src += 17, dst += kBlock) {
+    const float d = mxfp4_scale(static_cast<std::uint8_t>(src[0]));
+    const auto q = nibble_bytes(src + 1);
+    for (int j = 0; j < kBlock; ++j)
+      dst[j] = d * static_cast<float>(kMxfp4Values[static_cast<std::size_t>(nibble(q, j))]);
+  }
+}
+
+// llama.cpp's quantize_row_mxfp4_ref: e = floor(log2(max |x|)) - 2 + 127 (0 for a block of zeros),
+// each x to the first of the values nearest it.
+void quantize_mxfp4(const float* src, std::byte* dst, std::int64_t n) {
+  for (std::int64_t b = 0; b < n / kBlock; ++b, src += kBlock, dst += 17) {
+    float amax = 0.0f;
+    for (int j = 0; j < kBlock; ++j) amax = std::max(amax, std::fabs(src[j]));
+    const auto e = static_cast<std::uint8_t>(amax > 0.0f ? std::floor(std::log2(amax)) - 2.0f + 127.0f : 0.0f);
+    const float d = mxfp4_scale(e);
+    dst[0] = static_cast<std::byte>(e);
+    std::array<int, kBlock> q;
+    for (int j = 0; j < kBlock; ++j) {
+      int best = 0;
+      float best_error = std::fabs(static_cast<float>(kMxfp4Values[0]) * d - src[j]);
+      for (int i = 1; i < 16; ++i)
+        if (const float error = std::fabs(static_cast<float>(kMxfp4Values[static_cast<std::size_t>(i)]) * d - src[j]);
+            error < best_error)
+          best = i, best_error = error;
+      q[static_cast<std::size_t>(j)] = best;
+    }
+    store_nibbles(q, dst + 1);
   }
 }
 

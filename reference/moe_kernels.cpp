@@ -149,15 +149,21 @@ void mixture(const Mat<S>& x, const Mat<S>& ids, const Mat<S>& weights, const Ex
     const ConstMatMap<S> g(experts.gate.data() + e * ffn * dim, ffn, dim);
     const ConstMatMap<S> u(experts.up.data() + e * ffn * dim, ffn, dim);
     const ConstMatMap<S> d(experts.down.data() + e * dim * ffn, dim, ffn);
-    const auto bias = [](const S* b, Eigen::Index first) { return b != nullptr ? b + first : nullptr; };
-    matmul<S>(rows, g, bias(experts.gate_bias, e * ffn), gate);
-    matmul<S>(rows, u, bias(experts.up_bias, e * ffn), up);
-    round_matrix(storage, gate);
-    round_matrix(storage, up);
+    // A product, stored; then its bias (of expert e, from `first`) added and stored again, as
+    // transformers adds gpt-oss's experts' biases to their products.
+    const auto product = [&](const Mat<S>& in, const ConstMatMap<S>& w, const S* bias, Eigen::Index first,
+                             Mat<S>& result) {
+      matmul<S>(in, w, nullptr, result);
+      round_matrix(storage, result);
+      if (bias == nullptr) return;
+      result.rowwise() += Eigen::Map<const Eigen::Matrix<S, 1, Eigen::Dynamic>>(bias + first, result.cols());
+      round_matrix(storage, result);
+    };
+    product(rows, g, experts.gate_bias, e * ffn, gate);
+    product(rows, u, experts.up_bias, e * ffn, up);
     gated_activation<S>(gate, up, block, hidden);
     round_matrix(storage, hidden);
-    matmul<S>(hidden, d, bias(experts.down_bias, e * dim), y);
-    round_matrix(storage, y);
+    product(hidden, d, experts.down_bias, e * dim, y);
     for (std::size_t i = 0; i < used.size(); ++i) {
       const auto [t, j] = used[i];
       out.row(t) += weights(t, j) * y.row(static_cast<Eigen::Index>(i));

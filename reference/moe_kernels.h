@@ -39,7 +39,8 @@ struct ExpertMatrices {
 };
 
 // out[t] = sum over j of weights[t, j] * down_e(act(gate_e x[t]) * up_e x[t]) with e = ids[t, j]
-// (each product plus expert e's bias where the experts have them), act the block's gated activation,
+// (each product plus expert e's bias where the experts have them, added to the stored product), act
+// the block's gated activation,
 // added in the order of j (ascending expert id, as transformers adds them). Each expert's rows run
 // as one product. With a storage other than f32 every intermediate (gate, up, activation, down,
 // weighted sum) is rounded to it, as an f16 or bf16 engine stores them. UsageError for an id that is no expert.

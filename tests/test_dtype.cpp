@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -48,18 +49,18 @@ std::vector<float> round_trip(DType t, const std::vector<float>& row) {
 }
 
 TEST(Dtype, NamesSizesAndRowBytes) {
-  EXPECT_EQ(all_dtypes().size(), 15u);
+  EXPECT_EQ(all_dtypes().size(), 16u);
   for (DType t : all_dtypes()) EXPECT_EQ(dtype_from_name(dtype_name(t)), t);
   EXPECT_FALSE(dtype_from_name("q8_k").has_value());
   EXPECT_EQ(dtype_names(),
-            "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs");
+            "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_xs, mxfp4");
   EXPECT_FALSE(is_quantized(DType::bf16));
   EXPECT_TRUE(is_quantized(DType::iq4_nl));
   // ggml's block sizes (ggml.c type_traits): elements and bytes.
   const std::map<DType, std::pair<int, std::size_t>> ggml{
       {DType::q4_1, {32, 20}},   {DType::q5_0, {32, 22}},    {DType::q5_1, {32, 24}},   {DType::iq4_nl, {32, 18}},
       {DType::q2_k, {256, 84}},  {DType::q3_k, {256, 110}},  {DType::q4_k, {256, 144}}, {DType::q5_k, {256, 176}},
-      {DType::q6_k, {256, 210}}, {DType::iq4_xs, {256, 136}}};
+      {DType::q6_k, {256, 210}}, {DType::iq4_xs, {256, 136}}, {DType::mxfp4, {32, 17}}};
   for (const auto& [t, size] : ggml) {
     EXPECT_EQ(block_size(t), size.first) << dtype_name(t);
     EXPECT_EQ(block_bytes(t), size.second) << dtype_name(t);
@@ -264,7 +265,8 @@ TEST(Dtype, ZeroBlocksStayZero) {
 // |x| of its block (steps are 2 amax / 2^bits, halved by rounding to nearest, widened by the clamp
 // at the top of the signed formats and by the sub-block scales' own rounding in the
 // super-blocks), and as the NMSE of the whole row (measured: q4_1 6.2e-3, q5_1 1.4e-3, iq4_nl
-// 6.4e-3, q2_k 0.11, q3_k 0.024, q4_k 6.3e-3, q5_k 1.5e-3, q6_k 3.5e-4, iq4_xs 6.4e-3).
+// 6.4e-3, q2_k 0.11, q3_k 0.024, q4_k 6.3e-3, q5_k 1.5e-3, q6_k 3.5e-4, iq4_xs 6.4e-3; mxfp4, whose
+// top value 12 d lies in (0.75, 1.5] amax and whose widest step is 4 d, within 0.25 amax).
 TEST(Dtype, BlockFormatsRoundTripWithinTheirSteps) {
   struct Bound {
     float per_element;  // of the block's amax
@@ -274,7 +276,8 @@ TEST(Dtype, BlockFormatsRoundTripWithinTheirSteps) {
                                       {DType::q5_1, {0.035f, 2e-3}}, {DType::iq4_nl, {0.12f, 8e-3}},
                                       {DType::q2_k, {0.35f, 0.14}},  {DType::q3_k, {0.22f, 0.03}},
                                       {DType::q4_k, {0.07f, 8e-3}},  {DType::q5_k, {0.035f, 2e-3}},
-                                      {DType::q6_k, {0.026f, 5e-4}}, {DType::iq4_xs, {0.11f, 8e-3}}};
+                                      {DType::q6_k, {0.026f, 5e-4}}, {DType::iq4_xs, {0.11f, 8e-3}},
+                                      {DType::mxfp4, {0.25f, 0.03}}};
   const auto row = random_row(256 * 64, 4, 1.5f);
   for (const auto& [t, bound] : bounds) {
     const auto back = round_trip(t, row);
@@ -295,6 +298,21 @@ TEST(Dtype, BlockFormatsRoundTripWithinTheirSteps) {
 }
 
 // Hand-built blocks decode as ggml's layout says, element by element.
+TEST(Dtype, Mxfp4ReadsItsE8M0ScaleAndNibblesWhereGgmlPutsThem) {
+  std::vector<std::byte> b(17);
+  for (std::size_t j = 0; j < 16; ++j) b[1 + j] = static_cast<std::byte>(j | ((15 - j) << 4));
+  const std::array<float, 16> values{0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+  for (const auto& [e, d] : {std::pair{129, 2.0f}, std::pair{128, 1.0f}, std::pair{1, 0x1p-127f}, std::pair{0, 0x1p-128f}}) {
+    b[0] = static_cast<std::byte>(e);
+    std::vector<float> out(32);
+    dequantize_row(DType::mxfp4, b.data(), out.data(), 32);
+    for (std::size_t j = 0; j < 16; ++j) {
+      EXPECT_EQ(out[j], d * values[j]) << "e " << e << " element " << j;
+      EXPECT_EQ(out[16 + j], d * values[15 - j]) << "e " << e << " element " << 16 + j;
+    }
+  }
+}
+
 TEST(Dtype, Q4_KReadsScalesMinsAndNibblesWhereGgmlPutsThem) {
   std::vector<std::byte> b(144, std::byte{0});
   auto put_f16 = [&](std::size_t at, float v) {

@@ -171,6 +171,8 @@ const std::vector<FaultCase> kCases = {
     {Fault::shared_gate_dropped, {{kAll}}, {}},
     {Fault::selection_bias_sign, {{kAll}}, {}},
     {Fault::group_limit_ignored, {{kAll}}, {}},
+    {Fault::sinks_dropped, {{kAll}}, {}},
+    {Fault::swiglu_unclamped, {{kAll}}, {}},
 };
 
 class PlantedFault : public ::testing::TestWithParam<std::tuple<FaultCase, int>> {};

@@ -113,6 +113,10 @@ TEST(Block, RoundTripsThroughJsonAndRefusesUnknownNames) {
   parallel.activation = Activation::relu2, parallel.parallel = Parallel::own_norm, parallel.output_bias = true;
   parallel.qk_norm = QkNorm::per_head, parallel.qk_norm_after_rope = true;
   EXPECT_EQ(block_from_json(to_json(parallel), "d.h5"), parallel);
+  Block oai;  // gpt-oss's: sinks, the clamped SwiGLU with its constants
+  oai.attention_sinks = true, oai.activation = Activation::swiglu_oai, oai.swiglu = {.alpha = 1.3, .limit = 0.2};
+  oai.qkv_bias = oai.o_bias = true;
+  EXPECT_EQ(block_from_json(to_json(oai), "d.h5"), oai);
   EXPECT_EQ(block_from_json(nlohmann::json::object(), "d.h5"), Block{});
   nlohmann::json j = to_json(b);
   j["activation"] = "swish";
@@ -122,7 +126,7 @@ TEST(Block, RoundTripsThroughJsonAndRefusesUnknownNames) {
   } catch (const FormatError& e) {
     EXPECT_STREQ(
         e.what(),
-        "d.h5: model_config.block.activation: expected one of silu, gelu, gelu_tanh, relu, relu2, xielu, found "
+        "d.h5: model_config.block.activation: expected one of silu, gelu, gelu_tanh, relu, relu2, xielu, swiglu_oai, found "
         "\"swish\"");
   }
   j = to_json(b);

@@ -115,6 +115,15 @@ OpCase experts(OpCase c, int count, int active, int ffn) {
   return c;
 }
 
+// The case as gpt-oss (synth's): sinks in every attention kernel that has them, the clamped SwiGLU,
+// biases on the router and the experts, a window of 8; `count` experts of FFN width `ffn`, `active`
+// per token.
+OpCase gpt_oss(OpCase c, int count, int active, int ffn) {
+  c.arch = "gpt-oss";
+  c.experts = {count, active, ffn, true, {}};
+  return c;
+}
+
 // A 1-layer synth model of the case's shape (the per-op kernels do not depend on depth).
 std::filesystem::path write_case_model(const OpCase& c) {
   formats::SynthOptions o;
@@ -467,6 +476,17 @@ INSTANTIATE_TEST_SUITE_P(
         experts(op_case("moe_forced_tiled_decode", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {2, 1, 1}}, "llama", 0,
                         false, "experts=tiled"),
                 6, 3, 24),
+        // gpt-oss: attention sinks in two-pass, flash, flash's split-KV and the decode kernel's combine
+        gpt_oss(op_case("gpt_oss_two_pass", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {7}, {33}, {2, 5}}, "llama", 0,
+                        false, "attention=two-pass"),
+                6, 2, 40),
+        gpt_oss(op_case("gpt_oss_flash", {8, 4, 16, 72, 136, 301}, DType::f32, kFlashRows, "llama", 0, false,
+                        "attention=flash,decode-attention=flash-split"),
+                6, 2, 40),
+        gpt_oss(op_case("gpt_oss_decode_split", {8, 4, 16, 72, 136, 301}, DType::f32, {{40, 40, 1}, {200, 1, 1}},
+                        "llama", 0, false, "decode-attention=decode-split"),
+                6, 2, 40),
+        act_f16(gpt_oss(op_case("gpt_oss", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {7}, {130}, {2, 5}}), 6, 2, 40)),
         // Both attention kernels at every row count: flash tiles of 32 rows and 32 keys (16 keys at
         // head_dim 128 on lavapipe's 32 KiB of shared memory) over partial tiles, chunks after
         // chunks and decode steps; two-pass over the long chunks auto gives to flash

@@ -21,6 +21,10 @@ formats::SynthOptions fault_synth_model(const gpu::FaultInfo& fault) {
   if (fault.ops.front() == model::Op::moe_shared) options.config.family = model::Family::qwen2_moe;
   if (fault.fault == gpu::Fault::selection_bias_sign || fault.fault == gpu::Fault::group_limit_ignored)
     options.config.family = model::Family::glm4_moe;
+  if (fault.fault == gpu::Fault::sinks_dropped || fault.fault == gpu::Fault::swiglu_unclamped) {
+    options.config = formats::synth_shape("tiny-moe");
+    options.config.family = model::Family::gpt_oss;
+  }
   return options;
 }
 

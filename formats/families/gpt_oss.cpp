@@ -89,7 +89,8 @@ const FamilySpec& gpt_oss_family() {
                       for (int l = 0; l < c.n_layers; l += 2) c.sliding_layers[static_cast<std::size_t>(l)] = true;
                     },
                 .experts = true,
-                .ffn_norm = "post_attention_norm"},
+                .ffn_norm = "post_attention_norm",
+                .expert_gain = 8},
   };
   return spec;
 }

@@ -24,6 +24,7 @@ const uint DTYPE_Q4_K = 11u;
 const uint DTYPE_Q5_K = 12u;
 const uint DTYPE_Q6_K = 13u;
 const uint DTYPE_IQ4_XS = 14u;
+const uint DTYPE_MXFP4 = 15u;
 layout(constant_id = 0) const uint DTYPE = 0u;
 
 uint w_u8(uint byte_offset) { return (w_words[byte_offset >> 2] >> ((byte_offset & 3u) << 3)) & 0xFFu; }
@@ -44,6 +45,9 @@ float half_bits_to_float(uint h) {
   return uintBitsToFloat(sign | ((e + 112u) << 23) | (m << 13));
 }
 
+const int MXFP4_VALUES[16] = int[16](0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);  // E2M1 doubled
+// 2^(e - 128) by its bits (ggml's E8M0 half scale): subnormal below e = 2.
+float mxfp4_scale(uint e) { return uintBitsToFloat(e < 2u ? 0x00200000u << e : (e - 1u) << 23); }
 const int IQ4_VALUES[16] = int[16](-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
 
 float w_f16(uint byte_offset) { return half_bits_to_float(w_u16(byte_offset)); }
@@ -148,6 +152,10 @@ float stored_weight_at(uint row, uint k) {
   if (DTYPE == DTYPE_IQ4_NL) {
     const uint block = row + (k >> 5) * 18u;
     return w_f16(block) * float(IQ4_VALUES[nibble_at(block + 2u, j)]);
+  }
+  if (DTYPE == DTYPE_MXFP4) {
+    const uint block = row + (k >> 5) * 17u;
+    return mxfp4_scale(w_u8(block)) * float(MXFP4_VALUES[nibble_at(block + 1u, j)]);
   }
   if (DTYPE == DTYPE_Q2_K) return q2_k_at(row + (k >> 8) * 84u, e);
   if (DTYPE == DTYPE_Q3_K) return q3_k_at(row + (k >> 8) * 110u, e);

@@ -92,6 +92,9 @@ class GgufCase:
     post_norm_gain: float = 1.0  # the post-norms' weights times this: updates as large as the stream
     experts: tuple[int, int, int] | None = None  # (count, used per token, FFN width of each): a mixture of experts
     expert_gain: float = 1.0  # the experts' gate and up matrices times this (gpt-oss: past its clamp at 7)
+    # the experts' matrices in this ggml type (gpt-oss's converter: mxfp4); "<type>-values": F32 holding
+    # the values that type's blocks decode to
+    expert_storage: str | None = None
     shared_expert: int = 0  # the width of a shared expert beside the mixture
     shared_gate: bool = True  # its output scaled by a sigmoid gate (Qwen2-MoE's; not Granite-MoE-Shared's)
     selection_bias: bool = False  # a sigmoid router's exp_probs_b.bias (GLM-4.5)
@@ -168,6 +171,7 @@ GGUF_CASES = [
     # the experts' gate and up 8 times as large, so that llama.cpp's clamp at 7 bites.
     GgufCase("gpt-oss", arch="gpt-oss", rope_base=150000.0, yarn=(4.0, 32), experts=(6, 2, 40), expert_gain=8.0,
              extra={"sliding_window": 24}),
+
 ]
 
 # The architectures llama.cpp has for Hugging Face's gpt2, starcoder2, gpt_neox, phi, stablelm,
@@ -344,9 +348,19 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0, storage: str = "f32") 
             if case.selection_bias:
                 w.add_tensor(p + "exp_probs_b.bias", vector(count))
             gain = case.expert_gain
-            add_matrix(p + "ffn_gate_exps.weight", np.stack([gain * matrix(ffn, DIM) for _ in range(count)]))
-            add_matrix(p + "ffn_up_exps.weight", np.stack([gain * matrix(ffn, DIM) for _ in range(count)]))
-            add_matrix(p + "ffn_down_exps.weight", np.stack([matrix(DIM, ffn) / gain for _ in range(count)]))
+            expert_type = (case.expert_storage or "").removesuffix("-values")
+            expert_quant = gguf.GGMLQuantizationType[expert_type.upper()] if expert_type else None
+
+            def add_experts(name: str, values: np.ndarray) -> None:
+                if expert_quant is None:
+                    add_matrix(name, values)
+                elif case.expert_storage.endswith("-values"):
+                    w.add_tensor(name, gguf.quants.dequantize(gguf.quants.quantize(values, expert_quant), expert_quant))
+                else:
+                    w.add_tensor(name, gguf.quants.quantize(values, expert_quant), raw_dtype=expert_quant)
+            add_experts(p + "ffn_gate_exps.weight", np.stack([gain * matrix(ffn, DIM) for _ in range(count)]))
+            add_experts(p + "ffn_up_exps.weight", np.stack([gain * matrix(ffn, DIM) for _ in range(count)]))
+            add_experts(p + "ffn_down_exps.weight", np.stack([matrix(DIM, ffn) / gain for _ in range(count)]))
             if layout.expert_biases:  # [experts, width] here, [width, experts] in the file
                 w.add_tensor(p + "ffn_gate_inp.bias", vector(count))
                 for name, width in (("ffn_gate_exps.bias", ffn), ("ffn_up_exps.bias", ffn), ("ffn_down_exps.bias", DIM)):

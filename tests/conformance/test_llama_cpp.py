@@ -88,6 +88,33 @@ def test_greedy_tokens_equal_llama_cpp(case, tmp_path):
             assert emulated < error / 2
 
 
+# gpt-oss as its converter writes it: the experts in MXFP4 (each 64 wide: whole blocks of 32).
+GPT_OSS_MXFP4 = GgufCase("gpt-oss-mxfp4", arch="gpt-oss", rope_base=150000.0, yarn=(4.0, 32), experts=(6, 2, 64),
+                         expert_gain=8.0, expert_storage="mxfp4", extra={"sliding_window": 24})
+
+
+def test_mxfp4_experts_hold_the_values_llama_cpp_reads(tmp_path):
+    """MXFP4 experts read as llama.cpp reads them: tapdiff's run of the MXFP4 file equals its run
+    of a twin whose F32 experts hold the values those blocks decode to, and llama.cpp's tokens and
+    logits on that twin to its f32 rounding. (llama.cpp's own run of the MXFP4 file multiplies by
+    Q8_0-rounded inputs, its CPU kernels' dot-product type for MXFP4, which the llama.cpp emulation
+    does not model in a mixture of experts: printed, not asserted.)"""
+    blocks, values = tmp_path / "mxfp4.gguf", tmp_path / "values.gguf"
+    write_gguf(GPT_OSS_MXFP4, blocks)
+    write_gguf(dataclasses.replace(GPT_OSS_MXFP4, expert_storage="mxfp4-values"), values)
+    tokens = tapdiff_tokens(blocks, "--engine", "ref", "--dtype", "f64")
+    assert tokens == tapdiff_tokens(values, "--engine", "ref", "--dtype", "f64")
+    assert tapdiff_tokens(blocks, "--engine", "vulkan", "--chunk", "64") == tokens
+    assert llama_cpp_tokens(values) == tokens
+    rows = GENERATE + 1
+    exact = tapdiff_logits(blocks, PROMPT + tokens, rows, tmp_path / "exact.h5")[:GENERATE]
+    np.testing.assert_array_equal(exact, tapdiff_logits(values, PROMPT + tokens, rows, tmp_path / "v.h5")[:GENERATE])
+    error = nmse(exact, llama_cpp_logits(values, PROMPT + tokens, rows)[:GENERATE])
+    print(f"MXFP4 experts: logits NMSE against llama.cpp on their values {error:.2e}, against llama.cpp on the "
+          f"blocks {nmse(exact, llama_cpp_logits(blocks, PROMPT + tokens, rows)[:GENERATE]):.2e}")
+    assert error < F32_LOGIT_NMSE
+
+
 def family_case(name: str) -> GgufCase:
     return next(c for c in FAMILY_CASES + GGUF_CASES if c.name == name)
 

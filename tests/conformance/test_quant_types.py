@@ -1,6 +1,6 @@
 """Every ggml block type tapdiff reads dequantizes bit for bit as the gguf package (llama.cpp's own
 Python library) dequantizes it: a token-embedding table of random blocks (every bit pattern of
-the quants, scales with random f16 values, subnormals included), read back through the embedding
+the quants, scales with random f16 or E8M0 values, subnormals included), read back through the embedding
 op of the reference and of the Vulkan engine (f32: exact; f16: that value rounded to f16)."""
 from __future__ import annotations
 
@@ -23,8 +23,11 @@ DIM = 256
 # Byte offsets of each block's f16 fields (d, and m or dmin), as ggml lays the block out.
 F16_FIELDS = {
     Q.Q8_0: [0], Q.Q4_0: [0], Q.Q4_1: [0, 2], Q.Q5_0: [0], Q.Q5_1: [0, 2], Q.IQ4_NL: [0],
-    Q.Q2_K: [80, 82], Q.Q3_K: [108], Q.Q4_K: [0, 2], Q.Q5_K: [0, 2], Q.Q6_K: [208], Q.IQ4_XS: [0],
+    Q.Q2_K: [80, 82], Q.Q3_K: [108], Q.Q4_K: [0, 2], Q.Q5_K: [0, 2], Q.Q6_K: [208], Q.IQ4_XS: [0], Q.MXFP4: [],
 }
+# Byte offsets of each block's E8M0 scale (MXFP4's 2^(e - 128)): values within f16's range, subnormal
+# scales (e < 2) included.
+E8M0_FIELDS = {Q.MXFP4: [0]}
 
 
 def random_blocks(qtype: Q, rows: int, rng: np.random.Generator) -> np.ndarray:
@@ -36,6 +39,8 @@ def random_blocks(qtype: Q, rows: int, rng: np.random.Generator) -> np.ndarray:
         exponent = rng.integers(0, 18, size=blocks.shape[0], dtype=np.uint32)  # 0: subnormal; below 2^3
         half = ((bits & 0x83FF) | (exponent << 10)).astype(np.uint16)
         blocks[:, at:at + 2] = half.view(np.uint8).reshape(-1, 2)
+    for at in E8M0_FIELDS.get(qtype, []):
+        blocks[:, at] = rng.integers(0, 141, size=blocks.shape[0], dtype=np.uint8)
     return blocks.reshape(rows, -1)
 
 
