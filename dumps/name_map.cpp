@@ -132,7 +132,8 @@ NameMap vllm_map() {
 // where Gemma's graphs scale it after that, "inp_scaled". With FFN biases, the gate's and up's sums
 // are "ffn_gate_b" and "ffn_up_b". Phi-3 multiplies by q, k, v as one matrix ("wqkv") and by gate
 // and up as one ("ffn_up"); its "Qcur" is named again once scaled, so its rope_q is not read.
-// A mixture of experts: the router's logits "ffn_moe_logits", the scores a sigmoid router chooses on
+// A mixture of experts: the router's logits "ffn_moe_logits" (gpt-oss's top-k softmax: its biased
+// logits "ffn_moe_probs", the chosen ones' softmax "ffn_moe_weights_softmax"), the scores a sigmoid router chooses on
 // "ffn_moe_probs" (with a selection bias "ffn_moe_probs_biased"), the chosen ids "ffn_moe_topk" (by
 // score: read sorted ascending, and the weights with them), the weights as the experts take them
 // ("ffn_moe_weights", then "_norm" once divided by their sum, "_scaled" once scaled), their
@@ -163,7 +164,9 @@ NameMap llama_cpp_map() {
       one("ffn_swiglu-{L}", Op::ffn_act),
       one("ffn_geglu-{L}", Op::ffn_act),
       one("ffn_out-{L}", Op::ffn_down),
-      one("ffn_moe_logits-{L}", Op::moe_router),
+      one("ffn_moe_logits-{L}", Op::moe_router, BlockKind::router_logits),
+      one("ffn_moe_probs-{L}", Op::moe_router, BlockKind::router_softmax_weight),
+      ordered("ffn_moe_weights_softmax-{L}", Op::moe_weights, "ffn_moe_topk-{L}", BlockKind::router_softmax_weight),
       one("ffn_moe_probs-{L}", Op::moe_scores, BlockKind::choice_scores_unbiased),
       one("ffn_moe_probs_biased-{L}", Op::moe_scores, BlockKind::choice_scores_biased),
       ordered("ffn_moe_topk-{L}", Op::moe_ids, "ffn_moe_topk-{L}"),
@@ -248,6 +251,8 @@ bool applies(const MapRule& rule, const model::ModelConfig& c, int layer) {
     case BlockKind::embedding_unscaled: return embedding_from_module(c, false);
     case BlockKind::choice_scores_unbiased: return model::has_choice_scores(c) && !c.experts.selection_bias;
     case BlockKind::choice_scores_biased: return c.experts.selection_bias;
+    case BlockKind::router_logits: return !formats::family_spec(c.family).llama_cpp.softmax_weight_gating;
+    case BlockKind::router_softmax_weight: return formats::family_spec(c.family).llama_cpp.softmax_weight_gating;
     case BlockKind::experts_with_shared: return shared_expert_layer(c, layer);
     case BlockKind::shared_expert_ungated: return shared_expert_layer(c, layer) && !c.experts.shared_gate;
   }

@@ -46,6 +46,9 @@ enum class BlockKind : std::uint8_t {
   // selection bias, or any scores with one
   choice_scores_unbiased,
   choice_scores_biased,
+  // llama.cpp's router: its logits as named first, or a top-k softmax's (LlamaCppGraph::softmax_weight_gating)
+  router_logits,
+  router_softmax_weight,
   // Per layer: a mixture of experts with a shared expert beside it (the block's output is moe_sum),
   // and one whose shared expert has no gate of its own (its output is moe_shared)
   experts_with_shared,

@@ -113,6 +113,10 @@ struct LlamaCppGraph {
   // The llama.cpp name map (dumps/name_map.h) holds the names its graph gives values
   // (tests/conformance/test_llama_cpp_taps.py reads it through them).
   bool names_mapped = false;
+  // The router's top k logits softmaxed (LLAMA_EXPERT_GATING_FUNC_TYPE_SOFTMAX_WEIGHT: gpt-oss): its
+  // biased logits are named ffn_moe_probs, the chosen ones ffn_moe_weights, their softmax
+  // ffn_moe_weights_softmax.
+  bool softmax_weight_gating = false;
 };
 
 // How `tapdiff synth` writes a random model of the family (formats/synth.h), as its GGUF: the block

@@ -71,6 +71,7 @@ static const char* const kMapNames[] = {"embd",
                                         "ffn_moe_weights",
                                         "ffn_moe_weights_norm",
                                         "ffn_moe_weights_scaled",
+                                        "ffn_moe_weights_softmax",
                                         "ffn_moe_out"};
 
 static void die(const char* what) {

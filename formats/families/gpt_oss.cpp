@@ -67,7 +67,8 @@ const FamilySpec& gpt_oss_family() {
       .family = Family::gpt_oss,
       .hf = {.model_types = {"gpt_oss"},
              .read = read_hf,
-             .layer_names = {{"mlp.router.", "mlp.gate."}},
+             // the router's tensors only: its module's hook outputs keep their name (dumps/name_map.h)
+             .layer_names = {{"mlp.router.weight", "mlp.gate.weight"}, {"mlp.router.bias", "mlp.gate.bias"}},
              .rope_theta = 150000.0,
              .rope_required = true,
              .experts_transposed = true},
@@ -80,6 +81,7 @@ const FamilySpec& gpt_oss_family() {
                .layer_name = [](std::string_view name, const ModelConfig&) -> std::string_view {
                  return name == "post_attention_norm.weight" ? "ffn_norm.weight" : name;
                }},
+      .llama_cpp = {.names_mapped = true, .softmax_weight_gating = true},
       .synth = {.block =
                     [](ModelConfig& c) {
                       gpt_oss_block(c);

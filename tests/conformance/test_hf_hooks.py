@@ -67,7 +67,7 @@ def record(folder: Path, out: Path, patch=None) -> None:
     greedy(HookDump(float64_model(folder, patch), out).forward, PROMPT, CHUNK, GENERATE)
 
 
-MIXTURES = ["qwen3-moe", "qwen3-moe-dense-layer", "qwen2-moe", "mixtral", "olmoe", "glm4-moe", "granitemoe", "phimoe",
+MIXTURES = ["gpt-oss", "qwen3-moe", "qwen3-moe-dense-layer", "qwen2-moe", "mixtral", "olmoe", "glm4-moe", "granitemoe", "phimoe",
             "dots1", "minimax-m2", "ernie4_5-moe", "cohere2-moe", "granitemoeshared", "qwen2-moe-sparse-step"]
 
 

@@ -136,7 +136,7 @@ def test_the_llama_cpp_map_reads_a_mixture_of_experts(llama_cpp_taps, tmp_path):
 
 
 MIXTURE_GRAPHS = ["olmoe", "granitemoe", "granitemoe-shared", "qwen2moe", "glm4moe", "dots1", "minimax-m2",
-                  "ernie4_5-moe"]
+                  "ernie4_5-moe", "gpt-oss"]
 
 
 @pytest.mark.parametrize("name", MIXTURE_GRAPHS)
