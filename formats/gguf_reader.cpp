@@ -53,13 +53,12 @@ constexpr GgmlType kGgmlTypes[] = {
     {8, "Q8_0", DType::q8_0},      {10, "Q2_K", DType::q2_k},     {11, "Q3_K", DType::q3_k},
     {12, "Q4_K", DType::q4_k},     {13, "Q5_K", DType::q5_k},     {14, "Q6_K", DType::q6_k},
     {20, "IQ4_NL", DType::iq4_nl}, {23, "IQ4_XS", DType::iq4_xs}, {30, "BF16", DType::bf16},
-    {39, "MXFP4", DType::mxfp4},
-    {9, "Q8_1", std::nullopt},     {15, "Q8_K", std::nullopt},    {16, "IQ2_XXS", std::nullopt},
-    {17, "IQ2_XS", std::nullopt},  {18, "IQ3_XXS", std::nullopt}, {19, "IQ1_S", std::nullopt},
-    {21, "IQ3_S", std::nullopt},   {22, "IQ2_S", std::nullopt},   {24, "I8", std::nullopt},
-    {25, "I16", std::nullopt},     {26, "I32", std::nullopt},     {27, "I64", std::nullopt},
-    {28, "F64", std::nullopt},     {29, "IQ1_M", std::nullopt},   {34, "TQ1_0", std::nullopt},
-    {35, "TQ2_0", std::nullopt},
+    {39, "MXFP4", DType::mxfp4},   {9, "Q8_1", std::nullopt},     {15, "Q8_K", std::nullopt},
+    {16, "IQ2_XXS", std::nullopt}, {17, "IQ2_XS", std::nullopt},  {18, "IQ3_XXS", std::nullopt},
+    {19, "IQ1_S", std::nullopt},   {21, "IQ3_S", std::nullopt},   {22, "IQ2_S", std::nullopt},
+    {24, "I8", std::nullopt},      {25, "I16", std::nullopt},     {26, "I32", std::nullopt},
+    {27, "I64", std::nullopt},     {28, "F64", std::nullopt},     {29, "IQ1_M", std::nullopt},
+    {34, "TQ1_0", std::nullopt},   {35, "TQ2_0", std::nullopt},
 };
 
 }  // namespace

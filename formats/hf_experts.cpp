@@ -90,9 +90,8 @@ bool HfExperts::take_transposed(int layer, std::string_view name, const Safetens
   for (const Take& take : takes) {
     std::vector<std::byte> stacked;
     for (int e = 0; e < ex.count; ++e) {
-      const std::vector<std::byte> rows =
-          columns_as_rows(t.bytes.subspan(static_cast<std::size_t>(e) * per_expert, per_expert), size, in, out,
-                          take.first, take.step);
+      const std::vector<std::byte> rows = columns_as_rows(
+          t.bytes.subspan(static_cast<std::size_t>(e) * per_expert, per_expert), size, in, out, take.first, take.step);
       stacked.insert(stacked.end(), rows.begin(), rows.end());
     }
     const std::int64_t rows = in == 1 ? 1 : ex.count * (out / take.step);

@@ -334,9 +334,10 @@ void require_faults_fit(const FaultSet& faults, const model::Graph& graph, const
       throw UsageError(
           fmt::format("--inject {}: the fault drops the attention sinks, and this model's attention has none", f.name));
     if (f.fault == Fault::swiglu_unclamped && config.block.activation != model::Activation::swiglu_oai)
-      throw UsageError(fmt::format("--inject {}: the fault is planted in the clamped SwiGLU, and this model's "
-                                   "activation is {}",
-                                   f.name, model::activation_name(config.block.activation)));
+      throw UsageError(
+          fmt::format("--inject {}: the fault is planted in the clamped SwiGLU, and this model's "
+                      "activation is {}",
+                      f.name, model::activation_name(config.block.activation)));
     if (f.fault == Fault::shared_gate_dropped && !config.experts.shared_gate)
       throw UsageError(fmt::format(
           "--inject {}: the fault drops the shared expert's gate, and this model's shared expert has none", f.name));

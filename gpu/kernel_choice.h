@@ -64,10 +64,10 @@ struct AttentionShape {
   int heads = 0;
   int kv_heads = 0;
   int head_dim = 0;
-  int window = 0;     // 0: none
-  int sequences = 1;  // of a ragged batch, whose rows these are
-  int keys = 0;       // the most positions a row attends over: the largest position + 1
-  float softcap = 0;  // scores = softcap * tanh(score / softcap) where > 0 (Gemma 2)
+  int window = 0;      // 0: none
+  int sequences = 1;   // of a ragged batch, whose rows these are
+  int keys = 0;        // the most positions a row attends over: the largest position + 1
+  float softcap = 0;   // scores = softcap * tanh(score / softcap) where > 0 (Gemma 2)
   bool sinks = false;  // a sink logit per head in each softmax's denominator (gpt-oss)
   // llama.cpp's precision, where its graph scales q before the attention (formats::llama_cpp_scales_q_first):
   // q times the scale, then rounded to f16, the scores not scaled again
@@ -128,7 +128,7 @@ class KernelChoice {
   const KernelOverrides& overrides() const { return overrides_; }
   model::Activation activation() const { return activation_; }
   const model::SwigluClamp& swiglu() const { return swiglu_; }  // the clamped SwiGLU's constants
-  bool gelu_by_table() const { return gelu_by_table_; }  // llama.cpp's precision, GELU: from llama.cpp's table
+  bool gelu_by_table() const { return gelu_by_table_; }         // llama.cpp's precision, GELU: from llama.cpp's table
   const std::string& coop_missing() const { return coop_missing_; }  // why matmul-coop cannot run; "" when it can
 
  private:

@@ -307,9 +307,10 @@ Kernel Kernels::gated_activation(Stream& s, const Region& gate, const Region& up
     dispatch(s, Shader::gelu_llama_cpp, 0, {gate, up, *gelu_table, out}, &push, sizeof push,
              fold(ceil_div(push.n, wg_)));
   } else {
-    const model::SwigluClamp& clamp = choice_.swiglu();
-    const ActivationPush push{u32(n), static_cast<std::uint32_t>(choice_.activation()), 1, 0, 0, 0, 0,
-                              static_cast<float>(clamp.alpha), static_cast<float>(clamp.limit)};
+    ActivationPush push{};
+    push.n = u32(n), push.activation = static_cast<std::uint32_t>(choice_.activation()), push.gated = 1;
+    push.alpha = static_cast<float>(choice_.swiglu().alpha);
+    push.limit = static_cast<float>(choice_.swiglu().limit);
     dispatch(s, Shader::gated_act, 0, {gate, up, out}, &push, sizeof push, fold(elementwise_groups(push.n)), faults);
   }
   return choice_.activation_kernel();
@@ -324,15 +325,10 @@ Kernel Kernels::activation(Stream& s, const Region& x, const Region& out, std::i
     dispatch(s, Shader::gelu_llama_cpp, 0, {x, x, *gelu_table, out}, &push, sizeof push, fold(ceil_div(push.n, wg_)));
     return choice_.activation_kernel();
   }
-  const ActivationPush push{u32(n),
-                            static_cast<std::uint32_t>(choice_.activation()),
-                            0,
-                            static_cast<float>(xielu.alpha_p),
-                            static_cast<float>(xielu.alpha_n),
-                            static_cast<float>(xielu.beta),
-                            static_cast<float>(xielu.eps),
-                            0,
-                            0};
+  ActivationPush push{};
+  push.n = u32(n), push.activation = static_cast<std::uint32_t>(choice_.activation()), push.gated = 0;
+  push.alpha_p = static_cast<float>(xielu.alpha_p), push.alpha_n = static_cast<float>(xielu.alpha_n);
+  push.beta = static_cast<float>(xielu.beta), push.eps = static_cast<float>(xielu.eps);
   dispatch(s, Shader::gated_act, 0, {x, x, out}, &push, sizeof push, fold(elementwise_groups(push.n)), faults);
   return choice_.activation_kernel();
 }

@@ -104,8 +104,8 @@ Kernel Kernels::moe_sum(Stream& s, const Region& y, const Region& weights, const
   return named("moe-sum");
 }
 
-Kernel Kernels::expert_bias(Stream& s, const Region& ids, const DeviceWeight& bias, const Region& y, int pairs,
-                            int dim, int experts) {
+Kernel Kernels::expert_bias(Stream& s, const Region& ids, const DeviceWeight& bias, const Region& y, int pairs, int dim,
+                            int experts) {
   const SumPush push{u32(pairs), u32(dim), u32(experts)};
   dispatch(s, Shader::expert_bias, 0, {ids, bias.region, y}, &push, sizeof push,
            fold(ceil_div(static_cast<std::uint64_t>(pairs) * push.dim, wg_)));

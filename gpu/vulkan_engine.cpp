@@ -616,8 +616,8 @@ KernelId Engine::mixture(const model::Step& step, const Region& out) {
                           faults);
   add_bias(WeightKind::expert_b_gate, gate, f);
   add_bias(WeightKind::expert_b_up, up, f);
-  id.kernels.push_back(kernels_->gated_activation(*stream_, gate, up, hidden, std::int64_t{pairs} * f,
-                                                  planted & kFaultSwigluUnclamped));
+  id.kernels.push_back(
+      kernels_->gated_activation(*stream_, gate, up, hidden, std::int64_t{pairs} * f, planted & kFaultSwigluUnclamped));
   kernels_->expert_matmul(*stream_, hidden, weights_->get(WeightKind::expert_down, l), config_.dim, ids, k, false, y,
                           pairs, plan, faults);
   add_bias(WeightKind::expert_b_down, y, config_.dim);

@@ -25,13 +25,13 @@ namespace tapdiff::model {
 
 // ffn_act = act(gate) * up in a gated FFN, act(up) in a plain one.
 enum class Activation : std::uint8_t {
-  silu,       // x * sigmoid(x)                                   (SwiGLU: Llama, Mistral, Qwen, ...)
-  gelu,       // x/2 (1 + erf(x / sqrt 2))                        (transformers' "gelu")
-  gelu_tanh,  // x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))    ("gelu_pytorch_tanh", "gelu_new": GeGLU in Gemma,
-              // GPT-2)
-  relu,       // max(x, 0)                                        (OPT)
-  relu2,      // max(x, 0)^2                                      (Nemotron, Arcee)
-  xielu,      // model/xielu.h, with each layer's learned scalars  (Apertus; plain FFNs only)
+  silu,        // x * sigmoid(x)                                   (SwiGLU: Llama, Mistral, Qwen, ...)
+  gelu,        // x/2 (1 + erf(x / sqrt 2))                        (transformers' "gelu")
+  gelu_tanh,   // x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))    ("gelu_pytorch_tanh", "gelu_new": GeGLU in Gemma,
+               // GPT-2)
+  relu,        // max(x, 0)                                        (OPT)
+  relu2,       // max(x, 0)^2                                      (Nemotron, Arcee)
+  xielu,       // model/xielu.h, with each layer's learned scalars  (Apertus; plain FFNs only)
   swiglu_oai,  // gated only: g = min(gate, limit), u = clamp(up, -limit, limit), g * sigmoid(alpha g) * (u + 1)
                // (gpt-oss's experts; Block::swiglu holds alpha and limit)
 };
@@ -95,8 +95,8 @@ struct Block {
   // Each head's softmax has one more logit in its denominator, the layer's learned sink for the head
   // (attn_sinks [n_heads]), whose value adds nothing (gpt-oss).
   bool attention_sinks = false;
-  double logit_scale = 1;          // logits = (final_norm W) * logit_scale (Granite: 1 / logits_scaling)
-  double logit_softcap = 0;        // then cap * tanh(logits / cap); 0: none (Gemma 2)
+  double logit_scale = 1;    // logits = (final_norm W) * logit_scale (Granite: 1 / logits_scaling)
+  double logit_softcap = 0;  // then cap * tanh(logits / cap); 0: none (Gemma 2)
 
   // Throws FormatError("<source>: ...") for values that cannot describe a working block.
   void validate(const std::string& source) const;

@@ -45,11 +45,12 @@ struct Experts {
   bool shared_average = false;  // moe_sum the mean of the mixture and the shared expert (Cohere 2 MoE), not their sum
   RouterScore score = RouterScore::softmax;
   bool selection_bias = false;  // a per-expert bias added to the scores the choice is made on only
-  bool router_bias = false;     // the router's logits carry a bias (moe_router_b: gpt-oss), the choice and weights made on them
-  bool biases = false;          // each expert's gate, up and down carry biases (expert_b_gate ...: gpt-oss)
-  int groups = 1;               // the experts in this many groups (n_group) ...
-  int top_groups = 1;           // ... of which the choice may take this many (topk_group)
-  double scale = 1.0;           // the chosen weights times this (routed_scaling_factor)
+  bool router_bias =
+      false;            // the router's logits carry a bias (moe_router_b: gpt-oss), the choice and weights made on them
+  bool biases = false;  // each expert's gate, up and down carry biases (expert_b_gate ...: gpt-oss)
+  int groups = 1;       // the experts in this many groups (n_group) ...
+  int top_groups = 1;   // ... of which the choice may take this many (topk_group)
+  double scale = 1.0;   // the chosen weights times this (routed_scaling_factor)
   // PhiMoE's sparsemixer at inference (two experts): the top expert's weight the softmax over the
   // experts whose logit lies within 2 mixer_eps of the top one (relative: (top - s) / max(|s|,
   // top)), the second's the same over the others relative to its own logit.

@@ -69,7 +69,8 @@ enum class WeightKind : std::uint8_t {
   xielu_eps,
   attn_sinks,     // [n_heads]: each head's sink logit (block.attention_sinks only)
   moe_router_b,   // [experts.count]: the router's bias (experts.router_bias only)
-  expert_b_gate,  // [experts.count * experts.ffn_dim]: expert e's [e * ffn_dim, (e + 1) * ffn_dim) (experts.biases only)
+  expert_b_gate,  // [experts.count * experts.ffn_dim]: expert e's [e * ffn_dim, (e + 1) * ffn_dim) (experts.biases
+                  // only)
   expert_b_up,    // [experts.count * experts.ffn_dim]
   expert_b_down,  // [experts.count * dim]
 };

@@ -254,7 +254,7 @@ void gated_activation(const Mat<S>& gate, const Mat<S>& up, const model::Block& 
   template void attention<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, int, int, int, int, int, double, double, \
                              const S*, AttentionRounding, Mat<S>&);                                                \
   template void activation<S>(const Mat<S>&, model::Activation, Mat<S>&, const model::Xielu&);                     \
-  template void gated_activation<S>(const Mat<S>&, const Mat<S>&, const model::Block&, Mat<S>&);                  \
+  template void gated_activation<S>(const Mat<S>&, const Mat<S>&, const model::Block&, Mat<S>&);                   \
   template void scale_softcap<S>(Mat<S>&, double, double);
 TAPDIFF_INSTANTIATE(float)
 TAPDIFF_INSTANTIATE(double)

@@ -64,10 +64,9 @@ void rope(const Mat<S>& x, int head_dim, int first_pos, const model::RopeFrequen
 // Query head h reads KV head h / (heads / kv_heads); row t (position first_pos + t) sees cache rows
 // j <= first_pos + t, and j > first_pos + t - window when window > 0. Scores are q.k * scale,
 // then softcap * tanh(score / softcap) where softcap > 0. Where sinks is not null, head h's
-// softmax has one more logit in its denominator, sinks[h], with no value (gpt-oss). Rounded as `rounding` says (S = float
-// only): f16_operands rounds q and the softmax probabilities to f16 values for their products, as
-// llama.cpp converts them to multiply its f16 KV cache; f16_value_sums adds each probability
-// times V into an f16 sum.
+// softmax has one more logit in its denominator, sinks[h], with no value (gpt-oss). Rounded as `rounding` says (S =
+// float only): f16_operands rounds q and the softmax probabilities to f16 values for their products, as llama.cpp
+// converts them to multiply its f16 KV cache; f16_value_sums adds each probability times V into an f16 sum.
 struct AttentionRounding {
   bool f16_operands = false;
   bool f16_value_sums = false;

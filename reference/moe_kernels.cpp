@@ -189,12 +189,12 @@ void shared_expert(const Mat<S>& x, const SharedExpert<S>& expert, const model::
   for (Eigen::Index t = 0; t < out.rows(); ++t) out.row(t) *= S{1} / (S{1} + std::exp(-logit(t, 0)));
 }
 
-#define TAPDIFF_INSTANTIATE(S)                                                                                       \
-  template void expert_scores<S>(const Mat<S>&, model::RouterScore, const S*, Mat<S>&);                              \
-  template void top_experts<S>(const Mat<S>&, int, int, int, Mat<S>&);                                               \
-  template void expert_weights<S>(const Mat<S>&, const Mat<S>&, const model::Experts&, Mat<S>&);                     \
-  template void mixture<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, const ExpertMatrices<S>&,                    \
-                           const model::Block&, Storage, Mat<S>&);                                                   \
+#define TAPDIFF_INSTANTIATE(S)                                                                                         \
+  template void expert_scores<S>(const Mat<S>&, model::RouterScore, const S*, Mat<S>&);                                \
+  template void top_experts<S>(const Mat<S>&, int, int, int, Mat<S>&);                                                 \
+  template void expert_weights<S>(const Mat<S>&, const Mat<S>&, const model::Experts&, Mat<S>&);                       \
+  template void mixture<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, const ExpertMatrices<S>&, const model::Block&, \
+                           Storage, Mat<S>&);                                                                          \
   template void shared_expert<S>(const Mat<S>&, const SharedExpert<S>&, const model::Block&, Storage, Mat<S>&);
 TAPDIFF_INSTANTIATE(float)
 TAPDIFF_INSTANTIATE(double)

@@ -58,8 +58,8 @@ TEST(Dtype, NamesSizesAndRowBytes) {
   EXPECT_TRUE(is_quantized(DType::iq4_nl));
   // ggml's block sizes (ggml.c type_traits): elements and bytes.
   const std::map<DType, std::pair<int, std::size_t>> ggml{
-      {DType::q4_1, {32, 20}},   {DType::q5_0, {32, 22}},    {DType::q5_1, {32, 24}},   {DType::iq4_nl, {32, 18}},
-      {DType::q2_k, {256, 84}},  {DType::q3_k, {256, 110}},  {DType::q4_k, {256, 144}}, {DType::q5_k, {256, 176}},
+      {DType::q4_1, {32, 20}},   {DType::q5_0, {32, 22}},     {DType::q5_1, {32, 24}},   {DType::iq4_nl, {32, 18}},
+      {DType::q2_k, {256, 84}},  {DType::q3_k, {256, 110}},   {DType::q4_k, {256, 144}}, {DType::q5_k, {256, 176}},
       {DType::q6_k, {256, 210}}, {DType::iq4_xs, {256, 136}}, {DType::mxfp4, {32, 17}}};
   for (const auto& [t, size] : ggml) {
     EXPECT_EQ(block_size(t), size.first) << dtype_name(t);
@@ -272,12 +272,11 @@ TEST(Dtype, BlockFormatsRoundTripWithinTheirSteps) {
     float per_element;  // of the block's amax
     double nmse;
   };
-  const std::map<DType, Bound> bounds{{DType::q4_1, {0.07f, 8e-3}},  {DType::q5_0, {0.07f, 2.5e-3}},
-                                      {DType::q5_1, {0.035f, 2e-3}}, {DType::iq4_nl, {0.12f, 8e-3}},
-                                      {DType::q2_k, {0.35f, 0.14}},  {DType::q3_k, {0.22f, 0.03}},
-                                      {DType::q4_k, {0.07f, 8e-3}},  {DType::q5_k, {0.035f, 2e-3}},
-                                      {DType::q6_k, {0.026f, 5e-4}}, {DType::iq4_xs, {0.11f, 8e-3}},
-                                      {DType::mxfp4, {0.25f, 0.03}}};
+  const std::map<DType, Bound> bounds{
+      {DType::q4_1, {0.07f, 8e-3}},   {DType::q5_0, {0.07f, 2.5e-3}}, {DType::q5_1, {0.035f, 2e-3}},
+      {DType::iq4_nl, {0.12f, 8e-3}}, {DType::q2_k, {0.35f, 0.14}},   {DType::q3_k, {0.22f, 0.03}},
+      {DType::q4_k, {0.07f, 8e-3}},   {DType::q5_k, {0.035f, 2e-3}},  {DType::q6_k, {0.026f, 5e-4}},
+      {DType::iq4_xs, {0.11f, 8e-3}}, {DType::mxfp4, {0.25f, 0.03}}};
   const auto row = random_row(256 * 64, 4, 1.5f);
   for (const auto& [t, bound] : bounds) {
     const auto back = round_trip(t, row);
@@ -302,7 +301,8 @@ TEST(Dtype, Mxfp4ReadsItsE8M0ScaleAndNibblesWhereGgmlPutsThem) {
   std::vector<std::byte> b(17);
   for (std::size_t j = 0; j < 16; ++j) b[1 + j] = static_cast<std::byte>(j | ((15 - j) << 4));
   const std::array<float, 16> values{0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
-  for (const auto& [e, d] : {std::pair{129, 2.0f}, std::pair{128, 1.0f}, std::pair{1, 0x1p-127f}, std::pair{0, 0x1p-128f}}) {
+  for (const auto& [e, d] :
+       {std::pair{129, 2.0f}, std::pair{128, 1.0f}, std::pair{1, 0x1p-127f}, std::pair{0, 0x1p-128f}}) {
     b[0] = static_cast<std::byte>(e);
     std::vector<float> out(32);
     dequantize_row(DType::mxfp4, b.data(), out.data(), 32);

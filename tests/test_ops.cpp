@@ -124,10 +124,10 @@ TEST(Block, RoundTripsThroughJsonAndRefusesUnknownNames) {
     block_from_json(j, "d.h5");
     FAIL() << "swish was accepted";
   } catch (const FormatError& e) {
-    EXPECT_STREQ(
-        e.what(),
-        "d.h5: model_config.block.activation: expected one of silu, gelu, gelu_tanh, relu, relu2, xielu, swiglu_oai, found "
-        "\"swish\"");
+    EXPECT_STREQ(e.what(),
+                 "d.h5: model_config.block.activation: expected one of silu, gelu, gelu_tanh, relu, relu2, xielu, "
+                 "swiglu_oai, found "
+                 "\"swish\"");
   }
   j = to_json(b);
   j["pre_norms"] = 1;

@@ -185,8 +185,8 @@ TEST(ReferenceKernels, AttentionMatchesANaiveLoopWithGqaOffsetAndSlidingWindow) 
   const reference::Mat<double> v = reference::Mat<double>::Random(P, kv_heads * hd);
   for (int window : {0, 1, 4}) {
     reference::Mat<double> out;
-    reference::attention<double>(q, k, v, first_pos, heads, kv_heads, hd, window, 1.0 / std::sqrt(double(hd)), 0.0, nullptr, {},
-                                 out);
+    reference::attention<double>(q, k, v, first_pos, heads, kv_heads, hd, window, 1.0 / std::sqrt(double(hd)), 0.0,
+                                 nullptr, {}, out);
     EXPECT_LT((out - naive_attention(q, k, v, first_pos, heads, kv_heads, hd, window)).cwiseAbs().maxCoeff(), 1e-12)
         << "window " << window;
   }

@@ -55,9 +55,10 @@ void read_gguf(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
   read_gguf_sliding_layers(f, prefix, c, 2);
   const std::string swa_base = prefix + "rope.freq_base_swa";
   if (const auto base = f.get_float(swa_base); base && *base != c.rope_base)
-    throw_format_error(fmt::format("{}: metadata '{}' = {} is not supported: tapdiff implements gpt-oss's sliding "
-                                   "layers rotated with {}rope.freq_base, {}",
-                                   f.path().string(), swa_base, *base, prefix, c.rope_base));
+    throw_format_error(
+        fmt::format("{}: metadata '{}' = {} is not supported: tapdiff implements gpt-oss's sliding "
+                    "layers rotated with {}rope.freq_base, {}",
+                    f.path().string(), swa_base, *base, prefix, c.rope_base));
 }
 
 }  // namespace
