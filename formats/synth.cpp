@@ -239,8 +239,14 @@ ModelConfig synth_shape(const std::string& name) {
   };
   if (name == "tiny-moe") return moe(shape(2, 64, 4, 2, 16, 192, 512, 2048), 8, 2, 64);
   if (name == "qwen3-30b-a3b") return moe(shape(48, 2048, 32, 4, 128, 6144, 151936, 4096), 128, 8, 768);
+  if (name == "gpt-oss-20b") {
+    ModelConfig c = moe(shape(24, 2880, 64, 8, 64, 2880, 201088, 131072), 32, 4, 2880);
+    c.rope_base = 150000.0;
+    return c;
+  }
   throw UsageError(fmt::format(
-      "unknown synth shape '{}': expected tiny, small, tinyllama, llama3-8b, tiny-moe or qwen3-30b-a3b", name));
+      "unknown synth shape '{}': expected tiny, small, tinyllama, llama3-8b, tiny-moe, qwen3-30b-a3b or gpt-oss-20b",
+      name));
 }
 
 SynthVocabulary synth_vocabulary(int vocab) {

@@ -62,6 +62,8 @@ std::string synth_digest(const SynthOptions& options);
 // chosen weights renormalised; the router's rows ~ N(0, 1/dim), stored f32):
 //   tiny-moe      tiny's attention, 8 experts of ffn 64, 2 per token
 //   qwen3-30b-a3b dim 2048, 48 layers, 32/4 heads of 128, 128 experts of ffn 768, 8 per token, vocab 151936
+//   gpt-oss-20b   dim 2880, 24 layers, 64/8 heads of 64, 32 experts of ffn 2880, 4 per token, vocab 201088,
+//                 base 1.5e5 (for --arch gpt-oss; no YaRN)
 model::ModelConfig synth_shape(const std::string& name);
 
 // The vocabulary written with synth models: <unk> <s> </s>, 256 byte tokens, printable ASCII

@@ -87,7 +87,7 @@ const FamilySpec& gpt_oss_family() {
                     [](ModelConfig& c) {
                       gpt_oss_block(c);
                       c.block.qkv_bias = true;
-                      c.sliding_window = 8;
+                      c.sliding_window = 128;
                       c.sliding_layers.assign(static_cast<std::size_t>(c.n_layers), false);
                       for (int l = 0; l < c.n_layers; l += 2) c.sliding_layers[static_cast<std::size_t>(l)] = true;
                     },
