@@ -96,3 +96,31 @@ def test_a_router_without_its_renormalisation_is_named_from_the_hook_dump(tmp_pa
                                 "--model", str(folder))
     assert code == 1, out
     assert f"{report['culprit']['layer']}/{report['culprit']['op']}" == "1/moe_weights", out
+
+
+def test_gpt_oss_sinks_dropped_and_its_clamp_left_out_are_found_from_the_hook_dump(tmp_path):
+    """gpt-oss's own pieces broken in transformers' run and found from its hook dump: the experts'
+    clamp left out (swiglu_limit lifted past every gate) is the culprit at that layer's moe_out; a
+    layer's sinks dropped (its softmax over the keys alone) is the first divergence at that layer's
+    attn, which a hook dump cannot check on its own inputs (RoPE runs inside the attention module,
+    so q and k after it are not in the dump): the report says so and names the taps that would."""
+    folder = tmp_path / "model"
+    make_model(next(c for c in CASES if c.name == "gpt-oss"), folder, "5.x")
+    tapdiff_run(folder, tmp_path / "ref.h5")
+
+    def unclamped(model):
+        model.model.layers[2].mlp.experts.limit = 1e30
+
+    def no_sinks(model):
+        with torch.no_grad():
+            model.model.layers[1].self_attn.sinks.fill_(-1e30)
+
+    record(folder, tmp_path / "clamp", unclamped)
+    code, report, out = compare(tmp_path / "ref.h5", tmp_path / "clamp", tmp_path / "clamp.json", "--map", "hf",
+                                "--model", str(folder))
+    assert code == 1 and f"{report['culprit']['layer']}/{report['culprit']['op']}" == "2/moe_out", out
+    record(folder, tmp_path / "sinks", no_sinks)
+    code, report, out = compare(tmp_path / "ref.h5", tmp_path / "sinks", tmp_path / "sinks.json", "--map", "hf",
+                                "--model", str(folder))
+    assert code == 1 and f"{report['first']['layer']}/{report['first']['op']}" == "1/attn", out
+    assert report["culprit"] is None and "1/rope_q" in out and "1/rope_k" in out, out
