@@ -40,7 +40,8 @@ TEST(LlamaCppRounding, EachWeightTypeConvertsActivationsToGgmlsDotType) {
       {DType::q8_0, DotType::q8_0},   {DType::q4_0, DotType::q8_0}, {DType::q5_0, DotType::q8_0},
       {DType::iq4_nl, DotType::q8_0}, {DType::q4_1, DotType::q8_1}, {DType::q5_1, DotType::q8_1},
       {DType::q2_k, DotType::q8_k},   {DType::q3_k, DotType::q8_k}, {DType::q4_k, DotType::q8_k},
-      {DType::q5_k, DotType::q8_k},   {DType::q6_k, DotType::q8_k}, {DType::iq4_xs, DotType::q8_k}};
+      {DType::q5_k, DotType::q8_k},   {DType::q6_k, DotType::q8_k}, {DType::iq4_xs, DotType::q8_k},
+      {DType::mxfp4, DotType::q8_0}};
   ASSERT_EQ(table.size(), model::all_dtypes().size());
   for (const auto& [weights, dot] : table) EXPECT_EQ(formats::dot_type(weights), dot) << model::dtype_name(weights);
 }

@@ -260,7 +260,7 @@ def tapdiff_logits(model: Path, tokens: list[int], rows: int, dump: Path, engine
 # exact answer's until a step whose top two tokens are closer than llama.cpp's own deviation
 # there: a near tie, after which the two continuations differ.
 BLOCK_STORAGE = ["q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "iq4_xs",
-                 "q4_k_m", "q5_k_m"]
+                 "mxfp4", "q4_k_m", "q5_k_m"]
 LLAMA_CPP_LOGIT_NMSE = 1e-2
 
 
