@@ -15,10 +15,11 @@
 // Pass 1 finds the max over the scores, pass 2 recomputes each score in the same way and sums
 // p_j and p_j v_j over tiles of WG keys. Every sum has a fixed order: deterministic.
 // head_dim <= 4 * WG (and <= 256).
-// Faults (faults.glsl): sinks-dropped leaves the sink out; mask-kv-offset sees keys [max(lo, chunk_first), pos] only; gqa-head-map
-// reads KV head h % kv_heads; softmax-no-max takes p_j = exp(s_j); batch-seq-leak also sees, before
-// its own keys, the last (w & 7) cache rows before row (w >> 3): the end of the previous sequence
-// in the pass, which the row table's fourth field gives (0 for a pass's first sequence).
+// Faults (faults.glsl): sinks-dropped leaves the sink out; mask-kv-offset sees keys
+// [max(lo, chunk_first), pos] only; gqa-head-map reads KV head h % kv_heads; softmax-no-max takes
+// p_j = exp(s_j); batch-seq-leak also sees, before its own keys, the last (w & 7) cache rows before
+// row (w >> 3): the end of the previous sequence in the pass, which the row table's fourth field
+// gives (0 for a pass's first sequence).
 // With LLAMA_CPP (attention-two-pass+llama.cpp-f16-kv, --dtype llama.cpp): the products as
 // llama.cpp's CPU backend computes them without flash attention (model/llama_cpp_precision.h): q,
 // times pc.q_scale where llama.cpp's graph scales it first (Gemma, Phi-3), is rounded to f16 for

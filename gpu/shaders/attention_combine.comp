@@ -5,7 +5,8 @@
 // attention-flash's split-KV merge: each split s of a (row, head) left (m_s, l_s, sums_s) in
 // partial[] (attention_flash.comp built with SPLIT); out = sum_s w_s sums_s / sum_s w_s l_s with
 // w_s = exp(m_s - max_s m_s), and where pc.sinks exp(sink_h - max_s m_s) added to the denominator
-// (sink_h the head's sink logit: gpt-oss; not under sinks-dropped, faults.glsl). A split that saw no key of the row has m_s = -inf, so w_s = 0.
+// (sink_h the head's sink logit: gpt-oss; not under sinks-dropped, faults.glsl). A split that saw
+// no key of the row has m_s = -inf, so w_s = 0.
 // One workgroup per (row, head), its invocations over the head's channels; splits in order:
 // deterministic. The weights w_s and the l_s are read once per split into shared memory (not once
 // per channel), and each channel's sums are read 8 splits at a time (a burst, then the sums in

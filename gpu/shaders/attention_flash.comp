@@ -31,8 +31,9 @@
 // instead of out it writes its (m, l, sums) per row to partial[] for attention_combine.comp (which
 // adds the sinks).
 //
-// Faults (faults.glsl) as in attention.comp: sinks-dropped, mask-kv-offset, gqa-head-map, softmax-no-max (m stays
-// 0: p_j = exp(s_j), a = 1), batch-seq-leak (the leaked cache rows are visible too).
+// Faults (faults.glsl) as in attention.comp: sinks-dropped, mask-kv-offset, gqa-head-map,
+// softmax-no-max (m stays 0: p_j = exp(s_j), a = 1), batch-seq-leak (the leaked cache rows are
+// visible too).
 //
 // Specialization constants 3 and 4 (Kernels::attention): HD, the head dimension (a multiple of 4,
 // at most 128), and BC, the keys per tile (32, or 16 where 32 does not fit in shared memory).

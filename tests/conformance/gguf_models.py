@@ -363,7 +363,8 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0, storage: str = "f32") 
             add_experts(p + "ffn_down_exps.weight", np.stack([matrix(DIM, ffn) / gain for _ in range(count)]))
             if layout.expert_biases:  # [experts, width] here, [width, experts] in the file
                 w.add_tensor(p + "ffn_gate_inp.bias", vector(count))
-                for name, width in (("ffn_gate_exps.bias", ffn), ("ffn_up_exps.bias", ffn), ("ffn_down_exps.bias", DIM)):
+                for name, width in (("ffn_gate_exps.bias", ffn), ("ffn_up_exps.bias", ffn),
+                                    ("ffn_down_exps.bias", DIM)):
                     w.add_tensor(p + name, np.stack([vector(width) for _ in range(count)]))
             if case.shared_expert and case.shared_gate:  # its gate's logits spread around 0: the sigmoid matters
                 w.add_tensor(p + "ffn_gate_inp_shexp.weight", vector(DIM, 2.0 / np.sqrt(DIM)))
