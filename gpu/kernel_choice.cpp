@@ -456,6 +456,13 @@ std::vector<KernelId> KernelChoice::planned(model::OpClass cls, model::DType wei
   return {};
 }
 
+std::vector<KernelId> KernelChoice::planned_mixture(model::DType weight_dtype, bool biased) const {
+  std::vector<KernelId> ids = planned(model::OpClass::experts, weight_dtype);
+  if (biased)
+    for (KernelId& id : ids) id.kernels.insert(id.kernels.end() - 1, named("expert-bias"));
+  return ids;
+}
+
 std::vector<KernelId> KernelChoice::planned_shared_expert(model::DType weight_dtype, bool gated) const {
   std::vector<KernelId> ids = planned(model::OpClass::gemm, weight_dtype);
   for (KernelId& id : ids) {

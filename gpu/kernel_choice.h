@@ -116,6 +116,8 @@ class KernelChoice {
   std::vector<KernelId> planned(model::OpClass cls, model::DType weight_dtype) const;
   // moe_shared's: a product's variants, then the activation and, where the expert has a gate, its sigmoid.
   std::vector<KernelId> planned_shared_expert(model::DType weight_dtype, bool gated) const;
+  // moe_out's: the experts' variants, with their biases' kernel before the sum where they have biases.
+  std::vector<KernelId> planned_mixture(model::DType weight_dtype, bool biased) const;
 
   // The largest head_dim the attention kernel takes on this device.
   int max_head_dim() const;

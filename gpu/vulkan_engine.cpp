@@ -264,6 +264,7 @@ std::string Engine::kernel(Op op) const {
     const KernelChoice& choice = kernels_->choice();
     const std::vector<KernelId> planned =
         op == Op::moe_shared ? choice.planned_shared_expert(weight_dtype(op), config_.experts.shared_gate)
+        : op == Op::moe_out  ? choice.planned_mixture(weight_dtype(op), config_.experts.biases)
                              : choice.planned(model::op_class(op), weight_dtype(op));
     ids = planned;
     for (int l = 0; l < config_.n_layers; ++l)
