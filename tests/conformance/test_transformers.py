@@ -232,7 +232,7 @@ def test_vulkan_faults_are_localised_in_each_family(name, fault, culprit, tmp_pa
     ("arcee", "silu-approx", "planted in silu, and this model's activation is relu2"),
     ("qwen3-moe", "sinks-dropped", "this model's attention has none"),
     ("mixtral", "swiglu-unclamped", "planted in the clamped SwiGLU, and this model's activation is silu"),
-    ("gpt-oss", "silu-approx", "planted in silu, and this model's activation is swiglu_oai"),
+    ("gpt-oss", "silu-approx", "planted in ffn_act, and this model computes none of them"),
 ])
 def test_a_fault_the_model_would_never_run_is_refused(name, fault, message, tmp_path):
     case = next(c for c in CASES if c.name == name)
