@@ -59,9 +59,9 @@ void add_synth_command(CLI::App& app, CliContext& context) {
   auto args = std::make_shared<SynthArgs>();
   CLI::App* cmd = app.add_subcommand("synth", "Write a deterministic random-weight Llama model (GGUF)");
   cmd->add_option("-o,--out", args->out, "Output GGUF file")->required();
-  cmd->add_option(
-         "--shape", args->shape,
-         "Starting shape: tiny, small, tinyllama, llama3-8b, or the mixtures of experts tiny-moe, qwen3-30b-a3b, gpt-oss-20b")
+  cmd->add_option("--shape", args->shape,
+                  "Starting shape: tiny, small, tinyllama, llama3-8b, or the mixtures of experts tiny-moe, "
+                  "qwen3-30b-a3b, gpt-oss-20b")
       ->capture_default_str();
   cmd->add_option("--layers", args->layers, "Number of layers")->check(CLI::PositiveNumber);
   cmd->add_option("--dim", args->dim, "Residual stream width")->check(CLI::PositiveNumber);
