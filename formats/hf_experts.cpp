@@ -53,6 +53,22 @@ std::vector<std::byte> columns_as_rows(std::span<const std::byte> m, std::size_t
   return out;
 }
 
+// FormatError: tensor `t` of `file` is not what the config implies.
+[[noreturn]] void refuse(const std::string& file, const SafetensorsTensor& t, std::string_view expected,
+                         const std::string& found) {
+  throw_format_error(fmt::format("{}: tensor '{}': expected {}, found {}", file, t.name, expected, found));
+}
+
+void require_float(const std::string& file, const SafetensorsTensor& t) {
+  if (!t.dtype) refuse(file, t, "dtype F32, F16 or BF16", fmt::format("dtype {}", t.dtype_name));
+}
+
+void require_shape(const std::string& file, const SafetensorsTensor& t, const std::vector<std::int64_t>& shape) {
+  if (t.shape != shape)
+    refuse(file, t, fmt::format("shape [{}] for this config", fmt::join(shape, ", ")),
+           fmt::format("shape [{}]", fmt::join(t.shape, ", ")));
+}
+
 }  // namespace
 
 bool HfExperts::take_transposed(int layer, std::string_view name, const SafetensorsFile& f,
@@ -62,20 +78,16 @@ bool HfExperts::take_transposed(int layer, std::string_view name, const Safetens
   const bool gate_up_bias = name == "mlp.experts.gate_up_proj_bias", down_bias = name == "mlp.experts.down_proj_bias";
   if ((!gate_up && !down && !gate_up_bias && !down_bias) || ex.count == 0) return false;
   const std::string file = f.path().string();
-  const auto fail = [&](std::string_view expected, const std::string& found) {
-    throw_format_error(fmt::format("{}: tensor '{}': expected {}, found {}", file, t.name, expected, found));
-  };
-  if (!t.dtype) fail("dtype F32, F16 or BF16", fmt::format("dtype {}", t.dtype_name));
+  require_float(file, t);
   if (layer >= config_.n_layers)
-    fail(fmt::format("a layer below num_hidden_layers, {}", config_.n_layers), fmt::format("layer {}", layer));
+    refuse(file, t, fmt::format("a layer below num_hidden_layers, {}", config_.n_layers),
+           fmt::format("layer {}", layer));
   const std::int64_t ffn = ex.ffn_dim, dim = config_.dim;
   // Per expert: a matrix [in, out] (a bias: [1, out]).
   const std::int64_t in = gate_up ? dim : down ? ffn : 1, out = gate_up || gate_up_bias ? 2 * ffn : dim;
   const std::vector<std::int64_t> shape =
       in == 1 ? std::vector<std::int64_t>{ex.count, out} : std::vector<std::int64_t>{ex.count, in, out};
-  if (t.shape != shape)
-    fail(fmt::format("shape [{}] for this config", fmt::join(shape, ", ")),
-         fmt::format("shape [{}]", fmt::join(t.shape, ", ")));
+  require_shape(file, t, shape);
   const std::size_t size = row_bytes(*t.dtype, 1), per_expert = static_cast<std::size_t>(in * out) * size;
   // (kind, first column, column step) of each weight the tensor holds.
   struct Take {
@@ -105,37 +117,27 @@ bool HfExperts::take(int layer, std::string_view name, const SafetensorsFile& f,
   if (transposed_) return take_transposed(layer, name, f, t);
   const std::string file = f.path().string();
   const Experts& ex = config_.experts;
-  auto fail = [&](std::string_view expected, const std::string& found) {
-    throw_format_error(fmt::format("{}: tensor '{}': expected {}, found {}", file, t.name, expected, found));
-  };
-  auto require_dtype = [&] {
-    if (!t.dtype) fail("dtype F32, F16 or BF16", fmt::format("dtype {}", t.dtype_name));
-  };
-  auto require_shape = [&](std::vector<std::int64_t> shape) {
-    if (t.shape != shape)
-      fail(fmt::format("shape [{}] for this config", fmt::join(shape, ", ")),
-           fmt::format("shape [{}]", fmt::join(t.shape, ", ")));
-  };
   for (const ExpertTensor& layout : kPerExpert) {
     const int e = expert_index(name, layout);
     if (e < 0) continue;
     if (ex.count == 0) return false;  // a dense config: the tensor is refused as unused
     if (e >= ex.count)
-      fail(fmt::format("an expert below the config's {} experts", ex.count), fmt::format("expert {}", e));
-    require_dtype();
+      refuse(file, t, fmt::format("an expert below the config's {} experts", ex.count), fmt::format("expert {}", e));
+    require_float(file, t);
     const bool down = layout.kind == WeightKind::expert_down;
-    require_shape(down ? std::vector<std::int64_t>{config_.dim, ex.ffn_dim}
-                       : std::vector<std::int64_t>{ex.ffn_dim, config_.dim});
+    require_shape(
+        file, t,
+        down ? std::vector<std::int64_t>{config_.dim, ex.ffn_dim} : std::vector<std::int64_t>{ex.ffn_dim, config_.dim});
     add_part(layout.kind, layer, e, t.name, file, *t.dtype, t.shape[0], t.shape[1], t.bytes);
     return true;
   }
   const bool gate_up = name == "mlp.experts.gate_up_proj", down = name == "mlp.experts.down_proj";
   if (!gate_up && !down) return false;
   if (ex.count == 0) return false;
-  require_dtype();
+  require_float(file, t);
   const std::int64_t rows = down ? config_.dim : 2 * std::int64_t{ex.ffn_dim};
   const std::int64_t cols = down ? ex.ffn_dim : config_.dim;
-  require_shape({ex.count, rows, cols});
+  require_shape(file, t, {ex.count, rows, cols});
   const std::size_t row_size = row_bytes(*t.dtype, cols);
   const std::int64_t part_rows = down ? rows : ex.ffn_dim;
   for (int e = 0; e < ex.count; ++e)

@@ -10,7 +10,7 @@
 // experts compute the clamped SwiGLU whatever it says, and so does tapdiff.
 // Its GGUF (gpt-oss, llama.cpp's openai_moe): attn_sinks, the FFN's norm named
 // post_attention_norm, biases on the router (ffn_gate_inp.bias) and the experts (ffn_*_exps.bias
-// [ffn, experts]), each expert expert_feed_forward_length wide, the clamp at llama.cpp's fixed
+// [ffn, experts]), each expert expert_feed_forward_length wide (required), the clamp at llama.cpp's fixed
 // alpha 1.702 and limit 7, layers sliding by attention.sliding_window_pattern (absent: 2, the even
 // layers) attention.sliding_window wide; a sliding layers' base of their own (rope.freq_base_swa
 // apart from rope.freq_base) is refused.
@@ -26,19 +26,6 @@ using namespace model;
 
 namespace {
 
-void read_hf(KeyReader& k, ModelConfig& c) {
-  Block& b = c.block;
-  b.qkv_bias = b.o_bias = k.boolean("attention_bias", true);
-  b.attention_sinks = true;
-  b.activation = Activation::swiglu_oai;
-  b.swiglu = {.alpha = k.number("swiglu_alpha", 1.702), .limit = k.number("swiglu_limit", 7.0)};
-  k.find("hidden_act");  // not used by the model (above)
-  read_experts(k, c, "num_local_experts", "", c.ffn_dim, true);
-  c.experts.router_bias = c.experts.biases = true;
-  k.number("sliding_window");  // required: the config class's default (128) is not tapdiff's to assume
-  read_layer_types(k, c, true, [](int l) { return l % 2 == 0; });
-}
-
 // What both formats and synth share beyond their keys: the sinks, the clamped SwiGLU and the biases.
 void gpt_oss_block(ModelConfig& c) {
   c.block.attention_sinks = true;
@@ -47,7 +34,19 @@ void gpt_oss_block(ModelConfig& c) {
   c.experts.normalize = c.experts.router_bias = c.experts.biases = true;
 }
 
+void read_hf(KeyReader& k, ModelConfig& c) {
+  read_experts(k, c, "num_local_experts", "", c.ffn_dim, true);
+  gpt_oss_block(c);
+  c.block.qkv_bias = c.block.o_bias = k.boolean("attention_bias", true);
+  c.block.swiglu = {.alpha = k.number("swiglu_alpha", 1.702), .limit = k.number("swiglu_limit", 7.0)};
+  k.find("hidden_act");        // not used by the model (above)
+  k.number("sliding_window");  // required: the config class's default (128) is not tapdiff's to assume
+  read_layer_types(k, c, true, [](int l) { return l % 2 == 0; });
+}
+
 void read_gguf(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
+  // llama.cpp's gpt-oss requires each expert's width: no fallback to feed_forward_length
+  int_key(f, prefix + "expert_feed_forward_length", std::nullopt);
   read_gguf_experts(f, prefix, c, {.ffn_key = "expert_feed_forward_length", .required = true});
   gpt_oss_block(c);
   c.block.qkv_bias = has_layer_tensor(f, "attn_q.bias");
