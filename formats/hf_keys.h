@@ -43,6 +43,11 @@ class KeyReader {
     if (!v->is_number() || !std::isfinite(v->get<double>())) fail(key, "a finite number", model::json_excerpt(*v));
     return v->get<double>();
   }
+  // A number the model's library refuses as null: absent -> fallback, null refused, else the number.
+  double number_not_null(const std::string& key, double fallback) {
+    if (const auto it = j_.find(key); it != j_.end() && it->is_null()) fail(key, "a number", "null");
+    return number(key, fallback);
+  }
   // A number that null switches off: absent -> fallback, null -> 0, else the number.
   double number_or_off(const std::string& key, double fallback) {
     read_.insert(key);

@@ -38,7 +38,8 @@ void read_hf(KeyReader& k, ModelConfig& c) {
   read_experts(k, c, "num_local_experts", "", c.ffn_dim, true);
   gpt_oss_block(c);
   c.block.qkv_bias = c.block.o_bias = k.boolean("attention_bias", true);
-  c.block.swiglu = {.alpha = k.number("swiglu_alpha", 1.702), .limit = k.number("swiglu_limit", 7.0)};
+  // null: transformers' config refuses it (a float field)
+  c.block.swiglu = {.alpha = k.number_not_null("swiglu_alpha", 1.702), .limit = k.number_not_null("swiglu_limit", 7.0)};
   k.find("hidden_act");        // not used by the model (above)
   k.number("sliding_window");  // required: the config class's default (128) is not tapdiff's to assume
   read_layer_types(k, c, true, [](int l) { return l % 2 == 0; });

@@ -289,6 +289,8 @@ UNIMPLEMENTED = [  # (case, key, value, the key the refusal names): a value whos
     ("cohere2-moe", "num_shared_experts", 2**30, "num_shared_experts"),
     ("minimax-m2", "rotary_dim", 12, "rotary_dim"),  # partial_rotary_factor 0.5 of head_dim 16 rotates 8
     ("minimax-m2", "shared_intermediate_size", 64, "shared_intermediate_size"),
+    ("gpt-oss", "swiglu_limit", None, "swiglu_limit"),  # null: transformers' config refuses it too
+    ("gpt-oss", "swiglu_alpha", None, "swiglu_alpha"),
 ]
 
 
