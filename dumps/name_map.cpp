@@ -417,9 +417,11 @@ std::string as_llama(const NameMap& map, std::string_view name, const model::Mod
   return renamed + std::string(name.substr(colon));
 }
 
-// A sum's partner as the file names it: where the rule's two names differ only after their common
-// beginning (vLLM's "model.layers.{L}.0" and ".1"), the array's own name with that end replaced.
-std::string partner_in_file(std::string_view name, const std::string& pattern, const std::string& partner) {
+// A rule's other array (a sum's partner, the expert ids its rows are read in the order of) as the
+// file names it: where the rule's two names differ only after their common beginning (vLLM's
+// "model.layers.{L}.0" and ".1"; a router's ".1" and ".2"), the array's own name with that end
+// replaced, so a name the family renamed (NameMap::family_names) finds its file's other array.
+std::string other_in_file(std::string_view name, const std::string& pattern, const std::string& partner) {
   const auto common = static_cast<std::size_t>(
       std::mismatch(pattern.begin(), pattern.end(), partner.begin(), partner.end()).first - pattern.begin());
   const std::string_view own_end = std::string_view(pattern).substr(common);
@@ -451,13 +453,14 @@ std::optional<Resolved> resolve(const NameMap& map, std::string_view file_name, 
   for (const MapRule& rule : map.rules) {
     const std::optional<int> layer = match(rule.pattern, name, config.n_layers);
     if (!layer || !applies(rule, config, *layer)) continue;
+    const auto in_file = [&](const std::string& other) {
+      return *layer >= 0 ? other_in_file(file_name, with_layer(rule.pattern, *layer), with_layer(other, *layer))
+                         : other_in_file(file_name, rule.pattern, other);
+    };
     Resolved r{{},
                rule.combine,
-               rule.combine != Combine::sum ? std::string()
-               : *layer >= 0
-                   ? partner_in_file(file_name, with_layer(rule.pattern, *layer), with_layer(rule.partner, *layer))
-                   : partner_in_file(file_name, rule.pattern, rule.partner),
-               rule.order.empty() ? std::string() : with_layer(rule.order, *layer)};
+               rule.combine != Combine::sum ? std::string() : in_file(rule.partner),
+               rule.order.empty() ? std::string() : in_file(rule.order)};
     for (const Op op : rule.ops) {
       const std::optional<int> fixed = fixed_layer(op, config.n_layers);
       if (*layer == -2 && !fixed) continue;  // a block op needs "{L}" in its pattern

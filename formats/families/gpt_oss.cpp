@@ -68,8 +68,7 @@ const FamilySpec& gpt_oss_family() {
       .family = Family::gpt_oss,
       .hf = {.model_types = {"gpt_oss"},
              .read = read_hf,
-             // the router's tensors only: its module's hook outputs keep their name (dumps/name_map.h)
-             .layer_names = {{"mlp.router.weight", "mlp.gate.weight"}, {"mlp.router.bias", "mlp.gate.bias"}},
+             .layer_names = {{"mlp.router.", "mlp.gate."}},
              .rope_theta = 150000.0,
              .rope_required = true,
              .experts_transposed = true},
