@@ -2,6 +2,7 @@
 // Everything tapdiff knows of a family, one file per family (formats/families/<family>.cpp), read top
 // to bottom like a modeling file: how its Hugging Face config.json and its GGUF metadata are read
 // into a ModelConfig, how llama.cpp's graph of it differs, its tokenizer class, what synth writes.
+#include <cstdint>
 #include <optional>
 #include <set>
 #include <span>
@@ -39,6 +40,19 @@ struct HfRename {
   std::string_view to;
 };
 
+// How a family's checkpoints hold the experts' matrices (formats/hf_experts.h).
+enum class HfExpertLayout : std::uint8_t {
+  // one tensor per expert and projection, or transformers' fused mlp.experts.gate_up_proj [experts,
+  // 2 ffn, dim] and down_proj [experts, dim, ffn]
+  per_expert,
+  // gpt-oss's: mlp.experts.gate_up_proj [experts, dim, 2 ffn], gate and up in alternate columns,
+  // down_proj [experts, ffn, dim], and their biases gate_up_proj_bias [experts, 2 ffn] (alternating)
+  // and down_proj_bias [experts, dim]
+  transposed_alternating,
+  // Llama 4's: gate_up_proj [experts, dim, 2 ffn], gate's columns then up's; down_proj [experts, ffn, dim]
+  transposed_halves,
+};
+
 // The family in a Hugging Face folder: config.json's model_type for it, and how its keys are read.
 struct HfRecipe {
   std::vector<std::string_view> model_types = {};  // none: tapdiff reads no Hugging Face folder of it
@@ -72,10 +86,7 @@ struct HfRecipe {
   // RoPE "dynamic" with an alpha (Hunyuan's NTK-alpha): the base times alpha^(d / (d - 2)), d the
   // head's width, the same at every length; its factor is not used.
   bool ntk_alpha = false;
-  // The experts as gpt-oss saves them: mlp.experts.gate_up_proj [experts, dim, 2 ffn], gate and up in
-  // alternate columns, down_proj [experts, ffn, dim], and their biases gate_up_proj_bias [experts,
-  // 2 ffn] (alternating) and down_proj_bias [experts, dim] (formats/hf_experts.h).
-  bool experts_transposed = false;
+  HfExpertLayout experts = HfExpertLayout::per_expert;
   std::vector<HfComposite> composites = {};
   // transformers' TOKENIZER_MAPPING_NAMES for it ("" where it has none), and whether the family is
   // in MODELS_WITH_INCORRECT_HUB_TOKENIZER_CLASS (the registered class overrides the folder's).

@@ -121,8 +121,8 @@ void read_rope_object(const json& object, const std::string& where, double max_p
       break;
   }
   if (hf.llama_4_scaling) {  // Ministral 3: over the object's original_max_position_embeddings, which it requires
-    c.query_temperature = {r.number("llama_4_scaling_beta"),
-                           static_cast<int>(r.number("original_max_position_embeddings"))};
+    c.query_temperature = {.beta = r.number("llama_4_scaling_beta"),
+                           .length = static_cast<int>(r.number("original_max_position_embeddings"))};
     r.find("max_position_embeddings");  // a copy of the config's, read by its validation only
   }
   r.refuse_unread_keys({});

@@ -40,11 +40,11 @@ int expert_index(std::string_view name, const ExpertTensor& layout) {
   return ec == std::errc{} && end == digits.data() + digits.size() && !digits.empty() ? e : -1;
 }
 
-// Of a row-major [rows, cols] matrix of `size`-byte values, columns first, first + step, ... as the
-// rows of the [cols / step, rows] result.
+// Of a row-major [rows, cols] matrix of `size`-byte values, the `out_rows` columns first, first +
+// step, ... as the rows of the [out_rows, rows] result.
 std::vector<std::byte> columns_as_rows(std::span<const std::byte> m, std::size_t size, std::int64_t rows,
-                                       std::int64_t cols, std::int64_t first, std::int64_t step) {
-  const std::int64_t out_rows = cols / step;
+                                       std::int64_t cols, std::int64_t first, std::int64_t step,
+                                       std::int64_t out_rows) {
   std::vector<std::byte> out(static_cast<std::size_t>(out_rows * rows) * size);
   for (std::int64_t o = 0; o < out_rows; ++o)
     for (std::int64_t r = 0; r < rows; ++r)
@@ -89,32 +89,37 @@ bool HfExperts::take_transposed(int layer, std::string_view name, const Safetens
       in == 1 ? std::vector<std::int64_t>{ex.count, out} : std::vector<std::int64_t>{ex.count, in, out};
   require_shape(file, t, shape);
   const std::size_t size = row_bytes(*t.dtype, 1), per_expert = static_cast<std::size_t>(in * out) * size;
-  // (kind, first column, column step) of each weight the tensor holds.
+  // (kind, first column, column step) of each weight the tensor holds: gate and up in alternate
+  // columns (gpt-oss), or gate's columns then up's (Llama 4).
   struct Take {
     WeightKind kind;
     std::int64_t first, step;
   };
+  const bool halves = layout_ == HfExpertLayout::transposed_halves;
+  const Take gate_take{gate_up ? WeightKind::expert_gate : WeightKind::expert_b_gate, 0, halves ? 1 : 2};
+  const Take up_take{gate_up ? WeightKind::expert_up : WeightKind::expert_b_up, halves ? ffn : 1, halves ? 1 : 2};
   std::vector<Take> takes;
-  if (gate_up) takes = {{WeightKind::expert_gate, 0, 2}, {WeightKind::expert_up, 1, 2}};
+  if (gate_up || gate_up_bias) takes = {gate_take, up_take};
   if (down) takes = {{WeightKind::expert_down, 0, 1}};
-  if (gate_up_bias) takes = {{WeightKind::expert_b_gate, 0, 2}, {WeightKind::expert_b_up, 1, 2}};
   if (down_bias) takes = {{WeightKind::expert_b_down, 0, 1}};
+  const std::int64_t width = gate_up || gate_up_bias ? ffn : dim;  // of each weight taken
   for (const Take& take : takes) {
     std::vector<std::byte> stacked;
     for (int e = 0; e < ex.count; ++e) {
-      const std::vector<std::byte> rows = columns_as_rows(
-          t.bytes.subspan(static_cast<std::size_t>(e) * per_expert, per_expert), size, in, out, take.first, take.step);
+      const std::vector<std::byte> rows =
+          columns_as_rows(t.bytes.subspan(static_cast<std::size_t>(e) * per_expert, per_expert), size, in, out,
+                          take.first, take.step, width);
       stacked.insert(stacked.end(), rows.begin(), rows.end());
     }
-    const std::int64_t rows = in == 1 ? 1 : ex.count * (out / take.step);
-    const std::int64_t cols = in == 1 ? ex.count * (out / take.step) : in;
+    const std::int64_t rows = in == 1 ? 1 : ex.count * width;
+    const std::int64_t cols = in == 1 ? ex.count * width : in;
     model_.add(take.kind, layer, WeightTensor{t.name, *t.dtype, rows, cols, model_.hold(std::move(stacked)), {}});
   }
   return true;
 }
 
 bool HfExperts::take(int layer, std::string_view name, const SafetensorsFile& f, const SafetensorsTensor& t) {
-  if (transposed_) return take_transposed(layer, name, f, t);
+  if (layout_ != HfExpertLayout::per_expert) return take_transposed(layer, name, f, t);
   const std::string file = f.path().string();
   const Experts& ex = config_.experts;
   for (const ExpertTensor& layout : kPerExpert) {

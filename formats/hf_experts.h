@@ -5,14 +5,15 @@
 // the fused 3-D mlp.experts.gate_up_proj [experts, 2 ffn, dim] and mlp.experts.down_proj
 // [experts, dim, ffn] of transformers' own modules. Each projection of a layer becomes one stacked
 // tensor (model/weights.h: expert_gate, expert_up, expert_down) whose experts stay in the mapped
-// files, in parts. gpt-oss's layout (HfRecipe::experts_transposed: [experts, in, out], gate and up
-// in alternate columns, with biases) is copied into the model as the stacked [out, in] rows.
+// files, in parts. The transposed layouts of gpt-oss and Llama 4 (HfExpertLayout: [experts, in,
+// out]) are copied into the model as the stacked [out, in] rows.
 #include <map>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "formats/family_spec.h"
 #include "formats/safetensors_reader.h"
 #include "model/config.h"
 #include "model/weights.h"
@@ -22,7 +23,7 @@ namespace tapdiff::formats {
 class HfExperts {
  public:
   // `model` holds the copies of a transposed layout.
-  HfExperts(model::Model& model, bool transposed) : model_(model), config_(model.config()), transposed_(transposed) {}
+  HfExperts(model::Model& model, HfExpertLayout layout) : model_(model), config_(model.config()), layout_(layout) {}
 
   // Takes tensor `t` of file `f` when `name` (within layer `layer`, after "model.layers.N.") is
   // one of the experts' tensors; FormatError for one of the wrong shape, type or expert index.
@@ -40,12 +41,12 @@ class HfExperts {
   };
   void add_part(model::WeightKind kind, int layer, int expert, const std::string& tensor_name, const std::string& file,
                 model::DType dtype, std::int64_t rows, std::int64_t cols, std::span<const std::byte> bytes);
-  // gpt-oss's mlp.experts.gate_up_proj, down_proj and their _bias tensors, transposed into the model.
+  // A transposed layout's mlp.experts.gate_up_proj, down_proj and their _bias tensors, copied into the model.
   bool take_transposed(int layer, std::string_view name, const SafetensorsFile& f, const SafetensorsTensor& t);
 
   model::Model& model_;
   const model::ModelConfig& config_;
-  bool transposed_;
+  HfExpertLayout layout_;
   std::map<std::pair<model::WeightKind, int>, Stack> stacks_;
 };
 

@@ -38,6 +38,25 @@ void read_layer_types(KeyReader& k, ModelConfig& c, bool enabled, const std::fun
   if (c.sliding_rope || (c.sliding_window > 0 && sliding < c.n_layers)) c.sliding_layers = std::move(slides);
 }
 
+std::vector<bool> read_no_rope_layers(KeyReader& k, const ModelConfig& c) {
+  const int interval = k.integer("no_rope_layer_interval", 4);
+  std::vector<bool> rope(static_cast<std::size_t>(c.n_layers));
+  if (const json* flags = per_layer_array(k, "no_rope_layers", c.n_layers, "flags")) {
+    for (std::size_t l = 0; l < rope.size(); ++l) {
+      if ((*flags)[l] != 0 && (*flags)[l] != 1) k.fail("no_rope_layers", "flags 0 or 1", json_excerpt(*flags));
+      rope[l] = (*flags)[l] == 1;
+    }
+  } else {
+    if (interval < 1) k.fail("no_rope_layer_interval", "an interval >= 1", std::to_string(interval));
+    for (int l = 0; l < c.n_layers; ++l) rope[static_cast<std::size_t>(l)] = (l + 1) % interval != 0;
+  }
+  return rope;
+}
+
+void set_rope_layers(ModelConfig& c, std::vector<bool> rope) {
+  if (std::find(rope.begin(), rope.end(), false) != rope.end()) c.rope_layers = std::move(rope);
+}
+
 Activation read_activation(KeyReader& k, const std::string& key, std::string_view fallback) {
   const json* v = k.find(key);
   const std::string name = v == nullptr ? std::string(fallback) : v->is_string() ? v->get<std::string>() : "";

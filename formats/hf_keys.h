@@ -118,6 +118,12 @@ const nlohmann::json* per_layer_array(KeyReader& k, const std::string& key, int 
 void read_layer_types(KeyReader& k, model::ModelConfig& c, bool enabled,
                       const std::function<bool(int)>& slides_by_default);
 
+// Which layers rotate q and k: no_rope_layers, 1 where a layer does and 0 where it does not;
+// absent, every no_rope_layer_interval-th layer (counting from 1; absent: 4) has none (SmolLM3, Llama 4).
+std::vector<bool> read_no_rope_layers(KeyReader& k, const model::ModelConfig& c);
+// c.rope_layers as `rope` says: left empty where every layer rotates.
+void set_rope_layers(model::ModelConfig& c, std::vector<bool> rope);
+
 // The activation a config names (hidden_act, or Gemma 2/3's hidden_activation), as ACT2FN maps it.
 model::Activation read_activation(KeyReader& k, const std::string& key, std::string_view fallback);
 

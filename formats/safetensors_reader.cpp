@@ -389,7 +389,7 @@ std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
   config.validate(config_path.string());
   auto model = std::make_unique<Model>(folder, config);
   const HfRecipe& spec = family_spec(config.family).hf;
-  HfExperts experts(*model, spec.experts_transposed);
+  HfExperts experts(*model, spec.experts);
   for (const auto& [own, name] : names) {
     const auto& where = by_name.at(name);
     const auto in_layer = llama_layer_name(own);
@@ -410,6 +410,7 @@ std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
   }
   experts.add_to(*model);
   if (spec.weightless_norms) add_unit_norms(*model);
+  add_unit_qk_norms(*model);
   for (auto& f : files) model->adopt(f->release_mapping());
   model->validate();
   return model;

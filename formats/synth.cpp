@@ -92,7 +92,8 @@ std::vector<TensorPlan> plan_tensors(const ModelConfig& c) {
       vector(b + "attn_k.bias", c.kv_dim(), 0.0, 0.1);
       vector(b + "attn_v.bias", c.kv_dim(), 0.0, 0.1);
     }
-    if (c.block.qk_norm != QkNorm::none) {  // each head's, or the whole projection's
+    // each head's, or the whole projection's (none for norms without a weight)
+    if (c.block.qk_norm == QkNorm::per_head || c.block.qk_norm == QkNorm::whole) {
       const bool per_head = c.block.qk_norm == QkNorm::per_head;
       vector(b + "attn_q_norm.weight", per_head ? c.head_dim : c.q_dim(), 1.0, 0.1);
       vector(b + "attn_k_norm.weight", per_head ? c.head_dim : c.kv_dim(), 1.0, 0.1);

@@ -194,6 +194,13 @@ const std::array<FaultInfo, kFaultCount> kCatalogue = {{
      {Op::moe_out},
      OpClass::experts,
      std::nullopt},
+    {Fault::chunk_boundary,
+     "chunk-boundary-off-by-one",
+     "a chunked layer's query also sees the last key of the chunk before its own",
+     "a chunked-attention mask (Llama 4's attention_chunk_size) whose chunk starts one position early",
+     {Op::attn},
+     OpClass::attention,
+     std::nullopt},
 }};
 
 // The faults planted through a shader's specialization constant, and its bit.
@@ -210,6 +217,7 @@ constexpr std::pair<Fault, std::uint32_t> kShaderBits[] = {
     {Fault::group_limit_ignored, kFaultGroupLimitIgnored},
     {Fault::sinks_dropped, kFaultAttentionSinksDropped},
     {Fault::swiglu_unclamped, kFaultSwigluUnclamped},
+    {Fault::chunk_boundary, kFaultAttentionChunkBoundary},
     {Fault::mask_kv_offset, kFaultAttentionChunkMask},
     {Fault::gqa_head_map, kFaultAttentionHeadModulo},
     {Fault::softmax_no_max, kFaultAttentionNoMax},
@@ -338,6 +346,10 @@ void require_faults_fit(const FaultSet& faults, const model::Graph& graph, const
           fmt::format("--inject {}: the fault is planted in the clamped SwiGLU, and this model's "
                       "activation is {}",
                       f.name, model::activation_name(config.block.activation)));
+    if (f.fault == Fault::chunk_boundary && config.attention_chunk == 0)
+      throw UsageError(fmt::format(
+          "--inject {}: the fault moves the start of a chunked layer's chunks, and this model has no chunked layers",
+          f.name));
     if (f.fault == Fault::shared_gate_dropped && !config.experts.shared_gate)
       throw UsageError(fmt::format(
           "--inject {}: the fault drops the shared expert's gate, and this model's shared expert has none", f.name));
@@ -352,7 +364,8 @@ bool moves_rope_table(const FaultSet& faults, int layer) {
 
 RopeTablePlan rope_table_plan(const FaultSet& faults, const model::ModelConfig& config, int layer,
                               const model::ChunkInfo& chunk) {
-  RopeTablePlan plan{chunk.first_pos, model::rope_base(config, layer), model::uses_sliding_rope(config, layer)};
+  RopeTablePlan plan{chunk.first_pos, model::rope_base(config, layer), model::uses_sliding_rope(config, layer),
+                     !model::uses_rope(config, layer)};
   if (faults.active(Fault::rope_chunk_reset, layer) && chunk.index > 0 && !chunk.decode) plan.first_pos = 0;
   if (faults.active(Fault::decode_position, layer) && chunk.decode) plan.first_pos -= 1;
   if (faults.active(Fault::rope_off_by_one, layer)) plan.first_pos += 1;

@@ -46,8 +46,9 @@ enum class Fault : std::uint8_t {
   group_limit_ignored,
   sinks_dropped,
   swiglu_unclamped,
+  chunk_boundary,
 };
-inline constexpr int kFaultCount = 24;
+inline constexpr int kFaultCount = 25;
 
 struct FaultInfo {
   Fault fault;
@@ -109,6 +110,7 @@ struct RopeTablePlan {
   int first_pos = 0;
   double base = 0;
   bool sliding_rope = false;  // model::uses_sliding_rope
+  bool still = false;         // a layer that does not rotate (model::uses_rope false): its q only scaled
   bool query = false;         // q's, with the query temperature (model::query_frequencies)
   friend bool operator==(const RopeTablePlan&, const RopeTablePlan&) = default;
 };

@@ -347,12 +347,12 @@ KernelChoice::AttentionPlan KernelChoice::attention_without_faults(const Attenti
   // The cooperative-matrix kernels take the passes flash would run in one piece; short chunks keep
   // flash's split-KV; decode steps take attention_decode.comp unless attention is forced to
   // two-pass or decode-attention to flash-split. llama.cpp's precision runs two-pass only.
-  // attention-coop2 has no soft-cap: attention-coop takes a soft-capped model's passes instead.
-  // Neither has sinks: flash takes the passes of a model with them.
+  // attention-coop2 has no soft-cap and no chunks: attention-coop takes a soft-capped model's
+  // passes, and a chunked layer's, instead. Neither has sinks: flash takes the passes of a model with them.
   if (llama_cpp_) return {};
   const bool coop2_wanted = overrides_.attention == Override::coop2 ||
                             (overrides_.attention == Override::automatic && attention_coop2_missing_.empty());
-  const bool coop2 = coop2_wanted && a.softcap == 0 && !a.sinks;
+  const bool coop2 = coop2_wanted && a.softcap == 0 && !a.sinks && a.chunk == 0;
   const bool coop = !a.sinks && (coop2 || (coop2_wanted && attention_coop_missing_.empty()) ||
                                  overrides_.attention == Override::coop ||
                                  (overrides_.attention == Override::automatic && attention_coop_missing_.empty()));
@@ -456,10 +456,15 @@ std::vector<KernelId> KernelChoice::planned(model::OpClass cls, model::DType wei
   return {};
 }
 
-std::vector<KernelId> KernelChoice::planned_mixture(model::DType weight_dtype, bool biased) const {
+std::vector<KernelId> KernelChoice::planned_mixture(model::DType weight_dtype, const model::Experts& experts) const {
   std::vector<KernelId> ids = planned(model::OpClass::experts, weight_dtype);
-  if (biased)
-    for (KernelId& id : ids) id.kernels.insert(id.kernels.end() - 1, named("expert-bias"));
+  for (KernelId& id : ids) {
+    if (experts.biases) id.kernels.insert(id.kernels.end() - 1, named("expert-bias"));
+    if (experts.weights_scale_input) {
+      id.kernels.insert(id.kernels.end() - 1, named("expert-input"));
+      id.kernels.back() = named("moe-sum-unweighted");
+    }
+  }
   return ids;
 }
 

@@ -72,6 +72,7 @@ struct AttentionShape {
   // llama.cpp's precision, where its graph scales q before the attention (formats::llama_cpp_scales_q_first):
   // q times the scale, then rounded to f16, the scores not scaled again
   bool scale_q_first = false;
+  int chunk = 0;  // > 0: a row sees its own chunk of this many positions only (Llama 4's chunked layers)
 };
 
 class KernelChoice {
@@ -117,7 +118,7 @@ class KernelChoice {
   // moe_shared's: a product's variants, then the activation and, where the expert has a gate, its sigmoid.
   std::vector<KernelId> planned_shared_expert(model::DType weight_dtype, bool gated) const;
   // moe_out's: the experts' variants, with their biases' kernel before the sum where they have biases.
-  std::vector<KernelId> planned_mixture(model::DType weight_dtype, bool biased) const;
+  std::vector<KernelId> planned_mixture(model::DType weight_dtype, const model::Experts& experts) const;
 
   // The largest head_dim the attention kernel takes on this device.
   int max_head_dim() const;

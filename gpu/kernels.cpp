@@ -198,7 +198,8 @@ Kernel Kernels::attention(Stream& s, const AttentionShape& a, float scale, const
                      plan.splits,
                      a.softcap,
                      1.0f,
-                     sinks != nullptr ? 1u : 0u};
+                     sinks != nullptr ? 1u : 0u,
+                     u32(a.chunk)};
   const Region& sink_values = sinks != nullptr ? *sinks : q;  // bound, and unread, where there are none
   if (a.scale_q_first) {
     TAPDIFF_ASSERT(choice_.llama_cpp(), "q scaled first outside llama.cpp's precision");

@@ -105,22 +105,23 @@ class Pipelines;
 class Stream;
 
 // Bits of specialization constant 2, as shaders/faults.glsl names them.
-inline constexpr std::uint32_t kFaultNormEpsOutsideSqrt = 1;      // rms_norm: x / (sqrt(mean(x^2)) + eps)
-inline constexpr std::uint32_t kFaultGemmF16Accumulate = 1;       // matmul: f16 running sums (coop, coop2: f16 sums)
-inline constexpr std::uint32_t kFaultSiluHardSigmoid = 1;         // gated_act: sigmoid ~ clamp(0.5 + x/4, 0, 1)
-inline constexpr std::uint32_t kFaultAttentionChunkMask = 1;      // attention: keys of the row's own chunk only
-inline constexpr std::uint32_t kFaultAttentionHeadModulo = 2;     // attention: KV head h % kv_heads
-inline constexpr std::uint32_t kFaultAttentionNoMax = 4;          // attention: exp(s) without the row max
-inline constexpr std::uint32_t kFaultAttentionBatchLeak = 8;      // attention: + the previous sequence's last rows
-inline constexpr std::uint32_t kFaultTopkSkipsBest = 1;           // moe_topk: the experts ranked 2 .. k+1
-inline constexpr std::uint32_t kFaultRouterTokenSoftmax = 1;      // moe_weights: softmax over the tokens
-inline constexpr std::uint32_t kFaultRouterUnnormalised = 2;      // moe_weights: no renormalisation
-inline constexpr std::uint32_t kFaultExpertNext = 2;              // matvec EXPERTS: expert e + 1's weights
-inline constexpr std::uint32_t kFaultSharedGateDropped = 1;       // sigmoid_gate: the gate left out
-inline constexpr std::uint32_t kFaultSelectionBiasSign = 1;       // moe_scores: the selection bias subtracted
-inline constexpr std::uint32_t kFaultGroupLimitIgnored = 2;       // moe_topk: every expert group eligible
-inline constexpr std::uint32_t kFaultAttentionSinksDropped = 16;  // attention, its combine: no sink term
-inline constexpr std::uint32_t kFaultSwigluUnclamped = 4;         // gated_act (moe_out): the clamped SwiGLU unclamped
+inline constexpr std::uint32_t kFaultNormEpsOutsideSqrt = 1;       // rms_norm: x / (sqrt(mean(x^2)) + eps)
+inline constexpr std::uint32_t kFaultGemmF16Accumulate = 1;        // matmul: f16 running sums (coop, coop2: f16 sums)
+inline constexpr std::uint32_t kFaultSiluHardSigmoid = 1;          // gated_act: sigmoid ~ clamp(0.5 + x/4, 0, 1)
+inline constexpr std::uint32_t kFaultAttentionChunkMask = 1;       // attention: keys of the row's own chunk only
+inline constexpr std::uint32_t kFaultAttentionHeadModulo = 2;      // attention: KV head h % kv_heads
+inline constexpr std::uint32_t kFaultAttentionNoMax = 4;           // attention: exp(s) without the row max
+inline constexpr std::uint32_t kFaultAttentionBatchLeak = 8;       // attention: + the previous sequence's last rows
+inline constexpr std::uint32_t kFaultTopkSkipsBest = 1;            // moe_topk: the experts ranked 2 .. k+1
+inline constexpr std::uint32_t kFaultRouterTokenSoftmax = 1;       // moe_weights: softmax over the tokens
+inline constexpr std::uint32_t kFaultRouterUnnormalised = 2;       // moe_weights: no renormalisation
+inline constexpr std::uint32_t kFaultExpertNext = 2;               // matvec EXPERTS: expert e + 1's weights
+inline constexpr std::uint32_t kFaultSharedGateDropped = 1;        // sigmoid_gate: the gate left out
+inline constexpr std::uint32_t kFaultSelectionBiasSign = 1;        // moe_scores: the selection bias subtracted
+inline constexpr std::uint32_t kFaultGroupLimitIgnored = 2;        // moe_topk: every expert group eligible
+inline constexpr std::uint32_t kFaultAttentionSinksDropped = 16;   // attention, its combine: no sink term
+inline constexpr std::uint32_t kFaultAttentionChunkBoundary = 32;  // attention: a chunk sees the key before it too
+inline constexpr std::uint32_t kFaultSwigluUnclamped = 4;          // gated_act (moe_out): the clamped SwiGLU unclamped
 
 class Kernels {
  public:
@@ -211,7 +212,11 @@ class Kernels {
                        bool shared_input, const Region& out, int pairs, const std::optional<ExpertPlan>& plan,
                        std::uint32_t faults);
   // out [rows, dim] = sum over j of weights[t, j] * y[t k + j] (y [rows * k, dim])
-  Kernel moe_sum(Stream& s, const Region& y, const Region& weights, const Region& out, int rows, int dim, int k);
+  // (every weight 1 where `unweighted`: they scaled the experts' inputs)
+  Kernel moe_sum(Stream& s, const Region& y, const Region& weights, const Region& out, int rows, int dim, int k,
+                 bool unweighted);
+  // out [rows * k, dim]: pair p's row weights[p] * x[p / k] (x [rows, dim]): Llama 4's experts' inputs
+  Kernel expert_input(Stream& s, const Region& x, const Region& weights, const Region& out, int rows, int dim, int k);
   // y [pairs, dim] += bias[ids[p] * dim ...] (bias [experts * dim]), in place: the experts' biases
   Kernel expert_bias(Stream& s, const Region& ids, const DeviceWeight& bias, const Region& y, int pairs, int dim,
                      int experts);

@@ -96,12 +96,20 @@ Kernel Kernels::expert_matmul(Stream& s, const Region& x, const DeviceWeight& w,
   return named(choice_.expert_matmul_variant(), w.dtype);
 }
 
-Kernel Kernels::moe_sum(Stream& s, const Region& y, const Region& weights, const Region& out, int rows, int dim,
-                        int k) {
+Kernel Kernels::moe_sum(Stream& s, const Region& y, const Region& weights, const Region& out, int rows, int dim, int k,
+                        bool unweighted) {
   const SumPush push{u32(rows), u32(dim), u32(k)};
-  dispatch(s, Shader::moe_sum, 0, {y, weights, out}, &push, sizeof push,
+  dispatch(s, unweighted ? Shader::moe_sum_unweighted : Shader::moe_sum, 0, {y, weights, out}, &push, sizeof push,
            fold(ceil_div(static_cast<std::uint64_t>(rows) * push.dim, wg_)));
-  return named("moe-sum");
+  return named(unweighted ? "moe-sum-unweighted" : "moe-sum");
+}
+
+Kernel Kernels::expert_input(Stream& s, const Region& x, const Region& weights, const Region& out, int rows, int dim,
+                             int k) {
+  const SumPush push{u32(rows * k), u32(dim), u32(k)};
+  dispatch(s, Shader::expert_input, 0, {x, weights, out}, &push, sizeof push,
+           fold(ceil_div(static_cast<std::uint64_t>(push.rows) * push.dim, wg_)));
+  return named("expert-input");
 }
 
 Kernel Kernels::expert_bias(Stream& s, const Region& ids, const DeviceWeight& bias, const Region& y, int pairs, int dim,

@@ -14,8 +14,10 @@ RopeTables::RopeTables(const model::ModelConfig& config, const FaultSet& faults,
       key_table_(static_cast<std::size_t>(config.n_layers)),
       query_table_(key_table_.size()) {
   // At most one table per layer that a fault moves, plus the model's (two where the sliding layers
-  // have their own RoPE); each twice where q has a temperature.
+  // have their own RoPE, twice that where some layers do not rotate); each twice where q has a temperature.
   std::size_t tables = config_.sliding_rope ? 2 : 1;
+  if (std::find(config_.rope_layers.begin(), config_.rope_layers.end(), false) != config_.rope_layers.end())
+    tables *= 2;
   for (int l = 0; l < config_.n_layers; ++l) tables += moves_rope_table(faults_, l) ? 1 : 0;
   tables_.resize(config_.query_temperature.beta != 0 ? 2 * tables : tables);
 }
@@ -56,7 +58,7 @@ std::size_t RopeTables::table_for(Stream& stream, int l, bool query, std::span<c
   const auto frequencies = llama_cpp_ ? formats::llama_cpp_rope_frequencies : model::rope_frequencies;
   for (const Held& h : held) {
     model::RopeFrequencies f = frequencies(config_, l, h.plan.base, h.plan.first_pos + h.rows);
-    if (query) f = model::query_frequencies(config_, std::move(f));
+    if (query) f = model::query_frequencies(config_, l, std::move(f));
     cache_.append(table, h.plan.first_pos, h.rows, config_.head_dim, f);
   }
   stream.upload(table.data(), table.size() * sizeof(float), tables_[at]);

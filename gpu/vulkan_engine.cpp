@@ -136,8 +136,8 @@ class Engine final : public VulkanEngine {
   Region positions_;      // learned positions: [capacity_] int32, each row's row of pos_embd
   Region position_rows_;  // ... and those rows, [capacity_, dim]
   // moe_out's (token, expert) pairs: [capacity_ * active, experts.ffn_dim] each, and their outputs
-  // [.., dim]; the room for a plan grouping them by expert
-  Region expert_gate_, expert_up_, expert_hidden_, expert_out_;
+  // [.., dim]; their inputs [.., dim] where the weights scale them; the room for a plan grouping them by expert
+  Region expert_gate_, expert_up_, expert_hidden_, expert_out_, expert_input_;
   // moe_shared's: [capacity_, experts.shared_ffn_dim] each, its FFN's output [.., dim] and its
   // gate's logits [.., 1] (where it has a gate)
   Region shared_gate_, shared_up_, shared_hidden_, shared_out_, shared_logits_;
@@ -264,7 +264,7 @@ std::string Engine::kernel(Op op) const {
     const KernelChoice& choice = kernels_->choice();
     const std::vector<KernelId> planned =
         op == Op::moe_shared ? choice.planned_shared_expert(weight_dtype(op), config_.experts.shared_gate)
-        : op == Op::moe_out  ? choice.planned_mixture(weight_dtype(op), config_.experts.biases)
+        : op == Op::moe_out  ? choice.planned_mixture(weight_dtype(op), config_.experts)
                              : choice.planned(model::op_class(op), weight_dtype(op));
     ids = planned;
     for (int l = 0; l < config_.n_layers; ++l)
@@ -306,6 +306,8 @@ void Engine::reserve_rows(int rows) {
     for (Region* r : {&expert_gate_, &expert_up_, &expert_hidden_})
       *r = activations_->allocate(activation_bytes(pairs, config_.experts.ffn_dim), "the experts' FFN activations");
     expert_out_ = activations_->allocate(activation_bytes(pairs, config_.dim), "the experts' outputs");
+    if (config_.experts.weights_scale_input)
+      expert_input_ = activations_->allocate(activation_bytes(pairs, config_.dim), "the experts' weighted inputs");
     const auto plan_tiles = Kernels::expert_plan_tiles(static_cast<std::uint64_t>(pairs), config_.experts.count);
     expert_plan_ = {activations_->allocate((1 + 3 * plan_tiles) * 4, "the experts' tiles"),
                     activations_->allocate(static_cast<std::uint64_t>(pairs) * 4, "the pairs grouped by expert")};
@@ -372,12 +374,18 @@ void Engine::begin_batch(int index, std::span<const BatchPart> parts) {
                 config_.n_heads,
                 config_.n_kv_heads,
                 config_.head_dim,
-                config_.sliding_window,  // of the layers that slide (attend sets each layer's)
+                config_.sliding_window,  // of the layers that slide (attend sets each layer's span)
                 static_cast<int>(parts_.size()),
                 longest,
                 static_cast<float>(config_.block.attention_softcap),
-                config_.block.attention_sinks};
-  if (const std::uint64_t bytes = kernels_->attention_scratch_bytes(attention_); bytes > attention_scratch_.size) {
+                config_.block.attention_sinks,
+                false,
+                config_.attention_chunk};
+  AttentionShape unchunked = attention_;  // the full layers of a chunked model may take another kernel
+  unchunked.chunk = 0;
+  if (const std::uint64_t bytes =
+          std::max(kernels_->attention_scratch_bytes(attention_), kernels_->attention_scratch_bytes(unchunked));
+      bytes > attention_scratch_.size) {
     const std::uint64_t size = std::max(bytes, 2 * attention_scratch_.size);
     scratch_->release();  // nothing in flight: the stream is idle between passes
     attention_scratch_ = {};
@@ -611,9 +619,15 @@ KernelId Engine::mixture(const model::Step& step, const Region& out) {
     if (const DeviceWeight* b = weights_->find(kind, l))
       biased = kernels_->expert_bias(*stream_, ids, *b, values, pairs, width, count);
   };
-  KernelId id = kernels_->expert_matmul(*stream_, x, weights_->get(WeightKind::expert_gate, l), f, ids, k, true, gate,
-                                        pairs, plan, faults);
-  kernels_->expert_matmul(*stream_, x, weights_->get(WeightKind::expert_up, l), f, ids, k, true, up, pairs, plan,
+  // Llama 4's: each pair's input its token's row times its weight, the outputs then added unweighted
+  const bool scaled = config_.experts.weights_scale_input;
+  std::optional<Kernel> scaling;
+  if (scaled)
+    scaling = kernels_->expert_input(*stream_, x, weights, used(expert_input_, config_.dim), rows, config_.dim, k);
+  const Region& in = scaled ? used(expert_input_, config_.dim) : x;
+  KernelId id = kernels_->expert_matmul(*stream_, in, weights_->get(WeightKind::expert_gate, l), f, ids, k, !scaled,
+                                        gate, pairs, plan, faults);
+  kernels_->expert_matmul(*stream_, in, weights_->get(WeightKind::expert_up, l), f, ids, k, !scaled, up, pairs, plan,
                           faults);
   add_bias(WeightKind::expert_b_gate, gate, f);
   add_bias(WeightKind::expert_b_up, up, f);
@@ -623,7 +637,8 @@ KernelId Engine::mixture(const model::Step& step, const Region& out) {
                           pairs, plan, faults);
   add_bias(WeightKind::expert_b_down, y, config_.dim);
   if (biased) id.kernels.push_back(*biased);
-  id.kernels.push_back(kernels_->moe_sum(*stream_, y, weights, out, rows, config_.dim, k));
+  if (scaling) id.kernels.push_back(*scaling);
+  id.kernels.push_back(kernels_->moe_sum(*stream_, y, weights, out, rows, config_.dim, k, scaled));
   return id;
 }
 
@@ -665,7 +680,9 @@ Kernel Engine::attend(const model::Step& step, const Region& out) {
     }
   }
   AttentionShape shape = attention_;
-  shape.window = model::attention_window(config_, layer);
+  const model::KeySpan span = model::key_span(config_, layer);
+  shape.window = span.window;
+  shape.chunk = span.chunk;
   shape.scale_q_first = kernels_->choice().llama_cpp() && formats::llama_cpp_scales_q_first(config_);
   const DeviceWeight* sinks = weights_->find(WeightKind::attn_sinks, layer);
   const Kernel variant = kernels_->attention(

@@ -42,6 +42,7 @@ std::string_view qk_norm_name(QkNorm q) {
     case QkNorm::none: return "none";
     case QkNorm::per_head: return "per_head";
     case QkNorm::whole: return "whole";
+    case QkNorm::per_head_plain: return "per_head_plain";
   }
   return "?";
 }
@@ -154,7 +155,7 @@ Block block_from_json(const nlohmann::json& j, const std::string& source) {
   named("norm", b.norm, norm_kind_name, NormKind::rms, NormKind::layer);
   number("norm_offset", b.norm_offset);
   flag("norm_bias", b.norm_bias);
-  named("qk_norm", b.qk_norm, qk_norm_name, QkNorm::none, QkNorm::per_head, QkNorm::whole);
+  named("qk_norm", b.qk_norm, qk_norm_name, QkNorm::none, QkNorm::per_head, QkNorm::whole, QkNorm::per_head_plain);
   flag("qk_norm_after_rope", b.qk_norm_after_rope);
   named("ffn", b.ffn, ffn_name, Ffn::gated, Ffn::plain);
   named("activation", b.activation, activation_name, Activation::silu, Activation::gelu, Activation::gelu_tanh,

@@ -54,13 +54,16 @@ std::string_view ffn_name(Ffn f);  // "gated", "plain"
 enum class Parallel : std::uint8_t { none, shared_norm, own_norm };
 std::string_view parallel_name(Parallel p);  // "none", "shared_norm", "own_norm"
 
-// Where q and k are RMS-normed before RoPE.
+// Where q and k are RMS-normed before RoPE (or after it: qk_norm_after_rope).
 enum class QkNorm : std::uint8_t {
   none,
   per_head,  // each head's head_dim channels, one weight [head_dim] shared by the heads (Qwen3, Gemma 3)
   whole,     // the whole projection's row, one weight [q_dim] or [kv_dim] (OLMo 2)
+  // each head's channels without a weight (ones stand in), in the layers that rotate only: Llama 4's
+  // L2Norm (an RMS norm; qk_norm_after_rope)
+  per_head_plain,
 };
-std::string_view qk_norm_name(QkNorm q);  // "none", "per_head", "whole"
+std::string_view qk_norm_name(QkNorm q);  // "none", "per_head", "whole", "per_head_plain"
 
 // The constants of the clamped SwiGLU (Activation::swiglu_oai): gpt-oss's swiglu_alpha and swiglu_limit.
 struct SwigluClamp {

@@ -77,12 +77,19 @@ void ModelConfig::validate(const std::string& source) const {
             fmt::format("beta {} length {}", query_temperature.beta, query_temperature.length));
     require(model::rotary_dim(*this) == head_dim, "RoPE on whole heads with a query temperature",
             fmt::format("rotary_dim {} of {}", model::rotary_dim(*this), head_dim));
-    require(std::find(rope_layers.begin(), rope_layers.end(), false) == rope_layers.end(),
-            "RoPE in every layer with a query temperature (it is applied with RoPE)", "a layer without");
+    require(query_temperature.offset >= 0, "a query temperature's position offset >= 0", query_temperature.offset);
+    require(
+        query_temperature.nope_layers || std::find(rope_layers.begin(), rope_layers.end(), false) == rope_layers.end(),
+        "RoPE in every layer with a query temperature (it is applied with RoPE)", "a layer without");
   }
   require(sliding_window >= 0, "sliding_window >= 0", sliding_window);
   require(sliding_layers.empty() || std::ssize(sliding_layers) == n_layers, "a sliding flag for every layer, or none",
           sliding_layers.size());
+  require(attention_chunk >= 0, "attention_chunk >= 0", attention_chunk);
+  require(chunked_layers.empty() || std::ssize(chunked_layers) == n_layers, "a chunked flag for every layer, or none",
+          chunked_layers.size());
+  require(sliding_window == 0 || attention_chunk == 0, "sliding or chunked layers, not both",
+          fmt::format("sliding_window {} and attention_chunk {}", sliding_window, attention_chunk));
   require(rope_layers.empty() || std::ssize(rope_layers) == n_layers, "a RoPE flag for every layer, or none",
           rope_layers.size());
   require(context_length >= 0, "context_length >= 0", context_length);
@@ -108,6 +115,9 @@ void ModelConfig::validate(const std::string& source) const {
             "1 to groups groups chosen, holding at least the active experts",
             fmt::format("{} of {} groups for {} active", experts.top_groups, experts.groups, experts.active));
     require(std::isfinite(experts.scale) && experts.scale > 0, "a finite positive routed scale", experts.scale);
+    require(!experts.weights_scale_input || (!experts.biases && !experts.sparsemixer),
+            "experts whose input the weights scale without expert biases or a sparsemixer",
+            "weights_scale_input with either");
     require(
         !experts.sparsemixer || (experts.active == 2 && experts.score == RouterScore::softmax &&
                                  !experts.selection_bias && experts.groups == 1 && !experts.normalize &&
@@ -125,7 +135,17 @@ bool slides(const ModelConfig& c, int layer) {
   return c.sliding_layers.empty() || c.sliding_layers.at(static_cast<std::size_t>(layer));
 }
 
-int attention_window(const ModelConfig& c, int layer) { return slides(c, layer) ? c.sliding_window : 0; }
+std::int64_t KeySpan::first(std::int64_t pos) const {
+  if (chunk > 0) return pos - pos % chunk;
+  return window > 0 ? std::max<std::int64_t>(0, pos - window + 1) : 0;
+}
+
+KeySpan key_span(const ModelConfig& c, int layer) {
+  const bool chunked = c.chunked_layers.empty() || c.chunked_layers.at(static_cast<std::size_t>(layer));
+  return {.window = slides(c, layer) ? c.sliding_window : 0, .chunk = chunked ? c.attention_chunk : 0};
+}
+
+bool full_attention(const ModelConfig& c) { return c.sliding_window == 0 && c.attention_chunk == 0; }
 
 bool uses_sliding_rope(const ModelConfig& c, int layer) { return c.sliding_rope && slides(c, layer); }
 
@@ -139,6 +159,16 @@ const RopeScaling& rope_scaling(const ModelConfig& c, int layer) {
 
 bool uses_rope(const ModelConfig& c, int layer) {
   return c.rope_layers.empty() || c.rope_layers.at(static_cast<std::size_t>(layer));
+}
+
+bool scales_query(const ModelConfig& c, int layer) {
+  return c.query_temperature.beta != 0 && (!c.query_temperature.nope_layers || !uses_rope(c, layer));
+}
+
+bool has_rope_q(const ModelConfig& c, int layer) { return uses_rope(c, layer) || scales_query(c, layer); }
+
+bool has_qk_norm(const ModelConfig& c, int layer) {
+  return c.block.qk_norm != QkNorm::none && (c.block.qk_norm != QkNorm::per_head_plain || uses_rope(c, layer));
 }
 
 bool has_choice_scores(const ModelConfig& c) {
@@ -201,8 +231,13 @@ nlohmann::json to_json(const ModelConfig& c) {
     j["sliding_rope"] = {{"rope_base", c.sliding_rope->base},
                          {"rope_scaling", rope_scaling_json(c.sliding_rope->scaling)}};
   if (c.query_temperature.beta != 0)
-    j["query_temperature"] = {{"beta", c.query_temperature.beta}, {"length", c.query_temperature.length}};
+    j["query_temperature"] = {{"beta", c.query_temperature.beta},
+                              {"length", c.query_temperature.length},
+                              {"offset", c.query_temperature.offset},
+                              {"nope_layers", c.query_temperature.nope_layers}};
   if (!c.sliding_layers.empty()) j["sliding_layers"] = c.sliding_layers;
+  if (c.attention_chunk > 0) j["attention_chunk"] = c.attention_chunk;
+  if (!c.chunked_layers.empty()) j["chunked_layers"] = c.chunked_layers;
   if (!c.rope_layers.empty()) j["rope_layers"] = c.rope_layers;
   if (c.experts.count > 0) {
     j["experts"] = {{"count", c.experts.count},
@@ -224,6 +259,7 @@ nlohmann::json to_json(const ModelConfig& c) {
       j["experts"]["top_groups"] = c.experts.top_groups;
     }
     if (c.experts.scale != 1.0) j["experts"]["scale"] = c.experts.scale;
+    if (c.experts.weights_scale_input) j["experts"]["weights_scale_input"] = true;
     if (c.experts.sparsemixer) j["experts"]["sparsemixer_eps"] = c.experts.mixer_eps;
   }
   return j;

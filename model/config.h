@@ -51,6 +51,9 @@ struct Experts {
   int groups = 1;       // the experts in this many groups (n_group) ...
   int top_groups = 1;   // ... of which the choice may take this many (topk_group)
   double scale = 1.0;   // the chosen weights times this (routed_scaling_factor)
+  // Each chosen expert reads its token's input times its weight, and the experts' outputs are added
+  // unweighted (Llama 4: the input scaled by the sigmoid of the expert's logit).
+  bool weights_scale_input = false;
   // PhiMoE's sparsemixer at inference (two experts): the top expert's weight the softmax over the
   // experts whose logit lies within 2 mixer_eps of the top one (relative: (top - s) / max(|s|,
   // top)), the second's the same over the others relative to its own logit.
@@ -71,6 +74,9 @@ struct ModelConfig {
   int context_length = 0;            // trained context; 0 = unknown
   int sliding_window = 0;            // attention window in tokens of the layers that slide; 0 = full causal attention
   std::vector<bool> sliding_layers;  // [n_layers]: which layers slide (Gemma 2, Qwen2 mixes); empty: all
+  int attention_chunk = 0;           // > 0: a query of the chunked layers sees the keys of its own chunk of this
+                                     // many positions only (Llama 4's attention_chunk_size); 0: none
+  std::vector<bool> chunked_layers;  // [n_layers]: which layers are chunked; empty: all
   std::vector<bool> rope_layers;     // [n_layers]: which layers rotate q and k (SmolLM3); empty: all
   double rope_base = 10000.0;
   int rotary_dim = 0;  // leading channels of a head that RoPE rotates; 0 = head_dim
@@ -94,8 +100,17 @@ struct ModelConfig {
 
 // Whether a layer is one of the sliding ones (sliding_layers; empty: all of them).
 bool slides(const ModelConfig& config, int layer);
-// The attention window of a layer: sliding_window where the layer slides, else 0 (full).
-int attention_window(const ModelConfig& config, int layer);
+// The keys a query at position pos sees in a layer: the cache rows [first(pos), pos].
+struct KeySpan {
+  int window = 0;  // > 0: the last `window` positions (a sliding layer's)
+  int chunk = 0;   // > 0: those from the start of pos's chunk of `chunk` positions (a chunked layer's)
+  std::int64_t first(std::int64_t pos) const;
+  friend bool operator==(const KeySpan&, const KeySpan&) = default;
+};
+// A layer's span: sliding_window where the layer slides, attention_chunk where it is chunked.
+KeySpan key_span(const ModelConfig& config, int layer);
+// Whether every layer sees every earlier position (no window, no chunk).
+bool full_attention(const ModelConfig& config);
 // Whether a layer takes sliding_rope in place of rope_base and rope_scaling.
 bool uses_sliding_rope(const ModelConfig& config, int layer);
 // A layer's RoPE base and scaling.
@@ -103,6 +118,13 @@ double rope_base(const ModelConfig& config, int layer);
 const RopeScaling& rope_scaling(const ModelConfig& config, int layer);
 // Whether a layer rotates q and k (its graph has rope_q and rope_k).
 bool uses_rope(const ModelConfig& config, int layer);
+// Whether the query temperature scales a layer's q (model/rope.h QueryTemperature); in a layer that
+// does not rotate, rope_q then turns q by no angle and scales it only.
+bool scales_query(const ModelConfig& config, int layer);
+// Whether a layer's graph has rope_q: it rotates, or scales its q.
+bool has_rope_q(const ModelConfig& config, int layer);
+// Whether a layer's graph has q_norm and k_norm (model/block.h QkNorm).
+bool has_qk_norm(const ModelConfig& config, int layer);
 // Whether a layer's FFN is the mixture of experts (its graph has moe_router ... moe_out).
 bool uses_experts(const ModelConfig& config, int layer);
 // Whether the router's choice is made on scores of their own (moe_scores): a sigmoid router's, or

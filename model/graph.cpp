@@ -33,13 +33,13 @@ Graph::Graph(const ModelConfig& config) : config_(config), n_layers_(config.n_la
     const TensorId x = maybe(b.pre_norms, Op::attn_norm, l, stream);
     TensorId q = add(Op::q_proj, l, {x}), k = add(Op::k_proj, l, {x});
     const TensorId v = add(Op::v_proj, l, {x});
-    const bool norms = b.qk_norm != QkNorm::none, rotates = uses_rope(config, l);
+    const bool norms = has_qk_norm(config, l), rotates = uses_rope(config, l);
     const auto qk_norms = [&] {
       q = maybe(norms, Op::q_norm, l, q);
       k = maybe(norms, Op::k_norm, l, k);
     };
     if (!b.qk_norm_after_rope) qk_norms();
-    q = maybe(rotates, Op::rope_q, l, q);
+    q = maybe(has_rope_q(config, l), Op::rope_q, l, q);
     k = maybe(rotates, Op::rope_k, l, k);
     if (b.qk_norm_after_rope) qk_norms();
     const TensorId attn = add(Op::attn, l, {q, k, v});

@@ -113,6 +113,7 @@ RopeFrequencies rope_frequencies(const ModelConfig& config, int layer, double ba
     case RopeType::llama3: out.inv_freq = llama3(s, standard_inv_freq(base, d)); break;
     case RopeType::longrope: out = longrope(s, base, d, seq_len); break;
   }
+  out.still = !uses_rope(config, layer);
   if (!s.freq_factors.empty()) {
     TAPDIFF_ASSERT(s.freq_factors.size() == out.inv_freq.size(), "{} freq_factors for {} pairs", s.freq_factors.size(),
                    out.inv_freq.size());
@@ -123,17 +124,24 @@ RopeFrequencies rope_frequencies(const ModelConfig& config, int layer, double ba
 
 double query_temperature(const QueryTemperature& t, std::int64_t pos) {
   if (t.beta == 0) return 1.0;
-  return 1.0 + t.beta * std::log(1.0 + std::floor(static_cast<double>(pos) / t.length));
+  return 1.0 + t.beta * std::log(1.0 + std::floor(static_cast<double>(pos + t.offset) / t.length));
 }
 
-RopeFrequencies query_frequencies(const ModelConfig& config, RopeFrequencies f) {
-  f.temperature = config.query_temperature;
+RopeFrequencies query_frequencies(const ModelConfig& config, int layer, RopeFrequencies f) {
+  if (scales_query(config, layer)) f.temperature = config.query_temperature;
   return f;
 }
 
 void rope_cos_sin(const RopeFrequencies& f, std::int64_t pos, std::span<double> cos_sin) {
   TAPDIFF_ASSERT(cos_sin.size() == 2 * f.inv_freq.size(), "cos and sin of {} pairs", f.inv_freq.size());
   const double temperature = query_temperature(f.temperature, pos);
+  if (f.still) {
+    for (std::size_t i = 0; i < f.inv_freq.size(); ++i) {
+      cos_sin[2 * i] = f.attention_factor * temperature;
+      cos_sin[2 * i + 1] = 0.0;
+    }
+    return;
+  }
   if (!f.ggml) {
     for (std::size_t i = 0; i < f.inv_freq.size(); ++i) {
       const double angle = static_cast<double>(pos) * f.inv_freq[i];

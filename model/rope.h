@@ -76,11 +76,15 @@ struct GgmlAngles {
 };
 
 // Llama 4's attention temperature (Ministral 3's llama_4_scaling_beta): q after RoPE times
-// 1 + beta * ln(1 + floor(pos / length)) at its position pos; beta 0: none. Folded into the cos
-// and sin that q turns by (query_frequencies), so it needs RoPE on whole heads.
+// 1 + beta * ln(1 + floor((pos + offset) / length)) at its position pos; beta 0: none. Folded into
+// the cos and sin that q turns by (query_frequencies), so it needs RoPE on whole heads. Ministral 3
+// scales every layer's q; Llama 4 (attn_scale, floor_scale) only the q of the layers that do not
+// rotate (nope_layers), at pos + 1.
 struct QueryTemperature {
   double beta = 0;
   int length = 0;
+  int offset = 0;
+  bool nope_layers = false;
   auto operator<=>(const QueryTemperature&) const = default;
 };
 
@@ -94,6 +98,7 @@ struct RopeFrequencies {
   // takes ggml's f32 steps, not pos * inv_freq[i] in double.
   std::optional<GgmlAngles> ggml;
   QueryTemperature temperature;  // q's: multiplies cos and sin at each position
+  bool still = false;            // a layer that does not rotate: every angle 0 (q only scaled by the temperature)
   auto operator<=>(const RopeFrequencies&) const = default;
 };
 
@@ -103,8 +108,8 @@ struct RopeFrequencies {
 // Vulkan engine's tables).
 void rope_cos_sin(const RopeFrequencies& f, std::int64_t pos, std::span<double> cos_sin);
 
-// The frequencies q turns by: f with the config's query temperature.
-RopeFrequencies query_frequencies(const ModelConfig& config, RopeFrequencies f);
+// The frequencies q of a layer turns by: f with the config's query temperature where it scales the layer.
+RopeFrequencies query_frequencies(const ModelConfig& config, int layer, RopeFrequencies f);
 
 // The channels of a head that RoPE rotates (config.rotary_dim, or head_dim when 0).
 int rotary_dim(const ModelConfig& config);

@@ -217,18 +217,34 @@ void Model::add_values(WeightKind kind, int layer, std::string name, std::span<c
           std::move(name), DType::f32, 1, static_cast<std::int64_t>(values.size()), hold(std::move(bytes)), {}});
 }
 
+namespace {
+
+// Weights of ones for a norm the file must not hold.
+void add_ones(Model& model, WeightKind kind, int layer, int width, std::string_view norms) {
+  if (const WeightTensor* t = model.find(kind, layer))
+    throw FormatError(fmt::format("{}: tensor '{}' is not supported: {}'s {} have no weight", model.path().string(),
+                                  t->name, family_name(model.config().family), norms));
+  model.add_values(kind, layer, fmt::format("(ones: the {} have no weight)", norms),
+                   std::vector<float>(static_cast<std::size_t>(width), 1.0f));
+}
+
+}  // namespace
+
 void add_unit_norms(Model& model) {
   const ModelConfig& c = model.config();
-  const std::vector<float> ones(static_cast<std::size_t>(c.dim), 1.0f);
-  const auto add = [&](WeightKind kind, int layer) {
-    if (const WeightTensor* t = model.find(kind, layer))
-      throw FormatError(fmt::format("{}: tensor '{}' is not supported: {}'s norms have no weight",
-                                    model.path().string(), t->name, family_name(c.family)));
-    model.add_values(kind, layer, "(ones: the norms have no weight)", ones);
-  };
-  add(WeightKind::output_norm, -1);
+  add_ones(model, WeightKind::output_norm, -1, c.dim, "norms");
   for (int l = 0; l < c.n_layers; ++l)
-    for (const WeightKind kind : {WeightKind::attn_norm, WeightKind::ffn_norm}) add(kind, l);
+    for (const WeightKind kind : {WeightKind::attn_norm, WeightKind::ffn_norm})
+      add_ones(model, kind, l, c.dim, "norms");
+}
+
+void add_unit_qk_norms(Model& model) {
+  const ModelConfig& c = model.config();
+  if (c.block.qk_norm != QkNorm::per_head_plain) return;
+  for (int l = 0; l < c.n_layers; ++l)
+    if (has_qk_norm(c, l))
+      for (const WeightKind kind : {WeightKind::q_norm, WeightKind::k_norm})
+        add_ones(model, kind, l, c.head_dim, "q and k norms");
 }
 
 void Model::add_parts(const WeightTensor& whole, std::span<const WeightPart> parts, const std::string& file) {
@@ -318,8 +334,8 @@ void Model::validate() const {
     vector(b.qkv_bias, WeightKind::bq, c.q_dim());
     vector(b.qkv_bias, WeightKind::bk, c.kv_dim());
     vector(b.qkv_bias, WeightKind::bv, c.kv_dim());
-    vector(b.qk_norm != QkNorm::none, WeightKind::q_norm, q_norm_width);
-    vector(b.qk_norm != QkNorm::none, WeightKind::k_norm, k_norm_width);
+    vector(has_qk_norm(c, l), WeightKind::q_norm, q_norm_width);
+    vector(has_qk_norm(c, l), WeightKind::k_norm, k_norm_width);
     check(WeightKind::wo, l, c.dim, c.q_dim());
     vector(b.o_bias, WeightKind::bo, c.dim);
     vector(b.attention_sinks, WeightKind::attn_sinks, c.n_heads);

@@ -236,6 +236,9 @@ class Model {
 // Weights of ones for the norms of a family whose norms have none (OLMo), the same as none; a norm
 // weight the file holds is refused (the family's model has no place for it).
 void add_unit_norms(Model& model);
+// Weights of ones for the q and k norms of a block whose q/k norms have none
+// (QkNorm::per_head_plain); one the file holds is refused.
+void add_unit_qk_norms(Model& model);
 
 // UsageError naming the file where an engine cannot run the model as loaded: a GGUF's LongRoPE
 // without a context size (formats::LoadOptions::context_size).

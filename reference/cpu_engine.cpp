@@ -215,7 +215,7 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
     case Op::rope_q:
     case Op::rope_k: {
       model::RopeFrequencies f = ops_->rope_frequencies(step.layer, chunk_.first_pos + chunk_.rows);
-      if (step.op == Op::rope_q) f = model::query_frequencies(config_, std::move(f));
+      if (step.op == Op::rope_q) f = model::query_frequencies(config_, step.layer, std::move(f));
       rope<S>(in(0), config_.head_dim, chunk_.first_pos, f, config_.rope_style, out);
       return;
     }
@@ -250,7 +250,7 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
                                       vector(WeightKind::expert_b_gate),
                                       vector(WeightKind::expert_b_up),
                                       vector(WeightKind::expert_b_down)};
-      mixture<S>(in(0), in(1), in(2), experts, block, r_.stored, out);
+      mixture<S>(in(0), in(1), in(2), experts, block, config_.experts.weights_scale_input, r_.stored, out);
       return;
     }
     case Op::moe_shared: {

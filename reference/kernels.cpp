@@ -156,7 +156,7 @@ void scale_softcap(Mat<S>& x, double scale, double cap) {
 
 template <typename S>
 void attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, int first_pos, int n_heads,
-               int n_kv_heads, int head_dim, int window, double score_scale, double softcap, const S* sinks,
+               int n_kv_heads, int head_dim, model::KeySpan span, double score_scale, double softcap, const S* sinks,
                AttentionRounding rounding, Mat<S>& out) {
   const Eigen::Index T = q.rows();
   const Eigen::Index P = first_pos + T;
@@ -174,7 +174,7 @@ void attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, in
     if (softcap > 0) scale_softcap<S>(scores, 1.0, softcap);
     for (Eigen::Index t = 0; t < T; ++t) {
       const Eigen::Index pos = first_pos + t;
-      const Eigen::Index lo = window > 0 ? std::max<Eigen::Index>(0, pos - window + 1) : 0;
+      const auto lo = static_cast<Eigen::Index>(span.first(pos));
       auto row = scores.row(t);
       row.head(lo).setConstant(S(0));
       row.tail(P - pos - 1).setConstant(S(0));
@@ -240,21 +240,21 @@ void gated_activation(const Mat<S>& gate, const Mat<S>& up, const model::Block& 
   out.array() *= up.array();
 }
 
-#define TAPDIFF_INSTANTIATE(S)                                                                                     \
-  template void embed<S>(const ConstMatMap<S>&, std::span<const std::int32_t>, double, Mat<S>&);                   \
-  template void add_positions<S>(const ConstMatMap<S>&, std::int64_t, Mat<S>&);                                    \
-  template void rms_norm<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, double, double, Mat<S>&);              \
-  template void layer_norm<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, const S*, double, double, Mat<S>&);  \
-  template void norm<S>(const Mat<S>&, model::NormKind, const Eigen::Map<const Vec<S>>&, const S*, double, double, \
-                        Mat<S>&);                                                                                  \
-  template void norm_groups<S>(const Mat<S>&, model::NormKind, const Eigen::Map<const Vec<S>>&, double, double,    \
-                               Mat<S>&);                                                                           \
-  template void matmul<S>(const Mat<S>&, const ConstMatMap<S>&, const S*, Mat<S>&);                                \
-  template void rope<S>(const Mat<S>&, int, int, const model::RopeFrequencies&, model::RopeStyle, Mat<S>&);        \
-  template void attention<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, int, int, int, int, int, double, double, \
-                             const S*, AttentionRounding, Mat<S>&);                                                \
-  template void activation<S>(const Mat<S>&, model::Activation, Mat<S>&, const model::Xielu&);                     \
-  template void gated_activation<S>(const Mat<S>&, const Mat<S>&, const model::Block&, Mat<S>&);                   \
+#define TAPDIFF_INSTANTIATE(S)                                                                                        \
+  template void embed<S>(const ConstMatMap<S>&, std::span<const std::int32_t>, double, Mat<S>&);                      \
+  template void add_positions<S>(const ConstMatMap<S>&, std::int64_t, Mat<S>&);                                       \
+  template void rms_norm<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, double, double, Mat<S>&);                 \
+  template void layer_norm<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, const S*, double, double, Mat<S>&);     \
+  template void norm<S>(const Mat<S>&, model::NormKind, const Eigen::Map<const Vec<S>>&, const S*, double, double,    \
+                        Mat<S>&);                                                                                     \
+  template void norm_groups<S>(const Mat<S>&, model::NormKind, const Eigen::Map<const Vec<S>>&, double, double,       \
+                               Mat<S>&);                                                                              \
+  template void matmul<S>(const Mat<S>&, const ConstMatMap<S>&, const S*, Mat<S>&);                                   \
+  template void rope<S>(const Mat<S>&, int, int, const model::RopeFrequencies&, model::RopeStyle, Mat<S>&);           \
+  template void attention<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, int, int, int, int, model::KeySpan, double, \
+                             double, const S*, AttentionRounding, Mat<S>&);                                           \
+  template void activation<S>(const Mat<S>&, model::Activation, Mat<S>&, const model::Xielu&);                        \
+  template void gated_activation<S>(const Mat<S>&, const Mat<S>&, const model::Block&, Mat<S>&);                      \
   template void scale_softcap<S>(Mat<S>&, double, double);
 TAPDIFF_INSTANTIATE(float)
 TAPDIFF_INSTANTIATE(double)

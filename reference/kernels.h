@@ -62,7 +62,7 @@ void rope(const Mat<S>& x, int head_dim, int first_pos, const model::RopeFrequen
 // Causal grouped-query attention of the chunk's queries over the whole cache:
 // q [T, heads * hd] (after RoPE), k_cache / v_cache [>= P, kv_heads * hd] -> out [T, heads * hd].
 // Query head h reads KV head h / (heads / kv_heads); row t (position first_pos + t) sees cache rows
-// j <= first_pos + t, and j > first_pos + t - window when window > 0. Scores are q.k * scale,
+// j in [span.first(first_pos + t), first_pos + t] (a sliding window's, a chunk's). Scores are q.k * scale,
 // then softcap * tanh(score / softcap) where softcap > 0. Where sinks is not null, head h's
 // softmax has one more logit in its denominator, sinks[h], with no value (gpt-oss). Rounded as `rounding` says (S =
 // float only): f16_operands rounds q and the softmax probabilities to f16 values for their products, as llama.cpp
@@ -73,7 +73,7 @@ struct AttentionRounding {
 };
 template <typename S>
 void attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, int first_pos, int n_heads,
-               int n_kv_heads, int head_dim, int window, double scale, double softcap, const S* sinks,
+               int n_kv_heads, int head_dim, model::KeySpan span, double scale, double softcap, const S* sinks,
                AttentionRounding rounding, Mat<S>& out);
 
 // out = act(x) (model/block.h's activations)    [T, ffn]: a plain FFN's ffn_act; xielu with the

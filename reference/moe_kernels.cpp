@@ -132,7 +132,7 @@ void expert_weights(const Mat<S>& logits, const Mat<S>& ids, const model::Expert
 
 template <typename S>
 void mixture(const Mat<S>& x, const Mat<S>& ids, const Mat<S>& weights, const ExpertMatrices<S>& experts,
-             const model::Block& block, Storage storage, Mat<S>& out) {
+             const model::Block& block, bool weights_scale_input, Storage storage, Mat<S>& out) {
   const Eigen::Index dim = x.cols(), ffn = experts.ffn_dim, count = experts.gate.rows() / ffn;
   // The (row, slot) pairs of each expert, rows ascending.
   std::vector<std::vector<std::pair<Eigen::Index, Eigen::Index>>> users(static_cast<std::size_t>(count));
@@ -145,7 +145,11 @@ void mixture(const Mat<S>& x, const Mat<S>& ids, const Mat<S>& weights, const Ex
     const auto& used = users[static_cast<std::size_t>(e)];
     if (used.empty()) continue;
     rows.resize(std::ssize(used), dim);
-    for (std::size_t i = 0; i < used.size(); ++i) rows.row(static_cast<Eigen::Index>(i)) = x.row(used[i].first);
+    for (std::size_t i = 0; i < used.size(); ++i) {
+      const auto [t, j] = used[i];
+      rows.row(static_cast<Eigen::Index>(i)) = weights_scale_input ? (weights(t, j) * x.row(t)).eval() : x.row(t);
+    }
+    if (weights_scale_input) round_matrix(storage, rows);
     const ConstMatMap<S> g(experts.gate.data() + e * ffn * dim, ffn, dim);
     const ConstMatMap<S> u(experts.up.data() + e * ffn * dim, ffn, dim);
     const ConstMatMap<S> d(experts.down.data() + e * dim * ffn, dim, ffn);
@@ -166,7 +170,7 @@ void mixture(const Mat<S>& x, const Mat<S>& ids, const Mat<S>& weights, const Ex
     product(hidden, d, experts.down_bias, e * dim, y);
     for (std::size_t i = 0; i < used.size(); ++i) {
       const auto [t, j] = used[i];
-      out.row(t) += weights(t, j) * y.row(static_cast<Eigen::Index>(i));
+      out.row(t) += (weights_scale_input ? S{1} : weights(t, j)) * y.row(static_cast<Eigen::Index>(i));
     }
   }
 }
@@ -194,7 +198,7 @@ void shared_expert(const Mat<S>& x, const SharedExpert<S>& expert, const model::
   template void top_experts<S>(const Mat<S>&, int, int, int, Mat<S>&);                                                 \
   template void expert_weights<S>(const Mat<S>&, const Mat<S>&, const model::Experts&, Mat<S>&);                       \
   template void mixture<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, const ExpertMatrices<S>&, const model::Block&, \
-                           Storage, Mat<S>&);                                                                          \
+                           bool, Storage, Mat<S>&);                                                                    \
   template void shared_expert<S>(const Mat<S>&, const SharedExpert<S>&, const model::Block&, Storage, Mat<S>&);
 TAPDIFF_INSTANTIATE(float)
 TAPDIFF_INSTANTIATE(double)

@@ -40,13 +40,14 @@ struct ExpertMatrices {
 
 // out[t] = sum over j of weights[t, j] * down_e(act(gate_e x[t]) * up_e x[t]) with e = ids[t, j]
 // (each product plus expert e's bias where the experts have them, added to the stored product), act
-// the block's gated activation,
-// added in the order of j (ascending expert id, as transformers adds them). Each expert's rows run
+// the block's gated activation, added in the order of j (ascending expert id, as transformers adds
+// them); where weights_scale_input, the sum of down_e(...) of the input weights[t, j] * x[t]
+// (stored, then unweighted: Llama 4). Each expert's rows run
 // as one product. With a storage other than f32 every intermediate (gate, up, activation, down,
 // weighted sum) is rounded to it, as an f16 or bf16 engine stores them. UsageError for an id that is no expert.
 template <typename S>
 void mixture(const Mat<S>& x, const Mat<S>& ids, const Mat<S>& weights, const ExpertMatrices<S>& experts,
-             const model::Block& block, Storage storage, Mat<S>& out);
+             const model::Block& block, bool weights_scale_input, Storage storage, Mat<S>& out);
 
 // The shared expert of one layer: gate and up [ffn, dim], down [dim, ffn]; gate_inp [1, dim], or
 // null, the weights of the sigmoid gate that scales its output per row (Qwen2-MoE's).

@@ -61,8 +61,8 @@ template <typename S>
 void Ops<S>::attend(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, int layer, int first_pos,
                     double scale, const S* sinks, AttentionRounding rounding, Mat<S>& out) const {
   reference::attention<S>(q, k_cache, v_cache, first_pos, config_.n_heads, config_.n_kv_heads, config_.head_dim,
-                          model::attention_window(config_, layer), scale, config_.block.attention_softcap, sinks,
-                          rounding, out);
+                          model::key_span(config_, layer), scale, config_.block.attention_softcap, sinks, rounding,
+                          out);
 }
 
 template <typename S>

@@ -64,6 +64,18 @@ std::unique_ptr<TappedRun> run_reference(const model::Model& m, const std::vecto
   return run;
 }
 
+std::unique_ptr<model::Model> model_with_config(const model::Model& base, const model::ModelConfig& config,
+                                                std::function<bool(model::WeightKind)> keep) {
+  config.validate("a test's config");
+  auto m = std::make_unique<model::Model>(base.path(), config);
+  for (int l = -1; l < config.n_layers; ++l)
+    for (int k = 0; k <= static_cast<int>(model::WeightKind::output); ++k) {
+      const auto kind = static_cast<model::WeightKind>(k);
+      if (const auto* t = base.find(kind, l); t != nullptr && (!keep || keep(kind))) m->add(kind, l, *t);
+    }
+  return m;
+}
+
 double nmse(const model::HostTensor& a, const model::HostTensor& b) {
   double err = 0, ref = 0;
   for (std::int64_t r = 0; r < a.rows(); ++r)

@@ -47,6 +47,11 @@ std::unique_ptr<TappedRun> run_reference(const model::Model& m, const std::vecto
 std::unique_ptr<model::Engine> reference_per_sequence(const model::Model& m, model::Scalar scalar,
                                                       std::size_t sequences);
 
+// A model of base's weights under `config` (validated): what synth cannot write. Its tensors stay in
+// base's files, which must outlive it; `keep` says which it takes (all where empty).
+std::unique_ptr<model::Model> model_with_config(const model::Model& base, const model::ModelConfig& config,
+                                                std::function<bool(model::WeightKind)> keep = {});
+
 // sum (a-b)^2 / sum a^2 over two tensors of the same shape.
 double nmse(const model::HostTensor& a, const model::HostTensor& b);
 

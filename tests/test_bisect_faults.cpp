@@ -28,7 +28,7 @@ TEST_P(BisectFault, IsTheCulpritWithItsDiagnosis) {
   const gpu::FaultInfo& info = gpu::fault_info(GetParam());
   const formats::SynthOptions synth = fault_synth_model(info);
   const auto m =
-      formats::load_model(synth_model_path(synth, fmt::format("synth-{}", family_name(synth.config.family))));
+      load_fault_model(synth_model_path(synth, fmt::format("synth-{}", family_name(synth.config.family))), synth);
   const int layer = m->config().n_layers / 2;
   const bool batched = info.diagnosis == model::DiagnosisCode::some_sequences;
   const model::Prompts prompts =

@@ -93,7 +93,7 @@ struct Fixture {
 };
 
 Fixture make_fixture(const gpu::FaultInfo& fault) {
-  auto m = formats::load_model(fault_model(fault));
+  auto m = load_fault_model(fault_model(fault), fault_synth_model(fault));
   model::Graph graph(m->config());
   const auto engine = engine_with(*m, "");
   auto clean = run_tapped(*engine, graph);
@@ -106,7 +106,8 @@ const Fixture& fixture(Fault fault = Fault::rope_base) {
   static std::map<std::string, Fixture> made;
   const gpu::FaultInfo& info = gpu::fault_info(fault);
   const model::ModelConfig config = fault_synth_model(info).config;
-  const std::string key = fmt::format("{}-{}", model::family_name(config.family), config.dim);
+  const std::string key =
+      fmt::format("{}-{}-{}", model::family_name(config.family), config.dim, config.attention_chunk);
   auto it = made.find(key);
   if (it == made.end()) it = made.emplace(key, make_fixture(info)).first;
   return it->second;
@@ -173,6 +174,7 @@ const std::vector<FaultCase> kCases = {
     {Fault::group_limit_ignored, {{kAll}}, {}},
     {Fault::sinks_dropped, {{kAll}}, {}},
     {Fault::swiglu_unclamped, {{kAll}}, {}},
+    {Fault::chunk_boundary, {{{6, kTotal}}}, {{0, 6}}},  // chunks of 6: from the second chunk on
 };
 
 class PlantedFault : public ::testing::TestWithParam<std::tuple<FaultCase, int>> {};

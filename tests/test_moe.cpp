@@ -261,7 +261,7 @@ TEST(MoeReference, TheMixtureIsTheWeightedSumOfTheChosenExpertsFfn) {
   const reference::ExpertMatrices<double> experts{reference::ConstMatMap<double>(gate.data(), count * f, dim),
                                                   reference::ConstMatMap<double>(up.data(), count * f, dim),
                                                   reference::ConstMatMap<double>(down.data(), count * dim, f), f};
-  reference::mixture<double>(x, ids, weights, experts, model::Block{}, reference::Storage::f32, out);
+  reference::mixture<double>(x, ids, weights, experts, model::Block{}, false, reference::Storage::f32, out);
   for (int t = 0; t < 2; ++t) {
     Eigen::RowVectorXd want = Eigen::RowVectorXd::Zero(dim);
     for (int j = 0; j < 2; ++j) {

@@ -153,7 +153,7 @@ TEST(ReferenceEngine, TokenOutsideTheVocabularyIsAClearError) {
 // Attention written as plainly as possible: for each head, row and visible key, in double.
 reference::Mat<double> naive_attention(const reference::Mat<double>& q, const reference::Mat<double>& k,
                                        const reference::Mat<double>& v, int first_pos, int heads, int kv_heads, int hd,
-                                       int window) {
+                                       int window, int chunk = 0) {
   reference::Mat<double> out = reference::Mat<double>::Zero(q.rows(), q.cols());
   for (int h = 0; h < heads; ++h) {
     const int g = h / (heads / kv_heads);
@@ -163,6 +163,7 @@ reference::Mat<double> naive_attention(const reference::Mat<double>& q, const re
       std::vector<Eigen::Index> keys;
       for (Eigen::Index j = 0; j <= pos; ++j) {
         if (window > 0 && pos - j >= window) continue;
+        if (chunk > 0 && j / chunk != pos / chunk) continue;
         double dot = 0;
         for (int c = 0; c < hd; ++c) dot += q(t, h * hd + c) * k(j, g * hd + c);
         w.push_back(dot / std::sqrt(static_cast<double>(hd)));
@@ -185,11 +186,30 @@ TEST(ReferenceKernels, AttentionMatchesANaiveLoopWithGqaOffsetAndSlidingWindow) 
   const reference::Mat<double> v = reference::Mat<double>::Random(P, kv_heads * hd);
   for (int window : {0, 1, 4}) {
     reference::Mat<double> out;
-    reference::attention<double>(q, k, v, first_pos, heads, kv_heads, hd, window, 1.0 / std::sqrt(double(hd)), 0.0,
-                                 nullptr, {}, out);
+    reference::attention<double>(q, k, v, first_pos, heads, kv_heads, hd, {.window = window},
+                                 1.0 / std::sqrt(double(hd)), 0.0, nullptr, {}, out);
     EXPECT_LT((out - naive_attention(q, k, v, first_pos, heads, kv_heads, hd, window)).cwiseAbs().maxCoeff(), 1e-12)
         << "window " << window;
   }
+}
+
+// Llama 4's chunked layers: a query sees the keys of its own chunk only (transformers' chunked_overlay).
+TEST(ReferenceKernels, ChunkedAttentionSeesItsOwnChunkOnly) {
+  const int heads = 4, kv_heads = 2, hd = 8, first_pos = 3, T = 9, P = first_pos + T;
+  const reference::Mat<double> q = reference::Mat<double>::Random(T, heads * hd);
+  const reference::Mat<double> k = reference::Mat<double>::Random(P, kv_heads * hd);
+  const reference::Mat<double> v = reference::Mat<double>::Random(P, kv_heads * hd);
+  for (int chunk : {1, 4, 5, 100}) {
+    reference::Mat<double> out;
+    reference::attention<double>(q, k, v, first_pos, heads, kv_heads, hd, {.chunk = chunk}, 1.0 / std::sqrt(double(hd)),
+                                 0.0, nullptr, {}, out);
+    EXPECT_LT((out - naive_attention(q, k, v, first_pos, heads, kv_heads, hd, 0, chunk)).cwiseAbs().maxCoeff(), 1e-12)
+        << "chunk " << chunk;
+  }
+  EXPECT_EQ((model::KeySpan{.chunk = 4}.first(11)), 8);
+  EXPECT_EQ((model::KeySpan{.chunk = 4}.first(8)), 8);
+  EXPECT_EQ((model::KeySpan{.window = 4}.first(11)), 8);
+  EXPECT_EQ((model::KeySpan{.window = 4}.first(2)), 0);
 }
 
 TEST(ReferenceKernels, RopeConventionsPairDifferentChannels) {

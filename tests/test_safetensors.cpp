@@ -133,8 +133,8 @@ TEST(Safetensors, ConfigOfQwen2AndMistral) {
   c = hf_config(j, "config.json");
   EXPECT_EQ(c.sliding_window, 4096);
   EXPECT_EQ(c.sliding_layers, (std::vector<bool>{false, true}));
-  EXPECT_EQ(attention_window(c, 0), 0);
-  EXPECT_EQ(attention_window(c, 1), 4096);
+  EXPECT_EQ(key_span(c, 0).window, 0);
+  EXPECT_EQ(key_span(c, 1).window, 4096);
   j["layer_types"] = {"sliding_attention", "full_attention"};  // 5.x: the list decides
   EXPECT_EQ(hf_config(j, "config.json").sliding_layers, (std::vector<bool>{true, false}));
   j["layer_types"] = {"sliding_attention", "chunked_attention"};

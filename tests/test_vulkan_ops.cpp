@@ -81,7 +81,12 @@ struct OpCase {
   bool layer_norm_block = false;
   model::Activation plain_activation = model::Activation::relu2;  // that block's (xielu: each layer's scalars)
   double clip_qkv = 0;                                            // OLMo's clamp of q, k and v
-  model::QueryTemperature temperature = {};                       // Llama 4's, in q's RoPE table
+  model::QueryTemperature temperature = {};                       // Ministral 3's, in q's RoPE table
+  int chunk = 0;  // Llama 4's attention in chunks of this many positions
+  // Llama 4's layer: q and k normed after RoPE without weights, the experts reading their inputs
+  // times their sigmoids; one without RoPE, its q scaled by the temperature, where !rotates
+  bool llama4 = false;
+  bool rotates = true;
 };
 
 std::ostream& operator<<(std::ostream& os, const OpCase& c) { return os << c.name; }
@@ -124,6 +129,21 @@ OpCase gpt_oss(OpCase c, int count, int active, int ffn) {
   return c;
 }
 
+// The case with Llama 4's chunked attention: a row sees the keys of its own chunk of `size` positions.
+OpCase chunked(OpCase c, int size) {
+  c.chunk = size;
+  return c;
+}
+
+// The case as a Llama 4 layer (OpCase::llama4) whose mixture has `count` experts of FFN width `ffn`,
+// `active` per token; without RoPE where !rotates.
+OpCase llama4(OpCase c, int count, int active, int ffn, bool rotates) {
+  c = experts(std::move(c), count, active, ffn);
+  c.llama4 = true;
+  c.rotates = rotates;
+  return c;
+}
+
 // A 1-layer synth model of the case's shape (the per-op kernels do not depend on depth).
 std::filesystem::path write_case_model(const OpCase& c) {
   formats::SynthOptions o;
@@ -160,7 +180,7 @@ OpCase layer_norm_block(OpCase c, model::Activation act = model::Activation::rel
 // Whether the case runs the weights under a config that synth does not write.
 bool edits_config(const OpCase& c) {
   return c.window > 0 || c.rotary_dim > 0 || c.rope_attention_factor > 0 || c.gemma_block || c.layer_norm_block ||
-         c.clip_qkv > 0 || c.temperature.beta > 0;
+         c.clip_qkv > 0 || c.temperature.beta > 0 || c.chunk > 0 || c.llama4;
 }
 
 // The same weights under the case's config edits: the sliding window, partial rotary, YaRN's
@@ -189,12 +209,21 @@ std::unique_ptr<model::Model> with_config_edits(const model::Model& base, const 
   }
   config.block.clip_qkv = c.clip_qkv;
   config.query_temperature = c.temperature;
-  config.validate("op case " + c.name);
-  auto m = std::make_unique<model::Model>(base.path(), config);
-  for (int l = -1; l < config.n_layers; ++l)
-    for (int k = 0; k <= static_cast<int>(model::WeightKind::output); ++k)
-      if (const auto* t = base.find(static_cast<model::WeightKind>(k), l))
-        m->add(static_cast<model::WeightKind>(k), l, *t);
+  config.attention_chunk = c.chunk;
+  if (c.llama4) {
+    config.block.qk_norm = model::QkNorm::per_head_plain;
+    config.block.qk_norm_after_rope = true;
+    config.experts.score = model::RouterScore::sigmoid;
+    config.experts.normalize = false;
+    config.experts.weights_scale_input = true;
+    if (!c.rotates) {
+      config.rope_layers = {false};
+      config.query_temperature = {.beta = 0.3, .length = 3, .offset = 1, .nope_layers = true};
+    }
+  }
+  auto m = model_with_config(base, config, [&](model::WeightKind kind) {  // Llama 4's q/k norms have no weight
+    return !c.llama4 || (kind != model::WeightKind::q_norm && kind != model::WeightKind::k_norm);
+  });
   if (config.block.activation == model::Activation::xielu)  // scalars apart per layer, near transformers' init
     for (int l = 0; l < config.n_layers; ++l)
       for (const auto& [kind, value] :
@@ -202,6 +231,7 @@ std::unique_ptr<model::Model> with_config_edits(const model::Model& base, const 
             std::pair{model::WeightKind::xielu_alpha_n, 0.7f - 0.1f * static_cast<float>(l)},
             std::pair{model::WeightKind::xielu_beta, 0.5f}, std::pair{model::WeightKind::xielu_eps, -1e-6f}})
         m->add_values(kind, l, "xielu scalar", std::span(&value, 1));
+  model::add_unit_qk_norms(*m);
   return m;
 }
 
@@ -448,7 +478,7 @@ INSTANTIATE_TEST_SUITE_P(
         }(),
         [] {  // Ministral 3's temperature, stepping every 3 positions
           OpCase c = op_case("query_temperature", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {7}, {2, 5, 1}});
-          c.temperature = {0.3, 3};
+          c.temperature = {.beta = 0.3, .length = 3};
           return c;
         }(),
         op_case("forced_matvec_shared", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {5}, {2, 5}}, "llama", 0, false,
@@ -487,6 +517,25 @@ INSTANTIATE_TEST_SUITE_P(
                         "llama", 0, false, "decode-attention=decode-split"),
                 6, 2, 40),
         act_f16(gpt_oss(op_case("gpt_oss", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {7}, {130}, {2, 5}}), 6, 2, 40)),
+        // Llama 4: chunks of 5 in two-pass, flash, flash's split-KV and the decode kernel; its
+        // layers with and without RoPE (the temperature stepping at positions 2, 5, ...), in f16 too
+        chunked(op_case("chunked_two_pass", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {7}, {33}, {2, 5}}, "llama", 0,
+                        false, "attention=two-pass"),
+                5),
+        chunked(op_case("chunked_flash", {8, 4, 16, 72, 136, 301}, DType::f32, kFlashRows, "llama", 0, false,
+                        "attention=flash,decode-attention=flash-split"),
+                5),
+        chunked(op_case("chunked_decode_split", {8, 4, 16, 72, 136, 301}, DType::f32, {{40, 40, 1}, {200, 1, 1}},
+                        "llama", 0, false, "decode-attention=decode-split"),
+                37),
+        chunked(llama4(op_case("llama4_rope_layer", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {7}, {33}, {2, 5}}), 6,
+                       2, 40, true),
+                5),
+        act_f16(chunked(llama4(op_case("llama4_rope_layer", {8, 4, 16, 72, 136, 301}, DType::f32, {{7}, {33}, {2, 5}}),
+                               6, 1, 40, true),
+                        5)),
+        llama4(op_case("llama4_nope_layer", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {7}, {2, 5, 1}}), 6, 2, 40,
+               false),
         // Both attention kernels at every row count: flash tiles of 32 rows and 32 keys (16 keys at
         // head_dim 128 on lavapipe's 32 KiB of shared memory) over partial tiles, chunks after
         // chunks and decode steps; two-pass over the long chunks auto gives to flash
@@ -602,6 +651,13 @@ INSTANTIATE_TEST_SUITE_P(
                         {{1}, {33}, {100}, {40, 40, 1}}, "llama", 0, false, "attention=coop")),
         act_f16(op_case("coop_attention_sliding_window_3", {8, 4, 16, 72, 136, 301}, DType::f32,
                         {{7}, {40}, {33, 33, 1}, {100, 1, 1}}, "llama", 3, false, "attention=coop")),
+        act_f16(chunked(op_case("coop_attention_chunked", {8, 4, 16, 72, 136, 301}, DType::f32,
+                                {{7}, {40}, {33, 33, 1}, {100, 1, 1}}, "llama", 0, false, "attention=coop"),
+                        6)),
+        // attention=coop2 on a chunked model: its chunked layers take attention-coop
+        act_f16(chunked(op_case("coop2_attention_chunked", {8, 4, 16, 72, 136, 301}, DType::f32, {{40}, {33, 33, 1}},
+                                "llama", 0, false, "attention=coop2"),
+                        6)),
         // attention-coop2 (tiles of 64 pairs and 64 keys through VK_NV_cooperative_matrix2):
         // partial and whole tiles, masked and unmasked tiles, GQA groups of 4, 8 and none,
         // head_dim 16, 64 and 128, chunks after chunks, a sliding window

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "formats/load_model.h"
+#include "tests/reference_fixtures.h"
+
 namespace tapdiff::testing {
 
 std::unique_ptr<gpu::VulkanEngine> validated_vulkan_engine(const model::Model& m, gpu::VulkanEngineOptions options) {
@@ -25,7 +28,19 @@ formats::SynthOptions fault_synth_model(const gpu::FaultInfo& fault) {
     options.config = formats::synth_shape("tiny-moe");
     options.config.family = model::Family::gpt_oss;
   }
+  if (fault.fault == gpu::Fault::chunk_boundary) options.config.attention_chunk = 6;
   return options;
+}
+
+std::unique_ptr<model::Model> load_fault_model(const std::filesystem::path& synth_file,
+                                               const formats::SynthOptions& options) {
+  auto m = formats::load_model(synth_file);
+  if (options.config.attention_chunk == 0) return m;
+  model::ModelConfig config = m->config();
+  config.attention_chunk = options.config.attention_chunk;
+  static std::vector<std::unique_ptr<model::Model>> bases;  // the copies' weights stay in their files
+  bases.push_back(std::move(m));
+  return model_with_config(*bases.back(), config);
 }
 
 }  // namespace tapdiff::testing

@@ -1,6 +1,7 @@
 #pragma once
 // The Vulkan engine as the tests run it: with the Khronos validation layer on, and a check that
 // the layer reported nothing.
+#include <filesystem>
 #include <memory>
 
 #include "formats/synth.h"
@@ -21,5 +22,10 @@ void expect_clean(const gpu::VulkanEngine& engine);
 // mixture of experts, as Qwen2-MoE (a gated shared expert) for the shared expert's and as GLM-4.5
 // (a grouped sigmoid router with a selection bias) for that router's.
 formats::SynthOptions fault_synth_model(const gpu::FaultInfo& fault);
+// (chunk-boundary-off-by-one's: every layer attending in chunks of 6, its attention_chunk, which synth
+// cannot write, since llama.cpp fixes Llama 4's chunks at 8192 positions: load_fault_model applies it.)
+// That model from the synth file written of `options`, with the chunks they ask for.
+std::unique_ptr<model::Model> load_fault_model(const std::filesystem::path& synth_file,
+                                               const formats::SynthOptions& options);
 
 }  // namespace tapdiff::testing

@@ -6,7 +6,7 @@
 // the clamped SwiGLU, min(gate, limit) * sigmoid(alpha min(gate, limit)) * (clamp(up, +-limit) + 1)
 // of swiglu_alpha and swiglu_limit. transformers saves a layer's experts as mlp.experts.gate_up_proj
 // [experts, dim, 2 ffn] with gate and up in alternate columns and down_proj [experts, ffn, dim]
-// (HfRecipe::experts_transposed), and the router as mlp.router. Its hidden_act is never used: the
+// (HfExpertLayout::transposed_alternating), and the router as mlp.router. Its hidden_act is never used: the
 // experts compute the clamped SwiGLU whatever it says, and so does tapdiff.
 // Its GGUF (gpt-oss, llama.cpp's openai_moe): attn_sinks, the FFN's norm named
 // post_attention_norm, biases on the router (ffn_gate_inp.bias) and the experts (ffn_*_exps.bias
@@ -71,7 +71,7 @@ const FamilySpec& gpt_oss_family() {
              .layer_names = {{"mlp.router.", "mlp.gate."}},
              .rope_theta = 150000.0,
              .rope_required = true,
-             .experts_transposed = true},
+             .experts = HfExpertLayout::transposed_alternating},
       .gguf = {.architectures = {"gpt-oss"},
                .rope_style = RopeStyle::rotate_half,
                .keys = {"expert_count", "expert_used_count", "expert_feed_forward_length", "attention.sliding_window",

@@ -34,7 +34,8 @@ const FamilySpec& ministral3_family() {
                      // llama.cpp's n_ctx_orig_yarn, whatever the RoPE's type
                      if (const double beta = float_key(f, prefix + "attention.temperature_scale", 0.0); beta != 0.0)
                        c.query_temperature = {
-                           beta, int_key(f, prefix + "rope.scaling.original_context_length", c.context_length)};
+                           .beta = beta,
+                           .length = int_key(f, prefix + "rope.scaling.original_context_length", c.context_length)};
                      // llama.cpp scales cos and sin by it with any RoPE; tapdiff reads it with YaRN's
                      const std::string attn_factor = prefix + "rope.scaling.attn_factor";
                      if (c.rope_scaling.type != RopeType::yarn && f.find(attn_factor) != nullptr)

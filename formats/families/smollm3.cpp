@@ -15,24 +15,12 @@ using namespace model;
 
 namespace {
 
-using nlohmann::json;
-
 void read_hf(KeyReader& k, ModelConfig& c) {
   read_llama_hf(k, c);
-  const int interval = k.integer("no_rope_layer_interval", 4);
-  std::vector<bool> rope(static_cast<std::size_t>(c.n_layers));
-  if (const json* flags = per_layer_array(k, "no_rope_layers", c.n_layers, "flags")) {
-    for (std::size_t l = 0; l < rope.size(); ++l) {
-      if ((*flags)[l] != 0 && (*flags)[l] != 1) k.fail("no_rope_layers", "flags 0 or 1", json_excerpt(*flags));
-      rope[l] = (*flags)[l] == 1;
-    }
-  } else {
-    if (interval < 1) k.fail("no_rope_layer_interval", "an interval >= 1", std::to_string(interval));
-    for (int l = 0; l < c.n_layers; ++l) rope[static_cast<std::size_t>(l)] = (l + 1) % interval != 0;
-  }
+  std::vector<bool> rope = read_no_rope_layers(k, c);
   const bool use = k.boolean("use_sliding_window", false);
   read_layer_types(k, c, true, [&](int layer) { return use && !rope[static_cast<std::size_t>(layer)]; });
-  if (std::count(rope.begin(), rope.end(), false) > 0) c.rope_layers = std::move(rope);
+  set_rope_layers(c, std::move(rope));
 }
 
 }  // namespace

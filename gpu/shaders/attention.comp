@@ -37,6 +37,7 @@ layout(std430, binding = 5) writeonly buffer Output { act_t y[]; };
 layout(push_constant) uniform Push { AttentionPush pc; };
 #include "common.glsl"
 #include "faults.glsl"
+#include "key_span.glsl"
 
 const uint MAX_HEAD_DIM = 256u;
 const uint CHANNELS = 4u;  // head channels per invocation at most
@@ -73,7 +74,7 @@ void main() {
   const uint kv_col = kv_head * pc.head_dim;
   const uvec4 info = row_info[t];
   const uint pos = info.y;
-  const uint causal_lo = (pc.window > 0u && pos + 1u > pc.window) ? pos + 1u - pc.window : 0u;
+  const uint causal_lo = span_start(pos);
   base_row = info.x;
   first_key = planted(FAULT_ATTENTION_CHUNK_MASK) ? max(causal_lo, info.z) : causal_lo;
   leaked = planted(FAULT_ATTENTION_BATCH_LEAK) ? info.w & 7u : 0u;

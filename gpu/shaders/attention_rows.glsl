@@ -4,6 +4,7 @@
 // (row_info) and faults.glsl.
 #include "push_constants.h"
 layout(push_constant) uniform Push { AttentionPush pc; };
+#include "key_span.glsl"
 
 const uint NONE = 0xFFFFFFFFu;
 #define NEG_INF uintBitsToFloat(0xFF800000u)
@@ -41,7 +42,7 @@ uint first_seen(uvec4 v, uint from) {
   return min(own < v.y ? own : NONE, leak < v.w ? leak : NONE);
 }
 
-// The cache rows tile row i sees: [x, y) its own (causal, window; its chunk only with
+// The cache rows tile row i sees: [x, y) its own (causal, from span_start; its chunk only with
 // mask-kv-offset), [z, w) the previous sequence's rows leaked by batch-seq-leak; none past the
 // last row of the pass. With splits > 1, split s sees positions [lo + s S, lo + (s+1) S) of its
 // own range [lo, pos] (S = split_keys) and the leaked rows in split 0 only.
@@ -51,7 +52,7 @@ uvec4 visible_rows(uint i, uint split, uint splits) {
   if (t >= pc.rows) return v;
   const uvec4 info = row_info[t];
   const uint pos = info.y;
-  const uint causal_lo = (pc.window > 0u && pos + 1u > pc.window) ? pos + 1u - pc.window : 0u;
+  const uint causal_lo = span_start(pos);
   const uint first = planted(FAULT_ATTENTION_CHUNK_MASK) ? max(causal_lo, info.z) : causal_lo;
   v.xy = uvec2(info.x + first, info.x + pos + 1u);
   if (planted(FAULT_ATTENTION_BATCH_LEAK)) v.zw = uvec2((info.w >> 3) - (info.w & 7u), info.w >> 3);

@@ -19,6 +19,7 @@ const uint FAULT_SHARED_GATE_DROPPED = 1u;    // moe_sum.comp SIGMOID_GATE: the 
 const uint FAULT_SELECTION_BIAS_SIGN = 1u;    // moe_route.comp SCORES: the selection bias subtracted
 const uint FAULT_GROUP_LIMIT_IGNORED = 2u;    // moe_route.comp: every expert group eligible
 const uint FAULT_ATTENTION_SINKS_DROPPED = 16u;  // attention.comp, attention_flash.comp, its combine: no sinks
+const uint FAULT_ATTENTION_CHUNK_BOUNDARY = 32u;  // key_span.glsl: a chunk also sees the key before its start
 const uint FAULT_SWIGLU_UNCLAMPED = 4u;       // gated_act.comp (in moe_out): the clamped SwiGLU without its clamps
 
 bool planted(uint fault) { return (FAULTS & fault) != 0u; }

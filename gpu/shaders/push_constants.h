@@ -68,6 +68,7 @@ struct AttentionPush {  // attention.comp, attention_rows.glsl (flash, split, co
                     // llama.cpp's graph scales q first (Gemma, Phi-3; `scale` is then 1)
   uint sinks;       // 1: the Sinks binding holds each head's sink logit (gpt-oss); 0: none (attention-two-pass,
                     // attention-flash; the split kernels' combine takes them)
+  uint chunk;       // > 0: a row sees its own chunk of this many positions only (key_span.glsl; not attention-coop2)
 };
 
 struct CombinePush {  // attention_combine.comp

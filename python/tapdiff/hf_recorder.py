@@ -48,7 +48,7 @@ def _heads_rows(tensor) -> np.ndarray:
 
 def decoder_of(model):
     """The text decoder of a causal LM: its base model, a multimodal model's language model, OPT's
-    decoder."""
+    decoder, Llama 4's model."""
     inner = getattr(model.base_model, "language_model", model.base_model)
     return _first(inner, DECODER) or inner
 
@@ -65,7 +65,7 @@ def _first(owner, names):
 # dense; GPT-2: c_proj; OPT: out_proj; OPT's fc1 and fc2 sit on the layer itself), the q/k norms (HunYuan: query_layernorm, key_layernorm), the FFN's first and
 # last matrices (StarCoder 2: c_fc and c_proj; Phi-2: fc1 and fc2; GPT-NeoX: dense_h_to_4h and
 # dense_4h_to_h), the final norm (Phi-2: final_layernorm; GPT-NeoX: final_layer_norm).
-DECODER = ("decoder",)
+DECODER = ("decoder", "model")  # (model: Llama 4's causal LM, whose base_model_prefix names no module of it)
 LAYERS = ("layers", "h")
 ATTENTION = ("self_attn", "attention", "attn", "self_attention")
 ATTN_NORM = ("input_layernorm", "ln_1", "self_attn_layer_norm", "ln_attn", "attention_layernorm")

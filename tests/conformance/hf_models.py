@@ -47,9 +47,9 @@ class Case:
 IDS = {"bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0}
 
 # A mixture of experts' router weight (Mixtral's block_sparse_moe.gate, Qwen3-MoE's mlp.gate, Granite-MoE's
-# block_sparse_moe.router, Hunyuan-MoE's mlp.gate.wg, gpt-oss's mlp.router).
+# block_sparse_moe.router, Hunyuan-MoE's mlp.gate.wg, gpt-oss's mlp.router, Llama 4's feed_forward.router).
 ROUTER = ("mlp.gate.weight", "block_sparse_moe.gate.weight", "block_sparse_moe.router.weight", "mlp.gate.wg.weight",
-          "mlp.router.weight")
+          "mlp.router.weight", "feed_forward.router.weight")
 
 # Image encoders as small as they get, for the multimodal cases (a token-id run never uses them).
 TINY_SIGLIP = dict(model_type="siglip_vision_model", hidden_size=32, intermediate_size=48, num_hidden_layers=1,
@@ -290,6 +290,22 @@ CASES = [
          {**IDS, "head_dim": 16, "num_local_experts": 4, "num_experts_per_tok": 2, "sliding_window": 5,
           "attention_bias": False, "layer_types": ["full_attention", "sliding_attention", "full_attention"]},
          layer_types_in_4x=True),
+    # Llama 4: layer 1 without RoPE (its q under the temperature, stepping at positions 2, 5, ...), the
+    # others rotated in interleaved pairs, q/k normed after RoPE, attending in chunks of 5; layers 0
+    # and 1 mixtures (the top 2 of 4 experts, each reading its input times its sigmoid, beside a
+    # shared expert), layer 2 dense and wider.
+    Case("llama4", "llama4_text", {"rope_type": "default", "rope_theta": 500000.0},
+         {**IDS, "head_dim": 16, "intermediate_size_mlp": 80, "num_local_experts": 4, "num_experts_per_tok": 2,
+          "moe_layers": [0, 1], "no_rope_layer_interval": 2, "attention_chunk_size": 5, "floor_scale": 3,
+          "attn_scale": 0.3}),
+    # Without q/k norms, temperature or chunks: every other layer a mixture of one expert per token,
+    # biases on q/k/v/o, Llama 3's RoPE scaling, layer 2 without RoPE by its flags.
+    Case("llama4-plain", "llama4_text", {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+                                         "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                         "original_max_position_embeddings": 16},
+         {**IDS, "head_dim": 16, "intermediate_size_mlp": 72, "num_local_experts": 3, "num_experts_per_tok": 1,
+          "interleave_moe_layer_step": 2, "no_rope_layers": [1, 1, 0], "use_qk_norm": False,
+          "attn_temperature_tuning": False, "attention_chunk_size": None, "attention_bias": True}),
     Case("apertus", "apertus", {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
                                 "high_freq_factor": 4.0, "original_max_position_embeddings": 16},
          {**IDS, "head_dim": 16, "attention_bias": True}),

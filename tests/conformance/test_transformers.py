@@ -58,6 +58,16 @@ def transformers_forward(folder: Path) -> dict[str, np.ndarray]:
             out[f"{layer}/moe_weights"] = torch.gather(weights, -1, order).double().numpy()
         return hook
 
+    def keep_top_k_routing(layer, k):
+        """Llama 4's router's (scores, logits): the top k logits' ids ascending, their sigmoids the weights."""
+        def hook(_module, _inputs, output):
+            scores, logits = (t.detach() for t in output)
+            ids = torch.sort(torch.topk(logits, k, dim=-1).indices, dim=-1).values
+            out[f"{layer}/moe_router"] = logits.numpy()
+            out[f"{layer}/moe_ids"] = ids.numpy().astype(np.float64)
+            out[f"{layer}/moe_weights"] = torch.gather(scores, -1, ids).double().numpy()
+        return hook
+
     decoder = decoder_of(model)
     layers = next(getattr(decoder, n) for n in LAYERS if hasattr(decoder, n))
     handles = [layer.register_forward_hook(keep(f"{i}/ffn_residual")) for i, layer in enumerate(layers)]
@@ -67,6 +77,9 @@ def transformers_forward(folder: Path) -> dict[str, np.ndarray]:
         if moe is not None:  # the router: gate, or Granite-MoE's router
             router = moe.gate if hasattr(moe, "gate") else moe.router
             handles.append(router.register_forward_hook(keep_routing(i)))
+        if hasattr(getattr(layer, "feed_forward", None), "router"):  # Llama 4's
+            router = layer.feed_forward.router
+            handles.append(router.register_forward_hook(keep_top_k_routing(i, router.top_k)))
     n_layers = len(layers)
     final_norm = next(getattr(decoder, n) for n in FINAL_NORM if hasattr(decoder, n))
     handles.append(final_norm.register_forward_hook(keep(f"{n_layers}/final_norm")))
@@ -200,6 +213,10 @@ FAMILY_FAULTS = [  # (case, --inject, the culprit bisect must name)
     ("gpt-oss", "sinks-dropped@1", "1/attn"),
     ("gpt-oss", "swiglu-unclamped@2", "2/moe_out"),
     ("gpt-oss-full-first", "expert-index@0", "0/moe_out"),
+    ("llama4", "chunk-boundary-off-by-one@2", "2/attn"),
+    ("llama4", "rope-off-by-one@1", "1/rope_q"),  # layer 1 has no RoPE: its q's temperature a position late
+    ("llama4", "expert-index@0", "0/moe_out"),
+    ("llama4-plain", "expert-index@1", "1/moe_out"),
 ]
 
 
@@ -233,6 +250,7 @@ def test_vulkan_faults_are_localised_in_each_family(name, fault, culprit, tmp_pa
     ("qwen3-moe", "sinks-dropped", "this model's attention has none"),
     ("mixtral", "swiglu-unclamped", "planted in the clamped SwiGLU, and this model's activation is silu"),
     ("gpt-oss", "silu-approx", "planted in ffn_act, and this model computes none of them"),
+    ("llama4-plain", "chunk-boundary-off-by-one", "this model has no chunked layers"),
 ])
 def test_a_fault_the_model_would_never_run_is_refused(name, fault, message, tmp_path):
     case = next(c for c in CASES if c.name == name)
@@ -291,6 +309,10 @@ UNIMPLEMENTED = [  # (case, key, value, the key the refusal names): a value whos
     ("minimax-m2", "shared_intermediate_size", 64, "shared_intermediate_size"),
     ("gpt-oss", "swiglu_limit", None, "swiglu_limit"),  # null: transformers' config refuses it too
     ("gpt-oss", "swiglu_alpha", None, "swiglu_alpha"),
+    ("llama4", "layer_types", ["chunked_attention", "sliding_attention", "full_attention"], "layer_types"),
+    ("llama4-plain", "layer_types", ["chunked_attention"] * 3, "attention_chunk_size"),  # chunks of no size
+    ("llama4", "floor_scale", 0, "floor_scale"),
+    ("llama4", "moe_layers", [0, 3], "moe_layers"),
 ]
 
 
