@@ -182,14 +182,16 @@ void add_config(GgufWriter& w, const ModelConfig& c) {
   if (c.experts.count > 0) {
     w.add_u32(a + ".expert_count", static_cast<std::uint32_t>(c.experts.count));
     w.add_u32(a + ".expert_used_count", static_cast<std::uint32_t>(c.experts.active));
-    if (std::ranges::find(gguf.keys, "expert_feed_forward_length") != gguf.keys.end())
-      w.add_u32(a + ".expert_feed_forward_length", static_cast<std::uint32_t>(c.experts.ffn_dim));
+    // the keys the family's llama.cpp graph reads (its recipe's)
     const auto has_key = [&](std::string_view key) { return std::ranges::find(gguf.keys, key) != gguf.keys.end(); };
+    if (has_key("expert_feed_forward_length"))
+      w.add_u32(a + ".expert_feed_forward_length", static_cast<std::uint32_t>(c.experts.ffn_dim));
+    if (has_key("interleave_moe_layer_step")) w.add_u32(a + ".interleave_moe_layer_step", 1);  // every layer's
     if (has_key("expert_shared_count"))  // shared experts of the routed ones' width
       w.add_u32(a + ".expert_shared_count", static_cast<std::uint32_t>(c.experts.shared_ffn_dim / c.experts.ffn_dim));
-    else if (c.experts.shared_ffn_dim > 0)
+    else if (c.experts.shared_ffn_dim > 0 && has_key("expert_shared_feed_forward_length"))
       w.add_u32(a + ".expert_shared_feed_forward_length", static_cast<std::uint32_t>(c.experts.shared_ffn_dim));
-    if (c.experts.score == RouterScore::sigmoid) {
+    if (c.experts.score == RouterScore::sigmoid && has_key("expert_gating_func")) {
       w.add_u32(a + ".expert_gating_func", 2);  // llama.cpp's LLAMA_EXPERT_GATING_FUNC_TYPE_SIGMOID
       w.add_bool(a + ".expert_weights_norm", c.experts.normalize);
       w.add_f32(a + ".expert_weights_scale", static_cast<float>(c.experts.scale));

@@ -12,9 +12,15 @@
 //   (intermediate_size wide) of the token's input; the dense layers' FFN intermediate_size_mlp wide.
 // transformers saves the experts as feed_forward.experts.gate_up_proj [experts, dim, 2 ffn], gate's
 // columns then up's, and down_proj [experts, ffn, dim] (HfExpertLayout::transposed_halves).
+// Its GGUF (llama4), as llama.cpp builds it: every fourth layer without RoPE, chunks of 8192 and the
+// temperature 1 + 0.1 ln(1 + floor((pos + 1) / 8192)), its fixed numbers (attention.sliding_window,
+// which it reads only to drop them where 0, or sets to 8192, is refused at any other value); the
+// layers (l + 1) % interleave_moe_layer_step == 0 mixtures of expert_feed_forward_length-wide experts
+// beside a shared expert as wide; the q/k norms unless the model has 128 experts (Maverick).
 #include <fmt/format.h>
 
 #include "formats/family_spec.h"
+#include "formats/gguf_keys.h"
 #include "formats/hf_keys.h"
 
 namespace tapdiff::formats {
@@ -98,6 +104,35 @@ void read_hf(KeyReader& k, ModelConfig& c) {
   }
 }
 
+// llama.cpp's fixed numbers for Llama 4 (llama-model.cpp).
+constexpr int kGgufChunk = 8192, kGgufNoRopeStep = 4;
+constexpr QueryTemperature kGgufTemperature{.beta = 0.1, .length = 8192, .offset = 1, .nope_layers = true};
+
+void read_gguf(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
+  read_gguf_experts(f, prefix, c, {.ffn_key = "expert_feed_forward_length", .renormalise = false, .required = true});
+  const int step = int_key(f, prefix + "interleave_moe_layer_step", std::nullopt);  // llama.cpp requires it
+  if (step < 1)
+    throw_format_error(fmt::format("{}: metadata '{}interleave_moe_layer_step' = {}: expected a step >= 1",
+                                   f.path().string(), prefix, step));
+  std::vector<bool> moe(static_cast<std::size_t>(c.n_layers));
+  for (int l = 0; l < c.n_layers; ++l) moe[static_cast<std::size_t>(l)] = (l + 1) % step == 0;
+  set_moe_layers(c, std::move(moe));
+  llama4_block(c);
+  if (c.experts.count == 128) c.block.qk_norm = QkNorm::none;  // llama.cpp: use_kq_norm false for Maverick
+  const std::string window = prefix + "attention.sliding_window";
+  if (const int w = int_key(f, window, kGgufChunk); w != kGgufChunk)
+    throw_format_error(fmt::format("{}: metadata '{}' = {} is not supported: tapdiff implements llama.cpp's Llama 4 "
+                                   "chunks of {} positions",
+                                   f.path().string(), window, w, kGgufChunk));
+  c.sliding_window = 0;
+  std::vector<bool> rope(static_cast<std::size_t>(c.n_layers));
+  for (int l = 0; l < c.n_layers; ++l) rope[static_cast<std::size_t>(l)] = (l + 1) % kGgufNoRopeStep != 0;
+  set_rope_layers(c, rope);
+  c.attention_chunk = kGgufChunk;
+  if (!c.rope_layers.empty()) c.chunked_layers = std::move(rope);
+  c.query_temperature = kGgufTemperature;
+}
+
 }  // namespace
 
 const FamilySpec& llama4_family() {
@@ -109,6 +144,11 @@ const FamilySpec& llama4_family() {
              .layer_names = {{"feed_forward.router.", "mlp.gate."}, {"feed_forward.", "mlp."}},
              .rope_theta = 500000.0,
              .experts = HfExpertLayout::transposed_halves},
+      .gguf = {.architectures = {"llama4"},
+               .rope_style = RopeStyle::interleaved,
+               .keys = {"expert_count", "expert_used_count", "expert_feed_forward_length", "interleave_moe_layer_step"},
+               .read = read_gguf},
+      .synth = {.block = llama4_block, .experts = true},
   };
   return spec;
 }

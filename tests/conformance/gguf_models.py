@@ -72,6 +72,7 @@ LAYOUTS = {
     "glm4": Layout(post_norms=True, ffn="fused", qkv_bias=True),
     "chatglm": Layout(ffn="fused", qkv_bias=True),
     "mistral3": Layout(),
+    "llama4": Layout(),  # its q/k norms have no weight
 }
 
 
@@ -99,6 +100,7 @@ class GgufCase:
     shared_gate: bool = True  # its output scaled by a sigmoid gate (Qwen2-MoE's; not Granite-MoE-Shared's)
     selection_bias: bool = False  # a sigmoid router's exp_probs_b.bias (GLM-4.5)
     dense_layers: int = 0  # layers before the first mixture keep a dense FFN (leading_dense_block_count)
+    moe_step: int = 1  # of the others, layer l a mixture where (l + 1) % moe_step == 0 (interleave_moe_layer_step)
     layout: Layout | None = None  # None: LAYOUTS[arch]
 
     def __post_init__(self):
@@ -171,6 +173,11 @@ GGUF_CASES = [
     # the experts' gate and up 8 times as large, so that llama.cpp's clamp at 7 bites.
     GgufCase("gpt-oss", arch="gpt-oss", rope_base=150000.0, yarn=(4.0, 32), experts=(6, 2, 40), expert_gain=8.0,
              extra={"sliding_window": 24}),
+    # Llama 4: layer 3 without RoPE (llama.cpp's fixed step of 4), weightless q/k norms on the others;
+    # layers 1 and 3 mixtures (interleave_moe_layer_step 2) of one expert per token, its input scaled
+    # by its sigmoid, beside a shared expert as wide.
+    GgufCase("llama4", arch="llama4", rope_base=500000.0, layers=4, experts=(4, 1, 40), shared_expert=40,
+             shared_gate=False, moe_step=2, extra={"interleave_moe_layer_step": 2}),
 
 ]
 
@@ -274,9 +281,10 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0, storage: str = "f32") 
         w.add_expert_count(case.experts[0])
         w.add_expert_used_count(case.experts[1])
         if case.arch in ("qwen3moe", "qwen2moe", "glm4moe", "dots1", "minimax-m2", "ernie4_5-moe", "hunyuan-moe",
-                         "cohere2moe", "gpt-oss"):
+                         "cohere2moe", "gpt-oss", "llama4"):
             w.add_expert_feed_forward_length(case.experts[2])
-        if case.shared_expert and case.arch not in ("glm4moe", "dots1"):  # theirs: expert_shared_count experts'
+        # glm4moe's and dots1's: expert_shared_count experts'; llama4's: one expert's width
+        if case.shared_expert and case.arch not in ("glm4moe", "dots1", "llama4"):
             w.add_expert_shared_feed_forward_length(case.shared_expert)
     for key, value in case.extra.items():  # add_embedding_scale(6.0), add_sliding_window(24), ...
         getattr(w, f"add_{key}")(value)
@@ -342,7 +350,7 @@ def write_gguf(case: GgufCase, path: Path, seed: int = 0, storage: str = "f32") 
             norm(p + "post_attention_norm", case.post_norm_gain)
         if layout.pre_norms and layout.ffn_norm:
             norm(p + layout.ffn_norm_name)
-        if case.experts and layer >= case.dense_layers:  # the router (its logits well past f32's rounding), experts
+        if case.experts and layer >= case.dense_layers and (layer + 1) % case.moe_step == 0:  # the router (its logits well past f32's rounding), experts
             count, _, ffn = case.experts
             w.add_tensor(p + "ffn_gate_inp.weight", 4.0 * matrix(count, DIM))
             if case.selection_bias:
