@@ -121,9 +121,10 @@ void read_gguf(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
   if (c.experts.count == 128) c.block.qk_norm = QkNorm::none;  // llama.cpp: use_kq_norm false for Maverick
   const std::string window = prefix + "attention.sliding_window";
   if (const int w = int_key(f, window, kGgufChunk); w != kGgufChunk)
-    throw_format_error(fmt::format("{}: metadata '{}' = {} is not supported: tapdiff implements llama.cpp's Llama 4 "
-                                   "chunks of {} positions",
-                                   f.path().string(), window, w, kGgufChunk));
+    throw_format_error(
+        fmt::format("{}: metadata '{}' = {} is not supported: tapdiff implements llama.cpp's Llama 4 "
+                    "chunks of {} positions",
+                    f.path().string(), window, w, kGgufChunk));
   c.sliding_window = 0;
   std::vector<bool> rope(static_cast<std::size_t>(c.n_layers));
   for (int l = 0; l < c.n_layers; ++l) rope[static_cast<std::size_t>(l)] = (l + 1) % kGgufNoRopeStep != 0;
