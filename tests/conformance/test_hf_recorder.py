@@ -57,6 +57,11 @@ def compare(a: Path, b: Path, report: Path, *extra: str) -> tuple[int, dict, str
 def test_the_recorders_dump_matches_tapdiff_run(case, tmp_path):
     folder = tmp_path / "model"
     make_model(case, folder, "5.x")
+    if case.model_type == "llama4_text":  # not hooked yet: refused by name, nothing written in part
+        with pytest.raises(ValueError, match="does not hook Llama 4's modules"):
+            record(folder, tmp_path / "hf.h5")
+        assert not (tmp_path / "hf.h5").exists()
+        return
     record(folder, tmp_path / "hf.h5")
     tapdiff_run(folder, tmp_path / "ref.h5")
     code, report, out = compare(tmp_path / "ref.h5", tmp_path / "hf.h5", tmp_path / "report.json")
