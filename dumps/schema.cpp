@@ -119,6 +119,8 @@ model::ModelConfig config_from_json(const nlohmann::json& config, const std::str
     out.experts.selection_bias = flag("selection_bias");
     out.experts.router_bias = flag("router_bias");
     out.experts.biases = flag("biases");
+    out.experts.choice_on_logits = flag("choice_on_logits");
+    out.experts.weights_scale_input = flag("weights_scale_input");
     if (e.contains("groups")) out.experts.groups = count("groups");
     if (e.contains("top_groups")) out.experts.top_groups = count("top_groups");
     if (e.contains("scale")) {

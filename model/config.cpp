@@ -115,6 +115,10 @@ void ModelConfig::validate(const std::string& source) const {
             "1 to groups groups chosen, holding at least the active experts",
             fmt::format("{} of {} groups for {} active", experts.top_groups, experts.groups, experts.active));
     require(std::isfinite(experts.scale) && experts.scale > 0, "a finite positive routed scale", experts.scale);
+    require(!experts.choice_on_logits || (experts.score == RouterScore::sigmoid && !experts.selection_bias),
+            "a choice on the logits for a sigmoid router without selection bias",
+            fmt::format("score {}, selection bias {}", experts.score == RouterScore::sigmoid ? "sigmoid" : "softmax",
+                        experts.selection_bias));
     require(!experts.weights_scale_input || (!experts.biases && !experts.sparsemixer),
             "experts whose input the weights scale without expert biases or a sparsemixer",
             "weights_scale_input with either");
@@ -172,7 +176,7 @@ bool has_qk_norm(const ModelConfig& c, int layer) {
 }
 
 bool has_choice_scores(const ModelConfig& c) {
-  return c.experts.score == RouterScore::sigmoid || c.experts.selection_bias;
+  return (c.experts.score == RouterScore::sigmoid && !c.experts.choice_on_logits) || c.experts.selection_bias;
 }
 
 Op choice_op(const ModelConfig& c) { return has_choice_scores(c) ? Op::moe_scores : Op::moe_router; }
@@ -260,6 +264,7 @@ nlohmann::json to_json(const ModelConfig& c) {
     }
     if (c.experts.scale != 1.0) j["experts"]["scale"] = c.experts.scale;
     if (c.experts.weights_scale_input) j["experts"]["weights_scale_input"] = true;
+    if (c.experts.choice_on_logits) j["experts"]["choice_on_logits"] = true;
     if (c.experts.sparsemixer) j["experts"]["sparsemixer_eps"] = c.experts.mixer_eps;
   }
   return j;

@@ -45,6 +45,9 @@ struct Experts {
   bool shared_average = false;  // moe_sum the mean of the mixture and the shared expert (Cohere 2 MoE), not their sum
   RouterScore score = RouterScore::softmax;
   bool selection_bias = false;  // a per-expert bias added to the scores the choice is made on only
+  // A sigmoid router whose top k is taken of its logits, not of their sigmoids (transformers' Llama 4:
+  // the same choice in exact arithmetic, not where low precision rounds the sigmoids near 1 alike)
+  bool choice_on_logits = false;
   bool router_bias =
       false;            // the router's logits carry a bias (moe_router_b: gpt-oss), the choice and weights made on them
   bool biases = false;  // each expert's gate, up and down carry biases (expert_b_gate ...: gpt-oss)
@@ -127,8 +130,8 @@ bool has_rope_q(const ModelConfig& config, int layer);
 bool has_qk_norm(const ModelConfig& config, int layer);
 // Whether a layer's FFN is the mixture of experts (its graph has moe_router ... moe_out).
 bool uses_experts(const ModelConfig& config, int layer);
-// Whether the router's choice is made on scores of their own (moe_scores): a sigmoid router's, or
-// a router's with a selection bias.
+// Whether the router's choice is made on scores of their own (moe_scores): a sigmoid router's (but
+// one that chooses on its logits), or a router's with a selection bias.
 bool has_choice_scores(const ModelConfig& config);
 // The op whose values moe_ids chooses by: moe_scores where the model has them, else moe_router.
 Op choice_op(const ModelConfig& config);

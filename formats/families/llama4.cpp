@@ -16,7 +16,8 @@
 // temperature 1 + 0.1 ln(1 + floor((pos + 1) / 8192)), its fixed numbers (attention.sliding_window,
 // which it reads only to drop them where 0, or sets to 8192, is refused at any other value); the
 // layers (l + 1) % interleave_moe_layer_step == 0 mixtures of expert_feed_forward_length-wide experts
-// beside a shared expert as wide; the q/k norms unless the model has 128 experts (Maverick).
+// beside a shared expert as wide, chosen on the logits' sigmoids (transformers: on the logits); the
+// q/k norms unless the model has 128 experts (Maverick).
 #include <fmt/format.h>
 
 #include "formats/family_spec.h"
@@ -93,6 +94,7 @@ void read_hf(KeyReader& k, ModelConfig& c) {
   c.ffn_dim = k.integer("intermediate_size_mlp");
   read_experts(k, c, "num_local_experts", "", expert_ffn, false);
   llama4_block(c);
+  c.experts.choice_on_logits = true;  // transformers' top k of the logits (llama.cpp's of their sigmoids)
   if (!k.boolean("use_qk_norm", true)) c.block.qk_norm = QkNorm::none;
   set_moe_layers(c, read_moe_layers(k, c.n_layers));
   const double scale = k.number("attn_scale", 0.1);
