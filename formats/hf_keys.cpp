@@ -18,18 +18,23 @@ const json* per_layer_array(KeyReader& k, const std::string& key, int n_layers, 
   return v;
 }
 
-void read_layer_types(KeyReader& k, ModelConfig& c, bool enabled, const std::function<bool(int)>& slides_by_default) {
-  std::vector<bool> slides(static_cast<std::size_t>(c.n_layers));
-  if (const json* types = per_layer_array(k, "layer_types", c.n_layers, "layer types")) {
-    for (std::size_t l = 0; l < slides.size(); ++l) {
+std::vector<bool> read_local_layers(KeyReader& k, int n_layers, const std::string& local,
+                                    const std::function<bool(int)>& by_default) {
+  std::vector<bool> flags(static_cast<std::size_t>(n_layers));
+  if (const json* types = per_layer_array(k, "layer_types", n_layers, "layer types")) {
+    for (std::size_t l = 0; l < flags.size(); ++l) {
       const json& t = (*types)[l];
-      if (t != "full_attention" && t != "sliding_attention")
-        k.unsupported("layer_types", t, "full_attention and sliding_attention");
-      slides[l] = t == "sliding_attention";
+      if (t != "full_attention" && t != local) k.unsupported("layer_types", t, "full_attention and " + local);
+      flags[l] = t == local;
     }
   } else {
-    for (int l = 0; l < c.n_layers; ++l) slides[static_cast<std::size_t>(l)] = slides_by_default(l);
+    for (int l = 0; l < n_layers; ++l) flags[static_cast<std::size_t>(l)] = by_default(l);
   }
+  return flags;
+}
+
+void read_layer_types(KeyReader& k, ModelConfig& c, bool enabled, const std::function<bool(int)>& slides_by_default) {
+  std::vector<bool> slides = read_local_layers(k, c.n_layers, "sliding_attention", slides_by_default);
   const double window = k.number_or_off("sliding_window", 4096);
   if (window != std::floor(window) || window < 0 || window > std::numeric_limits<int>::max())
     k.fail("sliding_window", "a window of tokens, a non-negative integer", json_excerpt(window));

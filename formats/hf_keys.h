@@ -111,6 +111,11 @@ class KeyReader {
 // FormatError naming the key.
 const nlohmann::json* per_layer_array(KeyReader& k, const std::string& key, int n_layers, std::string_view what);
 
+// Which layers attend locally, from 5.x's layer_types ("full_attention" or `local` per layer) or,
+// where the config has none, `by_default`; another type refused by name.
+std::vector<bool> read_local_layers(KeyReader& k, int n_layers, const std::string& local,
+                                    const std::function<bool(int)>& by_default);
+
 // Which layers slide, from 5.x's layer_types ("full_attention" or "sliding_attention" per layer)
 // or, where a 4.x config has none, the family's own rule; sliding_window is their window (absent:
 // the config class's 4096; null, or not `enabled`: none, every layer attends fully, as

@@ -135,9 +135,9 @@ RopeFrequencies query_frequencies(const ModelConfig& config, int layer, RopeFreq
 void rope_cos_sin(const RopeFrequencies& f, std::int64_t pos, std::span<double> cos_sin) {
   TAPDIFF_ASSERT(cos_sin.size() == 2 * f.inv_freq.size(), "cos and sin of {} pairs", f.inv_freq.size());
   const double temperature = query_temperature(f.temperature, pos);
-  if (f.still) {
+  if (f.still) {  // no turn, so no RoPE scaling's attention factor either: the temperature alone
     for (std::size_t i = 0; i < f.inv_freq.size(); ++i) {
-      cos_sin[2 * i] = f.attention_factor * temperature;
+      cos_sin[2 * i] = temperature;
       cos_sin[2 * i + 1] = 0.0;
     }
     return;

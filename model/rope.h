@@ -98,7 +98,7 @@ struct RopeFrequencies {
   // takes ggml's f32 steps, not pos * inv_freq[i] in double.
   std::optional<GgmlAngles> ggml;
   QueryTemperature temperature;  // q's: multiplies cos and sin at each position
-  bool still = false;            // a layer that does not rotate: every angle 0 (q only scaled by the temperature)
+  bool still = false;  // a layer that does not rotate: no angle, no attention factor (q only scaled by the temperature)
   auto operator<=>(const RopeFrequencies&) const = default;
 };
 

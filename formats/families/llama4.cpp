@@ -66,17 +66,8 @@ std::vector<bool> read_moe_layers(KeyReader& k, int n_layers) {
 void read_chunked_layers(KeyReader& k, ModelConfig& c) {
   const json* size = k.find("attention_chunk_size");
   const bool sized = size != nullptr && !size->is_null();
-  std::vector<bool> chunked(static_cast<std::size_t>(c.n_layers));
-  if (const json* types = per_layer_array(k, "layer_types", c.n_layers, "layer types")) {
-    for (std::size_t l = 0; l < chunked.size(); ++l) {
-      const json& t = (*types)[l];
-      if (t != "full_attention" && t != "chunked_attention")
-        k.unsupported("layer_types", t, "full_attention and chunked_attention");
-      chunked[l] = t == "chunked_attention";
-    }
-  } else {
-    for (int l = 0; l < c.n_layers; ++l) chunked[static_cast<std::size_t>(l)] = sized && uses_rope(c, l);
-  }
+  std::vector<bool> chunked =
+      read_local_layers(k, c.n_layers, "chunked_attention", [&](int l) { return sized && uses_rope(c, l); });
   if (std::find(chunked.begin(), chunked.end(), true) == chunked.end()) return;
   if (!sized) k.fail("attention_chunk_size", "a chunk size for the chunked_attention layers", "none");
   c.attention_chunk = k.integer("attention_chunk_size");

@@ -290,11 +290,13 @@ CASES = [
          {**IDS, "head_dim": 16, "num_local_experts": 4, "num_experts_per_tok": 2, "sliding_window": 5,
           "attention_bias": False, "layer_types": ["full_attention", "sliding_attention", "full_attention"]},
          layer_types_in_4x=True),
-    # Llama 4: layer 1 without RoPE (its q under the temperature, stepping at positions 2, 5, ...), the
-    # others rotated in interleaved pairs, q/k normed after RoPE, attending in chunks of 5; layers 0
-    # and 1 mixtures (the top 2 of 4 experts, each reading its input times its sigmoid, beside a
-    # shared expert), layer 2 dense and wider.
-    Case("llama4", "llama4_text", {"rope_type": "default", "rope_theta": 500000.0},
+    # Llama 4: layer 1 without RoPE (its q under the temperature, stepping at positions 2, 5, ...; not
+    # under YaRN's attention factor, which scales the turned layers' cos and sin), the others rotated
+    # in interleaved pairs, q/k normed after RoPE, attending in chunks of 5; layers 0 and 1 mixtures
+    # (the top 2 of 4 experts, each reading its input times its sigmoid, beside a shared expert),
+    # layer 2 dense and wider.
+    Case("llama4", "llama4_text", {"rope_type": "yarn", "rope_theta": 500000.0, "factor": 4.0,
+                                   "original_max_position_embeddings": 16},
          {**IDS, "head_dim": 16, "intermediate_size_mlp": 80, "num_local_experts": 4, "num_experts_per_tok": 2,
           "moe_layers": [0, 1], "no_rope_layer_interval": 2, "attention_chunk_size": 5, "floor_scale": 3,
           "attn_scale": 0.3}),
