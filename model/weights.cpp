@@ -323,7 +323,7 @@ void Model::validate() const {
   const int q_norm_width = b.qk_norm == QkNorm::whole ? c.q_dim() : c.head_dim;
   const int k_norm_width = b.qk_norm == QkNorm::whole ? c.kv_dim() : c.head_dim;
   for (int l = 0; l < c.n_layers; ++l) {
-    const auto vector = [&](bool present, WeightKind kind, int width) {
+    const auto vector = [&](bool present, WeightKind kind, std::int64_t width) {
       if (present) check(kind, l, 1, width);
     };
     vector(b.pre_norms, WeightKind::attn_norm, c.dim);
