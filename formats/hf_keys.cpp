@@ -53,8 +53,14 @@ std::vector<bool> read_no_rope_layers(KeyReader& k, const ModelConfig& c) {
     }
   } else {
     if (interval < 1) k.fail("no_rope_layer_interval", "an interval >= 1", std::to_string(interval));
-    for (int l = 0; l < c.n_layers; ++l) rope[static_cast<std::size_t>(l)] = (l + 1) % interval != 0;
+    rope = rope_but_every(c.n_layers, interval);
   }
+  return rope;
+}
+
+std::vector<bool> rope_but_every(int n_layers, int interval) {
+  std::vector<bool> rope(static_cast<std::size_t>(n_layers));
+  for (int l = 0; l < n_layers; ++l) rope[static_cast<std::size_t>(l)] = (l + 1) % interval != 0;
   return rope;
 }
 

@@ -126,6 +126,9 @@ void read_layer_types(KeyReader& k, model::ModelConfig& c, bool enabled,
 // Which layers rotate q and k: no_rope_layers, 1 where a layer does and 0 where it does not;
 // absent, every no_rope_layer_interval-th layer (counting from 1; absent: 4) has none (SmolLM3, Llama 4).
 std::vector<bool> read_no_rope_layers(KeyReader& k, const model::ModelConfig& c);
+// Every layer rotating but each interval-th, counting from 1 (SmolLM3's and Llama 4's default rule;
+// llama.cpp's fixed step of 4 for both).
+std::vector<bool> rope_but_every(int n_layers, int interval);
 // c.rope_layers as `rope` says: left empty where every layer rotates.
 void set_rope_layers(model::ModelConfig& c, std::vector<bool> rope);
 

@@ -119,8 +119,7 @@ void read_gguf(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
                     "chunks of {} positions",
                     f.path().string(), window, w, kGgufChunk));
   c.sliding_window = 0;
-  std::vector<bool> rope(static_cast<std::size_t>(c.n_layers));
-  for (int l = 0; l < c.n_layers; ++l) rope[static_cast<std::size_t>(l)] = (l + 1) % kGgufNoRopeStep != 0;
+  std::vector<bool> rope = rope_but_every(c.n_layers, kGgufNoRopeStep);
   set_rope_layers(c, rope);
   c.attention_chunk = kGgufChunk;
   if (!c.rope_layers.empty()) c.chunked_layers = std::move(rope);

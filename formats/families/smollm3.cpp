@@ -3,8 +3,9 @@
 // none, as SmolLM3Config makes it. Its 4.x rule slides the layers without RoPE where
 // use_sliding_window. llama.cpp: every fourth layer without RoPE, its fixed step, which its
 // converter writes no key for; no sliding window in its graph.
-#include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "formats/families/llama.h"
 #include "formats/family_spec.h"
@@ -31,11 +32,8 @@ const FamilySpec& smollm3_family() {
       .hf = {.model_types = {"smollm3"}, .read = read_hf, .tied_by_default = true},
       .gguf = {.architectures = {"smollm3"},
                .rope_style = RopeStyle::interleaved,
-               .read =
-                   [](const GgufFile&, const std::string&, ModelConfig& c) {
-                     c.rope_layers.resize(static_cast<std::size_t>(c.n_layers));
-                     for (int l = 0; l < c.n_layers; ++l) c.rope_layers[static_cast<std::size_t>(l)] = (l + 1) % 4 != 0;
-                   },
+               .read = [](const GgufFile&, const std::string&,
+                          ModelConfig& c) { c.rope_layers = rope_but_every(c.n_layers, 4); },
                .unread = {"attention.sliding_window"}},
       .llama_cpp = {.names_mapped = true},
   };
