@@ -74,6 +74,11 @@ NameMap hf_map() {
              one(l + "self_attn.k_proj", Op::k_proj),
              one(l + "self_attn.v_proj", Op::v_proj),
              split(l + "self_attn.qkv_proj", {Op::q_proj, Op::k_proj, Op::v_proj}),
+             one(l + "self_attn.q_a_proj", Op::q_a_proj),  // latent attention (kv_b_proj's heads interleave k and v)
+             one(l + "self_attn.q_a_layernorm", Op::q_a_norm),
+             one(l + "self_attn.q_b_proj", Op::q_proj),
+             one(l + "self_attn.kv_a_proj_with_mqa", Op::kv_a_proj),
+             one(l + "self_attn.kv_a_layernorm", Op::kv_a_norm),
              one(l + "self_attn.q_norm", Op::q_norm),
              one(l + "self_attn.k_norm", Op::k_norm),
              one(l + "self_attn.o_proj:input", Op::attn),

@@ -67,6 +67,16 @@ model::ModelConfig config_from_json(const nlohmann::json& config, const std::str
   };
   model::ModelConfig out;
   out.n_layers = field("n_layers", 0);
+  // A flag per layer (sliding_layers, experts.layers, ...).
+  const auto layer_flags = [&](const nlohmann::json& flags, std::string_view key) {
+    if (!flags.is_array() || std::ssize(flags) != out.n_layers ||
+        !std::all_of(flags.begin(), flags.end(), [](const nlohmann::json& f) { return f.is_boolean(); }))
+      throw FormatError(fmt::format("{}: model_config.{}: expected {} flags true or false, found {}", source, key,
+                                    out.n_layers, model::json_excerpt(flags)));
+    std::vector<bool> out_flags;
+    for (const nlohmann::json& f : flags) out_flags.push_back(f.get<bool>());
+    return out_flags;
+  };
   out.dim = field("dim", 0);
   out.n_heads = field("n_heads", 0);
   out.n_kv_heads = field("n_kv_heads", out.n_heads);
@@ -136,14 +146,53 @@ model::ModelConfig config_from_json(const nlohmann::json& config, const std::str
       out.experts.sparsemixer = true;
       out.experts.mixer_eps = e.at("sparsemixer_eps").get<double>();
     }
-    if (e.contains("layers")) {
-      const nlohmann::json& layers = e.at("layers");
-      if (!layers.is_array() || std::ssize(layers) != out.n_layers ||
-          !std::all_of(layers.begin(), layers.end(), [](const nlohmann::json& f) { return f.is_boolean(); }))
-        throw FormatError(fmt::format("{}: model_config.experts.layers: expected {} flags true or false, found {}",
-                                      source, out.n_layers, model::json_excerpt(layers)));
-      for (const nlohmann::json& f : layers) out.experts.layers.push_back(f.get<bool>());
-    }
+    if (e.contains("layers")) out.experts.layers = layer_flags(e.at("layers"), "experts.layers");
+  }
+  for (const auto& [key, flags] :
+       {std::pair{"sliding_layers", &out.sliding_layers}, std::pair{"chunked_layers", &out.chunked_layers},
+        std::pair{"rope_layers", &out.rope_layers}})
+    if (config.contains(key)) *flags = layer_flags(config.at(key), key);
+  if (config.contains("sliding_window") && config.at("sliding_window") != 0)
+    out.sliding_window = field("sliding_window", 0);
+  if (config.contains("attention_chunk")) out.attention_chunk = field("attention_chunk", 0);
+  if (config.contains("query_temperature")) {
+    const nlohmann::json& t = config.at("query_temperature");
+    const auto small = [&](const char* key) {
+      return t.contains(key) && t.at(key).is_number_integer() && std::abs(t.at(key).get<std::int64_t>()) <= INT32_MAX;
+    };
+    if (!t.is_object() || !t.contains("beta") || !t.at("beta").is_number() || !small("length") || !small("offset") ||
+        !t.contains("nope_layers") || !t.at("nope_layers").is_boolean())
+      throw FormatError(
+          fmt::format("{}: model_config.query_temperature: expected beta, length, offset and "
+                      "nope_layers, found {}",
+                      source, model::json_excerpt(t)));
+    out.query_temperature = {.beta = t.at("beta").get<double>(),
+                             .length = t.at("length").get<int>(),
+                             .offset = t.at("offset").get<int>(),
+                             .nope_layers = t.at("nope_layers").get<bool>()};
+  }
+  if (config.contains("mla")) {
+    const nlohmann::json& a = config.at("mla");
+    if (!a.is_object() || !a.contains("biases") || !a.at("biases").is_boolean() || !a.contains("norm_eps") ||
+        !a.at("norm_eps").is_number() || !(a.at("norm_eps").get<double>() > 0 && a.at("norm_eps").get<double>() < 1))
+      throw FormatError(
+          fmt::format("{}: model_config.mla: expected an object with biases (true or false) and "
+                      "norm_eps (0 < eps < 1), found {}",
+                      source, model::json_excerpt(a)));
+    const auto size = [&](const char* key) {
+      const nlohmann::json* v = a.contains(key) ? &a.at(key) : nullptr;
+      if (v == nullptr || !v->is_number_integer() || v->get<std::int64_t>() < 0 || v->get<std::int64_t>() > INT32_MAX)
+        throw FormatError(fmt::format("{}: model_config.mla.{}: expected an integer >= 0, found {}", source, key,
+                                      v != nullptr ? model::json_excerpt(*v) : "none"));
+      return v->get<int>();
+    };
+    out.mla = {.q_rank = size("q_rank"),
+               .kv_rank = size("kv_rank"),
+               .nope_dim = size("nope_dim"),
+               .rope_dim = size("rope_dim"),
+               .v_dim = size("v_dim"),
+               .biases = a.at("biases").get<bool>(),
+               .norm_eps = a.at("norm_eps").get<double>()};
   }
   if (config.contains("rotary_dim")) {
     const int rotary = field("rotary_dim", 0);

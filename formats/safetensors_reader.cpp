@@ -175,9 +175,9 @@ namespace {
 // The weights a Hugging Face tensor name holds in a model of this config: one, the parts of a fused
 // projection (Phi-3's qkv_proj and gate_up_proj, their rows in order; query_key_value, per KV head
 // the rows of its query heads, its k's and its v's: GPT-NeoX's q, k and v per head, Falcon's
-// groups), or none for a tensor the model does not use. post_attention_layernorm is the norm
-// before the FFN in a block without post-norms (Llama), the norm on the attention's output in one with them (Gemma 2/3,
-// OLMo 2).
+// groups; kv_b_proj, per head its k rows and its v rows), or none for a tensor the model does not use.
+// post_attention_layernorm is the norm before the FFN in a block without post-norms (Llama), the norm on the
+// attention's output in one with them (Gemma 2/3, OLMo 2).
 std::vector<WeightPart> hf_weights(std::string_view name, const ModelConfig& c) {
   static constexpr std::pair<std::string_view, WeightKind> kGlobal[] = {
       {"model.embed_tokens.weight", WeightKind::token_embd},
@@ -224,7 +224,14 @@ std::vector<WeightPart> hf_weights(std::string_view name, const ModelConfig& c) 
       {"mlp.shared_expert_gate.weight", WeightKind::shexp_gate_inp},
       {"mlp.shared_experts.gate_proj.weight", WeightKind::shexp_gate},  // DeepSeek, GLM-4.5
       {"mlp.shared_experts.up_proj.weight", WeightKind::shexp_up},
-      {"mlp.shared_experts.down_proj.weight", WeightKind::shexp_down}};
+      {"mlp.shared_experts.down_proj.weight", WeightKind::shexp_down},
+      {"self_attn.q_a_proj.weight", WeightKind::wq_a},  // latent attention (DeepSeek-V2/V3)
+      {"self_attn.q_a_proj.bias", WeightKind::bq_a},
+      {"self_attn.q_a_layernorm.weight", WeightKind::q_a_norm},
+      {"self_attn.q_b_proj.weight", WeightKind::wq},
+      {"self_attn.kv_a_proj_with_mqa.weight", WeightKind::wkv_a},
+      {"self_attn.kv_a_proj_with_mqa.bias", WeightKind::bkv_a},
+      {"self_attn.kv_a_layernorm.weight", WeightKind::kv_a_norm}};
   for (const auto& [n, kind] : kGlobal)
     if (name == n) return {{kind, -1}};
   const auto in_layer = llama_layer_name(name);
@@ -246,6 +253,8 @@ std::vector<WeightPart> hf_weights(std::string_view name, const ModelConfig& c) 
             {bias ? WeightKind::bk : WeightKind::wk, layer, d, groups},
             {bias ? WeightKind::bv : WeightKind::wv, layer, d, groups}};
   }
+  if (name == "self_attn.kv_b_proj.weight")  // per head its no-RoPE key rows, then its value rows
+    return {{WeightKind::wk, layer, c.mla.nope_dim, c.n_heads}, {WeightKind::wv, layer, c.mla.v_dim, c.n_heads}};
   if (name == "mlp.gate_up_proj.weight")
     return {{WeightKind::ffn_gate, layer, c.ffn_dim}, {WeightKind::ffn_up, layer, c.ffn_dim}};
   if (name == "mlp.shared_experts.gate_up_proj.weight")  // Granite-MoE-Shared's shared_mlp.input_linear

@@ -524,6 +524,10 @@ KernelId Engine::run(const model::Step& step, const Region& out) {
     case Op::ffn_up:
     case Op::ffn_down:
     case Op::moe_router: return product(in(0), step.op, step.layer, bias(step.op, step.layer), out, faults);
+    case Op::q_a_proj:
+    case Op::q_a_norm:
+    case Op::kv_a_proj:
+    case Op::kv_a_norm: break;  // latent attention: refused by make_vulkan_engine
     case Op::moe_scores:
       return kernels_->moe_scores(*stream_, in(0), weights_->find(WeightKind::moe_score_bias, step.layer), out, rows,
                                   config_.experts, faults);
@@ -767,6 +771,11 @@ void Engine::write_kv(int layer, bool value, const HostTensor& rows) {
 
 std::unique_ptr<VulkanEngine> make_vulkan_engine(const model::Model& model, const VulkanEngineOptions& options) {
   model::require_runnable(model);
+  if (model.config().latent())
+    throw UsageError(
+        fmt::format("{}: {}: the Vulkan engine does not compute multi-head latent attention; the "
+                    "reference does (--engine ref, or compare --model on another engine's dump)",
+                    model.path().string(), model::family_name(model.config().family)));
   return std::make_unique<Engine>(model, options);
 }
 

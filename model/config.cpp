@@ -131,8 +131,30 @@ void ModelConfig::validate(const std::string& source) const {
   } else {
     require(experts.active == 0 && experts.layers.empty(), "no active experts in a dense model", experts.active);
   }
+  if (latent()) {
+    require(mla.q_rank >= 0 && mla.nope_dim >= 1 && mla.rope_dim >= 2 && mla.rope_dim % 2 == 0 && mla.v_dim >= 1,
+            "latent attention of q rank >= 0, nope channels >= 1, an even number of RoPE channels and value "
+            "channels >= 1",
+            fmt::format("q rank {}, nope {}, rope {}, v {}", mla.q_rank, mla.nope_dim, mla.rope_dim, mla.v_dim));
+    require(head_dim == mla.nope_dim + mla.rope_dim && rotary_dim == mla.rope_dim && n_kv_heads == n_heads,
+            "latent attention's heads of nope + rope channels, the rope ones rotated, a key per query head",
+            fmt::format("head_dim {}, rotary_dim {}, {} kv heads of {}", head_dim, rotary_dim, n_kv_heads, n_heads));
+    require(std::int64_t{n_heads} * mla.v_dim <= std::numeric_limits<int>::max(), "n_heads * v_dim below 2^31",
+            fmt::format("{} x {}", n_heads, mla.v_dim));
+    require(!block.qkv_bias && block.qk_norm == QkNorm::none && query_temperature.beta == 0 && attention_chunk == 0 &&
+                rope_layers.empty(),
+            "latent attention without q/k/v biases, q/k norms, a query temperature, chunks or NoPE layers",
+            "one of them");
+    require(mla.norm_eps > 0.0 && mla.norm_eps < 1.0, "0 < latent norms' eps < 1", mla.norm_eps);
+  } else {
+    require(mla == LatentAttention{}, "no latent attention's sizes without its kv rank", "some");
+  }
   require(bos_token < vocab && eos_token < vocab, "special tokens inside the vocabulary",
           fmt::format("bos {} eos {} for vocab {}", bos_token, eos_token, vocab));
+}
+
+double norm_eps(const ModelConfig& c, Op op) {
+  return op == Op::q_a_norm || op == Op::kv_a_norm ? c.mla.norm_eps : c.norm_eps;
 }
 
 bool slides(const ModelConfig& c, int layer) {
@@ -267,6 +289,10 @@ nlohmann::json to_json(const ModelConfig& c) {
     if (c.experts.choice_on_logits) j["experts"]["choice_on_logits"] = true;
     if (c.experts.sparsemixer) j["experts"]["sparsemixer_eps"] = c.experts.mixer_eps;
   }
+  if (c.latent())
+    j["mla"] = {{"q_rank", c.mla.q_rank},     {"kv_rank", c.mla.kv_rank}, {"nope_dim", c.mla.nope_dim},
+                {"rope_dim", c.mla.rope_dim}, {"v_dim", c.mla.v_dim},     {"biases", c.mla.biases},
+                {"norm_eps", c.mla.norm_eps}};
   return j;
 }
 

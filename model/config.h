@@ -65,6 +65,24 @@ struct Experts {
   friend bool operator==(const Experts&, const Experts&) = default;
 };
 
+// Multi-head latent attention (DeepSeek-V2/V3): q from q_proj, or through a low-rank pair
+// (q_a_proj, its RMS norm q_a_norm, then q_proj) where q_rank > 0; keys and values from one latent:
+// kv_a_proj gives kv_rank latent channels then rope_dim channels of a key part shared by every head;
+// kv_a_norm (RMS) of the latent feeds k_proj (each head's nope_dim no-RoPE key channels) and v_proj
+// (each head's v_dim value channels). A head's key is its k_proj channels then the shared part after
+// RoPE (rope_k); its query q_proj's nope_dim channels then rope_dim rotated ones (head_dim is
+// nope_dim + rope_dim, rotary_dim rope_dim). What an MLA engine caches is kv_a_norm and rope_k.
+struct LatentAttention {
+  int q_rank = 0;   // q_lora_rank; 0: q_proj reads attn_norm's output
+  int kv_rank = 0;  // kv_lora_rank; 0: the model has no latent attention
+  int nope_dim = 0;
+  int rope_dim = 0;
+  int v_dim = 0;
+  bool biases = false;     // q_a_proj and kv_a_proj carry biases (attention_bias)
+  double norm_eps = 1e-6;  // q_a_norm's and kv_a_norm's (transformers' DeepseekV3RMSNorm default, not rms_norm_eps)
+  friend bool operator==(const LatentAttention&, const LatentAttention&) = default;
+};
+
 struct ModelConfig {
   Family family = Family::llama;
   int n_layers = 0;
@@ -91,16 +109,22 @@ struct ModelConfig {
   bool tied_output = false;  // logits use the embedding matrix
   Block block;               // what each layer computes (model/block.h)
   Experts experts;           // count > 0: the FFN of the MoE layers
+  LatentAttention mla;       // kv_rank > 0: every layer's attention is latent (model/config.h LatentAttention)
   int bos_token = -1;        // -1 = none
   int eos_token = -1;
 
   int q_dim() const { return n_heads * head_dim; }
-  int kv_dim() const { return n_kv_heads * head_dim; }
+  int kv_dim() const { return n_kv_heads * head_dim; }  // a key's channels in the cache
+  bool latent() const { return mla.kv_rank > 0; }
+  int v_head_dim() const { return latent() ? mla.v_dim : head_dim; }  // a head's value channels
+  int attn_dim() const { return n_heads * v_head_dim(); }             // attn's output: every head's values
 
   // Throws FormatError("<source>: ...") when the numbers cannot describe a working model.
   void validate(const std::string& source) const;
 };
 
+// The epsilon of a norm op: mla.norm_eps for latent attention's, norm_eps for the others.
+double norm_eps(const ModelConfig& config, Op op);
 // Whether a layer is one of the sliding ones (sliding_layers; empty: all of them).
 bool slides(const ModelConfig& config, int layer);
 // The keys a query at position pos sees in a layer: the cache rows [first(pos), pos].

@@ -28,9 +28,18 @@ Graph::Graph(const ModelConfig& config) : config_(config), n_layers_(config.n_la
     if (config.experts.shared_ffn_dim == 0) return routed;
     return add(Op::moe_sum, layer, {routed, add(Op::moe_shared, layer, {y})});
   };
-  TensorId stream = add(Op::embed, -1, {});  // the residual stream entering the next layer
-  for (int l = 0; l < n_layers_; ++l) {
-    const TensorId x = maybe(b.pre_norms, Op::attn_norm, l, stream);
+  // Latent attention (model/config.h LatentAttention): attn reads q, the heads' no-RoPE keys, their
+  // values and the shared RoPE key part.
+  auto latent_attention = [&](int layer, TensorId x) {
+    const TensorId q_in = config.mla.q_rank > 0 ? add(Op::q_a_norm, layer, {add(Op::q_a_proj, layer, {x})}) : x;
+    const TensorId q = add(Op::rope_q, layer, {add(Op::q_proj, layer, {q_in})});
+    const TensorId kv_a = add(Op::kv_a_proj, layer, {x});
+    const TensorId latent = add(Op::kv_a_norm, layer, {kv_a});
+    const TensorId k = add(Op::k_proj, layer, {latent}), v = add(Op::v_proj, layer, {latent});
+    return add(Op::attn, layer, {q, k, v, add(Op::rope_k, layer, {kv_a})});
+  };
+  // q, k and v projected, then normed and rotated as the block says.
+  auto attention = [&](int l, TensorId x) {
     TensorId q = add(Op::q_proj, l, {x}), k = add(Op::k_proj, l, {x});
     const TensorId v = add(Op::v_proj, l, {x});
     const bool norms = has_qk_norm(config, l), rotates = uses_rope(config, l);
@@ -42,7 +51,12 @@ Graph::Graph(const ModelConfig& config) : config_(config), n_layers_(config.n_la
     q = maybe(has_rope_q(config, l), Op::rope_q, l, q);
     k = maybe(rotates, Op::rope_k, l, k);
     if (b.qk_norm_after_rope) qk_norms();
-    const TensorId attn = add(Op::attn, l, {q, k, v});
+    return add(Op::attn, l, {q, k, v});
+  };
+  TensorId stream = add(Op::embed, -1, {});  // the residual stream entering the next layer
+  for (int l = 0; l < n_layers_; ++l) {
+    const TensorId x = maybe(b.pre_norms, Op::attn_norm, l, stream);
+    const TensorId attn = config.latent() ? latent_attention(l, x) : attention(l, x);
     const TensorId attn_out = maybe(b.post_norms, Op::attn_post_norm, l, add(Op::o_proj, l, {attn}));
     const TensorId layer_input = stream;
     stream = add(Op::attn_residual, l, {stream, attn_out});
@@ -72,6 +86,15 @@ std::size_t Graph::position(const TensorId& id) const {
 }
 
 HeadLayout head_layout(Op op, const ModelConfig& config) {
+  if (config.latent()) {
+    switch (op) {
+      case Op::k_proj: return {config.n_heads, config.mla.nope_dim};
+      case Op::v_proj:
+      case Op::attn: return {config.n_heads, config.mla.v_dim};
+      case Op::rope_k: return {1, config.mla.rope_dim};
+      default: break;
+    }
+  }
   switch (op) {
     case Op::q_proj:
     case Op::q_norm:
@@ -83,6 +106,10 @@ HeadLayout head_layout(Op op, const ModelConfig& config) {
     case Op::rope_k: return {config.n_kv_heads, config.head_dim};
     case Op::embed:
     case Op::attn_norm:
+    case Op::q_a_proj:
+    case Op::q_a_norm:
+    case Op::kv_a_proj:
+    case Op::kv_a_norm:
     case Op::o_proj:
     case Op::attn_post_norm:
     case Op::attn_residual:
@@ -107,7 +134,12 @@ HeadLayout head_layout(Op op, const ModelConfig& config) {
 }
 
 int op_width(const ModelConfig& config, Op op) {
+  const LatentAttention& mla = config.mla;
   switch (op) {
+    case Op::q_a_proj:
+    case Op::q_a_norm: return mla.q_rank;
+    case Op::kv_a_proj: return mla.kv_rank + mla.rope_dim;
+    case Op::kv_a_norm: return mla.kv_rank;
     case Op::embed:
     case Op::attn_norm:
     case Op::o_proj:
@@ -123,12 +155,12 @@ int op_width(const ModelConfig& config, Op op) {
     case Op::final_norm: return config.dim;
     case Op::q_proj:
     case Op::q_norm:
-    case Op::rope_q:
-    case Op::attn: return config.q_dim();
-    case Op::k_proj:
-    case Op::v_proj:
-    case Op::k_norm:
-    case Op::rope_k: return config.kv_dim();
+    case Op::rope_q: return config.q_dim();
+    case Op::attn: return config.attn_dim();
+    case Op::k_proj: return config.latent() ? config.n_heads * mla.nope_dim : config.kv_dim();
+    case Op::v_proj: return config.latent() ? config.attn_dim() : config.kv_dim();
+    case Op::rope_k: return config.latent() ? mla.rope_dim : config.kv_dim();
+    case Op::k_norm: return config.kv_dim();
     case Op::ffn_gate:
     case Op::ffn_up:
     case Op::ffn_act: return config.ffn_dim;

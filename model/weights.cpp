@@ -65,12 +65,20 @@ std::string_view weight_kind_name(WeightKind kind) {
     case WeightKind::expert_b_gate: return "expert_b_gate";
     case WeightKind::expert_b_up: return "expert_b_up";
     case WeightKind::expert_b_down: return "expert_b_down";
+    case WeightKind::wq_a: return "wq_a";
+    case WeightKind::q_a_norm: return "q_a_norm";
+    case WeightKind::wkv_a: return "wkv_a";
+    case WeightKind::kv_a_norm: return "kv_a_norm";
+    case WeightKind::bq_a: return "bq_a";
+    case WeightKind::bkv_a: return "bkv_a";
   }
   return "?";
 }
 
 std::optional<OpWeights> op_weights(Op op, const ModelConfig& c) {
   switch (op) {
+    case Op::q_a_proj: return OpWeights{WeightKind::wq_a, WeightKind::bq_a};
+    case Op::kv_a_proj: return OpWeights{WeightKind::wkv_a, WeightKind::bkv_a};
     case Op::q_proj: return OpWeights{WeightKind::wq, WeightKind::bq};
     case Op::k_proj: return OpWeights{WeightKind::wk, WeightKind::bk};
     case Op::v_proj: return OpWeights{WeightKind::wv, WeightKind::bv};
@@ -91,6 +99,8 @@ std::optional<OpWeights> op_weights(Op op, const ModelConfig& c) {
 std::optional<NormWeights> norm_weights(Op op) {
   switch (op) {
     case Op::attn_norm: return NormWeights{WeightKind::attn_norm, WeightKind::attn_norm_b};
+    case Op::q_a_norm: return NormWeights{WeightKind::q_a_norm, std::nullopt};
+    case Op::kv_a_norm: return NormWeights{WeightKind::kv_a_norm, std::nullopt};
     case Op::q_norm: return NormWeights{WeightKind::q_norm, std::nullopt};
     case Op::k_norm: return NormWeights{WeightKind::k_norm, std::nullopt};
     case Op::attn_post_norm: return NormWeights{WeightKind::attn_post_norm, std::nullopt};
@@ -125,7 +135,9 @@ bool is_vector(WeightKind kind) {
     case WeightKind::shexp_down:
     case WeightKind::shexp_gate_inp:
     case WeightKind::output:
-    case WeightKind::pos_embd: return false;
+    case WeightKind::pos_embd:
+    case WeightKind::wq_a:
+    case WeightKind::wkv_a: return false;
     case WeightKind::attn_norm:
     case WeightKind::bq:
     case WeightKind::bk:
@@ -153,7 +165,11 @@ bool is_vector(WeightKind kind) {
     case WeightKind::moe_router_b:
     case WeightKind::expert_b_gate:
     case WeightKind::expert_b_up:
-    case WeightKind::expert_b_down: return true;
+    case WeightKind::expert_b_down:
+    case WeightKind::q_a_norm:
+    case WeightKind::kv_a_norm:
+    case WeightKind::bq_a:
+    case WeightKind::bkv_a: return true;
   }
   return false;
 }
@@ -161,7 +177,7 @@ bool is_vector(WeightKind kind) {
 bool is_norm(WeightKind kind) {
   return kind == WeightKind::attn_norm || kind == WeightKind::q_norm || kind == WeightKind::k_norm ||
          kind == WeightKind::attn_post_norm || kind == WeightKind::ffn_norm || kind == WeightKind::ffn_post_norm ||
-         kind == WeightKind::output_norm;
+         kind == WeightKind::output_norm || kind == WeightKind::q_a_norm || kind == WeightKind::kv_a_norm;
 }
 
 std::span<const std::byte> WeightTensor::contiguous(std::vector<std::byte>& storage) const {
@@ -328,15 +344,30 @@ void Model::validate() const {
     };
     vector(b.pre_norms, WeightKind::attn_norm, c.dim);
     vector(b.pre_norms && b.norm_bias, WeightKind::attn_norm_b, c.dim);
-    check(WeightKind::wq, l, c.q_dim(), c.dim);
-    check(WeightKind::wk, l, c.kv_dim(), c.dim);
-    check(WeightKind::wv, l, c.kv_dim(), c.dim);
+    if (c.latent()) {
+      const LatentAttention& a = c.mla;
+      if (a.q_rank > 0) {
+        check(WeightKind::wq_a, l, a.q_rank, c.dim);
+        check(WeightKind::q_a_norm, l, 1, a.q_rank);
+        vector(a.biases, WeightKind::bq_a, a.q_rank);
+      }
+      check(WeightKind::wq, l, c.q_dim(), a.q_rank > 0 ? a.q_rank : c.dim);
+      check(WeightKind::wkv_a, l, a.kv_rank + a.rope_dim, c.dim);
+      vector(a.biases, WeightKind::bkv_a, a.kv_rank + a.rope_dim);
+      check(WeightKind::kv_a_norm, l, 1, a.kv_rank);
+      check(WeightKind::wk, l, std::int64_t{c.n_heads} * a.nope_dim, a.kv_rank);
+      check(WeightKind::wv, l, c.attn_dim(), a.kv_rank);
+    } else {
+      check(WeightKind::wq, l, c.q_dim(), c.dim);
+      check(WeightKind::wk, l, c.kv_dim(), c.dim);
+      check(WeightKind::wv, l, c.kv_dim(), c.dim);
+    }
     vector(b.qkv_bias, WeightKind::bq, c.q_dim());
     vector(b.qkv_bias, WeightKind::bk, c.kv_dim());
     vector(b.qkv_bias, WeightKind::bv, c.kv_dim());
     vector(has_qk_norm(c, l), WeightKind::q_norm, q_norm_width);
     vector(has_qk_norm(c, l), WeightKind::k_norm, k_norm_width);
-    check(WeightKind::wo, l, c.dim, c.q_dim());
+    check(WeightKind::wo, l, c.dim, c.attn_dim());
     vector(b.o_bias, WeightKind::bo, c.dim);
     vector(b.attention_sinks, WeightKind::attn_sinks, c.n_heads);
     vector(b.post_norms, WeightKind::attn_post_norm, c.dim);

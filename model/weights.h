@@ -73,6 +73,14 @@ enum class WeightKind : std::uint8_t {
                   // only)
   expert_b_up,    // [experts.count * experts.ffn_dim]
   expert_b_down,  // [experts.count * dim]
+  // Latent attention's (model/config.h LatentAttention; wq, wk, wv are then q_proj's [n_heads *
+  // head_dim, q_rank or dim], k_proj's [n_heads * nope_dim, kv_rank] and v_proj's [n_heads * v_dim, kv_rank]):
+  wq_a,       // [q_rank, dim] (q_rank > 0)
+  q_a_norm,   // [q_rank]
+  wkv_a,      // [kv_rank + rope_dim, dim]
+  kv_a_norm,  // [kv_rank]
+  bq_a,       // [q_rank]  (mla.biases only)
+  bkv_a,      // [kv_rank + rope_dim]  (mla.biases only)
 };
 std::string_view weight_kind_name(WeightKind kind);
 bool is_per_layer(WeightKind kind);
@@ -146,8 +154,14 @@ inline constexpr WeightKind kAllWeightKinds[] = {WeightKind::token_embd,
                                                  WeightKind::moe_router_b,
                                                  WeightKind::expert_b_gate,
                                                  WeightKind::expert_b_up,
-                                                 WeightKind::expert_b_down};
-static_assert(std::size(kAllWeightKinds) == static_cast<std::size_t>(WeightKind::expert_b_down) + 1);
+                                                 WeightKind::expert_b_down,
+                                                 WeightKind::wq_a,
+                                                 WeightKind::q_a_norm,
+                                                 WeightKind::wkv_a,
+                                                 WeightKind::kv_a_norm,
+                                                 WeightKind::bq_a,
+                                                 WeightKind::bkv_a};
+static_assert(std::size(kAllWeightKinds) == static_cast<std::size_t>(WeightKind::bkv_a) + 1);
 
 // One weight tensor as stored: row-major [rows, cols] (cols contiguous; a 1-D tensor has rows = 1).
 // For matrices rows = output features and cols = input features, so y = W x. Its rows lie in one

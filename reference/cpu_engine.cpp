@@ -177,7 +177,7 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
   // The op's weight and bias by model::norm_weights.
   const auto norm = [&] {
     const model::NormWeights nw = *model::norm_weights(step.op);
-    ops_->norm(in(0), w[nw.weight].vector(), vector(nw.bias), out);
+    ops_->norm(in(0), w[nw.weight].vector(), vector(nw.bias), model::norm_eps(config_, step.op), out);
   };
   // The op's matrix times its input, plus its bias where the model has one (model::op_weights).
   const auto product = [&] {
@@ -193,7 +193,13 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
         add_positions<S>(table, last - out.rows() + 1, out);
       }
       return;
+    case Op::kv_a_norm: {  // of the latent's channels, not the shared key part's after them
+      const Mat<S> latent = in(0).leftCols(config_.mla.kv_rank);
+      ops_->norm(latent, w[WeightKind::kv_a_norm].vector(), nullptr, config_.mla.norm_eps, out);
+      return;
+    }
     case Op::attn_norm:
+    case Op::q_a_norm:
     case Op::attn_post_norm:
     case Op::ffn_norm:
     case Op::ffn_post_norm:
@@ -205,6 +211,8 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
       if (const auto clip = static_cast<S>(block.clip_qkv); clip > 0)
         out = out.unaryExpr([clip](S v) { return std::clamp(v, -clip, clip); });
       return;
+    case Op::q_a_proj:
+    case Op::kv_a_proj:
     case Op::o_proj:
     case Op::ffn_gate:
     case Op::ffn_up:
@@ -216,7 +224,13 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
     case Op::rope_k: {
       model::RopeFrequencies f = ops_->rope_frequencies(step.layer, chunk_.first_pos + chunk_.rows);
       if (step.op == Op::rope_q) f = model::query_frequencies(config_, step.layer, std::move(f));
-      rope<S>(in(0), config_.head_dim, chunk_.first_pos, f, config_.rope_style, out);
+      const model::LatentAttention& mla = config_.mla;
+      if (!config_.latent())
+        rope<S>(in(0), config_.head_dim, chunk_.first_pos, f, config_.rope_style, out);
+      else if (step.op == Op::rope_q)  // each head's trailing rope_dim channels
+        rope<S>(in(0), config_.head_dim, chunk_.first_pos, f, config_.rope_style, out, mla.nope_dim);
+      else  // the shared key part, kv_a_proj's channels after the latent's
+        rope<S>(in(0).rightCols(mla.rope_dim), mla.rope_dim, chunk_.first_pos, f, config_.rope_style, out);
       return;
     }
     case Op::attn: attend(step, out); return;
@@ -275,16 +289,32 @@ void CpuEngine<S>::round_cache_rows(Mat<S>& cache, Eigen::Index first, Eigen::In
   if (rows > 0) ops_->round_cached(Eigen::Map<Mat<S>>(cache.row(first).data(), rows, cache.cols()));  // row-major
 }
 
+// A latent attention's keys [T, n_heads * head_dim]: each head's no-RoPE channels (k_proj), then
+// the rotated part every head shares (rope_k).
+template <typename S>
+Mat<S> latent_keys(const Mat<S>& k_nope, const Mat<S>& k_rope, const model::ModelConfig& c) {
+  const int nope = c.mla.nope_dim, rope = c.mla.rope_dim;
+  Mat<S> k(k_nope.rows(), static_cast<Eigen::Index>(c.n_heads) * c.head_dim);
+  for (int h = 0; h < c.n_heads; ++h) {
+    k.middleCols(static_cast<Eigen::Index>(h) * c.head_dim, nope) =
+        k_nope.middleCols(static_cast<Eigen::Index>(h) * nope, nope);
+    k.middleCols(static_cast<Eigen::Index>(h) * c.head_dim + nope, rope) = k_rope;
+  }
+  return k;
+}
+
 // Appends the chunk's K (after RoPE) and V rows, attn's inputs 1 and 2, to the layer's cache at
-// [first_pos, first_pos + T).
+// [first_pos, first_pos + T); a latent attention's keys assembled from inputs 1 and 3.
 template <typename S>
 void CpuEngine<S>::append_kv(const model::Step& step) {
   const int layer = step.layer;
-  const Mat<S>& k = slot(step.inputs[1]);
+  const Mat<S> latent = config_.latent() ? latent_keys(slot(step.inputs[1]), slot(step.inputs[3]), config_) : Mat<S>();
+  const Mat<S>& k = config_.latent() ? latent : slot(step.inputs[1]);
   const Mat<S>& v = slot(step.inputs[2]);
   const Eigen::Index need = chunk_.first_pos + k.rows();
-  for (Mat<S>* cache : {&k_cache_[static_cast<std::size_t>(layer)], &v_cache_[static_cast<std::size_t>(layer)]}) {
-    if (cache->rows() < need) cache->conservativeResize(std::max<Eigen::Index>(need, 2 * cache->rows()), k.cols());
+  for (const auto& [cache, width] : {std::pair{&k_cache_[static_cast<std::size_t>(layer)], k.cols()},
+                                     std::pair{&v_cache_[static_cast<std::size_t>(layer)], v.cols()}}) {
+    if (cache->rows() < need) cache->conservativeResize(std::max<Eigen::Index>(need, 2 * cache->rows()), width);
   }
   k_cache_[static_cast<std::size_t>(layer)].middleRows(chunk_.first_pos, k.rows()) = k;
   v_cache_[static_cast<std::size_t>(layer)].middleRows(chunk_.first_pos, v.rows()) = v;

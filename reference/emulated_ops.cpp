@@ -31,10 +31,10 @@ class EmulatedOps final : public Ops<float> {
     return {};
   }
 
-  void norm(const Mat<float>& x, const VecMap& w, const float* bias, Mat<float>& out) override {
-    if (!r_.ggml_steps) return Ops<float>::norm(x, w, bias, out);
-    if (config_.block.norm == model::NormKind::rms) return rms_norm_as_llama_cpp(x, w, config_.norm_eps, out);
-    layer_norm_as_llama_cpp(x, w, bias, config_.norm_eps, out);
+  void norm(const Mat<float>& x, const VecMap& w, const float* bias, double eps, Mat<float>& out) override {
+    if (!r_.ggml_steps) return Ops<float>::norm(x, w, bias, eps, out);
+    if (config_.block.norm == model::NormKind::rms) return rms_norm_as_llama_cpp(x, w, eps, out);
+    layer_norm_as_llama_cpp(x, w, bias, eps, out);
   }
 
   void head_norm(const Mat<float>& x, const VecMap& w, Mat<float>& out) override {

@@ -127,7 +127,7 @@ void matmul_f16_sums(const Mat<float>& x, const ConstMatMap<float>& w, const flo
 
 template <typename S>
 void rope(const Mat<S>& x, int head_dim, int first_pos, const model::RopeFrequencies& f, model::RopeStyle style,
-          Mat<S>& out) {
+          Mat<S>& out, int first_channel) {
   out = x;
   const auto half = static_cast<int>(f.inv_freq.size());  // rotated pairs: rotary_dim / 2
   const Eigen::Index heads = x.cols() / head_dim;
@@ -135,7 +135,7 @@ void rope(const Mat<S>& x, int head_dim, int first_pos, const model::RopeFrequen
   for (Eigen::Index t = 0; t < x.rows(); ++t) {
     model::rope_cos_sin(f, first_pos + t, cos_sin);
     for (Eigen::Index h = 0; h < heads; ++h) {
-      S* row = out.row(t).data() + h * head_dim;
+      S* row = out.row(t).data() + h * head_dim + first_channel;
       for (int i = 0; i < half; ++i) {
         const auto [a, b] = model::rope_pair(style, i, half);
         const auto c = static_cast<S>(cos_sin[2 * static_cast<std::size_t>(i)]);
@@ -156,13 +156,13 @@ void scale_softcap(Mat<S>& x, double scale, double cap) {
 
 template <typename S>
 void attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, int first_pos, int n_heads,
-               int n_kv_heads, int head_dim, model::KeySpan span, double score_scale, double softcap, const S* sinks,
-               AttentionRounding rounding, Mat<S>& out) {
+               int n_kv_heads, int head_dim, int v_dim, model::KeySpan span, double score_scale, double softcap,
+               const S* sinks, AttentionRounding rounding, Mat<S>& out) {
   const Eigen::Index T = q.rows();
   const Eigen::Index P = first_pos + T;
   const int group = n_heads / n_kv_heads;
   const auto scale = static_cast<S>(score_scale);
-  out.resize(T, static_cast<Eigen::Index>(n_heads) * head_dim);
+  out.resize(T, static_cast<Eigen::Index>(n_heads) * v_dim);
   const bool parallel = static_cast<double>(T) * static_cast<double>(P) * n_heads * head_dim > kParallelWork;
 #pragma omp parallel for schedule(dynamic) if (parallel)
   for (int h = 0; h < n_heads; ++h) {
@@ -185,16 +185,17 @@ void attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, in
       live /= live.sum() + (sinks != nullptr ? std::exp(sinks[h] - top) : S(0));
     }
     if (rounding.f16_operands) round_f16_values(scores);
+    const Eigen::Index oc = static_cast<Eigen::Index>(h) * v_dim, vc = static_cast<Eigen::Index>(h / group) * v_dim;
     if constexpr (std::is_same_v<S, float>) {
       if (rounding.f16_value_sums) {
-        const Mat<float> v_t = v_cache.block(0, kc, P, head_dim).transpose();
+        const Mat<float> v_t = v_cache.block(0, vc, P, v_dim).transpose();
         Mat<float> head;
-        matmul_f16_sums(scores, ConstMatMap<float>(v_t.data(), head_dim, P), nullptr, 1, head);
-        out.middleCols(qc, head_dim) = head;
+        matmul_f16_sums(scores, ConstMatMap<float>(v_t.data(), v_dim, P), nullptr, 1, head);
+        out.middleCols(oc, v_dim) = head;
         continue;
       }
     }
-    out.middleCols(qc, head_dim).noalias() = scores * v_cache.block(0, kc, P, head_dim);
+    out.middleCols(oc, v_dim).noalias() = scores * v_cache.block(0, vc, P, v_dim);
   }
 }
 
@@ -240,21 +241,21 @@ void gated_activation(const Mat<S>& gate, const Mat<S>& up, const model::Block& 
   out.array() *= up.array();
 }
 
-#define TAPDIFF_INSTANTIATE(S)                                                                                        \
-  template void embed<S>(const ConstMatMap<S>&, std::span<const std::int32_t>, double, Mat<S>&);                      \
-  template void add_positions<S>(const ConstMatMap<S>&, std::int64_t, Mat<S>&);                                       \
-  template void rms_norm<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, double, double, Mat<S>&);                 \
-  template void layer_norm<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, const S*, double, double, Mat<S>&);     \
-  template void norm<S>(const Mat<S>&, model::NormKind, const Eigen::Map<const Vec<S>>&, const S*, double, double,    \
-                        Mat<S>&);                                                                                     \
-  template void norm_groups<S>(const Mat<S>&, model::NormKind, const Eigen::Map<const Vec<S>>&, double, double,       \
-                               Mat<S>&);                                                                              \
-  template void matmul<S>(const Mat<S>&, const ConstMatMap<S>&, const S*, Mat<S>&);                                   \
-  template void rope<S>(const Mat<S>&, int, int, const model::RopeFrequencies&, model::RopeStyle, Mat<S>&);           \
-  template void attention<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, int, int, int, int, model::KeySpan, double, \
-                             double, const S*, AttentionRounding, Mat<S>&);                                           \
-  template void activation<S>(const Mat<S>&, model::Activation, Mat<S>&, const model::Xielu&);                        \
-  template void gated_activation<S>(const Mat<S>&, const Mat<S>&, const model::Block&, Mat<S>&);                      \
+#define TAPDIFF_INSTANTIATE(S)                                                                                     \
+  template void embed<S>(const ConstMatMap<S>&, std::span<const std::int32_t>, double, Mat<S>&);                   \
+  template void add_positions<S>(const ConstMatMap<S>&, std::int64_t, Mat<S>&);                                    \
+  template void rms_norm<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, double, double, Mat<S>&);              \
+  template void layer_norm<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, const S*, double, double, Mat<S>&);  \
+  template void norm<S>(const Mat<S>&, model::NormKind, const Eigen::Map<const Vec<S>>&, const S*, double, double, \
+                        Mat<S>&);                                                                                  \
+  template void norm_groups<S>(const Mat<S>&, model::NormKind, const Eigen::Map<const Vec<S>>&, double, double,    \
+                               Mat<S>&);                                                                           \
+  template void matmul<S>(const Mat<S>&, const ConstMatMap<S>&, const S*, Mat<S>&);                                \
+  template void rope<S>(const Mat<S>&, int, int, const model::RopeFrequencies&, model::RopeStyle, Mat<S>&, int);   \
+  template void attention<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, int, int, int, int, int, model::KeySpan, \
+                             double, double, const S*, AttentionRounding, Mat<S>&);                                \
+  template void activation<S>(const Mat<S>&, model::Activation, Mat<S>&, const model::Xielu&);                     \
+  template void gated_activation<S>(const Mat<S>&, const Mat<S>&, const model::Block&, Mat<S>&);                   \
   template void scale_softcap<S>(Mat<S>&, double, double);
 TAPDIFF_INSTANTIATE(float)
 TAPDIFF_INSTANTIATE(double)

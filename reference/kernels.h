@@ -52,15 +52,17 @@ void matmul(const Mat<S>& x, const ConstMatMap<S>& w, const S* bias, Mat<S>& out
 // bias added last, in f32.
 void matmul_f16_sums(const Mat<float>& x, const ConstMatMap<float>& w, const float* bias, int depth, Mat<float>& out);
 
-// Rotates the first rotary_dim channels of each head of row t: pair i turns by angle
+// Rotates rotary_dim channels of each head of row t, from its channel first_channel on (0: the
+// leading ones; latent attention's q: the trailing ones): pair i turns by angle
 // (first_pos + t) * f.inv_freq[i], its cos and sin times f.attention_factor (model/rope.h).
 // x [T, heads * head_dim] -> out, same shape. Angles are computed in double for both scalars.
 template <typename S>
 void rope(const Mat<S>& x, int head_dim, int first_pos, const model::RopeFrequencies& f, model::RopeStyle style,
-          Mat<S>& out);
+          Mat<S>& out, int first_channel = 0);
 
 // Causal grouped-query attention of the chunk's queries over the whole cache:
-// q [T, heads * hd] (after RoPE), k_cache / v_cache [>= P, kv_heads * hd] -> out [T, heads * hd].
+// q [T, heads * hd] (after RoPE), k_cache [>= P, kv_heads * hd], v_cache [>= P, kv_heads * v_dim]
+// -> out [T, heads * v_dim].
 // Query head h reads KV head h / (heads / kv_heads); row t (position first_pos + t) sees cache rows
 // j in [span.first(first_pos + t), first_pos + t] (a sliding window's, a chunk's). Scores are q.k * scale,
 // then softcap * tanh(score / softcap) where softcap > 0. Where sinks is not null, head h's
@@ -73,8 +75,8 @@ struct AttentionRounding {
 };
 template <typename S>
 void attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, int first_pos, int n_heads,
-               int n_kv_heads, int head_dim, model::KeySpan span, double scale, double softcap, const S* sinks,
-               AttentionRounding rounding, Mat<S>& out);
+               int n_kv_heads, int head_dim, int v_dim, model::KeySpan span, double scale, double softcap,
+               const S* sinks, AttentionRounding rounding, Mat<S>& out);
 
 // out = act(x) (model/block.h's activations)    [T, ffn]: a plain FFN's ffn_act; xielu with the
 // layer's scalars

@@ -21,8 +21,8 @@ std::string Ops<S>::kernel(model::Op op) const {
 }
 
 template <typename S>
-void Ops<S>::norm(const Mat<S>& x, const VecMap& w, const S* bias, Mat<S>& out) {
-  reference::norm<S>(x, config_.block.norm, w, bias, config_.norm_eps, config_.block.norm_offset, out);
+void Ops<S>::norm(const Mat<S>& x, const VecMap& w, const S* bias, double eps, Mat<S>& out) {
+  reference::norm<S>(x, config_.block.norm, w, bias, eps, config_.block.norm_offset, out);
 }
 
 template <typename S>
@@ -61,8 +61,8 @@ template <typename S>
 void Ops<S>::attend(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, int layer, int first_pos,
                     double scale, const S* sinks, AttentionRounding rounding, Mat<S>& out) const {
   reference::attention<S>(q, k_cache, v_cache, first_pos, config_.n_heads, config_.n_kv_heads, config_.head_dim,
-                          model::key_span(config_, layer), scale, config_.block.attention_softcap, sinks, rounding,
-                          out);
+                          config_.v_head_dim(), model::key_span(config_, layer), scale, config_.block.attention_softcap,
+                          sinks, rounding, out);
 }
 
 template <typename S>

@@ -34,7 +34,7 @@ class Ops {
   virtual std::string rounds_as() const { return {}; }
 
   // The block's norm of each row (w, bias: the op's), or of each run of the weight's width (q/k norms).
-  virtual void norm(const Mat<S>& x, const VecMap& w, const S* bias, Mat<S>& out);
+  virtual void norm(const Mat<S>& x, const VecMap& w, const S* bias, double eps, Mat<S>& out);
   virtual void head_norm(const Mat<S>& x, const VecMap& w, Mat<S>& out);
   // out = x W^T (+ bias), W the layer's matrix of that kind (layer -1: a global one).
   virtual void product(const Mat<S>& x, model::WeightKind matrix, int layer, const S* bias, Mat<S>& out);

@@ -366,5 +366,31 @@ TEST(MoeDumpConfig, TheExpertsRoundTripThroughTheModelConfigJson) {
   EXPECT_THROW(dumps::config_from_json(bad, "dump.h5"), FormatError);
 }
 
+// What else shapes the graph reads back too: a dump alone gives the ops its model ran.
+TEST(DumpConfig, LayerFlagsChunksTemperatureAndLatentAttentionRoundTrip) {
+  model::ModelConfig c = arbiter_config();
+  c.n_layers = 3;
+  c.experts.layers = {false, true, true};
+  c.rope_layers = {true, false, true};
+  c.attention_chunk = 6;
+  c.chunked_layers = {true, false, true};
+  c.query_temperature = {.beta = 0.1, .length = 8, .offset = 1, .nope_layers = true};
+  const model::ModelConfig back = dumps::config_from_json(model::to_json(c), "dump.h5");
+  EXPECT_EQ(back.rope_layers, c.rope_layers);
+  EXPECT_EQ(back.attention_chunk, 6);
+  EXPECT_EQ(back.chunked_layers, c.chunked_layers);
+  EXPECT_EQ(back.query_temperature, c.query_temperature);
+  EXPECT_EQ(model::Graph(back).steps().size(), model::Graph(c).steps().size());
+  model::ModelConfig mla = arbiter_config();
+  mla.head_dim = 12, mla.n_kv_heads = mla.n_heads, mla.rotary_dim = 4;
+  mla.mla = {.q_rank = 6, .kv_rank = 5, .nope_dim = 8, .rope_dim = 4, .v_dim = 3, .biases = true, .norm_eps = 1e-5};
+  const model::ModelConfig latent = dumps::config_from_json(model::to_json(mla), "dump.h5");
+  EXPECT_EQ(latent.mla, mla.mla);
+  EXPECT_EQ(model::op_width(latent, model::Op::attn), mla.n_heads * 3);
+  nlohmann::json bad = model::to_json(mla);
+  bad["mla"].erase("norm_eps");
+  EXPECT_THROW(dumps::config_from_json(bad, "dump.h5"), FormatError);
+}
+
 }  // namespace
 }  // namespace tapdiff::testing

@@ -102,6 +102,43 @@ TEST(Graph, PutsTheQkNormsAfterRopeWhereTheBlockSays) {
   EXPECT_EQ(attn->inputs, (std::vector<TensorId>{{Op::q_norm, 0}, {Op::k_norm, 0}, {Op::v_proj, 0}}));
 }
 
+// DeepSeek-V3's latent attention: q through its low-rank pair, keys and values from the normed
+// latent, the shared RoPE key part from kv_a_proj; attn reads all four.
+TEST(Graph, RunsLatentAttention) {
+  ModelConfig c;
+  c.n_layers = 1, c.dim = 16, c.n_heads = 4, c.n_kv_heads = 4, c.head_dim = 12, c.ffn_dim = 40, c.vocab = 50;
+  c.rotary_dim = 4;
+  c.mla = {.q_rank = 6, .kv_rank = 5, .nope_dim = 8, .rope_dim = 4, .v_dim = 3};
+  c.validate("c");
+  const Graph g(c);
+  std::vector<Op> ops;
+  for (const Step& s : g.steps())
+    if (s.layer == 0) ops.push_back(s.op);
+  EXPECT_EQ(ops,
+            (std::vector<Op>{Op::attn_norm, Op::q_a_proj, Op::q_a_norm, Op::q_proj, Op::rope_q, Op::kv_a_proj,
+                             Op::kv_a_norm, Op::k_proj, Op::v_proj, Op::rope_k, Op::attn, Op::o_proj, Op::attn_residual,
+                             Op::ffn_norm, Op::ffn_gate, Op::ffn_up, Op::ffn_act, Op::ffn_down, Op::ffn_residual}));
+  const auto attn = std::ranges::find_if(g.steps(), [](const Step& s) { return s.op == Op::attn; });
+  EXPECT_EQ(attn->inputs, (std::vector<TensorId>{{Op::rope_q, 0}, {Op::k_proj, 0}, {Op::v_proj, 0}, {Op::rope_k, 0}}));
+  const auto rope_k = std::ranges::find_if(g.steps(), [](const Step& s) { return s.op == Op::rope_k; });
+  EXPECT_EQ(rope_k->inputs, (std::vector<TensorId>{{Op::kv_a_proj, 0}}));
+  EXPECT_EQ(g.width(Op::q_a_norm), 6);
+  EXPECT_EQ(g.width(Op::kv_a_proj), 9);
+  EXPECT_EQ(g.width(Op::kv_a_norm), 5);
+  EXPECT_EQ(g.width(Op::q_proj), 48);
+  EXPECT_EQ(g.width(Op::k_proj), 32);
+  EXPECT_EQ(g.width(Op::v_proj), 12);
+  EXPECT_EQ(g.width(Op::rope_k), 4);
+  EXPECT_EQ(g.width(Op::attn), 12);
+  EXPECT_EQ(norm_eps(c, Op::kv_a_norm), 1e-6);
+  EXPECT_EQ(norm_eps(c, Op::ffn_norm), c.norm_eps);
+  c.mla.q_rank = 0;  // q_proj from attn_norm
+  const Graph plain(c);
+  EXPECT_EQ(plain.position({Op::q_a_proj, 0}), plain.steps().size());
+  c.n_kv_heads = 2;
+  EXPECT_THROW(c.validate("c"), FormatError);
+}
+
 // A dump's model_config.block gives the graph its model ran (the comparator's neighbours).
 TEST(Block, RoundTripsThroughJsonAndRefusesUnknownNames) {
   Block b;

@@ -186,7 +186,7 @@ TEST(ReferenceKernels, AttentionMatchesANaiveLoopWithGqaOffsetAndSlidingWindow) 
   const reference::Mat<double> v = reference::Mat<double>::Random(P, kv_heads * hd);
   for (int window : {0, 1, 4}) {
     reference::Mat<double> out;
-    reference::attention<double>(q, k, v, first_pos, heads, kv_heads, hd, {.window = window},
+    reference::attention<double>(q, k, v, first_pos, heads, kv_heads, hd, hd, {.window = window},
                                  1.0 / std::sqrt(double(hd)), 0.0, nullptr, {}, out);
     EXPECT_LT((out - naive_attention(q, k, v, first_pos, heads, kv_heads, hd, window)).cwiseAbs().maxCoeff(), 1e-12)
         << "window " << window;
@@ -201,8 +201,8 @@ TEST(ReferenceKernels, ChunkedAttentionSeesItsOwnChunkOnly) {
   const reference::Mat<double> v = reference::Mat<double>::Random(P, kv_heads * hd);
   for (int chunk : {1, 4, 5, 100}) {
     reference::Mat<double> out;
-    reference::attention<double>(q, k, v, first_pos, heads, kv_heads, hd, {.chunk = chunk}, 1.0 / std::sqrt(double(hd)),
-                                 0.0, nullptr, {}, out);
+    reference::attention<double>(q, k, v, first_pos, heads, kv_heads, hd, hd, {.chunk = chunk},
+                                 1.0 / std::sqrt(double(hd)), 0.0, nullptr, {}, out);
     EXPECT_LT((out - naive_attention(q, k, v, first_pos, heads, kv_heads, hd, 0, chunk)).cwiseAbs().maxCoeff(), 1e-12)
         << "chunk " << chunk;
   }

@@ -80,8 +80,8 @@ MIXTURE = ("mlp", "block_sparse_moe")  # a layer's mixture of experts (Granite-M
 ROUTER = ("gate", "router")  # and a shared expert beside it (Qwen2-MoE; DeepSeek; Granite-MoE-Shared, on the layer)
 SHARED_EXPERT = ("shared_expert", "shared_experts", "shared_mlp")
 # Families whose modules the hooks do not read yet (Llama 4: its RoPE, q/k norm, temperature and
-# router outside the modules above): refused, not recorded in part.
-UNHOOKED = {"llama4": "Llama 4"}
+# router outside the modules above; DeepSeek-V3: its latent attention's): refused, not recorded in part.
+UNHOOKED = {"llama4": "Llama 4", "deepseek_v3": "DeepSeek-V3"}
 
 
 class HfRecorder(Recording):

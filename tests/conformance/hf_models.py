@@ -308,6 +308,25 @@ CASES = [
          {**IDS, "head_dim": 16, "intermediate_size_mlp": 72, "num_local_experts": 3, "num_experts_per_tok": 1,
           "interleave_moe_layer_step": 2, "no_rope_layers": [1, 1, 0], "use_qk_norm": False,
           "attn_temperature_tuning": False, "attention_chunk_size": None, "attention_bias": True}),
+    # DeepSeek-V3: latent attention with a low-rank q (ranks 24 and 20; heads of 12 no-RoPE and 8
+    # RoPE channels, values of 10), YaRN with mscale and mscale_all_dim apart (the scores' scale
+    # times the latter's square); layer 0 dense, then 2 of 8 experts in 4 groups of which 2 are
+    # eligible, biased sigmoid choice, routed scale 1.7, two experts' worth of shared expert.
+    Case("deepseek-v3", "deepseek_v3", {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                                        "original_max_position_embeddings": 32, "mscale": 0.8,
+                                        "mscale_all_dim": 0.9, "beta_fast": 16, "beta_slow": 2},
+         {**IDS, "num_key_value_heads": 4, "q_lora_rank": 24, "kv_lora_rank": 20, "qk_rope_head_dim": 8,
+          "qk_nope_head_dim": 12, "v_head_dim": 10, "n_routed_experts": 8, "num_experts_per_tok": 2, "n_group": 4,
+          "topk_group": 2, "moe_intermediate_size": 24, "n_shared_experts": 2, "first_k_dense_replace": 1,
+          "routed_scaling_factor": 1.7}, drop=("num_key_value_heads",)),
+    # q straight from q_proj (q_lora_rank null), RoPE rotate-half (rope_interleave false), biases on
+    # q_a, kv_a and o, every layer a mixture without groups, unnormalised.
+    Case("deepseek-v3-plain-q", "deepseek_v3", {"rope_type": "default", "rope_theta": 50000.0},
+         {**IDS, "num_key_value_heads": 4, "q_lora_rank": None, "kv_lora_rank": 16, "qk_rope_head_dim": 4,
+          "qk_nope_head_dim": 6, "v_head_dim": 12, "n_routed_experts": 6, "num_experts_per_tok": 2, "n_group": 1,
+          "topk_group": 1, "moe_intermediate_size": 20, "n_shared_experts": 1, "first_k_dense_replace": 0,
+          "norm_topk_prob": False, "rope_interleave": False, "attention_bias": True},
+         drop=("num_key_value_heads",)),
     Case("apertus", "apertus", {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
                                 "high_freq_factor": 4.0, "original_max_position_embeddings": 16},
          {**IDS, "head_dim": 16, "attention_bias": True}),

@@ -163,8 +163,12 @@ def test_config_keys_transformers_writes_are_all_classified(tmp_path):
         assert run.returncode == 0, f"{case.name} {sorted(keys)}: {run.stderr}"
 
 
+# The families the Vulkan engine does not compute, and what its refusal names.
+NO_VULKAN = {"deepseek_v3": "does not compute multi-head latent attention"}
+
+
 @pytest.mark.parametrize("dtype", ["f32", "f16"])
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+@pytest.mark.parametrize("case", [c for c in CASES if c.model_type not in NO_VULKAN], ids=lambda c: c.name)
 def test_vulkan_engine_matches_the_reference(case, dtype, tmp_path):
     """No false positive: the Vulkan engine (lavapipe where there is no GPU) bisects to "match"."""
     folder = tmp_path / "model"
@@ -173,6 +177,49 @@ def test_vulkan_engine_matches_the_reference(case, dtype, tmp_path):
     run = subprocess.run([TAPDIFF, "bisect", "--model", str(folder), "--tokens", tokens, "--chunk", "16",
                           "--generate", "4", "--dtype", dtype], capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.model_type in NO_VULKAN], ids=lambda c: c.name)
+def test_a_family_the_vulkan_engine_lacks_is_refused_by_name_and_the_reference_runs(case, tmp_path):
+    folder = tmp_path / "model"
+    make_model(case, folder, "5.x")
+    run = subprocess.run([TAPDIFF, "bisect", "--model", str(folder), "--tokens", "1,2,3"], capture_output=True,
+                         text=True)
+    assert run.returncode == 2 and NO_VULKAN[case.model_type] in run.stderr, run.stdout + run.stderr
+    run = subprocess.run([TAPDIFF, "run", "--model", str(folder), "--tokens", "1,2,3", "--engine", "ref", "--dtype",
+                          "f32"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_an_mla_engines_wrong_up_projection_is_named_with_or_without_the_expanded_keys(tmp_path):
+    """An engine whose kv_b_proj is wrong in head 0's key rows of layer 1: its dump with k_proj and
+    v_proj names 1/k_proj; without them (the absorbed form never expands keys and values), the
+    divergence shows at 1/attn, in head 0, and the report names the taps that would decide it."""
+    from safetensors.torch import load_file, save_file
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    make_model(next(c for c in CASES if c.name == "deepseek-v3"), good, "5.x")
+    make_model(next(c for c in CASES if c.name == "deepseek-v3"), bad, "5.x")
+    weights = load_file(bad / "model.safetensors")
+    weights["model.layers.1.self_attn.kv_b_proj.weight"][3:5] *= 1.5
+    save_file(weights, bad / "model.safetensors", metadata={"format": "pt"})
+    tokens = ",".join(str(t) for t in TOKENS[:12])
+    run = [TAPDIFF, "run", "--tokens", tokens, "--chunk", "4", "--engine", "ref"]
+    assert subprocess.run([*run, "--model", str(good), "--dtype", "f64", "--dump", str(tmp_path / "a.h5")],
+                          capture_output=True).returncode == 0
+    for taps, expected in [("all", ["culprit  layer 1 k_proj (gemm)"]),
+                           ("^(?!.*/(k_proj|v_proj)$).*", ["diverged at layer 1 attn", "head 0",
+                                                             "tapping 0/k_proj, 0/v_proj, 1/k_proj, 1/v_proj"])]:
+        dump = tmp_path / "b.h5"
+        made = subprocess.run([*run, "--model", str(bad), "--dtype", "f32", "--dump", str(dump), "--taps", taps],
+                              capture_output=True, text=True)
+        assert made.returncode == 0, made.stderr
+        with h5py.File(tmp_path / "a.h5", "r") as a, h5py.File(dump, "r+") as b:  # B as a dump of the good model
+            b.attrs["model_sha256"] = a.attrs["model_sha256"]
+        out = subprocess.run([TAPDIFF, "compare", str(tmp_path / "a.h5"), str(dump), "--model", str(good)],
+                             capture_output=True, text=True)
+        assert out.returncode == 1, out.stdout + out.stderr
+        for text in expected:
+            assert text in out.stdout, out.stdout
 
 
 FAMILY_FAULTS = [  # (case, --inject, the culprit bisect must name)
@@ -313,6 +360,10 @@ UNIMPLEMENTED = [  # (case, key, value, the key the refusal names): a value whos
     ("llama4-plain", "layer_types", ["chunked_attention"] * 3, "attention_chunk_size"),  # chunks of no size
     ("llama4", "floor_scale", 0, "floor_scale"),
     ("llama4", "moe_layers", [0, 3], "moe_layers"),
+    ("deepseek-v3", "num_key_value_heads", 2, "num_key_value_heads"),  # transformers' attention breaks
+    ("deepseek-v3", "q_lora_rank", 0, "q_lora_rank"),
+    ("deepseek-v3", "kv_lora_rank", 0, "kv_lora_rank"),
+    ("deepseek-v3", "partial_rotary_factor", 0.5, "partial_rotary_factor"),
 ]
 
 
