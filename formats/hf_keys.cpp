@@ -101,6 +101,16 @@ void set_moe_layers(ModelConfig& c, std::vector<bool> moe) {
   }
 }
 
+void dense_layers_first(ModelConfig& c, int dense) {
+  std::vector<bool> moe(static_cast<std::size_t>(c.n_layers), true);
+  std::fill_n(moe.begin(), std::clamp(dense, 0, c.n_layers), false);
+  set_moe_layers(c, std::move(moe));
+}
+
+void read_dense_layers_first(KeyReader& k, ModelConfig& c, int fallback) {
+  dense_layers_first(c, k.integer("first_k_dense_replace", fallback));
+}
+
 void read_experts(KeyReader& k, ModelConfig& c, const std::string& count_key, const std::string& alias, int ffn_dim,
                   bool normalize) {
   Experts& e = c.experts;

@@ -151,6 +151,10 @@ void no_mlp_bias(KeyReader& k);
 // Which layers are mixtures (moe[l]), as experts.layers holds them: none, a dense model (experts
 // cleared); all, experts.layers empty. For a Hugging Face folder's keys or a GGUF file's alike.
 void set_moe_layers(model::ModelConfig& c, std::vector<bool> moe);
+// Layers [0, dense) keep a dense FFN, the others are mixtures.
+void dense_layers_first(model::ModelConfig& c, int dense);
+// first_k_dense_replace (absent: fallback), as dense_layers_first takes it.
+void read_dense_layers_first(KeyReader& k, model::ModelConfig& c, int fallback);
 
 void read_experts(KeyReader& k, model::ModelConfig& c, const std::string& count_key, const std::string& alias,
                   int ffn_dim, bool normalize);

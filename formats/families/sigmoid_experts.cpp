@@ -11,17 +11,6 @@ namespace tapdiff::formats {
 
 using namespace model;
 
-namespace {
-
-// Layers [0, dense) keep a dense FFN; the others are mixtures.
-void dense_first(ModelConfig& c, int dense) {
-  std::vector<bool> moe(static_cast<std::size_t>(c.n_layers), true);
-  std::fill_n(moe.begin(), std::clamp(dense, 0, c.n_layers), false);
-  set_moe_layers(c, std::move(moe));
-}
-
-}  // namespace
-
 void read_sigmoid_experts_hf(KeyReader& k, ModelConfig& c, const SigmoidExpertsHf& defaults) {
   const int ffn = k.integer("moe_intermediate_size");
   read_experts(k, c, "n_routed_experts", "", ffn, k.boolean("norm_topk_prob", defaults.normalize));
@@ -32,9 +21,7 @@ void read_sigmoid_experts_hf(KeyReader& k, ModelConfig& c, const SigmoidExpertsH
   e.top_groups = k.integer("topk_group", 1);
   e.scale = k.number("routed_scaling_factor", 1.0);
   e.shared_ffn_dim = shared_experts_width(k, "n_shared_experts", defaults.shared_experts, ffn);
-  const int dense = k.integer("first_k_dense_replace", defaults.dense_layers);
-  if (dense < 0) k.fail("first_k_dense_replace", "a layer count >= 0", std::to_string(dense));
-  dense_first(c, dense);
+  read_dense_layers_first(k, c, defaults.dense_layers);
 }
 
 void require_sigmoid_gating(const GgufFile& f, const std::string& prefix, std::optional<int> absent) {
@@ -59,7 +46,7 @@ void read_sigmoid_experts_gguf(const GgufFile& f, const std::string& prefix, Mod
   e.shared_ffn_dim = gguf_shared_experts_width(f, prefix, e.ffn_dim);
   const int dense = int_key(f, prefix + "leading_dense_block_count", 0);
   e.selection_bias = f.find_tensor(fmt::format("blk.{}.exp_probs_b.bias", std::max(dense, 0))) != nullptr;
-  dense_first(c, dense);
+  dense_layers_first(c, dense);
 }
 
 void synth_sigmoid_experts(ModelConfig& c) {

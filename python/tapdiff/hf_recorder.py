@@ -81,7 +81,7 @@ ROUTER = ("gate", "router")  # and a shared expert beside it (Qwen2-MoE; DeepSee
 SHARED_EXPERT = ("shared_expert", "shared_experts", "shared_mlp")
 # Families whose modules the hooks do not read yet (Llama 4: its RoPE, q/k norm, temperature and
 # router outside the modules above; DeepSeek-V3: its latent attention's): refused, not recorded in part.
-UNHOOKED = {"llama4": "Llama 4", "deepseek_v3": "DeepSeek-V3"}
+UNHOOKED = {"llama4": "Llama 4", "deepseek_v3": "DeepSeek-V3", "deepseek_v2": "DeepSeek-V2"}
 
 
 class HfRecorder(Recording):

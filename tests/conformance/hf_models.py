@@ -327,6 +327,15 @@ CASES = [
           "topk_group": 1, "moe_intermediate_size": 20, "n_shared_experts": 1, "first_k_dense_replace": 0,
           "norm_topk_prob": False, "rope_interleave": False, "attention_bias": True},
          drop=("num_key_value_heads",)),
+    # DeepSeek-V2: latent attention with a low-rank q and YaRN (mscale_all_dim alone), RoPE by its
+    # complex rotation; layers 0 and 1 dense, then the softmax router's top 3 of 6, scaled by 1.3,
+    # beside two experts' worth of shared expert.
+    Case("deepseek-v2", "deepseek_v2", {"rope_type": "yarn", "rope_theta": 20000.0, "factor": 2.0,
+                                        "original_max_position_embeddings": 32, "mscale_all_dim": 0.7},
+         {**IDS, "num_key_value_heads": 4, "q_lora_rank": 20, "kv_lora_rank": 18, "qk_rope_head_dim": 6,
+          "qk_nope_head_dim": 10, "v_head_dim": 14, "n_routed_experts": 6, "num_experts_per_tok": 3,
+          "moe_intermediate_size": 22, "n_shared_experts": 2, "first_k_dense_replace": 2,
+          "routed_scaling_factor": 1.3}, drop=("num_key_value_heads",)),
     Case("apertus", "apertus", {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
                                 "high_freq_factor": 4.0, "original_max_position_embeddings": 16},
          {**IDS, "head_dim": 16, "attention_bias": True}),

@@ -164,7 +164,8 @@ def test_config_keys_transformers_writes_are_all_classified(tmp_path):
 
 
 # The families the Vulkan engine does not compute, and what its refusal names.
-NO_VULKAN = {"deepseek_v3": "does not compute multi-head latent attention"}
+NO_VULKAN = {"deepseek_v3": "does not compute multi-head latent attention",
+             "deepseek_v2": "does not compute multi-head latent attention"}
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f16"])
@@ -364,6 +365,9 @@ UNIMPLEMENTED = [  # (case, key, value, the key the refusal names): a value whos
     ("deepseek-v3", "q_lora_rank", 0, "q_lora_rank"),
     ("deepseek-v3", "kv_lora_rank", 0, "kv_lora_rank"),
     ("deepseek-v3", "partial_rotary_factor", 0.5, "partial_rotary_factor"),
+    ("deepseek-v2", "topk_method", "group_limited_greedy", "topk_method"),
+    ("deepseek-v2", "norm_topk_prob", True, "norm_topk_prob"),  # transformers' router never renormalises
+    ("deepseek-v2", "mlp_bias", True, "mlp_bias"),
 ]
 
 
