@@ -153,8 +153,10 @@ NameMap llama_cpp_map() {
       one("inp_scaled", Op::embed),
       one("attn_norm-{L}", Op::attn_norm),
       split("wqkv-{L}", {Op::q_proj, Op::k_proj, Op::v_proj}, BlockKind::projections_fused),
-      one("Qcur-{L}", Op::rope_q, BlockKind::projections_apart),
-      one("Kcur-{L}", Op::rope_k),
+      one("Qcur-{L}", Op::rope_q, BlockKind::queries_rotated_apart),
+      one("Qcur-{L}", Op::q_proj, BlockKind::queries_plain_apart),
+      one("Kcur-{L}", Op::rope_k, BlockKind::keys_rotated),
+      one("Kcur-{L}", Op::k_proj, BlockKind::keys_plain),
       one("Vcur-{L}", Op::v_proj, BlockKind::projections_apart),
       one("kqv_out-{L}", Op::attn),
       one("attn_out-{L}", Op::o_proj),
@@ -260,6 +262,12 @@ bool applies(const MapRule& rule, const model::ModelConfig& c, int layer) {
     case BlockKind::router_softmax_weight: return formats::family_spec(c.family).llama_cpp.softmax_weight_gating;
     case BlockKind::experts_with_shared: return shared_expert_layer(c, layer);
     case BlockKind::shared_expert_ungated: return shared_expert_layer(c, layer) && !c.experts.shared_gate;
+    case BlockKind::queries_rotated_apart:
+      return !formats::family_spec(c.family).llama_cpp.fused_projections && (layer < 0 || model::has_rope_q(c, layer));
+    case BlockKind::queries_plain_apart:
+      return !formats::family_spec(c.family).llama_cpp.fused_projections && layer >= 0 && !model::has_rope_q(c, layer);
+    case BlockKind::keys_rotated: return layer < 0 || model::uses_rope(c, layer);
+    case BlockKind::keys_plain: return layer >= 0 && !model::uses_rope(c, layer);
   }
   return false;
 }

@@ -52,7 +52,13 @@ enum class BlockKind : std::uint8_t {
   // Per layer: a mixture of experts with a shared expert beside it (the block's output is moe_sum),
   // and one whose shared expert has no gate of its own (its output is moe_shared)
   experts_with_shared,
-  shared_expert_ungated
+  shared_expert_ungated,
+  // Per layer, with q, k and v apart: q turned or scaled (the layer has rope_q), or left as
+  // projected (a layer without RoPE: llama.cpp's Qcur is q_proj's value there); k turned, or not
+  queries_rotated_apart,
+  queries_plain_apart,
+  keys_rotated,
+  keys_plain
 };
 
 struct MapRule {

@@ -133,6 +133,7 @@ model::ModelConfig config_from_json(const nlohmann::json& config, const std::str
     out.experts.weights_scale_input = flag("weights_scale_input");
     if (e.contains("groups")) out.experts.groups = count("groups");
     if (e.contains("top_groups")) out.experts.top_groups = count("top_groups");
+    if (e.contains("group_best")) out.experts.group_best = count("group_best");
     if (e.contains("scale")) {
       if (!e.at("scale").is_number())
         throw FormatError(fmt::format("{}: model_config.experts.scale: expected a number, found {}", source,

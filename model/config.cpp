@@ -114,6 +114,8 @@ void ModelConfig::validate(const std::string& source) const {
                 experts.top_groups * (experts.count / experts.groups) >= experts.active,
             "1 to groups groups chosen, holding at least the active experts",
             fmt::format("{} of {} groups for {} active", experts.top_groups, experts.groups, experts.active));
+    require(experts.group_best >= 1 && experts.group_best <= experts.count / experts.groups,
+            "a group scored by 1 to its size best scores", experts.group_best);
     require(std::isfinite(experts.scale) && experts.scale > 0, "a finite positive routed scale", experts.scale);
     require(!experts.choice_on_logits || (experts.score == RouterScore::sigmoid && !experts.selection_bias),
             "a choice on the logits for a sigmoid router without selection bias",
@@ -283,6 +285,7 @@ nlohmann::json to_json(const ModelConfig& c) {
     if (c.experts.groups > 1) {
       j["experts"]["groups"] = c.experts.groups;
       j["experts"]["top_groups"] = c.experts.top_groups;
+      j["experts"]["group_best"] = c.experts.group_best;
     }
     if (c.experts.scale != 1.0) j["experts"]["scale"] = c.experts.scale;
     if (c.experts.weights_scale_input) j["experts"]["weights_scale_input"] = true;

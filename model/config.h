@@ -32,8 +32,8 @@ enum class RouterScore : std::uint8_t {
 // The mixture-of-experts FFN: per token a router scores every expert, the `active` best (top-k)
 // run, and their outputs are summed weighted by their scores (renormalised to sum 1 where
 // `normalize`, then times `scale`). Where `groups` > 1 the experts lie in that many equal groups
-// and the choice is limited to the experts of the `top_groups` groups whose two best choice
-// scores sum highest (DeepSeek-V3's noaux_tc).
+// and the choice is limited to the experts of the `top_groups` groups whose `group_best` best
+// choice scores sum highest (DeepSeek-V3's noaux_tc: two; DeepSeek-V2's group_limited_greedy: one).
 struct Experts {
   int count = 0;                // experts of a MoE layer; 0: a dense model
   int active = 0;               // experts per token
@@ -52,7 +52,8 @@ struct Experts {
       false;            // the router's logits carry a bias (moe_router_b: gpt-oss), the choice and weights made on them
   bool biases = false;  // each expert's gate, up and down carry biases (expert_b_gate ...: gpt-oss)
   int groups = 1;       // the experts in this many groups (n_group) ...
-  int top_groups = 1;   // ... of which the choice may take this many (topk_group)
+  int top_groups = 1;   // ... of which the choice may take this many (topk_group) ...
+  int group_best = 2;   // ... each group scored by the sum of its this many best choice scores
   double scale = 1.0;   // the chosen weights times this (routed_scaling_factor)
   // Each chosen expert reads its token's input times its weight, and the experts' outputs are added
   // unweighted (Llama 4: the input scaled by the sigmoid of the expert's logit).

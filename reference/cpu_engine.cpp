@@ -253,7 +253,7 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
     case Op::moe_scores: return expert_scores<S>(in(0), config_.experts.score, vector(WeightKind::moe_score_bias), out);
     case Op::moe_ids: {
       const model::Experts& e = config_.experts;
-      return top_experts<S>(in(0), e.active, e.groups, e.top_groups, out);
+      return top_experts<S>(in(0), e.active, e.groups, e.top_groups, e.group_best, out);
     }
     case Op::moe_weights: expert_weights<S>(in(0), in(1), config_.experts, out); return;
     case Op::moe_out: {

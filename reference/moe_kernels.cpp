@@ -67,12 +67,12 @@ void expert_scores(const Mat<S>& logits, model::RouterScore score, const S* bias
 }
 
 template <typename S>
-void top_experts(const Mat<S>& scores, int k, int groups, int top_groups, Mat<S>& ids) {
+void top_experts(const Mat<S>& scores, int k, int groups, int top_groups, int group_best, Mat<S>& ids) {
   ids.resize(scores.rows(), k);
   const Eigen::Index experts = scores.cols(), per_group = experts / groups;
   std::vector<Eigen::Index> order(static_cast<std::size_t>(experts));
   std::vector<Eigen::Index> group_order(static_cast<std::size_t>(groups));
-  std::vector<S> group_score(static_cast<std::size_t>(groups));
+  std::vector<S> group_score(static_cast<std::size_t>(groups)), in_group(static_cast<std::size_t>(per_group));
   std::vector<bool> allowed(static_cast<std::size_t>(experts));
   for (Eigen::Index t = 0; t < scores.rows(); ++t) {
     const auto larger = [&](Eigen::Index a, Eigen::Index b) {
@@ -80,16 +80,12 @@ void top_experts(const Mat<S>& scores, int k, int groups, int top_groups, Mat<S>
     };
     std::fill(allowed.begin(), allowed.end(), groups == 1);
     if (groups > 1) {
-      for (int g = 0; g < groups; ++g) {  // the sum of the group's two largest scores
-        S first = -INFINITY, second = -INFINITY;
-        for (Eigen::Index e = g * per_group; e < (g + 1) * per_group; ++e) {
-          if (scores(t, e) > first) {
-            second = first, first = scores(t, e);
-          } else if (scores(t, e) > second) {
-            second = scores(t, e);
-          }
-        }
-        group_score[static_cast<std::size_t>(g)] = first + second;
+      for (int g = 0; g < groups; ++g) {  // the sum of the group's group_best largest scores
+        for (Eigen::Index e = 0; e < per_group; ++e)
+          in_group[static_cast<std::size_t>(e)] = scores(t, g * per_group + e);
+        std::partial_sort(in_group.begin(), in_group.begin() + group_best, in_group.end(), std::greater<>());
+        group_score[static_cast<std::size_t>(g)] =
+            std::accumulate(in_group.begin(), in_group.begin() + group_best, S{0});
       }
       std::iota(group_order.begin(), group_order.end(), Eigen::Index{0});
       std::partial_sort(group_order.begin(), group_order.begin() + top_groups, group_order.end(),
@@ -195,7 +191,7 @@ void shared_expert(const Mat<S>& x, const SharedExpert<S>& expert, const model::
 
 #define TAPDIFF_INSTANTIATE(S)                                                                                         \
   template void expert_scores<S>(const Mat<S>&, model::RouterScore, const S*, Mat<S>&);                                \
-  template void top_experts<S>(const Mat<S>&, int, int, int, Mat<S>&);                                                 \
+  template void top_experts<S>(const Mat<S>&, int, int, int, int, Mat<S>&);                                            \
   template void expert_weights<S>(const Mat<S>&, const Mat<S>&, const model::Experts&, Mat<S>&);                       \
   template void mixture<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, const ExpertMatrices<S>&, const model::Block&, \
                            bool, Storage, Mat<S>&);                                                                    \

@@ -15,10 +15,10 @@ void expert_scores(const Mat<S>& logits, model::RouterScore score, const S* bias
 
 // ids [T, k]: per row the k experts of the largest scores (router logits, or a sigmoid router's
 // choice scores), ascending by id; of equal scores the lower id first. With groups > 1, only
-// among the experts of the top_groups groups (of equal size, in id order) whose two largest scores
-// sum highest, ties to the lower group.                              scores [T, experts]
+// among the experts of the top_groups groups (of equal size, in id order) whose group_best largest
+// scores sum highest, ties to the lower group.                       scores [T, experts]
 template <typename S>
-void top_experts(const Mat<S>& scores, int k, int groups, int top_groups, Mat<S>& ids);
+void top_experts(const Mat<S>& scores, int k, int groups, int top_groups, int group_best, Mat<S>& ids);
 
 // weights [T, k]: each row's expert scores taken at ids (softmax over every expert's logit, or
 // each one's sigmoid, as experts.score says); divided by their sum where experts.normalize, then

@@ -180,7 +180,7 @@ TEST(MoeReference, TopExpertsAscendByIdAndBreakTiesTowardTheLowerId) {
   logits << 0.1, 3.0, -1.0, 3.0, 2.5,  //
       1.0, 1.0, 1.0, 1.0, 1.0;
   Mat<double> ids;
-  reference::top_experts<double>(logits, 3, 1, 1, ids);
+  reference::top_experts<double>(logits, 3, 1, 1, 2, ids);
   EXPECT_EQ(ids.row(0), (Eigen::RowVector3d(1, 3, 4)));
   EXPECT_EQ(ids.row(1), (Eigen::RowVector3d(0, 1, 2)));
 }
@@ -214,11 +214,15 @@ TEST(MoeReference, SigmoidRoutingChoosesOnBiasedScoresWithinTheBestGroups) {
   reference::expert_scores<double>(logits, model::RouterScore::sigmoid, bias, scores);
   const auto sigmoid = [](double x) { return 1 / (1 + std::exp(-x)); };
   EXPECT_DOUBLE_EQ(scores(0, 4), sigmoid(1.5) - 0.9);
-  reference::top_experts<double>(scores, 2, 1, 1, ids);  // ungrouped: the bias moves expert 4 below 2 and 3
+  reference::top_experts<double>(scores, 2, 1, 1, 2, ids);  // ungrouped: the bias moves expert 4 below 2 and 3
   EXPECT_EQ(ids.row(0), (Eigen::RowVector2d(0, 2)));
   // Three groups of two: {0, 1} sums 1.15, {2, 3} 1.22, {4, 5} -0.03; the best group alone holds 2 and 3.
-  reference::top_experts<double>(scores, 2, 3, 1, ids);
+  reference::top_experts<double>(scores, 2, 3, 1, 2, ids);
   EXPECT_EQ(ids.row(0), (Eigen::RowVector2d(2, 3)));
+  // DeepSeek-V2's group_limited_greedy scores a group by its best: {0, 1} (0.88) beats {2, 3} (0.62).
+  Mat<double> best_ids;
+  reference::top_experts<double>(scores, 2, 3, 1, 1, best_ids);
+  EXPECT_EQ(best_ids.row(0), (Eigen::RowVector2d(0, 1)));
   model::Experts experts;
   experts.score = model::RouterScore::sigmoid, experts.normalize = true, experts.scale = 2.5;
   reference::expert_weights<double>(logits, ids, experts, w);

@@ -66,6 +66,7 @@ RoutingArbiter::RoutingArbiter(const model::ModelConfig& config, model::Precisio
     : dim_(config.dim),
       groups_(config.experts.groups),
       top_groups_(config.experts.top_groups),
+      group_best_(config.experts.group_best),
       scored_(model::has_choice_scores(config)),
       unit_roundoff_(model::unit_roundoff(b_precision)),
       settle_(settle) {}
@@ -102,7 +103,7 @@ std::optional<RoutingFlip> RoutingArbiter::flip(const model::HostTensor& ids, st
     largest = std::max(largest, std::abs(v));
   }
   f.margin = std::max(0.0, weakest - strongest);
-  if (groups_ > 1) f.margin = std::min(f.margin, group_margin(r) / 2);  // a group's score sums two values
+  if (groups_ > 1) f.margin = std::min(f.margin, group_margin(r) / group_best_);  // a group's score sums that many
   std::set<int> either(f.ids_a.begin(), f.ids_a.end());
   either.insert(f.ids_b.begin(), f.ids_b.end());
   double floor_error = 0;
@@ -124,8 +125,8 @@ std::vector<double> RoutingArbiter::group_scores(std::int64_t r) const {
   for (int g = 0; g < groups_; ++g) {
     std::vector<double> v;
     for (std::int64_t e = g * per_group; e < (g + 1) * per_group; ++e) v.push_back(a.at(r, e));
-    std::partial_sort(v.begin(), v.begin() + 2, v.end(), std::greater<>());
-    scores.push_back(v[0] + v[1]);
+    std::partial_sort(v.begin(), v.begin() + group_best_, v.end(), std::greater<>());
+    scores.push_back(std::accumulate(v.begin(), v.begin() + group_best_, 0.0));
   }
   return scores;
 }

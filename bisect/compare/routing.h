@@ -4,7 +4,8 @@
 // is made on (router logits, or the choice scores where the model has them: model::choice_op), against their
 // noise in B's precision decides what a flip is. The margin is the value of the weakest expert it
 // chose minus the strongest it did not (of the groups it could choose from), and with expert groups
-// at most half A's margin between the groups it took and the others (a group's score sums two):
+// at most A's margin between the groups it took and the others over group_best (a group's score
+// sums that many values):
 //   - a near tie (margin <= kNearTieFactor x noise): not a bug. It is recorded, and in a bisection
 //     B continues with the truth's choice (its moe_ids overwritten, teacher-forced: settled), so the
 //     comparison goes on past it instead of reporting the other experts' output as a divergence; in
@@ -89,7 +90,7 @@ class RoutingArbiter {
                                 const model::HostTensor& logits, bool& changed, int layer,
                                 std::span<const RowPlace> places, bool record);
 
-  // A's groups of experts (config.experts.groups > 1): each one's two largest choice values summed,
+  // A's groups of experts (config.experts.groups > 1): each one's group_best largest choice values summed,
   // which of them A's choice may take (its top_groups best, ties to the lower), and A's margin at
   // the top_groups-th place.
   std::vector<double> group_scores(std::int64_t r) const;
@@ -97,7 +98,7 @@ class RoutingArbiter {
   double group_margin(std::int64_t r) const;
 
   int dim_;
-  int groups_, top_groups_;
+  int groups_, top_groups_, group_best_;
   bool scored_;
   double unit_roundoff_;
   bool settle_;

@@ -336,6 +336,14 @@ CASES = [
           "qk_nope_head_dim": 10, "v_head_dim": 14, "n_routed_experts": 6, "num_experts_per_tok": 3,
           "moe_intermediate_size": 22, "n_shared_experts": 2, "first_k_dense_replace": 2,
           "routed_scaling_factor": 1.3}, drop=("num_key_value_heads",)),
+    # group_limited_greedy: 2 of 8 experts within the 2 of 4 groups whose best expert scores highest;
+    # q from q_proj, RoPE unscaled, one shared expert, every layer a mixture.
+    Case("deepseek-v2-groups", "deepseek_v2", {"rope_type": "default", "rope_theta": 40000.0},
+         {**IDS, "num_key_value_heads": 4, "q_lora_rank": None, "kv_lora_rank": 12, "qk_rope_head_dim": 4,
+          "qk_nope_head_dim": 8, "v_head_dim": 8, "n_routed_experts": 8, "num_experts_per_tok": 2,
+          "topk_method": "group_limited_greedy", "n_group": 4, "topk_group": 2, "moe_intermediate_size": 18,
+          "n_shared_experts": 1, "first_k_dense_replace": 0, "routed_scaling_factor": 0.8},
+         drop=("num_key_value_heads",)),
     Case("apertus", "apertus", {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
                                 "high_freq_factor": 4.0, "original_max_position_embeddings": 16},
          {**IDS, "head_dim": 16, "attention_bias": True}),

@@ -365,7 +365,7 @@ UNIMPLEMENTED = [  # (case, key, value, the key the refusal names): a value whos
     ("deepseek-v3", "q_lora_rank", 0, "q_lora_rank"),
     ("deepseek-v3", "kv_lora_rank", 0, "kv_lora_rank"),
     ("deepseek-v3", "partial_rotary_factor", 0.5, "partial_rotary_factor"),
-    ("deepseek-v2", "topk_method", "group_limited_greedy", "topk_method"),
+    ("deepseek-v2", "topk_method", "noaux_tc", "topk_method"),  # transformers' V2 router has no such branch
     ("deepseek-v2", "norm_topk_prob", True, "norm_topk_prob"),  # transformers' router never renormalises
     ("deepseek-v2", "mlp_bias", True, "mlp_bias"),
 ]
