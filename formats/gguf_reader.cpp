@@ -19,6 +19,7 @@
 #include "model/errors.h"
 #include "model/mapped_file.h"
 #include "model/printable.h"
+#include "model/rope.h"
 
 namespace tapdiff::formats {
 
@@ -573,10 +574,10 @@ void read_yarn(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
   s.beta_fast = float_key(f, prefix + "rope.scaling.yarn_beta_fast", 32.0);
   s.beta_slow = float_key(f, prefix + "rope.scaling.yarn_beta_slow", 1.0);
   s.truncate = true;
-  const auto mscale = [&](double m) { return s.factor <= 1.0 ? 1.0 : 0.1 * m * std::log(s.factor) + 1.0; };
   const double log_multiplier = float_key(f, prefix + "rope.scaling.yarn_log_multiplier", 0.0);
-  s.attention_factor = (log_multiplier != 0.0 ? mscale(1.0) / mscale(log_multiplier) : mscale(1.0)) *
-                       float_key(f, prefix + "rope.scaling.attn_factor", 1.0);
+  s.attention_factor =
+      (log_multiplier != 0.0 ? yarn_mscale(s.factor) / yarn_mscale(s.factor, log_multiplier) : yarn_mscale(s.factor)) *
+      float_key(f, prefix + "rope.scaling.attn_factor", 1.0);
 }
 
 // RoPE as llama.cpp reads it: whole heads rotated (rope.dimension_count = head_dim), or their

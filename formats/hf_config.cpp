@@ -19,6 +19,7 @@
 #include "formats/safetensors_reader.h"
 #include "model/errors.h"
 #include "model/json_input.h"
+#include "model/rope.h"
 
 namespace tapdiff::formats {
 
@@ -51,10 +52,9 @@ const std::set<std::string_view>& no_math_keys() {
 
 // transformers' YaRN attention factor: given, or from mscale / mscale_all_dim, or 0.1 ln(factor) + 1.
 double yarn_attention_factor(KeyReader& r, double factor) {
-  auto mscale = [&](double m) { return factor <= 1.0 ? 1.0 : 0.1 * m * std::log(factor) + 1.0; };
   if (r.find("attention_factor") != nullptr) return r.number("attention_factor");
   const double m = r.number("mscale", 0.0), m_all = r.number("mscale_all_dim", 0.0);
-  return m != 0.0 && m_all != 0.0 ? mscale(m) / mscale(m_all) : mscale(1.0);
+  return m != 0.0 && m_all != 0.0 ? yarn_mscale(factor, m) / yarn_mscale(factor, m_all) : yarn_mscale(factor);
 }
 
 // One RoPE parameter object (5.x rope_parameters, or 4.x rope_scaling) into c.rope_scaling, as

@@ -24,7 +24,11 @@ double dynamic_base(const RopeScaling& s, double base, int d, std::int64_t seq_l
   return base * std::pow(s.factor * len / s.original_context - (s.factor - 1.0), d / (d - 2.0));
 }
 
-double yarn_mscale(double factor) { return factor <= 1.0 ? 1.0 : 0.1 * std::log(factor) + 1.0; }
+}  // namespace
+
+double yarn_mscale(double factor, double mscale) { return factor <= 1.0 ? 1.0 : 0.1 * mscale * std::log(factor) + 1.0; }
+
+namespace {
 
 // transformers' _compute_yarn_parameters.
 RopeFrequencies yarn(const RopeScaling& s, double base, int d) {

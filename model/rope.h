@@ -111,6 +111,9 @@ void rope_cos_sin(const RopeFrequencies& f, std::int64_t pos, std::span<double> 
 // The frequencies q of a layer turns by: f with the config's query temperature where it scales the layer.
 RopeFrequencies query_frequencies(const ModelConfig& config, int layer, RopeFrequencies f);
 
+// transformers' yarn_get_mscale: 0.1 mscale ln(factor) + 1 for a factor above 1, else 1.
+double yarn_mscale(double factor, double mscale = 1.0);
+
 // The channels of a head that RoPE rotates (config.rotary_dim, or head_dim when 0).
 int rotary_dim(const ModelConfig& config);
 

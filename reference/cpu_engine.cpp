@@ -174,10 +174,10 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
   const auto vector = [&](std::optional<WeightKind> kind) -> const S* {
     return kind && !w[*kind].empty() ? w[*kind].vector().data() : nullptr;
   };
-  // The op's weight and bias by model::norm_weights.
-  const auto norm = [&] {
+  // The op's norm of x, by its weight and bias (model::norm_weights) and its epsilon.
+  const auto norm = [&](const Mat<S>& x) {
     const model::NormWeights nw = *model::norm_weights(step.op);
-    ops_->norm(in(0), w[nw.weight].vector(), vector(nw.bias), model::norm_eps(config_, step.op), out);
+    ops_->norm(x, w[nw.weight].vector(), vector(nw.bias), model::norm_eps(config_, step.op), out);
   };
   // The op's matrix times its input, plus its bias where the model has one (model::op_weights).
   const auto product = [&] {
@@ -193,17 +193,13 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
         add_positions<S>(table, last - out.rows() + 1, out);
       }
       return;
-    case Op::kv_a_norm: {  // of the latent's channels, not the shared key part's after them
-      const Mat<S> latent = in(0).leftCols(config_.mla.kv_rank);
-      ops_->norm(latent, w[WeightKind::kv_a_norm].vector(), nullptr, config_.mla.norm_eps, out);
-      return;
-    }
+    case Op::kv_a_norm: norm(in(0).leftCols(config_.mla.kv_rank)); return;  // the latent's channels, not the key part's
     case Op::attn_norm:
     case Op::q_a_norm:
     case Op::attn_post_norm:
     case Op::ffn_norm:
     case Op::ffn_post_norm:
-    case Op::final_norm: norm(); return;
+    case Op::final_norm: norm(in(0)); return;
     case Op::q_proj:
     case Op::k_proj:
     case Op::v_proj:

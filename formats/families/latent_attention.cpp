@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "model/rope.h"
+
 namespace tapdiff::formats {
 
 using namespace model;
@@ -30,7 +32,7 @@ double attention_scale(KeyReader& k, const ModelConfig& c) {
   if (params == nullptr || params->value("rope_type", params->value("type", "default")) == "default") return scale;
   const double m_all = params->value("mscale_all_dim", 0.0), factor = params->value("factor", 1.0);
   if (m_all == 0.0) return scale;
-  const double mscale = factor <= 1.0 ? 1.0 : 0.1 * m_all * std::log(factor) + 1.0;
+  const double mscale = yarn_mscale(factor, m_all);
   return scale * mscale * mscale;
 }
 
