@@ -16,6 +16,7 @@
 #include "formats/family_spec.h"
 #include "formats/gguf_keys.h"
 #include "formats/load_model.h"
+#include "model/dtype.h"
 #include "model/errors.h"
 #include "model/mapped_file.h"
 #include "model/printable.h"
@@ -496,7 +497,15 @@ std::optional<WeightPart> gguf_weight(std::string_view name, const ModelConfig& 
       {"ffn_gate_shexp.weight", WeightKind::shexp_gate},
       {"ffn_up_shexp.weight", WeightKind::shexp_up},
       {"ffn_down_shexp.weight", WeightKind::shexp_down},
-      {"ffn_gate_inp_shexp.weight", WeightKind::shexp_gate_inp}};
+      {"ffn_gate_inp_shexp.weight", WeightKind::shexp_gate_inp},
+      {"attn_q_a.weight", WeightKind::wq_a},  // latent attention (deepseek2)
+      {"attn_q_a_norm.weight", WeightKind::q_a_norm},
+      {"attn_q_b.weight", WeightKind::wq},
+      {"attn_kv_a_mqa.weight", WeightKind::wkv_a},
+      {"attn_kv_a_norm.weight", WeightKind::kv_a_norm},
+      {"attn_kv_b.weight", WeightKind::wk},  // split into wk and wv (gguf_weights)
+      {"attn_k_b.weight", WeightKind::wk},   // each head's rows transposed (add_key_up_projection)
+      {"attn_v_b.weight", WeightKind::wv}};
   for (const auto& [n, kind] : kGlobal)
     if (name == n) return WeightPart{kind, -1};
   if (!name.starts_with("blk.")) return std::nullopt;
@@ -512,19 +521,49 @@ std::optional<WeightPart> gguf_weight(std::string_view name, const ModelConfig& 
 }
 
 // The tensor as [rows, cols]: ne[0] = cols, ne[1] = rows, any further dimensions must be 1; the
-// experts' tensors (ne[2] = experts) stack their experts' rows.
+// experts' tensors (ne[2] = experts) and latent attention's per-head ones stack their matrices' rows.
 WeightTensor to_weight(const GgufFile& f, const GgufTensorInfo& t, bool stacked = false) {
   for (std::size_t d = stacked ? 3 : 2; d < t.ne.size(); ++d)
     if (t.ne[d] != 1)
       throw_format_error(fmt::format("{}: tensor '{}': expected {} (dimensions after the {} of 1), found shape [{}]",
-                                     f.path().string(), t.name, stacked ? "experts' matrices" : "a matrix",
+                                     f.path().string(), t.name, stacked ? "a stack of matrices" : "a matrix",
                                      stacked ? "third" : "second", fmt::join(t.ne, ", ")));
   const std::int64_t experts = stacked && t.ne.size() > 2 ? t.ne[2] : 1;
   return WeightTensor{t.name, t.dtype, (t.ne.size() > 1 ? t.ne[1] : 1) * experts, t.ne[0], t.bytes, {}};
 }
 
-bool is_stacked_experts(WeightKind kind) {
-  return kind == WeightKind::expert_gate || kind == WeightKind::expert_up || kind == WeightKind::expert_down;
+// A tensor whose third dimension stacks matrices: the experts' (ne[2] = experts) and latent
+// attention's attn_k_b and attn_v_b (ne[2] = heads).
+bool is_stacked(std::string_view name, WeightKind kind) {
+  return kind == WeightKind::expert_gate || kind == WeightKind::expert_up || kind == WeightKind::expert_down ||
+         name.ends_with(".attn_k_b.weight") || name.ends_with(".attn_v_b.weight");
+}
+
+// attn_k_b, as llama.cpp's converter writes it for the absorbed form: [nope, kv_lora_rank, heads],
+// each head's no-RoPE key rows of kv_b_proj transposed; read back as wk [heads * nope, kv_lora_rank]
+// of the f32 values the file's type decodes to.
+void add_key_up_projection(const GgufFile& f, const GgufTensorInfo& t, int layer, const ModelConfig& c, Model& model) {
+  const std::int64_t nope = c.mla.nope_dim, rank = c.mla.kv_rank, heads = c.n_heads;
+  if (t.ne.size() != 3 || t.ne[0] != nope || t.ne[1] != rank || t.ne[2] != heads)
+    throw_format_error(fmt::format(
+        "{}: tensor '{}': expected shape [{}, {}, {}] (each head's key rows transposed: qk_nope, kv_lora_rank, "
+        "heads), found [{}]",
+        f.path().string(), t.name, nope, rank, heads, fmt::join(t.ne, ", ")));
+  if (const WeightTensor* twin = model.find(WeightKind::wk, layer))
+    throw_format_error(
+        fmt::format("{}: tensors '{}' and '{}' are both wk of layer {}", f.path().string(), twin->name, t.name, layer));
+  const WeightTensor stacked = to_weight(f, t, true);
+  std::vector<float> row(static_cast<std::size_t>(nope)), wk(static_cast<std::size_t>(heads * nope * rank));
+  for (std::int64_t h = 0; h < heads; ++h)
+    for (std::int64_t j = 0; j < rank; ++j) {
+      dequantize_row(t.dtype, stacked.row(h * rank + j), row.data(), nope);
+      for (std::int64_t i = 0; i < nope; ++i)
+        wk[static_cast<std::size_t>(((h * nope) + i) * rank + j)] = row[static_cast<std::size_t>(i)];
+    }
+  std::vector<std::byte> bytes(wk.size() * sizeof(float));
+  std::memcpy(bytes.data(), wk.data(), bytes.size());
+  model.add(WeightKind::wk, layer,
+            WeightTensor{t.name, DType::f32, heads * nope, rank, model.hold(std::move(bytes)), {}});
 }
 
 // The experts' biases, [width, experts] in the file: one vector of every expert's in turn.
@@ -771,6 +810,9 @@ std::vector<WeightPart> gguf_weights(std::string_view name, const ModelConfig& c
     }
   const auto named = gguf_weight(name, c);
   if (!named) return {};
+  if (name.ends_with(".attn_kv_b.weight"))  // per head its no-RoPE key rows, then its value rows
+    return {{WeightKind::wk, named->layer, c.mla.nope_dim, c.n_heads},
+            {WeightKind::wv, named->layer, c.mla.v_dim, c.n_heads}};
   if (named->kind == WeightKind::ffn_up && family_spec(c.family).gguf.gate_up_in_ffn_up)
     return {{WeightKind::ffn_gate, named->layer, c.ffn_dim}, {WeightKind::ffn_up, named->layer, c.ffn_dim}};
   return {*named};
@@ -790,7 +832,11 @@ void add_weights(const GgufFile& f, const ModelConfig& c, Model& model) {
     if (parts.front().layer >= c.n_layers)
       throw_format_error(fmt::format("{}: tensor '{}' belongs to layer {}, but {}.block_count is {}", file,
                                      printable(t.name), parts.front().layer, architecture(f), c.n_layers));
-    WeightTensor weight = to_weight(f, t, is_stacked_experts(parts.front().kind));
+    if (t.name.ends_with(".attn_k_b.weight")) {
+      add_key_up_projection(f, t, parts.front().layer, c, model);
+      continue;
+    }
+    WeightTensor weight = to_weight(f, t, is_stacked(t.name, parts.front().kind));
     if (is_stacked_expert_bias(parts.front().kind)) weight.cols *= std::exchange(weight.rows, 1);
     model.add_parts(weight, parts, file);
   }

@@ -51,6 +51,11 @@ const char* dot_type_name(DotType t) {
 
 void require_llama_cpp_precision(const Model& m) {
   const ModelConfig& c = m.config();
+  if (c.latent())
+    throw UsageError(
+        fmt::format("{}: the llama.cpp emulation does not round latent attention's products (llama.cpp computes "
+                    "them in the absorbed form, its cache holding the latent)",
+                    m.path().string()));
   if (c.experts.count > 0)
     throw UsageError(
         fmt::format("{}: the llama.cpp emulation does not round a mixture of experts' products "

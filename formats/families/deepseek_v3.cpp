@@ -5,9 +5,18 @@
 // - from layer first_k_dense_replace on, the sigmoid router with its selection bias in n_group
 //   groups of which topk_group are eligible, routed_scaling_factor, n_shared_experts experts' worth
 //   of shared expert (formats/families/sigmoid_experts.h); the dense layers intermediate_size wide.
+// Its GGUF (deepseek2, DeepSeek-V2's too), as llama.cpp builds it: the latent attention of either
+// layout its converter has written (formats/families/latent_attention.h), RoPE on interleaved pairs;
+// expert_gating_func sigmoid or softmax (absent: softmax, DeepSeek-V2's files), expert_weights_norm
+// and _scale, expert_group_count and _used_count (a group scored by its best two, llama.cpp's
+// build_moe_ffn), expert_shared_count experts' worth of shared expert, leading_dense_block_count
+// dense layers first; YaRN (whose attention factor llama.cpp computes its own way here) is refused.
+#include <fmt/format.h>
+
 #include "formats/families/latent_attention.h"
 #include "formats/families/sigmoid_experts.h"
 #include "formats/family_spec.h"
+#include "formats/gguf_keys.h"
 #include "formats/hf_keys.h"
 
 namespace tapdiff::formats {
@@ -25,12 +34,30 @@ void read_hf(KeyReader& k, ModelConfig& c) {
   (void)k.integer("num_nextn_predict_layers", 0);
 }
 
+void read_gguf(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
+  read_latent_attention_gguf(f, prefix, c);
+  if (f.find(prefix + "expert_count") == nullptr) return;
+  read_gguf_experts(f, prefix, c, {.ffn_key = "expert_feed_forward_length", .required = true});
+  const int gating = int_key(f, prefix + "expert_gating_func", 1);
+  if (gating != 1 && gating != 2)
+    throw_format_error(fmt::format("{}: metadata '{}expert_gating_func' = {}: expected 1 (softmax) or 2 (sigmoid)",
+                                   f.path().string(), prefix, gating));
+  read_grouped_experts_gguf(f, prefix, c);
+  c.experts.score = gating == 2 ? RouterScore::sigmoid : RouterScore::softmax;
+}
+
 }  // namespace
 
 const FamilySpec& deepseek_v3_family() {
   static const FamilySpec spec{
       .family = Family::deepseek_v3,
       .hf = {.model_types = {"deepseek_v3"}, .read = read_hf},
+      .gguf = {.architectures = {"deepseek2"},
+               .keys = sigmoid_experts_gguf_keys({"attention.q_lora_rank", "attention.kv_lora_rank",
+                                                  "attention.key_length_mla", "attention.value_length_mla",
+                                                  "attention.value_length"}),
+               .read = read_gguf,
+               .partial_rotary = true},
   };
   return spec;
 }

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "formats/gguf_keys.h"
+#include "model/errors.h"
 #include "model/rope.h"
 
 namespace tapdiff::formats {
@@ -58,6 +60,47 @@ void read_latent_attention_hf(KeyReader& k, ModelConfig& c) {
   c.rotary_dim = a.rope_dim;
   a.biases = c.block.o_bias = k.boolean("attention_bias", false);
   c.block.attention_scale = attention_scale(k, c);
+}
+
+void read_latent_attention_gguf(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
+  const std::string file = f.path().string();
+  auto wrong = [&](std::string_view key, const std::string& expected, const std::string& found) {
+    throw_format_error(fmt::format("{}: metadata '{}{}': expected {}, found {}", file, prefix, key, expected, found));
+  };
+  LatentAttention& a = c.mla;
+  a.kv_rank = int_key(f, prefix + "attention.kv_lora_rank", std::nullopt);
+  if (a.kv_rank < 1) wrong("attention.kv_lora_rank", "a rank >= 1", std::to_string(a.kv_rank));
+  a.q_rank = int_key(f, prefix + "attention.q_lora_rank", 0);
+  if (a.q_rank == 0 && has_layer_tensor(f, "attn_q_a.weight"))
+    wrong("attention.q_lora_rank", "the rank of attn_q_a", "none");
+  a.rope_dim = c.rotary_dim > 0 ? c.rotary_dim : c.head_dim;
+  const bool absorbed = f.find(prefix + "attention.key_length_mla") != nullptr;
+  int key = c.head_dim;
+  a.v_dim = int_key(f, prefix + "attention.value_length", c.head_dim);
+  if (absorbed) {
+    if (c.head_dim != a.kv_rank + a.rope_dim)
+      wrong("attention.key_length",
+            fmt::format("the latent's kv_lora_rank + RoPE channels, {}", a.kv_rank + a.rope_dim),
+            std::to_string(c.head_dim));
+    if (a.v_dim != a.kv_rank)
+      wrong("attention.value_length", fmt::format("kv_lora_rank, {}", a.kv_rank), std::to_string(a.v_dim));
+    if (c.n_kv_heads != 1)
+      wrong("attention.head_count_kv", "1 (the latent every head shares)", std::to_string(c.n_kv_heads));
+    key = int_key(f, prefix + "attention.key_length_mla", std::nullopt);
+    a.v_dim = int_key(f, prefix + "attention.value_length_mla", std::nullopt);
+  } else if (c.n_kv_heads != c.n_heads) {
+    wrong("attention.head_count_kv", fmt::format("head_count, {} (a key and a value per head)", c.n_heads),
+          std::to_string(c.n_kv_heads));
+  }
+  a.nope_dim = key - a.rope_dim;
+  if (a.nope_dim < 1)
+    wrong(absorbed ? "attention.key_length_mla" : "attention.key_length",
+          fmt::format("more than the {} RoPE channels", a.rope_dim), std::to_string(key));
+  a.norm_eps = float_key(f, prefix + "attention.layer_norm_rms_epsilon", 1e-5);  // LLM_NORM_RMS: the file's
+  c.n_kv_heads = c.n_heads;
+  c.head_dim = key;
+  c.rotary_dim = a.rope_dim;
+  c.block.attention_scale = 1.0 / std::sqrt(static_cast<double>(key));
 }
 
 }  // namespace tapdiff::formats

@@ -1,6 +1,9 @@
 #pragma once
 // DeepSeek's multi-head latent attention (model/config.h LatentAttention) as DeepSeek-V2's and
 // V3's Hugging Face configs describe it.
+#include <string>
+
+#include "formats/gguf_reader.h"
 #include "formats/hf_keys.h"
 #include "model/config.h"
 
@@ -14,5 +17,13 @@ namespace tapdiff::formats {
 // num_key_value_heads other than num_attention_heads breaks its attention and is refused, as is
 // a partial_rotary_factor (the RoPE turns the whole qk_rope_head_dim).
 void read_latent_attention_hf(KeyReader& k, model::ModelConfig& c);
+
+// The same as llama.cpp's deepseek2 reads it: attention.kv_lora_rank, attention.q_lora_rank (absent:
+// q straight from attn_q), rope.dimension_count (each head's RoPE part); each head's key and value
+// widths key_length_mla and value_length_mla in a file of the absorbed form (its key_length and
+// value_length the latent's, kv_lora_rank + the RoPE part and kv_lora_rank, one KV head), or
+// key_length and value_length in an older one (a KV head per head); the latent norms of
+// attention.layer_norm_rms_epsilon, no biases, the scores' scale key width^-1/2.
+void read_latent_attention_gguf(const GgufFile& f, const std::string& prefix, model::ModelConfig& c);
 
 }  // namespace tapdiff::formats

@@ -36,8 +36,12 @@ void read_sigmoid_experts_gguf(const GgufFile& f, const std::string& prefix, Mod
                                std::optional<int> gating) {
   read_gguf_experts(f, prefix, c, {.ffn_key = "expert_feed_forward_length", .required = true});
   require_sigmoid_gating(f, prefix, gating);
+  read_grouped_experts_gguf(f, prefix, c);
+  c.experts.score = RouterScore::sigmoid;
+}
+
+void read_grouped_experts_gguf(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
   Experts& e = c.experts;
-  e.score = RouterScore::sigmoid;
   e.normalize = f.get_bool(prefix + "expert_weights_norm").value_or(false);
   const double scale = float_key(f, prefix + "expert_weights_scale", 0.0);  // 0: none, as build_moe_ffn reads it
   e.scale = scale == 0.0 ? 1.0 : scale;

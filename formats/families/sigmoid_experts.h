@@ -34,6 +34,10 @@ void require_sigmoid_gating(const GgufFile& f, const std::string& prefix, std::o
 void read_sigmoid_experts_gguf(const GgufFile& f, const std::string& prefix, model::ModelConfig& c,
                                std::optional<int> gating);
 
+// What read_sigmoid_experts_gguf reads after the experts' count, width and gating: their weights'
+// norm and scale, the groups, the shared experts, the dense layers first and the selection bias.
+void read_grouped_experts_gguf(const GgufFile& f, const std::string& prefix, model::ModelConfig& c);
+
 // How `tapdiff synth` writes such a mixture: a sigmoid router with a selection bias, 4 expert
 // groups of which 2 eligible, renormalised, routed scale 2.5, one shared expert.
 void synth_sigmoid_experts(model::ModelConfig& c);

@@ -4,11 +4,13 @@ the metadata llama.cpp's converter writes for each case."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import gguf
 import numpy as np
+from safetensors.numpy import load_file
 
 DIM, LAYERS, HEADS, KV_HEADS, HEAD_DIM, FFN, VOCAB = 64, 3, 4, 2, 16, 96, 320
 
@@ -451,6 +453,90 @@ def write_tiny_llama(path: Path, dim: int, vocab: int, add_vocab, embedding: np.
     for name in ("blk.0.attn_norm", "blk.0.ffn_norm", "output_norm"):
         w.add_tensor(f"{name}.weight", np.ones(dim, dtype=np.float32))
     w.add_tensor("output.weight", matrix(vocab, dim))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def write_deepseek2(folder: Path, path: Path, absorbed: bool = True, extra: dict | None = None) -> None:
+    """The Hugging Face DeepSeek-V2 or V3 model saved in `folder` (one safetensors file, its experts
+    one tensor each) written as llama.cpp's converter writes it (DeepseekV2Model): where `absorbed`,
+    as one KV head over the latent (key_length and value_length the latent's, key_length_mla and
+    value_length_mla the heads'), kv_b_proj split into attn_k_b (each head's key rows transposed)
+    and attn_v_b; else attn_kv_b with a KV head per head, as older files hold it. The vocabulary is
+    add_vocabulary's (the model's must be VOCAB tokens); `extra`: more metadata, as GgufCase's."""
+    c = json.loads((folder / "config.json").read_text())
+    t = load_file(folder / "model.safetensors")
+    heads, layers, kv_rank = c["num_attention_heads"], c["num_hidden_layers"], c["kv_lora_rank"]
+    nope, rope, v_dim = c["qk_nope_head_dim"], c["qk_rope_head_dim"], c["v_head_dim"]
+    assert c["vocab_size"] == VOCAB and not c.get("attention_bias") and c["rope_parameters"]["rope_type"] == "default"
+    w = gguf.GGUFWriter(str(path), "deepseek2")
+    w.add_context_length(c["max_position_embeddings"])
+    w.add_embedding_length(c["hidden_size"])
+    w.add_block_count(layers)
+    w.add_feed_forward_length(c["intermediate_size"])
+    w.add_head_count(heads)
+    w.add_head_count_kv(1 if absorbed else heads)
+    w.add_rope_freq_base(c["rope_parameters"]["rope_theta"])
+    w.add_layer_norm_rms_eps(c["rms_norm_eps"])
+    w.add_leading_dense_block_count(c["first_k_dense_replace"])
+    w.add_vocab_size(c["vocab_size"])
+    if c.get("q_lora_rank"):
+        w.add_q_lora_rank(c["q_lora_rank"])
+    w.add_kv_lora_rank(kv_rank)
+    if absorbed:
+        w.add_key_length(kv_rank + rope)
+        w.add_value_length(kv_rank)
+        w.add_key_length_mla(nope + rope)
+        w.add_value_length_mla(v_dim)
+    else:
+        w.add_key_length(nope + rope)
+        w.add_value_length(v_dim)
+    w.add_rope_dimension_count(rope)
+    w.add_expert_count(c["n_routed_experts"])
+    w.add_expert_used_count(c["num_experts_per_tok"])
+    w.add_expert_feed_forward_length(c["moe_intermediate_size"])
+    w.add_expert_shared_count(c["n_shared_experts"])
+    w.add_expert_weights_scale(c["routed_scaling_factor"])
+    if c.get("norm_topk_prob"):
+        w.add_expert_weights_norm(True)
+    sigmoid = c["model_type"] == "deepseek_v3"
+    w.add_expert_gating_func(gguf.ExpertGatingFuncType.SIGMOID if sigmoid else gguf.ExpertGatingFuncType.SOFTMAX)
+    if (c.get("n_group") or 1) > 1:
+        w.add_expert_group_count(c["n_group"])
+        w.add_expert_group_used_count(c["topk_group"])
+    for key, value in (extra or {}).items():
+        getattr(w, f"add_{key}")(value)
+    add_vocabulary(w)
+    w.add_tensor("token_embd.weight", t["model.embed_tokens.weight"])
+    for layer in range(layers):
+        hf, p = f"model.layers.{layer}.", f"blk.{layer}."
+        names = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm",
+                 "self_attn.q_a_proj": "attn_q_a", "self_attn.q_a_layernorm": "attn_q_a_norm",
+                 "self_attn.q_b_proj": "attn_q_b", "self_attn.q_proj": "attn_q",
+                 "self_attn.kv_a_proj_with_mqa": "attn_kv_a_mqa", "self_attn.kv_a_layernorm": "attn_kv_a_norm",
+                 "self_attn.o_proj": "attn_output", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
+                 "mlp.down_proj": "ffn_down", "mlp.gate": "ffn_gate_inp", "mlp.shared_experts.gate_proj": "ffn_gate_shexp",
+                 "mlp.shared_experts.up_proj": "ffn_up_shexp", "mlp.shared_experts.down_proj": "ffn_down_shexp"}
+        for ours, theirs in names.items():
+            if hf + ours + ".weight" in t:
+                w.add_tensor(p + theirs + ".weight", t[hf + ours + ".weight"])
+        if hf + "mlp.gate.e_score_correction_bias" in t:
+            w.add_tensor(p + "exp_probs_b.bias", t[hf + "mlp.gate.e_score_correction_bias"])
+        if hf + "mlp.gate.weight" in t:
+            for proj in ("gate", "up", "down"):
+                w.add_tensor(p + f"ffn_{proj}_exps.weight", np.stack(
+                    [t[f"{hf}mlp.experts.{e}.{proj}_proj.weight"] for e in range(c["n_routed_experts"])]))
+        kv_b = t[hf + "self_attn.kv_b_proj.weight"]
+        if absorbed:
+            per_head = kv_b.reshape(heads, nope + v_dim, kv_rank)
+            w.add_tensor(p + "attn_k_b.weight", np.ascontiguousarray(per_head[:, :nope].transpose(0, 2, 1)))
+            w.add_tensor(p + "attn_v_b.weight", np.ascontiguousarray(per_head[:, nope:]))
+        else:
+            w.add_tensor(p + "attn_kv_b.weight", kv_b)
+    w.add_tensor("output_norm.weight", t["model.norm.weight"])
+    w.add_tensor("output.weight", t["lm_head.weight"])
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

@@ -17,7 +17,8 @@ import h5py
 import numpy as np
 import pytest
 
-from gguf_models import FAMILY_CASES, GGUF_CASES, VOCAB, GgufCase, write_gguf
+import hf_models
+from gguf_models import FAMILY_CASES, GGUF_CASES, VOCAB, GgufCase, write_deepseek2, write_gguf
 
 ROOT = Path(__file__).resolve().parents[2]
 TAPDIFF = os.environ.get("TAPDIFF_BINARY", str(ROOT / "build" / "tapdiff"))
@@ -113,6 +114,88 @@ def test_mxfp4_experts_hold_the_values_llama_cpp_reads(tmp_path):
     print(f"MXFP4 experts: logits NMSE against llama.cpp on their values {error:.2e}, against llama.cpp on the "
           f"blocks {nmse(exact, llama_cpp_logits(blocks, PROMPT + tokens, rows)[:GENERATE]):.2e}")
     assert error < F32_LOGIT_NMSE
+
+
+# DeepSeek's GGUF (deepseek2) as llama.cpp's converter writes it from a model transformers saved:
+# V3's sigmoid router with its selection bias over 4 groups of 2, renormalised and scaled, beside
+# two experts' worth of shared expert after a dense layer; V2's softmax router, unnormalised and
+# scaled, after two dense layers. Their latent norms' epsilon is rms_norm_eps in llama.cpp and
+# 1e-6 in transformers: the configs state 1e-6, as DeepSeek's do.
+LATENT = {**hf_models.IDS, "num_key_value_heads": 4, "vocab_size": VOCAB, "rms_norm_eps": 1e-6}
+DEEPSEEK_CASES = {
+    "deepseek-v3": hf_models.Case(
+        "deepseek-v3", "deepseek_v3", {"rope_type": "default", "rope_theta": 30000.0},
+        {**LATENT, "q_lora_rank": 24, "kv_lora_rank": 20, "qk_rope_head_dim": 8, "qk_nope_head_dim": 12,
+         "v_head_dim": 10, "n_routed_experts": 8, "num_experts_per_tok": 2, "n_group": 4, "topk_group": 2,
+         "moe_intermediate_size": 24, "n_shared_experts": 2, "first_k_dense_replace": 1, "routed_scaling_factor": 1.7},
+        eps_key=None, drop=("num_key_value_heads", "vocab_size")),
+    "deepseek-v2": hf_models.Case(
+        "deepseek-v2", "deepseek_v2", {"rope_type": "default", "rope_theta": 20000.0},
+        {**LATENT, "q_lora_rank": 20, "kv_lora_rank": 18, "qk_rope_head_dim": 6, "qk_nope_head_dim": 10,
+         "v_head_dim": 14, "n_routed_experts": 6, "num_experts_per_tok": 3, "moe_intermediate_size": 22,
+         "n_shared_experts": 2, "first_k_dense_replace": 2, "routed_scaling_factor": 1.3},
+        eps_key=None, drop=("num_key_value_heads", "vocab_size")),
+}
+
+
+def transformers_logits(folder: Path, tokens: list[int]) -> np.ndarray:
+    import torch
+    import transformers
+    # The experts' eager loop: the grouped kernels refuse float64 on the CPU.
+    model = transformers.AutoModelForCausalLM.from_pretrained(
+        folder, dtype=torch.float64, attn_implementation="eager", experts_implementation="eager").eval()
+    with torch.no_grad():
+        return model(torch.tensor([tokens])).logits[0].numpy()
+
+
+@pytest.mark.parametrize("name,absorbed", [("deepseek-v3", True), ("deepseek-v3", False), ("deepseek-v2", True)],
+                         ids=["deepseek-v3", "deepseek-v3-kv-b", "deepseek-v2"])
+def test_deepseek_gguf_equals_transformers_and_llama_cpps_tokens(name, absorbed, tmp_path):
+    """The GGUF llama.cpp's converter makes of a DeepSeek model (its kv_b_proj split per head, the
+    key rows transposed, where `absorbed`): tapdiff's exact logits on it equal transformers' float64
+    forward of the folder it came from, its greedy tokens (f64, f32) llama.cpp's, and its logits
+    along them llama.cpp's to its rounding."""
+    folder, model = tmp_path / "hf", tmp_path / f"{name}.gguf"
+    hf_models.make_model(DEEPSEEK_CASES[name], folder, "5.x")
+    write_deepseek2(folder, model, absorbed)
+    ours = tapdiff_logits(model, PROMPT, len(PROMPT), tmp_path / "all.h5")
+    error = nmse(ours, transformers_logits(folder, PROMPT))
+    print(f"{name} {'absorbed' if absorbed else 'kv_b'}: logits NMSE against transformers float64 {error:.2e}")
+    assert error < 1e-10
+    expected = llama_cpp_tokens(model)
+    assert len(expected) == GENERATE
+    assert tapdiff_tokens(model, "--engine", "ref", "--dtype", "f64") == expected
+    assert tapdiff_tokens(model, "--engine", "ref", "--dtype", "f32") == expected
+    rows = GENERATE + 1
+    theirs = llama_cpp_logits(model, PROMPT + expected, rows)[:GENERATE]
+    error = nmse(tapdiff_logits(model, PROMPT + expected, rows, tmp_path / "exact.h5")[:GENERATE], theirs)
+    print(f"{name}: logits NMSE against llama.cpp {error:.2e}")
+    assert error < F32_LOGIT_NMSE
+
+
+DEEPSEEK_REFUSALS = [
+    ({"rope_scaling_type": gguf.RopeScalingType.YARN, "rope_scaling_factor": 4.0},
+     "deepseek2.rope.scaling.type 'yarn' is not supported"),
+    ({"rope_scaling_yarn_log_mul": 0.07}, "metadata 'deepseek2.rope.scaling.yarn_log_multiplier' = 0.07"),
+    ({"attn_temperature_scale": 0.1}, "metadata 'deepseek2.attention.temperature_scale'"),
+]
+
+
+def test_what_tapdiff_does_not_compute_of_a_deepseek_gguf_is_refused(tmp_path):
+    """YaRN (whose attention factor llama.cpp's deepseek2 computes its own way) and Mistral-Large's
+    temperature are refused by name, as is the llama.cpp emulation (which does not round latent
+    attention's products)."""
+    folder, model = tmp_path / "hf", tmp_path / "plain.gguf"
+    hf_models.make_model(DEEPSEEK_CASES["deepseek-v3"], folder, "5.x")
+    write_deepseek2(folder, model)
+    run = subprocess.run([TAPDIFF, "run", "--model", str(model), "--tokens", "1,2", "--dtype", "llama.cpp"],
+                         capture_output=True, text=True)
+    assert run.returncode == 2 and "does not round latent attention's products" in run.stderr, run.stderr
+    for extra, message in DEEPSEEK_REFUSALS:
+        write_deepseek2(folder, tmp_path / "refused.gguf", extra=extra)
+        run = subprocess.run([TAPDIFF, "run", "--model", str(tmp_path / "refused.gguf"), "--tokens", "1,2"],
+                             capture_output=True, text=True)
+        assert run.returncode == 2 and message in run.stderr, (extra, run.stderr)
 
 
 def family_case(name: str) -> GgufCase:
