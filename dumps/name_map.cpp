@@ -456,6 +456,16 @@ void require_map_fits(const NameMap& map, const model::ModelConfig& config) {
 }
 
 std::optional<model::RopeStyle> values_layout(const NameMap& map, const model::ModelConfig& config) {
+  // Latent attention's checkpoints hold each head's RoPE channels (its last ones) in the order their
+  // config states (DeepSeek-V3's rope_interleave): the model's own.
+  if (config.latent()) {
+    if (!map.hf_layout && map.layout && *map.layout != config.rope_style)
+      throw UsageError(
+          fmt::format("--map {}: layout {}: a latent attention model's q/k channels are read in the "
+                      "model's own order, {}",
+                      map.name, model::rope_style_name(*map.layout), model::rope_style_name(config.rope_style)));
+    return std::nullopt;
+  }
   if (map.hf_layout) return formats::family_spec(config.family).hf.rope_style;
   return map.layout;
 }

@@ -78,8 +78,8 @@ struct NameMap {
   std::vector<MapRule> rules;
   // The order of each head's q/k channels in the dump's values; nullopt: the model's own, or where
   // hf_layout (Hugging Face and vLLM), the order of the family's Hugging Face checkpoints (rotate_half
-  // for most; ERNIE 4.5's and Cohere's interleaved). Where it differs from the model's, q/k ops are
-  // permuted to it (values_layout).
+  // for most; ERNIE 4.5's and Cohere's interleaved; a latent attention model's: its own). Where it
+  // differs from the model's, q/k ops are permuted to it (values_layout).
   std::optional<model::RopeStyle> layout;
   bool hf_layout = false;
   // The arrays of per-head ops (q, k, v, their norms and RoPE, attn) held heads first, as an

@@ -80,8 +80,13 @@ MIXTURE = ("mlp", "block_sparse_moe")  # a layer's mixture of experts (Granite-M
 ROUTER = ("gate", "router")  # and a shared expert beside it (Qwen2-MoE; DeepSeek; Granite-MoE-Shared, on the layer)
 SHARED_EXPERT = ("shared_expert", "shared_experts", "shared_mlp")
 # Families whose modules the hooks do not read yet (Llama 4: its RoPE, q/k norm, temperature and
-# router outside the modules above; DeepSeek-V3: its latent attention's): refused, not recorded in part.
-UNHOOKED = {"llama4": "Llama 4", "deepseek_v3": "DeepSeek-V3", "deepseek_v2": "DeepSeek-V2"}
+# router outside the modules above): refused, not recorded in part.
+UNHOOKED = {"llama4": "Llama 4"}
+# RoPE as the modeling modules apply it: (function, whether its output lists each pair's first
+# channels then their second where the weights hold the pairs interleaved: DeepSeek-V3's
+# rope_interleave). DeepSeek-V2's apply_rotary_emb turns the pairs in place.
+ROPE_FUNCTIONS = (("apply_rotary_pos_emb", False), ("apply_rotary_pos_emb_interleave", True),
+                  ("apply_rotary_emb", False))
 
 
 class HfRecorder(Recording):
@@ -211,6 +216,8 @@ class HfRecorder(Recording):
             for op in ("q_proj", "k_proj", "v_proj"):
                 self._output(getattr(attn, op, None), i, op, clip)
             self._output(o_proj, i, "o_proj")
+            if hasattr(attn, "kv_a_proj_with_mqa"):
+                self._latent_attention(attn, i)
             self._head_norm(_first(attn, Q_NORM), i, "q_norm", "q_proj")
             self._head_norm(_first(attn, K_NORM), i, "k_norm", "k_proj")
             for fused in ("qkv_proj", "c_attn"):
@@ -260,6 +267,43 @@ class HfRecorder(Recording):
             self._output(layer, i, "ffn_residual")
         self._output(_first(self.decoder, FINAL_NORM), n, "final_norm")
 
+    def _latent_attention(self, attn, layer):
+        """DeepSeek's latent attention: q_a_proj, its norm and q_b_proj (tapdiff's q_proj),
+        kv_a_proj_with_mqa, the latent's norm, and kv_b_proj, per head its key rows and its value
+        rows, as tapdiff's k_proj and v_proj (DeepSeek-V3's expands the whole cached latent: the
+        pass's own rows are its last)."""
+        mla, heads = self.config["mla"], self.config["n_heads"]
+        rows = {}
+        self._output(getattr(attn, "q_a_proj", None), layer, "q_a_proj")
+        self._output(getattr(attn, "q_a_layernorm", None), layer, "q_a_norm")
+        self._output(getattr(attn, "q_b_proj", None), layer, "q_proj")
+        self._output(attn.kv_a_proj_with_mqa, layer, "kv_a_proj")
+        self.handles.append(attn.kv_a_proj_with_mqa.register_forward_hook(
+            lambda _m, _args, out: rows.__setitem__("n", _rows(out).shape[0])))
+        self._output(attn.kv_a_layernorm, layer, "kv_a_norm")
+
+        def expanded(_m, _args, out):
+            value = out.detach().to("cpu").double().numpy().reshape(-1, heads, mla["nope_dim"] + mla["v_dim"])
+            value = value[-rows["n"]:]
+            self._keep(layer, "k_proj", value[:, :, :mla["nope_dim"]].reshape(len(value), -1))
+            self._keep(layer, "v_proj", value[:, :, mla["nope_dim"]:].reshape(len(value), -1))
+        self.handles.append(attn.kv_b_proj.register_forward_hook(expanded))
+
+    def _latent_rope(self, q_rot, k_rot, deinterleaved):
+        """Latent attention's RoPE outputs (each head's RoPE part of q, the key part every head shares)
+        as tapdiff's rope_q (whole heads, the no-RoPE channels q_proj's) and rope_k; pairs put back in
+        place where transformers listed their first channels then their second."""
+        mla, heads = self.config["mla"], self.config["n_heads"]
+        q, k = _heads_rows(q_rot), _heads_rows(k_rot)
+        if deinterleaved:
+            q, k = (x.reshape(len(x), -1, 2, mla["rope_dim"] // 2).swapaxes(2, 3).reshape(len(x), -1) for x in (q, k))
+        self._keep(self.layer, "rope_k", k)
+        source = self.values.get((self.layer, "q_proj"))
+        if source is not None:
+            whole = source.reshape(len(source), heads, -1).copy()
+            whole[:, :, mla["nope_dim"]:] = q.reshape(len(q), heads, -1)
+            self._keep(self.layer, "rope_q", whole.reshape(len(source), -1))
+
     def _attn_residual(self, layer, o_proj, i):
         """A parallel block's attn_residual: the layer's input plus o_proj's output."""
         inputs = {}
@@ -273,14 +317,18 @@ class HfRecorder(Recording):
         """RoPE's outputs: the modeling module's apply_rotary_pos_emb, wrapped while recording, and
         the query temperature that multiplies q after it (get_llama_4_attn_scale), where it has one."""
         module = sys.modules[type(_first(_first(self.decoder, LAYERS)[0], ATTENTION)).__module__]
-        rope = getattr(module, "apply_rotary_pos_emb", None)
         temperature = getattr(module, "get_llama_4_attn_scale", None)
 
-        def apply(q, k, *args, **kwargs):
-            q_out, k_out = rope(q, k, *args, **kwargs)
-            self._keep(self.layer, "rope_q", self._whole_heads(_heads_rows(q_out), ("q_norm", "q_proj")))
-            self._keep(self.layer, "rope_k", self._whole_heads(_heads_rows(k_out), ("k_norm", "k_proj")))
-            return q_out, k_out
+        def rotated(rope, deinterleaved):
+            def apply(q, k, *args, **kwargs):
+                q_out, k_out = rope(q, k, *args, **kwargs)
+                if "mla" in self.config:
+                    self._latent_rope(q_out, k_out, deinterleaved)
+                else:
+                    self._keep(self.layer, "rope_q", self._whole_heads(_heads_rows(q_out), ("q_norm", "q_proj")))
+                    self._keep(self.layer, "rope_k", self._whole_heads(_heads_rows(k_out), ("k_norm", "k_proj")))
+                return q_out, k_out
+            return apply
 
         def scale(*args, **kwargs):
             factor = temperature(*args, **kwargs)  # [batch, 1, positions, 1]
@@ -289,10 +337,11 @@ class HfRecorder(Recording):
                 self.values[(self.layer, "rope_q")] = self.values[(self.layer, "rope_q")] * rows
             return factor
 
-        for name, original, wrapper in (("apply_rotary_pos_emb", rope, apply), ("get_llama_4_attn_scale", temperature,
-                                                                                  scale)):
-            if original is not None:
-                self.swap(module, name, wrapper)
+        for name, deinterleaved in ROPE_FUNCTIONS:
+            if (rope := getattr(module, name, None)) is not None:
+                self.swap(module, name, rotated(rope, deinterleaved))
+        if temperature is not None:
+            self.swap(module, "get_llama_4_attn_scale", scale)
 
     def _whole_heads(self, rotated, sources):
         """RoPE's output as whole heads: where the family rotates only the first channels of each head

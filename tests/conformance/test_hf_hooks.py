@@ -87,6 +87,23 @@ def test_a_hook_dump_of_a_mixture_matches(name, tmp_path):
     assert moe_ops <= compared, out
 
 
+@pytest.mark.parametrize("name", ["deepseek-v3", "deepseek-v2"])
+def test_a_hook_dump_of_latent_attention_matches_around_the_expanded_keys(name, tmp_path):
+    """DeepSeek's hook dump holds the latent (kv_a_proj_with_mqa, kv_a_layernorm) and q's projections
+    but no expanded keys and values under tapdiff's names (DeepSeek-V3's kv_b_proj expands the
+    whole cache each pass): it matches, every op compared but those and RoPE's."""
+    folder = tmp_path / "model"
+    make_model(next(c for c in CASES if c.name == name), folder, "5.x")
+    record(folder, tmp_path / "hooks")
+    tapdiff_run(folder, tmp_path / "ref.h5")
+    code, report, out = compare(tmp_path / "ref.h5", tmp_path / "hooks", tmp_path / "report.json", "--map", "hf")
+    assert code == 0 and report["verdict"] == "match", out
+    only_in_ref = {t.split("/")[1] for t in report["not_compared"]["only_in_a"]}
+    assert {"k_proj", "v_proj"} <= only_in_ref <= INLINE | {"k_proj", "v_proj"}, out
+    compared = {row["op"] for row in report["ops"]}
+    assert {"q_a_proj", "q_a_norm", "q_proj", "kv_a_proj", "kv_a_norm", "attn", "o_proj", "moe_ids"} <= compared, out
+
+
 def test_a_router_without_its_renormalisation_is_named_from_the_hook_dump(tmp_path):
     folder = tmp_path / "model"
     make_model(next(c for c in CASES if c.name == "qwen3-moe"), folder, "5.x")

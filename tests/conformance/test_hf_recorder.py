@@ -93,6 +93,11 @@ def shift_norm(model):
         model.model.layers[2].post_attention_layernorm.weight.add_(0.05)
 
 
+def shift_latent_norm(model):
+    with torch.no_grad():
+        model.model.layers[1].self_attn.kv_a_layernorm.weight.add_(0.05)
+
+
 def mlp_reads_attention(model):
     """A parallel block's MLP fed the attention's output in place of the normed input."""
     layer, seen = model.model.layers[1], {}
@@ -119,6 +124,8 @@ def open_shared_gate(model):
     ("gemma3", shift_norm, "2/attn_post_norm"),
     ("phi", mlp_reads_attention, "1/ffn_up"),
     ("cohere", mlp_reads_attention, "1/ffn_gate"),
+    ("deepseek-v3", shift_latent_norm, "1/kv_a_norm"),
+    ("deepseek-v2", scale_attention, "1/attn"),
 ])
 def test_a_bug_in_the_models_forward_is_named(name, patch, culprit, tmp_path):
     case = next(c for c in CASES if c.name == name)
