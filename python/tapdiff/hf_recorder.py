@@ -76,17 +76,18 @@ K_NORM = ("k_norm", "key_layernorm")
 UP = ("up_proj", "c_fc", "fc1", "dense_h_to_4h")
 DOWN = ("down_proj", "c_proj", "fc2", "dense_4h_to_h")
 FINAL_NORM = ("norm", "final_layernorm", "final_layer_norm", "ln_f")
-MIXTURE = ("mlp", "block_sparse_moe")  # a layer's mixture of experts (Granite-MoE: block_sparse_moe), its router
+FFN = ("mlp", "feed_forward")  # a layer's FFN (Llama 4: feed_forward)
+MIXTURE = FFN + ("block_sparse_moe",)  # a layer's mixture of experts (Granite-MoE: block_sparse_moe), its router
 ROUTER = ("gate", "router")  # and a shared expert beside it (Qwen2-MoE; DeepSeek; Granite-MoE-Shared, on the layer)
 SHARED_EXPERT = ("shared_expert", "shared_experts", "shared_mlp")
-# Families whose modules the hooks do not read yet (Llama 4: its RoPE, q/k norm, temperature and
-# router outside the modules above): refused, not recorded in part.
-UNHOOKED = {"llama4": "Llama 4"}
 # RoPE as the modeling modules apply it: (function, whether its output lists each pair's first
 # channels then their second where the weights hold the pairs interleaved: DeepSeek-V3's
-# rope_interleave). DeepSeek-V2's apply_rotary_emb turns the pairs in place.
+# rope_interleave). DeepSeek-V2's and Llama 4's apply_rotary_emb turn the pairs in place.
 ROPE_FUNCTIONS = (("apply_rotary_pos_emb", False), ("apply_rotary_pos_emb_interleave", True),
                   ("apply_rotary_emb", False))
+# The modeling modules whose RoPE function takes q and k [1, seq, heads, head_dim] (the others':
+# [1, heads, seq, head_dim]).
+SEQ_FIRST_ROPE = ("llama4",)
 
 
 class HfRecorder(Recording):
@@ -101,9 +102,6 @@ class HfRecorder(Recording):
         self.model = model
         self.info = info if info is not None else model_info(model_path, tapdiff)
         self.config = self.info["model_config"]
-        if self.config.get("arch") in UNHOOKED:
-            raise ValueError(f"{model_path}: HfRecorder does not hook {UNHOOKED[self.config['arch']]}'s modules yet "
-                             "(record its layer outputs with transformers' output_hidden_states)")
         self.taps = {(t["layer"], t["op"]) for t in self.info["taps"]}
         dtype = {torch.float64: "f64", torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
         compute = compute_dtype or dtype.get(next(model.parameters()).dtype, "f32")
@@ -113,6 +111,7 @@ class HfRecorder(Recording):
         self.values: dict[tuple[int, str], np.ndarray] = {}
         self.handles = []
         self.layer = None  # the layer whose attention is running (for RoPE's outputs)
+        self.nope_layers = set()  # Llama 4's layers without RoPE (their q's temperature: _llama4_attention)
         self._hook_modules()
         self._wrap_rope()
 
@@ -209,7 +208,7 @@ class HfRecorder(Recording):
         limit = block.get("clip_qkv", 0)
         clip = (lambda out: np.clip(_rows(out), -limit, limit)) if limit > 0 else _rows
         for i, layer in enumerate(layers):
-            attn, mlp = _first(layer, ATTENTION), getattr(layer, "mlp", layer)
+            attn, mlp = _first(layer, ATTENTION), _first(layer, FFN) or layer
             o_proj, down = _first(attn, O_PROJ), _first(mlp, DOWN)
             self.handles.append(attn.register_forward_pre_hook(lambda _m, _a, i=i: setattr(self, "layer", i)))
             self._output(_first(layer, ATTN_NORM), i, "attn_norm")
@@ -218,6 +217,8 @@ class HfRecorder(Recording):
             self._output(o_proj, i, "o_proj")
             if hasattr(attn, "kv_a_proj_with_mqa"):
                 self._latent_attention(attn, i)
+            if hasattr(attn, "use_rope"):
+                self._llama4_attention(attn, i)
             self._head_norm(_first(attn, Q_NORM), i, "q_norm", "q_proj")
             self._head_norm(_first(attn, K_NORM), i, "k_norm", "k_proj")
             for fused in ("qkv_proj", "c_attn"):
@@ -246,7 +247,9 @@ class HfRecorder(Recording):
             else:
                 self._input(mlp, i, "attn_residual")
             mixture = _first(layer, MIXTURE)
-            if mixture is not None and hasattr(mixture, "experts"):  # a mixture of experts' layer
+            if mixture is not None and hasattr(mixture, "experts") and c["experts"].get("weights_scale_input"):
+                self._llama4_mixture(mixture, i)
+            elif mixture is not None and hasattr(mixture, "experts"):  # a mixture of experts' layer
                 self._routing(_first(mixture, ROUTER), mixture, i)
                 shared = _first(mixture, SHARED_EXPERT) or _first(layer, SHARED_EXPERT)
                 if shared is None:
@@ -289,6 +292,42 @@ class HfRecorder(Recording):
             self._keep(layer, "v_proj", value[:, :, mla["nope_dim"]:].reshape(len(value), -1))
         self.handles.append(attn.kv_b_proj.register_forward_hook(expanded))
 
+    def _llama4_attention(self, attn, layer):
+        """Llama 4's attention: one weightless norm module for q, then k (after RoPE, on the layers
+        that rotate); on a layer without RoPE, q under the temperature, as the attention function
+        receives it (tapdiff's rope_q there)."""
+        seen = []
+
+        def norm(_m, _args, out):
+            seen.append(None)
+            self._keep(layer, "q_norm" if len(seen) % 2 else "k_norm", _rows(out))
+        if hasattr(attn, "qk_norm"):
+            self.handles.append(attn.qk_norm.register_forward_hook(norm))
+        if not attn.use_rope:
+            self.nope_layers.add(layer)
+
+    def _llama4_mixture(self, mixture, layer):
+        """Llama 4's mixture: its router returns every expert's score (the top k logits' sigmoids,
+        0 for the others) and the logits; its experts run on every token (the unchosen ones' input
+        scaled to 0), their outputs summed over the experts; the shared expert's beside them."""
+        k = self.config["experts"]["active"]
+
+        def route(_m, _args, out):
+            scores, logits = (t.detach().to("cpu").double() for t in out)
+            ids = logits.topk(k, dim=-1).indices.sort(dim=-1).values
+            self._keep(layer, "moe_router", logits.numpy())
+            self._keep(layer, "moe_ids", ids.double().numpy())
+            self._keep(layer, "moe_weights", scores.gather(-1, ids).numpy())
+
+        def experts(_m, _args, out):
+            value = out.detach().to("cpu").double().numpy()
+            tokens = len(self.values.get((layer, "moe_router"), value))
+            self._keep(layer, "moe_out", value.reshape(-1, tokens, value.shape[-1]).sum(axis=0))
+        self.handles.append(mixture.router.register_forward_hook(route))
+        self.handles.append(mixture.experts.register_forward_hook(experts))
+        self._output(mixture.shared_expert, layer, "moe_shared")
+        self._output(mixture, layer, "moe_sum")
+
     def _latent_rope(self, q_rot, k_rot, deinterleaved):
         """Latent attention's RoPE outputs (each head's RoPE part of q, the key part every head shares)
         as tapdiff's rope_q (whole heads, the no-RoPE channels q_proj's) and rope_k; pairs put back in
@@ -318,6 +357,8 @@ class HfRecorder(Recording):
         the query temperature that multiplies q after it (get_llama_4_attn_scale), where it has one."""
         module = sys.modules[type(_first(_first(self.decoder, LAYERS)[0], ATTENTION)).__module__]
         temperature = getattr(module, "get_llama_4_attn_scale", None)
+        heads_rows = _rows if module.__name__.rsplit(".", 1)[-1].removeprefix("modeling_") in SEQ_FIRST_ROPE \
+            else _heads_rows
 
         def rotated(rope, deinterleaved):
             def apply(q, k, *args, **kwargs):
@@ -325,10 +366,19 @@ class HfRecorder(Recording):
                 if "mla" in self.config:
                     self._latent_rope(q_out, k_out, deinterleaved)
                 else:
-                    self._keep(self.layer, "rope_q", self._whole_heads(_heads_rows(q_out), ("q_norm", "q_proj")))
-                    self._keep(self.layer, "rope_k", self._whole_heads(_heads_rows(k_out), ("k_norm", "k_proj")))
+                    self._keep(self.layer, "rope_q", self._whole_heads(heads_rows(q_out), ("q_norm", "q_proj")))
+                    self._keep(self.layer, "rope_k", self._whole_heads(heads_rows(k_out), ("k_norm", "k_proj")))
                 return q_out, k_out
             return apply
+
+        def attend(original):
+            def attention(owner, query, *args, **kwargs):
+                if self.layer in self.nope_layers:  # q under Llama 4's temperature: tapdiff's rope_q there
+                    self._keep(self.layer, "rope_q", _heads_rows(query))
+                return original(owner, query, *args, **kwargs)
+            return attention
+        if self.nope_layers and (eager := getattr(module, "eager_attention_forward", None)) is not None:
+            self.swap(module, "eager_attention_forward", attend(eager))
 
         def scale(*args, **kwargs):
             factor = temperature(*args, **kwargs)  # [batch, 1, positions, 1]
