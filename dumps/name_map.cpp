@@ -137,6 +137,10 @@ NameMap vllm_map() {
 // where Gemma's graphs scale it after that, "inp_scaled". With FFN biases, the gate's and up's sums
 // are "ffn_gate_b" and "ffn_up_b". Phi-3 multiplies by q, k, v as one matrix ("wqkv") and by gate
 // and up as one ("ffn_up"); its "Qcur" is named again once scaled, so its rope_q is not read.
+// Latent attention (deepseek2): q_a_proj, its norm and q_b's product are each named "q", so the
+// last, q_proj, is read; "kv_cmpr_pe" is kv_a_proj, "kv_cmpr" once normed kv_a_norm, "k_pe" once
+// turned rope_k; its Qcur, Kcur and Vcur are the absorbed form's (in the latent space), "q_pe" each
+// head's RoPE part alone: k_proj, v_proj, q_a_proj, q_a_norm and rope_q are not read.
 // A mixture of experts: the router's logits "ffn_moe_logits" (gpt-oss's top-k softmax: its biased
 // logits "ffn_moe_probs", the chosen ones' softmax "ffn_moe_weights_softmax"), the scores a sigmoid router chooses on
 // "ffn_moe_probs" (with a selection bias "ffn_moe_probs_biased"), the chosen ids "ffn_moe_topk" (by
@@ -158,6 +162,10 @@ NameMap llama_cpp_map() {
       one("Kcur-{L}", Op::rope_k, BlockKind::keys_rotated),
       one("Kcur-{L}", Op::k_proj, BlockKind::keys_plain),
       one("Vcur-{L}", Op::v_proj, BlockKind::projections_apart),
+      one("q-{L}", Op::q_proj, BlockKind::latent_attention),
+      one("kv_cmpr_pe-{L}", Op::kv_a_proj, BlockKind::latent_attention),
+      one("kv_cmpr-{L}", Op::kv_a_norm, BlockKind::latent_attention),
+      one("k_pe-{L}", Op::rope_k, BlockKind::latent_attention),
       one("kqv_out-{L}", Op::attn),
       one("attn_out-{L}", Op::o_proj),
       one("ffn_inp-{L}", Op::attn_residual),
@@ -249,7 +257,8 @@ bool applies(const MapRule& rule, const model::ModelConfig& c, int layer) {
     case BlockKind::with_mlp_bias: return c.block.mlp_bias;
     case BlockKind::embedding_scaled_in_embd: return !formats::llama_cpp_gemma_graph(c);
     case BlockKind::projections_fused: return formats::family_spec(c.family).llama_cpp.fused_projections;
-    case BlockKind::projections_apart: return !formats::family_spec(c.family).llama_cpp.fused_projections;
+    case BlockKind::projections_apart:
+      return !formats::family_spec(c.family).llama_cpp.fused_projections && !c.latent();
     case BlockKind::expert_weights_plain: return !c.experts.normalize && c.experts.scale == 1.0;
     case BlockKind::expert_weights_normalized: return c.experts.normalize && c.experts.scale == 1.0;
     case BlockKind::expert_weights_scaled: return c.experts.scale != 1.0;
@@ -263,11 +272,14 @@ bool applies(const MapRule& rule, const model::ModelConfig& c, int layer) {
     case BlockKind::experts_with_shared: return shared_expert_layer(c, layer);
     case BlockKind::shared_expert_ungated: return shared_expert_layer(c, layer) && !c.experts.shared_gate;
     case BlockKind::queries_rotated_apart:
-      return !formats::family_spec(c.family).llama_cpp.fused_projections && (layer < 0 || model::has_rope_q(c, layer));
+      return !formats::family_spec(c.family).llama_cpp.fused_projections && !c.latent() &&
+             (layer < 0 || model::has_rope_q(c, layer));
     case BlockKind::queries_plain_apart:
-      return !formats::family_spec(c.family).llama_cpp.fused_projections && layer >= 0 && !model::has_rope_q(c, layer);
-    case BlockKind::keys_rotated: return layer < 0 || model::uses_rope(c, layer);
-    case BlockKind::keys_plain: return layer >= 0 && !model::uses_rope(c, layer);
+      return !formats::family_spec(c.family).llama_cpp.fused_projections && !c.latent() && layer >= 0 &&
+             !model::has_rope_q(c, layer);
+    case BlockKind::keys_rotated: return !c.latent() && (layer < 0 || model::uses_rope(c, layer));
+    case BlockKind::keys_plain: return !c.latent() && layer >= 0 && !model::uses_rope(c, layer);
+    case BlockKind::latent_attention: return c.latent();
   }
   return false;
 }

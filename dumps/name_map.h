@@ -58,7 +58,10 @@ enum class BlockKind : std::uint8_t {
   queries_rotated_apart,
   queries_plain_apart,
   keys_rotated,
-  keys_plain
+  keys_plain,
+  // Multi-head latent attention (model_config.mla): llama.cpp's absorbed form, whose Qcur, Kcur and
+  // Vcur are the latent space's, none of the ops' above
+  latent_attention
 };
 
 struct MapRule {

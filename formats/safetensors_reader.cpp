@@ -282,8 +282,9 @@ constexpr std::pair<std::string_view, std::string_view> kCompositeRenames[] = {
     {"language_model.model.", "model."},  // (prefix in the file, the decoder's own)
     {"model.language_model.", "model."},
     {"language_model.lm_head.", "lm_head."}};
-constexpr std::string_view kCompositeEncoder[] = {"vision_tower.", "multi_modal_projector.", "model.vision_tower.",
-                                                  "model.multi_modal_projector."};
+constexpr std::string_view kCompositeEncoder[] = {"vision_tower.",       "multi_modal_projector.",
+                                                  "model.vision_tower.", "model.multi_modal_projector.",
+                                                  "vision_model.",       "model.vision_model."};  // Llama 4's
 
 bool is_composite(std::string_view model_type) {
   const FamilySpec* family = hf_family(model_type);

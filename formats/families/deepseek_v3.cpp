@@ -58,6 +58,7 @@ const FamilySpec& deepseek_v3_family() {
                                                   "attention.value_length"}),
                .read = read_gguf,
                .partial_rotary = true},
+      .llama_cpp = {.names_mapped = true},
   };
   return spec;
 }

@@ -14,6 +14,8 @@ from pathlib import Path
 import torch
 import transformers
 
+from gguf_models import VOCAB as GGUF_VOCAB
+
 SHAPE = dict(hidden_size=64, intermediate_size=96, num_hidden_layers=3, num_attention_heads=4,
              num_key_value_heads=2, vocab_size=160)
 
@@ -54,16 +56,42 @@ ROUTER = ("mlp.gate.weight", "block_sparse_moe.gate.weight", "block_sparse_moe.r
 # Image encoders as small as they get, for the multimodal cases (a token-id run never uses them).
 TINY_SIGLIP = dict(model_type="siglip_vision_model", hidden_size=32, intermediate_size=48, num_hidden_layers=1,
                    num_attention_heads=2, image_size=28, patch_size=14)
+TINY_LLAMA4_VISION = dict(model_type="llama4_vision_model", hidden_size=32, intermediate_size=48, num_hidden_layers=1,
+                          num_attention_heads=2, image_size=28, patch_size=14, vision_output_dim=32,
+                          projector_input_dim=32, projector_output_dim=64)
 TINY_PIXTRAL = dict(model_type="pixtral", hidden_size=32, intermediate_size=48, num_hidden_layers=1,
                     num_attention_heads=2, image_size=28, patch_size=14, head_dim=16)
 
 
+# DeepSeek models for their GGUF (deepseek2), which llama.cpp's converter writes from them
+# (gguf_models.write_deepseek2):
+# V3's sigmoid router with its selection bias over 4 groups of 2, renormalised and scaled, beside
+# two experts' worth of shared expert after a dense layer; V2's softmax router, unnormalised and
+# scaled, after two dense layers. Their latent norms' epsilon is rms_norm_eps in llama.cpp and
+# 1e-6 in transformers: the configs state 1e-6, as DeepSeek's do.
+LATENT = {**IDS, "num_key_value_heads": 4, "vocab_size": GGUF_VOCAB, "rms_norm_eps": 1e-6}
+DEEPSEEK_GGUF_CASES = {
+    "deepseek-v3": Case(
+        "deepseek-v3", "deepseek_v3", {"rope_type": "default", "rope_theta": 30000.0},
+        {**LATENT, "q_lora_rank": 24, "kv_lora_rank": 20, "qk_rope_head_dim": 8, "qk_nope_head_dim": 12,
+         "v_head_dim": 10, "n_routed_experts": 8, "num_experts_per_tok": 2, "n_group": 4, "topk_group": 2,
+         "moe_intermediate_size": 24, "n_shared_experts": 2, "first_k_dense_replace": 1, "routed_scaling_factor": 1.7},
+        eps_key=None, drop=("num_key_value_heads", "vocab_size")),
+    "deepseek-v2": Case(
+        "deepseek-v2", "deepseek_v2", {"rope_type": "default", "rope_theta": 20000.0},
+        {**LATENT, "q_lora_rank": 20, "kv_lora_rank": 18, "qk_rope_head_dim": 6, "qk_nope_head_dim": 10,
+         "v_head_dim": 14, "n_routed_experts": 6, "num_experts_per_tok": 3, "moe_intermediate_size": 22,
+         "n_shared_experts": 2, "first_k_dense_replace": 2, "routed_scaling_factor": 1.3},
+        eps_key=None, drop=("num_key_value_heads", "vocab_size")),
+}
+
+
 def model_class(config: transformers.PretrainedConfig):
-    """The auto class that builds the model: AutoModelForCausalLM, or AutoModelForImageTextToText for
-    a multimodal model it does not map (Mistral 3)."""
-    if type(config) in transformers.MODEL_FOR_CAUSAL_LM_MAPPING:
-        return transformers.AutoModelForCausalLM
-    return transformers.AutoModelForImageTextToText
+    """The auto class that builds the model: AutoModelForImageTextToText for a multimodal model
+    (AutoModelForCausalLM maps Llama 4's to its text decoder alone), else AutoModelForCausalLM."""
+    if hasattr(config, "text_config") and type(config) in transformers.MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING:
+        return transformers.AutoModelForImageTextToText
+    return transformers.AutoModelForCausalLM
 
 
 CASES = [
@@ -349,11 +377,29 @@ CASES = [
          {**IDS, "head_dim": 16, "attention_bias": True}),
     # Mistral-Small-3.1's layout: Mistral (head_dim apart from hidden / heads) under a Pixtral
     # encoder, the output untied at both levels (Mistral3Config's own default ties it).
+    # Llama 4's multimodal checkpoint (Llama 4 Scout's and Maverick's layout) around a decoder with a
+    # layer without RoPE and a mixture.
+    Case("llama4-multimodal", "llama4_text", {"rope_type": "default", "rope_theta": 500000.0},
+         {**IDS, "head_dim": 16, "intermediate_size_mlp": 72, "num_local_experts": 3, "num_experts_per_tok": 1,
+          "interleave_moe_layer_step": 2, "no_rope_layers": [1, 0, 1], "attention_chunk_size": 4},
+         {"model_type": "llama4", "vision_config": TINY_LLAMA4_VISION, "image_token_index": 157,
+          "boi_token_index": 158, "eoi_token_index": 159, "tie_word_embeddings": False}),
     Case("mistral3-multimodal", "mistral", {"rope_type": "default", "rope_theta": 1000000000.0},
          {"head_dim": 32, "sliding_window": None},
          {"model_type": "mistral3", "vision_config": TINY_PIXTRAL, "image_token_index": 157,
           "tie_word_embeddings": False}),
 ]
+
+
+def load_float64(folder: Path):
+    """transformers' model of the folder in float64, eager attention and experts (the grouped
+    kernels refuse float64 on the CPU), in eval mode: the module that runs a text-only forward, a
+    multimodal model's language model where its own forward cannot (transformers 5.24's
+    Llama4ForConditionalGeneration reads image_outputs its language model does not return)."""
+    model = model_class(transformers.AutoConfig.from_pretrained(folder)).from_pretrained(
+        folder, dtype=torch.float64, attn_implementation="eager", experts_implementation="eager")
+    model.eval()
+    return model.language_model if type(model).__name__ == "Llama4ForConditionalGeneration" else model
 
 
 def make_model(case: Case, folder: Path, style: str, seed: int = 0) -> None:

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 import torch
-import transformers
 
-from hf_models import CASES, make_model, model_class
+from hf_models import CASES, load_float64, make_model
 from tapdiff import HfRecorder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,10 +23,8 @@ CHUNK, GENERATE = 8, 4
 
 
 def float64_model(folder: Path, patch=None):
-    """transformers' model of the folder in float64, eager attention and experts, with `patch` applied."""
-    model = model_class(transformers.AutoConfig.from_pretrained(folder)).from_pretrained(
-        folder, dtype=torch.float64, attn_implementation="eager", experts_implementation="eager")
-    model.eval()
+    """transformers' model of the folder in float64 (hf_models.load_float64), with `patch` applied."""
+    model = load_float64(folder)
     if patch:
         patch(model)
     return model

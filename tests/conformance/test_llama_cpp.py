@@ -116,34 +116,9 @@ def test_mxfp4_experts_hold_the_values_llama_cpp_reads(tmp_path):
     assert error < F32_LOGIT_NMSE
 
 
-# DeepSeek's GGUF (deepseek2) as llama.cpp's converter writes it from a model transformers saved:
-# V3's sigmoid router with its selection bias over 4 groups of 2, renormalised and scaled, beside
-# two experts' worth of shared expert after a dense layer; V2's softmax router, unnormalised and
-# scaled, after two dense layers. Their latent norms' epsilon is rms_norm_eps in llama.cpp and
-# 1e-6 in transformers: the configs state 1e-6, as DeepSeek's do.
-LATENT = {**hf_models.IDS, "num_key_value_heads": 4, "vocab_size": VOCAB, "rms_norm_eps": 1e-6}
-DEEPSEEK_CASES = {
-    "deepseek-v3": hf_models.Case(
-        "deepseek-v3", "deepseek_v3", {"rope_type": "default", "rope_theta": 30000.0},
-        {**LATENT, "q_lora_rank": 24, "kv_lora_rank": 20, "qk_rope_head_dim": 8, "qk_nope_head_dim": 12,
-         "v_head_dim": 10, "n_routed_experts": 8, "num_experts_per_tok": 2, "n_group": 4, "topk_group": 2,
-         "moe_intermediate_size": 24, "n_shared_experts": 2, "first_k_dense_replace": 1, "routed_scaling_factor": 1.7},
-        eps_key=None, drop=("num_key_value_heads", "vocab_size")),
-    "deepseek-v2": hf_models.Case(
-        "deepseek-v2", "deepseek_v2", {"rope_type": "default", "rope_theta": 20000.0},
-        {**LATENT, "q_lora_rank": 20, "kv_lora_rank": 18, "qk_rope_head_dim": 6, "qk_nope_head_dim": 10,
-         "v_head_dim": 14, "n_routed_experts": 6, "num_experts_per_tok": 3, "moe_intermediate_size": 22,
-         "n_shared_experts": 2, "first_k_dense_replace": 2, "routed_scaling_factor": 1.3},
-        eps_key=None, drop=("num_key_value_heads", "vocab_size")),
-}
-
-
 def transformers_logits(folder: Path, tokens: list[int]) -> np.ndarray:
     import torch
-    import transformers
-    # The experts' eager loop: the grouped kernels refuse float64 on the CPU.
-    model = transformers.AutoModelForCausalLM.from_pretrained(
-        folder, dtype=torch.float64, attn_implementation="eager", experts_implementation="eager").eval()
+    model = hf_models.load_float64(folder)
     with torch.no_grad():
         return model(torch.tensor([tokens])).logits[0].numpy()
 
@@ -156,7 +131,7 @@ def test_deepseek_gguf_equals_transformers_and_llama_cpps_tokens(name, absorbed,
     forward of the folder it came from, its greedy tokens (f64, f32) llama.cpp's, and its logits
     along them llama.cpp's to its rounding."""
     folder, model = tmp_path / "hf", tmp_path / f"{name}.gguf"
-    hf_models.make_model(DEEPSEEK_CASES[name], folder, "5.x")
+    hf_models.make_model(hf_models.DEEPSEEK_GGUF_CASES[name], folder, "5.x")
     write_deepseek2(folder, model, absorbed)
     ours = tapdiff_logits(model, PROMPT, len(PROMPT), tmp_path / "all.h5")
     error = nmse(ours, transformers_logits(folder, PROMPT))
@@ -186,7 +161,7 @@ def test_what_tapdiff_does_not_compute_of_a_deepseek_gguf_is_refused(tmp_path):
     temperature are refused by name, as is the llama.cpp emulation (which does not round latent
     attention's products)."""
     folder, model = tmp_path / "hf", tmp_path / "plain.gguf"
-    hf_models.make_model(DEEPSEEK_CASES["deepseek-v3"], folder, "5.x")
+    hf_models.make_model(hf_models.DEEPSEEK_GGUF_CASES["deepseek-v3"], folder, "5.x")
     write_deepseek2(folder, model)
     run = subprocess.run([TAPDIFF, "run", "--model", str(model), "--tokens", "1,2", "--dtype", "llama.cpp"],
                          capture_output=True, text=True)

@@ -24,7 +24,8 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file, save_file
 
-from gguf_models import FAMILY_CASES, GGUF_CASES, write_gguf
+from gguf_models import FAMILY_CASES, GGUF_CASES, write_deepseek2, write_gguf
+from hf_models import DEEPSEEK_GGUF_CASES, make_model
 from llama_cpp_harness import Harness, build_harness, negate_blocks
 from llama_cpp_harness import llama_cpp_dump as run_llama_cpp
 from test_llama_cpp import BLOCK_STORAGE, PROMPT
@@ -159,6 +160,24 @@ def test_the_llama_cpp_map_reads_each_mixtures_graph(llama_cpp_taps, name, tmp_p
     compared = {o["op"] for o in report["ops"] if o["layer"] == 1}
     expected = {"moe_router", "moe_ids", "moe_weights", "moe_out"} | ({"moe_sum"} if case.shared_expert else set())
     assert expected <= compared, output
+
+
+def test_the_llama_cpp_map_reads_latent_attention(llama_cpp_taps, tmp_path):
+    """DeepSeek-V3 as llama.cpp's converter writes it (the absorbed form): its q_proj, latent, normed
+    latent and turned shared key, the attention's output after the value up-projection and the
+    mixture compare with the exact run on llama.cpp's rows; the ops its absorbed graph never holds
+    (the expanded keys and values, q's RoPE part over whole heads, q_a's two values named as
+    q_proj's) and those it leaves unnamed there (o_proj, the shared expert's output) are listed as
+    not compared."""
+    folder, model = tmp_path / "hf", tmp_path / "deepseek2.gguf"
+    make_model(DEEPSEEK_GGUF_CASES["deepseek-v3"], folder, "5.x")
+    write_deepseek2(folder, model)
+    report, output = exact_on_llama_cpps_rows(llama_cpp_taps, model, tmp_path)
+    assert report["verdict"] == "match" and report["rows"]["compared"] == len(PROMPT) + 3, output
+    compared = {o["op"] for o in report["ops"] if o["layer"] == 1}
+    assert {"q_proj", "kv_a_proj", "kv_a_norm", "rope_k", "attn", "moe_ids", "moe_sum"} <= compared, output
+    unread = {t.split("/")[1] for t in report["not_compared"]["only_in_a"] if t.startswith("1/")}
+    assert unread == {"q_a_proj", "q_a_norm", "k_proj", "v_proj", "rope_q", "o_proj", "moe_shared"}, unread
 
 
 @pytest.mark.parametrize("storage", ["f16", "bf16"] + BLOCK_STORAGE)

@@ -21,7 +21,7 @@ import pytest
 import torch
 import transformers
 
-from hf_models import CASES, make_model, model_class
+from hf_models import CASES, load_float64, make_model
 from tapdiff.hf_recorder import FINAL_NORM, LAYERS, decoder_of
 
 TAPDIFF = os.environ.get("TAPDIFF_BINARY", str(Path(__file__).resolve().parents[2] / "build" / "tapdiff"))
@@ -36,10 +36,7 @@ def nmse(a: np.ndarray, b: np.ndarray) -> float:
 
 def transformers_forward(folder: Path) -> dict[str, np.ndarray]:
     """The float64 forward's layer outputs, final norm and logits, keyed as tapdiff's dump names them."""
-    # The experts' eager loop: the grouped kernels refuse float64 on the CPU.
-    model = model_class(transformers.AutoConfig.from_pretrained(folder)).from_pretrained(
-        folder, dtype=torch.float64, attn_implementation="eager", experts_implementation="eager")
-    model.eval()
+    model = load_float64(folder)
     out: dict[str, np.ndarray] = {}
 
     def keep(name):
