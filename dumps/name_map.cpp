@@ -140,7 +140,8 @@ NameMap vllm_map() {
 // Latent attention (deepseek2): q_a_proj, its norm and q_b's product are each named "q", so the
 // last, q_proj, is read; "kv_cmpr_pe" is kv_a_proj, "kv_cmpr" once normed kv_a_norm, "k_pe" once
 // turned rope_k; its Qcur, Kcur and Vcur are the absorbed form's (in the latent space), "q_pe" each
-// head's RoPE part alone: k_proj, v_proj, q_a_proj, q_a_norm and rope_q are not read.
+// head's RoPE part alone, and it names no o_proj or shared expert's output: k_proj, v_proj,
+// q_a_proj, q_a_norm, rope_q, o_proj and moe_shared are not read.
 // A mixture of experts: the router's logits "ffn_moe_logits" (gpt-oss's top-k softmax: its biased
 // logits "ffn_moe_probs", the chosen ones' softmax "ffn_moe_weights_softmax"), the scores a sigmoid router chooses on
 // "ffn_moe_probs" (with a selection bias "ffn_moe_probs_biased"), the chosen ids "ffn_moe_topk" (by

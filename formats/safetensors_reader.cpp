@@ -29,13 +29,13 @@ namespace {
 using nlohmann::json;
 constexpr std::uint64_t kMaxHeaderBytes = 100u << 20;  // the safetensors format's own limit
 
-// Bytes per element of every safetensors dtype (0 for an unknown name).
+// Bytes per element of every safetensors dtype (0 for an unknown name): C64 among them, what a
+// forward hook sees of DeepSeek-V2's complex RoPE table.
 std::size_t element_bytes(std::string_view dtype) {
   static constexpr std::pair<std::string_view, std::size_t> kSizes[] = {
-      {"BOOL", 1}, {"U8", 1},  {"I8", 1},   {"F8_E5M2", 1}, {"F8_E4M3", 1}, {"I16", 2},
-      {"U16", 2},  {"F16", 2}, {"BF16", 2}, {"I32", 4},     {"U32", 4},     {"F32", 4},
-      {"F64", 8},  {"I64", 8}, {"U64", 8},  {"C64", 8},     {"F8_E8M0", 1}};  // C64: what a hook sees of DeepSeek-V2's
-                                                                              // complex RoPE table
+      {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E5M2", 1}, {"F8_E4M3", 1}, {"F8_E8M0", 1},
+      {"I16", 2},  {"U16", 2}, {"F16", 2}, {"BF16", 2},    {"I32", 4},     {"U32", 4},
+      {"F32", 4},  {"F64", 8}, {"I64", 8}, {"U64", 8},     {"C64", 8}};
   for (const auto& [name, size] : kSizes)
     if (name == dtype) return size;
   return 0;

@@ -478,6 +478,7 @@ TEST(ImportedDump, TheLlamaCppMapReadsEachFamilysNames) {
   const auto ops = [&](std::string_view name, const std::string& arch) {
     model::ModelConfig c = small_config();
     c.family = *formats::family_named(arch);
+    if (c.family == model::Family::deepseek_v3) c.mla.kv_rank = 8;  // latent attention
     std::vector<model::TensorId> ids;
     if (const auto r = dumps::resolve(m, name, c)) ids = r->ids;
     return ids;
@@ -494,6 +495,23 @@ TEST(ImportedDump, TheLlamaCppMapReadsEachFamilysNames) {
   EXPECT_EQ(ops("ffn_up-1", "qwen3"), (Ids{{Op::ffn_up, 1}}));
   EXPECT_EQ(ops("Qcur-1", "qwen3"), (Ids{{Op::rope_q, 1}}));
   EXPECT_EQ(ops("Vcur-1", "qwen3"), (Ids{{Op::v_proj, 1}}));
+  // DeepSeek's absorbed latent attention: names of its own; its Qcur, Kcur and Vcur, the latent
+  // space's, unread; those names mean nothing in another family's graph.
+  EXPECT_EQ(ops("q-1", "deepseek2"), (Ids{{Op::q_proj, 1}}));
+  EXPECT_EQ(ops("kv_cmpr_pe-1", "deepseek2"), (Ids{{Op::kv_a_proj, 1}}));
+  EXPECT_EQ(ops("kv_cmpr-1", "deepseek2"), (Ids{{Op::kv_a_norm, 1}}));
+  EXPECT_EQ(ops("k_pe-1", "deepseek2"), (Ids{{Op::rope_k, 1}}));
+  for (const std::string_view absorbed : {"Qcur-1", "Kcur-1", "Vcur-1"}) EXPECT_EQ(ops(absorbed, "deepseek2"), Ids{});
+  EXPECT_EQ(ops("q-1", "qwen3"), Ids{});
+  // Its q/k channels are read in the model's own order, under hf as under a TOML map, which may not
+  // state another.
+  model::ModelConfig deepseek = small_config();  // interleaved
+  deepseek.family = model::Family::deepseek_v3;
+  deepseek.mla.kv_rank = 8;
+  EXPECT_EQ(dumps::values_layout(dumps::preset_map("hf"), deepseek), std::nullopt);
+  dumps::NameMap half = dumps::preset_map("tapdiff");
+  half.layout = model::RopeStyle::rotate_half;
+  EXPECT_THROW(dumps::values_layout(half, deepseek), UsageError);
   // Another family's graph names its values otherwise (GPT-NeoX's "ffn_out" twice in its parallel
   // block, the second time the FFN's output plus the layer's input): the
   // preset is refused for it, a TOML map of its names is not.
