@@ -459,13 +459,17 @@ def write_tiny_llama(path: Path, dim: int, vocab: int, add_vocab, embedding: np.
     w.close()
 
 
-def write_deepseek2(folder: Path, path: Path, absorbed: bool = True, extra: dict | None = None) -> None:
+def write_deepseek2(folder: Path, path: Path, absorbed: bool = True, extra: dict | None = None,
+                    storage: str = "f32") -> None:
     """The Hugging Face DeepSeek-V2 or V3 model saved in `folder` (one safetensors file, its experts
     one tensor each) written as llama.cpp's converter writes it (DeepseekV2Model): where `absorbed`,
     as one KV head over the latent (key_length and value_length the latent's, key_length_mla and
     value_length_mla the heads'), kv_b_proj split into attn_k_b (each head's key rows transposed)
     and attn_v_b; else attn_kv_b with a KV head per head, as older files hold it. The vocabulary is
-    add_vocabulary's (the model's must be VOCAB tokens); `extra`: more metadata, as GgufCase's."""
+    add_vocabulary's (the model's must be VOCAB tokens); `extra`: more metadata, as GgufCase's;
+    `storage`: the layers' and the output's matrices F32, or of a ggml type the gguf package
+    quantizes where their rows are whole blocks, else F16 (as the converter falls back); the
+    embedding, the norms and the selection bias F32."""
     c = json.loads((folder / "config.json").read_text())
     t = load_file(folder / "model.safetensors")
     heads, layers, kv_rank = c["num_attention_heads"], c["num_hidden_layers"], c["kv_lora_rank"]
@@ -509,6 +513,15 @@ def write_deepseek2(folder: Path, path: Path, absorbed: bool = True, extra: dict
     for key, value in (extra or {}).items():
         getattr(w, f"add_{key}")(value)
     add_vocabulary(w)
+    quant = None if storage == "f32" else gguf.GGMLQuantizationType[storage.upper()]
+
+    def add(name: str, values: np.ndarray) -> None:
+        if quant is None or values.ndim < 2:
+            w.add_tensor(name, values)
+        elif values.shape[-1] % gguf.GGML_QUANT_SIZES[quant][0] == 0:
+            w.add_tensor(name, gguf.quants.quantize(values, quant), raw_dtype=quant)
+        else:
+            w.add_tensor(name, values.astype(np.float16))
     w.add_tensor("token_embd.weight", t["model.embed_tokens.weight"])
     for layer in range(layers):
         hf, p = f"model.layers.{layer}.", f"blk.{layer}."
@@ -521,22 +534,22 @@ def write_deepseek2(folder: Path, path: Path, absorbed: bool = True, extra: dict
                  "mlp.shared_experts.up_proj": "ffn_up_shexp", "mlp.shared_experts.down_proj": "ffn_down_shexp"}
         for ours, theirs in names.items():
             if hf + ours + ".weight" in t:
-                w.add_tensor(p + theirs + ".weight", t[hf + ours + ".weight"])
+                add(p + theirs + ".weight", t[hf + ours + ".weight"])
         if hf + "mlp.gate.e_score_correction_bias" in t:
             w.add_tensor(p + "exp_probs_b.bias", t[hf + "mlp.gate.e_score_correction_bias"])
         if hf + "mlp.gate.weight" in t:
             for proj in ("gate", "up", "down"):
-                w.add_tensor(p + f"ffn_{proj}_exps.weight", np.stack(
+                add(p + f"ffn_{proj}_exps.weight", np.stack(
                     [t[f"{hf}mlp.experts.{e}.{proj}_proj.weight"] for e in range(c["n_routed_experts"])]))
         kv_b = t[hf + "self_attn.kv_b_proj.weight"]
         if absorbed:
             per_head = kv_b.reshape(heads, nope + v_dim, kv_rank)
-            w.add_tensor(p + "attn_k_b.weight", np.ascontiguousarray(per_head[:, :nope].transpose(0, 2, 1)))
-            w.add_tensor(p + "attn_v_b.weight", np.ascontiguousarray(per_head[:, nope:]))
+            add(p + "attn_k_b.weight", np.ascontiguousarray(per_head[:, :nope].transpose(0, 2, 1)))
+            add(p + "attn_v_b.weight", np.ascontiguousarray(per_head[:, nope:]))
         else:
-            w.add_tensor(p + "attn_kv_b.weight", kv_b)
+            add(p + "attn_kv_b.weight", kv_b)
     w.add_tensor("output_norm.weight", t["model.norm.weight"])
-    w.add_tensor("output.weight", t["lm_head.weight"])
+    add("output.weight", t["lm_head.weight"])
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

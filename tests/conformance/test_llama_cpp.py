@@ -148,6 +148,16 @@ def test_deepseek_gguf_equals_transformers_and_llama_cpps_tokens(name, absorbed,
     assert error < F32_LOGIT_NMSE
 
 
+def test_a_quantized_deepseek_gguf_is_held_to_llama_cpps_rounding(tmp_path):
+    """DeepSeek-V3's GGUF with Q8_0 matrices (F16 where a row is no whole block: attn_k_b, read
+    transposed, and attn_v_b among them): the exact logits along llama.cpp's tokens within its
+    rounding, the tokens equal up to a near tie."""
+    folder, model = tmp_path / "hf", tmp_path / "deepseek2-q8_0.gguf"
+    hf_models.make_model(hf_models.DEEPSEEK_GGUF_CASES["deepseek-v3"], folder, "5.x")
+    write_deepseek2(folder, model, storage="q8_0")
+    assert_held_to_llama_cpps_rounding(model, "deepseek-v3 q8_0", tmp_path, vulkan=False)
+
+
 DEEPSEEK_REFUSALS = [
     ({"rope_scaling_type": gguf.RopeScalingType.YARN, "rope_scaling_factor": 4.0},
      "deepseek2.rope.scaling.type 'yarn' is not supported"),
@@ -322,10 +332,12 @@ BLOCK_STORAGE = ["q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl", "q2_k", "q3_k
 LLAMA_CPP_LOGIT_NMSE = 1e-2
 
 
-def assert_held_to_llama_cpps_rounding(model: Path, label: str, tmp_path: Path, emulated: bool = False) -> None:
+def assert_held_to_llama_cpps_rounding(model: Path, label: str, tmp_path: Path, emulated: bool = False,
+                                       vulkan: bool = True) -> None:
     """The exact logits along llama.cpp's greedy tokens within LLAMA_CPP_LOGIT_NMSE of llama.cpp's,
-    and the reference's and the Vulkan engine's tokens equal to llama.cpp's up to a near tie;
-    `emulated`: the llama.cpp emulation's logits nearer llama.cpp's than the exact ones, on both engines."""
+    and the reference's and (where `vulkan`) the Vulkan engine's tokens equal to llama.cpp's up to a
+    near tie; `emulated`: the llama.cpp emulation's logits nearer llama.cpp's than the exact ones, on
+    both engines."""
     expected = llama_cpp_tokens(model)
     assert len(expected) == GENERATE
     rows = GENERATE + 1  # after the prompt's last token, then after each generated one but the last
@@ -338,7 +350,8 @@ def assert_held_to_llama_cpps_rounding(model: Path, label: str, tmp_path: Path, 
         ours = nmse(tapdiff_logits(model, PROMPT + expected, rows, tmp_path / "emulated.h5", engine)[:GENERATE], theirs)
         print(f"{label} {engine[1]} --dtype llama.cpp: logits NMSE against llama.cpp {ours:.2e}")
         assert ours < error
-    for engine in (["--engine", "ref", "--dtype", "f64"], ["--engine", "vulkan", "--chunk", "64"]):
+    engines = [["--engine", "ref", "--dtype", "f64"]] + ([["--engine", "vulkan", "--chunk", "64"]] if vulkan else [])
+    for engine in engines:
         ours = tapdiff_tokens(model, *engine)
         step = next((s for s, (a, b) in enumerate(zip(ours, expected)) if a != b), None)
         if step is None:
