@@ -10,7 +10,7 @@
 // expert_gating_func sigmoid or softmax (absent: softmax, DeepSeek-V2's files), expert_weights_norm
 // and _scale, expert_group_count and _used_count (a group scored by its best two, llama.cpp's
 // build_moe_ffn), expert_shared_count experts' worth of shared expert, leading_dense_block_count
-// dense layers first; YaRN (whose attention factor llama.cpp computes its own way here) is refused.
+// dense layers first; YaRN with the scores' scale of llama.cpp's deepseek2 graph (read_yarn_scale).
 #include <fmt/format.h>
 
 #include "formats/families/latent_attention.h"
@@ -18,6 +18,7 @@
 #include "formats/family_spec.h"
 #include "formats/gguf_keys.h"
 #include "formats/hf_keys.h"
+#include "model/rope.h"
 
 namespace tapdiff::formats {
 
@@ -34,8 +35,26 @@ void read_hf(KeyReader& k, ModelConfig& c) {
   (void)k.integer("num_nextn_predict_layers", 0);
 }
 
+// YaRN as llama.cpp's deepseek2 graph computes it: cos and sin times rope.scaling.attn_factor (1
+// where absent), the scores' scale times (that factor x get_mscale(factor, m))^2, m the converter's
+// rope.scaling.yarn_log_multiplier (0.1 x mscale_all_dim) over 0.1 (none where absent).
+void read_yarn_scale(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
+  RopeScaling& s = c.rope_scaling;
+  const double attn_factor = float_key(f, prefix + "rope.scaling.attn_factor", 1.0);
+  const double mscale =
+      attn_factor * yarn_mscale(s.factor, float_key(f, prefix + "rope.scaling.yarn_log_multiplier", 0.0) / 0.1);
+  s.attention_factor = attn_factor;
+  c.block.attention_scale *= mscale * mscale;
+}
+
 void read_gguf(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
   read_latent_attention_gguf(f, prefix, c);
+  if (c.rope_scaling.type == RopeType::linear)  // the graph's scores' scale assumes YaRN's attention factor
+    throw_format_error(
+        fmt::format("{}: metadata '{}rope.scaling.type' linear is not supported: llama.cpp's deepseek2 "
+                    "scales its scores for YaRN only (none or yarn)",
+                    f.path().string(), prefix));
+  if (c.rope_scaling.type == RopeType::yarn) read_yarn_scale(f, prefix, c);
   if (f.find(prefix + "expert_count") == nullptr) return;
   read_gguf_experts(f, prefix, c, {.ffn_key = "expert_feed_forward_length", .required = true});
   const int gating = int_key(f, prefix + "expert_gating_func", 1);
@@ -53,11 +72,13 @@ const FamilySpec& deepseek_v3_family() {
       .family = Family::deepseek_v3,
       .hf = {.model_types = {"deepseek_v3"}, .read = read_hf},
       .gguf = {.architectures = {"deepseek2"},
-               .keys = sigmoid_experts_gguf_keys({"attention.q_lora_rank", "attention.kv_lora_rank",
-                                                  "attention.key_length_mla", "attention.value_length_mla",
-                                                  "attention.value_length"}),
+               .keys = sigmoid_experts_gguf_keys(
+                   {"attention.q_lora_rank", "attention.kv_lora_rank", "attention.key_length_mla",
+                    "attention.value_length_mla", "attention.value_length", "rope.scaling.yarn_beta_fast",
+                    "rope.scaling.yarn_beta_slow", "rope.scaling.yarn_log_multiplier", "rope.scaling.attn_factor"}),
                .read = read_gguf,
-               .partial_rotary = true},
+               .partial_rotary = true,
+               .yarn = true},
       .llama_cpp = {.names_mapped = true},
   };
   return spec;

@@ -474,7 +474,8 @@ def write_deepseek2(folder: Path, path: Path, absorbed: bool = True, extra: dict
     t = load_file(folder / "model.safetensors")
     heads, layers, kv_rank = c["num_attention_heads"], c["num_hidden_layers"], c["kv_lora_rank"]
     nope, rope, v_dim = c["qk_nope_head_dim"], c["qk_rope_head_dim"], c["v_head_dim"]
-    assert c["vocab_size"] == VOCAB and not c.get("attention_bias") and c["rope_parameters"]["rope_type"] == "default"
+    scaling = c["rope_parameters"]
+    assert c["vocab_size"] == VOCAB and not c.get("attention_bias") and scaling["rope_type"] in ("default", "yarn")
     w = gguf.GGUFWriter(str(path), "deepseek2")
     w.add_context_length(c["max_position_embeddings"])
     w.add_embedding_length(c["hidden_size"])
@@ -482,7 +483,16 @@ def write_deepseek2(folder: Path, path: Path, absorbed: bool = True, extra: dict
     w.add_feed_forward_length(c["intermediate_size"])
     w.add_head_count(heads)
     w.add_head_count_kv(1 if absorbed else heads)
-    w.add_rope_freq_base(c["rope_parameters"]["rope_theta"])
+    w.add_rope_freq_base(scaling["rope_theta"])
+    if scaling["rope_type"] == "yarn":
+        w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+        w.add_rope_scaling_factor(scaling["factor"])
+        w.add_rope_scaling_orig_ctx_len(scaling["original_max_position_embeddings"])
+        for key in ("beta_fast", "beta_slow"):
+            if key in scaling:
+                getattr(w, f"add_rope_scaling_yarn_{key}")(scaling[key])
+        if "mscale_all_dim" in scaling:  # as the converter writes it (its TAG_DEEPSEEK2_YARN_LOG_MUL_FIX)
+            w.add_rope_scaling_yarn_log_mul(0.1 * scaling["mscale_all_dim"])
     w.add_layer_norm_rms_eps(c["rms_norm_eps"])
     w.add_leading_dense_block_count(c["first_k_dense_replace"])
     w.add_vocab_size(c["vocab_size"])

@@ -77,6 +77,16 @@ DEEPSEEK_GGUF_CASES = {
          "v_head_dim": 10, "n_routed_experts": 8, "num_experts_per_tok": 2, "n_group": 4, "topk_group": 2,
          "moe_intermediate_size": 24, "n_shared_experts": 2, "first_k_dense_replace": 1, "routed_scaling_factor": 1.7},
         eps_key=None, drop=("num_key_value_heads", "vocab_size")),
+    # YaRN with mscale and mscale_all_dim alike (the cos and sin unscaled, the scores' scale times
+    # get_mscale(factor, mscale_all_dim)^2), as DeepSeek-V3's own config has them.
+    "deepseek-v3-yarn": Case(
+        "deepseek-v3-yarn", "deepseek_v3", {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                                            "original_max_position_embeddings": 32, "mscale": 0.9,
+                                            "mscale_all_dim": 0.9, "beta_fast": 16, "beta_slow": 2},
+        {**LATENT, "q_lora_rank": 24, "kv_lora_rank": 20, "qk_rope_head_dim": 8, "qk_nope_head_dim": 12,
+         "v_head_dim": 10, "n_routed_experts": 8, "num_experts_per_tok": 2, "n_group": 4, "topk_group": 2,
+         "moe_intermediate_size": 24, "n_shared_experts": 2, "first_k_dense_replace": 1, "routed_scaling_factor": 1.7},
+        eps_key=None, drop=("num_key_value_heads", "vocab_size")),
     "deepseek-v2": Case(
         "deepseek-v2", "deepseek_v2", {"rope_type": "default", "rope_theta": 20000.0},
         {**LATENT, "q_lora_rank": 20, "kv_lora_rank": 18, "qk_rope_head_dim": 6, "qk_nope_head_dim": 10,

@@ -123,8 +123,9 @@ def transformers_logits(folder: Path, tokens: list[int]) -> np.ndarray:
         return model(torch.tensor([tokens])).logits[0].numpy()
 
 
-@pytest.mark.parametrize("name,absorbed", [("deepseek-v3", True), ("deepseek-v3", False), ("deepseek-v2", True)],
-                         ids=["deepseek-v3", "deepseek-v3-kv-b", "deepseek-v2"])
+@pytest.mark.parametrize("name,absorbed", [("deepseek-v3", True), ("deepseek-v3", False), ("deepseek-v3-yarn", True),
+                                           ("deepseek-v2", True)],
+                         ids=["deepseek-v3", "deepseek-v3-kv-b", "deepseek-v3-yarn", "deepseek-v2"])
 def test_deepseek_gguf_equals_transformers_and_llama_cpps_tokens(name, absorbed, tmp_path):
     """The GGUF llama.cpp's converter makes of a DeepSeek model (its kv_b_proj split per head, the
     key rows transposed, where `absorbed`): tapdiff's exact logits on it equal transformers' float64
@@ -159,17 +160,15 @@ def test_a_quantized_deepseek_gguf_is_held_to_llama_cpps_rounding(tmp_path):
 
 
 DEEPSEEK_REFUSALS = [
-    ({"rope_scaling_type": gguf.RopeScalingType.YARN, "rope_scaling_factor": 4.0},
-     "deepseek2.rope.scaling.type 'yarn' is not supported"),
-    ({"rope_scaling_yarn_log_mul": 0.07}, "metadata 'deepseek2.rope.scaling.yarn_log_multiplier' = 0.07"),
     ({"attn_temperature_scale": 0.1}, "metadata 'deepseek2.attention.temperature_scale'"),
+    ({"rope_scaling_type": gguf.RopeScalingType.LINEAR, "rope_scaling_factor": 2.0},
+     "metadata 'deepseek2.rope.scaling.type'"),
 ]
 
 
 def test_what_tapdiff_does_not_compute_of_a_deepseek_gguf_is_refused(tmp_path):
-    """YaRN (whose attention factor llama.cpp's deepseek2 computes its own way) and Mistral-Large's
-    temperature are refused by name, as is the llama.cpp emulation (which does not round latent
-    attention's products)."""
+    """Mistral-Large's query temperature and a RoPE scaling other than YaRN are refused by name, as
+    is the llama.cpp emulation (which does not round latent attention's products)."""
     folder, model = tmp_path / "hf", tmp_path / "plain.gguf"
     hf_models.make_model(hf_models.DEEPSEEK_GGUF_CASES["deepseek-v3"], folder, "5.x")
     write_deepseek2(folder, model)
