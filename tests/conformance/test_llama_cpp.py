@@ -182,6 +182,36 @@ def test_what_tapdiff_does_not_compute_of_a_deepseek_gguf_is_refused(tmp_path):
         assert run.returncode == 2 and message in run.stderr, (extra, run.stderr)
 
 
+def test_a_deepseek_gguf_whose_key_rows_are_misplaced_is_refused(tmp_path, monkeypatch):
+    """attn_k_b not transposed (as a converter that forgot it writes it), or beside attn_kv_b (two
+    sources of the same keys): refused, naming the tensor and what was expected."""
+    folder = tmp_path / "hf"
+    case = hf_models.DEEPSEEK_GGUF_CASES["deepseek-v3"]
+    hf_models.make_model(case, folder, "5.x")
+    add_tensor = gguf.GGUFWriter.add_tensor
+    heads, nope = hf_models.SHAPE["num_attention_heads"], case.extra["qk_nope_head_dim"]
+
+    def untransposed(self, name, tensor, *args, **kwargs):
+        if name.endswith("attn_k_b.weight"):
+            tensor = np.ascontiguousarray(tensor.transpose(0, 2, 1))
+        return add_tensor(self, name, tensor, *args, **kwargs)
+
+    def both(self, name, tensor, *args, **kwargs):
+        if name.endswith("attn_kv_b.weight"):
+            per_head = tensor.reshape(heads, -1, tensor.shape[-1])[:, :nope]
+            add_tensor(self, name.replace("attn_kv_b", "attn_k_b"), np.ascontiguousarray(per_head.transpose(0, 2, 1)))
+        return add_tensor(self, name, tensor, *args, **kwargs)
+
+    for writer, absorbed, message in ((untransposed, True, "tensor 'blk.0.attn_k_b.weight': expected shape [12, 20, 4]"),
+                                      (both, False, "are both wk of layer 0")):
+        monkeypatch.setattr(gguf.GGUFWriter, "add_tensor", writer)
+        model = tmp_path / f"{writer.__name__}.gguf"
+        write_deepseek2(folder, model, absorbed)
+        monkeypatch.setattr(gguf.GGUFWriter, "add_tensor", add_tensor)
+        run = subprocess.run([TAPDIFF, "run", "--model", str(model), "--tokens", "1,2"], capture_output=True, text=True)
+        assert run.returncode == 2 and message in run.stderr, (writer.__name__, run.stderr)
+
+
 def family_case(name: str) -> GgufCase:
     return next(c for c in FAMILY_CASES + GGUF_CASES if c.name == name)
 
