@@ -549,9 +549,6 @@ void add_key_up_projection(const GgufFile& f, const GgufTensorInfo& t, int layer
         "{}: tensor '{}': expected shape [{}, {}, {}] (each head's key rows transposed: qk_nope, kv_lora_rank, "
         "heads), found [{}]",
         f.path().string(), t.name, nope, rank, heads, fmt::join(t.ne, ", ")));
-  if (const WeightTensor* twin = model.find(WeightKind::wk, layer))
-    throw_format_error(
-        fmt::format("{}: tensors '{}' and '{}' are both wk of layer {}", f.path().string(), twin->name, t.name, layer));
   const WeightTensor stacked = to_weight(f, t, true);
   std::vector<float> row(static_cast<std::size_t>(nope)), wk(static_cast<std::size_t>(heads * nope * rank));
   for (std::int64_t h = 0; h < heads; ++h)
@@ -562,8 +559,9 @@ void add_key_up_projection(const GgufFile& f, const GgufTensorInfo& t, int layer
     }
   std::vector<std::byte> bytes(wk.size() * sizeof(float));
   std::memcpy(bytes.data(), wk.data(), bytes.size());
-  model.add(WeightKind::wk, layer,
-            WeightTensor{t.name, DType::f32, heads * nope, rank, model.hold(std::move(bytes)), {}});
+  const WeightPart part{WeightKind::wk, layer};
+  model.add_parts(WeightTensor{t.name, DType::f32, heads * nope, rank, model.hold(std::move(bytes)), {}},
+                  std::span(&part, 1), f.path().string());
 }
 
 // The experts' biases, [width, experts] in the file: one vector of every expert's in turn.
