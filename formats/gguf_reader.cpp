@@ -620,7 +620,8 @@ void read_yarn(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
 // RoPE as llama.cpp reads it: whole heads rotated (rope.dimension_count = head_dim), or their
 // leading channels in a family that rotates part of each head; rope.scaling.type none or linear
 // (rope.scaling.factor, or the older rope.scale_linear), and the per-pair divisors of
-// rope_freqs.weight (Llama 3.1+); YaRN in a family whose recipe reads it. Other scalings are refused.
+// rope_freqs.weight (Llama 3.1+); YaRN in a family whose recipe reads it (its attn_factor refused
+// without it). Other scalings are refused.
 void read_rope_scaling(const GgufFile& f, const GgufRecipe& family, ModelConfig& c) {
   const std::string file = f.path().string(), arch = architecture(f), prefix = arch + ".";
   if (const int rotary = int_key(f, prefix + "rope.dimension_count", c.head_dim); rotary != c.head_dim) {
@@ -647,6 +648,12 @@ void read_rope_scaling(const GgufFile& f, const GgufRecipe& family, ModelConfig&
     throw_format_error(fmt::format("{}: {}rope.scaling.type '{}' is not supported: tapdiff implements none and linear",
                                    file, prefix, type));
   }
+  // llama.cpp scales cos and sin by it with any RoPE; tapdiff reads it with YaRN's
+  if (family.yarn && type != "yarn" && f.find(prefix + "rope.scaling.attn_factor") != nullptr)
+    throw_format_error(
+        fmt::format("{}: metadata '{}rope.scaling.attn_factor' without rope.scaling.type yarn is not "
+                    "supported",
+                    file, prefix));
   if (const auto old = f.get_float(prefix + "rope.scale_linear")) {
     if (type == "linear")
       throw_format_error(fmt::format("{}: both rope.scaling.type linear and rope.scale_linear", file));

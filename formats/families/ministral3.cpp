@@ -5,12 +5,10 @@
 // Its GGUF (mistral3): YaRN as llama.cpp computes it, the temperature's beta as
 // attention.temperature_scale over rope.scaling.original_context_length; o and FFN biases where
 // present; no window (llama.cpp applies none: attention.sliding_window is refused).
-#include <fmt/format.h>
 
 #include "formats/families/mistral.h"
 #include "formats/family_spec.h"
 #include "formats/gguf_keys.h"
-#include "model/errors.h"
 
 namespace tapdiff::formats {
 
@@ -36,13 +34,6 @@ const FamilySpec& ministral3_family() {
                        c.query_temperature = {
                            .beta = beta,
                            .length = int_key(f, prefix + "rope.scaling.original_context_length", c.context_length)};
-                     // llama.cpp scales cos and sin by it with any RoPE; tapdiff reads it with YaRN's
-                     const std::string attn_factor = prefix + "rope.scaling.attn_factor";
-                     if (c.rope_scaling.type != RopeType::yarn && f.find(attn_factor) != nullptr)
-                       throw_format_error(
-                           fmt::format("{}: metadata '{}' without rope.scaling.type yarn is not "
-                                       "supported",
-                                       f.path().string(), attn_factor));
                    },
                .unread = {"attention.sliding_window"},
                .yarn = true},

@@ -163,12 +163,15 @@ DEEPSEEK_REFUSALS = [
     ({"attn_temperature_scale": 0.1}, "metadata 'deepseek2.attention.temperature_scale'"),
     ({"rope_scaling_type": gguf.RopeScalingType.LINEAR, "rope_scaling_factor": 2.0},
      "metadata 'deepseek2.rope.scaling.type'"),
+    ({"rope_scaling_attn_factors": 1.25},
+     "metadata 'deepseek2.rope.scaling.attn_factor' without rope.scaling.type yarn is not supported"),
 ]
 
 
 def test_what_tapdiff_does_not_compute_of_a_deepseek_gguf_is_refused(tmp_path):
-    """Mistral-Large's query temperature and a RoPE scaling other than YaRN are refused by name, as
-    is the llama.cpp emulation (which does not round latent attention's products)."""
+    """Mistral-Large's query temperature, a RoPE scaling other than YaRN and the attention factor
+    without YaRN (llama.cpp's graph scales cos, sin and the scores by it) are refused by name, as is
+    the llama.cpp emulation (which does not round latent attention's products)."""
     folder, model = tmp_path / "hf", tmp_path / "plain.gguf"
     hf_models.make_model(hf_models.DEEPSEEK_GGUF_CASES["deepseek-v3"], folder, "5.x")
     write_deepseek2(folder, model)
