@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
       {"f32 + compress 1, caller's thread", dumps::WriterOptions{.compress_level = 1, .background = false}},
   };
   std::int64_t row_values = 0;
-  for (const model::Step& step : graph.steps()) row_values += graph.width(step.output().op);
+  for (const model::Step& step : graph.steps()) row_values += graph.width(step.output());
   const auto& c = m->config();
   fmt::print("model: {} ({} layers, dim {}, heads {}/{}, ffn {}, vocab {})\n",
              model_spec.empty() ? "default synth" : model_spec, c.n_layers, c.dim, c.n_heads, c.n_kv_heads, c.ffn_dim,

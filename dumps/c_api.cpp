@@ -77,7 +77,7 @@ int record(tapdiff_writer* w, int layer, const char* op_name, const T* values, s
     const auto& steps = w->graph->steps();
     if (std::none_of(steps.begin(), steps.end(), [&](const model::Step& s) { return s.output() == id; }))
       fail(fmt::format("record: {} is not an op of this model at that layer", model::to_string(id)));
-    const int expected = w->graph->width(*op);
+    const int expected = w->graph->width(id);
     if (rows != w->chunk.rows || width != expected || values == nullptr)
       fail(fmt::format("record: {}: expected [{}, {}] (the chunk's rows, the op's width), found [{}, {}]{}",
                        model::to_string(id), w->chunk.rows, expected, rows, width, values ? "" : " of NULL"));
@@ -226,7 +226,7 @@ int tapdiff_dump_tap(const tapdiff_dump* d, std::int64_t i, int* layer, const ch
   const model::TensorId& id = d->reader->tensors()[static_cast<std::size_t>(i)];
   if (layer != nullptr) *layer = id.layer;
   if (op != nullptr) *op = d->op_names[static_cast<std::size_t>(i)].c_str();
-  if (width != nullptr) *width = model::op_width(d->reader->config(), id.op);
+  if (width != nullptr) *width = model::op_width(d->reader->config(), id);
   return 0;
 }
 

@@ -89,11 +89,12 @@ std::string_view width_formula(model::Op op) {
     case model::Op::q_proj:
     case model::Op::q_norm:
     case model::Op::rope_q:
-    case model::Op::attn: return "n_heads*head_dim";
+    case model::Op::attn: return "n_heads*head_dim (the layer's)";
     case model::Op::k_proj:
     case model::Op::v_proj:
     case model::Op::k_norm:
-    case model::Op::rope_k: return "n_kv_heads*head_dim";
+    case model::Op::v_norm:
+    case model::Op::rope_k: return "n_kv_heads*head_dim (the layer's)";
     case model::Op::ffn_gate:
     case model::Op::ffn_up:
     case model::Op::ffn_act: return "ffn_dim";
@@ -293,7 +294,7 @@ std::size_t DumpReader::check_tap(const model::TensorId& id, const h5::DataSet& 
   const std::vector<hsize_t> extent = data.extent();
   if (extent.size() != 2)
     return problem(fmt::format("{}: expected [rows, width], found rank {}", where, extent.size()));
-  const int width = model::op_width(config_, id.op);
+  const int width = model::op_width(config_, id);
   if (std::cmp_not_equal(extent[1], width))
     return problem(
         fmt::format("{}: width {}, but model_config gives {} = {}", where, extent[1], width_formula(id.op), width));

@@ -19,10 +19,10 @@ std::vector<TapSpec> tap_specs(const std::string& path, const nlohmann::json& mo
   for (const model::Step& step : graph.steps()) {
     const model::TensorId id = step.output();
     if (!filter.matches(id)) continue;
-    TAPDIFF_ASSERT(described.width(id.op) == graph.width(id.op) && config.n_layers == graph.n_layers(),
-                   "{}: model_config gives {} width {}, the graph {}", path, model::to_string(id),
-                   described.width(id.op), graph.width(id.op));
-    taps.push_back({id, graph.width(id.op)});
+    TAPDIFF_ASSERT(described.width(id) == graph.width(id) && config.n_layers == graph.n_layers(),
+                   "{}: model_config gives {} width {}, the graph {}", path, model::to_string(id), described.width(id),
+                   graph.width(id));
+    taps.push_back({id, graph.width(id)});
   }
   return taps;
 }

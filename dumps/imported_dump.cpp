@@ -166,7 +166,7 @@ bool follows_rope_layout(model::Op op) {
 // is not so shaped.
 int heads_first(const NamedArray& array, const Resolved& r, std::int64_t rows, const model::ModelConfig& config) {
   if (r.combine != Combine::one) return 0;
-  const model::HeadLayout layout = model::head_layout(r.ids.front().op, config);
+  const model::HeadLayout layout = model::head_layout(r.ids.front(), config);
   std::vector<std::int64_t> shape = array.shape;
   while (shape.size() > 3 && shape.front() == 1) shape.erase(shape.begin());
   const bool held = layout.has_heads() && shape.size() == 3 && shape[0] == layout.heads && shape[1] == rows &&
@@ -370,7 +370,7 @@ std::string ImportedDump::add_array(const ArrayFile& file, const NamedArray& arr
     if (!in_graph)
       throw FormatError(fmt::format("{}: maps to {} (map '{}'), which this model does not compute", where,
                                     model::to_string(id), options_.map.name));
-    width += model::op_width(config_, id.op);
+    width += model::op_width(config_, id);
   }
   const int held = heads_first(array, *r, rows, config_);
   const int heads = options_.map.heads_first ? held : 0;
@@ -408,7 +408,7 @@ std::string ImportedDump::add_array(const ArrayFile& file, const NamedArray& arr
       throw FormatError(fmt::format("{}: a second array for {} in the same step ('{}' is the other)", where,
                                     model::to_string(id), model::printable(segs.back().array->name)));
     segs.push_back({&file, &array, partner, first_row, rows, width, column, heads, order});
-    column += model::op_width(config_, id.op);
+    column += model::op_width(config_, id);
   }
   return partner != nullptr ? partner->name : std::string();
 }
@@ -486,7 +486,7 @@ model::HostTensor ImportedDump::read(const model::TensorId& id, std::int64_t fir
   const std::vector<Segment>& segs = segments_[static_cast<std::size_t>(at - tensors_.begin())];
   const std::int64_t first = std::clamp<std::int64_t>(first_row, 0, rows());
   const std::int64_t n = std::clamp<std::int64_t>(count, 0, rows() - first);
-  const std::int64_t width = model::op_width(config_, id.op);
+  const std::int64_t width = model::op_width(config_, id);
   const bool wide =
       std::all_of(segs.begin(), segs.end(), [](const Segment& s) { return s.array->type == ElementType::f64; });
   model::HostTensor out(wide ? model::Scalar::f64 : model::Scalar::f32, n, width);
@@ -498,7 +498,7 @@ model::HostTensor ImportedDump::read(const model::TensorId& id, std::int64_t fir
   const std::optional<model::RopeStyle> layout = values_layout(options_.map, config_);
   const bool permuted = layout && *layout != model_style && follows_rope_layout(id.op);
   if (permuted) {
-    const int head = config_.head_dim, pairs = model::rotary_dim(config_) / 2;
+    const int head = model::head_dim(config_, id.layer), pairs = model::rotary_dim(config_, id.layer) / 2;
     for (std::int64_t h = 0; h < width / head; ++h)
       for (int i = 0; i < pairs; ++i) {
         const model::RopePair m = model::rope_pair(model_style, i, pairs);

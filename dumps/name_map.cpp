@@ -81,6 +81,7 @@ NameMap hf_map() {
              one(l + "self_attn.kv_a_layernorm", Op::kv_a_norm),
              one(l + "self_attn.q_norm", Op::q_norm),
              one(l + "self_attn.k_norm", Op::k_norm),
+             one(l + "self_attn.v_norm", Op::v_norm),
              one(l + "self_attn.o_proj:input", Op::attn),
              one(l + "self_attn.o_proj", Op::o_proj),
              one(l + "post_attention_layernorm", Op::ffn_norm, BlockKind::without_post_norms),

@@ -151,8 +151,24 @@ model::ModelConfig config_from_json(const nlohmann::json& config, const std::str
   }
   for (const auto& [key, flags] :
        {std::pair{"sliding_layers", &out.sliding_layers}, std::pair{"chunked_layers", &out.chunked_layers},
-        std::pair{"rope_layers", &out.rope_layers}})
+        std::pair{"rope_layers", &out.rope_layers}, std::pair{"values_from_keys", &out.values_from_keys}})
     if (config.contains(key)) *flags = layer_flags(config.at(key), key);
+  if (config.contains("layer_shapes")) {
+    const nlohmann::json& shapes = config.at("layer_shapes");
+    const auto size = [&](const nlohmann::json& s, const char* key) {
+      const nlohmann::json* v = s.is_object() && s.contains(key) ? &s.at(key) : nullptr;
+      if (v == nullptr || !v->is_number_integer() || v->get<std::int64_t>() < 1 || v->get<std::int64_t>() > INT32_MAX)
+        throw FormatError(
+            fmt::format("{}: model_config.layer_shapes: expected objects of n_kv_heads and head_dim "
+                        "(integers >= 1), found {}",
+                        source, model::json_excerpt(shapes)));
+      return v->get<int>();
+    };
+    if (!shapes.is_array())
+      throw FormatError(fmt::format("{}: model_config.layer_shapes: expected an array, found {}", source,
+                                    model::json_excerpt(shapes)));
+    for (const nlohmann::json& s : shapes) out.layer_shapes.push_back({size(s, "n_kv_heads"), size(s, "head_dim")});
+  }
   if (config.contains("sliding_window") && config.at("sliding_window") != 0)
     out.sliding_window = field("sliding_window", 0);
   if (config.contains("attention_chunk")) out.attention_chunk = field("attention_chunk", 0);

@@ -876,7 +876,7 @@ std::unique_ptr<Model> read_gguf(const std::filesystem::path& path, const LoadOp
   auto model = std::make_unique<Model>(path, config);
   add_weights(file, config, *model);
   if (family_spec(config.family).gguf.weightless_norms) add_unit_norms(*model);
-  add_unit_qk_norms(*model);
+  add_unit_head_norms(*model);
   if (config.block.activation == Activation::xielu) add_xielu_scalars(file, *model);
   model->adopt(file.release_mapping());
   model->validate();

@@ -66,17 +66,24 @@ void read_rope_object(const json& object, const std::string& where, double max_p
   const json* type = r.find("rope_type");
   if (type == nullptr) type = r.find("type");
   const std::string name = type == nullptr ? "default" : type->is_string() ? type->get<std::string>() : "";
-  static constexpr std::pair<std::string_view, RopeType> kTypes[] = {
-      {"default", RopeType::standard}, {"linear", RopeType::linear}, {"dynamic", RopeType::dynamic},
-      {"yarn", RopeType::yarn},        {"llama3", RopeType::llama3}, {"longrope", RopeType::longrope}};
+  static constexpr std::pair<std::string_view, RopeType> kTypes[] = {{"default", RopeType::standard},
+                                                                     {"linear", RopeType::linear},
+                                                                     {"dynamic", RopeType::dynamic},
+                                                                     {"yarn", RopeType::yarn},
+                                                                     {"llama3", RopeType::llama3},
+                                                                     {"longrope", RopeType::longrope},
+                                                                     {"proportional", RopeType::proportional}};
   const auto* known =
       std::find_if(std::begin(kTypes), std::end(kTypes), [&](const auto& t) { return t.first == name; });
   if (known == std::end(kTypes))
-    r.unsupported("rope_type", type ? *type : json(name), "default, linear, dynamic, yarn, llama3 and longrope");
+    r.unsupported("rope_type", type ? *type : json(name),
+                  "default, linear, dynamic, yarn, llama3, longrope and proportional");
   s.type = known->second;
   r.find("type");  // 4.x's older name, read too: transformers takes rope_type when both are present
   if (r.find("rope_theta") != nullptr) c.rope_base = r.number("rope_theta");
-  if (r.find("partial_rotary_factor") != nullptr)
+  // Proportional RoPE turns that share of a whole head's pairs (RopeScaling::partial); the others
+  // rotate that share of the head's channels.
+  if (r.find("partial_rotary_factor") != nullptr && s.type != RopeType::proportional)
     c.rotary_dim = static_cast<int>(c.head_dim * r.number("partial_rotary_factor"));
   // A top-level original_max_position_embeddings (Phi-3) takes the place of the object's, as
   // transformers' standardize_rope_params puts it there.
@@ -85,6 +92,12 @@ void read_rope_object(const json& object, const std::string& where, double max_p
   switch (s.type) {
     case RopeType::standard: break;
     case RopeType::linear: s.factor = r.number("factor"); break;
+    case RopeType::proportional:
+      s.factor = r.number("factor", 1.0);
+      s.partial = r.number("partial_rotary_factor", 1.0);
+      if (!(s.partial >= 0 && s.partial <= 1))
+        r.fail("partial_rotary_factor", "a share in [0, 1]", json_excerpt(s.partial));
+      break;
     case RopeType::dynamic:
       if (hf.ntk_alpha && r.find("alpha") != nullptr) {
         const double alpha = r.number("alpha");
@@ -182,7 +195,8 @@ void read_rope(KeyReader& k, const std::string& source, const HfRecipe& hf, Mode
            "none");
   const bool per_layer_type = p != nullptr && (p->contains("full_attention") || p->contains("sliding_attention"));
   if (per_layer_type && (sliding_base == 0 || params == nullptr))
-    k.unsupported(name, *p, "RoPE parameters per layer type in 5.x rope_parameters of Gemma 3 and OLMo 3 only");
+    k.unsupported(name, *p,
+                  "RoPE parameters per layer type in 5.x rope_parameters of Gemma 3, Gemma 4 and OLMo 3 only");
   if (per_layer_type)
     read_rope_per_layer_type(*p, source + ": " + name, max_position, top_original, hf, c);
   else if (p != nullptr)

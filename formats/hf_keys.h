@@ -93,6 +93,7 @@ class KeyReader {
       if (!value.is_null() && !read_.contains(key) && !harmless.contains(key))
         unsupported(key, value, "only the keys whose meaning it implements (docs/models.md)");
   }
+  const std::string& source() const { return source_; }
   [[noreturn]] int fail(const std::string& key, std::string_view expected, const std::string& found) const {
     throw_format_error(fmt::format("{}: '{}': expected {}, found {}", source_, key, expected, found));
   }

@@ -56,6 +56,9 @@ void require_llama_cpp_precision(const Model& m) {
         fmt::format("{}: the llama.cpp emulation does not round latent attention's products (llama.cpp computes "
                     "them in the absorbed form, its cache holding the latent)",
                     m.path().string()));
+  if (!c.layer_shapes.empty())
+    throw UsageError(fmt::format(
+        "{}: the llama.cpp emulation does not round layers whose heads differ in number or width", m.path().string()));
   if (c.experts.count > 0)
     throw UsageError(
         fmt::format("{}: the llama.cpp emulation does not round a mixture of experts' products "

@@ -220,6 +220,7 @@ std::vector<WeightPart> hf_weights(std::string_view name, const ModelConfig& c) 
       {"mlp.gate.e_score_correction_bias", WeightKind::moe_score_bias},
       {"mlp.gate.bias", WeightKind::moe_router_b},  // gpt-oss's router
       {"self_attn.sinks", WeightKind::attn_sinks},
+      {"layer_scalar", WeightKind::layer_scale},                       // Gemma 4
       {"mlp.shared_expert.gate_proj.weight", WeightKind::shexp_gate},  // Qwen2-MoE
       {"mlp.shared_expert.up_proj.weight", WeightKind::shexp_up},
       {"mlp.shared_expert.down_proj.weight", WeightKind::shexp_down},
@@ -422,7 +423,8 @@ std::unique_ptr<Model> read_safetensors(const std::filesystem::path& folder) {
   }
   experts.add_to(*model);
   if (spec.weightless_norms) add_unit_norms(*model);
-  add_unit_qk_norms(*model);
+  add_unit_head_norms(*model);
+  add_values_from_keys(*model);
   for (auto& f : files) model->adopt(f->release_mapping());
   model->validate();
   return model;

@@ -296,7 +296,7 @@ void Engine::reserve_rows(int rows) {
   activations_->release();  // nothing in flight: the stream is idle between chunks
   capacity_ = 0;            // until every slot is allocated again
   for (Op op : model::kAllOps) {
-    const std::uint64_t bytes = activation_bytes(capacity, graph_.width(op));
+    const std::uint64_t bytes = activation_bytes(capacity, graph_.max_width(op));
     if (bytes == 0) continue;  // an op this model has not (the experts' of a dense one)
     slots_[static_cast<std::size_t>(op)] =
         activations_->allocate(bytes, fmt::format("the {} activations ({} rows)", model::op_name(op), capacity));
@@ -436,7 +436,7 @@ std::uint64_t Engine::activation_bytes(std::int64_t rows, std::int64_t cols) con
 }
 
 Region Engine::slot(Op op) const {
-  return slots_[static_cast<std::size_t>(op)].sub(0, activation_bytes(chunk_.rows, graph_.width(op)));
+  return slots_[static_cast<std::size_t>(op)].sub(0, activation_bytes(chunk_.rows, graph_.max_width(op)));
 }
 
 Region Engine::input(const TensorId& id) const {
@@ -455,7 +455,7 @@ void Engine::execute(const model::Step& step, const model::Deliver& deliver) {
   if (std::find(ran.begin(), ran.end(), id) == ran.end()) ran.push_back(std::move(id));
   if (stream_->timestamps())
     stream_->mark([this, at = static_cast<std::size_t>(step.op)](double seconds) { op_seconds_[at] += seconds; });
-  if (deliver) deliver_after_chunk(out, graph_.width(step.op), deliver);
+  if (deliver) deliver_after_chunk(out, graph_.width(step.output()), deliver);
   // The device starts on the uploads and the embedding while the first layer is recorded, and is
   // kept fed with ever fewer submissions: after layers 1, 2, 4, 8, ... (counting from 1; the host
   // records a layer in a fraction of the time the device runs it). Each submission costs the device
@@ -506,8 +506,9 @@ KernelId Engine::run(const model::Step& step, const Region& out) {
       if (const FusedNorm fused = std::exchange(fused_norm_, {}); fused.norm == step.output()) return fused.kernel;
       return norm(in(0), step, out, rows, faults);
     case Op::q_norm:
-    case Op::k_norm: {  // each group of the weight's width (a head, or the whole row) is one row of the norm
-      const auto groups = static_cast<int>(rows * graph_.width(step.op) / norm_weight(step.op, step.layer).cols);
+    case Op::k_norm:
+    case Op::v_norm: {  // each group of the weight's width (a head, or the whole row) is one row of the norm
+      const auto groups = static_cast<int>(rows * graph_.width(step.output()) / norm_weight(step.op, step.layer).cols);
       return norm(in(0), step, out, groups, faults);
     }
     case Op::q_proj:
@@ -516,7 +517,7 @@ KernelId Engine::run(const model::Step& step, const Region& out) {
       KernelId id = product(in(0), step.op, step.layer, bias(step.op, step.layer), out, faults);
       if (const double clip = config_.block.clip_qkv; clip > 0)
         id.kernels.push_back(
-            kernels_->clip(*stream_, out, static_cast<float>(clip), std::int64_t{rows} * graph_.width(step.op)));
+            kernels_->clip(*stream_, out, static_cast<float>(clip), std::int64_t{rows} * graph_.width(step.output())));
       return id;
     }
     case Op::o_proj:
@@ -554,7 +555,7 @@ KernelId Engine::run(const model::Step& step, const Region& out) {
     case Op::rope_k: {
       const model::RopeStyle style = planted_rope_style(faults_, config_, step.layer);
       const Region& table = step.op == Op::rope_q ? rope_->queries(step.layer) : rope_->keys(step.layer);
-      return kernels_->rope(*stream_, in(0), table, out, rows, graph_.width(step.op), config_.head_dim,
+      return kernels_->rope(*stream_, in(0), table, out, rows, graph_.width(step.output()), config_.head_dim,
                             model::rotary_dim(config_), style);
     }
     case Op::attn: return attend(step, out);
@@ -584,7 +585,7 @@ int Engine::widest_product_input() const {
   int widest = 0;
   for (const model::Step& s : graph_.steps())
     if (model::op_class(s.op) == model::OpClass::gemm)
-      widest = std::max(widest, static_cast<int>(graph_.width(s.inputs[0].op)));
+      widest = std::max(widest, static_cast<int>(graph_.width(s.inputs[0])));
   return widest;
 }
 
@@ -729,21 +730,21 @@ void Engine::upload(const HostTensor& value, const Region& r) {
   if (!in_chunk_) stream_->flush();
 }
 
-HostTensor Engine::read(const TensorId& id) { return download_now(input(id), chunk_.rows, graph_.width(id.op)); }
+HostTensor Engine::read(const TensorId& id) { return download_now(input(id), chunk_.rows, graph_.width(id)); }
 
 HostTensor Engine::read_rows(const TensorId& id, std::int64_t first, std::int64_t count) {
   TAPDIFF_ASSERT(first >= 0 && count >= 0 && first + count <= chunk_.rows, "rows [{}, {}) of {} of {} rows", first,
                  first + count, model::to_string(id), chunk_.rows);
-  const std::int64_t width = graph_.width(id.op);
+  const std::int64_t width = graph_.width(id);
   if (count == 0) return HostTensor(model::Scalar::f32, 0, width);  // no 0-byte copy on the device
   return download_now(input(id).sub(activation_bytes(first, width), activation_bytes(count, width)), count, width);
 }
 
 void Engine::write(const TensorId& id, const HostTensor& value) {
   if (chunk_.rows == 0) throw UsageError(fmt::format("write {}: no chunk has begun", model::to_string(id)));
-  if (value.rows() != chunk_.rows || value.cols() != graph_.width(id.op))
+  if (value.rows() != chunk_.rows || value.cols() != graph_.width(id))
     throw UsageError(fmt::format("write {}: expected [{}, {}] for the current chunk, found [{}, {}]",
-                                 model::to_string(id), chunk_.rows, graph_.width(id.op), value.rows(), value.cols()));
+                                 model::to_string(id), chunk_.rows, graph_.width(id), value.rows(), value.cols()));
   slot_layer_[static_cast<std::size_t>(id.op)] = id.layer;
   fused_norm_ = {};  // the next norm computes its own output from what it is fed
   upload(value, slot(id.op));
@@ -769,13 +770,22 @@ void Engine::write_kv(int layer, bool value, const HostTensor& rows) {
 
 }  // namespace
 
+// What of a model the Vulkan engine does not compute ("" where it computes all of it).
+std::string_view not_computed(const model::ModelConfig& c) {
+  if (c.latent()) return "multi-head latent attention";
+  if (c.block.v_norm) return "the values' norm (Gemma 4's v_norm)";
+  if (c.block.layer_scale) return "a layer output's learned scale (Gemma 4's layer_scalar)";
+  if (!c.layer_shapes.empty()) return "layers whose heads differ in number or width (Gemma 4's full layers)";
+  return {};
+}
+
 std::unique_ptr<VulkanEngine> make_vulkan_engine(const model::Model& model, const VulkanEngineOptions& options) {
   model::require_runnable(model);
-  if (model.config().latent())
+  if (const std::string_view what = not_computed(model.config()); !what.empty())
     throw UsageError(
-        fmt::format("{}: {}: the Vulkan engine does not compute multi-head latent attention; the "
-                    "reference does (--engine ref, or compare --model on another engine's dump)",
-                    model.path().string(), model::family_name(model.config().family)));
+        fmt::format("{}: {}: the Vulkan engine does not compute {}; the reference does (--engine ref, or "
+                    "compare --model on another engine's dump)",
+                    model.path().string(), model::family_name(model.config().family), what));
   return std::make_unique<Engine>(model, options);
 }
 

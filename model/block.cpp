@@ -63,6 +63,8 @@ void Block::validate(const std::string& source) const {
   require(std::isfinite(swiglu.alpha), "a finite swiglu alpha", swiglu.alpha);
   require(std::isfinite(swiglu.limit) && swiglu.limit > 0, "a finite swiglu limit > 0", swiglu.limit);
   refuse(norm_bias && norm != NormKind::layer, "norm biases on LayerNorms only", "norm_bias with RMSNorms");
+  refuse(v_norm && (norm != NormKind::rms || norm_offset != 0),
+         "a value norm in an RMSNorm block without a norm offset", "v_norm with another norm");
   refuse(norm_bias && post_norms, "norm biases in a block without post-norms", "norm_bias with post_norms");
   refuse(parallel != Parallel::none && (!pre_norms || post_norms), "a parallel block with pre-norms only",
          "parallel with post_norms, or without pre_norms");
@@ -118,6 +120,8 @@ nlohmann::json to_json(const Block& b) {
                       {"attention_sinks", b.attention_sinks},
                       {"logit_scale", b.logit_scale},
                       {"logit_softcap", b.logit_softcap}};
+  if (b.v_norm) j["v_norm"] = true;  // written where set only: the blocks before them read the same
+  if (b.layer_scale) j["layer_scale"] = true;
   if (b.activation == Activation::swiglu_oai) {
     j["swiglu_alpha"] = b.swiglu.alpha;
     j["swiglu_limit"] = b.swiglu.limit;
@@ -179,6 +183,8 @@ Block block_from_json(const nlohmann::json& j, const std::string& source) {
   number("attention_scale", b.attention_scale);
   number("attention_softcap", b.attention_softcap);
   flag("attention_sinks", b.attention_sinks);
+  flag("v_norm", b.v_norm);
+  flag("layer_scale", b.layer_scale);
   number("logit_scale", b.logit_scale);
   number("logit_softcap", b.logit_softcap);
   b.validate(source);

@@ -98,6 +98,8 @@ struct Block {
   // Each head's softmax has one more logit in its denominator, the layer's learned sink for the head
   // (attn_sinks [n_heads]), whose value adds nothing (gpt-oss).
   bool attention_sinks = false;
+  bool v_norm = false;       // v_proj's heads RMS-normed without a weight before the cache (Gemma 4's v_norm)
+  bool layer_scale = false;  // ffn_residual times the layer's learned scalar (layer_scale [1]: Gemma 4's layer_scalar)
   double logit_scale = 1;    // logits = (final_norm W) * logit_scale (Granite: 1 / logits_scaling)
   double logit_softcap = 0;  // then cap * tanh(logits / cap); 0: none (Gemma 2)
 

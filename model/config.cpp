@@ -21,12 +21,13 @@ void validate_rope_scaling(const ModelConfig& c, const RopeScaling& s, const std
   };
   const auto pairs = static_cast<std::size_t>(rotary_dim(c) / 2);
   require(std::isfinite(s.factor) && s.factor > 0, "a finite factor > 0", s.factor);
-  if (s.type != RopeType::standard && s.type != RopeType::linear)
+  if (s.type != RopeType::standard && s.type != RopeType::linear && s.type != RopeType::proportional)
     require(s.original_context > 0, "an original context length > 0", s.original_context);
   if (s.type == RopeType::llama3)
     require(std::isfinite(s.low_freq_factor) && std::isfinite(s.high_freq_factor) &&
                 s.high_freq_factor > s.low_freq_factor && s.low_freq_factor > 0,
             "0 < low_freq_factor < high_freq_factor", fmt::format("{} and {}", s.low_freq_factor, s.high_freq_factor));
+  require(std::isfinite(s.partial) && s.partial >= 0 && s.partial <= 1, "a share of turned pairs in [0, 1]", s.partial);
   if (s.type == RopeType::yarn)
     require(std::isfinite(s.beta_fast) && std::isfinite(s.beta_slow) && s.beta_fast > 0 && s.beta_slow > 0,
             "finite beta_fast and beta_slow > 0", fmt::format("{} and {}", s.beta_fast, s.beta_slow));
@@ -59,6 +60,17 @@ void ModelConfig::validate(const std::string& source) const {
   // q_dim() and kv_dim() (<= q_dim) are ints.
   require(std::int64_t{n_heads} * head_dim <= std::numeric_limits<int>::max(), "n_heads * head_dim below 2^31",
           fmt::format("{} x {}", n_heads, head_dim));
+  require(layer_shapes.empty() || std::ssize(layer_shapes) == n_layers, "a head shape for every layer, or none",
+          layer_shapes.size());
+  for (const AttentionShape& s : layer_shapes) {
+    require(s.n_kv_heads >= 1 && n_heads % s.n_kv_heads == 0 && s.head_dim >= 2 && s.head_dim % 2 == 0 &&
+                std::int64_t{n_heads} * s.head_dim <= std::numeric_limits<int>::max(),
+            "each layer's kv heads dividing n_heads and an even head_dim (n_heads times it below 2^31)",
+            fmt::format("{} kv heads of {} channels", s.n_kv_heads, s.head_dim));
+  }
+  require(layer_shapes.empty() || (rotary_dim == 0 && !latent()),
+          "RoPE on whole heads and no latent attention where the layers' heads differ",
+          fmt::format("rotary_dim {}", rotary_dim));
   require(ffn_dim >= 1, "ffn_dim >= 1", ffn_dim);
   require(vocab >= 1, "vocab >= 1", vocab);
   require(std::isfinite(rope_base) && rope_base > 1.0, "a finite rope base > 1", rope_base);
@@ -92,6 +104,8 @@ void ModelConfig::validate(const std::string& source) const {
           fmt::format("sliding_window {} and attention_chunk {}", sliding_window, attention_chunk));
   require(rope_layers.empty() || std::ssize(rope_layers) == n_layers, "a RoPE flag for every layer, or none",
           rope_layers.size());
+  require(values_from_keys.empty() || (std::ssize(values_from_keys) == n_layers && !latent()),
+          "a values-from-keys flag for every layer, or none (and no latent attention)", values_from_keys.size());
   require(context_length >= 0, "context_length >= 0", context_length);
   block.validate(source);
   if (experts.count > 0) {
@@ -154,6 +168,22 @@ void ModelConfig::validate(const std::string& source) const {
   require(bos_token < vocab && eos_token < vocab, "special tokens inside the vocabulary",
           fmt::format("bos {} eos {} for vocab {}", bos_token, eos_token, vocab));
 }
+
+AttentionShape attention_shape(const ModelConfig& c, int layer) {
+  if (layer >= 0 && layer < std::ssize(c.layer_shapes)) return c.layer_shapes[static_cast<std::size_t>(layer)];
+  return {c.n_kv_heads, c.head_dim};
+}
+
+int head_dim(const ModelConfig& c, int layer) { return attention_shape(c, layer).head_dim; }
+
+int q_dim(const ModelConfig& c, int layer) { return c.n_heads * head_dim(c, layer); }
+
+int kv_dim(const ModelConfig& c, int layer) {
+  const AttentionShape s = attention_shape(c, layer);
+  return s.n_kv_heads * s.head_dim;
+}
+
+int attn_dim(const ModelConfig& c, int layer) { return c.latent() ? c.attn_dim() : q_dim(c, layer); }
 
 double norm_eps(const ModelConfig& c, Op op) {
   return op == Op::q_a_norm || op == Op::kv_a_norm ? c.mla.norm_eps : c.norm_eps;
@@ -225,6 +255,7 @@ nlohmann::json rope_scaling_json(const RopeScaling& s) {
   j["factor"] = s.factor;
   if (s.original_context > 0) j["original_context"] = s.original_context;
   if (s.type == RopeType::llama3) j["low_freq_factor"] = s.low_freq_factor, j["high_freq_factor"] = s.high_freq_factor;
+  if (s.type == RopeType::proportional) j["partial"] = s.partial;
   if (s.type == RopeType::yarn) j["beta_fast"] = s.beta_fast, j["beta_slow"] = s.beta_slow, j["truncate"] = s.truncate;
   if (s.attention_factor > 0) j["attention_factor"] = s.attention_factor;
   if (!s.short_factor.empty()) j["short_factor"] = s.short_factor, j["long_factor"] = s.long_factor;
@@ -267,6 +298,12 @@ nlohmann::json to_json(const ModelConfig& c) {
   if (c.attention_chunk > 0) j["attention_chunk"] = c.attention_chunk;
   if (!c.chunked_layers.empty()) j["chunked_layers"] = c.chunked_layers;
   if (!c.rope_layers.empty()) j["rope_layers"] = c.rope_layers;
+  if (!c.values_from_keys.empty()) j["values_from_keys"] = c.values_from_keys;
+  if (!c.layer_shapes.empty()) {
+    j["layer_shapes"] = nlohmann::json::array();
+    for (const AttentionShape& s : c.layer_shapes)
+      j["layer_shapes"].push_back({{"n_kv_heads", s.n_kv_heads}, {"head_dim", s.head_dim}});
+  }
   if (c.experts.count > 0) {
     j["experts"] = {{"count", c.experts.count},
                     {"active", c.experts.active},

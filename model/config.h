@@ -84,6 +84,15 @@ struct LatentAttention {
   friend bool operator==(const LatentAttention&, const LatentAttention&) = default;
 };
 
+// The attention heads of one layer where they differ from the model's n_kv_heads and head_dim
+// (Gemma 4's full layers: num_global_key_value_heads of global_head_dim channels). Every layer has
+// n_heads query heads.
+struct AttentionShape {
+  int n_kv_heads = 0;
+  int head_dim = 0;
+  friend bool operator==(const AttentionShape&, const AttentionShape&) = default;
+};
+
 struct ModelConfig {
   Family family = Family::llama;
   int n_layers = 0;
@@ -91,6 +100,7 @@ struct ModelConfig {
   int n_heads = 0;     // query heads
   int n_kv_heads = 0;  // key/value heads (GQA: n_heads % n_kv_heads == 0)
   int head_dim = 0;
+  std::vector<AttentionShape> layer_shapes;  // [n_layers]: each layer's heads; empty: n_kv_heads and head_dim in all
   int ffn_dim = 0;
   int vocab = 0;
   int context_length = 0;            // trained context; 0 = unknown
@@ -100,6 +110,9 @@ struct ModelConfig {
                                      // many positions only (Llama 4's attention_chunk_size); 0: none
   std::vector<bool> chunked_layers;  // [n_layers]: which layers are chunked; empty: all
   std::vector<bool> rope_layers;     // [n_layers]: which layers rotate q and k (SmolLM3); empty: all
+  // [n_layers]: the layers whose values are k_proj's output, their v_proj k_proj's matrix (Gemma 4's
+  // attention_k_eq_v on its full layers); empty: none
+  std::vector<bool> values_from_keys;
   double rope_base = 10000.0;
   int rotary_dim = 0;  // leading channels of a head that RoPE rotates; 0 = head_dim
   RopeScaling rope_scaling;
@@ -123,6 +136,14 @@ struct ModelConfig {
   // Throws FormatError("<source>: ...") when the numbers cannot describe a working model.
   void validate(const std::string& source) const;
 };
+
+// A layer's heads: layer_shapes' entry, or n_kv_heads and head_dim (also for a layer outside the
+// blocks: the embedding's -1, the final norm's n_layers).
+AttentionShape attention_shape(const ModelConfig& config, int layer);
+int head_dim(const ModelConfig& config, int layer);
+int q_dim(const ModelConfig& config, int layer);     // n_heads * the layer's head_dim
+int kv_dim(const ModelConfig& config, int layer);    // a key's channels in the layer's cache
+int attn_dim(const ModelConfig& config, int layer);  // attn's output in the layer: every head's values
 
 // The epsilon of a norm op: mla.norm_eps for latent attention's, norm_eps for the others.
 double norm_eps(const ModelConfig& config, Op op);

@@ -1,5 +1,7 @@
 #include "model/graph.h"
 
+#include <algorithm>
+
 #include <fmt/core.h>
 
 namespace tapdiff::model {
@@ -41,7 +43,7 @@ Graph::Graph(const ModelConfig& config) : config_(config), n_layers_(config.n_la
   // q, k and v projected, then normed and rotated as the block says.
   auto attention = [&](int l, TensorId x) {
     TensorId q = add(Op::q_proj, l, {x}), k = add(Op::k_proj, l, {x});
-    const TensorId v = add(Op::v_proj, l, {x});
+    const TensorId v = maybe(b.v_norm, Op::v_norm, l, add(Op::v_proj, l, {x}));
     const bool norms = has_qk_norm(config, l), rotates = uses_rope(config, l);
     const auto qk_norms = [&] {
       q = maybe(norms, Op::q_norm, l, q);
@@ -77,7 +79,14 @@ std::optional<TensorId> Graph::norm_of(const TensorId& id) const {
   return std::nullopt;
 }
 
-int Graph::width(Op op) const { return op_width(config_, op); }
+int Graph::width(const TensorId& id) const { return op_width(config_, id); }
+
+int Graph::max_width(Op op) const {
+  int widest = 0;
+  for (const Step& s : steps_)
+    if (s.op == op) widest = std::max(widest, op_width(config_, s.output()));
+  return widest;
+}
 
 std::size_t Graph::position(const TensorId& id) const {
   for (std::size_t i = 0; i < steps_.size(); ++i)
@@ -85,7 +94,9 @@ std::size_t Graph::position(const TensorId& id) const {
   return steps_.size();
 }
 
-HeadLayout head_layout(Op op, const ModelConfig& config) {
+HeadLayout head_layout(const TensorId& id, const ModelConfig& config) {
+  const Op op = id.op;
+  const AttentionShape shape = attention_shape(config, id.layer);
   if (config.latent()) {
     switch (op) {
       case Op::k_proj: return {config.n_heads, config.mla.nope_dim};
@@ -99,11 +110,12 @@ HeadLayout head_layout(Op op, const ModelConfig& config) {
     case Op::q_proj:
     case Op::q_norm:
     case Op::rope_q:
-    case Op::attn: return {config.n_heads, config.head_dim};
+    case Op::attn: return {config.n_heads, shape.head_dim};
     case Op::k_proj:
     case Op::v_proj:
     case Op::k_norm:
-    case Op::rope_k: return {config.n_kv_heads, config.head_dim};
+    case Op::v_norm:
+    case Op::rope_k: return {shape.n_kv_heads, shape.head_dim};
     case Op::embed:
     case Op::attn_norm:
     case Op::q_a_proj:
@@ -133,8 +145,10 @@ HeadLayout head_layout(Op op, const ModelConfig& config) {
   return {};
 }
 
-int op_width(const ModelConfig& config, Op op) {
+int op_width(const ModelConfig& config, const TensorId& id) {
   const LatentAttention& mla = config.mla;
+  const Op op = id.op;
+  const int l = id.layer;
   switch (op) {
     case Op::q_a_proj:
     case Op::q_a_norm: return mla.q_rank;
@@ -155,12 +169,13 @@ int op_width(const ModelConfig& config, Op op) {
     case Op::final_norm: return config.dim;
     case Op::q_proj:
     case Op::q_norm:
-    case Op::rope_q: return config.q_dim();
-    case Op::attn: return config.attn_dim();
-    case Op::k_proj: return config.latent() ? config.n_heads * mla.nope_dim : config.kv_dim();
-    case Op::v_proj: return config.latent() ? config.attn_dim() : config.kv_dim();
-    case Op::rope_k: return config.latent() ? mla.rope_dim : config.kv_dim();
-    case Op::k_norm: return config.kv_dim();
+    case Op::rope_q: return q_dim(config, l);
+    case Op::attn: return attn_dim(config, l);
+    case Op::k_proj: return config.latent() ? config.n_heads * mla.nope_dim : kv_dim(config, l);
+    case Op::v_proj: return config.latent() ? config.attn_dim() : kv_dim(config, l);
+    case Op::rope_k: return config.latent() ? mla.rope_dim : kv_dim(config, l);
+    case Op::k_norm:
+    case Op::v_norm: return kv_dim(config, l);
     case Op::ffn_gate:
     case Op::ffn_up:
     case Op::ffn_act: return config.ffn_dim;

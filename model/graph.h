@@ -35,8 +35,10 @@ class Graph {
   const std::vector<Step>& steps() const { return steps_; }
   const ModelConfig& config() const { return config_; }
   int n_layers() const { return n_layers_; }
-  // op_width(config, op), below.
-  int width(Op op) const;
+  // op_width(config, id), below.
+  int width(const TensorId& id) const;
+  // The widest of an op's outputs over the layers (what a buffer reused across them must hold).
+  int max_width(Op op) const;
   // The index of the step that writes `id` (steps().size() for a tensor the graph has not).
   std::size_t position(const TensorId& id) const;
   // The norm that reads `id` alone, if the graph has one: what an engine may fuse with the op that
@@ -51,7 +53,8 @@ class Graph {
 
 // Number of columns of an op's output for this model (dim, q_dim, kv_dim, ffn_dim or vocab).
 // Needs no Graph: the dump reader checks widths for a config with any number of layers.
-int op_width(const ModelConfig& config, Op op);
+// A layer's attention ops are as wide as its heads (model/config.h AttentionShape).
+int op_width(const ModelConfig& config, const TensorId& id);
 
 // How an op's row splits into heads: q_proj, q_norm, rope_q, attn: n_heads of head_dim; k_proj,
 // v_proj, k_norm, rope_k: n_kv_heads; every other op: none.
@@ -60,6 +63,6 @@ struct HeadLayout {
   int head_dim = 0;
   bool has_heads() const { return heads > 0; }
 };
-HeadLayout head_layout(Op op, const ModelConfig& config);
+HeadLayout head_layout(const TensorId& id, const ModelConfig& config);
 
 }  // namespace tapdiff::model

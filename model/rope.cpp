@@ -94,15 +94,20 @@ std::string_view rope_type_name(RopeType type) {
     case RopeType::yarn: return "yarn";
     case RopeType::llama3: return "llama3";
     case RopeType::longrope: return "longrope";
+    case RopeType::proportional: return "proportional";
   }
   return "?";
 }
 
 int rotary_dim(const ModelConfig& config) { return config.rotary_dim > 0 ? config.rotary_dim : config.head_dim; }
 
+int rotary_dim(const ModelConfig& config, int layer) {
+  return config.rotary_dim > 0 ? config.rotary_dim : head_dim(config, layer);
+}
+
 RopeFrequencies rope_frequencies(const ModelConfig& config, int layer, double base, std::int64_t seq_len) {
   const RopeScaling& s = rope_scaling(config, layer);
-  const int d = rotary_dim(config);
+  const int d = rotary_dim(config, layer);
   RopeFrequencies out;
   switch (s.type) {
     case RopeType::standard: out.inv_freq = standard_inv_freq(base, d); break;
@@ -116,6 +121,13 @@ RopeFrequencies rope_frequencies(const ModelConfig& config, int layer, double ba
     case RopeType::yarn: out = yarn(s, base, d); break;
     case RopeType::llama3: out.inv_freq = llama3(s, standard_inv_freq(base, d)); break;
     case RopeType::longrope: out = longrope(s, base, d, seq_len); break;
+    case RopeType::proportional: {
+      out.inv_freq = standard_inv_freq(base, d);
+      const auto turned = static_cast<std::size_t>(s.partial * d / 2);
+      for (std::size_t i = 0; i < out.inv_freq.size(); ++i)
+        out.inv_freq[i] = i < turned ? out.inv_freq[i] / s.factor : 0.0;
+      break;
+    }
   }
   out.still = !uses_rope(config, layer);
   if (!s.freq_factors.empty()) {

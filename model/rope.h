@@ -42,6 +42,9 @@ enum class RopeType : std::uint8_t {
   yarn,      // frequencies blended by a ramp between beta_fast and beta_slow rotations, scaled cos/sin
   llama3,    // low frequencies divided by factor, a smooth blend between low_freq and high_freq
   longrope,  // per-pair factors: short_factor within original_context, long_factor past it
+  // base^(-2i/d) divided by factor for the first floor(partial d / 2) pairs of the whole head, the
+  // others not turned (Gemma 4's full layers: transformers' "proportional")
+  proportional,
 };
 std::string_view rope_type_name(RopeType type);  // as Hugging Face's rope_type: "default", "linear", ...
 
@@ -54,6 +57,7 @@ struct RopeScaling {
   bool truncate = true;                                  // yarn: round the ramp's ends outward
   double attention_factor = 0.0;                         // yarn, longrope: 0 = derived from factor
   std::vector<double> short_factor, long_factor;         // longrope, one per pair
+  double partial = 1.0;                                  // proportional: the share of the pairs that turn
   // longrope: which factors. transformers picks them per pass, long_factor once the pass reaches
   // past original_context; llama.cpp (a GGUF's rope_factors_long/short) once for the run,
   // long_factor when the context it runs with (n_ctx) exceeds original_context: run_context, 0
@@ -114,8 +118,10 @@ RopeFrequencies query_frequencies(const ModelConfig& config, int layer, RopeFreq
 // transformers' yarn_get_mscale: 0.1 mscale ln(factor) + 1 for a factor above 1, else 1.
 double yarn_mscale(double factor, double mscale = 1.0);
 
-// The channels of a head that RoPE rotates (config.rotary_dim, or head_dim when 0).
+// The channels of a head that RoPE rotates (config.rotary_dim, or head_dim when 0); in a layer,
+// whose head may be its own width (model/config.h AttentionShape).
 int rotary_dim(const ModelConfig& config);
+int rotary_dim(const ModelConfig& config, int layer);
 
 // A layer's frequencies for a pass whose last position is seq_len - 1 (dynamic and longrope depend
 // on it, as transformers' dynamic_rope_update does), by the layer's scaling (model::rope_scaling);

@@ -71,6 +71,8 @@ std::string_view weight_kind_name(WeightKind kind) {
     case WeightKind::kv_a_norm: return "kv_a_norm";
     case WeightKind::bq_a: return "bq_a";
     case WeightKind::bkv_a: return "bkv_a";
+    case WeightKind::v_norm: return "v_norm";
+    case WeightKind::layer_scale: return "layer_scale";
   }
   return "?";
 }
@@ -103,6 +105,7 @@ std::optional<NormWeights> norm_weights(Op op) {
     case Op::kv_a_norm: return NormWeights{WeightKind::kv_a_norm, std::nullopt};
     case Op::q_norm: return NormWeights{WeightKind::q_norm, std::nullopt};
     case Op::k_norm: return NormWeights{WeightKind::k_norm, std::nullopt};
+    case Op::v_norm: return NormWeights{WeightKind::v_norm, std::nullopt};
     case Op::attn_post_norm: return NormWeights{WeightKind::attn_post_norm, std::nullopt};
     case Op::ffn_norm: return NormWeights{WeightKind::ffn_norm, WeightKind::ffn_norm_b};
     case Op::ffn_post_norm: return NormWeights{WeightKind::ffn_post_norm, std::nullopt};
@@ -169,7 +172,9 @@ bool is_vector(WeightKind kind) {
     case WeightKind::q_a_norm:
     case WeightKind::kv_a_norm:
     case WeightKind::bq_a:
-    case WeightKind::bkv_a: return true;
+    case WeightKind::bkv_a:
+    case WeightKind::v_norm:
+    case WeightKind::layer_scale: return true;
   }
   return false;
 }
@@ -254,13 +259,35 @@ void add_unit_norms(Model& model) {
       add_ones(model, kind, l, c.dim, "norms");
 }
 
-void add_unit_qk_norms(Model& model) {
+void add_unit_head_norms(Model& model) {
   const ModelConfig& c = model.config();
+  if (c.block.v_norm)
+    for (int l = 0; l < c.n_layers; ++l) add_ones(model, WeightKind::v_norm, l, head_dim(c, l), "value norms");
   if (c.block.qk_norm != QkNorm::per_head_plain) return;
   for (int l = 0; l < c.n_layers; ++l)
     if (has_qk_norm(c, l))
       for (const WeightKind kind : {WeightKind::q_norm, WeightKind::k_norm})
-        add_ones(model, kind, l, c.head_dim, "q and k norms");
+        add_ones(model, kind, l, head_dim(c, l), "q and k norms");
+}
+
+void add_values_from_keys(Model& model) {
+  const ModelConfig& c = model.config();
+  for (int l = 0; l < std::ssize(c.values_from_keys); ++l) {
+    if (!c.values_from_keys[static_cast<std::size_t>(l)]) continue;
+    for (const auto& [from, to] :
+         {std::pair{WeightKind::wk, WeightKind::wv}, std::pair{WeightKind::bk, WeightKind::bv}}) {
+      if (const WeightTensor* t = model.find(to, l))
+        throw FormatError(
+            fmt::format("{}: tensor '{}' is not supported: layer {}'s values are its keys' projection "
+                        "(attention_k_eq_v), it has no {} of its own",
+                        model.path().string(), t->name, l, weight_kind_name(to)));
+      if (const WeightTensor* keys = model.find(from, l)) {
+        WeightTensor values = *keys;
+        values.name = fmt::format("{} (its values' too)", keys->name);
+        model.add(to, l, std::move(values));
+      }
+    }
+  }
 }
 
 void Model::add_parts(const WeightTensor& whole, std::span<const WeightPart> parts, const std::string& file) {
@@ -336,9 +363,10 @@ void Model::validate() const {
   if (b.norm_bias) check(WeightKind::output_norm_b, -1, 1, c.dim);
   if (!c.tied_output) check(WeightKind::output, -1, c.vocab, c.dim);
   if (b.output_bias) check(WeightKind::output_b, -1, 1, c.vocab);
-  const int q_norm_width = b.qk_norm == QkNorm::whole ? c.q_dim() : c.head_dim;
-  const int k_norm_width = b.qk_norm == QkNorm::whole ? c.kv_dim() : c.head_dim;
   for (int l = 0; l < c.n_layers; ++l) {
+    const int q_width = q_dim(c, l), kv_width = kv_dim(c, l);
+    const int q_norm_width = b.qk_norm == QkNorm::whole ? q_width : head_dim(c, l);
+    const int k_norm_width = b.qk_norm == QkNorm::whole ? kv_width : head_dim(c, l);
     const auto vector = [&](bool present, WeightKind kind, std::int64_t width) {
       if (present) check(kind, l, 1, width);
     };
@@ -358,16 +386,18 @@ void Model::validate() const {
       check(WeightKind::wk, l, std::int64_t{c.n_heads} * a.nope_dim, a.kv_rank);
       check(WeightKind::wv, l, c.attn_dim(), a.kv_rank);
     } else {
-      check(WeightKind::wq, l, c.q_dim(), c.dim);
-      check(WeightKind::wk, l, c.kv_dim(), c.dim);
-      check(WeightKind::wv, l, c.kv_dim(), c.dim);
+      check(WeightKind::wq, l, q_width, c.dim);
+      check(WeightKind::wk, l, kv_width, c.dim);
+      check(WeightKind::wv, l, kv_width, c.dim);
     }
-    vector(b.qkv_bias, WeightKind::bq, c.q_dim());
-    vector(b.qkv_bias, WeightKind::bk, c.kv_dim());
-    vector(b.qkv_bias, WeightKind::bv, c.kv_dim());
+    vector(b.qkv_bias, WeightKind::bq, q_width);
+    vector(b.qkv_bias, WeightKind::bk, kv_width);
+    vector(b.qkv_bias, WeightKind::bv, kv_width);
     vector(has_qk_norm(c, l), WeightKind::q_norm, q_norm_width);
     vector(has_qk_norm(c, l), WeightKind::k_norm, k_norm_width);
-    check(WeightKind::wo, l, c.dim, c.attn_dim());
+    vector(b.v_norm, WeightKind::v_norm, head_dim(c, l));
+    vector(b.layer_scale, WeightKind::layer_scale, 1);
+    check(WeightKind::wo, l, c.dim, attn_dim(c, l));
     vector(b.o_bias, WeightKind::bo, c.dim);
     vector(b.attention_sinks, WeightKind::attn_sinks, c.n_heads);
     vector(b.post_norms, WeightKind::attn_post_norm, c.dim);

@@ -75,12 +75,14 @@ enum class WeightKind : std::uint8_t {
   expert_b_down,  // [experts.count * dim]
   // Latent attention's (model/config.h LatentAttention; wq, wk, wv are then q_proj's [n_heads *
   // head_dim, q_rank or dim], k_proj's [n_heads * nope_dim, kv_rank] and v_proj's [n_heads * v_dim, kv_rank]):
-  wq_a,       // [q_rank, dim] (q_rank > 0)
-  q_a_norm,   // [q_rank]
-  wkv_a,      // [kv_rank + rope_dim, dim]
-  kv_a_norm,  // [kv_rank]
-  bq_a,       // [q_rank]  (mla.biases only)
-  bkv_a,      // [kv_rank + rope_dim]  (mla.biases only)
+  wq_a,         // [q_rank, dim] (q_rank > 0)
+  q_a_norm,     // [q_rank]
+  wkv_a,        // [kv_rank + rope_dim, dim]
+  kv_a_norm,    // [kv_rank]
+  bq_a,         // [q_rank]  (mla.biases only)
+  bkv_a,        // [kv_rank + rope_dim]  (mla.biases only)
+  v_norm,       // [head_dim]: ones (block.v_norm only; the norm has no weight)
+  layer_scale,  // [1]: the layer's output scale (block.layer_scale only)
 };
 std::string_view weight_kind_name(WeightKind kind);
 bool is_per_layer(WeightKind kind);
@@ -160,8 +162,10 @@ inline constexpr WeightKind kAllWeightKinds[] = {WeightKind::token_embd,
                                                  WeightKind::wkv_a,
                                                  WeightKind::kv_a_norm,
                                                  WeightKind::bq_a,
-                                                 WeightKind::bkv_a};
-static_assert(std::size(kAllWeightKinds) == static_cast<std::size_t>(WeightKind::bkv_a) + 1);
+                                                 WeightKind::bkv_a,
+                                                 WeightKind::v_norm,
+                                                 WeightKind::layer_scale};
+static_assert(std::size(kAllWeightKinds) == static_cast<std::size_t>(WeightKind::layer_scale) + 1);
 
 // One weight tensor as stored: row-major [rows, cols] (cols contiguous; a 1-D tensor has rows = 1).
 // For matrices rows = output features and cols = input features, so y = W x. Its rows lie in one
@@ -250,9 +254,13 @@ class Model {
 // Weights of ones for the norms of a family whose norms have none (OLMo), the same as none; a norm
 // weight the file holds is refused (the family's model has no place for it).
 void add_unit_norms(Model& model);
-// Weights of ones for the q and k norms of a block whose q/k norms have none
-// (QkNorm::per_head_plain); one the file holds is refused.
-void add_unit_qk_norms(Model& model);
+// Weights of ones for the per-head norms that have none: the q and k norms of QkNorm::per_head_plain,
+// the value norm (block.v_norm); one the file holds is refused.
+void add_unit_head_norms(Model& model);
+// v_proj's matrix (and bias) in the layers whose values are their keys' projection
+// (ModelConfig::values_from_keys): k_proj's, the same bytes; a v_proj the file holds for such a
+// layer is refused.
+void add_values_from_keys(Model& model);
 
 // UsageError naming the file where an engine cannot run the model as loaded: a GGUF's LongRoPE
 // without a context size (formats::LoadOptions::context_size).

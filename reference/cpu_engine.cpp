@@ -215,14 +215,15 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
     case Op::ffn_down:
     case Op::moe_router: product(); return;
     case Op::q_norm:
-    case Op::k_norm: ops_->head_norm(in(0), w[model::norm_weights(step.op)->weight].vector(), out); return;
+    case Op::k_norm:
+    case Op::v_norm: ops_->head_norm(in(0), w[model::norm_weights(step.op)->weight].vector(), out); return;
     case Op::rope_q:
     case Op::rope_k: {
       model::RopeFrequencies f = ops_->rope_frequencies(step.layer, chunk_.first_pos + chunk_.rows);
       if (step.op == Op::rope_q) f = model::query_frequencies(config_, step.layer, std::move(f));
       const model::LatentAttention& mla = config_.mla;
       if (!config_.latent())
-        rope<S>(in(0), config_.head_dim, chunk_.first_pos, f, config_.rope_style, out);
+        rope<S>(in(0), model::head_dim(config_, l), chunk_.first_pos, f, config_.rope_style, out);
       else if (step.op == Op::rope_q)  // each head's trailing rope_dim channels
         rope<S>(in(0), config_.head_dim, chunk_.first_pos, f, config_.rope_style, out, mla.nope_dim);
       else  // the shared key part, kv_a_proj's channels after the latent's
@@ -240,6 +241,7 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
         out = in(0) + in(1);
       else
         out = in(0) + in(1) * static_cast<S>(block.residual_scale);
+      if (step.op == Op::ffn_residual && block.layer_scale) out *= w[WeightKind::layer_scale].vector()(0);
       return;
     case Op::ffn_act:
       if (block.ffn == model::Ffn::plain)

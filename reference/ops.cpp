@@ -53,16 +53,17 @@ void Ops<S>::gated_activation(const Mat<S>& gate, const Mat<S>& up, Mat<S>& out)
 template <typename S>
 void Ops<S>::attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, int layer, int first_pos,
                        const S* sinks, Mat<S>& out) {
-  attend(q, k_cache, v_cache, layer, first_pos, model::attention_scale(config_.block, config_.head_dim), sinks, {},
-         out);
+  attend(q, k_cache, v_cache, layer, first_pos, model::attention_scale(config_.block, model::head_dim(config_, layer)),
+         sinks, {}, out);
 }
 
 template <typename S>
 void Ops<S>::attend(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, int layer, int first_pos,
                     double scale, const S* sinks, AttentionRounding rounding, Mat<S>& out) const {
-  reference::attention<S>(q, k_cache, v_cache, first_pos, config_.n_heads, config_.n_kv_heads, config_.head_dim,
-                          config_.v_head_dim(), model::key_span(config_, layer), scale, config_.block.attention_softcap,
-                          sinks, rounding, out);
+  const model::AttentionShape shape = model::attention_shape(config_, layer);
+  reference::attention<S>(q, k_cache, v_cache, first_pos, config_.n_heads, shape.n_kv_heads, shape.head_dim,
+                          config_.latent() ? config_.v_head_dim() : shape.head_dim, model::key_span(config_, layer),
+                          scale, config_.block.attention_softcap, sinks, rounding, out);
 }
 
 template <typename S>

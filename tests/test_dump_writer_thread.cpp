@@ -189,7 +189,7 @@ std::uint32_t value_bits(const TensorId& id, int pos, int col) {
 }
 
 HostTensor values(const Graph& graph, const TensorId& id, const ChunkInfo& chunk) {
-  HostTensor t(Scalar::f32, chunk.rows, graph.width(id.op));
+  HostTensor t(Scalar::f32, chunk.rows, graph.width(id));
   for (std::int64_t r = 0; r < t.rows(); ++r)
     for (std::int64_t c = 0; c < t.cols(); ++c)
       t.f32()[static_cast<std::size_t>(r * t.cols() + c)] =

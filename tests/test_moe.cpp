@@ -363,8 +363,8 @@ TEST(MoeDumpConfig, TheExpertsRoundTripThroughTheModelConfigJson) {
   c.experts.layers = {true, false, true};
   const model::ModelConfig back = dumps::config_from_json(model::to_json(c), "dump.h5");
   EXPECT_EQ(back.experts, c.experts);
-  EXPECT_EQ(model::op_width(back, model::Op::moe_router), 4);
-  EXPECT_EQ(model::op_width(back, model::Op::moe_ids), 2);
+  EXPECT_EQ(model::op_width(back, {model::Op::moe_router, 0}), 4);
+  EXPECT_EQ(model::op_width(back, {model::Op::moe_ids, 0}), 2);
   nlohmann::json bad = model::to_json(c);
   bad["experts"]["layers"] = {true};
   EXPECT_THROW(dumps::config_from_json(bad, "dump.h5"), FormatError);
@@ -390,10 +390,24 @@ TEST(DumpConfig, LayerFlagsChunksTemperatureAndLatentAttentionRoundTrip) {
   mla.mla = {.q_rank = 6, .kv_rank = 5, .nope_dim = 8, .rope_dim = 4, .v_dim = 3, .biases = true, .norm_eps = 1e-5};
   const model::ModelConfig latent = dumps::config_from_json(model::to_json(mla), "dump.h5");
   EXPECT_EQ(latent.mla, mla.mla);
-  EXPECT_EQ(model::op_width(latent, model::Op::attn), mla.n_heads * 3);
+  EXPECT_EQ(model::op_width(latent, {model::Op::attn, 0}), mla.n_heads * 3);
   nlohmann::json bad = model::to_json(mla);
   bad["mla"].erase("norm_eps");
   EXPECT_THROW(dumps::config_from_json(bad, "dump.h5"), FormatError);
+  model::ModelConfig shaped = arbiter_config();  // Gemma 4's
+  shaped.n_layers = 2;
+  shaped.experts = {};
+  shaped.layer_shapes = {{shaped.n_kv_heads, shaped.head_dim}, {1, 2 * shaped.head_dim}};
+  shaped.values_from_keys = {false, true};
+  shaped.block.v_norm = shaped.block.layer_scale = true;
+  const model::ModelConfig gemma4 = dumps::config_from_json(model::to_json(shaped), "dump.h5");
+  EXPECT_EQ(gemma4.layer_shapes, shaped.layer_shapes);
+  EXPECT_EQ(gemma4.values_from_keys, shaped.values_from_keys);
+  EXPECT_EQ(gemma4.block, shaped.block);
+  EXPECT_EQ(model::op_width(gemma4, {model::Op::rope_k, 1}), 2 * shaped.head_dim);
+  nlohmann::json no_heads = model::to_json(shaped);
+  no_heads["layer_shapes"][1]["n_kv_heads"] = 0;
+  EXPECT_THROW(dumps::config_from_json(no_heads, "dump.h5"), FormatError);
 }
 
 }  // namespace

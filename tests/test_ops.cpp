@@ -34,8 +34,8 @@ TEST(Graph, HasEveryOpOfEveryLayerInOrder) {
   EXPECT_EQ(norm1.op, Op::attn_norm);
   ASSERT_EQ(norm1.inputs.size(), 1u);
   EXPECT_EQ(norm1.inputs[0], (TensorId{Op::ffn_residual, 0}));
-  EXPECT_EQ(g.width(Op::k_proj), 8);
-  EXPECT_EQ(g.width(Op::logits), 50);
+  EXPECT_EQ(g.width({Op::k_proj, 0}), 8);
+  EXPECT_EQ(g.width({Op::logits, 0}), 50);
 }
 
 // OLMo 2's block: no norm before the attention or the FFN, one after each, q/k normed as a whole.
@@ -102,6 +102,34 @@ TEST(Graph, PutsTheQkNormsAfterRopeWhereTheBlockSays) {
   EXPECT_EQ(attn->inputs, (std::vector<TensorId>{{Op::q_norm, 0}, {Op::k_norm, 0}, {Op::v_proj, 0}}));
 }
 
+// Gemma 4: a full layer of its own wider heads and fewer KV heads, the values normed per head.
+TEST(Graph, GivesEachLayerItsOwnHeadsAndNormsTheValues) {
+  ModelConfig c;
+  c.n_layers = 2, c.dim = 16, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 8, c.ffn_dim = 40, c.vocab = 50;
+  c.block.v_norm = true;
+  c.layer_shapes = {{2, 8}, {1, 12}};
+  c.validate("c");
+  const Graph g(c);
+  const auto attn = std::ranges::find_if(g.steps(), [](const Step& s) { return s.op == Op::attn; });
+  EXPECT_EQ(attn->inputs, (std::vector<TensorId>{{Op::rope_q, 0}, {Op::rope_k, 0}, {Op::v_norm, 0}}));
+  EXPECT_EQ(g.width({Op::q_proj, 0}), 32);
+  EXPECT_EQ(g.width({Op::q_proj, 1}), 48);
+  EXPECT_EQ(g.width({Op::k_proj, 1}), 12);
+  EXPECT_EQ(g.width({Op::v_norm, 1}), 12);
+  EXPECT_EQ(g.width({Op::attn, 1}), 48);
+  EXPECT_EQ(g.max_width(Op::attn), 48);
+  EXPECT_EQ(head_layout({Op::v_norm, 1}, c).heads, 1);
+  EXPECT_EQ(head_layout({Op::rope_q, 1}, c).head_dim, 12);
+  EXPECT_EQ(head_layout({Op::rope_q, 0}, c).head_dim, 8);
+  c.layer_shapes = {{3, 8}, {1, 12}};  // 3 KV heads cannot share 4 query heads
+  EXPECT_THROW(c.validate("c"), FormatError);
+  c.layer_shapes = {{2, 8}};  // a shape for every layer, or none
+  EXPECT_THROW(c.validate("c"), FormatError);
+  c.layer_shapes = {{2, 8}, {1, 12}};
+  c.block.norm_offset = 1;  // the values' norm has no weight for an offset to scale
+  EXPECT_THROW(c.validate("c"), FormatError);
+}
+
 // DeepSeek-V3's latent attention: q through its low-rank pair, keys and values from the normed
 // latent, the shared RoPE key part from kv_a_proj; attn reads all four.
 TEST(Graph, RunsLatentAttention) {
@@ -122,14 +150,14 @@ TEST(Graph, RunsLatentAttention) {
   EXPECT_EQ(attn->inputs, (std::vector<TensorId>{{Op::rope_q, 0}, {Op::k_proj, 0}, {Op::v_proj, 0}, {Op::rope_k, 0}}));
   const auto rope_k = std::ranges::find_if(g.steps(), [](const Step& s) { return s.op == Op::rope_k; });
   EXPECT_EQ(rope_k->inputs, (std::vector<TensorId>{{Op::kv_a_proj, 0}}));
-  EXPECT_EQ(g.width(Op::q_a_norm), 6);
-  EXPECT_EQ(g.width(Op::kv_a_proj), 9);
-  EXPECT_EQ(g.width(Op::kv_a_norm), 5);
-  EXPECT_EQ(g.width(Op::q_proj), 48);
-  EXPECT_EQ(g.width(Op::k_proj), 32);
-  EXPECT_EQ(g.width(Op::v_proj), 12);
-  EXPECT_EQ(g.width(Op::rope_k), 4);
-  EXPECT_EQ(g.width(Op::attn), 12);
+  EXPECT_EQ(g.width({Op::q_a_norm, 0}), 6);
+  EXPECT_EQ(g.width({Op::kv_a_proj, 0}), 9);
+  EXPECT_EQ(g.width({Op::kv_a_norm, 0}), 5);
+  EXPECT_EQ(g.width({Op::q_proj, 0}), 48);
+  EXPECT_EQ(g.width({Op::k_proj, 0}), 32);
+  EXPECT_EQ(g.width({Op::v_proj, 0}), 12);
+  EXPECT_EQ(g.width({Op::rope_k, 0}), 4);
+  EXPECT_EQ(g.width({Op::attn, 0}), 12);
   EXPECT_EQ(norm_eps(c, Op::kv_a_norm), 1e-6);
   EXPECT_EQ(norm_eps(c, Op::ffn_norm), c.norm_eps);
   c.mla.q_rank = 0;  // q_proj from attn_norm

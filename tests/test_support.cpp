@@ -126,7 +126,7 @@ double fake_value(const model::TensorId& id, int pos, int col) {
 
 model::HostTensor fake_tensor(const model::Graph& graph, const model::TensorId& id, const model::ChunkInfo& chunk,
                               model::Scalar scalar, double extra) {
-  model::HostTensor t(scalar, chunk.rows, graph.width(id.op));
+  model::HostTensor t(scalar, chunk.rows, graph.width(id));
   for (std::int64_t r = 0; r < t.rows(); ++r)
     for (std::int64_t c = 0; c < t.cols(); ++c) {
       const double v = fake_value(id, chunk.first_pos + static_cast<int>(r), static_cast<int>(c)) + extra;

@@ -231,7 +231,7 @@ std::unique_ptr<model::Model> with_config_edits(const model::Model& base, const 
             std::pair{model::WeightKind::xielu_alpha_n, 0.7f - 0.1f * static_cast<float>(l)},
             std::pair{model::WeightKind::xielu_beta, 0.5f}, std::pair{model::WeightKind::xielu_eps, -1e-6f}})
         m->add_values(kind, l, "xielu scalar", std::span(&value, 1));
-  model::add_unit_qk_norms(*m);
+  model::add_unit_head_norms(*m);
   return m;
 }
 
@@ -262,8 +262,8 @@ std::vector<HostTensor> run_step(std::initializer_list<model::Engine*> engines, 
                                  const model::Step& step, int rows, std::mt19937_64& rng) {
   for (const TensorId& in : step.inputs) {
     const HostTensor x = in.op == model::Op::moe_ids
-                             ? random_ids(rng, rows, graph.width(in.op), graph.width(model::Op::moe_router))
-                             : random_tensor(rng, rows, graph.width(in.op));
+                             ? random_ids(rng, rows, graph.width(in), graph.width({model::Op::moe_router, in.layer}))
+                             : random_tensor(rng, rows, graph.width(in));
     for (model::Engine* e : engines) e->write(in, x);
   }
   std::vector<HostTensor> outputs;

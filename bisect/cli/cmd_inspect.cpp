@@ -147,7 +147,7 @@ std::optional<SliceRequest> plan_slice(const InspectArgs& a, const dumps::DumpRe
   const model::TensorId id = parse_tensor_name(a.slice);
   if (!dump.has(id)) throw UsageError(fmt::format("{}: no tensor {} in this dump", a.dump, a.slice));
   const auto [r0, r1] = parse_range(a.rows, dump.rows(), "--rows", "the dump's rows");
-  const auto [c0, c1] = parse_range(a.cols, model::Graph(dump.config()).width(id.op), "--cols", "the tensor's columns");
+  const auto [c0, c1] = parse_range(a.cols, model::Graph(dump.config()).width(id), "--cols", "the tensor's columns");
   return SliceRequest{id, r0, r1, c0, c1};
 }
 

@@ -23,7 +23,7 @@ void add_model_info_command(CLI::App& app, CliContext& context) {
     const model::Graph graph(m->config());
     nlohmann::json taps = nlohmann::json::array();
     for (const model::Step& step : graph.steps())
-      taps.push_back({{"layer", step.layer}, {"op", model::op_name(step.op)}, {"width", graph.width(step.op)}});
+      taps.push_back({{"layer", step.layer}, {"op", model::op_name(step.op)}, {"width", graph.width(step.output())}});
     const nlohmann::json info{{"model_config", model::to_json(m->config())},
                               {"model_sha256", m->sha256()},
                               {"model_path", m->path().string()},

@@ -6,7 +6,8 @@ namespace tapdiff::bisect {
 
 AttentionUniformity::AttentionUniformity(const model::ModelConfig& config)
     : config_(config), layers_(static_cast<std::size_t>(config.n_layers)) {
-  for (Layer& l : layers_) l.sum.assign(static_cast<std::size_t>(config.n_kv_heads * config.head_dim), 0.0);
+  for (int l = 0; l < config.n_layers; ++l)
+    layers_[static_cast<std::size_t>(l)].sum.assign(static_cast<std::size_t>(model::kv_dim(config, l)), 0.0);
 }
 
 void AttentionUniformity::add_values(int layer, const model::HostTensor& v) {
@@ -17,7 +18,8 @@ void AttentionUniformity::add_attention(int layer, const model::HostTensor& a, c
   Layer& l = layers_[static_cast<std::size_t>(layer)];
   TAPDIFF_ASSERT(l.pending.rows() == a.rows() && a.rows() == b.rows(), "{} value rows for {} attention rows",
                  l.pending.rows(), a.rows());
-  const int d = config_.head_dim, group = config_.n_heads / config_.n_kv_heads;
+  const model::AttentionShape shape = model::attention_shape(config_, layer);
+  const int d = shape.head_dim, group = config_.n_heads / shape.n_kv_heads;
   for (std::int64_t t = 0; t < a.rows(); ++t) {
     for (std::size_t c = 0; c < l.sum.size(); ++c) l.sum[c] += l.pending.at(t, static_cast<std::int64_t>(c));
     ++l.count;

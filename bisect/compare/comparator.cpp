@@ -560,7 +560,7 @@ std::optional<TokenTie> dump_token_tie(const CompareResult& r, const dumps::Dump
   TokenTie tie;
   tie.step = step, tie.position = position, tie.a = token_a, tie.b = token_b;
   const RowAlignment& al = r.alignment;
-  const auto vocab = static_cast<std::int32_t>(model::op_width(r.config, model::Op::logits));
+  const auto vocab = static_cast<std::int32_t>(model::op_width(r.config, {model::Op::logits, r.config.n_layers}));
   if (token_a < 0 || token_b < 0 || token_a >= vocab || token_b >= vocab) return std::nullopt;
   const auto ta = static_cast<std::size_t>(token_a), tb = static_cast<std::size_t>(token_b);
   for (std::size_t i = 0; i < al.rows.size(); ++i) {
@@ -605,18 +605,17 @@ CompareResult compare_dumps(const dumps::DumpReader& a, const dumps::DumpReader&
   std::ranges::stable_sort(ids, {}, [&](const model::TensorId& id) { return graph.position(id); });
   const DumpSource source_a(a), source_b(b);
   std::vector<ReadAhead::Request> plan;
-  for (const model::TensorId& id : ids)
-    ReadAhead::plan_op(id, graph.width(id.op), r.alignment, options.block_bytes, plan);
+  for (const model::TensorId& id : ids) ReadAhead::plan_op(id, graph.width(id), r.alignment, options.block_bytes, plan);
   const ReadAhead ahead(source_a, source_b, std::move(plan));  // the dumps' reads overlap the comparison
   const std::int64_t bytes_per_value = element_bytes(a.metadata()) + element_bytes(b.metadata());
   const auto n_rows = static_cast<std::int64_t>(r.alignment.rows.size());
   r.builtin_precision = builtin_of(ids.front()), r.builtin_finest = r.builtin_precision;
   for (const model::TensorId& id : ids) {
-    const int width = graph.width(id.op);
+    const int width = graph.width(id);
     const model::Precision builtin = builtin_of(id);
     r.builtin_precision = model::coarsest({r.builtin_precision, builtin});
     if (model::coarsest({builtin, r.builtin_finest}) == r.builtin_finest) r.builtin_finest = builtin;
-    r.ops.push_back(compare_tensor(id, width, ahead.a(), ahead.b(), r.alignment, head_layout(id.op, r.config),
+    r.ops.push_back(compare_tensor(id, width, ahead.a(), ahead.b(), r.alignment, head_layout(id, r.config),
                                    tolerances.lookup(id, r.precision.value, builtin), options.block_bytes));
     if (!r.first && !r.ops.back().pass()) r.first = r.ops.size() - 1;
     r.bytes_read += n_rows * width * bytes_per_value;

@@ -5,7 +5,7 @@ namespace tapdiff::bisect {
 PassComparison::PassComparison(const model::Graph& graph, const model::ModelConfig& config, const StepFilter& observed)
     : graph_(graph) {
   for (const model::Step& step : graph.steps()) {
-    ops_.emplace_back(step.output(), head_layout(step.op, config), Tolerance{});
+    ops_.emplace_back(step.output(), head_layout(step.output(), config), Tolerance{});
     compared_.push_back(!observed || observed(step));
   }
   floors_.resize(graph.steps().size());

@@ -88,7 +88,7 @@ std::vector<Diagnosis> lookalikes(const CompareResult& result, const TensorSourc
   for (const model::TensorId& id : neighbours) {
     const bool tapped =
         std::any_of(result.ops.begin(), result.ops.end(), [&](const OpResult& o) { return o.id == id; });
-    if (!tapped || graph.width(id.op) != graph.width(op.id.op)) continue;
+    if (!tapped || graph.width(id) != graph.width(op.id)) continue;
     const double alike = compare(gather(a, id, al.row_a, first, n), own_b).nmse;
     if (!looks_alike(alike, own)) continue;
     out.push_back({model::DiagnosisCode::neighbour,
@@ -99,7 +99,7 @@ std::vector<Diagnosis> lookalikes(const CompareResult& result, const TensorSourc
     return out;
   }
 
-  const HeadLayout layout = head_layout(op.id.op, result.config);
+  const HeadLayout layout = head_layout(op.id, result.config);
   for (const model::RopeStyle to : {model::RopeStyle::rotate_half, model::RopeStyle::interleaved}) {
     if (!layout.has_heads() || layout.head_dim % 2 != 0) break;
     const double alike = compare(other_pair_order(own_a, layout.head_dim, to), own_b).nmse;

@@ -111,6 +111,7 @@ class HfRecorder(Recording):
         self.values: dict[tuple[int, str], np.ndarray] = {}
         self.handles = []
         self.layer = None  # the layer whose attention is running (for RoPE's outputs)
+        self.rope_calls = 0  # RoPE calls in that layer so far (Gemma 4 turns q, then k, one call each)
         self.nope_layers = set()  # Llama 4's layers without RoPE (their q's temperature: _llama4_attention)
         self._hook_modules()
         self._wrap_rope()
@@ -145,11 +146,16 @@ class HfRecorder(Recording):
         if module is not None:
             self.handles.append(module.register_forward_hook(hook))
 
-    def _head_norm(self, module, layer, op, projection):
-        """A q/k norm, whose input a family views as [1, seq, heads, head_dim] (Qwen3) or already
-        transposed to [1, heads, seq, head_dim] (Gemma 3): told apart by the projection's values."""
+    def _enter_layer(self, layer):
+        self.layer, self.rope_calls = layer, 0
+
+    def _head_norm(self, module, layer, op, projections):
+        """A per-head norm, whose input a family views as [1, seq, heads, head_dim] (Qwen3) or already
+        transposed to [1, heads, seq, head_dim] (Gemma 3): told apart by the values of the first of
+        `projections` recorded (Gemma 4's v_norm reads k_proj's output where keys are values)."""
         def hook(_m, args, out):
-            x, projected = args[0], self.values.get((layer, projection))
+            x = args[0]
+            projected = next((self.values[(layer, p)] for p in projections if (layer, p) in self.values), None)
             seq_first = x.ndim != 4 or (projected is not None and projected.shape == _rows(x).shape and
                                         np.array_equal(_rows(x), projected))
             self._keep(layer, op, _rows(out) if seq_first else _heads_rows(out))
@@ -210,17 +216,20 @@ class HfRecorder(Recording):
         for i, layer in enumerate(layers):
             attn, mlp = _first(layer, ATTENTION), _first(layer, FFN) or layer
             o_proj, down = _first(attn, O_PROJ), _first(mlp, DOWN)
-            self.handles.append(attn.register_forward_pre_hook(lambda _m, _a, i=i: setattr(self, "layer", i)))
+            self.handles.append(attn.register_forward_pre_hook(lambda _m, _a, i=i: self._enter_layer(i)))
             self._output(_first(layer, ATTN_NORM), i, "attn_norm")
             for op in ("q_proj", "k_proj", "v_proj"):
                 self._output(getattr(attn, op, None), i, op, clip)
+            if getattr(attn, "v_proj", None) is None and c.get("values_from_keys", [False] * n)[i]:
+                self._output(_first(attn, ("k_proj",)), i, "v_proj", clip)  # Gemma 4's values: k_proj's output
             self._output(o_proj, i, "o_proj")
             if hasattr(attn, "kv_a_proj_with_mqa"):
                 self._latent_attention(attn, i)
             if hasattr(attn, "use_rope"):
                 self._llama4_attention(attn, i)
-            self._head_norm(_first(attn, Q_NORM), i, "q_norm", "q_proj")
-            self._head_norm(_first(attn, K_NORM), i, "k_norm", "k_proj")
+            self._head_norm(_first(attn, Q_NORM), i, "q_norm", ("q_proj",))
+            self._head_norm(_first(attn, K_NORM), i, "k_norm", ("k_proj",))
+            self._head_norm(getattr(attn, "v_norm", None), i, "v_norm", ("v_proj", "k_proj"))  # Gemma 4's
             for fused in ("qkv_proj", "c_attn"):
                 self._split(getattr(attn, fused, None), i, [("q_proj", q_dim), ("k_proj", kv_dim), ("v_proj", kv_dim)])
             group = c["n_heads"] // c["n_kv_heads"]  # query_key_value: per KV head, its query heads, k, v
@@ -362,7 +371,13 @@ class HfRecorder(Recording):
 
         def rotated(rope, deinterleaved):
             def apply(q, k, *args, **kwargs):
-                q_out, k_out = rope(q, k, *args, **kwargs)
+                out = rope(q, k, *args, **kwargs)
+                if not isinstance(out, tuple):  # one tensor a call, q's then k's, sequence first (Gemma 4)
+                    op, sources = (("rope_q", ("q_norm", "q_proj")), ("rope_k", ("k_norm", "k_proj")))[self.rope_calls]
+                    self.rope_calls += 1
+                    self._keep(self.layer, op, self._whole_heads(_rows(out), sources))
+                    return out
+                q_out, k_out = out
                 if "mla" in self.config:
                     self._latent_rope(q_out, k_out, deinterleaved)
                 else:

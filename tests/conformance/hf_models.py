@@ -31,6 +31,7 @@ class Case:
     layer_types_in_4x: bool = False  # the 4.x config keeps layer_types (its config class needs them)
     drop: tuple = ()  # keys of SHAPE the family's config has not (GPT-NeoX: num_key_value_heads)
     shape: dict | None = None  # the sizes under the family's own names, in place of SHAPE (GPT-2)
+    since_5x: bool = False  # a family transformers 4.x never had: no 4.x config of it to write
 
     def config(self) -> transformers.PretrainedConfig:
         cls = transformers.CONFIG_MAPPING[self.model_type]
@@ -385,8 +386,6 @@ CASES = [
     Case("apertus", "apertus", {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
                                 "high_freq_factor": 4.0, "original_max_position_embeddings": 16},
          {**IDS, "head_dim": 16, "attention_bias": True}),
-    # Mistral-Small-3.1's layout: Mistral (head_dim apart from hidden / heads) under a Pixtral
-    # encoder, the output untied at both levels (Mistral3Config's own default ties it).
     # Llama 4's multimodal checkpoint (Llama 4 Scout's and Maverick's layout) around a decoder with a
     # layer without RoPE and a mixture.
     Case("llama4-multimodal", "llama4_text", {"rope_type": "default", "rope_theta": 500000.0},
@@ -394,10 +393,29 @@ CASES = [
           "interleave_moe_layer_step": 2, "no_rope_layers": [1, 0, 1], "attention_chunk_size": 4},
          {"model_type": "llama4", "vision_config": TINY_LLAMA4_VISION, "image_token_index": 157,
           "boi_token_index": 158, "eoi_token_index": 159, "tie_word_embeddings": False}),
+    # Mistral-Small-3.1's layout: Mistral (head_dim apart from hidden / heads) under a Pixtral
+    # encoder, the output untied at both levels (Mistral3Config's own default ties it).
     Case("mistral3-multimodal", "mistral", {"rope_type": "default", "rope_theta": 1000000000.0},
          {"head_dim": 32, "sliding_window": None},
          {"model_type": "mistral3", "vision_config": TINY_PIXTRAL, "image_token_index": 157,
           "tie_word_embeddings": False}),
+    # Gemma 4's dense text model, per-layer inputs off: full layers of wider heads (global_head_dim)
+    # whose values are their keys (attention_k_eq_v, one KV head), their RoPE proportional over a
+    # quarter of the pairs; layer_types ends sliding, which Gemma4TextConfig makes full.
+    Case("gemma4", "gemma4_text",
+         {"full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1000000.0},
+          "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
+         {**IDS, "head_dim": 16, "global_head_dim": 32, "num_global_key_value_heads": 1, "attention_k_eq_v": True,
+          "hidden_size_per_layer_input": 0, "sliding_window": 5, "attention_bias": True,
+          "final_logit_softcapping": 30.0,
+          "layer_types": ["sliding_attention", "full_attention", "sliding_attention"]}, since_5x=True),
+    # Its own values and KV heads on the full layer, proportional RoPE scaled, the default layer types.
+    Case("gemma4-values", "gemma4_text",
+         {"full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.5, "factor": 2.0,
+                             "rope_theta": 500000.0},
+          "sliding_attention": {"rope_type": "default", "rope_theta": 20000.0}},
+         {**IDS, "head_dim": 16, "global_head_dim": 24, "hidden_size_per_layer_input": 0, "sliding_window": 4,
+          "hidden_activation": "silu", "tie_word_embeddings": True}, since_5x=True),
 ]
 
 
@@ -436,6 +454,8 @@ def make_model(case: Case, folder: Path, style: str, seed: int = 0) -> None:
         for name, b in model.named_buffers():
             if name.endswith("e_score_correction_bias"):  # a selection bias that moves the choice
                 b.copy_(0.1 * torch.randn_like(b))
+            elif name.endswith("layer_scalar"):  # Gemma 4's layer output scale, away from its 1
+                b.copy_(1.0 + 0.3 * torch.randn_like(b))
     model.save_pretrained(folder)
     if style == "4.x":
         as_4x_config(folder / "config.json", case.layer_types_in_4x)

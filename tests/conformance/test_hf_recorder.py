@@ -108,6 +108,16 @@ def open_shared_gate(model):
     model.model.layers[1].mlp.shared_expert_gate.register_forward_hook(lambda _m, _args, out: out + 100.0)
 
 
+def skip_value_norm(model):
+    """Gemma 4's weightless norm of the values left out (the values cached as k_proj gave them)."""
+    model.model.layers[1].self_attn.v_norm.forward = lambda x: x
+
+
+def drop_layer_scalar(model):
+    """Gemma 4's layer_scalar not applied to the layer's output."""
+    model.model.layers[2].layer_scalar.fill_(1.0)
+
+
 @pytest.mark.parametrize("name, patch, culprit", [
     ("qwen3-moe", drop_renormalisation, "1/moe_weights"),
     ("qwen2-moe", open_shared_gate, "1/moe_shared"),
@@ -122,6 +132,8 @@ def open_shared_gate(model):
     ("deepseek-v2", scale_attention, "1/attn"),
     ("llama4", double_temperature, "1/rope_q"),
     ("llama4-plain", shift_norm, "2/ffn_norm"),
+    ("gemma4", skip_value_norm, "1/v_norm"),
+    ("gemma4-values", drop_layer_scalar, "2/ffn_residual"),
 ])
 def test_a_bug_in_the_models_forward_is_named(name, patch, culprit, tmp_path):
     case = next(c for c in CASES if c.name == name)
