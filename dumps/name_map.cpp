@@ -95,7 +95,13 @@ NameMap hf_map() {
              one(l + "mlp.down_proj:input", Op::ffn_act),
              one(l + "mlp.down_proj", Op::ffn_down),
              one(l + "post_feedforward_layernorm", Op::ffn_post_norm),
-             one("model.layers.{L}", Op::ffn_residual),
+             one("model.layers.{L}", Op::ffn_residual, BlockKind::without_layer_inputs),
+             one(l + "per_layer_input_gate:input", Op::ffn_residual, BlockKind::with_layer_inputs),  // Gemma 4's
+             one(l + "per_layer_input_gate", Op::ple_gate),
+             one(l + "per_layer_projection:input", Op::ple_act),
+             one(l + "per_layer_projection", Op::ple_proj),
+             one(l + "post_per_layer_input_norm", Op::ple_norm),
+             one("model.layers.{L}", Op::ple_residual, BlockKind::with_layer_inputs),
              one("model.norm", Op::final_norm),
              one("logits", Op::logits)};
   add_hf_experts(m.rules, l + "mlp.", true);
@@ -255,6 +261,8 @@ bool applies(const MapRule& rule, const model::ModelConfig& c, int layer) {
     case BlockKind::any: return true;
     case BlockKind::without_post_norms: return !c.block.post_norms;
     case BlockKind::with_post_norms: return c.block.post_norms;
+    case BlockKind::without_layer_inputs: return c.layer_inputs.dim == 0;
+    case BlockKind::with_layer_inputs: return c.layer_inputs.dim > 0;
     case BlockKind::without_mlp_bias: return !c.block.mlp_bias;
     case BlockKind::with_mlp_bias: return c.block.mlp_bias;
     case BlockKind::embedding_scaled_in_embd: return !formats::llama_cpp_gemma_graph(c);

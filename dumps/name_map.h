@@ -61,7 +61,10 @@ enum class BlockKind : std::uint8_t {
   keys_plain,
   // Multi-head latent attention (model_config.mla): llama.cpp's absorbed form, whose Qcur, Kcur and
   // Vcur are the latent space's, none of the ops' above
-  latent_attention
+  latent_attention,
+  // Whether the layers end with Gemma 4's per-layer inputs (the layer's output is ple_residual)
+  without_layer_inputs,
+  with_layer_inputs,
 };
 
 struct MapRule {

@@ -169,6 +169,17 @@ model::ModelConfig config_from_json(const nlohmann::json& config, const std::str
                                     model::json_excerpt(shapes)));
     for (const nlohmann::json& s : shapes) out.layer_shapes.push_back({size(s, "n_kv_heads"), size(s, "head_dim")});
   }
+  if (config.contains("layer_inputs")) {
+    const nlohmann::json& p = config.at("layer_inputs");
+    const auto size = [&](const char* key) {
+      const nlohmann::json* v = p.is_object() && p.contains(key) ? &p.at(key) : nullptr;
+      if (v == nullptr || !v->is_number_integer() || v->get<std::int64_t>() < 1 || v->get<std::int64_t>() > INT32_MAX)
+        throw FormatError(fmt::format("{}: model_config.layer_inputs: expected dim and vocab (integers >= 1), found {}",
+                                      source, model::json_excerpt(p)));
+      return v->get<int>();
+    };
+    out.layer_inputs = {.dim = size("dim"), .vocab = size("vocab")};
+  }
   if (config.contains("sliding_window") && config.at("sliding_window") != 0)
     out.sliding_window = field("sliding_window", 0);
   if (config.contains("attention_chunk")) out.attention_chunk = field("attention_chunk", 0);

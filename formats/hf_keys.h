@@ -94,6 +94,7 @@ class KeyReader {
         unsupported(key, value, "only the keys whose meaning it implements (docs/models.md)");
   }
   const std::string& source() const { return source_; }
+  bool has(const std::string& key) const { return j_.contains(key); }  // present, null or not
   [[noreturn]] int fail(const std::string& key, std::string_view expected, const std::string& found) const {
     throw_format_error(fmt::format("{}: '{}': expected {}, found {}", source_, key, expected, found));
   }

@@ -187,7 +187,10 @@ std::vector<WeightPart> hf_weights(std::string_view name, const ModelConfig& c) 
       {"model.norm.weight", WeightKind::output_norm},
       {"model.norm.bias", WeightKind::output_norm_b},
       {"lm_head.weight", WeightKind::output},
-      {"lm_head.bias", WeightKind::output_b}};
+      {"lm_head.bias", WeightKind::output_b},
+      {"model.embed_tokens_per_layer.weight", WeightKind::ple_token_embd},  // Gemma 4's per-layer inputs
+      {"model.per_layer_model_projection.weight", WeightKind::ple_model_proj},
+      {"model.per_layer_projection_norm.weight", WeightKind::ple_proj_norm}};
   const std::pair<std::string_view, WeightKind> kLayer[] = {
       {"input_layernorm.weight", WeightKind::attn_norm},
       {"input_layernorm.bias", WeightKind::attn_norm_b},
@@ -220,7 +223,10 @@ std::vector<WeightPart> hf_weights(std::string_view name, const ModelConfig& c) 
       {"mlp.gate.e_score_correction_bias", WeightKind::moe_score_bias},
       {"mlp.gate.bias", WeightKind::moe_router_b},  // gpt-oss's router
       {"self_attn.sinks", WeightKind::attn_sinks},
-      {"layer_scalar", WeightKind::layer_scale},                       // Gemma 4
+      {"layer_scalar", WeightKind::layer_scale},  // Gemma 4
+      {"per_layer_input_gate.weight", WeightKind::ple_gate},
+      {"per_layer_projection.weight", WeightKind::ple_proj},
+      {"post_per_layer_input_norm.weight", WeightKind::ple_post_norm},
       {"mlp.shared_expert.gate_proj.weight", WeightKind::shexp_gate},  // Qwen2-MoE
       {"mlp.shared_expert.up_proj.weight", WeightKind::shexp_up},
       {"mlp.shared_expert.down_proj.weight", WeightKind::shexp_down},

@@ -561,6 +561,12 @@ KernelId Engine::run(const model::Step& step, const Region& out) {
     case Op::attn: return attend(step, out);
     case Op::attn_residual:
     case Op::ffn_residual: return residual(step, out);
+    case Op::ple_input:
+    case Op::ple_gate:
+    case Op::ple_act:
+    case Op::ple_proj:
+    case Op::ple_norm:
+    case Op::ple_residual: break;  // per-layer inputs: refused by make_vulkan_engine
     case Op::ffn_act:
       if (config_.block.ffn == model::Ffn::plain)
         return kernels_->activation(*stream_, in(0), out, std::int64_t{rows} * config_.ffn_dim, faults,
@@ -774,6 +780,7 @@ void Engine::write_kv(int layer, bool value, const HostTensor& rows) {
 std::string_view not_computed(const model::ModelConfig& c) {
   if (c.latent()) return "multi-head latent attention";
   if (c.block.v_norm) return "the values' norm (Gemma 4's v_norm)";
+  if (c.layer_inputs.dim > 0) return "per-layer inputs (Gemma 4's hidden_size_per_layer_input)";
   if (c.block.layer_scale) return "a layer output's learned scale (Gemma 4's layer_scalar)";
   if (!c.layer_shapes.empty()) return "layers whose heads differ in number or width (Gemma 4's full layers)";
   return {};

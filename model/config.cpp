@@ -165,8 +165,18 @@ void ModelConfig::validate(const std::string& source) const {
   } else {
     require(mla == LatentAttention{}, "no latent attention's sizes without its kv rank", "some");
   }
+  require(layer_inputs.dim >= 0 && (layer_inputs.dim == 0 || layer_inputs.vocab >= 1) &&
+              std::int64_t{layer_inputs.dim} * n_layers <= std::numeric_limits<int>::max(),
+          "per-layer inputs of dim >= 0 channels (n_layers times it below 2^31) from a table of >= 1 rows",
+          fmt::format("{} channels, {} rows", layer_inputs.dim, layer_inputs.vocab));
   require(bos_token < vocab && eos_token < vocab, "special tokens inside the vocabulary",
           fmt::format("bos {} eos {} for vocab {}", bos_token, eos_token, vocab));
+}
+
+LayerInputScales layer_input_scales(const ModelConfig& c) {
+  return {.projection = 1.0 / std::sqrt(static_cast<double>(c.dim)),
+          .table = static_cast<float>(std::sqrt(static_cast<double>(c.layer_inputs.dim))),
+          .sum = 1.0 / std::sqrt(2.0)};
 }
 
 AttentionShape attention_shape(const ModelConfig& c, int layer) {
@@ -299,6 +309,7 @@ nlohmann::json to_json(const ModelConfig& c) {
   if (!c.chunked_layers.empty()) j["chunked_layers"] = c.chunked_layers;
   if (!c.rope_layers.empty()) j["rope_layers"] = c.rope_layers;
   if (!c.values_from_keys.empty()) j["values_from_keys"] = c.values_from_keys;
+  if (c.layer_inputs.dim > 0) j["layer_inputs"] = {{"dim", c.layer_inputs.dim}, {"vocab", c.layer_inputs.vocab}};
   if (!c.layer_shapes.empty()) {
     j["layer_shapes"] = nlohmann::json::array();
     for (const AttentionShape& s : c.layer_shapes)

@@ -93,6 +93,24 @@ struct AttentionShape {
   friend bool operator==(const AttentionShape&, const AttentionShape&) = default;
 };
 
+// Gemma 4's per-layer inputs (hidden_size_per_layer_input): each layer ends by adding its output
+// gated through `dim` channels by an input of its own, made once per token from a table of `vocab`
+// rows (each n_layers * dim wide, the layer's slice times sqrt(dim)) and from the embedding
+// (projected to n_layers * dim, times 1/sqrt(model dim), the layer's slice RMS-normed), their sum
+// times 1/sqrt(2). The op sequence: model/ops.def's ple_input ... ple_residual.
+struct LayerInputs {
+  int dim = 0;    // channels per layer; 0: none
+  int vocab = 0;  // the table's rows (vocab_size_per_layer_input)
+  friend bool operator==(const LayerInputs&, const LayerInputs&) = default;
+};
+
+// The scales of a layer's input of them: the projection's 1/sqrt(dim), the table's sqrt(P) (as
+// transformers keeps it: a float32 tensor), the sum's 1/sqrt(2).
+struct LayerInputScales {
+  double projection = 1, table = 1, sum = 1;
+};
+LayerInputScales layer_input_scales(const ModelConfig& config);
+
 struct ModelConfig {
   Family family = Family::llama;
   int n_layers = 0;
@@ -124,6 +142,7 @@ struct ModelConfig {
   Block block;               // what each layer computes (model/block.h)
   Experts experts;           // count > 0: the FFN of the MoE layers
   LatentAttention mla;       // kv_rank > 0: every layer's attention is latent (model/config.h LatentAttention)
+  LayerInputs layer_inputs;  // dim > 0: each layer ends with its per-layer input (Gemma 4)
   int bos_token = -1;        // -1 = none
   int eos_token = -1;
 

@@ -55,7 +55,8 @@ Graph::Graph(const ModelConfig& config) : config_(config), n_layers_(config.n_la
     if (b.qk_norm_after_rope) qk_norms();
     return add(Op::attn, l, {q, k, v});
   };
-  TensorId stream = add(Op::embed, -1, {});  // the residual stream entering the next layer
+  const TensorId embedding = add(Op::embed, -1, {});
+  TensorId stream = embedding;  // the residual stream entering the next layer
   for (int l = 0; l < n_layers_; ++l) {
     const TensorId x = maybe(b.pre_norms, Op::attn_norm, l, stream);
     const TensorId attn = config.latent() ? latent_attention(l, x) : attention(l, x);
@@ -69,6 +70,11 @@ Graph::Graph(const ModelConfig& config) : config_(config), n_layers_(config.n_la
     const TensorId ffn = uses_experts(config, l) ? mixture(l, y) : dense_ffn(l, y);
     const TensorId ffn_out = maybe(b.post_norms, Op::ffn_post_norm, l, ffn);
     stream = add(Op::ffn_residual, l, {stream, ffn_out});
+    if (config.layer_inputs.dim > 0) {  // Gemma 4's per-layer input (model/config.h LayerInputs)
+      const TensorId input = add(Op::ple_input, l, {embedding});
+      const TensorId act = add(Op::ple_act, l, {add(Op::ple_gate, l, {stream}), input});
+      stream = add(Op::ple_residual, l, {stream, add(Op::ple_norm, l, {add(Op::ple_proj, l, {act})})});
+    }
   }
   add(Op::logits, n_layers_, {add(Op::final_norm, n_layers_, {stream})});
 }
@@ -77,6 +83,10 @@ std::optional<TensorId> Graph::norm_of(const TensorId& id) const {
   for (const Step& s : steps_)
     if (op_class(s.op) == OpClass::norm && s.inputs.size() == 1 && s.inputs.front() == id) return s.output();
   return std::nullopt;
+}
+
+Op last_residual(const ModelConfig& config) {
+  return config.layer_inputs.dim > 0 ? Op::ple_residual : Op::ffn_residual;
 }
 
 int Graph::width(const TensorId& id) const { return op_width(config_, id); }
@@ -139,6 +149,12 @@ HeadLayout head_layout(const TensorId& id, const ModelConfig& config) {
     case Op::moe_sum:
     case Op::ffn_post_norm:
     case Op::ffn_residual:
+    case Op::ple_input:
+    case Op::ple_gate:
+    case Op::ple_act:
+    case Op::ple_proj:
+    case Op::ple_norm:
+    case Op::ple_residual:
     case Op::final_norm:
     case Op::logits: return {};
   }
@@ -166,7 +182,13 @@ int op_width(const ModelConfig& config, const TensorId& id) {
     case Op::moe_sum:
     case Op::ffn_post_norm:
     case Op::ffn_residual:
+    case Op::ple_proj:
+    case Op::ple_norm:
+    case Op::ple_residual:
     case Op::final_norm: return config.dim;
+    case Op::ple_input:
+    case Op::ple_gate:
+    case Op::ple_act: return config.layer_inputs.dim;
     case Op::q_proj:
     case Op::q_norm:
     case Op::rope_q: return q_dim(config, l);

@@ -51,6 +51,10 @@ class Graph {
   std::vector<Step> steps_;
 };
 
+// The residual add that ends a layer: ple_residual where the model has per-layer inputs, else
+// ffn_residual (the one a layer's learned output scale multiplies: Block::layer_scale).
+Op last_residual(const ModelConfig& config);
+
 // Number of columns of an op's output for this model (dim, q_dim, kv_dim, ffn_dim or vocab).
 // Needs no Graph: the dump reader checks widths for a config with any number of layers.
 // A layer's attention ops are as wide as its heads (model/config.h AttentionShape).

@@ -73,6 +73,12 @@ std::string_view weight_kind_name(WeightKind kind) {
     case WeightKind::bkv_a: return "bkv_a";
     case WeightKind::v_norm: return "v_norm";
     case WeightKind::layer_scale: return "layer_scale";
+    case WeightKind::ple_token_embd: return "ple_token_embd";
+    case WeightKind::ple_model_proj: return "ple_model_proj";
+    case WeightKind::ple_proj_norm: return "ple_proj_norm";
+    case WeightKind::ple_gate: return "ple_gate";
+    case WeightKind::ple_proj: return "ple_proj";
+    case WeightKind::ple_post_norm: return "ple_post_norm";
   }
   return "?";
 }
@@ -88,6 +94,8 @@ std::optional<OpWeights> op_weights(Op op, const ModelConfig& c) {
     case Op::ffn_gate: return OpWeights{WeightKind::ffn_gate, WeightKind::b_gate};
     case Op::ffn_up: return OpWeights{WeightKind::ffn_up, WeightKind::b_up};
     case Op::ffn_down: return OpWeights{WeightKind::ffn_down, WeightKind::b_down};
+    case Op::ple_gate: return OpWeights{WeightKind::ple_gate, std::nullopt};
+    case Op::ple_proj: return OpWeights{WeightKind::ple_proj, std::nullopt};
     case Op::moe_router:
       return OpWeights{WeightKind::moe_router,
                        c.experts.router_bias ? std::optional(WeightKind::moe_router_b) : std::nullopt};
@@ -109,6 +117,7 @@ std::optional<NormWeights> norm_weights(Op op) {
     case Op::attn_post_norm: return NormWeights{WeightKind::attn_post_norm, std::nullopt};
     case Op::ffn_norm: return NormWeights{WeightKind::ffn_norm, WeightKind::ffn_norm_b};
     case Op::ffn_post_norm: return NormWeights{WeightKind::ffn_post_norm, std::nullopt};
+    case Op::ple_norm: return NormWeights{WeightKind::ple_post_norm, std::nullopt};
     case Op::final_norm: return NormWeights{WeightKind::output_norm, WeightKind::output_norm_b};
     default: return std::nullopt;
   }
@@ -116,7 +125,8 @@ std::optional<NormWeights> norm_weights(Op op) {
 
 bool is_per_layer(WeightKind kind) {
   return kind != WeightKind::token_embd && kind != WeightKind::output_norm && kind != WeightKind::output &&
-         kind != WeightKind::output_norm_b && kind != WeightKind::output_b && kind != WeightKind::pos_embd;
+         kind != WeightKind::output_norm_b && kind != WeightKind::output_b && kind != WeightKind::pos_embd &&
+         kind != WeightKind::ple_token_embd && kind != WeightKind::ple_model_proj && kind != WeightKind::ple_proj_norm;
 }
 
 bool is_vector(WeightKind kind) {
@@ -140,7 +150,11 @@ bool is_vector(WeightKind kind) {
     case WeightKind::output:
     case WeightKind::pos_embd:
     case WeightKind::wq_a:
-    case WeightKind::wkv_a: return false;
+    case WeightKind::wkv_a:
+    case WeightKind::ple_token_embd:
+    case WeightKind::ple_model_proj:
+    case WeightKind::ple_gate:
+    case WeightKind::ple_proj: return false;
     case WeightKind::attn_norm:
     case WeightKind::bq:
     case WeightKind::bk:
@@ -174,7 +188,9 @@ bool is_vector(WeightKind kind) {
     case WeightKind::bq_a:
     case WeightKind::bkv_a:
     case WeightKind::v_norm:
-    case WeightKind::layer_scale: return true;
+    case WeightKind::layer_scale:
+    case WeightKind::ple_proj_norm:
+    case WeightKind::ple_post_norm: return true;
   }
   return false;
 }
@@ -182,7 +198,8 @@ bool is_vector(WeightKind kind) {
 bool is_norm(WeightKind kind) {
   return kind == WeightKind::attn_norm || kind == WeightKind::q_norm || kind == WeightKind::k_norm ||
          kind == WeightKind::attn_post_norm || kind == WeightKind::ffn_norm || kind == WeightKind::ffn_post_norm ||
-         kind == WeightKind::output_norm || kind == WeightKind::q_a_norm || kind == WeightKind::kv_a_norm;
+         kind == WeightKind::output_norm || kind == WeightKind::q_a_norm || kind == WeightKind::kv_a_norm ||
+         kind == WeightKind::ple_proj_norm || kind == WeightKind::ple_post_norm;
 }
 
 std::span<const std::byte> WeightTensor::contiguous(std::vector<std::byte>& storage) const {
@@ -363,6 +380,12 @@ void Model::validate() const {
   if (b.norm_bias) check(WeightKind::output_norm_b, -1, 1, c.dim);
   if (!c.tied_output) check(WeightKind::output, -1, c.vocab, c.dim);
   if (b.output_bias) check(WeightKind::output_b, -1, 1, c.vocab);
+  const int per_layer = c.layer_inputs.dim;
+  if (per_layer > 0) {
+    check(WeightKind::ple_token_embd, -1, c.layer_inputs.vocab, std::int64_t{c.n_layers} * per_layer);
+    check(WeightKind::ple_model_proj, -1, std::int64_t{c.n_layers} * per_layer, c.dim);
+    check(WeightKind::ple_proj_norm, -1, 1, per_layer);
+  }
   for (int l = 0; l < c.n_layers; ++l) {
     const int q_width = q_dim(c, l), kv_width = kv_dim(c, l);
     const int q_norm_width = b.qk_norm == QkNorm::whole ? q_width : head_dim(c, l);
@@ -433,6 +456,11 @@ void Model::validate() const {
       vector(b.mlp_bias, WeightKind::b_down, c.dim);
     }
     vector(b.post_norms, WeightKind::ffn_post_norm, c.dim);
+    if (per_layer > 0) {
+      check(WeightKind::ple_gate, l, per_layer, c.dim);
+      check(WeightKind::ple_proj, l, c.dim, per_layer);
+      check(WeightKind::ple_post_norm, l, 1, c.dim);
+    }
   }
   for (const auto& [key, t] : tensors_)
     if (!used.contains(key))

@@ -83,6 +83,13 @@ enum class WeightKind : std::uint8_t {
   bkv_a,        // [kv_rank + rope_dim]  (mla.biases only)
   v_norm,       // [head_dim]: ones (block.v_norm only; the norm has no weight)
   layer_scale,  // [1]: the layer's output scale (block.layer_scale only)
+  // Per-layer inputs' (model/config.h LayerInputs, of P channels a layer):
+  ple_token_embd,  // [layer_inputs.vocab, n_layers * P]: the tokens' table
+  ple_model_proj,  // [n_layers * P, dim]: the embedding's projection
+  ple_proj_norm,   // [P]: its norm (RMS over each layer's P channels)
+  ple_gate,        // [P, dim] per layer (per_layer_input_gate)
+  ple_proj,        // [dim, P] per layer (per_layer_projection)
+  ple_post_norm,   // [dim] per layer (post_per_layer_input_norm)
 };
 std::string_view weight_kind_name(WeightKind kind);
 bool is_per_layer(WeightKind kind);
@@ -164,8 +171,14 @@ inline constexpr WeightKind kAllWeightKinds[] = {WeightKind::token_embd,
                                                  WeightKind::bq_a,
                                                  WeightKind::bkv_a,
                                                  WeightKind::v_norm,
-                                                 WeightKind::layer_scale};
-static_assert(std::size(kAllWeightKinds) == static_cast<std::size_t>(WeightKind::layer_scale) + 1);
+                                                 WeightKind::layer_scale,
+                                                 WeightKind::ple_token_embd,
+                                                 WeightKind::ple_model_proj,
+                                                 WeightKind::ple_proj_norm,
+                                                 WeightKind::ple_gate,
+                                                 WeightKind::ple_proj,
+                                                 WeightKind::ple_post_norm};
+static_assert(std::size(kAllWeightKinds) == static_cast<std::size_t>(WeightKind::ple_post_norm) + 1);
 
 // One weight tensor as stored: row-major [rows, cols] (cols contiguous; a 1-D tensor has rows = 1).
 // For matrices rows = output features and cols = input features, so y = W x. Its rows lie in one

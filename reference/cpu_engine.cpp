@@ -237,12 +237,26 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
       return;
     case Op::attn_residual:
     case Op::ffn_residual:
-      if (block.residual_scale == 1.0)
+    case Op::ple_residual:
+      if (block.residual_scale == 1.0 || step.op == Op::ple_residual)
         out = in(0) + in(1);
       else
         out = in(0) + in(1) * static_cast<S>(block.residual_scale);
-      if (step.op == Op::ffn_residual && block.layer_scale) out *= w[WeightKind::layer_scale].vector()(0);
+      if (block.layer_scale && step.op == model::last_residual(config_)) out *= w[WeightKind::layer_scale].vector()(0);
       return;
+    case Op::ple_input: {
+      const int width = config_.layer_inputs.dim;
+      const ConstMatMap<S> projection = weights_.get(WeightKind::ple_model_proj).matrix();
+      layer_input<S>(in(0), tokens_, weights_.get(WeightKind::ple_token_embd).matrix(), l * width,
+                     ConstMatMap<S>(projection.row(static_cast<Eigen::Index>(l) * width).data(), width, config_.dim),
+                     globals_[WeightKind::ple_proj_norm].vector(), config_.norm_eps, model::layer_input_scales(config_),
+                     out);
+      return;
+    }
+    case Op::ple_act: return ops_->gated_activation(in(0), in(1), out);
+    case Op::ple_norm: norm(in(0)); return;
+    case Op::ple_gate:
+    case Op::ple_proj: product(); return;
     case Op::ffn_act:
       if (block.ffn == model::Ffn::plain)
         return ops_->activation(

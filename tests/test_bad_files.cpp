@@ -341,7 +341,7 @@ TEST(BadFile, SafetensorsConfigProblems) {
        "exaone4, "
        "hunyuan_v1_dense, hunyuan_v1_moe, "
        "gpt_neox, gpt2, opt, falcon, olmo, olmoe, qwen2_moe, granitemoe, granitemoeshared, glm4_moe, dots1, "
-       "minimax_m2, ernie4_5_moe, phimoe, apertus, gpt_oss, llama4_text, deepseek_v3, deepseek_v2, "
+       "minimax_m2, ernie4_5_moe, phimoe, apertus, gpt_oss, llama4_text, deepseek_v3, deepseek_v2, gemma4_text, "
        "mistral3, gemma3"},
       {[](auto& j) { j["model_type"] = "gemma3"; }, "'text_config': expected an object, found no such key"},
       {[](auto& j) {
@@ -358,7 +358,7 @@ TEST(BadFile, SafetensorsConfigProblems) {
          j["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 1e4}}}};
        },
        "'rope_parameters' = {\"full_attention\":{\"rope_theta\":10000.0,\"rope_type\":\"default\"}} is not supported: "
-       "tapdiff implements RoPE parameters per layer type in 5.x rope_parameters of Gemma 3 and OLMo 3 only"},
+       "tapdiff implements RoPE parameters per layer type in 5.x rope_parameters of Gemma 3, Gemma 4 and OLMo 3 only"},
       {[](auto& j) {
          j["model_type"] = "gemma3_text";
          j["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}}},
@@ -378,9 +378,9 @@ TEST(BadFile, SafetensorsConfigProblems) {
        },
        "config.json: rope_scaling: 'factor': expected a number, found no such key"},
       {[](auto& j) {
-         j["rope_scaling"] = {{"rope_type", "proportional"}, {"factor", 2}};
+         j["rope_scaling"] = {{"rope_type", "mrope"}, {"factor", 2}};
        },
-       "'rope_type' = \"proportional\" is not supported: tapdiff implements default, linear, dynamic, yarn"},
+       "'rope_type' = \"mrope\" is not supported: tapdiff implements default, linear, dynamic, yarn"},
       {[](auto& j) { j["hidden_act"] = "gelu_fast"; },
        "'hidden_act' = \"gelu_fast\" is not supported: tapdiff implements silu, gelu, gelu_pytorch_tanh, gelu_new, "
        "relu, relu2 and xielu"},

@@ -130,6 +130,31 @@ TEST(Graph, GivesEachLayerItsOwnHeadsAndNormsTheValues) {
   EXPECT_THROW(c.validate("c"), FormatError);
 }
 
+// Gemma 4's per-layer inputs end each layer: made from the embedding, gated by the FFN's residual.
+TEST(Graph, EndsEachLayerWithItsPerLayerInput) {
+  ModelConfig c;
+  c.n_layers = 2, c.dim = 16, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 8, c.ffn_dim = 40, c.vocab = 50;
+  c.layer_inputs = {.dim = 6, .vocab = 30};
+  c.validate("c");
+  const Graph g(c);
+  std::vector<Op> tail;
+  for (const Step& s : g.steps())
+    if (s.layer == 1 && g.position(s.output()) > g.position({Op::ffn_down, 1})) tail.push_back(s.op);
+  EXPECT_EQ(tail, (std::vector<Op>{Op::ffn_residual, Op::ple_input, Op::ple_gate, Op::ple_act, Op::ple_proj,
+                                   Op::ple_norm, Op::ple_residual}));
+  const auto input = std::ranges::find_if(g.steps(), [](const Step& s) { return s.op == Op::ple_input; });
+  EXPECT_EQ(input->inputs, (std::vector<TensorId>{{Op::embed, -1}}));
+  const auto attn_norm = std::ranges::find_if(g.steps(), [](const Step& s) {
+    return s.output() == TensorId{Op::attn_norm, 1};
+  });
+  EXPECT_EQ(attn_norm->inputs, (std::vector<TensorId>{{Op::ple_residual, 0}}));
+  EXPECT_EQ(g.width({Op::ple_act, 1}), 6);
+  EXPECT_EQ(g.width({Op::ple_norm, 1}), 16);
+  EXPECT_EQ(last_residual(c), Op::ple_residual);
+  c.layer_inputs.vocab = 0;  // a table of no rows
+  EXPECT_THROW(c.validate("c"), FormatError);
+}
+
 // DeepSeek-V3's latent attention: q through its low-rank pair, keys and values from the normed
 // latent, the shared RoPE key part from kv_a_proj; attn reads all four.
 TEST(Graph, RunsLatentAttention) {

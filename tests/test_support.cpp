@@ -120,7 +120,7 @@ model::ModelConfig fake_config() {
 }
 
 double fake_value(const model::TensorId& id, int pos, int col) {
-  const double v = (id.layer + 1) * 64 + static_cast<int>(id.op) * 3 + pos + col * 0.25;
+  const double v = (id.layer + 1) * 64 + static_cast<int>(id.op) * 2 + pos + col * 0.25;
   return col % 2 != 0 ? -v : v;
 }
 

@@ -9,10 +9,12 @@
 //   layer type: the full layers turn the first partial_rotary_factor of their head's pairs);
 // - five sliding layers to one full by default, the last layer full whatever layer_types says (as
 //   Gemma4TextConfig forces it);
+// - per-layer inputs where hidden_size_per_layer_input (default 256; 0 or null: none): each layer
+//   ends by adding its output gated by its own input from embed_tokens_per_layer (of
+//   vocab_size_per_layer_input rows) and from the embedding (model/config.h LayerInputs);
 // - each layer's output times its learned layer_scalar.
-// Per-layer input embeddings (hidden_size_per_layer_input, on by default), layers sharing an
-// earlier layer's KV (num_kv_shared_layers) and the MoE block (enable_moe_block) are refused by
-// name: tapdiff does not compute them yet.
+// Layers sharing an earlier layer's KV (num_kv_shared_layers) and the MoE block
+// (enable_moe_block) are refused by name: tapdiff does not compute them yet.
 #include <cmath>
 #include <set>
 #include <string>
@@ -108,8 +110,10 @@ void read_hf(KeyReader& k, ModelConfig& c) {
     c.values_from_keys.resize(static_cast<std::size_t>(c.n_layers));
     for (int l = 0; l < c.n_layers; ++l) c.values_from_keys[static_cast<std::size_t>(l)] = !slides(c, l);
   }
-  refuse_switched_on(k, "hidden_size_per_layer_input", 256, "per-layer input embeddings");
-  k.find("vocab_size_per_layer_input");  // the per-layer embeddings' table, unused without them
+  const std::string per_layer = "hidden_size_per_layer_input";
+  c.layer_inputs.dim = k.has(per_layer) ? k.integer(per_layer, 0) : 256;  // null or 0: none
+  const int table = k.integer("vocab_size_per_layer_input", 262'144);     // their table's rows, unused without them
+  if (c.layer_inputs.dim > 0) c.layer_inputs.vocab = table;
   refuse_switched_on(k, "num_kv_shared_layers", 0, "layers sharing an earlier layer's keys and values");
   k.boolean("use_double_wide_mlp", false);  // widens the MLP of KV-sharing layers only
   refuse_switched_on(k, "enable_moe_block", false, "its MoE block beside the MLP");

@@ -276,7 +276,18 @@ class HfRecorder(Recording):
                 self._input(down, i, "ffn_act")
                 self._output(down, i, "ffn_down")
             self._output(after_ffn, i, "ffn_post_norm")
-            self._output(layer, i, "ffn_residual")
+            gate = getattr(layer, "per_layer_input_gate", None)
+            if gate is None:
+                self._output(layer, i, "ffn_residual")
+            else:  # Gemma 4's per-layer input ends the layer: its own input is the layer's second argument
+                self.handles.append(layer.register_forward_pre_hook(
+                    lambda _m, args, i=i: self._keep(i, "ple_input", _rows(args[1]))))
+                self._input(gate, i, "ffn_residual")
+                self._output(gate, i, "ple_gate")
+                self._input(layer.per_layer_projection, i, "ple_act")
+                self._output(layer.per_layer_projection, i, "ple_proj")
+                self._output(layer.post_per_layer_input_norm, i, "ple_norm")
+                self._output(layer, i, "ple_residual")
         self._output(_first(self.decoder, FINAL_NORM), n, "final_norm")
 
     def _latent_attention(self, attn, layer):

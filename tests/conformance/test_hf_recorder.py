@@ -118,6 +118,11 @@ def drop_layer_scalar(model):
     model.model.layers[2].layer_scalar.fill_(1.0)
 
 
+def unscaled_layer_inputs(model):
+    """Gemma 4's per-layer inputs without the 1/sqrt(2) of their two parts' sum."""
+    model.model.per_layer_input_scale = 1.0
+
+
 @pytest.mark.parametrize("name, patch, culprit", [
     ("qwen3-moe", drop_renormalisation, "1/moe_weights"),
     ("qwen2-moe", open_shared_gate, "1/moe_shared"),
@@ -133,7 +138,8 @@ def drop_layer_scalar(model):
     ("llama4", double_temperature, "1/rope_q"),
     ("llama4-plain", shift_norm, "2/ffn_norm"),
     ("gemma4", skip_value_norm, "1/v_norm"),
-    ("gemma4-values", drop_layer_scalar, "2/ffn_residual"),
+    ("gemma4-layer-inputs", drop_layer_scalar, "2/ple_residual"),
+    ("gemma4-layer-inputs", unscaled_layer_inputs, "0/ple_input"),
 ])
 def test_a_bug_in_the_models_forward_is_named(name, patch, culprit, tmp_path):
     case = next(c for c in CASES if c.name == name)

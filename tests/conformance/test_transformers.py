@@ -67,7 +67,10 @@ def transformers_forward(folder: Path) -> dict[str, np.ndarray]:
 
     decoder = decoder_of(model)
     layers = next(getattr(decoder, n) for n in LAYERS if hasattr(decoder, n))
-    handles = [layer.register_forward_hook(keep(f"{i}/ffn_residual")) for i, layer in enumerate(layers)]
+    # A layer's output: its per-layer input's residual where it ends with one (Gemma 4), else the FFN's.
+    handles = [layer.register_forward_hook(
+        keep(f"{i}/{'ple_residual' if hasattr(layer, 'per_layer_input_gate') else 'ffn_residual'}"))
+        for i, layer in enumerate(layers)]
     for i, layer in enumerate(layers):
         moe = getattr(layer, "mlp", None) if hasattr(getattr(layer, "mlp", None), "experts") else \
             getattr(layer, "block_sparse_moe", None)
@@ -366,13 +369,12 @@ UNIMPLEMENTED = [  # (case, key, value, the key the refusal names): a value whos
     ("deepseek-v2", "topk_method", "noaux_tc", "topk_method"),  # transformers' V2 router has no such branch
     ("deepseek-v2", "norm_topk_prob", True, "norm_topk_prob"),  # transformers' router never renormalises
     ("deepseek-v2", "mlp_bias", True, "mlp_bias"),
-    ("gemma4", "hidden_size_per_layer_input", 256, "hidden_size_per_layer_input"),
     ("gemma4", "num_kv_shared_layers", 1, "num_kv_shared_layers"),
     ("gemma4", "enable_moe_block", True, "enable_moe_block"),
     ("gemma4", "use_bidirectional_attention", "all", "use_bidirectional_attention"),
     ("gemma4", "per_layer_config", {"1": {"head_dim": 32, "intermediate_size": 48}}, "intermediate_size"),
     ("gemma4", "per_layer_config", {"1": {"head_dim": 8}}, "per_layer_config"),  # the two full layers differ
-    ("gemma4-values", "rope_parameters", None, "rope_parameters"),  # the config class's default is proportional
+    ("gemma4-layer-inputs", "rope_parameters", None, "rope_parameters"),  # the config class's default is proportional
 ]
 
 
