@@ -169,6 +169,17 @@ model::ModelConfig config_from_json(const nlohmann::json& config, const std::str
                                     model::json_excerpt(shapes)));
     for (const nlohmann::json& s : shapes) out.layer_shapes.push_back({size(s, "n_kv_heads"), size(s, "head_dim")});
   }
+  if (config.contains("kv_sources")) {
+    const nlohmann::json& s = config.at("kv_sources");
+    const bool layers =
+        s.is_array() && std::all_of(s.begin(), s.end(), [](const nlohmann::json& l) {
+          return l.is_number_integer() && l.get<std::int64_t>() >= 0 && l.get<std::int64_t>() <= INT32_MAX;
+        });
+    if (!layers)
+      throw FormatError(fmt::format("{}: model_config.kv_sources: expected an array of layer numbers, found {}", source,
+                                    model::json_excerpt(s)));
+    out.kv_sources = s.get<std::vector<int>>();
+  }
   if (config.contains("layer_inputs")) {
     const nlohmann::json& p = config.at("layer_inputs");
     const auto size = [&](const char* key) {

@@ -781,6 +781,7 @@ std::string_view not_computed(const model::ModelConfig& c) {
   if (c.latent()) return "multi-head latent attention";
   if (c.block.v_norm) return "the values' norm (Gemma 4's v_norm)";
   if (c.layer_inputs.dim > 0) return "per-layer inputs (Gemma 4's hidden_size_per_layer_input)";
+  if (!c.kv_sources.empty()) return "layers attending over another layer's cache (Gemma 4's num_kv_shared_layers)";
   if (c.block.layer_scale) return "a layer output's learned scale (Gemma 4's layer_scalar)";
   if (!c.layer_shapes.empty()) return "layers whose heads differ in number or width (Gemma 4's full layers)";
   return {};

@@ -165,6 +165,15 @@ void ModelConfig::validate(const std::string& source) const {
   } else {
     require(mla == LatentAttention{}, "no latent attention's sizes without its kv rank", "some");
   }
+  require(kv_sources.empty() || std::ssize(kv_sources) == n_layers, "a KV source for every layer, or none",
+          kv_sources.size());
+  for (int l = 0; l < std::ssize(kv_sources); ++l) {
+    const int s = kv_sources[static_cast<std::size_t>(l)];
+    require(s >= 0 && s <= l && kv_sources[static_cast<std::size_t>(s)] == s && !latent() &&
+                slides(*this, s) == slides(*this, l) && attention_shape(*this, s) == attention_shape(*this, l),
+            "each layer's KV from itself or an earlier layer of its own kind and heads that keeps its own",
+            fmt::format("layer {} from layer {}", l, s));
+  }
   require(layer_inputs.dim >= 0 && (layer_inputs.dim == 0 || layer_inputs.vocab >= 1) &&
               std::int64_t{layer_inputs.dim} * n_layers <= std::numeric_limits<int>::max(),
           "per-layer inputs of dim >= 0 channels (n_layers times it below 2^31) from a table of >= 1 rows",
@@ -178,6 +187,12 @@ LayerInputScales layer_input_scales(const ModelConfig& c) {
           .table = static_cast<float>(std::sqrt(static_cast<double>(c.layer_inputs.dim))),
           .sum = 1.0 / std::sqrt(2.0)};
 }
+
+int kv_source(const ModelConfig& c, int layer) {
+  return layer >= 0 && layer < std::ssize(c.kv_sources) ? c.kv_sources[static_cast<std::size_t>(layer)] : layer;
+}
+
+bool shares_kv(const ModelConfig& c, int layer) { return kv_source(c, layer) != layer; }
 
 AttentionShape attention_shape(const ModelConfig& c, int layer) {
   if (layer >= 0 && layer < std::ssize(c.layer_shapes)) return c.layer_shapes[static_cast<std::size_t>(layer)];
@@ -309,6 +324,7 @@ nlohmann::json to_json(const ModelConfig& c) {
   if (!c.chunked_layers.empty()) j["chunked_layers"] = c.chunked_layers;
   if (!c.rope_layers.empty()) j["rope_layers"] = c.rope_layers;
   if (!c.values_from_keys.empty()) j["values_from_keys"] = c.values_from_keys;
+  if (!c.kv_sources.empty()) j["kv_sources"] = c.kv_sources;
   if (c.layer_inputs.dim > 0) j["layer_inputs"] = {{"dim", c.layer_inputs.dim}, {"vocab", c.layer_inputs.vocab}};
   if (!c.layer_shapes.empty()) {
     j["layer_shapes"] = nlohmann::json::array();

@@ -131,6 +131,10 @@ struct ModelConfig {
   // [n_layers]: the layers whose values are k_proj's output, their v_proj k_proj's matrix (Gemma 4's
   // attention_k_eq_v on its full layers); empty: none
   std::vector<bool> values_from_keys;
+  // [n_layers]: the layer whose keys and values each layer attends over: itself, or an earlier
+  // layer of its kind whose cache it reads with no k/v ops of its own (Gemma 4's
+  // num_kv_shared_layers); empty: every layer its own
+  std::vector<int> kv_sources;
   double rope_base = 10000.0;
   int rotary_dim = 0;  // leading channels of a head that RoPE rotates; 0 = head_dim
   RopeScaling rope_scaling;
@@ -163,6 +167,11 @@ int head_dim(const ModelConfig& config, int layer);
 int q_dim(const ModelConfig& config, int layer);     // n_heads * the layer's head_dim
 int kv_dim(const ModelConfig& config, int layer);    // a key's channels in the layer's cache
 int attn_dim(const ModelConfig& config, int layer);  // attn's output in the layer: every head's values
+
+// The layer whose KV cache a layer attends over (kv_sources; itself where empty), and whether that
+// is another's (the layer then has no k_proj ... rope_k, v_proj, v_norm).
+int kv_source(const ModelConfig& config, int layer);
+bool shares_kv(const ModelConfig& config, int layer);
 
 // The epsilon of a norm op: mla.norm_eps for latent attention's, norm_eps for the others.
 double norm_eps(const ModelConfig& config, Op op);

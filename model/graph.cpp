@@ -40,20 +40,21 @@ Graph::Graph(const ModelConfig& config) : config_(config), n_layers_(config.n_la
     const TensorId k = add(Op::k_proj, layer, {latent}), v = add(Op::v_proj, layer, {latent});
     return add(Op::attn, layer, {q, k, v, add(Op::rope_k, layer, {kv_a})});
   };
-  // q, k and v projected, then normed and rotated as the block says.
+  // q, k and v projected, then normed and rotated as the block says; a layer that attends over
+  // another's cache (shares_kv) has q alone.
   auto attention = [&](int l, TensorId x) {
-    TensorId q = add(Op::q_proj, l, {x}), k = add(Op::k_proj, l, {x});
-    const TensorId v = maybe(b.v_norm, Op::v_norm, l, add(Op::v_proj, l, {x}));
-    const bool norms = has_qk_norm(config, l), rotates = uses_rope(config, l);
+    const bool own_kv = !shares_kv(config, l), norms = has_qk_norm(config, l);
+    TensorId q = add(Op::q_proj, l, {x}), k = own_kv ? add(Op::k_proj, l, {x}) : TensorId{};
+    const TensorId v = own_kv ? maybe(b.v_norm, Op::v_norm, l, add(Op::v_proj, l, {x})) : TensorId{};
     const auto qk_norms = [&] {
       q = maybe(norms, Op::q_norm, l, q);
-      k = maybe(norms, Op::k_norm, l, k);
+      k = maybe(norms && own_kv, Op::k_norm, l, k);
     };
     if (!b.qk_norm_after_rope) qk_norms();
     q = maybe(has_rope_q(config, l), Op::rope_q, l, q);
-    k = maybe(rotates, Op::rope_k, l, k);
+    k = maybe(uses_rope(config, l) && own_kv, Op::rope_k, l, k);
     if (b.qk_norm_after_rope) qk_norms();
-    return add(Op::attn, l, {q, k, v});
+    return own_kv ? add(Op::attn, l, {q, k, v}) : add(Op::attn, l, {q});
   };
   const TensorId embedding = add(Op::embed, -1, {});
   TensorId stream = embedding;  // the residual stream entering the next layer

@@ -279,12 +279,13 @@ void add_unit_norms(Model& model) {
 void add_unit_head_norms(Model& model) {
   const ModelConfig& c = model.config();
   if (c.block.v_norm)
-    for (int l = 0; l < c.n_layers; ++l) add_ones(model, WeightKind::v_norm, l, head_dim(c, l), "value norms");
+    for (int l = 0; l < c.n_layers; ++l)
+      if (!shares_kv(c, l)) add_ones(model, WeightKind::v_norm, l, head_dim(c, l), "value norms");
   if (c.block.qk_norm != QkNorm::per_head_plain) return;
   for (int l = 0; l < c.n_layers; ++l)
     if (has_qk_norm(c, l))
       for (const WeightKind kind : {WeightKind::q_norm, WeightKind::k_norm})
-        add_ones(model, kind, l, head_dim(c, l), "q and k norms");
+        if (kind == WeightKind::q_norm || !shares_kv(c, l)) add_ones(model, kind, l, head_dim(c, l), "q and k norms");
 }
 
 void add_values_from_keys(Model& model) {
@@ -410,15 +411,16 @@ void Model::validate() const {
       check(WeightKind::wv, l, c.attn_dim(), a.kv_rank);
     } else {
       check(WeightKind::wq, l, q_width, c.dim);
-      check(WeightKind::wk, l, kv_width, c.dim);
-      check(WeightKind::wv, l, kv_width, c.dim);
+      if (!shares_kv(c, l)) check(WeightKind::wk, l, kv_width, c.dim);
+      if (!shares_kv(c, l)) check(WeightKind::wv, l, kv_width, c.dim);
     }
+    const bool own_kv = !shares_kv(c, l);
     vector(b.qkv_bias, WeightKind::bq, q_width);
-    vector(b.qkv_bias, WeightKind::bk, kv_width);
-    vector(b.qkv_bias, WeightKind::bv, kv_width);
+    vector(b.qkv_bias && own_kv, WeightKind::bk, kv_width);
+    vector(b.qkv_bias && own_kv, WeightKind::bv, kv_width);
     vector(has_qk_norm(c, l), WeightKind::q_norm, q_norm_width);
-    vector(has_qk_norm(c, l), WeightKind::k_norm, k_norm_width);
-    vector(b.v_norm, WeightKind::v_norm, head_dim(c, l));
+    vector(has_qk_norm(c, l) && own_kv, WeightKind::k_norm, k_norm_width);
+    vector(b.v_norm && own_kv, WeightKind::v_norm, head_dim(c, l));
     vector(b.layer_scale, WeightKind::layer_scale, 1);
     check(WeightKind::wo, l, c.dim, attn_dim(c, l));
     vector(b.o_bias, WeightKind::bo, c.dim);

@@ -336,10 +336,11 @@ void CpuEngine<S>::append_kv(const model::Step& step) {
 
 template <typename S>
 void CpuEngine<S>::attend(const model::Step& step, Mat<S>& out) {
-  append_kv(step);
+  if (!model::shares_kv(config_, step.layer)) append_kv(step);  // else its source layer's, earlier in the pass
   const auto layer = static_cast<std::size_t>(step.layer);
+  const auto source = static_cast<std::size_t>(model::kv_source(config_, step.layer));
   const auto& sinks = layers_[layer][WeightKind::attn_sinks];
-  ops_->attention(slot(step.inputs[0]), k_cache_[layer], v_cache_[layer], step.layer, chunk_.first_pos,
+  ops_->attention(slot(step.inputs[0]), k_cache_[source], v_cache_[source], step.layer, chunk_.first_pos,
                   sinks.empty() ? nullptr : sinks.vector().data(), out);
 }
 
@@ -360,14 +361,14 @@ void CpuEngine<S>::write(const TensorId& id, const HostTensor& value) {
 }
 
 template <typename S>
-HostTensor CpuEngine<S>::read_kv(int layer, bool value) {
-  const Mat<S>& cache = (value ? v_cache_ : k_cache_).at(static_cast<std::size_t>(layer));
+HostTensor CpuEngine<S>::read_kv(int layer, bool value) {  // a layer sharing another's: that one's
+  const Mat<S>& cache = (value ? v_cache_ : k_cache_).at(static_cast<std::size_t>(model::kv_source(config_, layer)));
   return to_host(cache.topRows(n_past_));
 }
 
 template <typename S>
 void CpuEngine<S>::write_kv(int layer, bool value, const HostTensor& rows) {
-  Mat<S>& cache = (value ? v_cache_ : k_cache_).at(static_cast<std::size_t>(layer));
+  Mat<S>& cache = (value ? v_cache_ : k_cache_).at(static_cast<std::size_t>(model::kv_source(config_, layer)));
   cache = from_host(rows);
   ops_->round_stored(cache);
   round_cache_rows(cache, 0, cache.rows());

@@ -399,10 +399,14 @@ TEST(DumpConfig, LayerFlagsChunksTemperatureAndLatentAttentionRoundTrip) {
   shaped.experts = {};
   shaped.layer_shapes = {{shaped.n_kv_heads, shaped.head_dim}, {1, 2 * shaped.head_dim}};
   shaped.values_from_keys = {false, true};
+  shaped.kv_sources = {0, 1};
+  shaped.layer_inputs = {.dim = 4, .vocab = 9};
   shaped.block.v_norm = shaped.block.layer_scale = true;
   const model::ModelConfig gemma4 = dumps::config_from_json(model::to_json(shaped), "dump.h5");
   EXPECT_EQ(gemma4.layer_shapes, shaped.layer_shapes);
   EXPECT_EQ(gemma4.values_from_keys, shaped.values_from_keys);
+  EXPECT_EQ(gemma4.kv_sources, shaped.kv_sources);
+  EXPECT_EQ(gemma4.layer_inputs, shaped.layer_inputs);
   EXPECT_EQ(gemma4.block, shaped.block);
   EXPECT_EQ(model::op_width(gemma4, {model::Op::rope_k, 1}), 2 * shaped.head_dim);
   nlohmann::json no_heads = model::to_json(shaped);

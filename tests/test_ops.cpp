@@ -155,6 +155,32 @@ TEST(Graph, EndsEachLayerWithItsPerLayerInput) {
   EXPECT_THROW(c.validate("c"), FormatError);
 }
 
+// Gemma 4's KV-sharing layers: q alone, attn reads the source layer's cache.
+TEST(Graph, ALayerSharingAnotherLayersCacheHasNoKeysOrValuesOfItsOwn) {
+  ModelConfig c;
+  c.n_layers = 3, c.dim = 16, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 8, c.ffn_dim = 40, c.vocab = 50;
+  c.block.qk_norm = model::QkNorm::per_head;
+  c.block.v_norm = true;
+  c.kv_sources = {0, 1, 0};
+  c.validate("c");
+  const Graph g(c);
+  std::vector<Op> attention;
+  for (const Step& s : g.steps())
+    if (s.layer == 2 && g.position(s.output()) < g.position({Op::o_proj, 2})) attention.push_back(s.op);
+  EXPECT_EQ(attention, (std::vector<Op>{Op::attn_norm, Op::q_proj, Op::q_norm, Op::rope_q, Op::attn}));
+  const auto attn = std::ranges::find_if(g.steps(), [](const Step& s) { return s.output() == TensorId{Op::attn, 2}; });
+  EXPECT_EQ(attn->inputs, (std::vector<TensorId>{{Op::rope_q, 2}}));
+  EXPECT_TRUE(model::shares_kv(c, 2));
+  EXPECT_EQ(model::kv_source(c, 2), 0);
+  c.kv_sources = {0, 2, 2};  // a source after the layer
+  EXPECT_THROW(c.validate("c"), FormatError);
+  c.kv_sources = {0, 0, 1};  // a source that shares in turn
+  EXPECT_THROW(c.validate("c"), FormatError);
+  c.kv_sources = {0, 1, 0};
+  c.sliding_window = 4, c.sliding_layers = {true, false, false};  // a sliding layer's cache for a full one
+  EXPECT_THROW(c.validate("c"), FormatError);
+}
+
 // DeepSeek-V3's latent attention: q through its low-rank pair, keys and values from the normed
 // latent, the shared RoPE key part from kv_a_proj; attn reads all four.
 TEST(Graph, RunsLatentAttention) {

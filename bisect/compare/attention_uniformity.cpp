@@ -10,6 +10,10 @@ AttentionUniformity::AttentionUniformity(const model::ModelConfig& config)
     layers_[static_cast<std::size_t>(l)].sum.assign(static_cast<std::size_t>(model::kv_dim(config, l)), 0.0);
 }
 
+bool AttentionUniformity::applies(const model::ModelConfig& config) {
+  return !config.block.v_norm && config.kv_sources.empty();
+}
+
 void AttentionUniformity::add_values(int layer, const model::HostTensor& v) {
   layers_[static_cast<std::size_t>(layer)].pending = v;
 }

@@ -29,6 +29,9 @@ struct UniformityStats {
 class AttentionUniformity {
  public:
   explicit AttentionUniformity(const model::ModelConfig& config);
+  // Whether each layer's cached values are its own v_proj's output (no value norm, no layer
+  // attending over another's cache), which this measure takes them to be.
+  static bool applies(const model::ModelConfig& config);
 
   // A chunk's value rows of one layer (the truth's v_proj), [rows, kv_dim]; then the chunk's
   // attention outputs of both engines, [rows, heads * head_dim].

@@ -325,7 +325,7 @@ BisectResult run_bisect(const model::ModelConfig& config, const LockstepEngines&
     last_pass = std::max(last_pass, pass_of(passes, run.alignment.rows[static_cast<std::size_t>(symptom.worst.index)]));
   PassComparison forced_pass(graph, config);
   std::optional<AttentionUniformity> uniformity;
-  if (n_seqs == 1 && model::full_attention(config)) uniformity.emplace(config);
+  if (n_seqs == 1 && model::full_attention(config) && AttentionUniformity::applies(config)) uniformity.emplace(config);
   const StepObserver observe_forced = [&](const StepOutputs& out) {
     forced_pass.add(out);
     if (uniformity && out.step.op == Op::v_proj) uniformity->add_values(out.step.layer, out.truth);

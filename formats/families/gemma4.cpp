@@ -1,5 +1,5 @@
-// Gemma 4's text model (gemma4_text), its dense form: Gemma 3's block of norms after the attention
-// and the FFN, with
+// Gemma 4's text model (gemma4_text) without its MoE block: Gemma 3's block of norms after the
+// attention and the FFN, with
 // - RMS norms scaled by w (not 1 + w), attention unscaled (scaling 1.0), q and k normed per head;
 // - the values' heads RMS-normed without a weight (v_norm) before the cache;
 // - full layers of their own heads (per_layer_config's head_dim and num_key_value_heads; where the
@@ -12,16 +12,16 @@
 // - per-layer inputs where hidden_size_per_layer_input (default 256; 0 or null: none): each layer
 //   ends by adding its output gated by its own input from embed_tokens_per_layer (of
 //   vocab_size_per_layer_input rows) and from the embedding (model/config.h LayerInputs);
+// - the last num_kv_shared_layers layers attending over the cache of the last earlier layer of
+//   their kind, with no k/v projections of their own (their double-wide MLP refused);
 // - each layer's output times its learned layer_scalar.
-// Layers sharing an earlier layer's KV (num_kv_shared_layers) and the MoE block
-// (enable_moe_block) are refused by name: tapdiff does not compute them yet.
+// The MoE block (enable_moe_block) is refused by name: tapdiff does not compute it yet.
+#include <algorithm>
 #include <cmath>
-#include <set>
 #include <string>
 
 #include <fmt/format.h>
 
-#include "formats/families/gemma.h"
 #include "formats/family_spec.h"
 #include "formats/hf_keys.h"
 
@@ -32,14 +32,6 @@ using namespace model;
 namespace {
 
 using nlohmann::json;
-
-// A key that must be absent, null, 0 or false: a part of Gemma 4 tapdiff does not compute.
-void refuse_switched_on(KeyReader& k, const std::string& key, const json& fallback, std::string_view what) {
-  const json* v = k.find(key);
-  const json& value = v != nullptr ? *v : fallback;
-  if (!value.is_null() && value != 0 && value != false)
-    k.unsupported(key, value, fmt::format("Gemma 4 without {} (0, false or null)", what));
-}
 
 // Each layer's heads: per_layer_config's overrides by layer index (head_dim, num_key_value_heads);
 // without it the full layers' global_head_dim and, where keys are values, num_global_key_value_heads.
@@ -87,6 +79,33 @@ void read_layer_shapes(KeyReader& k, ModelConfig& c, bool k_eq_v) {
   if (!uniform) c.layer_shapes = std::move(shapes);
 }
 
+// The last num_kv_shared_layers layers attend over the cache of the last earlier layer of their
+// kind, with no k/v projections of their own (Gemma4TextConfig's kv_sharing_modes).
+void read_kv_sharing(KeyReader& k, ModelConfig& c) {
+  const int shared = k.integer("num_kv_shared_layers", 0);
+  const bool double_wide = k.boolean("use_double_wide_mlp", false);  // widens the MLP of those layers only
+  if (shared == 0) return;
+  if (shared >= c.n_layers)
+    k.fail("num_kv_shared_layers",
+           fmt::format("fewer than num_hidden_layers, {} (a layer of each kind keeps its cache)", c.n_layers),
+           std::to_string(shared));
+  if (double_wide)
+    k.unsupported("use_double_wide_mlp", true, "the KV-sharing layers' MLP as wide as the others' (false)");
+  const int first = c.n_layers - shared;
+  c.kv_sources.resize(static_cast<std::size_t>(c.n_layers));
+  for (int l = 0; l < c.n_layers; ++l) {
+    int source = l;
+    if (l >= first) {
+      source = first - 1;
+      while (source >= 0 && slides(c, source) != slides(c, l)) --source;
+      if (source < 0)
+        k.fail("num_kv_shared_layers", "a layer of each sharing layer's kind before them",
+               fmt::format("layer {}, {}, without one", l, slides(c, l) ? "sliding" : "full"));
+    }
+    c.kv_sources[static_cast<std::size_t>(l)] = source;
+  }
+}
+
 void read_hf(KeyReader& k, ModelConfig& c) {
   if (k.find("num_key_value_heads") == nullptr) c.n_kv_heads = 4;  // Gemma4TextConfig's default
   read_attention_bias(k, c.block);
@@ -103,20 +122,22 @@ void read_hf(KeyReader& k, ModelConfig& c) {
   c.block.layer_scale = true;
   c.block.logit_softcap = k.number_or_off("final_logit_softcapping", 0.0);
   read_layer_types(k, c, true, [](int layer) { return (layer + 1) % 6 != 0; });
-  c.sliding_layers.back() = false;  // kept (the sliding layers' own RoPE); Gemma4TextConfig forces the last layer full
+  // Every layer's kind is kept (the sliding ones have their own RoPE); Gemma4TextConfig makes the last full.
+  c.sliding_layers.back() = false;
   const bool k_eq_v = k.boolean("attention_k_eq_v", false);
   read_layer_shapes(k, c, k_eq_v);
+  read_kv_sharing(k, c);
   if (k_eq_v) {
     c.values_from_keys.resize(static_cast<std::size_t>(c.n_layers));
-    for (int l = 0; l < c.n_layers; ++l) c.values_from_keys[static_cast<std::size_t>(l)] = !slides(c, l);
+    for (int l = 0; l < c.n_layers; ++l)
+      c.values_from_keys[static_cast<std::size_t>(l)] = !slides(c, l) && !shares_kv(c, l);
   }
   const std::string per_layer = "hidden_size_per_layer_input";
   c.layer_inputs.dim = k.has(per_layer) ? k.integer(per_layer, 0) : 256;  // null or 0: none
   const int table = k.integer("vocab_size_per_layer_input", 262'144);     // their table's rows, unused without them
   if (c.layer_inputs.dim > 0) c.layer_inputs.vocab = table;
-  refuse_switched_on(k, "num_kv_shared_layers", 0, "layers sharing an earlier layer's keys and values");
-  k.boolean("use_double_wide_mlp", false);  // widens the MLP of KV-sharing layers only
-  refuse_switched_on(k, "enable_moe_block", false, "its MoE block beside the MLP");
+  if (k.boolean("enable_moe_block", false))
+    k.unsupported("enable_moe_block", true, "Gemma 4 without its MoE block beside the MLP (false)");
   for (const char* key : {"num_experts", "top_k_experts", "moe_intermediate_size"}) k.find(key);  // the MoE block's
 }
 

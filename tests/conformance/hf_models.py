@@ -409,15 +409,18 @@ CASES = [
           "hidden_size_per_layer_input": 0, "sliding_window": 5, "attention_bias": True,
           "final_logit_softcapping": 30.0,
           "layer_types": ["sliding_attention", "full_attention", "sliding_attention"]}, since_5x=True),
-    # Per-layer inputs (8 channels a layer, their own table), the full layer's own values and KV
-    # heads, proportional RoPE scaled, the default layer types.
+    # Gemma 4 E2B's layout: per-layer inputs (8 channels a layer, their own table) and the last two
+    # layers attending over the caches of the last earlier sliding and full layers; the full
+    # layers' own values and KV heads, proportional RoPE scaled.
     Case("gemma4-layer-inputs", "gemma4_text",
          {"full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.5, "factor": 2.0,
                              "rope_theta": 500000.0},
           "sliding_attention": {"rope_type": "default", "rope_theta": 20000.0}},
          {**IDS, "head_dim": 16, "global_head_dim": 24, "hidden_size_per_layer_input": 8,
           "vocab_size_per_layer_input": 160, "sliding_window": 4, "hidden_activation": "silu",
-          "tie_word_embeddings": True}, since_5x=True),
+          "tie_word_embeddings": True, "num_hidden_layers": 4, "num_kv_shared_layers": 2,
+          "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"]},
+         drop=("num_hidden_layers",), since_5x=True),
 ]
 
 

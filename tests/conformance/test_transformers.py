@@ -369,7 +369,8 @@ UNIMPLEMENTED = [  # (case, key, value, the key the refusal names): a value whos
     ("deepseek-v2", "topk_method", "noaux_tc", "topk_method"),  # transformers' V2 router has no such branch
     ("deepseek-v2", "norm_topk_prob", True, "norm_topk_prob"),  # transformers' router never renormalises
     ("deepseek-v2", "mlp_bias", True, "mlp_bias"),
-    ("gemma4", "num_kv_shared_layers", 1, "num_kv_shared_layers"),
+    ("gemma4", "num_kv_shared_layers", 3, "num_kv_shared_layers"),  # every layer: none keeps a cache
+    ("gemma4-layer-inputs", "use_double_wide_mlp", True, "use_double_wide_mlp"),
     ("gemma4", "enable_moe_block", True, "enable_moe_block"),
     ("gemma4", "use_bidirectional_attention", "all", "use_bidirectional_attention"),
     ("gemma4", "per_layer_config", {"1": {"head_dim": 32, "intermediate_size": 48}}, "intermediate_size"),
