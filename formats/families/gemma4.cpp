@@ -33,6 +33,17 @@ namespace {
 
 using nlohmann::json;
 
+// A key of per_layer_config: a layer number below n_layers, written in decimal.
+int layer_index(KeyReader& k, const std::string& index, int n_layers) {
+  std::size_t used = 0;
+  try {
+    const int l = std::stoi(index, &used);
+    if (used == index.size() && l >= 0 && l < n_layers) return l;
+  } catch (const std::exception&) {
+  }
+  return k.fail("per_layer_config", fmt::format("layer indices below num_hidden_layers, {}", n_layers), index);
+}
+
 // Each layer's heads: per_layer_config's overrides by layer index (head_dim, num_key_value_heads);
 // without it the full layers' global_head_dim and, where keys are values, num_global_key_value_heads.
 // transformers requires one shape per layer type (its RoPE is computed per type).
@@ -42,16 +53,10 @@ void read_layer_shapes(KeyReader& k, ModelConfig& c, bool k_eq_v) {
   std::vector<AttentionShape> shapes(static_cast<std::size_t>(c.n_layers), AttentionShape{c.n_kv_heads, c.head_dim});
   if (const json* per_layer = k.find("per_layer_config")) {
     if (!per_layer->is_object()) k.fail("per_layer_config", "an object of layer indices", json_excerpt(*per_layer));
-    for (const auto& [index, overrides] : per_layer->items()) {
-      std::size_t used = 0;
-      const int layer = [&] {
-        try {
-          const int l = std::stoi(index, &used);
-          if (used == index.size() && l >= 0 && l < c.n_layers) return l;
-        } catch (const std::exception&) {
-        }
-        return k.fail("per_layer_config", fmt::format("layer indices below num_hidden_layers, {}", c.n_layers), index);
-      }();
+    for (const auto& item : per_layer->items()) {
+      const std::string& index = item.key();
+      const json& overrides = item.value();
+      const int layer = layer_index(k, index, c.n_layers);
       if (!overrides.is_object())
         k.fail("per_layer_config", "objects of head_dim and num_key_value_heads", json_excerpt(overrides));
       KeyReader o(overrides, fmt::format("{}: per_layer_config[{}]", k.source(), index));
