@@ -65,6 +65,14 @@ model::ModelConfig config_from_json(const nlohmann::json& config, const std::str
                                     model::json_excerpt(value)));
     return value.get<int>();
   };
+  // A positive integer under `key` of the object `o`, model_config.<where> in messages.
+  auto positive = [&](const nlohmann::json& o, std::string_view where, const char* key) {
+    const nlohmann::json* v = o.is_object() && o.contains(key) ? &o.at(key) : nullptr;
+    if (v == nullptr || !v->is_number_integer() || v->get<std::int64_t>() < 1 || v->get<std::int64_t>() > INT32_MAX)
+      throw FormatError(fmt::format("{}: model_config.{}.{}: expected a positive integer, found {}", source, where, key,
+                                    v != nullptr ? model::json_excerpt(*v) : "none"));
+    return v->get<int>();
+  };
   model::ModelConfig out;
   out.n_layers = field("n_layers", 0);
   // A flag per layer (sliding_layers, experts.layers, ...).
@@ -99,13 +107,7 @@ model::ModelConfig config_from_json(const nlohmann::json& config, const std::str
     if (!e.is_object())
       throw FormatError(
           fmt::format("{}: model_config.experts: expected an object, found {}", source, model::json_excerpt(e)));
-    const auto count = [&](const char* key) {
-      if (!e.contains(key) || !e.at(key).is_number_integer() || e.at(key).get<std::int64_t>() < 1 ||
-          e.at(key).get<std::int64_t>() > INT32_MAX)
-        throw FormatError(fmt::format("{}: model_config.experts.{}: expected a positive integer, found {}", source, key,
-                                      e.contains(key) ? model::json_excerpt(e.at(key)) : "none"));
-      return e.at(key).get<int>();
-    };
+    const auto count = [&](const char* key) { return positive(e, "experts", key); };
     out.experts.count = count("count");
     out.experts.active = count("active");
     out.experts.ffn_dim = count("ffn_dim");
@@ -155,19 +157,12 @@ model::ModelConfig config_from_json(const nlohmann::json& config, const std::str
     if (config.contains(key)) *flags = layer_flags(config.at(key), key);
   if (config.contains("layer_shapes")) {
     const nlohmann::json& shapes = config.at("layer_shapes");
-    const auto size = [&](const nlohmann::json& s, const char* key) {
-      const nlohmann::json* v = s.is_object() && s.contains(key) ? &s.at(key) : nullptr;
-      if (v == nullptr || !v->is_number_integer() || v->get<std::int64_t>() < 1 || v->get<std::int64_t>() > INT32_MAX)
-        throw FormatError(
-            fmt::format("{}: model_config.layer_shapes: expected objects of n_kv_heads and head_dim "
-                        "(integers >= 1), found {}",
-                        source, model::json_excerpt(shapes)));
-      return v->get<int>();
-    };
     if (!shapes.is_array())
       throw FormatError(fmt::format("{}: model_config.layer_shapes: expected an array, found {}", source,
                                     model::json_excerpt(shapes)));
-    for (const nlohmann::json& s : shapes) out.layer_shapes.push_back({size(s, "n_kv_heads"), size(s, "head_dim")});
+    for (const nlohmann::json& s : shapes)
+      out.layer_shapes.push_back(
+          {positive(s, "layer_shapes[]", "n_kv_heads"), positive(s, "layer_shapes[]", "head_dim")});
   }
   if (config.contains("kv_sources")) {
     const nlohmann::json& s = config.at("kv_sources");
@@ -182,14 +177,7 @@ model::ModelConfig config_from_json(const nlohmann::json& config, const std::str
   }
   if (config.contains("layer_inputs")) {
     const nlohmann::json& p = config.at("layer_inputs");
-    const auto size = [&](const char* key) {
-      const nlohmann::json* v = p.is_object() && p.contains(key) ? &p.at(key) : nullptr;
-      if (v == nullptr || !v->is_number_integer() || v->get<std::int64_t>() < 1 || v->get<std::int64_t>() > INT32_MAX)
-        throw FormatError(fmt::format("{}: model_config.layer_inputs: expected dim and vocab (integers >= 1), found {}",
-                                      source, model::json_excerpt(p)));
-      return v->get<int>();
-    };
-    out.layer_inputs = {.dim = size("dim"), .vocab = size("vocab")};
+    out.layer_inputs = {.dim = positive(p, "layer_inputs", "dim"), .vocab = positive(p, "layer_inputs", "vocab")};
   }
   if (config.contains("sliding_window") && config.at("sliding_window") != 0)
     out.sliding_window = field("sliding_window", 0);

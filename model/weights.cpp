@@ -389,6 +389,7 @@ void Model::validate() const {
   }
   for (int l = 0; l < c.n_layers; ++l) {
     const int q_width = q_dim(c, l), kv_width = kv_dim(c, l);
+    const bool own_kv = !shares_kv(c, l);  // a layer attending over another's cache has no k/v weights
     const int q_norm_width = b.qk_norm == QkNorm::whole ? q_width : head_dim(c, l);
     const int k_norm_width = b.qk_norm == QkNorm::whole ? kv_width : head_dim(c, l);
     const auto vector = [&](bool present, WeightKind kind, std::int64_t width) {
@@ -411,10 +412,9 @@ void Model::validate() const {
       check(WeightKind::wv, l, c.attn_dim(), a.kv_rank);
     } else {
       check(WeightKind::wq, l, q_width, c.dim);
-      if (!shares_kv(c, l)) check(WeightKind::wk, l, kv_width, c.dim);
-      if (!shares_kv(c, l)) check(WeightKind::wv, l, kv_width, c.dim);
+      if (own_kv) check(WeightKind::wk, l, kv_width, c.dim);
+      if (own_kv) check(WeightKind::wv, l, kv_width, c.dim);
     }
-    const bool own_kv = !shares_kv(c, l);
     vector(b.qkv_bias, WeightKind::bq, q_width);
     vector(b.qkv_bias && own_kv, WeightKind::bk, kv_width);
     vector(b.qkv_bias && own_kv, WeightKind::bv, kv_width);

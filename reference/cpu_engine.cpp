@@ -249,8 +249,8 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
       const ConstMatMap<S> projection = weights_.get(WeightKind::ple_model_proj).matrix();
       layer_input<S>(in(0), tokens_, weights_.get(WeightKind::ple_token_embd).matrix(), l * width,
                      ConstMatMap<S>(projection.row(static_cast<Eigen::Index>(l) * width).data(), width, config_.dim),
-                     globals_[WeightKind::ple_proj_norm].vector(), config_.norm_eps, model::layer_input_scales(config_),
-                     out);
+                     globals_[WeightKind::ple_proj_norm].vector(), config_.norm_eps, block.norm_offset,
+                     model::layer_input_scales(config_), out);
       return;
     }
     case Op::ple_act: return ops_->gated_activation(in(0), in(1), out);

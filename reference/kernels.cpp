@@ -29,11 +29,11 @@ void round_f16_values(Mat<S>& m) {
 template <typename S>
 void layer_input(const Mat<S>& embedding, std::span<const std::int32_t> tokens, const ConstMatMap<S>& table,
                  int first_col, const ConstMatMap<S>& projection, const Eigen::Map<const Vec<S>>& norm_w, double eps,
-                 const model::LayerInputScales& scales, Mat<S>& out) {
+                 double offset, const model::LayerInputScales& scales, Mat<S>& out) {
   Mat<S> projected;
   matmul<S>(embedding, projection, nullptr, projected);
   projected *= static_cast<S>(scales.projection);
-  rms_norm<S>(projected, norm_w, eps, 0.0, out);
+  rms_norm<S>(projected, norm_w, eps, offset, out);
   for (std::size_t t = 0; t < tokens.size(); ++t) {
     if (tokens[t] < 0 || tokens[t] >= table.rows())
       throw UsageError(
@@ -263,7 +263,7 @@ void gated_activation(const Mat<S>& gate, const Mat<S>& up, const model::Block& 
   template void embed<S>(const ConstMatMap<S>&, std::span<const std::int32_t>, double, Mat<S>&);                   \
   template void add_positions<S>(const ConstMatMap<S>&, std::int64_t, Mat<S>&);                                    \
   template void layer_input<S>(const Mat<S>&, std::span<const std::int32_t>, const ConstMatMap<S>&, int,           \
-                               const ConstMatMap<S>&, const Eigen::Map<const Vec<S>>&, double,                     \
+                               const ConstMatMap<S>&, const Eigen::Map<const Vec<S>>&, double, double,             \
                                const model::LayerInputScales&, Mat<S>&);                                           \
   template void rms_norm<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, double, double, Mat<S>&);              \
   template void layer_norm<S>(const Mat<S>&, const Eigen::Map<const Vec<S>>&, const S*, double, double, Mat<S>&);  \

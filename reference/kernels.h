@@ -15,13 +15,13 @@ template <typename S>
 void embed(const ConstMatMap<S>& table, std::span<const std::int32_t> tokens, double scale, Mat<S>& out);
 
 // Gemma 4's per-layer input of one layer (model/config.h LayerInputs), P channels:
-//   out[t] = (rms_norm(e[t] W^T * projection_scale) * norm_w + table[tokens[t], first_col .. + P) * table_scale) *
-//   out_scale
+//   out[t] = (rms_norm(e[t] W^T * projection_scale) * (offset + norm_w) + table[tokens[t], first_col .. + P) *
+//            table_scale) * out_scale
 // embedding e [T, dim], the layer's projection rows W [P, dim], table [rows, n_layers * P] -> out [T, P]
 template <typename S>
 void layer_input(const Mat<S>& embedding, std::span<const std::int32_t> tokens, const ConstMatMap<S>& table,
                  int first_col, const ConstMatMap<S>& projection, const Eigen::Map<const Vec<S>>& norm_w, double eps,
-                 const model::LayerInputScales& scales, Mat<S>& out);
+                 double offset, const model::LayerInputScales& scales, Mat<S>& out);
 
 // out[t] += positions[first + t]                 positions [n, dim]: a learned position embedding's
 // rows from `first` (model::learned_position_row's)
