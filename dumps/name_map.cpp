@@ -106,6 +106,17 @@ NameMap hf_map() {
              one("logits", Op::logits)};
   add_hf_experts(m.rules, l + "mlp.", true);
   add_hf_experts(m.rules, l + "block_sparse_moe.", false);
+  // Gemma 4's MoE block, beside the MLP: its router returns the probabilities (not the logits, which
+  // are router.proj's), the weights and the ids.
+  const std::string router = l + "router.";
+  m.rules.insert(
+      m.rules.end(),
+      {one(router + "proj:input", Op::moe_router_norm), one(router + "proj", Op::moe_router),
+       ordered(router + "1", Op::moe_weights, router + "2"), ordered(router + "2", Op::moe_ids, router + "2"),
+       one(l + "pre_feedforward_layernorm_2", Op::moe_norm), one(l + "experts", Op::moe_out),
+       one(l + "post_feedforward_layernorm_2", Op::moe_post_norm),
+       one(l + "post_feedforward_layernorm_1", Op::dense_post_norm),
+       one(l + "post_feedforward_layernorm:input", Op::ffn_sum, BlockKind::experts_beside_dense)});
   m.rules.push_back(one(l + "shared_mlp", Op::moe_shared, BlockKind::shared_expert_ungated));
   return m;
 }
@@ -252,10 +263,11 @@ bool shared_expert_layer(const model::ModelConfig& c, int layer) {
 bool dense_ffn_op(Op op) { return op == Op::ffn_gate || op == Op::ffn_up || op == Op::ffn_act || op == Op::ffn_down; }
 
 // Whether the rule holds for the model (and, for a rule of a layer's block, `layer`). A dense FFN's
-// ops are never a mixture-of-experts layer's (llama.cpp names a shared expert's parts as a dense
-// FFN's: those are left unread).
+// ops are never those of a mixture-of-experts layer in place of it (llama.cpp names a shared
+// expert's parts as a dense FFN's: those are left unread).
 bool applies(const MapRule& rule, const model::ModelConfig& c, int layer) {
-  if (layer >= 0 && model::uses_experts(c, layer) && std::any_of(rule.ops.begin(), rule.ops.end(), dense_ffn_op))
+  if (layer >= 0 && model::uses_experts(c, layer) && !c.experts.beside_dense &&
+      std::any_of(rule.ops.begin(), rule.ops.end(), dense_ffn_op))
     return false;
   switch (rule.block) {
     case BlockKind::any: return true;
@@ -263,6 +275,7 @@ bool applies(const MapRule& rule, const model::ModelConfig& c, int layer) {
     case BlockKind::with_post_norms: return c.block.post_norms;
     case BlockKind::without_layer_inputs: return c.layer_inputs.dim == 0;
     case BlockKind::with_layer_inputs: return c.layer_inputs.dim > 0;
+    case BlockKind::experts_beside_dense: return c.experts.beside_dense && layer >= 0 && model::uses_experts(c, layer);
     case BlockKind::without_mlp_bias: return !c.block.mlp_bias;
     case BlockKind::with_mlp_bias: return c.block.mlp_bias;
     case BlockKind::embedding_scaled_in_embd: return !formats::llama_cpp_gemma_graph(c);

@@ -65,6 +65,8 @@ enum class BlockKind : std::uint8_t {
   // Whether the layers end with Gemma 4's per-layer inputs (the layer's output is ple_residual)
   without_layer_inputs,
   with_layer_inputs,
+  // Per layer: a mixture beside the dense FFN (Gemma 4's MoE block: the FFN's output is ffn_sum)
+  experts_beside_dense,
 };
 
 struct MapRule {

@@ -133,6 +133,8 @@ model::ModelConfig config_from_json(const nlohmann::json& config, const std::str
     out.experts.biases = flag("biases");
     out.experts.choice_on_logits = flag("choice_on_logits");
     out.experts.weights_scale_input = flag("weights_scale_input");
+    out.experts.beside_dense = flag("beside_dense");
+    out.experts.expert_scales = flag("expert_scales");
     if (e.contains("groups")) out.experts.groups = count("groups");
     if (e.contains("top_groups")) out.experts.top_groups = count("top_groups");
     if (e.contains("group_best")) out.experts.group_best = count("group_best");
@@ -164,17 +166,19 @@ model::ModelConfig config_from_json(const nlohmann::json& config, const std::str
       out.layer_shapes.push_back(
           {positive(s, "layer_shapes[]", "n_kv_heads"), positive(s, "layer_shapes[]", "head_dim")});
   }
-  if (config.contains("kv_sources")) {
-    const nlohmann::json& s = config.at("kv_sources");
-    const bool layers =
-        s.is_array() && std::all_of(s.begin(), s.end(), [](const nlohmann::json& l) {
-          return l.is_number_integer() && l.get<std::int64_t>() >= 0 && l.get<std::int64_t>() <= INT32_MAX;
-        });
-    if (!layers)
-      throw FormatError(fmt::format("{}: model_config.kv_sources: expected an array of layer numbers, found {}", source,
+  // An array of integers in [0, 2^31) under `key`, each `what`.
+  const auto integers = [&](const char* key, std::string_view what) {
+    const nlohmann::json& s = config.at(key);
+    const bool ok = s.is_array() && std::all_of(s.begin(), s.end(), [](const nlohmann::json& l) {
+                      return l.is_number_integer() && l.get<std::int64_t>() >= 0 && l.get<std::int64_t>() <= INT32_MAX;
+                    });
+    if (!ok)
+      throw FormatError(fmt::format("{}: model_config.{}: expected an array of {}, found {}", source, key, what,
                                     model::json_excerpt(s)));
-    out.kv_sources = s.get<std::vector<int>>();
-  }
+    return s.get<std::vector<int>>();
+  };
+  if (config.contains("kv_sources")) out.kv_sources = integers("kv_sources", "layer numbers");
+  if (config.contains("ffn_dims")) out.ffn_dims = integers("ffn_dims", "widths");
   if (config.contains("layer_inputs")) {
     const nlohmann::json& p = config.at("layer_inputs");
     out.layer_inputs = {.dim = positive(p, "layer_inputs", "dim"), .vocab = positive(p, "layer_inputs", "vocab")};

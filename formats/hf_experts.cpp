@@ -136,7 +136,9 @@ bool HfExperts::take(int layer, std::string_view name, const SafetensorsFile& f,
     add_part(layout.kind, layer, e, t.name, file, *t.dtype, t.shape[0], t.shape[1], t.bytes);
     return true;
   }
-  const bool gate_up = name == "mlp.experts.gate_up_proj", down = name == "mlp.experts.down_proj";
+  // transformers' fused tensors: in the MLP module, or beside it (Gemma 4's experts)
+  const bool gate_up = name == "mlp.experts.gate_up_proj" || name == "experts.gate_up_proj";
+  const bool down = name == "mlp.experts.down_proj" || name == "experts.down_proj";
   if (!gate_up && !down) return false;
   if (ex.count == 0) return false;
   require_float(file, t);

@@ -3,7 +3,8 @@
 // transformers saves them: one tensor per expert and projection (Mixtral's
 // block_sparse_moe.experts.E.w1/w3/w2, Qwen3-MoE's mlp.experts.E.gate_proj/up_proj/down_proj), or
 // the fused 3-D mlp.experts.gate_up_proj [experts, 2 ffn, dim] and mlp.experts.down_proj
-// [experts, dim, ffn] of transformers' own modules. Each projection of a layer becomes one stacked
+// [experts, dim, ffn] of transformers' own modules (Gemma 4's: experts.gate_up_proj and
+// experts.down_proj, beside the MLP). Each projection of a layer becomes one stacked
 // tensor (model/weights.h: expert_gate, expert_up, expert_down) whose experts stay in the mapped
 // files, in parts. The transposed layouts of gpt-oss and Llama 4 (HfExpertLayout: [experts, in,
 // out]) are copied into the model as the stacked [out, in] rows.

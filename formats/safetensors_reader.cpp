@@ -227,6 +227,12 @@ std::vector<WeightPart> hf_weights(std::string_view name, const ModelConfig& c) 
       {"per_layer_input_gate.weight", WeightKind::ple_gate},
       {"per_layer_projection.weight", WeightKind::ple_proj},
       {"post_per_layer_input_norm.weight", WeightKind::ple_post_norm},
+      {"router.proj.weight", WeightKind::moe_router},  // Gemma 4's MoE block, beside the MLP
+      {"router.scale", WeightKind::moe_router_scale},
+      {"router.per_expert_scale", WeightKind::moe_expert_scale},
+      {"pre_feedforward_layernorm_2.weight", WeightKind::moe_norm},
+      {"post_feedforward_layernorm_2.weight", WeightKind::moe_post_norm},
+      {"post_feedforward_layernorm_1.weight", WeightKind::dense_post_norm},
       {"mlp.shared_expert.gate_proj.weight", WeightKind::shexp_gate},  // Qwen2-MoE
       {"mlp.shared_expert.up_proj.weight", WeightKind::shexp_up},
       {"mlp.shared_expert.down_proj.weight", WeightKind::shexp_down},

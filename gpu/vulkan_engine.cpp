@@ -567,6 +567,11 @@ KernelId Engine::run(const model::Step& step, const Region& out) {
     case Op::ple_proj:
     case Op::ple_norm:
     case Op::ple_residual: break;  // per-layer inputs: refused by make_vulkan_engine
+    case Op::moe_router_norm:
+    case Op::moe_norm:
+    case Op::moe_post_norm:
+    case Op::dense_post_norm:
+    case Op::ffn_sum: break;  // a mixture beside the dense FFN: refused by make_vulkan_engine
     case Op::ffn_act:
       if (config_.block.ffn == model::Ffn::plain)
         return kernels_->activation(*stream_, in(0), out, std::int64_t{rows} * config_.ffn_dim, faults,
@@ -784,6 +789,9 @@ std::string_view not_computed(const model::ModelConfig& c) {
   if (!c.kv_sources.empty()) return "layers attending over another layer's cache (Gemma 4's num_kv_shared_layers)";
   if (c.block.layer_scale) return "a layer output's learned scale (Gemma 4's layer_scalar)";
   if (!c.layer_shapes.empty()) return "layers whose heads differ in number or width (Gemma 4's full layers)";
+  if (!c.ffn_dims.empty()) return "layers of FFN widths of their own (Gemma 4's use_double_wide_mlp)";
+  if (c.experts.beside_dense) return "a mixture of experts beside the dense FFN (Gemma 4's MoE block)";
+  if (c.experts.expert_scales) return "experts' learned weight scales (Gemma 4's per_expert_scale)";
   return {};
 }
 

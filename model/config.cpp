@@ -72,6 +72,9 @@ void ModelConfig::validate(const std::string& source) const {
           "RoPE on whole heads and no latent attention where the layers' heads differ",
           fmt::format("rotary_dim {}", rotary_dim));
   require(ffn_dim >= 1, "ffn_dim >= 1", ffn_dim);
+  require(ffn_dims.empty() || (std::ssize(ffn_dims) == n_layers &&
+                               std::all_of(ffn_dims.begin(), ffn_dims.end(), [](int w) { return w >= 1; })),
+          "an FFN width >= 1 for every layer, or none", fmt::format("{} widths", ffn_dims.size()));
   require(vocab >= 1, "vocab >= 1", vocab);
   require(std::isfinite(rope_base) && rope_base > 1.0, "a finite rope base > 1", rope_base);
   require(norm_eps > 0.0 && norm_eps < 1.0, "0 < norm eps < 1", norm_eps);
@@ -144,6 +147,10 @@ void ModelConfig::validate(const std::string& source) const {
                                  experts.scale == 1.0 && std::isfinite(experts.mixer_eps) && experts.mixer_eps >= 0),
         "a sparsemixer router of two experts over plain logits, its eps finite and >= 0",
         fmt::format("{} active, eps {}", experts.active, experts.mixer_eps));
+    require(!experts.beside_dense || (experts.shared_ffn_dim == 0 && !has_choice_scores(*this)),
+            "a mixture beside the dense FFN without a shared expert, choosing on the router's logits",
+            fmt::format("shared expert width {}, choice scores {}", experts.shared_ffn_dim, has_choice_scores(*this)));
+    require(!experts.expert_scales || !experts.sparsemixer, "expert weight scales without a sparsemixer", "both");
   } else {
     require(experts.active == 0 && experts.layers.empty(), "no active experts in a dense model", experts.active);
   }
@@ -209,6 +216,11 @@ int kv_dim(const ModelConfig& c, int layer) {
 }
 
 int attn_dim(const ModelConfig& c, int layer) { return c.latent() ? c.attn_dim() : q_dim(c, layer); }
+
+int ffn_dim(const ModelConfig& c, int layer) {
+  return c.ffn_dims.empty() || layer < 0 || layer >= c.n_layers ? c.ffn_dim
+                                                                : c.ffn_dims[static_cast<std::size_t>(layer)];
+}
 
 double norm_eps(const ModelConfig& c, Op op) {
   return op == Op::q_a_norm || op == Op::kv_a_norm ? c.mla.norm_eps : c.norm_eps;
@@ -325,6 +337,7 @@ nlohmann::json to_json(const ModelConfig& c) {
   if (!c.rope_layers.empty()) j["rope_layers"] = c.rope_layers;
   if (!c.values_from_keys.empty()) j["values_from_keys"] = c.values_from_keys;
   if (!c.kv_sources.empty()) j["kv_sources"] = c.kv_sources;
+  if (!c.ffn_dims.empty()) j["ffn_dims"] = c.ffn_dims;
   if (c.layer_inputs.dim > 0) j["layer_inputs"] = {{"dim", c.layer_inputs.dim}, {"vocab", c.layer_inputs.vocab}};
   if (!c.layer_shapes.empty()) {
     j["layer_shapes"] = nlohmann::json::array();
@@ -355,6 +368,8 @@ nlohmann::json to_json(const ModelConfig& c) {
     if (c.experts.weights_scale_input) j["experts"]["weights_scale_input"] = true;
     if (c.experts.choice_on_logits) j["experts"]["choice_on_logits"] = true;
     if (c.experts.sparsemixer) j["experts"]["sparsemixer_eps"] = c.experts.mixer_eps;
+    if (c.experts.beside_dense) j["experts"]["beside_dense"] = true;
+    if (c.experts.expert_scales) j["experts"]["expert_scales"] = true;
   }
   if (c.latent())
     j["mla"] = {{"q_rank", c.mla.q_rank},     {"kv_rank", c.mla.kv_rank}, {"nope_dim", c.mla.nope_dim},

@@ -63,6 +63,12 @@ struct Experts {
   // top)), the second's the same over the others relative to its own logit.
   bool sparsemixer = false;
   double mixer_eps = 0.0;
+  // The mixture beside the layer's dense FFN, not in its place (Gemma 4's MoE block): the router
+  // reads attn_residual through moe_router_norm (RMS without a weight, times its own scale and
+  // 1/sqrt(dim)), the experts their own norm of it (moe_norm); their output normed (moe_post_norm)
+  // is added to the dense FFN's normed output (dense_post_norm) in ffn_sum.
+  bool beside_dense = false;
+  bool expert_scales = false;  // each chosen weight times its expert's learned scale (moe_expert_scale)
   friend bool operator==(const Experts&, const Experts&) = default;
 };
 
@@ -120,6 +126,8 @@ struct ModelConfig {
   int head_dim = 0;
   std::vector<AttentionShape> layer_shapes;  // [n_layers]: each layer's heads; empty: n_kv_heads and head_dim in all
   int ffn_dim = 0;
+  std::vector<int> ffn_dims;  // [n_layers]: each layer's dense FFN width where they differ (Gemma 4's double-wide
+                              // MLP); empty: ffn_dim in all
   int vocab = 0;
   int context_length = 0;            // trained context; 0 = unknown
   int sliding_window = 0;            // attention window in tokens of the layers that slide; 0 = full causal attention
@@ -167,6 +175,8 @@ int head_dim(const ModelConfig& config, int layer);
 int q_dim(const ModelConfig& config, int layer);     // n_heads * the layer's head_dim
 int kv_dim(const ModelConfig& config, int layer);    // a key's channels in the layer's cache
 int attn_dim(const ModelConfig& config, int layer);  // attn's output in the layer: every head's values
+// A layer's dense FFN width: ffn_dims' entry, or ffn_dim.
+int ffn_dim(const ModelConfig& config, int layer);
 
 // The layer whose KV cache a layer attends over (kv_sources; itself where empty), and whether that
 // is another's (the layer then has no k_proj ... rope_k, v_proj, v_norm).

@@ -30,6 +30,16 @@ Graph::Graph(const ModelConfig& config) : config_(config), n_layers_(config.n_la
     if (config.experts.shared_ffn_dim == 0) return routed;
     return add(Op::moe_sum, layer, {routed, add(Op::moe_shared, layer, {y})});
   };
+  // A mixture beside the dense FFN (model/config.h Experts::beside_dense), both reading the
+  // attention's residual through norms of their own.
+  auto mixture_beside_dense = [&](int layer, TensorId residual, TensorId y) {
+    const TensorId router = add(Op::moe_router, layer, {add(Op::moe_router_norm, layer, {residual})});
+    const TensorId ids = add(Op::moe_ids, layer, {router});
+    const TensorId weights = add(Op::moe_weights, layer, {router, ids});
+    const TensorId routed = add(Op::moe_out, layer, {add(Op::moe_norm, layer, {residual}), ids, weights});
+    const TensorId mixture_out = add(Op::moe_post_norm, layer, {routed});
+    return add(Op::ffn_sum, layer, {add(Op::dense_post_norm, layer, {dense_ffn(layer, y)}), mixture_out});
+  };
   // Latent attention (model/config.h LatentAttention): attn reads q, the heads' no-RoPE keys, their
   // values and the shared RoPE key part.
   auto latent_attention = [&](int layer, TensorId x) {
@@ -68,7 +78,9 @@ Graph::Graph(const ModelConfig& config) : config_(config), n_layers_(config.n_la
     const TensorId y = b.parallel == Parallel::shared_norm ? x
                        : b.parallel == Parallel::own_norm  ? add(Op::ffn_norm, l, {layer_input})
                                                            : maybe(b.pre_norms, Op::ffn_norm, l, stream);
-    const TensorId ffn = uses_experts(config, l) ? mixture(l, y) : dense_ffn(l, y);
+    const TensorId ffn = !uses_experts(config, l)      ? dense_ffn(l, y)
+                         : config.experts.beside_dense ? mixture_beside_dense(l, stream, y)
+                                                       : mixture(l, y);
     const TensorId ffn_out = maybe(b.post_norms, Op::ffn_post_norm, l, ffn);
     stream = add(Op::ffn_residual, l, {stream, ffn_out});
     if (config.layer_inputs.dim > 0) {  // Gemma 4's per-layer input (model/config.h LayerInputs)
@@ -141,13 +153,18 @@ HeadLayout head_layout(const TensorId& id, const ModelConfig& config) {
     case Op::ffn_up:
     case Op::ffn_act:
     case Op::ffn_down:
+    case Op::moe_router_norm:
     case Op::moe_router:
     case Op::moe_scores:
     case Op::moe_ids:
     case Op::moe_weights:
+    case Op::moe_norm:
     case Op::moe_out:
+    case Op::moe_post_norm:
     case Op::moe_shared:
     case Op::moe_sum:
+    case Op::dense_post_norm:
+    case Op::ffn_sum:
     case Op::ffn_post_norm:
     case Op::ffn_residual:
     case Op::ple_input:
@@ -178,9 +195,14 @@ int op_width(const ModelConfig& config, const TensorId& id) {
     case Op::attn_residual:
     case Op::ffn_norm:
     case Op::ffn_down:
+    case Op::moe_router_norm:
+    case Op::moe_norm:
     case Op::moe_out:
+    case Op::moe_post_norm:
     case Op::moe_shared:
     case Op::moe_sum:
+    case Op::dense_post_norm:
+    case Op::ffn_sum:
     case Op::ffn_post_norm:
     case Op::ffn_residual:
     case Op::ple_proj:
@@ -201,7 +223,7 @@ int op_width(const ModelConfig& config, const TensorId& id) {
     case Op::v_norm: return kv_dim(config, l);
     case Op::ffn_gate:
     case Op::ffn_up:
-    case Op::ffn_act: return config.ffn_dim;
+    case Op::ffn_act: return ffn_dim(config, l);
     case Op::moe_router:
     case Op::moe_scores: return config.experts.count;
     case Op::moe_ids:

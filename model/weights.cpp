@@ -79,6 +79,11 @@ std::string_view weight_kind_name(WeightKind kind) {
     case WeightKind::ple_gate: return "ple_gate";
     case WeightKind::ple_proj: return "ple_proj";
     case WeightKind::ple_post_norm: return "ple_post_norm";
+    case WeightKind::moe_router_scale: return "moe_router_scale";
+    case WeightKind::moe_expert_scale: return "moe_expert_scale";
+    case WeightKind::moe_norm: return "moe_norm";
+    case WeightKind::moe_post_norm: return "moe_post_norm";
+    case WeightKind::dense_post_norm: return "dense_post_norm";
   }
   return "?";
 }
@@ -118,6 +123,10 @@ std::optional<NormWeights> norm_weights(Op op) {
     case Op::ffn_norm: return NormWeights{WeightKind::ffn_norm, WeightKind::ffn_norm_b};
     case Op::ffn_post_norm: return NormWeights{WeightKind::ffn_post_norm, std::nullopt};
     case Op::ple_norm: return NormWeights{WeightKind::ple_post_norm, std::nullopt};
+    case Op::moe_router_norm: return NormWeights{WeightKind::moe_router_scale, std::nullopt};
+    case Op::moe_norm: return NormWeights{WeightKind::moe_norm, std::nullopt};
+    case Op::moe_post_norm: return NormWeights{WeightKind::moe_post_norm, std::nullopt};
+    case Op::dense_post_norm: return NormWeights{WeightKind::dense_post_norm, std::nullopt};
     case Op::final_norm: return NormWeights{WeightKind::output_norm, WeightKind::output_norm_b};
     default: return std::nullopt;
   }
@@ -190,7 +199,12 @@ bool is_vector(WeightKind kind) {
     case WeightKind::v_norm:
     case WeightKind::layer_scale:
     case WeightKind::ple_proj_norm:
-    case WeightKind::ple_post_norm: return true;
+    case WeightKind::ple_post_norm:
+    case WeightKind::moe_router_scale:
+    case WeightKind::moe_expert_scale:
+    case WeightKind::moe_norm:
+    case WeightKind::moe_post_norm:
+    case WeightKind::dense_post_norm: return true;
   }
   return false;
 }
@@ -199,7 +213,8 @@ bool is_norm(WeightKind kind) {
   return kind == WeightKind::attn_norm || kind == WeightKind::q_norm || kind == WeightKind::k_norm ||
          kind == WeightKind::attn_post_norm || kind == WeightKind::ffn_norm || kind == WeightKind::ffn_post_norm ||
          kind == WeightKind::output_norm || kind == WeightKind::q_a_norm || kind == WeightKind::kv_a_norm ||
-         kind == WeightKind::ple_proj_norm || kind == WeightKind::ple_post_norm;
+         kind == WeightKind::ple_proj_norm || kind == WeightKind::ple_post_norm || kind == WeightKind::moe_norm ||
+         kind == WeightKind::moe_post_norm || kind == WeightKind::dense_post_norm;
 }
 
 std::span<const std::byte> WeightTensor::contiguous(std::vector<std::byte>& storage) const {
@@ -445,16 +460,22 @@ void Model::validate() const {
       vector(e.biases, WeightKind::expert_b_gate, std::int64_t{e.count} * e.ffn_dim);
       vector(e.biases, WeightKind::expert_b_up, std::int64_t{e.count} * e.ffn_dim);
       vector(e.biases, WeightKind::expert_b_down, std::int64_t{e.count} * c.dim);
-    } else {
+      vector(e.expert_scales, WeightKind::moe_expert_scale, e.count);
+      for (const WeightKind kind :
+           {WeightKind::moe_router_scale, WeightKind::moe_norm, WeightKind::moe_post_norm, WeightKind::dense_post_norm})
+        vector(e.beside_dense, kind, c.dim);
+    }
+    if (!uses_experts(c, l) || c.experts.beside_dense) {
       const bool gated = b.ffn == Ffn::gated;
-      if (gated) check(WeightKind::ffn_gate, l, c.ffn_dim, c.dim);
-      check(WeightKind::ffn_up, l, c.ffn_dim, c.dim);
-      check(WeightKind::ffn_down, l, c.dim, c.ffn_dim);
-      vector(gated && b.mlp_bias, WeightKind::b_gate, c.ffn_dim);
+      const int width = ffn_dim(c, l);
+      if (gated) check(WeightKind::ffn_gate, l, width, c.dim);
+      check(WeightKind::ffn_up, l, width, c.dim);
+      check(WeightKind::ffn_down, l, c.dim, width);
+      vector(gated && b.mlp_bias, WeightKind::b_gate, width);
       for (const WeightKind kind :
            {WeightKind::xielu_alpha_p, WeightKind::xielu_alpha_n, WeightKind::xielu_beta, WeightKind::xielu_eps})
         vector(b.activation == Activation::xielu, kind, 1);
-      vector(b.mlp_bias, WeightKind::b_up, c.ffn_dim);
+      vector(b.mlp_bias, WeightKind::b_up, width);
       vector(b.mlp_bias, WeightKind::b_down, c.dim);
     }
     vector(b.post_norms, WeightKind::ffn_post_norm, c.dim);

@@ -90,6 +90,12 @@ enum class WeightKind : std::uint8_t {
   ple_gate,        // [P, dim] per layer (per_layer_input_gate)
   ple_proj,        // [dim, P] per layer (per_layer_projection)
   ple_post_norm,   // [dim] per layer (post_per_layer_input_norm)
+  // A mixture beside the dense FFN's (experts.beside_dense: Gemma 4's MoE block):
+  moe_router_scale,  // [dim]: moe_router_norm's scale (the router's own, not offset by norm_offset)
+  moe_expert_scale,  // [experts.count]: each expert's weight scale (experts.expert_scales only)
+  moe_norm,          // [dim] (pre_feedforward_layernorm_2)
+  moe_post_norm,     // [dim] (post_feedforward_layernorm_2)
+  dense_post_norm,   // [dim] (post_feedforward_layernorm_1)
 };
 std::string_view weight_kind_name(WeightKind kind);
 bool is_per_layer(WeightKind kind);
@@ -177,8 +183,13 @@ inline constexpr WeightKind kAllWeightKinds[] = {WeightKind::token_embd,
                                                  WeightKind::ple_proj_norm,
                                                  WeightKind::ple_gate,
                                                  WeightKind::ple_proj,
-                                                 WeightKind::ple_post_norm};
-static_assert(std::size(kAllWeightKinds) == static_cast<std::size_t>(WeightKind::ple_post_norm) + 1);
+                                                 WeightKind::ple_post_norm,
+                                                 WeightKind::moe_router_scale,
+                                                 WeightKind::moe_expert_scale,
+                                                 WeightKind::moe_norm,
+                                                 WeightKind::moe_post_norm,
+                                                 WeightKind::dense_post_norm};
+static_assert(std::size(kAllWeightKinds) == static_cast<std::size_t>(WeightKind::dense_post_norm) + 1);
 
 // One weight tensor as stored: row-major [rows, cols] (cols contiguous; a 1-D tensor has rows = 1).
 // For matrices rows = output features and cols = input features, so y = W x. Its rows lie in one

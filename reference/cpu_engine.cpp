@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <optional>
 #include <span>
 #include <type_traits>
@@ -199,7 +200,14 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
     case Op::attn_post_norm:
     case Op::ffn_norm:
     case Op::ffn_post_norm:
+    case Op::moe_norm:
+    case Op::moe_post_norm:
+    case Op::dense_post_norm:
     case Op::final_norm: norm(in(0)); return;
+    case Op::moe_router_norm:  // the router's own scale, whatever the block's norm offset
+      rms_norm<S>(in(0), w[WeightKind::moe_router_scale].vector(), config_.norm_eps, 0, out);
+      out *= static_cast<S>(1 / std::sqrt(static_cast<double>(config_.dim)));
+      return;
     case Op::q_proj:
     case Op::k_proj:
     case Op::v_proj:
@@ -235,6 +243,7 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
       out = in(0) + in(1);
       if (config_.experts.shared_average) out *= S(0.5);
       return;
+    case Op::ffn_sum: out = in(0) + in(1); return;
     case Op::attn_residual:
     case Op::ffn_residual:
     case Op::ple_residual:
@@ -267,7 +276,9 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
       const model::Experts& e = config_.experts;
       return top_experts<S>(in(0), e.active, e.groups, e.top_groups, e.group_best, out);
     }
-    case Op::moe_weights: expert_weights<S>(in(0), in(1), config_.experts, out); return;
+    case Op::moe_weights:
+      expert_weights<S>(in(0), in(1), config_.experts, out, vector(WeightKind::moe_expert_scale));
+      return;
     case Op::moe_out: {
       const ExpertMatrices<S> experts{weights_.get(WeightKind::expert_gate, l).matrix(),
                                       weights_.get(WeightKind::expert_up, l).matrix(),

@@ -110,7 +110,8 @@ void top_experts(const Mat<S>& scores, int k, int groups, int top_groups, int gr
 }
 
 template <typename S>
-void expert_weights(const Mat<S>& logits, const Mat<S>& ids, const model::Experts& experts, Mat<S>& weights) {
+void expert_weights(const Mat<S>& logits, const Mat<S>& ids, const model::Experts& experts, Mat<S>& weights,
+                    const S* expert_scales) {
   weights.resize(ids.rows(), ids.cols());
   if (experts.sparsemixer) return sparsemixer_weights(logits, ids, static_cast<S>(experts.mixer_eps), weights);
   const bool sigmoid = experts.score == model::RouterScore::sigmoid;
@@ -123,6 +124,8 @@ void expert_weights(const Mat<S>& logits, const Mat<S>& ids, const model::Expert
     }
     if (experts.normalize) weights.row(t) /= weights.row(t).sum();
     if (experts.scale != 1.0) weights.row(t) *= static_cast<S>(experts.scale);
+    if (expert_scales != nullptr)
+      for (Eigen::Index j = 0; j < ids.cols(); ++j) weights(t, j) *= expert_scales[expert_at(ids, t, j, logits.cols())];
   }
 }
 
@@ -192,7 +195,7 @@ void shared_expert(const Mat<S>& x, const SharedExpert<S>& expert, const model::
 #define TAPDIFF_INSTANTIATE(S)                                                                                         \
   template void expert_scores<S>(const Mat<S>&, model::RouterScore, const S*, Mat<S>&);                                \
   template void top_experts<S>(const Mat<S>&, int, int, int, int, Mat<S>&);                                            \
-  template void expert_weights<S>(const Mat<S>&, const Mat<S>&, const model::Experts&, Mat<S>&);                       \
+  template void expert_weights<S>(const Mat<S>&, const Mat<S>&, const model::Experts&, Mat<S>&, const S*);             \
   template void mixture<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, const ExpertMatrices<S>&, const model::Block&, \
                            bool, Storage, Mat<S>&);                                                                    \
   template void shared_expert<S>(const Mat<S>&, const SharedExpert<S>&, const model::Block&, Storage, Mat<S>&);

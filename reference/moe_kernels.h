@@ -22,9 +22,11 @@ void top_experts(const Mat<S>& scores, int k, int groups, int top_groups, int gr
 
 // weights [T, k]: each row's expert scores taken at ids (softmax over every expert's logit, or
 // each one's sigmoid, as experts.score says); divided by their sum where experts.normalize, then
-// times experts.scale. UsageError for an id that is no expert.
+// times experts.scale, and each times its expert's entry of expert_scales where given
+// (experts.expert_scales: Gemma 4's per_expert_scale). UsageError for an id that is no expert.
 template <typename S>
-void expert_weights(const Mat<S>& logits, const Mat<S>& ids, const model::Experts& experts, Mat<S>& weights);
+void expert_weights(const Mat<S>& logits, const Mat<S>& ids, const model::Experts& experts, Mat<S>& weights,
+                    const S* expert_scales = nullptr);
 
 // The experts' FFN weights of one layer: stacked [experts * ffn_dim, dim] (gate, up) and
 // [experts * dim, ffn_dim] (down); their biases stacked [experts * ffn_dim] and [experts * dim],

@@ -203,6 +203,23 @@ TEST(MoeReference, WeightsAreTheSoftmaxOverAllExpertsRenormalisedWhereAsked) {
   EXPECT_THROW(reference::expert_weights<double>(logits, ids, experts, w), UsageError);
 }
 
+// Gemma 4's router: the renormalised top-k weights, each times its own expert's per_expert_scale.
+TEST(MoeReference, EachWeightTimesItsExpertsLearnedScale) {
+  Mat<double> logits(2, 4), ids(2, 2), w;
+  logits << 0.5, 2.0, -1.0, 1.0, 1.0, 0.0, 3.0, 0.5;
+  ids << 1, 3, 0, 2;
+  const double scales[4] = {0.5, 1.5, 2.0, -0.25};
+  model::Experts experts;
+  experts.normalize = true, experts.expert_scales = true;
+  reference::expert_weights<double>(logits, ids, experts, w, scales);
+  const double first = std::exp(2.0) / (std::exp(2.0) + std::exp(1.0));
+  EXPECT_NEAR(w(0, 0), 1.5 * first, 1e-15);
+  EXPECT_NEAR(w(0, 1), -0.25 * (1 - first), 1e-15);
+  const double second = std::exp(1.0) / (std::exp(1.0) + std::exp(3.0));
+  EXPECT_NEAR(w(1, 0), 0.5 * second, 1e-15);
+  EXPECT_NEAR(w(1, 1), 2.0 * (1 - second), 1e-15);
+}
+
 // DeepSeek-V3's noaux_tc as transformers' Glm4MoeTopkRouter computes it: the choice on sigmoid
 // scores plus the selection bias, limited to the groups whose two best sum highest; the weights
 // are the unbiased sigmoids, renormalised, times the routed scale.
@@ -368,6 +385,14 @@ TEST(MoeDumpConfig, TheExpertsRoundTripThroughTheModelConfigJson) {
   nlohmann::json bad = model::to_json(c);
   bad["experts"]["layers"] = {true};
   EXPECT_THROW(dumps::config_from_json(bad, "dump.h5"), FormatError);
+  c.experts.layers = {};
+  c.experts.beside_dense = c.experts.expert_scales = true;  // Gemma 4's MoE block
+  const model::ModelConfig beside = dumps::config_from_json(model::to_json(c), "dump.h5");
+  EXPECT_EQ(beside.experts, c.experts);
+  EXPECT_EQ(model::Graph(beside).steps().size(), model::Graph(c).steps().size());
+  bad = model::to_json(c);
+  bad["experts"]["beside_dense"] = "yes";
+  EXPECT_THROW(dumps::config_from_json(bad, "dump.h5"), FormatError);
 }
 
 // What else shapes the graph reads back too: a dump alone gives the ops its model ran.
@@ -401,17 +426,23 @@ TEST(DumpConfig, LayerFlagsChunksTemperatureAndLatentAttentionRoundTrip) {
   shaped.values_from_keys = {false, true};
   shaped.kv_sources = {0, 1};
   shaped.layer_inputs = {.dim = 4, .vocab = 9};
+  shaped.ffn_dims = {shaped.ffn_dim, 2 * shaped.ffn_dim};
   shaped.block.v_norm = shaped.block.layer_scale = true;
   const model::ModelConfig gemma4 = dumps::config_from_json(model::to_json(shaped), "dump.h5");
   EXPECT_EQ(gemma4.layer_shapes, shaped.layer_shapes);
   EXPECT_EQ(gemma4.values_from_keys, shaped.values_from_keys);
   EXPECT_EQ(gemma4.kv_sources, shaped.kv_sources);
   EXPECT_EQ(gemma4.layer_inputs, shaped.layer_inputs);
+  EXPECT_EQ(gemma4.ffn_dims, shaped.ffn_dims);
+  EXPECT_EQ(model::op_width(gemma4, {model::Op::ffn_act, 1}), 2 * shaped.ffn_dim);
   EXPECT_EQ(gemma4.block, shaped.block);
   EXPECT_EQ(model::op_width(gemma4, {model::Op::rope_k, 1}), 2 * shaped.head_dim);
   nlohmann::json no_heads = model::to_json(shaped);
   no_heads["layer_shapes"][1]["n_kv_heads"] = 0;
   EXPECT_THROW(dumps::config_from_json(no_heads, "dump.h5"), FormatError);
+  nlohmann::json bad_widths = model::to_json(shaped);
+  bad_widths["ffn_dims"] = {4, -1};
+  EXPECT_THROW(dumps::config_from_json(bad_widths, "dump.h5"), FormatError);
 }
 
 }  // namespace

@@ -155,6 +155,35 @@ TEST(Graph, EndsEachLayerWithItsPerLayerInput) {
   EXPECT_THROW(c.validate("c"), FormatError);
 }
 
+// Gemma 4's MoE block: the router and the experts read the attention's residual through norms of
+// their own, the dense FFN ffn_norm's; ffn_sum adds the two branches' normed outputs.
+TEST(Graph, RunsAMixtureBesideTheDenseFfn) {
+  ModelConfig c;
+  c.n_layers = 2, c.dim = 16, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 8, c.ffn_dim = 40, c.vocab = 50;
+  c.block.post_norms = true;
+  c.experts.count = 4, c.experts.active = 2, c.experts.ffn_dim = 12, c.experts.normalize = true;
+  c.experts.beside_dense = c.experts.expert_scales = true;
+  c.validate("c");
+  const Graph g(c);
+  std::vector<Op> ffn;
+  for (const Step& s : g.steps())
+    if (s.layer == 1 && g.position(s.output()) > g.position({Op::ffn_norm, 1})) ffn.push_back(s.op);
+  EXPECT_EQ(ffn, (std::vector<Op>{Op::moe_router_norm, Op::moe_router, Op::moe_ids, Op::moe_weights, Op::moe_norm,
+                                  Op::moe_out, Op::moe_post_norm, Op::ffn_gate, Op::ffn_up, Op::ffn_act, Op::ffn_down,
+                                  Op::dense_post_norm, Op::ffn_sum, Op::ffn_post_norm, Op::ffn_residual}));
+  const auto inputs = [&](Op op) {
+    return std::ranges::find_if(g.steps(), [&](const Step& s) { return s.output() == TensorId{op, 1}; })->inputs;
+  };
+  EXPECT_EQ(inputs(Op::moe_router_norm), (std::vector<TensorId>{{Op::attn_residual, 1}}));
+  EXPECT_EQ(inputs(Op::moe_norm), (std::vector<TensorId>{{Op::attn_residual, 1}}));
+  EXPECT_EQ(inputs(Op::ffn_gate), (std::vector<TensorId>{{Op::ffn_norm, 1}}));
+  EXPECT_EQ(inputs(Op::ffn_sum), (std::vector<TensorId>{{Op::dense_post_norm, 1}, {Op::moe_post_norm, 1}}));
+  EXPECT_EQ(g.width({Op::moe_router_norm, 1}), 16);
+  EXPECT_EQ(g.width({Op::ffn_sum, 1}), 16);
+  c.experts.shared_ffn_dim = 8;  // a shared expert has no place beside the dense FFN
+  EXPECT_THROW(c.validate("c"), FormatError);
+}
+
 // Gemma 4's KV-sharing layers: q alone, attn reads the source layer's cache.
 TEST(Graph, ALayerSharingAnotherLayersCacheHasNoKeysOrValuesOfItsOwn) {
   ModelConfig c;

@@ -1,4 +1,4 @@
-// Gemma 4's text model (gemma4_text) without its MoE block: Gemma 3's block of norms after the
+// Gemma 4's text model (gemma4_text): Gemma 3's block of norms after the
 // attention and the FFN, with
 // - RMS norms scaled by w (not 1 + w), attention unscaled (scaling 1.0), q and k normed per head;
 // - the values' heads RMS-normed without a weight (v_norm) before the cache;
@@ -13,11 +13,14 @@
 //   ends by adding its output gated by its own input from embed_tokens_per_layer (of
 //   vocab_size_per_layer_input rows) and from the embedding (model/config.h LayerInputs);
 // - the last num_kv_shared_layers layers attending over the cache of the last earlier layer of
-//   their kind, with no k/v projections of their own (their double-wide MLP refused);
+//   their kind, with no k/v projections of their own, their MLP twice as wide where
+//   use_double_wide_mlp;
 // - each layer's output times its learned layer_scalar.
-// The MoE block (enable_moe_block) is refused by name: tapdiff does not compute it yet.
+// - where enable_moe_block (26B-A4B), a mixture of experts beside each layer's MLP (model/config.h
+//   Experts::beside_dense), routed by Gemma4TextRouter.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include <fmt/format.h>
@@ -85,7 +88,8 @@ void read_layer_shapes(KeyReader& k, ModelConfig& c, bool k_eq_v) {
 }
 
 // The last num_kv_shared_layers layers attend over the cache of the last earlier layer of their
-// kind, with no k/v projections of their own (Gemma4TextConfig's kv_sharing_modes).
+// kind, with no k/v projections of their own (Gemma4TextConfig's kv_sharing_modes); where
+// use_double_wide_mlp their MLP is twice intermediate_size wide (Gemma4TextMLP).
 void read_kv_sharing(KeyReader& k, ModelConfig& c) {
   const int shared = k.integer("num_kv_shared_layers", 0);
   const bool double_wide = k.boolean("use_double_wide_mlp", false);  // widens the MLP of those layers only
@@ -94,9 +98,13 @@ void read_kv_sharing(KeyReader& k, ModelConfig& c) {
     k.fail("num_kv_shared_layers",
            fmt::format("fewer than num_hidden_layers, {} (a layer of each kind keeps its cache)", c.n_layers),
            std::to_string(shared));
-  if (double_wide)
-    k.unsupported("use_double_wide_mlp", true, "the KV-sharing layers' MLP as wide as the others' (false)");
   const int first = c.n_layers - shared;
+  if (double_wide) {
+    if (c.ffn_dim > std::numeric_limits<int>::max() / 2)
+      k.fail("intermediate_size", "a width whose double fits an int", std::to_string(c.ffn_dim));
+    c.ffn_dims.assign(static_cast<std::size_t>(c.n_layers), c.ffn_dim);
+    std::fill(c.ffn_dims.begin() + first, c.ffn_dims.end(), 2 * c.ffn_dim);
+  }
   c.kv_sources.resize(static_cast<std::size_t>(c.n_layers));
   for (int l = 0; l < c.n_layers; ++l) {
     int source = l;
@@ -109,6 +117,23 @@ void read_kv_sharing(KeyReader& k, ModelConfig& c) {
     }
     c.kv_sources[static_cast<std::size_t>(l)] = source;
   }
+}
+
+// Where enable_moe_block, every layer's mixture beside its MLP (Gemma4TextRouter): softmax over the
+// router's logits, the top k renormalised, each times its expert's per_expert_scale.
+void read_moe_block(KeyReader& k, ModelConfig& c) {
+  const char* const keys[] = {"num_experts", "top_k_experts", "moe_intermediate_size"};
+  if (!k.boolean("enable_moe_block", false)) {
+    for (const char* key : keys) k.find(key);  // read by the MoE block only
+    return;
+  }
+  Experts& e = c.experts;
+  e.count = k.integer(keys[0]);
+  e.active = k.integer(keys[1]);
+  e.ffn_dim = k.integer(keys[2]);
+  e.normalize = true;
+  e.beside_dense = true;
+  e.expert_scales = true;
 }
 
 void read_hf(KeyReader& k, ModelConfig& c) {
@@ -141,9 +166,7 @@ void read_hf(KeyReader& k, ModelConfig& c) {
   c.layer_inputs.dim = k.has(per_layer) ? k.integer(per_layer, 0) : 256;  // null or 0: none
   const int table = k.integer("vocab_size_per_layer_input", 262'144);     // their table's rows, unused without them
   if (c.layer_inputs.dim > 0) c.layer_inputs.vocab = table;
-  if (k.boolean("enable_moe_block", false))
-    k.unsupported("enable_moe_block", true, "Gemma 4 without its MoE block beside the MLP (false)");
-  for (const char* key : {"num_experts", "top_k_experts", "moe_intermediate_size"}) k.find(key);  // the MoE block's
+  read_moe_block(k, c);
 }
 
 }  // namespace

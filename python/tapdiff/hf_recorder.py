@@ -14,7 +14,8 @@ module's apply_rotary_pos_emb, wrapped while recording; where it rotates part of
 channels it leaves are the projection's; where Llama 4's temperature scales q after it, Ministral 3's
 get_llama_4_attn_scale, wrapped alike), the attention's output (o_proj's input) and the
 activation (down_proj's input); in a mixture of experts the router's logits, chosen ids and
-weights (what its top-k router returns) and the mixed output. In a parallel block (Phi-2, Cohere,
+weights (what its top-k router returns) and the mixed output (Gemma 4's beside the MLP: also the
+router's normed input, the experts' norms and the sum of the two branches, a norm's input). In a parallel block (Phi-2, Cohere,
 StableLM's parallel residual), which adds attention and MLP to the stream at once, attn_residual is
 the layer's input plus o_proj's output, added here in float64; where OLMo clamps q, k and v after
 their projections (clip_qkv, outside any module), the recorded projections are clamped alike. `tapdiff compare` of this dump against `tapdiff run
@@ -162,19 +163,21 @@ class HfRecorder(Recording):
         if module is not None:
             self.handles.append(module.register_forward_hook(hook))
 
-    def _routing(self, router, mixture, layer):
+    def _routing(self, router, mixture, layer, logits_first=True):
         """A mixture of experts' router: the (logits, weights, ids) per token that transformers 5's top-k
         routers return, as tapdiff's moe_router, moe_weights and moe_ids (each row's ids ascending,
         the weights in their order), and where tapdiff's graph has them the moe_scores it chooses by
         (the logits' sigmoid or softmax, plus the router's e_score_correction_bias). A router that returns its logits alone (transformers 4.x) is
-        refused: what it chose is not visible to a hook."""
+        refused: what it chose is not visible to a hook. Where its first member is not the logits
+        (`logits_first` false: Gemma 4's probabilities), moe_router is recorded elsewhere."""
         def hook(_m, _args, out):
             if not isinstance(out, tuple) or len(out) != 3:
                 raise TypeError(f"layer {layer}: the router {type(router).__name__} returns {type(out).__name__}, "
                                 "expected (logits, weights, ids) as transformers 5's top-k routers do")
             logits, weights, ids = (t.detach().to("cpu") for t in out)
             order = ids.argsort(dim=-1)
-            self._keep(layer, "moe_router", logits.double().numpy().reshape(-1, logits.shape[-1]))
+            if logits_first:
+                self._keep(layer, "moe_router", logits.double().numpy().reshape(-1, logits.shape[-1]))
             if (layer, "moe_scores") in self.taps:  # what the router chooses by: its scores plus its selection bias
                 owners = (router, mixture, getattr(router, "moe_statics", None))  # MiniMax-M2's block, ERNIE's statics
                 bias = next((b for b in (getattr(m, "e_score_correction_bias", None) for m in owners)
@@ -186,6 +189,19 @@ class HfRecorder(Recording):
             self._keep(layer, "moe_ids", ids.gather(-1, order).double().numpy().reshape(-1, ids.shape[-1]))
             self._keep(layer, "moe_weights", weights.gather(-1, order).double().numpy().reshape(-1, ids.shape[-1]))
         self.handles.append(router.register_forward_hook(hook))
+
+    def _mixture_beside_mlp(self, layer, i):
+        """Gemma 4's MoE block, beside the layer's MLP: the router's normed input (its projection's
+        input) and logits (the projection's output), its choice, the experts' own norm, their output
+        and its norm, the MLP's output normed, and the sum of the two (the post-FFN norm's input)."""
+        self._input(layer.router.proj, i, "moe_router_norm")
+        self._output(layer.router.proj, i, "moe_router")
+        self._routing(layer.router, layer, i, logits_first=False)
+        self._output(layer.pre_feedforward_layernorm_2, i, "moe_norm")
+        self._output(layer.experts, i, "moe_out")
+        self._output(layer.post_feedforward_layernorm_2, i, "moe_post_norm")
+        self._output(layer.post_feedforward_layernorm_1, i, "dense_post_norm")
+        self._input(layer.post_feedforward_layernorm, i, "ffn_sum")
 
     def _shared_expert(self, expert, gate, layer):
         """A shared expert's output as tapdiff's moe_shared: scaled by the sigmoid of its gate's logit
@@ -275,6 +291,8 @@ class HfRecorder(Recording):
                 self._split(getattr(mlp, "gate_up_proj", None), i, [("ffn_gate", ffn), ("ffn_up", ffn)])
                 self._input(down, i, "ffn_act")
                 self._output(down, i, "ffn_down")
+            if hasattr(layer, "router") and hasattr(layer, "experts"):
+                self._mixture_beside_mlp(layer, i)
             self._output(after_ffn, i, "ffn_post_norm")
             gate = getattr(layer, "per_layer_input_gate", None)
             if gate is None:

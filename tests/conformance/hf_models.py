@@ -50,9 +50,10 @@ class Case:
 IDS = {"bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0}
 
 # A mixture of experts' router weight (Mixtral's block_sparse_moe.gate, Qwen3-MoE's mlp.gate, Granite-MoE's
-# block_sparse_moe.router, Hunyuan-MoE's mlp.gate.wg, gpt-oss's mlp.router, Llama 4's feed_forward.router).
+# block_sparse_moe.router, Hunyuan-MoE's mlp.gate.wg, gpt-oss's mlp.router, Llama 4's feed_forward.router,
+# Gemma 4's router.proj).
 ROUTER = ("mlp.gate.weight", "block_sparse_moe.gate.weight", "block_sparse_moe.router.weight", "mlp.gate.wg.weight",
-          "mlp.router.weight", "feed_forward.router.weight")
+          "mlp.router.weight", "feed_forward.router.weight", "router.proj.weight")
 
 # Image encoders as small as they get, for the multimodal cases (a token-id run never uses them).
 TINY_SIGLIP = dict(model_type="siglip_vision_model", hidden_size=32, intermediate_size=48, num_hidden_layers=1,
@@ -410,17 +411,26 @@ CASES = [
           "final_logit_softcapping": 30.0,
           "layer_types": ["sliding_attention", "full_attention", "sliding_attention"]}, since_5x=True),
     # Gemma 4 E2B's layout: per-layer inputs (8 channels a layer, their own table) and the last two
-    # layers attending over the caches of the last earlier sliding and full layers; the full
-    # layers' own values and KV heads, proportional RoPE scaled.
+    # layers attending over the caches of the last earlier sliding and full layers, their MLP twice
+    # as wide; the full layers' own values and KV heads, proportional RoPE scaled.
     Case("gemma4-layer-inputs", "gemma4_text",
          {"full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.5, "factor": 2.0,
                              "rope_theta": 500000.0},
           "sliding_attention": {"rope_type": "default", "rope_theta": 20000.0}},
          {**IDS, "head_dim": 16, "global_head_dim": 24, "hidden_size_per_layer_input": 8,
           "vocab_size_per_layer_input": 160, "sliding_window": 4, "hidden_activation": "silu",
-          "tie_word_embeddings": True, "num_hidden_layers": 4, "num_kv_shared_layers": 2,
+          "tie_word_embeddings": True, "num_hidden_layers": 4, "num_kv_shared_layers": 2, "use_double_wide_mlp": True,
           "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"]},
          drop=("num_hidden_layers",), since_5x=True),
+    # Gemma 4 26B-A4B's layout: every layer's mixture (6 experts, 2 a token, their own width) beside
+    # its MLP, the router's scale and the experts' weight scales learned; full layers' own heads.
+    Case("gemma4-moe", "gemma4_text",
+         {"full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 200000.0},
+          "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
+         {**IDS, "head_dim": 16, "global_head_dim": 32, "hidden_size_per_layer_input": 0, "sliding_window": 6,
+          "enable_moe_block": True, "num_experts": 6, "top_k_experts": 2, "moe_intermediate_size": 40,
+          "final_logit_softcapping": 25.0,
+          "layer_types": ["sliding_attention", "full_attention", "sliding_attention"]}, since_5x=True),
 ]
 
 
@@ -444,7 +454,8 @@ def make_model(case: Case, folder: Path, style: str, seed: int = 0) -> None:
         for name, p in model.named_parameters():
             if name.endswith(("act_fn.alpha_p", "act_fn.alpha_n")):  # xIELU's learned scalars away from their init
                 p.copy_(p + 0.5 * torch.randn_like(p))
-            elif name.endswith("norm.weight"):
+            elif name.endswith(("norm.weight", "norm_1.weight", "norm_2.weight", "router.scale",
+                                "router.per_expert_scale")):  # Gemma 4's router scales too
                 p.copy_(1.0 + 0.3 * torch.randn_like(p))
             elif name.endswith((".bias", "_proj_bias")):  # gpt-oss's experts' biases end in _bias
                 p.copy_(0.1 * torch.randn_like(p))

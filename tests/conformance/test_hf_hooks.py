@@ -2,7 +2,7 @@
 its name, a tuple's members as NAME.0, NAME.1, a module's input as NAME:input, the expert ids as the
 router returns them: int64, in its top-k order), read by `tapdiff compare --map hf`: on the mixtures
 of experts transformers 5.x builds (router, chosen experts and their weights, the experts' sum, a
-shared expert and the block's output) it matches `tapdiff run` of the same folder, every op compared
+shared expert and the block's output; Gemma 4's mixture beside the MLP with its norms) it matches `tapdiff run` of the same folder, every op compared
 but those transformers computes inline; with the router's renormalisation left out, the culprit is
 named from the hook dump alone."""
 from __future__ import annotations
@@ -69,7 +69,7 @@ def record(folder: Path, out: Path, patch=None) -> None:
 
 MIXTURES = ["gpt-oss", "qwen3-moe", "qwen3-moe-dense-layer", "qwen2-moe", "mixtral", "olmoe", "glm4-moe", "granitemoe", "phimoe",
             "dots1", "minimax-m2", "ernie4_5-moe", "cohere2-moe", "granitemoeshared", "qwen2-moe-sparse-step",
-            "deepseek-v3", "deepseek-v2"]
+            "deepseek-v3", "deepseek-v2", "gemma4-moe"]
 # DeepSeek's latent attention: its hook dump holds the latent and q's projections, but no expanded
 # keys and values under tapdiff's names (kv_b_proj's output; DeepSeek-V3's expands the whole cache
 # each pass).

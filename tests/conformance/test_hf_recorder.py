@@ -123,6 +123,16 @@ def unscaled_layer_inputs(model):
     model.model.per_layer_input_scale = 1.0
 
 
+def drop_expert_scales(model):
+    """Gemma 4's router without its per_expert_scale (the experts' weights as renormalised)."""
+    model.model.layers[1].router.per_expert_scale.data.fill_(1.0)
+
+
+def unscaled_router_input(model):
+    """Gemma 4's router input without its 1/sqrt(hidden_size)."""
+    model.model.layers[2].router.scalar_root_size = 1.0
+
+
 @pytest.mark.parametrize("name, patch, culprit", [
     ("qwen3-moe", drop_renormalisation, "1/moe_weights"),
     ("qwen2-moe", open_shared_gate, "1/moe_shared"),
@@ -140,6 +150,8 @@ def unscaled_layer_inputs(model):
     ("gemma4", skip_value_norm, "1/v_norm"),
     ("gemma4-layer-inputs", drop_layer_scalar, "2/ple_residual"),
     ("gemma4-layer-inputs", unscaled_layer_inputs, "0/ple_input"),
+    ("gemma4-moe", drop_expert_scales, "1/moe_weights"),
+    ("gemma4-moe", unscaled_router_input, "2/moe_router_norm"),
 ])
 def test_a_bug_in_the_models_forward_is_named(name, patch, culprit, tmp_path):
     case = next(c for c in CASES if c.name == name)

@@ -45,12 +45,14 @@ def transformers_forward(folder: Path) -> dict[str, np.ndarray]:
             out[name] = value[0].detach().numpy()
         return hook
 
-    def keep_routing(layer):
-        """A router's (logits, weights, ids) as tapdiff's ops: each row's chosen ids ascending."""
+    def keep_routing(layer, logits_first=True):
+        """A router's (logits, weights, ids) as tapdiff's ops: each row's chosen ids ascending (Gemma
+        4's router returns the probabilities first: its logits are not kept)."""
         def hook(_module, _inputs, output):
             logits, weights, ids = (t.detach() for t in output)
             order = torch.argsort(ids, dim=-1)
-            out[f"{layer}/moe_router"] = logits.numpy()
+            if logits_first:
+                out[f"{layer}/moe_router"] = logits.numpy()
             out[f"{layer}/moe_ids"] = torch.gather(ids, -1, order).numpy().astype(np.float64)
             out[f"{layer}/moe_weights"] = torch.gather(weights, -1, order).double().numpy()
         return hook
@@ -77,6 +79,10 @@ def transformers_forward(folder: Path) -> dict[str, np.ndarray]:
         if moe is not None:  # the router: gate, or Granite-MoE's router
             router = moe.gate if hasattr(moe, "gate") else moe.router
             handles.append(router.register_forward_hook(keep_routing(i)))
+        if hasattr(layer, "router") and hasattr(layer, "experts"):  # Gemma 4's, beside the MLP
+            handles.append(layer.router.register_forward_hook(keep_routing(i, logits_first=False)))
+            handles.append(layer.router.proj.register_forward_hook(  # on the flattened rows
+                lambda _m, _in, logits, i=i: out.__setitem__(f"{i}/moe_router", logits.detach().numpy())))
         if hasattr(getattr(layer, "feed_forward", None), "router"):  # Llama 4's
             router = layer.feed_forward.router
             handles.append(router.register_forward_hook(keep_top_k_routing(i, router.top_k)))
@@ -370,8 +376,7 @@ UNIMPLEMENTED = [  # (case, key, value, the key the refusal names): a value whos
     ("deepseek-v2", "norm_topk_prob", True, "norm_topk_prob"),  # transformers' router never renormalises
     ("deepseek-v2", "mlp_bias", True, "mlp_bias"),
     ("gemma4", "num_kv_shared_layers", 3, "num_kv_shared_layers"),  # every layer: none keeps a cache
-    ("gemma4-layer-inputs", "use_double_wide_mlp", True, "use_double_wide_mlp"),
-    ("gemma4", "enable_moe_block", True, "enable_moe_block"),
+    ("gemma4-moe", "top_k_experts", None, "top_k_experts"),  # the MoE block's: required where it is on
     ("gemma4", "use_bidirectional_attention", "all", "use_bidirectional_attention"),
     ("gemma4", "per_layer_config", {"1": {"head_dim": 32, "intermediate_size": 48}}, "intermediate_size"),
     ("gemma4", "per_layer_config", {"1": {"head_dim": 8}}, "per_layer_config"),  # the two full layers differ
