@@ -34,7 +34,7 @@ def tapdiff(binary: str, *args: str) -> subprocess.CompletedProcess:
 
 
 def judged(binary: str, exact: Path, dump: Path, model: Path, backend: str, report: Path) -> dict:
-    run = tapdiff(binary, "compare", str(exact), str(dump), "--map", "llama.cpp", "--model", str(model),
+    run = tapdiff(binary, "compare", str(exact), str(dump), "--map", "llama.cpp", "--common-ops", "--model", str(model),
                   "--b-precision", PRECISION[backend], "--json", str(report))
     assert run.returncode in (0, 1), run.stderr
     return json.loads(report.read_text())

@@ -428,6 +428,30 @@ TEST(CompareCli, PositionsOnlyInAFailUnlessCommonRowsNarrowsTheComparison) {
   EXPECT_NE(narrowed.output.find("2 only in A (left out by --common-rows)"), std::string::npos) << narrowed.output;
 }
 
+// Ops only one dump taps are never passed over: the comparison is incomplete and names them,
+// unless --common-ops narrows it to the ops both tap (or --taps selects those).
+TEST(CompareCli, OpsOnlyOneDumpTapsFailUnlessCommonOpsNarrowsTheComparison) {
+  const Dumps d("ops-only-in-a");
+  std::filesystem::remove(d.b);
+  const auto r = run_tapdiff("run --model " + quoted(synth_model_path("tiny")) + " --tokens " + Dumps::prompt_tokens() +
+                             " --chunk 16 --generate 3 --taps '^[01]/' --dump " + quoted(d.b));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto missing = d.compare("--json " + quoted(d.dir / "r.json"));
+  EXPECT_EQ(missing.exit_code, 1) << missing.output;
+  EXPECT_NE(missing.output.find("problem  ops-only-in-a: A holds "), std::string::npos) << missing.output;
+  EXPECT_NE(missing.output.find("that B does not (-1/embed, "), std::string::npos) << missing.output;
+  const nlohmann::json report = nlohmann::json::parse(slurp(d.dir / "r.json"));
+  EXPECT_EQ(report["verdict"], "incomplete");
+  EXPECT_EQ(report["problems"][0]["evidence"]["taps"], report["not_compared"]["only_in_a"].size());
+  const auto narrowed = d.compare("--common-ops");
+  EXPECT_EQ(narrowed.exit_code, 0) << narrowed.output;
+  EXPECT_NE(narrowed.output.find("only in B (left out by --common-ops)"), std::string::npos) << narrowed.output;
+  EXPECT_EQ(d.compare("--taps '^[01]/'").exit_code, 0);
+  const auto reversed = run_tapdiff("compare " + quoted(d.b) + " " + quoted(d.a));
+  EXPECT_EQ(reversed.exit_code, 1) << reversed.output;
+  EXPECT_NE(reversed.output.find("problem  ops-only-in-b: B holds "), std::string::npos) << reversed.output;
+}
+
 // A dump's model_config written to the documented minimum (block, rope_scaling, rotary_dim left
 // out) is the model's config by what it means: --model takes it and names the culprit; a key that
 // says otherwise (a bias the model lacks, another rotary width) is still refused by name.

@@ -37,6 +37,7 @@ struct CompareArgs {
   std::string taps = "all";
   std::int64_t max_rows = 0;
   bool common_rows = false;
+  bool common_ops = false;
   // --model: the culprit on B's own inputs
   std::string model;
   formats::LoadOptions load;
@@ -225,6 +226,7 @@ int compare(const CompareArgs& args) {
   options.taps = dumps::TapFilter(args.taps);
   options.max_rows = args.max_rows;
   options.common_rows = args.common_rows;
+  options.common_ops = args.common_ops;
   options.b_precision = precision;
   bisect::CompareResult result;
   {
@@ -267,6 +269,9 @@ void add_compare_command(CLI::App& app, CliContext& context) {
   cmd->add_flag("--common-rows", args->common_rows,
                 "Compare the positions both runs hold: positions only A holds (B stopped early on purpose) are "
                 "reported, not failed");
+  cmd->add_flag("--common-ops", args->common_ops,
+                "Compare the ops both dumps tap: ops tapped in one only (B taps a part of the graph on purpose) are "
+                "listed, not failed");
   cmd->add_option("--model", args->model,
                   "The model B ran (GGUF file, Hugging Face folder, synth:SHAPE): on a divergence, run each op of B's "
                   "dump on B's own inputs in the f64 reference to find the culprit; the model of an imported dump");

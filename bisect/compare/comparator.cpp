@@ -3,9 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <future>
+#include <string>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include "bisect/compare/precision_evidence.h"
 #include "bisect/compare/read_ahead.h"
@@ -337,6 +341,22 @@ std::vector<RunProblem> run_problems(const CompareResult& r) {
                                al.only_b == 1 ? "" : "s"),
                    {{"positions", al.only_b}},
                    true});
+  if (!r.common_ops) {
+    for (const auto& [code, name, other, taps] : {std::tuple{RunProblemCode::ops_only_in_a, 'A', 'B', &r.only_a},
+                                                  std::tuple{RunProblemCode::ops_only_in_b, 'B', 'A', &r.only_b}}) {
+      if (taps->empty()) continue;
+      std::vector<std::string> names;
+      for (std::size_t i = 0; i < std::min<std::size_t>(taps->size(), 5); ++i)
+        names.push_back(model::to_string((*taps)[i]));
+      out.push_back({code,
+                     fmt::format("{} holds {} tap{} that {} does not ({}{}): they were not compared (--common-ops "
+                                 "compares the ops both hold, --taps selects ops)",
+                                 name, taps->size(), taps->size() == 1 ? "" : "s", other, fmt::join(names, ", "),
+                                 taps->size() > names.size() ? ", ..." : ""),
+                     {{"taps", taps->size()}, {"first", names}},
+                     true});
+    }
+  }
   for (const auto& [name, run] : {std::pair{'A', &r.a}, std::pair{'B', &r.b}})
     if (!run->complete && !run->path.empty())
       out.push_back({RunProblemCode::incomplete_dump,
@@ -588,6 +608,7 @@ CompareResult compare_dumps(const dumps::DumpReader& a, const dumps::DumpReader&
                             stated_or_f32(a.storage_dtype(id)), stated_or_f32(b.storage_dtype(id))});
   };
   r.common_rows = options.common_rows;
+  r.common_ops = options.common_ops;
   r.tolerance_source = tolerances.source();
   r.tokens = compare_tokens(generated_tokens(a), generated_tokens(b));
   std::vector<model::TensorId> ids;

@@ -220,6 +220,9 @@ struct CompareOptions {
   std::int64_t max_rows = 0;  // compare at most this many positions; <= 0: all
   // Positions only A holds are left out, said, and no run problem (B stopped early on purpose).
   bool common_rows = false;
+  // Ops (among those taps selects) tapped in one dump only are listed and no run problem (B taps a
+  // part of the graph on purpose).
+  bool common_ops = false;
   // B's precision; nullopt: as B's dump states it, else as its values tell (precision_evidence.h).
   std::optional<PrecisionOfB> b_precision;
   std::size_t block_bytes = kDefaultBlockBytes;
@@ -276,6 +279,7 @@ struct CompareResult {
   model::Precision builtin_precision = model::Precision::f32;
   model::Precision builtin_finest = model::Precision::f32;
   bool common_rows = false;      // CompareOptions::common_rows
+  bool common_ops = false;       // CompareOptions::common_ops
   std::string tolerance_source;  // the tolerance file, or "" for the built-in defaults
   RowAlignment alignment;
   std::vector<OpResult> ops;                    // graph order

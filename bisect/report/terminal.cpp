@@ -131,8 +131,8 @@ std::string terminal_report(const Finding& f, bool color, std::size_t max_table)
     out += fmt::format("{}precision B computes in {}: {}{}\n", dim, precision_text(r.precision), r.precision.evidence,
                        off);
   if (!r.only_a.empty() || !r.only_b.empty())
-    out += fmt::format("{}not compared: {} ops tapped only in A, {} only in B{}\n", dim, r.only_a.size(),
-                       r.only_b.size(), off);
+    out += fmt::format("{}not compared: {} ops tapped only in A, {} only in B{}{}\n", dim, r.only_a.size(),
+                       r.only_b.size(), r.common_ops ? " (left out by --common-ops)" : "", off);
   if (f.live)
     out +=
         fmt::format("time     free run {:.2f} s, forced scan {:.2f} s\n", f.live->seconds_free, f.live->seconds_forced);

@@ -83,6 +83,10 @@ def test_a_hook_dump_of_a_mixture_matches(name, tmp_path):
     record(folder, tmp_path / "hooks")
     tapdiff_run(folder, tmp_path / "ref.h5")
     code, report, out = compare(tmp_path / "ref.h5", tmp_path / "hooks", tmp_path / "report.json", "--map", "hf")
+    assert code == 1 and report["verdict"] == "incomplete", out  # the ops computed inline: not judged
+    assert {p["code"] for p in report["problems"]} == {"ops-only-in-a"}, out
+    code, report, out = compare(tmp_path / "ref.h5", tmp_path / "hooks", tmp_path / "report.json", "--map", "hf",
+                                "--common-ops")
     assert code == 0 and report["verdict"] == "match", out
     assert report["rows"]["compared"] == len(PROMPT) + GENERATE - 1, out
     ops = {t.split("/")[1] for t in report["not_compared"]["only_in_a"]} if report.get("not_compared") else set()

@@ -168,7 +168,7 @@ def test_a_user_map_in_toml_splits_and_sums(info, reference, tmp_path):
     toml.write_text('base = "vllm"\ntokens = "input_ids"\n'
                     '[taps]\n"blocks.{L}.qkv" = ["q_proj", "k_proj", "v_proj"]\n"blocks.{L}.mid" = "attn_residual"\n'
                     '[sums]\nffn_residual = ["blocks.{L}.0", "blocks.{L}.1"]\n')
-    code, report, text = compare(reference, renamed, tmp_path, "--map", str(toml))
+    code, report, text = compare(reference, renamed, tmp_path, "--map", str(toml), "--common-ops")
     assert code == 0, text
     compared = {f"{o['layer']}/{o['op']}" for o in report["ops"]}
     assert {"0/q_proj", "0/k_proj", "0/v_proj", "1/attn_residual", "1/ffn_residual"} <= compared, text

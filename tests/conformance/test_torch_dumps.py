@@ -79,9 +79,9 @@ def test_an_sglang_dump_compares_as_the_safetensors_of_its_values(info, referenc
     write_sglang(tmp_path / "sglang", steps)
     written = convert(tmp_path / "sglang", tmp_path / "converted")
     assert len(written) == len(steps)
-    code_pt, pt, out = compare(reference, tmp_path / "converted", tmp_path, "--map", "vllm")
+    code_pt, pt, out = compare(reference, tmp_path / "converted", tmp_path, "--map", "vllm", "--common-ops")
     assert code_pt == 0 and pt["verdict"] == "match", out
-    code_st, st, out_st = compare(reference, folder, tmp_path, "--map", "vllm")
+    code_st, st, out_st = compare(reference, folder, tmp_path, "--map", "vllm", "--common-ops")
     assert code_st == 0, out_st
     assert [(o["layer"], o["op"], o["metrics"]["nmse"]) for o in pt["ops"]] == \
         [(o["layer"], o["op"], o["metrics"]["nmse"]) for o in st["ops"]]
