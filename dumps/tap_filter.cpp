@@ -34,7 +34,8 @@ bool TapFilter::matches(const model::TensorId& id) const {
     case Kind::none: return false;
     case Kind::layers: {
       static constexpr model::Op kStream[] = {model::Op::embed,    model::Op::o_proj,        model::Op::attn_post_norm,
-                                              model::Op::ffn_down, model::Op::ffn_post_norm, model::Op::ffn_residual,
+                                              model::Op::ffn_down, model::Op::moe_out,       model::Op::moe_sum,
+                                              model::Op::ffn_sum,  model::Op::ffn_post_norm, model::Op::ffn_residual,
                                               model::Op::ple_norm, model::Op::ple_residual,  model::Op::final_norm,
                                               model::Op::logits};
       return std::find(std::begin(kStream), std::end(kStream), id.op) != std::end(kStream);

@@ -12,7 +12,8 @@ namespace tapdiff::dumps {
 // --taps values:
 //   all     every op of the graph
 //   layers  the residual stream and what each block adds to it: embed, each layer's attention
-//           and FFN updates (o_proj or attn_post_norm, ffn_down or ffn_post_norm: the values added
+//           and FFN updates (o_proj or attn_post_norm; ffn_down, a mixture's moe_out, moe_sum or
+//           ffn_sum, or ffn_post_norm: the values added
 //           to the stream, judged on their own, so that a wrong update far smaller than the stream
 //           is not diluted in it) and its output (ffn_residual), final_norm and logits
 //   none    nothing

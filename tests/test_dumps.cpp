@@ -89,9 +89,9 @@ TEST(H5, WrongOrMissingAttributeIsAFormatErrorNamingFileAndObject) {
 
 // --- TapFilter ---------------------------------------------------------------------------------
 
-std::vector<std::string> filtered(const TapFilter& filter) {
+std::vector<std::string> filtered(const TapFilter& filter, const model::ModelConfig& config = fake_config()) {
   std::vector<std::string> names;
-  const Graph graph(fake_config());
+  const Graph graph(config);
   for (const model::Step& step : graph.steps())
     if (filter.matches(step.output())) names.push_back(model::to_string(step.output()));
   return names;
@@ -107,6 +107,18 @@ TEST(TapFilter, LayersMatchesTheResidualStreamAndWhatEachBlockAdds) {
   EXPECT_EQ(filtered(TapFilter("layers")),
             (std::vector<std::string>{"-1/embed", "0/o_proj", "0/ffn_down", "0/ffn_residual", "1/o_proj", "1/ffn_down",
                                       "1/ffn_residual", "2/final_norm", "2/logits"}));
+}
+
+// A mixture's update: the experts' sum, with a shared expert the block's sum too.
+TEST(TapFilter, LayersMatchesAMixturesUpdate) {
+  model::ModelConfig c = fake_config();
+  c.experts.count = 4, c.experts.active = 2, c.experts.ffn_dim = 8, c.experts.layers = {false, true};
+  EXPECT_EQ(filtered(TapFilter("layers"), c),
+            (std::vector<std::string>{"-1/embed", "0/o_proj", "0/ffn_down", "0/ffn_residual", "1/o_proj", "1/moe_out",
+                                      "1/ffn_residual", "2/final_norm", "2/logits"}));
+  c.experts.shared_ffn_dim = 8;
+  const std::vector<std::string> shared = filtered(TapFilter("layers"), c);
+  EXPECT_NE(std::ranges::find(shared, "1/moe_sum"), shared.end());
 }
 
 TEST(TapFilter, RegexSearchesLayerSlashOp) {

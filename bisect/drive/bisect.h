@@ -49,7 +49,8 @@ struct BisectOptions {
   Tolerances tolerances;
   model::Precision precision = model::Precision::f32;  // B's: what tolerance rules match
   // Pass 1 compares the residual stream and each block's updates only (--taps layers: embed, each
-  // o_proj / attn_post_norm, ffn_down / ffn_post_norm and ffn_residual, final_norm, logits), so
+  // o_proj / attn_post_norm, ffn_down (a mixture's moe_out, moe_sum, ffn_sum) / ffn_post_norm and
+  // ffn_residual, final_norm, logits), so
   // engine B's other ops never leave it; when one diverges, pass 1 is repeated with every op.
   // Not with taps.
   bool layers_first = false;
