@@ -90,12 +90,14 @@ struct Dumps {
         .write_rows(static_cast<hsize_t>(first), values.size(), dumps::h5::memory_type(dumps::h5::Type::i32),
                     values.data());
   }
-  // Replaces B by engine B's run of the same tokens: the Vulkan engine with these options.
-  void run_b(const std::string& options) const {
+  // Replaces B by a run of the same tokens with these options.
+  void replace_b(const std::string& options) const {
     const auto r = run_tapdiff("run --model " + quoted(synth_model_path("tiny")) + " --tokens " + prompt_tokens() +
-                               " --chunk 16 --generate 3 --engine vulkan " + options + " --dump " + quoted(b));
+                               " --chunk 16 " + options + " --dump " + quoted(b));
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
+  // Replaces B by engine B's run of the same tokens: the Vulkan engine with these options.
+  void run_b(const std::string& options) const { replace_b("--generate 3 --engine vulkan " + options); }
   static std::string prompt_tokens() {
     std::string tokens;
     for (int i = 0; i < 48; ++i) tokens += (i > 0 ? "," : "") + std::to_string(1 + (i * 37) % 500);
@@ -414,10 +416,7 @@ TEST(CompareCli, BsPrecisionCalibratesTheScanFromANoiseFloorRunInProcess) {
 // incomplete and says how many, unless --common-rows narrows it to the positions both hold.
 TEST(CompareCli, PositionsOnlyInAFailUnlessCommonRowsNarrowsTheComparison) {
   const Dumps d("only-in-a");
-  std::filesystem::remove(d.b);
-  const auto r = run_tapdiff("run --model " + quoted(synth_model_path("tiny")) + " --tokens " + Dumps::prompt_tokens() +
-                             " --chunk 16 --generate 1 --dump " + quoted(d.b));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
+  d.replace_b("--generate 1");
   const auto missing = d.compare("--json " + quoted(d.dir / "r.json"));
   EXPECT_EQ(missing.exit_code, 1) << missing.output;
   EXPECT_NE(missing.output.find("problem  rows-only-in-a: A holds 2 positions that B does not"), std::string::npos)
@@ -432,10 +431,7 @@ TEST(CompareCli, PositionsOnlyInAFailUnlessCommonRowsNarrowsTheComparison) {
 // unless --common-ops narrows it to the ops both tap (or --taps selects those).
 TEST(CompareCli, OpsOnlyOneDumpTapsFailUnlessCommonOpsNarrowsTheComparison) {
   const Dumps d("ops-only-in-a");
-  std::filesystem::remove(d.b);
-  const auto r = run_tapdiff("run --model " + quoted(synth_model_path("tiny")) + " --tokens " + Dumps::prompt_tokens() +
-                             " --chunk 16 --generate 3 --taps '^[01]/' --dump " + quoted(d.b));
-  ASSERT_EQ(r.exit_code, 0) << r.output;
+  d.replace_b("--generate 3 --taps '^[01]/'");
   const auto missing = d.compare("--json " + quoted(d.dir / "r.json"));
   EXPECT_EQ(missing.exit_code, 1) << missing.output;
   EXPECT_NE(missing.output.find("problem  ops-only-in-a: A holds "), std::string::npos) << missing.output;
