@@ -8,6 +8,7 @@
 #include "formats/family_spec.h"
 #include "model/errors.h"
 #include "model/half_float.h"
+#include "model/layer_features.h"
 #include "model/weights.h"
 
 namespace tapdiff::formats {
@@ -56,9 +57,9 @@ void require_llama_cpp_precision(const Model& m) {
         fmt::format("{}: the llama.cpp emulation does not round latent attention's products (llama.cpp computes "
                     "them in the absorbed form, its cache holding the latent)",
                     m.path().string()));
-  if (!c.layer_shapes.empty())
-    throw UsageError(fmt::format(
-        "{}: the llama.cpp emulation does not round layers whose heads differ in number or width", m.path().string()));
+  if (const std::string_view what = layer_feature(c); !what.empty())
+    throw UsageError(fmt::format("{}: the llama.cpp emulation does not round {} (tapdiff has no llama.cpp graph of it)",
+                                 m.path().string(), what));
   if (c.experts.count > 0)
     throw UsageError(
         fmt::format("{}: the llama.cpp emulation does not round a mixture of experts' products "

@@ -197,6 +197,10 @@ def test_a_family_the_vulkan_engine_lacks_is_refused_by_name_and_the_reference_r
     run = subprocess.run([TAPDIFF, "run", "--model", str(folder), "--tokens", "1,2,3", "--engine", "ref", "--dtype",
                           "f32"], capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
+    # nor does the llama.cpp emulation, which has no llama.cpp graph of them
+    run = subprocess.run([TAPDIFF, "run", "--model", str(folder), "--tokens", "1,2,3", "--engine", "ref", "--dtype",
+                          "llama.cpp"], capture_output=True, text=True)
+    assert run.returncode == 2 and "the llama.cpp emulation does not round" in run.stderr, run.stdout + run.stderr
 
 
 def test_an_mla_engines_wrong_up_projection_is_named_with_or_without_the_expanded_keys(tmp_path):
