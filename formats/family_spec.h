@@ -111,6 +111,9 @@ struct GgufRecipe {
   bool yarn = false;               // rope.scaling.type yarn read as llama.cpp computes it (read_rope_scaling)
   bool weightless_norms = false;   // no norm tensors (OLMo): weights of ones stand in
   bool output_required = false;    // output.weight with no fallback to token_embd.weight (llama.cpp fails without it)
+  // attention.head_count_kv and feed_forward_length may hold a value per layer (llama.cpp's
+  // get_key_or_arr): the widths go to ModelConfig::ffn_dims, the heads are the family's to read.
+  bool layer_arrays = false;
   // The family's name of a tensor in a layer ("post_attention_norm.weight") as the one tapdiff
   // reads ("ffn_norm.weight" for Seed-OSS, whose FFN norm has that name); the config as read.
   std::string_view (*layer_name)(std::string_view name, const model::ModelConfig& c) = nullptr;

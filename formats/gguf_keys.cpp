@@ -1,5 +1,6 @@
 #include "formats/gguf_keys.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -20,6 +21,21 @@ int int_key(const GgufFile& f, const std::string& key, std::optional<int> fallba
     throw_format_error(fmt::format("{}: metadata '{}': expected an integer in [0, {}], found {}", f.path().string(),
                                    key, std::numeric_limits<int>::max(), *v));
   return static_cast<int>(*v);
+}
+
+std::vector<int> layer_int_key(const GgufFile& f, const std::string& key, int n_layers, std::optional<int> fallback) {
+  const GgufValue* v = f.find(key);
+  if (v == nullptr || v->type != gguf::ValueType::array)
+    return std::vector<int>(static_cast<std::size_t>(std::max(n_layers, 1)), int_key(f, key, fallback));
+  const auto values = f.get_int_array(key);
+  if (values->empty() || values->size() != static_cast<std::size_t>(n_layers))
+    throw_format_error(fmt::format("{}: metadata '{}': expected {} values (one per layer), found {}", f.path().string(),
+                                   key, n_layers, values->size()));
+  for (const std::int32_t value : *values)
+    if (value < 0)
+      throw_format_error(
+          fmt::format("{}: metadata '{}': expected integers >= 0, found {}", f.path().string(), key, value));
+  return {values->begin(), values->end()};
 }
 
 double float_key(const GgufFile& f, const std::string& key, double fallback) {

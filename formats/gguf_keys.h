@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "formats/gguf_reader.h"
 #include "model/config.h"
@@ -12,6 +13,10 @@ namespace tapdiff::formats {
 
 // An int metadata value in [0, INT_MAX], `fallback` when absent (nullopt: required).
 int int_key(const GgufFile& f, const std::string& key, std::optional<int> fallback);
+
+// A per-layer int metadata value as llama.cpp reads it (get_key_or_arr): one for every layer, or
+// an array of n_layers values, each in [0, INT_MAX]; `fallback` for every layer when absent.
+std::vector<int> layer_int_key(const GgufFile& f, const std::string& key, int n_layers, std::optional<int> fallback);
 
 // A float metadata value, `fallback` when absent.
 double float_key(const GgufFile& f, const std::string& key, double fallback);

@@ -458,9 +458,15 @@ namespace {
 // tensor by the name the family gives it (GgufRecipe::layer_name).
 std::optional<WeightPart> gguf_weight(std::string_view name, const ModelConfig& c) {
   static constexpr std::pair<std::string_view, WeightKind> kGlobal[] = {
-      {"token_embd.weight", WeightKind::token_embd},   {"position_embd.weight", WeightKind::pos_embd},
-      {"output_norm.weight", WeightKind::output_norm}, {"output_norm.bias", WeightKind::output_norm_b},
-      {"output.weight", WeightKind::output},           {"output.bias", WeightKind::output_b}};
+      {"token_embd.weight", WeightKind::token_embd},
+      {"position_embd.weight", WeightKind::pos_embd},
+      {"output_norm.weight", WeightKind::output_norm},
+      {"output_norm.bias", WeightKind::output_norm_b},
+      {"output.weight", WeightKind::output},
+      {"output.bias", WeightKind::output_b},
+      {"per_layer_token_embd.weight", WeightKind::ple_token_embd},  // per-layer inputs (gemma4)
+      {"per_layer_model_proj.weight", WeightKind::ple_model_proj},
+      {"per_layer_proj_norm.weight", WeightKind::ple_proj_norm}};
   static constexpr std::pair<std::string_view, WeightKind> kLayer[] = {
       {"attn_norm.weight", WeightKind::attn_norm},
       {"attn_norm.bias", WeightKind::attn_norm_b},
@@ -505,7 +511,17 @@ std::optional<WeightPart> gguf_weight(std::string_view name, const ModelConfig& 
       {"attn_kv_a_norm.weight", WeightKind::kv_a_norm},
       {"attn_kv_b.weight", WeightKind::wk},  // split into wk and wv (gguf_weights)
       {"attn_k_b.weight", WeightKind::wk},   // each head's rows transposed (add_key_up_projection)
-      {"attn_v_b.weight", WeightKind::wv}};
+      {"attn_v_b.weight", WeightKind::wv},
+      {"layer_output_scale.weight", WeightKind::layer_scale},  // gemma4
+      {"inp_gate.weight", WeightKind::ple_gate},
+      {"proj.weight", WeightKind::ple_proj},
+      {"post_norm.weight", WeightKind::ple_post_norm},
+      {"ffn_gate_inp.scale", WeightKind::moe_router_scale},
+      {"ffn_down_exps.scale", WeightKind::moe_expert_scale},
+      {"pre_ffw_norm_2.weight", WeightKind::moe_norm},
+      {"post_ffw_norm_1.weight", WeightKind::dense_post_norm},
+      {"post_ffw_norm_2.weight", WeightKind::moe_post_norm},
+      {"ffn_gate_up_exps.weight", WeightKind::expert_gate}};  // split into expert_gate and expert_up (gguf_weights)
   for (const auto& [n, kind] : kGlobal)
     if (name == n) return WeightPart{kind, -1};
   if (!name.starts_with("blk.")) return std::nullopt;
@@ -759,11 +775,23 @@ ModelConfig gguf_config(const GgufFile& f, const LoadOptions& options) {
   c.family = spec.family;
   auto key = [&](std::string_view k) { return arch + "." + std::string(k); };
   c.n_layers = int_key(f, key("block_count"), std::nullopt);
+  if (static_cast<std::size_t>(c.n_layers) >
+      f.tensors().size())  // every layer holds a tensor: per-layer lists stay small
+    throw_format_error(fmt::format("{}: {}: expected at most one layer per tensor ({} tensors), found {}", file,
+                                   key("block_count"), f.tensors().size(), c.n_layers));
   c.dim = int_key(f, key("embedding_length"), std::nullopt);
   c.n_heads = int_key(f, key("attention.head_count"), std::nullopt);
-  c.n_kv_heads = int_key(f, key("attention.head_count_kv"), c.n_heads);
   c.head_dim = int_key(f, key("attention.key_length"), c.n_heads > 0 ? c.dim / c.n_heads : 0);
-  c.ffn_dim = int_key(f, key("feed_forward_length"), std::nullopt);
+  if (family.layer_arrays) {  // the family reads each layer's heads; the widths are ffn_dims where they differ
+    c.n_kv_heads = layer_int_key(f, key("attention.head_count_kv"), c.n_layers, c.n_heads).front();
+    std::vector<int> widths = layer_int_key(f, key("feed_forward_length"), c.n_layers, std::nullopt);
+    c.ffn_dim = widths.front();
+    if (std::any_of(widths.begin(), widths.end(), [&](int w) { return w != c.ffn_dim; }))
+      c.ffn_dims = std::move(widths);
+  } else {
+    c.n_kv_heads = int_key(f, key("attention.head_count_kv"), c.n_heads);
+    c.ffn_dim = int_key(f, key("feed_forward_length"), std::nullopt);
+  }
   c.context_length = int_key(f, key("context_length"), 0);
   c.sliding_window = int_key(f, key("attention.sliding_window"), 0);
   c.rope_base = f.get_float(key("rope.freq_base")).value_or(10000.0);
@@ -818,6 +846,11 @@ std::vector<WeightPart> gguf_weights(std::string_view name, const ModelConfig& c
   if (name.ends_with(".attn_kv_b.weight"))  // per head its no-RoPE key rows, then its value rows
     return {{WeightKind::wk, named->layer, c.mla.nope_dim, c.n_heads},
             {WeightKind::wv, named->layer, c.mla.v_dim, c.n_heads}};
+  if (name.ends_with(".ffn_gate_up_exps.weight")) {  // per expert its gate rows, then its up rows
+    if (c.experts.count == 0) return {};
+    return {{WeightKind::expert_gate, named->layer, c.experts.ffn_dim, c.experts.count},
+            {WeightKind::expert_up, named->layer, c.experts.ffn_dim, c.experts.count}};
+  }
   if (named->kind == WeightKind::ffn_up && family_spec(c.family).gguf.gate_up_in_ffn_up)
     return {{WeightKind::ffn_gate, named->layer, c.ffn_dim}, {WeightKind::ffn_up, named->layer, c.ffn_dim}};
   return {*named};
@@ -877,6 +910,7 @@ std::unique_ptr<Model> read_gguf(const std::filesystem::path& path, const LoadOp
   add_weights(file, config, *model);
   if (family_spec(config.family).gguf.weightless_norms) add_unit_norms(*model);
   add_unit_head_norms(*model);
+  add_values_from_keys(*model);
   if (config.block.activation == Activation::xielu) add_xielu_scalars(file, *model);
   model->adopt(file.release_mapping());
   model->validate();

@@ -13,13 +13,25 @@ namespace tapdiff::model {
 
 namespace {
 
-void validate_rope_scaling(const ModelConfig& c, const RopeScaling& s, const std::string& source) {
+// The scaling of the sliding layers' RoPE (`sliding`) or of the others'; its per-pair factors one
+// for each pair every layer that takes it rotates (each layer's heads where they differ).
+void validate_rope_scaling(const ModelConfig& c, const RopeScaling& s, bool sliding, const std::string& source) {
   auto require = [&](bool ok, std::string_view what, auto found) {
     if (!ok)
       throw FormatError(fmt::format("{}: model config: RoPE scaling '{}': expected {}, found {}", source,
                                     rope_type_name(s.type), what, found));
   };
-  const auto pairs = static_cast<std::size_t>(rotary_dim(c) / 2);
+  const bool per_layer = !c.layer_shapes.empty();  // then of as many layers (validated first)
+  for (int l = 0; l < (per_layer ? c.n_layers : 1); ++l) {
+    if (per_layer && uses_sliding_rope(c, l) != sliding) continue;
+    const auto pairs = static_cast<std::size_t>((per_layer ? rotary_dim(c, l) : rotary_dim(c)) / 2);
+    if (s.type == RopeType::longrope)
+      require(s.short_factor.size() == pairs && s.long_factor.size() == pairs,
+              fmt::format("{} short and long factors (rotary_dim / 2)", pairs),
+              fmt::format("{} and {}", s.short_factor.size(), s.long_factor.size()));
+    require(s.freq_factors.empty() || s.freq_factors.size() == pairs,
+            fmt::format("{} frequency factors (rotary_dim / 2)", pairs), s.freq_factors.size());
+  }
   require(std::isfinite(s.factor) && s.factor > 0, "a finite factor > 0", s.factor);
   if (s.type != RopeType::standard && s.type != RopeType::linear && s.type != RopeType::proportional)
     require(s.original_context > 0, "an original context length > 0", s.original_context);
@@ -35,12 +47,6 @@ void validate_rope_scaling(const ModelConfig& c, const RopeScaling& s, const std
           "factors picked by the run's context for LongRoPE only", rope_type_name(s.type));
   require(std::isfinite(s.attention_factor) && s.attention_factor >= 0, "a finite attention factor",
           s.attention_factor);
-  if (s.type == RopeType::longrope)
-    require(s.short_factor.size() == pairs && s.long_factor.size() == pairs,
-            fmt::format("{} short and long factors (rotary_dim / 2)", pairs),
-            fmt::format("{} and {}", s.short_factor.size(), s.long_factor.size()));
-  require(s.freq_factors.empty() || s.freq_factors.size() == pairs,
-          fmt::format("{} frequency factors (rotary_dim / 2)", pairs), s.freq_factors.size());
   for (const auto* list : {&s.short_factor, &s.long_factor, &s.freq_factors})
     for (const double f : *list) require(std::isfinite(f) && f > 0, "finite per-pair factors > 0", f);
 }
@@ -80,11 +86,11 @@ void ModelConfig::validate(const std::string& source) const {
   require(norm_eps > 0.0 && norm_eps < 1.0, "0 < norm eps < 1", norm_eps);
   require(rotary_dim >= 0 && rotary_dim <= head_dim && rotary_dim % 2 == 0, "an even rotary_dim up to head_dim",
           rotary_dim);
-  validate_rope_scaling(*this, rope_scaling, source);
+  validate_rope_scaling(*this, rope_scaling, false, source);
   if (sliding_rope) {
     require(std::isfinite(sliding_rope->base) && sliding_rope->base > 1.0, "a finite sliding layers' rope base > 1",
             sliding_rope->base);
-    validate_rope_scaling(*this, sliding_rope->scaling, source);
+    validate_rope_scaling(*this, sliding_rope->scaling, true, source);
   }
   if (query_temperature.beta != 0) {
     require(std::isfinite(query_temperature.beta) && query_temperature.beta > 0 && query_temperature.length >= 1,

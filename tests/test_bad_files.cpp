@@ -12,6 +12,7 @@
 #include <set>
 
 #include "formats/gguf_reader.h"
+#include "formats/gguf_writer.h"
 #include "formats/load_model.h"
 #include "formats/safetensors_reader.h"
 #include "model/errors.h"
@@ -189,6 +190,21 @@ TEST(BadFile, GgufUnsupportedArchitectureAndMissingKey) {
   spec = {};
   spec.omit_keys = {"llama.block_count"};
   expect_message(load_error(tiny_gguf(spec).path), "model.gguf", {"missing metadata key 'llama.block_count'"});
+}
+
+// A block_count past the file's tensors (every layer holds one) is refused before any per-layer
+// list is made of it.
+TEST(BadFile, GgufBlockCountBeyondItsTensors) {
+  const auto path = testing::temp_dir("bad") / "layers.gguf";
+  GgufWriter w(path);
+  w.add_string("general.architecture", "gemma4");
+  w.add_u32("gemma4.block_count", 1u << 30);
+  w.add_tensor("token_embd.weight", DType::f32, {4, 2});
+  const std::vector<std::byte> data(32);
+  w.write_tensor_data(data);
+  w.finish();
+  expect_message(load_error(path), path,
+                 {"gemma4.block_count: expected at most one layer per tensor (1 tensors), found 1073741824"});
 }
 
 // What an architecture's llama.cpp graph does not compute is refused, never computed anyway.

@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 
+#include "formats/gguf_keys.h"
 #include "formats/gguf_reader.h"
 #include "formats/gguf_writer.h"
 #include "formats/load_model.h"
@@ -217,6 +218,31 @@ TEST(Gguf, WriterLaysOutHeaderAndAlignedData) {
   EXPECT_EQ(f.tensors()[1].ne, (std::vector<std::int64_t>{32, 2}));
   EXPECT_EQ(std::vector<std::byte>(f.tensors()[1].bytes.begin(), f.tensors()[1].bytes.end()), t1);
   EXPECT_EQ(f.file_size(), f.data_offset() + 32 + 96);  // each tensor padded to 32 bytes
+}
+
+TEST(Gguf, PerLayerKeysHoldOneValueOrOnePerLayer) {
+  const auto path = testing::temp_dir("gguf") / "layers.gguf";
+  GgufWriter w(path);
+  w.add_u32("a.one", 7);
+  w.add_i32_array("a.each", {4, 8, 4});
+  w.add_i32_array("a.short", {4, 8});
+  w.add_i32_array("a.negative", {4, -1, 4});
+  w.finish();
+  const GgufFile f(path);
+  EXPECT_EQ(layer_int_key(f, "a.one", 3, std::nullopt), (std::vector<int>{7, 7, 7}));
+  EXPECT_EQ(layer_int_key(f, "a.each", 3, std::nullopt), (std::vector<int>{4, 8, 4}));
+  EXPECT_EQ(layer_int_key(f, "a.absent", 3, 2), (std::vector<int>{2, 2, 2}));
+  const auto error = [&](const std::string& key) {
+    try {
+      layer_int_key(f, key, 3, std::nullopt);
+    } catch (const FormatError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error("a.short").find("metadata 'a.short': expected 3 values (one per layer), found 2"), std::string::npos);
+  EXPECT_NE(error("a.negative").find("metadata 'a.negative': expected integers >= 0, found -1"), std::string::npos);
+  EXPECT_NE(error("a.absent").find("missing metadata key 'a.absent'"), std::string::npos);
 }
 
 TEST(Gguf, UnfinishedWriterLeavesNoFile) {

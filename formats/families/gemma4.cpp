@@ -26,7 +26,9 @@
 #include <fmt/format.h>
 
 #include "formats/family_spec.h"
+#include "formats/gguf_keys.h"
 #include "formats/hf_keys.h"
+#include "model/errors.h"
 
 namespace tapdiff::formats {
 
@@ -136,6 +138,15 @@ void read_moe_block(KeyReader& k, ModelConfig& c) {
   e.expert_scales = true;
 }
 
+// What every Gemma 4 block has, in both formats.
+void gemma4_block(ModelConfig& c) {
+  c.block.post_norms = true;
+  c.block.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(c.dim)));
+  c.block.attention_scale = 1.0;
+  c.block.qk_norm = QkNorm::per_head;
+  c.block.v_norm = true;
+}
+
 void read_hf(KeyReader& k, ModelConfig& c) {
   if (k.find("num_key_value_heads") == nullptr) c.n_kv_heads = 4;  // Gemma4TextConfig's default
   read_attention_bias(k, c.block);
@@ -143,12 +154,8 @@ void read_hf(KeyReader& k, ModelConfig& c) {
   if (bidirectional != nullptr && *bidirectional != "vision")
     k.unsupported("use_bidirectional_attention", *bidirectional,
                   "causal attention over text (null, or \"vision\": only image tokens attend both ways)");
+  gemma4_block(c);
   c.block.activation = read_activation(k, "hidden_activation", "gelu_pytorch_tanh");
-  c.block.post_norms = true;
-  c.block.embed_scale = static_cast<float>(std::sqrt(static_cast<double>(c.dim)));
-  c.block.attention_scale = 1.0;
-  c.block.qk_norm = QkNorm::per_head;
-  c.block.v_norm = true;
   c.block.layer_scale = true;
   c.block.logit_softcap = k.number_or_off("final_logit_softcapping", 0.0);
   read_layer_types(k, c, true, [](int layer) { return (layer + 1) % 6 != 0; });
@@ -169,6 +176,115 @@ void read_hf(KeyReader& k, ModelConfig& c) {
   read_moe_block(k, c);
 }
 
+// The GGUF's metadata error: `key` expected `expected`, found `found`.
+[[noreturn]] void refuse_key(const GgufFile& f, const std::string& key, std::string_view expected,
+                             const std::string& found) {
+  throw_format_error(fmt::format("{}: metadata '{}': expected {}, found {}", f.path().string(), key, expected, found));
+}
+
+// Each layer's heads as llama.cpp reads them: key_length (the full layers') and key_length_swa,
+// the values as wide (its loader requires it), attention.head_count_kv per layer; RoPE on whole
+// heads (rope.dimension_count_swa the sliding ones', the full ones' turned or not by rope_freqs).
+void read_gguf_heads(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
+  const int full = c.head_dim;
+  const int swa = int_key(f, prefix + "attention.key_length_swa", std::nullopt);
+  if (const int v = int_key(f, prefix + "attention.value_length_swa", swa); v != swa)
+    refuse_key(f, prefix + "attention.value_length_swa", fmt::format("the keys' width, {}", swa), std::to_string(v));
+  if (const int rotated = int_key(f, prefix + "rope.dimension_count_swa", swa); rotated != swa)
+    refuse_key(f, prefix + "rope.dimension_count_swa",
+               fmt::format("the sliding heads' width, {} (tapdiff rotates whole heads there)", swa),
+               std::to_string(rotated));
+  const std::vector<int> kv = layer_int_key(f, prefix + "attention.head_count_kv", c.n_layers, c.n_heads);
+  std::vector<AttentionShape> shapes(static_cast<std::size_t>(c.n_layers));
+  for (int l = 0; l < c.n_layers; ++l)
+    shapes[static_cast<std::size_t>(l)] = {kv[static_cast<std::size_t>(l)], slides(c, l) ? swa : full};
+  const auto first_sliding = std::find(c.sliding_layers.begin(), c.sliding_layers.end(), true);
+  const AttentionShape base = shapes[static_cast<std::size_t>(
+      first_sliding == c.sliding_layers.end() ? 0 : first_sliding - c.sliding_layers.begin())];
+  c.n_kv_heads = base.n_kv_heads;
+  c.head_dim = base.head_dim;
+  if (std::any_of(shapes.begin(), shapes.end(), [&](const AttentionShape& s) { return s != base; }))
+    c.layer_shapes = std::move(shapes);
+}
+
+// The last attention.shared_kv_layers layers attend over the cache of an earlier layer by
+// llama.cpp's rule (its KV cache's reuse for gemma3n and gemma4): a sliding layer the second-last
+// layer with a cache of its own, a full layer the last. Refused where that layer is of the other kind.
+void read_gguf_kv_sharing(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
+  const std::string key = prefix + "attention.shared_kv_layers";
+  const int shared = int_key(f, key, 0);
+  if (shared == 0) return;
+  const int first = c.n_layers - shared;
+  c.kv_sources.resize(static_cast<std::size_t>(c.n_layers));
+  for (int l = 0; l < c.n_layers; ++l) {
+    const int source = l < first ? l : first - (slides(c, l) ? 2 : 1);
+    if (source < 0 || slides(c, source) != slides(c, l))
+      refuse_key(
+          f, key,
+          "sharing layers whose cache by llama.cpp's rule (a sliding layer the second-last layer with its "
+          "own, a full layer the last) is of their own kind",
+          fmt::format("{} of {} layers: layer {} ({}) would read {}", shared, c.n_layers, l,
+                      slides(c, l) ? "sliding" : "full", source < 0 ? "no layer" : fmt::format("layer {}'s", source)));
+    c.kv_sources[static_cast<std::size_t>(l)] = source;
+  }
+}
+
+// The mixture beside every layer's MLP where the file has expert_count, as llama.cpp's gemma4
+// graph routes it (softmax, the top expert_used_count renormalised, each times its
+// ffn_down_exps.scale where the file has them).
+void read_gguf_moe_block(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
+  read_gguf_experts(f, prefix, c, {.ffn_key = "expert_feed_forward_length"});
+  Experts& e = c.experts;
+  if (e.count == 0) return;
+  e.beside_dense = true;
+  e.expert_scales = has_layer_tensor(f, "ffn_down_exps.scale");
+  for (int l = 0; l < c.n_layers; ++l)
+    if (f.find_tensor(fmt::format("blk.{}.ffn_gate_inp.weight", l)) == nullptr)
+      throw_format_error(fmt::format(
+          "{}: missing tensor: expected blk.{}.ffn_gate_inp.weight (tapdiff computes Gemma 4's mixture in every "
+          "layer or none), found none",
+          f.path().string(), l));
+}
+
+// Gemma 4 as llama.cpp's gemma4 graph computes it (src/models/gemma4.cpp) from what its converter
+// writes: GELU in its tanh form whatever the checkpoint's activation; the layers' kinds from
+// attention.sliding_window_pattern (as written: llama.cpp does not force the last full), the
+// sliding ones rotating at rope.freq_base_swa (rope.freq_base where absent) without the full
+// layers' rope_freqs; where a layer has no attn_v, its values are its keys' projection; per-layer
+// inputs of embedding_length_per_layer_input channels, their table one row per token; each
+// layer's output times its layer_output_scale where the file has them. No biases: llama.cpp's
+// graph adds none.
+void read_gguf(const GgufFile& f, const std::string& prefix, ModelConfig& c) {
+  gemma4_block(c);
+  c.block.activation = Activation::gelu_tanh;
+  c.block.layer_scale = has_layer_tensor(f, "layer_output_scale.weight");
+  c.block.logit_softcap = float_key(f, prefix + "final_logit_softcapping", 0.0);
+  for (const char* bias : {"attn_q.bias", "attn_k.bias", "attn_v.bias", "attn_output.bias"})
+    if (has_layer_tensor(f, bias))
+      throw_format_error(
+          fmt::format("{}: tensor 'blk.0.{}' is not supported: llama.cpp's gemma4 adds no biases (it refuses the file)",
+                      f.path().string(), bias));
+  c.block.qkv_bias = false;
+  const std::string pattern = prefix + "attention.sliding_window_pattern";
+  if (f.find(pattern) == nullptr)
+    throw_format_error(
+        fmt::format("{}: missing metadata key '{}' (llama.cpp's gemma4 needs it)", f.path().string(), pattern));
+  read_gguf_sliding_layers(f, prefix, c, 0);
+  c.sliding_window = int_key(f, prefix + "attention.sliding_window", std::nullopt);
+  c.sliding_rope = SlidingRope{float_key(f, prefix + "rope.freq_base_swa", c.rope_base), {}};
+  read_gguf_heads(f, prefix, c);
+  read_gguf_kv_sharing(f, prefix, c);
+  c.values_from_keys.resize(static_cast<std::size_t>(c.n_layers));
+  for (int l = 0; l < c.n_layers; ++l)
+    c.values_from_keys[static_cast<std::size_t>(l)] =
+        !shares_kv(c, l) && f.find_tensor(fmt::format("blk.{}.attn_v.weight", l)) == nullptr;
+  if (std::none_of(c.values_from_keys.begin(), c.values_from_keys.end(), [](bool b) { return b; }))
+    c.values_from_keys.clear();
+  c.layer_inputs.dim = int_key(f, prefix + "embedding_length_per_layer_input", std::nullopt);
+  if (c.layer_inputs.dim > 0) c.layer_inputs.vocab = c.vocab;  // llama.cpp's table: a row per token
+  read_gguf_moe_block(f, prefix, c);
+}
+
 }  // namespace
 
 const FamilySpec& gemma4_family() {
@@ -182,6 +298,14 @@ const FamilySpec& gemma4_family() {
              .rope_theta = 1'000'000.0,
              .sliding_rope_theta = 10'000.0,
              .rope_required = true},
+      .gguf = {.architectures = {"gemma4"},
+               .rope_style = RopeStyle::rotate_half,
+               .keys = {"attention.sliding_window_pattern", "attention.shared_kv_layers", "rope.freq_base_swa",
+                        "attention.key_length_swa", "attention.value_length_swa", "rope.dimension_count_swa",
+                        "final_logit_softcapping", "embedding_length_per_layer_input", "expert_count",
+                        "expert_used_count", "expert_feed_forward_length"},
+               .read = read_gguf,
+               .layer_arrays = true},
   };
   return spec;
 }

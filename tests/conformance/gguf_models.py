@@ -564,3 +564,80 @@ def write_deepseek2(folder: Path, path: Path, absorbed: bool = True, extra: dict
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+
+
+def write_gemma4(folder: Path, path: Path, extra: dict | None = None, storage: str = "f32") -> None:
+    """The Hugging Face Gemma 4 text model saved in `folder` written as llama.cpp's converter writes
+    it (Gemma4Model): tensors renamed by the gguf package's map for gemma4 (layer_scalar,
+    router.scale and per_expert_scale as layer_output_scale.weight, ffn_gate_inp.scale and
+    ffn_down_exps.scale; the experts' gate_up_proj as ffn_gate_up_exps); the layers' kinds as a bool
+    per layer; the full layers' head width as key_length, the sliding ones' as key_length_swa; KV
+    heads and FFN widths per layer where they differ; rope_freqs.weight turning the full layers'
+    first partial_rotary_factor of pairs (1) and holding the others still (1e30). `extra` and
+    `storage` as write_deepseek2's. (Biases, which llama.cpp's gemma4 has none of, are written as
+    the converter writes them.)"""
+    c = json.loads((folder / "config.json").read_text())
+    t = load_file(folder / "model.safetensors")
+    layers, swa = c["num_hidden_layers"], [kind == "sliding_attention" for kind in c["layer_types"]]
+    assert c["vocab_size"] == VOCAB
+    shapes = [{"head_dim": c["head_dim"], "num_key_value_heads": c["num_key_value_heads"]} for _ in range(layers)]
+    for index, overrides in (c.get("per_layer_config") or {}).items():
+        shapes[int(index)].update(overrides)
+    full_dim = next(s["head_dim"] for s, slides in zip(shapes, swa) if not slides)
+    shared = c.get("num_kv_shared_layers") or 0
+    rope = c["rope_parameters"]
+    w = gguf.GGUFWriter(str(path), "gemma4")
+    w.add_context_length(c["max_position_embeddings"])
+    w.add_embedding_length(c["hidden_size"])
+    w.add_block_count(layers)
+    ffn = c["intermediate_size"]
+    w.add_feed_forward_length([ffn * (2 if c.get("use_double_wide_mlp") and l >= layers - shared else 1)
+                               for l in range(layers)] if c.get("use_double_wide_mlp") else ffn)
+    w.add_head_count(c["num_attention_heads"])
+    kv = [s["num_key_value_heads"] for s in shapes]
+    w.add_head_count_kv(kv if len(set(kv)) > 1 else kv[0])
+    w.add_layer_norm_rms_eps(c["rms_norm_eps"])
+    w.add_rope_freq_base(rope["full_attention"]["rope_theta"])
+    w.add_rope_freq_base_swa(rope["sliding_attention"]["rope_theta"])
+    if c.get("final_logit_softcapping"):
+        w.add_final_logit_softcapping(c["final_logit_softcapping"])
+    w.add_sliding_window(c["sliding_window"])
+    w.add_shared_kv_layers(shared)
+    w.add_embedding_length_per_layer_input(c.get("hidden_size_per_layer_input") or 0)
+    w.add_sliding_window_pattern(swa)
+    w.add_key_length(full_dim)
+    w.add_value_length(full_dim)
+    w.add_key_length_swa(c["head_dim"])
+    w.add_value_length_swa(c["head_dim"])
+    w.add_rope_dimension_count(full_dim)
+    w.add_rope_dimension_count_swa(c["head_dim"])
+    if c.get("enable_moe_block"):
+        w.add_expert_count(c["num_experts"])
+        w.add_expert_used_count(c["top_k_experts"])
+        w.add_expert_feed_forward_length(c["moe_intermediate_size"])
+    for key, value in (extra or {}).items():
+        getattr(w, f"add_{key}")(value)
+    add_vocabulary(w)
+    quant = None if storage == "f32" else gguf.GGMLQuantizationType[storage.upper()]
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.GEMMA4, layers)
+    for name, values in t.items():
+        layer = name.split(".")[2] if name.startswith("model.layers.") else None
+        if name.endswith("router.scale"):
+            gguf_name = f"blk.{layer}.ffn_gate_inp.scale"
+        elif name.endswith("router.per_expert_scale"):
+            gguf_name = f"blk.{layer}.ffn_down_exps.scale"
+        else:
+            suffixed = name if name.endswith((".weight", ".bias")) else name + ".weight"
+            gguf_name = names.get_name(suffixed, try_suffixes=(".weight", ".bias"))
+            assert gguf_name is not None, name
+        if quant is not None and values.ndim >= 2 and "token_embd" not in gguf_name and \
+                values.shape[-1] % gguf.GGML_QUANT_SIZES[quant][0] == 0:
+            w.add_tensor(gguf_name, gguf.quants.quantize(values, quant), raw_dtype=quant)
+        else:
+            w.add_tensor(gguf_name, values)
+    turned = int(full_dim * rope["full_attention"]["partial_rotary_factor"] / 2)
+    w.add_tensor("rope_freqs.weight", np.array([1.0] * turned + [1e30] * (full_dim // 2 - turned), dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()

@@ -105,6 +105,33 @@ def model_class(config: transformers.PretrainedConfig):
         return transformers.AutoModelForImageTextToText
     return transformers.AutoModelForCausalLM
 
+# Gemma 4 models for their GGUF (gemma4), which llama.cpp's converter writes from them
+# (gguf_models.write_gemma4), as llama.cpp computes them: GELU, no biases, proportional RoPE
+# unscaled (the converter writes no factor). E2B's layout: per-layer inputs (a table row per
+# token) and the last two layers on the caches of layers 0 and 1, their MLP twice as wide. The
+# 26B-A4B's: a mixture beside every MLP, the full layers' values their keys over one KV head.
+GEMMA4_GGUF = {**IDS, "vocab_size": GGUF_VOCAB, "head_dim": 16, "global_head_dim": 32}
+GEMMA4_GGUF_CASES = {
+    "gemma4-e2b": Case(
+        "gemma4-e2b", "gemma4_text",
+        {"full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.5, "rope_theta": 500000.0},
+         "sliding_attention": {"rope_type": "default", "rope_theta": 20000.0}},
+        {**GEMMA4_GGUF, "hidden_size_per_layer_input": 8, "vocab_size_per_layer_input": GGUF_VOCAB,
+         "sliding_window": 24, "final_logit_softcapping": 30.0, "num_hidden_layers": 4, "num_kv_shared_layers": 2,
+         "use_double_wide_mlp": True,
+         "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"]},
+        drop=("num_hidden_layers", "vocab_size"), since_5x=True),
+    "gemma4-moe": Case(
+        "gemma4-moe", "gemma4_text",
+        {"full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 200000.0},
+         "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
+        {**GEMMA4_GGUF, "hidden_size_per_layer_input": 0, "sliding_window": 20, "attention_k_eq_v": True,
+         "num_global_key_value_heads": 1, "enable_moe_block": True, "num_experts": 6, "top_k_experts": 2,
+         "moe_intermediate_size": 40, "final_logit_softcapping": 25.0,
+         "layer_types": ["sliding_attention", "sliding_attention", "full_attention"]},
+        drop=("vocab_size",), since_5x=True),
+}
+
 
 CASES = [
     Case("llama-default", "llama"),

@@ -1,11 +1,12 @@
 // Raw logits from llama.cpp's own CPU build (npm's node-llama-cpp), for the conformance suite:
-//   node llama_cpp_logits.mjs MODEL.gguf TOKEN,TOKEN,... ROWS
+//   node llama_cpp_logits.mjs MODEL.gguf TOKEN,TOKEN,... ROWS [KV_TYPE]
 // evaluates the tokens as one sequence (teacher forcing) and prints, as JSON, the logits of the
-// whole vocabulary after each of the last ROWS tokens: [[logit of id 0, id 1, ...], ...].
+// whole vocabulary after each of the last ROWS tokens: [[logit of id 0, id 1, ...], ...]. KV_TYPE:
+// the KV cache's ggml type (F32), in place of llama.cpp's default F16.
 import os from "node:os";
 import { getLlama } from "node-llama-cpp";
 
-const [modelPath, tokenList, rowsArg] = process.argv.slice(2);
+const [modelPath, tokenList, rowsArg, kvType] = process.argv.slice(2);
 const tokens = tokenList.split(",").map(Number);
 const rows = Number(rowsArg);
 const llama = await getLlama({ gpu: false, build: "never", logLevel: "error" });
@@ -15,6 +16,7 @@ const context = await model.createContext({
   batchSize: 512,
   threads: os.availableParallelism(),
   flashAttention: false,  // as llama_cpp_greedy.mjs
+  ...(kvType ? { experimentalKvCacheKeyType: kvType, experimentalKvCacheValueType: kvType } : {}),
 });
 const sequence = context.getSequence();
 const input = tokens.map((t, i) => (i >= tokens.length - rows ? [t, { generateNext: { logits: true } }] : t));

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import hf_models
-from gguf_models import FAMILY_CASES, GGUF_CASES, VOCAB, GgufCase, write_deepseek2, write_gguf
+from gguf_models import FAMILY_CASES, GGUF_CASES, VOCAB, GgufCase, write_deepseek2, write_gemma4, write_gguf
 
 ROOT = Path(__file__).resolve().parents[2]
 TAPDIFF = os.environ.get("TAPDIFF_BINARY", str(ROOT / "build" / "tapdiff"))
@@ -329,11 +329,12 @@ def test_a_window_llama_cpp_does_not_apply_is_refused(arch, tmp_path):
 
 
 
-def llama_cpp_logits(model: Path, tokens: list[int], rows: int) -> np.ndarray:
-    """llama.cpp's logits after each of the last `rows` tokens, the tokens evaluated as one sequence."""
+def llama_cpp_logits(model: Path, tokens: list[int], rows: int, kv_cache: str | None = None) -> np.ndarray:
+    """llama.cpp's logits after each of the last `rows` tokens, the tokens evaluated as one sequence;
+    `kv_cache`: its KV cache's ggml type ("F32") in place of its default F16."""
     script = node_script("llama_cpp_logits.mjs")
-    run = subprocess.run(["node", str(script), str(model), ",".join(map(str, tokens)), str(rows)], capture_output=True,
-                         text=True, timeout=300)
+    run = subprocess.run(["node", str(script), str(model), ",".join(map(str, tokens)), str(rows),
+                          *([kv_cache] if kv_cache else [])], capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     return np.array(json.loads(run.stdout.strip().splitlines()[-1]), dtype=np.float64)
 
@@ -411,3 +412,54 @@ def test_each_familys_q8_0_file_follows_llama_cpp_to_its_rounding(case, tmp_path
     model = tmp_path / f"{case.name}-q8_0.gguf"
     write_gguf(case, model, storage="q8_0")
     assert_held_to_llama_cpps_rounding(model, f"{case.name} q8_0", tmp_path, emulated=True)
+
+
+@pytest.mark.parametrize("name", sorted(hf_models.GEMMA4_GGUF_CASES))
+def test_gemma4_gguf_equals_transformers_and_llama_cpps_tokens(name, tmp_path):
+    """The GGUF llama.cpp's converter makes of a Gemma 4 model (per-layer inputs and shared caches,
+    or the mixture beside the MLP with the full layers' values their keys): tapdiff's exact logits
+    on it equal transformers' float64 forward of the folder it came from, its greedy tokens (f64,
+    f32) llama.cpp's, and its logits along them llama.cpp's to its rounding. Gemma 4's attention is
+    unscaled over normed q and k (scores of a few units), so llama.cpp's f16 KV cache moves its
+    logits by an NMSE of 1e-5 to 1e-4 (and a routing near tie by more): the logits are held to
+    llama.cpp's with an F32 cache, its f16 ones printed."""
+    folder, model = tmp_path / "hf", tmp_path / f"{name}.gguf"
+    hf_models.make_model(hf_models.GEMMA4_GGUF_CASES[name], folder, "5.x")
+    write_gemma4(folder, model)
+    ours = tapdiff_logits(model, PROMPT, len(PROMPT), tmp_path / "all.h5")
+    error = nmse(ours, transformers_logits(folder, PROMPT))
+    print(f"{name}: logits NMSE against transformers float64 {error:.2e}")
+    assert error < 1e-10
+    expected = llama_cpp_tokens(model)
+    assert len(expected) == GENERATE
+    assert tapdiff_tokens(model, "--engine", "ref", "--dtype", "f64") == expected
+    assert tapdiff_tokens(model, "--engine", "ref", "--dtype", "f32") == expected
+    rows = GENERATE + 1
+    exact = tapdiff_logits(model, PROMPT + expected, rows, tmp_path / "exact.h5")[:GENERATE]
+    print(f"{name}: logits NMSE against llama.cpp (F16 KV cache) "
+          f"{nmse(exact, llama_cpp_logits(model, PROMPT + expected, rows)[:GENERATE]):.2e}")
+    error = nmse(exact, llama_cpp_logits(model, PROMPT + expected, rows, "F32")[:GENERATE])
+    print(f"{name}: logits NMSE against llama.cpp (F32 KV cache) {error:.2e}")
+    assert error < F32_LOGIT_NMSE
+
+
+GEMMA4_REFUSALS = [
+    # transformers shares layer 1's cache with layer 2 (the last sliding layer before it), llama.cpp
+    # layer 0's (the second-last with a cache), a full layer's
+    ("gemma4-e2b", {"layer_types": ["full_attention", "sliding_attention", "sliding_attention", "full_attention"]},
+     "layer 2 (sliding) would read layer 0's"),
+    ("gemma4-moe", {"attention_bias": True}, "tensor 'blk.0.attn_q.bias' is not supported: llama.cpp's gemma4 adds no "
+                                             "biases"),
+]
+
+
+@pytest.mark.parametrize("name,change,message", GEMMA4_REFUSALS, ids=["kv-source-of-another-kind", "biases"])
+def test_a_gemma4_gguf_llama_cpp_computes_otherwise_is_refused(name, change, message, tmp_path):
+    """A Gemma 4 GGUF whose shared layers llama.cpp would give another kind of layer's cache, or
+    with biases (which llama.cpp's gemma4 graph never adds), is refused by name."""
+    folder, model = tmp_path / "hf", tmp_path / f"{name}.gguf"
+    case = hf_models.GEMMA4_GGUF_CASES[name]
+    hf_models.make_model(dataclasses.replace(case, extra={**case.extra, **change}), folder, "5.x")
+    write_gemma4(folder, model)
+    run = subprocess.run([TAPDIFF, "run", "--model", str(model), "--tokens", "1,2"], capture_output=True, text=True)
+    assert run.returncode == 2 and message in run.stderr, run.stderr
