@@ -1,5 +1,6 @@
 #include "formats/hf_experts.h"
 
+#include <array>
 #include <charconv>
 #include <cstring>
 
@@ -118,7 +119,76 @@ bool HfExperts::take_transposed(int layer, std::string_view name, const Safetens
   return true;
 }
 
+bool HfExperts::take_mxfp4(int layer, std::string_view name, const SafetensorsFile& f, const SafetensorsTensor& t) {
+  const bool gate_up = name.starts_with("mlp.experts.gate_up_proj_");
+  if (!gate_up && !name.starts_with("mlp.experts.down_proj_")) return false;
+  const bool blocks = name.ends_with("_blocks");
+  if (!blocks && !name.ends_with("_scales")) return false;
+  if (config_.experts.count == 0) return false;
+  const std::string file = f.path().string();
+  if (t.dtype_name != "U8")
+    refuse(file, t, "dtype U8 (MXFP4's packed values or exponents)", fmt::format("dtype {}", t.dtype_name));
+  if (layer >= config_.n_layers)
+    refuse(file, t, fmt::format("a layer below num_hidden_layers, {}", config_.n_layers),
+           fmt::format("layer {}", layer));
+  const std::int64_t ffn = config_.experts.ffn_dim, dim = config_.dim;
+  const std::int64_t out = gate_up ? 2 * ffn : dim, in = gate_up ? dim : ffn;
+  if (in % 32 != 0) refuse(file, t, "rows of whole 32-value MXFP4 blocks", fmt::format("rows of {} values", in));
+  std::vector<std::int64_t> shape{config_.experts.count, out, in / 32};
+  if (blocks) shape.push_back(16);
+  require_shape(file, t, shape);
+  Mxfp4Halves& halves = mxfp4_[{layer, gate_up}];
+  const SafetensorsTensor*& slot = blocks ? halves.blocks : halves.scales;
+  if (slot != nullptr)
+    throw_format_error(fmt::format("{}: tensors '{}' and '{}' are both layer {}'s {}", file, slot->name, t.name, layer,
+                                   name.substr(name.rfind('.') + 1)));
+  slot = &t;
+  halves.file = file;
+  if (halves.blocks != nullptr && halves.scales != nullptr) add_mxfp4(layer, gate_up, halves);
+  return true;
+}
+
+void HfExperts::add_mxfp4(int layer, bool gate_up, const Mxfp4Halves& halves) {
+  const Experts& ex = config_.experts;
+  const std::int64_t out = gate_up ? 2 * ex.ffn_dim : config_.dim, groups = (gate_up ? config_.dim : ex.ffn_dim) / 32;
+  constexpr std::size_t kBlock = 17;  // ggml's block_mxfp4: the exponent, then 16 bytes of values
+  const auto packed = [&](std::int64_t row, std::int64_t g) {  // row of all experts' rows, block g
+    std::array<std::byte, kBlock> block{};
+    const std::size_t at = static_cast<std::size_t>(row * groups + g);
+    block[0] = halves.scales->bytes[at];
+    const auto value = [&](std::size_t k) {  // the k-th of the block's 32 nibbles, low nibble first
+      return (std::to_integer<unsigned>(halves.blocks->bytes[at * 16 + k / 2]) >> (4 * (k % 2))) & 0xFu;
+    };
+    for (std::size_t j = 0; j < 16; ++j) block[1 + j] = static_cast<std::byte>(value(j) | (value(j + 16) << 4));
+    return block;
+  };
+  // gate and up in alternate rows of gate_up (as gpt-oss's float checkpoints hold them in columns)
+  const std::vector<std::pair<WeightKind, std::int64_t>> takes =
+      gate_up
+          ? std::vector<std::pair<WeightKind, std::int64_t>>{{WeightKind::expert_gate, 0}, {WeightKind::expert_up, 1}}
+          : std::vector<std::pair<WeightKind, std::int64_t>>{{WeightKind::expert_down, 0}};
+  const std::int64_t step = gate_up ? 2 : 1, rows = out / step;
+  for (const auto& [kind, first] : takes) {
+    std::vector<std::byte> bytes;
+    bytes.reserve(static_cast<std::size_t>(ex.count * rows * groups) * kBlock);
+    for (std::int64_t e = 0; e < ex.count; ++e)
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t g = 0; g < groups; ++g) {
+          const auto block = packed(e * out + first + r * step, g);
+          bytes.insert(bytes.end(), block.begin(), block.end());
+        }
+    model_.add(kind, layer,
+               WeightTensor{fmt::format("{} + _scales", halves.blocks->name),
+                            DType::mxfp4,
+                            ex.count * rows,
+                            groups * 32,
+                            model_.hold(std::move(bytes)),
+                            {}});
+  }
+}
+
 bool HfExperts::take(int layer, std::string_view name, const SafetensorsFile& f, const SafetensorsTensor& t) {
+  if (layout_ == HfExpertLayout::transposed_alternating && take_mxfp4(layer, name, f, t)) return true;
   if (layout_ != HfExpertLayout::per_expert) return take_transposed(layer, name, f, t);
   const std::string file = f.path().string();
   const Experts& ex = config_.experts;
@@ -181,6 +251,12 @@ void HfExperts::add_part(WeightKind kind, int layer, int expert, const std::stri
 }
 
 void HfExperts::add_to(Model& model) const {
+  for (const auto& [key, halves] : mxfp4_)
+    if (halves.blocks == nullptr || halves.scales == nullptr) {
+      const SafetensorsTensor& seen = halves.blocks != nullptr ? *halves.blocks : *halves.scales;
+      throw_format_error(fmt::format("{}: tensor '{}': expected its {} beside it (MXFP4 needs both), found none",
+                                     halves.file, seen.name, halves.blocks != nullptr ? "_scales" : "_blocks"));
+    }
   for (const auto& [key, s] : stacks_) {
     const auto& [kind, layer] = key;
     for (std::size_t e = 0; e < s.parts.size(); ++e)

@@ -7,7 +7,10 @@
 // experts.down_proj, beside the MLP). Each projection of a layer becomes one stacked
 // tensor (model/weights.h: expert_gate, expert_up, expert_down) whose experts stay in the mapped
 // files, in parts. The transposed layouts of gpt-oss and Llama 4 (HfExpertLayout: [experts, in,
-// out]) are copied into the model as the stacked [out, in] rows.
+// out]) are copied into the model as the stacked [out, in] rows. gpt-oss's checkpoints hold its
+// experts in MXFP4 (gate_up_proj_blocks [experts, 2 ffn, dim / 32, 16] of two E2M1 values a byte,
+// low nibble first, and gate_up_proj_scales [experts, 2 ffn, dim / 32] of E8M0 exponents; down_proj
+// alike over ffn): repacked into ggml's MXFP4 blocks (model/quant_blocks.h), the same values.
 #include <map>
 #include <string>
 #include <string_view>
@@ -44,11 +47,20 @@ class HfExperts {
                 model::DType dtype, std::int64_t rows, std::int64_t cols, std::span<const std::byte> bytes);
   // A transposed layout's mlp.experts.gate_up_proj, down_proj and their _bias tensors, copied into the model.
   bool take_transposed(int layer, std::string_view name, const SafetensorsFile& f, const SafetensorsTensor& t);
+  // gpt-oss's MXFP4 experts: a projection's _blocks and _scales, repacked into ggml's MXFP4 blocks
+  // once both are seen.
+  bool take_mxfp4(int layer, std::string_view name, const SafetensorsFile& f, const SafetensorsTensor& t);
+  struct Mxfp4Halves {
+    std::string file;
+    const SafetensorsTensor *blocks = nullptr, *scales = nullptr;
+  };
+  void add_mxfp4(int layer, bool gate_up, const Mxfp4Halves& halves);
 
   model::Model& model_;
   const model::ModelConfig& config_;
   HfExpertLayout layout_;
   std::map<std::pair<model::WeightKind, int>, Stack> stacks_;
+  std::map<std::pair<int, bool>, Mxfp4Halves> mxfp4_;  // (layer, gate_up): a projection's halves seen so far
 };
 
 }  // namespace tapdiff::formats

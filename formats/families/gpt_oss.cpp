@@ -6,7 +6,8 @@
 // the clamped SwiGLU, min(gate, limit) * sigmoid(alpha min(gate, limit)) * (clamp(up, +-limit) + 1)
 // of swiglu_alpha and swiglu_limit. transformers saves a layer's experts as mlp.experts.gate_up_proj
 // [experts, dim, 2 ffn] with gate and up in alternate columns and down_proj [experts, ffn, dim]
-// (HfExpertLayout::transposed_alternating), and the router as mlp.router. Its hidden_act is never used: the
+// (HfExpertLayout::transposed_alternating), and the router as mlp.router; its released checkpoints
+// hold the experts in MXFP4 (quantization_config). Its hidden_act is never used: the
 // experts compute the clamped SwiGLU whatever it says, and so does tapdiff.
 // Its GGUF (gpt-oss, llama.cpp's openai_moe): attn_sinks, the FFN's norm named
 // post_attention_norm, biases on the router (ffn_gate_inp.bias) and the experts (ffn_*_exps.bias
@@ -34,8 +35,23 @@ void gpt_oss_block(ModelConfig& c) {
   c.experts.normalize = c.experts.router_bias = c.experts.biases = true;
 }
 
+// Its released checkpoints' experts in MXFP4 (formats/hf_experts.h): quant_method mxfp4, every
+// other tensor unquantized (modules_to_not_convert names them; their types tell it anyway).
+void read_quantization(KeyReader& k) {
+  const nlohmann::json* q = k.find("quantization_config");
+  if (q == nullptr || q->is_null()) return;
+  if (!q->is_object()) k.fail("quantization_config", "an object", model::json_excerpt(*q));
+  KeyReader quantization(*q, k.source() + ": quantization_config");
+  if (quantization.find("quant_method") == nullptr)
+    quantization.fail("quant_method", "\"mxfp4\" (gpt-oss's experts)", "no such key");
+  quantization.require_value("quant_method", "mxfp4", "gpt-oss's experts in MXFP4 blocks");
+  quantization.find("modules_to_not_convert");
+  quantization.refuse_unread_keys({});
+}
+
 void read_hf(KeyReader& k, ModelConfig& c) {
   read_experts(k, c, "num_local_experts", "", c.ffn_dim, true);
+  read_quantization(k);
   gpt_oss_block(c);
   c.block.qkv_bias = c.block.o_bias = k.boolean("attention_bias", true);
   // null: transformers' config refuses it (a float field)

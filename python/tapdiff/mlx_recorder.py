@@ -21,7 +21,8 @@ Phi-3, GLM, GLM-4, Starcoder 2, Hunyuan, Cohere, Cohere 2, GPT-2 and GPT-NeoX ar
 each model_type's norm, attention and MLP modules and which ops their inputs and outputs are, a
 fused product split into its ops; each attention's `rope`; what a parallel block or Ministral 3's
 query temperature computes inline), and the mixtures of experts of Qwen3-MoE, OLMoE, Mixtral,
-PhiMoE, Qwen2-MoE, ERNIE-4.5-MoE, Granite-MoE, GLM-4.5, dots1 and MiniMax-M2: the router's logits
+PhiMoE, Qwen2-MoE, ERNIE-4.5-MoE, Granite-MoE, GLM-4.5, dots1, MiniMax-M2 and gpt-oss (its released
+MXFP4 checkpoints, the only ones mlx-lm reads): the router's logits
 (or, where the gate returns them, the chosen ids and their weights), the ids the block's SwitchGLU
 is called with (each row sorted ascending) and the block's output; what they compute inline (the
 routing scores and weights, beside a shared expert the routed sum) is not recorded
@@ -96,6 +97,7 @@ LAYOUTS = {
     **{name: Layout(_PRE_NORMS, moe_block="block_sparse_moe") for name in ("mixtral", "phimoe", "minimax_m2")},
     "glm4_moe": Layout(_PRE_NORMS, gate_chooses=True),
     "dots1": Layout(_PRE_NORMS, gate_chooses=True, switch="experts"),
+    "gpt_oss": Layout(_PRE_NORMS, router="router", switch="experts"),
     **{name: Layout(_POST_NORMS, mlp_reads_stream=True) for name in ("olmo2", "olmo3", "exaone4")},
     "gemma": Layout(_PRE_NORMS, embed_is_layer_input=True),
     "granite": Layout(_PRE_NORMS, embed_is_layer_input=True),  # its embedding_multiplier, after embed_tokens

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import torch
 import transformers
 
@@ -534,3 +535,28 @@ def as_4x_text_config(config: dict, layer_types: bool = False) -> None:
         config["num_experts"] = config.pop("num_local_experts")
     if not layer_types:
         config.pop("layer_types", None)
+
+
+def to_mxfp4_checkpoint(folder: Path) -> None:
+    """Rewrites the gpt-oss model saved in `folder` as its released checkpoints hold it: each
+    layer's experts in MXFP4 (quantized by the gguf package, llama.cpp's own quantizer, then laid
+    out as OpenAI's: mlp.experts.gate_up_proj_blocks [experts, 2 ffn, dim / 32, 16] of two E2M1
+    values a byte, the block's first value in the low nibble of its first byte, and _scales
+    [experts, 2 ffn, dim / 32] of E8M0 exponents; down_proj over ffn alike), quantization_config
+    mxfp4 in config.json."""
+    import gguf
+    from safetensors.numpy import load_file, save_file
+    tensors = load_file(folder / "model.safetensors")
+    for name in [n for n in tensors if n.endswith(("mlp.experts.gate_up_proj", "mlp.experts.down_proj"))]:
+        rows = np.ascontiguousarray(tensors.pop(name).transpose(0, 2, 1))  # [experts, out, in]
+        packed = gguf.quants.quantize(rows, gguf.GGMLQuantizationType.MXFP4)
+        ggml = packed.reshape(*rows.shape[:2], rows.shape[2] // 32, 17)  # ggml's blocks: exponent, 16 bytes
+        low, high = ggml[..., 1:] & 0x0F, ggml[..., 1:] >> 4  # values 0-15, then 16-31
+        values = np.concatenate([low, high], axis=-1)
+        tensors[name + "_blocks"] = (values[..., 0::2] | (values[..., 1::2] << 4)).astype(np.uint8)
+        tensors[name + "_scales"] = np.ascontiguousarray(ggml[..., 0])
+    save_file(tensors, folder / "model.safetensors", metadata={"format": "pt"})
+    config = json.loads((folder / "config.json").read_text())
+    config["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": [
+        "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}
+    (folder / "config.json").write_text(json.dumps(config, indent=2))

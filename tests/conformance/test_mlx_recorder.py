@@ -102,6 +102,20 @@ def make_cohere2(folder: Path) -> None:
     (folder / "config.json").write_text(json.dumps(config, indent=2))
 
 
+def make_gpt_oss(folder: Path, **extra) -> None:
+    """gpt-oss as mlx-lm reads it: its released MXFP4 experts (mlx-lm splits gate and up from the
+    blocks' rows; a float checkpoint's columns it would misread), layer_types stated (without them
+    mlx-lm makes a list of its own, half as long as three layers), YaRN truncated (mlx-lm has no
+    other), biases on the attention (mlx-lm always has them) and the clamp at gpt-oss's own alpha and
+    limit (test_mlx_lm_gpt_oss_clamps_at_its_own_limit_whatever_the_config_says) unless `extra` says otherwise."""
+    case = next(c for c in hf_models.CASES if c.name == "gpt-oss")
+    rope = {key: value for key, value in case.rope.items() if key != "truncate"}
+    hf_models.make_model(dataclasses.replace(case, rope=rope, layer_types_in_4x=True, extra={
+        **case.extra, "swiglu_alpha": 1.702, "swiglu_limit": 7.0,
+        "layer_types": ["sliding_attention", "full_attention", "sliding_attention"], **extra}), folder, "4.x", seed=6)
+    hf_models.to_mxfp4_checkpoint(folder)
+
+
 FAMILIES = {  # name: how its tiny folder is made (transformers 4.x configs: mlx-lm 0.32 reads rope_theta)
     "llama": peaked_llama,
     "qwen2": lambda folder: hf_models.make_model(hf_models.Case("qwen2", "qwen2"), folder, "4.x", seed=4),
@@ -135,6 +149,7 @@ FAMILIES = {  # name: how its tiny folder is made (transformers 4.x configs: mlx
     "gpt2": make_gpt2,
     "minimax-m2": make_minimax_m2,
     "apertus": make_apertus,
+    "gpt-oss": make_gpt_oss,
     "phi": lambda folder: hf_models.make_model(next(c for c in hf_models.CASES if c.name == "phi"), folder, "4.x",
                                                seed=6),
     # mlx-lm's GPT-NeoX computes the tanh GELU whatever the config says
@@ -155,7 +170,8 @@ STARCODER2 = hf_models.Case("starcoder2", "starcoder2", extra={**hf_models.IDS, 
                                                                 "tie_word_embeddings": True}, eps_key="norm_epsilon")
 DTYPES = {"f32": mx.float32, "bf16": mx.bfloat16}
 # MLX's CPU build multiplies the chosen experts (gather_mm) in float32 only: mixtures run in it alone.
-MIXTURES = ("qwen3-moe", "olmoe", "mixtral", "phimoe", "qwen2-moe", "granitemoe", "glm4-moe", "dots1", "minimax-m2")
+MIXTURES = ("qwen3-moe", "olmoe", "mixtral", "phimoe", "qwen2-moe", "granitemoe", "glm4-moe", "dots1", "minimax-m2",
+            "gpt-oss")
 RUNS = [(family, dtype) for family in sorted(FAMILIES) for dtype in DTYPES if dtype == "f32" or family not in MIXTURES]
 
 
@@ -288,6 +304,20 @@ def test_mlx_lm_glm_rotates_every_channel(tmp_path):
     record(folder, "f32", tmp_path / "f32.h5")
     code, report, out = compare(folder, tmp_path / "f32.h5")
     assert code == 1 and f"{report['culprit']['layer']}/{report['culprit']['op']}" == "0/rope_q", out
+
+
+def test_mlx_lm_gpt_oss_clamps_at_its_own_limit_whatever_the_config_says(tmp_path):
+    """mlx-lm's gpt-oss experts compute the clamped SwiGLU at alpha 1.702 and limit 7 (SwigluOAI's
+    defaults) and never read swiglu_alpha or swiglu_limit: with a limit of 0.2 that bites, the
+    router's choice matches and the mixture's output is the first op past tolerance. mlx-lm computes
+    the expert weights inline, so moe_out cannot be checked on the recorder's own inputs: no culprit
+    is claimed, and the report names the tap that would decide it."""
+    folder = tmp_path / "gpt-oss"
+    make_gpt_oss(folder, swiglu_limit=0.2)
+    record(folder, "f32", tmp_path / "f32.h5")
+    code, report, out = compare(folder, tmp_path / "f32.h5")
+    assert code == 1 and (report["first"]["layer"], report["first"]["op"]) == (0, "moe_out"), out
+    assert report["culprit"] is None and "tapping 0/moe_weights" in out, out
 
 
 def test_mlx_lm_ernie_moe_chooses_experts_without_the_selection_bias(tmp_path):

@@ -21,7 +21,7 @@ import pytest
 import torch
 import transformers
 
-from hf_models import CASES, load_float64, make_model
+from hf_models import CASES, load_float64, make_model, to_mxfp4_checkpoint
 from tapdiff.hf_recorder import FINAL_NORM, LAYERS, decoder_of
 
 TAPDIFF = os.environ.get("TAPDIFF_BINARY", str(Path(__file__).resolve().parents[2] / "build" / "tapdiff"))
@@ -156,6 +156,45 @@ def test_exaone4_as_released_with_a_pattern_of_letters_matches_transformers_floa
     config["sliding_window_pattern"] = "LG"
     (folder / "config.json").write_text(json.dumps(config))
     assert_reference_matches(folder, tmp_path / "ref.h5", "exaone4 with sliding_window_pattern LG")
+
+
+def test_gpt_oss_with_its_experts_in_mxfp4_as_released_matches_transformers_float64(tmp_path):
+    """gpt-oss's released checkpoints hold the experts in MXFP4 (_blocks and _scales,
+    quantization_config mxfp4): transformers dequantizes them on a CPU, tapdiff reads the blocks as
+    they are; both engines run them, and a projection missing its half or another quant_method is
+    refused by name."""
+    folder = tmp_path / "model"
+    make_model(next(c for c in CASES if c.name == "gpt-oss"), folder, "5.x")
+    float_logits = tapdiff_dump(folder, tmp_path / "float.h5")["3/logits"]
+    to_mxfp4_checkpoint(folder)
+    assert_reference_matches(folder, tmp_path / "ref.h5", "gpt-oss with MXFP4 experts")
+    quantized = tapdiff_dump(folder, tmp_path / "mxfp4.h5")["3/logits"]
+    assert nmse(float_logits, quantized) > 1e-6, "the MXFP4 experts compute what the float ones did"
+    tokens = ",".join(str(t) for t in TOKENS)
+    run = subprocess.run([TAPDIFF, "bisect", "--model", str(folder), "--tokens", tokens, "--chunk", "16",
+                          "--generate", "4", "--dtype", "f32"], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+    from safetensors.numpy import load_file, save_file
+    tensors = load_file(folder / "model.safetensors")
+    scales, blocks = "model.layers.1.mlp.experts.down_proj_scales", "model.layers.1.mlp.experts.down_proj_blocks"
+    for edit, message in [
+            (lambda t: t.pop(scales), f"'{blocks}': expected its _scales beside it (MXFP4 needs both), found none"),
+            (lambda t: t.update({scales: t[scales].astype(np.float32)}),
+             f"'{scales}': expected dtype U8 (MXFP4's packed values or exponents), found dtype F32"),
+            (lambda t: t.update({blocks: t[blocks][..., :8]}),
+             f"'{blocks}': expected shape [6, 64, 3, 16] for this config, found shape [6, 64, 3, 8]")]:
+        edited = dict(tensors)
+        edit(edited)
+        save_file(edited, folder / "model.safetensors")
+        run = subprocess.run([TAPDIFF, "run", "--model", str(folder), "--tokens", "1,2,3", "--engine", "ref"],
+                             capture_output=True, text=True)
+        assert run.returncode == 2 and message in run.stderr, run.stdout + run.stderr
+    config = json.loads((folder / "config.json").read_text())
+    config["quantization_config"]["quant_method"] = "fp8"
+    (folder / "config.json").write_text(json.dumps(config))
+    run = subprocess.run([TAPDIFF, "model-info", "--model", str(folder)], capture_output=True, text=True)
+    assert run.returncode == 2 and "quant_method" in run.stderr and "fp8" in run.stderr, run.stdout + run.stderr
 
 
 def test_config_keys_transformers_writes_are_all_classified(tmp_path):
