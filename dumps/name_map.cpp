@@ -166,7 +166,11 @@ NameMap vllm_map() {
 // score: read sorted ascending, and the weights with them), the weights as the experts take them
 // ("ffn_moe_weights", then "_norm" once divided by their sum, "_scaled" once scaled), their
 // weighted sum "ffn_moe_out" and, beside a shared expert, the block's output "ffn_out" (the shared
-// expert's parts are named as a dense FFN's, and not read).
+// expert's parts are named as a dense FFN's, and not read). Llama 4's: q and k normed after RoPE
+// "Qcur_normed", "Kcur_normed", the shared expert's output "ffn_moe_shexp", the block's
+// "ffn_moe_out_merged"; in its mixtures' layers the attention's output is named again "ffn_norm"
+// and the FFN norm's output has no name (ffn_norm is not read there; the last layer's "ffn_norm" is
+// the attention's output gathered to the output rows, beside its "attn_out": not read).
 NameMap llama_cpp_map() {
   NameMap m = named("llama.cpp");
   m.llama_cpp_names = true;
@@ -180,6 +184,8 @@ NameMap llama_cpp_map() {
       one("Qcur-{L}", Op::q_proj, BlockKind::queries_plain_apart),
       one("Kcur-{L}", Op::rope_k, BlockKind::keys_rotated),
       one("Kcur-{L}", Op::k_proj, BlockKind::keys_plain),
+      one("Qcur_normed-{L}", Op::q_norm, BlockKind::qk_normed_after_rope),
+      one("Kcur_normed-{L}", Op::k_norm, BlockKind::qk_normed_after_rope),
       one("Vcur-{L}", Op::v_proj, BlockKind::projections_apart),
       one("q-{L}", Op::q_proj, BlockKind::latent_attention),
       one("kv_cmpr_pe-{L}", Op::kv_a_proj, BlockKind::latent_attention),
@@ -188,7 +194,8 @@ NameMap llama_cpp_map() {
       one("kqv_out-{L}", Op::attn),
       one("attn_out-{L}", Op::o_proj),
       one("ffn_inp-{L}", Op::attn_residual),
-      one("ffn_norm-{L}", Op::ffn_norm),
+      one("ffn_norm-{L}", Op::ffn_norm, BlockKind::ffn_norm_as_named),
+      one("ffn_norm-{L}", Op::o_proj, BlockKind::attn_out_as_ffn_norm),
       one("attn_post_norm-{L}", Op::ffn_norm, BlockKind::without_post_norms),  // Seed-OSS's
       split("ffn_up-{L}", {Op::ffn_gate, Op::ffn_up}, BlockKind::projections_fused),
       one("ffn_gate-{L}", Op::ffn_gate, BlockKind::without_mlp_bias),
@@ -209,6 +216,8 @@ NameMap llama_cpp_map() {
       ordered("ffn_moe_weights_scaled-{L}", Op::moe_weights, "ffn_moe_topk-{L}", BlockKind::expert_weights_scaled),
       one("ffn_moe_out-{L}", Op::moe_out),
       one("ffn_out-{L}", Op::moe_sum, BlockKind::experts_with_shared),
+      one("ffn_moe_shexp-{L}", Op::moe_shared, BlockKind::experts_with_shared),
+      one("ffn_moe_out_merged-{L}", Op::moe_sum, BlockKind::experts_with_shared),
       one("l_out-{L}", Op::ffn_residual),
       one("result_norm", Op::final_norm),
       one("result_output", Op::logits)};
@@ -260,6 +269,12 @@ bool shared_expert_layer(const model::ModelConfig& c, int layer) {
   return layer >= 0 && model::uses_experts(c, layer) && c.experts.shared_ffn_dim > 0;
 }
 
+// A layer where llama.cpp's graph names the attention's output "ffn_norm" (LlamaCppGraph::moe_layers_misname_ffn_norm).
+bool ffn_norm_misnamed(const model::ModelConfig& c, int layer) {
+  return formats::family_spec(c.family).llama_cpp.moe_layers_misname_ffn_norm && layer >= 0 &&
+         model::uses_experts(c, layer);
+}
+
 bool dense_ffn_op(Op op) { return op == Op::ffn_gate || op == Op::ffn_up || op == Op::ffn_act || op == Op::ffn_down; }
 
 // Whether the rule holds for the model (and, for a rule of a layer's block, `layer`). A dense FFN's
@@ -303,6 +318,10 @@ bool applies(const MapRule& rule, const model::ModelConfig& c, int layer) {
     case BlockKind::keys_rotated: return !c.latent() && (layer < 0 || model::uses_rope(c, layer));
     case BlockKind::keys_plain: return !c.latent() && layer >= 0 && !model::uses_rope(c, layer);
     case BlockKind::latent_attention: return c.latent();
+    case BlockKind::qk_normed_after_rope:
+      return c.block.qk_norm_after_rope && (layer < 0 || model::has_qk_norm(c, layer));
+    case BlockKind::ffn_norm_as_named: return !ffn_norm_misnamed(c, layer);
+    case BlockKind::attn_out_as_ffn_norm: return ffn_norm_misnamed(c, layer) && layer < c.n_layers - 1;
   }
   return false;
 }

@@ -62,6 +62,13 @@ enum class BlockKind : std::uint8_t {
   // Multi-head latent attention (model_config.mla): llama.cpp's absorbed form, whose Qcur, Kcur and
   // Vcur are the latent space's, none of the ops' above
   latent_attention,
+  // Per layer: q and k normed after RoPE (Llama 4's; llama.cpp's Qcur_normed and Kcur_normed)
+  qk_normed_after_rope,
+  // Per layer: the FFN norm's output under its own name, or where llama.cpp's graph gives that name
+  // to the attention's output (LlamaCppGraph::moe_layers_misname_ffn_norm), all but the last layer
+  // (which names so the attention's output gathered to the output rows, and keeps "attn_out")
+  ffn_norm_as_named,
+  attn_out_as_ffn_norm,
   // Whether the layers end with Gemma 4's per-layer inputs (the layer's output is ple_residual)
   without_layer_inputs,
   with_layer_inputs,

@@ -131,6 +131,9 @@ struct LlamaCppGraph {
   // biased logits are named ffn_moe_probs, the chosen ones ffn_moe_weights, their softmax
   // ffn_moe_weights_softmax.
   bool softmax_weight_gating = false;
+  // Its graph names the attention's output again "ffn_norm" in a mixture's layers (Llama 4's), and
+  // leaves the FFN norm's output there unnamed.
+  bool moe_layers_misname_ffn_norm = false;
 };
 
 // How `tapdiff synth` writes a random model of the family (formats/synth.h), as its GGUF: the block

@@ -76,7 +76,11 @@ static const char* const kMapNames[] = {"embd",
                                         "ffn_moe_weights_norm",
                                         "ffn_moe_weights_scaled",
                                         "ffn_moe_weights_softmax",
-                                        "ffn_moe_out"};
+                                        "ffn_moe_out",
+                                        "Qcur_normed",
+                                        "Kcur_normed",
+                                        "ffn_moe_shexp",
+                                        "ffn_moe_out_merged"};
 
 static void die(const char* what) {
   fprintf(stderr, "llama_cpp_taps: %s\n", what);

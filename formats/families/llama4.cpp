@@ -142,6 +142,7 @@ const FamilySpec& llama4_family() {
                .rope_style = RopeStyle::interleaved,
                .keys = {"expert_count", "expert_used_count", "expert_feed_forward_length", "interleave_moe_layer_step"},
                .read = read_gguf},
+      .llama_cpp = {.names_mapped = true, .moe_layers_misname_ffn_norm = true},
       .synth = {.block = llama4_block, .experts = true},
   };
   return spec;

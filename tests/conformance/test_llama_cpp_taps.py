@@ -138,7 +138,7 @@ def test_the_llama_cpp_map_reads_a_mixture_of_experts(llama_cpp_taps, tmp_path):
 
 
 MIXTURE_GRAPHS = ["olmoe", "granitemoe", "granitemoe-shared", "qwen2moe", "glm4moe", "dots1", "minimax-m2",
-                  "ernie4_5-moe", "gpt-oss"]
+                  "ernie4_5-moe", "gpt-oss", "llama4"]
 
 
 @pytest.mark.parametrize("name", MIXTURE_GRAPHS)
@@ -161,6 +161,11 @@ def test_the_llama_cpp_map_reads_each_mixtures_graph(llama_cpp_taps, name, tmp_p
     compared = {o["op"] for o in report["ops"] if o["layer"] == 1}
     expected = {"moe_router", "moe_ids", "moe_weights", "moe_out"} | ({"moe_sum"} if case.shared_expert else set())
     assert expected <= compared, output
+    if name == "llama4":  # its own names: q and k normed after RoPE, the shared expert's output, the
+        # attention's output named again ffn_norm; layer 3, the last, without RoPE: Qcur its q
+        assert {"q_norm", "k_norm", "o_proj", "moe_shared"} <= compared, output
+        last = {o["op"] for o in report["ops"] if o["layer"] == 3}
+        assert {"rope_q", "k_proj", "o_proj", "moe_shared", "moe_sum"} <= last, output
 
 
 def test_the_llama_cpp_map_reads_latent_attention(llama_cpp_taps, tmp_path):
