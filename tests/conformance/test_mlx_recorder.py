@@ -105,7 +105,7 @@ def make_cohere2(folder: Path) -> None:
 def make_gpt_oss(folder: Path, **extra) -> None:
     """gpt-oss as mlx-lm reads it: its released MXFP4 experts (mlx-lm splits gate and up from the
     blocks' rows; a float checkpoint's columns it would misread), layer_types stated (without them
-    mlx-lm makes a list of its own, half as long as three layers), YaRN truncated (mlx-lm has no
+    mlx-lm makes num_hidden_layers // 2 sliding-full pairs: two entries for three layers), YaRN truncated (mlx-lm has no
     other), biases on the attention (mlx-lm always has them) and the clamp at gpt-oss's own alpha and
     limit (test_mlx_lm_gpt_oss_clamps_at_its_own_limit_whatever_the_config_says) unless `extra` says otherwise."""
     case = next(c for c in hf_models.CASES if c.name == "gpt-oss")
