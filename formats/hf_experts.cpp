@@ -70,6 +70,17 @@ void require_shape(const std::string& file, const SafetensorsTensor& t, const st
            fmt::format("shape [{}]", fmt::join(t.shape, ", ")));
 }
 
+void require_layer(const std::string& file, const SafetensorsTensor& t, int layer, int n_layers) {
+  if (layer >= n_layers)
+    refuse(file, t, fmt::format("a layer below num_hidden_layers, {}", n_layers), fmt::format("layer {}", layer));
+}
+
+// (kind, first row or column, step) of a weight a fused experts' tensor holds.
+struct Take {
+  WeightKind kind;
+  std::int64_t first, step;
+};
+
 }  // namespace
 
 bool HfExperts::take_transposed(int layer, std::string_view name, const SafetensorsFile& f,
@@ -80,9 +91,7 @@ bool HfExperts::take_transposed(int layer, std::string_view name, const Safetens
   if ((!gate_up && !down && !gate_up_bias && !down_bias) || ex.count == 0) return false;
   const std::string file = f.path().string();
   require_float(file, t);
-  if (layer >= config_.n_layers)
-    refuse(file, t, fmt::format("a layer below num_hidden_layers, {}", config_.n_layers),
-           fmt::format("layer {}", layer));
+  require_layer(file, t, layer, config_.n_layers);
   const std::int64_t ffn = ex.ffn_dim, dim = config_.dim;
   // Per expert: a matrix [in, out] (a bias: [1, out]).
   const std::int64_t in = gate_up ? dim : down ? ffn : 1, out = gate_up || gate_up_bias ? 2 * ffn : dim;
@@ -90,12 +99,7 @@ bool HfExperts::take_transposed(int layer, std::string_view name, const Safetens
       in == 1 ? std::vector<std::int64_t>{ex.count, out} : std::vector<std::int64_t>{ex.count, in, out};
   require_shape(file, t, shape);
   const std::size_t size = row_bytes(*t.dtype, 1), per_expert = static_cast<std::size_t>(in * out) * size;
-  // (kind, first column, column step) of each weight the tensor holds: gate and up in alternate
-  // columns (gpt-oss), or gate's columns then up's (Llama 4).
-  struct Take {
-    WeightKind kind;
-    std::int64_t first, step;
-  };
+  // Gate and up in alternate columns (gpt-oss), or gate's columns then up's (Llama 4).
   const bool halves = layout_ == HfExpertLayout::transposed_halves;
   const Take gate_take{gate_up ? WeightKind::expert_gate : WeightKind::expert_b_gate, 0, halves ? 1 : 2};
   const Take up_take{gate_up ? WeightKind::expert_up : WeightKind::expert_b_up, halves ? ffn : 1, halves ? 1 : 2};
@@ -128,9 +132,7 @@ bool HfExperts::take_mxfp4(int layer, std::string_view name, const SafetensorsFi
   const std::string file = f.path().string();
   if (t.dtype_name != "U8")
     refuse(file, t, "dtype U8 (MXFP4's packed values or exponents)", fmt::format("dtype {}", t.dtype_name));
-  if (layer >= config_.n_layers)
-    refuse(file, t, fmt::format("a layer below num_hidden_layers, {}", config_.n_layers),
-           fmt::format("layer {}", layer));
+  require_layer(file, t, layer, config_.n_layers);
   const std::int64_t ffn = config_.experts.ffn_dim, dim = config_.dim;
   const std::int64_t out = gate_up ? 2 * ffn : dim, in = gate_up ? dim : ffn;
   if (in % 32 != 0) refuse(file, t, "rows of whole 32-value MXFP4 blocks", fmt::format("rows of {} values", in));
@@ -163,12 +165,11 @@ void HfExperts::add_mxfp4(int layer, bool gate_up, const Mxfp4Halves& halves) {
     return block;
   };
   // gate and up in alternate rows of gate_up (as gpt-oss's float checkpoints hold them in columns)
-  const std::vector<std::pair<WeightKind, std::int64_t>> takes =
-      gate_up
-          ? std::vector<std::pair<WeightKind, std::int64_t>>{{WeightKind::expert_gate, 0}, {WeightKind::expert_up, 1}}
-          : std::vector<std::pair<WeightKind, std::int64_t>>{{WeightKind::expert_down, 0}};
-  const std::int64_t step = gate_up ? 2 : 1, rows = out / step;
-  for (const auto& [kind, first] : takes) {
+  const std::vector<Take> takes =
+      gate_up ? std::vector<Take>{{WeightKind::expert_gate, 0, 2}, {WeightKind::expert_up, 1, 2}}
+              : std::vector<Take>{{WeightKind::expert_down, 0, 1}};
+  for (const auto& [kind, first, step] : takes) {
+    const std::int64_t rows = out / step;
     std::vector<std::byte> bytes;
     bytes.reserve(static_cast<std::size_t>(ex.count * rows * groups) * kBlock);
     for (std::int64_t e = 0; e < ex.count; ++e)
