@@ -9,6 +9,7 @@
 //   tapdiff_bench_coop [--shapes 2048x4096x14336,...] [--repeats 5] [--device D]
 //                      [--markdown docs/benchmarks.md --section NAME]
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -67,6 +68,9 @@ struct Level {
   const char* what;
   const char* kernels = "";
 };
+// The attention heads the kernels are chosen for (the products measured here have none of their own).
+constexpr std::array<gpu::HeadShape, 1> kHeads{{{128, 1}}};
+
 constexpr Level kLevels[] = {
     {-1, "the engine's kernel"},
     {-1, "matmul-coop2, 128 x 128 forced", "matmul=coop2-128x128"},
@@ -121,13 +125,13 @@ int main(int argc, char** argv) try {
                         gpu::DeviceNeeds{true, true});
   gpu::Pipelines pipelines(dev, gpu::Activations::f16);
   gpu::Stream stream(dev);
-  const gpu::DeviceProfile profile = gpu::device_profile(dev, gpu::Activations::f16, 128);
-  gpu::Kernels kernels(gpu::KernelChoice(profile, {}, 128, 1, tapdiff::model::Block{}), pipelines);
+  const gpu::DeviceProfile profile = gpu::device_profile(dev, gpu::Activations::f16, std::array{128});
+  gpu::Kernels kernels(gpu::KernelChoice(profile, {}, kHeads, tapdiff::model::Block{}), pipelines);
   std::vector<std::unique_ptr<gpu::Kernels>> forced(std::size(kLevels));  // the levels that force a kernel
   for (std::size_t l = 0; l < std::size(kLevels); ++l)
     if (*kLevels[l].kernels != 0)
       forced[l] = std::make_unique<gpu::Kernels>(
-          gpu::KernelChoice(profile, gpu::parse_kernel_overrides(kLevels[l].kernels), 128, 1, tapdiff::model::Block{}),
+          gpu::KernelChoice(profile, gpu::parse_kernel_overrides(kLevels[l].kernels), kHeads, tapdiff::model::Block{}),
           pipelines);
   gpu::Arena arena(dev, "operands", gpu::MemoryKind::device_local, 64ull << 20);
   stream.set_timestamps(true);

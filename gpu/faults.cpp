@@ -350,6 +350,16 @@ void require_faults_fit(const FaultSet& faults, const model::Graph& graph, const
       throw UsageError(fmt::format(
           "--inject {}: the fault moves the start of a chunked layer's chunks, and this model has no chunked layers",
           f.name));
+    if (f.fault == Fault::kv_stale_chunk) {
+      bool writes = false;
+      for (int l = 0; l < config.n_layers; ++l)
+        writes = writes || (faults.active(f.fault, l) && !model::shares_kv(config, l));
+      if (!writes)
+        throw UsageError(fmt::format(
+            "--inject {}: the fault leaves a layer's own cache rows unwritten, and where it is planted this model's "
+            "layers attend over an earlier layer's cache",
+            f.name));
+    }
     if (f.fault == Fault::shared_gate_dropped && !config.experts.shared_gate)
       throw UsageError(fmt::format(
           "--inject {}: the fault drops the shared expert's gate, and this model's shared expert has none", f.name));
@@ -364,8 +374,8 @@ bool moves_rope_table(const FaultSet& faults, int layer) {
 
 RopeTablePlan rope_table_plan(const FaultSet& faults, const model::ModelConfig& config, int layer,
                               const model::ChunkInfo& chunk) {
-  RopeTablePlan plan{chunk.first_pos, model::rope_base(config, layer), model::uses_sliding_rope(config, layer),
-                     !model::uses_rope(config, layer)};
+  RopeTablePlan plan{model::head_dim(config, layer), chunk.first_pos, model::rope_base(config, layer),
+                     model::uses_sliding_rope(config, layer), !model::uses_rope(config, layer)};
   if (faults.active(Fault::rope_chunk_reset, layer) && chunk.index > 0 && !chunk.decode) plan.first_pos = 0;
   if (faults.active(Fault::decode_position, layer) && chunk.decode) plan.first_pos -= 1;
   if (faults.active(Fault::rope_off_by_one, layer)) plan.first_pos += 1;

@@ -107,6 +107,7 @@ void require_faults_fit(const FaultSet& faults, const model::Graph& graph, const
 // layer uses in a chunk, after the faults that live in the table (rope-off-by-one,
 // rope-chunk-reset, rope-base, decode-position).
 struct RopeTablePlan {
+  int head_dim = 0;  // the layer's (model::head_dim): its table's row holds head_dim / 2 pairs
   int first_pos = 0;
   double base = 0;
   bool sliding_rope = false;  // model::uses_sliding_rope

@@ -154,7 +154,7 @@ KernelOverrides parse_kernel_overrides(const std::string& text) {
   return o;
 }
 
-KernelChoice::KernelChoice(DeviceProfile profile, const KernelOverrides& overrides, int head_dim, int group,
+KernelChoice::KernelChoice(DeviceProfile profile, const KernelOverrides& overrides, std::span<const HeadShape> heads,
                            const model::Block& block, bool llama_cpp)
     : profile_(std::move(profile)),
       overrides_(overrides),
@@ -165,7 +165,6 @@ KernelChoice::KernelChoice(DeviceProfile profile, const KernelOverrides& overrid
       gelu_by_table_(llama_cpp && formats::llama_cpp_gelu_by_table(block)),
       attention_softcap_(static_cast<float>(block.attention_softcap)),
       attention_sinks_(block.attention_sinks),
-      head_dim_(head_dim),
       llama_cpp_(llama_cpp) {
   TAPDIFF_ASSERT(!llama_cpp || profile_.activations == Activations::f32, "llama.cpp's precision with f16 activations");
   if (llama_cpp && ((overrides.attention != KernelOverrides::Attention::automatic &&
@@ -192,27 +191,47 @@ KernelChoice::KernelChoice(DeviceProfile profile, const KernelOverrides& overrid
   // matmul-coop's too: it runs the products matmul-coop2 does not take
   coop2_missing_ = !coop_missing_.empty() ? coop_missing_ : profile_.cooperative_matrix2_missing;
   coop2_wide_missing_ = !coop2_missing_.empty() ? coop2_missing_ : profile_.cooperative_matrix2_wide_missing;
-  const auto hd = static_cast<std::uint32_t>(head_dim);
-  flash_keys_ = flash_shared_bytes(hd, 32) <= d.max_shared_memory ? 32 : 16;
-  if (hd % 4 != 0 || hd > kFlashMaxHeadDim)
-    flash_missing_ = fmt::format("the flash attention kernel takes head_dim a multiple of 4 up to {}, the model has {}",
-                                 kFlashMaxHeadDim, head_dim);
-  else if (d.max_workgroup_invocations < kFlashThreads || d.max_workgroup_size_x < kFlashThreads ||
-           d.max_shared_memory < flash_shared_bytes(hd, flash_keys_))
-    flash_missing_ = fmt::format("{} cannot run {}-invocation workgroups with {} bytes of shared memory", d.name,
-                                 kFlashThreads, flash_shared_bytes(hd, flash_keys_));
-  attention_coop_missing_ = profile_.activations == Activations::f16
-                                ? attention_coop_missing(d, coop_missing_, hd)
-                                : "the cooperative-matrix attention runs in the f16 mode only (--dtype f16)";
-  attention_coop2_missing_ =
-      profile_.activations != Activations::f16
-          ? "the VK_NV_cooperative_matrix2 attention runs in the f16 mode only (--dtype f16)"
-      : hd % 16 != 0 || hd > kCoop2AttentionMaxHeadDim
-          ? fmt::format(
-                "the VK_NV_cooperative_matrix2 attention takes head_dim a multiple of 16 up to {}, the model has {}",
-                kCoop2AttentionMaxHeadDim, head_dim)
-          : profile_.attention_coop2_missing;
-  decode_missing_ = decode_missing(d, flash_missing_, hd, static_cast<std::uint32_t>(std::max(group, 1)));
+  TAPDIFF_ASSERT(!heads.empty(), "a model without attention heads");
+  for (const HeadShape& h : heads) head_dims_.push_back(h.head_dim);
+  std::sort(head_dims_.begin(), head_dims_.end());
+  head_dims_.erase(std::unique(head_dims_.begin(), head_dims_.end()), head_dims_.end());
+  const auto widest = static_cast<std::uint32_t>(head_dims_.back());
+  flash_keys_ = flash_shared_bytes(widest, 32) <= d.max_shared_memory ? 32 : 16;
+  // Each variant's reason not to run, for the first of the model's heads it cannot take.
+  const auto first_missing = [&](const auto& why) {
+    for (const HeadShape& h : heads)
+      if (std::string missing = why(static_cast<std::uint32_t>(h.head_dim), static_cast<std::uint32_t>(h.group));
+          !missing.empty())
+        return missing;
+    return std::string();
+  };
+  flash_missing_ = first_missing([&](std::uint32_t hd, std::uint32_t) -> std::string {
+    if (hd % 4 != 0 || hd > kFlashMaxHeadDim)
+      return fmt::format("the flash attention kernel takes head_dim a multiple of 4 up to {}, the model has {}",
+                         kFlashMaxHeadDim, hd);
+    if (d.max_workgroup_invocations < kFlashThreads || d.max_workgroup_size_x < kFlashThreads ||
+        d.max_shared_memory < flash_shared_bytes(hd, flash_keys_))
+      return fmt::format("{} cannot run {}-invocation workgroups with {} bytes of shared memory", d.name, kFlashThreads,
+                         flash_shared_bytes(hd, flash_keys_));
+    return "";
+  });
+  attention_coop_missing_ =
+      profile_.activations == Activations::f16
+          ? first_missing([&](std::uint32_t hd, std::uint32_t) { return attention_coop_missing(d, coop_missing_, hd); })
+          : "the cooperative-matrix attention runs in the f16 mode only (--dtype f16)";
+  attention_coop2_missing_ = profile_.activations != Activations::f16
+                                 ? "the VK_NV_cooperative_matrix2 attention runs in the f16 mode only (--dtype f16)"
+                                 : first_missing([&](std::uint32_t hd, std::uint32_t) -> std::string {
+                                     if (hd % 16 != 0 || hd > kCoop2AttentionMaxHeadDim)
+                                       return fmt::format(
+                                           "the VK_NV_cooperative_matrix2 attention takes head_dim a multiple of 16 up "
+                                           "to {}, the model has {}",
+                                           kCoop2AttentionMaxHeadDim, hd);
+                                     return profile_.attention_coop2_missing;
+                                   });
+  decode_missing_ = first_missing([&](std::uint32_t hd, std::uint32_t group) {
+    return decode_missing(d, flash_missing_, hd, std::max(group, 1u));
+  });
   // A forced variant this device or mode cannot run: why not.
   const std::string tiled_missing = tiled_ok_ ? "" : fmt::format("{} cannot run 256-invocation workgroups", d.name);
   const std::string subgroup_missing =
@@ -371,11 +390,11 @@ KernelChoice::AttentionPlan KernelChoice::attention_without_faults(const Attenti
   return split.splits <= 1 ? AttentionPlan{whole} : split;
 }
 
-Kernel KernelChoice::attention_kernel(AttentionPlan::Kind kind) const {
+Kernel KernelChoice::attention_kernel(AttentionPlan::Kind kind, int head_dim) const {
   switch (kind) {
     case AttentionPlan::Kind::coop2:
       return named(fmt::format("attention-coop2-{}x{}", kCoop2AttentionTile.rows,
-                               coop2_attention_keys(static_cast<std::uint32_t>(head_dim_))));
+                               coop2_attention_keys(static_cast<std::uint32_t>(head_dim))));
     case AttentionPlan::Kind::coop:
       return named(fmt::format("attention-coop-{}x{}", kCoopAttentionRows, kCoopAttentionKeys));
     case AttentionPlan::Kind::flash: return named(fmt::format("attention-flash-{}x{}", kFlashRows, flash_keys_));
@@ -433,7 +452,7 @@ std::vector<KernelId> KernelChoice::planned(model::OpClass cls, model::DType wei
       for (const auto& [rows, keys] :
            {std::pair{kFlashMinRowsPerSequence, 1}, std::pair{2, 1000}, std::pair{1, 1000}}) {
         shape.rows = rows, shape.keys = keys;
-        add_once(ids, attention_kernel(attention(shape).kind));
+        for (int head_dim : head_dims_) add_once(ids, attention_kernel(attention(shape).kind, head_dim));
       }
       return ids;
     }

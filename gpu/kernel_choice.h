@@ -7,6 +7,7 @@
 // gpu/README.md.
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -75,12 +76,20 @@ struct AttentionShape {
   int chunk = 0;  // > 0: a row sees its own chunk of this many positions only (Llama 4's chunked layers)
 };
 
+// A layer's heads as the attention kernels see them: channels per head, query heads per K/V head.
+struct HeadShape {
+  int head_dim = 0;
+  int group = 1;
+  friend bool operator==(const HeadShape&, const HeadShape&) = default;
+};
+
 class KernelChoice {
  public:
-  // UsageError when an override asks for a variant the device cannot run for a model of this
-  // head_dim and GQA group (heads per K/V head), or one llama.cpp's precision does not run; from
-  // `block`, the model's gated activation and attention soft-cap.
-  KernelChoice(DeviceProfile profile, const KernelOverrides& overrides, int head_dim, int group,
+  // UsageError when an override asks for a variant the device cannot run for a model of these
+  // heads (each layer's, model::attention_shape; an attention variant runs only where it takes
+  // every one of them), or one llama.cpp's precision does not run; from `block`, the model's gated
+  // activation and attention soft-cap.
+  KernelChoice(DeviceProfile profile, const KernelOverrides& overrides, std::span<const HeadShape> heads,
                const model::Block& block, bool llama_cpp = false);
 
   using Gemm = gpu::Gemm;  // gpu/gemm_variants.h
@@ -108,7 +117,7 @@ class KernelChoice {
   // A product's kernel; in llama.cpp's precision, with the rounding "llama.cpp-DOT" where its input
   // is rounded to the weights' dot type first (Engine::product, Kernels::round_to_dot_type).
   Kernel gemm_kernel(Gemm gemm, model::DType weights) const;
-  Kernel attention_kernel(AttentionPlan::Kind kind) const;
+  Kernel attention_kernel(AttentionPlan::Kind kind, int head_dim) const;
   std::string expert_matmul_variant() const;
   // The activation's: activation_kernel_name's, rounding as "llama.cpp-f16-gelu-table" where
   // llama.cpp's precision computes GELU by its table (Kernels::gated_activation).
@@ -152,8 +161,8 @@ class KernelChoice {
   std::uint32_t matvec_subgroups_;       // matvec-subgroup's subgroups per workgroup ...
   std::uint32_t matvec_wg_;              // ... and its workgroup size
   bool tiled_ok_;                        // the device runs 256-invocation workgroups with 8 KiB shared
-  int head_dim_;                         // the model's
-  std::uint32_t flash_keys_;             // attention_flash.comp's BC for head_dim_ on this device
+  std::vector<int> head_dims_;           // the model's, ascending
+  std::uint32_t flash_keys_;             // attention_flash.comp's BC for the widest head on this device
   std::string flash_missing_;            // why it cannot run here; "" when it can
   std::string attention_coop_missing_;   // why attention_coop.comp cannot run here; "" when it can
   std::string attention_coop2_missing_;  // likewise attention-coop2

@@ -85,6 +85,16 @@ Kernel Kernels::embed(Stream& s, const DeviceWeight& table, const Region& tokens
   return named("embed-gather", table.dtype);
 }
 
+Kernel Kernels::layer_input(Stream& s, const DeviceWeight& table, const Region& tokens, const Region& x, int first_col,
+                            float table_scale, float sum_scale, const Region& out, int rows, int dim) {
+  TAPDIFF_ASSERT(first_col >= 0 && first_col + dim <= table.cols, "columns [{}, {}) of {}", first_col, first_col + dim,
+                 table.name);
+  const LayerInputPush push{u32(rows), u32(dim), table.row_bytes, u32(first_col), table_scale, sum_scale};
+  dispatch(s, Shader::layer_input, dtype_code(table.dtype), {table.region, tokens, x, out}, &push, sizeof push,
+           fold(ceil_div(static_cast<std::uint64_t>(rows) * push.dim, wg_)));
+  return named("layer-input", table.dtype);
+}
+
 Kernel Kernels::rms_norm(Stream& s, const Region& x, const DeviceWeight& w, float eps, const Region& out, int rows,
                          std::uint32_t faults) {
   TAPDIFF_ASSERT(w.dtype == model::DType::f32, "norm weight {} as {}", w.name, model::dtype_name(w.dtype));
@@ -250,7 +260,7 @@ Kernel Kernels::attention(Stream& s, const AttentionShape& a, float scale, const
                fold(static_cast<std::uint64_t>(a.rows) * push.heads), faults);
       break;
   }
-  return choice_.attention_kernel(plan.kind);
+  return choice_.attention_kernel(plan.kind, a.head_dim);
 }
 
 std::uint64_t Kernels::attention_scratch_bytes(const AttentionShape& a) const {

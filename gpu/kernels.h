@@ -8,6 +8,8 @@
 // (--dtype f16: shaders.h Activations) each name carries ".f16" after the variant, as in
 // "matmul-tiled-64x64.f16/q8_0".
 //   embedding   embed-gather/DTYPE
+//               layer-input/DTYPE                  ple_input: after the product of its projection and
+//                                                  its norm, the table's slice added (layer_input.comp)
 //   norm        rms_norm-tree                      one workgroup per row
 //               layer_norm-tree                    a LayerNorm model's: one workgroup per row, never fused
 //               add+rms_norm-tree                  a norm whose input is a residual add's output,
@@ -133,6 +135,11 @@ class Kernels {
   // of the kFault* bits of the op's kernel (0: the clean kernel).
   // tokens [rows] int32 -> out [rows, dim] = table rows * scale
   Kernel embed(Stream& s, const DeviceWeight& table, const Region& tokens, float scale, const Region& out, int rows);
+  // A layer's per-layer input from x [rows, dim], its normed projection of the embedding: out =
+  // (x + the tokens' rows of table, columns [first_col, first_col + dim), times table_scale) times
+  // sum_scale (layer_input.comp); x may be out.
+  Kernel layer_input(Stream& s, const DeviceWeight& table, const Region& tokens, const Region& x, int first_col,
+                     float table_scale, float sum_scale, const Region& out, int rows, int dim);
   // x [rows, dim], w f32 [dim] -> out [rows, dim]
   Kernel rms_norm(Stream& s, const Region& x, const DeviceWeight& w, float eps, const Region& out, int rows,
                   std::uint32_t faults);
@@ -193,9 +200,10 @@ class Kernels {
   Kernel moe_topk(Stream& s, const Region& scores, const Region& ids, int rows, const model::Experts& experts,
                   std::uint32_t faults);
   // logits [rows, experts], ids [rows, k] -> weights [rows, k]: the scores taken at ids,
-  // renormalised and scaled as experts says.
-  Kernel moe_weights(Stream& s, const Region& logits, const Region& ids, const Region& weights, int rows,
-                     const model::Experts& experts, std::uint32_t faults);
+  // renormalised and scaled as experts says, then each times its expert's of `scales` (f32
+  // [experts]) where given.
+  Kernel moe_weights(Stream& s, const Region& logits, const Region& ids, const DeviceWeight* scales,
+                     const Region& weights, int rows, const model::Experts& experts, std::uint32_t faults);
   // The pairs of ids [pairs] grouped by expert in tiles (moe_plan.comp), for expert_matmul. Null
   // where moe_out runs per pair (one row, experts=matvec, or no tiled kernel on this device).
   struct ExpertPlan {

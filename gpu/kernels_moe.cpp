@@ -40,8 +40,8 @@ Kernel Kernels::moe_topk(Stream& s, const Region& scores, const Region& ids, int
   return named("moe-route");
 }
 
-Kernel Kernels::moe_weights(Stream& s, const Region& logits, const Region& ids, const Region& weights, int rows,
-                            const model::Experts& experts, std::uint32_t faults) {
+Kernel Kernels::moe_weights(Stream& s, const Region& logits, const Region& ids, const DeviceWeight* scales,
+                            const Region& weights, int rows, const model::Experts& experts, std::uint32_t faults) {
   RoutePush push{};
   push.rows = u32(rows), push.experts = u32(experts.count), push.k = u32(experts.active);
   push.normalize = experts.normalize ? 1u : 0u;
@@ -49,8 +49,10 @@ Kernel Kernels::moe_weights(Stream& s, const Region& logits, const Region& ids, 
   push.scale = static_cast<float>(experts.scale);
   push.sparsemixer = experts.sparsemixer ? 1u : 0u;
   push.mixer_eps = static_cast<float>(experts.mixer_eps);
-  dispatch(s, Shader::moe_weights, 0, {logits, ids, weights}, &push, sizeof push, fold(ceil_div(push.rows, wg_)),
-           faults);
+  push.has_scales = scales != nullptr ? 1u : 0u;
+  // bound, and unread, where there are none
+  dispatch(s, Shader::moe_weights, 0, {logits, ids, scales != nullptr ? scales->region : logits, weights}, &push,
+           sizeof push, fold(ceil_div(push.rows, wg_)), faults);
   return named("moe-route");
 }
 

@@ -23,7 +23,7 @@ void compute_rows(std::vector<float>& table, int first, int count, int pairs, co
 void RopeTableCache::append(std::vector<float>& table, int first_pos, int rows, int head_dim,
                             const model::RopeFrequencies& f) {
   const int half = head_dim / 2;
-  std::vector<float>& known = rows_[f];
+  std::vector<float>& known = rows_[{head_dim, f}];
   const auto width = static_cast<std::size_t>(head_dim);  // floats per row
   const int end = first_pos + rows;
   if (const auto computed = static_cast<int>(known.size() / width); end > computed)

@@ -6,6 +6,7 @@
 // 131,072 cos and sin pairs, which would otherwise be computed on the host before each pass's
 // first dispatch.
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "model/rope.h"
@@ -18,8 +19,8 @@ class RopeTableCache {
   void append(std::vector<float>& table, int first_pos, int rows, int head_dim, const model::RopeFrequencies& f);
 
  private:
-  // Per set of frequencies (head_dim is fixed by the engine): the rows of positions 0, 1, ...
-  std::map<model::RopeFrequencies, std::vector<float>> rows_;
+  // Per head_dim and set of frequencies: the rows of positions 0, 1, ...
+  std::map<std::pair<int, model::RopeFrequencies>, std::vector<float>> rows_;
 };
 
 }  // namespace tapdiff::gpu

@@ -14,17 +14,25 @@ RopeTables::RopeTables(const model::ModelConfig& config, const FaultSet& faults,
       key_table_(static_cast<std::size_t>(config.n_layers)),
       query_table_(key_table_.size()) {
   // At most one table per layer that a fault moves, plus the model's (two where the sliding layers
-  // have their own RoPE, twice that where some layers do not rotate); each twice where q has a temperature.
+  // have their own RoPE, twice that where some layers do not rotate, times the layers' head widths);
+  // each twice where q has a temperature.
   std::size_t tables = config_.sliding_rope ? 2 : 1;
   if (std::find(config_.rope_layers.begin(), config_.rope_layers.end(), false) != config_.rope_layers.end())
     tables *= 2;
+  std::vector<int> head_dims;
+  for (int l = 0; l < config_.n_layers; ++l) {
+    head_dims.push_back(model::head_dim(config_, l));
+    widest_ = std::max(widest_, head_dims.back());
+  }
+  std::sort(head_dims.begin(), head_dims.end());
+  tables *= static_cast<std::size_t>(std::unique(head_dims.begin(), head_dims.end()) - head_dims.begin());
   for (int l = 0; l < config_.n_layers; ++l) tables += moves_rope_table(faults_, l) ? 1 : 0;
   tables_.resize(config_.query_temperature.beta != 0 ? 2 * tables : tables);
 }
 
 void RopeTables::allocate(Arena& arena, int capacity) {
   for (Region& table : tables_)
-    table = arena.allocate(static_cast<std::uint64_t>(capacity) * static_cast<std::uint64_t>(config_.head_dim) * 4,
+    table = arena.allocate(static_cast<std::uint64_t>(capacity) * static_cast<std::uint64_t>(widest_) * 4,
                            "the RoPE table");
   held_.assign(tables_.size(), {});
 }
@@ -59,7 +67,7 @@ std::size_t RopeTables::table_for(Stream& stream, int l, bool query, std::span<c
   for (const Held& h : held) {
     model::RopeFrequencies f = frequencies(config_, l, h.plan.base, h.plan.first_pos + h.rows);
     if (query) f = model::query_frequencies(config_, l, std::move(f));
-    cache_.append(table, h.plan.first_pos, h.rows, config_.head_dim, f);
+    cache_.append(table, h.plan.first_pos, h.rows, h.plan.head_dim, f);
   }
   stream.upload(table.data(), table.size() * sizeof(float), tables_[at]);
   stream.on_complete([this, at, held = std::move(held)]() mutable { held_[at] = std::move(held); });

@@ -1,5 +1,6 @@
 #pragma once
-// The RoPE tables of a pass on the device, [rows, head_dim / 2] of (cos, sin) each: one per
+// The RoPE tables of a pass on the device, [rows, head_dim / 2] of (cos, sin) each (of the
+// layer's head_dim: Gemma 4's full layers have wider heads than its sliding ones): one per
 // distinct plan among the layers (rope_table_plan: the model's; the sliding layers' own where
 // they have one; a layer's that --inject moves; each of them for q too where q has a temperature),
 // each layer pointing at its own. A table the device holds from an earlier pass of the same
@@ -49,6 +50,7 @@ class RopeTables {
   const model::ModelConfig& config_;
   const FaultSet& faults_;
   bool llama_cpp_;
+  int widest_ = 0;  // the widest head of the model's layers
   std::vector<Region> tables_;
   std::vector<std::vector<Held>> held_;  // per table (empty: not known)
   RopeTableCache cache_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cmath>
 #include <utility>
 
 #include <fmt/core.h>
@@ -21,7 +22,7 @@
 #include "gpu/rope_tables.h"
 #include "gpu/stream.h"
 #include "model/errors.h"
-#include "model/layer_features.h"
+#include "model/learned_scalar.h"
 
 namespace tapdiff::gpu {
 namespace {
@@ -33,6 +34,24 @@ using model::TensorId;
 using model::WeightKind;
 
 constexpr std::uint64_t kActivationBlock = 64ull << 20;
+
+// Each distinct shape of the model's layers' heads.
+std::vector<HeadShape> head_shapes(const model::ModelConfig& c) {
+  std::vector<HeadShape> shapes;
+  for (int l = 0; l < c.n_layers; ++l) {
+    const model::AttentionShape a = model::attention_shape(c, l);
+    const HeadShape h{a.head_dim, c.n_heads / a.n_kv_heads};
+    if (std::find(shapes.begin(), shapes.end(), h) == shapes.end()) shapes.push_back(h);
+  }
+  return shapes;
+}
+
+// Each layer's key width in its own cache; 0 where it attends over another's.
+std::vector<int> cache_widths(const model::ModelConfig& c) {
+  std::vector<int> widths;
+  for (int l = 0; l < c.n_layers; ++l) widths.push_back(model::shares_kv(c, l) ? 0 : model::kv_dim(c, l));
+  return widths;
+}
 
 // A sequence's rows in the current pass: rows [row0, row0 + rows) of every op output.
 struct Part {
@@ -91,7 +110,9 @@ class Engine final : public VulkanEngine {
   Kernel product(const Region& x, Op op, int layer, const DeviceWeight* bias, const Region& out, std::uint32_t faults);
   int widest_product_input() const;
   Kernel attend(const model::Step& step, const Region& out);
-  Kernel residual(const model::Step& step, const Region& out);
+  AttentionShape layer_attention(int layer) const;  // the pass's attention in a layer
+  KernelId residual(const model::Step& step, const Region& out);
+  KernelId layer_input(const model::Step& step, const Region& out);
   KernelId mixture(const model::Step& step, const Region& out);
   KernelId shared_expert(const model::Step& step, const Region& out);
   void upload_row_table();
@@ -134,6 +155,7 @@ class Engine final : public VulkanEngine {
   std::array<double, model::kOpCount> op_seconds_{};  // set_profiling
   Region tokens_;                                     // [capacity_] int32
   std::vector<model::Xielu> xielu_;                   // each layer's xIELU scalars (activation xielu), else empty
+  std::vector<float> layer_scales_;                   // each layer's output scale (block.layer_scale), else empty
   Region positions_;      // learned positions: [capacity_] int32, each row's row of pos_embd
   Region position_rows_;  // ... and those rows, [capacity_, dim]
   // moe_out's (token, expert) pairs: [capacity_ * active, experts.ffn_dim] each, and their outputs
@@ -142,6 +164,7 @@ class Engine final : public VulkanEngine {
   // moe_shared's: [capacity_, experts.shared_ffn_dim] each, its FFN's output [.., dim] and its
   // gate's logits [.., 1] (where it has a gate)
   Region shared_gate_, shared_up_, shared_hidden_, shared_out_, shared_logits_;
+  Region ple_projected_;  // ple_input's projection of the embedding, [capacity_, layer_inputs.dim]
   Kernels::ExpertPlan expert_plan_;
   std::unique_ptr<LlamaCppSteps> llama_cpp_;  // in llama.cpp's precision only
   Region row_table_;  // [capacity_] of (cache row of position 0, position, chunk's first position, leak), attention's
@@ -170,6 +193,9 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
   require_faults_fit(faults_, graph_, config_);
   if (config_.block.activation == model::Activation::xielu)
     for (int l = 0; l < config_.n_layers; ++l) xielu_.push_back(model::xielu_of(m, l));
+  if (config_.block.layer_scale)
+    for (int l = 0; l < config_.n_layers; ++l)
+      layer_scales_.push_back(static_cast<float>(model::learned_scalar(m, WeightKind::layer_scale, l)));
   if (options.f16 && options.bf16) throw UsageError("the vulkan engine holds f16 or bf16 activations, not both");
   if (options.llama_cpp) {
     if (options.f16 || options.bf16)
@@ -189,16 +215,19 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
                                      DeviceNeeds{options.f16, options.pipeline_statistics, options.llama_cpp});
   pipelines_ = std::make_unique<Pipelines>(*device_, activation_type_);
   stream_ = std::make_unique<Stream>(*device_);
-  kernels_ =
-      std::make_unique<Kernels>(KernelChoice(device_profile(*device_, activation_type_, config_.head_dim),
-                                             parse_kernel_overrides(options.kernels), config_.head_dim,
-                                             config_.n_heads / config_.n_kv_heads, config_.block, options.llama_cpp),
-                                *pipelines_);
-  if (config_.head_dim > kernels_->choice().max_head_dim())
-    throw UsageError(fmt::format("{}: head_dim {}: the Vulkan attention kernel handles head_dim up to {}",
-                                 m.path().string(), config_.head_dim, kernels_->choice().max_head_dim()));
+  const std::vector<HeadShape> heads = head_shapes(config_);
+  std::vector<int> head_dims;
+  for (const HeadShape& h : heads) head_dims.push_back(h.head_dim);
+  kernels_ = std::make_unique<Kernels>(
+      KernelChoice(device_profile(*device_, activation_type_, head_dims), parse_kernel_overrides(options.kernels),
+                   heads, config_.block, options.llama_cpp),
+      *pipelines_);
+  for (int head_dim : head_dims)
+    if (head_dim > kernels_->choice().max_head_dim())
+      throw UsageError(fmt::format("{}: head_dim {}: the Vulkan attention kernel handles head_dim up to {}",
+                                   m.path().string(), head_dim, kernels_->choice().max_head_dim()));
   weights_ = std::make_unique<DeviceWeights>(*device_, *stream_, m, activation_type_);
-  kv_ = std::make_unique<KvCache>(*device_, config_.n_layers, config_.kv_dim(), gpu::activation_bytes(activation_type_),
+  kv_ = std::make_unique<KvCache>(*device_, cache_widths(config_), gpu::activation_bytes(activation_type_),
                                   options.max_context);
   activations_ = std::make_unique<Arena>(*device_, "activations", MemoryKind::device_local, kActivationBlock);
   scratch_ = std::make_unique<Arena>(*device_, "attention scratch", MemoryKind::device_local, kActivationBlock);
@@ -252,6 +281,7 @@ model::DType Engine::weight_dtype(Op op) const {
   for (const model::Step& s : graph_.steps())
     if (s.op == op)
       return op == Op::moe_shared             ? weights_->get(WeightKind::shexp_gate, s.layer).dtype
+             : op == Op::ple_input            ? weights_->get(WeightKind::ple_token_embd).dtype
              : cls == model::OpClass::experts ? weights_->get(WeightKind::expert_gate, s.layer).dtype
                                               : matrix(op, s.layer).dtype;
   return model::DType::f32;
@@ -321,6 +351,8 @@ void Engine::reserve_rows(int rows) {
       shared_logits_ = activations_->allocate(activation_bytes(capacity, 1), "the shared expert's gate logits");
     }
   }
+  if (const int width = config_.layer_inputs.dim; width > 0)
+    ple_projected_ = activations_->allocate(activation_bytes(capacity, width), "the per-layer inputs' projection");
   if (llama_cpp_) llama_cpp_->allocate(*activations_, capacity, widest_product_input());
   tokens_ = activations_->allocate(static_cast<std::uint64_t>(capacity) * 4, "the chunk's tokens");
   if (config_.block.learned_positions) {
@@ -373,20 +405,19 @@ void Engine::begin_batch(int index, std::span<const BatchPart> parts) {
   chunk_ = {index, parts_.front().first_pos, rows, decode};
   attention_ = {rows,
                 config_.n_heads,
-                config_.n_kv_heads,
-                config_.head_dim,
-                config_.sliding_window,  // of the layers that slide (attend sets each layer's span)
+                0,  // each layer's heads and key span: layer_attention
+                0,
+                0,
                 static_cast<int>(parts_.size()),
                 longest,
                 static_cast<float>(config_.block.attention_softcap),
                 config_.block.attention_sinks,
                 false,
-                config_.attention_chunk};
-  AttentionShape unchunked = attention_;  // the full layers of a chunked model may take another kernel
-  unchunked.chunk = 0;
-  if (const std::uint64_t bytes =
-          std::max(kernels_->attention_scratch_bytes(attention_), kernels_->attention_scratch_bytes(unchunked));
-      bytes > attention_scratch_.size) {
+                0};
+  std::uint64_t bytes = 0;
+  for (int l = 0; l < config_.n_layers; ++l)
+    bytes = std::max(bytes, kernels_->attention_scratch_bytes(layer_attention(l)));
+  if (bytes > attention_scratch_.size) {
     const std::uint64_t size = std::max(bytes, 2 * attention_scratch_.size);
     scratch_->release();  // nothing in flight: the stream is idle between passes
     attention_scratch_ = {};
@@ -488,9 +519,10 @@ const DeviceWeight& Engine::norm_weight(Op op, int layer) const {
 // The model's scale (1/sqrt(head_dim) but where its block says otherwise), llama.cpp's in its
 // precision, or the one --inject plants.
 float Engine::attention_scale(int layer) const {
-  if (const auto planted = planted_attention_scale(faults_, layer, config_.head_dim)) return *planted;
+  const int head_dim = model::head_dim(config_, layer);
+  if (const auto planted = planted_attention_scale(faults_, layer, head_dim)) return *planted;
   if (kernels_->choice().llama_cpp()) return formats::llama_cpp_attention_scale(config_);
-  return static_cast<float>(model::attention_scale(config_.block, config_.head_dim));
+  return static_cast<float>(model::attention_scale(config_.block, head_dim));
 }
 
 KernelId Engine::run(const model::Step& step, const Region& out) {
@@ -503,6 +535,10 @@ KernelId Engine::run(const model::Step& step, const Region& out) {
     case Op::attn_post_norm:
     case Op::ffn_norm:
     case Op::ffn_post_norm:
+    case Op::moe_norm:
+    case Op::moe_post_norm:
+    case Op::dense_post_norm:
+    case Op::ple_norm:
     case Op::final_norm:
       if (const FusedNorm fused = std::exchange(fused_norm_, {}); fused.norm == step.output()) return fused.kernel;
       return norm(in(0), step, out, rows, faults);
@@ -525,7 +561,17 @@ KernelId Engine::run(const model::Step& step, const Region& out) {
     case Op::ffn_gate:
     case Op::ffn_up:
     case Op::ffn_down:
+    case Op::ple_gate:
+    case Op::ple_proj:
     case Op::moe_router: return product(in(0), step.op, step.layer, bias(step.op, step.layer), out, faults);
+    case Op::moe_router_norm: {  // RMS by the router's own scale, times 1/sqrt(dim)
+      KernelId id = norm(in(0), step, out, rows, faults);
+      id.kernels.push_back(kernels_->scale_softcap(*stream_, out, static_cast<float>(1 / std::sqrt(config_.dim)), 0.0F,
+                                                   std::int64_t{rows} * config_.dim));
+      return id;
+    }
+    case Op::ffn_sum: return kernels_->add(*stream_, in(0), in(1), 1.0F, out, std::int64_t{rows} * config_.dim);
+    case Op::ple_input: return layer_input(step, out);
     case Op::q_a_proj:
     case Op::q_a_norm:
     case Op::kv_a_proj:
@@ -534,7 +580,9 @@ KernelId Engine::run(const model::Step& step, const Region& out) {
       return kernels_->moe_scores(*stream_, in(0), weights_->find(WeightKind::moe_score_bias, step.layer), out, rows,
                                   config_.experts, faults);
     case Op::moe_ids: return kernels_->moe_topk(*stream_, in(0), out, rows, config_.experts, faults);
-    case Op::moe_weights: return kernels_->moe_weights(*stream_, in(0), in(1), out, rows, config_.experts, faults);
+    case Op::moe_weights:
+      return kernels_->moe_weights(*stream_, in(0), in(1), weights_->find(WeightKind::moe_expert_scale, step.layer),
+                                   out, rows, config_.experts, faults);
     case Op::moe_out: return mixture(step, out);
     case Op::moe_shared: return shared_expert(step, out);
     case Op::moe_sum: {
@@ -556,30 +604,22 @@ KernelId Engine::run(const model::Step& step, const Region& out) {
     case Op::rope_k: {
       const model::RopeStyle style = planted_rope_style(faults_, config_, step.layer);
       const Region& table = step.op == Op::rope_q ? rope_->queries(step.layer) : rope_->keys(step.layer);
-      return kernels_->rope(*stream_, in(0), table, out, rows, graph_.width(step.output()), config_.head_dim,
-                            model::rotary_dim(config_), style);
+      return kernels_->rope(*stream_, in(0), table, out, rows, graph_.width(step.output()),
+                            model::head_dim(config_, step.layer), model::rotary_dim(config_, step.layer), style);
     }
     case Op::attn: return attend(step, out);
     case Op::attn_residual:
-    case Op::ffn_residual: return residual(step, out);
-    case Op::ple_input:
-    case Op::ple_gate:
-    case Op::ple_act:
-    case Op::ple_proj:
-    case Op::ple_norm:
-    case Op::ple_residual: break;  // per-layer inputs: refused by make_vulkan_engine
-    case Op::moe_router_norm:
-    case Op::moe_norm:
-    case Op::moe_post_norm:
-    case Op::dense_post_norm:
-    case Op::ffn_sum: break;  // a mixture beside the dense FFN: refused by make_vulkan_engine
+    case Op::ffn_residual:
+    case Op::ple_residual: return residual(step, out);
     case Op::ffn_act:
-      if (config_.block.ffn == model::Ffn::plain)
-        return kernels_->activation(*stream_, in(0), out, std::int64_t{rows} * config_.ffn_dim, faults,
+    case Op::ple_act: {
+      const std::int64_t n = std::int64_t{rows} * graph_.width(step.output());
+      if (config_.block.ffn == model::Ffn::plain && step.op == Op::ffn_act)
+        return kernels_->activation(*stream_, in(0), out, n, faults,
                                     xielu_.empty() ? model::Xielu{} : xielu_[static_cast<std::size_t>(step.layer)],
                                     gelu_table());
-      return kernels_->gated_activation(*stream_, in(0), in(1), out, std::int64_t{rows} * config_.ffn_dim, faults,
-                                        gelu_table());
+      return kernels_->gated_activation(*stream_, in(0), in(1), out, n, faults, gelu_table());
+    }
   }
   return {};
 }
@@ -601,20 +641,50 @@ int Engine::widest_product_input() const {
   return widest;
 }
 
-// A residual add, with the norm that reads its output (in the graph) where the kernels fuse them:
-// the norm's output is written now and its step records nothing, unless a value is written in
-// between (Engine::write: a step fed other inputs computes its own output).
-Kernel Engine::residual(const model::Step& step, const Region& out) {
+// A residual add (the per-layer input's unscaled), with the norm that reads its output (in the
+// graph) where the kernels fuse them: the norm's output is written now and its step records
+// nothing, unless a value is written in between (Engine::write: a step fed other inputs computes
+// its own output). A layer's last add with a learned scale (block.layer_scale) is scaled after it,
+// its norm apart.
+KernelId Engine::residual(const model::Step& step, const Region& out) {
   const Region a = input(step.inputs[0]), b = input(step.inputs[1]);
-  const auto scale = static_cast<float>(config_.block.residual_scale);
+  const auto scale = step.op == Op::ple_residual ? 1.0F : static_cast<float>(config_.block.residual_scale);
+  const std::int64_t n = std::int64_t{chunk_.rows} * config_.dim;
+  if (!layer_scales_.empty() && step.op == model::last_residual(config_)) {
+    KernelId id = kernels_->add(*stream_, a, b, scale, out, n);
+    id.kernels.push_back(
+        kernels_->scale_softcap(*stream_, out, layer_scales_[static_cast<std::size_t>(step.layer)], 0.0F, n));
+    return id;
+  }
   const std::optional<TensorId> norm = graph_.norm_of(step.output());
-  if (!kernels_->choice().fuses_norms() || !norm)
-    return kernels_->add(*stream_, a, b, scale, out, std::int64_t{chunk_.rows} * config_.dim);
+  if (!kernels_->choice().fuses_norms() || !norm) return kernels_->add(*stream_, a, b, scale, out, n);
   Kernel kernel = kernels_->add_rms_norm(*stream_, a, b, scale, norm_weight(norm->op, norm->layer),
                                          static_cast<float>(config_.norm_eps), out, slot(norm->op), chunk_.rows,
                                          shader_fault_bits(faults_, norm->op, norm->layer));
   fused_norm_ = {*norm, kernel};
   return kernel;
+}
+
+// A layer's per-layer input (model/config.h LayerInputs): the embedding times the layer's rows of
+// the projection, RMS-normed, plus the tokens' slice of the table. The norm of the projection
+// times `projection` is the norm of the projection with epsilon eps / projection^2: it runs so.
+KernelId Engine::layer_input(const model::Step& step, const Region& out) {
+  const int rows = chunk_.rows, width = config_.layer_inputs.dim, l = step.layer;
+  const model::LayerInputScales scales = model::layer_input_scales(config_);
+  const DeviceWeight& projection = weights_->get(WeightKind::ple_model_proj);
+  DeviceWeight slice = projection;
+  slice.rows = width;
+  slice.region = projection.region.sub(static_cast<std::uint64_t>(l) * width * projection.row_bytes,
+                                       static_cast<std::uint64_t>(width) * projection.row_bytes);
+  const Region projected = ple_projected_.sub(0, activation_bytes(rows, width));
+  KernelId id = kernels_->matmul(*stream_, input(step.inputs[0]), slice, nullptr, projected, rows, 0);
+  const auto eps = static_cast<float>(config_.norm_eps / (scales.projection * scales.projection));
+  id.kernels.push_back(
+      kernels_->rms_norm(*stream_, projected, weights_->get(WeightKind::ple_proj_norm), eps, out, rows, 0));
+  id.kernels.push_back(kernels_->layer_input(*stream_, weights_->get(WeightKind::ple_token_embd), tokens_, out,
+                                             l * width, static_cast<float>(scales.table),
+                                             static_cast<float>(scales.sum), out, rows, width));
+  return id;
 }
 
 // The chosen experts' FFNs per (token, expert) pair, then each token's weighted sum of its pairs.
@@ -680,33 +750,45 @@ KernelId Engine::shared_expert(const model::Step& step, const Region& out) {
   return id;
 }
 
-// Appends each sequence's K (after RoPE) and V rows of the pass to its cache at [first_pos,
-// first_pos + rows), then attends: each row over its own sequence's rows [0, position].
-Kernel Engine::attend(const model::Step& step, const Region& out) {
-  const int layer = step.layer;
-  const Region q_rows = input(step.inputs[0]), k_rows = input(step.inputs[1]), v_rows = input(step.inputs[2]);
-  const int kv_dim = config_.kv_dim();
-  for (const Part& p : parts_) {
-    const std::uint64_t at = activation_bytes(p.row0, kv_dim), bytes = activation_bytes(p.rows, kv_dim);
-    for (const auto& [rows, value] : {std::pair{k_rows, false}, std::pair{v_rows, true}}) {
-      const Region cache = kv_->rows(layer, value, p.sequence, p.first_pos, p.rows);
-      if (llama_cpp_)
-        llama_cpp_->cache(rows.sub(at, bytes), cache, p.rows, kv_dim);
-      else
-        kernels_->copy(*stream_, rows.sub(at, bytes), cache);
-    }
-  }
+AttentionShape Engine::layer_attention(int layer) const {
   AttentionShape shape = attention_;
+  const model::AttentionShape heads = model::attention_shape(config_, layer);
+  shape.kv_heads = heads.n_kv_heads;
+  shape.head_dim = heads.head_dim;
   const model::KeySpan span = model::key_span(config_, layer);
   shape.window = span.window;
   shape.chunk = span.chunk;
   shape.scale_q_first = kernels_->choice().llama_cpp() && formats::llama_cpp_scales_q_first(config_);
+  return shape;
+}
+
+// Appends each sequence's K (after RoPE) and V rows of the pass to its cache at [first_pos,
+// first_pos + rows), then attends: each row over its own sequence's rows [0, position]. A layer
+// that shares an earlier layer's cache (model::shares_kv) appends nothing and attends over that one.
+Kernel Engine::attend(const model::Step& step, const Region& out) {
+  const int layer = step.layer, source = model::kv_source(config_, layer);
+  const Region q_rows = input(step.inputs[0]);
+  const int kv_dim = model::kv_dim(config_, layer);
+  if (source == layer) {
+    const Region k_rows = input(step.inputs[1]), v_rows = input(step.inputs[2]);
+    for (const Part& p : parts_) {
+      const std::uint64_t at = activation_bytes(p.row0, kv_dim), bytes = activation_bytes(p.rows, kv_dim);
+      for (const auto& [rows, value] : {std::pair{k_rows, false}, std::pair{v_rows, true}}) {
+        const Region cache = kv_->rows(layer, value, p.sequence, p.first_pos, p.rows);
+        if (llama_cpp_)
+          llama_cpp_->cache(rows.sub(at, bytes), cache, p.rows, kv_dim);
+        else
+          kernels_->copy(*stream_, rows.sub(at, bytes), cache);
+      }
+    }
+  }
+  const AttentionShape shape = layer_attention(layer);
   const DeviceWeight* sinks = weights_->find(WeightKind::attn_sinks, layer);
   const Kernel variant = kernels_->attention(
-      *stream_, shape, attention_scale(layer), q_rows, kv_->all(layer, false), kv_->all(layer, true),
+      *stream_, shape, attention_scale(layer), q_rows, kv_->all(source, false), kv_->all(source, true),
       row_table_.sub(0, static_cast<std::uint64_t>(chunk_.rows) * 16), sinks != nullptr ? &sinks->region : nullptr,
       attention_scratch_, out, shader_fault_bits(faults_, Op::attn, layer));
-  if (faults_.active(Fault::kv_stale_chunk, layer))
+  if (faults_.active(Fault::kv_stale_chunk, layer) && source == layer)
     for (const Part& p : parts_) {
       if (p.decode) continue;
       // kv-stale-chunk (--inject): the prefill chunk's rows are zeroed once its own attention has
@@ -762,31 +844,30 @@ void Engine::write(const TensorId& id, const HostTensor& value) {
   upload(value, slot(id.op));
 }
 
+// A layer sharing another's cache reads and writes that one's (as the reference's).
 HostTensor Engine::read_kv(int layer, bool value) {
   TAPDIFF_ASSERT(layer >= 0 && layer < config_.n_layers, "KV cache of layer {}", layer);
+  const int source = model::kv_source(config_, layer), width = model::kv_dim(config_, source);
   const int held = n_past_.front();
-  if (held == 0) return HostTensor(model::Scalar::f32, 0, config_.kv_dim());
-  return download_now(kv_->rows(layer, value, 0, 0, held), held, config_.kv_dim());
+  if (held == 0) return HostTensor(model::Scalar::f32, 0, width);
+  return download_now(kv_->rows(source, value, 0, 0, held), held, width);
 }
 
 void Engine::write_kv(int layer, bool value, const HostTensor& rows) {
   TAPDIFF_ASSERT(layer >= 0 && layer < config_.n_layers, "KV cache of layer {}", layer);
-  if (rows.cols() != config_.kv_dim())
-    throw UsageError(
-        fmt::format("write_kv layer {}: expected rows of {} values, found {}", layer, config_.kv_dim(), rows.cols()));
+  const int source = model::kv_source(config_, layer), width = model::kv_dim(config_, source);
+  if (rows.cols() != width)
+    throw UsageError(fmt::format("write_kv layer {}: expected rows of {} values, found {}", layer, width, rows.cols()));
   const int n = static_cast<int>(rows.rows());
   kv_->reserve(*stream_, static_cast<int>(n_past_.size()), n);
-  if (n > 0) upload(llama_cpp_ ? LlamaCppSteps::cached_values(rows) : rows, kv_->rows(layer, value, 0, 0, n));
+  if (n > 0) upload(llama_cpp_ ? LlamaCppSteps::cached_values(rows) : rows, kv_->rows(source, value, 0, 0, n));
   n_past_.front() = n;
 }
 
 }  // namespace
 
 // What of a model the Vulkan engine does not compute ("" where it computes all of it).
-std::string_view not_computed(const model::ModelConfig& c) {
-  if (c.latent()) return "multi-head latent attention";
-  return model::layer_feature(c);
-}
+std::string_view not_computed(const model::ModelConfig& c) { return c.latent() ? "multi-head latent attention" : ""; }
 
 std::unique_ptr<VulkanEngine> make_vulkan_engine(const model::Model& model, const VulkanEngineOptions& options) {
   model::require_runnable(model);

@@ -1,6 +1,7 @@
 #pragma once
 // The pieces of a model config whose layers differ from one another or carry more than a plain
-// decoder layer (Gemma 4's), named for the engines that do not compute them to refuse by name.
+// decoder layer (Gemma 4's), named for the llama.cpp emulation, which does not round them, to
+// refuse by name.
 #include <string_view>
 
 #include "model/config.h"

@@ -2,6 +2,8 @@
 // lavapipe, an H100 and an H200 as their drivers describe them (limits and features as `tapdiff
 // devices` and vulkaninfo list them), in f32, f16 and llama.cpp's precision, for the shapes of an
 // 8B model's products and attention. No GPU needed: these are the choices the engine makes there.
+#include <array>
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -69,7 +71,8 @@ DeviceProfile hopper(const std::string& name, Activations activations) {
 
 KernelChoice choice(const DeviceProfile& p, const std::string& kernels = "", bool llama_cpp = false,
                     model::Block block = {}) {
-  return KernelChoice(p, gpu::parse_kernel_overrides(kernels), kHeadDim, kGroup, block, llama_cpp);
+  return KernelChoice(p, gpu::parse_kernel_overrides(kernels), std::array{gpu::HeadShape{kHeadDim, kGroup}}, block,
+                      llama_cpp);
 }
 
 AttentionShape pass(int rows, int keys, float softcap = 0) {
@@ -144,7 +147,7 @@ TEST(KernelChoice, HopperInF16RunsTheTensorCoreKernelsWhereTheyTakeTheShape) {
     EXPECT_EQ(decode.split_keys, 32u) << name;
     EXPECT_EQ(decode.splits, 32u) << name;
     EXPECT_EQ(c.attention(pass(2, 1000)).kind, Kind::split) << name;
-    EXPECT_EQ(gpu::to_string(c.attention_kernel(Kind::coop2)), "attention-coop2-64x16.f16") << name;
+    EXPECT_EQ(gpu::to_string(c.attention_kernel(Kind::coop2, kHeadDim)), "attention-coop2-64x16.f16") << name;
     EXPECT_EQ(c.flash_keys(), 32u) << name;
     EXPECT_TRUE(c.fuses_norms()) << name;
   }
@@ -155,7 +158,7 @@ TEST(KernelChoice, HopperInF32RunsTheTiledGemmAndFlash) {
   EXPECT_EQ(c.gemm(2048, 4096, DType::f16, true), Gemm::tiled);
   EXPECT_EQ(gpu::to_string(c.gemm_kernel(Gemm::tiled, DType::q4_k)), "matmul-tiled-64x64/q4_k");
   EXPECT_EQ(c.attention(pass(2048, 2048)).kind, Kind::flash);
-  EXPECT_EQ(gpu::to_string(c.attention_kernel(Kind::flash)), "attention-flash-32x32");
+  EXPECT_EQ(gpu::to_string(c.attention_kernel(Kind::flash, kHeadDim)), "attention-flash-32x32");
   EXPECT_EQ(joined(c.planned(model::OpClass::attention, DType::f32)),
             "attention-flash-32x32, attention-flash-split-32x32, attention-decode-split");
   // What f32 cannot run is a clear error when forced.
@@ -179,7 +182,7 @@ TEST(KernelChoice, LavapipeRunsTheScalarKernelsWithTheTilesItsSharedMemoryHolds)
     EXPECT_EQ(c.flash_keys(), 16u);
     EXPECT_EQ(c.attention(pass(2048, 2048)).kind, Kind::flash);
     EXPECT_EQ(c.attention(pass(1, 1000)).kind, Kind::decode);
-    EXPECT_EQ(gpu::to_string(c.attention_kernel(Kind::flash)),
+    EXPECT_EQ(gpu::to_string(c.attention_kernel(Kind::flash, kHeadDim)),
               a == Activations::f16 ? "attention-flash-32x16.f16" : "attention-flash-32x16");
   }
   try {
@@ -188,6 +191,32 @@ TEST(KernelChoice, LavapipeRunsTheScalarKernelsWithTheTilesItsSharedMemoryHolds)
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("does not offer VK_NV_cooperative_matrix"), std::string::npos) << e.what();
   }
+}
+
+// A model whose layers' heads differ (Gemma 4's sliding and full layers): an attention variant runs
+// only where it takes every layer's, and the planned kernels name each head width's.
+TEST(KernelChoice, AttentionVariantsTakeEveryLayersHeads) {
+  const DeviceProfile h200 = hopper("NVIDIA H200", Activations::f16);
+  const std::array sliding_and_full{gpu::HeadShape{64, 2}, gpu::HeadShape{128, 16}};
+  const KernelChoice both(h200, {}, sliding_and_full, model::Block{});
+  EXPECT_EQ(both.attention(pass(2048, 2048)).kind, Kind::coop2);
+  EXPECT_EQ(joined(both.planned(model::OpClass::attention, DType::f32)),
+            "attention-coop2-64x32.f16, attention-coop2-64x16.f16, attention-flash-split-32x32.f16, "
+            "attention-decode-split.f16");
+  // a full layer of 24 channels a head: no cooperative-matrix attention (multiples of 16) in any layer
+  const std::array narrow_full{gpu::HeadShape{64, 2}, gpu::HeadShape{24, 16}};
+  const KernelChoice narrow(h200, {}, narrow_full, model::Block{});
+  EXPECT_EQ(narrow.attention(pass(2048, 2048)).kind, Kind::flash);
+  try {
+    KernelChoice(h200, gpu::parse_kernel_overrides("attention=coop"), narrow_full, model::Block{});
+    FAIL() << "attention=coop over a layer of head_dim 24 was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("head_dim a multiple of 16 up to 128, the model has 24"), std::string::npos)
+        << e.what();
+  }
+  // a full layer wider than flash takes: two-pass attention in every layer
+  const std::array wide_full{gpu::HeadShape{128, 2}, gpu::HeadShape{256, 16}};
+  EXPECT_EQ(KernelChoice(h200, {}, wide_full, model::Block{}).attention(pass(2048, 2048)).kind, Kind::two_pass);
 }
 
 TEST(KernelChoice, LlamaCppPrecisionRunsTwoPassAttentionGgmlsNormEverywhereAndItsGeluTable) {

@@ -11,7 +11,8 @@
 //   pc.normalize, times pc.scale; where pc.sparsemixer (two experts, PhiMoE), the first's (of the
 //   larger logit, of equal ones the lower id) the softmax at it over the experts whose logit lies
 //   within 2 pc.mixer_eps of it ((top - s) / max(|s|, top)), the second's the same relative to its
-//   own logit without the first (reference/moe_kernels.cpp sparsemixer_weights).
+//   own logit without the first (reference/moe_kernels.cpp sparsemixer_weights); each then times
+//   its expert's learned scale where pc.has_scales (Gemma 4's per_expert_scale).
 //   moe_scores (SCORES): scores [rows, experts] = each logit's sigmoid (pc.sigmoid), or the row's
 //   softmax, + the selection bias.
 // An id outside [0, experts) (a teacher-forced value) gives a NaN weight.
@@ -23,7 +24,8 @@ layout(local_size_x_id = 1) in;
 layout(std430, binding = 0) readonly buffer Logits { act_t logits[]; };
 #if defined(WEIGHTS)
 layout(std430, binding = 1) readonly buffer Ids { act_t ids[]; };
-layout(std430, binding = 2) writeonly buffer Weights { act_t weights[]; };
+layout(std430, binding = 2) readonly buffer Scales { float scales[]; };
+layout(std430, binding = 3) writeonly buffer Weights { act_t weights[]; };
 #elif defined(SCORES)
 layout(std430, binding = 1) readonly buffer Bias { float bias[]; };
 layout(std430, binding = 2) writeonly buffer Scores { act_t scores[]; };
@@ -111,7 +113,10 @@ void main() {
     sum += chosen[j];
   }
   const bool normalize = pc.normalize != 0u && !planted(FAULT_ROUTER_UNNORMALISED);
-  for (uint j = 0u; j < pc.k; ++j) weights[t * pc.k + j] = to_act((normalize ? chosen[j] / sum : chosen[j]) * pc.scale);
+  for (uint j = 0u; j < pc.k; ++j) {
+    const float w = (normalize ? chosen[j] / sum : chosen[j]) * pc.scale;
+    weights[t * pc.k + j] = to_act(pc.has_scales != 0u && !isnan(w) ? w * scales[uint(float(ids[t * pc.k + j]))] : w);
+  }
 #else
   // With groups: the eligible groups, the pc.top_groups of the largest two-best sums (ties: the lower group).
   const uint per_group = pc.experts / pc.groups;

@@ -19,6 +19,15 @@ struct EmbedPush {  // embed.comp
   float scale;     // 1 but in Gemma (sqrt(dim)) and Granite (embedding_multiplier)
 };
 
+struct LayerInputPush {  // layer_input.comp
+  uint rows;
+  uint dim;        // the layer's channels of the table's row
+  uint row_bytes;  // bytes of one table row as stored
+  uint first_col;  // the layer's first channel in that row
+  float table_scale;
+  float sum_scale;
+};
+
 struct NormPush {  // rms_norm.comp, rms_norm_ggml.comp
   uint rows;
   uint dim;
@@ -124,6 +133,7 @@ struct RoutePush {  // moe_route.comp
   float scale;       // WEIGHTS: the weights times this
   uint sparsemixer;  // WEIGHTS: PhiMoE's sparsemixer over two experts, of this eps
   float mixer_eps;
+  uint has_scales;  // WEIGHTS: binding 3 holds each expert's learned scale of its weight
 };
 
 struct SumPush {  // moe_sum.comp

@@ -210,8 +210,9 @@ def test_config_keys_transformers_writes_are_all_classified(tmp_path):
 
 # The families the Vulkan engine does not compute, and what its refusal names.
 NO_VULKAN = {"deepseek_v3": "does not compute multi-head latent attention",
-             "deepseek_v2": "does not compute multi-head latent attention",
-             "gemma4_text": "does not compute the values' norm"}
+             "deepseek_v2": "does not compute multi-head latent attention"}
+# Those the llama.cpp emulation does not round either (it has no llama.cpp graph of them).
+NO_LLAMA_CPP_EMULATION = {*NO_VULKAN, "gemma4_text"}
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f16"])
@@ -236,7 +237,12 @@ def test_a_family_the_vulkan_engine_lacks_is_refused_by_name_and_the_reference_r
     run = subprocess.run([TAPDIFF, "run", "--model", str(folder), "--tokens", "1,2,3", "--engine", "ref", "--dtype",
                           "f32"], capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
-    # nor does the llama.cpp emulation, which has no llama.cpp graph of them
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.model_type in NO_LLAMA_CPP_EMULATION], ids=lambda c: c.name)
+def test_a_family_the_llama_cpp_emulation_lacks_is_refused(case, tmp_path):
+    folder = tmp_path / "model"
+    make_model(case, folder, "5.x")
     run = subprocess.run([TAPDIFF, "run", "--model", str(folder), "--tokens", "1,2,3", "--engine", "ref", "--dtype",
                           "llama.cpp"], capture_output=True, text=True)
     assert run.returncode == 2 and "the llama.cpp emulation does not round" in run.stderr, run.stdout + run.stderr
@@ -315,6 +321,11 @@ FAMILY_FAULTS = [  # (case, --inject, the culprit bisect must name)
     ("llama4", "rope-off-by-one@1", "1/rope_q"),  # layer 1 has no RoPE: its q's temperature a position late
     ("llama4", "expert-index@0", "0/moe_out"),
     ("llama4-plain", "expert-index@1", "1/moe_out"),
+    ("gemma4", "attn-scale@1", "1/attn"),  # a full layer's: wider heads, its values its keys
+    ("gemma4-layer-inputs", "rope-base@1", "1/rope_q"),  # proportional RoPE over a quarter of a wide head
+    ("gemma4-layer-inputs", "kv-stale-chunk@1", "1/attn"),  # the cache layer 3 shares: layer 1 reads it first
+    ("gemma4-moe", "topk-off-by-one@2", "2/moe_ids"),  # the mixture beside the MLP
+    ("gemma4-moe", "expert-index@0", "0/moe_out"),
 ]
 
 
@@ -349,6 +360,7 @@ def test_vulkan_faults_are_localised_in_each_family(name, fault, culprit, tmp_pa
     ("mixtral", "swiglu-unclamped", "planted in the clamped SwiGLU, and this model's activation is silu"),
     ("gpt-oss", "silu-approx", "planted in ffn_act, and this model computes none of them"),
     ("llama4-plain", "chunk-boundary-off-by-one", "this model has no chunked layers"),
+    ("gemma4-layer-inputs", "kv-stale-chunk@3", "this model's layers attend over an earlier layer's cache"),
 ])
 def test_a_fault_the_model_would_never_run_is_refused(name, fault, message, tmp_path):
     case = next(c for c in CASES if c.name == name)
