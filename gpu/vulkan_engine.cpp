@@ -78,6 +78,7 @@ class Engine final : public VulkanEngine {
     return "f32";
   }
   std::string kernel(Op op) const override;
+  std::vector<KernelId> planned(Op op) const;  // what the op may run here, before it ran
   model::Scalar scalar() const override { return model::Scalar::f32; }
 
   void reset() override;
@@ -292,11 +293,7 @@ model::DType Engine::weight_dtype(Op op) const {
 std::string Engine::kernel(Op op) const {
   std::vector<KernelId> ids = ran_[static_cast<std::size_t>(op)];
   if (ids.empty()) {
-    const KernelChoice& choice = kernels_->choice();
-    const std::vector<KernelId> planned =
-        op == Op::moe_shared ? choice.planned_shared_expert(weight_dtype(op), config_.experts.shared_gate)
-        : op == Op::moe_out  ? choice.planned_mixture(weight_dtype(op), config_.experts)
-                             : choice.planned(model::op_class(op), weight_dtype(op));
+    const std::vector<KernelId> planned = this->planned(op);
     ids = planned;
     for (int l = 0; l < config_.n_layers; ++l)
       for (KernelId faulty : planned) {
@@ -307,6 +304,39 @@ std::string Engine::kernel(Op op) const {
   std::string out;
   for (const KernelId& id : ids) out += (out.empty() ? "" : ", ") + to_string(id);
   return out;
+}
+
+// The choice's kernels of the op's class, but where run() composes the op of other kernels or
+// runs a residual add without the norm after it.
+std::vector<KernelId> Engine::planned(Op op) const {
+  const KernelChoice& choice = kernels_->choice();
+  const Kernel add = choice.named("add"), scale = choice.named("scale_softcap"), norm = choice.named("rms_norm-tree");
+  switch (op) {
+    case Op::moe_shared: return choice.planned_shared_expert(weight_dtype(op), config_.experts.shared_gate);
+    case Op::moe_out: return choice.planned_mixture(weight_dtype(op), config_.experts);
+    case Op::ple_input: {  // the projection's product, its norm, then the table's slice added (layer_input)
+      if (config_.layer_inputs.dim == 0) break;
+      std::vector<KernelId> ids = choice.planned(model::OpClass::gemm, weights_->get(WeightKind::ple_model_proj).dtype);
+      for (KernelId& id : ids)
+        id.kernels.insert(id.kernels.end(), {norm, choice.named("layer-input", weight_dtype(op))});
+      return ids;
+    }
+    case Op::moe_router_norm: return {KernelId({norm, scale})};
+    case Op::moe_sum: return {config_.experts.shared_average ? KernelId({add, scale}) : KernelId(add)};
+    case Op::ffn_sum: return {KernelId(add)};
+    case Op::attn_residual:
+    case Op::ffn_residual:
+    case Op::ple_residual: {
+      if (!layer_scales_.empty() && op == model::last_residual(config_)) return {KernelId({add, scale})};
+      const bool normed = std::any_of(graph_.steps().begin(), graph_.steps().end(), [&](const model::Step& s) {
+        return s.op == op && graph_.norm_of(s.output()).has_value();
+      });
+      if (!normed) return {KernelId(add)};
+      break;
+    }
+    default: break;
+  }
+  return choice.planned(model::op_class(op), weight_dtype(op));
 }
 
 void Engine::reset() {

@@ -227,6 +227,23 @@ def test_vulkan_engine_matches_the_reference(case, dtype, tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
 
 
+def test_a_vulkan_dump_names_the_kernels_of_the_ops_it_composes(tmp_path):
+    """Gemma 4's per-layer input runs a product, a norm and layer_input.comp, its scaled layer output
+    an add and a scale, and the add before the per-layer input no norm: the dump says so, not the
+    kernels of the ops' classes (embed-gather, add+rms_norm-tree)."""
+    folder, dump = tmp_path / "model", tmp_path / "run.h5"
+    make_model(next(c for c in CASES if c.name == "gemma4-layer-inputs"), folder, "5.x")
+    run = subprocess.run([TAPDIFF, "run", "--model", str(folder), "--tokens", "1,2,3", "--chunk", "2", "--engine",
+                          "vulkan", "--dump", str(dump)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    with h5py.File(dump) as f:
+        kernels = json.loads(f.attrs["kernels"])
+        assert f["taps/1/ple_input"].attrs["kernel"] == kernels["ple_input"]
+    assert kernels["ple_input"] == ("matmul-tiled-64x64/f32+rms_norm-tree+layer-input/f32, "
+                                    "matvec-subgroup/f32+rms_norm-tree+layer-input/f32"), kernels
+    assert (kernels["ple_residual"], kernels["ffn_residual"]) == ("add+scale_softcap", "add"), kernels
+
+
 @pytest.mark.parametrize("case", [c for c in CASES if c.model_type in NO_VULKAN], ids=lambda c: c.name)
 def test_a_family_the_vulkan_engine_lacks_is_refused_by_name_and_the_reference_runs(case, tmp_path):
     folder = tmp_path / "model"
