@@ -141,6 +141,7 @@ struct LlamaCppGraph {
 struct SynthRecipe {
   void (*block)(model::ModelConfig& c) = nullptr;
   bool experts = false;                    // a mixture of experts: written with an experts shape only
+  bool latent = false;                     // latent attention: written with a latent shape only (tiny-mla)
   std::string_view ffn_norm = "ffn_norm";  // the FFN norm's tensor in a layer, as llama.cpp's loader names it
   double expert_gain = 1;  // the experts' gate and up weights times this, down's divided (gpt-oss: past its clamp)
 };

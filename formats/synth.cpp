@@ -14,6 +14,7 @@
 #include "formats/family_spec.h"
 #include "formats/gguf_writer.h"
 #include "model/errors.h"
+#include "model/rope.h"
 
 namespace tapdiff::formats {
 
@@ -84,9 +85,24 @@ std::vector<TensorPlan> plan_tensors(const ModelConfig& c) {
     layer = l;
     const std::string b = fmt::format("blk.{}.", l);
     vector(b + "attn_norm.weight", c.dim, 1.0, 0.1);
-    matrix(b + "attn_q.weight", c.q_dim(), c.dim, kSynthQkGain / c.dim);
-    matrix(b + "attn_k.weight", c.kv_dim(), c.dim, kSynthQkGain / c.dim);
-    matrix(b + "attn_v.weight", c.kv_dim(), c.dim, 1.0 / c.dim);
+    if (c.latent()) {  // llama.cpp's layout with a KV head per head: attn_kv_b each head's key rows, then its value
+                       // rows
+      const LatentAttention& m = c.mla;
+      if (m.q_rank > 0) {
+        matrix(b + "attn_q_a.weight", m.q_rank, c.dim, 1.0 / c.dim);
+        vector(b + "attn_q_a_norm.weight", m.q_rank, 1.0, 0.1);
+        matrix(b + "attn_q_b.weight", c.q_dim(), m.q_rank, kSynthQkGain / m.q_rank);
+      } else {
+        matrix(b + "attn_q.weight", c.q_dim(), c.dim, kSynthQkGain / c.dim);
+      }
+      matrix(b + "attn_kv_a_mqa.weight", m.kv_rank + m.rope_dim, c.dim, kSynthQkGain / c.dim);
+      vector(b + "attn_kv_a_norm.weight", m.kv_rank, 1.0, 0.1);
+      matrix(b + "attn_kv_b.weight", c.n_heads * (m.nope_dim + m.v_dim), m.kv_rank, 1.0 / m.kv_rank);
+    } else {
+      matrix(b + "attn_q.weight", c.q_dim(), c.dim, kSynthQkGain / c.dim);
+      matrix(b + "attn_k.weight", c.kv_dim(), c.dim, kSynthQkGain / c.dim);
+      matrix(b + "attn_v.weight", c.kv_dim(), c.dim, 1.0 / c.dim);
+    }
     if (c.block.qkv_bias) {
       vector(b + "attn_q.bias", c.q_dim(), 0.0, 0.1);
       vector(b + "attn_k.bias", c.kv_dim(), 0.0, 0.1);
@@ -98,7 +114,7 @@ std::vector<TensorPlan> plan_tensors(const ModelConfig& c) {
       vector(b + "attn_q_norm.weight", per_head ? c.head_dim : c.q_dim(), 1.0, 0.1);
       vector(b + "attn_k_norm.weight", per_head ? c.head_dim : c.kv_dim(), 1.0, 0.1);
     }
-    matrix(b + "attn_output.weight", c.dim, c.q_dim(), 1.0 / c.q_dim());
+    matrix(b + "attn_output.weight", c.dim, c.attn_dim(), 1.0 / c.attn_dim());
     if (c.block.o_bias) vector(b + "attn_output.bias", c.dim, 0.0, 0.1);
     if (c.block.attention_sinks) vector(b + "attn_sinks.weight", c.n_heads, 0.0, 1.0);
     vector(b + std::string(family_spec(c.family).synth.ffn_norm) + ".weight", c.dim, 1.0, 0.1);
@@ -172,10 +188,14 @@ void add_config(GgufWriter& w, const ModelConfig& c) {
   w.add_u32(a + ".attention.head_count", static_cast<std::uint32_t>(c.n_heads));
   w.add_u32(a + ".attention.head_count_kv", static_cast<std::uint32_t>(c.n_kv_heads));
   w.add_u32(a + ".attention.key_length", static_cast<std::uint32_t>(c.head_dim));
-  w.add_u32(a + ".attention.value_length", static_cast<std::uint32_t>(c.head_dim));
+  w.add_u32(a + ".attention.value_length", static_cast<std::uint32_t>(c.v_head_dim()));
   w.add_u32(a + ".feed_forward_length", static_cast<std::uint32_t>(c.ffn_dim));
   w.add_u32(a + ".context_length", static_cast<std::uint32_t>(c.context_length));
-  w.add_u32(a + ".rope.dimension_count", static_cast<std::uint32_t>(c.head_dim));
+  w.add_u32(a + ".rope.dimension_count", static_cast<std::uint32_t>(rotary_dim(c)));
+  if (c.latent()) {
+    if (c.mla.q_rank > 0) w.add_u32(a + ".attention.q_lora_rank", static_cast<std::uint32_t>(c.mla.q_rank));
+    w.add_u32(a + ".attention.kv_lora_rank", static_cast<std::uint32_t>(c.mla.kv_rank));
+  }
   w.add_f32(a + ".rope.freq_base", static_cast<float>(c.rope_base));
   w.add_f32(a + ".attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
   w.add_u32(a + ".vocab_size", static_cast<std::uint32_t>(c.vocab));
@@ -196,6 +216,9 @@ void add_config(GgufWriter& w, const ModelConfig& c) {
       w.add_bool(a + ".expert_weights_norm", c.experts.normalize);
       w.add_f32(a + ".expert_weights_scale", static_cast<float>(c.experts.scale));
     }
+    if (const auto dense = std::ranges::find(c.experts.layers, true) - c.experts.layers.begin();
+        dense > 0 && has_key("leading_dense_block_count"))
+      w.add_u32(a + ".leading_dense_block_count", static_cast<std::uint32_t>(dense));
     if (c.experts.groups > 1) {
       w.add_u32(a + ".expert_group_count", static_cast<std::uint32_t>(c.experts.groups));
       w.add_u32(a + ".expert_group_used_count", static_cast<std::uint32_t>(c.experts.top_groups));
@@ -241,6 +264,25 @@ ModelConfig synth_shape(const std::string& name) {
     return c;
   };
   if (name == "tiny-moe") return moe(shape(2, 64, 4, 2, 16, 192, 512, 2048), 8, 2, 64);
+  // Latent attention (arch deepseek2): q's rank, the latent's, each head's RoPE, no-RoPE and value
+  // channels; the first `dense` layers dense.
+  auto latent = [](ModelConfig c, LatentAttention mla, int dense) {
+    c.family = Family::deepseek_v3;
+    c.mla = mla;
+    c.n_kv_heads = c.n_heads, c.head_dim = mla.nope_dim + mla.rope_dim, c.rotary_dim = mla.rope_dim;
+    c.experts.layers.assign(static_cast<std::size_t>(c.n_layers), true);
+    std::fill_n(c.experts.layers.begin(), dense, false);
+    return c;
+  };
+  if (name == "tiny-mla")
+    return latent(moe(shape(3, 64, 4, 4, 24, 192, 512, 2048), 8, 2, 32),
+                  {.q_rank = 32, .kv_rank = 32, .nope_dim = 16, .rope_dim = 8, .v_dim = 16}, 1);
+  if (name == "deepseek-v3") {
+    ModelConfig c = latent(moe(shape(61, 7168, 128, 128, 192, 18432, 129280, 4096), 256, 8, 2048),
+                           {.q_rank = 1536, .kv_rank = 512, .nope_dim = 128, .rope_dim = 64, .v_dim = 128}, 3);
+    c.rope_base = 10000.0;
+    return c;
+  }
   if (name == "qwen3-30b-a3b") return moe(shape(48, 2048, 32, 4, 128, 6144, 151936, 4096), 128, 8, 768);
   if (name == "gpt-oss-20b") {
     ModelConfig c = moe(shape(24, 2880, 64, 8, 64, 2880, 201088, 131072), 32, 4, 2880);
@@ -248,8 +290,14 @@ ModelConfig synth_shape(const std::string& name) {
     return c;
   }
   throw UsageError(fmt::format(
-      "unknown synth shape '{}': expected tiny, small, tinyllama, llama3-8b, tiny-moe, qwen3-30b-a3b or gpt-oss-20b",
+      "unknown synth shape '{}': expected tiny, small, tinyllama, llama3-8b, tiny-moe, qwen3-30b-a3b, gpt-oss-20b, "
+      "tiny-mla or deepseek-v3",
       name));
+}
+
+void set_synth_layers(ModelConfig& c, int layers) {
+  c.n_layers = layers;
+  if (!c.experts.layers.empty()) c.experts.layers.resize(static_cast<std::size_t>(layers), true);
 }
 
 SynthVocabulary synth_vocabulary(int vocab) {
@@ -344,6 +392,10 @@ void write_synth_model(const std::filesystem::path& path, const SynthOptions& op
   if (family.synth.experts != (c.experts.count > 0))
     throw UsageError(fmt::format("synth: arch {} {} experts, found {}", family.gguf.architectures.front(),
                                  family.synth.experts ? "needs" : "has no", c.experts.count));
+  if (family.synth.latent != c.latent())
+    throw UsageError(fmt::format("synth: arch {} {} latent attention (shapes tiny-mla, deepseek-v3), found a shape {}",
+                                 family.gguf.architectures.front(), family.synth.latent ? "needs" : "has no",
+                                 c.latent() ? "with it" : "without it"));
   c.rope_style = family.gguf.rope_style;
   c.block.qkv_bias = false, c.block.qk_norm = QkNorm::none;  // biases and q/k norms are the family's
   family.synth.block(c);

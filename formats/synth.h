@@ -64,7 +64,14 @@ std::string synth_digest(const SynthOptions& options);
 //   qwen3-30b-a3b dim 2048, 48 layers, 32/4 heads of 128, 128 experts of ffn 768, 8 per token, vocab 151936
 //   gpt-oss-20b   dim 2880, 24 layers, 64/8 heads of 64, 32 experts of ffn 2880, 4 per token, vocab 201088,
 //                 base 1.5e5 (for --arch gpt-oss; no YaRN)
+// and latent attention (arch deepseek2: DeepSeek-V3's sigmoid router in groups, a shared expert):
+//   tiny-mla      dim 64, 3 layers (the first dense, ffn 192), 4 heads of 16 no-RoPE and 8 RoPE
+//                 channels and values of 16, q rank 32, latent 32, 8 experts of ffn 32, 2 per token
+//   deepseek-v3   dim 7168, 61 layers (3 dense, ffn 18432), 128 heads of 128 + 64 channels and values
+//                 of 128, q rank 1536, latent 512, 256 experts of ffn 2048, 8 per token, vocab 129280
 model::ModelConfig synth_shape(const std::string& name);
+// Sets a shape's layer count, keeping its dense layers first (the others mixtures, where it has both).
+void set_synth_layers(model::ModelConfig& c, int layers);
 
 // The vocabulary written with synth models: <unk> <s> </s>, 256 byte tokens, printable ASCII
 // pieces, then word pieces (with all their prefixes, so SentencePiece merges reach them), then

@@ -201,6 +201,23 @@ const std::array<FaultInfo, kFaultCount> kCatalogue = {{
      {Op::attn},
      OpClass::attention,
      std::nullopt},
+    {Fault::mla_rope_channels,
+     "mla-rope-channels",
+     "latent attention's q heads rotate their leading qk_rope_head_dim channels, not the trailing ones after "
+     "the no-RoPE part",
+     "a port of DeepSeek's latent attention that reuses a partial-rotary RoPE kernel (which rotates the leading "
+     "channels) for q's RoPE part",
+     {Op::rope_q},
+     OpClass::rope,
+     model::DiagnosisCode::position_zero_exact},
+    {Fault::mscale_missing,
+     "mscale-missing",
+     "the scores are scaled by qk_head_dim^-1/2 without YaRN's mscale^2",
+     "a port of DeepSeek-V3's attention that leaves out the softmax scale's yarn_get_mscale(factor, "
+     "mscale_all_dim)^2",
+     {Op::attn},
+     OpClass::attention,
+     model::DiagnosisCode::position_zero_exact},
 }};
 
 // The faults planted through a shader's specialization constant, and its bit.
@@ -281,6 +298,7 @@ std::uint32_t shader_fault_bits(const FaultSet& faults, Op op, int layer) {
 std::optional<float> planted_attention_scale(const FaultSet& faults, int layer, int head_dim) {
   if (faults.active(Fault::attn_scale_int, layer)) return static_cast<float>(1 / static_cast<int>(std::sqrt(head_dim)));
   if (faults.active(Fault::attn_scale, layer)) return static_cast<float>(1.0 / head_dim);
+  if (faults.active(Fault::mscale_missing, layer)) return static_cast<float>(1.0 / std::sqrt(head_dim));
   return std::nullopt;
 }
 
@@ -360,6 +378,18 @@ void require_faults_fit(const FaultSet& faults, const model::Graph& graph, const
             "layers attend over an earlier layer's cache",
             f.name));
     }
+    if (f.fault == Fault::mla_rope_channels && !config.latent())
+      throw UsageError(fmt::format(
+          "--inject {}: the fault rotates latent attention's q at the wrong channels, and this model's attention "
+          "is not latent",
+          f.name));
+    if (f.fault == Fault::mscale_missing &&
+        (!config.latent() || model::attention_scale(config.block, config.head_dim) ==
+                                 1.0 / std::sqrt(static_cast<double>(config.head_dim))))
+      throw UsageError(fmt::format(
+          "--inject {}: the fault drops latent attention's YaRN mscale from the scores' scale, and this model's "
+          "scale has none",
+          f.name));
     if (f.fault == Fault::shared_gate_dropped && !config.experts.shared_gate)
       throw UsageError(fmt::format(
           "--inject {}: the fault drops the shared expert's gate, and this model's shared expert has none", f.name));
@@ -367,15 +397,26 @@ void require_faults_fit(const FaultSet& faults, const model::Graph& graph, const
 }
 
 bool moves_rope_table(const FaultSet& faults, int layer) {
-  for (Fault f : {Fault::rope_off_by_one, Fault::rope_chunk_reset, Fault::rope_base, Fault::decode_position})
+  for (Fault f : {Fault::rope_off_by_one, Fault::rope_chunk_reset, Fault::rope_base, Fault::decode_position,
+                  Fault::mla_rope_channels})
     if (faults.active(f, layer)) return true;
   return false;
 }
 
+int rope_first_channel(const FaultSet& faults, const model::ModelConfig& config, int layer, bool query) {
+  return config.latent() && query && !faults.active(Fault::mla_rope_channels, layer) ? config.mla.nope_dim : 0;
+}
+
 RopeTablePlan rope_table_plan(const FaultSet& faults, const model::ModelConfig& config, int layer,
-                              const model::ChunkInfo& chunk) {
-  RopeTablePlan plan{model::head_dim(config, layer), chunk.first_pos, model::rope_base(config, layer),
-                     model::uses_sliding_rope(config, layer), !model::uses_rope(config, layer)};
+                              const model::ChunkInfo& chunk, bool query) {
+  const int head_dim = config.latent() && !query ? config.mla.rope_dim : model::head_dim(config, layer);
+  RopeTablePlan plan{head_dim,
+                     rope_first_channel(faults, config, layer, query) / 2,
+                     chunk.first_pos,
+                     model::rope_base(config, layer),
+                     model::uses_sliding_rope(config, layer),
+                     !model::uses_rope(config, layer),
+                     query};
   if (faults.active(Fault::rope_chunk_reset, layer) && chunk.index > 0 && !chunk.decode) plan.first_pos = 0;
   if (faults.active(Fault::decode_position, layer) && chunk.decode) plan.first_pos -= 1;
   if (faults.active(Fault::rope_off_by_one, layer)) plan.first_pos += 1;

@@ -47,8 +47,10 @@ enum class Fault : std::uint8_t {
   sinks_dropped,
   swiglu_unclamped,
   chunk_boundary,
+  mla_rope_channels,
+  mscale_missing,
 };
-inline constexpr int kFaultCount = 25;
+inline constexpr int kFaultCount = 27;
 
 struct FaultInfo {
   Fault fault;
@@ -85,8 +87,9 @@ class FaultSet {
 // of op: the faults that live in a shader's branch and show first in that op.
 std::uint32_t shader_fault_bits(const FaultSet& faults, model::Op op, int layer);
 
-// The attention scale attn-scale or attn-scale-int plants at the layer (1/head_dim, or
-// 1 / int(sqrt(head_dim)) in integer arithmetic: 0 for any head_dim > 1); nullopt where neither is.
+// The attention scale attn-scale, attn-scale-int or mscale-missing plants at the layer (1/head_dim,
+// 1 / int(sqrt(head_dim)) in integer arithmetic: 0 for any head_dim > 1, or 1/sqrt(head_dim));
+// nullopt where none is.
 std::optional<float> planted_attention_scale(const FaultSet& faults, int layer, int head_dim);
 
 // The pairing RoPE rotates at the layer: the model's, or the other one where rope-pairing is planted.
@@ -107,7 +110,8 @@ void require_faults_fit(const FaultSet& faults, const model::Graph& graph, const
 // layer uses in a chunk, after the faults that live in the table (rope-off-by-one,
 // rope-chunk-reset, rope-base, decode-position).
 struct RopeTablePlan {
-  int head_dim = 0;  // the layer's (model::head_dim): its table's row holds head_dim / 2 pairs
+  int head_dim = 0;    // the layer's (model::head_dim): its table's row holds head_dim / 2 pairs
+  int lead_pairs = 0;  // pairs before the rotated ones that pass (latent attention's q: its no-RoPE channels)
   int first_pos = 0;
   double base = 0;
   bool sliding_rope = false;  // model::uses_sliding_rope
@@ -115,9 +119,15 @@ struct RopeTablePlan {
   bool query = false;         // q's, with the query temperature (model::query_frequencies)
   friend bool operator==(const RopeTablePlan&, const RopeTablePlan&) = default;
 };
+// q's (query) or k's: where latent attention rotates the keys' shared part alone (head_dim its
+// rope_dim) and each q head's channels from rope_first_channel.
 RopeTablePlan rope_table_plan(const FaultSet& faults, const model::ModelConfig& config, int layer,
-                              const model::ChunkInfo& chunk);
-// Whether any of those faults is planted at the layer (its plan may differ from the model's).
+                              const model::ChunkInfo& chunk, bool query);
+// The first channel of a head that RoPE rotates: latent attention's q's after its no-RoPE ones
+// (the leading ones where mla-rope-channels is planted), else 0.
+int rope_first_channel(const FaultSet& faults, const model::ModelConfig& config, int layer, bool query);
+// Whether any of those faults, or mla-rope-channels, is planted at the layer (its plan may differ
+// from the model's).
 bool moves_rope_table(const FaultSet& faults, int layer);
 
 }  // namespace tapdiff::gpu

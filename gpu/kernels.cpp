@@ -180,9 +180,10 @@ void Kernels::matmul_coop_probe(Stream& s, const Region& x, const DeviceWeight& 
 }
 
 Kernel Kernels::rope(Stream& s, const Region& x, const Region& table, const Region& out, int rows, int width,
-                     int head_dim, int rotary_dim, model::RopeStyle style) {
-  const RopePush push{u32(rows), u32(width), u32(head_dim), style == model::RopeStyle::rotate_half ? 1u : 0u,
-                      u32(rotary_dim)};
+                     int head_dim, int rotary_dim, int rotary_first, model::RopeStyle style) {
+  const RopePush push{u32(rows),       u32(width),
+                      u32(head_dim),   style == model::RopeStyle::rotate_half ? 1u : 0u,
+                      u32(rotary_dim), u32(rotary_first)};
   const std::uint32_t pairs_per_invocation = head_dim % 8 == 0 && rotary_dim == head_dim ? 4 : 1;  // rope.comp
   dispatch(s, Shader::rope, 0, {x, table, out}, &push, sizeof push,
            fold(ceil_div(static_cast<std::uint64_t>(rows) * push.width / 2 / pairs_per_invocation, wg_)));
@@ -289,6 +290,12 @@ void Kernels::q8_1_correction(Stream& s, const Region& excess, const DeviceWeigh
                                static_cast<std::uint32_t>(model::block_bytes(w.dtype))};
   dispatch(s, Shader::q8_1_correction, 0, {excess, w.region, out}, &push, sizeof push,
            fold(ceil_div(static_cast<std::uint64_t>(push.rows) * push.n, wg_)));
+}
+
+Kernel Kernels::head_columns(Stream& s, const Region& a, const Region& b, const ColumnsPush& push, const Region& out) {
+  dispatch(s, Shader::head_columns, 0, {a, b, out}, &push, sizeof push,
+           fold(ceil_div(static_cast<std::uint64_t>(push.rows) * push.heads * push.width, wg_)));
+  return named("head-columns");
 }
 
 void Kernels::copy(Stream& s, const Region& src, const Region& dst) {

@@ -97,6 +97,7 @@
 #include "gpu/kernel_choice.h"
 #include "gpu/memory.h"
 #include "gpu/shaders.h"
+#include "gpu/shaders/push_constants.h"
 #include "model/config.h"
 #include "model/ops.h"
 #include "model/xielu.h"
@@ -161,9 +162,9 @@ class Kernels {
   Kernel matmul(Stream& s, const Region& x, const DeviceWeight& w, const DeviceWeight* bias, const Region& out,
                 int rows, std::uint32_t faults);
   // x [rows, width] rotated per head by the table [rows, head_dim / 2] of (cos, sin) -> out; the
-  // first rotary_dim channels of a head rotate, the others pass
+  // rotary_dim channels of a head from rotary_first rotate, the others pass
   Kernel rope(Stream& s, const Region& x, const Region& table, const Region& out, int rows, int width, int head_dim,
-              int rotary_dim, model::RopeStyle style);
+              int rotary_dim, int rotary_first, model::RopeStyle style);
   // q [rows, heads * hd], k/v cache [cache rows, kv_heads * hd], row table [rows] of uint32 x 4
   // (cache row of the sequence's position 0, position, first position of the row's chunk, 0),
   // sinks [heads] (f32) where shape.sinks, else null -> out [rows, heads * hd]; scratch: at least
@@ -176,6 +177,9 @@ class Kernels {
   // dst = src (a multiple of 4 bytes) as a compute dispatch (between dispatches, cheaper than a
   // transfer)
   void copy(Stream& s, const Region& src, const Region& dst);
+  // out [rows, heads * width]: each head's channels from a, then b, then 0 (shaders/head_columns.comp;
+  // b unread where push.b_cols is 0)
+  Kernel head_columns(Stream& s, const Region& a, const Region& b, const ColumnsPush& push, const Region& out);
   // out = a + scale * b, and out = act(gate) * up with the model's activation, over n values
   Kernel add(Stream& s, const Region& a, const Region& b, float scale, const Region& out, std::int64_t n);
   // In llama.cpp's precision GELU (the tanh form) comes from `gelu_table`, llama.cpp's f16 table

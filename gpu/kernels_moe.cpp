@@ -32,10 +32,12 @@ Kernel Kernels::moe_topk(Stream& s, const Region& scores, const Region& ids, int
         fmt::format("{} expert groups: the Vulkan router kernel takes at most {}", experts.groups, kMaxExpertGroups));
   RoutePush push{};
   push.rows = u32(rows), push.experts = u32(experts.count), push.k = u32(experts.active);
-  if (experts.groups > 1 && experts.group_best != 2)
-    throw UsageError(fmt::format("expert groups scored by their {} best: the Vulkan router kernel sums the two best",
-                                 experts.group_best));
+  if (experts.groups > 1 && experts.group_best != 1 && experts.group_best != 2)
+    throw UsageError(fmt::format(
+        "expert groups scored by their {} best: the Vulkan router kernel scores a group by its best one or two",
+        experts.group_best));
   push.groups = u32(experts.groups), push.top_groups = u32(experts.top_groups);
+  push.group_best = u32(experts.group_best);
   dispatch(s, Shader::moe_topk, 0, {scores, ids}, &push, sizeof push, fold(ceil_div(push.rows, wg_)), faults);
   return named("moe-route");
 }

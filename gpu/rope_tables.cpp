@@ -15,7 +15,7 @@ RopeTables::RopeTables(const model::ModelConfig& config, const FaultSet& faults,
       query_table_(key_table_.size()) {
   // At most one table per layer that a fault moves, plus the model's (two where the sliding layers
   // have their own RoPE, twice that where some layers do not rotate, times the layers' head widths);
-  // each twice where q has a temperature.
+  // each twice where q has its own (a temperature, or latent attention's q and shared key part).
   std::size_t tables = config_.sliding_rope ? 2 : 1;
   if (std::find(config_.rope_layers.begin(), config_.rope_layers.end(), false) != config_.rope_layers.end())
     tables *= 2;
@@ -27,7 +27,7 @@ RopeTables::RopeTables(const model::ModelConfig& config, const FaultSet& faults,
   std::sort(head_dims.begin(), head_dims.end());
   tables *= static_cast<std::size_t>(std::unique(head_dims.begin(), head_dims.end()) - head_dims.begin());
   for (int l = 0; l < config_.n_layers; ++l) tables += moves_rope_table(faults_, l) ? 1 : 0;
-  tables_.resize(config_.query_temperature.beta != 0 ? 2 * tables : tables);
+  tables_.resize(own_query_tables() ? 2 * tables : tables);
 }
 
 void RopeTables::allocate(Arena& arena, int capacity) {
@@ -39,21 +39,17 @@ void RopeTables::allocate(Arena& arena, int capacity) {
 
 void RopeTables::upload(Stream& stream, std::span<const model::ChunkInfo> parts) {
   std::vector<std::vector<RopeTablePlan>> plans;
-  const bool temperature = config_.query_temperature.beta != 0;
   for (int l = 0; l < config_.n_layers; ++l) {
     const auto layer = static_cast<std::size_t>(l);
     key_table_[layer] = table_for(stream, l, false, parts, plans);
-    query_table_[layer] = temperature ? table_for(stream, l, true, parts, plans) : key_table_[layer];
+    query_table_[layer] = own_query_tables() ? table_for(stream, l, true, parts, plans) : key_table_[layer];
   }
 }
 
 std::size_t RopeTables::table_for(Stream& stream, int l, bool query, std::span<const model::ChunkInfo> parts,
                                   std::vector<std::vector<RopeTablePlan>>& plans) {
   std::vector<RopeTablePlan> plan;
-  for (const model::ChunkInfo& part : parts) {
-    plan.push_back(rope_table_plan(faults_, config_, l, part));
-    plan.back().query = query;
-  }
+  for (const model::ChunkInfo& part : parts) plan.push_back(rope_table_plan(faults_, config_, l, part, query));
   const auto at = static_cast<std::size_t>(std::find(plans.begin(), plans.end(), plan) - plans.begin());
   if (at < plans.size()) return at;
   TAPDIFF_ASSERT(at < tables_.size(), "RoPE table {} of {}", at, tables_.size());
@@ -67,11 +63,13 @@ std::size_t RopeTables::table_for(Stream& stream, int l, bool query, std::span<c
   for (const Held& h : held) {
     model::RopeFrequencies f = frequencies(config_, l, h.plan.base, h.plan.first_pos + h.rows);
     if (query) f = model::query_frequencies(config_, l, std::move(f));
-    cache_.append(table, h.plan.first_pos, h.rows, h.plan.head_dim, f);
+    cache_.append(table, h.plan.first_pos, h.rows, {h.plan.head_dim, h.plan.lead_pairs}, f);
   }
   stream.upload(table.data(), table.size() * sizeof(float), tables_[at]);
   stream.on_complete([this, at, held = std::move(held)]() mutable { held_[at] = std::move(held); });
   return at;
 }
+
+bool RopeTables::own_query_tables() const { return config_.query_temperature.beta != 0 || config_.latent(); }
 
 }  // namespace tapdiff::gpu

@@ -3,9 +3,9 @@
 // layer's head_dim: Gemma 4's full layers have wider heads than its sliding ones): one per
 // distinct plan among the layers (rope_table_plan: the model's; the sliding layers' own where
 // they have one; a layer's that --inject moves; each of them for q too where q has a temperature),
-// each layer pointing at its own. A table the device holds from an earlier pass of the same
-// positions is not uploaded again (the bench's repeated 8B prefill would otherwise upload 1 MB
-// before each first dispatch).
+// latent attention's q and shared key part; each layer pointing at its own. A table the device holds from an earlier
+// pass of the same positions is not uploaded again (the bench's repeated 8B prefill would otherwise upload 1 MB before
+// each first dispatch).
 #include <cstddef>
 #include <span>
 #include <vector>
@@ -35,6 +35,8 @@ class RopeTables {
   const Region& queries(int layer) const { return tables_[query_table_[static_cast<std::size_t>(layer)]]; }
 
  private:
+  // Whether q's tables are not k's (a query temperature, latent attention).
+  bool own_query_tables() const;
   // The index of the table of a layer's k (query false) or q, its rows uploaded where they are new.
   std::size_t table_for(Stream& stream, int layer, bool query, std::span<const model::ChunkInfo> parts,
                         std::vector<std::vector<RopeTablePlan>>& plans);

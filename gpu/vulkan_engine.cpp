@@ -12,6 +12,7 @@
 #include "gpu/device.h"
 #include "gpu/device_profile.h"
 #include "gpu/device_weights.h"
+#include "gpu/dispatch_math.h"
 #include "gpu/faults.h"
 #include "gpu/host_activations.h"
 #include "gpu/instance.h"
@@ -35,22 +36,61 @@ using model::WeightKind;
 
 constexpr std::uint64_t kActivationBlock = 64ull << 20;
 
+// The channels of a head in a layer's attention: its head_dim, but in latent attention, computed
+// in the materialised form, the wider of a key's (qk_head_dim) and a value's (v_head_dim), the
+// narrower zero-padded to it in the cache (and q with the keys).
+int attention_width(const model::ModelConfig& c, int layer) {
+  return c.latent() ? std::max(c.head_dim, c.v_head_dim()) : model::head_dim(c, layer);
+}
+
 // Each distinct shape of the model's layers' heads.
 std::vector<HeadShape> head_shapes(const model::ModelConfig& c) {
   std::vector<HeadShape> shapes;
   for (int l = 0; l < c.n_layers; ++l) {
     const model::AttentionShape a = model::attention_shape(c, l);
-    const HeadShape h{a.head_dim, c.n_heads / a.n_kv_heads};
+    const HeadShape h{attention_width(c, l), c.n_heads / a.n_kv_heads};
     if (std::find(shapes.begin(), shapes.end(), h) == shapes.end()) shapes.push_back(h);
   }
   return shapes;
 }
 
-// Each layer's key width in its own cache; 0 where it attends over another's.
+// A layer's width of a key (and of a value) in its own cache.
+int cache_width(const model::ModelConfig& c, int layer) {
+  return model::attention_shape(c, layer).n_kv_heads * attention_width(c, layer);
+}
+
+// Each layer's cache width; 0 where it attends over another's.
 std::vector<int> cache_widths(const model::ModelConfig& c) {
   std::vector<int> widths;
-  for (int l = 0; l < c.n_layers; ++l) widths.push_back(model::shares_kv(c, l) ? 0 : model::kv_dim(c, l));
+  for (int l = 0; l < c.n_layers; ++l) widths.push_back(model::shares_kv(c, l) ? 0 : cache_width(c, l));
   return widths;
+}
+
+// x [rows, heads * from] with each head's channels cut or zero-padded to `to`, on the host: latent
+// attention's keys and values between the model's widths and the cache's.
+HostTensor resized_heads(const HostTensor& x, int heads, int from, int to) {
+  const HostTensor f = x.to(model::Scalar::f32);
+  HostTensor out(model::Scalar::f32, x.rows(), std::int64_t{heads} * to);
+  std::span<float> o = out.f32();
+  std::fill(o.begin(), o.end(), 0.0F);
+  const auto kept = static_cast<std::ptrdiff_t>(std::min(from, to));
+  for (std::ptrdiff_t head = 0; head < x.rows() * heads; ++head)
+    std::copy_n(f.f32().begin() + head * from, kept, o.begin() + head * to);
+  return out;
+}
+
+// The same on the device (head_columns.comp): rows [first_row, first_row + rows) of x.
+ColumnsPush resized_heads(int rows, int heads, int from, int to, int first_row = 0) {
+  return {u32(rows),
+          u32(heads),
+          u32(to),
+          u32(std::min(from, to)),
+          u32(heads * from),
+          u32(first_row * heads * from),
+          u32(from),
+          0,
+          0,
+          0};
 }
 
 // A sequence's rows in the current pass: rows [row0, row0 + rows) of every op output.
@@ -110,7 +150,9 @@ class Engine final : public VulkanEngine {
   KernelId run(const model::Step& step, const Region& out);
   Kernel product(const Region& x, Op op, int layer, const DeviceWeight* bias, const Region& out, std::uint32_t faults);
   int widest_product_input() const;
-  Kernel attend(const model::Step& step, const Region& out);
+  KernelId attend(const model::Step& step, const Region& out);
+  void write_latent_cache(const model::Step& step);
+  KernelId latent_part(const model::Step& step, const Region& out, std::uint32_t faults);
   AttentionShape layer_attention(int layer) const;  // the pass's attention in a layer
   KernelId residual(const model::Step& step, const Region& out);
   KernelId layer_input(const model::Step& step, const Region& out);
@@ -129,6 +171,7 @@ class Engine final : public VulkanEngine {
   const DeviceWeight& norm_weight(Op op, int layer) const;
   std::uint64_t activation_bytes(std::int64_t rows, std::int64_t cols) const;
   HostTensor download_now(const Region& r, std::int64_t rows, std::int64_t cols);
+  std::pair<int, int> model_cache_width(int source, bool value) const;
   // Copies the chunk's output in `out` ([rows, cols]) back once the chunk has run, and hands it to
   // deliver.
   void deliver_after_chunk(const Region& out, std::int64_t cols, const model::Deliver& deliver);
@@ -166,6 +209,10 @@ class Engine final : public VulkanEngine {
   // gate's logits [.., 1] (where it has a gate)
   Region shared_gate_, shared_up_, shared_hidden_, shared_out_, shared_logits_;
   Region ple_projected_;  // ple_input's projection of the embedding, [capacity_, layer_inputs.dim]
+  // Latent attention's: kv_a_proj's latent [capacity_, kv_rank] and key part [.., rope_dim] apart;
+  // q widened to the heads' attention_width (where values are wider than keys) and the attention's
+  // output before it is narrowed to the values', [.., n_heads * attention_width] each
+  Region latent_rows_, key_part_, wide_q_, wide_out_;
   Kernels::ExpertPlan expert_plan_;
   std::unique_ptr<LlamaCppSteps> llama_cpp_;  // in llama.cpp's precision only
   Region row_table_;  // [capacity_] of (cache row of position 0, position, chunk's first position, leak), attention's
@@ -267,7 +314,7 @@ KernelId Engine::embed(const Region& out) {
 // the bias of that norm where the model has one.
 Kernel Engine::norm(const Region& x, const model::Step& step, const Region& out, int rows, std::uint32_t faults) {
   const DeviceWeight& w = norm_weight(step.op, step.layer);
-  const auto eps = static_cast<float>(config_.norm_eps);
+  const auto eps = static_cast<float>(model::norm_eps(config_, step.op));
   if (config_.block.norm == model::NormKind::rms) return kernels_->rms_norm(*stream_, x, w, eps, out, rows, faults);
   const std::optional<WeightKind> kind = model::norm_weights(step.op)->bias;
   const DeviceWeight* bias = kind ? weights_->find(*kind, model::is_per_layer(*kind) ? step.layer : -1) : nullptr;
@@ -311,6 +358,7 @@ std::string Engine::kernel(Op op) const {
 std::vector<KernelId> Engine::planned(Op op) const {
   const KernelChoice& choice = kernels_->choice();
   const Kernel add = choice.named("add"), scale = choice.named("scale_softcap"), norm = choice.named("rms_norm-tree");
+  const Kernel columns = choice.named("head-columns");
   switch (op) {
     case Op::moe_shared: return choice.planned_shared_expert(weight_dtype(op), config_.experts.shared_gate);
     case Op::moe_out: return choice.planned_mixture(weight_dtype(op), config_.experts);
@@ -322,6 +370,17 @@ std::vector<KernelId> Engine::planned(Op op) const {
       return ids;
     }
     case Op::moe_router_norm: return {KernelId({norm, scale})};
+    case Op::q_a_norm: return {KernelId(norm)};
+    case Op::kv_a_norm: return {KernelId({columns, norm})};  // latent_part
+    case Op::rope_k:
+      if (config_.latent()) return {KernelId({columns, choice.named("rope-table")})};
+      break;
+    case Op::attn: {  // latent attention's output narrowed after it (attend)
+      std::vector<KernelId> ids = choice.planned(model::OpClass::attention, model::DType::f32);
+      if (config_.latent())
+        for (KernelId& id : ids) id.kernels.push_back(columns);
+      return ids;
+    }
     case Op::moe_sum: return {config_.experts.shared_average ? KernelId({add, scale}) : KernelId(add)};
     case Op::ffn_sum: return {KernelId(add)};
     case Op::attn_residual:
@@ -383,6 +442,13 @@ void Engine::reserve_rows(int rows) {
   }
   if (const int width = config_.layer_inputs.dim; width > 0)
     ple_projected_ = activations_->allocate(activation_bytes(capacity, width), "the per-layer inputs' projection");
+  if (config_.latent()) {
+    latent_rows_ = activations_->allocate(activation_bytes(capacity, config_.mla.kv_rank), "the latent's rows");
+    key_part_ = activations_->allocate(activation_bytes(capacity, config_.mla.rope_dim), "the shared key part");
+    const std::int64_t wide = std::int64_t{config_.n_heads} * attention_width(config_, 0);
+    for (Region* r : {&wide_q_, &wide_out_})
+      *r = activations_->allocate(activation_bytes(capacity, wide), "the latent attention's widened heads");
+  }
   if (llama_cpp_) llama_cpp_->allocate(*activations_, capacity, widest_product_input());
   tokens_ = activations_->allocate(static_cast<std::uint64_t>(capacity) * 4, "the chunk's tokens");
   if (config_.block.learned_positions) {
@@ -603,9 +669,9 @@ KernelId Engine::run(const model::Step& step, const Region& out) {
     case Op::ffn_sum: return kernels_->add(*stream_, in(0), in(1), 1.0F, out, std::int64_t{rows} * config_.dim);
     case Op::ple_input: return layer_input(step, out);
     case Op::q_a_proj:
-    case Op::q_a_norm:
-    case Op::kv_a_proj:
-    case Op::kv_a_norm: break;  // latent attention: refused by make_vulkan_engine
+    case Op::kv_a_proj: return product(in(0), step.op, step.layer, bias(step.op, step.layer), out, faults);
+    case Op::q_a_norm: return norm(in(0), step, out, rows, faults);
+    case Op::kv_a_norm: return latent_part(step, out, faults);
     case Op::moe_scores:
       return kernels_->moe_scores(*stream_, in(0), weights_->find(WeightKind::moe_score_bias, step.layer), out, rows,
                                   config_.experts, faults);
@@ -632,10 +698,13 @@ KernelId Engine::run(const model::Step& step, const Region& out) {
     }
     case Op::rope_q:
     case Op::rope_k: {
+      if (step.op == Op::rope_k && config_.latent()) return latent_part(step, out, faults);
       const model::RopeStyle style = planted_rope_style(faults_, config_, step.layer);
-      const Region& table = step.op == Op::rope_q ? rope_->queries(step.layer) : rope_->keys(step.layer);
-      return kernels_->rope(*stream_, in(0), table, out, rows, graph_.width(step.output()),
-                            model::head_dim(config_, step.layer), model::rotary_dim(config_, step.layer), style);
+      const bool query = step.op == Op::rope_q;
+      return kernels_->rope(*stream_, in(0), query ? rope_->queries(step.layer) : rope_->keys(step.layer), out, rows,
+                            graph_.width(step.output()), model::head_dim(config_, step.layer),
+                            model::rotary_dim(config_, step.layer),
+                            rope_first_channel(faults_, config_, step.layer, query), style);
     }
     case Op::attn: return attend(step, out);
     case Op::attn_residual:
@@ -660,6 +729,26 @@ Kernel Engine::product(const Region& x, Op op, int layer, const DeviceWeight* bi
   const DeviceWeight& w = matrix(op, layer);
   if (llama_cpp_) return llama_cpp_->product(x, w, bias, out, chunk_.rows, faults);
   return kernels_->matmul(*stream_, x, w, bias, out, chunk_.rows, faults);
+}
+
+// Latent attention's kv_a_norm and rope_k: kv_a_proj's latent channels normed, its trailing key
+// part (the RoPE channels every head shares) rotated, each first gathered apart.
+KernelId Engine::latent_part(const model::Step& step, const Region& out, std::uint32_t faults) {
+  const model::LatentAttention& mla = config_.mla;
+  const int rows = chunk_.rows, stride = mla.kv_rank + mla.rope_dim;
+  const bool latent = step.op == Op::kv_a_norm;
+  const int width = latent ? mla.kv_rank : mla.rope_dim;
+  const Region part = (latent ? latent_rows_ : key_part_).sub(0, activation_bytes(rows, width));
+  const Region kv_a = input(step.inputs[0]);
+  const ColumnsPush push{u32(rows), 1, u32(width), u32(width), u32(stride), u32(latent ? 0 : mla.kv_rank), 0, 0, 0, 0};
+  KernelId id = kernels_->head_columns(*stream_, kv_a, kv_a, push, part);
+  if (latent) {
+    id.kernels.push_back(norm(part, step, out, rows, faults));
+    return id;
+  }
+  id.kernels.push_back(kernels_->rope(*stream_, part, rope_->keys(step.layer), out, rows, width, width, width, 0,
+                                      planted_rope_style(faults_, config_, step.layer)));
+  return id;
 }
 
 // The widest input of the model's products (their matrices' columns).
@@ -784,7 +873,7 @@ AttentionShape Engine::layer_attention(int layer) const {
   AttentionShape shape = attention_;
   const model::AttentionShape heads = model::attention_shape(config_, layer);
   shape.kv_heads = heads.n_kv_heads;
-  shape.head_dim = heads.head_dim;
+  shape.head_dim = attention_width(config_, layer);
   const model::KeySpan span = model::key_span(config_, layer);
   shape.window = span.window;
   shape.chunk = span.chunk;
@@ -795,39 +884,68 @@ AttentionShape Engine::layer_attention(int layer) const {
 // Appends each sequence's K (after RoPE) and V rows of the pass to its cache at [first_pos,
 // first_pos + rows), then attends: each row over its own sequence's rows [0, position]. A layer
 // that shares an earlier layer's cache (model::shares_kv) appends nothing and attends over that one.
-Kernel Engine::attend(const model::Step& step, const Region& out) {
-  const int layer = step.layer, source = model::kv_source(config_, layer);
+// Latent attention's heads attend at attention_width: q widened where the values are wider than
+// the keys, the output narrowed to the values' channels.
+KernelId Engine::attend(const model::Step& step, const Region& out) {
+  const int layer = step.layer, source = model::kv_source(config_, layer), rows = chunk_.rows;
+  const int width = attention_width(config_, layer), heads = config_.n_heads, kv_width = cache_width(config_, layer);
+  const bool latent = config_.latent();
   const Region q_rows = input(step.inputs[0]);
-  const int kv_dim = model::kv_dim(config_, layer);
-  if (source == layer) {
+  if (source == layer && latent) write_latent_cache(step);
+  if (source == layer && !latent) {
     const Region k_rows = input(step.inputs[1]), v_rows = input(step.inputs[2]);
     for (const Part& p : parts_) {
-      const std::uint64_t at = activation_bytes(p.row0, kv_dim), bytes = activation_bytes(p.rows, kv_dim);
-      for (const auto& [rows, value] : {std::pair{k_rows, false}, std::pair{v_rows, true}}) {
+      const std::uint64_t at = activation_bytes(p.row0, kv_width), bytes = activation_bytes(p.rows, kv_width);
+      for (const auto& [values, value] : {std::pair{k_rows, false}, std::pair{v_rows, true}}) {
         const Region cache = kv_->rows(layer, value, p.sequence, p.first_pos, p.rows);
         if (llama_cpp_)
-          llama_cpp_->cache(rows.sub(at, bytes), cache, p.rows, kv_dim);
+          llama_cpp_->cache(values.sub(at, bytes), cache, p.rows, kv_width);
         else
-          kernels_->copy(*stream_, rows.sub(at, bytes), cache);
+          kernels_->copy(*stream_, values.sub(at, bytes), cache);
       }
     }
   }
+  const int qk = model::head_dim(config_, layer);
+  const bool widen_q = width > qk;
+  const Region q = widen_q ? wide_q_.sub(0, activation_bytes(rows, std::int64_t{heads} * width)) : q_rows;
+  if (widen_q) kernels_->head_columns(*stream_, q_rows, q_rows, resized_heads(rows, heads, qk, width), q);
+  const Region o = latent ? wide_out_.sub(0, activation_bytes(rows, std::int64_t{heads} * width)) : out;
   const AttentionShape shape = layer_attention(layer);
   const DeviceWeight* sinks = weights_->find(WeightKind::attn_sinks, layer);
-  const Kernel variant = kernels_->attention(
-      *stream_, shape, attention_scale(layer), q_rows, kv_->all(source, false), kv_->all(source, true),
-      row_table_.sub(0, static_cast<std::uint64_t>(chunk_.rows) * 16), sinks != nullptr ? &sinks->region : nullptr,
-      attention_scratch_, out, shader_fault_bits(faults_, Op::attn, layer));
+  KernelId id = kernels_->attention(*stream_, shape, attention_scale(layer), q, kv_->all(source, false),
+                                    kv_->all(source, true), row_table_.sub(0, static_cast<std::uint64_t>(rows) * 16),
+                                    sinks != nullptr ? &sinks->region : nullptr, attention_scratch_, o,
+                                    shader_fault_bits(faults_, Op::attn, layer));
+  if (latent)
+    id.kernels.push_back(
+        kernels_->head_columns(*stream_, o, o, resized_heads(rows, heads, width, config_.v_head_dim()), out));
   if (faults_.active(Fault::kv_stale_chunk, layer) && source == layer)
     for (const Part& p : parts_) {
       if (p.decode) continue;
       // kv-stale-chunk (--inject): the prefill chunk's rows are zeroed once its own attention has
       // read them, as if the cache write had never persisted.
-      const std::vector<std::byte> zeros(activation_bytes(p.rows, kv_dim));
+      const std::vector<std::byte> zeros(activation_bytes(p.rows, kv_width));
       for (bool value : {false, true})
         stream_->upload(zeros.data(), zeros.size(), kv_->rows(layer, value, p.sequence, p.first_pos, p.rows));
     }
-  return variant;
+  return id;
+}
+
+// Latent attention's cache rows of the pass: each head's key its no-RoPE channels (k_proj) then the
+// rotated part every head shares (rope_k), its value (v_proj), each zero-padded to attention_width.
+void Engine::write_latent_cache(const model::Step& step) {
+  TAPDIFF_ASSERT(!llama_cpp_, "latent attention in llama.cpp's precision");
+  const int layer = step.layer, heads = config_.n_heads, width = attention_width(config_, layer);
+  const int nope = config_.mla.nope_dim, rope = config_.mla.rope_dim, v = config_.v_head_dim();
+  const Region k_nope = input(step.inputs[1]), values = input(step.inputs[2]), k_rope = input(step.inputs[3]);
+  for (const Part& p : parts_) {
+    const ColumnsPush keys{
+        u32(p.rows), u32(heads), u32(width), u32(nope),         u32(heads * nope), u32(p.row0 * heads * nope),
+        u32(nope),   u32(rope),  u32(rope),  u32(p.row0 * rope)};
+    kernels_->head_columns(*stream_, k_nope, k_rope, keys, kv_->rows(layer, false, p.sequence, p.first_pos, p.rows));
+    kernels_->head_columns(*stream_, values, values, resized_heads(p.rows, heads, v, width, p.row0),
+                           kv_->rows(layer, true, p.sequence, p.first_pos, p.rows));
+  }
 }
 
 void Engine::end_chunk() {
@@ -874,38 +992,44 @@ void Engine::write(const TensorId& id, const HostTensor& value) {
   upload(value, slot(id.op));
 }
 
+// The model's width of a cached key or value (the reference's: latent attention's values are
+// v_head_dim wide), and the width of a head's in it.
+std::pair<int, int> Engine::model_cache_width(int source, bool value) const {
+  const int head = value ? model::value_head_dim(config_, source) : model::head_dim(config_, source);
+  return {model::attention_shape(config_, source).n_kv_heads * head, head};
+}
+
 // A layer sharing another's cache reads and writes that one's (as the reference's).
 HostTensor Engine::read_kv(int layer, bool value) {
   TAPDIFF_ASSERT(layer >= 0 && layer < config_.n_layers, "KV cache of layer {}", layer);
-  const int source = model::kv_source(config_, layer), width = model::kv_dim(config_, source);
+  const int source = model::kv_source(config_, layer), width = cache_width(config_, source);
+  const auto [model_width, head] = model_cache_width(source, value);
   const int held = n_past_.front();
-  if (held == 0) return HostTensor(model::Scalar::f32, 0, width);
-  return download_now(kv_->rows(source, value, 0, 0, held), held, width);
+  if (held == 0) return HostTensor(model::Scalar::f32, 0, model_width);
+  HostTensor rows = download_now(kv_->rows(source, value, 0, 0, held), held, width);
+  if (width == model_width) return rows;
+  return resized_heads(rows, config_.n_heads, attention_width(config_, source), head);
 }
 
 void Engine::write_kv(int layer, bool value, const HostTensor& rows) {
   TAPDIFF_ASSERT(layer >= 0 && layer < config_.n_layers, "KV cache of layer {}", layer);
-  const int source = model::kv_source(config_, layer), width = model::kv_dim(config_, source);
-  if (rows.cols() != width)
-    throw UsageError(fmt::format("write_kv layer {}: expected rows of {} values, found {}", layer, width, rows.cols()));
+  const int source = model::kv_source(config_, layer), width = cache_width(config_, source);
+  const auto [model_width, head] = model_cache_width(source, value);
+  if (rows.cols() != model_width)
+    throw UsageError(
+        fmt::format("write_kv layer {}: expected rows of {} values, found {}", layer, model_width, rows.cols()));
   const int n = static_cast<int>(rows.rows());
   kv_->reserve(*stream_, static_cast<int>(n_past_.size()), n);
-  if (n > 0) upload(llama_cpp_ ? LlamaCppSteps::cached_values(rows) : rows, kv_->rows(source, value, 0, 0, n));
+  const HostTensor cached =
+      width == model_width ? rows : resized_heads(rows, config_.n_heads, head, attention_width(config_, source));
+  if (n > 0) upload(llama_cpp_ ? LlamaCppSteps::cached_values(cached) : cached, kv_->rows(source, value, 0, 0, n));
   n_past_.front() = n;
 }
 
 }  // namespace
 
-// What of a model the Vulkan engine does not compute ("" where it computes all of it).
-std::string_view not_computed(const model::ModelConfig& c) { return c.latent() ? "multi-head latent attention" : ""; }
-
 std::unique_ptr<VulkanEngine> make_vulkan_engine(const model::Model& model, const VulkanEngineOptions& options) {
   model::require_runnable(model);
-  if (const std::string_view what = not_computed(model.config()); !what.empty())
-    throw UsageError(
-        fmt::format("{}: {}: the Vulkan engine does not compute {}; the reference does (--engine ref, or "
-                    "compare --model on another engine's dump)",
-                    model.path().string(), model::family_name(model.config().family), what));
   return std::make_unique<Engine>(model, options);
 }
 

@@ -214,6 +214,8 @@ AttentionShape attention_shape(const ModelConfig& c, int layer) {
 
 int head_dim(const ModelConfig& c, int layer) { return attention_shape(c, layer).head_dim; }
 
+int value_head_dim(const ModelConfig& c, int layer) { return c.latent() ? c.v_head_dim() : head_dim(c, layer); }
+
 int q_dim(const ModelConfig& c, int layer) { return c.n_heads * head_dim(c, layer); }
 
 int kv_dim(const ModelConfig& c, int layer) {

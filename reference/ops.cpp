@@ -62,8 +62,8 @@ void Ops<S>::attend(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cach
                     double scale, const S* sinks, AttentionRounding rounding, Mat<S>& out) const {
   const model::AttentionShape shape = model::attention_shape(config_, layer);
   reference::attention<S>(q, k_cache, v_cache, first_pos, config_.n_heads, shape.n_kv_heads, shape.head_dim,
-                          config_.latent() ? config_.v_head_dim() : shape.head_dim, model::key_span(config_, layer),
-                          scale, config_.block.attention_softcap, sinks, rounding, out);
+                          model::value_head_dim(config_, layer), model::key_span(config_, layer), scale,
+                          config_.block.attention_softcap, sinks, rounding, out);
 }
 
 template <typename S>

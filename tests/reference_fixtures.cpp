@@ -68,11 +68,8 @@ std::unique_ptr<model::Model> model_with_config(const model::Model& base, const 
                                                 std::function<bool(model::WeightKind)> keep) {
   config.validate("a test's config");
   auto m = std::make_unique<model::Model>(base.path(), config);
-  for (int l = -1; l < config.n_layers; ++l)
-    for (int k = 0; k <= static_cast<int>(model::WeightKind::output); ++k) {
-      const auto kind = static_cast<model::WeightKind>(k);
-      if (const auto* t = base.find(kind, l); t != nullptr && (!keep || keep(kind))) m->add(kind, l, *t);
-    }
+  for (const auto& [key, t] : base.tensors())
+    if (key.second < config.n_layers && (!keep || keep(key.first))) m->add(key.first, key.second, t);
   return m;
 }
 

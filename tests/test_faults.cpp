@@ -55,7 +55,7 @@ constexpr Rows kAll{0, kTotal}, kChunk0{0, kChunk}, kFirstOfChunk1{kChunk, kChun
 // both sides.
 std::filesystem::path fault_model(const gpu::FaultInfo& fault) {
   formats::SynthOptions options = fault_synth_model(fault);
-  options.config.n_layers = kLayers;
+  formats::set_synth_layers(options.config, kLayers);
   const std::string name = fmt::format("{}-{}", model::family_name(options.config.family), options.config.dim);
   const auto file = temp_dir("fault-model-" + name) / (name + "-4-layers.gguf");
   formats::write_synth_model(file, options);
@@ -175,6 +175,8 @@ const std::vector<FaultCase> kCases = {
     {Fault::sinks_dropped, {{kAll}}, {}},
     {Fault::swiglu_unclamped, {{kAll}}, {}},
     {Fault::chunk_boundary, {{{6, kTotal}}}, {{0, 6}}},  // chunks of 6: from the second chunk on
+    {Fault::mla_rope_channels, {{kAfterPosition0}}, {kPosition0}},
+    {Fault::mscale_missing, {{kAfterPosition0}}, {kPosition0}},
 };
 
 class PlantedFault : public ::testing::TestWithParam<std::tuple<FaultCase, int>> {};

@@ -27,7 +27,7 @@ std::vector<float> cached(gpu::RopeTableCache& cache, int first_pos, int rows, i
   std::vector<float> table{1.5f};  // appended after what the table already holds
   model::ModelConfig config;
   config.head_dim = head_dim;
-  cache.append(table, first_pos, rows, head_dim, model::rope_frequencies(config, 0, base, first_pos + rows));
+  cache.append(table, first_pos, rows, {head_dim, 0}, model::rope_frequencies(config, 0, base, first_pos + rows));
   EXPECT_EQ(table.front(), 1.5f);
   return {table.begin() + 1, table.end()};
 }
@@ -68,7 +68,7 @@ TEST(RopeTableCache, PassingPairsAreIdentityAndTheAttentionFactorScalesTheRest) 
   gpu::RopeTableCache cache;
   const model::RopeFrequencies f{{0.5, 0.25}, 1.25, std::nullopt, {}};
   std::vector<float> table;
-  cache.append(table, 3, 2, 8, f);  // head_dim 8: 4 pairs, 2 of them rotating
+  cache.append(table, 3, 2, {8, 0}, f);  // head_dim 8: 4 pairs, 2 of them rotating
   ASSERT_EQ(table.size(), 16u);
   for (int t = 0; t < 2; ++t) {
     const float* row = table.data() + 8 * t;
@@ -79,6 +79,20 @@ TEST(RopeTableCache, PassingPairsAreIdentityAndTheAttentionFactorScalesTheRest) 
     }
     EXPECT_EQ(std::vector<float>(row + 4, row + 8), (std::vector<float>{1, 0, 1, 0}));
   }
+}
+
+// Latent attention's q: the pairs of the no-RoPE channels pass before the rotated ones, and a row
+// of that layout is not one of the same width without them.
+TEST(RopeTableCache, LeadPairsPassBeforeTheRotatedOnes) {
+  gpu::RopeTableCache cache;
+  const model::RopeFrequencies f{{0.5, 0.25}, 1.0, std::nullopt, {}};
+  std::vector<float> plain, led;
+  cache.append(plain, 2, 1, {10, 0}, f);
+  cache.append(led, 2, 1, {10, 3}, f);  // 5 pairs: 3 passing, 2 rotating
+  ASSERT_EQ(led.size(), 10u);
+  EXPECT_EQ(std::vector<float>(led.begin(), led.begin() + 6), (std::vector<float>{1, 0, 1, 0, 1, 0}));
+  EXPECT_EQ(std::vector<float>(led.begin() + 6, led.end()), std::vector<float>(plain.begin(), plain.begin() + 4));
+  EXPECT_EQ(led[6], static_cast<float>(std::cos(2 * 0.5)));
 }
 
 }  // namespace

@@ -20,11 +20,14 @@ void expect_clean(const gpu::VulkanEngine& engine);
 
 // The synth model a planted fault is tested in: synth:tiny; synth:tiny-moe for a fault of the
 // mixture of experts, as Qwen2-MoE (a gated shared expert) for the shared expert's and as GLM-4.5
-// (a grouped sigmoid router with a selection bias) for that router's.
+// (a grouped sigmoid router with a selection bias) for that router's; synth:tiny-mla for latent
+// attention's.
 formats::SynthOptions fault_synth_model(const gpu::FaultInfo& fault);
 // (chunk-boundary-off-by-one's: every layer attending in chunks of 6, its attention_chunk, which synth
-// cannot write, since llama.cpp fixes Llama 4's chunks at 8192 positions: load_fault_model applies it.)
-// That model from the synth file written of `options`, with the chunks they ask for.
+// cannot write, since llama.cpp fixes Llama 4's chunks at 8192 positions; latent attention's: the
+// scores' scale of a YaRN-scaled DeepSeek, which synth does not write either: load_fault_model
+// applies them.)
+// That model from the synth file written of `options`, with the chunks and scale they ask for.
 std::unique_ptr<model::Model> load_fault_model(const std::filesystem::path& synth_file,
                                                const formats::SynthOptions& options);
 

@@ -29,7 +29,8 @@ void run_synth(const SynthArgs& a) {
   auto set = [](int& field, int value) {
     if (value > 0) field = value;
   };
-  set(o.config.n_layers, a.layers), set(o.config.dim, a.dim), set(o.config.n_heads, a.heads);
+  if (a.layers > 0) formats::set_synth_layers(o.config, a.layers);
+  set(o.config.dim, a.dim), set(o.config.n_heads, a.heads);
   set(o.config.n_kv_heads, a.kv_heads), set(o.config.head_dim, a.head_dim), set(o.config.ffn_dim, a.ffn);
   set(o.config.vocab, a.vocab), set(o.config.context_length, a.context);
   if (a.heads > 0 && a.kv_heads == 0) o.config.n_kv_heads = a.heads;
@@ -60,8 +61,8 @@ void add_synth_command(CLI::App& app, CliContext& context) {
   CLI::App* cmd = app.add_subcommand("synth", "Write a deterministic random-weight Llama model (GGUF)");
   cmd->add_option("-o,--out", args->out, "Output GGUF file")->required();
   cmd->add_option("--shape", args->shape,
-                  "Starting shape: tiny, small, tinyllama, llama3-8b, or the mixtures of experts tiny-moe, "
-                  "qwen3-30b-a3b, gpt-oss-20b")
+                  "Starting shape: tiny, small, tinyllama, llama3-8b, the mixtures of experts tiny-moe, "
+                  "qwen3-30b-a3b, gpt-oss-20b, or latent attention's tiny-mla, deepseek-v3")
       ->capture_default_str();
   cmd->add_option("--layers", args->layers, "Number of layers")->check(CLI::PositiveNumber);
   cmd->add_option("--dim", args->dim, "Residual stream width")->check(CLI::PositiveNumber);

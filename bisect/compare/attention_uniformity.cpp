@@ -7,7 +7,8 @@ namespace tapdiff::bisect {
 AttentionUniformity::AttentionUniformity(const model::ModelConfig& config)
     : config_(config), layers_(static_cast<std::size_t>(config.n_layers)) {
   for (int l = 0; l < config.n_layers; ++l)
-    layers_[static_cast<std::size_t>(l)].sum.assign(static_cast<std::size_t>(model::kv_dim(config, l)), 0.0);
+    layers_[static_cast<std::size_t>(l)].sum.assign(
+        static_cast<std::size_t>(model::attention_shape(config, l).n_kv_heads * model::value_head_dim(config, l)), 0.0);
 }
 
 bool AttentionUniformity::applies(const model::ModelConfig& config) {
@@ -23,7 +24,7 @@ void AttentionUniformity::add_attention(int layer, const model::HostTensor& a, c
   TAPDIFF_ASSERT(l.pending.rows() == a.rows() && a.rows() == b.rows(), "{} value rows for {} attention rows",
                  l.pending.rows(), a.rows());
   const model::AttentionShape shape = model::attention_shape(config_, layer);
-  const int d = shape.head_dim, group = config_.n_heads / shape.n_kv_heads;
+  const int d = model::value_head_dim(config_, layer), group = config_.n_heads / shape.n_kv_heads;
   for (std::int64_t t = 0; t < a.rows(); ++t) {
     for (std::size_t c = 0; c < l.sum.size(); ++c) l.sum[c] += l.pending.at(t, static_cast<std::int64_t>(c));
     ++l.count;

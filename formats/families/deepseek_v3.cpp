@@ -80,6 +80,7 @@ const FamilySpec& deepseek_v3_family() {
                .partial_rotary = true,
                .yarn = true},
       .llama_cpp = {.names_mapped = true},
+      .synth = {.block = synth_sigmoid_experts, .experts = true, .latent = true},
   };
   return spec;
 }

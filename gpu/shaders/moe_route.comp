@@ -4,7 +4,8 @@
 // The router's choice per row of logits [rows, experts], one invocation per row:
 //   moe_topk (default): ids [rows, k], the k experts of the largest scores (logits, or the choice
 //   scores of moe_scores) ascending by id; of equal scores the lower id first; with pc.groups >
-//   1 only among the experts of the pc.top_groups groups whose two largest scores sum highest
+//   1 only among the experts of the pc.top_groups groups whose largest score (pc.group_best 1:
+//   DeepSeek-V2's group_limited_greedy) or two largest scores summed (2) are highest
 //   (reference/moe_kernels.h top_experts).
 //   moe_weights (WEIGHTS): weights [rows, k], the softmax over every expert of the row (or each
 //   expert's sigmoid where pc.sigmoid) taken at the given ids, divided by their sum where
@@ -118,7 +119,7 @@ void main() {
     weights[t * pc.k + j] = to_act(pc.has_scales != 0u && !isnan(w) ? w * scales[uint(float(ids[t * pc.k + j]))] : w);
   }
 #else
-  // With groups: the eligible groups, the pc.top_groups of the largest two-best sums (ties: the lower group).
+  // With groups: the eligible groups, the pc.top_groups of the highest group scores (ties: the lower group).
   const uint per_group = pc.experts / pc.groups;
   const bool grouped = pc.groups > 1u && !planted(FAULT_GROUP_LIMIT_IGNORED);
   bool eligible[MAX_GROUPS];
@@ -136,7 +137,7 @@ void main() {
           second = v;
         }
       }
-      group_score[g] = first + second;
+      group_score[g] = pc.group_best == 1u ? first : first + second;
     }
     for (uint i = 0u; i < pc.top_groups; ++i) {
       uint best = pc.groups;

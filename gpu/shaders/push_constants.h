@@ -57,8 +57,9 @@ struct RopePush {  // rope.comp
   uint rows;
   uint width;  // heads * head_dim
   uint head_dim;
-  uint rotate_half;  // 0: interleaved pairs, 1: rotate-half pairs
-  uint rotary_dim;   // leading channels of a head that rotate (even, <= head_dim)
+  uint rotate_half;   // 0: interleaved pairs, 1: rotate-half pairs
+  uint rotary_dim;    // channels of a head that rotate (even, <= head_dim), from rotary_first
+  uint rotary_first;  // even: the head's channels before them pass (latent attention's q: its no-RoPE part)
 };
 
 struct AttentionPush {  // attention.comp, attention_rows.glsl (flash, split, coop, decode), attention-coop2
@@ -86,6 +87,19 @@ struct CombinePush {  // attention_combine.comp
   uint head_dim;
   uint splits;
   uint sinks;  // 1: the Sinks binding holds each head's sink logit
+};
+
+struct ColumnsPush {  // head_columns.comp
+  uint rows;
+  uint heads;
+  uint width;     // each head's output channels
+  uint a_cols;    // the first of them from A
+  uint a_stride;  // A's values per row
+  uint a_first;   // A's value of row 0's first channel
+  uint a_head;    // from one head to the next in A
+  uint b_cols;    // then from B (0: none; the rest are 0)
+  uint b_stride;
+  uint b_first;
 };
 
 struct CountPush {  // copy.comp
@@ -134,6 +148,7 @@ struct RoutePush {  // moe_route.comp
   uint sparsemixer;  // WEIGHTS: PhiMoE's sparsemixer over two experts, of this eps
   float mixer_eps;
   uint has_scales;  // WEIGHTS: binding 3 holds each expert's learned scale of its weight
+  uint group_best;  // topk with groups: a group scored by its best one (1) or the sum of its best two (2)
 };
 
 struct SumPush {  // moe_sum.comp

@@ -3,8 +3,9 @@
 #include "activations.glsl"
 // rope: rotates each head's channel pairs of row t by the angle of pair i at position
 // first_pos + t:   out[a] = x[a] cos - x[b] sin,  out[b] = x[a] sin + x[b] cos
-// with (a, b) = (2i, 2i + 1) (interleaved) or (i, i + r/2) (rotate_half) for the r = rotary_dim
-// leading channels of a head; the others pass (their table entries are (1, 0)).   x, out [T, heads * d]
+// with (a, b) = (2i, 2i + 1) (interleaved) or (f + i, f + i + r/2) (rotate_half) for the r =
+// rotary_dim channels of a head from f = rotary_first; the others pass (their table entries are
+// (1, 0): the f/2 first and those past the rotated ones).   x, out [T, heads * d]
 // cos and sin come from a table [T, d/2] of (cos, sin) pairs that the host computes in double
 // (model/rope.h's frequencies and attention factor) and rounds to f32, exactly as the reference
 // does: the GPU never evaluates a transcendental, so it matches the reference to f32 rounding of 4
@@ -35,13 +36,15 @@ layout(std430, binding = 2) writeonly buffer OutputQuads { vec4 y_quads[]; };
 void store4(uint at, vec4 v) { y_quads[at / 4u] = to_act4(v); }
 #endif
 
-// Pair i of a head: (a, b) = (2i, 2i + 1), or (i, i + r/2) and past r/2 the passing channels two
-// by two, from the head's first value.
+// Pair i of a head: (a, b) = (2i, 2i + 1), or with rotate-half the f/2 passing pairs before the
+// rotated ones two by two, the rotated (f + j, f + j + r/2), then the passing channels past them
+// two by two, from the head's first value.
 void rotate_pair(uint base, uint t, uint i, uint half_dim) {
-  const uint rotary_half = pc.rotary_dim / 2u;
+  const uint rotary_half = pc.rotary_dim / 2u, lead = pc.rotary_first / 2u;
   uint a = base + 2u * i, b = a + 1u;
-  if (pc.rotate_half != 0u && i < rotary_half) a = base + i, b = a + rotary_half;
-  if (pc.rotate_half != 0u && i >= rotary_half) a = base + pc.rotary_dim + 2u * (i - rotary_half), b = a + 1u;
+  if (pc.rotate_half != 0u && i >= lead && i < lead + rotary_half) a = base + i + lead, b = a + rotary_half;
+  if (pc.rotate_half != 0u && i >= lead + rotary_half)
+    a = base + pc.rotary_first + pc.rotary_dim + 2u * (i - lead - rotary_half), b = a + 1u;
   const vec2 cs = cos_sin[t * half_dim + i];
   const float x0 = float(x[a]), x1 = float(x[b]);
   y[a] = to_act(x0 * cs.x - x1 * cs.y);

@@ -129,8 +129,8 @@ def transformers_logits(folder: Path, tokens: list[int]) -> np.ndarray:
 def test_deepseek_gguf_equals_transformers_and_llama_cpps_tokens(name, absorbed, tmp_path):
     """The GGUF llama.cpp's converter makes of a DeepSeek model (its kv_b_proj split per head, the
     key rows transposed, where `absorbed`): tapdiff's exact logits on it equal transformers' float64
-    forward of the folder it came from, its greedy tokens (f64, f32) llama.cpp's, and its logits
-    along them llama.cpp's to its rounding."""
+    forward of the folder it came from, its greedy tokens (f64, f32, the Vulkan engine's) llama.cpp's,
+    and its logits along them llama.cpp's to its rounding."""
     folder, model = tmp_path / "hf", tmp_path / f"{name}.gguf"
     hf_models.make_model(hf_models.DEEPSEEK_GGUF_CASES[name], folder, "5.x")
     write_deepseek2(folder, model, absorbed)
@@ -142,6 +142,7 @@ def test_deepseek_gguf_equals_transformers_and_llama_cpps_tokens(name, absorbed,
     assert len(expected) == GENERATE
     assert tapdiff_tokens(model, "--engine", "ref", "--dtype", "f64") == expected
     assert tapdiff_tokens(model, "--engine", "ref", "--dtype", "f32") == expected
+    assert tapdiff_tokens(model, "--engine", "vulkan", "--chunk", "64") == expected
     rows = GENERATE + 1
     theirs = llama_cpp_logits(model, PROMPT + expected, rows)[:GENERATE]
     error = nmse(tapdiff_logits(model, PROMPT + expected, rows, tmp_path / "exact.h5")[:GENERATE], theirs)
@@ -156,7 +157,24 @@ def test_a_quantized_deepseek_gguf_is_held_to_llama_cpps_rounding(tmp_path):
     folder, model = tmp_path / "hf", tmp_path / "deepseek2-q8_0.gguf"
     hf_models.make_model(hf_models.DEEPSEEK_GGUF_CASES["deepseek-v3"], folder, "5.x")
     write_deepseek2(folder, model, storage="q8_0")
-    assert_held_to_llama_cpps_rounding(model, "deepseek-v3 q8_0", tmp_path, vulkan=False)
+    assert_held_to_llama_cpps_rounding(model, "deepseek-v3 q8_0", tmp_path)
+
+
+def test_synth_latent_attention_is_llama_cpps_deepseek2(tmp_path):
+    """synth --shape tiny-mla writes deepseek2 as llama.cpp reads it (q's and the latent's ranks,
+    attn_kv_b with a KV head per head, values narrower than keys, a dense layer, then DeepSeek-V3's
+    grouped sigmoid router beside a shared expert): the exact logits along llama.cpp's greedy tokens
+    are llama.cpp's to its f16 cache's rounding, and the reference's and the Vulkan engine's tokens
+    llama.cpp's up to a near tie."""
+    model = tmp_path / "tiny-mla.gguf"
+    synth = subprocess.run([TAPDIFF, "synth", "--shape", "tiny-mla", "-o", str(model)], capture_output=True, text=True)
+    assert synth.returncode == 0, synth.stderr
+    assert_held_to_llama_cpps_rounding(model, "synth tiny-mla", tmp_path)
+    expected = llama_cpp_tokens(model)
+    rows = GENERATE + 1
+    error = nmse(tapdiff_logits(model, PROMPT + expected, rows, tmp_path / "f32.h5")[:GENERATE],
+                 llama_cpp_logits(model, PROMPT + expected, rows)[:GENERATE])
+    assert error < F32_LOGIT_NMSE, error
 
 
 DEEPSEEK_REFUSALS = [
