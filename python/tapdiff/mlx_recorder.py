@@ -21,8 +21,10 @@ Phi-3, GLM, GLM-4, Starcoder 2, Hunyuan, Cohere, Cohere 2, GPT-2 and GPT-NeoX ar
 each model_type's norm, attention and MLP modules and which ops their inputs and outputs are, a
 fused product split into its ops; each attention's `rope`; what a parallel block or Ministral 3's
 query temperature computes inline), and the mixtures of experts of Qwen3-MoE, OLMoE, Mixtral,
-PhiMoE, Qwen2-MoE, ERNIE-4.5-MoE, Granite-MoE, GLM-4.5, dots1, MiniMax-M2 and gpt-oss (its released
-MXFP4 checkpoints, the only ones mlx-lm reads): the router's logits
+PhiMoE, Qwen2-MoE, ERNIE-4.5-MoE, Granite-MoE, GLM-4.5, dots1, MiniMax-M2, gpt-oss (its released
+MXFP4 checkpoints, the only ones mlx-lm reads) and DeepSeek-V3 (its latent attention: q's and the
+latent's products and norms, the RoPE parts, not the keys and values its prefill expands and its
+decode never does): the router's logits
 (or, where the gate returns them, the chosen ids and their weights), the ids the block's SwitchGLU
 is called with (each row sorted ascending) and the block's output; what they compute inline (the
 routing scores and weights, beside a shared expert the routed sum) is not recorded
@@ -87,6 +89,10 @@ _FOUR_NORMS = {**_PRE_NORMS, "post_self_attn_layernorm": ("attn_post_norm", None
                "post_mlp_layernorm": ("ffn_post_norm", None)}
 _ATTENTION = {"q_proj": ("q_proj", None), "k_proj": ("k_proj", None), "v_proj": ("v_proj", None),
               "q_norm": ("q_norm", None), "k_norm": ("k_norm", None), "o_proj": ("o_proj", "attn")}
+# DeepSeek's latent attention: q through q_a_proj, its norm and q_b_proj (or q_proj alone), the
+# latent and the shared key part from kv_a_proj_with_mqa, the latent's norm.
+_LATENT_ATTENTION = {"q_a_proj": ("q_a_proj", None), "q_a_layernorm": ("q_a_norm", None), "q_b_proj": ("q_proj", None),
+                     "kv_a_proj_with_mqa": ("kv_a_proj", None), "kv_a_layernorm": ("kv_a_norm", None)}
 _OUTER = {"embed": "embed_tokens", "layers": "layers", "norm": "norm", "head": "lm_head"}
 _GATED_MLP = {"gate_proj": ("ffn_gate", None), "up_proj": ("ffn_up", None), "down_proj": ("ffn_down", "ffn_act")}
 _FUSED_MLP = {"gate_up_proj": (("ffn_gate", "ffn_up"), None), "down_proj": ("ffn_down", "ffn_act")}
@@ -131,6 +137,10 @@ LAYOUTS = {
                    outer={"embed": "wte", "layers": "h", "norm": "ln_f"}),
     # Ministral 3 multiplies RoPE's queries by the query temperature inline (tapdiff's rope_q holds the product)
     "ministral3": Layout(_PRE_NORMS, inline=("rope_q",)),
+    # DeepSeek-V3: its RoPE turns q's RoPE part alone (rope_q is q_proj's heads with it in place); its
+    # prefill expands every cached position's keys and values from the latent (embed_q, unembed_out)
+    # and its decode never does (the absorbed form): k_proj and v_proj are not recorded.
+    "deepseek_v3": Layout(_PRE_NORMS, attention=_LATENT_ATTENTION, gate_chooses=True, inline=("k_proj", "v_proj")),
 }
 SUPPORTED = tuple(LAYOUTS)
 
@@ -290,7 +300,18 @@ class MlxRecorder(Recording):
             for k, part in zip(key, np.split(value, ends[:-1], axis=1)):
                 self._keep(k, part)
         elif key in self.taps and key not in self.inline:
-            self.values[key] = value
+            self.values[key] = self._rope_part_in_place(key, value) if key[1] == "rope_q" else value
+
+    def _rope_part_in_place(self, key, rotated):
+        """Latent attention's RoPE turns q's RoPE part alone, [rows, heads x rope_dim]: put in place
+        after each head's no-RoPE channels of q_proj's output, as tapdiff's rope_q holds them."""
+        mla = self.config.get("mla", {})
+        if not mla.get("kv_rank"):
+            return rotated
+        q = self.values[(key[0], "q_proj")].copy()
+        rows, heads = len(q), self.config["n_heads"]
+        q.reshape(rows, heads, -1)[:, :, mla["nope_dim"]:] = rotated.reshape(rows, heads, mla["rope_dim"])
+        return q
 
     def _wrap(self):
         Kept, KeptIds, KeptChoice, KeptRope = module_wrappers()

@@ -150,6 +150,10 @@ FAMILIES = {  # name: how its tiny folder is made (transformers 4.x configs: mlx
     "minimax-m2": make_minimax_m2,
     "apertus": make_apertus,
     "gpt-oss": make_gpt_oss,
+    # DeepSeek-V3 (latent attention with YaRN's mscale, a dense layer, grouped sigmoid routing beside
+    # a shared expert), as transformers 4.x saved it: mlx-lm reads rope_theta and rope_scaling
+    "deepseek-v3": lambda folder: hf_models.make_model(next(c for c in hf_models.CASES if c.name == "deepseek-v3"),
+                                                       folder, "4.x", seed=6),
     "phi": lambda folder: hf_models.make_model(next(c for c in hf_models.CASES if c.name == "phi"), folder, "4.x",
                                                seed=6),
     # mlx-lm's GPT-NeoX computes the tanh GELU whatever the config says
@@ -171,7 +175,7 @@ STARCODER2 = hf_models.Case("starcoder2", "starcoder2", extra={**hf_models.IDS, 
 DTYPES = {"f32": mx.float32, "bf16": mx.bfloat16}
 # MLX's CPU build multiplies the chosen experts (gather_mm) in float32 only: mixtures run in it alone.
 MIXTURES = ("qwen3-moe", "olmoe", "mixtral", "phimoe", "qwen2-moe", "granitemoe", "glm4-moe", "dots1", "minimax-m2",
-            "gpt-oss")
+            "gpt-oss", "deepseek-v3")
 RUNS = [(family, dtype) for family in sorted(FAMILIES) for dtype in DTYPES if dtype == "f32" or family not in MIXTURES]
 
 
@@ -211,11 +215,12 @@ def test_an_mlx_lm_run_recorded_matches(folder, dtype):
     assert report["tolerances"]["dtype"] == dtype and report["tolerances"]["dtype_from"] == "stated", out
     assert report["rows"]["compared"] == len(PROMPT) + GENERATE - 1, out
     # Every op but those mlx-lm computes inline (MlxRecorder.inline: a parallel block's attn_residual,
-    # Ministral 3's rope_q, most of a mixture) is compared.
+    # Ministral 3's rope_q, most of a mixture, DeepSeek's expanded keys and values) is compared.
     taps = json.loads(tapdiff("model-info", "--model", str(folder)).stdout)["taps"]
     inline = report["not_compared"]["only_in_a"] if report.get("not_compared") else []
     assert report["summary"]["ops"] + len(inline) == len(taps), out
-    inline_ops = ("moe_router", "moe_scores", "moe_weights", "moe_out", "moe_shared", "attn_residual", "rope_q")
+    inline_ops = ("moe_router", "moe_scores", "moe_weights", "moe_out", "moe_shared", "attn_residual", "rope_q",
+                  "k_proj", "v_proj")
     assert all(tap.split("/")[1] in inline_ops for tap in inline), inline
 
 
