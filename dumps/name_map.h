@@ -74,6 +74,11 @@ enum class BlockKind : std::uint8_t {
   with_layer_inputs,
   // Per layer: a mixture beside the dense FFN (Gemma 4's MoE block: the FFN's output is ffn_sum)
   experts_beside_dense,
+  // llama.cpp's graph of Gemma 4 (LlamaCppGraph::gemma4_names) or another one's
+  gemma4_graph,
+  not_gemma4_graph,
+  // Per layer, in Gemma 4's graph: q and k normed before RoPE (Qcur_normed, Kcur_normed)
+  qk_normed_before_rope,
 };
 
 struct MapRule {

@@ -134,6 +134,10 @@ struct LlamaCppGraph {
   // Its graph names the attention's output again "ffn_norm" in a mixture's layers (Llama 4's), and
   // leaves the FFN norm's output there unnamed.
   bool moe_layers_misname_ffn_norm = false;
+  // Its graph leaves q and k unnamed once turned: Qcur and Kcur are their products, Qcur_normed and
+  // Kcur_normed their norms before RoPE; "attn_out" is the stream after the attention's residual
+  // add (Gemma 4's).
+  bool gemma4_names = false;
 };
 
 // How `tapdiff synth` writes a random model of the family (formats/synth.h), as its GGUF: the block

@@ -87,6 +87,7 @@ struct OpCase {
   // times their sigmoids; one without RoPE, its q scaled by the temperature, where !rotates
   bool llama4 = false;
   bool rotates = true;
+  model::LatentAttention mla = {};  // kv_rank > 0: DeepSeek's latent attention (arch deepseek2, a mixture)
 };
 
 std::ostream& operator<<(std::ostream& os, const OpCase& c) { return os << c.name; }
@@ -144,6 +145,16 @@ OpCase llama4(OpCase c, int count, int active, int ffn, bool rotates) {
   return c;
 }
 
+// The case as DeepSeek-V3 (synth's deepseek2): latent attention of `mla`'s ranks and widths (heads'
+// head_dim nope_dim + rope_dim), beside 8 experts of FFN width 32, 2 per token.
+OpCase latent(OpCase c, model::LatentAttention mla) {
+  c.arch = "deepseek2";
+  c.experts = {8, 2, 32, true, {}};
+  c.mla = mla;
+  c.kv_heads = c.heads, c.head_dim = mla.nope_dim + mla.rope_dim;
+  return c;
+}
+
 // A 1-layer synth model of the case's shape (the per-op kernels do not depend on depth).
 std::filesystem::path write_case_model(const OpCase& c) {
   formats::SynthOptions o;
@@ -151,6 +162,8 @@ std::filesystem::path write_case_model(const OpCase& c) {
   o.config.experts = c.experts;
   o.config.n_layers = 1;
   o.config.n_heads = c.heads, o.config.n_kv_heads = c.kv_heads, o.config.head_dim = c.head_dim;
+  o.config.mla = c.mla;
+  if (c.mla.kv_rank > 0) o.config.rotary_dim = c.mla.rope_dim;
   o.config.dim = c.dim, o.config.ffn_dim = c.ffn, o.config.vocab = c.vocab;
   o.config.context_length = 4096;
   o.config.tied_output = c.tied;
@@ -536,6 +549,15 @@ INSTANTIATE_TEST_SUITE_P(
                         5)),
         llama4(op_case("llama4_nope_layer", {8, 4, 16, 72, 136, 301}, DType::f32, {{1}, {7}, {2, 5, 1}}), 6, 2, 40,
                false),
+        // DeepSeek's latent attention: the latent and the shared key part gathered apart, q turned
+        // after its no-RoPE channels (interleaved pairs), keys and values cached at the wider head
+        // (values of 16 padded to 24; without a q rank, keys of 10 and q padded to values of 12)
+        latent(op_case("latent_q_rank", {4, 4, 24, 64, 96, 200}, DType::f32, {{1}, {7}, {33}, {2, 5, 1}}),
+               {.q_rank = 32, .kv_rank = 32, .nope_dim = 16, .rope_dim = 8, .v_dim = 16}),
+        latent(op_case("latent_values_wider", {6, 6, 10, 64, 96, 200}, DType::f32, {{7}, {2, 5, 1}}),
+               {.q_rank = 0, .kv_rank = 24, .nope_dim = 6, .rope_dim = 4, .v_dim = 12}),
+        act_f16(latent(op_case("latent_q_rank", {4, 4, 24, 64, 96, 200}, DType::f32, {{7}, {33}, {2, 5, 1}}),
+                       {.q_rank = 32, .kv_rank = 32, .nope_dim = 16, .rope_dim = 8, .v_dim = 16})),
         // Both attention kernels at every row count: flash tiles of 32 rows and 32 keys (16 keys at
         // head_dim 128 on lavapipe's 32 KiB of shared memory) over partial tiles, chunks after
         // chunks and decode steps; two-pass over the long chunks auto gives to flash

@@ -306,6 +306,7 @@ const FamilySpec& gemma4_family() {
                         "expert_used_count", "expert_feed_forward_length"},
                .read = read_gguf,
                .layer_arrays = true},
+      .llama_cpp = {.gemma = true, .names_mapped = true, .gemma4_names = true},
   };
   return spec;
 }
