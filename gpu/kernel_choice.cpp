@@ -61,9 +61,9 @@ std::string attention_coop_missing(const DeviceInfo& d, const std::string& gemm_
     return fmt::format("{} has no subgroup arithmetic, shuffle and vote in compute shaders", d.name);
   if (!d.denorm_preserve_f16)
     return fmt::format("{} cannot keep f16 subnormals in shaders (shaderDenormPreserveFloat16)", d.name);
-  if (hd % 16 != 0 || hd > kFlashMaxHeadDim)
+  if (hd % 16 != 0 || hd > kCoopAttentionMaxHeadDim)
     return fmt::format("the cooperative-matrix attention takes head_dim a multiple of 16 up to {}, the model has {}",
-                       kFlashMaxHeadDim, hd);
+                       kCoopAttentionMaxHeadDim, hd);
   if (d.max_shared_memory < attention_coop_shared_bytes(hd))
     return fmt::format("{} has {} bytes of shared memory; the cooperative-matrix attention needs {}", d.name,
                        d.max_shared_memory, attention_coop_shared_bytes(hd));
@@ -80,7 +80,9 @@ std::uint32_t decode_shared_bytes(std::uint32_t hd, std::uint32_t pack) {
 // Why attention_decode.comp cannot run on this device for this head_dim and GQA group; "" when it can.
 std::string decode_missing(const DeviceInfo& d, const std::string& flash_missing, std::uint32_t hd,
                            std::uint32_t group) {
-  if (!flash_missing.empty()) return flash_missing;  // the same head_dim rule
+  if (!flash_missing.empty()) return flash_missing;  // its split-KV runs there otherwise
+  if (hd > kDecodeMaxHeadDim)
+    return fmt::format("the decode attention takes head_dim up to {}, the model has {}", kDecodeMaxHeadDim, hd);
   if (!d.subgroup_arithmetic) return fmt::format("{} has no subgroup arithmetic in compute shaders", d.name);
   if (group > kDecodeMaxPack)
     return fmt::format("the decode attention takes up to {} heads per K/V head, the model has {}", kDecodeMaxPack,

@@ -571,6 +571,10 @@ INSTANTIATE_TEST_SUITE_P(
                 "llama", 3, false, "attention=flash"),
         op_case("two_pass_gqa32x8_hd64", {32, 8, 64, 96, 200, 300}, DType::f32, {{100}, {40, 40, 1}}, "llama", 0, false,
                 "attention=two-pass"),
+        // Heads of 144: three vec4 columns per flash invocation, 16 keys a tile in lavapipe's shared
+        // memory; its decode steps on flash's split-KV (the decode kernel takes heads up to 128)
+        op_case("flash_heads_of_144", {4, 2, 144, 64, 96, 100}, DType::f32, {{1}, {7}, {40, 40, 1}, {70, 1}}, "llama",
+                0, false, "attention=flash"),
         // Decode steps: the decode kernel (auto's) over 1 to 33 splits of 32 or 64 positions, a head
         // of 2 to 32 vec4 channels (key groups of 16, 10, 8, 2 and 1, lanes left over), GQA groups of
         // 1 to 8, a sliding window; flash's split-KV forced for them
@@ -824,18 +828,31 @@ TEST(VulkanKernels, AttentionVariantDependsOnRowsAndHeadDim) {
   EXPECT_EQ(validated_vulkan_engine(*m, options)->kernel(Op::attn), "attention-two-pass, attention-decode-split");
   options.kernels = "";
 
+  // Heads of 160: flash where the device has the shared memory for 32 rows and 16 keys of them
+  // (not lavapipe's 32 KiB), two-pass elsewhere; the decode kernel takes heads up to 128.
   const OpCase wide = op_case("head_dim_160", {2, 1, 160, 64, 96, 100}, DType::f32, {});
   const auto wide_model = formats::load_model(write_case_model(wide));
-  const auto two_pass = validated_vulkan_engine(*wide_model, options);
-  EXPECT_EQ(two_pass->kernel(Op::attn), "attention-two-pass");
+  const auto automatic = validated_vulkan_engine(*wide_model, options);
+  const auto flash_bytes = [](std::uint32_t keys) {
+    return (32 + keys) * (160 / 4 + 1) * 16 + 32 * (keys + 1) * 4 + 32 * 24 + 4;
+  };
+  const std::uint32_t shared = automatic->device_info().max_shared_memory, flash160 = flash_bytes(16);
+  const bool fits = shared >= flash160;
+  const int keys = shared >= flash_bytes(32) ? 32 : 16;
+  EXPECT_EQ(automatic->kernel(Op::attn),
+            fits ? fmt::format("attention-flash-32x{0}, attention-flash-split-32x{0}", keys) : "attention-two-pass");
   options.kernels = "attention=flash";
-  EXPECT_EQ(usage_error_of(*wide_model, options),
-            "--kernels attention=flash: the flash attention kernel takes head_dim a multiple of 4 up to 128, the "
-            "model has 160");
+  if (!fits) {
+    EXPECT_NE(usage_error_of(*wide_model, options).find(fmt::format("{} bytes of shared memory", flash160)),
+              std::string::npos);
+  }
   options.kernels = "decode-attention=decode-split";
   EXPECT_EQ(usage_error_of(*wide_model, options),
-            "--kernels decode-attention=decode-split: the flash attention kernel takes head_dim a multiple of 4 up "
-            "to 128, the model has 160");
+            fits ? "--kernels decode-attention=decode-split: the decode attention takes head_dim up to 128, the model "
+                   "has 160"
+                 : fmt::format("--kernels decode-attention=decode-split: {} cannot run 128-invocation workgroups with "
+                               "{} bytes of shared memory",
+                               automatic->device_info().name, flash160));
 }
 
 // With f16 activations every variant's name carries ".f16"; after the slash, the weights as
