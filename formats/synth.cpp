@@ -85,8 +85,9 @@ std::vector<TensorPlan> plan_tensors(const ModelConfig& c) {
     layer = l;
     const std::string b = fmt::format("blk.{}.", l);
     vector(b + "attn_norm.weight", c.dim, 1.0, 0.1);
-    if (c.latent()) {  // llama.cpp's layout with a KV head per head: attn_kv_b each head's key rows, then its value
-                       // rows
+    // Latent attention as llama.cpp's converter lays it out with a KV head per head: attn_kv_b holds
+    // each head's key rows, then its value rows.
+    if (c.latent()) {
       const LatentAttention& m = c.mla;
       if (m.q_rank > 0) {
         matrix(b + "attn_q_a.weight", m.q_rank, c.dim, 1.0 / c.dim);
