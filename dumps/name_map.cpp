@@ -171,13 +171,12 @@ NameMap vllm_map() {
 // "ffn_moe_out_merged"; in its mixtures' layers the attention's output is named again "ffn_norm"
 // and the FFN norm's output has no name (ffn_norm is not read there; the last layer's "ffn_norm" is
 // the attention's output gathered to the output rows, beside its "attn_out": not read).
-// Gemma 4's (LlamaCppGraph::gemma4_names): Qcur, Kcur and Vcur are q's, k's and v's products,
-// "Qcur_normed" and "Kcur_normed" their norms before RoPE, whose outputs it leaves unnamed, as it
-// does the values' norm; "attn_post_norm" is the attention's post-norm and "attn_out" the stream
-// after its residual add; "l_out" is the layer's output (after the per-layer input, ple_residual,
-// where the model has them). Its mixture's weights are named before the experts' learned scales
-// multiply them (moe_weights is not read there), and its post-norms of the FFN and the mixture and
-// the per-layer input's ops are unnamed.
+// Gemma 4's (LlamaCppGraph::qk_named_before_rope, attn_out_after_residual): Qcur, Kcur and Vcur are q's, k's and v's
+// products, "Qcur_normed" and "Kcur_normed" their norms before RoPE, whose outputs it leaves unnamed, as it does the
+// values' norm; "attn_post_norm" is the attention's post-norm and "attn_out" the stream after its residual add; "l_out"
+// is the layer's output (after the per-layer input, ple_residual, where the model has them). Its mixture's weights are
+// named before the experts' learned scales multiply them (moe_weights is not read there), and its post-norms of the FFN
+// and the mixture and the per-layer input's ops are unnamed.
 NameMap llama_cpp_map() {
   NameMap m = named("llama.cpp");
   m.llama_cpp_names = true;
@@ -201,9 +200,9 @@ NameMap llama_cpp_map() {
       one("kv_cmpr-{L}", Op::kv_a_norm, BlockKind::latent_attention),
       one("k_pe-{L}", Op::rope_k, BlockKind::latent_attention),
       one("kqv_out-{L}", Op::attn),
-      one("attn_out-{L}", Op::o_proj, BlockKind::not_gemma4_graph),
-      one("attn_out-{L}", Op::attn_residual, BlockKind::gemma4_graph),
-      one("attn_post_norm-{L}", Op::attn_post_norm, BlockKind::gemma4_graph),
+      one("attn_out-{L}", Op::o_proj, BlockKind::attn_out_projection),
+      one("attn_out-{L}", Op::attn_residual, BlockKind::attn_out_residual),
+      one("attn_post_norm-{L}", Op::attn_post_norm, BlockKind::attn_out_residual),
       one("ffn_inp-{L}", Op::attn_residual),
       one("ffn_norm-{L}", Op::ffn_norm, BlockKind::ffn_norm_as_named),
       one("ffn_norm-{L}", Op::o_proj, BlockKind::attn_out_as_ffn_norm),
@@ -287,7 +286,9 @@ bool ffn_norm_misnamed(const model::ModelConfig& c, int layer) {
          model::uses_experts(c, layer);
 }
 
-bool gemma4_graph(const model::ModelConfig& c) { return formats::family_spec(c.family).llama_cpp.gemma4_names; }
+bool qk_named_before_rope(const model::ModelConfig& c) {
+  return formats::family_spec(c.family).llama_cpp.qk_named_before_rope;
+}
 
 bool dense_ffn_op(Op op) { return op == Op::ffn_gate || op == Op::ffn_up || op == Op::ffn_act || op == Op::ffn_down; }
 
@@ -327,17 +328,19 @@ bool applies(const MapRule& rule, const model::ModelConfig& c, int layer) {
     case BlockKind::experts_with_shared: return shared_expert_layer(c, layer);
     case BlockKind::shared_expert_ungated: return shared_expert_layer(c, layer) && !c.experts.shared_gate;
     case BlockKind::queries_rotated_apart:
-      return !formats::family_spec(c.family).llama_cpp.fused_projections && !c.latent() && !gemma4_graph(c) &&
+      return !formats::family_spec(c.family).llama_cpp.fused_projections && !c.latent() && !qk_named_before_rope(c) &&
              (layer < 0 || model::has_rope_q(c, layer));
     case BlockKind::queries_plain_apart:
       return !formats::family_spec(c.family).llama_cpp.fused_projections && !c.latent() && layer >= 0 &&
-             (!model::has_rope_q(c, layer) || gemma4_graph(c));
-    case BlockKind::keys_rotated: return !c.latent() && !gemma4_graph(c) && (layer < 0 || model::uses_rope(c, layer));
-    case BlockKind::keys_plain: return !c.latent() && layer >= 0 && (!model::uses_rope(c, layer) || gemma4_graph(c));
-    case BlockKind::gemma4_graph: return gemma4_graph(c);
-    case BlockKind::not_gemma4_graph: return !gemma4_graph(c);
+             (!model::has_rope_q(c, layer) || qk_named_before_rope(c));
+    case BlockKind::keys_rotated:
+      return !c.latent() && !qk_named_before_rope(c) && (layer < 0 || model::uses_rope(c, layer));
+    case BlockKind::keys_plain:
+      return !c.latent() && layer >= 0 && (!model::uses_rope(c, layer) || qk_named_before_rope(c));
+    case BlockKind::attn_out_projection: return !formats::family_spec(c.family).llama_cpp.attn_out_after_residual;
+    case BlockKind::attn_out_residual: return formats::family_spec(c.family).llama_cpp.attn_out_after_residual;
     case BlockKind::qk_normed_before_rope:
-      return gemma4_graph(c) && !c.block.qk_norm_after_rope && (layer < 0 || model::has_qk_norm(c, layer));
+      return qk_named_before_rope(c) && !c.block.qk_norm_after_rope && (layer < 0 || model::has_qk_norm(c, layer));
     case BlockKind::latent_attention: return c.latent();
     case BlockKind::qk_normed_after_rope:
       return c.block.qk_norm_after_rope && (layer < 0 || model::has_qk_norm(c, layer));

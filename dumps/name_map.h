@@ -74,10 +74,12 @@ enum class BlockKind : std::uint8_t {
   with_layer_inputs,
   // Per layer: a mixture beside the dense FFN (Gemma 4's MoE block: the FFN's output is ffn_sum)
   experts_beside_dense,
-  // llama.cpp's graph of Gemma 4 (LlamaCppGraph::gemma4_names) or another one's
-  gemma4_graph,
-  not_gemma4_graph,
-  // Per layer, in Gemma 4's graph: q and k normed before RoPE (Qcur_normed, Kcur_normed)
+  // llama.cpp's "attn_out": o_proj's output, or the stream after the residual add
+  // (LlamaCppGraph::attn_out_after_residual)
+  attn_out_projection,
+  attn_out_residual,
+  // Per layer, in a graph that names q and k before RoPE only (LlamaCppGraph::qk_named_before_rope):
+  // q and k normed before RoPE (Qcur_normed, Kcur_normed)
   qk_normed_before_rope,
 };
 

@@ -135,9 +135,11 @@ struct LlamaCppGraph {
   // leaves the FFN norm's output there unnamed.
   bool moe_layers_misname_ffn_norm = false;
   // Its graph leaves q and k unnamed once turned: Qcur and Kcur are their products, Qcur_normed and
-  // Kcur_normed their norms before RoPE; "attn_out" is the stream after the attention's residual
-  // add (Gemma 4's).
-  bool gemma4_names = false;
+  // Kcur_normed their norms before RoPE (Gemma 4's).
+  bool qk_named_before_rope = false;
+  // Its "attn_out" is the stream after the attention's residual add, and "attn_post_norm" the
+  // attention's post-norm (Gemma 4's).
+  bool attn_out_after_residual = false;
 };
 
 // How `tapdiff synth` writes a random model of the family (formats/synth.h), as its GGUF: the block

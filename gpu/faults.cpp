@@ -410,8 +410,7 @@ int rope_first_channel(const FaultSet& faults, const model::ModelConfig& config,
 RopeTablePlan rope_table_plan(const FaultSet& faults, const model::ModelConfig& config, int layer,
                               const model::ChunkInfo& chunk, bool query) {
   const int head_dim = config.latent() && !query ? config.mla.rope_dim : model::head_dim(config, layer);
-  RopeTablePlan plan{head_dim,
-                     rope_first_channel(faults, config, layer, query) / 2,
+  RopeTablePlan plan{{head_dim, rope_first_channel(faults, config, layer, query) / 2},
                      chunk.first_pos,
                      model::rope_base(config, layer),
                      model::uses_sliding_rope(config, layer),

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gpu/kernel_id.h"
+#include "gpu/rope_table.h"
 #include "model/block.h"
 #include "model/diagnosis_code.h"
 #include "model/engine.h"
@@ -110,8 +111,9 @@ void require_faults_fit(const FaultSet& faults, const model::Graph& graph, const
 // layer uses in a chunk, after the faults that live in the table (rope-off-by-one,
 // rope-chunk-reset, rope-base, decode-position).
 struct RopeTablePlan {
-  int head_dim = 0;    // the layer's (model::head_dim): its table's row holds head_dim / 2 pairs
-  int lead_pairs = 0;  // pairs before the rotated ones that pass (latent attention's q: its no-RoPE channels)
+  // The layer's head (model::head_dim; latent attention's keys: their shared part), the pairs of
+  // q's no-RoPE channels passing first in latent attention
+  RopeRowLayout row;
   int first_pos = 0;
   double base = 0;
   bool sliding_rope = false;  // model::uses_sliding_rope

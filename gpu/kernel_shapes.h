@@ -28,24 +28,26 @@ inline constexpr std::uint32_t kMatvecSubgroups = 4;  // matvec.comp SUBGROUP: s
 // matvec.comp SUBGROUP splits K over more subgroups per output until a product has this many
 // subgroups (an H100 keeps 132 x 64 subgroups of 32 resident), or each has one pass over K.
 inline constexpr std::uint64_t kMatvecTargetSubgroups = 8192;
-inline constexpr std::uint32_t kAttentionChannels = 4;  // attention.comp: CHANNELS
-inline constexpr std::uint32_t kMaxHeadDim = 256;       // attention.comp: MAX_HEAD_DIM
-inline constexpr std::uint32_t kFlashThreads = 128;     // attention_flash.comp: local_size_x
-inline constexpr std::uint32_t kFlashRows = 32;         // attention_flash.comp: BR
-inline constexpr std::uint32_t kFlashMaxHeadDim =
-    256;  // attention_flash.comp: OUT_COLS <= 4 (shared memory binds first)
+inline constexpr std::uint32_t kAttentionChannels = 4;   // attention.comp: CHANNELS
+inline constexpr std::uint32_t kMaxHeadDim = 256;        // attention.comp: MAX_HEAD_DIM
+inline constexpr std::uint32_t kFlashThreads = 128;      // attention_flash.comp: local_size_x
+inline constexpr std::uint32_t kFlashRows = 32;          // attention_flash.comp: BR
+inline constexpr std::uint32_t kFlashMaxHeadDim = 256;   // attention_flash.comp: OUT_COLS <= 4
+inline constexpr std::uint32_t kCoopAttentionRows = 64;  // attention_coop.comp: BR, 4 subgroups of 16 ...
+inline constexpr std::uint32_t kCoopAttentionKeys = 32;  // ... and BC
+inline constexpr std::uint32_t kDecodeKeys = 32;         // attention_decode.comp: LANES, keys per tile ...
+inline constexpr std::uint32_t kDecodeMaxPack = 16;      // ... and MAX_PACK, heads per K/V head at most
+inline constexpr int kFlashMinRowsPerSequence = 16;      // fewer rows per sequence: split the keys
+inline constexpr std::uint32_t kSplitMinKeys = 32;       // positions per split at least ...
+inline constexpr std::uint32_t kMaxSplits = 64;          // ... and splits at most (attention_combine.comp: MAX_SPLITS)
+inline constexpr int kMaxActiveExperts = 64;             // moe_route.comp: MAX_K
+inline constexpr int kMaxExpertGroups = 64;              // moe_route.comp: MAX_GROUPS
+inline constexpr int kMaxPlanExperts = 256;              // moe_plan.comp: MAX_EXPERTS (more: the products run per pair)
+inline constexpr std::uint64_t kExpertTile = 64;         // moe_plan.comp: TILE, matmul_tiled.comp: BM and BN
+
+// The widest heads the cooperative-matrix and the decode attention take (the decode kernel: HD4 <=
+// LANES); flash's tiles meet the device's shared memory before kFlashMaxHeadDim (kernel_choice.cpp).
 inline constexpr std::uint32_t kCoopAttentionMaxHeadDim = 128;  // attention_coop.comp
-inline constexpr std::uint32_t kDecodeMaxHeadDim = 128;         // attention_decode.comp: HD4 <= LANES
-inline constexpr std::uint32_t kCoopAttentionRows = 64;         // attention_coop.comp: BR, 4 subgroups of 16 ...
-inline constexpr std::uint32_t kCoopAttentionKeys = 32;         // ... and BC
-inline constexpr std::uint32_t kDecodeKeys = 32;                // attention_decode.comp: LANES, keys per tile ...
-inline constexpr std::uint32_t kDecodeMaxPack = 16;             // ... and MAX_PACK, heads per K/V head at most
-inline constexpr int kFlashMinRowsPerSequence = 16;             // fewer rows per sequence: split the keys
-inline constexpr std::uint32_t kSplitMinKeys = 32;              // positions per split at least ...
-inline constexpr std::uint32_t kMaxSplits = 64;   // ... and splits at most (attention_combine.comp: MAX_SPLITS)
-inline constexpr int kMaxActiveExperts = 64;      // moe_route.comp: MAX_K
-inline constexpr int kMaxExpertGroups = 64;       // moe_route.comp: MAX_GROUPS
-inline constexpr int kMaxPlanExperts = 256;       // moe_plan.comp: MAX_EXPERTS (more: the products run per pair)
-inline constexpr std::uint64_t kExpertTile = 64;  // moe_plan.comp: TILE, matmul_tiled.comp: BM and BN
+inline constexpr std::uint32_t kDecodeMaxHeadDim = 128;         // attention_decode.comp
 
 }  // namespace tapdiff::gpu

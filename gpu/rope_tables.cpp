@@ -63,7 +63,7 @@ std::size_t RopeTables::table_for(Stream& stream, int l, bool query, std::span<c
   for (const Held& h : held) {
     model::RopeFrequencies f = frequencies(config_, l, h.plan.base, h.plan.first_pos + h.rows);
     if (query) f = model::query_frequencies(config_, l, std::move(f));
-    cache_.append(table, h.plan.first_pos, h.rows, {h.plan.head_dim, h.plan.lead_pairs}, f);
+    cache_.append(table, h.plan.first_pos, h.rows, h.plan.row, f);
   }
   stream.upload(table.data(), table.size() * sizeof(float), tables_[at]);
   stream.on_complete([this, at, held = std::move(held)]() mutable { held_[at] = std::move(held); });

@@ -2,10 +2,11 @@
 // The RoPE tables of a pass on the device, [rows, head_dim / 2] of (cos, sin) each (of the
 // layer's head_dim: Gemma 4's full layers have wider heads than its sliding ones): one per
 // distinct plan among the layers (rope_table_plan: the model's; the sliding layers' own where
-// they have one; a layer's that --inject moves; each of them for q too where q has a temperature),
-// latent attention's q and shared key part; each layer pointing at its own. A table the device holds from an earlier
-// pass of the same positions is not uploaded again (the bench's repeated 8B prefill would otherwise upload 1 MB before
-// each first dispatch).
+// they have one; a layer's that --inject moves; each of them for q too where q has a temperature,
+// and where latent attention turns q's heads and the keys' shared part apart), each layer
+// pointing at its own. A table the device holds from an earlier pass of the same positions is not
+// uploaded again (the bench's repeated 8B prefill would otherwise upload 1 MB before each first
+// dispatch).
 #include <cstddef>
 #include <span>
 #include <vector>

@@ -172,10 +172,12 @@ struct ModelConfig {
 // blocks: the embedding's -1, the final norm's n_layers).
 AttentionShape attention_shape(const ModelConfig& config, int layer);
 int head_dim(const ModelConfig& config, int layer);
-int value_head_dim(const ModelConfig& config, int layer);  // a head's value channels (latent attention: v_head_dim)
-int q_dim(const ModelConfig& config, int layer);           // n_heads * the layer's head_dim
-int kv_dim(const ModelConfig& config, int layer);          // a key's channels in the layer's cache
-int attn_dim(const ModelConfig& config, int layer);        // attn's output in the layer: every head's values
+// A head's value channels: head_dim, latent attention's v_head_dim.
+int value_head_dim(const ModelConfig& config, int layer);
+
+int q_dim(const ModelConfig& config, int layer);     // n_heads * the layer's head_dim
+int kv_dim(const ModelConfig& config, int layer);    // a key's channels in the layer's cache
+int attn_dim(const ModelConfig& config, int layer);  // attn's output in the layer: every head's values
 // A layer's dense FFN width: ffn_dims' entry, or ffn_dim.
 int ffn_dim(const ModelConfig& config, int layer);
 

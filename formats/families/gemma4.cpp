@@ -306,7 +306,7 @@ const FamilySpec& gemma4_family() {
                         "expert_used_count", "expert_feed_forward_length"},
                .read = read_gguf,
                .layer_arrays = true},
-      .llama_cpp = {.gemma = true, .names_mapped = true, .gemma4_names = true},
+      .llama_cpp = {.gemma = true, .names_mapped = true, .qk_named_before_rope = true, .attn_out_after_residual = true},
   };
   return spec;
 }
