@@ -342,7 +342,7 @@ def test_mlx_lm_ernie_moe_chooses_experts_without_the_selection_bias(tmp_path):
 def test_a_model_of_another_layout_is_refused(tmp_path):
     class Other:
         class args:
-            model_type = "deepseek_v3"
+            model_type = "rwkv7"
     with pytest.raises(ValueError, match="MlxRecorder reads mlx-lm's modules of llama, mistral, qwen2, qwen3, "
-                                         "helium, .*: found model_type 'deepseek_v3'"):
+                                         "helium, .*: found model_type 'rwkv7'"):
         MlxRecorder(Other(), tmp_path / "x.h5", tmp_path)
