@@ -349,8 +349,25 @@ void DumpReader::check_rows() {
   const auto flag = std::find_if(decode_.begin(), decode_.end(), [](std::uint8_t d) { return d > 1; });
   if (flag != decode_.end())
     problem(fmt::format("{}: /rows/decode: expected 0 or 1, found {} at row {}", path_, *flag, flag - decode_.begin()));
-  // Expert ids are compared as the engine wrote them: say where they name no expert.
+  // Expert ids and kept positions are compared as the engine wrote them: say where they name no
+  // expert, no position of their row (or -1: none).
   for (const model::TensorId& id : tensors_) {
+    if (id.op == model::Op::idx_ids) {
+      const model::HostTensor kept = read(id, 0, rows_).to(model::Scalar::f64);
+      for (std::int64_t r = 0; r < kept.rows(); ++r) {
+        const auto position = positions_[static_cast<std::size_t>(r)];
+        const std::span<const double> row =
+            kept.f64().subspan(static_cast<std::size_t>(r * kept.cols()), static_cast<std::size_t>(kept.cols()));
+        const auto bad = std::find_if(row.begin(), row.end(), [&](double x) {
+          return x != -1 && !(x >= 0 && x <= position && x == std::floor(x));
+        });
+        if (bad == row.end()) continue;
+        problem(fmt::format("{}: {}: expected kept positions in [0, {}] (or -1: none), found {} at row {}", path_,
+                            model::to_string(id), position, *bad, r));
+        break;
+      }
+      continue;
+    }
     if (id.op != model::Op::moe_ids) continue;
     const model::HostTensor ids = read(id, 0, rows_).to(model::Scalar::f64);
     const std::span<const double> v = ids.f64();

@@ -215,7 +215,7 @@ ImportedDump::ImportedDump(const std::filesystem::path& path, const ImportOption
   for (const std::size_t i : order) tensors.push_back(tensors_[i]), segments.push_back(std::move(segments_[i]));
   tensors_ = std::move(tensors), segments_ = std::move(segments);
   for (const model::TensorId& id : tensors_)
-    if (id.op == model::Op::moe_ids) check_expert_order(id);
+    if (model::is_choice(id.op)) check_choice_order(id);
   if (positions_assumed_)
     notes_.push_back(fmt::format("{}: no positions array ({}): rows taken as positions 0, 1, ... in order",
                                  path.string(), fmt::join(options_.map.positions, ", ")));
@@ -359,7 +359,7 @@ std::string ImportedDump::add_array(const ArrayFile& file, const NamedArray& arr
   }
   const std::string where = fmt::format("{}: '{}'", file.path().string(), model::printable(array.name));
   const bool ids_only =
-      std::all_of(r->ids.begin(), r->ids.end(), [](const model::TensorId& id) { return id.op == model::Op::moe_ids; });
+      std::all_of(r->ids.begin(), r->ids.end(), [](const model::TensorId& id) { return model::is_choice(id.op); });
   if (!is_float(array.type) && !(ids_only && is_integer(array.type)))
     throw FormatError(fmt::format("{}: expected floats (f16, bf16, f32, f64){}, found {}", where,
                                   ids_only ? " or integers (i32, i64)" : "", array.type_name));
@@ -457,20 +457,24 @@ std::string ImportedDump::storage_dtype(const model::TensorId& id) const {
   return coarsest_type(std::span(segments_).subspan(static_cast<std::size_t>(at - tensors_.begin()), 1));
 }
 
-// moe_ids compares exactly and by place: an engine's top-k in its own order (by weight, say) would
-// read as other experts chosen. Each row must be ascending (docs/import.md).
-void ImportedDump::check_expert_order(const model::TensorId& id) const {
+// moe_ids and idx_ids compare exactly and by place: an engine's top-k in its own order (by weight,
+// say) would read as other experts chosen. Each row must be ascending, an idx_ids row before the
+// -1s that end it where it keeps fewer positions (docs/import.md).
+void ImportedDump::check_choice_order(const model::TensorId& id) const {
   const model::HostTensor ids = read(id, 0, rows()).to(model::Scalar::f64);
   const std::span<const double> values = ids.f64();
   const auto k = static_cast<std::size_t>(ids.cols());
+  const bool experts = id.op == model::Op::moe_ids;
   for (std::size_t r = 0; r < static_cast<std::size_t>(ids.rows()); ++r) {
     const std::span<const double> row = values.subspan(r * k, k);
-    if (std::adjacent_find(row.begin(), row.end(), std::greater_equal<>()) != row.end())
-      throw FormatError(
-          fmt::format("{}: {} at row {} (position {}) holds experts [{}]: expected ids ascending "
-                      "(sort the engine's top-k by expert id before saving it, and its moe_weights "
-                      "with it)",
-                      path_.string(), model::to_string(id), r, positions_[r], fmt::join(row, ", ")));
+    const auto end = experts ? row.end() : std::find(row.begin(), row.end(), -1.0);
+    const bool padded = std::all_of(end, row.end(), [](double v) { return v == -1.0; });
+    if (padded && std::adjacent_find(row.begin(), end, std::greater_equal<>()) == end) continue;
+    throw FormatError(fmt::format(
+        "{}: {} at row {} (position {}) holds {} [{}]: expected {} (sort the engine's top-k by {} before saving it{})",
+        path_.string(), model::to_string(id), r, positions_[r], experts ? "experts" : "positions", fmt::join(row, ", "),
+        experts ? "ids ascending" : "positions ascending, then -1 where fewer are kept",
+        experts ? "expert id" : "position", experts ? ", and its moe_weights with it" : ""));
   }
 }
 

@@ -85,8 +85,9 @@ class ImportedDump {
   // and the width split into trailing dimensions allowed).
   std::int64_t row_width(const ArrayFile& file, const NamedArray& array, std::int64_t rows, std::int64_t width,
                          std::string_view hint = "") const;
-  // FormatError naming the file, the row and its ids when a row of moe_ids is not ascending.
-  void check_expert_order(const model::TensorId& id) const;
+  // FormatError naming the file, the row and its ids when a row of moe_ids is not ascending (of
+  // idx_ids: ascending before the -1s it may end with).
+  void check_choice_order(const model::TensorId& id) const;
 
   std::filesystem::path path_;
   ImportOptions options_;

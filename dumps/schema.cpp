@@ -225,6 +225,17 @@ model::ModelConfig config_from_json(const nlohmann::json& config, const std::str
                .biases = a.at("biases").get<bool>(),
                .norm_eps = a.at("norm_eps").get<double>()};
   }
+  if (config.contains("indexer")) {
+    const nlohmann::json& x = config.at("indexer");
+    const auto size = [&](const char* key) {
+      const nlohmann::json* v = x.is_object() && x.contains(key) ? &x.at(key) : nullptr;
+      if (v == nullptr || !v->is_number_integer() || v->get<std::int64_t>() < 1 || v->get<std::int64_t>() > INT32_MAX)
+        throw FormatError(fmt::format("{}: model_config.indexer.{}: expected an integer >= 1, found {}", source, key,
+                                      v != nullptr ? model::json_excerpt(*v) : "none"));
+      return v->get<int>();
+    };
+    out.indexer = {.heads = size("heads"), .head_dim = size("head_dim"), .top_k = size("top_k")};
+  }
   if (config.contains("rotary_dim")) {
     const int rotary = field("rotary_dim", 0);
     out.rotary_dim = rotary == out.head_dim ? 0 : rotary;

@@ -111,6 +111,22 @@ void read_dense_layers_first(KeyReader& k, ModelConfig& c, int fallback) {
   dense_layers_first(c, k.integer("first_k_dense_replace", fallback));
 }
 
+std::vector<bool> read_mlp_layer_types(KeyReader& k, int n_layers, int dense_lead) {
+  std::vector<bool> moe(static_cast<std::size_t>(n_layers));
+  const nlohmann::json* types = per_layer_array(k, "mlp_layer_types", n_layers, "MLP layer types");
+  for (int l = 0; l < n_layers; ++l) {
+    const auto i = static_cast<std::size_t>(l);
+    if (types == nullptr) {
+      moe[i] = l >= dense_lead;
+      continue;
+    }
+    const nlohmann::json& t = (*types)[i];
+    if (t != "dense" && t != "sparse") k.unsupported("mlp_layer_types", t, "dense and sparse");
+    moe[i] = t == "sparse";
+  }
+  return moe;
+}
+
 void read_experts(KeyReader& k, ModelConfig& c, const std::string& count_key, const std::string& alias, int ffn_dim,
                   bool normalize) {
   Experts& e = c.experts;

@@ -157,6 +157,9 @@ void set_moe_layers(model::ModelConfig& c, std::vector<bool> moe);
 void dense_layers_first(model::ModelConfig& c, int dense);
 // first_k_dense_replace (absent: fallback), as dense_layers_first takes it.
 void read_dense_layers_first(KeyReader& k, model::ModelConfig& c, int fallback);
+// Which layers are mixtures: mlp_layer_types ("dense" or "sparse" per layer; another type refused
+// by name), or where the config has none, those from dense_lead on.
+std::vector<bool> read_mlp_layer_types(KeyReader& k, int n_layers, int dense_lead);
 
 void read_experts(KeyReader& k, model::ModelConfig& c, const std::string& count_key, const std::string& alias,
                   int ffn_dim, bool normalize);

@@ -246,7 +246,12 @@ std::vector<WeightPart> hf_weights(std::string_view name, const ModelConfig& c) 
       {"self_attn.q_b_proj.weight", WeightKind::wq},
       {"self_attn.kv_a_proj_with_mqa.weight", WeightKind::wkv_a},
       {"self_attn.kv_a_proj_with_mqa.bias", WeightKind::bkv_a},
-      {"self_attn.kv_a_layernorm.weight", WeightKind::kv_a_norm}};
+      {"self_attn.kv_a_layernorm.weight", WeightKind::kv_a_norm},
+      {"self_attn.indexer.wq_b.weight", WeightKind::idx_wq},  // DeepSeek-V3.2's sparse attention
+      {"self_attn.indexer.wk.weight", WeightKind::idx_wk},
+      {"self_attn.indexer.k_norm.weight", WeightKind::idx_k_norm},
+      {"self_attn.indexer.k_norm.bias", WeightKind::idx_k_norm_b},
+      {"self_attn.indexer.weights_proj.weight", WeightKind::idx_w_proj}};
   for (const auto& [n, kind] : kGlobal)
     if (name == n) return {{kind, -1}};
   const auto in_layer = llama_layer_name(name);

@@ -218,6 +218,15 @@ const std::array<FaultInfo, kFaultCount> kCatalogue = {{
      {Op::attn},
      OpClass::attention,
      model::DiagnosisCode::position_zero_exact},
+    {Fault::indexer_relu_dropped,
+     "indexer-relu-dropped",
+     "DeepSeek-V3.2's indexer sums each head's weighted q.k without its ReLU: negative scores count, and it keeps "
+     "other positions",
+     "a port of DeepSeek Sparse Attention's indexer whose fused scoring kernel leaves out the ReLU between the "
+     "heads' dot products and their weighted sum",
+     {Op::idx_scores, Op::idx_ids},
+     OpClass::routing,
+     std::nullopt},
 }};
 
 // The faults planted through a shader's specialization constant, and its bit.
@@ -239,6 +248,7 @@ constexpr std::pair<Fault, std::uint32_t> kShaderBits[] = {
     {Fault::gqa_head_map, kFaultAttentionHeadModulo},
     {Fault::softmax_no_max, kFaultAttentionNoMax},
     {Fault::batch_seq_leak, kFaultAttentionBatchLeak},
+    {Fault::indexer_relu_dropped, kFaultIndexerReluDropped},
 };
 
 std::string valid_names() {

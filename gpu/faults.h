@@ -50,8 +50,9 @@ enum class Fault : std::uint8_t {
   chunk_boundary,
   mla_rope_channels,
   mscale_missing,
+  indexer_relu_dropped,
 };
-inline constexpr int kFaultCount = 27;
+inline constexpr int kFaultCount = 28;
 
 struct FaultInfo {
   Fault fault;

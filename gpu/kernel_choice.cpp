@@ -367,10 +367,11 @@ KernelChoice::AttentionPlan KernelChoice::attention_without_faults(const Attenti
   };
   // The cooperative-matrix kernels take the passes flash would run in one piece; short chunks keep
   // flash's split-KV; decode steps take attention_decode.comp unless attention is forced to
-  // two-pass or decode-attention to flash-split. llama.cpp's precision runs two-pass only.
+  // two-pass or decode-attention to flash-split. llama.cpp's precision runs two-pass only, as
+  // does a sparse attention (its rows' kept positions).
   // attention-coop2 has no soft-cap and no chunks: attention-coop takes a soft-capped model's
   // passes, and a chunked layer's, instead. Neither has sinks: flash takes the passes of a model with them.
-  if (llama_cpp_) return {};
+  if (llama_cpp_ || a.kept > 0) return {};
   const bool coop2_wanted = overrides_.attention == Override::coop2 ||
                             (overrides_.attention == Override::automatic && attention_coop2_missing_.empty());
   const bool coop2 = coop2_wanted && a.softcap == 0 && !a.sinks && a.chunk == 0;

@@ -74,6 +74,7 @@ struct AttentionShape {
   // q times the scale, then rounded to f16, the scores not scaled again
   bool scale_q_first = false;
   int chunk = 0;  // > 0: a row sees its own chunk of this many positions only (Llama 4's chunked layers)
+  int kept = 0;   // > 0: a row sees only the positions its indexer kept, this many at most (attention-two-pass)
 };
 
 // A layer's heads as the attention kernels see them: channels per head, query heads per K/V head.

@@ -43,6 +43,7 @@ inline constexpr std::uint32_t kMaxSplits = 64;          // ... and splits at mo
 inline constexpr int kMaxActiveExperts = 64;             // moe_route.comp: MAX_K
 inline constexpr int kMaxExpertGroups = 64;              // moe_route.comp: MAX_GROUPS
 inline constexpr int kMaxPlanExperts = 256;              // moe_plan.comp: MAX_EXPERTS (more: the products run per pair)
+inline constexpr int kMaxKeptPositions = 2048;           // index_topk.comp: MAX_KEPT
 inline constexpr std::uint64_t kExpertTile = 64;         // moe_plan.comp: TILE, matmul_tiled.comp: BM and BN
 
 // The widest heads the cooperative-matrix and the decode attention take (the decode kernel: HD4 <=

@@ -1,6 +1,7 @@
 #include "gpu/kernels.h"
 
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <cstring>
 #include <span>
@@ -191,11 +192,13 @@ Kernel Kernels::rope(Stream& s, const Region& x, const Region& table, const Regi
 }
 
 Kernel Kernels::attention(Stream& s, const AttentionShape& a, float scale, const Region& q, const Region& k,
-                          const Region& v, const Region& row_table, const Region* sinks, const Region& scratch,
-                          const Region& out, std::uint32_t faults) {
+                          const Region& v, const Region& row_table, const Region* sinks, const Region* kept,
+                          const Region& scratch, const Region& out, std::uint32_t faults) {
   TAPDIFF_ASSERT(a.head_dim <= choice_.max_head_dim(), "head_dim {} in the attention kernel", a.head_dim);
   TAPDIFF_ASSERT((sinks != nullptr) == a.sinks, "attention sinks {} for a shape {} them", sinks != nullptr,
                  a.sinks ? "with" : "without");
+  TAPDIFF_ASSERT((kept != nullptr) == (a.kept > 0), "kept positions {} for a shape of {} kept", kept != nullptr,
+                 a.kept);
   const AttentionPlan plan = choice_.attention(a, faults);
   AttentionPush push{u32(a.rows),
                      u32(a.heads),
@@ -210,7 +213,8 @@ Kernel Kernels::attention(Stream& s, const AttentionShape& a, float scale, const
                      a.softcap,
                      1.0f,
                      sinks != nullptr ? 1u : 0u,
-                     u32(a.chunk)};
+                     u32(a.chunk),
+                     u32(a.kept)};
   const Region& sink_values = sinks != nullptr ? *sinks : q;  // bound, and unread, where there are none
   if (a.scale_q_first) {
     TAPDIFF_ASSERT(choice_.llama_cpp(), "q scaled first outside llama.cpp's precision");
@@ -257,11 +261,35 @@ Kernel Kernels::attention(Stream& s, const AttentionShape& a, float scale, const
     }
     case Kind::two_pass:
       dispatch(s, choice_.llama_cpp() ? Shader::attention_llama_cpp : Shader::attention, 0,
-               {q, k, v, row_table, sink_values, out}, &push, sizeof push,
+               {q, k, v, row_table, sink_values, kept != nullptr ? *kept : q, out}, &push, sizeof push,
                fold(static_cast<std::uint64_t>(a.rows) * push.heads), faults);
       break;
   }
   return choice_.attention_kernel(plan.kind, a.head_dim);
+}
+
+Kernel Kernels::index_topk(Stream& s, const Region& q, const Region& keys, const Region& w, const Region& row_table,
+                           const Region& scratch, const Region& out, int rows, int positions,
+                           const model::SparseIndexer& indexer, bool scores, std::uint32_t faults) {
+  if (indexer.top_k > kMaxKeptPositions)
+    throw UsageError(fmt::format("an indexer keeping {} positions: the Vulkan indexer kernel keeps at most {}",
+                                 indexer.top_k, kMaxKeptPositions));
+  TAPDIFF_ASSERT(scratch.size >= index_scratch_bytes(rows, positions), "indexer scratch of {} bytes", scratch.size);
+  const IndexPush push{u32(rows),
+                       u32(indexer.heads),
+                       u32(indexer.head_dim),
+                       u32(indexer.top_k),
+                       u32(positions),
+                       static_cast<float>(1 / std::sqrt(static_cast<double>(indexer.heads))),
+                       static_cast<float>(1 / std::sqrt(static_cast<double>(indexer.head_dim)))};
+  dispatch(s, scores ? Shader::index_scores : Shader::index_topk, 0,
+           {q, keys, w, row_table, scratch.sub(0, index_scratch_bytes(rows, positions)), out}, &push, sizeof push,
+           fold(static_cast<std::uint64_t>(rows)), faults);
+  return named("index-topk");
+}
+
+std::uint64_t Kernels::index_scratch_bytes(int rows, int positions) {
+  return static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(positions) * sizeof(float);
 }
 
 std::uint64_t Kernels::attention_scratch_bytes(const AttentionShape& a) const {

@@ -64,6 +64,10 @@
 //   logits      + scale_softcap                    after the product, where the model scales or
 //                                                  soft-caps its logits (Granite, Gemma 2)
 //   routing     moe-route                          moe_ids and moe_weights: an invocation per row
+//               index-topk                         idx_scores and idx_ids (DeepSeek-V3.2's indexer): a
+//                                                  workgroup per row scores its positions, finds the
+//                                                  k-th best bit by bit and keeps them in one ordered
+//                                                  pass; the attention over them is attention-two-pass
 //   experts     matmul-experts-tiled-64x64/DTYPE   moe_out, rows > 1: the (token, chosen expert) pairs
 //                                                  grouped by expert (moe_plan.comp), each tile of up
 //                                                  to 64 pairs of one expert through matmul_tiled.comp
@@ -125,6 +129,7 @@ inline constexpr std::uint32_t kFaultGroupLimitIgnored = 2;        // moe_topk: 
 inline constexpr std::uint32_t kFaultAttentionSinksDropped = 16;   // attention, its combine: no sink term
 inline constexpr std::uint32_t kFaultAttentionChunkBoundary = 32;  // attention: a chunk sees the key before it too
 inline constexpr std::uint32_t kFaultSwigluUnclamped = 4;          // gated_act (moe_out): the clamped SwiGLU unclamped
+inline constexpr std::uint32_t kFaultIndexerReluDropped = 1;       // index_topk: each head's q.k without the ReLU
 
 class Kernels {
  public:
@@ -167,11 +172,20 @@ class Kernels {
               int rotary_dim, int rotary_first, model::RopeStyle style);
   // q [rows, heads * hd], k/v cache [cache rows, kv_heads * hd], row table [rows] of uint32 x 4
   // (cache row of the sequence's position 0, position, first position of the row's chunk, 0),
-  // sinks [heads] (f32) where shape.sinks, else null -> out [rows, heads * hd]; scratch: at least
+  // sinks [heads] (f32) where shape.sinks, else null, kept [rows, shape.kept] (the positions each
+  // row sees) where shape.kept > 0, else null -> out [rows, heads * hd]; scratch: at least
   // attention_scratch_bytes(shape) bytes.
   Kernel attention(Stream& s, const AttentionShape& shape, float scale, const Region& q, const Region& k,
-                   const Region& v, const Region& row_table, const Region* sinks, const Region& scratch,
-                   const Region& out, std::uint32_t faults);
+                   const Region& v, const Region& row_table, const Region* sinks, const Region* kept,
+                   const Region& scratch, const Region& out, std::uint32_t faults);
+  // DeepSeek-V3.2's indexer (shaders/index_topk.comp): q [rows, heads * head_dim] (idx_rope_q), its
+  // key cache [cache rows, head_dim], w [rows, heads] (idx_weights), the attention's row table ->
+  // out: the kept positions [rows, top_k] (idx_ids), or with `scores` their scores descending and
+  // the best one not kept [rows, top_k + 1] (idx_scores); scratch: index_scratch_bytes.
+  Kernel index_topk(Stream& s, const Region& q, const Region& keys, const Region& w, const Region& row_table,
+                    const Region& scratch, const Region& out, int rows, int positions,
+                    const model::SparseIndexer& indexer, bool scores, std::uint32_t faults);
+  static std::uint64_t index_scratch_bytes(int rows, int positions);
   // The scratch memory attention() needs for a pass of this shape (0 for most).
   std::uint64_t attention_scratch_bytes(const AttentionShape& shape) const;
   // dst = src (a multiple of 4 bytes) as a compute dispatch (between dispatches, cheaper than a

@@ -12,7 +12,8 @@ RopeTables::RopeTables(const model::ModelConfig& config, const FaultSet& faults,
       faults_(faults),
       llama_cpp_(llama_cpp),
       key_table_(static_cast<std::size_t>(config.n_layers)),
-      query_table_(key_table_.size()) {
+      query_table_(key_table_.size()),
+      index_table_(key_table_.size()) {
   // At most one table per layer that a fault moves, plus the model's (two where the sliding layers
   // have their own RoPE, twice that where some layers do not rotate, times the layers' head widths);
   // each twice where q has its own (a temperature, or latent attention's q and shared key part).
@@ -22,12 +23,12 @@ RopeTables::RopeTables(const model::ModelConfig& config, const FaultSet& faults,
   std::vector<int> head_dims;
   for (int l = 0; l < config_.n_layers; ++l) {
     head_dims.push_back(model::head_dim(config_, l));
-    widest_ = std::max(widest_, head_dims.back());
+    widest_ = std::max({widest_, head_dims.back(), config_.indexer.head_dim});
   }
   std::sort(head_dims.begin(), head_dims.end());
   tables *= static_cast<std::size_t>(std::unique(head_dims.begin(), head_dims.end()) - head_dims.begin());
   for (int l = 0; l < config_.n_layers; ++l) tables += moves_rope_table(faults_, l) ? 1 : 0;
-  tables_.resize(own_query_tables() ? 2 * tables : tables);
+  tables_.resize((own_query_tables() ? 2 : 1) * tables + (config_.sparse() ? tables : 0));
 }
 
 void RopeTables::allocate(Arena& arena, int capacity) {
@@ -41,15 +42,20 @@ void RopeTables::upload(Stream& stream, std::span<const model::ChunkInfo> parts)
   std::vector<std::vector<RopeTablePlan>> plans;
   for (int l = 0; l < config_.n_layers; ++l) {
     const auto layer = static_cast<std::size_t>(l);
-    key_table_[layer] = table_for(stream, l, false, parts, plans);
-    query_table_[layer] = own_query_tables() ? table_for(stream, l, true, parts, plans) : key_table_[layer];
+    key_table_[layer] = table_for(stream, l, TableOf::keys, parts, plans);
+    query_table_[layer] = own_query_tables() ? table_for(stream, l, TableOf::queries, parts, plans) : key_table_[layer];
+    if (config_.sparse()) index_table_[layer] = table_for(stream, l, TableOf::index, parts, plans);
   }
 }
 
-std::size_t RopeTables::table_for(Stream& stream, int l, bool query, std::span<const model::ChunkInfo> parts,
+std::size_t RopeTables::table_for(Stream& stream, int l, TableOf of, std::span<const model::ChunkInfo> parts,
                                   std::vector<std::vector<RopeTablePlan>>& plans) {
+  const bool query = of == TableOf::queries;
   std::vector<RopeTablePlan> plan;
-  for (const model::ChunkInfo& part : parts) plan.push_back(rope_table_plan(faults_, config_, l, part, query));
+  for (const model::ChunkInfo& part : parts) {
+    plan.push_back(rope_table_plan(faults_, config_, l, part, query));
+    if (of == TableOf::index) plan.back().row = {config_.indexer.head_dim, 0};  // its leading pairs turn
+  }
   const auto at = static_cast<std::size_t>(std::find(plans.begin(), plans.end(), plan) - plans.begin());
   if (at < plans.size()) return at;
   TAPDIFF_ASSERT(at < tables_.size(), "RoPE table {} of {}", at, tables_.size());

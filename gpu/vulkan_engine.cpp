@@ -152,6 +152,8 @@ class Engine final : public VulkanEngine {
   int widest_product_input() const;
   KernelId attend(const model::Step& step, const Region& out);
   void write_latent_cache(const model::Step& step);
+  KernelId index_topk(const model::Step& step, const Region& out, std::uint32_t faults);
+  void require_exact_positions(int positions) const;
   KernelId latent_part(const model::Step& step, const Region& out, std::uint32_t faults);
   AttentionShape layer_attention(int layer) const;  // the pass's attention in a layer
   KernelId residual(const model::Step& step, const Region& out);
@@ -189,6 +191,7 @@ class Engine final : public VulkanEngine {
   std::unique_ptr<DeviceWeights> weights_;
   std::unique_ptr<Kernels> kernels_;
   std::unique_ptr<KvCache> kv_;
+  std::unique_ptr<KvCache> index_keys_;            // a sparse attention's indexer's keys (idx_rope_k), in its K half
   std::unique_ptr<Arena> activations_;             // slots, tokens and the RoPE tables, sized for capacity_ rows
   std::unique_ptr<Arena> scratch_;                 // attention_scratch_: grown when a pass needs more
   Region attention_scratch_;                       // split-KV attention's partial results (Kernels::attention)
@@ -277,6 +280,10 @@ Engine::Engine(const model::Model& m, const VulkanEngineOptions& options)
   weights_ = std::make_unique<DeviceWeights>(*device_, *stream_, m, activation_type_);
   kv_ = std::make_unique<KvCache>(*device_, cache_widths(config_), gpu::activation_bytes(activation_type_),
                                   options.max_context);
+  if (config_.sparse())
+    index_keys_ = std::make_unique<KvCache>(
+        *device_, std::vector<int>(static_cast<std::size_t>(config_.n_layers), config_.indexer.head_dim),
+        gpu::activation_bytes(activation_type_), options.max_context);
   activations_ = std::make_unique<Arena>(*device_, "activations", MemoryKind::device_local, kActivationBlock);
   scratch_ = std::make_unique<Arena>(*device_, "attention scratch", MemoryKind::device_local, kActivationBlock);
   if (options.llama_cpp) llama_cpp_ = std::make_unique<LlamaCppSteps>(*device_, *stream_, *kernels_, config_.block);
@@ -315,7 +322,8 @@ KernelId Engine::embed(const Region& out) {
 Kernel Engine::norm(const Region& x, const model::Step& step, const Region& out, int rows, std::uint32_t faults) {
   const DeviceWeight& w = norm_weight(step.op, step.layer);
   const auto eps = static_cast<float>(model::norm_eps(config_, step.op));
-  if (config_.block.norm == model::NormKind::rms) return kernels_->rms_norm(*stream_, x, w, eps, out, rows, faults);
+  if (model::norm_kind(config_, step.op) == model::NormKind::rms)
+    return kernels_->rms_norm(*stream_, x, w, eps, out, rows, faults);
   const std::optional<WeightKind> kind = model::norm_weights(step.op)->bias;
   const DeviceWeight* bias = kind ? weights_->find(*kind, model::is_per_layer(*kind) ? step.layer : -1) : nullptr;
   return kernels_->layer_norm(*stream_, x, w, bias, eps, out, rows, faults);
@@ -375,8 +383,12 @@ std::vector<KernelId> Engine::planned(Op op) const {
     case Op::rope_k:
       if (config_.latent()) return {KernelId({columns, choice.named("rope-table")})};
       break;
-    case Op::attn: {  // latent attention's output narrowed after it (attend)
-      std::vector<KernelId> ids = choice.planned(model::OpClass::attention, model::DType::f32);
+    case Op::idx_k_norm: return {KernelId(choice.named("layer_norm-tree"))};
+    case Op::idx_scores:
+    case Op::idx_ids: return {KernelId(choice.named("index-topk"))};
+    case Op::attn: {  // latent attention's output narrowed after it (attend); a sparse one's: two-pass only
+      std::vector<KernelId> ids = config_.sparse() ? std::vector<KernelId>{KernelId(choice.named("attention-two-pass"))}
+                                                   : choice.planned(model::OpClass::attention, model::DType::f32);
       if (config_.latent())
         for (KernelId& id : ids) id.kernels.push_back(columns);
       return ids;
@@ -497,6 +509,10 @@ void Engine::begin_batch(int index, std::span<const BatchPart> parts) {
   const auto rows = static_cast<int>(tokens.size());
   reserve_rows(rows);
   kv_->reserve(*stream_, static_cast<int>(n_past_.size()), longest);
+  if (index_keys_) {
+    require_exact_positions(longest);
+    index_keys_->reserve(*stream_, static_cast<int>(n_past_.size()), longest);
+  }
   parts_ = std::move(planned);
   chunk_ = {index, parts_.front().first_pos, rows, decode};
   attention_ = {rows,
@@ -510,7 +526,8 @@ void Engine::begin_batch(int index, std::span<const BatchPart> parts) {
                 config_.block.attention_sinks,
                 false,
                 0};
-  std::uint64_t bytes = 0;
+  // the attention's partials, or the indexer's scores of every row's positions
+  std::uint64_t bytes = index_keys_ ? Kernels::index_scratch_bytes(rows, longest) : 0;
   for (int l = 0; l < config_.n_layers; ++l)
     bytes = std::max(bytes, kernels_->attention_scratch_bytes(layer_attention(l)));
   if (bytes > attention_scratch_.size) {
@@ -707,6 +724,18 @@ KernelId Engine::run(const model::Step& step, const Region& out) {
                             rope_first_channel(faults_, config_, step.layer, query), style);
     }
     case Op::attn: return attend(step, out);
+    case Op::idx_q_proj:
+    case Op::idx_k_proj:
+    case Op::idx_weights: return product(in(0), step.op, step.layer, bias(step.op, step.layer), out, faults);
+    case Op::idx_k_norm: return norm(in(0), step, out, rows, faults);
+    case Op::idx_rope_q:
+    case Op::idx_rope_k: {  // rotate-half on each head's leading RoPE channels, at the layer's key angles
+      const int head_dim = config_.indexer.head_dim;
+      return kernels_->rope(*stream_, in(0), rope_->index(step.layer), out, rows, graph_.width(step.output()), head_dim,
+                            config_.mla.rope_dim, 0, model::RopeStyle::rotate_half);
+    }
+    case Op::idx_scores:
+    case Op::idx_ids: return index_topk(step, out, faults);
     case Op::attn_residual:
     case Op::ffn_residual:
     case Op::ple_residual: return residual(step, out);
@@ -878,6 +907,7 @@ AttentionShape Engine::layer_attention(int layer) const {
   shape.window = span.window;
   shape.chunk = span.chunk;
   shape.scale_q_first = kernels_->choice().llama_cpp() && formats::llama_cpp_scales_q_first(config_);
+  shape.kept = config_.indexer.top_k;
   return shape;
 }
 
@@ -912,10 +942,11 @@ KernelId Engine::attend(const model::Step& step, const Region& out) {
   const Region o = latent ? wide_out_.sub(0, activation_bytes(rows, std::int64_t{heads} * width)) : out;
   const AttentionShape shape = layer_attention(layer);
   const DeviceWeight* sinks = weights_->find(WeightKind::attn_sinks, layer);
+  const Region kept = config_.sparse() ? input(step.inputs.back()) : Region{};
   KernelId id = kernels_->attention(*stream_, shape, attention_scale(layer), q, kv_->all(source, false),
                                     kv_->all(source, true), row_table_.sub(0, static_cast<std::uint64_t>(rows) * 16),
-                                    sinks != nullptr ? &sinks->region : nullptr, attention_scratch_, o,
-                                    shader_fault_bits(faults_, Op::attn, layer));
+                                    sinks != nullptr ? &sinks->region : nullptr, config_.sparse() ? &kept : nullptr,
+                                    attention_scratch_, o, shader_fault_bits(faults_, Op::attn, layer));
   if (latent)
     id.kernels.push_back(
         kernels_->head_columns(*stream_, o, o, resized_heads(rows, heads, width, config_.v_head_dim()), out));
@@ -929,6 +960,31 @@ KernelId Engine::attend(const model::Step& step, const Region& out) {
         stream_->upload(zeros.data(), zeros.size(), kv_->rows(layer, value, p.sequence, p.first_pos, p.rows));
     }
   return id;
+}
+
+// The indexer's choice (idx_scores or idx_ids, both reading idx_rope_q, idx_rope_k, idx_weights)
+// over its key cache, the pass's keys written into it first (by either op: the same rows).
+KernelId Engine::index_topk(const model::Step& step, const Region& out, std::uint32_t faults) {
+  const int layer = step.layer, width = config_.indexer.head_dim;
+  const Region keys = input(step.inputs[1]);
+  for (const Part& p : parts_)
+    kernels_->copy(*stream_, keys.sub(activation_bytes(p.row0, width), activation_bytes(p.rows, width)),
+                   index_keys_->rows(layer, false, p.sequence, p.first_pos, p.rows));
+  return kernels_->index_topk(*stream_, input(step.inputs[0]), index_keys_->all(layer, false), input(step.inputs[2]),
+                              row_table_.sub(0, static_cast<std::uint64_t>(chunk_.rows) * 16), attention_scratch_, out,
+                              chunk_.rows, attention_.keys, config_.indexer, step.op == Op::idx_scores, faults);
+}
+
+// The kept positions (idx_ids) are activations: exact integers up to 2^11 in f16, 2^8 in bf16.
+void Engine::require_exact_positions(int positions) const {
+  const int exact = activation_type_ == Activations::f16    ? 1 << 11
+                    : activation_type_ == Activations::bf16 ? 1 << 8
+                                                            : 1 << 24;
+  if (positions > exact)
+    throw UsageError(
+        fmt::format("a pass over {} positions: the Vulkan engine's {} activations hold DeepSeek-V3.2's "
+                    "kept positions (idx_ids) exactly up to {} only",
+                    positions, compute_dtype(), exact));
 }
 
 // Latent attention's cache rows of the pass: each head's key its no-RoPE channels (k_proj) then the
@@ -1013,6 +1069,9 @@ HostTensor Engine::read_kv(int layer, bool value) {
 
 void Engine::write_kv(int layer, bool value, const HostTensor& rows) {
   TAPDIFF_ASSERT(layer >= 0 && layer < config_.n_layers, "KV cache of layer {}", layer);
+  if (config_.sparse())
+    throw UsageError(
+        "write_kv: a sparse attention's indexer keeps a key cache of its own, which write_kv does not carry");
   const int source = model::kv_source(config_, layer), width = cache_width(config_, source);
   const auto [model_width, head] = model_cache_width(source, value);
   if (rows.cols() != model_width)

@@ -178,6 +178,17 @@ void ModelConfig::validate(const std::string& source) const {
   } else {
     require(mla == LatentAttention{}, "no latent attention's sizes without its kv rank", "some");
   }
+  if (sparse()) {
+    require(latent() && mla.q_rank > 0, "a sparse indexer beside latent attention with a q rank",
+            fmt::format("kv rank {}, q rank {}", mla.kv_rank, mla.q_rank));
+    require(indexer.head_dim >= mla.rope_dim && indexer.head_dim % 2 == 0 && indexer.top_k >= 1,
+            "an indexer of heads at least rope_dim wide (even) keeping at least one position",
+            fmt::format("heads of {}, rope_dim {}, top {}", indexer.head_dim, mla.rope_dim, indexer.top_k));
+    require(std::int64_t{indexer.heads} * indexer.head_dim <= std::numeric_limits<int>::max(),
+            "indexer heads * head_dim below 2^31", fmt::format("{} x {}", indexer.heads, indexer.head_dim));
+  } else {
+    require(indexer == SparseIndexer{}, "no indexer's sizes without its heads", "some");
+  }
   require(kv_sources.empty() || std::ssize(kv_sources) == n_layers, "a KV source for every layer, or none",
           kv_sources.size());
   for (int l = 0; l < std::ssize(kv_sources); ++l) {
@@ -231,8 +242,11 @@ int ffn_dim(const ModelConfig& c, int layer) {
 }
 
 double norm_eps(const ModelConfig& c, Op op) {
+  if (op == Op::idx_k_norm) return SparseIndexer::kNormEps;
   return op == Op::q_a_norm || op == Op::kv_a_norm ? c.mla.norm_eps : c.norm_eps;
 }
+
+NormKind norm_kind(const ModelConfig& c, Op op) { return op == Op::idx_k_norm ? NormKind::layer : c.block.norm; }
 
 bool slides(const ModelConfig& c, int layer) {
   return c.sliding_layers.empty() || c.sliding_layers.at(static_cast<std::size_t>(layer));
@@ -383,6 +397,8 @@ nlohmann::json to_json(const ModelConfig& c) {
     j["mla"] = {{"q_rank", c.mla.q_rank},     {"kv_rank", c.mla.kv_rank}, {"nope_dim", c.mla.nope_dim},
                 {"rope_dim", c.mla.rope_dim}, {"v_dim", c.mla.v_dim},     {"biases", c.mla.biases},
                 {"norm_eps", c.mla.norm_eps}};
+  if (c.sparse())
+    j["indexer"] = {{"heads", c.indexer.heads}, {"head_dim", c.indexer.head_dim}, {"top_k", c.indexer.top_k}};
   return j;
 }
 

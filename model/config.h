@@ -90,6 +90,22 @@ struct LatentAttention {
   friend bool operator==(const LatentAttention&, const LatentAttention&) = default;
 };
 
+// DeepSeek-V3.2's sparse attention (DSA) beside latent attention with a q rank: an indexer scores
+// every cached position for each query and the attention sees only the top_k best (all of them
+// while there are no more). Its query, heads of head_dim, comes from q_a_norm (idx_q_proj), its
+// key, one of head_dim, from attn_norm's output (idx_k_proj) through a LayerNorm with a bias (eps
+// 1e-6: idx_k_norm); both rotate-half turned on their leading rope_dim channels (idx_rope_q,
+// idx_rope_k) at the latent attention's frequencies; per-head weights from attn_norm's output
+// (idx_weights). Position p's score for query t: sum_h w[t,h] heads^-1/2 relu(q[t,h] . k[p]
+// head_dim^-1/2). The op sequence: model/ops.def's idx_q_proj ... idx_ids.
+struct SparseIndexer {
+  int heads = 0;  // index_n_heads; 0: no indexer
+  int head_dim = 0;
+  int top_k = 0;
+  static constexpr double kNormEps = 1e-6;
+  friend bool operator==(const SparseIndexer&, const SparseIndexer&) = default;
+};
+
 // The attention heads of one layer where they differ from the model's n_kv_heads and head_dim
 // (Gemma 4's full layers: num_global_key_value_heads of global_head_dim channels). Every layer has
 // n_heads query heads.
@@ -154,6 +170,7 @@ struct ModelConfig {
   Block block;               // what each layer computes (model/block.h)
   Experts experts;           // count > 0: the FFN of the MoE layers
   LatentAttention mla;       // kv_rank > 0: every layer's attention is latent (model/config.h LatentAttention)
+  SparseIndexer indexer;     // heads > 0: every layer's latent attention keeps the indexer's top_k positions
   LayerInputs layer_inputs;  // dim > 0: each layer ends with its per-layer input (Gemma 4)
   int bos_token = -1;        // -1 = none
   int eos_token = -1;
@@ -161,6 +178,7 @@ struct ModelConfig {
   int q_dim() const { return n_heads * head_dim; }
   int kv_dim() const { return n_kv_heads * head_dim; }  // a key's channels in the cache
   bool latent() const { return mla.kv_rank > 0; }
+  bool sparse() const { return indexer.heads > 0; }
   int v_head_dim() const { return latent() ? mla.v_dim : head_dim; }  // a head's value channels
   int attn_dim() const { return n_heads * v_head_dim(); }             // attn's output: every head's values
 
@@ -186,8 +204,11 @@ int ffn_dim(const ModelConfig& config, int layer);
 int kv_source(const ModelConfig& config, int layer);
 bool shares_kv(const ModelConfig& config, int layer);
 
-// The epsilon of a norm op: mla.norm_eps for latent attention's, norm_eps for the others.
+// The epsilon of a norm op: mla.norm_eps for latent attention's, the indexer's own for its key's,
+// norm_eps for the others.
 double norm_eps(const ModelConfig& config, Op op);
+// What a norm op computes: the block's norm, but the indexer's key's LayerNorm (idx_k_norm).
+NormKind norm_kind(const ModelConfig& config, Op op);
 // Whether a layer is one of the sliding ones (sliding_layers; empty: all of them).
 bool slides(const ModelConfig& config, int layer);
 // The keys a query at position pos sees in a layer: the cache rows [first(pos), pos].

@@ -48,7 +48,14 @@ Graph::Graph(const ModelConfig& config) : config_(config), n_layers_(config.n_la
     const TensorId kv_a = add(Op::kv_a_proj, layer, {x});
     const TensorId latent = add(Op::kv_a_norm, layer, {kv_a});
     const TensorId k = add(Op::k_proj, layer, {latent}), v = add(Op::v_proj, layer, {latent});
-    return add(Op::attn, layer, {q, k, v, add(Op::rope_k, layer, {kv_a})});
+    const TensorId k_rope = add(Op::rope_k, layer, {kv_a});
+    if (!config.sparse()) return add(Op::attn, layer, {q, k, v, k_rope});
+    const TensorId index_q = add(Op::idx_rope_q, layer, {add(Op::idx_q_proj, layer, {q_in})});
+    const TensorId index_k =
+        add(Op::idx_rope_k, layer, {add(Op::idx_k_norm, layer, {add(Op::idx_k_proj, layer, {x})})});
+    const TensorId index_w = add(Op::idx_weights, layer, {x});
+    add(Op::idx_scores, layer, {index_q, index_k, index_w});
+    return add(Op::attn, layer, {q, k, v, k_rope, add(Op::idx_ids, layer, {index_q, index_k, index_w})});
   };
   // q, k and v projected, then normed and rotated as the block says; a layer that attends over
   // another's cache (shares_kv) has q alone.
@@ -126,6 +133,11 @@ HeadLayout head_layout(const TensorId& id, const ModelConfig& config) {
       case Op::v_proj:
       case Op::attn: return {config.n_heads, config.mla.v_dim};
       case Op::rope_k: return {1, config.mla.rope_dim};
+      case Op::idx_q_proj:
+      case Op::idx_rope_q: return {config.indexer.heads, config.indexer.head_dim};
+      case Op::idx_k_proj:
+      case Op::idx_k_norm:
+      case Op::idx_rope_k: return {1, config.indexer.head_dim};
       default: break;
     }
   }
@@ -145,6 +157,14 @@ HeadLayout head_layout(const TensorId& id, const ModelConfig& config) {
     case Op::q_a_norm:
     case Op::kv_a_proj:
     case Op::kv_a_norm:
+    case Op::idx_q_proj:
+    case Op::idx_k_proj:
+    case Op::idx_k_norm:
+    case Op::idx_rope_q:
+    case Op::idx_rope_k:
+    case Op::idx_weights:
+    case Op::idx_scores:
+    case Op::idx_ids:
     case Op::o_proj:
     case Op::attn_post_norm:
     case Op::attn_residual:
@@ -188,6 +208,14 @@ int op_width(const ModelConfig& config, const TensorId& id) {
     case Op::q_a_norm: return mla.q_rank;
     case Op::kv_a_proj: return mla.kv_rank + mla.rope_dim;
     case Op::kv_a_norm: return mla.kv_rank;
+    case Op::idx_q_proj:
+    case Op::idx_rope_q: return config.indexer.heads * config.indexer.head_dim;
+    case Op::idx_k_proj:
+    case Op::idx_k_norm:
+    case Op::idx_rope_k: return config.indexer.head_dim;
+    case Op::idx_weights: return config.indexer.heads;
+    case Op::idx_scores: return config.indexer.top_k + 1;
+    case Op::idx_ids: return config.indexer.top_k;
     case Op::embed:
     case Op::attn_norm:
     case Op::o_proj:

@@ -21,7 +21,8 @@ std::string to_string(const TensorId& id);  // "3/q_proj"
 
 // One op of the graph with the tensors it reads (the KV cache is implicit for attn: it appends its
 // inputs k and v of the chunk (rope_k and v_proj, or k_proj in a layer without RoPE) to the
-// layer's cache and attends over the whole cache with its input q).
+// layer's cache and attends over the whole cache with its input q; a sparse layer's attn reads
+// idx_ids last, and its idx_scores and idx_ids append idx_rope_k to the indexer's cache alike).
 struct Step {
   Op op = Op::embed;
   int layer = -1;

@@ -25,6 +25,8 @@ std::string_view op_name(Op op) { return kOpNames[static_cast<std::size_t>(op)];
 OpClass op_class(Op op) { return kOpClasses[static_cast<std::size_t>(op)]; }
 std::string_view op_class_name(OpClass cls) { return kClassNames[static_cast<std::size_t>(cls)]; }
 
+bool is_choice(Op op) { return op == Op::moe_ids || op == Op::idx_ids; }
+
 std::optional<Op> op_from_name(std::string_view name) {
   for (Op op : kAllOps)
     if (op_name(op) == name) return op;

@@ -33,5 +33,7 @@ OpClass op_class(Op op);
 std::string_view op_class_name(OpClass cls);
 std::optional<Op> op_from_name(std::string_view name);
 std::optional<OpClass> op_class_from_name(std::string_view name);
+// An op whose values are discrete choices, compared exactly: moe_ids (expert ids), idx_ids (kept positions).
+bool is_choice(Op op);
 
 }  // namespace tapdiff::model

@@ -84,6 +84,11 @@ std::string_view weight_kind_name(WeightKind kind) {
     case WeightKind::moe_norm: return "moe_norm";
     case WeightKind::moe_post_norm: return "moe_post_norm";
     case WeightKind::dense_post_norm: return "dense_post_norm";
+    case WeightKind::idx_wq: return "idx_wq";
+    case WeightKind::idx_wk: return "idx_wk";
+    case WeightKind::idx_k_norm: return "idx_k_norm";
+    case WeightKind::idx_k_norm_b: return "idx_k_norm_b";
+    case WeightKind::idx_w_proj: return "idx_w_proj";
   }
   return "?";
 }
@@ -101,6 +106,9 @@ std::optional<OpWeights> op_weights(Op op, const ModelConfig& c) {
     case Op::ffn_down: return OpWeights{WeightKind::ffn_down, WeightKind::b_down};
     case Op::ple_gate: return OpWeights{WeightKind::ple_gate, std::nullopt};
     case Op::ple_proj: return OpWeights{WeightKind::ple_proj, std::nullopt};
+    case Op::idx_q_proj: return OpWeights{WeightKind::idx_wq, std::nullopt};
+    case Op::idx_k_proj: return OpWeights{WeightKind::idx_wk, std::nullopt};
+    case Op::idx_weights: return OpWeights{WeightKind::idx_w_proj, std::nullopt};
     case Op::moe_router:
       return OpWeights{WeightKind::moe_router,
                        c.experts.router_bias ? std::optional(WeightKind::moe_router_b) : std::nullopt};
@@ -116,6 +124,7 @@ std::optional<NormWeights> norm_weights(Op op) {
     case Op::attn_norm: return NormWeights{WeightKind::attn_norm, WeightKind::attn_norm_b};
     case Op::q_a_norm: return NormWeights{WeightKind::q_a_norm, std::nullopt};
     case Op::kv_a_norm: return NormWeights{WeightKind::kv_a_norm, std::nullopt};
+    case Op::idx_k_norm: return NormWeights{WeightKind::idx_k_norm, WeightKind::idx_k_norm_b};
     case Op::q_norm: return NormWeights{WeightKind::q_norm, std::nullopt};
     case Op::k_norm: return NormWeights{WeightKind::k_norm, std::nullopt};
     case Op::v_norm: return NormWeights{WeightKind::v_norm, std::nullopt};
@@ -163,7 +172,10 @@ bool is_vector(WeightKind kind) {
     case WeightKind::ple_token_embd:
     case WeightKind::ple_model_proj:
     case WeightKind::ple_gate:
-    case WeightKind::ple_proj: return false;
+    case WeightKind::ple_proj:
+    case WeightKind::idx_wq:
+    case WeightKind::idx_wk:
+    case WeightKind::idx_w_proj: return false;
     case WeightKind::attn_norm:
     case WeightKind::bq:
     case WeightKind::bk:
@@ -204,7 +216,9 @@ bool is_vector(WeightKind kind) {
     case WeightKind::moe_expert_scale:
     case WeightKind::moe_norm:
     case WeightKind::moe_post_norm:
-    case WeightKind::dense_post_norm: return true;
+    case WeightKind::dense_post_norm:
+    case WeightKind::idx_k_norm:
+    case WeightKind::idx_k_norm_b: return true;
   }
   return false;
 }
@@ -425,6 +439,14 @@ void Model::validate() const {
       check(WeightKind::kv_a_norm, l, 1, a.kv_rank);
       check(WeightKind::wk, l, std::int64_t{c.n_heads} * a.nope_dim, a.kv_rank);
       check(WeightKind::wv, l, c.attn_dim(), a.kv_rank);
+      if (c.sparse()) {
+        const SparseIndexer& x = c.indexer;
+        check(WeightKind::idx_wq, l, std::int64_t{x.heads} * x.head_dim, a.q_rank);
+        check(WeightKind::idx_wk, l, x.head_dim, c.dim);
+        check(WeightKind::idx_k_norm, l, 1, x.head_dim);
+        check(WeightKind::idx_k_norm_b, l, 1, x.head_dim);
+        check(WeightKind::idx_w_proj, l, x.heads, c.dim);
+      }
     } else {
       check(WeightKind::wq, l, q_width, c.dim);
       if (own_kv) check(WeightKind::wk, l, kv_width, c.dim);

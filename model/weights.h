@@ -96,6 +96,12 @@ enum class WeightKind : std::uint8_t {
   moe_norm,          // [dim] (pre_feedforward_layernorm_2)
   moe_post_norm,     // [dim] (post_feedforward_layernorm_2)
   dense_post_norm,   // [dim] (post_feedforward_layernorm_1)
+  // A sparse attention's indexer (model/config.h SparseIndexer, of H heads of D channels):
+  idx_wq,        // [H * D, q_rank] (wq_b)
+  idx_wk,        // [D, dim]
+  idx_k_norm,    // [D]
+  idx_k_norm_b,  // [D]
+  idx_w_proj,    // [H, dim] (weights_proj)
 };
 std::string_view weight_kind_name(WeightKind kind);
 bool is_per_layer(WeightKind kind);
@@ -188,8 +194,13 @@ inline constexpr WeightKind kAllWeightKinds[] = {WeightKind::token_embd,
                                                  WeightKind::moe_expert_scale,
                                                  WeightKind::moe_norm,
                                                  WeightKind::moe_post_norm,
-                                                 WeightKind::dense_post_norm};
-static_assert(std::size(kAllWeightKinds) == static_cast<std::size_t>(WeightKind::dense_post_norm) + 1);
+                                                 WeightKind::dense_post_norm,
+                                                 WeightKind::idx_wq,
+                                                 WeightKind::idx_wk,
+                                                 WeightKind::idx_k_norm,
+                                                 WeightKind::idx_k_norm_b,
+                                                 WeightKind::idx_w_proj};
+static_assert(std::size(kAllWeightKinds) == static_cast<std::size_t>(WeightKind::idx_w_proj) + 1);
 
 // One weight tensor as stored: row-major [rows, cols] (cols contiguous; a 1-D tensor has rows = 1).
 // For matrices rows = output features and cols = input features, so y = W x. Its rows lie in one

@@ -16,6 +16,7 @@
 #include "model/block.h"
 #include "model/errors.h"
 #include "reference/emulation.h"
+#include "reference/indexer_kernels.h"
 #include "reference/kernels.h"
 #include "reference/moe_kernels.h"
 #include "reference/ops.h"
@@ -72,6 +73,7 @@ class CpuEngine final : public model::Engine {
   void attend(const model::Step& step, Mat<S>& out);
   void round_cache_rows(Mat<S>& cache, Eigen::Index first, Eigen::Index rows) const;
   void append_kv(const model::Step& step);
+  Mat<S> index_scores_of(const model::Step& step);
   static HostTensor to_host(const Eigen::Ref<const Mat<S>>& m);
   static Mat<S> from_host(const HostTensor& t);
 
@@ -85,6 +87,7 @@ class CpuEngine final : public model::Engine {
   LayerVectors<S> globals_;      // the vectors outside the layers (the final norm's, the logits' bias)
   std::vector<LayerVectors<S>> layers_;
   std::vector<Mat<S>> k_cache_, v_cache_;          // per layer [capacity, kv_dim]; rows [0, n_past) valid
+  std::vector<Mat<S>> index_keys_;                 // per layer [capacity, indexer.head_dim] (a sparse model's)
   std::array<Mat<S>, model::kOpCount> slots_;      // latest output of each op  [T, width]
   std::array<Mat<S>, model::kOpCount> scratch_;    // previous buffers of the slots, reused
   std::array<int, model::kOpCount> slot_layer_{};  // the layer each slot's content belongs to
@@ -119,6 +122,7 @@ CpuEngine<S>::CpuEngine(const model::Model& m, int threads, model::Precision pre
           WeightMatrix<S>(t, r_.stored);
   k_cache_.resize(layers_.size());
   v_cache_.resize(layers_.size());
+  index_keys_.resize(layers_.size());
   slot_layer_.fill(-2);
 }
 
@@ -217,6 +221,9 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
       return;
     case Op::q_a_proj:
     case Op::kv_a_proj:
+    case Op::idx_q_proj:
+    case Op::idx_k_proj:
+    case Op::idx_weights:
     case Op::o_proj:
     case Op::ffn_gate:
     case Op::ffn_up:
@@ -238,6 +245,17 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
         rope<S>(in(0).rightCols(mla.rope_dim), mla.rope_dim, chunk_.first_pos, f, config_.rope_style, out);
       return;
     }
+    case Op::idx_k_norm:
+      reference::norm<S>(in(0), model::NormKind::layer, w[WeightKind::idx_k_norm].vector(),
+                         vector(WeightKind::idx_k_norm_b), model::norm_eps(config_, step.op), 0, out);
+      return;
+    case Op::idx_rope_q:
+    case Op::idx_rope_k:  // rotate-half on each head's leading channels, at the attention's angles
+      rope<S>(in(0), config_.indexer.head_dim, chunk_.first_pos,
+              ops_->rope_frequencies(step.layer, chunk_.first_pos + chunk_.rows), model::RopeStyle::rotate_half, out);
+      return;
+    case Op::idx_scores: return kept_scores<S>(index_scores_of(step), chunk_.first_pos, config_.indexer.top_k, out);
+    case Op::idx_ids: return kept_positions<S>(index_scores_of(step), chunk_.first_pos, config_.indexer.top_k, out);
     case Op::attn: attend(step, out); return;
     case Op::moe_sum:
       out = in(0) + in(1);
@@ -345,14 +363,29 @@ void CpuEngine<S>::append_kv(const model::Step& step) {
   round_cache_rows(v_cache_[static_cast<std::size_t>(layer)], chunk_.first_pos, v.rows());
 }
 
+// The indexer's scores for the chunk's queries (idx_scores' and idx_ids' inputs: idx_rope_q,
+// idx_rope_k, idx_weights) over its cache, the chunk's keys written into it first (by either op:
+// the same rows).
+template <typename S>
+Mat<S> CpuEngine<S>::index_scores_of(const model::Step& step) {
+  Mat<S>& keys = index_keys_[static_cast<std::size_t>(step.layer)];
+  const Mat<S>& chunk_keys = slot(step.inputs[1]);
+  const Eigen::Index need = chunk_.first_pos + chunk_keys.rows();
+  if (keys.rows() < need) keys.conservativeResize(std::max<Eigen::Index>(need, 2 * keys.rows()), chunk_keys.cols());
+  keys.middleRows(chunk_.first_pos, chunk_keys.rows()) = chunk_keys;
+  round_cache_rows(keys, chunk_.first_pos, chunk_keys.rows());
+  return index_scores<S>(slot(step.inputs[0]), keys, slot(step.inputs[2]), chunk_.first_pos, config_.indexer);
+}
+
 template <typename S>
 void CpuEngine<S>::attend(const model::Step& step, Mat<S>& out) {
   if (!model::shares_kv(config_, step.layer)) append_kv(step);  // else its source layer's, earlier in the pass
   const auto layer = static_cast<std::size_t>(step.layer);
   const auto source = static_cast<std::size_t>(model::kv_source(config_, step.layer));
   const auto& sinks = layers_[layer][WeightKind::attn_sinks];
-  ops_->attention(slot(step.inputs[0]), k_cache_[source], v_cache_[source], step.layer, chunk_.first_pos,
-                  sinks.empty() ? nullptr : sinks.vector().data(), out);
+  const AttentionExtras<S> extras{.sinks = sinks.empty() ? nullptr : sinks.vector().data(),
+                                  .kept = config_.sparse() ? &slot(step.inputs.back()) : nullptr};
+  ops_->attention(slot(step.inputs[0]), k_cache_[source], v_cache_[source], step.layer, chunk_.first_pos, extras, out);
 }
 
 template <typename S>
@@ -379,6 +412,9 @@ HostTensor CpuEngine<S>::read_kv(int layer, bool value) {  // a layer sharing an
 
 template <typename S>
 void CpuEngine<S>::write_kv(int layer, bool value, const HostTensor& rows) {
+  if (config_.sparse())
+    throw UsageError(
+        "write_kv: a sparse attention's indexer keeps a key cache of its own, which write_kv does not carry");
   Mat<S>& cache = (value ? v_cache_ : k_cache_).at(static_cast<std::size_t>(model::kv_source(config_, layer)));
   cache = from_host(rows);
   ops_->round_stored(cache);

@@ -60,7 +60,7 @@ class EmulatedOps final : public Ops<float> {
   }
 
   void attention(const Mat<float>& q, const Mat<float>& k_cache, const Mat<float>& v_cache, int layer, int first_pos,
-                 const float* sinks, Mat<float>& out) override;
+                 const AttentionExtras<float>& extras, Mat<float>& out) override;
 
   void round_stored(Mat<float>& m) const override { round_matrix(r_.stored, m); }
   void round_cached(Eigen::Map<Mat<float>> rows) const override {
@@ -142,14 +142,14 @@ void EmulatedOps::product(const Mat<float>& x, model::WeightKind matrix, int lay
 // llama.cpp's attention scale and f16 operands; some of its graphs scale Q in f32 before the
 // attention rounds it to f16. Its Vulkan mat-mat kernels' f16 tiles for chunks of 2 rows or more.
 void EmulatedOps::attention(const Mat<float>& q, const Mat<float>& k_cache, const Mat<float>& v_cache, int layer,
-                            int first_pos, const float* sinks, Mat<float>& out) {
-  if (!r_.llama_cpp_graph) return Ops<float>::attention(q, k_cache, v_cache, layer, first_pos, sinks, out);
+                            int first_pos, const AttentionExtras<float>& extras, Mat<float>& out) {
+  if (!r_.llama_cpp_graph) return Ops<float>::attention(q, k_cache, v_cache, layer, first_pos, extras, out);
   const double scale = formats::llama_cpp_attention_scale(config_);
   const bool tiles = r_.f16_tile_attention && q.rows() >= 2;
   const AttentionRounding rounding{.f16_operands = r_.ggml_steps || tiles, .f16_value_sums = tiles};
   if (formats::llama_cpp_scales_q_first(config_))
-    return attend(q * scale, k_cache, v_cache, layer, first_pos, 1.0, sinks, rounding, out);
-  attend(q, k_cache, v_cache, layer, first_pos, scale, sinks, rounding, out);
+    return attend(q * scale, k_cache, v_cache, layer, first_pos, 1.0, extras, rounding, out);
+  attend(q, k_cache, v_cache, layer, first_pos, scale, extras, rounding, out);
 }
 
 }  // namespace

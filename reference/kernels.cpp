@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include <span>
@@ -172,10 +173,22 @@ void scale_softcap(Mat<S>& x, double scale, double cap) {
   if (cap > 0) x = ((x.array() / static_cast<S>(cap)).tanh() * static_cast<S>(cap)).matrix();
 }
 
+// A row's live scores (positions lo, ...) at -inf where `kept` does not hold their position.
+template <typename S, typename Row, typename Live>
+void keep_only(const Row& kept, Eigen::Index lo, Live&& live) {
+  std::vector<bool> seen(static_cast<std::size_t>(live.size()), false);
+  for (Eigen::Index j = 0; j < kept.size(); ++j) {
+    const Eigen::Index p = static_cast<Eigen::Index>(kept(j)) - lo;
+    if (kept(j) >= 0 && p >= 0 && p < live.size()) seen[static_cast<std::size_t>(p)] = true;
+  }
+  for (Eigen::Index p = 0; p < live.size(); ++p)
+    if (!seen[static_cast<std::size_t>(p)]) live(p) = -std::numeric_limits<S>::infinity();
+}
+
 template <typename S>
 void attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, int first_pos, int n_heads,
                int n_kv_heads, int head_dim, int v_dim, model::KeySpan span, double score_scale, double softcap,
-               const S* sinks, AttentionRounding rounding, Mat<S>& out) {
+               const AttentionExtras<S>& extras, AttentionRounding rounding, Mat<S>& out) {
   const Eigen::Index T = q.rows();
   const Eigen::Index P = first_pos + T;
   const int group = n_heads / n_kv_heads;
@@ -197,7 +210,9 @@ void attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, in
       row.head(lo).setConstant(S(0));
       row.tail(P - pos - 1).setConstant(S(0));
       auto live = row.segment(lo, pos - lo + 1);
+      if (extras.kept != nullptr) keep_only<S>(extras.kept->row(t), lo, live);
       // A sink is one more logit in the max and the denominator.
+      const S* sinks = extras.sinks;
       const S top = sinks != nullptr ? std::max(live.maxCoeff(), sinks[h]) : live.maxCoeff();
       live = (live.array() - top).exp().matrix();
       live /= live.sum() + (sinks != nullptr ? std::exp(sinks[h] - top) : S(0));
@@ -274,7 +289,7 @@ void gated_activation(const Mat<S>& gate, const Mat<S>& up, const model::Block& 
   template void matmul<S>(const Mat<S>&, const ConstMatMap<S>&, const S*, Mat<S>&);                                \
   template void rope<S>(const Mat<S>&, int, int, const model::RopeFrequencies&, model::RopeStyle, Mat<S>&, int);   \
   template void attention<S>(const Mat<S>&, const Mat<S>&, const Mat<S>&, int, int, int, int, int, model::KeySpan, \
-                             double, double, const S*, AttentionRounding, Mat<S>&);                                \
+                             double, double, const AttentionExtras<S>&, AttentionRounding, Mat<S>&);               \
   template void activation<S>(const Mat<S>&, model::Activation, Mat<S>&, const model::Xielu&);                     \
   template void gated_activation<S>(const Mat<S>&, const Mat<S>&, const model::Block&, Mat<S>&);                   \
   template void scale_softcap<S>(Mat<S>&, double, double);

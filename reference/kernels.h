@@ -74,8 +74,9 @@ void rope(const Mat<S>& x, int head_dim, int first_pos, const model::RopeFrequen
 // -> out [T, heads * v_dim].
 // Query head h reads KV head h / (heads / kv_heads); row t (position first_pos + t) sees cache rows
 // j in [span.first(first_pos + t), first_pos + t] (a sliding window's, a chunk's). Scores are q.k * scale,
-// then softcap * tanh(score / softcap) where softcap > 0. Where sinks is not null, head h's
-// softmax has one more logit in its denominator, sinks[h], with no value (gpt-oss). Rounded as `rounding` says (S =
+// then softcap * tanh(score / softcap) where softcap > 0. Where extras.sinks is not null, head h's
+// softmax has one more logit in its denominator, sinks[h], with no value (gpt-oss); where extras.kept
+// is, row t sees only the positions in kept's row t (idx_ids: -1 holds none). Rounded as `rounding` says (S =
 // float only): f16_operands rounds q and the softmax probabilities to f16 values for their products, as llama.cpp
 // converts them to multiply its f16 KV cache; f16_value_sums adds each probability times V into an f16 sum.
 struct AttentionRounding {
@@ -83,9 +84,14 @@ struct AttentionRounding {
   bool f16_value_sums = false;
 };
 template <typename S>
+struct AttentionExtras {
+  const S* sinks = nullptr;      // [n_heads]
+  const Mat<S>* kept = nullptr;  // [T, any]: positions
+};
+template <typename S>
 void attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, int first_pos, int n_heads,
                int n_kv_heads, int head_dim, int v_dim, model::KeySpan span, double scale, double softcap,
-               const S* sinks, AttentionRounding rounding, Mat<S>& out);
+               const AttentionExtras<S>& extras, AttentionRounding rounding, Mat<S>& out);
 
 // out = act(x) (model/block.h's activations)    [T, ffn]: a plain FFN's ffn_act; xielu with the
 // layer's scalars

@@ -52,18 +52,18 @@ void Ops<S>::gated_activation(const Mat<S>& gate, const Mat<S>& up, Mat<S>& out)
 
 template <typename S>
 void Ops<S>::attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, int layer, int first_pos,
-                       const S* sinks, Mat<S>& out) {
+                       const AttentionExtras<S>& extras, Mat<S>& out) {
   attend(q, k_cache, v_cache, layer, first_pos, model::attention_scale(config_.block, model::head_dim(config_, layer)),
-         sinks, {}, out);
+         extras, {}, out);
 }
 
 template <typename S>
 void Ops<S>::attend(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, int layer, int first_pos,
-                    double scale, const S* sinks, AttentionRounding rounding, Mat<S>& out) const {
+                    double scale, const AttentionExtras<S>& extras, AttentionRounding rounding, Mat<S>& out) const {
   const model::AttentionShape shape = model::attention_shape(config_, layer);
   reference::attention<S>(q, k_cache, v_cache, first_pos, config_.n_heads, shape.n_kv_heads, shape.head_dim,
                           model::value_head_dim(config_, layer), model::key_span(config_, layer), scale,
-                          config_.block.attention_softcap, sinks, rounding, out);
+                          config_.block.attention_softcap, extras, rounding, out);
 }
 
 template <typename S>

@@ -43,10 +43,10 @@ class Ops {
   // A plain FFN's activation (xielu: the layer's scalars), and a gated FFN's act(gate) * up.
   virtual void activation(const Mat<S>& x, const model::Xielu& xielu, Mat<S>& out);
   virtual void gated_activation(const Mat<S>& gate, const Mat<S>& up, Mat<S>& out);
-  // The chunk's queries q (rows at positions first_pos, ...) over the layer's cache rows; sinks:
-  // the layer's attention sinks [n_heads], or null.
+  // The chunk's queries q (rows at positions first_pos, ...) over the layer's cache rows; extras:
+  // the layer's attention sinks, the positions its indexer kept (reference/kernels.h).
   virtual void attention(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, int layer, int first_pos,
-                         const S* sinks, Mat<S>& out);
+                         const AttentionExtras<S>& extras, Mat<S>& out);
   // What the emulated engine holds: each value stored (an op output, a teacher-forced value, a
   // cache row), and each K and V row entering its cache.
   virtual void round_stored(Mat<S>& m) const { (void)m; }
@@ -55,7 +55,7 @@ class Ops {
  protected:
   // The attention kernel with the layer's window and softcap, at this scale and rounding.
   void attend(const Mat<S>& q, const Mat<S>& k_cache, const Mat<S>& v_cache, int layer, int first_pos, double scale,
-              const S* sinks, AttentionRounding rounding, Mat<S>& out) const;
+              const AttentionExtras<S>& extras, AttentionRounding rounding, Mat<S>& out) const;
 
   const model::Model& model_;
   const model::ModelConfig& config_;

@@ -357,7 +357,8 @@ TEST(BadFile, SafetensorsConfigProblems) {
        "exaone4, "
        "hunyuan_v1_dense, hunyuan_v1_moe, "
        "gpt_neox, gpt2, opt, falcon, olmo, olmoe, qwen2_moe, granitemoe, granitemoeshared, glm4_moe, dots1, "
-       "minimax_m2, ernie4_5_moe, phimoe, apertus, gpt_oss, llama4_text, deepseek_v3, deepseek_v2, gemma4_text, "
+       "minimax_m2, ernie4_5_moe, phimoe, apertus, gpt_oss, llama4_text, deepseek_v3, deepseek_v2, deepseek_v32, "
+       "gemma4_text, "
        "mistral3, gemma3"},
       {[](auto& j) { j["model_type"] = "gemma3"; }, "'text_config': expected an object, found no such key"},
       {[](auto& j) {

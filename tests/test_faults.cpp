@@ -54,6 +54,8 @@ constexpr Rows kAll{0, kTotal}, kChunk0{0, kChunk}, kFirstOfChunk1{kChunk, kChun
 // The fault's synth model (fault_synth_model) with 4 layers, so a middle layer has clean layers on
 // both sides.
 std::filesystem::path fault_model(const gpu::FaultInfo& fault) {
+  if (fault.fault == Fault::indexer_relu_dropped)
+    return write_sparse_model(temp_dir("fault-model-deepseek_v32") / "deepseek_v32-4-layers", kLayers);
   formats::SynthOptions options = fault_synth_model(fault);
   formats::set_synth_layers(options.config, kLayers);
   const std::string name = fmt::format("{}-{}", model::family_name(options.config.family), options.config.dim);
@@ -177,6 +179,7 @@ const std::vector<FaultCase> kCases = {
     {Fault::chunk_boundary, {{{6, kTotal}}}, {{0, 6}}},  // chunks of 6: from the second chunk on
     {Fault::mla_rope_channels, {{kAfterPosition0}}, {kPosition0}},
     {Fault::mscale_missing, {{kAfterPosition0}}, {kPosition0}},
+    {Fault::indexer_relu_dropped, {{kAll}}, {}},
 };
 
 class PlantedFault : public ::testing::TestWithParam<std::tuple<FaultCase, int>> {};

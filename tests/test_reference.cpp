@@ -187,7 +187,7 @@ TEST(ReferenceKernels, AttentionMatchesANaiveLoopWithGqaOffsetAndSlidingWindow) 
   for (int window : {0, 1, 4}) {
     reference::Mat<double> out;
     reference::attention<double>(q, k, v, first_pos, heads, kv_heads, hd, hd, {.window = window},
-                                 1.0 / std::sqrt(double(hd)), 0.0, nullptr, {}, out);
+                                 1.0 / std::sqrt(double(hd)), 0.0, {}, {}, out);
     EXPECT_LT((out - naive_attention(q, k, v, first_pos, heads, kv_heads, hd, window)).cwiseAbs().maxCoeff(), 1e-12)
         << "window " << window;
   }
@@ -202,7 +202,7 @@ TEST(ReferenceKernels, ChunkedAttentionSeesItsOwnChunkOnly) {
   for (int chunk : {1, 4, 5, 100}) {
     reference::Mat<double> out;
     reference::attention<double>(q, k, v, first_pos, heads, kv_heads, hd, hd, {.chunk = chunk},
-                                 1.0 / std::sqrt(double(hd)), 0.0, nullptr, {}, out);
+                                 1.0 / std::sqrt(double(hd)), 0.0, {}, {}, out);
     EXPECT_LT((out - naive_attention(q, k, v, first_pos, heads, kv_heads, hd, 0, chunk)).cwiseAbs().maxCoeff(), 1e-12)
         << "chunk " << chunk;
   }

@@ -157,7 +157,8 @@ TEST(Tolerances, ErrorsNameFileLineAndKey) {
       error_of("[op.rope_x]\nnmse = 1\n"),
       "tol.toml:1:5: op.rope_x: expected one of embed, attn_norm, q_a_proj, q_a_norm, q_proj, kv_a_proj, kv_a_norm, "
       "k_proj, v_proj, q_norm, k_norm, v_norm, rope_q, "
-      "rope_k, attn, o_proj, attn_post_norm, attn_residual, ffn_norm, moe_router_norm, moe_router, moe_scores, "
+      "rope_k, idx_q_proj, idx_k_proj, idx_k_norm, idx_rope_q, idx_rope_k, idx_weights, idx_scores, idx_ids, "
+      "attn, o_proj, attn_post_norm, attn_residual, ffn_norm, moe_router_norm, moe_router, moe_scores, "
       "moe_ids, moe_weights, moe_norm, moe_out, moe_post_norm, moe_shared, moe_sum, ffn_gate, ffn_up, ffn_act, "
       "ffn_down, dense_post_norm, ffn_sum, ffn_post_norm, ffn_residual, ple_input, "
       "ple_gate, ple_act, ple_proj, ple_norm, ple_residual, final_norm, "

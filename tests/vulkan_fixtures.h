@@ -27,8 +27,15 @@ formats::SynthOptions fault_synth_model(const gpu::FaultInfo& fault);
 // cannot write, since llama.cpp fixes Llama 4's chunks at 8192 positions; latent attention's: the
 // scores' scale of a YaRN-scaled DeepSeek, which synth does not write either: load_fault_model
 // applies them.)
+// (indexer-relu-dropped's: DeepSeek-V3.2's sparse attention, which no GGUF holds: write_sparse_model.)
 // That model from the synth file written of `options`, with the chunks and scale they ask for.
 std::unique_ptr<model::Model> load_fault_model(const std::filesystem::path& synth_file,
                                                const formats::SynthOptions& options);
+
+// A DeepSeek-V3.2 Hugging Face folder (deepseek_v32: latent attention with a sparse attention's
+// indexer of 4 heads of 16 channels keeping 12 positions, dense layers) of `layers` layers and a
+// vocabulary of 512, its weights seeded random (norms near 1, their biases and the matrices' scale
+// as a trained model's). Returns the folder.
+std::filesystem::path write_sparse_model(const std::filesystem::path& folder, int layers);
 
 }  // namespace tapdiff::testing

@@ -515,18 +515,22 @@ void check_comparable(const dumps::DumpReader& a, const dumps::DumpReader& b, co
 
 namespace {
 
-// Where B's dump chose other experts than A's (bisect/compare/routing.h, recorded, not settled: a dump's
-// later ops already inherit B's choice): each MoE layer whose moe_ids and the values it chooses by
-// (model::choice_op) both dumps hold.
+// Where B's dump chose other experts (kept other positions) than A's (bisect/compare/routing.h,
+// recorded, not settled: a dump's later ops already inherit B's choice): each MoE layer whose
+// moe_ids and the values it chooses by (model::choice_op) both dumps hold, each sparse layer whose
+// idx_ids and idx_scores.
 std::vector<RoutingFlip> routing_flips(const model::ModelConfig& config, const dumps::DumpReader& a,
                                        const dumps::DumpReader& b, const RowAlignment& alignment,
                                        model::Precision precision) {
   RoutingArbiter arbiter(config, precision, false);
   const DumpSource source_a(a), source_b(b);
-  for (int l = 0; l < config.n_layers; ++l) {
-    const model::TensorId router{model::choice_op(config), l}, ids{model::Op::moe_ids, l};
-    if (!model::uses_experts(config, l) || !a.has(router) || !b.has(router) || !a.has(ids) || !b.has(ids)) continue;
-    for (const BlockRun& run : block_runs(alignment, block_rows(config.experts.count))) {
+  // The choice `ids` of layer l by `values` (A's; an expert choice's B's too) over the aligned rows,
+  // in runs of blocks `width` wide.
+  const auto arbitrate = [&](int l, model::Op values, model::Op ids, std::int64_t width) {
+    const model::TensorId by{values, l}, chosen{ids, l};
+    const bool experts = ids == model::Op::moe_ids;
+    if (!a.has(by) || (experts && !b.has(by)) || !a.has(chosen) || !b.has(chosen)) return;
+    for (const BlockRun& run : block_runs(alignment, block_rows(width))) {
       const std::int64_t n = run.end - run.begin;
       const auto first_a = alignment.row_a[static_cast<std::size_t>(run.begin)];
       const auto first_b = alignment.row_b[static_cast<std::size_t>(run.begin)];
@@ -535,9 +539,21 @@ std::vector<RoutingFlip> routing_flips(const model::ModelConfig& config, const d
         const RowInfo& row = alignment.rows[static_cast<std::size_t>(i)];
         places.push_back({row.sequence, row.position});
       }
-      arbiter.hold_router(l, source_a.read(router, first_a, n), nullptr, source_b.read(router, first_b, n));
-      arbiter.settle(l, source_a.read(ids, first_a, n), nullptr, source_b.read(ids, first_b, n), places);
+      const model::HostTensor held_a = source_a.read(by, first_a, n);
+      const model::HostTensor ids_a = source_a.read(chosen, first_a, n), ids_b = source_b.read(chosen, first_b, n);
+      if (experts) {
+        arbiter.hold_router(l, held_a, nullptr, source_b.read(by, first_b, n));
+        arbiter.settle(l, ids_a, nullptr, ids_b, places);
+      } else {
+        arbiter.hold_index_scores(l, held_a, nullptr);
+        arbiter.settle_kept(l, ids_a, nullptr, ids_b, places);
+      }
     }
+  };
+  for (int l = 0; l < config.n_layers; ++l) {
+    if (config.sparse()) arbitrate(l, model::Op::idx_scores, model::Op::idx_ids, config.indexer.top_k + 1);
+    if (model::uses_experts(config, l))
+      arbitrate(l, model::choice_op(config), model::Op::moe_ids, config.experts.count);
   }
   return arbiter.flips();
 }
@@ -642,7 +658,8 @@ CompareResult compare_dumps(const dumps::DumpReader& a, const dumps::DumpReader&
     r.bytes_read += n_rows * width * bytes_per_value;
     if (options.progress) options.progress({r.ops.size(), ids.size(), r.bytes_read, id});
   }
-  if (r.config.experts.count > 0) r.routing = routing_flips(r.config, a, b, r.alignment, r.precision.value);
+  if (r.config.experts.count > 0 || r.config.sparse())
+    r.routing = routing_flips(r.config, a, b, r.alignment, r.precision.value);
   r.tokens.tie = dump_token_tie(r, a, b);
   r.problems = run_problems(r);
   return r;

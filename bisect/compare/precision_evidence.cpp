@@ -90,7 +90,7 @@ PrecisionOfB infer_precision(const dumps::DumpReader& b) {
   std::optional<model::TensorId> first_f32;  // the first op whose values say f32
   const model::Precision finest = finest_storage(b);
   for (const model::TensorId& id : b.tensors()) {
-    if (id.op == model::Op::embed || id.op == model::Op::moe_ids || stored_in(b, id) != finest) continue;
+    if (id.op == model::Op::embed || model::is_choice(id.op) || stored_in(b, id) != finest) continue;
     const Fit fit = fit_of(b, id);
     if (fit.values < kValuesNeeded) continue;
     const auto said = [&](model::Precision p, const char* type) {

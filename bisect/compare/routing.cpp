@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <iterator>
 #include <numeric>
 #include <set>
 
@@ -29,28 +30,65 @@ std::vector<int> row_ids(const model::HostTensor& ids, std::int64_t r, std::int6
   return out;
 }
 
+// A row's kept positions, ascending: its values >= 0 before the first -1 (the rest must be -1);
+// a value that is no position of a row at `position` (out of [0, position], fractional, NaN, a
+// position after a -1 or twice) as -1.
+std::vector<int> row_positions(const model::HostTensor& ids, std::int64_t r, std::int32_t position) {
+  std::vector<int> out;
+  bool ended = false, wrong = false;
+  for (std::int64_t j = 0; j < ids.cols(); ++j) {
+    const double v = ids.at(r, j);
+    if (v == -1 && !ended) {
+      ended = true;
+      continue;
+    }
+    const bool kept = v >= 0 && v <= position && v == std::floor(v) && !ended;
+    if (kept) out.push_back(static_cast<int>(v));
+    wrong = wrong || (!kept && !(v == -1 && ended));
+  }
+  std::sort(out.begin(), out.end());
+  wrong = wrong || std::adjacent_find(out.begin(), out.end()) != out.end();
+  if (wrong) out.insert(out.begin(), -1);
+  return out;
+}
+
+// The elements of x not in y (both ascending).
+std::vector<int> only_in(const std::vector<int>& x, const std::vector<int>& y) {
+  std::vector<int> out;
+  std::set_difference(x.begin(), x.end(), y.begin(), y.end(), std::back_inserter(out));
+  return out;
+}
+
 }  // namespace
 
 std::string RoutingFlip::text() const {
+  const std::string where = fmt::format("layer {} position {}{}", layer, position,
+                                        sequence > 0 ? fmt::format(" (sequence {})", sequence) : "");
+  const std::string against =
+      std::isinf(margin) ? std::string("A kept all of the row's positions: no margin")
+                         : fmt::format("A's margin at the k-th place {} {} {} x noise {}", short_number(margin),
+                                       near_tie() ? "<=" : ">", short_number(kNearTieFactor), short_number(noise));
+  if (op == model::Op::idx_ids)
+    return fmt::format(
+        "{}: positions kept by A only {}, by B only {} (A kept {}); {}{}", where, fmt::join(only_in(ids_a, ids_b), ","),
+        fmt::join(only_in(ids_b, ids_a), ","), ids_a.size(), against,
+        not_an_expert ? " (-1: a value that is no position of the row, a fault whatever the margin)" : "");
   std::vector<std::string> logit_text;
   for (const ExpertLogit& e : logits)
     logit_text.push_back(fmt::format("{}: {} / {}", e.expert, short_number(e.a), short_number(e.b)));
-  return fmt::format(
-      "layer {} position {}{}: A chose experts {}, B {}; {} A / B {}; A's margin at the k-th place {} {} "
-      "{} x noise {}{}",
-      layer, position, sequence > 0 ? fmt::format(" (sequence {})", sequence) : "", fmt::join(ids_a, ","),
-      fmt::join(ids_b, ","), values, fmt::join(logit_text, ", "), short_number(margin), near_tie() ? "<=" : ">",
-      short_number(kNearTieFactor), short_number(noise),
-      not_an_expert ? " (-1: a value that is no expert's id, a fault whatever the margin)" : "");
+  return fmt::format("{}: A chose experts {}, B {}; {} A / B {}; {}{}", where, fmt::join(ids_a, ","),
+                     fmt::join(ids_b, ","), values, fmt::join(logit_text, ", "), against,
+                     not_an_expert ? " (-1: a value that is no expert's id, a fault whatever the margin)" : "");
 }
 
 nlohmann::json to_json(const RoutingFlip& f) {
   nlohmann::json logits = nlohmann::json::array();
   for (const ExpertLogit& e : f.logits) logits.push_back({{"expert", e.expert}, {"a", e.a}, {"b", e.b}});
-  return {{"layer", f.layer},         {"sequence", f.sequence}, {"position", f.position},
-          {"ids_a", f.ids_a},         {"ids_b", f.ids_b},       {"logits", std::move(logits)},
-          {"margin", f.margin},       {"noise", f.noise},       {"near_tie", f.near_tie()},
-          {"factor", kNearTieFactor}, {"settled", f.settled},   {"not_an_expert", f.not_an_expert}};
+  return {{"op", model::op_name(f.op)},      {"layer", f.layer},         {"sequence", f.sequence},
+          {"position", f.position},          {"ids_a", f.ids_a},         {"ids_b", f.ids_b},
+          {"logits", std::move(logits)},     {"margin", f.margin},       {"noise", f.noise},
+          {"near_tie", f.near_tie()},        {"factor", kNearTieFactor}, {"settled", f.settled},
+          {"not_an_expert", f.not_an_expert}};
 }
 
 std::vector<RowPlace> row_places(std::span<const model::BatchPart> parts) {
@@ -69,7 +107,8 @@ RoutingArbiter::RoutingArbiter(const model::ModelConfig& config, model::Precisio
       group_best_(config.experts.group_best),
       scored_(model::has_choice_scores(config)),
       unit_roundoff_(model::unit_roundoff(b_precision)),
-      settle_(settle) {}
+      settle_(settle),
+      index_dims_(static_cast<double>(config.indexer.heads) * config.indexer.head_dim) {}
 
 void RoutingArbiter::hold_router(int layer, const model::HostTensor& truth, const model::HostTensor* floor,
                                  const model::HostTensor& b) {
@@ -156,11 +195,11 @@ double RoutingArbiter::group_margin(std::int64_t r) const {
 }
 
 model::HostTensor RoutingArbiter::settle_rows(const model::HostTensor& ids, const model::HostTensor& truth_ids,
-                                              const model::HostTensor& logits, bool& changed, int layer,
+                                              const FlipOf& flip_of, bool& changed, int layer,
                                               std::span<const RowPlace> places, bool record) {
   model::HostTensor out = ids;
   for (std::int64_t r = 0; r < ids.rows(); ++r) {
-    std::optional<RoutingFlip> f = flip(ids, r, truth_ids, logits);
+    std::optional<RoutingFlip> f = flip_of(ids, r);
     if (!f) continue;
     f->layer = layer;
     f->sequence = places[static_cast<std::size_t>(r)].sequence;
@@ -180,9 +219,67 @@ RoutingArbiter::Settled RoutingArbiter::settle(int layer, const model::HostTenso
   TAPDIFF_ASSERT(layer == layer_ && truth_ && truth_->rows() == truth.rows(),
                  "moe_ids of layer {} without its router logits", layer);
   TAPDIFF_ASSERT(std::ssize(places) == truth.rows(), "{} places for {} rows", places.size(), truth.rows());
+  const auto flip_against = [&](const model::HostTensor& logits) {
+    return [&](const model::HostTensor& ids, std::int64_t r) { return flip(ids, r, truth, logits); };
+  };
   Settled s;
-  s.b = settle_rows(b, truth, *b_, s.b_changed, layer, places, true);
-  if (floor) s.floor = settle_rows(*floor, truth, *floor_, s.floor_changed, layer, places, false);
+  s.b = settle_rows(b, truth, flip_against(*b_), s.b_changed, layer, places, true);
+  if (floor) s.floor = settle_rows(*floor, truth, flip_against(*floor_), s.floor_changed, layer, places, false);
+  layer_ = -1;
+  return s;
+}
+
+bool RoutingArbiter::holds(model::Op ids, int layer) const {
+  return ids == model::Op::moe_ids ? layer_ == layer : ids == model::Op::idx_ids && index_layer_ == layer;
+}
+
+void RoutingArbiter::hold_index_scores(int layer, const model::HostTensor& truth, const model::HostTensor* floor) {
+  index_layer_ = layer;
+  index_truth_ = truth;
+  index_floor_.reset();
+  if (floor) index_floor_ = *floor;
+}
+
+std::optional<RoutingFlip> RoutingArbiter::kept_flip(const model::HostTensor& ids, std::int64_t r,
+                                                     const model::HostTensor& truth_ids, std::int32_t position) const {
+  RoutingFlip f;
+  f.op = model::Op::idx_ids;
+  f.values = "indexer scores (idx_scores)";
+  f.ids_a = row_positions(truth_ids, r, position);
+  f.ids_b = row_positions(ids, r, position);
+  if (f.ids_a == f.ids_b && (f.ids_b.empty() || f.ids_b.front() >= 0)) return std::nullopt;
+  f.not_an_expert = (!f.ids_b.empty() && f.ids_b.front() < 0) || (!f.ids_a.empty() && f.ids_a.front() < 0);
+  const model::HostTensor& s = *index_truth_;
+  const std::int64_t k = ids.cols();
+  if (position + 1 <= k) {  // every position kept: no choice was made
+    f.margin = INFINITY;
+    return f;
+  }
+  const double last = s.at(r, k - 1), next = s.at(r, k);
+  f.margin = std::max(0.0, last - next);
+  double largest = 0, floor_error = 0;
+  for (std::int64_t j = 0; j <= k; ++j) largest = std::max(largest, std::abs(s.at(r, j)));
+  if (index_floor_)
+    floor_error = std::max(std::abs(index_floor_->at(r, k - 1) - last), std::abs(index_floor_->at(r, k) - next));
+  const double rounding = largest * unit_roundoff_;
+  f.noise = index_floor_ ? std::max(floor_error, rounding) : rounding * std::sqrt(index_dims_);
+  return f;
+}
+
+RoutingArbiter::Settled RoutingArbiter::settle_kept(int layer, const model::HostTensor& truth,
+                                                    const model::HostTensor* floor, const model::HostTensor& b,
+                                                    std::span<const RowPlace> places) {
+  TAPDIFF_ASSERT(layer == index_layer_ && index_truth_ && index_truth_->rows() == truth.rows() &&
+                     index_truth_->cols() == truth.cols() + 1,
+                 "idx_ids of layer {} without its idx_scores", layer);
+  TAPDIFF_ASSERT(std::ssize(places) == truth.rows(), "{} places for {} rows", places.size(), truth.rows());
+  const FlipOf flip_of = [&](const model::HostTensor& ids, std::int64_t r) {
+    return kept_flip(ids, r, truth, places[static_cast<std::size_t>(r)].position);
+  };
+  Settled s;
+  s.b = settle_rows(b, truth, flip_of, s.b_changed, layer, places, true);
+  if (floor) s.floor = settle_rows(*floor, truth, flip_of, s.floor_changed, layer, places, false);
+  index_layer_ = -1;
   return s;
 }
 

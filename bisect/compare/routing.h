@@ -15,7 +15,13 @@
 // The noise is the floor engine's error on the row's router logits (the reference in B's
 // precision), at least the rounding of B's storage; without a floor, that rounding times
 // sqrt(dim) (a dot product of dim terms).
+// A sparse attention's indexer (model/config.h SparseIndexer) chooses alike: the positions each
+// query keeps (idx_ids) by its scores (idx_scores: the kept ones descending, then the best one not
+// kept), A's margin the last kept score less the best not kept, the noise the floor's error on
+// those two scores (without a floor, the rounding times sqrt(heads x head_dim)). A row with no more
+// positions than top_k keeps them all: it has no margin, and any other choice is a bug.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -40,15 +46,16 @@ struct ExpertLogit {
 };
 
 struct RoutingFlip {
+  model::Op op = model::Op::moe_ids;  // the choice: moe_ids (experts) or idx_ids (positions kept)
   int layer = 0;
   std::int32_t sequence = 0, position = 0;
-  std::vector<int> ids_a, ids_b;    // each engine's chosen experts, ascending
+  std::vector<int> ids_a, ids_b;    // each engine's chosen experts (kept positions), ascending
   std::string_view values;          // what `logits` and the margin are in: router logits, or choice scores
   std::vector<ExpertLogit> logits;  // the experts either chose, by A's value descending
   double margin = 0;                // A's gap at the k-th place (>= 0), in the values chosen by
   double noise = 0;                 // those values' error of B's precision in the row
   bool settled = false;             // B (a bisection's) continued with A's choice: a near tie
-  bool not_an_expert = false;       // an id that names no expert (out of range, fractional): -1 in ids
+  bool not_an_expert = false;       // an id that names no expert (no position of the row): -1 in ids
   bool near_tie() const { return !not_an_expert && margin <= kNearTieFactor * noise; }
   std::string text() const;  // one line: where, the choices, the logits, margin against noise
 };
@@ -79,16 +86,27 @@ class RoutingArbiter {
   };
   Settled settle(int layer, const model::HostTensor& truth, const model::HostTensor* floor, const model::HostTensor& b,
                  std::span<const RowPlace> places);
+  // The same for a sparse attention's indexer: its idx_scores held until its idx_ids are settled.
+  void hold_index_scores(int layer, const model::HostTensor& truth, const model::HostTensor* floor);
+  Settled settle_kept(int layer, const model::HostTensor& truth, const model::HostTensor* floor,
+                      const model::HostTensor& b, std::span<const RowPlace> places);
+
+  // Whether the values a choice (moe_ids or idx_ids) of `layer` is settled by are held: each
+  // settle takes them.
+  bool holds(model::Op ids, int layer) const;
 
   const std::vector<RoutingFlip>& flips() const { return flips_; }
 
  private:
-  // The flip of row r of `ids` against the truth's, or nullopt where both chose the same experts.
+  // The flip of row r of `ids` against the truth's, or nullopt where both chose the same experts
+  // (kept the same positions, row r at `position`).
   std::optional<RoutingFlip> flip(const model::HostTensor& ids, std::int64_t r, const model::HostTensor& truth_ids,
                                   const model::HostTensor& logits_b) const;
-  model::HostTensor settle_rows(const model::HostTensor& ids, const model::HostTensor& truth_ids,
-                                const model::HostTensor& logits, bool& changed, int layer,
-                                std::span<const RowPlace> places, bool record);
+  std::optional<RoutingFlip> kept_flip(const model::HostTensor& ids, std::int64_t r, const model::HostTensor& truth_ids,
+                                       std::int32_t position) const;
+  using FlipOf = std::function<std::optional<RoutingFlip>(const model::HostTensor& ids, std::int64_t r)>;
+  model::HostTensor settle_rows(const model::HostTensor& ids, const model::HostTensor& truth_ids, const FlipOf& flip_of,
+                                bool& changed, int layer, std::span<const RowPlace> places, bool record);
 
   // A's groups of experts (config.experts.groups > 1): each one's group_best largest choice values summed,
   // which of them A's choice may take (its top_groups best, ties to the lower), and A's margin at
@@ -104,6 +122,9 @@ class RoutingArbiter {
   bool settle_;
   int layer_ = -1;  // the layer whose router logits are held
   std::optional<model::HostTensor> truth_, floor_, b_;
+  double index_dims_;  // the indexer's heads x head_dim: the terms of a score
+  int index_layer_ = -1;
+  std::optional<model::HostTensor> index_truth_, index_floor_;
   std::vector<RoutingFlip> flips_;
 };
 

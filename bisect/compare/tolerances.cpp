@@ -102,9 +102,11 @@ const Tolerances::Rule* Tolerances::best_rule(const model::TensorId& id, model::
 
 Tolerance Tolerances::lookup(const model::TensorId& id, model::Precision precision,
                              std::optional<model::Precision> builtin) const {
-  // Another expert id is another expert, whatever the precision: ids compare exactly.
-  if (id.op == model::Op::moe_ids)
-    return {Bound{.nmse = {}, .max_abs = 0.0, .max_rel = {}, .min_cosine = {}}, "expert ids: exact"};
+  // Another expert id is another expert, another kept position another key, whatever the
+  // precision: choices compare exactly.
+  if (model::is_choice(id.op))
+    return {Bound{.nmse = {}, .max_abs = 0.0, .max_rel = {}, .min_cosine = {}},
+            id.op == model::Op::moe_ids ? "expert ids: exact" : "kept positions: exact"};
   if (calibration_) {
     const auto floor = floors_.find({id.layer, id.op});
     if (floor != floors_.end())

@@ -95,8 +95,11 @@ void Lockstep::arbitrate(const model::Step& step, std::span<const model::BatchPa
                          model::HostTensor& b) {
   const model::HostTensor* floor_out = floor ? &*floor : nullptr;
   if (step.op == model::choice_op(graph_.config())) routing_->hold_router(step.layer, truth, floor_out, b);
-  if (step.op != model::Op::moe_ids) return;
-  RoutingArbiter::Settled settled = routing_->settle(step.layer, truth, floor_out, b, row_places(parts));
+  if (step.op == model::Op::idx_scores) routing_->hold_index_scores(step.layer, truth, floor_out);
+  if (!model::is_choice(step.op) || !routing_->holds(step.op, step.layer)) return;  // a choice observed alone
+  RoutingArbiter::Settled settled = step.op == model::Op::moe_ids
+                                        ? routing_->settle(step.layer, truth, floor_out, b, row_places(parts))
+                                        : routing_->settle_kept(step.layer, truth, floor_out, b, row_places(parts));
   if (settled.b_changed) engines_.b.write(step.output(), settled.b);
   if (settled.floor_changed) engines_.floor->write(step.output(), *settled.floor);
   b = std::move(settled.b);

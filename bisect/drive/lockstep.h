@@ -51,8 +51,9 @@ class Lockstep {
 
   // Empties every engine's KV caches and makes room for `sequences` (model::Engine::set_sequences).
   void reset(int sequences = 1);
-  // At each observed moe_ids step, the arbiter settles B's and the floor's near-tie expert choices
-  // (bisect/compare/routing.h): they continue with the truth's, and observe sees the settled ids. Null: none.
+  // At each observed moe_ids (idx_ids) step, the arbiter settles B's and the floor's near-tie expert
+  // choices (kept positions: bisect/compare/routing.h): they continue with the truth's, and observe
+  // sees the settled ids. Null: none.
   void set_routing(RoutingArbiter* arbiter) { routing_ = arbiter; }
   // One forward pass of every engine over the parts of a ragged batch (model::Engine::begin_batch);
   // observe sees every step's outputs, [every part's rows, width], in graph order, with chunk
@@ -68,8 +69,8 @@ class Lockstep {
   StepFilter observed_;
   RoutingArbiter* routing_ = nullptr;
 
-  // The outputs moe_ids chooses by (model::choice_op) go to the arbiter; a moe_ids step's are settled by it (B's and
-  // the floor's rewritten where it changed them).
+  // The outputs moe_ids chooses by (model::choice_op) and idx_scores go to the arbiter; a moe_ids or
+  // idx_ids step's are settled by it (B's and the floor's rewritten where it changed them).
   void arbitrate(const model::Step& step, std::span<const model::BatchPart> parts, const model::HostTensor& truth,
                  std::optional<model::HostTensor>& floor, model::HostTensor& b);
 };

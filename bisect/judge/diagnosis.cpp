@@ -283,40 +283,47 @@ void attention_uniform(const BisectResult& r, std::vector<Diagnosis>& out) {
        {{"b_to_uniform", s.b_to_uniform}, {"a_to_uniform", s.a_to_uniform}, {"b_to_a", s.b_to_a}, {"rows", s.rows}}});
 }
 
-// Where B chose other experts than A: flips past B's precision (a routing bug) where they are the
-// first divergence (the first op past tolerance is that layer's moe_ids; later flips inherit an
-// earlier error and blame no router), then the near ties (settled in a bisection: B continued with
-// A's choice).
+// Where B chose other experts than A (its indexer kept other positions): flips past B's precision
+// (a routing bug) where they are the first divergence (the first op past tolerance is that layer's
+// moe_ids or idx_ids; later flips inherit an earlier error and blame no router), then the near ties
+// (settled in a bisection: B continued with A's choice). Each kind of choice apart.
 void routing(const CompareResult& result, std::vector<Diagnosis>& out) {
   const std::vector<RoutingFlip>& flips = result.routing;
   const OpResult* first_op = result.first ? &result.ops[*result.first] : nullptr;
   const auto is_bug = [&](const RoutingFlip& f) {
-    return !f.near_tie() && first_op && first_op->id == model::TensorId{model::Op::moe_ids, f.layer};
+    return !f.near_tie() && first_op && first_op->id == model::TensorId{f.op, f.layer};
   };
-  for (const bool near : {false, true}) {
-    const auto counted = [&](const RoutingFlip& f) { return near ? f.near_tie() : is_bug(f); };
-    const auto first = std::find_if(flips.begin(), flips.end(), counted);
-    if (first == flips.end()) continue;
-    const auto n = std::count_if(flips.begin(), flips.end(), counted);
-    const std::string rows = fmt::format("{} row{}", n, n == 1 ? "" : "s");
-    const std::string text =
-        !near ? fmt::format(
-                    "B chose other experts than A at {} of layer {} with a margin far outside its precision, "
-                    "where nothing before differs: a routing bug (the router's logits, its top-k or the ids "
-                    "it hands on); first at {}",
-                    rows, first->layer, first->text())
-        : first->settled ? fmt::format(
-                               "B chose other experts than A at {}, each within its precision (a near tie, not a bug): "
-                               "B continued with A's choice there; first at {}",
-                               rows, first->text())
-                         : fmt::format(
-                               "B chose other experts than A at {}, each within its precision (a near tie, not a bug), "
-                               "and its later ops inherit the other experts' output: tapdiff bisect continues with A's "
-                               "choice past it; first at {}",
-                               rows, first->text());
-    out.push_back({near ? model::DiagnosisCode::routing_near_tie : model::DiagnosisCode::routing_flip,
-                   text,
-                   {{"rows", n}, {"first", to_json(*first)}}});
+  for (const model::Op op : {model::Op::moe_ids, model::Op::idx_ids}) {
+    const bool experts = op == model::Op::moe_ids;
+    const std::string_view chose =
+        experts ? "B chose other experts than A" : "B's indexer kept other positions than A's";
+    for (const bool near : {false, true}) {
+      const auto counted = [&](const RoutingFlip& f) { return f.op == op && (near ? f.near_tie() : is_bug(f)); };
+      const auto first = std::find_if(flips.begin(), flips.end(), counted);
+      if (first == flips.end()) continue;
+      const auto n = std::count_if(flips.begin(), flips.end(), counted);
+      const std::string rows = fmt::format("{} row{}", n, n == 1 ? "" : "s");
+      const std::string text =
+          !near ? fmt::format(
+                      "{} at {} of layer {} with a margin far outside its precision, where nothing before "
+                      "differs: a routing bug ({}); first at {}",
+                      chose, rows, first->layer,
+                      experts ? "the router's logits, its top-k or the ids it hands on"
+                              : "the indexer's scores, its top-k or the positions it hands on",
+                      first->text())
+          : first->settled
+              ? fmt::format(
+                    "{} at {}, each within its precision (a near tie, not a bug): B continued with A's "
+                    "choice there; first at {}",
+                    chose, rows, first->text())
+              : fmt::format(
+                    "{} at {}, each within its precision (a near tie, not a bug), and its later ops inherit "
+                    "the other choice's output: tapdiff bisect continues with A's choice past it; first at {}",
+                    chose, rows, first->text());
+      out.push_back({near ? model::DiagnosisCode::routing_near_tie : model::DiagnosisCode::routing_flip,
+                     text,
+                     {{"rows", n}, {"first", to_json(*first)}}});
+    }
   }
 }
 

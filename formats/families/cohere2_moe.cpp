@@ -27,23 +27,6 @@ using namespace model;
 
 namespace {
 
-// mlp_layer_types, or the first k layers dense: which layers are mixtures.
-std::vector<bool> read_mlp_layer_types(KeyReader& k, int n_layers, int dense_lead) {
-  std::vector<bool> moe(static_cast<std::size_t>(n_layers));
-  const nlohmann::json* types = per_layer_array(k, "mlp_layer_types", n_layers, "MLP layer types");
-  for (int l = 0; l < n_layers; ++l) {
-    const auto i = static_cast<std::size_t>(l);
-    if (types == nullptr) {
-      moe[i] = l >= dense_lead;
-      continue;
-    }
-    const nlohmann::json& t = (*types)[i];
-    if (t != "dense" && t != "sparse") k.unsupported("mlp_layer_types", t, "dense and sparse");
-    moe[i] = t == "sparse";
-  }
-  return moe;
-}
-
 void read_hf(KeyReader& k, ModelConfig& c) {
   read_cohere_hf(k, c);
   if (k.find("rms_norm_eps") != nullptr) {

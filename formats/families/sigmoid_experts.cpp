@@ -21,7 +21,10 @@ void read_sigmoid_experts_hf(KeyReader& k, ModelConfig& c, const SigmoidExpertsH
   e.top_groups = k.integer("topk_group", 1);
   e.scale = k.number("routed_scaling_factor", 1.0);
   e.shared_ffn_dim = shared_experts_width(k, "n_shared_experts", defaults.shared_experts, ffn);
-  read_dense_layers_first(k, c, defaults.dense_layers);
+  if (defaults.mlp_layer_types)
+    set_moe_layers(c, read_mlp_layer_types(k, c.n_layers, k.integer("first_k_dense_replace", defaults.dense_layers)));
+  else
+    read_dense_layers_first(k, c, defaults.dense_layers);
 }
 
 void require_sigmoid_gating(const GgufFile& f, const std::string& prefix, std::optional<int> absent) {

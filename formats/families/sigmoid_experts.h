@@ -18,10 +18,12 @@ struct SigmoidExpertsHf {
   bool normalize = true;   // norm_topk_prob
   int shared_experts = 1;  // n_shared_experts
   int dense_layers = 1;    // first_k_dense_replace
+  // The config's mlp_layer_types, where stated, say which layers are mixtures.
+  bool mlp_layer_types = false;
 };
 // n_routed_experts, num_experts_per_tok, moe_intermediate_size, n_group, topk_group,
 // norm_topk_prob, routed_scaling_factor, n_shared_experts (of moe_intermediate_size each) and
-// first_k_dense_replace; the selection bias is mlp.gate.e_score_correction_bias.
+// first_k_dense_replace (or mlp_layer_types); the selection bias is mlp.gate.e_score_correction_bias.
 void read_sigmoid_experts_hf(KeyReader& k, model::ModelConfig& c, const SigmoidExpertsHf& defaults);
 
 // expert_gating_func 2 (llama.cpp's sigmoid), `absent` where the file has none (nullopt: required).

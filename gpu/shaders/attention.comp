@@ -11,7 +11,8 @@
 // earlier chunks are all visible), at cache rows base + j.
 //   s_j = (q . k_j) * scale;  p_j = exp(s_j - m);  out = sum_j p_j v_j / (sum_j p_j + exp(sink_h - m))
 // with m = max_j s_j (and the sink), sink_h the head's sink logit where pc.sinks (gpt-oss), else
-// none (its term 0).
+// none (its term 0). Where pc.kept > 0 (DeepSeek-V3.2's sparse attention) row t sees only the
+// positions of its row of Kept (idx_ids: ascending, -1 after them), in their order.
 // Pass 1 finds the max over the scores, pass 2 recomputes each score in the same way and sums
 // p_j and p_j v_j over tiles of WG keys. Every sum has a fixed order: deterministic.
 // head_dim <= 4 * WG (and <= 256).
@@ -32,7 +33,8 @@ layout(std430, binding = 1) readonly buffer KeyCache { act_t kc[]; };
 layout(std430, binding = 2) readonly buffer ValueCache { act_t vc[]; };
 layout(std430, binding = 3) readonly buffer Rows { uvec4 row_info[]; };  // (base, pos, chunk_first, leak)
 layout(std430, binding = 4) readonly buffer Sinks { float sinks[]; };  // [heads] where pc.sinks
-layout(std430, binding = 5) writeonly buffer Output { act_t y[]; };
+layout(std430, binding = 5) readonly buffer Kept { act_t kept[]; };    // [rows, pc.kept] where pc.kept > 0
+layout(std430, binding = 6) writeonly buffer Output { act_t y[]; };
 #include "push_constants.h"
 layout(push_constant) uniform Push { AttentionPush pc; };
 #include "common.glsl"
@@ -46,9 +48,13 @@ shared float ps[gl_WorkGroupSize.x];
 shared float red[gl_WorkGroupSize.x];
 
 // The keys of this workgroup's row, in order: `leaked` rows ending at cache row leak_end (only
-// under batch-seq-leak), then the row's own positions [lo, pos] at cache rows base + j.
-uint base_row, first_key, leaked, leak_end;
-uint key_row(uint i) { return i < leaked ? leak_end - leaked + i : base_row + first_key + (i - leaked); }
+// under batch-seq-leak), then the row's own positions [lo, pos] at cache rows base + j (or those
+// of its row of Kept, from kept_row on).
+uint base_row, first_key, leaked, leak_end, kept_row;
+uint key_row(uint i) {
+  if (pc.kept > 0u) return base_row + uint(float(kept[kept_row + i]));
+  return i < leaked ? leak_end - leaked + i : base_row + first_key + (i - leaked);
+}
 
 float score(uint key_base) {
   float s = 0.0;
@@ -79,7 +85,12 @@ void main() {
   first_key = planted(FAULT_ATTENTION_CHUNK_MASK) ? max(causal_lo, info.z) : causal_lo;
   leaked = planted(FAULT_ATTENTION_BATCH_LEAK) ? info.w & 7u : 0u;
   leak_end = info.w >> 3;
-  const uint keys = leaked + pos + 1u - first_key;
+  kept_row = t * pc.kept;
+  uint keys = leaked + pos + 1u - first_key;
+  if (pc.kept > 0u) {
+    keys = 0u;
+    while (keys < pc.kept && float(kept[kept_row + keys]) >= 0.0) ++keys;
+  }
   const uint out_base = t * pc.q_stride + h * pc.head_dim;
 #ifdef LLAMA_CPP
   for (uint d = lid; d < pc.head_dim; d += WG) qs[d] = round_f16(float(q[out_base + d]) * pc.q_scale);

@@ -21,6 +21,7 @@ const uint FAULT_GROUP_LIMIT_IGNORED = 2u;    // moe_route.comp: every expert gr
 const uint FAULT_ATTENTION_SINKS_DROPPED = 16u;  // attention.comp, attention_flash.comp, its combine: no sinks
 const uint FAULT_ATTENTION_CHUNK_BOUNDARY = 32u;  // key_span.glsl: a chunk also sees the key before its start
 const uint FAULT_SWIGLU_UNCLAMPED = 4u;       // gated_act.comp (in moe_out): the clamped SwiGLU without its clamps
+const uint FAULT_INDEXER_RELU_DROPPED = 1u;   // index_topk.comp: each head's q.k without the ReLU
 
 bool planted(uint fault) { return (FAULTS & fault) != 0u; }
 

@@ -79,6 +79,8 @@ struct AttentionPush {  // attention.comp, attention_rows.glsl (flash, split, co
   uint sinks;       // 1: the Sinks binding holds each head's sink logit (gpt-oss); 0: none (attention-two-pass,
                     // attention-flash; the split kernels' combine takes them)
   uint chunk;       // > 0: a row sees its own chunk of this many positions only (key_span.glsl; not attention-coop2)
+  uint kept;        // > 0: a row sees only the positions of its row of the Kept binding, this many wide, -1 ending
+                    // them (attention-two-pass only: DeepSeek-V3.2's idx_ids)
 };
 
 struct CombinePush {  // attention_combine.comp
@@ -149,6 +151,16 @@ struct RoutePush {  // moe_route.comp
   float mixer_eps;
   uint has_scales;  // WEIGHTS: binding 3 holds each expert's learned scale of its weight
   uint group_best;  // topk with groups: a group scored by its best one (1) or the sum of its best two (2)
+};
+
+struct IndexPush {  // index_topk.comp
+  uint rows;
+  uint heads;
+  uint head_dim;
+  uint top_k;
+  uint scratch_stride;  // floats of a row's scores in the scratch
+  float head_scale;     // heads^-1/2
+  float key_scale;      // head_dim^-1/2
 };
 
 struct SumPush {  // moe_sum.comp

@@ -329,6 +329,30 @@ class HfRecorder(Recording):
             self._keep(layer, "k_proj", value[:, :, :mla["nope_dim"]].reshape(len(value), -1))
             self._keep(layer, "v_proj", value[:, :, mla["nope_dim"]:].reshape(len(value), -1))
         self.handles.append(attn.kv_b_proj.register_forward_hook(expanded))
+        if hasattr(attn, "indexer"):
+            self._indexer(attn.indexer, layer)
+
+    def _indexer(self, indexer, layer):
+        """DeepSeek-V3.2's indexer: its products, its key's norm and the positions it keeps (its
+        top-k per query, those after the query's own left out, ascending, -1 after them); its RoPE
+        outputs through the wrapped RoPE function (_indexer_rope). Its scores are computed inside
+        its forward, where no hook sees them: not recorded."""
+        self._output(indexer.wq_b, layer, "idx_q_proj")
+        self._output(indexer.wk, layer, "idx_k_proj")
+        self._output(indexer.k_norm, layer, "idx_k_norm")
+        self._output(indexer.weights_proj, layer, "idx_weights")
+        self.taps.discard((layer, "idx_scores"))
+        top_k = self.config["indexer"]["top_k"]
+
+        def kept(_m, args, picked):
+            mask = args[3]  # [batch, rows, keys]: the rows are the last of the keys' positions
+            rows, keys = mask.shape[-2], mask.shape[-1]
+            out = np.full((rows, top_k), -1.0)
+            for t, row in enumerate(picked[0].tolist()):
+                positions = sorted(p for p in row if p <= keys - rows + t)
+                out[t, :len(positions)] = positions
+            self._keep(layer, "idx_ids", out)
+        self.handles.append(indexer.register_forward_hook(kept))
 
     def _llama4_attention(self, attn, layer):
         """Llama 4's attention: one weightless norm module for q, then k (after RoPE, on the layers
@@ -381,6 +405,20 @@ class HfRecorder(Recording):
             whole[:, :, mla["nope_dim"]:] = q.reshape(len(q), heads, -1)
             self._keep(self.layer, "rope_q", whole.reshape(len(source), -1))
 
+    def _indexer_rope(self, q_rot, k_rot):
+        """DeepSeek-V3.2's indexer's RoPE outputs ([1, seq, heads, rope_dim], its leading channels) as
+        tapdiff's idx_rope_q and idx_rope_k: whole heads, the other channels its projection's and
+        its key norm's."""
+        rope_dim = self.config["mla"]["rope_dim"]
+        for op, source, rotated in (("idx_rope_q", "idx_q_proj", q_rot), ("idx_rope_k", "idx_k_norm", k_rot)):
+            whole = self.values.get((self.layer, source))
+            if whole is None:
+                continue
+            rows = len(whole)
+            heads = whole.reshape(rows, -1, self.config["indexer"]["head_dim"]).copy()
+            heads[:, :, :rope_dim] = _rows(rotated).reshape(rows, -1, rope_dim)
+            self._keep(self.layer, op, heads.reshape(rows, -1))
+
     def _attn_residual(self, layer, o_proj, i):
         """A parallel block's attn_residual: the layer's input plus o_proj's output."""
         inputs = {}
@@ -398,9 +436,12 @@ class HfRecorder(Recording):
         heads_rows = _rows if module.__name__.rsplit(".", 1)[-1].removeprefix("modeling_") in SEQ_FIRST_ROPE \
             else _heads_rows
 
-        def rotated(rope, deinterleaved):
+        def rotated(rope, deinterleaved, indexer):
             def apply(q, k, *args, **kwargs):
                 out = rope(q, k, *args, **kwargs)
+                if indexer:
+                    self._indexer_rope(*out)
+                    return out
                 if not isinstance(out, tuple):  # one tensor a call, q's then k's, sequence first (Gemma 4)
                     op, sources = (("rope_q", ("q_norm", "q_proj")), ("rope_k", ("k_norm", "k_proj")))[self.rope_calls]
                     self.rope_calls += 1
@@ -433,7 +474,9 @@ class HfRecorder(Recording):
 
         for name, deinterleaved in ROPE_FUNCTIONS:
             if (rope := getattr(module, name, None)) is not None:
-                self.swap(module, name, rotated(rope, deinterleaved))
+                # DeepSeek-V3.2 turns its attention's pairs interleaved, its indexer's rotate-half
+                indexer = "indexer" in self.config and name == "apply_rotary_pos_emb"
+                self.swap(module, name, rotated(rope, deinterleaved, indexer))
         if temperature is not None:
             self.swap(module, "get_llama_4_attn_scale", scale)
 

@@ -412,6 +412,25 @@ CASES = [
           "topk_method": "group_limited_greedy", "n_group": 4, "topk_group": 2, "moe_intermediate_size": 18,
           "n_shared_experts": 1, "first_k_dense_replace": 0, "routed_scaling_factor": 0.8},
          drop=("num_key_value_heads",)),
+    # DeepSeek-V3.2: DeepSeek-V3's layers whose attention keeps the 7 positions its indexer (6 heads
+    # of 12 channels, the leading 8 turned rotate-half) scores best, with YaRN (mscale_all_dim);
+    # layer 0 dense, then 2 of 8 experts in 4 groups of which 2 are eligible.
+    Case("deepseek-v32", "deepseek_v32", {"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                                          "original_max_position_embeddings": 32, "mscale": 1.0,
+                                          "mscale_all_dim": 0.8, "beta_fast": 16, "beta_slow": 2},
+         {**IDS, "num_key_value_heads": 4, "q_lora_rank": 24, "kv_lora_rank": 20, "qk_rope_head_dim": 8,
+          "qk_nope_head_dim": 12, "v_head_dim": 10, "n_routed_experts": 8, "num_experts_per_tok": 2, "n_group": 4,
+          "topk_group": 2, "moe_intermediate_size": 24, "n_shared_experts": 1, "first_k_dense_replace": 1,
+          "routed_scaling_factor": 1.7, "index_n_heads": 6, "index_head_dim": 12, "index_topk": 7},
+         drop=("num_key_value_heads",), since_5x=True),
+    # Its layers' mixtures by mlp_layer_types (layer 1 dense between two mixtures), an indexer of 16
+    # heads whose channels RoPE turns all, keeping 12 positions; RoPE unscaled.
+    Case("deepseek-v32-mlp-types", "deepseek_v32", {"rope_type": "default", "rope_theta": 30000.0},
+         {**IDS, "num_key_value_heads": 4, "q_lora_rank": 16, "kv_lora_rank": 12, "qk_rope_head_dim": 4,
+          "qk_nope_head_dim": 8, "v_head_dim": 8, "n_routed_experts": 6, "num_experts_per_tok": 2, "n_group": 1,
+          "topk_group": 1, "moe_intermediate_size": 20, "n_shared_experts": 1,
+          "mlp_layer_types": ["sparse", "dense", "sparse"], "index_n_heads": 16, "index_head_dim": 4,
+          "index_topk": 12}, drop=("num_key_value_heads",), since_5x=True),
     Case("apertus", "apertus", {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
                                 "high_freq_factor": 4.0, "original_max_position_embeddings": 16},
          {**IDS, "head_dim": 16, "attention_bias": True}),
@@ -495,6 +514,8 @@ def make_model(case: Case, folder: Path, style: str, seed: int = 0) -> None:
                 p.copy_(0.1 * torch.randn_like(p))
             elif name.endswith("shared_expert_gate.weight"):  # its sigmoid away from a constant 1/2
                 p.copy_(torch.randn_like(p) / p.shape[-1] ** 0.5)
+            elif name.endswith(("indexer.wq_b.weight", "indexer.wk.weight", "indexer.weights_proj.weight")):
+                p.copy_(torch.randn_like(p) / p.shape[-1] ** 0.5)  # DeepSeek-V3.2's indexer: scores far apart
         for name, b in model.named_buffers():
             if name.endswith("e_score_correction_bias"):  # a selection bias that moves the choice
                 b.copy_(0.1 * torch.randn_like(b))

@@ -67,6 +67,17 @@ def transformers_forward(folder: Path) -> dict[str, np.ndarray]:
             out[f"{layer}/moe_weights"] = torch.gather(scores, -1, ids).double().numpy()
         return hook
 
+    def keep_kept_positions(layer, top_k):
+        """DeepSeek-V3.2's indexer's top-k positions per query as idx_ids: those at or before the
+        query's own (its top-k takes masked ones while fewer exist), ascending, -1 after them."""
+        def hook(_module, _inputs, picked):
+            rows = []
+            for t, row in enumerate(picked[0].tolist()):
+                kept = sorted(p for p in row if p <= t)
+                rows.append(kept + [-1] * (top_k - len(kept)))
+            out[f"{layer}/idx_ids"] = np.array(rows, dtype=np.float64)
+        return hook
+
     decoder = decoder_of(model)
     layers = next(getattr(decoder, n) for n in LAYERS if hasattr(decoder, n))
     # A layer's output: its per-layer input's residual where it ends with one (Gemma 4), else the FFN's.
@@ -83,6 +94,9 @@ def transformers_forward(folder: Path) -> dict[str, np.ndarray]:
             handles.append(layer.router.register_forward_hook(keep_routing(i, logits_first=False)))
             handles.append(layer.router.proj.register_forward_hook(  # on the flattened rows
                 lambda _m, _in, logits, i=i: out.__setitem__(f"{i}/moe_router", logits.detach().numpy())))
+        if hasattr(getattr(layer, "self_attn", None), "indexer"):  # DeepSeek-V3.2's
+            indexer = layer.self_attn.indexer
+            handles.append(indexer.register_forward_hook(keep_kept_positions(i, indexer.index_topk)))
         if hasattr(getattr(layer, "feed_forward", None), "router"):  # Llama 4's
             router = layer.feed_forward.router
             handles.append(router.register_forward_hook(keep_top_k_routing(i, router.top_k)))
@@ -123,9 +137,9 @@ def assert_reference_matches(folder: Path, dump: Path, label: str) -> None:
     for name, want in expected.items():
         assert name in got, f"tapdiff's dump lacks {name}"
         assert got[name].shape == want.shape, name
-        if name.endswith("/moe_ids"):  # expert ids: exactly
+        if name.endswith(("/moe_ids", "/idx_ids")):  # expert ids, kept positions: exactly
             differ = np.argwhere(want != got[name])
-            assert differ.size == 0, f"{label} {name}: other experts at (row, slot) {differ[:5].tolist()}"
+            assert differ.size == 0, f"{label} {name}: other choices at (row, slot) {differ[:5].tolist()}"
             continue
         error = nmse(want, got[name])
         worst = max(worst, error)
@@ -335,6 +349,8 @@ FAMILY_FAULTS = [  # (case, --inject, the culprit bisect must name)
     ("deepseek-v3-plain-q", "mla-rope-channels@0", "0/rope_q"),  # rotate-half pairs
     ("deepseek-v2", "mscale-missing@1", "1/attn"),
     ("deepseek-v2-groups", "kv-stale-chunk@1", "1/attn"),
+    ("deepseek-v32", "indexer-relu-dropped@1", "1/idx_scores"),  # its scores' ReLU left out
+    ("deepseek-v32-mlp-types", "mla-rope-channels@2", "2/rope_q"),
 ]
 
 
@@ -360,6 +376,7 @@ def test_vulkan_faults_are_localised_in_each_family(name, fault, culprit, tmp_pa
     ("qwen3-moe-dense-layer", "expert-index@1", "planted in moe_out, and this model computes none of them where"),
     ("qwen3-moe-dense-layer", "weights-unnormalised", "this model does not renormalise them"),
     ("llama-default", "topk-off-by-one", "planted in moe_ids, and this model computes none of them"),
+    ("deepseek-v3", "indexer-relu-dropped", "planted in idx_scores, idx_ids, and this model computes none of them"),
     ("qwen3-moe", "shared-gate-dropped", "planted in moe_shared, and this model computes none of them"),
     ("granitemoeshared", "shared-gate-dropped", "this model's shared expert has none"),
     ("glm4-moe", "weights-unnormalised@0", "planted in moe_weights, and this model computes none of them where"),
@@ -441,6 +458,12 @@ UNIMPLEMENTED = [  # (case, key, value, the key the refusal names): a value whos
     ("deepseek-v2", "topk_method", "noaux_tc", "topk_method"),  # transformers' V2 router has no such branch
     ("deepseek-v2", "norm_topk_prob", True, "norm_topk_prob"),  # transformers' router never renormalises
     ("deepseek-v2", "mlp_bias", True, "mlp_bias"),
+    ("deepseek-v32", "q_lora_rank", None, "q_lora_rank"),  # the indexer reads q's low-rank input
+    ("deepseek-v32", "rope_interleave", False, "rope_interleave"),  # its attention turns pairs whatever it says
+    ("deepseek-v32", "layer_types", ["indexed_attention", "full_attention", "indexed_attention"], "layer_types"),
+    ("deepseek-v32", "index_topk", 0, "index_topk"),
+    ("deepseek-v32", "mlp_bias", True, "mlp_bias"),
+    ("deepseek-v32-mlp-types", "mlp_layer_types", ["sparse", "moe", "dense"], "mlp_layer_types"),
     ("gemma4", "num_kv_shared_layers", 3, "num_kv_shared_layers"),  # every layer: none keeps a cache
     ("gemma4-moe", "top_k_experts", None, "top_k_experts"),  # the MoE block's: required where it is on
     ("gemma4", "use_bidirectional_attention", "all", "use_bidirectional_attention"),
