@@ -1,8 +1,8 @@
 #include "gpu/kernels.h"
 
 #include <algorithm>
-#include <cmath>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <span>
 #include <utility>

@@ -191,7 +191,7 @@ class Engine final : public VulkanEngine {
   std::unique_ptr<DeviceWeights> weights_;
   std::unique_ptr<Kernels> kernels_;
   std::unique_ptr<KvCache> kv_;
-  std::unique_ptr<KvCache> index_keys_;            // a sparse attention's indexer's keys (idx_rope_k), in its K half
+  std::unique_ptr<KvCache> index_keys_;            // a sparse model's indexer keys (idx_rope_k): K half only
   std::unique_ptr<Arena> activations_;             // slots, tokens and the RoPE tables, sized for capacity_ rows
   std::unique_ptr<Arena> scratch_;                 // attention_scratch_: grown when a pass needs more
   Region attention_scratch_;                       // split-KV attention's partial results (Kernels::attention)
@@ -966,6 +966,9 @@ KernelId Engine::attend(const model::Step& step, const Region& out) {
 // over its key cache, the pass's keys written into it first (by either op: the same rows).
 KernelId Engine::index_topk(const model::Step& step, const Region& out, std::uint32_t faults) {
   const int layer = step.layer, width = config_.indexer.head_dim;
+  // the row table's cache rows are the KV cache's: both caches grow alike (begin_batch)
+  TAPDIFF_ASSERT(index_keys_->capacity() == kv_->capacity(), "indexer cache of {} rows a sequence, KV cache of {}",
+                 index_keys_->capacity(), kv_->capacity());
   const Region keys = input(step.inputs[1]);
   for (const Part& p : parts_)
     kernels_->copy(*stream_, keys.sub(activation_bytes(p.row0, width), activation_bytes(p.rows, width)),

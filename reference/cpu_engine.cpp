@@ -246,7 +246,7 @@ void CpuEngine<S>::run(const model::Step& step, Mat<S>& out) {
       return;
     }
     case Op::idx_k_norm:
-      reference::norm<S>(in(0), model::NormKind::layer, w[WeightKind::idx_k_norm].vector(),
+      reference::norm<S>(in(0), model::norm_kind(config_, step.op), w[WeightKind::idx_k_norm].vector(),
                          vector(WeightKind::idx_k_norm_b), model::norm_eps(config_, step.op), 0, out);
       return;
     case Op::idx_rope_q:

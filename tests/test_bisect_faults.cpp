@@ -17,6 +17,7 @@
 #include "gpu/vulkan_engine.h"
 #include "reference/cpu_engine.h"
 #include "tests/reference_fixtures.h"
+#include "tests/test_support.h"
 #include "tests/vulkan_fixtures.h"
 
 namespace tapdiff::testing {
@@ -28,7 +29,9 @@ TEST_P(BisectFault, IsTheCulpritWithItsDiagnosis) {
   const gpu::FaultInfo& info = gpu::fault_info(GetParam());
   const formats::SynthOptions synth = fault_synth_model(info);
   const auto m =
-      load_fault_model(synth_model_path(synth, fmt::format("synth-{}", family_name(synth.config.family))), synth);
+      info.fault == gpu::Fault::indexer_relu_dropped  // no GGUF holds a sparse attention
+          ? formats::load_model(write_sparse_model(temp_dir("sparse-model") / "model", 2))
+          : load_fault_model(synth_model_path(synth, fmt::format("synth-{}", family_name(synth.config.family))), synth);
   const int layer = m->config().n_layers / 2;
   const bool batched = info.diagnosis == model::DiagnosisCode::some_sequences;
   const model::Prompts prompts =

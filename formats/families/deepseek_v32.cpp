@@ -41,7 +41,9 @@ void read_hf(KeyReader& k, ModelConfig& c) {
                .head_dim = k.integer("index_head_dim", 128),
                .top_k = k.integer("index_topk", 2048)};
   if (c.indexer.heads < 1 || c.indexer.top_k < 1 || c.indexer.head_dim < c.mla.rope_dim)
-    k.fail(c.indexer.heads < 1 ? "index_n_heads" : c.indexer.top_k < 1 ? "index_topk" : "index_head_dim",
+    k.fail(c.indexer.heads < 1   ? "index_n_heads"
+           : c.indexer.top_k < 1 ? "index_topk"
+                                 : "index_head_dim",
            "an indexer of one head or more, keeping one position or more, heads at least qk_rope_head_dim wide",
            fmt::format("{} heads of {}, top {}", c.indexer.heads, c.indexer.head_dim, c.indexer.top_k));
   (void)k.integer("num_nextn_predict_layers", 0);  // multi-token-prediction layers transformers never runs

@@ -141,6 +141,10 @@ LAYOUTS = {
     # prefill expands every cached position's keys and values from the latent (embed_q, unembed_out)
     # and its decode never does (the absorbed form): k_proj and v_proj are not recorded.
     "deepseek_v3": Layout(_PRE_NORMS, attention=_LATENT_ATTENTION, gate_chooses=True, inline=("k_proj", "v_proj")),
+    # DeepSeek-V3.2: the same, with its indexer (MlxRecorder._wrap): its products, key norm, RoPE
+    # and kept positions recorded, its scores inline
+    "deepseek_v32": Layout(_PRE_NORMS, attention=_LATENT_ATTENTION, gate_chooses=True,
+                           inline=("k_proj", "v_proj")),
 }
 SUPPORTED = tuple(LAYOUTS)
 
@@ -239,20 +243,53 @@ def module_wrappers():
             return indices, weights
 
     class KeptRope(nn.Module):
-        """An attention's RoPE, called on its queries, then its keys, once each per forward pass."""
+        """An attention's RoPE (or its indexer's: `ops`), called on its queries, then its keys, once
+        each per forward pass."""
 
-        def __init__(self, inner, keep, layer):
+        def __init__(self, inner, keep, layer, ops=("rope_q", "rope_k")):
             super().__init__()
             self.inner = inner
-            self._keep, self._layer, self._calls = keep, layer, 0
+            self._keep, self._layer, self._calls, self._ops = keep, layer, 0, ops
 
         def __call__(self, x, *args, **kwargs):
             y = self.inner(x, *args, **kwargs)
-            self._keep((self._layer, "rope_q" if self._calls % 2 == 0 else "rope_k"), _heads_rows(y))
+            self._keep((self._layer, self._ops[self._calls % 2]), _heads_rows(y))
             self._calls += 1
             return y
 
-    return Kept, KeptIds, KeptChoice, KeptRope
+    class KeptPositions(nn.Module):
+        """DeepSeek-V3.2's indexer, called on the pass's rows with the cache of its keys: returns the
+        top-k positions of each row ([1, 1, rows, k], in no order; those after the row's own where it
+        has fewer), or None where every cached position is kept. Keeps them as idx_ids: the row's
+        own and earlier ones ascending, -1 after them."""
+
+        def __init__(self, inner, keep, layer, top_k):
+            super().__init__()
+            self.inner = inner
+            self._keep, self._layer, self._top_k = keep, layer, top_k
+
+        def __call__(self, x, qr, mask, cache=None):
+            first = cache.offset if cache is not None else 0
+            picked = self.inner(x, qr, mask, cache=cache)
+            rows = x.shape[1]
+            kept = np.full((rows, self._top_k), -1.0)
+            for t in range(rows):
+                own = first + t
+                row = range(own + 1) if picked is None else sorted(int(p) for p in _heads_rows(picked)[t] if p <= own)
+                kept[t, :len(row)] = row
+            self._keep((self._layer, "idx_ids"), kept)
+            return picked
+
+        def __getattr__(self, key):
+            try:
+                return super().__getattr__(key)
+            except AttributeError:
+                inner = dict.get(self, "inner")
+                if inner is None:
+                    raise
+                return getattr(inner, key)
+
+    return Kept, KeptIds, KeptChoice, KeptRope, KeptPositions
 
 
 class MlxRecorder(Recording):
@@ -314,7 +351,7 @@ class MlxRecorder(Recording):
         return q
 
     def _wrap(self):
-        Kept, KeptIds, KeptChoice, KeptRope = module_wrappers()
+        Kept, KeptIds, KeptChoice, KeptRope, KeptPositions = module_wrappers()
         inner, outer = self.model.model, self.layout.outer
         layers = getattr(inner, outer["layers"])
         n = len(layers)
@@ -344,6 +381,14 @@ class MlxRecorder(Recording):
                     kept(owner, name, at(i, output), None if parallel and input == "attn_residual" else at(i, input))
             if hasattr(attn, "rope"):  # GPT-2 has none
                 self.swap(attn, "rope", KeptRope(attn.rope, self._keep, i))
+            if hasattr(attn, "indexer"):  # DeepSeek-V3.2's: its scores are computed inline
+                indexer = attn.indexer
+                for name, op in (("wq_b", "idx_q_proj"), ("wk", "idx_k_proj"), ("k_norm", "idx_k_norm"),
+                                 ("weights_proj", "idx_weights")):
+                    kept(indexer, name, (i, op))
+                self.swap(indexer, "rope", KeptRope(indexer.rope, self._keep, i, ("idx_rope_q", "idx_rope_k")))
+                self.swap(attn, "indexer", KeptPositions(indexer, self._keep, i, self.config["indexer"]["top_k"]))
+                self.inline.add((i, "idx_scores"))
             if self.layout.mlp_reads_stream:
                 kept(layer, "mlp", None, (i, "attn_residual"))
             block = getattr(layer, self.layout.moe_block, None)
