@@ -176,12 +176,25 @@ def _per_head(heads: int):
 
 
 def module_wrappers():
-    """The module wrappers (Kept, KeptIds, KeptChoice, KeptRope), made once mlx is imported (the package itself does not
-    need mlx). Kept also serves a hand-made MLX recorder (tests/conformance/mlx_recorder.py) with a
-    `convert` of its own."""
+    """The module wrappers (Kept, KeptIds, KeptChoice, KeptRope, KeptPositions), made once mlx is imported (the
+    package itself does not need mlx). Kept also serves a hand-made MLX recorder
+    (tests/conformance/mlx_recorder.py) with a `convert` of its own."""
     import mlx.nn as nn
 
-    class Kept(nn.Module):
+    class Wrapper(nn.Module):
+        """A module around `inner` that lends it what the model reads of the module it wrapped
+        (use_sliding, weight)."""
+
+        def __getattr__(self, key):
+            try:
+                return super().__getattr__(key)
+            except AttributeError:
+                inner = dict.get(self, "inner")
+                if inner is None:
+                    raise
+                return getattr(inner, key)
+
+    class Kept(Wrapper):
         """Calls `inner` unchanged; keeps its output under `output` and its input under `input`
         (and, used as the output matrix, its logits under `_logits`), each through `convert`."""
 
@@ -197,15 +210,6 @@ def module_wrappers():
             if self._output:
                 self._keep(self._output, self._convert(y))
             return y
-
-        def __getattr__(self, key):  # what the model reads of the module it wrapped (use_sliding, weight)
-            try:
-                return super().__getattr__(key)
-            except AttributeError:
-                inner = dict.get(self, "inner")
-                if inner is None:
-                    raise
-                return getattr(inner, key)
 
         def as_linear(self, x):  # a tied embedding used as the output matrix: the logits
             y = self.inner.as_linear(x)
@@ -257,7 +261,7 @@ def module_wrappers():
             self._calls += 1
             return y
 
-    class KeptPositions(nn.Module):
+    class KeptPositions(Wrapper):
         """DeepSeek-V3.2's indexer, called on the pass's rows with the cache of its keys: returns the
         top-k positions of each row ([1, 1, rows, k], in no order; those after the row's own where it
         has fewer), or None where every cached position is kept. Keeps them as idx_ids: the row's
@@ -279,15 +283,6 @@ def module_wrappers():
                 kept[t, :len(row)] = row
             self._keep((self._layer, "idx_ids"), kept)
             return picked
-
-        def __getattr__(self, key):
-            try:
-                return super().__getattr__(key)
-            except AttributeError:
-                inner = dict.get(self, "inner")
-                if inner is None:
-                    raise
-                return getattr(inner, key)
 
     return Kept, KeptIds, KeptChoice, KeptRope, KeptPositions
 
